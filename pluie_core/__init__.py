@@ -1,0 +1,32 @@
+"""pluie_core: the PLUIE metric, baselines, statistics and pair-file parsing.
+
+No Streamlit and no database in here: every number the app shows can be
+reproduced in a notebook with the same call.
+
+Heavy modules (torch, transformers) are imported lazily, so ``import pluie_core``
+stays cheap for the web pages.
+"""
+from importlib import import_module
+
+__all__ = [
+    "load_pairs",
+    "PairFileError",
+    "PluieScorer",
+    "LEVELS",
+    "binarise",
+]
+
+_LAZY = {
+    "load_pairs": "pluie_core.io",
+    "PairFileError": "pluie_core.io",
+    "PluieScorer": "pluie_core.scorer",
+    "PluieError": "pluie_core.scorer",
+    "LEVELS": "pluie_core.labels",
+    "binarise": "pluie_core.labels",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'pluie_core' has no attribute {name!r}")
