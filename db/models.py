@@ -1,0 +1,244 @@
+"""The schema: SQLAlchemy 2.0 typed models.
+
+Every table lives here so that one Alembic history describes the whole store.
+Texts are `Text`; uniqueness of a pair inside a dataset goes through a hash column,
+because PostgreSQL cannot index arbitrarily long text in a b-tree.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Optional
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    source_format: Mapped[str] = mapped_column(String(40), default="")
+    # "binary" (0/1), "score" (a numeric similarity, label_min..label_max) or None (no gold labels)
+    label_kind: Mapped[Optional[str]] = mapped_column(String(20))
+    label_min: Mapped[Optional[float]] = mapped_column(Float)
+    label_max: Mapped[Optional[float]] = mapped_column(Float)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+    pairs: Mapped[list["Pair"]] = relationship(back_populates="dataset", cascade="all, delete-orphan", passive_deletes=True)
+
+
+class Pair(Base):
+    __tablename__ = "pairs"
+    __table_args__ = (UniqueConstraint("dataset_id", "text_hash", name="uq_pairs_dataset_text"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[Optional[str]] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(Text)
+    hypothesis: Mapped[str] = mapped_column(Text)
+    # sha1 of source + "\x00" + hypothesis: the identity of a pair inside its dataset
+    text_hash: Mapped[str] = mapped_column(String(40))
+    gold_label: Mapped[Optional[float]] = mapped_column(Float)
+    meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+
+    dataset: Mapped[Dataset] = relationship(back_populates="pairs")
+
+
+class Campaign(Base):
+    __tablename__ = "campaigns"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    quota: Mapped[int] = mapped_column(Integer, default=50)  # pairs per annotator, training excluded
+    overlap: Mapped[int] = mapped_column(Integer, default=1)  # annotators per pair
+    n_training: Mapped[int] = mapped_column(Integer, default=5)
+    guidelines: Mapped[str] = mapped_column(Text, default="")
+    # "random" (seeded), "least_labelled" or "informative"
+    pair_order: Mapped[str] = mapped_column(String(20), default="random")
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    # the score run whose values drive the "informative" order
+    informative_run_id: Mapped[Optional[int]] = mapped_column(ForeignKey("score_runs.id", ondelete="SET NULL"))
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class CampaignDataset(Base):
+    __tablename__ = "campaign_datasets"
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
+
+
+class TrainingPair(Base):
+    """The training trial of a campaign: the same pairs, in the same order, for everyone."""
+
+    __tablename__ = "training_pairs"
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+
+
+class Annotator(Base):
+    """A person who labels. External annotators come with imported labels (e.g. BIOSSES A-E)
+    and have no token; campaign annotators log in through their personal link."""
+
+    __tablename__ = "annotators"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    display_name: Mapped[Optional[str]] = mapped_column(String(200))
+    campaign_id: Mapped[Optional[int]] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), index=True)
+    dataset_id: Mapped[Optional[int]] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    # sha256 of the personal link's token: the token itself is never stored
+    token_hash: Mapped[Optional[str]] = mapped_column(String(64), unique=True)
+    english_level: Mapped[Optional[str]] = mapped_column(String(20))  # poor, good, advanced, native
+    is_external: Mapped[bool] = mapped_column(Boolean, default=False)
+    revoked_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Label(Base):
+    __tablename__ = "labels"
+    __table_args__ = (
+        UniqueConstraint("annotator_id", "pair_id", name="uq_labels_annotator_pair"),
+        Index("ix_labels_pair", "pair_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    campaign_id: Mapped[Optional[int]] = mapped_column(ForeignKey("campaigns.id", ondelete="SET NULL"), index=True)
+    # the five-level scale (pluie_core.labels): 0..3, 4 = Don't know; None for an external scale
+    level: Mapped[Optional[int]] = mapped_column(Integer)
+    # the raw value of an imported label on its own scale (e.g. BIOSSES 0-4)
+    value: Mapped[Optional[float]] = mapped_column(Float)
+    source_on_top: Mapped[Optional[bool]] = mapped_column(Boolean)
+    is_training: Mapped[bool] = mapped_column(Boolean, default=False)
+    seconds_spent: Mapped[Optional[float]] = mapped_column(Float)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
+class Assignment(Base):
+    """A pair served to an annotator in a campaign. Reserving the slot before serving is what keeps
+    overlap targets exact when several annotators work at once."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "annotator_id", "pair_id", name="uq_assignments"),
+        Index("ix_assignments_campaign_pair", "campaign_id", "pair_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    source_on_top: Mapped[bool] = mapped_column(Boolean, default=True)
+    served_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    done_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class ScoreRun(Base):
+    """A metric applied to every pair in scope: a PLUIE configuration or a baseline."""
+
+    __tablename__ = "score_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(20))  # "pluie" or "baseline"
+    model: Mapped[str] = mapped_column(String(500), default="")  # hub id / local path, or the baseline name
+    template: Mapped[str] = mapped_column(String(100), default="")
+    template_spec: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)  # a custom template's turns
+    answers: Mapped[Optional[list[Any]]] = mapped_column(JSON)
+    direction: Mapped[str] = mapped_column(String(20), default="forward")  # forward, backward, symmetric
+    device: Mapped[Optional[str]] = mapped_column(String(40))
+    dtype: Mapped[Optional[str]] = mapped_column(String(20))
+    batch_size: Mapped[Optional[int]] = mapped_column(Integer)
+    higher_is_similar: Mapped[bool] = mapped_column(Boolean, default=True)
+    # active, paused, cancelled, failed
+    status: Mapped[str] = mapped_column(String(20), default="active", index=True)
+    error: Mapped[Optional[str]] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
+class RunDataset(Base):
+    """Restricts a run to some datasets; a run with no rows here applies to every dataset."""
+
+    __tablename__ = "run_datasets"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("score_runs.id", ondelete="CASCADE"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
+
+
+class WorkItem(Base):
+    """One (run, pair) to score: the queue. Claimed with a lease; a lease that expires
+    (its worker died) makes the item claimable again."""
+
+    __tablename__ = "work_items"
+    __table_args__ = (
+        UniqueConstraint("run_id", "pair_id", name="uq_work_items_run_pair"),
+        Index("ix_work_items_claim", "run_id", "status", "lease_expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("score_runs.id", ondelete="CASCADE"))
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default="pending")  # pending, claimed, done, failed
+    lease_owner: Mapped[Optional[str]] = mapped_column(String(100))
+    lease_expires_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[Optional[str]] = mapped_column(Text)
+
+
+class Score(Base):
+    __tablename__ = "scores"
+    __table_args__ = (UniqueConstraint("run_id", "pair_id", name="uq_scores_run_pair"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("score_runs.id", ondelete="CASCADE"), index=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), index=True)
+    value: Mapped[float] = mapped_column(Float)
+    # e.g. log p(answer1), log p(answer2), the two directions of a symmetric run
+    details: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    worker_id: Mapped[Optional[str]] = mapped_column(String(100))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Worker(Base):
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200), default="")
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    device: Mapped[str] = mapped_column(String(40), default="cpu")
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    heartbeat_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    current_run_id: Mapped[Optional[int]] = mapped_column(ForeignKey("score_runs.id", ondelete="SET NULL"))
+    pairs_done: Mapped[int] = mapped_column(Integer, default=0)
+    pairs_per_second: Mapped[Optional[float]] = mapped_column(Float)
+    last_error: Mapped[Optional[str]] = mapped_column(Text)
+    stopped_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
