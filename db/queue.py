@@ -1,16 +1,28 @@
-"""The scoring queue: one work item per (run, pair).
+"""The scoring queue: one work item per (run, pair), claimed by workers under a lease.
 
 New pairs are queued for every active run in scope inside the import's own transaction, so
 an import and its queued work land together or not at all.
+
+A worker claims a batch of one run's items (SKIP LOCKED on PostgreSQL; on SQLite the claim runs
+in a BEGIN IMMEDIATE transaction, which serialises writers), renews the lease while it scores,
+and writes the scores in the same transaction that marks the items done, but only for items
+whose lease it still holds. An item whose lease expired (its worker died) is claimable again.
+The unique (run, pair) constraint on scores is the last guard against a double score.
 """
 from __future__ import annotations
 
-from typing import Iterable
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence
 
-from sqlalchemy import insert, select
+from sqlalchemy import Engine, and_, exists, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
-from db.models import RunDataset, ScoreRun, WorkItem
+from db.engine import read_session, write_session
+from db.models import Pair, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
+
+# An item that failed this many claims with an error (not a crash) is given up as failed.
+MAX_ATTEMPTS = 3
 
 
 def runs_in_scope(session: Session, dataset_id: int) -> list[int]:
@@ -32,3 +44,261 @@ def enqueue_pairs(session: Session, dataset_id: int, pair_ids: Iterable[int]) ->
             session.execute(insert(WorkItem), rows)
             total += len(rows)
     return total
+
+
+def enqueue_missing(session: Session, run_id: int) -> int:
+    """Queue every pair in the run's scope that has no work item yet (a new run, or pairs imported
+    while the run was cancelled or failed). One INSERT ... SELECT, whatever the number of pairs."""
+    scoped = select(RunDataset.dataset_id).where(RunDataset.run_id == run_id)
+    has_scope = session.scalar(select(exists(scoped)))
+    already = select(WorkItem.id).where(WorkItem.run_id == run_id, WorkItem.pair_id == Pair.id)
+    pairs = select(literal(run_id), Pair.id, literal("pending"), literal(0)).where(~exists(already))
+    if has_scope:
+        pairs = pairs.where(Pair.dataset_id.in_(scoped))
+    result = session.execute(
+        insert(WorkItem).from_select(["run_id", "pair_id", "status", "attempts"], pairs)
+    )
+    return result.rowcount or 0
+
+
+@dataclass
+class ClaimedItem:
+    item_id: int
+    pair_id: int
+    source: str
+    hypothesis: str
+
+
+@dataclass
+class Batch:
+    """Items of one run, leased to one worker until `lease_expires_at`."""
+
+    run_id: int
+    worker_id: str
+    items: list[ClaimedItem]
+    lease_expires_at: dt.datetime
+
+    @property
+    def item_ids(self) -> list[int]:
+        return [item.item_id for item in self.items]
+
+
+@dataclass
+class ScoredItem:
+    item_id: int
+    pair_id: int
+    value: float
+    details: Optional[dict[str, Any]] = field(default=None)
+
+
+def _claimable(now: dt.datetime):
+    expired = and_(WorkItem.status == "claimed", WorkItem.lease_expires_at < now)
+    return or_(WorkItem.status == "pending", expired)
+
+
+def claim_batch(
+    engine: Engine,
+    worker_id: str,
+    batch_size: int,
+    lease_seconds: float,
+    prefer_run_id: Optional[int] = None,
+    run_ids: Optional[Sequence[int]] = None,
+) -> Optional[Batch]:
+    """Lease up to `batch_size` claimable items of one active run to `worker_id`, or None when
+    there is nothing to do. The run the worker already has loaded (`prefer_run_id`) comes first,
+    then the oldest run; `run_ids` restricts the worker to some runs."""
+    now = utcnow()
+    with write_session(engine) as session:
+        candidates = (
+            select(WorkItem.run_id)
+            .join(ScoreRun, ScoreRun.id == WorkItem.run_id)
+            .where(ScoreRun.status == "active", _claimable(now))
+        )
+        if run_ids is not None:
+            candidates = candidates.where(WorkItem.run_id.in_(list(run_ids)))
+        run_id = None
+        if prefer_run_id is not None:
+            run_id = session.scalar(candidates.where(WorkItem.run_id == prefer_run_id).limit(1))
+        if run_id is None:
+            run_id = session.scalar(candidates.order_by(WorkItem.run_id).limit(1))
+        if run_id is None:
+            return None
+
+        # SKIP LOCKED: concurrent PostgreSQL workers take disjoint items without waiting;
+        # SQLite ignores the clause (the IMMEDIATE transaction already excludes other writers).
+        item_ids = session.scalars(
+            select(WorkItem.id)
+            .where(WorkItem.run_id == run_id, _claimable(now))
+            .order_by(WorkItem.id)
+            .limit(batch_size)
+            .with_for_update(skip_locked=True)
+        ).all()
+        if not item_ids:
+            return None
+        expires = now + dt.timedelta(seconds=lease_seconds)
+        session.execute(
+            update(WorkItem)
+            .where(WorkItem.id.in_(item_ids))
+            .values(status="claimed", lease_owner=worker_id, lease_expires_at=expires,
+                    attempts=WorkItem.attempts + 1)
+        )
+        rows = session.execute(
+            select(WorkItem.id, Pair.id, Pair.source, Pair.hypothesis)
+            .join(Pair, Pair.id == WorkItem.pair_id)
+            .where(WorkItem.id.in_(item_ids))
+            .order_by(WorkItem.id)
+        ).all()
+    items = [ClaimedItem(item_id=r[0], pair_id=r[1], source=r[2], hypothesis=r[3]) for r in rows]
+    return Batch(run_id=run_id, worker_id=worker_id, items=items, lease_expires_at=expires)
+
+
+def _held(worker_id: str, item_ids: Sequence[int]):
+    return and_(WorkItem.id.in_(list(item_ids)), WorkItem.status == "claimed", WorkItem.lease_owner == worker_id)
+
+
+def renew_lease(engine: Engine, worker_id: str, item_ids: Sequence[int], lease_seconds: float) -> int:
+    """Extend the lease on the items this worker still holds; returns how many it holds."""
+    if not item_ids:
+        return 0
+    expires = utcnow() + dt.timedelta(seconds=lease_seconds)
+    with write_session(engine) as session:
+        result = session.execute(
+            update(WorkItem).where(_held(worker_id, item_ids)).values(lease_expires_at=expires)
+        )
+        return result.rowcount or 0
+
+
+def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem]) -> int:
+    """Write the scores of the items this worker still holds and mark them done, in one
+    transaction. Items it no longer holds (its lease expired and another worker took them) are
+    skipped: that worker writes them. Returns the number of scores written."""
+    if not scored:
+        return 0
+    by_item = {s.item_id: s for s in scored}
+    with write_session(engine) as session:
+        held = session.scalars(
+            select(WorkItem.id).where(_held(worker_id, list(by_item))).with_for_update()
+        ).all()
+        if not held:
+            return 0
+        now = utcnow()
+        session.execute(
+            insert(Score),
+            [
+                {"run_id": run_id, "pair_id": by_item[i].pair_id, "value": float(by_item[i].value),
+                 "details": by_item[i].details, "worker_id": worker_id, "created_at": now}
+                for i in held
+            ],
+        )
+        session.execute(
+            update(WorkItem)
+            .where(WorkItem.id.in_(held))
+            .values(status="done", lease_owner=None, lease_expires_at=None, error=None)
+        )
+        return len(held)
+
+
+def release_batch(engine: Engine, worker_id: str, item_ids: Sequence[int], error: Optional[str] = None) -> int:
+    """Hand back the items this worker still holds: pending again, or failed with `error` once
+    they have failed MAX_ATTEMPTS claims. Returns the number released."""
+    if not item_ids:
+        return 0
+    with write_session(engine) as session:
+        values: dict[str, Any] = {"status": "pending", "lease_owner": None, "lease_expires_at": None}
+        if error is not None:
+            session.execute(
+                update(WorkItem)
+                .where(_held(worker_id, item_ids), WorkItem.attempts >= MAX_ATTEMPTS)
+                .values(status="failed", lease_owner=None, lease_expires_at=None, error=error)
+            )
+            values["error"] = error
+        result = session.execute(update(WorkItem).where(_held(worker_id, item_ids)).values(**values))
+        return result.rowcount or 0
+
+
+def fail_run(engine: Engine, run_id: int, reason: str) -> None:
+    """Mark a run failed with a reason the scoring page shows (e.g. its model cannot be loaded).
+    Its items stay queued: retrying the run picks them up again."""
+    with write_session(engine) as session:
+        session.execute(
+            update(ScoreRun).where(ScoreRun.id == run_id).values(status="failed", error=reason, updated_at=utcnow())
+        )
+        session.execute(
+            update(WorkItem)
+            .where(WorkItem.run_id == run_id, WorkItem.status == "claimed")
+            .values(status="pending", lease_owner=None, lease_expires_at=None)
+        )
+
+
+def run_config(engine: Engine, run_id: int) -> Optional[ScoreRun]:
+    with read_session(engine) as session:
+        return session.get(ScoreRun, run_id)
+
+
+def run_status(engine: Engine, run_id: int) -> Optional[str]:
+    with read_session(engine) as session:
+        return session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
+
+
+# --- workers: registration, heartbeat, throughput, last error ---------------------------------
+
+def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, device: str) -> None:
+    with write_session(engine) as session:
+        now = utcnow()
+        session.add(Worker(id=worker_id, hostname=hostname, pid=pid, device=device, started_at=now, heartbeat_at=now))
+
+
+def heartbeat(
+    engine: Engine,
+    worker_id: str,
+    *,
+    current_run_id: Optional[int] = None,
+    pairs_done: Optional[int] = None,
+    pairs_per_second: Optional[float] = None,
+    last_error: Optional[str] = None,
+) -> None:
+    """Record that the worker is alive, and what it is doing when given."""
+    values: dict[str, Any] = {"heartbeat_at": utcnow(), "current_run_id": current_run_id}
+    if pairs_done is not None:
+        values["pairs_done"] = pairs_done
+    if pairs_per_second is not None:
+        values["pairs_per_second"] = pairs_per_second
+    if last_error is not None:
+        values["last_error"] = last_error
+    with write_session(engine) as session:
+        session.execute(update(Worker).where(Worker.id == worker_id).values(**values))
+
+
+def stop_worker(engine: Engine, worker_id: str) -> None:
+    with write_session(engine) as session:
+        now = utcnow()
+        session.execute(
+            update(Worker).where(Worker.id == worker_id).values(stopped_at=now, heartbeat_at=now, current_run_id=None)
+        )
+
+
+def alive_workers(engine: Engine, within_seconds: float = 30.0) -> list[Worker]:
+    """Workers that have not stopped and reported a heartbeat within the last `within_seconds`."""
+    since = utcnow() - dt.timedelta(seconds=within_seconds)
+    with read_session(engine) as session:
+        return list(
+            session.scalars(
+                select(Worker)
+                .where(Worker.stopped_at.is_(None), Worker.heartbeat_at >= since)
+                .order_by(Worker.started_at)
+            )
+        )
+
+
+def pending_count(engine: Engine, run_ids: Optional[Sequence[int]] = None) -> int:
+    """Items of active runs still waiting for a score (pending or leased)."""
+    query = (
+        select(func.count())
+        .select_from(WorkItem)
+        .join(ScoreRun, ScoreRun.id == WorkItem.run_id)
+        .where(ScoreRun.status == "active", WorkItem.status.in_(("pending", "claimed")))
+    )
+    if run_ids is not None:
+        query = query.where(WorkItem.run_id.in_(list(run_ids)))
+    with read_session(engine) as session:
+        return session.scalar(query) or 0

@@ -1,0 +1,263 @@
+"""Score runs: the metrics applied to every pair in scope, their progress and their controls.
+
+A run is (model, template, answer words, direction, optional datasets). Creating a run queues
+every pair in its scope; pairs imported later are queued by the import (db.queue.enqueue_pairs).
+The baseline runs are created once, at first start (ensure_default_runs).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import pandas as pd
+from sqlalchemy import Engine, case, delete, func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from db.engine import read_session, write_session
+from db.models import Dataset, Pair, RunDataset, Score, ScoreRun, WorkItem, utcnow
+from db.queue import enqueue_missing
+
+DIRECTIONS = ("forward", "backward", "symmetric")
+# (run name, baseline registry key, higher means more similar)
+DEFAULT_BASELINES = (
+    ("Levenshtein", "levenshtein", True),
+    ("BLEU", "bleu", True),
+    ("chrF", "chrf", True),
+    ("SBERT cosine", "sbert_cosine", True),
+)
+# Throughput is measured over the scores written in this window.
+RATE_WINDOW_SECONDS = 60
+
+
+class RunError(ValueError):
+    """A run request the user must change (the message says how)."""
+
+
+def create_run(
+    engine: Engine,
+    *,
+    model: str,
+    kind: str = "pluie",
+    name: Optional[str] = None,
+    template: str = "fs-direct",
+    template_spec: Optional[dict[str, Any]] = None,
+    answers: Sequence[str] = ("Yes", "No"),
+    direction: str = "forward",
+    device: Optional[str] = None,
+    dtype: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    dataset_ids: Sequence[int] = (),
+    higher_is_similar: bool = True,
+) -> int:
+    """Create an active run and queue every pair in its scope; returns the run id."""
+    model = (model or "").strip()
+    if not model:
+        raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
+    if kind not in ("pluie", "baseline"):
+        raise RunError(f"Unknown run kind {kind!r}: use 'pluie' or 'baseline'.")
+    if direction not in DIRECTIONS:
+        raise RunError(f"Direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}.")
+    answers = [a.strip() for a in answers if a and a.strip()]
+    if kind == "pluie" and len(answers) != 2:
+        raise RunError("Give exactly two answer words: the 'paraphrase' answer first (e.g. Yes), then the other (e.g. No).")
+    if kind == "pluie" and answers[0] == answers[1]:
+        raise RunError("The two answer words must differ.")
+    if batch_size is not None and batch_size < 1:
+        raise RunError("The batch size must be a positive whole number.")
+    if template == "custom" and not template_spec:
+        raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+    name = (name or "").strip() or _default_name(model, template, direction)
+    with write_session(engine) as session:
+        if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
+            raise RunError(f"A run named {name!r} already exists; choose another name.")
+        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(list(dataset_ids)))))
+        missing = set(dataset_ids) - known
+        if missing:
+            raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
+        run = ScoreRun(
+            name=name, kind=kind, model=model, template=template if kind == "pluie" else "",
+            template_spec=template_spec, answers=list(answers) if kind == "pluie" else None,
+            direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
+            higher_is_similar=higher_is_similar, status="active",
+        )
+        session.add(run)
+        session.flush()
+        session.add_all(RunDataset(run_id=run.id, dataset_id=ds) for ds in dataset_ids)
+        session.flush()
+        enqueue_missing(session, run.id)
+        return run.id
+
+
+def _default_name(model: str, template: str, direction: str) -> str:
+    short = model.rstrip("/").split("/")[-1]
+    stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
+    return f"PLUIE {short} · {template} · {direction} · {stamp}"
+
+
+def ensure_default_runs(engine: Engine) -> list[int]:
+    """Create the baseline runs when they do not exist yet (idempotent, safe to call from several
+    processes at once). Returns the ids of the runs it created."""
+    created = []
+    for name, key, higher in DEFAULT_BASELINES:
+        with read_session(engine) as session:
+            if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
+                continue
+        try:
+            created.append(create_run(engine, name=name, kind="baseline", model=key, higher_is_similar=higher))
+        except (RunError, IntegrityError):
+            pass  # another process created it meanwhile
+    return created
+
+
+def _set_status(engine: Engine, run_id: int, status: str, from_statuses: Sequence[str]) -> None:
+    with write_session(engine) as session:
+        current = session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
+        if current is None:
+            raise RunError("This run no longer exists; reload the page.")
+        if current not in from_statuses:
+            raise RunError(f"A {current} run cannot be set to {status}.")
+        session.execute(update(ScoreRun).where(ScoreRun.id == run_id).values(status=status, updated_at=utcnow()))
+
+
+def pause_run(engine: Engine, run_id: int) -> None:
+    """Workers stop claiming the run's items (a batch in flight is still written)."""
+    _set_status(engine, run_id, "paused", ("active",))
+
+
+def resume_run(engine: Engine, run_id: int) -> None:
+    _set_status(engine, run_id, "active", ("paused",))
+
+
+def cancel_run(engine: Engine, run_id: int) -> None:
+    """Stop the run for good: no more claims and new pairs are no longer queued. Scores kept."""
+    _set_status(engine, run_id, "cancelled", ("active", "paused"))
+
+
+def retry_run(engine: Engine, run_id: int) -> None:
+    """Make a failed or cancelled run active again: clear its error, requeue its failed items and
+    queue the pairs imported while it was stopped."""
+    with write_session(engine) as session:
+        current = session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
+        if current is None:
+            raise RunError("This run no longer exists; reload the page.")
+        if current not in ("failed", "cancelled"):
+            raise RunError(f"Only a failed or cancelled run can be retried; this one is {current}.")
+        session.execute(
+            update(ScoreRun).where(ScoreRun.id == run_id).values(status="active", error=None, updated_at=utcnow())
+        )
+        session.execute(
+            update(WorkItem)
+            .where(WorkItem.run_id == run_id, WorkItem.status == "failed")
+            .values(status="pending", attempts=0, error=None)
+        )
+        enqueue_missing(session, run_id)
+
+
+def delete_run(engine: Engine, run_id: int) -> None:
+    with write_session(engine) as session:
+        session.execute(delete(ScoreRun).where(ScoreRun.id == run_id))
+
+
+@dataclass
+class RunProgress:
+    id: int
+    name: str
+    kind: str
+    model: str
+    template: str
+    direction: str
+    status: str
+    error: Optional[str]
+    total: int
+    done: int
+    failed: int
+    pairs_per_second: Optional[float]
+    seconds_left: Optional[float]
+    item_error: Optional[str]  # one of the errors of its failed items, if any
+
+
+def runs_progress(engine: Engine) -> list[RunProgress]:
+    """Every run with its counts, recent throughput and estimated time left, newest first."""
+    since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_SECONDS)
+    with read_session(engine) as session:
+        runs = session.scalars(select(ScoreRun).order_by(ScoreRun.id.desc())).all()
+        counts = {
+            row[0]: row[1:]
+            for row in session.execute(
+                select(
+                    WorkItem.run_id,
+                    func.count(),
+                    func.sum(case((WorkItem.status == "done", 1), else_=0)),
+                    func.sum(case((WorkItem.status == "failed", 1), else_=0)),
+                    func.max(WorkItem.error),
+                ).group_by(WorkItem.run_id)
+            )
+        }
+        recent = {
+            row[0]: (row[1], row[2], row[3])
+            for row in session.execute(
+                select(Score.run_id, func.count(), func.min(Score.created_at), func.max(Score.created_at))
+                .where(Score.created_at >= since)
+                .group_by(Score.run_id)
+            )
+        }
+    progress = []
+    for run in runs:
+        total, done, failed, item_error = counts.get(run.id, (0, 0, 0, None))
+        done, failed = int(done or 0), int(failed or 0)
+        rate = _rate(*recent[run.id]) if run.id in recent else None
+        left = total - done - failed
+        seconds_left = left / rate if rate and left > 0 and run.status == "active" else None
+        progress.append(
+            RunProgress(
+                id=run.id, name=run.name, kind=run.kind, model=run.model, template=run.template,
+                direction=run.direction, status=run.status, error=run.error, total=int(total),
+                done=done, failed=failed, pairs_per_second=rate, seconds_left=seconds_left,
+                item_error=item_error,
+            )
+        )
+    return progress
+
+
+def _rate(count: int, first: dt.datetime, last: dt.datetime) -> Optional[float]:
+    """Pairs per second over the recent window: from the first recent score to now, so that a
+    run that stopped scoring sees its rate fall."""
+    elapsed = (utcnow() - first).total_seconds()
+    if count < 2 or elapsed <= 0:
+        return None
+    return count / max(elapsed, 1.0)
+
+
+def latest_scores(engine: Engine, run_id: int, limit: int = 20) -> pd.DataFrame:
+    """The most recently scored pairs of a run, newest first."""
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(Score.created_at, Dataset.name, Pair.source, Pair.hypothesis, Score.value, Pair.gold_label)
+            .join(Pair, Pair.id == Score.pair_id)
+            .join(Dataset, Dataset.id == Pair.dataset_id)
+            .where(Score.run_id == run_id)
+            .order_by(Score.id.desc())
+            .limit(limit)
+        ).all()
+    return pd.DataFrame(rows, columns=["scored at", "dataset", "source", "hypothesis", "score", "gold"])
+
+
+def dataset_names(engine: Engine) -> dict[int, str]:
+    """Dataset id -> name, for choosing a run's scope."""
+    with read_session(engine) as session:
+        return dict(session.execute(select(Dataset.id, Dataset.name).order_by(Dataset.name)).all())
+
+
+def run_dataset_ids(engine: Engine, run_id: int) -> list[int]:
+    with read_session(engine) as session:
+        return list(session.scalars(select(RunDataset.dataset_id).where(RunDataset.run_id == run_id)))
+
+
+def scores_by_pair(engine: Engine, run_id: int) -> dict[int, list[float]]:
+    """Every score of a run, grouped by pair (a list, so that a double score would show)."""
+    with read_session(engine) as session:
+        result: dict[int, list[float]] = {}
+        for pair_id, value in session.execute(select(Score.pair_id, Score.value).where(Score.run_id == run_id)):
+            result.setdefault(pair_id, []).append(value)
+        return result

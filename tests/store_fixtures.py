@@ -1,0 +1,153 @@
+"""Stores for the queue and worker tests: a real SQLite file, and a real PostgreSQL database.
+
+PostgreSQL comes from PLUIE_TEST_POSTGRES_URL (CI) or from a throwaway cluster this module starts
+with scripts/start_test_postgres.sh; the PostgreSQL cases skip only when neither is possible.
+Each test gets a fresh database. Import the fixtures into a test module to use them.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The URL of a PostgreSQL server's maintenance database, or a skip."""
+    if os.environ.get("PLUIE_TEST_POSTGRES_URL"):
+        yield os.environ["PLUIE_TEST_POSTGRES_URL"]
+        return
+    if not shutil.which("runuser") and os.geteuid() == 0:
+        pytest.skip("no way to start PostgreSQL as a non-root user")
+    # not under pytest's tmp root: that is private to this user, and the server runs as "postgres"
+    directory = Path(tempfile.mkdtemp(prefix="pluie-test-pg-"))
+    started = subprocess.run(
+        [str(REPO / "scripts" / "start_test_postgres.sh"), str(free_port()), str(directory)],
+        capture_output=True, text=True, timeout=120,
+    )
+    if started.returncode != 0:
+        pytest.skip(f"no PostgreSQL server could be started: {started.stderr.strip()[-300:]}")
+    try:
+        yield started.stdout.strip().splitlines()[-1]
+    finally:
+        pid_file = directory / "data" / "postmaster.pid"
+        if pid_file.exists():
+            pid = int(pid_file.read_text().splitlines()[0])
+            os.kill(pid, signal.SIGINT)  # fast shutdown
+            for _ in range(100):
+                if not pid_file.exists():
+                    break
+                time.sleep(0.1)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def fresh_postgres_database(server_url: str) -> str:
+    """Create an empty database on the server and return its URL."""
+    name = f"pluie_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_postgres_database(server_url: str, url: str) -> None:
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path):
+    """A fresh, empty store URL: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    server = request.getfixturevalue("postgres_server")
+    url = fresh_postgres_database(server)
+    try:
+        yield url
+    finally:
+        drop_postgres_database(server, url)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+def add_pairs(engine, name: str, pairs: list[tuple[str, str]]) -> list[int]:
+    """Add a dataset of (source, hypothesis) pairs the way an import does (pairs and queued work
+    in one transaction); returns the pair ids."""
+    try:
+        import pandas as pd
+        from db.datasets import import_pairs
+
+        frame = pd.DataFrame(pairs, columns=["source", "hypothesis"])
+        import_pairs(engine, name, frame, append=True)
+        from db.engine import read_session
+        from db.models import Dataset, Pair
+        from sqlalchemy import select
+
+        with read_session(engine) as session:
+            return list(
+                session.scalars(select(Pair.id).join(Dataset).where(Dataset.name == name).order_by(Pair.id))
+            )
+    except ImportError:  # the import module is not merged yet: write the same rows directly
+        import hashlib
+
+        from db.engine import write_session
+        from db.models import Dataset, Pair
+        from db.queue import enqueue_pairs
+        from sqlalchemy import select
+
+        with write_session(engine) as session:
+            dataset = session.scalar(select(Dataset).where(Dataset.name == name))
+            if dataset is None:
+                dataset = Dataset(name=name)
+                session.add(dataset)
+                session.flush()
+            rows = [
+                Pair(dataset_id=dataset.id, source=s, hypothesis=h,
+                     text_hash=hashlib.sha1(f"{s}\x00{h}".encode()).hexdigest())
+                for s, h in pairs
+            ]
+            session.add_all(rows)
+            session.flush()
+            ids = [p.id for p in rows]
+            enqueue_pairs(session, dataset.id, ids)
+            return ids
+
+
+def sentence_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """n distinct, varied (source, hypothesis) pairs."""
+    import random
+
+    rng = random.Random(seed)
+    words = ("cat dog water milk mouse soup tomato river house garden small big red quickly slowly "
+             "drinks eats sees runs the a on in near old new").split()
+    pairs = []
+    for i in range(n):
+        source = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + f" {i}"
+        hypothesis = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + f" {i}"
+        pairs.append((source, hypothesis))
+    return pairs

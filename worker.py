@@ -1,0 +1,341 @@
+"""The scoring worker: claims queued (run, pair) items from the store, scores them with
+pluie_core, writes the scores back. Thin glue: the queue lives in db.queue, the metrics in
+pluie_core.
+
+    python worker.py [--db URL] [--once | --exit-when-idle] [--batch-size N] [--device cuda:0]
+
+Several workers may share one queue (several GPUs, or several machines on PostgreSQL). A worker
+that is killed loses nothing: its leases expire and another worker (or its restart) takes the
+items again; scores are written only under a held lease, so no pair is scored twice.
+SIGTERM / SIGINT: the batch in hand is finished and written, then the worker exits.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+REPO = Path(__file__).resolve().parent
+if str(REPO) not in sys.path:  # `python /path/to/worker.py` from another directory
+    sys.path.insert(0, str(REPO))
+
+from db.engine import database_url, init_db  # noqa: E402
+from db import queue  # noqa: E402
+from db.models import ScoreRun  # noqa: E402
+from db.runs import ensure_default_runs  # noqa: E402
+
+log = logging.getLogger("pluie.worker")
+
+DEFAULT_LEASE_SECONDS = 120.0
+DEFAULT_BATCH_SIZE = 32
+HEARTBEAT_SECONDS = 5.0
+# A worker whose heartbeat is older than this is taken for dead (the page, the app's auto-start).
+ALIVE_SECONDS = 20.0
+# Loaded models kept in memory; a worker serving many runs reloads past this.
+MODEL_CACHE_SIZE = 2
+
+# (values, details per pair or None)
+ScoreFn = Callable[[list[str], list[str]], tuple[list[float], Optional[list[dict[str, Any]]]]]
+
+
+class ModelLoadError(RuntimeError):
+    """The run's metric cannot be set up (bad model path, multi-token answers...)."""
+
+
+def resolve_device(device: Optional[str]) -> str:
+    """The GPU when there is one, else the CPU, unless a device is named."""
+    if device and device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreFn:
+    """The scoring function of a run: a PLUIE scorer (model loaded now, once) or a baseline."""
+    if run.kind == "baseline":
+        registry = _baseline_registry()
+        try:
+            metric = registry[run.model]
+        except KeyError:
+            raise ModelLoadError(f"Unknown baseline {run.model!r}; known: {', '.join(sorted(registry))}.")
+
+        def score_baseline(sources, hypotheses):
+            return [float(v) for v in metric(sources, hypotheses)], None
+
+        return score_baseline
+
+    from pluie_core.scorer import PluieScorer
+
+    try:
+        scorer = PluieScorer(
+            run.model,
+            template=run.template_spec or run.template or "fs-direct",
+            answers=tuple(run.answers or ("Yes", "No")),
+            device=run.device or device,
+            dtype=run.dtype,
+            batch_size=run.batch_size or batch_size,
+        )
+    except Exception as exc:  # any reason: missing path, not a causal LM, multi-token answers...
+        raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
+
+    def score_pluie(sources, hypotheses):
+        if run.direction == "forward":
+            return [float(v) for v in scorer.score(sources, hypotheses)], None
+        if run.direction == "backward":
+            return [float(v) for v in scorer.score(hypotheses, sources)], None
+        forward = scorer.score(sources, hypotheses)
+        backward = scorer.score(hypotheses, sources)
+        values = [(float(f) + float(b)) / 2 for f, b in zip(forward, backward)]
+        return values, [{"forward": float(f), "backward": float(b)} for f, b in zip(forward, backward)]
+
+    return score_pluie
+
+
+def _baseline_registry() -> dict[str, Callable]:
+    try:
+        from pluie_core import baselines
+
+        return baselines.BASELINES
+    except ImportError:  # TEMPORARY until pluie_core.baselines lands on main
+        import numpy as np
+        from rapidfuzz.distance import Levenshtein
+        from sacrebleu.metrics import BLEU, CHRF
+
+        bleu, chrf = BLEU(effective_order=True), CHRF()
+        return {
+            "levenshtein": lambda s, h: np.array([Levenshtein.normalized_similarity(a, b) for a, b in zip(s, h)]),
+            "bleu": lambda s, h: np.array([bleu.sentence_score(b, [a]).score / 100 for a, b in zip(s, h)]),
+            "chrf": lambda s, h: np.array([chrf.sentence_score(b, [a]).score / 100 for a, b in zip(s, h)]),
+        }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:500]
+
+
+class _LeaseKeeper(threading.Thread):
+    """Renews the lease of the batch in hand and reports the heartbeat while the main thread scores."""
+
+    def __init__(self, worker: "ScoringWorker"):
+        super().__init__(daemon=True, name="lease-keeper")
+        self.worker = worker
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        w = self.worker
+        interval = min(HEARTBEAT_SECONDS, w.lease_seconds / 3)
+        while not self.halt.wait(interval):
+            try:
+                batch = w.current_batch
+                if batch is not None:
+                    held = queue.renew_lease(w.engine, w.worker_id, batch.item_ids, w.lease_seconds)
+                    if held < len(batch.items):
+                        log.warning("lost the lease on %d items of run %d", len(batch.items) - held, batch.run_id)
+                queue.heartbeat(w.engine, w.worker_id, current_run_id=batch.run_id if batch else None)
+            except Exception as exc:  # the store is briefly unreachable: try again next tick
+                log.warning("lease renewal failed: %s", _first_line(exc))
+
+
+class ScoringWorker:
+    def __init__(
+        self,
+        engine,
+        *,
+        worker_id: Optional[str] = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        device: Optional[str] = None,
+        poll_seconds: float = 2.0,
+        run_ids: Optional[Sequence[int]] = None,
+        parent_pid: Optional[int] = None,
+    ):
+        self.engine = engine
+        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.batch_size = batch_size
+        self.lease_seconds = lease_seconds
+        self.device = resolve_device(device)
+        self.poll_seconds = poll_seconds
+        self.run_ids = list(run_ids) if run_ids else None
+        self.parent_pid = parent_pid
+        self.current_batch: Optional[queue.Batch] = None
+        self.pairs_done = 0
+        self.pairs_per_second: Optional[float] = None
+        self._metrics: OrderedDict[int, ScoreFn] = OrderedDict()
+        self._last_run_id: Optional[int] = None
+        self._stop = threading.Event()
+
+    def request_stop(self, *_args) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        if self.parent_pid and not _alive(self.parent_pid):
+            self._stop.set()  # started by the app, which has gone: stop with it
+        return self._stop.is_set()
+
+    def run(self, *, once: bool = False, exit_when_idle: bool = False) -> int:
+        """Serve the queue until stopped (or after one batch / when nothing is left). Returns the
+        number of pairs scored."""
+        queue.register_worker(self.engine, self.worker_id, socket.gethostname(), os.getpid(), self.device)
+        keeper = _LeaseKeeper(self)
+        keeper.start()
+        log.info("worker %s started on %s", self.worker_id, self.device)
+        try:
+            while not self.stopping:
+                scored = self.step()
+                if once:
+                    break
+                if scored is None:
+                    if exit_when_idle and queue.pending_count(self.engine, self.run_ids) == 0:
+                        break
+                    self._stop.wait(self.poll_seconds)
+        finally:
+            keeper.halt.set()
+            keeper.join(timeout=10)
+            if self.current_batch is not None:  # interrupted mid-batch: hand the items back
+                queue.release_batch(self.engine, self.worker_id, self.current_batch.item_ids)
+                self.current_batch = None
+            queue.stop_worker(self.engine, self.worker_id)
+            log.info("worker %s stopped after %d pairs", self.worker_id, self.pairs_done)
+        return self.pairs_done
+
+    def step(self) -> Optional[int]:
+        """Claim, score and write one batch. Returns the pairs written, or None when idle."""
+        batch = queue.claim_batch(
+            self.engine, self.worker_id, self.batch_size, self.lease_seconds,
+            prefer_run_id=self._last_run_id, run_ids=self.run_ids,
+        )
+        if batch is None:
+            return None
+        self.current_batch = batch
+        self._last_run_id = batch.run_id
+        try:
+            metric = self._metric(batch.run_id)
+        except ModelLoadError as exc:
+            log.error("run %d failed: %s", batch.run_id, exc)
+            queue.fail_run(self.engine, batch.run_id, str(exc))
+            queue.heartbeat(self.engine, self.worker_id, last_error=f"run {batch.run_id}: {exc}")
+            self.current_batch = None
+            return 0
+        started = time.monotonic()
+        try:
+            values, details = metric([i.source for i in batch.items], [i.hypothesis for i in batch.items])
+        except Exception as exc:
+            message = f"run {batch.run_id}: scoring failed: {_first_line(exc)}"
+            log.exception(message)
+            queue.release_batch(self.engine, self.worker_id, batch.item_ids, error=message)
+            queue.heartbeat(self.engine, self.worker_id, last_error=message)
+            self.current_batch = None
+            return 0
+        scored = [
+            queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
+            for k, (item, value) in enumerate(zip(batch.items, values))
+        ]
+        written = queue.complete_batch(self.engine, self.worker_id, batch.run_id, scored)
+        self.current_batch = None
+        elapsed = max(time.monotonic() - started, 1e-6)
+        rate = len(batch.items) / elapsed
+        self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
+        self.pairs_done += written
+        queue.heartbeat(
+            self.engine, self.worker_id, current_run_id=batch.run_id,
+            pairs_done=self.pairs_done, pairs_per_second=self.pairs_per_second,
+        )
+        return written
+
+    def _metric(self, run_id: int) -> ScoreFn:
+        """The run's scoring function, loading its model only the first time."""
+        if run_id in self._metrics:
+            self._metrics.move_to_end(run_id)
+            return self._metrics[run_id]
+        run = queue.run_config(self.engine, run_id)
+        if run is None:
+            raise ModelLoadError(f"run {run_id} no longer exists")
+        metric = load_metric(run, self.device, self.batch_size)
+        self._metrics[run_id] = metric
+        while len(self._metrics) > MODEL_CACHE_SIZE:
+            self._metrics.popitem(last=False)
+        return metric
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None) -> Optional[subprocess.Popen]:
+    """Start a background worker for the app unless one is alive on this store or PLUIE_NO_WORKER
+    is set. The worker exits when the process that started it (the app) goes away. Call it once
+    per app process (st.cache_resource)."""
+    if os.environ.get("PLUIE_NO_WORKER", "").strip() not in ("", "0"):
+        return None
+    url = database_url(url)
+    engine = init_db(url)
+    ensure_default_runs(engine)
+    if queue.alive_workers(engine, ALIVE_SECONDS):
+        return None
+    log_path = Path(log_path or os.environ.get("PLUIE_WORKER_LOG", "data/worker.log"))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid())],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the app's terminal reaches the worker via --parent-pid
+        )
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="Score queued sentence pairs (PLUIE and baselines).")
+    parser.add_argument("--db", help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///data/pluie_lab.db)")
+    parser.add_argument("--once", action="store_true", help="score one batch and exit")
+    parser.add_argument("--exit-when-idle", action="store_true", help="exit when no queued work is left")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="pairs claimed per batch")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the GPU when there is one)")
+    parser.add_argument("--lease-seconds", type=float, default=DEFAULT_LEASE_SECONDS,
+                        help="how long a claim lasts without renewal (a dead worker's items wait this long)")
+    parser.add_argument("--poll-seconds", type=float, default=2.0, help="wait between looks at an empty queue")
+    parser.add_argument("--runs", default=None, help="comma-separated run ids to serve (default: all)")
+    parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--no-default-runs", action="store_true", help="do not create the baseline runs")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.batch_size < 1:
+        parser.error("--batch-size must be at least 1")
+    engine = init_db(args.db)
+    if not args.no_default_runs:
+        ensure_default_runs(engine)
+    worker = ScoringWorker(
+        engine, batch_size=args.batch_size, lease_seconds=args.lease_seconds, device=args.device,
+        poll_seconds=args.poll_seconds, parent_pid=args.parent_pid,
+        run_ids=[int(r) for r in args.runs.split(",") if r.strip()] if args.runs else None,
+    )
+    signal.signal(signal.SIGTERM, worker.request_stop)
+    signal.signal(signal.SIGINT, worker.request_stop)
+    worker.run(once=args.once, exit_when_idle=args.exit_when_idle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
