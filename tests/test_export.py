@@ -60,5 +60,5 @@ def test_export_filters_datasets_and_names_clashing_annotators(store):
     both = export_frame(engine)
     clashing = sorted(c for c in both.columns if c.startswith("annotator:ann"))
     assert len(clashing) == 2 and all(c.startswith("annotator:ann#") for c in clashing)
-    assert both[clashing].notna().sum().sort_values().tolist() == [1, 3]
+    assert both[clashing].notna().sum().sort_values().tolist() == [1, 4]
     assert len(export_frame(engine, [first.dataset_id])) == 5
