@@ -96,46 +96,18 @@ def sqlite_url(tmp_path):
 
 
 def add_pairs(engine, name: str, pairs: list[tuple[str, str]]) -> list[int]:
-    """Add a dataset of (source, hypothesis) pairs the way an import does (pairs and queued work
-    in one transaction); returns the pair ids."""
-    try:
-        import pandas as pd
-        from db.datasets import import_pairs
+    """Import (source, hypothesis) pairs into a dataset through the app's own import (pairs and
+    queued work in one transaction); returns the ids of the dataset's pairs."""
+    import pandas as pd
+    from sqlalchemy import select
 
-        frame = pd.DataFrame(pairs, columns=["source", "hypothesis"])
-        import_pairs(engine, name, frame, append=True)
-        from db.engine import read_session
-        from db.models import Dataset, Pair
-        from sqlalchemy import select
+    from db.datasets import import_pairs
+    from db.engine import read_session
+    from db.models import Dataset, Pair
 
-        with read_session(engine) as session:
-            return list(
-                session.scalars(select(Pair.id).join(Dataset).where(Dataset.name == name).order_by(Pair.id))
-            )
-    except ImportError:  # the import module is not merged yet: write the same rows directly
-        import hashlib
-
-        from db.engine import write_session
-        from db.models import Dataset, Pair
-        from db.queue import enqueue_pairs
-        from sqlalchemy import select
-
-        with write_session(engine) as session:
-            dataset = session.scalar(select(Dataset).where(Dataset.name == name))
-            if dataset is None:
-                dataset = Dataset(name=name)
-                session.add(dataset)
-                session.flush()
-            rows = [
-                Pair(dataset_id=dataset.id, source=s, hypothesis=h,
-                     text_hash=hashlib.sha1(f"{s}\x00{h}".encode()).hexdigest())
-                for s, h in pairs
-            ]
-            session.add_all(rows)
-            session.flush()
-            ids = [p.id for p in rows]
-            enqueue_pairs(session, dataset.id, ids)
-            return ids
+    import_pairs(engine, name, pd.DataFrame(pairs, columns=["source", "hypothesis"]), append=True)
+    with read_session(engine) as session:
+        return list(session.scalars(select(Pair.id).join(Dataset).where(Dataset.name == name).order_by(Pair.id)))
 
 
 def sentence_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
