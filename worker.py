@@ -68,7 +68,7 @@ def resolve_device(device: Optional[str]) -> str:
 def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreFn:
     """The scoring function of a run: a PLUIE scorer (model loaded now, once) or a baseline."""
     if run.kind == "baseline":
-        registry = _baseline_registry()
+        registry = baseline_registry()
         try:
             metric = registry[run.model]
         except KeyError:
@@ -79,13 +79,13 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreF
 
         return score_baseline
 
-    from pluie_core.scorer import PluieScorer
-
     try:
+        from pluie_core.scorer import PluieScorer
+
         scorer = PluieScorer(
             run.model,
             template=run.template_spec or run.template or "fs-direct",
-            answers=tuple(run.answers or ("Yes", "No")),
+            answers=tuple(run.answers) if run.answers else None,
             device=run.device or device,
             dtype=run.dtype,
             batch_size=run.batch_size or batch_size,
@@ -93,20 +93,28 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreF
     except Exception as exc:  # any reason: missing path, not a causal LM, multi-token answers...
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
 
+    first, second = scorer.answers
+
+    def one_direction(sources, hypotheses):
+        values, logprobs = scorer.score(sources, hypotheses, return_logprobs=True)
+        details = [{f"logp {first.strip()}": float(a), f"logp {second.strip()}": float(b)} for a, b in logprobs]
+        return [float(v) for v in values], details
+
     def score_pluie(sources, hypotheses):
         if run.direction == "forward":
-            return [float(v) for v in scorer.score(sources, hypotheses)], None
+            return one_direction(sources, hypotheses)
         if run.direction == "backward":
-            return [float(v) for v in scorer.score(hypotheses, sources)], None
-        forward = scorer.score(sources, hypotheses)
-        backward = scorer.score(hypotheses, sources)
-        values = [(float(f) + float(b)) / 2 for f, b in zip(forward, backward)]
-        return values, [{"forward": float(f), "backward": float(b)} for f, b in zip(forward, backward)]
+            return one_direction(hypotheses, sources)
+        # symmetric: the mean of both directions, each kept in the details
+        forward, _ = one_direction(sources, hypotheses)
+        backward, _ = one_direction(hypotheses, sources)
+        values = [(f + b) / 2 for f, b in zip(forward, backward)]
+        return values, [{"forward": f, "backward": b} for f, b in zip(forward, backward)]
 
     return score_pluie
 
 
-def _baseline_registry() -> dict[str, Callable]:
+def baseline_registry() -> dict[str, Callable]:
     try:
         from pluie_core import baselines
 
@@ -198,7 +206,13 @@ class ScoringWorker:
         log.info("worker %s started on %s", self.worker_id, self.device)
         try:
             while not self.stopping:
-                scored = self.step()
+                try:
+                    scored = self.step()
+                except Exception as exc:  # e.g. the store is briefly unreachable: report, wait, go on
+                    log.exception("batch failed")
+                    self._report_error(f"{type(exc).__name__}: {_first_line(exc)}")
+                    self._stop.wait(self.poll_seconds)
+                    continue
                 if once:
                     break
                 if scored is None:
@@ -214,6 +228,15 @@ class ScoringWorker:
             queue.stop_worker(self.engine, self.worker_id)
             log.info("worker %s stopped after %d pairs", self.worker_id, self.pairs_done)
         return self.pairs_done
+
+    def _report_error(self, message: str) -> None:
+        try:
+            if self.current_batch is not None:
+                queue.release_batch(self.engine, self.worker_id, self.current_batch.item_ids, error=message)
+                self.current_batch = None
+            queue.heartbeat(self.engine, self.worker_id, last_error=message)
+        except Exception:
+            log.exception("could not report the error to the store")
 
     def step(self) -> Optional[int]:
         """Claim, score and write one batch. Returns the pairs written, or None when idle."""

@@ -42,7 +42,7 @@ def create_run(
     name: Optional[str] = None,
     template: str = "fs-direct",
     template_spec: Optional[dict[str, Any]] = None,
-    answers: Sequence[str] = ("Yes", "No"),
+    answers: Optional[Sequence[str]] = None,
     direction: str = "forward",
     device: Optional[str] = None,
     dtype: Optional[str] = None,
@@ -58,10 +58,11 @@ def create_run(
         raise RunError(f"Unknown run kind {kind!r}: use 'pluie' or 'baseline'.")
     if direction not in DIRECTIONS:
         raise RunError(f"Direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}.")
-    answers = [a.strip() for a in answers if a and a.strip()]
-    if kind == "pluie" and len(answers) != 2:
+    # no answer words: the template's own (Yes / No for the English built-ins)
+    answers = [a.strip() for a in answers if a and a.strip()] if answers else []
+    if kind == "pluie" and answers and len(answers) != 2:
         raise RunError("Give exactly two answer words: the 'paraphrase' answer first (e.g. Yes), then the other (e.g. No).")
-    if kind == "pluie" and answers[0] == answers[1]:
+    if kind == "pluie" and answers and answers[0] == answers[1]:
         raise RunError("The two answer words must differ.")
     if batch_size is not None and batch_size < 1:
         raise RunError("The batch size must be a positive whole number.")
@@ -77,7 +78,7 @@ def create_run(
             raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
         run = ScoreRun(
             name=name, kind=kind, model=model, template=template if kind == "pluie" else "",
-            template_spec=template_spec, answers=list(answers) if kind == "pluie" else None,
+            template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
             direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
             higher_is_similar=higher_is_similar, status="active",
         )

@@ -1,0 +1,198 @@
+"""The worker as a real process on a real store: crashes, concurrency, imports during a run,
+unloadable models, SIGTERM, and the app's auto-start."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from db import queue
+from db.engine import init_db, read_session
+from db.models import Score, ScoreRun, WorkItem, Worker
+from db.runs import create_run, scores_by_pair
+from tests.store_fixtures import add_pairs, postgres_server, sentence_pairs, store_url  # noqa: F401
+from tests.tiny_models import tiny_model_builder  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def start_worker(url: str, *args: str, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PLUIE_DB_URL": url}
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "worker.py"), "--db", url, "--no-default-runs", "--poll-seconds", "0.2", *args],
+        cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+    )
+
+
+def done_count(engine, run_id: int) -> int:
+    with read_session(engine) as session:
+        return session.scalar(
+            select(func.count()).select_from(WorkItem).where(WorkItem.run_id == run_id, WorkItem.status == "done")
+        )
+
+
+def wait_until(condition, timeout: float, what: str, log: Path | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    tail = log.read_text()[-3000:] if log and log.exists() else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{tail}")
+
+
+def assert_one_score_per_pair(engine, run_id: int, pair_ids) -> dict[int, float]:
+    by_pair = scores_by_pair(engine, run_id)
+    doubled = {p: v for p, v in by_pair.items() if len(v) != 1}
+    assert not doubled, f"pairs scored more than once: {doubled}"
+    assert sorted(by_pair) == sorted(pair_ids), "some pairs have no score"
+    return {p: v[0] for p, v in by_pair.items()}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_model_builder):  # noqa: F811
+    pytest.importorskip("pluie_core.scorer")
+    return tiny_model_builder()
+
+
+@pytest.mark.slow
+def test_sigkilled_worker_loses_nothing_and_scores_nothing_twice(tmp_path, tiny_model):
+    """A worker killed at random moments mid-run, five times and more, then let finish: every pair
+    has exactly one score, equal to what the scorer gives for that pair alone."""
+    from pluie_core.scorer import PluieScorer
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(url)
+    pairs = sentence_pairs(300)
+    pair_ids = add_pairs(engine, "crash", pairs)
+    run = create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu")
+    log = tmp_path / "worker.log"
+    rng = random.Random(1234)
+    args = ("--runs", str(run), "--batch-size", "4", "--lease-seconds", "2", "--device", "cpu")
+
+    kills = 0
+    while kills < 5:
+        before = done_count(engine, run)
+        assert before < len(pairs), f"the run finished after only {kills} kills; the test needs slower scoring"
+        worker = start_worker(url, *args, log=log)
+        # kill at a random moment once this incarnation is scoring (not while it imports torch)
+        wait_until(lambda: done_count(engine, run) > before or worker.poll() is not None, 120, "a first batch", log)
+        time.sleep(rng.uniform(0.0, 0.4))
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+        kills += 1
+    assert done_count(engine, run) < len(pairs)
+
+    final = start_worker(url, *args, "--exit-when-idle", log=log)
+    assert final.wait(timeout=300) == 0, log.read_text()[-3000:]
+    stored = assert_one_score_per_pair(engine, run, pair_ids)
+
+    scorer = PluieScorer(str(tiny_model), template="fs-direct", device="cpu")
+    by_id = dict(zip(pair_ids, pairs))
+    for pair_id in pair_ids:
+        source, hypothesis = by_id[pair_id]
+        alone = float(scorer.score([source], [hypothesis])[0])
+        assert stored[pair_id] == pytest.approx(alone, abs=1e-4), f"pair {pair_id}"
+    with read_session(engine) as session:
+        # the dead workers' leases were taken over: some items were claimed more than once
+        assert session.scalar(select(func.max(WorkItem.attempts)).where(WorkItem.run_id == run)) > 1
+    engine.dispose()
+
+
+@pytest.mark.slow
+def test_two_workers_on_one_queue_never_score_a_pair_twice(store_url, tmp_path):  # noqa: F811
+    engine = init_db(store_url)
+    log = tmp_path / "workers.log"
+    workers = [start_worker(store_url, "--batch-size", "5", "--device", "cpu", log=log) for _ in range(2)]
+    try:
+        wait_until(lambda: len(queue.alive_workers(engine)) == 2, 120, "two workers", log)
+        # the work arrives while both are waiting, so both take part
+        pair_ids = add_pairs(engine, "shared", sentence_pairs(400))
+        runs = [create_run(engine, name=n, kind="baseline", model=n) for n in ("levenshtein", "chrf")]
+        wait_until(lambda: all(done_count(engine, r) == 400 for r in runs), 180, "all pairs scored", log)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        codes = [w.wait(timeout=60) for w in workers]
+    assert codes == [0, 0], log.read_text()[-3000:]
+    for run in runs:
+        assert_one_score_per_pair(engine, run, pair_ids)
+    with read_session(engine) as session:
+        writers = set(session.scalars(select(Score.worker_id).distinct()))
+        stopped = session.scalars(select(Worker.stopped_at)).all()
+    assert len(writers) == 2, "both workers should have written scores"
+    assert all(stopped), "a worker stopped by SIGTERM records its stop"
+    engine.dispose()
+
+
+@pytest.mark.slow
+def test_pairs_imported_during_an_active_run_are_scored_without_asking(tmp_path):
+    from worker import baseline_registry
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(url)
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    log = tmp_path / "worker.log"
+    worker = start_worker(url, "--device", "cpu", log=log)
+    try:
+        first = add_pairs(engine, "first", sentence_pairs(30))
+        wait_until(lambda: done_count(engine, run) == 30, 120, "the first import scored", log)
+        later = sentence_pairs(25, seed=7)
+        later_ids = add_pairs(engine, "later", later)
+        wait_until(lambda: done_count(engine, run) == 55, 60, "the later import scored", log)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0
+    stored = assert_one_score_per_pair(engine, run, first + later_ids)
+    expected = baseline_registry()["levenshtein"]([s for s, _ in later], [h for _, h in later])
+    np.testing.assert_allclose([stored[i] for i in later_ids], expected, atol=1e-9)
+    engine.dispose()
+
+
+def test_unloadable_model_fails_its_run_and_the_worker_serves_the_others(tmp_path):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(url)
+    pair_ids = add_pairs(engine, "d", sentence_pairs(20))
+    bad = create_run(engine, name="bad", model=str(tmp_path / "no-such-model"), template="direct", device="cpu")
+    good = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    log = tmp_path / "worker.log"
+    worker = start_worker(url, "--device", "cpu", "--exit-when-idle", log=log)
+    assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
+    with read_session(engine) as session:
+        failed = session.get(ScoreRun, bad)
+        last_error = session.scalar(select(Worker.last_error))
+    assert failed.status == "failed"
+    assert "could not be loaded" in failed.error and "no-such-model" in failed.error
+    assert "Traceback" not in failed.error
+    assert "could not be loaded" in last_error
+    assert_one_score_per_pair(engine, good, pair_ids)
+    engine.dispose()
+
+
+def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
+    import worker as worker_module
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.delenv("PLUIE_NO_WORKER", raising=False)
+    started = worker_module.ensure_worker_running(url, log_path=tmp_path / "worker.log")
+    assert started is not None
+    try:
+        engine = init_db(url)
+        wait_until(lambda: len(queue.alive_workers(engine)) == 1, 120, "the worker's heartbeat", tmp_path / "worker.log")
+        assert worker_module.ensure_worker_running(url) is None  # one is alive: no second one
+        with read_session(engine) as session:  # the baseline runs exist from the first start
+            assert session.scalar(select(func.count()).select_from(ScoreRun).where(ScoreRun.kind == "baseline")) == 4
+        monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+        engine.dispose()
+    finally:
+        started.send_signal(signal.SIGTERM)
+        assert started.wait(timeout=60) == 0
+    assert worker_module.ensure_worker_running(url) is None  # switched off by PLUIE_NO_WORKER
