@@ -39,8 +39,6 @@ log = logging.getLogger("pluie.worker")
 DEFAULT_LEASE_SECONDS = 120.0
 DEFAULT_BATCH_SIZE = 32
 HEARTBEAT_SECONDS = 5.0
-# A worker whose heartbeat is older than this is taken for dead (the page, the app's auto-start).
-ALIVE_SECONDS = 20.0
 # Loaded models kept in memory; a worker serving many runs reloads past this.
 MODEL_CACHE_SIZE = 2
 
@@ -316,7 +314,7 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
     url = database_url(url)
     engine = init_db(url)
     ensure_default_runs(engine)
-    if queue.alive_workers(engine, ALIVE_SECONDS):
+    if queue.alive_workers(engine):
         return None
     log_path = Path(log_path or os.environ.get("PLUIE_WORKER_LOG", "data/worker.log"))
     log_path.parent.mkdir(parents=True, exist_ok=True)

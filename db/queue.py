@@ -23,6 +23,8 @@ from db.models import Pair, RunDataset, Score, ScoreRun, WorkItem, Worker, utcno
 
 # An item that failed this many claims with an error (not a crash) is given up as failed.
 MAX_ATTEMPTS = 3
+# A worker reports a heartbeat every few seconds; one silent for longer than this is taken for dead.
+WORKER_ALIVE_SECONDS = 20.0
 
 
 def runs_in_scope(session: Session, dataset_id: int) -> list[int]:
@@ -277,7 +279,7 @@ def stop_worker(engine: Engine, worker_id: str) -> None:
         )
 
 
-def alive_workers(engine: Engine, within_seconds: float = 30.0) -> list[Worker]:
+def alive_workers(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> list[Worker]:
     """Workers that have not stopped and reported a heartbeat within the last `within_seconds`."""
     since = utcnow() - dt.timedelta(seconds=within_seconds)
     with read_session(engine) as session:
@@ -302,3 +304,25 @@ def pending_count(engine: Engine, run_ids: Optional[Sequence[int]] = None) -> in
         query = query.where(WorkItem.run_id.in_(list(run_ids)))
     with read_session(engine) as session:
         return session.scalar(query) or 0
+
+
+def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> "pd.DataFrame":
+    """The live workers, for the scoring page: where they run, what they do, how fast, the last error."""
+    import pandas as pd
+
+    now = utcnow()
+    with read_session(engine) as session:
+        names = dict(session.execute(select(ScoreRun.id, ScoreRun.name)).all())
+    rows = [
+        {
+            "worker": w.id, "host": w.hostname, "pid": w.pid, "device": w.device,
+            "run": names.get(w.current_run_id, "idle") if w.current_run_id else "idle",
+            "pairs scored": w.pairs_done,
+            "pairs / s": round(w.pairs_per_second, 1) if w.pairs_per_second else None,
+            "heartbeat (s ago)": round((now - w.heartbeat_at).total_seconds(), 1),
+            "last error": w.last_error or "",
+        }
+        for w in alive_workers(engine, within_seconds)
+    ]
+    columns = ["worker", "host", "pid", "device", "run", "pairs scored", "pairs / s", "heartbeat (s ago)", "last error"]
+    return pd.DataFrame(rows, columns=columns)

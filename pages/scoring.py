@@ -1,0 +1,155 @@
+"""Scoring: the runs applied to every pair, their live progress, the workers, and new runs."""
+import streamlit as st
+import yaml
+
+from db.queue import workers_overview
+from db.runs import (
+    DIRECTIONS, RunError, cancel_run, create_run, dataset_names, latest_scores, pause_run, resume_run,
+    retry_run, runs_progress,
+)
+from pages.shared import get_engine
+
+engine = get_engine()
+REFRESH_SECONDS = 2
+CUSTOM = "custom (paste or upload)"
+
+st.title("Scoring")
+st.caption(
+    "Every run scores every pair in its scope, including pairs imported later. A background worker "
+    "does the work; start more with `python worker.py` (other GPUs or machines sharing the store)."
+)
+
+
+def template_names() -> list[str]:
+    try:
+        from pluie_core.templates import BUILTIN_TEMPLATES
+
+        return list(BUILTIN_TEMPLATES)
+    except ImportError:
+        return ["fs-direct", "direct", "indirect"]
+
+
+def parse_custom_template(text: str) -> dict:
+    """A pasted or uploaded YAML / JSON template, checked the way the scorer will read it."""
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML too
+    except yaml.YAMLError as exc:
+        raise RunError(f"The template is not valid YAML or JSON: {exc}") from None
+    try:
+        from pluie_core.templates import template_from_mapping
+    except ImportError:
+        return data
+    try:
+        return template_from_mapping(data).to_dict()
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+
+
+def duration(seconds) -> str:
+    if seconds is None:
+        return "—"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live_progress():
+    """Redrawn every few seconds without reloading the page."""
+    runs = runs_progress(engine)
+    if not runs:
+        st.info("No score run yet: create one below.")
+    for run in runs:
+        fraction = run.done / run.total if run.total else 0.0
+        rate = f"{run.pairs_per_second:.1f} pairs/s" if run.pairs_per_second else "—"
+        label = (f"**{run.name}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
+                 f"time left {duration(run.seconds_left)}")
+        if run.failed:
+            label += f" · {run.failed:,} failed"
+        st.progress(min(fraction, 1.0), text=label)
+        if run.status == "failed":
+            st.error(f"Run “{run.name}” failed: {run.error}")
+        elif run.failed and run.item_error:
+            st.warning(f"Run “{run.name}”: {run.failed:,} pairs could not be scored: {run.item_error}")
+
+    st.subheader("Workers")
+    workers = workers_overview(engine)
+    if workers.empty:
+        st.warning("No worker is running: scores will not progress. Start one with `python worker.py`.")
+    else:
+        st.dataframe(workers, hide_index=True, width="stretch")
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def latest_scores_table(run_id: int):
+    """Scores appear here as the worker writes them."""
+    latest = latest_scores(engine, run_id, limit=15)
+    if latest.empty:
+        st.caption("No pair of this run is scored yet.")
+    else:
+        st.dataframe(latest, hide_index=True, width="stretch")
+
+
+if "scoring_flash" in st.session_state:
+    st.success(st.session_state.pop("scoring_flash"))
+live_progress()
+
+st.subheader("Manage a run")
+runs = {run.id: run for run in runs_progress(engine)}
+if "scoring_select" in st.session_state:  # a run just created: select it
+    st.session_state["scoring_run"] = st.session_state.pop("scoring_select")
+if runs:
+    run_id = st.selectbox("Run", list(runs), format_func=lambda i: f"{runs[i].name} ({runs[i].status})",
+                          key="scoring_run")
+    status = runs[run_id].status
+    actions = [("Pause", pause_run, status == "active"), ("Resume", resume_run, status == "paused"),
+               ("Cancel", cancel_run, status in ("active", "paused")),
+               ("Retry", retry_run, status in ("failed", "cancelled"))]
+    for column, (label, action, enabled) in zip(st.columns(len(actions)), actions):
+        if column.button(label, disabled=not enabled, key=f"run_{label.lower()}"):
+            try:
+                action(engine, run_id)
+                st.rerun()
+            except RunError as exc:
+                st.error(str(exc))
+    st.markdown("**Latest scored pairs**")
+    latest_scores_table(run_id)
+
+with st.expander("New PLUIE run", expanded=not runs):
+    with st.form("new_run"):
+        model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
+                              help="A Hugging Face chat model id, or a local directory.")
+        template = st.selectbox("Template", template_names() + [CUSTOM])
+        pasted = st.text_area("Custom template (YAML or JSON)", placeholder="turns:\n  - {role: user, content: ...}")
+        uploaded = st.file_uploader("…or a template file", type=["yaml", "yml", "json"])
+        left, right = st.columns(2)
+        yes_word = left.text_input("Paraphrase answer", placeholder="template's (Yes)")
+        no_word = right.text_input("Other answer", placeholder="template's (No)")
+        direction = st.radio("Direction", DIRECTIONS, horizontal=True,
+                             help="forward scores (source, hypothesis); symmetric averages both orders.")
+        device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"])
+        batch_size = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1)
+        datasets = dataset_names(engine)
+        chosen = st.multiselect("Datasets (none = all, including future imports)", list(datasets),
+                                format_func=datasets.get)
+        name = st.text_input("Run name (optional)")
+        submitted = st.form_submit_button("Create run")
+    if submitted:
+        try:
+            spec = None
+            if template == CUSTOM:
+                text = uploaded.getvalue().decode("utf-8") if uploaded else pasted
+                if not text.strip():
+                    raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+                spec = parse_custom_template(text)
+            answers = [yes_word, no_word] if (yes_word or no_word) else None
+            new_id = create_run(
+                engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
+                answers=answers, direction=direction, device=None if device.startswith("auto") else device,
+                batch_size=int(batch_size) or None, dataset_ids=chosen,
+            )
+            st.session_state["scoring_select"] = new_id
+            st.session_state["scoring_flash"] = "Run created: its pairs are queued and a worker will pick them up."
+            st.rerun()
+        except RunError as exc:
+            st.error(str(exc))

@@ -1,0 +1,136 @@
+"""The scoring page in real Streamlit (AppTest) on a real SQLite store, with a real worker process."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
+
+from db.engine import init_db, read_session
+from db.models import ScoreRun
+from db.runs import create_run, pause_run
+from tests.store_fixtures import add_pairs, sentence_pairs
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE = str(REPO / "pages" / "scoring.py")
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("PLUIE_DB_URL", url)
+    st.cache_resource.clear()  # the page's engine is cached per process: open this test's store
+    engine = init_db(url)
+    yield url, engine
+    engine.dispose()
+    st.cache_resource.clear()
+
+
+def open_page() -> AppTest:
+    page = AppTest.from_file(PAGE, default_timeout=60)
+    page.run()
+    assert not page.exception, page.exception
+    return page
+
+
+def widget(elements, label):
+    return next(w for w in elements if w.label == label)
+
+
+def texts(page) -> str:
+    parts = [e.value for e in page.error] + [e.value for e in page.success] + [e.value for e in page.warning]
+    parts += [str(getattr(p, "proto", "")) for p in page.get("progress")]
+    return "\n".join(parts)
+
+
+def test_unloadable_model_shows_a_failed_run_with_its_reason_while_others_are_scored(store, tmp_path):
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(12))
+    create_run(engine, name="broken model", model=str(tmp_path / "missing-model"), template="direct")
+    create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    worker = subprocess.run(
+        [sys.executable, str(REPO / "worker.py"), "--db", url, "--exit-when-idle", "--no-default-runs",
+         "--device", "cpu", "--poll-seconds", "0.2"],
+        cwd=REPO, env={**os.environ, "PLUIE_DB_URL": url}, capture_output=True, text=True, timeout=180,
+    )
+    assert worker.returncode == 0, worker.stdout[-2000:] + worker.stderr[-2000:]
+
+    page = open_page()
+    errors = [e.value for e in page.error]
+    assert any("broken model" in e and "could not be loaded" in e and "missing-model" in e for e in errors), errors
+    assert not any("Traceback" in e for e in errors)
+    assert "12 / 12 scored" in texts(page)  # the other run was served
+
+
+def test_create_a_run_from_the_form_and_see_its_pairs_queued(store):
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(5))
+    page = open_page()
+    widget(page.text_input, "Model").input("some-org/some-chat-model")
+    widget(page.radio, "Direction").set_value("symmetric")
+    widget(page.text_input, "Run name (optional)").input("my run")
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    with read_session(engine) as session:
+        run = session.scalar(select(ScoreRun).where(ScoreRun.name == "my run"))
+    assert (run.model, run.direction, run.template, run.status) == ("some-org/some-chat-model", "symmetric", "fs-direct", "active")
+    assert "0 / 5 scored" in texts(page)
+    assert widget(page.selectbox, "Run").value == run.id  # the new run is selected
+
+
+def test_mistakes_in_the_form_are_shown_as_sentences(store):
+    page = open_page()
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.exception
+    assert any("Give a model" in e.value for e in page.error)
+
+    widget(page.text_input, "Model").input("m")
+    widget(page.selectbox, "Template").set_value("custom (paste or upload)")
+    widget(page.text_area, "Custom template (YAML or JSON)").input("turns: [unclosed")
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.exception
+    assert any("not valid YAML or JSON" in e.value for e in page.error), [e.value for e in page.error]
+
+
+def test_pause_resume_cancel_retry_buttons(store):
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(3))
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+
+    def status():
+        with read_session(engine) as session:
+            return session.get(ScoreRun, run).status
+
+    page = open_page()
+    assert widget(page.button, "Resume").disabled and widget(page.button, "Retry").disabled
+    for label, expected in (("Pause", "paused"), ("Resume", "active"), ("Cancel", "cancelled"), ("Retry", "active")):
+        widget(page.button, label).click()
+        page.run()
+        assert not page.exception
+        assert status() == expected, label
+
+
+def test_latest_scores_and_workers_are_shown(store):
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(4))
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    subprocess.run(
+        [sys.executable, str(REPO / "worker.py"), "--db", url, "--exit-when-idle", "--no-default-runs",
+         "--device", "cpu", "--runs", str(run)],
+        cwd=REPO, check=True, capture_output=True, timeout=180,
+    )
+    pause_run(engine, run)
+    page = open_page()
+    tables = [t.value for t in page.dataframe]
+    latest = next(t for t in tables if "score" in t.columns)
+    assert len(latest) == 4 and latest["score"].between(0, 1).all()
+    # the worker has exited: the page says no worker is alive
+    assert any("No worker is running" in w.value for w in page.warning)
