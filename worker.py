@@ -88,7 +88,9 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreF
             dtype=run.dtype,
             batch_size=run.batch_size or batch_size,
         )
-    except Exception as exc:  # any reason: missing path, not a causal LM, multi-token answers...
+    except ValueError as exc:  # PluieError / TemplateError: already a sentence for the user
+        raise ModelLoadError(_first_line(exc)) from exc
+    except Exception as exc:  # anything else: not a causal LM, out of memory, a missing package...
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
 
     first, second = scorer.answers
@@ -132,7 +134,7 @@ def baseline_registry() -> dict[str, Callable]:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:500]
+    return text.splitlines()[0][:1000]
 
 
 class _LeaseKeeper(threading.Thread):

@@ -24,7 +24,7 @@ def template_names() -> list[str]:
     try:
         from pluie_core.templates import BUILTIN_TEMPLATES
 
-        return list(BUILTIN_TEMPLATES)
+        return sorted(BUILTIN_TEMPLATES, key=lambda name: name != "fs-direct")  # the papers' default first
     except ImportError:
         return ["fs-direct", "direct", "indirect"]
 

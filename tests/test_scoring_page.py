@@ -12,9 +12,10 @@ from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from db.engine import init_db, read_session
-from db.models import ScoreRun
+from db.models import ScoreRun, Worker
 from db.runs import create_run, pause_run
 from tests.store_fixtures import add_pairs, sentence_pairs
+from worker import ScoringWorker
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = str(REPO / "pages" / "scoring.py")
@@ -59,10 +60,13 @@ def test_unloadable_model_shows_a_failed_run_with_its_reason_while_others_are_sc
         cwd=REPO, env={**os.environ, "PLUIE_DB_URL": url}, capture_output=True, text=True, timeout=180,
     )
     assert worker.returncode == 0, worker.stdout[-2000:] + worker.stderr[-2000:]
+    with read_session(engine) as session:
+        assert session.scalar(select(ScoreRun.status).where(ScoreRun.name == "broken model")) == "failed"
+        assert "missing-model" in session.scalar(select(Worker.last_error))
 
     page = open_page()
     errors = [e.value for e in page.error]
-    assert any("broken model" in e and "could not be loaded" in e and "missing-model" in e for e in errors), errors
+    assert any("broken model" in e and "failed" in e and "missing-model" in e for e in errors), errors
     assert not any("Traceback" in e for e in errors)
     assert "12 / 12 scored" in texts(page)  # the other run was served
 
@@ -122,11 +126,7 @@ def test_latest_scores_and_workers_are_shown(store):
     url, engine = store
     add_pairs(engine, "d", sentence_pairs(4))
     run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
-    subprocess.run(
-        [sys.executable, str(REPO / "worker.py"), "--db", url, "--exit-when-idle", "--no-default-runs",
-         "--device", "cpu", "--runs", str(run)],
-        cwd=REPO, check=True, capture_output=True, timeout=180,
-    )
+    ScoringWorker(engine, device="cpu", run_ids=[run], poll_seconds=0.1).run(exit_when_idle=True)
     pause_run(engine, run)
     page = open_page()
     tables = [t.value for t in page.dataframe]

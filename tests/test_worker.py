@@ -1,5 +1,5 @@
 """The worker as a real process on a real store: crashes, concurrency, imports during a run,
-unloadable models, SIGTERM, and the app's auto-start."""
+SIGTERM, and the app's auto-start. (An unloadable model: tests/test_scoring_page.py.)"""
 from __future__ import annotations
 
 import os
@@ -154,26 +154,6 @@ def test_pairs_imported_during_an_active_run_are_scored_without_asking(tmp_path)
     stored = assert_one_score_per_pair(engine, run, first + later_ids)
     expected = baseline_registry()["levenshtein"]([s for s, _ in later], [h for _, h in later])
     np.testing.assert_allclose([stored[i] for i in later_ids], expected, atol=1e-9)
-    engine.dispose()
-
-
-def test_unloadable_model_fails_its_run_and_the_worker_serves_the_others(tmp_path):
-    url = f"sqlite:///{tmp_path / 'store.db'}"
-    engine = init_db(url)
-    pair_ids = add_pairs(engine, "d", sentence_pairs(20))
-    bad = create_run(engine, name="bad", model=str(tmp_path / "no-such-model"), template="direct", device="cpu")
-    good = create_run(engine, name="lev", kind="baseline", model="levenshtein")
-    log = tmp_path / "worker.log"
-    worker = start_worker(url, "--device", "cpu", "--exit-when-idle", log=log)
-    assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
-    with read_session(engine) as session:
-        failed = session.get(ScoreRun, bad)
-        last_error = session.scalar(select(Worker.last_error))
-    assert failed.status == "failed"
-    assert "could not be loaded" in failed.error and "no-such-model" in failed.error
-    assert "Traceback" not in failed.error
-    assert "could not be loaded" in last_error
-    assert_one_score_per_pair(engine, good, pair_ids)
     engine.dispose()
 
 
