@@ -126,9 +126,9 @@ def baseline_registry() -> dict[str, Callable]:
 
         bleu, chrf = BLEU(effective_order=True), CHRF()
         return {
-            "levenshtein": lambda s, h: np.array([Levenshtein.normalized_similarity(a, b) for a, b in zip(s, h)]),
-            "bleu": lambda s, h: np.array([bleu.sentence_score(b, [a]).score / 100 for a, b in zip(s, h)]),
-            "chrf": lambda s, h: np.array([chrf.sentence_score(b, [a]).score / 100 for a, b in zip(s, h)]),
+            "levenshtein": lambda s, h: np.array([Levenshtein.normalized_distance(a, b) for a, b in zip(s, h)]),
+            "bleu": lambda s, h: np.array([bleu.sentence_score(b, [a]).score for a, b in zip(s, h)]),
+            "chrf": lambda s, h: np.array([chrf.sentence_score(b, [a]).score for a, b in zip(s, h)]),
         }
 
 

@@ -20,11 +20,12 @@ from db.queue import enqueue_missing
 
 DIRECTIONS = ("forward", "backward", "symmetric")
 # (run name, baseline registry key, higher means more similar)
+# (pluie_core.baselines.BASELINES; Levenshtein is a normalised distance)
 DEFAULT_BASELINES = (
-    ("Levenshtein", "levenshtein", True),
+    ("Levenshtein", "levenshtein", False),
     ("BLEU", "bleu", True),
     ("chrF", "chrf", True),
-    ("SBERT cosine", "sbert_cosine", True),
+    ("SBERT cosine", "sbert", True),
 )
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60

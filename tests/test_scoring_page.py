@@ -131,6 +131,6 @@ def test_latest_scores_and_workers_are_shown(store):
     page = open_page()
     tables = [t.value for t in page.dataframe]
     latest = next(t for t in tables if "score" in t.columns)
-    assert len(latest) == 4 and latest["score"].between(0, 1).all()
+    assert len(latest) == 4 and latest["score"].between(0, 1).all()  # normalised edit distances
     # the worker has exited: the page says no worker is alive
     assert any("No worker is running" in w.value for w in page.warning)
