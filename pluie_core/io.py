@@ -51,6 +51,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from pluie_core.export_format import FORMULA_TRIGGERS, TEXT_MARKER
 from pluie_core.formats import corpora, tables
 from pluie_core.formats.common import PairFileError, RawTable
 
@@ -77,7 +78,10 @@ LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", 
                "relatedness", "is_paraphrase", "paraphrase", "class", "y"]
 ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
 MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
-SPREADSHEET_MARKER = re.compile(r"^'(?=[=+\-@\t\r'])")
+# The apostrophe our CSV export puts before formula-like text (see export_format).
+SPREADSHEET_MARKER = re.compile(
+    "^" + re.escape(TEXT_MARKER) + "(?=[" + re.escape("".join(FORMULA_TRIGGERS) + TEXT_MARKER) + "])"
+)
 
 
 def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
