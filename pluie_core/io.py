@@ -186,6 +186,8 @@ def _read_bytes(path_or_buffer, max_bytes: int) -> tuple[bytes, str]:
 
 
 def _megabytes(n: int) -> str:
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
     return f"{n / (1024 * 1024):.1f} MB"
 
 

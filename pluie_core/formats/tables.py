@@ -41,6 +41,8 @@ def delimited_rows(text: str, delimiter: str, quoted: bool) -> tuple[list[list[s
             rows.append(fields)
             starts.append(start)
     except csv.Error as error:
+        if "unexpected end of data" in str(error):
+            raise PairFileError(f"Line {previous_end + 1}: a quoted field starts here and its closing quote is missing.") from None
         raise PairFileError(
             f"Line {previous_end + 1}: the file cannot be read as "
             f"{'CSV' if delimiter == ',' else 'delimited text'} ({error})."
