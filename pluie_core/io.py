@@ -106,7 +106,7 @@ def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES)
     Dataset formats (MRPC, STS-B, ...) come back already named source / hypothesis / label.
     attrs["format"] says what was detected."""
     raw = _read_raw(path_or_buffer, format, max_bytes)
-    table = raw.table.copy()
+    table = raw.table.apply(_strip_spreadsheet_marker) if raw.spreadsheet_text else raw.table.copy()
     table.attrs["format"] = raw.format
     return table
 
@@ -286,7 +286,10 @@ def _sniff_jsonl(text: str) -> str:
 
 def _read_text(text: str, format: str, name: str) -> RawTable:
     if format == "csv":
-        return tables.read_delimited_table(text, ",", "csv")
+        # Spreadsheets in many European locales write CSV with semicolons.
+        header = text.lstrip("\r\n").split("\n", 1)[0]
+        delimiter = ";" if ";" in header and "," not in header else ","
+        return tables.read_delimited_table(text, delimiter, "csv")
     if format == "tsv":
         return tables.read_delimited_table(text, "\t", "tsv")
     if format == "jsonl":

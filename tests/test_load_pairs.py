@@ -166,11 +166,6 @@ def test_every_data_file_is_covered():
     assert on_disk == set(FILES)
 
 
-@pytest.fixture(scope="module")
-def loaded():
-    return {}
-
-
 @pytest.mark.parametrize("relative", sorted(FILES))
 def test_dataset_file_loads_with_the_counts_of_the_file(relative):
     path = DATASETS / relative
@@ -383,3 +378,18 @@ def test_duplicates_in_a_generic_file_are_reported(tmp_path):
     assert len(df) == 2 and df.attrs["n_rows_read"] == 3
     assert df.attrs["duplicates"] == [{"row": 4, "duplicate_of": 2}]
     assert any("different label" in w for w in df.attrs["warnings"])
+
+
+def test_quoted_tsv_and_semicolon_csv(tmp_path):
+    frame = pd.DataFrame({"sentence1": ['He said "hi".', "A\tB"], "sentence2": ["Hello.", "C"], "label": [1, 0]})
+    frame.to_csv(tmp_path / "quoted.tsv", sep="\t", index=False)
+    quoted = load_pairs(tmp_path / "quoted.tsv")
+    assert quoted["source"].tolist() == ['He said "hi".', "A\tB"]
+    (tmp_path / "semi.csv").write_text("source;hypothesis;label\nUn, deux;Trois;0,5\n", encoding="utf-8")
+    semi = read_table(tmp_path / "semi.csv")
+    assert semi.columns.tolist() == ["source", "hypothesis", "label"] and semi.iloc[0, 0] == "Un, deux"
+
+
+def test_unquoted_tsv_keeps_literal_quotes(tmp_path):
+    (tmp_path / "lit.tsv").write_text('source\thypothesis\n"Yes," he said\tHe agreed.\n', encoding="utf-8")
+    assert load_pairs(tmp_path / "lit.tsv")["source"].tolist() == ['"Yes," he said']
