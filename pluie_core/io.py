@@ -358,63 +358,62 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
     if raw.spreadsheet_text:
         table = table.apply(_strip_spreadsheet_marker)
 
-    pairs = pd.DataFrame(index=table.index)
+    out: dict = {}
     for key, what in (("source", "source sentence"), ("hypothesis", "hypothesis")):
         text = _text(table[mapping[key]])
         empty = (text == "").to_numpy()
         if empty.any():
             raise PairFileError(f"{raw.where(int(np.argmax(empty)))}: the {what} is empty.")
-        pairs[key] = text
+        out[key] = text
     label_column = mapping.get("label")
-    pairs["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
+    out["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
     id_column = mapping.get("external_id")
     if id_column is not None:
         ids = _text(table[id_column])
-        pairs["external_id"] = ids.where(ids != "", None)
+        out["external_id"] = ids.where(ids != "", None)
     else:
-        pairs["external_id"] = pd.Series(None, index=table.index, dtype=object)
-    for annotator, column in mapping.get("annotators", {}).items():
-        pairs[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
-
+        out["external_id"] = pd.Series(None, index=table.index, dtype=object)
+    for annotator, column in mapping["annotators"].items():
+        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
     used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
     for column in table.columns:
         if column not in used:
             name = str(column)
-            pairs[name if name not in pairs.columns else f"original_{name}"] = table[column]
+            out[name if name not in out else f"original_{name}"] = table[column]
+    pairs = pd.DataFrame(out, index=table.index)
 
     _check_ranges(pairs, raw)
     label_kind, label_range = _label_kind(pairs["label"], raw)
-
-    duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
-    duplicates = []
-    if duplicated.any():
-        first_position = pairs.groupby(["source", "hypothesis"], sort=False).ngroup().to_numpy()
-        first_of_group = {}
-        for position, group in enumerate(first_position):
-            first_of_group.setdefault(group, position)
-        duplicates = [
-            {"row": int(raw.rows[p]), "duplicate_of": int(raw.rows[first_of_group[first_position[p]]])}
-            for p in np.flatnonzero(duplicated)
-        ]
-    warnings = list(raw.warnings)
-    if duplicates:
-        warnings.append(f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept).")
-        kept_label = pairs["label"].to_numpy()[[first_of_group[g] for g in first_position[duplicated]]]
-        own_label = pairs["label"].to_numpy()[duplicated]
-        differing = int((~((kept_label == own_label) | (np.isnan(kept_label) & np.isnan(own_label)))).sum())
-        if differing:
-            warnings.append(f"{differing} of the skipped duplicates had a different label from the pair kept.")
+    duplicated, duplicates, warnings = _duplicates(pairs, raw)
     result = pairs.loc[~duplicated].reset_index(drop=True)
     result.attrs = {
         "format": raw.format,
         "label_kind": label_kind,
         "duplicates": duplicates,
-        "warnings": warnings,
+        "warnings": list(raw.warnings) + warnings,
         "n_rows_read": int(len(pairs)),
     }
     if label_kind == "score":
         result.attrs["label_range"] = label_range
     return result
+
+
+def _duplicates(pairs: pd.DataFrame, raw: RawTable) -> tuple[np.ndarray, list[dict], list[str]]:
+    """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings."""
+    duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
+    if not duplicated.any():
+        return duplicated, [], []
+    group = pairs.groupby(["source", "hypothesis"], sort=False).ngroup().to_numpy()
+    _, first_positions = np.unique(group, return_index=True)  # group g first appears at first_positions[g]
+    repeats = np.flatnonzero(duplicated)
+    originals = first_positions[group[repeats]]
+    duplicates = [{"row": int(raw.rows[r]), "duplicate_of": int(raw.rows[o])} for r, o in zip(repeats, originals)]
+    warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
+    labels = pairs["label"].to_numpy(dtype=float)
+    same = (labels[repeats] == labels[originals]) | (np.isnan(labels[repeats]) & np.isnan(labels[originals]))
+    if not same.all():
+        warnings.append(f"{int((~same).sum())} of the skipped duplicates had a different label from the pair kept.")
+    return duplicated, duplicates, warnings
 
 
 def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:
