@@ -233,7 +233,7 @@ def _sniff(text: str, name: str) -> str:
     if stripped == corpora.SICK_HEADER:
         return "sick"
     if len(fields) > 2 and "sentence1" in stripped and "sentence2" in stripped:
-        if stripped[0] in ("", "Unnamed: 0"):
+        if stripped[0] in ("", "Unnamed: 0") and ("score" in stripped or corpora.STS_H_PREFIX + "Consensus" in stripped):
             return "paraphrasus"
         annotators = [f for f in stripped if f.startswith("annotator_")]
         if len(annotators) >= 2 and not any(_normalised(f) in LABEL_NAMES for f in stripped):
@@ -262,9 +262,11 @@ def _sniff_json(text: str, lower_name: str) -> str:
         raise tables.json_error(error) from None
     if isinstance(document, dict):
         values = list(document.values())
-        if values and all(isinstance(v, dict) for v in values) and all("sentence1" in v for v in values[:50]):
-            return "paraphrasus"
-        return "jsonl"  # a single object on one line
+        if values and all(isinstance(v, dict) for v in values):
+            return "paraphrasus" if all("sentence1" in v for v in values[:50]) else "json"
+        if len(text.strip().split("\n")) == 1:
+            return "jsonl"  # a single record on one line
+        raise PairFileError("The JSON file holds a single object; expected a list of records or objects keyed by id.")
     if isinstance(document, list):
         first = document[0] if document else None
         if isinstance(first, dict) and {"txt1", "txt2", "label"} <= set(first):
@@ -313,6 +315,9 @@ def _read_text(text: str, format: str, name: str) -> RawTable:
         if not isinstance(document, dict):
             raise PairFileError("A paraphrasus JSON file is an object keyed by pair id.")
         return corpora.read_paraphrasus_json(document, name)
+    if isinstance(document, dict) and document and all(isinstance(v, dict) for v in document.values()):
+        # records keyed by id: the key becomes the "id" column
+        document = [{"id": key, **record} if "id" not in record else record for key, record in document.items()]
     if not isinstance(document, list):
         raise PairFileError("Expected a JSON array of records.")
     if format == "turku":

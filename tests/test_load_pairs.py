@@ -393,3 +393,14 @@ def test_quoted_tsv_and_semicolon_csv(tmp_path):
 def test_unquoted_tsv_keeps_literal_quotes(tmp_path):
     (tmp_path / "lit.tsv").write_text('source\thypothesis\n"Yes," he said\tHe agreed.\n', encoding="utf-8")
     assert load_pairs(tmp_path / "lit.tsv")["source"].tolist() == ['"Yes," he said']
+
+
+def test_json_objects_keyed_by_id_and_pandas_index_column(tmp_path):
+    keyed = {"k1": {"premise": "A cat sleeps.", "hypothesis": "A cat rests.", "label": 1}}
+    (tmp_path / "keyed.json").write_text(json.dumps(keyed, indent=2), encoding="utf-8")
+    df = load_pairs(tmp_path / "keyed.json")
+    assert (df.attrs["format"], df["external_id"].tolist(), df["source"].tolist()) == ("json", ["k1"], ["A cat sleeps."])
+    frame = pd.DataFrame({"sentence1": ["x y"], "sentence2": ["y x"], "gold": [0]})
+    frame.to_csv(tmp_path / "indexed.tsv", sep="\t")  # pandas' unnamed index column first
+    df = load_pairs(tmp_path / "indexed.tsv")
+    assert df.attrs["format"] == "tsv" and df["label"].tolist() == [0.0]

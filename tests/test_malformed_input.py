@@ -257,3 +257,8 @@ def test_old_excel_format(tmp_path):
 def test_other_xml_is_unsupported(tmp_path):
     message = _error(_write(tmp_path, "p.xml", "<pairs><pair a='x' b='y'/></pairs>"))
     assert "not a ParaPhraser corpus" in message
+
+
+def test_json_single_object(tmp_path):
+    message = _error(_write(tmp_path, "p.json", json.dumps({"source": "a", "hypothesis": "b"}, indent=2)))
+    assert message == "The JSON file holds a single object; expected a list of records or objects keyed by id."
