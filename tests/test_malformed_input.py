@@ -159,7 +159,7 @@ def test_mrpc_row_with_missing_field(tmp_path):
     lines = _real_lines("mrpc/msr_paraphrase_test.txt", 6)
     lines[3] = b"\t".join(lines[3].split(b"\t")[:4]) + b"\n"
     message = _error(_write(tmp_path, "msr.txt", b"".join(lines)))
-    assert message == "Line 4: a MRPC row has 5 tab-separated fields; this one has 4."
+    assert message == "Line 4: MRPC rows have 5 tab-separated fields; this one has 4."
 
 
 def test_twitter_votes_malformed(tmp_path):
