@@ -16,7 +16,7 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from pluie_core.io import PairFileError, guess_columns, load_pairs, read_table
+from pluie_core.io import guess_columns, load_pairs, read_table
 from tests.paths import DATASETS
 
 MISSING = "missing"
