@@ -281,14 +281,6 @@ def test_duplicates_point_at_identical_lines():
         assert again[1:3] == first[1:3]
 
 
-def test_paws_dev_loads_quickly():
-    start = time.perf_counter()
-    df = load_pairs(DATASETS / "paws_wiki_final/dev.tsv")
-    elapsed = time.perf_counter() - start
-    assert df.attrs["n_rows_read"] == 8000
-    assert elapsed < 2.0, f"PAWS dev took {elapsed:.2f} s"
-
-
 def test_streamlit_like_upload_is_read_like_the_path():
     path = DATASETS / "mrpc/msr_paraphrase_test.txt"
 
