@@ -82,7 +82,9 @@ def levels_to_matrix(
 
 
 def _as_float_array(data) -> np.ndarray:
-    return np.asarray(data.to_numpy() if isinstance(data, (pd.DataFrame, pd.Series)) else data, dtype=float)
+    if isinstance(data, (pd.DataFrame, pd.Series)):  # nullable columns (Int64 with <NA>) become NaN
+        return data.to_numpy(dtype=float, na_value=np.nan)
+    return np.asarray(data, dtype=float)
 
 
 def _without_dont_know(values: np.ndarray) -> np.ndarray:
@@ -244,6 +246,8 @@ def _reliability_value_counts(reliability_data, level: str, value_domain, drop_d
     if drop_dont_know:
         data = _without_dont_know(data)
     observed = np.unique(data[~np.isnan(data)])
+    if observed.size == 0:
+        raise StatsError("There are no labels to compare yet.")
     if value_domain is None:
         integer = observed.size and np.array_equal(observed, np.round(observed))
         value_domain = np.arange(observed.min(), observed.max() + 1) if integer else observed

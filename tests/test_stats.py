@@ -219,6 +219,8 @@ def test_krippendorff_alpha_treats_dont_know_as_missing():
 
 
 def test_krippendorff_alpha_user_errors():
+    with pytest.raises(StatsError, match="no labels"):
+        S.krippendorff_alpha([[NaN, 4], [NaN, NaN]])
     with pytest.raises(StatsError, match="same value"):
         S.krippendorff_alpha([[1, 1, 1], [1, 1, NaN]])
     with pytest.raises(StatsError, match="two or more"):
@@ -346,6 +348,8 @@ def test_threshold_curve_matches_sklearn_at_every_distinct_threshold(higher_is_p
 def test_threshold_curve_drops_unscored_pairs_and_needs_both_classes():
     curve = S.threshold_curve([0.5, NaN, -1.0, 2.0], [1, 0, 0, NaN])
     assert curve["threshold"].tolist() == [-1.0, 0.5]
+    nullable = S.threshold_curve(pd.Series([0.5, NaN, -1.0, 2.0]), pd.Series([1, 0, 0, None], dtype="Int64"))
+    pd.testing.assert_frame_equal(nullable, curve)
     with pytest.raises(StatsError, match="both paraphrases and non-paraphrases"):
         S.threshold_curve([0.1, 0.2], [1, 1])
 
@@ -581,3 +585,12 @@ def test_page_computations_on_100k_pairs_and_300k_labels_are_fast():
     timed("human_disagreements", lambda: S.human_disagreements(matrix))
     slow = {name: round(seconds, 2) for name, seconds in timings.items() if seconds > 2.0}
     assert not slow, f"too slow on 100k pairs: {slow}"
+
+
+def test_mbd_breaks_ties_between_best_thresholds_like_best_threshold():
+    # thresholds 2 and 4 both give accuracy 0.75; the one predicting more paraphrases (2) is kept
+    data = pd.DataFrame({"dataset": "only", "label": [0, 1, 0, 1], "s": [1.0, 2.0, 3.0, 4.0]})
+    assert S.best_threshold(data["s"], data["label"])["threshold"] == 2.0
+    table = S.mixed_balanced_draw(data, ["s"], n_draws=2).set_index(["at", "figure"])
+    assert table.loc[("best", "threshold"), "mean"] == 2.0
+    assert table.loc[("best", "accuracy"), "mean"] == 0.75
