@@ -663,7 +663,6 @@ def mixed_balanced_draw(
         np.concatenate([rows[rng.choice(len(rows), per_class, replace=False)] for _, _, rows in groups])
         for _ in range(n_draws)
     ])  # draws x pairs, row positions in ``data``
-    labels = labels_all[drawn]
 
     results = []
     for score in score_cols:
