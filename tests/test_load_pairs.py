@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import math
-import time
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from pathlib import Path
