@@ -1,5 +1,4 @@
 """Word differences highlighted in yellow (appendix A.3 of the ParaPLUIE paper)."""
-import re
 from html.parser import HTMLParser
 
 import pytest
