@@ -72,7 +72,7 @@ def _resolve_dtype(dtype, device):
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0] if text else exc.__class__.__name__
+    return text[0].rstrip(". ") if text else exc.__class__.__name__
 
 
 def load_model_and_tokenizer(name: str, device, dtype):
@@ -158,6 +158,7 @@ class PluieScorer:
         self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         self._prefix = None  # (token ids, per-layer (key, value)), built on first use
+        self.last_run = {}  # how many prompts of the last call took the cached / uncached path
         self.answers = tuple(answers) if answers is not None else tuple(self.template.answers)
         if len(self.answers) != 2 or not all(isinstance(a, str) and a.strip() for a in self.answers):
             raise PluieError(f"Give exactly two non-empty answer words, e.g. ('Yes', 'No'), not {self.answers!r}.")
@@ -233,10 +234,10 @@ class PluieScorer:
             if k in found[0] and k in found[1]:
                 return (found[0][k], found[1][k]), (per_answer[0][k], per_answer[1][k])
         bad = [a for a in (0, 1) if not found[a]] or [0, 1]
-        details = "; ".join(f"{self.answers[a]!r}: {', '.join(report[a])}" for a in bad)
+        details = "; ".join(" or ".join(report[a]) for a in bad)
         raise PluieError(
             f"The answer {' and '.join(repr(self.answers[a]) for a in bad)} is not a single token for the "
-            f"tokenizer of {self.model_name} (right after the prompt: {details}). PLUIE needs each answer "
+            f"tokenizer of {self.model_name} (right after the prompt, {details}). PLUIE needs each answer "
             "to be exactly one token, with the same spacing for both; choose other answer words "
             "(e.g. 'Yes' / 'No')."
         )
@@ -244,23 +245,23 @@ class PluieScorer:
     # ------------------------------------------------------------------ prefix cache
     def _shared_prefix(self):
         """Token prefix common to every prompt of the template, and its KV cache (computed once)."""
-        import torch
-
         if self._prefix is None:
             first, second = (self._encode(self.prompt_text(self._probe(v))) for v in (0, 1))
             n = 0
             while n < min(len(first), len(second)) and first[n] == second[n]:
                 n += 1
             n -= _PREFIX_MARGIN
-            if n < _MIN_PREFIX:
-                self._prefix = ([], None)
-            else:
-                ids = torch.tensor([first[:n]], device=self.device)
-                with torch.inference_mode():
-                    out = self.model(input_ids=ids, use_cache=True, **self._keep_last())
-                kv = tuple((layer.keys, layer.values) for layer in out.past_key_values.layers)
-                self._prefix = (first[:n], kv)
+            self._prefix = self._encode_prefix(first[:n]) if n >= _MIN_PREFIX else ([], None)
         return self._prefix
+
+    def _encode_prefix(self, prefix_ids: list[int]):
+        """Run the prefix once; keep its per-layer keys and values (batch of one)."""
+        import torch
+
+        ids = torch.tensor([prefix_ids], device=self.device)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True, **self._keep_last())
+        return list(prefix_ids), tuple((layer.keys, layer.values) for layer in out.past_key_values.layers)
 
     def _keep_last(self) -> dict:
         return {"logits_to_keep": 1} if self._keeps_logits else {}
@@ -335,6 +336,7 @@ class PluieScorer:
         cached = [i for i, p in enumerate(prompts) if n and len(p) > n and p[:n] == prefix_ids]
         cached_set = set(cached)
         plain = [i for i in range(len(prompts)) if i not in cached_set]
+        self.last_run = {"cached": len(cached), "uncached": len(plain), "prefix_tokens": n}
         out = np.empty((len(prompts), 2), dtype=np.float64)
         if cached:
             out[cached] = self._run([prompts[i][n:] for i in cached], (prefix_ids, prefix_kv), on_batch)
