@@ -115,21 +115,9 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreF
 
 
 def baseline_registry() -> dict[str, Callable]:
-    try:
-        from pluie_core import baselines
+    from pluie_core.baselines import BASELINES
 
-        return baselines.BASELINES
-    except ImportError:  # TEMPORARY until pluie_core.baselines lands on main
-        import numpy as np
-        from rapidfuzz.distance import Levenshtein
-        from sacrebleu.metrics import BLEU, CHRF
-
-        bleu, chrf = BLEU(effective_order=True), CHRF()
-        return {
-            "levenshtein": lambda s, h: np.array([Levenshtein.normalized_distance(a, b) for a, b in zip(s, h)]),
-            "bleu": lambda s, h: np.array([bleu.sentence_score(b, [a]).score for a, b in zip(s, h)]),
-            "chrf": lambda s, h: np.array([chrf.sentence_score(b, [a]).score for a, b in zip(s, h)]),
-        }
+    return BASELINES
 
 
 def _first_line(exc: BaseException) -> str:

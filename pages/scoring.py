@@ -8,6 +8,7 @@ from db.runs import (
     retry_run, runs_progress,
 )
 from pages.shared import get_engine
+from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
 engine = get_engine()
 REFRESH_SECONDS = 2
@@ -21,27 +22,16 @@ st.caption(
 
 
 def template_names() -> list[str]:
-    try:
-        from pluie_core.templates import BUILTIN_TEMPLATES
-
-        return sorted(BUILTIN_TEMPLATES, key=lambda name: name != "fs-direct")  # the papers' default first
-    except ImportError:
-        return ["fs-direct", "direct", "indirect"]
+    return sorted(BUILTIN_TEMPLATES, key=lambda name: name != "fs-direct")  # the papers' default first
 
 
 def parse_custom_template(text: str) -> dict:
     """A pasted or uploaded YAML / JSON template, checked the way the scorer will read it."""
     try:
-        data = yaml.safe_load(text)  # JSON is YAML too
+        return template_from_mapping(yaml.safe_load(text)).to_dict()  # JSON is YAML too
     except yaml.YAMLError as exc:
         raise RunError(f"The template is not valid YAML or JSON: {exc}") from None
-    try:
-        from pluie_core.templates import template_from_mapping
-    except ImportError:
-        return data
-    try:
-        return template_from_mapping(data).to_dict()
-    except ValueError as exc:
+    except TemplateError as exc:
         raise RunError(str(exc)) from None
 
 

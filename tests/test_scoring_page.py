@@ -88,6 +88,23 @@ def test_create_a_run_from_the_form_and_see_its_pairs_queued(store):
     assert widget(page.selectbox, "Run").value == run.id  # the new run is selected
 
 
+def test_a_pasted_custom_template_is_stored_with_the_run(store):
+    url, engine = store
+    page = open_page()
+    widget(page.text_input, "Model").input("m")
+    widget(page.selectbox, "Template").set_value("custom (paste or upload)")
+    widget(page.text_area, "Custom template (YAML or JSON)").input(
+        "name: mine\nanswers: ['Oui', 'Non']\nturns:\n  - {role: user, content: 'Same meaning? {source} / {hypothesis}'}\n"
+    )
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    with read_session(engine) as session:
+        run = session.scalar(select(ScoreRun))
+    assert run.template == "custom" and run.template_spec["answers"] == ["Oui", "Non"]
+    assert run.template_spec["turns"][0]["content"].startswith("Same meaning?")
+
+
 def test_mistakes_in_the_form_are_shown_as_sentences(store):
     page = open_page()
     widget(page.button, "Create run").click()
