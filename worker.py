@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -39,7 +40,7 @@ log = logging.getLogger("pluie.worker")
 DEFAULT_LEASE_SECONDS = 120.0
 DEFAULT_BATCH_SIZE = 32
 HEARTBEAT_SECONDS = 5.0
-# Loaded models kept in memory; a worker serving many runs reloads past this.
+# Distinct models kept loaded; a worker serving runs of more models reloads past this.
 MODEL_CACHE_SIZE = 2
 
 # (values, details per pair or None)
@@ -63,29 +64,37 @@ def resolve_device(device: Optional[str]) -> str:
     return "cpu"
 
 
-def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreFn:
-    """The scoring function of a run: a PLUIE scorer (model loaded now, once) or a baseline."""
+@dataclass
+class Metric:
+    """A run's scoring function, and the model weights it holds (shared by runs of one model)."""
+
+    score: ScoreFn
+    model_key: Optional[tuple] = None
+    weights: Optional[tuple] = None  # (model, tokenizer)
+
+
+def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = ()) -> Metric:
+    """The scoring function of a run: a baseline, or a PLUIE scorer whose model is loaded now
+    unless one of the `loaded` metrics already holds it."""
     if run.kind == "baseline":
         registry = baseline_registry()
         try:
-            metric = registry[run.model]
+            baseline = registry[run.model]
         except KeyError:
             raise ModelLoadError(f"Unknown baseline {run.model!r}; known: {', '.join(sorted(registry))}.")
+        return Metric(lambda sources, hypotheses: ([float(v) for v in baseline(sources, hypotheses)], None))
 
-        def score_baseline(sources, hypotheses):
-            return [float(v) for v in metric(sources, hypotheses)], None
-
-        return score_baseline
-
+    model_key = (run.model, run.device or device, run.dtype)
+    weights = next((m.weights for m in loaded if m.model_key == model_key), None)
     try:
         from pluie_core.scorer import PluieScorer
 
         scorer = PluieScorer(
-            run.model,
+            weights or run.model,  # (model, tokenizer) keeps its device and dtype
             template=run.template_spec or run.template or "fs-direct",
             answers=tuple(run.answers) if run.answers else None,
-            device=run.device or device,
-            dtype=run.dtype,
+            device=None if weights else run.device or device,
+            dtype=None if weights else run.dtype,
             batch_size=run.batch_size or batch_size,
         )
     except ValueError as exc:  # PluieError / TemplateError: already a sentence for the user
@@ -111,7 +120,7 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int]) -> ScoreF
         values = [(f + b) / 2 for f, b in zip(forward, backward)]
         return values, [{"forward": f, "backward": b} for f, b in zip(forward, backward)]
 
-    return score_pluie
+    return Metric(score_pluie, model_key, (scorer.model, scorer.tokenizer))
 
 
 def baseline_registry() -> dict[str, Callable]:
@@ -172,7 +181,7 @@ class ScoringWorker:
         self.current_batch: Optional[queue.Batch] = None
         self.pairs_done = 0
         self.pairs_per_second: Optional[float] = None
-        self._metrics: OrderedDict[int, ScoreFn] = OrderedDict()
+        self._metrics: OrderedDict[int, Metric] = OrderedDict()
         self._last_run_id: Optional[int] = None
         self._stop = threading.Event()
 
@@ -271,18 +280,30 @@ class ScoringWorker:
         return written
 
     def _metric(self, run_id: int) -> ScoreFn:
-        """The run's scoring function, loading its model only the first time."""
+        """The run's scoring function, loading its model only when no cached run holds it."""
         if run_id in self._metrics:
             self._metrics.move_to_end(run_id)
-            return self._metrics[run_id]
+            return self._metrics[run_id].score
         run = queue.run_config(self.engine, run_id)
         if run is None:
             raise ModelLoadError(f"run {run_id} no longer exists")
-        metric = load_metric(run, self.device, self.batch_size)
+        metric = load_metric(run, self.device, self.batch_size, loaded=list(self._metrics.values()))
         self._metrics[run_id] = metric
-        while len(self._metrics) > MODEL_CACHE_SIZE:
-            self._metrics.popitem(last=False)
-        return metric
+        while len({m.model_key for m in self._metrics.values() if m.model_key}) > MODEL_CACHE_SIZE:
+            self._metrics.popitem(last=False)  # least recently used run; its model goes with its last run
+            _free_accelerator_memory()
+        return metric.score
+
+
+def _free_accelerator_memory() -> None:
+    import gc
+
+    gc.collect()
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
 def _alive(pid: int) -> bool:

@@ -176,3 +176,32 @@ def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
         started.send_signal(signal.SIGTERM)
         assert started.wait(timeout=60) == 0
     assert worker_module.ensure_worker_running(url) is None  # switched off by PLUIE_NO_WORKER
+
+
+def test_runs_of_one_model_share_its_weights_and_directions_are_scored_right(tmp_path, tiny_model):
+    """In process, the same worker code: a forward, a backward and a symmetric run of one model."""
+    from pluie_core.scorer import PluieScorer
+    from worker import ScoringWorker
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    pairs = sentence_pairs(6)
+    pair_ids = add_pairs(engine, "d", pairs)
+    runs = {d: create_run(engine, name=d, model=str(tiny_model), template="direct", direction=d, device="cpu")
+            for d in ("forward", "backward", "symmetric")}
+    worker = ScoringWorker(engine, device="cpu", batch_size=4, poll_seconds=0.1)
+    worker.run(exit_when_idle=True)
+
+    held = {id(m.weights[0]) for m in worker._metrics.values()}
+    assert len(held) == 1, "the model should be loaded once for its three runs"
+    scorer = PluieScorer(str(tiny_model), template="direct", device="cpu")
+    sources, hypotheses = [s for s, _ in pairs], [h for _, h in pairs]
+    forward, backward = scorer.score(sources, hypotheses), scorer.score(hypotheses, sources)
+    assert not np.allclose(forward, backward, atol=1e-3)  # else the directions could not be told apart
+    expected = {"forward": forward, "backward": backward, "symmetric": (forward + backward) / 2}
+    for direction, run in runs.items():
+        stored = assert_one_score_per_pair(engine, run, pair_ids)
+        np.testing.assert_allclose([stored[p] for p in pair_ids], expected[direction], atol=1e-4)
+    with read_session(engine) as session:
+        details = session.scalar(select(Score.details).where(Score.run_id == runs["symmetric"]).limit(1))
+    assert set(details) == {"forward", "backward"}
+    engine.dispose()
