@@ -15,6 +15,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
+import pandas as pd
 from sqlalchemy import Engine, and_, exists, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -173,7 +174,8 @@ def renew_lease(engine: Engine, worker_id: str, item_ids: Sequence[int], lease_s
 def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem]) -> int:
     """Write the scores of the items this worker still holds and mark them done, in one
     transaction. Items it no longer holds (its lease expired and another worker took them) are
-    skipped: that worker writes them. Returns the number of scores written."""
+    skipped: that worker writes them. A lease that expired but was not taken yet is still held:
+    the claim that would take it serialises with this transaction. Returns the scores written."""
     if not scored:
         return 0
     by_item = {s.item_id: s for s in scored}
@@ -235,11 +237,6 @@ def fail_run(engine: Engine, run_id: int, reason: str) -> None:
 def run_config(engine: Engine, run_id: int) -> Optional[ScoreRun]:
     with read_session(engine) as session:
         return session.get(ScoreRun, run_id)
-
-
-def run_status(engine: Engine, run_id: int) -> Optional[str]:
-    with read_session(engine) as session:
-        return session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
 
 
 # --- workers: registration, heartbeat, throughput, last error ---------------------------------
@@ -306,10 +303,8 @@ def pending_count(engine: Engine, run_ids: Optional[Sequence[int]] = None) -> in
         return session.scalar(query) or 0
 
 
-def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> "pd.DataFrame":
+def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> pd.DataFrame:
     """The live workers, for the scoring page: where they run, what they do, how fast, the last error."""
-    import pandas as pd
-
     now = utcnow()
     with read_session(engine) as session:
         names = dict(session.execute(select(ScoreRun.id, ScoreRun.name)).all())

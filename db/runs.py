@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import pandas as pd
-from sqlalchemy import Engine, case, delete, func, select, update
+from sqlalchemy import Engine, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from db.engine import read_session, write_session
@@ -156,11 +156,6 @@ def retry_run(engine: Engine, run_id: int) -> None:
         enqueue_missing(session, run_id)
 
 
-def delete_run(engine: Engine, run_id: int) -> None:
-    with write_session(engine) as session:
-        session.execute(delete(ScoreRun).where(ScoreRun.id == run_id))
-
-
 @dataclass
 class RunProgress:
     id: int
@@ -249,11 +244,6 @@ def dataset_names(engine: Engine) -> dict[int, str]:
     """Dataset id -> name, for choosing a run's scope."""
     with read_session(engine) as session:
         return dict(session.execute(select(Dataset.id, Dataset.name).order_by(Dataset.name)).all())
-
-
-def run_dataset_ids(engine: Engine, run_id: int) -> list[int]:
-    with read_session(engine) as session:
-        return list(session.scalars(select(RunDataset.dataset_id).where(RunDataset.run_id == run_id)))
 
 
 def scores_by_pair(engine: Engine, run_id: int) -> dict[int, list[float]]:
