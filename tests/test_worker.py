@@ -133,6 +133,27 @@ def test_two_workers_on_one_queue_never_score_a_pair_twice(store_url, tmp_path):
     engine.dispose()
 
 
+def test_sigterm_finishes_the_batch_in_hand_then_exits(tmp_path, tiny_model):
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    add_pairs(engine, "d", sentence_pairs(60))
+    run = create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu")
+    log = tmp_path / "worker.log"
+    worker = start_worker(str(engine.url), "--batch-size", "20", "--device", "cpu", "--runs", str(run), log=log)
+
+    def claimed():
+        with read_session(engine) as session:
+            return session.scalar(select(func.count()).select_from(WorkItem).where(WorkItem.status == "claimed"))
+
+    wait_until(lambda: claimed() > 0, 120, "a claimed batch", log)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
+    assert claimed() == 0  # nothing left leased to a worker that has gone
+    assert done_count(engine, run) == 20  # the batch in hand was written, and no other was started
+    with read_session(engine) as session:
+        assert session.scalar(select(Worker.stopped_at)) is not None
+    engine.dispose()
+
+
 @pytest.mark.slow
 def test_pairs_imported_during_an_active_run_are_scored_without_asking(tmp_path):
     from worker import baseline_registry
