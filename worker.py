@@ -324,9 +324,12 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
         return None
     url = database_url(url)
     engine = init_db(url)
-    ensure_default_runs(engine)
-    if queue.alive_workers(engine):
-        return None
+    try:
+        ensure_default_runs(engine)
+        if queue.alive_workers(engine):
+            return None
+    finally:
+        engine.dispose()
     log_path = Path(log_path or os.environ.get("PLUIE_WORKER_LOG", "data/worker.log"))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:

@@ -7,8 +7,10 @@ from db.runs import (
     DIRECTIONS, RunError, cancel_run, create_run, dataset_names, latest_scores, pause_run, resume_run,
     retry_run, runs_progress,
 )
+from db.engine import database_url
 from pages.shared import get_engine
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
+from worker import ensure_worker_running
 
 engine = get_engine()
 REFRESH_SECONDS = 2
@@ -65,7 +67,12 @@ def live_progress():
     st.subheader("Workers")
     workers = workers_overview(engine)
     if workers.empty:
-        st.warning("No worker is running: scores will not progress. Start one with `python worker.py`.")
+        st.warning("No worker is running: scores will not progress. Start one here, or with `python worker.py`.")
+        if st.button("Start a worker"):
+            if ensure_worker_running(database_url()) is None:
+                st.info("No worker started: PLUIE_NO_WORKER is set, or a worker has just come alive.")
+            else:
+                st.success("Worker started: it appears here within a few seconds.")
     else:
         st.dataframe(workers, hide_index=True, width="stretch")
 

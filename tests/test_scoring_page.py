@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from db.engine import init_db, read_session
 from db.models import ScoreRun, Worker
-from db.runs import create_run, pause_run
+from db import queue
+from db.runs import create_run, ensure_default_runs, latest_scores, pause_run
 from tests.store_fixtures import add_pairs, sentence_pairs
 from worker import ScoringWorker
 
@@ -151,3 +154,37 @@ def test_latest_scores_and_workers_are_shown(store):
     assert len(latest) == 4 and latest["score"].between(0, 1).all()  # normalised edit distances
     # the worker has exited: the page says no worker is alive
     assert any("No worker is running" in w.value for w in page.warning)
+
+
+def test_start_a_worker_from_the_page(store, monkeypatch, tmp_path):
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(3))
+    for baseline in ensure_default_runs(engine):
+        pause_run(engine, baseline)  # keep this test to one cheap run
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    monkeypatch.setenv("PLUIE_WORKER_LOG", str(tmp_path / "worker.log"))
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    page = open_page()
+    widget(page.button, "Start a worker").click()
+    page.run()
+    assert any("PLUIE_NO_WORKER" in i.value for i in page.info)
+
+    monkeypatch.delenv("PLUIE_NO_WORKER")
+    widget(page.button, "Start a worker").click()
+    page.run()
+    assert any("Worker started" in s.value for s in page.success)
+    deadline = time.monotonic() + 120
+    while not (alive := queue.alive_workers(engine)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert alive, "the worker started from the page never reported"
+    try:
+        while time.monotonic() < deadline and len(latest_scores(engine, run)) < 3:
+            time.sleep(0.2)
+        page.run()
+        assert not any("No worker is running" in w.value for w in page.warning)
+        assert len(latest_scores(engine, run)) == 3
+    finally:
+        os.kill(alive[0].pid, signal.SIGTERM)  # the worker this test started, by its id
+        while time.monotonic() < deadline + 60 and any(w.pid == alive[0].pid for w in queue.alive_workers(engine)):
+            time.sleep(0.2)
+    assert not queue.alive_workers(engine), "the worker should record its stop on SIGTERM"
