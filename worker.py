@@ -356,9 +356,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its start-up chatter hides ours
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
-    engine = init_db(args.db)
+    try:
+        engine = init_db(args.db)
+    except Exception as exc:  # a mistyped URL, a server that is down: one sentence, no traceback
+        parser.exit(2, f"worker: cannot open the store {database_url(args.db)!r}: {_first_line(exc)}\n")
     if not args.no_default_runs:
         ensure_default_runs(engine)
     worker = ScoringWorker(
