@@ -39,12 +39,25 @@ def done_count(engine, run_id: int) -> int:
         )
 
 
+def held_by(engine, pid: int) -> int:
+    """Items leased to the worker process `pid` (worker ids carry the pid)."""
+    with read_session(engine) as session:
+        return session.scalar(select(func.count()).select_from(WorkItem).where(
+            WorkItem.status == "claimed", WorkItem.lease_owner.like(f"%-{pid}-%")))
+
+
+def written_by(engine, pid: int) -> int:
+    """Scores written by the worker process `pid`."""
+    with read_session(engine) as session:
+        return session.scalar(select(func.count()).select_from(Score).where(Score.worker_id.like(f"%-{pid}-%")))
+
+
 def wait_until(condition, timeout: float, what: str, log: Path | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
-        time.sleep(0.1)
+        time.sleep(0.02)
     tail = log.read_text()[-3000:] if log and log.exists() else ""
     raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{tail}")
 
@@ -65,30 +78,47 @@ def tiny_model(tiny_model_builder):  # noqa: F811
 
 @pytest.mark.slow
 def test_sigkilled_worker_loses_nothing_and_scores_nothing_twice(tmp_path, tiny_model):
-    """A worker killed at random moments mid-run, five times and more, then let finish: every pair
-    has exactly one score, equal to what the scorer gives for that pair alone."""
+    """A worker killed at random moments mid-run, five times and more, then stopped with SIGTERM,
+    then let finish: every pair has exactly one score, equal to what the scorer gives for that pair
+    alone."""
     from pluie_core.scorer import PluieScorer
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     engine = init_db(url)
-    pairs = sentence_pairs(300)
+    pairs = sentence_pairs(400)
     pair_ids = add_pairs(engine, "crash", pairs)
     run = create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu")
     log = tmp_path / "worker.log"
     rng = random.Random(1234)
     args = ("--runs", str(run), "--batch-size", "4", "--lease-seconds", "2", "--device", "cpu")
 
+    def interrupt_while_scoring(worker, sig):
+        """Send `sig` at a random moment once this incarnation is scoring (not while it imports
+        torch): up to 0.2 s after its first write, sooner if it has already written 40 pairs,
+        so that the run is still going however fast the machine is."""
+        wait_until(lambda: written_by(engine, worker.pid) > 0 or worker.poll() is not None, 120, "a first batch", log)
+        moment = time.monotonic() + rng.uniform(0.0, 0.2)
+        while time.monotonic() < moment and written_by(engine, worker.pid) < 40:
+            time.sleep(0.005)
+        worker.send_signal(sig)
+
     kills = 0
     while kills < 5:
-        before = done_count(engine, run)
-        assert before < len(pairs), f"the run finished after only {kills} kills; the test needs slower scoring"
+        assert done_count(engine, run) < len(pairs), f"the run finished after only {kills} kills"
         worker = start_worker(url, *args, log=log)
-        # kill at a random moment once this incarnation is scoring (not while it imports torch)
-        wait_until(lambda: done_count(engine, run) > before or worker.poll() is not None, 120, "a first batch", log)
-        time.sleep(rng.uniform(0.0, 0.4))
-        worker.send_signal(signal.SIGKILL)
+        interrupt_while_scoring(worker, signal.SIGKILL)
         worker.wait(timeout=30)
         kills += 1
+    assert done_count(engine, run) < len(pairs)
+
+    # SIGTERM at a random moment: the batch in hand is finished and written, then a clean exit
+    worker = start_worker(url, *args, log=log)
+    interrupt_while_scoring(worker, signal.SIGTERM)
+    assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
+    assert held_by(engine, worker.pid) == 0, "a stopped worker must not keep items leased"
+    with read_session(engine) as session:
+        record = session.scalar(select(Worker).where(Worker.pid == worker.pid))
+    assert record.stopped_at is not None and record.pairs_done == written_by(engine, worker.pid)
     assert done_count(engine, run) < len(pairs)
 
     final = start_worker(url, *args, "--exit-when-idle", log=log)
@@ -130,27 +160,6 @@ def test_two_workers_on_one_queue_never_score_a_pair_twice(store_url, tmp_path):
         stopped = session.scalars(select(Worker.stopped_at)).all()
     assert len(writers) == 2, "both workers should have written scores"
     assert all(stopped), "a worker stopped by SIGTERM records its stop"
-    engine.dispose()
-
-
-def test_sigterm_finishes_the_batch_in_hand_then_exits(tmp_path, tiny_model):
-    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
-    add_pairs(engine, "d", sentence_pairs(60))
-    run = create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu")
-    log = tmp_path / "worker.log"
-    worker = start_worker(str(engine.url), "--batch-size", "20", "--device", "cpu", "--runs", str(run), log=log)
-
-    def claimed():
-        with read_session(engine) as session:
-            return session.scalar(select(func.count()).select_from(WorkItem).where(WorkItem.status == "claimed"))
-
-    wait_until(lambda: claimed() > 0, 120, "a claimed batch", log)
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
-    assert claimed() == 0  # nothing left leased to a worker that has gone
-    assert done_count(engine, run) == 20  # the batch in hand was written, and no other was started
-    with read_session(engine) as session:
-        assert session.scalar(select(Worker.stopped_at)) is not None
     engine.dispose()
 
 
