@@ -137,23 +137,23 @@ def cancel_run(engine: Engine, run_id: int) -> None:
 
 
 def retry_run(engine: Engine, run_id: int) -> None:
-    """Make a failed or cancelled run active again: clear its error, requeue its failed items and
-    queue the pairs imported while it was stopped."""
+    """Score again what could not be scored: a failed or cancelled run becomes active (its error
+    cleared, the pairs imported while it was stopped queued); the failed pairs of any run are
+    queued again."""
     with write_session(engine) as session:
         current = session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
         if current is None:
             raise RunError("This run no longer exists; reload the page.")
-        if current not in ("failed", "cancelled"):
-            raise RunError(f"Only a failed or cancelled run can be retried; this one is {current}.")
-        session.execute(
-            update(ScoreRun).where(ScoreRun.id == run_id).values(status="active", error=None, updated_at=utcnow())
-        )
-        session.execute(
-            update(WorkItem)
-            .where(WorkItem.run_id == run_id, WorkItem.status == "failed")
-            .values(status="pending", attempts=0, error=None)
-        )
-        enqueue_missing(session, run_id)
+        failed_items = WorkItem.run_id == run_id, WorkItem.status == "failed"
+        has_failed_items = session.scalar(select(func.count()).select_from(WorkItem).where(*failed_items)) > 0
+        if current not in ("failed", "cancelled") and not has_failed_items:
+            raise RunError(f"Nothing to retry: the run is {current} and none of its pairs failed.")
+        session.execute(update(WorkItem).where(*failed_items).values(status="pending", attempts=0, error=None))
+        if current in ("failed", "cancelled"):
+            session.execute(
+                update(ScoreRun).where(ScoreRun.id == run_id).values(status="active", error=None, updated_at=utcnow())
+            )
+            enqueue_missing(session, run_id)
 
 
 @dataclass

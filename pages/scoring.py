@@ -101,7 +101,7 @@ if runs:
     status = runs[run_id].status
     actions = [("Pause", pause_run, status == "active"), ("Resume", resume_run, status == "paused"),
                ("Cancel", cancel_run, status in ("active", "paused")),
-               ("Retry", retry_run, status in ("failed", "cancelled"))]
+               ("Retry", retry_run, status in ("failed", "cancelled") or runs[run_id].failed > 0)]
     for column, (label, action, enabled) in zip(st.columns(len(actions)), actions):
         if column.button(label, disabled=not enabled, key=f"run_{label.lower()}"):
             try:

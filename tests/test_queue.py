@@ -101,12 +101,10 @@ def test_release_and_repeated_errors_fail_the_item(engine):
     progress = {p.id: p for p in runs_progress(engine)}[run]
     assert (progress.failed, progress.done, progress.item_error) == (1, 0, "boom")
 
-    retry_run_after_cancel = pytest.raises(RunError)
-    with retry_run_after_cancel:
-        retry_run(engine, run)  # an active run cannot be retried
-    cancel_run(engine, run)
-    retry_run(engine, run)
+    retry_run(engine, run)  # the run is still active: its failed pair is queued again
     assert queue.claim_batch(engine, "A", 5, lease_seconds=60) is not None
+    with pytest.raises(RunError, match="Nothing to retry"):
+        retry_run(engine, run)
 
 
 def test_pause_resume_cancel_and_failed_runs_stop_claims(engine):
