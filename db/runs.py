@@ -191,19 +191,12 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 ).group_by(WorkItem.run_id)
             )
         }
-        recent = {
-            row[0]: (row[1], row[2], row[3])
-            for row in session.execute(
-                select(Score.run_id, func.count(), func.min(Score.created_at), func.max(Score.created_at))
-                .where(Score.created_at >= since)
-                .group_by(Score.run_id)
-            )
-        }
+        recent = {run.id: _recent_times(session, run.id, since) for run in runs if run.status == "active"}
     progress = []
     for run in runs:
         total, done, failed, item_error = counts.get(run.id, (0, 0, 0, None))
         done, failed = int(done or 0), int(failed or 0)
-        rate = _rate(*recent[run.id]) if run.id in recent else None
+        rate = _rate(recent.get(run.id, []))
         left = total - done - failed
         seconds_left = left / rate if rate and left > 0 and run.status == "active" else None
         progress.append(
@@ -217,13 +210,22 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
     return progress
 
 
-def _rate(count: int, first: dt.datetime, last: dt.datetime) -> Optional[float]:
-    """Pairs per second over the recent window: from the first recent score to now, so that a
+def _recent_times(session, run_id: int, since: dt.datetime, at_most: int = 500) -> list[dt.datetime]:
+    """When the run's latest scores were written, within the window. Read newest first by id (the
+    run_id index), so the cost does not grow with the number of scores."""
+    times = session.scalars(
+        select(Score.created_at).where(Score.run_id == run_id).order_by(Score.id.desc()).limit(at_most)
+    ).all()
+    return [t for t in times if t >= since]
+
+
+def _rate(times: list[dt.datetime]) -> Optional[float]:
+    """Pairs per second over the recent window: from the oldest recent score to now, so that a
     run that stopped scoring sees its rate fall."""
-    elapsed = (utcnow() - first).total_seconds()
-    if count < 2 or elapsed <= 0:
+    if len(times) < 2:
         return None
-    return count / max(elapsed, 1.0)
+    elapsed = (utcnow() - min(times)).total_seconds()
+    return len(times) / max(elapsed, 1.0)
 
 
 def latest_scores(engine: Engine, run_id: int, limit: int = 20) -> pd.DataFrame:

@@ -187,3 +187,18 @@ def test_concurrent_claimers_never_share_an_item(engine):
     assert len(claimed) == len(set(claimed)) == 120
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(Score)) == 120
+
+
+def test_progress_counts_rate_and_time_left(engine):
+    add_pairs(engine, "d", sentence_pairs(10))
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    before = {p.id: p for p in runs_progress(engine)}[run]
+    assert (before.total, before.done, before.pairs_per_second, before.seconds_left) == (10, 0, None, None)
+    batch = queue.claim_batch(engine, "A", 6, 60)
+    queue.complete_batch(engine, "A", run, scored(run, batch))
+    after = {p.id: p for p in runs_progress(engine)}[run]
+    assert (after.total, after.done, after.failed) == (10, 6, 0)
+    assert 0 < after.pairs_per_second <= 6  # six scores over at least one second
+    assert after.seconds_left == pytest.approx(4 / after.pairs_per_second)
+    pause_run(engine, run)
+    assert {p.id: p for p in runs_progress(engine)}[run].seconds_left is None  # a paused run has no ETA
