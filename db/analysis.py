@@ -1,0 +1,412 @@
+"""Every read the analysis pages make (agreement, thresholds, distributions, disagreements), as
+DataFrames, and the reference labels those pages compare people and metrics against.
+
+Reads fetch ids and numbers in one query per table and join the few names (datasets, runs,
+annotators) in pandas; nothing loops over rows in Python, so 100,000 pairs and 300,000 labels
+load in well under a second. Training-trial labels are never part of an analysis.
+
+Annotators are keyed by a display name unique across the store ("A", or "A (BIOSSES)" when two
+datasets both have an annotator A), the column names of every label matrix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional
+
+import numpy as np
+import pandas as pd
+from rapidfuzz.distance import Levenshtein
+from rapidfuzz.process import cpdist
+from sqlalchemy import Engine, func, insert, select
+
+from db.engine import read_session, write_session
+from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
+from pluie_core.labels import DONT_KNOW, LEVELS
+from pluie_core.stats import (
+    StatsError,
+    binarise_matrix,
+    cohen_kappa,
+    human_vs_model_table,
+    levels_to_matrix,
+    majority_binary_vector,
+)
+
+__all__ = [
+    "AnalysisChoices",
+    "Reference",
+    "analysis_choices",
+    "labels_long",
+    "pairs_frame",
+    "scores_wide",
+    "edit_distances",
+    "pair_detail",
+    "label_scales",
+    "label_matrix",
+    "reference_labels",
+    "natural_threshold",
+    "annotator_summary",
+    "add_score_run",
+]
+
+LABEL_COLUMNS = ["pair_id", "annotator_id", "annotator", "level", "value", "english_level", "seconds_spent",
+                 "dataset_id", "dataset"]
+
+
+def _frame(session, statement, columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(session.execute(statement).all(), columns=columns)
+
+
+def _ids(values: Optional[Iterable[int]]) -> Optional[list[int]]:
+    return None if values is None else [int(v) for v in values]
+
+
+# --------------------------------------------------------------------------- what there is to analyse
+
+
+@dataclass
+class AnalysisChoices:
+    datasets: pd.DataFrame  # id, name, label_kind, label_min, label_max, n_pairs, n_gold
+    runs: pd.DataFrame  # id, name, kind, model, higher_is_similar, status, n_scores (runs with scores only)
+    annotators: pd.DataFrame  # id, annotator (unique key), name, dataset_id, campaign_id, english_level, n_levels, n_values
+
+
+def _annotator_keys(annotators: pd.DataFrame) -> pd.Series:
+    """Display names unique across the store: the name, then "name (dataset or campaign)", then "#id"."""
+    keys = annotators["name"].astype(str)
+    shared = keys.duplicated(keep=False)
+    keys = keys.where(~shared, keys + " (" + annotators["scope"].fillna("?").astype(str) + ")")
+    shared = keys.duplicated(keep=False)
+    return keys.where(~shared, keys + " #" + annotators["id"].astype(str))
+
+
+def analysis_choices(engine: Engine) -> AnalysisChoices:
+    """The datasets, score runs (those with at least one score) and annotators the sidebars offer."""
+    with read_session(engine) as session:
+        datasets = _frame(
+            session,
+            select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min, Dataset.label_max,
+                   func.count(Pair.id), func.count(Pair.gold_label))
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id).group_by(Dataset.id).order_by(Dataset.name),
+            ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold"],
+        )
+        runs = _frame(
+            session,
+            select(ScoreRun.id, ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.higher_is_similar,
+                   ScoreRun.status, func.count(Score.id))
+            .join(Score, Score.run_id == ScoreRun.id).group_by(ScoreRun.id).order_by(ScoreRun.name),
+            ["id", "name", "kind", "model", "higher_is_similar", "status", "n_scores"],
+        )
+        annotators = _frame(
+            session,
+            select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.dataset_id, Annotator.campaign_id,
+                   Annotator.english_level, func.coalesce(Dataset.name, Campaign.name),
+                   func.count(Label.level), func.count(Label.value))
+            .outerjoin(Dataset, Dataset.id == Annotator.dataset_id)
+            .outerjoin(Campaign, Campaign.id == Annotator.campaign_id)
+            .outerjoin(Label, (Label.annotator_id == Annotator.id) & Label.is_training.is_(False))
+            .group_by(Annotator.id).order_by(Annotator.name, Annotator.id),
+            ["id", "name", "display_name", "dataset_id", "campaign_id", "english_level", "scope", "n_levels", "n_values"],
+        )
+    annotators["name"] = annotators["display_name"].fillna(annotators["name"])
+    annotators.insert(1, "annotator", _annotator_keys(annotators))
+    return AnalysisChoices(datasets, runs, annotators.drop(columns=["display_name", "scope"]))
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def labels_long(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    annotator_ids: Optional[Iterable[int]] = None,
+    annotators: Optional[pd.DataFrame] = None,
+) -> pd.DataFrame:
+    """One row per (non-training) label: pair_id, annotator_id, annotator (unique key), level (0-4
+    float, NaN for an imported value on its own scale), value (the raw imported value, NaN for
+    labels given in the app), english_level, seconds_spent, dataset_id, dataset.
+    ``annotators`` (from ``analysis_choices``) saves the query that names them."""
+    dataset_ids, annotator_ids = _ids(dataset_ids), _ids(annotator_ids)
+    query = (
+        select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent, Pair.dataset_id)
+        .join(Pair, Pair.id == Label.pair_id)
+        .where(Label.is_training.is_(False))
+    )
+    if dataset_ids is not None:
+        query = query.where(Pair.dataset_id.in_(dataset_ids))
+    if annotator_ids is not None:
+        query = query.where(Label.annotator_id.in_(annotator_ids))
+    with read_session(engine) as session:
+        labels = _frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent", "dataset_id"])
+        dataset_names = dict(session.execute(select(Dataset.id, Dataset.name)).all())
+    if annotators is None:
+        annotators = analysis_choices(engine).annotators
+    people = annotators.set_index("id")
+    labels["annotator"] = labels["annotator_id"].map(people["annotator"])
+    labels["english_level"] = labels["annotator_id"].map(people["english_level"])
+    labels["dataset"] = labels["dataset_id"].map(dataset_names)
+    for column in ("level", "value", "seconds_spent"):
+        labels[column] = pd.to_numeric(labels[column], errors="coerce").astype(float)
+    return labels[LABEL_COLUMNS]
+
+
+def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, texts: bool = False) -> pd.DataFrame:
+    """Pairs indexed by pair_id: dataset_id, dataset, label_kind, label_min, label_max, gold_label
+    (float, NaN when none); with ``texts`` also external_id, source and hypothesis."""
+    dataset_ids = _ids(dataset_ids)
+    columns = [Pair.id, Pair.dataset_id, Pair.gold_label]
+    names = ["pair_id", "dataset_id", "gold_label"]
+    if texts:
+        columns += [Pair.external_id, Pair.source, Pair.hypothesis]
+        names += ["external_id", "source", "hypothesis"]
+    query = select(*columns).order_by(Pair.id)
+    if dataset_ids is not None:
+        query = query.where(Pair.dataset_id.in_(dataset_ids))
+    with read_session(engine) as session:
+        pairs = _frame(session, query, names)
+        datasets = _frame(session, select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min,
+                                          Dataset.label_max), ["dataset_id", "dataset", "label_kind", "label_min", "label_max"])
+    pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce").astype(float)
+    pairs = pairs.merge(datasets, on="dataset_id", how="left").set_index("pair_id")
+    order = ["dataset_id", "dataset", "label_kind", "label_min", "label_max", "gold_label"]
+    return pairs[order + [c for c in names[3:]]]
+
+
+def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
+    """Scores indexed by pair_id, one float column per run (named after the run); only pairs with
+    at least one of these scores."""
+    run_ids, dataset_ids = _ids(run_ids), _ids(dataset_ids)
+    query = select(Score.pair_id, Score.run_id, Score.value).where(Score.run_id.in_(run_ids))
+    if dataset_ids is not None:
+        query = query.join(Pair, Pair.id == Score.pair_id).where(Pair.dataset_id.in_(dataset_ids))
+    with read_session(engine) as session:
+        scores = _frame(session, query, ["pair_id", "run_id", "value"])
+        run_names = dict(session.execute(select(ScoreRun.id, ScoreRun.name).where(ScoreRun.id.in_(run_ids))).all())
+    wide = scores.pivot(index="pair_id", columns="run_id", values="value").astype(float)
+    wide = wide.reindex(columns=[r for r in run_ids if r in run_names])
+    wide.columns = [run_names[r] for r in wide.columns]
+    wide.index.name = "pair_id"
+    return wide
+
+
+def edit_distances(pairs: pd.DataFrame) -> pd.Series:
+    """Normalised character Levenshtein distance (0 = same text, 1 = nothing in common) of every
+    pair of a ``pairs_frame(..., texts=True)``: the x axis of the paper's figure 2 and table 4."""
+    if pairs.empty:
+        return pd.Series(dtype=float, name="edit_distance")
+    distances = cpdist(pairs["source"].tolist(), pairs["hypothesis"].tolist(),
+                       scorer=Levenshtein.normalized_distance, workers=1)
+    return pd.Series(np.asarray(distances, dtype=float), index=pairs.index, name="edit_distance")
+
+
+def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame] = None) -> dict:
+    """One pair with every label and every score: {"pair": dict (dataset, external_id, source,
+    hypothesis, gold_label), "labels": DataFrame (annotator, level, level_name, value, english_level,
+    seconds_spent), "scores": DataFrame (run, kind, value)}; None when the pair does not exist."""
+    with read_session(engine) as session:
+        row = session.execute(
+            select(Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+            .join(Dataset, Dataset.id == Pair.dataset_id).where(Pair.id == int(pair_id))
+        ).first()
+        if row is None:
+            return None
+        scores = _frame(
+            session,
+            select(ScoreRun.name, ScoreRun.kind, Score.value).join(ScoreRun, ScoreRun.id == Score.run_id)
+            .where(Score.pair_id == int(pair_id)).order_by(ScoreRun.name),
+            ["run", "kind", "value"],
+        )
+        labels = _frame(
+            session,
+            select(Label.annotator_id, Label.level, Label.value, Label.seconds_spent)
+            .where(Label.pair_id == int(pair_id), Label.is_training.is_(False)),
+            ["annotator_id", "level", "value", "seconds_spent"],
+        )
+    if annotators is None:
+        annotators = analysis_choices(engine).annotators
+    people = annotators.set_index("id")
+    labels.insert(0, "annotator", labels["annotator_id"].map(people["annotator"]))
+    labels["level_name"] = labels["level"].map(lambda level: LEVELS[int(level)] if pd.notna(level) else "")
+    labels["english_level"] = labels["annotator_id"].map(people["english_level"])
+    labels = labels.sort_values("annotator")[["annotator", "level", "level_name", "value", "english_level", "seconds_spent"]]
+    pair = dict(zip(("dataset", "external_id", "source", "hypothesis", "gold_label"), row))
+    return {"pair": pair, "labels": labels.reset_index(drop=True), "scores": scores}
+
+
+# --------------------------------------------------------------------------- label matrices and references
+
+
+def label_scales(labels: pd.DataFrame) -> list[str]:
+    """Which scales the labels use: "levels" (the app's five-level scale) and / or "raw" (values
+    imported on their own scale, such as BIOSSES 0-4)."""
+    scales = []
+    if labels["level"].notna().any():
+        scales.append("levels")
+    if (labels["level"].isna() & labels["value"].notna()).any():
+        scales.append("raw")
+    return scales
+
+
+def label_matrix(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
+    """items x annotators matrix: five-level levels (4 = Don't know kept; the statistics drop it)
+    or raw imported values."""
+    if scale == "levels":
+        rows = labels[labels["level"].notna()]
+        return levels_to_matrix(rows, level_col="level")
+    rows = labels[labels["level"].isna() & labels["value"].notna()]
+    return levels_to_matrix(rows, level_col="value")
+
+
+RAW_SCALE_NO_BINARY = (
+    "These labels are values on their own scale (imported raw, like BIOSSES 0–4), so they have no "
+    "paraphrase / non-paraphrase binarisation; use gold labels as the reference, or compare them "
+    "on their own scale on the Agreement page."
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a metric (or a person) is compared against: "gold" labels, the human "majority"
+    (binarised, Don't know ignored, ties give none) or one "annotator"'s binarised labels.
+    ``gold_cut`` binarises scored gold (STS-B 0-5 ...): paraphrase at or above this share of the
+    dataset's scale."""
+
+    kind: str = "gold"
+    annotator: Optional[str] = None
+    gold_cut: float = 0.5
+
+    def describe(self) -> str:
+        if self.kind == "gold":
+            return "gold labels"
+        if self.kind == "majority":
+            return "the human majority"
+        return f"annotator {self.annotator}"
+
+
+def gold_binary(pairs: pd.DataFrame, gold_cut: float = 0.5) -> pd.Series:
+    """Gold labels as 0/1: binary datasets as they are; scored datasets cut at ``gold_cut`` of their
+    scale (label_min + cut x (label_max - label_min)); a dataset of unknown kind counts as binary
+    when its gold labels are all 0 or 1."""
+    gold = pairs["gold_label"]
+    low = pairs["label_min"].fillna(gold.groupby(pairs["dataset_id"]).transform("min"))
+    high = pairs["label_max"].fillna(gold.groupby(pairs["dataset_id"]).transform("max"))
+    scored = pairs["label_kind"].eq("score")
+    unknown = pairs["label_kind"].isna()
+    if unknown.any():
+        binary_looking = gold.isin([0.0, 1.0]) | gold.isna()
+        all_binary = binary_looking.groupby(pairs["dataset_id"]).transform("all")
+        scored = scored | (unknown & ~all_binary)
+    cut = low + gold_cut * (high - low)
+    binary = gold.where(~scored, (gold >= cut).astype(float).where(gold.notna()))
+    return binary.rename("reference")
+
+
+def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Reference) -> pd.Series:
+    """The reference as 0/1 per pair (index pair_id, NaN where there is none). Raises StatsError
+    with a sentence for the page when the reference does not exist for these pairs."""
+    if reference.kind == "gold":
+        if pairs["gold_label"].notna().sum() == 0:
+            raise StatsError("These datasets have no gold labels: choose the human majority or one annotator as the reference.")
+        return gold_binary(pairs, reference.gold_cut).reindex(pairs.index)
+    chosen = labels if reference.kind == "majority" else labels[labels["annotator"] == reference.annotator]
+    if reference.kind == "annotator" and chosen.empty:
+        raise StatsError(f"Annotator {reference.annotator} has no label on these datasets.")
+    if chosen.empty:
+        raise StatsError("No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first.")
+    if "levels" not in label_scales(chosen):
+        raise StatsError(RAW_SCALE_NO_BINARY)
+    binary = binarise_matrix(label_matrix(chosen, "levels"))
+    vector = majority_binary_vector(binary) if reference.kind == "majority" else binary.iloc[:, 0]
+    return vector.reindex(pairs.index).rename("reference")
+
+
+def natural_threshold(run_kind: str) -> Optional[float]:
+    """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); baselines have none."""
+    return 0.0 if run_kind == "pluie" else None
+
+
+# --------------------------------------------------------------------------- per-annotator summary
+
+
+def _majority_of_others(binary: np.ndarray) -> np.ndarray:
+    """For every annotator (column), the majority binary label of the other annotators per item
+    (NaN on a tie or when no one else labelled): the same rule as majority_binary_vector, for all
+    columns at once."""
+    positive, negative = binary == 1, binary == 0
+    pos_others = positive.sum(axis=1, keepdims=True) - positive
+    neg_others = negative.sum(axis=1, keepdims=True) - negative
+    return np.where(pos_others > neg_others, 1.0, np.where(neg_others > pos_others, 0.0, np.nan))
+
+
+def annotator_summary(
+    labels: pd.DataFrame,
+    scale: str = "levels",
+    model_scores: Optional[pd.Series] = None,
+    threshold: float = 0.0,
+    higher_is_positive: bool = True,
+) -> pd.DataFrame:
+    """One row per annotator: english_level, labels, dont_know_rate, median_seconds, kappa_vs_others
+    (binarised κ against the majority of the other annotators), and with ``model_scores`` (indexed by
+    pair_id) kappa_vs_model / accuracy_vs_model at ``threshold``. Binarised figures are NaN on a raw
+    scale; ``note`` says why a figure is missing."""
+    rows = labels[labels["level"].notna()] if scale == "levels" else labels[labels["level"].isna() & labels["value"].notna()]
+    grouped = rows.groupby("annotator", sort=True)
+    table = pd.DataFrame({
+        "english_level": grouped["english_level"].first(),
+        "labels": grouped.size(),
+        "dont_know_rate": grouped["level"].apply(lambda s: float((s == DONT_KNOW).mean())) if scale == "levels" else np.nan,
+        "median_seconds": grouped["seconds_spent"].median(),
+    })
+    table["kappa_vs_others"] = np.nan
+    table["n_vs_others"] = 0
+    table["note"] = ""
+    if scale != "levels":
+        table["note"] = "Raw-scale labels: no binarisation, so no binarised κ."
+        return table.reset_index()
+    binary = binarise_matrix(label_matrix(rows, "levels"))
+    others = _majority_of_others(binary.to_numpy())
+    notes = {}
+    for position, name in enumerate(binary.columns):
+        own = binary[name].to_numpy()
+        shared = ~np.isnan(own) & ~np.isnan(others[:, position])
+        table.loc[name, "n_vs_others"] = int(shared.sum())
+        try:
+            table.loc[name, "kappa_vs_others"] = cohen_kappa(own, others[:, position])
+        except StatsError as error:
+            notes[name] = str(error)
+    if model_scores is not None:
+        versus = human_vs_model_table(binary, model_scores.reindex(binary.index), threshold, higher_is_positive)
+        versus = versus.set_index("annotator")
+        table["kappa_vs_model"] = versus["kappa"]
+        table["accuracy_vs_model"] = versus["accuracy"]
+        table["n_vs_model"] = versus["n"]
+        for name, note in versus["note"].items():
+            if note and name in table.index:
+                notes[name] = "; ".join(filter(None, [notes.get(name), note]))
+    table["note"] = pd.Series(notes, dtype=object).reindex(table.index).fillna("")
+    return table.reset_index()
+
+
+# --------------------------------------------------------------------------- writing scores (tests, bench, scripts)
+
+
+def add_score_run(
+    engine: Engine,
+    name: str,
+    values: Mapping[int, float] | pd.Series,
+    kind: str = "baseline",
+    higher_is_similar: bool = True,
+    model: str = "",
+) -> int:
+    """A finished score run with one score per pair ({pair_id: value}), written in one bulk insert.
+    For tests, the bench and the screenshot script; the worker writes its scores itself. The run is
+    left "paused" so that no worker claims it."""
+    values = pd.Series(values, dtype=float).dropna()
+    with write_session(engine) as session:
+        run = ScoreRun(name=name, kind=kind, model=model, higher_is_similar=higher_is_similar, status="paused")
+        session.add(run)
+        session.flush()
+        if len(values):
+            session.execute(insert(Score), [
+                {"run_id": run.id, "pair_id": int(pair_id), "value": float(value)} for pair_id, value in values.items()
+            ])
+        return run.id
