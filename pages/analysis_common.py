@@ -141,7 +141,8 @@ def threshold_input(selection: Selection, values: pd.Series, key: str) -> float:
     natural = analysis.natural_threshold(selection.run["kind"])
     default = natural if natural is not None else float(values.median()) if values.notna().any() else 0.0
     return st.sidebar.number_input(
-        "Model threshold", value=float(round(default, 4)), key=key, format="%.4f",
+        # one widget per run: a threshold typed for one run means nothing for another
+        "Model threshold", value=float(round(default, 4)), key=f"{key}_{int(selection.run['id'])}", format="%.4f",
         help="PLUIE's natural threshold is 0; a baseline has none, so its median score is the default.",
     )
 

@@ -58,7 +58,8 @@ common.download_csv(correlation, "edit_distance_correlation.csv")
 
 st.subheader("Mean and standard deviation per class")
 runs = selection.choices.runs["name"].tolist()
-summary_runs = st.multiselect("Scores", runs, default=[score], key="distribution_summary_runs")
+summary_runs = st.multiselect("Scores", runs, default=[score],
+                              key=f"distribution_summary_runs_{int(selection.run['id'])}")
 summary_data = common.scored_frame(selection, summary_runs)
 summary_data[EDIT] = data[EDIT].reindex(summary_data.index)
 summary_data["class"] = summary_data["reference"].map(CLASSES)

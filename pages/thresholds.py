@@ -84,7 +84,7 @@ st.subheader("Mixed balanced draw")
 st.caption("The paper's MBD: the same number of paraphrases and non-paraphrases drawn from every chosen dataset, "
            "many times (seeded); mean over draws ± 1.96 standard errors, and the 2.5–97.5 percentile interval.")
 runs = selection.choices.runs
-mbd_runs = st.multiselect("Score runs", runs["name"].tolist(), default=[score], key="mbd_runs")
+mbd_runs = st.multiselect("Score runs", runs["name"].tolist(), default=[score], key=f"mbd_runs_{int(run['id'])}")
 c1, c2, c3 = st.columns(3)
 n_draws = c1.number_input("Draws", 1, 1000, 100, key="mbd_draws")
 per_class = c2.number_input("Pairs per class and dataset", 1, 100_000, 45, key="mbd_per_class",
