@@ -7,11 +7,10 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales
+from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, humans_vs_model, label_matrix, label_scales
 from pages import analysis_common as common
 from pluie_core.stats import (
-    StatsError, binarise_matrix, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci,
-    pairwise_kappa,
+    StatsError, binarise_matrix, category_counts, fleiss_kappa, krippendorff_alpha_ci, pairwise_kappa,
 )
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
@@ -76,26 +75,29 @@ def agreement_block(view: pd.DataFrame, name: str, weights, drop_dont_know: bool
         common.download_csv(pd.DataFrame(alphas), f"krippendorff_alpha_{name}.csv", "Download α (CSV)")
 
 
-own_tab, binary_tab = st.tabs([SCALE_NAMES[scale], "Binarised"])
-with own_tab:
-    categories = (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(matrix.to_numpy()[~np.isnan(matrix.to_numpy())]))
-    agreement_block(matrix, "five-level" if scale == "levels" else "raw", weights, scale == "levels", categories)
-with binary_tab:
+# one view at a time: each costs a second on a large campaign, and tabs would compute both
+view = st.radio("View", [SCALE_NAMES[scale], "Binarised"], horizontal=True, key="agreement_view")
+if view == "Binarised":
     if scale == "raw":
         st.info(RAW_SCALE_NO_BINARY)
     else:
         agreement_block(binarise_matrix(matrix), "binarised", None, True, (0, 1))
+else:
+    categories = (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(matrix.to_numpy()[~np.isnan(matrix.to_numpy())]))
+    agreement_block(matrix, "five-level" if scale == "levels" else "raw", weights, scale == "levels", categories)
 
-run, run_scores, threshold = selection.run, None, 0.0
+run, run_scores, versus = selection.run, None, None
 if run is not None:
     run_scores = common.scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"])
     if run_scores is None:
         st.info(f"No {run['name']} score on these datasets yet.")
     else:
         threshold = common.threshold_input(selection, run_scores, "agreement_threshold")
+        if scale == "levels":
+            versus = humans_vs_model(rows, run_scores, threshold, bool(run["higher_is_similar"]))
 
 st.subheader("Annotators")
-summary = annotator_summary(rows, scale, run_scores, threshold, bool(run["higher_is_similar"]) if run is not None else True)
+summary = annotator_summary(rows, scale, versus)
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),
@@ -108,8 +110,6 @@ if run_scores is None:
 elif scale == "raw":
     st.info(RAW_SCALE_NO_BINARY)
 else:
-    binary = binarise_matrix(matrix)
-    versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, bool(run["higher_is_similar"]))
     st.caption(f"{run['name']} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
                "binarised κ and accuracy per annotator and for the majority label (Don't know and ties left out).")
     st.dataframe(versus, hide_index=True, width="stretch")

@@ -6,7 +6,7 @@ from sqlalchemy import insert, select
 
 from db.analysis import (
     Reference, add_score_run, analysis_choices, annotator_summary, edit_distances, label_matrix, label_scales,
-    labels_long, pair_detail, pairs_frame, reference_labels, scores_wide,
+    humans_vs_model, labels_long, pair_detail, pairs_frame, reference_labels, scores_wide,
 )
 from db.datasets import import_pairs
 from db.engine import write_session
@@ -114,7 +114,7 @@ def test_annotator_summary_kappas_equal_direct_computations(engine, store):
     labels = labels_long(engine)
     mrpc = labels[labels["dataset"] == "MRPC"]
     scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
-    summary = annotator_summary(mrpc, "levels", scores, threshold=0.0).set_index("annotator")
+    summary = annotator_summary(mrpc, "levels", humans_vs_model(mrpc, scores, 0.0)).set_index("annotator")
 
     matrix = label_matrix(mrpc, "levels")
     others = matrix.drop(columns="ann1").apply(lambda row: majority_binary(int(x) for x in row.dropna()), axis=1)

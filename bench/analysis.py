@@ -1,0 +1,159 @@
+"""Times what each analysis page computes (store reads + statistics, without Streamlit's cache) on a
+store of 100,000 scored pairs and 300,000 labels.
+
+    python -m bench.analysis [--pairs 100000] [--labels 300000] [--annotators 20] [--db path.db]
+
+The store is built once through the app's own import (one transaction) and score writer; an
+existing --db file is reused. Prints one line per page and fails (exit 1) when one takes more than
+--limit seconds (2 by default).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from db import analysis, init_db
+from db.datasets import import_pairs
+from db.engine import write_session
+from db.models import Annotator
+from pluie_core import stats
+from pluie_core.labels import ENGLISH_LEVELS
+
+WORDS = ("the a cat dog sat on mat ran quickly slowly house river city old new big small red blue green "
+         "man woman child bought sold saw found lost near far under over with without today yesterday").split()
+
+
+def synthetic_pairs(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Sentences of 8-20 random words; hypotheses keep most words of their source (paraphrase-like,
+    label 1) or replace many (label 0). A running number keeps every pair distinct."""
+    lengths = rng.integers(8, 21, n)
+    vocabulary = np.array(WORDS)
+    words = vocabulary[rng.integers(0, len(vocabulary), (n, 20))]
+    replacements = vocabulary[rng.integers(0, len(vocabulary), (n, 20))]
+    label = rng.random(n) < 0.5
+    changed = rng.random((n, 20)) < np.where(label, 0.15, 0.5)[:, None]
+    hypotheses = np.where(changed, replacements, words)
+    source = [f"{i} " + " ".join(row[:k]) for i, (row, k) in enumerate(zip(words, lengths))]
+    hypothesis = [f"{i} " + " ".join(row[:k]) for i, (row, k) in enumerate(zip(hypotheses, lengths))]
+    return pd.DataFrame({"source": source, "hypothesis": hypothesis, "label": label.astype(float)})
+
+
+def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int = 0):
+    engine = init_db(db_url)
+    if not analysis.analysis_choices(engine).datasets.empty:
+        return engine
+    rng = np.random.default_rng(seed)
+    pairs = synthetic_pairs(n_pairs, rng)
+    # n_labels labels spread over the annotators, each label a level that follows the gold with noise
+    per_pair = n_labels / n_pairs
+    chosen = rng.random((n_pairs, n_annotators)) < per_pair / n_annotators
+    noisy = np.where(rng.random((n_pairs, n_annotators)) < 0.2, 1 - pairs["label"].to_numpy()[:, None],
+                     pairs["label"].to_numpy()[:, None])
+    levels = np.where(noisy == 1, 2, 0) + rng.integers(0, 2, (n_pairs, n_annotators))
+    levels = np.where(rng.random((n_pairs, n_annotators)) < 0.05, 4, levels)
+    for a in range(n_annotators):
+        pairs[f"annotator:bench{a:02d}"] = np.where(chosen[:, a], levels[:, a], np.nan)
+    half = n_pairs // 2
+    t = time.perf_counter()
+    import_pairs(engine, "bench A", pairs.iloc[:half], annotator_scale="levels", label_kind="binary")
+    import_pairs(engine, "bench B", pairs.iloc[half:], annotator_scale="levels", label_kind="binary")
+    with write_session(engine) as session:
+        for a in range(n_annotators):
+            session.query(Annotator).filter(Annotator.name == f"bench{a:02d}").update(
+                {"english_level": ENGLISH_LEVELS[a % 4]})
+    frame = analysis.pairs_frame(engine, texts=True)
+    similarity = 1 - analysis.edit_distances(frame)
+    clipped = similarity.clip(0.01, 0.99)
+    analysis.add_score_run(engine, "bench Levenshtein", similarity)
+    analysis.add_score_run(engine, "bench PLUIE stand-in", np.log(clipped / (1 - clipped)), kind="pluie")
+    print(f"built the store in {time.perf_counter() - t:.1f} s "
+          f"({len(frame):,} pairs, {int(chosen.sum()):,} labels, 2 score runs)")
+    return engine
+
+
+def agreement(engine, choices, dataset_ids, runs, view="levels"):
+    labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators)
+    matrix = analysis.label_matrix(labels, "levels")
+    views = {"levels": (matrix, (0, 1, 2, 3), "quadratic"), "binarised": (stats.binarise_matrix(matrix), (0, 1), None)}
+    for view, categories, weights in [views[view]]:  # the page draws one view at a time
+        stats.pairwise_kappa(view, weights)
+        stats.fleiss_kappa(stats.category_counts(view, categories))
+        for level in ("nominal", "ordinal", "interval"):
+            stats.krippendorff_alpha_ci(view.T, level, n_boot=200)
+    scores = analysis.scores_wide(engine, runs["id"][:1], dataset_ids).iloc[:, 0]
+    analysis.annotator_summary(labels, "levels", analysis.humans_vs_model(labels, scores, 0.0))
+
+
+def thresholds(engine, choices, dataset_ids, runs, reference="gold"):
+    pairs = analysis.pairs_frame(engine, dataset_ids)
+    labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators) if reference != "gold" else None
+    data = pairs.join(analysis.scores_wide(engine, runs["id"], dataset_ids))
+    data["reference"] = analysis.reference_labels(pairs, labels, analysis.Reference(reference))
+    score = runs["name"].iloc[0]
+    kept = data.dropna(subset=[score, "reference"])
+    stats.threshold_curve(kept[score], kept["reference"])
+    stats.best_threshold(kept[score], kept["reference"])
+    stats.metrics_at(kept[score], kept["reference"], 0.0)
+    stats.roc_auc(kept[score], kept["reference"])
+    for _, group in kept.groupby("dataset"):
+        stats.best_threshold(group[score], group["reference"])
+    draw = data.dropna(subset=[*runs["name"], "reference"])
+    stats.mixed_balanced_draw(draw, list(runs["name"]), label_col="reference", n_draws=100, per_class=45,
+                              thresholds={runs["name"].iloc[0]: 0.0})
+
+
+def distributions(engine, choices, dataset_ids, runs):
+    pairs = analysis.pairs_frame(engine, dataset_ids, texts=True)
+    data = pairs.join(analysis.scores_wide(engine, runs["id"], dataset_ids))
+    data["distance"] = analysis.edit_distances(pairs)
+    data["reference"] = analysis.reference_labels(pairs, None, analysis.Reference("gold"))
+    stats.edit_distance_correlation(data, [runs["name"].iloc[0]], "distance", "reference", "dataset")
+    stats.class_summary(data, [*runs["name"], "distance"], "reference", "dataset")
+
+
+def disagreements(engine, choices, dataset_ids, runs):
+    pairs = analysis.pairs_frame(engine, dataset_ids, texts=True)
+    labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators)
+    data = pairs.join(analysis.scores_wide(engine, runs["id"][:1], dataset_ids))
+    data["reference"] = analysis.reference_labels(pairs, labels, analysis.Reference("majority"))
+    found = stats.disagreements(data, runs["name"].iloc[0], "reference", 0.0)
+    stats.human_disagreements(analysis.label_matrix(labels, "levels"))
+    analysis.pair_detail(engine, int(found.index[0]), choices.annotators)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=100_000)
+    parser.add_argument("--labels", type=int, default=300_000)
+    parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--db", default="data/bench_analysis.db")
+    parser.add_argument("--limit", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+    engine = build(f"sqlite:///{args.db}", args.pairs, args.labels, args.annotators)
+    choices = analysis.analysis_choices(engine)
+    dataset_ids = choices.datasets["id"].tolist()
+    runs = choices.runs.sort_values("kind", ascending=False)  # the PLUIE run first
+    slow = []
+    for name, page, extra in (("agreement (five levels)", agreement, {}),
+                              ("agreement (binarised)", agreement, {"view": "binarised"}),
+                              ("thresholds (gold)", thresholds, {}),
+                              ("thresholds (majority)", thresholds, {"reference": "majority"}),
+                              ("distributions", distributions, {}), ("disagreements", disagreements, {})):
+        t = time.perf_counter()
+        page(engine, analysis.analysis_choices(engine), dataset_ids, runs, **extra)
+        seconds = time.perf_counter() - t
+        slow += [name] if seconds > args.limit else []
+        print(f"{name:24s} {seconds:6.2f} s")
+    if slow:
+        print(f"over {args.limit:g} s: {', '.join(slow)}")
+    return 1 if slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
