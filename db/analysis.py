@@ -26,7 +26,6 @@ from pluie_core.stats import (
     StatsError,
     binarise_matrix,
     cohen_kappa,
-    human_vs_model_table,
     levels_to_matrix,
     majority_binary_vector,
 )
@@ -44,7 +43,6 @@ __all__ = [
     "label_matrix",
     "reference_labels",
     "natural_threshold",
-    "humans_vs_model",
     "annotator_summary",
     "add_score_run",
 ]
@@ -343,25 +341,23 @@ def _majority_of_others(binary: np.ndarray) -> np.ndarray:
     return np.where(pos_others > neg_others, 1.0, np.where(neg_others > pos_others, 0.0, np.nan))
 
 
-def humans_vs_model(labels: pd.DataFrame, model_scores: pd.Series, threshold: float = 0.0,
-                    higher_is_positive: bool = True) -> pd.DataFrame:
-    """stats.human_vs_model_table on the binarised five-level labels: κ, accuracy and confusion
-    counts of every annotator and of the majority label against a run (scores indexed by pair_id)."""
-    binary = binarise_matrix(label_matrix(labels, "levels"))
-    return human_vs_model_table(binary, model_scores.reindex(binary.index), threshold, higher_is_positive)
-
-
-def annotator_summary(labels: pd.DataFrame, scale: str = "levels", versus_model: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+def annotator_summary(
+    labels: pd.DataFrame,
+    scale: str = "levels",
+    versus_model: Optional[pd.DataFrame] = None,
+    binary: Optional[pd.DataFrame] = None,
+) -> pd.DataFrame:
     """One row per annotator: english_level, labels, dont_know_rate, median_seconds, kappa_vs_others
     (binarised κ against the majority of the other annotators), and with ``versus_model`` (from
-    ``humans_vs_model``) kappa_vs_model / accuracy_vs_model / n_vs_model. Binarised figures are NaN
-    on a raw scale; ``note`` says why a figure is missing."""
+    stats.human_vs_model_table) kappa_vs_model / accuracy_vs_model / n_vs_model. Binarised figures
+    are NaN on a raw scale; ``note`` says why a figure is missing. ``binary``: the binarised label
+    matrix when the caller has it already."""
     rows = labels[labels["level"].notna()] if scale == "levels" else labels[labels["level"].isna() & labels["value"].notna()]
     grouped = rows.groupby("annotator", sort=True)
     table = pd.DataFrame({
         "english_level": grouped["english_level"].first(),
         "labels": grouped.size(),
-        "dont_know_rate": grouped["level"].apply(lambda s: float((s == DONT_KNOW).mean())) if scale == "levels" else np.nan,
+        "dont_know_rate": rows["level"].eq(DONT_KNOW).groupby(rows["annotator"]).mean() if scale == "levels" else np.nan,
         "median_seconds": grouped["seconds_spent"].median(),
     })
     table["kappa_vs_others"] = np.nan
@@ -370,7 +366,8 @@ def annotator_summary(labels: pd.DataFrame, scale: str = "levels", versus_model:
     if scale != "levels":
         table["note"] = "Raw-scale labels: no binarisation, so no binarised κ."
         return table.reset_index()
-    binary = binarise_matrix(label_matrix(rows, "levels"))
+    if binary is None:
+        binary = binarise_matrix(label_matrix(rows, "levels"))
     others = _majority_of_others(binary.to_numpy())
     notes = {}
     for position, name in enumerate(binary.columns):

@@ -7,10 +7,11 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, humans_vs_model, label_matrix, label_scales
+from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales
 from pages import analysis_common as common
 from pluie_core.stats import (
-    StatsError, binarise_matrix, category_counts, fleiss_kappa, krippendorff_alpha_ci, pairwise_kappa,
+    StatsError, binarise_matrix, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci,
+    pairwise_kappa,
 )
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
@@ -28,6 +29,7 @@ scale = scales[0] if len(scales) == 1 else st.radio(
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
 rows = labels[labels["level"].notna()] if scale == "levels" else labels[labels["level"].isna() & labels["value"].notna()]
 matrix = label_matrix(rows, scale)
+binary = binarise_matrix(matrix) if scale == "levels" else None
 whole = scale == "levels" or bool(np.all(np.isnan(matrix.to_numpy()) | (matrix.to_numpy() == np.round(matrix.to_numpy()))))
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
@@ -81,7 +83,7 @@ if view == "Binarised":
     if scale == "raw":
         st.info(RAW_SCALE_NO_BINARY)
     else:
-        agreement_block(binarise_matrix(matrix), "binarised", None, True, (0, 1))
+        agreement_block(binary, "binarised", None, True, (0, 1))
 else:
     categories = (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(matrix.to_numpy()[~np.isnan(matrix.to_numpy())]))
     agreement_block(matrix, "five-level" if scale == "levels" else "raw", weights, scale == "levels", categories)
@@ -94,10 +96,10 @@ if run is not None:
     else:
         threshold = common.threshold_input(selection, run_scores, "agreement_threshold")
         if scale == "levels":
-            versus = humans_vs_model(rows, run_scores, threshold, bool(run["higher_is_similar"]))
+            versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, bool(run["higher_is_similar"]))
 
 st.subheader("Annotators")
-summary = annotator_summary(rows, scale, versus)
+summary = annotator_summary(rows, scale, versus, binary)
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),

@@ -273,7 +273,10 @@ def krippendorff_alpha(
 ) -> float:
     """Krippendorff's α (krippendorff library) of annotators x items data, NaN = missing.
     "Don't know" (4) is missing unless ``drop_dont_know=False``. ``level``: nominal, ordinal or interval."""
-    value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    return _alpha_of_counts(*_reliability_value_counts(reliability_data, level, value_domain, drop_dont_know), level)
+
+
+def _alpha_of_counts(value_counts: np.ndarray, value_domain: np.ndarray, level: str) -> float:
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain, level_of_measurement=level)
@@ -329,8 +332,8 @@ def krippendorff_alpha_ci(
         raise StatsError("The bootstrap needs at least one resample.")
     if not 0 < confidence < 1:
         raise StatsError("The confidence level must be between 0 and 1 (e.g. 0.95).")
-    alpha = krippendorff_alpha(reliability_data, level, value_domain, drop_dont_know)
     value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    alpha = _alpha_of_counts(value_counts, value_domain, level)  # the counts are built once, for both
     value_counts = value_counts[value_counts.sum(axis=1) >= 2]
     # Items with identical value counts are interchangeable, so a resample of items is a multinomial
     # draw over the distinct rows: exact, and cheap even for 100,000 items.

@@ -6,13 +6,13 @@ from sqlalchemy import insert, select
 
 from db.analysis import (
     Reference, add_score_run, analysis_choices, annotator_summary, edit_distances, label_matrix, label_scales,
-    humans_vs_model, labels_long, pair_detail, pairs_frame, reference_labels, scores_wide,
+    labels_long, pair_detail, pairs_frame, reference_labels, scores_wide,
 )
 from db.datasets import import_pairs
 from db.engine import write_session
 from db.models import Annotator, Label
 from pluie_core.labels import majority_binary
-from pluie_core.stats import StatsError, cohen_kappa, human_vs_model
+from pluie_core.stats import StatsError, binarise_matrix, cohen_kappa, human_vs_model, human_vs_model_table
 from tests.analysis_store import ANNOTATORS, build_store
 
 
@@ -114,9 +114,10 @@ def test_annotator_summary_kappas_equal_direct_computations(engine, store):
     labels = labels_long(engine)
     mrpc = labels[labels["dataset"] == "MRPC"]
     scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
-    summary = annotator_summary(mrpc, "levels", humans_vs_model(mrpc, scores, 0.0)).set_index("annotator")
-
     matrix = label_matrix(mrpc, "levels")
+    versus = human_vs_model_table(binarise_matrix(matrix), scores.reindex(matrix.index), 0.0)
+    summary = annotator_summary(mrpc, "levels", versus).set_index("annotator")
+
     others = matrix.drop(columns="ann1").apply(lambda row: majority_binary(int(x) for x in row.dropna()), axis=1)
     others = others.map(lambda v: np.nan if v is None else float(v))
     own = matrix["ann1"].map(lambda v: np.nan if np.isnan(v) or v == 4 else float(v >= 2))
