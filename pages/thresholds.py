@@ -10,6 +10,7 @@ from pages import analysis_common as common
 from pluie_core.stats import StatsError, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve
 
 FIGURES = ["accuracy", "f1", "precision", "recall"]
+COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#222222", "precision": "#9467bd"}  # the paper's table 3
 
 st.title("Thresholds")
 selection = common.sidebar(run="required", reference=True)
@@ -36,14 +37,15 @@ cols = st.columns(4)
 cols[0].metric("ROC AUC", f"{auc:.3f}")
 cols[1].metric("Best threshold (a posteriori)", f"{best['threshold']:.4g}")
 cols[2].metric("Accuracy at best", f"{best['accuracy']:.3f}")
-cols[3].metric("Accuracy at natural threshold", "—" if at_natural is None else f"{at_natural['accuracy']:.3f}",
+cols[3].metric("Accuracy at natural", "—" if at_natural is None else f"{at_natural['accuracy']:.3f}",
                help="PLUIE's natural threshold is 0; baselines have none.")
 
 by_rank = st.radio("x axis", ["Score", "Rank"], horizontal=True, key="threshold_x",
                    help="Rank: pairs ordered by score, as in the papers' figures 9–14.") == "Rank"
 x = "rank" if by_rank else "threshold"
 long = curve.melt(id_vars=["threshold", "rank"], value_vars=FIGURES, var_name="figure", value_name="value")
-figure = px.line(long, x=x, y="value", color="figure", labels={"threshold": score, "rank": "rank of the pair"},
+figure = px.line(long, x=x, y="value", color="figure", color_discrete_map=COLOURS,
+                 labels={"threshold": score, "rank": "rank of the pair", "value": ""},
                  title=f"{score}: classification quality by threshold")
 marks = [("best", best["threshold"], "#2ca02c")] + ([("natural", natural, "#d62728")] if natural is not None else [])
 for name, threshold, colour in marks:
