@@ -15,12 +15,11 @@ from typing import Iterable, Mapping, Optional
 
 import numpy as np
 import pandas as pd
-from rapidfuzz.distance import Levenshtein
-from rapidfuzz.process import cpdist
 from sqlalchemy import Engine, func, insert, select
 
 from db.engine import read_session, write_session
 from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
+from pluie_core.baselines import levenshtein
 from pluie_core.labels import DONT_KNOW, LEVELS
 from pluie_core.stats import (
     StatsError,
@@ -193,13 +192,13 @@ def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[It
 
 
 def edit_distances(pairs: pd.DataFrame) -> pd.Series:
-    """Normalised character Levenshtein distance (0 = same text, 1 = nothing in common) of every
-    pair of a ``pairs_frame(..., texts=True)``: the x axis of the paper's figure 2 and table 4."""
+    """Normalised character Levenshtein distance (pluie_core.baselines.levenshtein: 0 = same text,
+    1 = nothing in common) of every pair of a ``pairs_frame(..., texts=True)``: the x axis of the
+    paper's figure 2 and table 4."""
     if pairs.empty:
         return pd.Series(dtype=float, name="edit_distance")
-    distances = cpdist(pairs["source"].tolist(), pairs["hypothesis"].tolist(),
-                       scorer=Levenshtein.normalized_distance, workers=1)
-    return pd.Series(np.asarray(distances, dtype=float), index=pairs.index, name="edit_distance")
+    distances = levenshtein(pairs["source"].tolist(), pairs["hypothesis"].tolist())
+    return pd.Series(distances, index=pairs.index, name="edit_distance")
 
 
 def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame] = None) -> dict:

@@ -1,7 +1,8 @@
 """A store for the analysis tests: real MRPC test pairs (binary gold) with four simulated annotators
 on the five-level scale, the real BIOSSES pairs with their five annotators' raw 0-4 scores, and two
 score runs computed on the pairs (normalised Levenshtein similarity, and its log-odds standing in for
-a PLUIE run so that the natural threshold 0 is exercised)."""
+a PLUIE run so that the natural threshold 0 is exercised), and the normalised Levenshtein distance
+as the worker's baseline stores it (lower = more similar)."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,4 +49,6 @@ def build_store(engine, n_mrpc: int = 200) -> dict:
     clipped = similarity.clip(0.01, 0.99)
     lev = add_score_run(engine, "Levenshtein similarity", similarity, kind="baseline")
     pluie = add_score_run(engine, "PLUIE stand-in", np.log(clipped / (1 - clipped)) - 0.5, kind="pluie")
-    return {"mrpc": mrpc, "lev_run": lev, "pluie_run": pluie, "pairs": pairs}
+    # the baseline as the worker stores it: a distance, lower = more similar
+    distance = add_score_run(engine, "levenshtein", 1 - similarity, kind="baseline", higher_is_similar=False)
+    return {"mrpc": mrpc, "lev_run": lev, "pluie_run": pluie, "distance_run": distance, "pairs": pairs}

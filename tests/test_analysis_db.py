@@ -146,7 +146,7 @@ def test_pair_detail_has_every_label_and_score(engine, store):
     detail = pair_detail(engine, pair_id)
     assert detail["pair"]["source"] == pairs.loc[pair_id, "source"]
     assert list(detail["labels"]["annotator"]) == list("ABCDE")
-    assert sorted(detail["scores"]["run"]) == ["Levenshtein similarity", "PLUIE stand-in"]
+    assert sorted(detail["scores"]["run"]) == ["Levenshtein similarity", "PLUIE stand-in", "levenshtein"]
     assert pair_detail(engine, 10**9) is None
 
 

@@ -140,6 +140,19 @@ def test_thresholds_against_the_human_majority(open_page, engine, store):
     assert metric(at, "Accuracy at natural") == "—"  # a baseline has no natural threshold
 
 
+def test_thresholds_of_a_distance_read_lower_as_more_similar(open_page, engine, store):
+    at = only_dataset(open_page("thresholds"), "MRPC")
+    at.selectbox(key="analysis_run").set_value("levenshtein")
+    rerun(at)
+    pairs = pairs_frame(engine)
+    mrpc = pairs[pairs["dataset"] == "MRPC"]
+    distance = scores_wide(engine, [store["distance_run"]])["levenshtein"].reindex(mrpc.index)
+    best = best_threshold(distance, mrpc["gold_label"], higher_is_positive=False)
+    assert metric(at, "Best threshold (a posteriori)") == f"{best['threshold']:.4g}"
+    assert metric(at, "ROC AUC") == f"{roc_auc(distance, mrpc['gold_label'], higher_is_positive=False):.3f}"
+    assert "lower scores mean more similar" in at.caption[0].value
+
+
 def test_thresholds_with_a_single_class_says_so(open_page, engine):
     ids = import_pairs(engine, "all paraphrases", pd.DataFrame({
         "source": ["a cat", "a dog", "the sun"], "hypothesis": ["a cat!", "one dog", "the sun."], "label": [1, 1, 1]}))
@@ -185,7 +198,7 @@ def test_disagreements_list_the_most_confident_first_with_the_diff(open_page, en
     first = store["pairs"].loc[expected.index[0]]
     html = "".join(str(e.proto) for e in at.get("html"))
     assert "<mark" in html and first["source"].split()[0] in html
-    assert sorted(at.dataframe[-1].value["run"]) == ["Levenshtein similarity", "PLUIE stand-in"]
+    assert sorted(at.dataframe[-1].value["run"]) == ["Levenshtein similarity", "PLUIE stand-in", "levenshtein"]
 
 
 def test_disagreements_among_humans_start_with_the_most_even_split(open_page, engine, store):
