@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Optional
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, exists, func, insert, select
 
 from db.engine import read_session, write_session
 from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
@@ -70,7 +70,7 @@ def _ids(values: Optional[Iterable[int]]) -> Optional[list[int]]:
 class AnalysisChoices:
     datasets: pd.DataFrame  # id, name, label_kind, label_min, label_max, n_pairs, n_gold
     runs: pd.DataFrame  # id, name, kind, model, higher_is_similar, status, n_scores (runs with scores only)
-    annotators: pd.DataFrame  # id, annotator (unique key), name, dataset_id, campaign_id, english_level, n_levels, n_values
+    annotators: pd.DataFrame  # id, annotator (unique key), name, dataset_id, campaign_id, english_level, has_labels
 
 
 def _annotator_keys(annotators: pd.DataFrame) -> pd.Series:
@@ -103,13 +103,14 @@ def analysis_choices(engine: Engine) -> AnalysisChoices:
             session,
             select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.dataset_id, Annotator.campaign_id,
                    Annotator.english_level, func.coalesce(Dataset.name, Campaign.name),
-                   func.count(Label.level), func.count(Label.value))
+                   # EXISTS stops at the first label (indexed by annotator): no scan of every label
+                   exists().where(Label.annotator_id == Annotator.id, Label.is_training.is_(False)))
             .outerjoin(Dataset, Dataset.id == Annotator.dataset_id)
             .outerjoin(Campaign, Campaign.id == Annotator.campaign_id)
-            .outerjoin(Label, (Label.annotator_id == Annotator.id) & Label.is_training.is_(False))
-            .group_by(Annotator.id).order_by(Annotator.name, Annotator.id),
-            ["id", "name", "display_name", "dataset_id", "campaign_id", "english_level", "scope", "n_levels", "n_values"],
+            .order_by(Annotator.name, Annotator.id),
+            ["id", "name", "display_name", "dataset_id", "campaign_id", "english_level", "scope", "has_labels"],
         )
+    annotators["has_labels"] = annotators["has_labels"].astype(bool)
     annotators["name"] = annotators["display_name"].fillna(annotators["name"])
     annotators.insert(1, "annotator", _annotator_keys(annotators))
     return AnalysisChoices(datasets, runs, annotators.drop(columns=["display_name", "scope"]))
@@ -330,14 +331,14 @@ def natural_threshold(run_kind: str) -> Optional[float]:
 # --------------------------------------------------------------------------- per-annotator summary
 
 
-def _majority_of_others(binary: np.ndarray) -> np.ndarray:
-    """For every annotator (column), the majority binary label of the other annotators per item
-    (NaN on a tie or when no one else labelled): the same rule as majority_binary_vector, for all
-    columns at once."""
-    positive, negative = binary == 1, binary == 0
-    pos_others = positive.sum(axis=1, keepdims=True) - positive
-    neg_others = negative.sum(axis=1, keepdims=True) - negative
-    return np.where(pos_others > neg_others, 1.0, np.where(neg_others > pos_others, 0.0, np.nan))
+def _majority_of_others(binary: np.ndarray, n_positive: np.ndarray, n_negative: np.ndarray, column: int,
+                        rows: np.ndarray) -> np.ndarray:
+    """The majority binary label of the annotators other than ``column`` on ``rows`` (NaN on a tie or
+    when no one else labelled): majority_binary_vector's rule, from the per-item totals."""
+    own = binary[rows, column]
+    positive = n_positive[rows] - (own == 1)
+    negative = n_negative[rows] - (own == 0)
+    return np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
 
 
 def annotator_summary(
@@ -367,14 +368,15 @@ def annotator_summary(
         return table.reset_index()
     if binary is None:
         binary = binarise_matrix(label_matrix(rows, "levels"))
-    others = _majority_of_others(binary.to_numpy())
+    values = binary.to_numpy()
+    n_positive, n_negative = (values == 1).sum(axis=1), (values == 0).sum(axis=1)
     notes = {}
     for position, name in enumerate(binary.columns):
-        own = binary[name].to_numpy()
-        shared = ~np.isnan(own) & ~np.isnan(others[:, position])
-        table.loc[name, "n_vs_others"] = int(shared.sum())
+        rows = np.flatnonzero(~np.isnan(values[:, position]))  # only where this annotator has a label
+        own, others = values[rows, position], _majority_of_others(values, n_positive, n_negative, position, rows)
+        table.loc[name, "n_vs_others"] = int((~np.isnan(others)).sum())
         try:
-            table.loc[name, "kappa_vs_others"] = cohen_kappa(own, others[:, position])
+            table.loc[name, "kappa_vs_others"] = cohen_kappa(own, others)
         except StatsError as error:
             notes[name] = str(error)
     if versus_model is not None:

@@ -65,7 +65,7 @@ def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]
     annotator = None
     if kind == "annotator":
         people = ds.annotators[ds.annotators["dataset_id"].isin(dataset_ids) | ds.annotators["dataset_id"].isna()]
-        people = people[people["n_values"] + people["n_levels"] > 0]
+        people = people[people["has_labels"]]
         if people.empty:
             st.warning("No one has labelled these datasets yet.")
             st.stop()
