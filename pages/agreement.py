@@ -43,11 +43,13 @@ def agreement_block(view: pd.DataFrame, name: str, weights, drop_dont_know: bool
         st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
         return
     cols = st.columns(4)
+    figures = []  # every figure shown, for the CSV
     try:
-        cols[0].metric("Fleiss' κ", f"{fleiss_kappa(category_counts(view, categories)):.3f}")
+        fleiss = fleiss_kappa(category_counts(view, categories))
+        cols[0].metric("Fleiss' κ", f"{fleiss:.3f}")
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss})
     except StatsError as error:
         cols[0].metric("Fleiss' κ", "—", help=str(error))
-    alphas = []
     for col, level in zip(cols[1:], ("nominal", "ordinal", "interval")):
         try:
             found = krippendorff_alpha_ci(view.T, level, n_boot=200, seed=0, drop_dont_know=drop_dont_know)
@@ -55,9 +57,12 @@ def agreement_block(view: pd.DataFrame, name: str, weights, drop_dont_know: bool
                        help=f"95% bootstrap interval over {found['n_items']:,} items: "
                             f"[{found['ci_low']:.3f}, {found['ci_high']:.3f}]")
             col.caption(f"95% CI [{found['ci_low']:.3f}, {found['ci_high']:.3f}]")
-            alphas.append({"level": level, **found})
+            figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found["alpha"], **found})
         except StatsError as error:
             col.metric(f"Krippendorff's α {level}", "—", help=str(error))
+    if figures:
+        common.download_csv(pd.DataFrame(figures).drop(columns="alpha", errors="ignore"), f"agreement_{name}.csv",
+                            "Download Fleiss' κ and α (CSV)")
     if not whole and name != "binarised":
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
                 "Krippendorff's interval α above measures their agreement.")
@@ -73,8 +78,7 @@ def agreement_block(view: pd.DataFrame, name: str, weights, drop_dont_know: bool
     st.plotly_chart(heatmap, key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
-    if alphas:
-        common.download_csv(pd.DataFrame(alphas), f"krippendorff_alpha_{name}.csv", "Download α (CSV)")
+
 
 
 # one view at a time: each costs a second on a large campaign, and tabs would compute both

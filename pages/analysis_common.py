@@ -10,6 +10,7 @@ import streamlit as st
 
 from db import analysis
 from pages.shared import get_engine
+from pluie_core.export_format import to_csv_bytes
 from pluie_core.stats import StatsError
 
 # short enough that new labels and scores show up without a reload, long enough to make
@@ -148,7 +149,9 @@ def threshold_input(selection: Selection, values: pd.Series, key: str) -> float:
 
 
 def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV", index: bool = False) -> None:
-    st.download_button(label, frame.to_csv(index=index).encode("utf-8"), file_name, "text/csv", key=f"csv_{file_name}")
+    """A CSV of the table (texts that a spreadsheet would run as formulas are marked, as in the export)."""
+    data = frame.reset_index() if index else frame
+    st.download_button(label, to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}")
 
 
 def file_stem(text: str) -> str:

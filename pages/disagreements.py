@@ -27,6 +27,9 @@ run = selection.run
 score = run["name"] if run is not None else None
 
 if mode == "model":
+    if pairs[score].notna().sum() == 0:
+        st.info(f"No {score} score on these pairs yet.")
+        st.stop()
     threshold = common.threshold_input(selection, pairs[score], "disagreement_threshold")
     table = disagreements(pairs, score, "reference", threshold, bool(run["higher_is_similar"]))
     table = table.rename(columns={"reference": "reference label", "prediction": "model label"})

@@ -211,3 +211,23 @@ def test_disagreements_among_humans_start_with_the_most_even_split(open_page, en
     assert table["minority_share"].iloc[0] == pytest.approx(expected["minority_share"].max())
     labels = at.dataframe[1].value
     assert len(labels) == expected.iloc[0]["n_labels"] + expected.iloc[0]["n_dont_know"]
+
+
+def test_distributions_of_a_single_class_say_so(open_page, engine):
+    import_pairs(engine, "all paraphrases", pd.DataFrame({
+        "source": ["a cat sat", "a dog ran", "the sun rose"], "hypothesis": ["a cat sat!", "one dog ran", "the sun rose."],
+        "label": [1, 1, 1]}))
+    add_score_run(engine, "lev", {1: 0.1, 2: 0.3, 3: 0.05}, higher_is_similar=False)
+    at = open_page("distributions")
+    assert "Every pair here is a paraphrase" in messages(at)
+    assert list(at.dataframe[0].value["class"]) == ["paraphrase"]
+
+
+def test_disagreements_filtered_by_annotator_only_list_their_pairs(open_page, engine, store):
+    at = open_page("disagreements")
+    at.multiselect(key="disagreement_annotators").set_value(["ann4"])
+    rerun(at)
+    labels = labels_long(engine)
+    theirs = set(labels.loc[labels["annotator"] == "ann4", "pair_id"])
+    listed = set(at.dataframe[0].value.index)
+    assert listed and listed <= theirs
