@@ -64,6 +64,17 @@ def _ids(values: Optional[Iterable[int]]) -> Optional[list[int]]:
     return None if values is None else [int(v) for v in values]
 
 
+def _pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
+    """dataset_id of every pair (of the given datasets), indexed by pair_id. Read from the
+    dataset_id index alone: joining labels or scores to the pairs table instead reads the pairs'
+    texts, page by page, and costs three times as much."""
+    query = select(Pair.id, Pair.dataset_id)
+    if dataset_ids is not None:
+        query = query.where(Pair.dataset_id.in_(dataset_ids))
+    frame = _frame(session, query, ["pair_id", "dataset_id"])
+    return pd.Series(frame["dataset_id"].to_numpy(), index=frame["pair_id"].to_numpy())
+
+
 # --------------------------------------------------------------------------- what there is to analyse
 
 
@@ -131,18 +142,17 @@ def labels_long(
     labels given in the app), english_level, seconds_spent, dataset_id, dataset.
     ``annotators`` (from ``analysis_choices``) saves the query that names them."""
     dataset_ids, annotator_ids = _ids(dataset_ids), _ids(annotator_ids)
-    query = (
-        select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent, Pair.dataset_id)
-        .join(Pair, Pair.id == Label.pair_id)
-        .where(Label.is_training.is_(False))
-    )
-    if dataset_ids is not None:
-        query = query.where(Pair.dataset_id.in_(dataset_ids))
+    query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent).where(
+        Label.is_training.is_(False))
     if annotator_ids is not None:
         query = query.where(Label.annotator_id.in_(annotator_ids))
     with read_session(engine) as session:
-        labels = _frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent", "dataset_id"])
+        labels = _frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent"])
+        pair_datasets = _pair_datasets(session, dataset_ids)
         dataset_names = dict(session.execute(select(Dataset.id, Dataset.name)).all())
+    labels["dataset_id"] = pair_datasets.reindex(labels["pair_id"]).to_numpy()
+    labels = labels[labels["dataset_id"].notna()].reset_index(drop=True)
+    labels["dataset_id"] = labels["dataset_id"].astype(int)
     if annotators is None:
         annotators = analysis_choices(engine).annotators
     people = annotators.set_index("id")
@@ -181,10 +191,10 @@ def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[It
     at least one of these scores."""
     run_ids, dataset_ids = _ids(run_ids), _ids(dataset_ids)
     query = select(Score.pair_id, Score.run_id, Score.value).where(Score.run_id.in_(run_ids))
-    if dataset_ids is not None:
-        query = query.join(Pair, Pair.id == Score.pair_id).where(Pair.dataset_id.in_(dataset_ids))
     with read_session(engine) as session:
         scores = _frame(session, query, ["pair_id", "run_id", "value"])
+        if dataset_ids is not None:
+            scores = scores[scores["pair_id"].isin(_pair_datasets(session, dataset_ids).index)]
         run_names = dict(session.execute(select(ScoreRun.id, ScoreRun.name).where(ScoreRun.id.in_(run_ids))).all())
     wide = scores.pivot(index="pair_id", columns="run_id", values="value").astype(float)
     wide = wide.reindex(columns=[r for r in run_ids if r in run_names])
