@@ -49,21 +49,23 @@ st.plotly_chart(scatter, key="scatter")
 if len(points) > MAX_POINTS:
     st.caption(f"{MAX_POINTS:,} of {len(points):,} pairs drawn (a seeded sample); the correlations use them all.")
 
+st.subheader("Per class: correlation with edit distance, mean and standard deviation")
+runs = selection.choices.runs["name"].tolist()
+table_runs = st.multiselect("Scores in the tables", runs, default=[score],
+                            key=f"distribution_table_runs_{int(selection.run['id'])}")
 per_dataset = data["dataset"].nunique() > 1 and st.checkbox("Per dataset", value=True, key="distribution_per_dataset")
 dataset_col = "dataset" if per_dataset else None
-correlation = edit_distance_correlation(data, [score], EDIT, label_col="class", dataset_col=dataset_col)
-st.markdown("**Pearson r between the score and the edit distance inside each class** (paper, table 4)")
+tables = common.scored_frame(selection, table_runs)
+tables[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(tables.index)
+tables["class"] = tables["reference"].map(CLASSES)
+
+correlation = edit_distance_correlation(tables, table_runs, EDIT, label_col="class", dataset_col=dataset_col)
+st.markdown("**Pearson r between each score and the edit distance inside each class** (paper, table 4)")
 st.dataframe(correlation, hide_index=True, width="stretch", column_config={"r": st.column_config.NumberColumn(format="%.3f")})
 common.download_csv(correlation, "edit_distance_correlation.csv")
 
-st.subheader("Mean and standard deviation per class")
-runs = selection.choices.runs["name"].tolist()
-summary_runs = st.multiselect("Scores", runs, default=[score],
-                              key=f"distribution_summary_runs_{int(selection.run['id'])}")
-summary_data = common.scored_frame(selection, summary_runs)
-summary_data[EDIT] = data[EDIT].reindex(summary_data.index)
-summary_data["class"] = summary_data["reference"].map(CLASSES)
-table = class_summary(summary_data, [*summary_runs, EDIT], label_col="class", dataset_col=dataset_col)
-table["mean ± std"] = common.plus_minus(table["mean"], table["std"])
-st.dataframe(table, hide_index=True, width="stretch")
-common.download_csv(table, "class_summary.csv")
+st.markdown("**Mean ± standard deviation per class** (paper, table 1)")
+summary = class_summary(tables, [*table_runs, EDIT], label_col="class", dataset_col=dataset_col)
+summary["mean ± std"] = common.plus_minus(summary["mean"], summary["std"])
+st.dataframe(summary, hide_index=True, width="stretch")
+common.download_csv(summary, "class_summary.csv")

@@ -183,6 +183,13 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     assert summary.loc[(summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"].iloc[0] \
         == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
 
+    at.multiselect(key=f"distribution_table_runs_{store['lev_run']}").set_value(["Levenshtein similarity", "PLUIE stand-in"])
+    rerun(at)
+    both = at.dataframe[0].value.set_index(["score", "class"])
+    mrpc["pluie"] = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
+    pluie = edit_distance_correlation(mrpc, ["pluie"], "distance", label_col="gold_label").set_index("gold_label")
+    assert both.loc[("PLUIE stand-in", "non-paraphrase"), "r"] == pytest.approx(pluie.loc[0.0, "r"])
+
 
 def test_disagreements_list_the_most_confident_first_with_the_diff(open_page, engine, store):
     at = open_page("disagreements")
