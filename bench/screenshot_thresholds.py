@@ -2,7 +2,7 @@
 pairs, binary gold) scored with the normalised Levenshtein distance baseline, in a fresh store,
 photographed in headless Chromium.
 
-    python -m bench.screenshot_thresholds [--out docs/thresholds.png]
+    python bench/screenshot_thresholds.py [--out docs/thresholds.png]
 
 Uses the app (app.py) when it routes to pages/thresholds.py, otherwise runs that page on its own.
 """
@@ -17,12 +17,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-from db import init_db
-from db.analysis import add_score_run, edit_distances, pairs_frame
-from db.datasets import import_pairs
-from pluie_core.io import load_pairs
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, AppServer, free_port, start_app, stop_app, wait_for_app
-from tests.paths import DATASETS, REPO
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from db import init_db  # noqa: E402
+from db.analysis import add_score_run, edit_distances, pairs_frame  # noqa: E402
+from db.datasets import import_pairs  # noqa: E402
+from pluie_core.io import load_pairs  # noqa: E402
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, AppServer, free_port, start_app, stop_app, wait_for_app  # noqa: E402
+from tests.paths import DATASETS, REPO  # noqa: E402
 
 
 def build_store(db_url: str) -> None:

@@ -2,7 +2,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 
 from db.analysis import (
     Reference, add_score_run, analysis_choices, annotator_summary, edit_distances, label_matrix, label_scales,

@@ -1,6 +1,5 @@
 """AppTest: the four analysis pages on a real SQLite store (real MRPC and BIOSSES pairs, labels and
 scores), checking that what they show equals what pluie_core.stats computes on the same data."""
-import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
