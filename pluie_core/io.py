@@ -1,28 +1,484 @@
-"""Reading sentence-pair files into a DataFrame (source, hypothesis, label, ...).
+"""Reading sentence-pair files into a DataFrame: one row per pair.
 
-Minimal first version (CSV / TSV / JSONL with source, hypothesis[, label] columns);
-the full auto-detecting reader replaces it.
+    df = load_pairs("msr_paraphrase_test.txt")            # format detected from the content
+    df = load_pairs(upload, columns={"source": "q1", "hypothesis": "q2", "label": "gold"})
+
+Result columns
+    source, hypothesis   text, stripped of surrounding whitespace, never empty
+    label                float, missing allowed: 0/1 for binary datasets, the dataset's own
+                         number for scored ones (STS-B 0-5, SICK relatedness 1-5, BIOSSES 0-4)
+    external_id          text or missing: the pair's id in the file
+    annotator:<name>     float, missing allowed: one column per annotator
+    ...                  every other column of the file, unchanged (free metadata)
+
+df.attrs
+    format       "mrpc", "paws", "stsb", "sick", "paraphrasus", "twitter_url", "turku",
+                 "paraphraser_xml", "parareval", "biosses", "csv", "tsv", "json", "jsonl", "excel"
+    label_kind   "binary" | "score" | None (no labels)
+    label_range  (min, max) of the scale when label_kind is "score" (the dataset's scale when
+                 known, otherwise the values seen); absent otherwise
+    duplicates   [{"row": n, "duplicate_of": m}, ...]: exact repeats of a (source, hypothesis)
+                 pair, dropped (the first is kept). n and m are numbered like error messages:
+                 file lines for text tables and JSONL, records for JSON and XML, sheet rows
+                 for Excel.
+    warnings     [str, ...]
+    n_rows_read  pairs read from the file, before duplicates were dropped
+
+Label conventions per dataset are documented beside each reader in
+pluie_core/formats/corpora.py: MRPC Quality and PAWS label are 0/1; STS-B keeps its 0-5 score;
+SICK keeps relatedness (1-5) as the label and the entailment judgment as a column; Twitter URL
+votes (n of 6) give 1 for n >= 4, 0 for n <= 2, no label for n = 3; Turku levels 3-4 give 1,
+levels 1-2 give 0; ParaPhraser classes 0 and 1 give 1, -1 gives 0; ParaReval gives two pairs
+per record labelled by the annotator's correctness judgment; BIOSSES labels are the mean of
+the five annotators.
+
+Spreadsheet text marker: in CSV, TSV and Excel files a leading apostrophe before = + - @,
+a tab, a carriage return or another apostrophe is removed, so that our own CSV export
+(pluie_core.export_format), which adds it to keep spreadsheets from running formulas, reads
+back unchanged.
+
+Every problem a user can cause raises PairFileError (a ValueError) with one or two sentences
+naming the line / record and the problem; nothing is returned half-read.
 """
 from __future__ import annotations
 
+import json
+import os
+import re
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
 import pandas as pd
 
+from pluie_core.formats import corpora, tables
+from pluie_core.formats.common import PairFileError, RawTable
 
-class PairFileError(ValueError):
-    """A pair file that cannot be read; the message says which row and what is wrong."""
+__all__ = ["load_pairs", "read_table", "guess_columns", "PairFileError", "FORMATS", "MAX_BYTES"]
+
+MAX_BYTES = 50 * 1024 * 1024
+GENERIC_FORMATS = ("csv", "tsv", "json", "jsonl", "excel")
+CORPUS_FORMATS = ("mrpc", "paws", "stsb", "sick", "paraphrasus", "twitter_url", "turku",
+                  "paraphraser_xml", "parareval", "biosses")
+FORMATS = ("auto",) + CORPUS_FORMATS + GENERIC_FORMATS
+MAPPING_KEYS = ("source", "hypothesis", "label", "external_id", "annotators")
+ANNOTATOR_PREFIX = "annotator:"
+
+# Column names recognised without a mapping, compared lower-cased with spaces, dashes and
+# dots turned into underscores. Pairs are tried first so that s1 goes with s2.
+SENTENCE_PAIRS = [
+    ("source", "hypothesis"), ("sentence1", "sentence2"), ("sentence_1", "sentence_2"),
+    ("s1", "s2"), ("text_a", "text_b"), ("text1", "text2"), ("text_1", "text_2"),
+    ("txt1", "txt2"), ("sentence_a", "sentence_b"), ("premise", "hypothesis"),
+    ("question1", "question2"), ("#1_string", "#2_string"), ("reference", "candidate"),
+    ("original", "paraphrase"), ("source", "target"),
+]
+LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", "relatedness_score",
+               "relatedness", "is_paraphrase", "paraphrase", "class", "y"]
+ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
+MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
+SPREADSHEET_MARKER = re.compile(r"^'(?=[=+\-@\t\r'])")
 
 
-def load_pairs(path_or_buffer, format: str = "auto") -> pd.DataFrame:
-    name = str(getattr(path_or_buffer, "name", path_or_buffer)).lower()
-    if format == "auto":
-        format = "jsonl" if name.endswith(".jsonl") else "tsv" if name.endswith(".tsv") else "csv"
-    if format == "jsonl":
-        df = pd.read_json(path_or_buffer, lines=True)
+def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
+               max_bytes: int = MAX_BYTES) -> pd.DataFrame:
+    """Read a pair file (path, or binary file object with .name such as a Streamlit upload).
+
+    `format` is "auto" (sniffed from the content, the file name as a hint) or one of FORMATS.
+    `columns` maps the file's columns to ours: {"source": ..., "hypothesis": ...,
+    "label": ..., "external_id": ..., "annotators": {name: column}}; without it the usual
+    names are recognised (see guess_columns). Raises PairFileError for any problem in the file.
+    """
+    raw = _read_raw(path_or_buffer, format, max_bytes)
+    if columns is None:
+        mapping = guess_columns(raw.table) if raw.format in GENERIC_FORMATS else _own_columns(raw.table)
     else:
-        df = pd.read_csv(path_or_buffer, sep="\t" if format == "tsv" else ",")
-    for col in ("source", "hypothesis"):
-        if col not in df.columns:
-            raise PairFileError(f"missing column {col!r}")
-    if "label" not in df.columns:
-        df["label"] = None
-    return df
+        mapping = _checked_mapping(columns, raw.table)
+    return _pairs_from(raw, mapping)
+
+
+def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES) -> pd.DataFrame:
+    """The file's rows with its own column names (for a preview and the column-mapping step).
+    Dataset formats (MRPC, STS-B, ...) come back already named source / hypothesis / label.
+    attrs["format"] says what was detected."""
+    raw = _read_raw(path_or_buffer, format, max_bytes)
+    table = raw.table.copy()
+    table.attrs["format"] = raw.format
+    return table
+
+
+def guess_columns(df: pd.DataFrame) -> dict:
+    """The mapping load_pairs would use for these columns: keys source, hypothesis, label,
+    external_id (each present only when a column was recognised) and annotators
+    ({name: column} for columns named "annotator:<name>" or "annotator_<name>")."""
+    by_key = {}
+    for column in df.columns:
+        by_key.setdefault(_normalised(column), column)
+    mapping: dict = {}
+    for first, second in SENTENCE_PAIRS:
+        if first in by_key and second in by_key:
+            mapping["source"], mapping["hypothesis"] = by_key[first], by_key[second]
+            break
+    for key, names in (("label", LABEL_NAMES), ("external_id", ID_NAMES)):
+        for name in names:
+            if name in by_key and by_key[name] not in mapping.values():
+                mapping[key] = by_key[name]
+                break
+    annotators = {}
+    for column in df.columns:
+        text = str(column)
+        for prefix in (ANNOTATOR_PREFIX, "annotator_"):
+            if text.startswith(prefix) and len(text) > len(prefix):
+                annotators[text[len(prefix):]] = column
+                break
+    mapping["annotators"] = annotators
+    return mapping
+
+
+def _own_columns(df: pd.DataFrame) -> dict:
+    """Dataset readers name their columns ours already."""
+    mapping = {key: key for key in ("source", "hypothesis", "label", "external_id") if key in df.columns}
+    mapping["annotators"] = {str(c)[len(ANNOTATOR_PREFIX):]: c for c in df.columns if str(c).startswith(ANNOTATOR_PREFIX)}
+    return mapping
+
+
+# -- reading bytes and choosing the reader ---------------------------------------------------
+
+def _read_raw(path_or_buffer, format: str, max_bytes: int) -> RawTable:
+    if format not in FORMATS:
+        raise PairFileError(f"Unknown format {format!r}; choose one of: {', '.join(FORMATS)}.")
+    data, name = _read_bytes(path_or_buffer, max_bytes)
+    if not data.strip():
+        raise PairFileError("The file is empty.")
+    if format == "excel" or (format == "auto" and _looks_like_excel(data, name)):
+        return tables.read_excel_table(data)
+    text = _decode(data)
+    if format == "auto":
+        format = _sniff(text, name)
+    return _read_text(text, format, name)
+
+
+def _read_bytes(path_or_buffer, max_bytes: int) -> tuple[bytes, str]:
+    if isinstance(path_or_buffer, (str, os.PathLike)):
+        path = Path(path_or_buffer)
+        if not path.is_file():
+            raise PairFileError(f"There is no file at {str(path)!r}.")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise PairFileError(f"The file is {_megabytes(size)}; the limit is {_megabytes(max_bytes)}.")
+        return path.read_bytes(), path.name
+    name = str(getattr(path_or_buffer, "name", "") or "")
+    if hasattr(path_or_buffer, "seek"):
+        try:
+            path_or_buffer.seek(0)  # an upload may already have been read for a preview
+        except (OSError, ValueError):
+            pass
+    data = path_or_buffer.read(max_bytes + 1)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > max_bytes:
+        raise PairFileError(f"The file is larger than the limit of {_megabytes(max_bytes)}.")
+    return data, os.path.basename(name)
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def _looks_like_excel(data: bytes, name: str) -> bool:
+    if data.startswith(b"PK\x03\x04"):  # a zip archive: .xlsx is one
+        return True
+    if name.lower().endswith((".xlsx", ".xlsm")):
+        raise PairFileError(f"{name} is named like an Excel workbook but is not one (an .xlsx file is a zip archive).")
+    if data.startswith(b"\xd0\xcf\x11\xe0"):
+        raise PairFileError("This is an old Excel .xls workbook; save it as .xlsx or CSV.")
+    return False
+
+
+def _decode(data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise PairFileError(
+            f"Line {line} (byte {error.start}): the file is not UTF-8 text; save it as UTF-8 and try again."
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _sniff(text: str, name: str) -> str:
+    """Decide the format from the content; the file name only breaks ties."""
+    lower_name = name.lower()
+    head = text.lstrip()
+    if head.startswith("<"):
+        if "<paraphrase" in head[:5000]:
+            return "paraphraser_xml"
+        raise PairFileError("This XML file is not a ParaPhraser corpus; XML is read only in that layout.")
+    if head.startswith(("{", "[")):
+        return _sniff_json(text, lower_name)
+    # Not head: a leading tab is an empty first header field (pandas' index column).
+    first_line = text.lstrip("\r\n").split("\n", 1)[0].rstrip("\r")
+    fields = first_line.split("\t")
+    stripped = [f.strip() for f in fields]
+    if stripped == corpora.MRPC_HEADER:
+        return "mrpc"
+    if stripped == corpora.PAWS_HEADER:
+        return "paws"
+    if stripped == corpora.SICK_HEADER:
+        return "sick"
+    if len(fields) > 2 and "sentence1" in stripped and "sentence2" in stripped:
+        if stripped[0] in ("", "Unnamed: 0"):
+            return "paraphrasus"
+        annotators = [f for f in stripped if f.startswith("annotator_")]
+        if len(annotators) >= 2 and not any(_normalised(f) in LABEL_NAMES for f in stripped):
+            return "biosses"
+    if len(fields) in (7, 9) and _is_number(fields[4]) and fields[3].strip().isdigit():
+        return "stsb"
+    if len(fields) == 5 and fields[0].strip().isdigit() and _is_number(fields[3]) \
+            and fields[4].strip() in corpora.SICK_JUDGMENTS:
+        return "sick"
+    if len(fields) in (4, 5) and corpora.VOTES.match(fields[2].strip()):
+        return "twitter_url"
+    if lower_name.endswith(".tsv") or (not lower_name.endswith(".csv") and "\t" in first_line):
+        return "tsv"
+    return "csv"
+
+
+def _sniff_json(text: str, lower_name: str) -> str:
+    if lower_name.endswith(".jsonl"):
+        return _sniff_jsonl(text)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        # Several objects one per line is JSONL, not a broken JSON document.
+        if error.msg == "Extra data" and text.lstrip().startswith("{"):
+            return _sniff_jsonl(text)
+        raise tables.json_error(error) from None
+    if isinstance(document, dict):
+        values = list(document.values())
+        if values and all(isinstance(v, dict) for v in values) and all("sentence1" in v for v in values[:50]):
+            return "paraphrasus"
+        return "jsonl"  # a single object on one line
+    if isinstance(document, list):
+        first = document[0] if document else None
+        if isinstance(first, dict) and {"txt1", "txt2", "label"} <= set(first):
+            return "turku"
+        return "json"
+    raise PairFileError("The JSON file holds a single value; expected a list of records or objects keyed by id.")
+
+
+def _sniff_jsonl(text: str) -> str:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return "jsonl"  # the JSONL reader reports the line
+    if isinstance(record, dict) and {"original_paragraph", "model_A_paragraph", "model_B_paragraph"} <= set(record):
+        return "parareval"
+    return "jsonl"
+
+
+def _read_text(text: str, format: str, name: str) -> RawTable:
+    if format == "csv":
+        return tables.read_delimited_table(text, ",", "csv")
+    if format == "tsv":
+        return tables.read_delimited_table(text, "\t", "tsv")
+    if format == "jsonl":
+        return tables.read_jsonl_table(text)
+    if format == "parareval":
+        return corpora.read_parareval(text)
+    if format == "paraphraser_xml":
+        return corpora.read_paraphraser_xml(text)
+    readers = {"mrpc": corpora.read_mrpc, "paws": corpora.read_paws, "stsb": corpora.read_stsb,
+               "sick": corpora.read_sick, "twitter_url": corpora.read_twitter_url,
+               "biosses": corpora.read_biosses}
+    if format in readers:
+        return readers[format](text)
+    if format == "paraphrasus" and not text.lstrip().startswith("{"):
+        return corpora.read_paraphrasus_tsv(text)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise tables.json_error(error) from None
+    if format == "paraphrasus":
+        if not isinstance(document, dict):
+            raise PairFileError("A paraphrasus JSON file is an object keyed by pair id.")
+        return corpora.read_paraphrasus_json(document, name)
+    if not isinstance(document, list):
+        raise PairFileError("Expected a JSON array of records.")
+    if format == "turku":
+        return corpora.read_turku(document)
+    return tables.read_json_records(document)
+
+
+# -- from a raw table to pairs ------------------------------------------------------------
+
+def _normalised(column) -> str:
+    return re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
+
+
+def _checked_mapping(columns: dict, table: pd.DataFrame) -> dict:
+    unknown = set(columns) - set(MAPPING_KEYS)
+    if unknown:
+        raise PairFileError(f"Unknown mapping key(s) {', '.join(sorted(unknown))}; use {', '.join(MAPPING_KEYS)}.")
+    targets: dict = {}
+    for key in ("source", "hypothesis", "label", "external_id"):
+        if columns.get(key) is not None:
+            targets.setdefault(columns[key], []).append(key)
+    annotators = columns.get("annotators") or {}
+    for annotator, column in annotators.items():
+        targets.setdefault(column, []).append(f"annotator {annotator}")
+    for column, keys in targets.items():
+        if len(keys) > 1:
+            raise PairFileError(f"Column {column!r} is mapped twice (to {' and '.join(keys)}); map each column once.")
+        if column not in table.columns:
+            raise PairFileError(
+                f"Column {column!r} is not in the file; its columns are: {', '.join(map(str, table.columns))}."
+            )
+    return {**{k: v for k, v in columns.items() if k != "annotators" and v is not None}, "annotators": dict(annotators)}
+
+
+def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
+    table = raw.table
+    for key in ("source", "hypothesis"):
+        if key not in mapping:
+            raise PairFileError(
+                f"No {key} column: name one in the column mapping. The file's columns are: "
+                f"{', '.join(map(str, table.columns))}."
+            )
+    if raw.spreadsheet_text:
+        table = table.apply(_strip_spreadsheet_marker)
+
+    pairs = pd.DataFrame(index=table.index)
+    for key, what in (("source", "source sentence"), ("hypothesis", "hypothesis")):
+        text = _text(table[mapping[key]])
+        empty = (text == "").to_numpy()
+        if empty.any():
+            raise PairFileError(f"{raw.where(int(np.argmax(empty)))}: the {what} is empty.")
+        pairs[key] = text
+    label_column = mapping.get("label")
+    pairs["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
+    id_column = mapping.get("external_id")
+    if id_column is not None:
+        ids = _text(table[id_column])
+        pairs["external_id"] = ids.where(ids != "", None)
+    else:
+        pairs["external_id"] = pd.Series(None, index=table.index, dtype=object)
+    for annotator, column in mapping.get("annotators", {}).items():
+        pairs[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
+
+    used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
+    for column in table.columns:
+        if column not in used:
+            name = str(column)
+            pairs[name if name not in pairs.columns else f"original_{name}"] = table[column]
+
+    _check_ranges(pairs, raw)
+    label_kind, label_range = _label_kind(pairs["label"], raw)
+
+    duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
+    duplicates = []
+    if duplicated.any():
+        first_position = pairs.groupby(["source", "hypothesis"], sort=False).ngroup().to_numpy()
+        first_of_group = {}
+        for position, group in enumerate(first_position):
+            first_of_group.setdefault(group, position)
+        duplicates = [
+            {"row": int(raw.rows[p]), "duplicate_of": int(raw.rows[first_of_group[first_position[p]]])}
+            for p in np.flatnonzero(duplicated)
+        ]
+    warnings = list(raw.warnings)
+    if duplicates:
+        warnings.append(f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept).")
+        kept_label = pairs["label"].to_numpy()[[first_of_group[g] for g in first_position[duplicated]]]
+        own_label = pairs["label"].to_numpy()[duplicated]
+        differing = int((~((kept_label == own_label) | (np.isnan(kept_label) & np.isnan(own_label)))).sum())
+        if differing:
+            warnings.append(f"{differing} of the skipped duplicates had a different label from the pair kept.")
+    result = pairs.loc[~duplicated].reset_index(drop=True)
+    result.attrs = {
+        "format": raw.format,
+        "label_kind": label_kind,
+        "duplicates": duplicates,
+        "warnings": warnings,
+        "n_rows_read": int(len(pairs)),
+    }
+    if label_kind == "score":
+        result.attrs["label_range"] = label_range
+    return result
+
+
+def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:
+    if column.dtype != object and not pd.api.types.is_string_dtype(column):
+        return column
+    return column.map(lambda v: SPREADSHEET_MARKER.sub("", v) if isinstance(v, str) else v)
+
+
+def _text(values: pd.Series) -> pd.Series:
+    """Cells as stripped text; missing cells become ""."""
+    return values.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()).astype(object)
+
+
+def _numbers(values: pd.Series, raw: RawTable, what: str) -> pd.Series:
+    """Numbers (true/false read as 1/0) from cells; empty or NA cells are missing."""
+    def as_number(v):
+        if v is None or isinstance(v, bool):
+            return v if v is None else float(v)
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return float(v)
+        text = str(v).strip().lower()
+        if text in MISSING_TEXT:
+            return None
+        if text in ("true", "false"):
+            return 1.0 if text == "true" else 0.0
+        return text
+
+    cells = values.map(as_number)
+    numbers = pd.to_numeric(cells, errors="coerce").astype(float)
+    bad = (numbers.isna() & cells.notna()).to_numpy() | np.isinf(numbers.to_numpy())
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise PairFileError(f"{raw.where(i)}: the {what} {str(values.iloc[i]).strip()!r} is not a number.")
+    return numbers
+
+
+def _check_ranges(pairs: pd.DataFrame, raw: RawTable) -> None:
+    checks = [("label", "label", raw.label_range)]
+    if raw.annotator_range:
+        checks += [(c, f"label of annotator {c[len(ANNOTATOR_PREFIX):]}", raw.annotator_range)
+                   for c in pairs.columns if str(c).startswith(ANNOTATOR_PREFIX)]
+    for column, what, scale in checks:
+        if scale is None:
+            continue
+        values = pairs[column]
+        low, high = scale
+        if raw.label_kind == "binary" and column == "label":
+            outside = values.notna() & ~values.isin([low, high])
+            expected = f"{low:g} or {high:g}"
+        else:
+            outside = (values < low) | (values > high)
+            expected = f"between {low:g} and {high:g}"
+        outside = outside.to_numpy()
+        if outside.any():
+            i = int(np.argmax(outside))
+            raise PairFileError(f"{raw.where(i)}: the {what} {values.iloc[i]:g} is outside the dataset's scale; expected {expected}.")
+
+
+def _label_kind(labels: pd.Series, raw: RawTable) -> tuple[Optional[str], Optional[tuple[float, float]]]:
+    known = labels.dropna()
+    if known.empty:
+        return None, None
+    kind = raw.label_kind or ("binary" if known.isin([0.0, 1.0]).all() else "score")
+    if kind != "score":
+        return kind, None
+    if raw.label_range is not None:
+        return kind, (float(raw.label_range[0]), float(raw.label_range[1]))
+    return kind, (float(known.min()), float(known.max()))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

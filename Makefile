@@ -1,0 +1,34 @@
+# The two commands of the README. Everything installs into .venv; system packages via apt-get.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+
+.PHONY: run test install install-dev system-deps
+
+$(VENV)/.app: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.app requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.app
+install-dev: $(VENV)/.dev system-deps
+
+# Headless Chromium for the browser tests, PostgreSQL server binaries for the queue tests.
+system-deps:
+	@if ! command -v chromium >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+			chromium chromium-driver postgresql >/dev/null; \
+	fi
+
+# Starts the app on the embedded SQLite store (data/pluie_lab.db); the app starts its worker.
+run: install
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+test: install-dev
+	$(PY) -m pytest

@@ -1,0 +1,298 @@
+"""Datasets and pairs: the import (one transaction, all or nothing) and the overview the home
+page shows."""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pandas as pd
+from sqlalchemy import Engine, delete, func, insert, select
+
+from db.engine import read_session, write_session
+from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
+from db.queue import enqueue_pairs
+
+ANNOTATOR_PREFIX = "annotator:"
+# columns of a pairs frame that are not free metadata
+_KNOWN_COLUMNS = {"source", "hypothesis", "label", "external_id"}
+
+
+class ImportRejected(ValueError):
+    """An import that cannot land; the store is left as it was."""
+
+
+@dataclass
+class ImportResult:
+    dataset_id: int
+    dataset_name: str
+    n_pairs: int
+    n_skipped_duplicates: int = 0
+    n_labels: int = 0
+    annotators: list[str] = field(default_factory=list)
+    n_queued: int = 0
+
+
+def text_hash(source: str, hypothesis: str) -> str:
+    return hashlib.sha1(f"{source}\x00{hypothesis}".encode("utf-8")).hexdigest()
+
+
+def _clean(value):
+    """A pandas cell as a JSON/SQL value: NaN/NA -> None, numpy scalars -> Python."""
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _as_float(value) -> Optional[float]:
+    value = _clean(value)
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def import_pairs(
+    engine: Engine,
+    name: str,
+    pairs: pd.DataFrame,
+    *,
+    description: str = "",
+    source_format: Optional[str] = None,
+    label_kind: Optional[str] = None,
+    label_range: Optional[tuple[float, float]] = None,
+    annotator_scale: str = "raw",
+    append: bool = False,
+) -> ImportResult:
+    """Store a pairs frame (as `pluie_core.load_pairs` returns it) as a dataset.
+
+    Columns: source, hypothesis, optional label (gold: 0/1 or a numeric similarity),
+    external_id, `annotator:<name>` columns (labels of external annotators) and anything else
+    (kept as free metadata per pair). `annotator_scale="levels"` says the annotator columns use
+    the app's five-level scale (0-4, 4 = Don't know), as our own export writes them; "raw" keeps
+    them as values on their own scale (e.g. BIOSSES 0-4).
+
+    Either the whole import lands, with work queued for every active score run, or nothing
+    does. Pairs already in the dataset (same source and hypothesis) are skipped and counted.
+    """
+    name = (name or "").strip()
+    if not name:
+        raise ImportRejected("Give the dataset a name.")
+    for column in ("source", "hypothesis"):
+        if column not in pairs.columns:
+            raise ImportRejected(f"The pairs have no {column!r} column.")
+    if annotator_scale not in ("raw", "levels"):
+        raise ImportRejected("annotator_scale must be 'raw' or 'levels'.")
+    if len(pairs) == 0:
+        raise ImportRejected("There are no pairs to import.")
+
+    attrs = getattr(pairs, "attrs", {}) or {}
+    source_format = source_format or attrs.get("format") or ""
+    label_kind = label_kind or attrs.get("label_kind")
+    label_range = label_range or attrs.get("label_range")
+    annotator_columns = [c for c in pairs.columns if str(c).startswith(ANNOTATOR_PREFIX)]
+    meta_columns = [c for c in pairs.columns if c not in _KNOWN_COLUMNS and c not in annotator_columns]
+
+    sources = pairs["source"].astype(str).str.strip()
+    hypotheses = pairs["hypothesis"].astype(str).str.strip()
+    for column, values in (("source", sources), ("hypothesis", hypotheses)):
+        empty = values.eq("") | pairs[column].isna()
+        if empty.any():
+            row = int(empty.to_numpy().nonzero()[0][0]) + 1
+            raise ImportRejected(f"Pair {row}: the {column} is empty.")
+
+    hashes = [text_hash(s, h) for s, h in zip(sources, hypotheses)]
+    labels = pairs["label"] if "label" in pairs.columns else pd.Series([None] * len(pairs))
+    external_ids = pairs["external_id"] if "external_id" in pairs.columns else pd.Series([None] * len(pairs))
+    meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * len(pairs)
+
+    with write_session(engine) as session:
+        dataset = session.scalar(select(Dataset).where(Dataset.name == name))
+        if dataset is not None and not append:
+            raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")
+        if dataset is None:
+            dataset = Dataset(
+                name=name,
+                description=description,
+                source_format=source_format,
+                label_kind=label_kind,
+                label_min=float(label_range[0]) if label_range else None,
+                label_max=float(label_range[1]) if label_range else None,
+            )
+            session.add(dataset)
+            session.flush()
+            existing: set[str] = set()
+        else:
+            existing = set(session.scalars(select(Pair.text_hash).where(Pair.dataset_id == dataset.id)))
+
+        rows, row_index, skipped = [], [], 0
+        for i, digest in enumerate(hashes):
+            if digest in existing:
+                skipped += 1
+                continue
+            existing.add(digest)
+            meta = meta_records[i]
+            if meta is not None:
+                meta = {str(k): _clean(v) for k, v in meta.items() if _clean(v) is not None} or None
+            ext = _clean(external_ids.iloc[i])
+            rows.append(
+                {
+                    "dataset_id": dataset.id,
+                    "external_id": None if ext is None else str(ext),
+                    "source": sources.iloc[i],
+                    "hypothesis": hypotheses.iloc[i],
+                    "text_hash": digest,
+                    "gold_label": _as_float(labels.iloc[i]),
+                    "meta": meta,
+                }
+            )
+            row_index.append(i)
+        pair_ids: list[int] = []
+        if rows:
+            result = session.execute(
+                insert(Pair).returning(Pair.id, sort_by_parameter_order=True), rows
+            )
+            pair_ids = [r[0] for r in result]
+
+        n_labels, annotator_names = 0, []
+        for column in annotator_columns:
+            annotator_name = str(column)[len(ANNOTATOR_PREFIX):].strip() or "unnamed"
+            annotator = session.scalar(
+                select(Annotator).where(Annotator.dataset_id == dataset.id, Annotator.name == annotator_name)
+            )
+            if annotator is None:
+                annotator = Annotator(name=annotator_name, dataset_id=dataset.id, is_external=True)
+                session.add(annotator)
+                session.flush()
+            annotator_names.append(annotator_name)
+            values = pairs[column]
+            label_rows = []
+            for pair_id, i in zip(pair_ids, row_index):
+                value = _as_float(values.iloc[i])
+                if value is None:
+                    continue
+                level = None
+                if annotator_scale == "levels":
+                    if value not in (0, 1, 2, 3, 4):
+                        raise ImportRejected(
+                            f"Pair {i + 1}: {annotator_name}'s label {value:g} is not a level of the scale (0-4)."
+                        )
+                    level = int(value)
+                label_rows.append(
+                    {"pair_id": pair_id, "annotator_id": annotator.id, "level": level, "value": value, "is_training": False}
+                )
+            if label_rows:
+                session.execute(insert(Label), label_rows)
+                n_labels += len(label_rows)
+
+        n_queued = enqueue_pairs(session, dataset.id, pair_ids)
+        return ImportResult(
+            dataset_id=dataset.id,
+            dataset_name=name,
+            n_pairs=len(pair_ids),
+            n_skipped_duplicates=skipped,
+            n_labels=n_labels,
+            annotators=annotator_names,
+            n_queued=n_queued,
+        )
+
+
+def delete_dataset(engine: Engine, dataset_id: int) -> None:
+    with write_session(engine) as session:
+        session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+
+
+def list_datasets(engine: Engine) -> list[Dataset]:
+    with read_session(engine) as session:
+        return list(session.scalars(select(Dataset).order_by(Dataset.name)))
+
+
+def datasets_overview(engine: Engine) -> pd.DataFrame:
+    """One row per dataset: size, gold labels, how far labelling and scoring have gone."""
+    with read_session(engine) as session:
+        base = session.execute(
+            select(
+                Dataset.id,
+                Dataset.name,
+                Dataset.source_format,
+                Dataset.label_kind,
+                Dataset.created_at,
+                func.count(Pair.id),
+                func.count(Pair.gold_label),
+            )
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id)
+            .group_by(Dataset.id)
+            .order_by(Dataset.name)
+        ).all()
+        labelled = dict(
+            session.execute(
+                select(Pair.dataset_id, func.count(func.distinct(Label.pair_id)))
+                .join(Label, Label.pair_id == Pair.id)
+                .where(Label.is_training.is_(False))
+                .group_by(Pair.dataset_id)
+            ).all()
+        )
+        n_labels = dict(
+            session.execute(
+                select(Pair.dataset_id, func.count(Label.id))
+                .join(Label, Label.pair_id == Pair.id)
+                .where(Label.is_training.is_(False))
+                .group_by(Pair.dataset_id)
+            ).all()
+        )
+        queued = dict(
+            session.execute(
+                select(Pair.dataset_id, func.count(WorkItem.id))
+                .join(WorkItem, WorkItem.pair_id == Pair.id)
+                .join(ScoreRun, ScoreRun.id == WorkItem.run_id)
+                .where(ScoreRun.status != "cancelled")
+                .group_by(Pair.dataset_id)
+            ).all()
+        )
+        scored = dict(
+            session.execute(
+                select(Pair.dataset_id, func.count(Score.id))
+                .join(Score, Score.pair_id == Pair.id)
+                .join(ScoreRun, ScoreRun.id == Score.run_id)
+                .where(ScoreRun.status != "cancelled")
+                .group_by(Pair.dataset_id)
+            ).all()
+        )
+    rows = []
+    for ds_id, name, fmt, kind, created, n_pairs, n_gold in base:
+        rows.append(
+            {
+                "id": ds_id,
+                "dataset": name,
+                "format": fmt,
+                "pairs": n_pairs,
+                "gold labels": n_gold,
+                "label kind": kind or "",
+                "labelled pairs": labelled.get(ds_id, 0),
+                "labels": n_labels.get(ds_id, 0),
+                "scores": scored.get(ds_id, 0),
+                "scores queued": queued.get(ds_id, 0),
+                "imported": created,
+            }
+        )
+    columns = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
+               "scores", "scores queued", "imported"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def store_totals(engine: Engine) -> dict[str, int]:
+    with read_session(engine) as session:
+        return {
+            "datasets": session.scalar(select(func.count(Dataset.id))) or 0,
+            "pairs": session.scalar(select(func.count(Pair.id))) or 0,
+            "labels": session.scalar(select(func.count(Label.id)).where(Label.is_training.is_(False))) or 0,
+            "scores": session.scalar(select(func.count(Score.id))) or 0,
+        }

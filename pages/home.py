@@ -1,0 +1,41 @@
+"""Home: the datasets in the store, their sizes, and how far labelling and scoring have gone."""
+import streamlit as st
+
+from db.datasets import datasets_overview, delete_dataset, store_totals
+from pages.shared import get_engine
+
+engine = get_engine()
+st.title("PLUIE Lab")
+st.caption("Label sentence pairs, score them with PLUIE, and see where people and the metric agree.")
+
+totals = store_totals(engine)
+cols = st.columns(4)
+for col, (name, value) in zip(cols, totals.items()):
+    col.metric(name.capitalize(), f"{value:,}")
+
+overview = datasets_overview(engine)
+if overview.empty:
+    st.info("No dataset yet. Start by importing sentence pairs.")
+    st.page_link("pages/import_pairs.py", label="Import pairs", icon="📥")
+    st.stop()
+
+overview["labelling"] = overview["labelled pairs"] / overview["pairs"].clip(lower=1)
+overview["scoring"] = overview["scores"] / overview["scores queued"].clip(lower=1)
+st.dataframe(
+    overview.drop(columns=["id"]),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
+        "scoring": st.column_config.ProgressColumn("scored", format="percent", min_value=0, max_value=1),
+        "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
+    },
+)
+
+with st.expander("Delete a dataset"):
+    choice = st.selectbox("Dataset", overview["dataset"].tolist(), index=None, placeholder="Choose a dataset")
+    confirm = st.checkbox("I understand its pairs, labels and scores are deleted too.")
+    if st.button("Delete", disabled=not (choice and confirm)):
+        delete_dataset(engine, int(overview.loc[overview["dataset"] == choice, "id"].iloc[0]))
+        st.success(f"Deleted {choice}.")
+        st.rerun()

@@ -1,0 +1,141 @@
+"""Import: upload a file, preview it, map its columns, validate, then commit — all or nothing."""
+import io
+from pathlib import Path
+
+import streamlit as st
+
+from db.datasets import ImportRejected, import_pairs
+from pages.shared import get_engine
+from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
+
+engine = get_engine()
+st.title("Import pairs")
+st.caption(
+    "CSV, TSV, JSON, JSONL, Excel, and the original files of MRPC, PAWS, PAWS-X, STS-B, SICK, paraphrasus, "
+    "the Twitter URL corpus, Turku, ParaPhraser, ParaReval and BIOSSES. Nothing is stored until you press Import."
+)
+
+uploaded = st.file_uploader(
+    "Pair file", type=["csv", "tsv", "txt", "json", "jsonl", "xlsx", "xml"], accept_multiple_files=False
+)
+if uploaded is None:
+    st.stop()
+
+
+def named_buffer(data: bytes, name: str) -> io.BytesIO:
+    buffer = io.BytesIO(data)
+    buffer.name = name
+    return buffer
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=4)
+def parse(data: bytes, name: str, format: str, columns: tuple | None):
+    mapping = None
+    if columns is not None:
+        mapping = {k: v for k, v in columns if k != "annotators" and v}
+        annotators = dict(dict(columns).get("annotators") or ())
+        if annotators:
+            mapping["annotators"] = annotators
+    frame = load_pairs(named_buffer(data, name), format=format, columns=mapping)
+    return frame, dict(frame.attrs)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def raw_table(data: bytes, name: str):
+    return read_table(named_buffer(data, name))
+
+
+data = uploaded.getvalue()
+try:
+    detected, attrs = parse(data, uploaded.name, "auto", None)
+    error = None
+except PairFileError as exc:
+    detected, attrs, error = None, {}, exc
+
+generic = detected is None or attrs.get("format") in GENERIC_FORMATS
+pairs = detected
+if generic:
+    try:
+        table = raw_table(data, uploaded.name)
+    except PairFileError as exc:
+        st.error(str(exc))
+        st.stop()
+    st.subheader("1 · Preview")
+    st.dataframe(table.head(10), hide_index=True, width="stretch")
+    st.subheader("2 · Map the columns")
+    guess = guess_columns(table)
+    options = [""] + [str(c) for c in table.columns]
+
+    def pick(label, key, help=None):
+        default = guess.get(key) or ""
+        return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=f"map_{key}", help=help)
+
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        source_col = pick("Source sentence (S)", "source")
+    with c2:
+        hyp_col = pick("Hypothesis sentence (H)", "hypothesis")
+    with c3:
+        label_col = pick("Gold label (optional)", "label", "0/1, or a numeric similarity")
+    with c4:
+        id_col = pick("Pair id (optional)", "external_id")
+    default_annotators = [c for c in (guess.get("annotators") or {}).values() if c in options]
+    annotator_cols = st.multiselect(
+        "Per-annotator label columns (optional)", options[1:], default=default_annotators,
+        help="Each column becomes an annotator whose labels are imported with the pairs.",
+    )
+    if not source_col or not hyp_col:
+        st.warning("Choose the two sentence columns to continue.")
+        st.stop()
+    mapping = (
+        ("source", source_col), ("hypothesis", hyp_col), ("label", label_col), ("external_id", id_col),
+        ("annotators", tuple((c, c) for c in annotator_cols)),
+    )
+    try:
+        pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping)
+    except PairFileError as exc:
+        st.error(str(exc))
+        st.stop()
+elif error is not None:
+    st.error(str(error))
+    st.stop()
+
+st.subheader("3 · Validation")
+annotators = [c.split(":", 1)[1] for c in pairs.columns if str(c).startswith("annotator:")]
+cols = st.columns(4)
+cols[0].metric("Pairs", f"{len(pairs):,}")
+cols[1].metric("Duplicates skipped", len(attrs.get("duplicates") or []))
+cols[2].metric("Gold labels", int(pairs["label"].notna().sum()) if "label" in pairs else 0)
+cols[3].metric("Annotators", len(annotators))
+st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
+for warning in attrs.get("warnings") or []:
+    st.warning(warning)
+if attrs.get("duplicates"):
+    with st.expander("Duplicate pairs (skipped)"):
+        st.dataframe(attrs["duplicates"][:200], width="stretch")
+st.dataframe(pairs.head(10), hide_index=True, width="stretch")
+
+st.subheader("4 · Import")
+name = st.text_input("Dataset name", value=Path(uploaded.name).stem)
+description = st.text_area("Description (optional)", height=68)
+levels = False
+if annotators:
+    levels = st.checkbox(
+        "The annotator columns use PLUIE Lab's five-level scale (0 Very different … 3 Same meaning, 4 Don't know)",
+        value="majority_level" in pairs.columns,
+    )
+append = st.checkbox("Add to an existing dataset of that name (pairs already in it are skipped)")
+if st.button("Import", type="primary"):
+    try:
+        result = import_pairs(
+            engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append
+        )
+    except ImportRejected as exc:
+        st.error(str(exc))
+    else:
+        skipped = f", {result.n_skipped_duplicates} already there" if result.n_skipped_duplicates else ""
+        st.success(
+            f"Imported {result.n_pairs:,} pairs into “{result.dataset_name}”{skipped}; "
+            f"{result.n_labels:,} annotator labels; {result.n_queued:,} scores queued."
+        )
+        st.page_link("pages/home.py", label="See it on the home page", icon="📚")

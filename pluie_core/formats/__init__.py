@@ -1,0 +1,1 @@
+"""One reader per kind of pair file; pluie_core.io chooses among them."""

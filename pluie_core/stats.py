@@ -1,0 +1,748 @@
+"""Agreement, threshold and distribution statistics for the app's views.
+
+Pure functions on arrays and DataFrames; no Streamlit, no database.
+
+Conventions
+- Labels on the five-level scale are the ints of ``pluie_core.labels`` (0-3 ordered, 4 = "Don't know").
+  "Don't know" is treated as missing in every agreement figure (``drop_dont_know=True``).
+- Binary labels: 1 = paraphrase, 0 = non-paraphrase (``binarise_matrix`` makes them from levels).
+- A pair is predicted a paraphrase when its score is at or above the threshold; with
+  ``higher_is_positive=False`` (distances such as normalised Levenshtein) at or below it.
+- Matrices of labels: ``levels_to_matrix`` gives items x annotators (the layout of the pages and of
+  Cohen/Fleiss); ``krippendorff_alpha`` takes annotators x items, the krippendorff library's layout.
+- Errors a user can cause (no shared items, a single class, ...) raise ``StatsError`` with a sentence
+  meant for the page. Tables over many groups put NaN and say why in a ``note`` column instead.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Mapping, NamedTuple, Optional, Sequence, Union
+
+import krippendorff
+import numpy as np
+import pandas as pd
+from scipy.stats import pearsonr, rankdata
+from sklearn.metrics import cohen_kappa_score, confusion_matrix, roc_auc_score
+
+from pluie_core.labels import DONT_KNOW
+
+__all__ = [
+    "StatsError",
+    "levels_to_matrix",
+    "binarise_matrix",
+    "majority_binary_vector",
+    "category_counts",
+    "percent_agreement",
+    "cohen_kappa",
+    "PairwiseAgreement",
+    "pairwise_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ci",
+    "human_vs_model",
+    "human_vs_model_table",
+    "threshold_curve",
+    "best_threshold",
+    "metrics_at",
+    "roc_auc",
+    "mixed_balanced_draw",
+    "class_summary",
+    "edit_distance_correlation",
+    "disagreements",
+    "human_disagreements",
+]
+
+PerScore = Union[float, bool, Mapping[str, Union[float, bool]], None]
+
+
+class StatsError(ValueError):
+    """A statistic cannot be computed on this data; the message says why, for the user."""
+
+
+# --------------------------------------------------------------------------- label matrices
+
+
+def levels_to_matrix(
+    labels_long: pd.DataFrame,
+    item_col: str = "pair_id",
+    annotator_col: str = "annotator",
+    level_col: str = "level",
+) -> pd.DataFrame:
+    """Long rows (pair_id, annotator, level) -> items x annotators DataFrame of levels (float, NaN = not
+    labelled). When an annotator labelled a pair twice, the last row wins."""
+    missing = [c for c in (item_col, annotator_col, level_col) if c not in labels_long.columns]
+    if missing:
+        raise StatsError(f"The label table has no column {', '.join(map(repr, missing))}.")
+    rows = labels_long[[item_col, annotator_col, level_col]].drop_duplicates(
+        [item_col, annotator_col], keep="last"
+    )
+    matrix = rows.pivot(index=item_col, columns=annotator_col, values=level_col).astype(float)
+    matrix.columns.name = annotator_col
+    return matrix
+
+
+def _as_float_array(data) -> np.ndarray:
+    return np.asarray(data.to_numpy() if isinstance(data, (pd.DataFrame, pd.Series)) else data, dtype=float)
+
+
+def _without_dont_know(values: np.ndarray) -> np.ndarray:
+    return np.where(values == DONT_KNOW, np.nan, values)
+
+
+def binarise_matrix(levels):
+    """Levels -> binary labels, element-wise and vectorised (0/1 -> 0, 2/3 -> 1, 4 or missing -> NaN).
+    Keeps the DataFrame / Series shape and labels when given one."""
+    values = _as_float_array(levels)
+    known = values[~np.isnan(values)]
+    if known.size and not np.isin(known, (0, 1, 2, 3, DONT_KNOW)).all():
+        raise StatsError("Labels must be levels of the scale (0-4); found other values.")
+    binary = np.where(np.isnan(values) | (values == DONT_KNOW), np.nan, (values >= 2).astype(float))
+    if isinstance(levels, pd.DataFrame):
+        return pd.DataFrame(binary, index=levels.index, columns=levels.columns)
+    if isinstance(levels, pd.Series):
+        return pd.Series(binary, index=levels.index, name=levels.name)
+    return binary
+
+
+def majority_binary_vector(binary_matrix) -> pd.Series:
+    """Majority binary label of each item (row) of an items x annotators 0/1 matrix; a tie or no label
+    gives NaN. The vectorised twin of ``labels.majority_binary``."""
+    values = _as_float_array(binary_matrix)
+    n_positive = np.nansum(values == 1, axis=1)
+    n_negative = np.nansum(values == 0, axis=1)
+    majority = np.where(n_positive > n_negative, 1.0, np.where(n_negative > n_positive, 0.0, np.nan))
+    index = binary_matrix.index if isinstance(binary_matrix, pd.DataFrame) else None
+    return pd.Series(majority, index=index, name="majority")
+
+
+def category_counts(matrix, categories: Sequence = (0, 1, 2, 3)) -> pd.DataFrame:
+    """items x annotators labels -> items x categories counts (the input of Fleiss' kappa).
+    Values outside ``categories`` (e.g. "Don't know", NaN) are not counted."""
+    values = _as_float_array(matrix)
+    counts = np.stack([(values == c).sum(axis=1) for c in categories], axis=1)
+    index = matrix.index if isinstance(matrix, pd.DataFrame) else None
+    return pd.DataFrame(counts, index=index, columns=list(categories))
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def _shared_pairs(a, b, drop_dont_know: bool) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _as_float_array(a), _as_float_array(b)
+    if a.shape != b.shape:
+        raise StatsError("The two label lists must have the same length (one label per item).")
+    if drop_dont_know:
+        a, b = _without_dont_know(a), _without_dont_know(b)
+    shared = ~np.isnan(a) & ~np.isnan(b)
+    if not shared.any():
+        raise StatsError("The two annotators have no labelled item in common.")
+    return a[shared].astype(int), b[shared].astype(int)
+
+
+def percent_agreement(a, b, drop_dont_know: bool = True) -> float:
+    """Share of the items labelled by both (missing / "Don't know" dropped) that got the same label."""
+    a, b = _shared_pairs(a, b, drop_dont_know)
+    return float(np.mean(a == b))
+
+
+def _kappa(a: np.ndarray, b: np.ndarray, weights: Optional[str]) -> float:
+    if weights not in (None, "linear", "quadratic"):
+        raise StatsError(f"Unknown κ weighting {weights!r}; use None, 'linear' or 'quadratic'.")
+    # Every integer between the lowest and highest level, so weighted κ measures distances on the
+    # scale even when a middle level was never used.
+    categories = np.arange(min(a.min(), b.min()), max(a.max(), b.max()) + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kappa = cohen_kappa_score(a, b, labels=categories, weights=weights)
+    if not np.isfinite(kappa):
+        raise StatsError(
+            "Cohen's κ is undefined here: every shared item got the same single label from both, "
+            "so chance agreement is already perfect."
+        )
+    return float(kappa)
+
+
+def cohen_kappa(a, b, weights: Optional[str] = None, drop_dont_know: bool = True) -> float:
+    """Cohen's κ between two annotators (sklearn), on the items both labelled; "Don't know" is dropped.
+    ``weights="linear"|"quadratic"`` gives the weighted κ of the ordinal scale."""
+    return _kappa(*_shared_pairs(a, b, drop_dont_know), weights)
+
+
+class PairwiseAgreement(NamedTuple):
+    kappa: pd.DataFrame  # annotators x annotators, NaN on the diagonal and where undefined
+    n_shared: pd.DataFrame  # annotators x annotators; diagonal = items the annotator labelled
+    table: pd.DataFrame  # one row per pair: annotator_a, annotator_b, n_shared, percent_agreement, kappa, note
+
+
+def pairwise_kappa(labels: pd.DataFrame, weights: Optional[str] = None, drop_dont_know: bool = True) -> PairwiseAgreement:
+    """Cohen's κ and percent agreement for every pair of annotators of an items x annotators matrix."""
+    values = _as_float_array(labels)
+    if drop_dont_know:
+        values = _without_dont_know(values)
+    names = list(labels.columns) if isinstance(labels, pd.DataFrame) else list(range(values.shape[1]))
+    present = (~np.isnan(values)).astype(np.int64)
+    n_shared = present.T @ present
+    kappa = np.full((len(names), len(names)), np.nan)
+    rows = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            shared = (present[:, i] & present[:, j]).astype(bool)
+            a, b = values[shared, i].astype(int), values[shared, j].astype(int)
+            agreement, value, note = np.nan, np.nan, ""
+            if shared.any():
+                agreement = float(np.mean(a == b))
+                try:
+                    value = _kappa(a, b, weights)
+                except StatsError as error:
+                    note = str(error)
+            else:
+                note = "No labelled item in common."
+            kappa[i, j] = kappa[j, i] = value
+            rows.append((names[i], names[j], int(n_shared[i, j]), agreement, value, note))
+    table = pd.DataFrame(rows, columns=["annotator_a", "annotator_b", "n_shared", "percent_agreement", "kappa", "note"])
+    return PairwiseAgreement(
+        kappa=pd.DataFrame(kappa, index=names, columns=names),
+        n_shared=pd.DataFrame(n_shared, index=names, columns=names),
+        table=table,
+    )
+
+
+def fleiss_kappa(counts) -> float:
+    """Fleiss' κ from an items x categories count matrix (Fleiss 1971).
+
+    Items rated by fewer than two raters carry no agreement information and are left out. When the
+    number of raters varies between items, each item's agreement uses its own number of raters and
+    category proportions pool all ratings (the usual generalisation; identical to Fleiss' formula
+    when every item has the same number of raters)."""
+    counts = _as_float_array(counts)
+    if counts.ndim != 2 or counts.size == 0:
+        raise StatsError("Fleiss' κ needs an items x categories table of counts.")
+    if (counts < 0).any() or np.isnan(counts).any() or (counts != np.round(counts)).any():
+        raise StatsError("Fleiss' κ needs whole, non-negative counts.")
+    raters = counts.sum(axis=1)
+    counts, raters = counts[raters >= 2], raters[raters >= 2]
+    if len(counts) == 0:
+        raise StatsError("Fleiss' κ needs at least one item labelled by two or more annotators.")
+    item_agreement = ((counts**2).sum(axis=1) - raters) / (raters * (raters - 1))
+    proportions = counts.sum(axis=0) / raters.sum()
+    chance = float((proportions**2).sum())
+    if np.isclose(chance, 1.0):
+        raise StatsError("Fleiss' κ is undefined here: every rating is the same label.")
+    return float((item_agreement.mean() - chance) / (1 - chance))
+
+
+_LEVELS_OF_MEASUREMENT = ("nominal", "ordinal", "interval")
+
+
+def _reliability_value_counts(reliability_data, level: str, value_domain, drop_dont_know: bool):
+    """annotators x items data -> (items x values counts, value domain), as krippendorff builds them."""
+    if level not in _LEVELS_OF_MEASUREMENT:
+        raise StatsError(f"Unknown level of measurement {level!r}; use one of {', '.join(_LEVELS_OF_MEASUREMENT)}.")
+    data = _as_float_array(reliability_data)
+    if data.ndim != 2:
+        raise StatsError("Krippendorff's α needs an annotators x items table.")
+    if drop_dont_know:
+        data = _without_dont_know(data)
+    observed = np.unique(data[~np.isnan(data)])
+    if value_domain is None:
+        integer = observed.size and np.array_equal(observed, np.round(observed))
+        value_domain = np.arange(observed.min(), observed.max() + 1) if integer else observed
+    value_domain = np.asarray(value_domain, dtype=float)
+    if not np.isin(observed, value_domain).all():
+        raise StatsError("Some labels are outside the value domain given for Krippendorff's α.")
+    if len(np.intersect1d(observed, value_domain)) < 2:
+        raise StatsError("Krippendorff's α is undefined here: every label is the same value.")
+    value_counts = np.stack([(data == v).sum(axis=0) for v in value_domain], axis=1)
+    if not (value_counts.sum(axis=1) >= 2).any():
+        raise StatsError("Krippendorff's α needs at least one item labelled by two or more annotators.")
+    return value_counts, value_domain
+
+
+def krippendorff_alpha(
+    reliability_data,
+    level: str = "nominal",
+    value_domain: Optional[Sequence[float]] = None,
+    drop_dont_know: bool = True,
+) -> float:
+    """Krippendorff's α (krippendorff library) of annotators x items data, NaN = missing.
+    "Don't know" (4) is missing unless ``drop_dont_know=False``. ``level``: nominal, ordinal or interval."""
+    value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")
+        alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain, level_of_measurement=level)
+    if not np.isfinite(alpha):
+        raise StatsError("Krippendorff's α is undefined here: the items that two annotators share all carry one value.")
+    return float(alpha)
+
+
+def _alpha_from_weighted_patterns(patterns: np.ndarray, weights: np.ndarray, value_domain: np.ndarray, level: str):
+    """α for many resamples at once. ``patterns`` are the distinct item rows of value counts and
+    ``weights`` (resamples x patterns) how often each is drawn. Same formulas as krippendorff.alpha
+    (coincidences, expected coincidences, distance), linear in the items so one matrix product
+    covers every resample; the tests check it equals the library on the unweighted data."""
+    n_values = len(value_domain)
+    pairable = patterns.sum(axis=1)
+    per_item = patterns[:, :, None] * patterns[:, None, :] - patterns[:, :, None] * np.eye(n_values)[None]
+    per_item = per_item / np.maximum(pairable - 1, 1)[:, None, None]
+    coincidences = (weights @ per_item.reshape(len(patterns), -1)).reshape(-1, n_values, n_values)
+    n_v = coincidences.sum(axis=1)
+    n_total = n_v.sum(axis=1)
+    expected = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * np.eye(n_values)[None]) / (
+        n_total - 1
+    )[:, None, None]
+    if level == "nominal":
+        distance = np.broadcast_to(1.0 - np.eye(n_values), coincidences.shape)
+    elif level == "interval":
+        distance = np.broadcast_to((value_domain[:, None] - value_domain[None, :]) ** 2, coincidences.shape)
+    else:  # ordinal: (sum of n_g for g between c and k, minus half the two ends) squared
+        cumulative = np.concatenate([np.zeros((len(n_v), 1)), np.cumsum(n_v, axis=1)], axis=1)
+        low = np.minimum.outer(np.arange(n_values), np.arange(n_values))
+        high = np.maximum.outer(np.arange(n_values), np.arange(n_values))
+        between = cumulative[:, high + 1] - cumulative[:, low]
+        distance = (between - (n_v[:, :, None] + n_v[:, None, :]) / 2) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 - (coincidences * distance).sum(axis=(1, 2)) / (expected * distance).sum(axis=(1, 2))
+
+
+def krippendorff_alpha_ci(
+    reliability_data,
+    level: str = "nominal",
+    n_boot: int = 200,
+    seed: int = 0,
+    confidence: float = 0.95,
+    value_domain: Optional[Sequence[float]] = None,
+    drop_dont_know: bool = True,
+) -> dict:
+    """Krippendorff's α with a percentile bootstrap interval, resampling items with replacement.
+
+    Returns {"alpha", "ci_low", "ci_high", "n_boot", "n_items"}; n_items counts the items labelled
+    by two or more annotators (the only ones α uses, and the ones resampled). Resamples where α is
+    undefined (a single value drawn) are left out of the interval."""
+    if n_boot < 1:
+        raise StatsError("The bootstrap needs at least one resample.")
+    if not 0 < confidence < 1:
+        raise StatsError("The confidence level must be between 0 and 1 (e.g. 0.95).")
+    alpha = krippendorff_alpha(reliability_data, level, value_domain, drop_dont_know)
+    value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    value_counts = value_counts[value_counts.sum(axis=1) >= 2]
+    # Items with identical value counts are interchangeable, so a resample of items is a multinomial
+    # draw over the distinct rows: exact, and cheap even for 100,000 items.
+    patterns, frequency = np.unique(value_counts, axis=0, return_counts=True)
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(len(value_counts), frequency / frequency.sum(), size=n_boot).astype(float)
+    boots = _alpha_from_weighted_patterns(patterns.astype(float), weights, value_domain, level)
+    boots = boots[np.isfinite(boots)]
+    if boots.size == 0:
+        raise StatsError("No bootstrap resample gave a defined α; there are too few labelled items.")
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(boots, [tail, 100 - tail])
+    return {"alpha": alpha, "ci_low": float(low), "ci_high": float(high), "n_boot": int(boots.size), "n_items": int(len(value_counts))}
+
+
+# --------------------------------------------------------------------------- human vs model
+
+
+def _predict(scores: np.ndarray, threshold: float, higher_is_positive: bool) -> np.ndarray:
+    return (scores >= threshold if higher_is_positive else scores <= threshold).astype(int)
+
+
+def _binary_labels(labels) -> np.ndarray:
+    labels = _as_float_array(labels)
+    known = labels[~np.isnan(labels)]
+    if not np.isin(known, (0, 1)).all():
+        raise StatsError("Binary labels must be 0 (non-paraphrase) or 1 (paraphrase); binarise the levels first.")
+    return labels
+
+
+def _scored_pairs(scores, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Drops pairs without a score (not scored yet) or without a label."""
+    scores, labels = _as_float_array(scores), _binary_labels(labels)
+    if scores.shape != labels.shape:
+        raise StatsError("Scores and labels must have the same length (one of each per pair).")
+    keep = ~np.isnan(scores) & ~np.isnan(labels)
+    if not keep.any():
+        raise StatsError("No pair has both a score and a label.")
+    return scores[keep], labels[keep].astype(int)
+
+
+def human_vs_model(human_binary, model_scores, threshold: float = 0.0, higher_is_positive: bool = True) -> dict:
+    """Binarised agreement of one human (or the majority label) with the metric at ``threshold``.
+
+    Returns {"kappa", "accuracy", "confusion", "n"}; confusion is a 2x2 ndarray, rows = human
+    (0, 1), columns = model (0, 1). Pairs without a label or a score are dropped."""
+    scores, human = _scored_pairs(model_scores, human_binary)
+    predicted = _predict(scores, threshold, higher_is_positive)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kappa = cohen_kappa_score(human, predicted, labels=[0, 1])
+    if not np.isfinite(kappa):
+        raise StatsError(
+            "κ between humans and the metric is undefined here: humans and metric put every pair in the same single class."
+        )
+    return {
+        "kappa": float(kappa),
+        "accuracy": float(np.mean(human == predicted)),
+        "confusion": confusion_matrix(human, predicted, labels=[0, 1]),
+        "n": int(human.size),
+    }
+
+
+def human_vs_model_table(
+    binary_matrix: pd.DataFrame, model_scores, threshold: float = 0.0, higher_is_positive: bool = True
+) -> pd.DataFrame:
+    """``human_vs_model`` for every annotator (columns of an items x annotators 0/1 matrix) and for
+    the majority label. ``model_scores`` is aligned with the matrix rows (by index for a Series).
+    Columns: annotator, n, kappa, accuracy, tn, fp, fn, tp, note (why κ is NaN)."""
+    if isinstance(model_scores, pd.Series):
+        model_scores = model_scores.reindex(binary_matrix.index)
+    scores = _as_float_array(model_scores)
+    columns = {name: binary_matrix[name] for name in binary_matrix.columns}
+    columns["majority"] = majority_binary_vector(binary_matrix)
+    rows = []
+    for name, labels in columns.items():
+        row = {"annotator": name, "n": 0, "kappa": np.nan, "accuracy": np.nan, "tn": 0, "fp": 0, "fn": 0, "tp": 0, "note": ""}
+        try:
+            result = human_vs_model(labels, scores, threshold, higher_is_positive)
+            row.update(n=result["n"], kappa=result["kappa"], accuracy=result["accuracy"])
+            row.update(zip(("tn", "fp", "fn", "tp"), map(int, result["confusion"].ravel())))
+        except StatsError as error:
+            row["note"] = str(error)
+            keep = ~np.isnan(scores) & ~np.isnan(_as_float_array(labels))
+            if keep.any():  # κ undefined but accuracy and the counts still are
+                human, predicted = _as_float_array(labels)[keep].astype(int), _predict(scores[keep], threshold, higher_is_positive)
+                cells = confusion_matrix(human, predicted, labels=[0, 1]).ravel()
+                row.update(n=int(keep.sum()), accuracy=float(np.mean(human == predicted)))
+                row.update(zip(("tn", "fp", "fn", "tp"), map(int, cells)))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+def _threshold_counts(scores: np.ndarray, labels: np.ndarray):
+    """Confusion counts at every candidate threshold, for each row of (resamples x pairs) arrays.
+
+    Scores are sorted once in ascending order; the threshold at sorted position i predicts positive
+    the pairs at positions >= i, so the counts are cumulative sums. Only the first position of each
+    distinct score is a real threshold (``is_threshold``)."""
+    order = np.argsort(scores, axis=1, kind="stable")
+    sorted_scores = np.take_along_axis(scores, order, axis=1)
+    sorted_labels = np.take_along_axis(labels, order, axis=1)
+    n = scores.shape[1]
+    positives = sorted_labels.sum(axis=1, keepdims=True)
+    tp = positives - (np.cumsum(sorted_labels, axis=1) - sorted_labels)
+    fp = (n - np.arange(n))[None, :] - tp
+    fn = positives - tp
+    tn = (n - positives) - fp
+    is_threshold = np.ones_like(sorted_scores, dtype=bool)
+    is_threshold[:, 1:] = sorted_scores[:, 1:] != sorted_scores[:, :-1]
+    return sorted_scores, tp, fp, tn, fn, is_threshold
+
+
+def _rates(tp, fp, tn, fn) -> dict:
+    """Accuracy, F1, precision, recall from counts; 0 where a ratio has no denominator (sklearn's
+    zero_division=0)."""
+    tp, fp, tn, fn = (np.asarray(x, dtype=float) for x in (tp, fp, tn, fn))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
+        recall = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
+        f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
+    accuracy = (tp + tn) / (tp + fp + tn + fn)
+    return {"accuracy": accuracy, "f1": f1, "precision": precision, "recall": recall}
+
+
+def _require_both_classes(labels: np.ndarray, what: str) -> None:
+    if labels.min() == labels.max():
+        only = "paraphrases" if labels[0] == 1 else "non-paraphrases"
+        raise StatsError(f"{what} needs both paraphrases and non-paraphrases; these pairs are all {only}.")
+
+
+def threshold_curve(scores, labels, higher_is_positive: bool = True) -> pd.DataFrame:
+    """Accuracy, F1, precision and recall at every distinct score used as threshold (papers' figures
+    3-14), in one vectorised pass. Pairs without a score or label are dropped.
+
+    Columns: threshold (ascending), rank (1 + pairs scoring strictly below the threshold, the x axis
+    of the rank-centred figures 9-14), accuracy, f1, precision, recall, tp, fp, tn, fn."""
+    scores, labels = _scored_pairs(scores, labels)
+    _require_both_classes(labels, "A threshold curve")
+    oriented = scores if higher_is_positive else -scores
+    sorted_scores, tp, fp, tn, fn, is_threshold = (x[0] for x in _threshold_counts(oriented[None, :], labels[None, :]))
+    keep = is_threshold
+    threshold = sorted_scores[keep] if higher_is_positive else -sorted_scores[keep]
+    curve = pd.DataFrame({"threshold": threshold})
+    curve["rank"] = np.searchsorted(np.sort(scores), threshold, side="left") + 1
+    for name, values in _rates(tp[keep], fp[keep], tn[keep], fn[keep]).items():
+        curve[name] = values
+    for name, values in (("tp", tp), ("fp", fp), ("tn", tn), ("fn", fn)):
+        curve[name] = values[keep].astype(int)
+    return curve.sort_values("threshold", kind="stable", ignore_index=True)
+
+
+_CRITERIA = ("accuracy", "f1")
+
+
+def best_threshold(scores, labels, higher_is_positive: bool = True, criterion: str = "accuracy") -> dict:
+    """The a-posteriori threshold that maximises ``criterion`` ("accuracy", as in the paper's table 3,
+    or "f1"). Among equally good thresholds, the one predicting the most paraphrases is kept.
+    Returns {"threshold", "accuracy", "f1", "precision", "recall", "tp", "fp", "tn", "fn", "n"}."""
+    if criterion not in _CRITERIA:
+        raise StatsError(f"Unknown criterion {criterion!r}; use 'accuracy' or 'f1'.")
+    scores, labels = _scored_pairs(scores, labels)
+    _require_both_classes(labels, "The best threshold")
+    oriented = scores if higher_is_positive else -scores
+    sorted_scores, tp, fp, tn, fn, is_threshold = (x[0] for x in _threshold_counts(oriented[None, :], labels[None, :]))
+    target = np.where(is_threshold, _rates(tp, fp, tn, fn)[criterion], -np.inf)
+    best = int(np.argmax(target))  # first maximum: the lowest oriented threshold, most paraphrases
+    threshold = sorted_scores[best] if higher_is_positive else -sorted_scores[best]
+    return _metrics_dict(float(threshold), tp[best], fp[best], tn[best], fn[best])
+
+
+def _metrics_dict(threshold: float, tp, fp, tn, fn) -> dict:
+    rates = {name: float(value) for name, value in _rates(tp, fp, tn, fn).items()}
+    counts = {"tp": int(tp), "fp": int(fp), "tn": int(tn), "fn": int(fn)}
+    return {"threshold": threshold, **rates, **counts, "n": int(tp + fp + tn + fn)}
+
+
+def metrics_at(scores, labels, threshold: float = 0.0, higher_is_positive: bool = True) -> dict:
+    """Accuracy, F1, precision, recall at a fixed threshold (e.g. PLUIE's natural 0), same keys as
+    ``best_threshold``. Undefined ratios (no predicted / no actual paraphrase) are 0, as in sklearn."""
+    scores, labels = _scored_pairs(scores, labels)
+    predicted = _predict(scores, threshold, higher_is_positive)
+    tp = int(np.sum((predicted == 1) & (labels == 1)))
+    fp = int(np.sum((predicted == 1) & (labels == 0)))
+    fn = int(np.sum((predicted == 0) & (labels == 1)))
+    tn = int(np.sum((predicted == 0) & (labels == 0)))
+    return _metrics_dict(float(threshold), tp, fp, tn, fn)
+
+
+def roc_auc(scores, labels, higher_is_positive: bool = True) -> float:
+    """Area under the ROC curve (sklearn); pairs without a score or label are dropped."""
+    scores, labels = _scored_pairs(scores, labels)
+    _require_both_classes(labels, "ROC AUC")
+    return float(roc_auc_score(labels, scores if higher_is_positive else -scores))
+
+
+# --------------------------------------------------------------------------- mixed balanced draw
+
+
+def _per_score(value: PerScore, score: str, default):
+    if isinstance(value, Mapping):
+        return value.get(score, default)
+    return default if value is None else value
+
+
+def _summary_rows(score: str, at: str, figures: dict, confidence: float) -> list[dict]:
+    tail = (1 - confidence) / 2 * 100
+    rows = []
+    for figure, values in figures.items():
+        values = np.asarray(values, dtype=float)
+        std = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        low, high = np.percentile(values, [tail, 100 - tail])
+        rows.append({
+            "score": score, "at": at, "figure": figure, "mean": float(values.mean()), "std": std,
+            "ci_low": float(low), "ci_high": float(high),
+            # 1.96 standard errors of the mean over draws: the "±" of the paper's MBD column
+            "mean_ci_halfwidth": float(1.959964 * std / np.sqrt(values.size)),
+        })
+    return rows
+
+
+def mixed_balanced_draw(
+    df: pd.DataFrame,
+    score_cols: Sequence[str],
+    label_col: str = "label",
+    dataset_col: str = "dataset",
+    n_draws: int = 100,
+    seed: int = 0,
+    per_class: Optional[int] = None,
+    thresholds: PerScore = None,
+    higher_is_positive: PerScore = True,
+    criterion: str = "accuracy",
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """The paper's Mixed Balanced Dataset (MBD, section 5.2): draw ``per_class`` paraphrases and
+    ``per_class`` non-paraphrases from every dataset without replacement (default: the smallest class
+    count over datasets; the paper used 45), ``n_draws`` times (paper: 100). On each draw and for each
+    score: the best a-posteriori threshold and its accuracy, F1, precision, recall; the same figures
+    at a given threshold (``thresholds``: one number or {score: number}, e.g. 0 for PLUIE); ROC AUC.
+    Every score is evaluated on the same draws. Pairs missing any of the scores or the label are left
+    out before drawing.
+
+    Returns one row per score x at x figure: score, at ("best" | "given" | "threshold-free"), figure
+    (threshold, accuracy, f1, precision, recall, roc_auc), mean, std, ci_low, ci_high (percentile
+    interval over draws), mean_ci_halfwidth (1.96 x standard error of the mean, the "±" of the paper's
+    table 3), n_draws, per_class."""
+    score_cols = list(score_cols)
+    missing = [c for c in (*score_cols, label_col, dataset_col) if c not in df.columns]
+    if missing:
+        raise StatsError(f"The table has no column {', '.join(map(repr, missing))}.")
+    if not score_cols:
+        raise StatsError("Choose at least one score for the mixed balanced draw.")
+    if n_draws < 1:
+        raise StatsError("The mixed balanced draw needs at least one draw.")
+    if criterion not in _CRITERIA:
+        raise StatsError(f"Unknown criterion {criterion!r}; use 'accuracy' or 'f1'.")
+    data = df.dropna(subset=[*score_cols, label_col])
+    labels_all = _binary_labels(data[label_col]).astype(int)
+    datasets = data[dataset_col].to_numpy()
+
+    groups = []  # row positions of each (dataset, class)
+    for dataset in pd.unique(datasets):
+        for label in (1, 0):
+            groups.append((dataset, label, np.flatnonzero((datasets == dataset) & (labels_all == label))))
+    smallest = min(len(rows) for _, _, rows in groups) if groups else 0
+    if per_class is None:
+        per_class = smallest
+    if per_class < 1 or per_class > smallest:
+        short = [f"{d!r} ({'paraphrases' if l else 'non-paraphrases'}: {len(r)})" for d, l, r in groups if len(r) < max(per_class, 1)]
+        raise StatsError(
+            f"Each dataset needs at least {max(per_class, 1)} scored paraphrases and non-paraphrases "
+            f"for the mixed balanced draw; too few in {', '.join(short) or 'the data'}."
+        )
+
+    rng = np.random.default_rng(seed)
+    drawn = np.stack([
+        np.concatenate([rows[rng.choice(len(rows), per_class, replace=False)] for _, _, rows in groups])
+        for _ in range(n_draws)
+    ])  # draws x pairs, row positions in ``data``
+    labels = labels_all[drawn]
+
+    results = []
+    for score in score_cols:
+        higher = bool(_per_score(higher_is_positive, score, True))
+        scores = data[score].to_numpy(dtype=float)[drawn]
+        oriented = scores if higher else -scores
+        sorted_scores, tp, fp, tn, fn, is_threshold = _threshold_counts(oriented, labels)
+        target = np.where(is_threshold, _rates(tp, fp, tn, fn)[criterion], -np.inf)
+        best = np.argmax(target, axis=1)[:, None]
+        pick = lambda counts: np.take_along_axis(counts, best, axis=1)[:, 0]  # noqa: E731
+        best_threshold_values = pick(sorted_scores) * (1 if higher else -1)
+        results += _summary_rows(score, "best", {"threshold": best_threshold_values, **_rates(pick(tp), pick(fp), pick(tn), pick(fn))}, confidence)
+
+        given = _per_score(thresholds, score, None)
+        if given is not None:
+            predicted = _predict(scores, float(given), higher)
+            counts = [np.sum((predicted == p) & (labels == l), axis=1) for p, l in ((1, 1), (1, 0), (0, 0), (0, 1))]
+            results += _summary_rows(score, "given", {"threshold": np.full(n_draws, float(given)), **_rates(*counts)}, confidence)
+
+        # Mann-Whitney form of the ROC AUC, for every draw at once (equals sklearn's, ties averaged)
+        ranks = rankdata(oriented, axis=1)
+        n_pos = labels.sum(axis=1)
+        n_neg = labels.shape[1] - n_pos
+        auc = ((ranks * labels).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+        results += _summary_rows(score, "threshold-free", {"roc_auc": auc}, confidence)
+
+    table = pd.DataFrame(results)
+    table["n_draws"] = n_draws
+    table["per_class"] = per_class
+    return table
+
+
+# --------------------------------------------------------------------------- per-class statistics
+
+
+def _group_keys(label_col: str, dataset_col: Optional[str]) -> list[str]:
+    return [dataset_col, label_col] if dataset_col else [label_col]
+
+
+def class_summary(
+    df: pd.DataFrame, score_cols: Sequence[str], label_col: str = "label", dataset_col: Optional[str] = None
+) -> pd.DataFrame:
+    """Mean and standard deviation (ddof=1) of every score per class, optionally per dataset (the
+    paper's table 1). Columns: [dataset], label, score, n, mean, std, note. Missing scores are left out."""
+    keys = _group_keys(label_col, dataset_col)
+    data = df.dropna(subset=[label_col])
+    stats = data.groupby(keys, sort=True)[list(score_cols)].agg(["count", "mean", "std"])
+    stats.columns.names = ["score", "stat"]
+    table = stats.stack("score", future_stack=True).reset_index()
+    table = table.rename(columns={"count": "n"})
+    table["n"] = table["n"].astype(int)
+    table["note"] = np.select(
+        [table["n"] == 0, table["n"] == 1], ["No scored pair in this class.", "One pair only: no standard deviation."], ""
+    )
+    return table[[*keys, "score", "n", "mean", "std", "note"]]
+
+
+def edit_distance_correlation(
+    df: pd.DataFrame,
+    score_cols: Sequence[str],
+    distance_col: str,
+    label_col: str = "label",
+    dataset_col: Optional[str] = None,
+) -> pd.DataFrame:
+    """Pearson correlation (scipy) between each score and the normalised edit distance inside each
+    class (the paper's table 4). Columns: [dataset], label, score, n, r, p_value, note; r is NaN with
+    a note when fewer than 3 pairs or a constant column make it undefined."""
+    keys = _group_keys(label_col, dataset_col)
+    rows = []
+    for key, group in df.dropna(subset=[label_col]).groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        for score in score_cols:
+            pair = group[[score, distance_col]].dropna().to_numpy(dtype=float)
+            r = p_value = np.nan
+            if len(pair) < 3:
+                note = "Fewer than 3 pairs with a score and a distance."
+            elif np.ptp(pair[:, 0]) == 0:
+                note = "The score is the same for every pair of this class."
+            elif np.ptp(pair[:, 1]) == 0:
+                note = "The edit distance is the same for every pair of this class."
+            else:
+                result = pearsonr(pair[:, 0], pair[:, 1])
+                r, p_value, note = float(result.statistic), float(result.pvalue), ""
+            rows.append((*key, score, len(pair), r, p_value, note))
+    return pd.DataFrame(rows, columns=[*keys, "score", "n", "r", "p_value", "note"])
+
+
+# --------------------------------------------------------------------------- disagreements
+
+
+def disagreements(
+    df: pd.DataFrame,
+    score_col: str,
+    reference_col: str,
+    threshold: float = 0.0,
+    higher_is_positive: bool = True,
+) -> pd.DataFrame:
+    """Pairs where the metric's binary prediction differs from the reference label (0/1), most
+    confident first. Adds ``prediction`` (0/1) and ``confidence`` = |score - threshold|; keeps every
+    other column. Pairs without a score or a reference are left out."""
+    data = df.dropna(subset=[score_col, reference_col])
+    reference = _binary_labels(data[reference_col])
+    scores = data[score_col].to_numpy(dtype=float)
+    prediction = _predict(scores, threshold, higher_is_positive)
+    differs = prediction != reference
+    result = data.loc[differs].copy()
+    result["prediction"] = prediction[differs]
+    result["confidence"] = np.abs(scores[differs] - threshold)
+    return result.sort_values("confidence", ascending=False, kind="stable")
+
+
+def human_disagreements(labels_matrix: pd.DataFrame) -> pd.DataFrame:
+    """Items (rows of an items x annotators matrix of levels) on which annotators split between
+    paraphrase and non-paraphrase ("Don't know" ignored), most evenly split first, then widest spread.
+    Columns: n_labels, n_paraphrase, n_non_paraphrase, n_dont_know, min_level, max_level, spread
+    (max - min level), minority_share (share of the smaller side)."""
+    values = _as_float_array(labels_matrix)
+    binary = binarise_matrix(values)
+    ordinal = _without_dont_know(values)
+    n_paraphrase = (binary == 1).sum(axis=1)
+    n_non_paraphrase = (binary == 0).sum(axis=1)
+    split = (n_paraphrase > 0) & (n_non_paraphrase > 0)
+    index = labels_matrix.index if isinstance(labels_matrix, pd.DataFrame) else pd.RangeIndex(len(values))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing rows are not in the result anyway
+        low, high = np.nanmin(ordinal, axis=1), np.nanmax(ordinal, axis=1)
+    table = pd.DataFrame({
+        "n_labels": n_paraphrase + n_non_paraphrase,
+        "n_paraphrase": n_paraphrase,
+        "n_non_paraphrase": n_non_paraphrase,
+        "n_dont_know": (values == DONT_KNOW).sum(axis=1),
+        "min_level": low,
+        "max_level": high,
+    }, index=index)[split]
+    table["min_level"] = table["min_level"].astype(int)
+    table["max_level"] = table["max_level"].astype(int)
+    table["spread"] = table["max_level"] - table["min_level"]
+    table["minority_share"] = np.minimum(table["n_paraphrase"], table["n_non_paraphrase"]) / table["n_labels"]
+    return table.sort_values(["minority_share", "spread"], ascending=False, kind="stable")

@@ -1,0 +1,112 @@
+"""Real-browser test helpers: a Streamlit server on a free loopback port against a given store,
+and headless Chromium driven by Playwright (Debian's /usr/bin/chromium, never a downloaded one).
+
+Use in a test module:
+
+    from tests.browser import app_server, browser  # noqa: F401  (pytest fixtures)
+
+    @pytest.mark.browser
+    def test_something(app_server, browser):
+        page = browser.new_page()
+        page.goto(app_server.url)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.paths import REPO
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class AppServer:
+    url: str
+    db_url: str
+    process: subprocess.Popen
+    log: Path
+
+
+def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60) -> AppServer:
+    port = free_port()
+    env = {**os.environ, "PLUIE_DB_URL": db_url, "PLUIE_NO_WORKER": "1", **(extra_env or {})}
+    handle = log.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return AppServer(url, db_url, process, log)
+        except OSError:
+            time.sleep(0.3)
+    process.kill()
+    raise RuntimeError(f"streamlit did not start in {timeout}s:\n{log.read_text()}")
+
+
+def stop_app(server: AppServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+
+
+@pytest.fixture
+def app_server(db_url, tmp_path):
+    """The app on a free port, against the test's own SQLite file (PLUIE_NO_WORKER=1)."""
+    from db import init_db
+
+    init_db(db_url).dispose()
+    server = start_app(db_url, tmp_path / "streamlit.log")
+    yield server
+    stop_app(server)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail("headless Chromium is missing: apt-get install chromium chromium-driver (make test does it)")
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def wait_for_app(page, timeout: float = 30_000) -> None:
+    """Wait until Streamlit has finished running the script for the current page."""
+    page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')"
+        " && document.querySelector('[data-testid=\"stMain\"]') !== null",
+        timeout=timeout,
+    )

@@ -1,0 +1,24 @@
+import os
+
+import pytest
+
+# keep torch and BLAS from fighting over the two cores the suite runs on
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def db_url(tmp_path):
+    """A real SQLite file, fresh for each test."""
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture
+def engine(db_url):
+    from db import init_db
+
+    engine = init_db(db_url)
+    yield engine
+    engine.dispose()

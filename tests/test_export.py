@@ -1,0 +1,64 @@
+"""The export frame: raw labels per annotator, aggregated and binarised labels, every score."""
+import pandas as pd
+import pytest
+
+from db.datasets import import_pairs
+from db.engine import write_session
+from db.export import export_frame
+from db.models import Score, ScoreRun
+
+
+@pytest.fixture
+def store(engine):
+    df = pd.DataFrame(
+        {
+            "source": ["s1", "s2", "s3", "s4", "s5"],
+            "hypothesis": ["h1", "h2", "h3", "h4", "h5"],
+            "label": [1, 0, None, 1, 0],
+            "external_id": ["a", "b", "c", "d", "e"],
+            # pair 1: clear majority 3; pair 2: tie 0/1 same side -> lower median 0, binary 0;
+            # pair 3: tie 1/2 across the boundary -> no majority, binary tie -> none;
+            # pair 4: only Don't know -> nothing; pair 5: unlabelled
+            "annotator:ann": [3, 0, 1, 4, None],
+            "annotator:bob": [3, 1, 2, None, None],
+            "annotator:cy": [2, None, None, 4, None],
+        }
+    )
+    result = import_pairs(engine, "toy", df, annotator_scale="levels")
+    with write_session(engine) as s:
+        run = ScoreRun(name="pluie-fs", kind="pluie", model="m", template="fs-direct")
+        s.add(run)
+        s.flush()
+        s.add_all([Score(run_id=run.id, pair_id=pid, value=v)
+                   for pid, v in zip(range(1, 6), [2.5, -1.0, 0.25, 7.0, -3.5])])
+    return engine, result
+
+
+def test_export_columns_and_aggregation(store):
+    engine, _ = store
+    out = export_frame(engine)
+    assert list(out.columns[:5]) == ["dataset", "external_id", "source", "hypothesis", "label"]
+    assert {"annotator:ann", "annotator:bob", "annotator:cy", "majority_level", "majority_label",
+            "binary_label", "n_labels", "score:pluie-fs"} <= set(out.columns)
+    by_id = out.set_index("external_id")
+    assert by_id.loc["a", "majority_level"] == 3 and by_id.loc["a", "majority_label"] == "Same meaning"
+    assert by_id.loc["a", "binary_label"] == 1
+    assert by_id.loc["b", "majority_level"] == 0 and by_id.loc["b", "binary_label"] == 0
+    assert pd.isna(by_id.loc["c", "majority_level"]) and pd.isna(by_id.loc["c", "binary_label"])
+    assert pd.isna(by_id.loc["d", "majority_level"]) and by_id.loc["d", "annotator:ann"] == 4
+    assert by_id.loc["e", "n_labels"] == 0 and pd.isna(by_id.loc["e", "annotator:ann"])
+    assert by_id["score:pluie-fs"].tolist() == [2.5, -1.0, 0.25, 7.0, -3.5]
+
+
+def test_export_filters_datasets_and_names_clashing_annotators(store):
+    engine, first = store
+    df = pd.DataFrame({"source": ["x"], "hypothesis": ["y"], "label": [None], "annotator:ann": [2]})
+    second = import_pairs(engine, "other", df, annotator_scale="levels")
+    only_second = export_frame(engine, [second.dataset_id])
+    assert only_second["source"].tolist() == ["x"]
+    assert [c for c in only_second.columns if c.startswith("annotator:")] == ["annotator:ann"]
+    both = export_frame(engine)
+    clashing = sorted(c for c in both.columns if c.startswith("annotator:ann"))
+    assert len(clashing) == 2 and all(c.startswith("annotator:ann#") for c in clashing)
+    assert both[clashing].notna().sum().sort_values().tolist() == [1, 4]
+    assert len(export_frame(engine, [first.dataset_id])) == 5

@@ -1,0 +1,139 @@
+"""The store itself: migrations, SQLite settings, the all-or-nothing import, the overview."""
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from db import init_db, read_session
+from db.datasets import ImportRejected, datasets_overview, import_pairs, store_totals
+from db.models import Annotator, Label, Pair, ScoreRun, WorkItem
+from db.engine import write_session
+
+
+def table_counts(engine):
+    with engine.connect() as conn:
+        names = [n for n in sa.inspect(engine).get_table_names() if n != "alembic_version"]
+        return {n: conn.exec_driver_sql(f"SELECT COUNT(*) FROM {n}").scalar() for n in names}
+
+
+def frame(rows, **extra):
+    df = pd.DataFrame(rows, columns=["source", "hypothesis", "label"])
+    for k, v in extra.items():
+        df[k] = v
+    return df
+
+
+def test_migrations_create_every_table_and_rerun_is_harmless(db_url):
+    engine = init_db(db_url)
+    tables = set(sa.inspect(engine).get_table_names())
+    assert {"datasets", "pairs", "annotators", "labels", "score_runs", "scores", "work_items", "workers",
+            "campaigns", "assignments", "alembic_version"} <= tables
+    import_pairs(engine, "d", frame([("a", "b", 1)]))
+    engine.dispose()
+    again = init_db(db_url)  # a second start upgrades in place and keeps the data
+    assert store_totals(again)["pairs"] == 1
+    with again.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def test_sqlite_settings(engine):
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+
+
+def test_url_from_environment_and_config(tmp_path, monkeypatch):
+    from db.engine import DEFAULT_URL, database_url
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLUIE_DB_URL", raising=False)
+    assert database_url() == DEFAULT_URL
+    (tmp_path / "pluie_lab.toml").write_text('[database]\nurl = "sqlite:///from_config.db"\n')
+    assert database_url() == "sqlite:///from_config.db"
+    monkeypatch.setenv("PLUIE_DB_URL", "sqlite:///from_env.db")
+    assert database_url() == "sqlite:///from_env.db"
+    assert database_url("sqlite:///explicit.db") == "sqlite:///explicit.db"
+
+
+def test_import_stores_pairs_labels_metadata_and_annotators(engine):
+    df = frame([("The cat drinks water.", "The cat drinks milk.", 0), ("A b", "A  b c", 1)],
+               external_id=["x1", "x2"], genre=["news", None])
+    df["annotator:A"] = [3, 4]
+    df["annotator:B"] = [2.0, None]
+    result = import_pairs(engine, "tiny", df, annotator_scale="levels")
+    assert (result.n_pairs, result.n_labels, result.annotators) == (2, 3, ["A", "B"])
+    with read_session(engine) as s:
+        pairs = s.scalars(sa.select(Pair).order_by(Pair.id)).all()
+        assert [p.external_id for p in pairs] == ["x1", "x2"]
+        assert [p.gold_label for p in pairs] == [0.0, 1.0]
+        assert pairs[0].meta == {"genre": "news"} and pairs[1].meta is None
+        levels = sorted((a.name, l.level) for l, a in s.execute(sa.select(Label, Annotator).join(Annotator)))
+        assert levels == [("A", 3), ("A", 4), ("B", 2)]
+        assert all(a.is_external for a in s.scalars(sa.select(Annotator)))
+
+
+def test_raw_annotator_scale_keeps_values_without_levels(engine):
+    df = frame([("a", "b", 2.5)])
+    df["annotator:A"] = [4.0]
+    import_pairs(engine, "bio", df)
+    with read_session(engine) as s:
+        label = s.scalars(sa.select(Label)).one()
+        assert (label.level, label.value) == (None, 4.0)
+
+
+def test_a_failing_import_leaves_the_store_untouched(engine):
+    import_pairs(engine, "first", frame([("a", "b", 1)]))
+    before = table_counts(engine)
+    bad = frame([("c", "d", 1), ("e", "f", 0)])
+    bad["annotator:A"] = [1, 7]  # 7 is not a level: fails after pairs were inserted in the transaction
+    with pytest.raises(ImportRejected, match="Pair 2: A's label 7 is not a level"):
+        import_pairs(engine, "second", bad, annotator_scale="levels")
+    with pytest.raises(ImportRejected, match="already exists"):
+        import_pairs(engine, "first", frame([("x", "y", 1)]))
+    with pytest.raises(ImportRejected, match="Pair 1: the hypothesis is empty"):
+        import_pairs(engine, "third", frame([("x", "  ", 1)]))
+    with pytest.raises(ImportRejected, match="name"):
+        import_pairs(engine, " ", frame([("x", "y", 1)]))
+    assert table_counts(engine) == before
+
+
+def test_duplicates_are_skipped_when_adding_to_a_dataset(engine):
+    import_pairs(engine, "d", frame([("a", "b", 1), ("c", "d", 0)]))
+    result = import_pairs(engine, "d", frame([("a", "b", 1), ("e", "f", 0), ("e", "f", 0)]), append=True)
+    assert (result.n_pairs, result.n_skipped_duplicates) == (1, 2)
+    assert store_totals(engine)["pairs"] == 3
+
+
+def test_import_queues_work_for_active_runs_in_scope(engine):
+    with write_session(engine) as s:
+        s.add_all([
+            ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"),
+            ScoreRun(name="stopped", kind="baseline", model="bleu", status="cancelled"),
+        ])
+    result = import_pairs(engine, "d", frame([("a", "b", 1), ("c", "d", 0)]))
+    assert result.n_queued == 2
+    with read_session(engine) as s:
+        items = s.execute(sa.select(ScoreRun.name, WorkItem.status).join(ScoreRun)).all()
+    assert sorted(items) == [("lev", "pending"), ("lev", "pending")]
+
+
+def test_overview_counts(engine):
+    import_pairs(engine, "d1", frame([("a", "b", 1), ("c", "d", None)]))
+    df = frame([("e", "f", None)])
+    df["annotator:A"] = [2]
+    import_pairs(engine, "d2", df, annotator_scale="levels")
+    overview = datasets_overview(engine).set_index("dataset")
+    assert overview.loc["d1", "pairs"] == 2 and overview.loc["d1", "gold labels"] == 1
+    assert overview.loc["d2", "labelled pairs"] == 1 and overview.loc["d2", "labels"] == 1
+    assert store_totals(engine) == {"datasets": 2, "pairs": 3, "labels": 1, "scores": 0}
+
+
+def test_deleting_a_dataset_cascades(engine):
+    from db.datasets import delete_dataset
+
+    df = frame([("a", "b", 1)])
+    df["annotator:A"] = [2]
+    result = import_pairs(engine, "d", df, annotator_scale="levels")
+    delete_dataset(engine, result.dataset_id)
+    counts = table_counts(engine)
+    assert counts["pairs"] == counts["labels"] == counts["annotators"] == 0
