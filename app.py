@@ -1,13 +1,40 @@
 """PLUIE Lab — the entry point: a thin frame that opens the store and routes to the pages.
 
     streamlit run app.py
+
+Access: a personal labelling link (?token=...) opens the labelling page and nothing else; without
+a token the admin pages need the admin password when one is configured (pluie_core.auth).
+st.navigation is called on every run, so the pages/ folder is never listed on its own.
 """
 import streamlit as st
 
 from pages.shared import get_engine
+from pluie_core.auth import admin_password_configured, check_admin_password
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
 get_engine()  # opens the store and applies pending migrations before any page draws
+
+if "token" in st.query_params:
+    # an annotator: their own queue only (the page checks the token and says when it is not valid)
+    st.navigation([st.Page("pages/annotate.py", title="Labelling", url_path="label", default=True)],
+                  position="hidden").run()
+    st.stop()
+
+
+def admin_login() -> None:
+    st.title("PLUIE Lab")
+    with st.form("admin-login"):
+        password = st.text_input("Admin password", type="password")
+        if st.form_submit_button("Log in", type="primary"):
+            if check_admin_password(password):
+                st.session_state["pluie_admin"] = True
+                st.rerun()
+            st.error("Wrong password.")
+
+
+if admin_password_configured() and not st.session_state.get("pluie_admin"):
+    st.navigation([st.Page(admin_login, title="Log in", url_path="login", default=True)], position="hidden").run()
+    st.stop()
 
 pages = {
     "Data": [
@@ -15,5 +42,12 @@ pages = {
         st.Page("pages/import_pairs.py", title="Import", icon="📥", url_path="import"),
         st.Page("pages/export.py", title="Export", icon="📤", url_path="export"),
     ],
+    "Labelling": [
+        st.Page("pages/campaigns.py", title="Campaigns", icon="🏷️", url_path="campaigns"),
+    ],
 }
-st.navigation(pages).run()
+navigation = st.navigation(pages)
+if not admin_password_configured():
+    st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
+                       "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")
+navigation.run()
