@@ -35,7 +35,7 @@ revisit_key, clock_key, error_key = f"revisit-{aid}", f"shown-{aid}", f"error-{a
 
 
 def show_guidelines() -> None:
-    with st.popover("📖 Guidelines", width="content"):
+    with st.popover("Guidelines", icon=":material/menu_book:", width="content"):
         st.markdown(view.guidelines)
 
 
@@ -58,9 +58,12 @@ if view.needs_profile:
 
 def answer(position: int, level: int) -> None:
     shown_position, shown_at = st.session_state.get(clock_key, (None, time.monotonic()))
-    seconds = time.monotonic() - shown_at if shown_position == position else 0.0
+    if shown_position != position:
+        # a stale button: a second key press landed before the next pair was drawn; answering
+        # it would silently change the answer just given
+        return
     try:
-        ann.record_label(engine, aid, position, level, seconds)
+        ann.record_label(engine, aid, position, level, time.monotonic() - shown_at)
         st.session_state.pop(revisit_key, None)
     except ann.CampaignError as exc:
         st.session_state[error_key] = str(exc)
