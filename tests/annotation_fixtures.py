@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 
-from db.engine import init_db, write_session
+from db.engine import write_session
 from db.models import Dataset, Pair
 
 
@@ -25,7 +25,3 @@ def make_dataset(engine, name: str, texts: list[tuple[str, str]], label_kind=Non
 
 def numbered_pairs(n: int, prefix: str = "") -> list[tuple[str, str]]:
     return [(f"{prefix}Source sentence number {i}.", f"{prefix}Hypothesis sentence {i} here.") for i in range(n)]
-
-
-def fresh_engine(tmp_path):
-    return init_db(f"sqlite:///{tmp_path / 'store.db'}")

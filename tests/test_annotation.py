@@ -9,16 +9,11 @@ import pytest
 from sqlalchemy import select
 
 from db import annotation as ann
-from db.engine import read_session, write_session
+from db.engine import init_db, read_session, write_session
 from db.models import Annotator, Assignment, CampaignPair, Label, Score, ScoreRun, TrainingPair
 from pluie_core.auth import check_admin_password, hash_token
 from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order
-from tests.annotation_fixtures import fresh_engine, make_dataset, numbered_pairs
-
-
-@pytest.fixture
-def engine(tmp_path):
-    return fresh_engine(tmp_path)
+from tests.annotation_fixtures import make_dataset, numbered_pairs
 
 
 @pytest.fixture
@@ -258,3 +253,20 @@ def test_admin_password_from_the_configuration(monkeypatch, tmp_path):
     assert check_admin_password("from-toml") and not check_admin_password("s3cret")
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD_HASH", "not-a-bcrypt-hash")
     assert not check_admin_password("from-toml")
+
+
+def test_the_serving_bench_builds_the_store_it_describes(tmp_path):
+    from bench.serving import OVERLAP, build_store, time_serving
+
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    campaign_id, _ = build_store(url, n_pairs=2_000, n_labels=4_000)
+    engine = init_db(url)
+    with read_session(engine) as s:
+        queue_labels = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
+        assert sum(queue_labels.values()) == 4_000 and set(queue_labels.values()) == {OVERLAP}
+    assert ann.campaign_overview(engine, campaign_id)["pairs with every slot taken"] == 1_000
+    timings = time_serving(url, campaign_id, n_annotators=3)
+    assert all(len(v) == 9 for v in timings.values())
+    with read_session(engine) as s:  # the timed annotators got fresh pairs, never a full one
+        counts = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
+    assert max(counts.values()) == OVERLAP and sum(counts.values()) == 4_009
