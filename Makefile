@@ -8,11 +8,11 @@ PORT ?= 8501
 
 $(VENV)/.app: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install -qq --disable-pip-version-check -r requirements.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.app requirements-dev.txt
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install -qq --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
 install: $(VENV)/.app

@@ -16,8 +16,7 @@ get_engine()  # opens the store and applies pending migrations before any page d
 
 if "token" in st.query_params:
     # an annotator: their own queue only (the page checks the token and says when it is not valid)
-    st.navigation([st.Page("pages/annotate.py", title="Labelling", url_path="label", default=True)],
-                  position="hidden").run()
+    st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden").run()
     st.stop()
 
 
@@ -33,17 +32,19 @@ def admin_login() -> None:
 
 
 if admin_password_configured() and not st.session_state.get("pluie_admin"):
-    st.navigation([st.Page(admin_login, title="Log in", url_path="login", default=True)], position="hidden").run()
+    st.navigation([st.Page(admin_login, title="Log in", default=True)], position="hidden").run()
     st.stop()
 
+# url paths are the file names (the default): a custom path that differs from the file name
+# makes the browser's first request for it land on "Page not found", because pages/ exists.
 pages = {
     "Data": [
-        st.Page("pages/home.py", title="Datasets", icon="📚", default=True),
-        st.Page("pages/import_pairs.py", title="Import", icon="📥", url_path="import"),
-        st.Page("pages/export.py", title="Export", icon="📤", url_path="export"),
+        st.Page("pages/home.py", title="Datasets", icon=":material/dataset:", default=True),
+        st.Page("pages/import_pairs.py", title="Import", icon=":material/upload_file:"),
+        st.Page("pages/export.py", title="Export", icon=":material/download:"),
     ],
     "Labelling": [
-        st.Page("pages/campaigns.py", title="Campaigns", icon="🏷️", url_path="campaigns"),
+        st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),
     ],
 }
 navigation = st.navigation(pages)

@@ -296,3 +296,29 @@ def store_totals(engine: Engine) -> dict[str, int]:
             "labels": session.scalar(select(func.count(Label.id)).where(Label.is_training.is_(False))) or 0,
             "scores": session.scalar(select(func.count(Score.id))) or 0,
         }
+
+
+def import_file(
+    engine: Engine,
+    path_or_buffer,
+    name: Optional[str] = None,
+    *,
+    format: str = "auto",
+    columns: Optional[dict] = None,
+    annotator_scale: str = "raw",
+    append: bool = False,
+    description: str = "",
+) -> ImportResult:
+    """Read a pair file with pluie_core.load_pairs and import it; the dataset is named after the
+    file unless a name is given. Raises PairFileError for a bad file, ImportRejected when the store
+    refuses it; either way nothing is stored."""
+    from pathlib import Path
+
+    from pluie_core.io import load_pairs
+
+    pairs = load_pairs(path_or_buffer, format=format, columns=columns)
+    if name is None:
+        name = Path(str(getattr(path_or_buffer, "name", path_or_buffer))).stem
+    return import_pairs(
+        engine, name, pairs, description=description, annotator_scale=annotator_scale, append=append
+    )

@@ -16,7 +16,7 @@ for col, (name, value) in zip(cols, totals.items()):
 overview = datasets_overview(engine)
 if overview.empty:
     st.info("No dataset yet. Start by importing sentence pairs.")
-    st.page_link("pages/import_pairs.py", label="Import pairs", icon="📥")
+    st.page_link("pages/import_pairs.py", label="Import pairs", icon=":material/upload_file:")
     st.stop()
 
 overview["labelling"] = overview["labelled pairs"] / overview["pairs"].clip(lower=1)

@@ -138,4 +138,4 @@ if st.button("Import", type="primary"):
             f"Imported {result.n_pairs:,} pairs into “{result.dataset_name}”{skipped}; "
             f"{result.n_labels:,} annotator labels; {result.n_queued:,} scores queued."
         )
-        st.page_link("pages/home.py", label="See it on the home page", icon="📚")
+        st.page_link("pages/home.py", label="See it on the home page", icon=":material/dataset:")

@@ -51,6 +51,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from pluie_core.export_format import FORMULA_TRIGGERS, TEXT_MARKER
 from pluie_core.formats import corpora, tables
 from pluie_core.formats.common import PairFileError, RawTable
 
@@ -77,7 +78,10 @@ LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", 
                "relatedness", "is_paraphrase", "paraphrase", "class", "y"]
 ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
 MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
-SPREADSHEET_MARKER = re.compile(r"^'(?=[=+\-@\t\r'])")
+# The apostrophe our CSV export puts before formula-like text (see export_format).
+SPREADSHEET_MARKER = re.compile(
+    "^" + re.escape(TEXT_MARKER) + "(?=[" + re.escape("".join(FORMULA_TRIGGERS) + TEXT_MARKER) + "])"
+)
 
 
 def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
@@ -102,7 +106,7 @@ def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES)
     Dataset formats (MRPC, STS-B, ...) come back already named source / hypothesis / label.
     attrs["format"] says what was detected."""
     raw = _read_raw(path_or_buffer, format, max_bytes)
-    table = raw.table.copy()
+    table = raw.table.apply(_strip_spreadsheet_marker) if raw.spreadsheet_text else raw.table.copy()
     table.attrs["format"] = raw.format
     return table
 
@@ -182,6 +186,8 @@ def _read_bytes(path_or_buffer, max_bytes: int) -> tuple[bytes, str]:
 
 
 def _megabytes(n: int) -> str:
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
     return f"{n / (1024 * 1024):.1f} MB"
 
 
@@ -227,7 +233,7 @@ def _sniff(text: str, name: str) -> str:
     if stripped == corpora.SICK_HEADER:
         return "sick"
     if len(fields) > 2 and "sentence1" in stripped and "sentence2" in stripped:
-        if stripped[0] in ("", "Unnamed: 0"):
+        if stripped[0] in ("", "Unnamed: 0") and ("score" in stripped or corpora.STS_H_PREFIX + "Consensus" in stripped):
             return "paraphrasus"
         annotators = [f for f in stripped if f.startswith("annotator_")]
         if len(annotators) >= 2 and not any(_normalised(f) in LABEL_NAMES for f in stripped):
@@ -256,9 +262,11 @@ def _sniff_json(text: str, lower_name: str) -> str:
         raise tables.json_error(error) from None
     if isinstance(document, dict):
         values = list(document.values())
-        if values and all(isinstance(v, dict) for v in values) and all("sentence1" in v for v in values[:50]):
-            return "paraphrasus"
-        return "jsonl"  # a single object on one line
+        if values and all(isinstance(v, dict) for v in values):
+            return "paraphrasus" if all("sentence1" in v for v in values[:50]) else "json"
+        if len(text.strip().split("\n")) == 1:
+            return "jsonl"  # a single record on one line
+        raise PairFileError("The JSON file holds a single object; expected a list of records or objects keyed by id.")
     if isinstance(document, list):
         first = document[0] if document else None
         if isinstance(first, dict) and {"txt1", "txt2", "label"} <= set(first):
@@ -280,7 +288,10 @@ def _sniff_jsonl(text: str) -> str:
 
 def _read_text(text: str, format: str, name: str) -> RawTable:
     if format == "csv":
-        return tables.read_delimited_table(text, ",", "csv")
+        # Spreadsheets in many European locales write CSV with semicolons.
+        header = text.lstrip("\r\n").split("\n", 1)[0]
+        delimiter = ";" if ";" in header and "," not in header else ","
+        return tables.read_delimited_table(text, delimiter, "csv")
     if format == "tsv":
         return tables.read_delimited_table(text, "\t", "tsv")
     if format == "jsonl":
@@ -304,6 +315,9 @@ def _read_text(text: str, format: str, name: str) -> RawTable:
         if not isinstance(document, dict):
             raise PairFileError("A paraphrasus JSON file is an object keyed by pair id.")
         return corpora.read_paraphrasus_json(document, name)
+    if isinstance(document, dict) and document and all(isinstance(v, dict) for v in document.values()):
+        # records keyed by id: the key becomes the "id" column
+        document = [{"id": key, **record} if "id" not in record else record for key, record in document.items()]
     if not isinstance(document, list):
         raise PairFileError("Expected a JSON array of records.")
     if format == "turku":
@@ -349,63 +363,62 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
     if raw.spreadsheet_text:
         table = table.apply(_strip_spreadsheet_marker)
 
-    pairs = pd.DataFrame(index=table.index)
+    out: dict = {}
     for key, what in (("source", "source sentence"), ("hypothesis", "hypothesis")):
         text = _text(table[mapping[key]])
         empty = (text == "").to_numpy()
         if empty.any():
             raise PairFileError(f"{raw.where(int(np.argmax(empty)))}: the {what} is empty.")
-        pairs[key] = text
+        out[key] = text
     label_column = mapping.get("label")
-    pairs["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
+    out["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
     id_column = mapping.get("external_id")
     if id_column is not None:
         ids = _text(table[id_column])
-        pairs["external_id"] = ids.where(ids != "", None)
+        out["external_id"] = ids.where(ids != "", None)
     else:
-        pairs["external_id"] = pd.Series(None, index=table.index, dtype=object)
-    for annotator, column in mapping.get("annotators", {}).items():
-        pairs[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
-
+        out["external_id"] = pd.Series(None, index=table.index, dtype=object)
+    for annotator, column in mapping["annotators"].items():
+        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
     used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
     for column in table.columns:
         if column not in used:
             name = str(column)
-            pairs[name if name not in pairs.columns else f"original_{name}"] = table[column]
+            out[name if name not in out else f"original_{name}"] = table[column]
+    pairs = pd.DataFrame(out, index=table.index)
 
     _check_ranges(pairs, raw)
     label_kind, label_range = _label_kind(pairs["label"], raw)
-
-    duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
-    duplicates = []
-    if duplicated.any():
-        first_position = pairs.groupby(["source", "hypothesis"], sort=False).ngroup().to_numpy()
-        first_of_group = {}
-        for position, group in enumerate(first_position):
-            first_of_group.setdefault(group, position)
-        duplicates = [
-            {"row": int(raw.rows[p]), "duplicate_of": int(raw.rows[first_of_group[first_position[p]]])}
-            for p in np.flatnonzero(duplicated)
-        ]
-    warnings = list(raw.warnings)
-    if duplicates:
-        warnings.append(f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept).")
-        kept_label = pairs["label"].to_numpy()[[first_of_group[g] for g in first_position[duplicated]]]
-        own_label = pairs["label"].to_numpy()[duplicated]
-        differing = int((~((kept_label == own_label) | (np.isnan(kept_label) & np.isnan(own_label)))).sum())
-        if differing:
-            warnings.append(f"{differing} of the skipped duplicates had a different label from the pair kept.")
+    duplicated, duplicates, warnings = _duplicates(pairs, raw)
     result = pairs.loc[~duplicated].reset_index(drop=True)
     result.attrs = {
         "format": raw.format,
         "label_kind": label_kind,
         "duplicates": duplicates,
-        "warnings": warnings,
+        "warnings": list(raw.warnings) + warnings,
         "n_rows_read": int(len(pairs)),
     }
     if label_kind == "score":
         result.attrs["label_range"] = label_range
     return result
+
+
+def _duplicates(pairs: pd.DataFrame, raw: RawTable) -> tuple[np.ndarray, list[dict], list[str]]:
+    """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings."""
+    duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
+    if not duplicated.any():
+        return duplicated, [], []
+    group = pairs.groupby(["source", "hypothesis"], sort=False).ngroup().to_numpy()
+    _, first_positions = np.unique(group, return_index=True)  # group g first appears at first_positions[g]
+    repeats = np.flatnonzero(duplicated)
+    originals = first_positions[group[repeats]]
+    duplicates = [{"row": int(raw.rows[r]), "duplicate_of": int(raw.rows[o])} for r, o in zip(repeats, originals)]
+    warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
+    labels = pairs["label"].to_numpy(dtype=float)
+    same = (labels[repeats] == labels[originals]) | (np.isnan(labels[repeats]) & np.isnan(labels[originals]))
+    if not same.all():
+        warnings.append(f"{int((~same).sum())} of the skipped duplicates had a different label from the pair kept.")
+    return duplicated, duplicates, warnings
 
 
 def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:

@@ -21,7 +21,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Union
 import krippendorff
 import numpy as np
 import pandas as pd
-from scipy.stats import pearsonr, rankdata
+from scipy.stats import pearsonr
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, roc_auc_score
 
 from pluie_core.labels import DONT_KNOW
@@ -82,7 +82,9 @@ def levels_to_matrix(
 
 
 def _as_float_array(data) -> np.ndarray:
-    return np.asarray(data.to_numpy() if isinstance(data, (pd.DataFrame, pd.Series)) else data, dtype=float)
+    if isinstance(data, (pd.DataFrame, pd.Series)):  # nullable columns (Int64 with <NA>) become NaN
+        return data.to_numpy(dtype=float, na_value=np.nan)
+    return np.asarray(data, dtype=float)
 
 
 def _without_dont_know(values: np.ndarray) -> np.ndarray:
@@ -244,6 +246,8 @@ def _reliability_value_counts(reliability_data, level: str, value_domain, drop_d
     if drop_dont_know:
         data = _without_dont_know(data)
     observed = np.unique(data[~np.isnan(data)])
+    if observed.size == 0:
+        raise StatsError("There are no labels to compare yet.")
     if value_domain is None:
         integer = observed.size and np.array_equal(observed, np.round(observed))
         value_domain = np.arange(observed.min(), observed.max() + 1) if integer else observed
@@ -266,7 +270,10 @@ def krippendorff_alpha(
 ) -> float:
     """Krippendorff's α (krippendorff library) of annotators x items data, NaN = missing.
     "Don't know" (4) is missing unless ``drop_dont_know=False``. ``level``: nominal, ordinal or interval."""
-    value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    return _library_alpha(*_reliability_value_counts(reliability_data, level, value_domain, drop_dont_know), level)
+
+
+def _library_alpha(value_counts: np.ndarray, value_domain: np.ndarray, level: str) -> float:
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain, level_of_measurement=level)
@@ -322,8 +329,8 @@ def krippendorff_alpha_ci(
         raise StatsError("The bootstrap needs at least one resample.")
     if not 0 < confidence < 1:
         raise StatsError("The confidence level must be between 0 and 1 (e.g. 0.95).")
-    alpha = krippendorff_alpha(reliability_data, level, value_domain, drop_dont_know)
     value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    alpha = _library_alpha(value_counts, value_domain, level)
     value_counts = value_counts[value_counts.sum(axis=1) >= 2]
     # Items with identical value counts are interchangeable, so a resample of items is a multinomial
     # draw over the distinct rows: exact, and cheap even for 100,000 items.
@@ -548,6 +555,56 @@ def _summary_rows(score: str, at: str, figures: dict, confidence: float) -> list
     return rows
 
 
+def _draw_statistics(oriented: np.ndarray, labels: np.ndarray, drawn: np.ndarray, criterion: str):
+    """Best threshold, its confusion counts (tp, fp, tn, fn) and the ROC AUC of every draw (rows of
+    ``drawn``, row positions into ``oriented`` / ``labels``).
+
+    The scores are sorted once for all draws: each distinct score is a tie group, and a draw is
+    summarised by how many of its positives and negatives fall in each group (a bincount). Counts at
+    each candidate threshold are cumulative sums over groups. Draws go in chunks so memory stays
+    bounded with 100,000 pairs; small draws only look at the groups they contain."""
+    values, group = np.unique(oriented, return_inverse=True)
+    labels = labels.astype(bool)
+    per_draw = drawn.shape[1]
+    chunk = max(1, 2_000_000 // max(len(values), per_draw))
+    if chunk * per_draw < len(values):  # small draws: work on the groups present, not all of them
+        chunk = max(1, 2_000_000 // per_draw)
+    best_values, best_counts, aucs = [], [], []
+    for first in range(0, len(drawn), chunk):
+        rows = drawn[first:first + chunk]
+        n_rows, row_groups, chunk_values = len(rows), group[rows], values
+        if n_rows * per_draw < len(values):
+            present, row_groups = np.unique(row_groups, return_inverse=True)
+            row_groups, chunk_values = row_groups.reshape(rows.shape), values[present]
+        n_groups = len(chunk_values)
+        flat = (np.arange(n_rows)[:, None] * n_groups + row_groups).ravel()
+        everyone = np.bincount(flat, minlength=n_rows * n_groups).reshape(n_rows, n_groups)
+        positives = np.bincount(flat[labels[rows].ravel()], minlength=n_rows * n_groups).reshape(n_rows, n_groups)
+        negatives = everyone - positives
+        n_pos, n_neg = positives.sum(axis=1), negatives.sum(axis=1)
+        # the threshold at group g predicts paraphrase for groups >= g
+        pos_below = np.cumsum(positives, axis=1) - positives
+        neg_below = np.cumsum(negatives, axis=1) - negatives
+        if criterion == "accuracy":  # accuracy = (tp + tn) / n is highest where pos_below - neg_below is lowest
+            target = (neg_below - pos_below).astype(float)
+        else:
+            tp = n_pos[:, None] - pos_below
+            target = 2 * tp / (tp + (n_neg[:, None] - neg_below) + n_pos[:, None])
+        target[everyone == 0] = -np.inf  # only scores present in the draw are thresholds
+        best = np.argmax(target, axis=1)  # first maximum: the lowest threshold, as in best_threshold
+        at_best = np.arange(n_rows), best
+        tp, fp = n_pos - pos_below[at_best], n_neg - neg_below[at_best]
+        best_values.append(chunk_values[best])
+        best_counts.append(np.stack([tp, fp, n_neg - fp, n_pos - tp]))
+        # Mann-Whitney: each negative loses to the positives above its group and to half of those
+        # tied with it; equals sklearn's ROC AUC with ties
+        beaten = np.einsum("ij,ij->i", negatives, n_pos[:, None] - pos_below - positives) + np.einsum(
+            "ij,ij->i", negatives, positives
+        ) / 2
+        aucs.append(beaten / (n_pos * n_neg))
+    return np.concatenate(best_values), np.concatenate(best_counts, axis=1), np.concatenate(aucs)
+
+
 def mixed_balanced_draw(
     df: pd.DataFrame,
     score_cols: Sequence[str],
@@ -606,31 +663,26 @@ def mixed_balanced_draw(
         np.concatenate([rows[rng.choice(len(rows), per_class, replace=False)] for _, _, rows in groups])
         for _ in range(n_draws)
     ])  # draws x pairs, row positions in ``data``
-    labels = labels_all[drawn]
 
     results = []
     for score in score_cols:
         higher = bool(_per_score(higher_is_positive, score, True))
-        scores = data[score].to_numpy(dtype=float)[drawn]
-        oriented = scores if higher else -scores
-        sorted_scores, tp, fp, tn, fn, is_threshold = _threshold_counts(oriented, labels)
-        target = np.where(is_threshold, _rates(tp, fp, tn, fn)[criterion], -np.inf)
-        best = np.argmax(target, axis=1)[:, None]
-        pick = lambda counts: np.take_along_axis(counts, best, axis=1)[:, 0]  # noqa: E731
-        best_threshold_values = pick(sorted_scores) * (1 if higher else -1)
-        results += _summary_rows(score, "best", {"threshold": best_threshold_values, **_rates(pick(tp), pick(fp), pick(tn), pick(fn))}, confidence)
+        scores = data[score].to_numpy(dtype=float)
+        best, best_counts, auc = _draw_statistics(scores if higher else -scores, labels_all, drawn, criterion)
+        figures = {"threshold": best if higher else -best, **_rates(*best_counts)}
+        results += _summary_rows(score, "best", figures, confidence)
 
         given = _per_score(thresholds, score, None)
         if given is not None:
-            predicted = _predict(scores, float(given), higher)
-            counts = [np.sum((predicted == p) & (labels == l), axis=1) for p, l in ((1, 1), (1, 0), (0, 0), (0, 1))]
-            results += _summary_rows(score, "given", {"threshold": np.full(n_draws, float(given)), **_rates(*counts)}, confidence)
+            predicted = _predict(scores, float(given), higher)[drawn]
+            labels = labels_all[drawn]
+            tp = np.sum(predicted & labels, axis=1)
+            fp = np.sum(predicted, axis=1) - tp
+            fn = np.sum(labels, axis=1) - tp
+            tn = drawn.shape[1] - tp - fp - fn
+            figures = {"threshold": np.full(n_draws, float(given)), **_rates(tp, fp, tn, fn)}
+            results += _summary_rows(score, "given", figures, confidence)
 
-        # Mann-Whitney form of the ROC AUC, for every draw at once (equals sklearn's, ties averaged)
-        ranks = rankdata(oriented, axis=1)
-        n_pos = labels.sum(axis=1)
-        n_neg = labels.shape[1] - n_pos
-        auc = ((ranks * labels).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
         results += _summary_rows(score, "threshold-free", {"roc_auc": auc}, confidence)
 
     table = pd.DataFrame(results)

@@ -1,6 +1,4 @@
 """Word differences highlighted in yellow (appendix A.3 of the ParaPLUIE paper)."""
-import re
-import time
 from html.parser import HTMLParser
 
 import pytest
@@ -159,12 +157,3 @@ def test_frequent_words_are_still_matched_in_long_sentences():
     ops_a, ops_b = word_diff(a, b)
     assert changed(ops_a) == [("cat", "delete"), ("water", "replace")]
     assert changed(ops_b) == [("cat", "insert"), ("milk", "replace")]
-
-
-def test_about_a_millisecond_per_pair():
-    a = "Have you ever seen a tsunami in the middle of the ocean, near the coast of Japan?"
-    b = "Did you ever see a tiramisu in the middle of a restaurant in Japan ?"
-    start = time.perf_counter()
-    for _ in range(500):
-        diff_html(a, b)
-    assert (time.perf_counter() - start) / 500 < 0.002

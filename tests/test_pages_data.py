@@ -61,3 +61,83 @@ def test_home_page_deletes_a_dataset_only_when_confirmed(app, engine):
     at.checkbox[0].check().run()
     [b for b in at.button if b.label == "Delete"][0].click().run()
     assert store_totals(engine)["datasets"] == 0
+
+
+def upload(at, name, data: bytes):
+    at.file_uploader[0].set_value((name, data, "application/octet-stream"))
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def press(at, label):
+    [b for b in at.button if b.label == label][0].click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_import_page_maps_columns_of_a_generic_csv(app, engine):
+    csv = b"left,right,verdict,uid\nThe cat drinks water.,The cat drinks milk.,0,p1\nA man sleeps.,A man is sleeping.,1,p2\n"
+    at = upload(app("pages/import_pairs.py"), "mine.csv", csv)
+    selects = {s.label: s for s in at.selectbox}
+    selects["Source sentence (S)"].set_value("left")
+    selects["Hypothesis sentence (H)"].set_value("right")
+    selects["Gold label (optional)"].set_value("verdict")
+    selects["Pair id (optional)"].set_value("uid")
+    at.run()
+    assert [m.value for m in at.metric][:3] == ["2", "0", "2"]
+    at.text_input[0].set_value("my pairs")
+    press(at, "Import")
+    assert "Imported 2 pairs" in at.success[0].value
+    assert store_totals(engine)["pairs"] == 2
+    home = app()
+    assert "my pairs" in home.dataframe[0].value["dataset"].tolist()
+
+
+def test_import_page_reads_mrpc_as_is(app, engine):
+    data = (DATASETS / "mrpc" / "msr_paraphrase_test.txt").read_bytes()
+    at = upload(app("pages/import_pairs.py"), "msr_paraphrase_test.txt", data)
+    assert "mrpc" in text_of(at)
+    assert at.metric[0].value == "1,725"
+    press(at, "Import")
+    assert store_totals(engine)["pairs"] == 1725
+
+
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("bad.csv", b"source,hypothesis\nok,fine\n,empty source\n", "empty"),
+        ("bad.jsonl", b'{"source": "a", "hypothesis": "b"}\n{"source": "a"\n', "line 2"),
+        ("bad.csv", b"\xff\xfe\xfa not text", "UTF-8"),
+    ],
+)
+def test_import_page_shows_clear_errors_and_stores_nothing(app, engine, name, data, message):
+    at = upload(app("pages/import_pairs.py"), name, data)
+    if not at.error and at.selectbox:  # generic file: the problem shows once columns are mapped
+        selects = {s.label: s for s in at.selectbox}
+        selects["Source sentence (S)"].set_value("source")
+        selects["Hypothesis sentence (H)"].set_value("hypothesis")
+        at.run()
+    assert at.error, text_of(at)
+    assert message.lower() in at.error[0].value.lower()
+    assert store_totals(engine)["pairs"] == 0
+
+
+def test_import_page_refuses_a_name_already_taken(app, engine):
+    import_pairs(engine, "taken", pd.DataFrame({"source": ["a"], "hypothesis": ["b"], "label": [1]}))
+    csv = b"source,hypothesis\nx,y\n"
+    at = upload(app("pages/import_pairs.py"), "taken.csv", csv)
+    press(at, "Import")
+    assert "already exists" in at.error[0].value
+    assert store_totals(engine)["pairs"] == 1
+
+
+def test_export_page_downloads_what_the_store_holds(app, engine):
+    df = pd.DataFrame({"source": ["=1+1", "b"], "hypothesis": ["x", "y"], "label": [1, 0]})
+    df["annotator:A"] = [3, 4]
+    import_pairs(engine, "toy", df, annotator_scale="levels")
+    at = app("pages/export.py")
+    table = at.dataframe[0].value
+    assert table["source"].tolist() == ["=1+1", "b"]
+    assert table["majority_label"].tolist() == ["Same meaning", ""]
+    assert [m for m in at.multiselect[0].value] == ["toy"]

@@ -38,6 +38,3 @@ class RawTable:
     def where(self, position: int) -> str:
         return f"{self.row_word} {int(self.rows[position])}"
 
-
-def line_numbers(n: int, first: int) -> np.ndarray:
-    return np.arange(first, first + n, dtype=np.int64)

@@ -23,7 +23,7 @@ def _check_widths(rows: list[list[str]], lines: np.ndarray, widths: tuple[int, .
         if len(fields) not in widths:
             expected = " or ".join(str(w) for w in widths)
             raise PairFileError(
-                f"Line {line}: a {what} row has {expected} tab-separated fields; this one has {len(fields)}."
+                f"Line {line}: {what} rows have {expected} tab-separated fields; this one has {len(fields)}."
             )
 
 
@@ -96,7 +96,7 @@ def read_stsb(text: str) -> RawTable:
     rows, lines = delimited_rows(text, "\t", quoted=False)
     for fields, line in zip(rows, lines):
         if len(fields) < 7:
-            raise PairFileError(f"Line {line}: an STS Benchmark row has at least 7 tab-separated fields; this one has {len(fields)}.")
+            raise PairFileError(f"Line {line}: STS Benchmark rows have at least 7 tab-separated fields; this one has {len(fields)}.")
     raw = pd.DataFrame([fields[:7] for fields in rows], columns=["genre", "file", "year", "sid", "score", "s1", "s2"], dtype=object)
     licence = ["\t".join(fields[7:]) if len(fields) > 7 else None for fields in rows]
     table = pd.DataFrame(

@@ -41,6 +41,8 @@ def delimited_rows(text: str, delimiter: str, quoted: bool) -> tuple[list[list[s
             rows.append(fields)
             starts.append(start)
     except csv.Error as error:
+        if "unexpected end of data" in str(error):
+            raise PairFileError(f"Line {previous_end + 1}: a quoted field starts here and its closing quote is missing.") from None
         raise PairFileError(
             f"Line {previous_end + 1}: the file cannot be read as "
             f"{'CSV' if delimiter == ',' else 'delimited text'} ({error})."
@@ -59,8 +61,10 @@ def header_names(fields: list[str]) -> list[str]:
 
 
 def read_delimited_table(text: str, delimiter: str, format_name: str) -> RawTable:
-    """A CSV (quoted fields) or TSV (literal fields) whose first line is a header."""
-    rows, starts = delimited_rows(text, delimiter, quoted=(delimiter == ","))
+    """A CSV (quoted fields) or TSV whose first line is a header. A TSV is read literally,
+    like the corpora, unless its quotes all look like a writer's quoting (pandas, Excel)."""
+    quoted = delimiter != "\t" or _tsv_is_quoted(text)
+    rows, starts = delimited_rows(text, delimiter, quoted=quoted)
     if not rows:
         raise PairFileError("The file has no rows.")
     names = header_names(rows[0])
@@ -79,6 +83,18 @@ def read_delimited_table(text: str, delimiter: str, format_name: str) -> RawTabl
     padded = [fields + [""] * (width - len(fields)) if len(fields) < width else fields for fields in body]
     table = pd.DataFrame(padded, columns=names, dtype=object)
     return RawTable(table, format_name, body_starts, "Line", spreadsheet_text=True)
+
+
+def _tsv_is_quoted(text: str) -> bool:
+    """True when the text reads cleanly as quoted TSV (every row as wide as the header), as
+    pandas or Excel write it. Corpora with quotes inside sentences (MRPC, STS-B) do not."""
+    if '"' not in text:
+        return False
+    try:
+        rows, _ = delimited_rows(text, "\t", quoted=True)
+    except PairFileError:
+        return False
+    return bool(rows) and all(len(fields) == len(rows[0]) for fields in rows)
 
 
 def json_error(error: json.JSONDecodeError) -> PairFileError:

@@ -1,0 +1,67 @@
+"""Bytes for the export page: a pairs table as CSV or JSONL, ready to publish.
+
+The export table has the columns external_id, dataset, source, hypothesis, label,
+annotator:<name>..., majority_level, majority_label, binary_label, score:<run name>...;
+these functions write whatever columns they are given, in order.
+
+CSV and spreadsheets: a text cell that starts with = + - @, a tab or a carriage return would
+be run as a formula by Excel / LibreOffice when the file is opened ("CSV injection"). Such
+cells get a leading apostrophe, the spreadsheet's own "this is text" marker. So that the
+marker is never ambiguous, a cell that already starts with an apostrophe gets one more.
+pluie_core.io.load_pairs removes exactly one leading apostrophe before those characters,
+so export -> import gives back the same text. Number columns (labels, scores) are written as
+numbers and never marked. The CSV is UTF-8 with a byte-order mark, which Excel needs to
+recognise UTF-8; load_pairs ignores it.
+
+JSONL is never opened as a spreadsheet: it is written as is, one JSON object per line,
+missing values as null.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+TEXT_MARKER = "'"
+
+
+def mark_formula_text(cell):
+    """Prefix the spreadsheet text marker when a cell could be read as a formula."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_TRIGGERS + (TEXT_MARKER,)):
+        return TEXT_MARKER + cell
+    return cell
+
+
+def to_csv_bytes(df: pd.DataFrame) -> bytes:
+    """The table as CSV (UTF-8 with BOM, comma-separated, quoted where needed)."""
+    safe = df.copy()
+    for column in safe.columns:
+        if not (pd.api.types.is_numeric_dtype(safe[column]) or pd.api.types.is_bool_dtype(safe[column])):
+            safe[column] = safe[column].map(mark_formula_text)
+    text = safe.to_csv(index=False, lineterminator="\n")
+    return text.encode("utf-8-sig")
+
+
+def to_jsonl_bytes(df: pd.DataFrame) -> bytes:
+    """The table as JSON Lines (UTF-8), one object per pair; missing values are null."""
+    columns = [str(c) for c in df.columns]
+    lines = []
+    for values in df.itertuples(index=False, name=None):
+        record = {column: _json_value(value) for column, value in zip(columns, values)}
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def _json_value(value):
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value

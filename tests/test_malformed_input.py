@@ -1,0 +1,264 @@
+"""Files a user can get wrong: each gives a PairFileError whose message names the place and
+the problem, in words a user understands."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import openpyxl
+import pytest
+
+from pluie_core.io import PairFileError, load_pairs
+from tests.paths import DATASETS
+
+
+def _write(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def _error(path_or_buffer, **kwargs) -> str:
+    with pytest.raises(PairFileError) as caught:
+        load_pairs(path_or_buffer, **kwargs)
+    message = str(caught.value)
+    assert "Traceback" not in message and len(message) < 400
+    return message
+
+
+def _real_lines(relative, n):
+    """The first n lines of a shared dataset file, line endings kept."""
+    return (DATASETS / relative).read_bytes().splitlines(keepends=True)[:n]
+
+
+def test_missing_required_column_lists_the_columns(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "first,second,label\na,b,1\n"))
+    assert "No source column" in message and "first, second, label" in message
+
+
+def test_empty_sentence_names_the_line(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis\nA cat.,A dog.\nA bird.,   \n"))
+    assert message == "Line 3: the hypothesis is empty."
+
+
+def test_empty_sentence_in_a_real_paws_file(tmp_path):
+    lines = _real_lines("paws_wiki_final/dev.tsv", 6)
+    fields = lines[4].split(b"\t")
+    fields[1] = b" "
+    lines[4] = b"\t".join(fields)
+    message = _error(_write(tmp_path, "dev.tsv", b"".join(lines)))
+    assert message == "Line 5: the source sentence is empty."
+
+
+def test_undecodable_bytes_name_line_and_byte(tmp_path):
+    content = "source,hypothesis\nA cat.,A dog.\n".encode() + b"Caf\xe9,Coffee\n"
+    message = _error(_write(tmp_path, "p.csv", content))
+    assert message.startswith("Line 3 (byte 35):") and "not UTF-8" in message
+
+
+def test_row_with_too_many_fields(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis,label\na,b,1\nc,d,0\ne, f, g,1\n"))
+    assert message.startswith("Line 4: the row has 4 fields but the header has 3.")
+
+
+def test_row_with_too_many_fields_in_a_tsv(tmp_path):
+    message = _error(_write(tmp_path, "p.tsv", "source\thypothesis\nA\tB\nC\tD\tE\n"))
+    assert message.startswith("Line 3: the row has 3 fields but the header has 2.") and "tab" in message
+
+
+def test_file_larger_than_the_limit(tmp_path):
+    path = _write(tmp_path, "p.csv", "source,hypothesis\n" + "a,b\n" * 1000)
+    assert _error(path, max_bytes=1024) == "The file is 3.9 KB; the limit is 1.0 KB."
+    upload = io.BytesIO(path.read_bytes())
+    upload.name = "p.csv"
+    assert _error(upload, max_bytes=1024) == "The file is larger than the limit of 1.0 KB."
+    # the default limit is 50 MB
+    big = _write(tmp_path, "big.csv", b"source,hypothesis\n" + b"a,b\n" * (13 * 1024 * 1024 + 1))
+    assert _error(big) == "The file is 52.0 MB; the limit is 50.0 MB."
+
+
+def test_empty_file(tmp_path):
+    assert _error(_write(tmp_path, "p.csv", "")) == "The file is empty."
+    assert _error(_write(tmp_path, "q.jsonl", " \n\n")) == "The file is empty."
+
+
+def test_header_but_no_rows(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis,label\n"))
+    assert "header" in message and "no rows" in message
+
+
+def test_real_mrpc_header_without_rows(tmp_path):
+    message = _error(_write(tmp_path, "msr.txt", b"".join(_real_lines("mrpc/msr_paraphrase_test.txt", 1))))
+    assert message == "The MRPC file has a header but no rows."
+
+
+def test_unknown_format(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis\na,b\n"), format="parquet")
+    assert message.startswith("Unknown format 'parquet'") and "csv" in message
+
+
+def test_malformed_json_names_the_line(tmp_path):
+    content = '[\n  {"source": "a", "hypothesis": "b"},\n  {"source": "c" "hypothesis": "d"}\n]\n'
+    message = _error(_write(tmp_path, "p.json", content))
+    assert message.startswith("Line 3: the JSON is malformed")
+
+
+def test_jsonl_line_that_is_not_an_object(tmp_path):
+    content = '{"source": "a", "hypothesis": "b"}\n["c", "d"]\n'
+    assert _error(_write(tmp_path, "p.jsonl", content)) == "Line 2: expected a JSON object, found a list."
+
+
+def test_jsonl_line_that_is_not_json(tmp_path):
+    content = '{"source": "a", "hypothesis": "b"}\n\n{"source": "c", "hypothesis": }\n'
+    message = _error(_write(tmp_path, "p.jsonl", content))
+    assert message.startswith("Line 3: this line is not valid JSON")
+
+
+def test_json_record_that_is_not_an_object(tmp_path):
+    message = _error(_write(tmp_path, "p.json", json.dumps([{"source": "a", "hypothesis": "b"}, "c"])))
+    assert message == "Record 2: expected an object with named fields, found a string."
+
+
+def test_label_not_a_number(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis,label\na,b,1\nc,d,high\n"))
+    assert message == "Line 3: the label 'high' is not a number."
+
+
+def test_annotator_label_not_a_number(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis,annotator:bob\na,b,1\nc,d,??\n"))
+    assert message == "Line 3: the label of annotator bob '??' is not a number."
+
+
+def test_label_out_of_range_in_a_real_mrpc_file(tmp_path):
+    lines = _real_lines("mrpc/msr_paraphrase_test.txt", 10)
+    lines[7] = b"2" + lines[7][1:]
+    message = _error(_write(tmp_path, "msr.txt", b"".join(lines)))
+    assert message == "Line 8: the label 2 is outside the dataset's scale; expected 0 or 1."
+
+
+def test_score_out_of_range_in_a_real_stsb_file(tmp_path):
+    lines = _real_lines("stsbenchmark/sts-dev.csv", 5)
+    fields = lines[2].split(b"\t")
+    fields[4] = b"7.5"
+    lines[2] = b"\t".join(fields)
+    message = _error(_write(tmp_path, "sts.csv", b"".join(lines)))
+    assert message == "Line 3: the label 7.5 is outside the dataset's scale; expected between 0 and 5."
+
+
+def test_biosses_annotator_out_of_range(tmp_path):
+    lines = _real_lines("biosses/biosses_pairs_with_annotator_scores.tsv", 4)
+    fields = lines[3].split(b"\t")
+    fields[5] = b"9"
+    lines[3] = b"\t".join(fields)
+    message = _error(_write(tmp_path, "b.tsv", b"".join(lines)))
+    assert message == "Line 4: the label of annotator C 9 is outside the dataset's scale; expected between 0 and 4."
+
+
+def test_mrpc_row_with_missing_field(tmp_path):
+    lines = _real_lines("mrpc/msr_paraphrase_test.txt", 6)
+    lines[3] = b"\t".join(lines[3].split(b"\t")[:4]) + b"\n"
+    message = _error(_write(tmp_path, "msr.txt", b"".join(lines)))
+    assert message == "Line 4: MRPC rows have 5 tab-separated fields; this one has 4."
+
+
+def test_twitter_votes_malformed(tmp_path):
+    lines = _real_lines("twitter_url_corpus/Twitter_URL_Corpus_test.txt", 4)
+    fields = lines[2].split(b"\t")
+    fields[2] = b"(7;6)"
+    lines[2] = b"\t".join(fields)
+    message = _error(_write(tmp_path, "t.txt", b"".join(lines)))
+    assert message == "Line 3: the vote field '(7;6)' is not of the form (n,6)."
+
+
+def test_turku_unknown_label(tmp_path):
+    records = json.loads((DATASETS / "turku_paraphrase_fi/test.json").read_text(encoding="utf-8"))[:3]
+    records[1]["label"] = "5x"
+    message = _error(_write(tmp_path, "t.json", json.dumps(records)))
+    assert message.startswith("Record 2: the label '5x' is not a Turku label")
+
+
+def test_excel_file_that_is_not_a_workbook(tmp_path):
+    message = _error(_write(tmp_path, "pairs.xlsx", "source,hypothesis\na,b\n"))
+    assert "not" in message and "Excel workbook" in message
+
+
+def test_zip_that_is_not_a_workbook(tmp_path):
+    path = tmp_path / "pairs.xlsx"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("hello.txt", "not a sheet")
+    assert "not a readable Excel workbook" in _error(path)
+
+
+def test_excel_missing_column(tmp_path):
+    workbook = openpyxl.Workbook()
+    workbook.active.append(["text", "other"])
+    workbook.active.append(["a", "b"])
+    workbook.save(tmp_path / "w.xlsx")
+    message = _error(tmp_path / "w.xlsx")
+    assert "No source column" in message and "text, other" in message
+
+
+def test_excel_empty_sentence_names_the_sheet_row(tmp_path):
+    workbook = openpyxl.Workbook()
+    for row in (["source", "hypothesis"], ["a", "b"], ["c", None]):
+        workbook.active.append(row)
+    workbook.save(tmp_path / "w.xlsx")
+    assert _error(tmp_path / "w.xlsx") == "Row 3: the hypothesis is empty."
+
+
+def test_xml_not_well_formed(tmp_path):
+    text = b"".join(_real_lines("paraphraser_ru/paraphrases_gold.xml", 14))  # cut inside <corpus>
+    message = _error(_write(tmp_path, "p.xml", text))
+    assert message.startswith("Line ") and "XML is not well-formed" in message
+
+
+def test_xml_with_entities_is_refused(tmp_path):
+    content = '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaa">]><data><paraphrase/></data>'
+    assert "DOCTYPE" in _error(_write(tmp_path, "p.xml", content))
+
+
+def test_column_mapped_twice(tmp_path):
+    path = _write(tmp_path, "p.csv", "s1,s2,g\na,b,1\n")
+    message = _error(path, columns={"source": "s1", "hypothesis": "s2", "annotators": {"ann": "s1"}})
+    assert message == "Column 's1' is mapped twice (to source and annotator ann); map each column once."
+
+
+def test_mapped_column_not_in_file(tmp_path):
+    path = _write(tmp_path, "p.csv", "s1,s2,g\na,b,1\n")
+    message = _error(path, columns={"source": "s1", "hypothesis": "s2", "label": "gold"})
+    assert message == "Column 'gold' is not in the file; its columns are: s1, s2, g."
+
+
+def test_unknown_mapping_key(tmp_path):
+    path = _write(tmp_path, "p.csv", "s1,s2\na,b\n")
+    assert "Unknown mapping key(s) target" in _error(path, columns={"source": "s1", "target": "s2"})
+
+
+def test_header_naming_a_column_twice(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", "source,hypothesis,source\na,b,c\n"))
+    assert message == "Line 1: the header names the column 'source' twice."
+
+
+def test_unbalanced_quote_in_csv(tmp_path):
+    message = _error(_write(tmp_path, "p.csv", 'source,hypothesis\nx,y\n"a,b\nc,d\n'))
+    assert message == "Line 3: a quoted field starts here and its closing quote is missing."
+
+
+def test_missing_file(tmp_path):
+    assert _error(tmp_path / "nothing.csv").startswith("There is no file at")
+
+
+def test_old_excel_format(tmp_path):
+    message = _error(_write(tmp_path, "p.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100))
+    assert ".xls" in message and "xlsx" in message
+
+
+def test_other_xml_is_unsupported(tmp_path):
+    message = _error(_write(tmp_path, "p.xml", "<pairs><pair a='x' b='y'/></pairs>"))
+    assert "not a ParaPhraser corpus" in message
+
+
+def test_json_single_object(tmp_path):
+    message = _error(_write(tmp_path, "p.json", json.dumps({"source": "a", "hypothesis": "b"}, indent=2)))
+    assert message == "The JSON file holds a single object; expected a list of records or objects keyed by id."
