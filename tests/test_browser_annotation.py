@@ -14,12 +14,23 @@ from db.engine import read_session
 from db.models import Annotator, Assignment, Label, Pair
 from pluie_core.io import load_pairs
 from tests.annotation_fixtures import make_dataset
-from tests.browser import ARTIFACTS, app_server, browser, wait_for_app  # noqa: F401  (fixtures)
+from tests.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, app_server, wait_for_app  # noqa: F401  (fixture)
 from tests.paths import DATASETS
 
 pytestmark = pytest.mark.browser
 QUOTA, OVERLAP, TRAINING = 4, 2, 5
 GREY, LIGHT_BLUE, YELLOW = "rgb(230, 230, 230)", "rgb(173, 216, 230)", "rgb(255, 241, 118)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium for this module only: a session-scoped Playwright imported into two test modules
+    would start twice, and Playwright refuses a second sync instance in one process."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture
@@ -101,6 +112,12 @@ def test_two_annotators_label_at_once_with_the_keyboard(store, app_server, brows
     assert marks.count() > 0
     assert marks.first.evaluate("m => getComputedStyle(m).backgroundColor") == YELLOW
     page.screenshot(path=str(ARTIFACTS / "annotation-training.png"), full_page=True)
+    # the guidelines, with the paper's worked examples, are one click away
+    page.get_by_role("button", name="Guidelines").click()
+    page.get_by_text("The second sentence doesn't make any sense.").wait_for(timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "annotation-guidelines.png"), full_page=True)
+    page.keyboard.press("Escape")
+    page.get_by_text("The second sentence doesn't make any sense.").wait_for(state="hidden", timeout=10_000)
 
     keys = {0: [1, 2, 3, 4, 5, 3, 4, 1, 2], 1: [5, 4, 3, 2, 1, 4, 4, 2, 5]}
     shown_on_top: dict[int, list[str]] = {0: [], 1: []}
