@@ -375,7 +375,9 @@ def serve_next(engine: Engine, annotator_id: int) -> Optional[ServedPair]:
         if not campaign.active:
             return None
     with write_session(engine) as session:  # BEGIN IMMEDIATE on SQLite: one reservation at a time
-        annotator = session.get(Annotator, annotator_id)
+        # the row lock (PostgreSQL; SQLite's write lock already covers it) keeps two tabs of one
+        # annotator from reserving two pairs at the same position
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)
         if annotator.revoked_at is not None:
             return None
         campaign = session.get(Campaign, annotator.campaign_id)
@@ -444,7 +446,7 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
     if level not in range(len(LEVELS)):
         raise CampaignError("That answer is not on the scale.")
     with write_session(engine) as session:
-        annotator = session.get(Annotator, annotator_id)
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)  # one answer at a time
         if annotator is None or annotator.revoked_at is not None:
             raise CampaignError("This link has been revoked: your answer was not saved.")
         assignment = session.scalar(select(Assignment).where(

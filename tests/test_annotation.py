@@ -270,3 +270,47 @@ def test_the_serving_bench_builds_the_store_it_describes(tmp_path):
     with read_session(engine) as s:  # the timed annotators got fresh pairs, never a full one
         counts = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
     assert max(counts.values()) == OVERLAP and sum(counts.values()) == 4_009
+
+
+@pytest.mark.postgres
+def test_concurrent_serving_on_postgresql_respects_overlap():
+    """Same as the SQLite test, on PostgreSQL, where transactions really run side by side and the
+    conditional UPDATE and the annotator row lock are what keep the counts exact."""
+    import os
+
+    from sqlalchemy import text
+
+    from db.models import Base
+
+    url = os.environ.get("PLUIE_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("PLUIE_TEST_POSTGRES_URL is not set")
+    engine = init_db(url)
+    Base.metadata.drop_all(engine)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine = init_db(url)
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(30))
+    cid = ann.create_campaign(engine, "c", [ds], quota=12, overlap=2, n_training=0)
+    ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
+    results: dict[int, list[int]] = {}
+    errors = []
+
+    def work(aid):
+        try:
+            results[aid] = label_everything(engine, aid)
+        except Exception as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(aid,)) for aid in ids + ids[:2]]  # two tabs for two people
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with read_session(engine) as s:
+        counts = Counter(s.scalars(select(Label.pair_id)))
+        positions = Counter(s.execute(select(Assignment.annotator_id, Assignment.position)).all())
+    assert sum(counts.values()) == 60 and set(counts.values()) == {2}
+    assert set(positions.values()) == {1}
+    engine.dispose()
