@@ -140,6 +140,11 @@ def create_campaign(
     with write_session(engine) as session:
         if session.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
             raise CampaignError(f"A campaign called “{name}” already exists.")
+        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(dataset_ids))))
+        if known != set(dataset_ids):
+            raise CampaignError("One of the chosen datasets no longer exists; reload the page and choose again.")
+        if informative_run_id is not None and session.get(ScoreRun, informative_run_id) is None:
+            raise CampaignError("The chosen score run no longer exists.")
         pair_ids = list(session.scalars(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
         if len(pair_ids) <= n_training:
             raise CampaignError(

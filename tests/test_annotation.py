@@ -43,6 +43,10 @@ def test_campaign_validation_gives_sentences(engine, dataset):
         ann.create_campaign(engine, "c", [ds_id], pair_order="informative")
     with pytest.raises(ann.CampaignError, match="30 pairs"):
         ann.create_campaign(engine, "c", [ds_id], n_training=30)
+    with pytest.raises(ann.CampaignError, match="no longer exists"):
+        ann.create_campaign(engine, "c", [ds_id, ds_id + 1])
+    with pytest.raises(ann.CampaignError, match="score run"):
+        ann.create_campaign(engine, "c", [ds_id], pair_order="informative", informative_run_id=99)
     ann.create_campaign(engine, "c", [ds_id])
     with pytest.raises(ann.CampaignError, match="already exists"):
         ann.create_campaign(engine, "c", [ds_id])

@@ -83,6 +83,12 @@ def test_admin_sets_up_a_campaign_and_its_links(store):
     assert len(tokens) == 2 and "Alice" in code and "only once" in texts(at)
     assert [ann.annotator_for_token(store, t).name for t in tokens] == ["Alice", "Bob"]
 
+    guide = at.text_area(key=f"guide-{campaign.id}")
+    guide.input("Be **kind** to the cat.").run()
+    next(b for b in at.button if b.label == "Save the guidelines").click().run()
+    assert ann.get_campaign(store, campaign.id).guidelines == "Be **kind** to the cat."
+    assert ann.annotator_view(store, ann.annotator_for_token(store, tokens[1]).id).guidelines == "Be **kind** to the cat."
+
     revoke = next(s for s in at.selectbox if s.label == "Revoke a link")
     revoke.select(revoke.options[0])
     at.run()
