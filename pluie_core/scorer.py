@@ -1,0 +1,480 @@
+"""PLUIE: log p(answer1 | Tpl(S, H)) − log p(answer2 | Tpl(S, H)) from a chat LLM, in one pass.
+
+    >>> scorer = PluieScorer("mistralai/Mistral-7B-Instruct-v0.2", template="fs-direct")
+    >>> scorer.score(["Have you ever seen a tsunami ?"], ["Have you ever seen a tiramisu ?"])
+    array([-16.976...])   # published check value (reference implementation, bf16 GPU); not
+                          # checkable offline: the tests use tiny random models instead.
+
+The papers computed the score with two forward passes per pair,
+(T+1)·(loss(Tpl∘No) − loss(Tpl∘Yes)); the log-probabilities of every prompt token cancel, so one
+forward pass over the prompt and a log-softmax of the *last* position's logits give the same value.
+This module does that, and:
+
+- renders each template through the model's own chat template with ``add_generation_prompt=True``,
+  so the prompt ends where the one-word answer begins; the end-of-turn tokens that the chat
+  template puts after an answer are never part of what is scored;
+- resolves each answer word to the single token the tokenizer produces right after that point
+  (trying the chat template's own spacing, the bare word and its leading-space variant), and
+  raises PluieError with the tokenisation when it is not one token;
+- sorts prompts by length, left-pads batches with explicit position ids, and restores input order;
+- encodes the template's shared prefix (e.g. FS-DIRECT's few-shot block) once and reuses its KV
+  cache for every batch, checking per pair that the prompt really starts with the cached tokens
+  (pairs that do not take the uncached path);
+- asks the model for the last position's logits only (``logits_to_keep=1``) and does the
+  log-softmax in float32;
+- picks a batch size automatically and halves it on out-of-memory;
+- for INDIRECT-like templates, first generates the explanation (batched, greedy, bounded length).
+
+bf16 on GPU, float32 on CPU by default.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from pluie_core.templates import Template, TemplateError, get_template
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_PREFIX_MARGIN = 2  # tokens dropped from the shared prefix: a merge across its end could differ per pair
+_MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
+
+
+class PluieError(ValueError):
+    """A problem the user can fix (model, template, answers, inputs); the message says what to change."""
+
+
+def _resolve_device(device):
+    import torch
+
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _resolve_dtype(dtype, device):
+    import torch
+
+    if dtype is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    names = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
+             "half": torch.float16, "fp32": torch.float32, "float32": torch.float32, "float": torch.float32}
+    if str(dtype).lower() not in names:
+        raise PluieError(f"Unknown dtype {dtype!r}; use bfloat16, float16 or float32.")
+    return names[str(dtype).lower()]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(". ") if text else exc.__class__.__name__
+
+
+def load_model_and_tokenizer(name: str, device, dtype):
+    """Load a causal LM and its tokenizer from a Hugging Face id or a local directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(os.path.expanduser(str(name)))
+    if path.exists():
+        if not path.is_dir() or not (path / "config.json").is_file():
+            raise PluieError(
+                f"{name} is not a model directory (no config.json in it); give a directory saved with "
+                "save_pretrained or a Hugging Face model id."
+            )
+    elif not _HUB_ID.match(str(name)):
+        raise PluieError(
+            f"No model found at {name}: that directory does not exist. Give a local model directory "
+            "or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2."
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path) if path.exists() else name)
+        model = AutoModelForCausalLM.from_pretrained(str(path) if path.exists() else name, dtype=dtype)
+    except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
+        raise PluieError(
+            f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
+            "without internet access the model must already be in the Hugging Face cache or on disk."
+        ) from None
+    return model.to(device), tokenizer
+
+
+class PluieScorer:
+    """Score sentence pairs with PLUIE.
+
+    model: a Hugging Face model id, a local directory, an already-loaded causal LM (then pass
+        ``tokenizer=``), or a ``(model, tokenizer)`` tuple.
+    template: a built-in name ("fs-direct", "direct", "indirect", "fs-direct-fr", "net", "rev"),
+        a YAML / JSON file, a mapping or list of turns, or a Template.
+    answers: the two answer words; the score is log p(answers[0]) − log p(answers[1]).
+        Default: the template's answers ("Yes", "No" for the English built-ins). Each must be a
+        single token for the model's tokenizer.
+    device, dtype: default cuda + bfloat16 when a GPU is available, else cpu + float32.
+    batch_size: pairs per forward pass; None = automatic (starts high, halves on out-of-memory).
+    prefix_cache: reuse the KV cache of the template's shared prefix (same scores, less work).
+    max_new_tokens: length bound of the INDIRECT generation step (default: the template's).
+    """
+
+    def __init__(self, model, template="fs-direct", answers=None, device=None, dtype=None, batch_size=None,
+                 tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None):
+        import torch
+
+        try:
+            self.template: Template = get_template(template)
+        except TemplateError as exc:
+            raise PluieError(str(exc)) from None
+        if isinstance(model, tuple) and len(model) == 2:
+            model, tokenizer = model
+        if isinstance(model, (str, Path)):
+            self.device = _resolve_device(device)
+            self.dtype = _resolve_dtype(dtype, self.device)
+            self.model, self.tokenizer = load_model_and_tokenizer(str(model), self.device, self.dtype)
+            self.model_name = str(model)
+        else:
+            if tokenizer is None:
+                raise PluieError("An already-loaded model needs its tokenizer: PluieScorer(model, tokenizer=tokenizer).")
+            self.model, self.tokenizer = model, tokenizer
+            self.device = _resolve_device(device) if device is not None else next(model.parameters()).device
+            self.dtype = _resolve_dtype(dtype, self.device) if dtype is not None else next(model.parameters()).dtype
+            self.model.to(device=self.device, dtype=self.dtype)
+            self.model_name = getattr(model.config, "_name_or_path", type(model).__name__)
+        self.model.eval()
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise PluieError(
+                f"The tokenizer of {self.model_name} has no chat template, so the prompt cannot be built; "
+                "use the chat / instruct version of the model (e.g. a '-Instruct' checkpoint) or set "
+                "tokenizer.chat_template."
+            )
+        self.pad_id = next(
+            (i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0
+        )
+        self.prefix_cache = prefix_cache
+        self.max_new_tokens = max_new_tokens or self.template.max_new_tokens
+        self.batch_size = batch_size
+        self._auto_batch = 64 if self.device.type == "cuda" else 16
+        self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
+        self._prefix = None  # (token ids, per-layer (key, value)), built on first use
+        self.last_run = {}  # how many prompts of the last call took the cached / uncached path
+        self.answers = tuple(answers) if answers is not None else tuple(self.template.answers)
+        if len(self.answers) != 2 or not all(isinstance(a, str) and a.strip() for a in self.answers):
+            raise PluieError(f"Give exactly two non-empty answer words, e.g. ('Yes', 'No'), not {self.answers!r}.")
+        if self.answers[0] == self.answers[1]:
+            raise PluieError(f"The two answers are the same word {self.answers[0]!r}.")
+        self.answer_ids, self.answer_texts = self._resolve_answers()
+        if self.answer_ids[0] == self.answer_ids[1]:
+            raise PluieError(f"The answers {self.answers} map to the same token; choose two different words.")
+
+    # ------------------------------------------------------------------ prompts
+    def _chat(self, messages, add_generation_prompt: bool) -> str:
+        try:
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=add_generation_prompt
+            )
+        except Exception as exc:  # jinja2 TemplateError from the model's own template, e.g. roles it refuses
+            raise PluieError(
+                f"The chat template of {self.model_name} refuses the {self.template.name!r} template's turns: "
+                f"{_first_line(exc)}. Use a template whose roles this model accepts (many refuse 'system')."
+            ) from None
+
+    def prompt_text(self, messages) -> str:
+        """The scored prompt: chat-templated turns, generation prompt, then any fixed answer prefix."""
+        return self._chat(messages, add_generation_prompt=True) + self.template.answer_prefix
+
+    def _encode(self, text: str) -> list[int]:
+        # The chat template already writes BOS etc. (as apply_chat_template(tokenize=True) assumes).
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _probe(self, variant: int) -> list[dict]:
+        """Turns filled with dummy values; two variants differ in every placeholder."""
+        word = ("Xq zv", "Ky wu mo")[variant]
+        fields = {f: word for f in self.template.fields}
+        generated = word if self.template.needs_generation else None
+        return self.template.messages(word, word[::-1], generated=generated, **fields)
+
+    def _answer_variants(self, word: str, messages, prompt: str) -> list[str]:
+        """Texts to try for an answer after the prompt: first as the model's own chat template
+        writes an assistant answer (e.g. Llama-2 puts a space before it, ChatML does not), then
+        the bare word, then its leading-space variant."""
+        variants = []
+        if not self.template.answer_prefix:
+            full = self._chat(messages + [{"role": "assistant", "content": word}], add_generation_prompt=False)
+            if full.startswith(prompt) and word in full[len(prompt):]:
+                after = full[len(prompt):]
+                lead = after[: after.find(word)]
+                if lead.strip() == "":
+                    variants.append(lead + word)
+        for variant in (word, " " + word):
+            if variant not in variants:
+                variants.append(variant)
+        return variants
+
+    def _resolve_answers(self) -> tuple[tuple[int, int], tuple[str, str]]:
+        """The single token of each answer right after the prompt, and the text it stands for.
+
+        Both answers use the same spacing variant (the first one under which both are a single
+        token that extends the prompt's tokenisation), so "Yes" is never opposed to " No"."""
+        messages = self._probe(0)
+        prompt = self.prompt_text(messages)
+        prompt_ids = self._encode(prompt)
+        per_answer = [self._answer_variants(w, messages, prompt) for w in self.answers]
+        found: list[dict[int, int]] = [{}, {}]
+        report: list[list[str]] = [[], []]
+        for a, variants in enumerate(per_answer):
+            for k, text in enumerate(variants):
+                ids = self._encode(prompt + text)
+                if ids[: len(prompt_ids)] == prompt_ids and len(ids) == len(prompt_ids) + 1:
+                    found[a][k] = ids[-1]
+                extra = ids[len(prompt_ids):] if ids[: len(prompt_ids)] == prompt_ids else ids[-4:]
+                report[a].append(f"{text!r} -> {self.tokenizer.convert_ids_to_tokens(extra)}")
+        for k in range(min(len(v) for v in per_answer)):
+            if k in found[0] and k in found[1]:
+                return (found[0][k], found[1][k]), (per_answer[0][k], per_answer[1][k])
+        bad = [a for a in (0, 1) if not found[a]] or [0, 1]
+        details = "; ".join(" or ".join(report[a]) for a in bad)
+        raise PluieError(
+            f"The answer {' and '.join(repr(self.answers[a]) for a in bad)} is not a single token for the "
+            f"tokenizer of {self.model_name} (right after the prompt, {details}). PLUIE needs each answer "
+            "to be exactly one token, with the same spacing for both; choose other answer words "
+            "(e.g. 'Yes' / 'No')."
+        )
+
+    # ------------------------------------------------------------------ prefix cache
+    def _shared_prefix(self):
+        """Token prefix common to every prompt of the template, and its KV cache (computed once)."""
+        if self._prefix is None:
+            first, second = (self._encode(self.prompt_text(self._probe(v))) for v in (0, 1))
+            n = 0
+            while n < min(len(first), len(second)) and first[n] == second[n]:
+                n += 1
+            n -= _PREFIX_MARGIN
+            self._prefix = self._encode_prefix(first[:n]) if n >= _MIN_PREFIX else ([], None)
+        return self._prefix
+
+    def _encode_prefix(self, prefix_ids: list[int]):
+        """Run the prefix once; keep its per-layer keys and values (batch of one)."""
+        import torch
+
+        ids = torch.tensor([prefix_ids], device=self.device)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True, **self._keep_last())
+        return list(prefix_ids), tuple((layer.keys, layer.values) for layer in out.past_key_values.layers)
+
+    def _keep_last(self) -> dict:
+        return {"logits_to_keep": 1} if self._keeps_logits else {}
+
+    # ------------------------------------------------------------------ forward passes
+    def _last_logprobs(self, rows: list[list[int]], prefix=None):
+        """log p(answer) at the last position of each row (float32, shape (len(rows), 2))."""
+        import torch
+        from transformers import DynamicCache
+
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):  # left padding: every row's last token sits at the last position
+            ids[i, width - len(row):] = torch.tensor(row)
+            mask[i, width - len(row):] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        kwargs = {}
+        if prefix is not None:
+            prefix_ids, prefix_kv = prefix
+            batch = len(rows)
+            kwargs["past_key_values"] = DynamicCache(
+                [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in prefix_kv]
+            )
+            # Padding sits between prefix and suffix: the mask hides it, the positions skip it.
+            mask = torch.cat([torch.ones((batch, len(prefix_ids)), dtype=torch.long), mask], dim=1)
+            positions = positions + len(prefix_ids)
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions.to(self.device),
+                use_cache=prefix is not None,
+                **kwargs,
+                **self._keep_last(),
+            )
+            logprobs = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+            return logprobs[:, list(self.answer_ids)].cpu().numpy()
+
+    def _run(self, rows: list[list[int]], prefix, on_batch) -> np.ndarray:
+        """Length-sorted batches with out-of-memory back-off; results in the order of ``rows``."""
+        import torch
+
+        result = np.empty((len(rows), 2), dtype=np.float64)
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))  # longest first: OOM shows up early
+        start = 0
+        while start < len(order):
+            size = self.batch_size or self._auto_batch
+            chunk = order[start:start + size]
+            try:
+                result[chunk] = self._last_logprobs([rows[i] for i in chunk], prefix)
+            except self._oom:
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                if size == 1:
+                    raise PluieError(
+                        f"Not enough memory to score one pair of {len(rows[chunk[0]])} tokens; use a smaller "
+                        "model, bfloat16, or shorter texts."
+                    ) from None
+                if self.batch_size:
+                    self.batch_size = max(1, size // 2)
+                else:
+                    self._auto_batch = max(1, size // 2)
+                continue
+            start += len(chunk)
+            on_batch(len(chunk))
+        return result
+
+    def _logprobs(self, prompts: list[list[int]], on_batch) -> np.ndarray:
+        prefix_ids, prefix_kv = self._shared_prefix() if self.prefix_cache else ([], None)
+        n = len(prefix_ids)
+        cached = [i for i, p in enumerate(prompts) if n and len(p) > n and p[:n] == prefix_ids]
+        cached_set = set(cached)
+        plain = [i for i in range(len(prompts)) if i not in cached_set]
+        self.last_run = {"cached": len(cached), "uncached": len(plain), "prefix_tokens": n}
+        out = np.empty((len(prompts), 2), dtype=np.float64)
+        if cached:
+            out[cached] = self._run([prompts[i][n:] for i in cached], (prefix_ids, prefix_kv), on_batch)
+        if plain:
+            out[plain] = self._run([prompts[i] for i in plain], None, on_batch)
+        return out
+
+    # ------------------------------------------------------------------ generation (INDIRECT)
+    def generate_explanations(self, sources, hypotheses, fields=None, progress=False) -> list[str]:
+        """INDIRECT's first step: the model's greedy answer to the turns before ``{generated}``."""
+        import torch
+
+        sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
+        prompts = [self._encode(self._chat(self.template.messages(s, h, **self._row(fields, i)), True))
+                   for i, (s, h) in enumerate(zip(sources, hypotheses))]
+        texts = [""] * len(prompts)
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+        eos = {i for i in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
+               if isinstance(i, int)}
+        bar = self._progress(progress, len(prompts), "PLUIE generation")
+        start = 0
+        while start < len(order):
+            size = self.batch_size or self._auto_batch
+            chunk = order[start:start + size]
+            width = max(len(prompts[i]) for i in chunk)
+            ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for row, i in enumerate(chunk):
+                ids[row, width - len(prompts[i]):] = torch.tensor(prompts[i])
+                mask[row, width - len(prompts[i]):] = 1
+            try:
+                with torch.inference_mode():
+                    out = self.model.generate(
+                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                        max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1,
+                        temperature=None, top_p=None, top_k=None,
+                        pad_token_id=self.pad_id, eos_token_id=sorted(eos) or None,
+                    )
+            except self._oom:
+                if size == 1:
+                    raise PluieError("Not enough memory to generate an explanation for one pair.") from None
+                self._auto_batch = max(1, size // 2)
+                if self.batch_size:
+                    self.batch_size = max(1, size // 2)
+                continue
+            for row, i in enumerate(chunk):
+                texts[i] = self.tokenizer.decode(out[row, width:], skip_special_tokens=True).strip()
+            start += len(chunk)
+            bar(len(chunk))
+        bar(0, close=True)
+        return texts
+
+    # ------------------------------------------------------------------ public API
+    def prompts(self, sources, hypotheses, fields=None, explanations=None) -> list[str]:
+        """The exact prompt texts that are scored (for inspection)."""
+        sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
+        return [
+            self.prompt_text(self.template.messages(
+                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i)))
+            for i, (s, h) in enumerate(zip(sources, hypotheses))
+        ]
+
+    def score(self, sources, hypotheses, symmetric: bool = False, progress=False, fields=None,
+              return_logprobs: bool = False):
+        """PLUIE score of each pair, in input order: numpy array of log p(answer1) − log p(answer2).
+
+        symmetric: the mean of score(S, H) and score(H, S) (PLUIE is not symmetric).
+        progress: True for a tqdm bar, or a callable ``progress(done, total)``.
+        fields: extra per-pair values for templates that use them, e.g. ``{"instruction": [...]}``.
+        return_logprobs: also return an (n, 2) array of log p(answer1), log p(answer2) (averaged
+            over both directions when symmetric), as ``(scores, logprobs)``.
+        """
+        sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
+        pairs = list(zip(sources, hypotheses))
+        if symmetric:
+            pairs += [(h, s) for s, h in pairs]
+            fields = {k: list(v) * 2 for k, v in fields.items()}
+        total = len(pairs) * (2 if self.template.needs_generation else 1)
+        bar = self._progress(progress, total, "PLUIE")
+        explanations = None
+        if self.template.needs_generation:
+            explanations = self.generate_explanations([p[0] for p in pairs], [p[1] for p in pairs], fields,
+                                                      progress=lambda done, _total: None)
+            bar(len(pairs))
+        prompts = [
+            self._encode(self.prompt_text(self.template.messages(
+                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))))
+            for i, (s, h) in enumerate(pairs)
+        ]
+        logprobs = self._logprobs(prompts, bar)
+        bar(0, close=True)
+        if symmetric:
+            logprobs = (logprobs[: len(sources)] + logprobs[len(sources):]) / 2
+        scores = logprobs[:, 0] - logprobs[:, 1]
+        return (scores, logprobs) if return_logprobs else scores
+
+    __call__ = score
+
+    # ------------------------------------------------------------------ helpers
+    def _check_inputs(self, sources, hypotheses, fields):
+        sources, hypotheses = list(sources), list(hypotheses)
+        if len(sources) != len(hypotheses):
+            raise PluieError(f"Got {len(sources)} sources but {len(hypotheses)} hypotheses; give one of each per pair.")
+        for name, texts in (("source", sources), ("hypothesis", hypotheses)):
+            for i, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise PluieError(f"Pair {i + 1} has no {name} text (got {text!r}); every pair needs both sentences.")
+        fields = {k: list(v) for k, v in (fields or {}).items()}
+        for key, values in fields.items():
+            if len(values) != len(sources):
+                raise PluieError(f"Field {key!r} has {len(values)} values for {len(sources)} pairs.")
+        missing = [f for f in self.template.fields if f not in fields and not self.template._optional(f)]
+        if missing:
+            raise PluieError(f"Template {self.template.name!r} needs the per-pair field(s) {sorted(missing)}.")
+        return sources, hypotheses, fields
+
+    @staticmethod
+    def _row(fields: dict, i: int) -> dict:
+        return {k: (None if isinstance(v[i], float) and math.isnan(v[i]) else v[i]) for k, v in fields.items()}
+
+    @staticmethod
+    def _progress(progress, total: int, desc: str):
+        """A ``bar(n, close=False)`` callable over tqdm, a user callback, or nothing."""
+        done = 0
+        bar = None
+        if progress is True:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, desc=desc, unit="pair")
+
+        def update(n: int, close: bool = False):
+            nonlocal done
+            done += n
+            if bar is not None:
+                bar.update(n)
+                if close:
+                    bar.close()
+            elif callable(progress) and n:
+                progress(done, total)
+
+        return update
