@@ -6,23 +6,28 @@ annotators (quota 50, 4 annotators per pair, 5 training pairs each, so 75,000 pa
 the token's annotator, their view, the next pair (resumed or newly reserved) and their progress,
 and the write of an answer. Server time only (no browser, no Streamlit).
 
-    python -m bench.serving [--pairs 100000] [--labels 300000] [--db path]
+    python bench/serving.py [--pairs 100000] [--labels 300000] [--db path]
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from sqlalchemy import insert, update
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from db import annotation as ann
-from db.engine import init_db, write_session
-from db.models import Annotator, Assignment, Campaign, CampaignPair, Dataset, Label, Pair, TrainingPair, utcnow
-from pluie_core.auth import hash_token
+from sqlalchemy import insert, update  # noqa: E402
+
+from db import annotation as ann  # noqa: E402
+from db.engine import init_db, write_session  # noqa: E402
+from db.models import (  # noqa: E402
+    Annotator, Assignment, Campaign, CampaignPair, Dataset, Label, Pair, TrainingPair, utcnow,
+)
+from pluie_core.auth import hash_token  # noqa: E402
 
 QUOTA, OVERLAP, TRAINING = 50, 4, 5
 CHUNK = 50_000
