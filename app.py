@@ -47,7 +47,14 @@ pages = {
         st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),
     ],
 }
-navigation = st.navigation(pages)
+# The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the
+# browser never flashes the raw pages/ file list while the first run starts (annotators included).
+navigation = st.navigation(pages, position="hidden")
+with st.sidebar:
+    for section, section_pages in pages.items():
+        st.caption(section)
+        for page in section_pages:
+            st.page_link(page)
 if not admin_password_configured():
     st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
                        "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")

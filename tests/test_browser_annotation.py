@@ -14,23 +14,12 @@ from db.engine import read_session
 from db.models import Annotator, Assignment, Label, Pair
 from pluie_core.io import load_pairs
 from tests.annotation_fixtures import make_dataset
-from tests.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, app_server, wait_for_app  # noqa: F401  (fixture)
+from tests.browser import ARTIFACTS, wait_for_app
 from tests.paths import DATASETS
 
 pytestmark = pytest.mark.browser
 QUOTA, OVERLAP, TRAINING = 4, 2, 5
 GREY, LIGHT_BLUE, YELLOW = "rgb(230, 230, 230)", "rgb(173, 216, 230)", "rgb(255, 241, 118)"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium for this module only: a session-scoped Playwright imported into two test modules
-    would start twice, and Playwright refuses a second sync instance in one process."""
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
