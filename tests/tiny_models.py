@@ -7,7 +7,8 @@ and saves model + tokenizer with ``save_pretrained``. The returned directory is 
 exactly like a user's local model path: ``AutoTokenizer.from_pretrained(path)`` /
 ``AutoModelForCausalLM.from_pretrained(path)`` or ``PluieScorer(str(path))``.
 
-Stable signature (the worker's tests use it too)::
+Stable signature (the worker's tests use it too; ``build_tiny_tokenizer(tokenizer, vocab_size,
+extra_text)`` returns just the tokenizer)::
 
     build_tiny_model(directory, arch="llama", tokenizer="bpe", vocab_size=1024,
                      hidden_size=64, num_layers=2, num_heads=4, seed=0,
@@ -159,6 +160,14 @@ def _wrap_tokenizer(raw, style: str):
         )
         hf.chat_template = LLAMA2_TEMPLATE if style == "metaspace" else INST_TEMPLATE
     return hf
+
+
+def build_tiny_tokenizer(tokenizer: str = "bpe", vocab_size: int = 1024, extra_text=()):
+    """Just the trained tokenizer (a transformers fast tokenizer with its chat template), for
+    callers that build their own model, e.g. bench/scorer.py's Mistral-7B-sized one."""
+    hf_tokenizer = _wrap_tokenizer(_train_tokenizer(tokenizer, vocab_size, extra_text), tokenizer)
+    _check_single_tokens(hf_tokenizer, tokenizer)
+    return hf_tokenizer
 
 
 def _check_single_tokens(hf, style: str) -> None:
