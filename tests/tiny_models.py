@@ -139,7 +139,22 @@ def _train_tokenizer(style: str, vocab_size: int, extra_text):
     else:
         raise ValueError(f"unknown tokenizer style {style!r}; choose one of {TOKENIZER_STYLES}")
     tok.train_from_iterator(_training_text(extra_text), trainer=trainer)
+    if style == "unigram":
+        _make_unigram_deterministic(tok, specials)
     return tok
+
+
+def _make_unigram_deterministic(tok, specials) -> None:
+    """The Unigram trainer finds the same pieces every run but in a thread-dependent id order,
+    with scores that differ in far decimals; fix both so a build is reproducible."""
+    import json
+
+    from tokenizers import models
+
+    vocab = json.loads(tok.to_str())["model"]["vocab"]
+    special = [(p, 0.0) for p, _ in vocab if p in specials]
+    pieces = sorted(((p, round(s, 2)) for p, s in vocab if p not in specials), key=lambda ps: (-ps[1], ps[0]))
+    tok.model = models.Unigram(special + pieces, unk_id=specials.index("<unk>"), byte_fallback=False)
 
 
 def _wrap_tokenizer(raw, style: str):
