@@ -237,3 +237,12 @@ def test_disagreements_filtered_by_annotator_only_list_their_pairs(open_page, en
     theirs = set(labels.loc[labels["annotator"] == "ann4", "pair_id"])
     listed = set(at.dataframe[0].value.index)
     assert listed and listed <= theirs
+
+
+def test_agreement_with_a_single_annotator_says_agreement_needs_two(open_page, engine):
+    import_pairs(engine, "solo", pd.DataFrame({"source": ["a b", "c d", "e f"], "hypothesis": ["a c", "c e", "e g"],
+                                                "annotator:only": [0, 3, 2]}), annotator_scale="levels")
+    at = open_page("agreement")
+    assert "needs at least two annotators" in messages(at)
+    summary = at.dataframe[0].value
+    assert list(summary["annotator"]) == ["only"] and summary["labels"].iloc[0] == 3
