@@ -39,6 +39,7 @@ __all__ = [
     "edit_distances",
     "pair_detail",
     "label_scales",
+    "labels_on_scale",
     "label_matrix",
     "reference_labels",
     "natural_threshold",
@@ -261,14 +262,17 @@ def label_scales(labels: pd.DataFrame) -> list[str]:
     return scales
 
 
+def labels_on_scale(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
+    """The labels of one scale: "levels" (five-level) or "raw" (imported values on their own scale)."""
+    if scale == "levels":
+        return labels[labels["level"].notna()]
+    return labels[labels["level"].isna() & labels["value"].notna()]
+
+
 def label_matrix(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
     """items x annotators matrix: five-level levels (4 = Don't know kept; the statistics drop it)
     or raw imported values."""
-    if scale == "levels":
-        rows = labels[labels["level"].notna()]
-        return levels_to_matrix(rows, level_col="level")
-    rows = labels[labels["level"].isna() & labels["value"].notna()]
-    return levels_to_matrix(rows, level_col="value")
+    return levels_to_matrix(labels_on_scale(labels, scale), level_col="level" if scale == "levels" else "value")
 
 
 RAW_SCALE_NO_BINARY = (
@@ -363,7 +367,7 @@ def annotator_summary(
     stats.human_vs_model_table) kappa_vs_model / accuracy_vs_model / n_vs_model. Binarised figures
     are NaN on a raw scale; ``note`` says why a figure is missing. ``binary``: the binarised label
     matrix when the caller has it already."""
-    rows = labels[labels["level"].notna()] if scale == "levels" else labels[labels["level"].isna() & labels["value"].notna()]
+    rows = labels_on_scale(labels, scale)
     grouped = rows.groupby("annotator", sort=True)
     table = pd.DataFrame({
         "english_level": grouped["english_level"].first(),

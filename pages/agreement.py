@@ -7,7 +7,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales
+from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales, labels_on_scale
 from pages import analysis_common as common
 from pluie_core.stats import (
     StatsError, binarise_matrix, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci,
@@ -27,58 +27,76 @@ scales = label_scales(labels)
 scale = scales[0] if len(scales) == 1 else st.radio(
     "Labels", scales, format_func=SCALE_NAMES.get, horizontal=True, key="agreement_scale",
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
-rows = labels[labels["level"].notna()] if scale == "levels" else labels[labels["level"].isna() & labels["value"].notna()]
+rows = labels_on_scale(labels, scale)
 matrix = label_matrix(rows, scale)
 binary = binarise_matrix(matrix) if scale == "levels" else None
-whole = scale == "levels" or bool(np.all(np.isnan(matrix.to_numpy()) | (matrix.to_numpy() == np.round(matrix.to_numpy()))))
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
 st.caption(f"{SCALE_NAMES[scale]} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
            + (" · Don't know counts as missing." if scale == "levels" else ""))
 
 
-def agreement_block(view: pd.DataFrame, name: str, weights, drop_dont_know: bool, categories) -> None:
-    """Pairwise κ heatmap and table, Fleiss' κ and Krippendorff's α (three levels) for one matrix."""
-    if view.shape[1] < 2:
-        st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
-        return
-    cols = st.columns(4)
-    figures = []  # every figure shown, for the CSV
+@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner="Computing agreement…")
+def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
+    """Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ of one view, cached:
+    on a large campaign they take a second, and other widgets of the page should not wait for them."""
+    view = label_matrix(labels_on_scale(common.labels(url, dataset_ids), scale), scale)
+    view = binarise_matrix(view) if binarised else view
+    drop_dont_know = scale == "levels"  # on a raw scale 4 is a value (BIOSSES), not Don't know
+    values = view.to_numpy()
+    categories = (0, 1) if binarised else (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(values[~np.isnan(values)]))
+    figures, errors = [], {}
     try:
-        fleiss = fleiss_kappa(category_counts(view, categories))
-        cols[0].metric("Fleiss' κ", f"{fleiss:.3f}")
-        figures.append({"measure": "Fleiss' kappa", "value": fleiss})
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view, categories))})
     except StatsError as error:
-        cols[0].metric("Fleiss' κ", "—", help=str(error))
-    for col, level in zip(cols[1:], ("nominal", "ordinal", "interval")):
+        errors["Fleiss' kappa"] = str(error)
+    for level in ("nominal", "ordinal", "interval"):
         try:
             found = krippendorff_alpha_ci(view.T, level, n_boot=200, seed=0, drop_dont_know=drop_dont_know)
-            col.metric(f"Krippendorff's α {level}", f"{found['alpha']:.3f}",
-                       help=f"95% bootstrap interval over {found['n_items']:,} items: "
-                            f"[{found['ci_low']:.3f}, {found['ci_high']:.3f}]")
-            col.caption(f"95% CI [{found['ci_low']:.3f}, {found['ci_high']:.3f}]")
-            figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found["alpha"], **found})
+            figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
         except StatsError as error:
-            col.metric(f"Krippendorff's α {level}", "—", help=str(error))
-    if figures:
-        common.download_csv(pd.DataFrame(figures).drop(columns="alpha", errors="ignore"), f"agreement_{name}.csv",
-                            "Download Fleiss' κ and α (CSV)")
-    if not whole and name != "binarised":
+            errors[f"Krippendorff's alpha ({level})"] = str(error)
+    whole = bool(np.all(np.isnan(values) | (values == np.round(values))))
+    pairwise = pairwise_kappa(view, weights, drop_dont_know=drop_dont_know) if whole else None
+    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
+
+
+def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
+    """Fleiss' κ, Krippendorff's α (three levels), the pairwise κ heatmap and table of one view."""
+    if matrix.shape[1] < 2:
+        st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
+        return
+    found = agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
+    shown = found["figures"].set_index("measure")
+    labels_shown = {"Fleiss' kappa": "Fleiss' κ", **{f"Krippendorff's alpha ({lv})": f"Krippendorff's α {lv}"
+                                                     for lv in ("nominal", "ordinal", "interval")}}
+    for col, (measure, label) in zip(st.columns(4), labels_shown.items()):
+        if measure not in shown.index:
+            col.metric(label, "—", help=found["errors"].get(measure))
+            continue
+        row = shown.loc[measure]
+        interval = "" if measure.startswith("Fleiss") else f"95% CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        col.metric(label, f"{row['value']:.3f}",
+                   help=f"{interval}, bootstrap over {int(row['n_items']):,} items" if interval else None)
+        if interval:
+            col.caption(interval)
+    if len(shown):
+        common.download_csv(found["figures"], f"agreement_{name}.csv", "Download Fleiss' κ and α (CSV)")
+    pairwise = found["pairwise"]
+    if pairwise is None:
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
                 "Krippendorff's interval α above measures their agreement.")
         return
-    pairwise = pairwise_kappa(view, weights, drop_dont_know=drop_dont_know)
     text = pairwise.kappa.map(lambda k: "" if pd.isna(k) else f"{k:.2f}") + "<br>n=" + pairwise.n_shared.astype(str)
     heatmap = go.Figure(go.Heatmap(
         z=pairwise.kappa.to_numpy(), x=pairwise.kappa.columns, y=pairwise.kappa.index, text=text.to_numpy(),
         texttemplate="%{text}", zmin=-1, zmax=1, colorscale="RdBu", colorbar_title="κ",
         hovertemplate="%{y} × %{x}: %{text}<extra></extra>"))
     heatmap.update_layout(title=f"Cohen's κ per pair of annotators ({name}); n = items both labelled",
-                          yaxis_autorange="reversed", height=160 + 45 * view.shape[1])
+                          yaxis_autorange="reversed", height=160 + 45 * len(pairwise.kappa))
     st.plotly_chart(heatmap, key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
-
 
 
 # one view at a time: each costs a second on a large campaign, and tabs would compute both
@@ -87,10 +105,9 @@ if view == "Binarised":
     if scale == "raw":
         st.info(RAW_SCALE_NO_BINARY)
     else:
-        agreement_block(binary, "binarised", None, True, (0, 1))
+        agreement_block("binarised", scale, True, None)
 else:
-    categories = (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(matrix.to_numpy()[~np.isnan(matrix.to_numpy())]))
-    agreement_block(matrix, "five-level" if scale == "levels" else "raw", weights, scale == "levels", categories)
+    agreement_block("five-level" if scale == "levels" else "raw", scale, False, weights)
 
 run, run_scores, versus = selection.run, None, None
 if run is not None:
