@@ -155,3 +155,13 @@ def test_add_score_run_is_never_claimed_by_a_worker(engine):
     run_id = add_score_run(engine, "toy run", {1: 0.5})
     run = analysis_choices(engine).runs.set_index("id").loc[run_id]
     assert (run["status"], run["n_scores"]) == ("paused", 1)
+
+
+def test_labels_long_filters_by_dataset_and_annotator(engine, store):
+    choices = analysis_choices(engine)
+    biosses = int(choices.datasets.set_index("name").loc["BIOSSES", "id"])
+    ann1 = int(choices.annotators.set_index("annotator").loc["ann1", "id"])
+    assert set(labels_long(engine, dataset_ids=[biosses])["annotator"]) == set("ABCDE")
+    only = labels_long(engine, annotator_ids=[ann1])
+    assert set(only["annotator"]) == {"ann1"} and len(only) == store["mrpc"]["annotator:ann1"].notna().sum()
+    assert labels_long(engine, dataset_ids=[biosses], annotator_ids=[ann1]).empty
