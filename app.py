@@ -46,6 +46,12 @@ pages = {
     "Labelling": [
         st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),
     ],
+    "Analysis": [
+        st.Page("pages/agreement.py", title="Agreement", icon=":material/groups:"),
+        st.Page("pages/thresholds.py", title="Thresholds", icon=":material/tune:"),
+        st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
+        st.Page("pages/disagreements.py", title="Disagreements", icon=":material/compare_arrows:"),
+    ],
 }
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the
 # browser never flashes the raw pages/ file list while the first run starts (annotators included).
