@@ -109,10 +109,16 @@ def import_pairs(
             row = int(empty.to_numpy().nonzero()[0][0]) + 1
             raise ImportRejected(f"Pair {row}: the {column} is empty.")
 
-    hashes = [text_hash(s, h) for s, h in zip(sources, hypotheses)]
-    labels = pairs["label"] if "label" in pairs.columns else pd.Series([None] * len(pairs))
-    external_ids = pairs["external_id"] if "external_id" in pairs.columns else pd.Series([None] * len(pairs))
-    meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * len(pairs)
+    # plain lists: per-row pandas indexing would dominate the import's time
+    source_list, hypothesis_list = sources.tolist(), hypotheses.tolist()
+    hashes = [text_hash(s, h) for s, h in zip(source_list, hypothesis_list)]
+    n = len(pairs)
+    labels = [_as_float(v) for v in pairs["label"].tolist()] if "label" in pairs.columns else [None] * n
+    external_ids = (
+        [None if _clean(v) is None else str(_clean(v)) for v in pairs["external_id"].tolist()]
+        if "external_id" in pairs.columns else [None] * n
+    )
+    meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * n
 
     with write_session(engine) as session:
         dataset = session.scalar(select(Dataset).where(Dataset.name == name))
@@ -142,15 +148,14 @@ def import_pairs(
             meta = meta_records[i]
             if meta is not None:
                 meta = {str(k): _clean(v) for k, v in meta.items() if _clean(v) is not None} or None
-            ext = _clean(external_ids.iloc[i])
             rows.append(
                 {
                     "dataset_id": dataset.id,
-                    "external_id": None if ext is None else str(ext),
-                    "source": sources.iloc[i],
-                    "hypothesis": hypotheses.iloc[i],
+                    "external_id": external_ids[i],
+                    "source": source_list[i],
+                    "hypothesis": hypothesis_list[i],
                     "text_hash": digest,
-                    "gold_label": _as_float(labels.iloc[i]),
+                    "gold_label": labels[i],
                     "meta": meta,
                 }
             )
@@ -173,10 +178,10 @@ def import_pairs(
                 session.add(annotator)
                 session.flush()
             annotator_names.append(annotator_name)
-            values = pairs[column]
+            values = pairs[column].tolist()
             label_rows = []
             for pair_id, i in zip(pair_ids, row_index):
-                value = _as_float(values.iloc[i])
+                value = _as_float(values[i])
                 if value is None:
                     continue
                 level = None

@@ -100,6 +100,24 @@ class TrainingPair(Base):
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
 
 
+class CampaignPair(Base):
+    """The queue of a campaign: its pairs (training pairs excluded) in serving order, with the
+    number of annotators each has been assigned to. The counter is what lets a reservation be one
+    conditional UPDATE (n_assigned < overlap) instead of a count over every assignment."""
+
+    __tablename__ = "campaign_pairs"
+    __table_args__ = (
+        # covering indexes: finding the next free pair reads the index only
+        Index("ix_campaign_pairs_rank", "campaign_id", "rank", "n_assigned", "pair_id"),
+        Index("ix_campaign_pairs_fill", "campaign_id", "n_assigned", "rank", "pair_id"),
+    )
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer)  # 0 = served first
+    n_assigned: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class Annotator(Base):
     """A person who labels. External annotators come with imported labels (e.g. BIOSSES A-E)
     and have no token; campaign annotators log in through their personal link."""
@@ -149,6 +167,7 @@ class Assignment(Base):
     __table_args__ = (
         UniqueConstraint("campaign_id", "annotator_id", "pair_id", name="uq_assignments"),
         Index("ix_assignments_campaign_pair", "campaign_id", "pair_id"),
+        Index("ix_assignments_annotator_position", "annotator_id", "position"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

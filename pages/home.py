@@ -22,12 +22,15 @@ if overview.empty:
 overview["labelling"] = overview["labelled pairs"] / overview["pairs"].clip(lower=1)
 overview["scoring"] = overview["scores"] / overview["scores queued"].clip(lower=1)
 st.dataframe(
-    overview.drop(columns=["id"]),
+    overview,
     hide_index=True,
     width="stretch",
+    column_order=["dataset", "format", "pairs", "gold labels", "labels", "labelling", "scoring", "imported"],
     column_config={
         "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
-        "scoring": st.column_config.ProgressColumn("scored", format="percent", min_value=0, max_value=1),
+        "scoring": st.column_config.ProgressColumn(
+            "scored", format="percent", min_value=0, max_value=1, help="scores written / scores queued, over all runs"
+        ),
         "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
     },
 )

@@ -8,22 +8,20 @@ stays cheap for the web pages.
 """
 from importlib import import_module
 
-__all__ = [
-    "load_pairs",
-    "PairFileError",
-    "PluieScorer",
-    "LEVELS",
-    "binarise",
-]
-
 _LAZY = {
     "load_pairs": "pluie_core.io",
+    "read_table": "pluie_core.io",
+    "guess_columns": "pluie_core.io",
     "PairFileError": "pluie_core.io",
     "PluieScorer": "pluie_core.scorer",
     "PluieError": "pluie_core.scorer",
+    "get_template": "pluie_core.templates",
+    "BASELINES": "pluie_core.baselines",
     "LEVELS": "pluie_core.labels",
     "binarise": "pluie_core.labels",
+    "diff_html": "pluie_core.diff",
 }
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name):

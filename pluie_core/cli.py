@@ -45,6 +45,13 @@ def _write(frame, path: Path) -> None:
         frame.to_json(path, orient="records", lines=kind == "jsonl", force_ascii=False, indent=None)
 
 
+def _texts(column) -> list:
+    """Cells as text; empty cells stay None so the scorer names the pair that lacks a sentence."""
+    import pandas as pd
+
+    return [None if pd.isna(v) else v if isinstance(v, str) else str(v) for v in column]
+
+
 def score_file(args) -> Path:
     from pluie_core.io import load_pairs
     from pluie_core.scorer import PluieScorer
@@ -59,8 +66,7 @@ def score_file(args) -> Path:
         raise ValueError(f"{source_path} contains no sentence pairs.")
     scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
                          dtype=args.dtype, batch_size=args.batch_size)
-    sources = frame["source"].astype(str).tolist()
-    hypotheses = frame["hypothesis"].astype(str).tolist()
+    sources, hypotheses = _texts(frame["source"]), _texts(frame["hypothesis"])
     missing = [f for f in scorer.template.fields if f not in frame.columns and not scorer.template._optional(f)]
     if missing:
         raise ValueError(f"Template {scorer.template.name!r} needs column(s) {missing} in {source_path.name}.")

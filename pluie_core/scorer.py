@@ -261,7 +261,10 @@ class PluieScorer:
         ids = torch.tensor([prefix_ids], device=self.device)
         with torch.inference_mode():
             out = self.model(input_ids=ids, use_cache=True, **self._keep_last())
-        return list(prefix_ids), tuple((layer.keys, layer.values) for layer in out.past_key_values.layers)
+        layers = getattr(out.past_key_values, "layers", None)
+        if not layers or not all(isinstance(getattr(layer, "keys", None), torch.Tensor) for layer in layers):
+            return [], None  # a cache without plain per-layer keys / values (e.g. recurrent layers): no reuse
+        return list(prefix_ids), tuple((layer.keys, layer.values) for layer in layers)
 
     def _keep_last(self) -> dict:
         return {"logits_to_keep": 1} if self._keeps_logits else {}

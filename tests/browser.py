@@ -1,9 +1,8 @@
 """Real-browser test helpers: a Streamlit server on a free loopback port against a given store,
 and headless Chromium driven by Playwright (Debian's /usr/bin/chromium, never a downloaded one).
 
-Use in a test module:
-
-    from tests.browser import app_server, browser  # noqa: F401  (pytest fixtures)
+The fixtures `app_server` and `browser` are registered for every test by conftest.py
+(pytest_plugins), so one Playwright instance serves the whole session:
 
     @pytest.mark.browser
     def test_something(app_server, browser):

@@ -2,6 +2,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.browser"]  # app_server and browser fixtures for the browser tests
+
 # keep torch and BLAS from fighting over the two cores the suite runs on
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -3,7 +3,7 @@ import pytest
 
 from db import init_db
 from db.datasets import store_totals
-from tests.browser import ARTIFACTS, app_server, browser, wait_for_app  # noqa: F401
+from tests.browser import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
 

@@ -42,7 +42,7 @@ def test_score_command_writes_input_columns_and_scores(tiny_model_builder, pair_
     scored = pd.read_csv(output)
     assert list(scored.columns[:3]) == ["source", "hypothesis", "label"]
     assert {"pluie", "pluie_forward", "pluie_backward", "levenshtein", "bleu", "chrf", "sbert"} <= set(scored.columns)
-    pd.testing.assert_frame_equal(scored[["source", "hypothesis", "label"]], PAIRS)
+    pd.testing.assert_frame_equal(scored[["source", "hypothesis", "label"]], PAIRS, check_dtype=False)
     scorer = PluieScorer(str(model), template="direct")
     expected = scorer.score(PAIRS.source, PAIRS.hypothesis, symmetric=True)
     assert scored["pluie"].to_numpy() == pytest.approx(expected, abs=1e-4)

@@ -300,3 +300,19 @@ def test_bad_inputs_are_user_errors(tiny_model_builder):
     with pytest.raises(PluieError, match="Pair 2 has no hypothesis"):
         scorer.score(["a", "b"], ["c", None])
     assert scorer.score([], []).shape == (0,)
+
+
+def test_answers_default_to_the_templates_own(tiny_model_builder):
+    scorer = PluieScorer(str(tiny_model_builder()), template="fs-direct-fr")
+    assert scorer.answers == ("Oui", "Non")
+    assert scorer.tokenizer.convert_ids_to_tokens(list(scorer.answer_ids)) == ["Oui", "Non"]
+    assert "« oui » ou « non »" in scorer.prompts(["a"], ["b"])[0]
+    swapped = PluieScorer((scorer.model, scorer.tokenizer), template="fs-direct-fr", answers=("Non", "Oui"))
+    np.testing.assert_allclose(swapped.score(SOURCES[:2], HYPOTHESES[:2]), -scorer.score(SOURCES[:2], HYPOTHESES[:2]),
+                               atol=1e-5)
+
+
+def test_package_exports_the_scorer():
+    import pluie_core
+
+    assert pluie_core.PluieScorer is PluieScorer and pluie_core.PluieError is PluieError

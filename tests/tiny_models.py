@@ -7,7 +7,8 @@ and saves model + tokenizer with ``save_pretrained``. The returned directory is 
 exactly like a user's local model path: ``AutoTokenizer.from_pretrained(path)`` /
 ``AutoModelForCausalLM.from_pretrained(path)`` or ``PluieScorer(str(path))``.
 
-Stable signature (the worker's tests use it too)::
+Stable signature (the worker's tests use it too; ``build_tiny_tokenizer(tokenizer, vocab_size,
+extra_text)`` returns just the tokenizer)::
 
     build_tiny_model(directory, arch="llama", tokenizer="bpe", vocab_size=1024,
                      hidden_size=64, num_layers=2, num_heads=4, seed=0,
@@ -138,7 +139,22 @@ def _train_tokenizer(style: str, vocab_size: int, extra_text):
     else:
         raise ValueError(f"unknown tokenizer style {style!r}; choose one of {TOKENIZER_STYLES}")
     tok.train_from_iterator(_training_text(extra_text), trainer=trainer)
+    if style == "unigram":
+        _make_unigram_deterministic(tok, specials)
     return tok
+
+
+def _make_unigram_deterministic(tok, specials) -> None:
+    """The Unigram trainer finds the same pieces every run but in a thread-dependent id order,
+    with scores that differ in far decimals; fix both so a build is reproducible."""
+    import json
+
+    from tokenizers import models
+
+    vocab = json.loads(tok.to_str())["model"]["vocab"]
+    special = [(p, 0.0) for p, _ in vocab if p in specials]
+    pieces = sorted(((p, round(s, 2)) for p, s in vocab if p not in specials), key=lambda ps: (-ps[1], ps[0]))
+    tok.model = models.Unigram(special + pieces, unk_id=specials.index("<unk>"), byte_fallback=False)
 
 
 def _wrap_tokenizer(raw, style: str):
@@ -159,6 +175,14 @@ def _wrap_tokenizer(raw, style: str):
         )
         hf.chat_template = LLAMA2_TEMPLATE if style == "metaspace" else INST_TEMPLATE
     return hf
+
+
+def build_tiny_tokenizer(tokenizer: str = "bpe", vocab_size: int = 1024, extra_text=()):
+    """Just the trained tokenizer (a transformers fast tokenizer with its chat template), for
+    callers that build their own model, e.g. bench/scorer.py's Mistral-7B-sized one."""
+    hf_tokenizer = _wrap_tokenizer(_train_tokenizer(tokenizer, vocab_size, extra_text), tokenizer)
+    _check_single_tokens(hf_tokenizer, tokenizer)
+    return hf_tokenizer
 
 
 def _check_single_tokens(hf, style: str) -> None:

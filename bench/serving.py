@@ -1,0 +1,139 @@
+"""How long serving the next pair takes on a large store.
+
+Builds (with bulk inserts) a store of 100,000 pairs and 300,000 labels from a campaign of 6,000
+annotators (quota 50, 4 annotators per pair, 5 training pairs each, so 75,000 pairs are full and
+25,000 still have slots), then times what the labelling page asks the store for on every run:
+the token's annotator, their view, the next pair (resumed or newly reserved) and their progress,
+and the write of an answer. Server time only (no browser, no Streamlit).
+
+    python bench/serving.py [--pairs 100000] [--labels 300000] [--db path]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import insert, update  # noqa: E402
+
+from db import annotation as ann  # noqa: E402
+from db.engine import init_db, write_session  # noqa: E402
+from db.models import (  # noqa: E402
+    Annotator, Assignment, Campaign, CampaignPair, Dataset, Label, Pair, TrainingPair, utcnow,
+)
+from pluie_core.auth import hash_token  # noqa: E402
+
+QUOTA, OVERLAP, TRAINING = 50, 4, 5
+CHUNK = 50_000
+
+
+def bulk(session, model, rows) -> None:
+    for start in range(0, len(rows), CHUNK):
+        session.execute(insert(model), rows[start:start + CHUNK])
+
+
+def build_store(url: str, n_pairs: int, n_labels: int) -> tuple[int, float]:
+    started = time.perf_counter()
+    engine = init_db(url)
+    with write_session(engine) as s:
+        dataset = Dataset(name="bench", label_kind=None)
+        s.add(dataset)
+        s.flush()
+        bulk(s, Pair, [{
+            "dataset_id": dataset.id, "external_id": str(i), "source": f"The cat number {i} drinks water.",
+            "hypothesis": f"Cat {i} quenches its thirst.", "text_hash": hashlib.sha1(str(i).encode()).hexdigest(),
+        } for i in range(n_pairs)])
+    campaign_id = ann.create_campaign(engine, "bench", [dataset.id], quota=QUOTA, overlap=OVERLAP, n_training=TRAINING)
+    with write_session(engine) as s:
+        ranked = [p for p, in s.execute(CampaignPair.__table__.select()
+                                        .with_only_columns(CampaignPair.pair_id).order_by(CampaignPair.rank))]
+        training = [p for p, in s.execute(TrainingPair.__table__.select()
+                                          .with_only_columns(TrainingPair.pair_id).order_by(TrainingPair.position))]
+        n_full = n_labels // OVERLAP  # the first pairs in serving order, every slot taken
+        n_annotators = n_labels // QUOTA
+        bulk(s, Annotator, [{"name": f"a{a}", "display_name": f"A{a}", "english_level": "good", "campaign_id": campaign_id,
+                             "token_hash": hash_token(f"bench-{a}"), "is_external": False} for a in range(n_annotators)])
+        first_id = s.scalar(Annotator.__table__.select().with_only_columns(Annotator.id).order_by(Annotator.id).limit(1))
+        now = utcnow()
+        assignments, labels = [], []
+        per_copy = n_annotators // OVERLAP  # each copy of a pair goes to a different block of annotators
+        for a in range(n_annotators):
+            aid = first_id + a
+            copy, block = divmod(a, per_copy)
+            mine = training + ranked[block * QUOTA:(block + 1) * QUOTA]
+            for position, pair_id in enumerate(mine):
+                assignments.append({"campaign_id": campaign_id, "annotator_id": aid, "pair_id": pair_id,
+                                    "position": position, "source_on_top": (a + position) % 2 == 0,
+                                    "served_at": now, "done_at": now})
+                labels.append({"pair_id": pair_id, "annotator_id": aid, "campaign_id": campaign_id,
+                               "level": (a + position) % 5, "source_on_top": (a + position) % 2 == 0,
+                               "is_training": position < TRAINING, "seconds_spent": 3.0,
+                               "created_at": now, "updated_at": now})
+        bulk(s, Assignment, assignments)
+        bulk(s, Label, labels)
+        s.execute(update(CampaignPair).where(CampaignPair.campaign_id == campaign_id,
+                                             CampaignPair.rank < n_full).values(n_assigned=OVERLAP))
+    engine.dispose()
+    return campaign_id, time.perf_counter() - started
+
+
+def time_serving(url: str, campaign_id: int, n_annotators: int = 30) -> dict[str, list[float]]:
+    engine = init_db(url)
+    timings: dict[str, list[float]] = {"page run, new pair reserved": [], "page run, pair resumed": [],
+                                       "answer stored": []}
+    for order in ("random", "least_labelled", "informative"):
+        with write_session(engine) as s:  # the three orders differ only in how the queue is ranked
+            s.execute(update(Campaign).where(Campaign.id == campaign_id).values(pair_order=order))
+        for a in range(n_annotators // 3):
+            token = f"new-{order}-{a}"
+            with write_session(engine) as s:  # an annotator who has done the training trial
+                annotator = Annotator(name=token, display_name=token, english_level="native",
+                                      campaign_id=campaign_id, token_hash=hash_token(token))
+                s.add(annotator)
+                s.flush()
+                pairs = s.execute(TrainingPair.__table__.select().with_only_columns(TrainingPair.pair_id)
+                                  .where(TrainingPair.campaign_id == campaign_id).order_by(TrainingPair.position))
+                for position, (pair_id,) in enumerate(pairs):
+                    s.add(Assignment(campaign_id=campaign_id, annotator_id=annotator.id, pair_id=pair_id,
+                                     position=position, done_at=utcnow()))
+            for step in range(3):
+                for key in ("page run, new pair reserved", "page run, pair resumed"):
+                    started = time.perf_counter()
+                    who = ann.annotator_for_token(engine, token)
+                    ann.annotator_view(engine, who.id)
+                    item = ann.serve_next(engine, who.id)
+                    ann.progress(engine, who.id)
+                    timings[key].append(time.perf_counter() - started)
+                started = time.perf_counter()
+                ann.record_label(engine, who.id, item.position, step % 5, 2.0)
+                timings["answer stored"].append(time.perf_counter() - started)
+    engine.dispose()
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=100_000)
+    parser.add_argument("--labels", type=int, default=300_000)
+    parser.add_argument("--db", help="SQLite file to build (default: a temporary one)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.db) if args.db else Path(tmp) / "bench.db"
+        path.unlink(missing_ok=True)
+        url = f"sqlite:///{path}"
+        campaign_id, build_seconds = build_store(url, args.pairs, args.labels)
+        print(f"store: {args.pairs:,} pairs, {args.labels:,} labels (+ training) built in {build_seconds:.1f} s")
+        for name, values in time_serving(url, campaign_id).items():
+            ms = sorted(v * 1000 for v in values)
+            print(f"{name:32s} median {statistics.median(ms):6.1f} ms   p95 {ms[int(0.95 * (len(ms) - 1))]:6.1f} ms"
+                  f"   max {ms[-1]:6.1f} ms   (n={len(ms)})")
+
+
+if __name__ == "__main__":
+    main()

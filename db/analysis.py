@@ -1,0 +1,455 @@
+"""Every read the analysis pages make (agreement, thresholds, distributions, disagreements), as
+DataFrames, and the reference labels those pages compare people and metrics against.
+
+Reads fetch ids and numbers in one query per table and join the few names (datasets, runs,
+annotators) in pandas; nothing loops over rows in Python, so 300,000 labels load in about half a
+second of CPU (bench/analysis.py). Training-trial labels are never part of an analysis.
+
+Annotators are keyed by a display name unique across the store ("A", or "A (BIOSSES)" when two
+datasets both have an annotator A), the column names of every label matrix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine, exists, func, insert, select
+
+from db.engine import read_session, write_session
+from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
+from pluie_core.baselines import levenshtein
+from pluie_core.labels import DONT_KNOW, LEVELS
+from pluie_core.stats import (
+    StatsError,
+    binarise_matrix,
+    cohen_kappa,
+    levels_to_matrix,
+    majority_binary_vector,
+)
+
+__all__ = [
+    "AnalysisChoices",
+    "Reference",
+    "analysis_choices",
+    "labels_long",
+    "pairs_frame",
+    "scores_wide",
+    "edit_distances",
+    "pair_detail",
+    "label_scales",
+    "labels_on_scale",
+    "label_matrix",
+    "reference_labels",
+    "natural_threshold",
+    "annotator_summary",
+    "add_score_run",
+    "add_labels",
+]
+
+LABEL_COLUMNS = ["pair_id", "annotator_id", "annotator", "level", "value", "english_level", "seconds_spent",
+                 "dataset_id", "dataset"]
+
+
+def _frame(session, statement, columns: list[str]) -> pd.DataFrame:
+    """Rows of a Core select as a DataFrame. The driver's plain tuples are read straight from the
+    cursor: building a frame from 300,000 SQLAlchemy Row objects costs seconds, from tuples a tenth
+    of that. Every column read here is a number or text the driver returns as is."""
+    result = session.connection().execute(statement)
+    rows = result.cursor.fetchall() if result.cursor is not None else [tuple(row) for row in result]
+    return pd.DataFrame.from_records(rows, columns=columns, nrows=len(rows))
+
+
+def _ids(values: Optional[Iterable[int]]) -> Optional[list[int]]:
+    return None if values is None else [int(v) for v in values]
+
+
+def _pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
+    """dataset_id of every pair (of the given datasets), indexed by pair_id. Read from the
+    dataset_id index alone: joining labels or scores to the pairs table instead reads the pairs'
+    texts, page by page, and costs three times as much."""
+    query = select(Pair.id, Pair.dataset_id)
+    if dataset_ids is not None:
+        query = query.where(Pair.dataset_id.in_(dataset_ids))
+    frame = _frame(session, query, ["pair_id", "dataset_id"])
+    return pd.Series(frame["dataset_id"].to_numpy(), index=frame["pair_id"].to_numpy())
+
+
+# --------------------------------------------------------------------------- what there is to analyse
+
+
+@dataclass
+class AnalysisChoices:
+    datasets: pd.DataFrame  # id, name, label_kind, label_min, label_max, n_pairs, n_gold
+    runs: pd.DataFrame  # id, name, kind, model, higher_is_similar, status, n_scores (runs with scores only)
+    annotators: pd.DataFrame  # id, annotator (unique key), name, dataset_id, campaign_id, english_level, has_labels
+
+
+def _annotator_keys(annotators: pd.DataFrame) -> pd.Series:
+    """Display names unique across the store: the name, then "name (dataset or campaign)", then "#id"."""
+    keys = annotators["name"].astype(str)
+    shared = keys.duplicated(keep=False)
+    keys = keys.where(~shared, keys + " (" + annotators["scope"].fillna("?").astype(str) + ")")
+    shared = keys.duplicated(keep=False)
+    return keys.where(~shared, keys + " #" + annotators["id"].astype(str))
+
+
+def analysis_choices(engine: Engine) -> AnalysisChoices:
+    """The datasets, score runs (those with at least one score) and annotators the sidebars offer."""
+    with read_session(engine) as session:
+        datasets = _frame(
+            session,
+            select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min, Dataset.label_max,
+                   func.count(Pair.id), func.count(Pair.gold_label))
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id).group_by(Dataset.id).order_by(Dataset.name),
+            ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold"],
+        )
+        runs = _frame(
+            session,
+            select(ScoreRun.id, ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.higher_is_similar,
+                   ScoreRun.status, func.count(Score.id))
+            .join(Score, Score.run_id == ScoreRun.id).group_by(ScoreRun.id).order_by(ScoreRun.name),
+            ["id", "name", "kind", "model", "higher_is_similar", "status", "n_scores"],
+        )
+        annotators = _frame(
+            session,
+            select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.dataset_id, Annotator.campaign_id,
+                   Annotator.english_level, func.coalesce(Dataset.name, Campaign.name),
+                   # EXISTS stops at the first label (indexed by annotator): no scan of every label
+                   exists().where(Label.annotator_id == Annotator.id, Label.is_training.is_(False)))
+            .outerjoin(Dataset, Dataset.id == Annotator.dataset_id)
+            .outerjoin(Campaign, Campaign.id == Annotator.campaign_id)
+            .order_by(Annotator.name, Annotator.id),
+            ["id", "name", "display_name", "dataset_id", "campaign_id", "english_level", "scope", "has_labels"],
+        )
+    annotators["has_labels"] = annotators["has_labels"].astype(bool)
+    annotators["name"] = annotators["display_name"].fillna(annotators["name"])
+    annotators.insert(1, "annotator", _annotator_keys(annotators))
+    return AnalysisChoices(datasets, runs, annotators.drop(columns=["display_name", "scope"]))
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def labels_long(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    annotator_ids: Optional[Iterable[int]] = None,
+    annotators: Optional[pd.DataFrame] = None,
+) -> pd.DataFrame:
+    """One row per (non-training) label: pair_id, annotator_id, annotator (unique key), level (0-4
+    float, NaN for an imported value on its own scale), value (the raw imported value, NaN for
+    labels given in the app), english_level, seconds_spent, dataset_id, dataset.
+    ``annotators`` (from ``analysis_choices``) saves the query that names them."""
+    dataset_ids, annotator_ids = _ids(dataset_ids), _ids(annotator_ids)
+    query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent).where(
+        Label.is_training.is_(False))
+    if annotator_ids is not None:
+        query = query.where(Label.annotator_id.in_(annotator_ids))
+    with read_session(engine) as session:
+        labels = _frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent"])
+        pair_datasets = _pair_datasets(session, dataset_ids)
+        dataset_names = dict(session.execute(select(Dataset.id, Dataset.name)).all())
+    labels["dataset_id"] = pair_datasets.reindex(labels["pair_id"]).to_numpy()
+    labels = labels[labels["dataset_id"].notna()].reset_index(drop=True)
+    labels["dataset_id"] = labels["dataset_id"].astype(int)
+    if annotators is None:
+        annotators = analysis_choices(engine).annotators
+    people = annotators.set_index("id")
+    labels["annotator"] = labels["annotator_id"].map(people["annotator"])
+    labels["english_level"] = labels["annotator_id"].map(people["english_level"])
+    labels["dataset"] = labels["dataset_id"].map(dataset_names)
+    for column in ("level", "value", "seconds_spent"):
+        labels[column] = pd.to_numeric(labels[column], errors="coerce").astype(float)
+    return labels[LABEL_COLUMNS]
+
+
+def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, texts: bool = False) -> pd.DataFrame:
+    """Pairs indexed by pair_id: dataset_id, dataset, label_kind, label_min, label_max, gold_label
+    (float, NaN when none); with ``texts`` also external_id, source and hypothesis."""
+    dataset_ids = _ids(dataset_ids)
+    columns = [Pair.id, Pair.dataset_id, Pair.gold_label]
+    names = ["pair_id", "dataset_id", "gold_label"]
+    if texts:
+        columns += [Pair.external_id, Pair.source, Pair.hypothesis]
+        names += ["external_id", "source", "hypothesis"]
+    query = select(*columns).order_by(Pair.id)
+    if dataset_ids is not None:
+        query = query.where(Pair.dataset_id.in_(dataset_ids))
+    with read_session(engine) as session:
+        pairs = _frame(session, query, names)
+        datasets = _frame(session, select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min,
+                                          Dataset.label_max), ["dataset_id", "dataset", "label_kind", "label_min", "label_max"])
+    pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce").astype(float)
+    pairs = pairs.merge(datasets, on="dataset_id", how="left").set_index("pair_id")
+    order = ["dataset_id", "dataset", "label_kind", "label_min", "label_max", "gold_label"]
+    return pairs[order + [c for c in names[3:]]]
+
+
+def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
+    """Scores indexed by pair_id, one float column per run (named after the run); only pairs with
+    at least one of these scores."""
+    run_ids, dataset_ids = _ids(run_ids), _ids(dataset_ids)
+    query = select(Score.pair_id, Score.run_id, Score.value).where(Score.run_id.in_(run_ids))
+    with read_session(engine) as session:
+        scores = _frame(session, query, ["pair_id", "run_id", "value"])
+        if dataset_ids is not None:
+            scores = scores[scores["pair_id"].isin(_pair_datasets(session, dataset_ids).index)]
+        run_names = dict(session.execute(select(ScoreRun.id, ScoreRun.name).where(ScoreRun.id.in_(run_ids))).all())
+    wide = scores.pivot(index="pair_id", columns="run_id", values="value").astype(float)
+    wide = wide.reindex(columns=[r for r in run_ids if r in run_names])
+    wide.columns = [run_names[r] for r in wide.columns]
+    wide.index.name = "pair_id"
+    return wide
+
+
+def edit_distances(pairs: pd.DataFrame) -> pd.Series:
+    """Normalised character Levenshtein distance (pluie_core.baselines.levenshtein: 0 = same text,
+    1 = nothing in common) of every pair of a ``pairs_frame(..., texts=True)``: the x axis of the
+    paper's figure 2 and table 4."""
+    if pairs.empty:
+        return pd.Series(dtype=float, name="edit_distance")
+    distances = levenshtein(pairs["source"].tolist(), pairs["hypothesis"].tolist())
+    return pd.Series(distances, index=pairs.index, name="edit_distance")
+
+
+def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame] = None) -> dict:
+    """One pair with every label and every score: {"pair": dict (dataset, external_id, source,
+    hypothesis, gold_label), "labels": DataFrame (annotator, level, level_name, value, english_level,
+    seconds_spent), "scores": DataFrame (run, kind, value)}; None when the pair does not exist."""
+    with read_session(engine) as session:
+        row = session.execute(
+            select(Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+            .join(Dataset, Dataset.id == Pair.dataset_id).where(Pair.id == int(pair_id))
+        ).first()
+        if row is None:
+            return None
+        scores = _frame(
+            session,
+            select(ScoreRun.name, ScoreRun.kind, Score.value).join(ScoreRun, ScoreRun.id == Score.run_id)
+            .where(Score.pair_id == int(pair_id)).order_by(ScoreRun.name),
+            ["run", "kind", "value"],
+        )
+        labels = _frame(
+            session,
+            select(Label.annotator_id, Label.level, Label.value, Label.seconds_spent)
+            .where(Label.pair_id == int(pair_id), Label.is_training.is_(False)),
+            ["annotator_id", "level", "value", "seconds_spent"],
+        )
+    if annotators is None:
+        annotators = analysis_choices(engine).annotators
+    people = annotators.set_index("id")
+    labels.insert(0, "annotator", labels["annotator_id"].map(people["annotator"]))
+    labels["level_name"] = labels["level"].map(lambda level: LEVELS[int(level)] if pd.notna(level) else "")
+    labels["english_level"] = labels["annotator_id"].map(people["english_level"])
+    labels = labels.sort_values("annotator")[["annotator", "level", "level_name", "value", "english_level", "seconds_spent"]]
+    pair = dict(zip(("dataset", "external_id", "source", "hypothesis", "gold_label"), row))
+    return {"pair": pair, "labels": labels.reset_index(drop=True), "scores": scores}
+
+
+# --------------------------------------------------------------------------- label matrices and references
+
+
+def label_scales(labels: pd.DataFrame) -> list[str]:
+    """Which scales the labels use: "levels" (the app's five-level scale) and / or "raw" (values
+    imported on their own scale, such as BIOSSES 0-4)."""
+    scales = []
+    if labels["level"].notna().any():
+        scales.append("levels")
+    if (labels["level"].isna() & labels["value"].notna()).any():
+        scales.append("raw")
+    return scales
+
+
+def labels_on_scale(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
+    """The labels of one scale: "levels" (five-level) or "raw" (imported values on their own scale)."""
+    if scale == "levels":
+        return labels[labels["level"].notna()]
+    return labels[labels["level"].isna() & labels["value"].notna()]
+
+
+def label_matrix(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
+    """items x annotators matrix: five-level levels (4 = Don't know kept; the statistics drop it)
+    or raw imported values."""
+    return levels_to_matrix(labels_on_scale(labels, scale), level_col="level" if scale == "levels" else "value")
+
+
+RAW_SCALE_NO_BINARY = (
+    "These labels are values on their own scale (imported raw, like BIOSSES 0–4), so they have no "
+    "paraphrase / non-paraphrase binarisation; use gold labels as the reference, or compare them "
+    "on their own scale on the Agreement page."
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a metric (or a person) is compared against: "gold" labels, the human "majority"
+    (binarised, Don't know ignored, ties give none) or one "annotator"'s binarised labels.
+    ``gold_cut`` binarises scored gold (STS-B 0-5 ...): paraphrase at or above this share of the
+    dataset's scale."""
+
+    kind: str = "gold"
+    annotator: Optional[str] = None
+    gold_cut: float = 0.5
+
+    def describe(self) -> str:
+        if self.kind == "gold":
+            return "gold labels"
+        if self.kind == "majority":
+            return "the human majority"
+        return f"annotator {self.annotator}"
+
+
+def gold_binary(pairs: pd.DataFrame, gold_cut: float = 0.5) -> pd.Series:
+    """Gold labels as 0/1: binary datasets as they are; scored datasets cut at ``gold_cut`` of their
+    scale (label_min + cut x (label_max - label_min)); a dataset of unknown kind counts as binary
+    when its gold labels are all 0 or 1."""
+    gold = pairs["gold_label"]
+    low = pairs["label_min"].fillna(gold.groupby(pairs["dataset_id"]).transform("min"))
+    high = pairs["label_max"].fillna(gold.groupby(pairs["dataset_id"]).transform("max"))
+    scored = pairs["label_kind"].eq("score")
+    unknown = pairs["label_kind"].isna()
+    if unknown.any():
+        binary_looking = gold.isin([0.0, 1.0]) | gold.isna()
+        all_binary = binary_looking.groupby(pairs["dataset_id"]).transform("all")
+        scored = scored | (unknown & ~all_binary)
+    cut = low + gold_cut * (high - low)
+    binary = gold.where(~scored, (gold >= cut).astype(float).where(gold.notna()))
+    return binary.rename("reference")
+
+
+def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Reference) -> pd.Series:
+    """The reference as 0/1 per pair (index pair_id, NaN where there is none). Raises StatsError
+    with a sentence for the page when the reference does not exist for these pairs."""
+    if reference.kind == "gold":
+        if pairs["gold_label"].notna().sum() == 0:
+            raise StatsError("These datasets have no gold labels: choose the human majority or one annotator as the reference.")
+        return gold_binary(pairs, reference.gold_cut).reindex(pairs.index)
+    chosen = labels if reference.kind == "majority" else labels[labels["annotator"] == reference.annotator]
+    if reference.kind == "annotator" and chosen.empty:
+        raise StatsError(f"Annotator {reference.annotator} has no label on these datasets.")
+    if chosen.empty:
+        raise StatsError("No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first.")
+    if "levels" not in label_scales(chosen):
+        raise StatsError(RAW_SCALE_NO_BINARY)
+    binary = binarise_matrix(label_matrix(chosen, "levels"))
+    vector = majority_binary_vector(binary) if reference.kind == "majority" else binary.iloc[:, 0]
+    return vector.reindex(pairs.index).rename("reference")
+
+
+def natural_threshold(run_kind: str) -> Optional[float]:
+    """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); baselines have none."""
+    return 0.0 if run_kind == "pluie" else None
+
+
+# --------------------------------------------------------------------------- per-annotator summary
+
+
+def _majority_of_others(binary: np.ndarray, n_positive: np.ndarray, n_negative: np.ndarray, column: int,
+                        rows: np.ndarray) -> np.ndarray:
+    """The majority binary label of the annotators other than ``column`` on ``rows`` (NaN on a tie or
+    when no one else labelled): majority_binary_vector's rule, from the per-item totals."""
+    own = binary[rows, column]
+    positive = n_positive[rows] - (own == 1)
+    negative = n_negative[rows] - (own == 0)
+    return np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
+
+
+def annotator_summary(
+    labels: pd.DataFrame,
+    scale: str = "levels",
+    versus_model: Optional[pd.DataFrame] = None,
+    binary: Optional[pd.DataFrame] = None,
+) -> pd.DataFrame:
+    """One row per annotator: english_level, labels, dont_know_rate, median_seconds, kappa_vs_others
+    (binarised κ against the majority of the other annotators), and with ``versus_model`` (from
+    stats.human_vs_model_table) kappa_vs_model / accuracy_vs_model / n_vs_model. Binarised figures
+    are NaN on a raw scale; ``note`` says why a figure is missing. ``binary``: the binarised label
+    matrix when the caller has it already."""
+    rows = labels_on_scale(labels, scale)
+    grouped = rows.groupby("annotator", sort=True)
+    table = pd.DataFrame({
+        "english_level": grouped["english_level"].first(),
+        "labels": grouped.size(),
+        "dont_know_rate": rows["level"].eq(DONT_KNOW).groupby(rows["annotator"]).mean() if scale == "levels" else np.nan,
+        "median_seconds": grouped["seconds_spent"].median(),
+    })
+    table["kappa_vs_others"] = np.nan
+    table["n_vs_others"] = 0
+    table["note"] = ""
+    if scale != "levels":
+        table["note"] = "Raw-scale labels: no binarisation, so no binarised κ."
+        return table.reset_index()
+    if binary is None:
+        binary = binarise_matrix(label_matrix(rows, "levels"))
+    values = binary.to_numpy()
+    n_positive, n_negative = (values == 1).sum(axis=1), (values == 0).sum(axis=1)
+    notes = {}
+    for position, name in enumerate(binary.columns):
+        rows = np.flatnonzero(~np.isnan(values[:, position]))  # only where this annotator has a label
+        own, others = values[rows, position], _majority_of_others(values, n_positive, n_negative, position, rows)
+        table.loc[name, "n_vs_others"] = int((~np.isnan(others)).sum())
+        try:
+            table.loc[name, "kappa_vs_others"] = cohen_kappa(own, others)
+        except StatsError as error:
+            notes[name] = str(error)
+    if versus_model is not None:
+        versus = versus_model.set_index("annotator")
+        table["kappa_vs_model"] = versus["kappa"]
+        table["accuracy_vs_model"] = versus["accuracy"]
+        table["n_vs_model"] = versus["n"]
+        for name, note in versus["note"].items():
+            if note and name in table.index:
+                notes[name] = "; ".join(filter(None, [notes.get(name), note]))
+    table["note"] = pd.Series(notes, dtype=object).reindex(table.index).fillna("")
+    return table.reset_index()
+
+
+# --------------------------------------------------------------------------- bulk writes (tests, bench, scripts)
+
+
+def add_score_run(
+    engine: Engine,
+    name: str,
+    values: Mapping[int, float] | pd.Series,
+    kind: str = "baseline",
+    higher_is_similar: bool = True,
+    model: str = "",
+) -> int:
+    """A finished score run with one score per pair ({pair_id: value}), written in one bulk insert.
+    For tests, the bench and the screenshot script; the worker writes its scores itself. The run is
+    left "paused" so that no worker claims it."""
+    values = pd.Series(values, dtype=float).dropna()
+    with write_session(engine) as session:
+        run = ScoreRun(name=name, kind=kind, model=model, higher_is_similar=higher_is_similar, status="paused")
+        session.add(run)
+        session.flush()
+        if len(values):
+            session.execute(insert(Score), [
+                {"run_id": run.id, "pair_id": int(pair_id), "value": float(value)} for pair_id, value in values.items()
+            ])
+        return run.id
+
+
+def add_labels(engine: Engine, labels: pd.DataFrame, english_levels: Optional[Mapping[str, str]] = None) -> int:
+    """Labels of new annotators in one bulk insert, for the bench and tests (the annotation pages
+    write real labels). Columns: pair_id, annotator (name), level (0-4), optional value and
+    seconds_spent. Returns the number of labels written."""
+    english_levels = english_levels or {}
+    with write_session(engine) as session:
+        people = [Annotator(name=name, english_level=english_levels.get(name)) for name in sorted(labels["annotator"].unique())]
+        session.add_all(people)
+        session.flush()
+        frame = pd.DataFrame({
+            "pair_id": labels["pair_id"].astype(int),
+            "annotator_id": labels["annotator"].map({person.name: person.id for person in people}).astype(int),
+            "level": labels["level"],
+            "value": labels["value"] if "value" in labels else np.nan,
+            "seconds_spent": labels["seconds_spent"] if "seconds_spent" in labels else np.nan,
+        })
+        frame["is_training"] = False
+        records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        if records:
+            session.execute(insert(Label), records)
+        return len(records)

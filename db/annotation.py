@@ -1,0 +1,474 @@
+"""Labelling campaigns: every query and write for campaigns, annotators, serving and labels.
+
+Serving follows the protocol of ParaPLUIE appendix A.3: the training pairs first (the same for
+everyone, in the same order, not counted), then the campaign's queue up to the annotator's quota.
+A pair is reserved (an Assignment row, and one more on its CampaignPair counter) before it is
+shown, in the same transaction, so that overlap targets hold when several people label at once;
+an annotator's place is the store, so closing the browser and coming back resumes.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from db.engine import read_session, write_session
+from db.models import (
+    Annotator,
+    Assignment,
+    Campaign,
+    CampaignDataset,
+    CampaignPair,
+    Dataset,
+    Label,
+    Pair,
+    Score,
+    ScoreRun,
+    TrainingPair,
+    utcnow,
+)
+from pluie_core.auth import hash_token, new_token
+from pluie_core.guidelines import PAIR_ORDERS, default_guidelines, pick_training_pairs, serving_order
+from pluie_core.labels import ENGLISH_LEVELS, LEVELS, majority_binary
+
+
+class CampaignError(ValueError):
+    """Something a user asked for that cannot be done; the message says why, in a sentence."""
+
+
+@dataclass(frozen=True)
+class ServedPair:
+    """One pair as an annotator sees it: which sentence is on top was drawn when it was served."""
+
+    position: int  # 0-based over the whole session, training first
+    pair_id: int
+    top: str
+    bottom: str
+    source_on_top: bool
+    is_training: bool
+    number: int  # 1-based, within the training trial or within the quota
+    out_of: int  # training size, or quota
+    level: Optional[int]  # the annotator's current answer, when revisiting
+
+
+@dataclass(frozen=True)
+class Progress:
+    training_done: int
+    training_total: int
+    done: int  # labelled pairs of the queue (training excluded)
+    quota: int
+
+
+@dataclass(frozen=True)
+class AnnotatorView:
+    """What the labelling page may know about its annotator: nothing about scores or others."""
+
+    annotator_id: int
+    display_name: Optional[str]
+    english_level: Optional[str]
+    campaign_name: str
+    guidelines: str
+    campaign_active: bool
+
+    @property
+    def needs_profile(self) -> bool:
+        return not self.display_name or self.english_level not in ENGLISH_LEVELS
+
+
+# ---------------------------------------------------------------- campaigns (admin)
+
+def dataset_choices(engine: Engine) -> list[tuple[int, str, int]]:
+    """(id, name, number of pairs) of every dataset."""
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(Dataset.id, Dataset.name, func.count(Pair.id))
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id)
+            .group_by(Dataset.id, Dataset.name)
+            .order_by(Dataset.name)
+        )
+        return [(i, n, c) for i, n, c in rows]
+
+
+def score_run_choices(engine: Engine) -> list[tuple[int, str]]:
+    """PLUIE runs that can drive the "informative" order."""
+    with read_session(engine) as session:
+        return [tuple(r) for r in session.execute(
+            select(ScoreRun.id, ScoreRun.name).where(ScoreRun.kind == "pluie").order_by(ScoreRun.name))]
+
+
+def list_campaigns(engine: Engine) -> list[Campaign]:
+    with read_session(engine) as session:
+        return list(session.scalars(select(Campaign).order_by(Campaign.created_at.desc(), Campaign.id.desc())))
+
+
+def get_campaign(engine: Engine, campaign_id: int) -> Campaign:
+    with read_session(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        if campaign is None:
+            raise CampaignError("This campaign does not exist (any more).")
+        return campaign
+
+
+def create_campaign(
+    engine: Engine,
+    name: str,
+    dataset_ids: Sequence[int],
+    *,
+    quota: int = 50,
+    overlap: int = 1,
+    n_training: int = 5,
+    guidelines: Optional[str] = None,
+    pair_order: str = "random",
+    seed: int = 0,
+    informative_run_id: Optional[int] = None,
+) -> int:
+    """Create a campaign, draw its training pairs and lay out its queue. Returns its id."""
+    name = (name or "").strip()
+    if not name:
+        raise CampaignError("Give the campaign a name.")
+    if not dataset_ids:
+        raise CampaignError("Choose at least one dataset.")
+    if quota < 1 or overlap < 1 or n_training < 0:
+        raise CampaignError("Pairs per annotator and annotators per pair must be at least 1; training pairs at least 0.")
+    if pair_order not in PAIR_ORDERS:
+        raise CampaignError(f"Unknown pair order {pair_order!r}.")
+    if pair_order == "informative" and informative_run_id is None:
+        raise CampaignError("The “most informative” order needs a PLUIE score run to read the scores from.")
+    with write_session(engine) as session:
+        if session.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
+            raise CampaignError(f"A campaign called “{name}” already exists.")
+        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(dataset_ids))))
+        if known != set(dataset_ids):
+            raise CampaignError("One of the chosen datasets no longer exists; reload the page and choose again.")
+        if informative_run_id is not None and session.get(ScoreRun, informative_run_id) is None:
+            raise CampaignError("The chosen score run no longer exists.")
+        pair_ids = list(session.scalars(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
+        if len(pair_ids) <= n_training:
+            raise CampaignError(
+                f"The chosen datasets hold {len(pair_ids)} pairs: not enough for {n_training} training pairs and a queue.")
+        campaign = Campaign(
+            name=name, quota=quota, overlap=overlap, n_training=n_training,
+            guidelines=default_guidelines() if guidelines is None else guidelines,
+            pair_order=pair_order, seed=seed, informative_run_id=informative_run_id, active=True,
+        )
+        session.add(campaign)
+        session.flush()
+        session.execute(insert(CampaignDataset), [{"campaign_id": campaign.id, "dataset_id": d} for d in set(dataset_ids)])
+        training = pick_training_pairs(pair_ids, n_training, seed)
+        if training:
+            session.execute(insert(TrainingPair), [
+                {"campaign_id": campaign.id, "position": i, "pair_id": p} for i, p in enumerate(training)])
+        queue = sorted(set(pair_ids) - set(training))
+        ranks = _serving_ranks(session, campaign, queue)
+        session.execute(insert(CampaignPair), [
+            {"campaign_id": campaign.id, "pair_id": p, "rank": ranks[p], "n_assigned": 0} for p in queue])
+        return campaign.id
+
+
+def _serving_ranks(session: Session, campaign: Campaign, pair_ids: list[int]) -> dict[int, int]:
+    dataset_ids = select(CampaignDataset.dataset_id).where(CampaignDataset.campaign_id == campaign.id)
+    label_counts: dict[int, int] = {}
+    human_binary: dict[int, int] = {}
+    scores: dict[int, float] = {}
+    if campaign.pair_order in ("least_labelled", "informative"):
+        levels: dict[int, list[int]] = {}
+        for pair_id, level in session.execute(
+            select(Label.pair_id, Label.level).join(Pair, Pair.id == Label.pair_id)
+            .where(Pair.dataset_id.in_(dataset_ids), Label.is_training.is_(False))
+        ):
+            label_counts[pair_id] = label_counts.get(pair_id, 0) + 1
+            levels.setdefault(pair_id, []).append(level)
+        human_binary = {p: b for p, ls in levels.items() if (b := majority_binary(ls)) is not None}
+    if campaign.pair_order == "informative":
+        scores = dict(session.execute(
+            select(Score.pair_id, Score.value).join(Pair, Pair.id == Score.pair_id)
+            .where(Score.run_id == campaign.informative_run_id, Pair.dataset_id.in_(dataset_ids))).all())
+        # binary gold labels count as existing labels where no one has labelled the pair yet
+        for pair_id, gold in session.execute(
+            select(Pair.id, Pair.gold_label).join(Dataset, Dataset.id == Pair.dataset_id)
+            .where(Pair.dataset_id.in_(dataset_ids), Dataset.label_kind == "binary", Pair.gold_label.is_not(None))
+        ):
+            human_binary.setdefault(pair_id, int(gold >= 0.5))
+    order = serving_order(pair_ids, campaign.pair_order, campaign.seed,
+                          label_counts=label_counts, scores=scores, human_binary=human_binary)
+    return {pair_id: rank for rank, pair_id in enumerate(order)}
+
+
+def reorder_campaign(engine: Engine, campaign_id: int) -> None:
+    """Recompute the serving order, e.g. once the informative run has scored more pairs.
+    Pairs already served keep their assignments; only what comes next changes."""
+    with write_session(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        if campaign is None:
+            raise CampaignError("This campaign does not exist (any more).")
+        pair_ids = list(session.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)))
+        ranks = _serving_ranks(session, campaign, sorted(pair_ids))
+        session.execute(
+            update(CampaignPair),
+            [{"campaign_id": campaign_id, "pair_id": p, "rank": r} for p, r in ranks.items()],
+        )
+
+
+def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[str] = None,
+                    active: Optional[bool] = None) -> None:
+    with write_session(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        if campaign is None:
+            raise CampaignError("This campaign does not exist (any more).")
+        if guidelines is not None:
+            campaign.guidelines = guidelines
+        if active is not None:
+            campaign.active = active
+
+
+def campaign_overview(engine: Engine, campaign_id: int) -> dict[str, int]:
+    """Counts for the admin: queue size, pairs with every slot taken, labels given."""
+    with read_session(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        in_queue, full = session.execute(
+            select(func.count(), func.coalesce(func.sum(case((CampaignPair.n_assigned >= campaign.overlap, 1), else_=0)), 0))
+            .where(CampaignPair.campaign_id == campaign_id)).one()
+        labels = session.scalar(select(func.count()).select_from(Label).where(
+            Label.campaign_id == campaign_id, Label.is_training.is_(False)))
+        return {"pairs in queue": in_queue, "pairs with every slot taken": int(full),
+                "labels (training excluded)": labels,
+                "training pairs": session.scalar(select(func.count()).select_from(TrainingPair)
+                                                 .where(TrainingPair.campaign_id == campaign_id))}
+
+
+def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
+    """One row per annotator of the campaign, for the admin's table."""
+    with read_session(engine) as session:
+        n_training = _training_size(session, campaign_id)
+        quota = session.get(Campaign, campaign_id).quota
+        done = dict(session.execute(
+            select(Assignment.annotator_id, func.count())
+            .where(Assignment.campaign_id == campaign_id, Assignment.done_at.is_not(None),
+                   Assignment.position >= n_training)
+            .group_by(Assignment.annotator_id)).all())
+        last = dict(session.execute(
+            select(Assignment.annotator_id, func.max(Assignment.done_at))
+            .where(Assignment.campaign_id == campaign_id).group_by(Assignment.annotator_id)).all())
+        rows = []
+        for a in session.scalars(select(Annotator).where(Annotator.campaign_id == campaign_id).order_by(Annotator.id)):
+            rows.append({
+                "id": a.id, "name": a.name, "display name": a.display_name or "",
+                "English": a.english_level or "", "labelled": f"{done.get(a.id, 0)} / {quota}",
+                "last answer": last.get(a.id), "status": "revoked" if a.revoked_at else "active",
+            })
+        return rows
+
+
+# ---------------------------------------------------------------- annotators and access
+
+def create_annotator(engine: Engine, campaign_id: int, name: str) -> tuple[int, str]:
+    """A new annotator of the campaign and their personal-link token. The token is returned
+    once and never stored (only its hash is)."""
+    name = (name or "").strip()
+    if not name:
+        raise CampaignError("Give the annotator a name (for you; they choose their display name).")
+    token = new_token()
+    with write_session(engine) as session:
+        if session.get(Campaign, campaign_id) is None:
+            raise CampaignError("This campaign does not exist (any more).")
+        annotator = Annotator(name=name[:200], campaign_id=campaign_id, token_hash=hash_token(token), is_external=False)
+        session.add(annotator)
+        session.flush()
+        return annotator.id, token
+
+
+def revoke_annotator(engine: Engine, annotator_id: int) -> None:
+    """The link stops working; a pair reserved but not answered goes back to the queue.
+    Labels already given stay."""
+    with write_session(engine) as session:
+        annotator = session.get(Annotator, annotator_id)
+        if annotator is None:
+            raise CampaignError("This annotator does not exist.")
+        if annotator.revoked_at is None:
+            annotator.revoked_at = utcnow()
+        for assignment in session.scalars(select(Assignment).where(
+                Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None))):
+            session.execute(update(CampaignPair).where(
+                CampaignPair.campaign_id == assignment.campaign_id, CampaignPair.pair_id == assignment.pair_id,
+            ).values(n_assigned=CampaignPair.n_assigned - 1))
+            session.delete(assignment)
+
+
+def annotator_for_token(engine: Engine, token: Optional[str]) -> Optional[Annotator]:
+    """The annotator whose personal link carries this token; None for an unknown or revoked one."""
+    if not token or len(token) > 200:
+        return None
+    with read_session(engine) as session:
+        annotator = session.scalar(select(Annotator).where(Annotator.token_hash == hash_token(token)))
+        if annotator is None or annotator.revoked_at is not None or annotator.campaign_id is None:
+            return None
+        return annotator
+
+
+def annotator_view(engine: Engine, annotator_id: int) -> AnnotatorView:
+    with read_session(engine) as session:
+        annotator = session.get(Annotator, annotator_id)
+        campaign = session.get(Campaign, annotator.campaign_id)
+        return AnnotatorView(annotator.id, annotator.display_name, annotator.english_level,
+                             campaign.name, campaign.guidelines, campaign.active)
+
+
+def set_annotator_profile(engine: Engine, annotator_id: int, display_name: str, english_level: str) -> None:
+    display_name = (display_name or "").strip()
+    if not display_name:
+        raise CampaignError("Please enter a name to be shown with your labels.")
+    if english_level not in ENGLISH_LEVELS:
+        raise CampaignError("Please choose your English level: " + ", ".join(ENGLISH_LEVELS) + ".")
+    with write_session(engine) as session:
+        annotator = session.get(Annotator, annotator_id)
+        annotator.display_name = display_name[:200]
+        annotator.english_level = english_level
+
+
+# ---------------------------------------------------------------- serving and labels
+
+def _training_size(session: Session, campaign_id: int) -> int:
+    return session.scalar(select(func.count()).select_from(TrainingPair).where(TrainingPair.campaign_id == campaign_id))
+
+
+def _served(session: Session, campaign: Campaign, n_training: int, assignment: Assignment,
+            annotator_id: int) -> ServedPair:
+    pair = session.get(Pair, assignment.pair_id)
+    level = session.scalar(select(Label.level).where(Label.annotator_id == annotator_id, Label.pair_id == pair.id))
+    is_training = assignment.position < n_training
+    top, bottom = (pair.source, pair.hypothesis) if assignment.source_on_top else (pair.hypothesis, pair.source)
+    return ServedPair(
+        position=assignment.position, pair_id=pair.id, top=top, bottom=bottom,
+        source_on_top=assignment.source_on_top, is_training=is_training,
+        number=assignment.position + 1 if is_training else assignment.position - n_training + 1,
+        out_of=n_training if is_training else campaign.quota, level=level,
+    )
+
+
+def progress(engine: Engine, annotator_id: int) -> Progress:
+    with read_session(engine) as session:
+        annotator = session.get(Annotator, annotator_id)
+        campaign = session.get(Campaign, annotator.campaign_id)
+        n_training = _training_size(session, campaign.id)
+        done = select(func.count()).select_from(Assignment).where(
+            Assignment.annotator_id == annotator_id, Assignment.done_at.is_not(None))
+        training_done = session.scalar(done.where(Assignment.position < n_training))
+        queue_done = session.scalar(done.where(Assignment.position >= n_training))
+        return Progress(training_done, n_training, queue_done, campaign.quota)
+
+
+def _open_assignment(session: Session, annotator_id: int) -> Optional[Assignment]:
+    return session.scalar(select(Assignment).where(
+        Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None)).order_by(Assignment.position).limit(1))
+
+
+def serve_next(engine: Engine, annotator_id: int) -> Optional[ServedPair]:
+    """The pair this annotator should label now: the one already reserved for them (resume), or
+    a newly reserved one. None when they are done: quota reached, queue exhausted, campaign closed
+    or link revoked."""
+    with read_session(engine) as session:
+        annotator = session.get(Annotator, annotator_id)
+        if annotator is None or annotator.revoked_at is not None:
+            return None
+        campaign = session.get(Campaign, annotator.campaign_id)
+        open_one = _open_assignment(session, annotator_id)
+        if open_one is not None:
+            return _served(session, campaign, _training_size(session, campaign.id), open_one, annotator_id)
+        if not campaign.active:
+            return None
+    with write_session(engine) as session:  # BEGIN IMMEDIATE on SQLite: one reservation at a time
+        # the row lock (PostgreSQL; SQLite's write lock already covers it) keeps two tabs of one
+        # annotator from reserving two pairs at the same position
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)
+        if annotator.revoked_at is not None:
+            return None
+        campaign = session.get(Campaign, annotator.campaign_id)
+        n_training = _training_size(session, campaign.id)
+        open_one = _open_assignment(session, annotator_id)  # a second tab may have reserved meanwhile
+        if open_one is None:
+            open_one = _reserve(session, campaign, annotator_id, n_training)
+        if open_one is None:
+            return None
+        return _served(session, campaign, n_training, open_one, annotator_id)
+
+
+def _reserve(session: Session, campaign: Campaign, annotator_id: int, n_training: int) -> Optional[Assignment]:
+    served = session.scalar(select(func.count()).select_from(Assignment).where(Assignment.annotator_id == annotator_id))
+    if served < n_training:
+        pair_id = session.scalar(select(TrainingPair.pair_id).where(
+            TrainingPair.campaign_id == campaign.id, TrainingPair.position == served))
+    elif served - n_training < campaign.quota:
+        pair_id = _reserve_queue_pair(session, campaign, annotator_id)
+    else:
+        return None
+    if pair_id is None:
+        return None
+    assignment = Assignment(campaign_id=campaign.id, annotator_id=annotator_id, pair_id=pair_id,
+                            position=served, source_on_top=random.random() < 0.5)
+    session.add(assignment)
+    session.flush()
+    return assignment
+
+
+def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int) -> Optional[int]:
+    """Take one slot of the first pair in serving order that still has one and that this annotator
+    has not seen. The conditional UPDATE is the guard: on PostgreSQL, where two transactions may
+    pick the same pair, the loser updates no row and tries the next pair."""
+    already_mine = exists().where(
+        Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
+        Assignment.pair_id == CampaignPair.pair_id)
+    has_slot = and_(CampaignPair.campaign_id == campaign.id, CampaignPair.n_assigned < campaign.overlap)
+    order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.pair_order == "least_labelled"
+             else (CampaignPair.rank,))
+    for _ in range(100):
+        pair_id = session.scalar(select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1))
+        if pair_id is None:
+            return None
+        taken = session.execute(update(CampaignPair).where(has_slot, CampaignPair.pair_id == pair_id)
+                                .values(n_assigned=CampaignPair.n_assigned + 1))
+        if taken.rowcount == 1:
+            return pair_id
+    return None
+
+
+def served_at(engine: Engine, annotator_id: int, position: int) -> Optional[ServedPair]:
+    """A pair this annotator has already been served (to go back and change the answer)."""
+    with read_session(engine) as session:
+        assignment = session.scalar(select(Assignment).where(
+            Assignment.annotator_id == annotator_id, Assignment.position == position))
+        if assignment is None:
+            return None
+        campaign = session.get(Campaign, assignment.campaign_id)
+        return _served(session, campaign, _training_size(session, campaign.id), assignment, annotator_id)
+
+
+def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float) -> None:
+    """Store an answer at once. Answering again (after "back") replaces the level and adds the
+    time spent, so seconds_spent is the total time the annotator looked at the pair."""
+    if level not in range(len(LEVELS)):
+        raise CampaignError("That answer is not on the scale.")
+    with write_session(engine) as session:
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)  # one answer at a time
+        if annotator is None or annotator.revoked_at is not None:
+            raise CampaignError("This link has been revoked: your answer was not saved.")
+        assignment = session.scalar(select(Assignment).where(
+            Assignment.annotator_id == annotator_id, Assignment.position == position))
+        if assignment is None:
+            raise CampaignError("This pair is not in your queue.")
+        is_training = position < _training_size(session, assignment.campaign_id)
+        seconds = max(0.0, float(seconds_spent))
+        label = session.scalar(select(Label).where(
+            Label.annotator_id == annotator_id, Label.pair_id == assignment.pair_id))
+        if label is None:
+            session.add(Label(
+                pair_id=assignment.pair_id, annotator_id=annotator_id, campaign_id=assignment.campaign_id,
+                level=level, source_on_top=assignment.source_on_top, is_training=is_training,
+                seconds_spent=seconds))
+        else:
+            label.level = level
+            label.seconds_spent = (label.seconds_spent or 0.0) + seconds
+        if assignment.done_at is None:
+            assignment.done_at = utcnow()

@@ -1,0 +1,146 @@
+"""Agreement: how annotators agree with each other (pairwise Cohen's κ, Fleiss' κ, Krippendorff's α
+with a bootstrap interval) on the five-level scale and binarised, a per-annotator summary, and how
+each annotator and the majority agree with a score run."""
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales, labels_on_scale
+from pages import analysis_common as common
+from pluie_core.stats import (
+    StatsError, binarise_matrix, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci,
+    pairwise_kappa,
+)
+
+WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
+SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}
+
+st.title("Agreement")
+selection = common.sidebar(run="optional", reference=False)
+labels = common.labels(selection.url, selection.dataset_ids)
+if labels.empty:
+    st.info("No human labels on these datasets yet: label some pairs, or import per-annotator labels.")
+    st.stop()
+scales = label_scales(labels)
+scale = scales[0] if len(scales) == 1 else st.radio(
+    "Labels", scales, format_func=SCALE_NAMES.get, horizontal=True, key="agreement_scale",
+    help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
+rows = labels_on_scale(labels, scale)
+matrix = label_matrix(rows, scale)
+binary = binarise_matrix(matrix) if scale == "levels" else None
+weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
+                           help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
+st.caption(f"{SCALE_NAMES[scale]} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
+           + (" · Don't know counts as missing." if scale == "levels" else ""))
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner="Computing agreement…")
+def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
+    """Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ of one view, cached:
+    on a large campaign they take a second, and other widgets of the page should not wait for them."""
+    view = label_matrix(labels_on_scale(common.labels(url, dataset_ids), scale), scale)
+    view = binarise_matrix(view) if binarised else view
+    drop_dont_know = scale == "levels"  # on a raw scale 4 is a value (BIOSSES), not Don't know
+    values = view.to_numpy()
+    categories = (0, 1) if binarised else (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(values[~np.isnan(values)]))
+    figures, errors = [], {}
+    try:
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view, categories))})
+    except StatsError as error:
+        errors["Fleiss' kappa"] = str(error)
+    for level in ("nominal", "ordinal", "interval"):
+        try:
+            found = krippendorff_alpha_ci(view.T, level, n_boot=200, seed=0, drop_dont_know=drop_dont_know)
+            figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
+        except StatsError as error:
+            errors[f"Krippendorff's alpha ({level})"] = str(error)
+    whole = bool(np.all(np.isnan(values) | (values == np.round(values))))
+    pairwise = pairwise_kappa(view, weights, drop_dont_know=drop_dont_know) if whole else None
+    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
+
+
+def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
+    """Fleiss' κ, Krippendorff's α (three levels), the pairwise κ heatmap and table of one view."""
+    if matrix.shape[1] < 2:
+        st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
+        return
+    found = agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
+    shown = found["figures"].set_index("measure")
+    labels_shown = {"Fleiss' kappa": "Fleiss' κ", **{f"Krippendorff's alpha ({lv})": f"Krippendorff's α {lv}"
+                                                     for lv in ("nominal", "ordinal", "interval")}}
+    for col, (measure, label) in zip(st.columns(4), labels_shown.items()):
+        if measure not in shown.index:
+            col.metric(label, "—", help=found["errors"].get(measure))
+            continue
+        row = shown.loc[measure]
+        interval = "" if measure.startswith("Fleiss") else f"95% CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        col.metric(label, f"{row['value']:.3f}",
+                   help=f"{interval}, bootstrap over {int(row['n_items']):,} items" if interval else None)
+        if interval:
+            col.caption(interval)
+    if len(shown):
+        common.download_csv(found["figures"], f"agreement_{name}.csv", "Download Fleiss' κ and α (CSV)")
+    pairwise = found["pairwise"]
+    if pairwise is None:
+        st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
+                "Krippendorff's interval α above measures their agreement.")
+        return
+    text = pairwise.kappa.map(lambda k: "" if pd.isna(k) else f"{k:.2f}") + "<br>n=" + pairwise.n_shared.astype(str)
+    heatmap = go.Figure(go.Heatmap(
+        z=pairwise.kappa.to_numpy(), x=pairwise.kappa.columns, y=pairwise.kappa.index, text=text.to_numpy(),
+        texttemplate="%{text}", zmin=-1, zmax=1, colorscale="RdBu", colorbar_title="κ",
+        hovertemplate="%{y} × %{x}: %{text}<extra></extra>"))
+    heatmap.update_layout(title=f"Cohen's κ per pair of annotators ({name}); n = items both labelled",
+                          yaxis_autorange="reversed", height=160 + 45 * len(pairwise.kappa))
+    st.plotly_chart(heatmap, key=f"kappa_{name}")
+    st.dataframe(pairwise.table, hide_index=True, width="stretch")
+    common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
+
+
+# one view at a time: each costs a second on a large campaign, and tabs would compute both
+view = st.radio("View", [SCALE_NAMES[scale], "Binarised"], horizontal=True, key="agreement_view")
+if view == "Binarised":
+    if scale == "raw":
+        st.info(RAW_SCALE_NO_BINARY)
+    else:
+        agreement_block("binarised", scale, True, None)
+else:
+    agreement_block("five-level" if scale == "levels" else "raw", scale, False, weights)
+
+run, run_scores, versus = selection.run, None, None
+if run is not None:
+    run_scores = common.scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"])
+    if run_scores is None:
+        st.info(f"No {run['name']} score on these datasets yet.")
+    else:
+        threshold = common.threshold_input(selection, run_scores, "agreement_threshold")
+        if scale == "levels":
+            versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, bool(run["higher_is_similar"]))
+
+st.subheader("Annotators")
+summary = annotator_summary(rows, scale, versus, binary)
+st.dataframe(summary, hide_index=True, width="stretch", column_config={
+    "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
+    "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),
+})
+common.download_csv(summary, "annotators.csv")
+
+st.subheader("Humans against the model")
+if run_scores is None:
+    st.info("Choose a score run in the sidebar to compare annotators with the metric.")
+elif scale == "raw":
+    st.info(RAW_SCALE_NO_BINARY)
+else:
+    st.caption(f"{run['name']} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
+               "binarised κ and accuracy per annotator and for the majority label (Don't know and ties left out).")
+    st.dataframe(versus, hide_index=True, width="stretch")
+    common.download_csv(versus, "humans_vs_model.csv")
+    who = st.selectbox("Confusion matrix of", versus["annotator"].tolist(), index=len(versus) - 1, key="agreement_confusion")
+    row = versus[versus["annotator"] == who].iloc[0]
+    cells = np.array([[row["tn"], row["fp"]], [row["fn"], row["tp"]]])
+    confusion = px.imshow(cells, text_auto=True, color_continuous_scale="Blues",
+                          x=["model: non-paraphrase", "model: paraphrase"], y=["human: non-paraphrase", "human: paraphrase"],
+                          title=f"{who} against {run['name']} (n = {int(row['n'])})")
+    st.plotly_chart(confusion, key="confusion")

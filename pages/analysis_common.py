@@ -1,0 +1,165 @@
+"""What the analysis pages share: the sidebar (datasets, score run, reference), reads cached per store
+URL, the model threshold input and CSV downloads."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pandas as pd
+import streamlit as st
+
+from db import analysis
+from pages.shared import get_engine
+from pluie_core.export_format import to_csv_bytes
+from pluie_core.stats import StatsError
+
+# short enough that new labels and scores show up without a reload, long enough to make
+# widget changes instant on a 100,000-pair store
+CACHE_SECONDS = 60
+REFERENCES = {"gold": "Gold labels", "majority": "Human majority", "annotator": "One annotator"}
+
+
+def store_url() -> str:
+    return get_engine().url.render_as_string(hide_password=False)
+
+
+# Every cached read takes the store URL first: the cache is per process, and tests and users may
+# point the app at different stores.
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def choices(url: str) -> analysis.AnalysisChoices:
+    return analysis.analysis_choices(get_engine())
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def labels(url: str, dataset_ids: tuple[int, ...]) -> pd.DataFrame:
+    return analysis.labels_long(get_engine(), dataset_ids, annotators=choices(url).annotators)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False) -> pd.DataFrame:
+    return analysis.pairs_frame(get_engine(), dataset_ids, texts=texts)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> pd.DataFrame:
+    return analysis.scores_wide(get_engine(), run_ids, dataset_ids)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
+    return analysis.edit_distances(pairs(url, dataset_ids, texts=True))
+
+
+@dataclass
+class Selection:
+    url: str
+    choices: analysis.AnalysisChoices
+    dataset_ids: tuple[int, ...]
+    run: Optional[pd.Series]  # a row of choices.runs, None when no run is chosen
+    reference: Optional[analysis.Reference]
+
+
+def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> analysis.Reference:
+    kind = st.radio("Reference", list(REFERENCES), format_func=REFERENCES.get, key="analysis_reference",
+                    help="What the metric is compared against: gold labels, the binarised majority of the "
+                         "annotators (Don't know ignored, ties give none) or one annotator.")
+    annotator = None
+    if kind == "annotator":
+        people = ds.annotators[ds.annotators["dataset_id"].isin(dataset_ids) | ds.annotators["dataset_id"].isna()]
+        people = people[people["has_labels"]]
+        if people.empty:
+            st.warning("No one has labelled these datasets yet.")
+            st.stop()
+        annotator = st.selectbox("Annotator", people["annotator"].tolist(), key="analysis_reference_annotator")
+    cut = 0.5
+    scored = ds.datasets[ds.datasets["id"].isin(dataset_ids) & ds.datasets["label_kind"].eq("score")]
+    if kind == "gold" and not scored.empty:
+        cut = st.slider("Gold paraphrase cut (share of the scale)", 0.0, 1.0, 0.5, 0.05, key="analysis_gold_cut",
+                        help="Scored gold labels (STS-B 0–5, BIOSSES 0–4, …) count as paraphrase at or above this point.")
+        cuts = scored["label_min"] + cut * (scored["label_max"] - scored["label_min"])
+        st.caption("Paraphrase when gold ≥ " + ", ".join(f"{c:g} ({n})" for n, c in zip(scored["name"], cuts)))
+    return analysis.Reference(kind, annotator, cut)
+
+
+def sidebar(run: str = "required", reference: bool = True) -> Selection:
+    """Draws the shared filters and stops the page with a sentence when there is nothing to show.
+    ``run``: "required", "optional" or "none"."""
+    url = store_url()
+    ds = choices(url)
+    if ds.datasets.empty:
+        st.info("No dataset yet: import sentence pairs on the Import page first.")
+        st.stop()
+    with st.sidebar:
+        names = st.multiselect("Datasets", ds.datasets["name"].tolist(), default=ds.datasets["name"].tolist(),
+                               key="analysis_datasets")
+        if not names:
+            st.warning("Choose at least one dataset.")
+            st.stop()
+        dataset_ids = tuple(int(i) for i in ds.datasets.loc[ds.datasets["name"].isin(names), "id"])
+        chosen_run = None
+        if run != "none" and not ds.runs.empty:
+            options = ds.runs["name"].tolist() + ([None] if run == "optional" else [])
+            name = st.selectbox("Score run", options, key="analysis_run", format_func=lambda n: n or "None")
+            chosen_run = ds.runs[ds.runs["name"] == name].iloc[0] if name else None
+        chosen_reference = _reference_picker(ds, dataset_ids) if reference else None
+        if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
+            st.cache_data.clear()
+    if run == "required" and chosen_run is None:
+        st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
+        st.stop()
+    return Selection(url, ds, dataset_ids, chosen_run, chosen_reference)
+
+
+def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Series:
+    """The selection's reference labels, or a sentence saying why there are none (and the page stops)."""
+    try:
+        return analysis.reference_labels(pair_frame, labels(selection.url, selection.dataset_ids), selection.reference)
+    except StatsError as error:
+        st.info(str(error))
+        st.stop()
+
+
+def scored_frame(selection: Selection, run_names: Optional[list[str]] = None, texts: bool = False) -> pd.DataFrame:
+    """Pairs of the chosen datasets with the reference (0/1) and the scores of the chosen run (or
+    ``run_names``), one column per run."""
+    frame = pairs(selection.url, selection.dataset_ids, texts=texts).copy()
+    runs = selection.choices.runs
+    names = run_names if run_names is not None else ([selection.run["name"]] if selection.run is not None else [])
+    if names:
+        run_ids = tuple(int(i) for i in runs.set_index("name").loc[names, "id"])
+        frame = frame.join(scores(selection.url, run_ids, selection.dataset_ids))
+        for name in names:
+            if name not in frame.columns:
+                frame[name] = float("nan")
+    if selection.reference is not None:
+        frame["reference"] = reference_or_stop(selection, frame)
+    return frame
+
+
+def threshold_input(selection: Selection, values: pd.Series, key: str) -> float:
+    """The threshold at which the chosen run calls a pair a paraphrase: PLUIE's natural 0 by default;
+    for a baseline, which has none, the median score."""
+    natural = analysis.natural_threshold(selection.run["kind"])
+    default = natural if natural is not None else float(values.median()) if values.notna().any() else 0.0
+    return st.sidebar.number_input(
+        # one widget per run: a threshold typed for one run means nothing for another
+        "Model threshold", value=float(round(default, 4)), key=f"{key}_{int(selection.run['id'])}", format="%.4f",
+        help="PLUIE's natural threshold is 0; a baseline has none, so its median score is the default.",
+    )
+
+
+def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV", index: bool = False) -> None:
+    """A CSV of the table (texts that a spreadsheet would run as formulas are marked, as in the export)."""
+    data = frame.reset_index() if index else frame
+    st.download_button(label, to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}")
+
+
+def file_stem(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower() or "table"
+
+
+def plus_minus(centre: pd.Series, spread: pd.Series) -> pd.Series:
+    """"0.812 ± 0.031" per row; "—" where a figure is undefined, so no NaN reaches the page."""
+    def fmt(values: pd.Series) -> pd.Series:
+        return values.map(lambda v: "—" if pd.isna(v) else f"{v:.3f}")
+    return fmt(centre) + " ± " + fmt(spread)

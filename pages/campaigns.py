@@ -1,0 +1,134 @@
+"""Admin: labelling campaigns and their annotators (personal links, revocation, progress)."""
+import streamlit as st
+
+from db import annotation as ann
+from pages.shared import get_engine
+from pluie_core.auth import admin_password_configured
+from pluie_core.guidelines import PAIR_ORDERS, default_guidelines
+
+# the router already keeps this page from annotators and logged-out visitors; this is a second lock
+if "token" in st.query_params or (admin_password_configured() and not st.session_state.get("pluie_admin")):
+    st.error("This page is for the campaign's organisers.")
+    st.stop()
+
+engine = get_engine()
+st.title("Labelling campaigns")
+if not admin_password_configured():
+    st.caption("No admin password is configured, so this page is open to anyone who can reach the app.")
+
+
+def personal_link(token: str) -> str:
+    # st.context.url is this page's address; the link opens the app's root with the token
+    here = (st.context.url or "").split("?")[0].rstrip("/")
+    return f"{here.removesuffix('/campaigns')}/?token={token}"
+
+
+def new_campaign_form() -> None:
+    datasets = ann.dataset_choices(engine)
+    if not datasets:
+        st.info("Import a dataset first: a campaign serves the pairs of one or more datasets.")
+        return
+    runs = ann.score_run_choices(engine)
+    with st.form("new-campaign"):
+        name = st.text_input("Name")
+        chosen = st.multiselect("Datasets", datasets, format_func=lambda d: f"{d[1]} ({d[2]:,} pairs)")
+        c1, c2, c3, c4 = st.columns(4)
+        quota = c1.number_input("Pairs per annotator", min_value=1, value=50, step=1)
+        overlap = c2.number_input("Annotators per pair", min_value=1, value=1, step=1)
+        n_training = c3.number_input("Training pairs", min_value=0, value=5, step=1,
+                                     help="The same for everyone, shown first, not counted in results.")
+        seed = c4.number_input("Seed", min_value=0, value=0, step=1)
+        order = st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get)
+        run = st.selectbox("PLUIE run for the “most informative” order", runs, index=None,
+                           format_func=lambda r: r[1], placeholder="No score run" if not runs else "Choose a run")
+        guidelines = st.text_area("Guidelines (Markdown)", value=default_guidelines(), height=300)
+        if st.form_submit_button("Create campaign", type="primary"):
+            try:
+                ann.create_campaign(engine, name, [d[0] for d in chosen], quota=int(quota), overlap=int(overlap),
+                                    n_training=int(n_training), guidelines=guidelines, pair_order=order,
+                                    seed=int(seed), informative_run_id=run[0] if run else None)
+                st.session_state["campaign-created"] = name.strip()
+                st.rerun()
+            except ann.CampaignError as exc:
+                st.error(str(exc))
+
+
+def annotators_section(campaign) -> None:
+    rows = ann.annotator_rows(engine, campaign.id)
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch",
+                     column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+    else:
+        st.caption("No annotator yet.")
+
+    links = st.session_state.get("new-links")
+    if links:
+        st.warning("Copy these personal links now: they are shown only once (the store keeps only a hash).")
+        st.code("\n".join(f"{name}: {link}" for name, link in links), language=None)
+        if st.button("I have copied them", key="links-copied"):
+            st.session_state.pop("new-links")
+            st.rerun()
+
+    with st.form("add-annotators", clear_on_submit=True):
+        names = st.text_area("New annotators, one name per line (for you; they choose their display name)")
+        if st.form_submit_button("Create personal links"):
+            try:
+                wanted = [n.strip() for n in names.splitlines() if n.strip()]
+                if not wanted:
+                    raise ann.CampaignError("Write at least one name.")
+                st.session_state["new-links"] = [
+                    (n, personal_link(ann.create_annotator(engine, campaign.id, n)[1])) for n in wanted]
+                st.rerun()
+            except ann.CampaignError as exc:
+                st.error(str(exc))
+
+    active = {r["id"]: r["name"] for r in rows if r["status"] == "active"}
+    if active:
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        who = c1.selectbox("Revoke a link", list(active), index=None, format_func=lambda i: f"{active[i]} (#{i})",
+                           placeholder="Choose an annotator")
+        if c2.button("Revoke", disabled=who is None):
+            ann.revoke_annotator(engine, who)
+            st.session_state["revoked"] = active[who]
+            st.rerun()
+    if st.session_state.get("revoked"):
+        st.success(f"{st.session_state.pop('revoked')}'s link no longer works; their labels are kept.")
+
+
+def settings_section(campaign) -> None:
+    st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
+             f"{campaign.quota} pairs per annotator · {campaign.overlap} annotator(s) per pair")
+    active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
+    if active != campaign.active:
+        ann.update_campaign(engine, campaign.id, active=active)
+        st.rerun()
+    if campaign.pair_order == "informative" and st.button("Recompute the order from the latest scores"):
+        ann.reorder_campaign(engine, campaign.id)
+        st.success("Pairs not yet served now follow the latest scores.")
+    edit, preview = st.columns(2)
+    text = edit.text_area("Guidelines (Markdown)", value=campaign.guidelines, height=400, key=f"guide-{campaign.id}")
+    with preview.container(border=True, height=430):
+        st.markdown(text)
+    if text != campaign.guidelines and edit.button("Save the guidelines", type="primary"):
+        ann.update_campaign(engine, campaign.id, guidelines=text)
+        st.success("Saved: annotators see the new guidelines from their next pair.")
+
+
+campaigns = ann.list_campaigns(engine)
+if st.session_state.get("campaign-created"):
+    st.success(f"Campaign “{st.session_state.pop('campaign-created')}” created. Add its annotators below.")
+with st.expander("New campaign", expanded=not campaigns):
+    new_campaign_form()
+if not campaigns:
+    st.stop()
+
+by_id = {c.id: c for c in campaigns}
+chosen_id = st.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
+campaign = by_id[chosen_id]
+counts = ann.campaign_overview(engine, campaign.id)
+for column, (label, value) in zip(st.columns(len(counts)), counts.items()):
+    column.metric(label.capitalize(), f"{value:,}")
+st.subheader("Annotators")
+annotators_section(campaign)
+st.subheader("Settings and guidelines")
+settings_section(campaign)

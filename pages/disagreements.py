@@ -1,0 +1,96 @@
+"""Disagreements: the pairs where a score run and the reference disagree (most confident first), or
+where annotators split between paraphrase and non-paraphrase (most evenly split first), with the
+word diff of the selected pair and every label and score it has."""
+import pandas as pd
+import streamlit as st
+
+from db.analysis import label_matrix, label_scales, pair_detail, RAW_SCALE_NO_BINARY
+from pages import analysis_common as common
+from pluie_core.diff import diff_html
+from pluie_core.stats import disagreements, human_disagreements
+
+MODES = {"model": "Model against the reference", "humans": "Humans among themselves"}
+MAX_LISTED = 500  # pairs offered for inspection; the CSV has them all
+BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
+       "line-height:1.7;font-size:1.05rem")
+CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
+
+st.title("Disagreements")
+mode = st.radio("Disagreements between", list(MODES), format_func=MODES.get, horizontal=True, key="disagreement_mode")
+selection = common.sidebar(run="required" if mode == "model" else "optional", reference=mode == "model")
+labels = common.labels(selection.url, selection.dataset_ids)
+pairs = common.scored_frame(selection, texts=True)
+labelled_by = st.sidebar.multiselect("Only pairs labelled by", sorted(labels["annotator"].unique()), key="disagreement_annotators")
+if labelled_by:
+    pairs = pairs[pairs.index.isin(labels.loc[labels["annotator"].isin(labelled_by), "pair_id"])]
+run = selection.run
+score = run["name"] if run is not None else None
+
+if mode == "model":
+    if pairs[score].notna().sum() == 0:
+        st.info(f"No {score} score on these pairs yet.")
+        st.stop()
+    threshold = common.threshold_input(selection, pairs[score], "disagreement_threshold")
+    table = disagreements(pairs, score, "reference", threshold, bool(run["higher_is_similar"]))
+    table = table.rename(columns={"reference": "reference label", "prediction": "model label"})
+    shown = ["dataset", score, "reference label", "model label", "confidence", "source", "hypothesis"]
+    st.caption(f"{score} at threshold {threshold:g} against {selection.reference.describe()}: pairs where they differ, "
+               "most confident first (confidence = distance of the score from the threshold).")
+    empty = f"No disagreement: {score} and {selection.reference.describe()} agree on every pair with both."
+else:
+    if "levels" not in label_scales(labels):
+        st.info("No five-level labels on these datasets yet. " + (RAW_SCALE_NO_BINARY if len(labels) else ""))
+        st.stop()
+    matrix = label_matrix(labels, "levels")
+    split = human_disagreements(matrix.reindex(pairs.index).dropna(how="all"))
+    table = split.join(pairs.drop(columns=["reference"], errors="ignore"))
+    shown = ["dataset", "n_labels", "n_paraphrase", "n_non_paraphrase", "n_dont_know", "spread", "minority_share",
+             *([score] if score else []), "source", "hypothesis"]
+    st.caption("Pairs on which annotators split between paraphrase and non-paraphrase (Don't know ignored), "
+               "most evenly split first, then the widest spread of levels.")
+    empty = "No disagreement: on every pair labelled by two or more people, they agree on paraphrase or not."
+
+if table.empty:
+    st.info(empty)
+    st.stop()
+table = table[shown]
+st.dataframe(table.head(MAX_LISTED), width="stretch", column_config={
+    "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")})
+common.download_csv(table, f"disagreements_{mode}.csv", index=True)
+if len(table) > MAX_LISTED:
+    st.caption(f"The first {MAX_LISTED} of {len(table):,} pairs are listed; the CSV has them all.")
+
+st.subheader("Inspect a pair")
+listed = table.head(MAX_LISTED)
+figure = "confidence" if mode == "model" else "minority_share"
+
+
+def describe(rank: int) -> str:
+    row = listed.iloc[rank]
+    return f"{rank + 1}. pair {listed.index[rank]} · {row['dataset']} · {figure} {row[figure]:.3g}"
+
+
+rank = st.selectbox("Pair", range(len(listed)), format_func=describe, key="disagreement_pair")
+pair_id = int(listed.index[rank])
+detail = pair_detail(common.get_engine(), pair_id, selection.choices.annotators)
+source, hypothesis = diff_html(detail["pair"]["source"], detail["pair"]["hypothesis"])
+st.html(f"<div style='{BOX}'><div style='{CAPTION}'>Source</div><div>{source}</div>"
+        f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
+gold = detail["pair"]["gold_label"]
+st.caption(f"Pair {pair_id} · {detail['pair']['dataset']} · id {detail['pair']['external_id'] or '—'} · "
+           f"gold label {'—' if gold is None else f'{gold:g}'}")
+left, right = st.columns(2)
+with left:
+    st.markdown("**Labels**")
+    if detail["labels"].empty:
+        st.caption("No one has labelled this pair.")
+    else:
+        st.dataframe(detail["labels"], hide_index=True, width="stretch")
+with right:
+    st.markdown("**Scores**")
+    if detail["scores"].empty:
+        st.caption("No score yet for this pair.")
+    else:
+        st.dataframe(detail["scores"], hide_index=True, width="stretch")
+common.download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
+                    f"pair_{pair_id}.csv", "Download this pair's labels and scores (CSV)")

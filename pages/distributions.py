@@ -1,0 +1,71 @@
+"""Distributions: a score's histogram per class, the score against the normalised edit distance with
+the Pearson correlation inside each class (the paper's figure 2 and table 4), and the mean ± standard
+deviation of every score per class (table 1)."""
+import plotly.express as px
+import streamlit as st
+
+from db.analysis import natural_threshold
+from pages import analysis_common as common
+from pluie_core.stats import class_summary, edit_distance_correlation
+
+CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}
+COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}
+EDIT = "normalised edit distance"
+MAX_POINTS = 20_000  # points drawn in the scatter; the statistics use every pair
+
+st.title("Distributions")
+selection = common.sidebar(run="required", reference=True)
+score = selection.run["name"]
+data = common.scored_frame(selection, texts=False)
+data[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(data.index)
+data = data.dropna(subset=[score, "reference"])
+if data.empty:
+    st.info(f"No pair of these datasets has both a {score} score and a reference label yet.")
+    st.stop()
+data["class"] = data["reference"].map(CLASSES)
+st.caption(f"**{score}** on {len(data):,} pairs, classes from {selection.reference.describe()}.")
+if data["class"].nunique() < 2:
+    st.warning(f"Every pair here is a {data['class'].iloc[0]} according to {selection.reference.describe()}: "
+               "the per-class figures below show a single class.")
+
+points = data.reset_index()[["pair_id", "dataset", score, EDIT, "class"]]
+bins = st.slider("Histogram bins", 10, 200, 50, key="distribution_bins")
+histogram = px.histogram(points, x=score, color="class", barmode="overlay", nbins=bins, opacity=0.65,
+                         color_discrete_map=COLOURS, title=f"{score} per class")
+natural = natural_threshold(selection.run["kind"])
+if natural is not None:
+    histogram.add_vline(x=natural, line_color="#d62728", annotation_text="natural threshold")
+st.plotly_chart(histogram, key="histogram")
+common.download_csv(points, f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
+
+st.subheader("Score against edit distance")
+drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
+scatter = px.scatter(drawn, x=EDIT, y=score, color="class", symbol="class", color_discrete_map=COLOURS,
+                     symbol_map={"paraphrase": "circle", "non-paraphrase": "square"}, opacity=0.6,
+                     hover_data=["pair_id", "dataset"], title=f"{score} against the normalised Levenshtein distance")
+if natural is not None:
+    scatter.add_hline(y=natural, line_color="#d62728")
+st.plotly_chart(scatter, key="scatter")
+if len(points) > MAX_POINTS:
+    st.caption(f"{MAX_POINTS:,} of {len(points):,} pairs drawn (a seeded sample); the correlations use them all.")
+
+st.subheader("Per class: correlation with edit distance, mean and standard deviation")
+runs = selection.choices.runs["name"].tolist()
+table_runs = st.multiselect("Scores in the tables", runs, default=[score],
+                            key=f"distribution_table_runs_{int(selection.run['id'])}")
+per_dataset = data["dataset"].nunique() > 1 and st.checkbox("Per dataset", value=True, key="distribution_per_dataset")
+dataset_col = "dataset" if per_dataset else None
+tables = common.scored_frame(selection, table_runs)
+tables[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(tables.index)
+tables["class"] = tables["reference"].map(CLASSES)
+
+correlation = edit_distance_correlation(tables, table_runs, EDIT, label_col="class", dataset_col=dataset_col)
+st.markdown("**Pearson r between each score and the edit distance inside each class** (paper, table 4)")
+st.dataframe(correlation, hide_index=True, width="stretch", column_config={"r": st.column_config.NumberColumn(format="%.3f")})
+common.download_csv(correlation, "edit_distance_correlation.csv")
+
+st.markdown("**Mean ± standard deviation per class** (paper, table 1)")
+summary = class_summary(tables, [*table_runs, EDIT], label_col="class", dataset_col=dataset_col)
+summary["mean ± std"] = common.plus_minus(summary["mean"], summary["std"])
+st.dataframe(summary, hide_index=True, width="stretch")
+common.download_csv(summary, "class_summary.csv")

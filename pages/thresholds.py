@@ -1,0 +1,120 @@
+"""Thresholds: accuracy, F1, precision and recall of a score run against a reference as the decision
+threshold moves (the papers' figures 3-14), the natural against the a-posteriori best threshold, ROC
+AUC, per dataset, and the mixed balanced draw (MBD) of the paper's table 3."""
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from db.analysis import natural_threshold
+from pages import analysis_common as common
+from pluie_core.stats import StatsError, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve
+
+FIGURES = ["accuracy", "f1", "precision", "recall"]
+COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#222222", "precision": "#9467bd"}  # the paper's table 3
+
+st.title("Thresholds")
+selection = common.sidebar(run="required", reference=True)
+run = selection.run
+score, higher = run["name"], bool(run["higher_is_similar"])
+natural = natural_threshold(run["kind"])
+data = common.scored_frame(selection).dropna(subset=[score, "reference"])
+st.caption(f"**{score}** against {selection.reference.describe()} · {len(data):,} pairs with both a score and a "
+           f"reference · {'higher' if higher else 'lower'} scores mean more similar.")
+if data.empty:
+    st.info(f"No pair of these datasets has both a {score} score and a reference label yet.")
+    st.stop()
+
+try:
+    curve = threshold_curve(data[score], data["reference"], higher)
+    best = best_threshold(data[score], data["reference"], higher)
+    auc = roc_auc(data[score], data["reference"], higher)
+except StatsError as error:
+    st.info(str(error))
+    st.stop()
+at_natural = metrics_at(data[score], data["reference"], natural, higher) if natural is not None else None
+
+cols = st.columns(4)
+cols[0].metric("ROC AUC", f"{auc:.3f}")
+cols[1].metric("Best threshold (a posteriori)", f"{best['threshold']:.4g}")
+cols[2].metric("Accuracy at best", f"{best['accuracy']:.3f}")
+cols[3].metric("Accuracy at natural", "—" if at_natural is None else f"{at_natural['accuracy']:.3f}",
+               help="PLUIE's natural threshold is 0; baselines have none.")
+
+by_rank = st.radio("x axis", ["Score", "Rank"], horizontal=True, key="threshold_x",
+                   help="Rank: pairs ordered by score, as in the papers' figures 9–14.") == "Rank"
+x = "rank" if by_rank else "threshold"
+long = curve.melt(id_vars=["threshold", "rank"], value_vars=FIGURES, var_name="figure", value_name="value")
+figure = px.line(long, x=x, y="value", color="figure", color_discrete_map=COLOURS,
+                 labels={"threshold": score, "rank": "rank of the pair", "value": ""},
+                 title=f"{score}: classification quality by threshold")
+marks = [("best", best["threshold"], "#2ca02c")] + ([("natural", natural, "#d62728")] if natural is not None else [])
+for name, threshold, colour in marks:
+    position = curve.loc[curve["threshold"] >= threshold, "rank"].min() if by_rank else threshold
+    if pd.notna(position):
+        figure.add_vline(x=position, line_dash="dash", line_color=colour,
+                         annotation_text=f"{name} {threshold:.3g}", annotation_position="top left")
+figure.update_yaxes(range=[0, 1.02])
+st.plotly_chart(figure, key="threshold_curve")
+common.download_csv(curve, f"threshold_curve_{common.file_stem(score)}.csv", "Download curve data (CSV)")
+
+st.subheader("Natural against best threshold")
+rows = {"best (a posteriori)": best} | ({"natural": at_natural} if at_natural else {})
+compare = pd.DataFrame(rows).T[["threshold", "accuracy", "f1", "precision", "recall", "tp", "fp", "tn", "fn", "n"]]
+st.dataframe(compare, width="stretch")
+common.download_csv(compare, "natural_vs_best.csv", index=True)
+
+if data["dataset"].nunique() > 1:
+    st.subheader("Per dataset")
+    per_dataset = []
+    for name, group in data.groupby("dataset"):
+        row = {"dataset": name, "n": len(group)}
+        try:
+            found = best_threshold(group[score], group["reference"], higher)
+            row |= {"best threshold": found["threshold"], "accuracy": found["accuracy"], "f1": found["f1"],
+                    "precision": found["precision"], "recall": found["recall"],
+                    "roc_auc": roc_auc(group[score], group["reference"], higher)}
+            if natural is not None:
+                row["accuracy at natural"] = metrics_at(group[score], group["reference"], natural, higher)["accuracy"]
+        except StatsError as error:
+            row["note"] = str(error)
+        per_dataset.append(row)
+    per_dataset = pd.DataFrame(per_dataset)
+    st.dataframe(per_dataset, hide_index=True, width="stretch")
+    common.download_csv(per_dataset, "thresholds_per_dataset.csv")
+
+st.subheader("Mixed balanced draw")
+st.caption("The paper's MBD: the same number of paraphrases and non-paraphrases drawn from every chosen dataset, "
+           "many times (seeded); mean over draws ± 1.96 standard errors, and the 2.5–97.5 percentile interval.")
+runs = selection.choices.runs
+mbd_runs = st.multiselect("Score runs", runs["name"].tolist(), default=[score], key=f"mbd_runs_{int(run['id'])}")
+c1, c2, c3 = st.columns(3)
+n_draws = c1.number_input("Draws", 1, 1000, 100, key="mbd_draws")
+per_class = c2.number_input("Pairs per class and dataset", 1, 100_000, 45, key="mbd_per_class",
+                            help="The paper drew 45; lowered to the smallest class when a dataset has fewer.")
+seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key="mbd_seed")
+if not mbd_runs:
+    st.info("Choose at least one score run for the mixed balanced draw.")
+    st.stop()
+draw = common.scored_frame(selection, mbd_runs).dropna(subset=[*mbd_runs, "reference"])
+smallest = int(draw.groupby(["dataset", "reference"]).size().reindex(
+    pd.MultiIndex.from_product([draw["dataset"].unique(), [0.0, 1.0]]), fill_value=0).min()) if len(draw) else 0
+if smallest < 1:
+    st.info("The mixed balanced draw needs paraphrases and non-paraphrases scored by every chosen run in every chosen dataset.")
+    st.stop()
+kinds = runs.set_index("name").loc[mbd_runs]
+given = {n: natural_threshold(k) for n, k in kinds["kind"].items() if natural_threshold(k) is not None}
+try:
+    table = mixed_balanced_draw(draw, mbd_runs, label_col="reference", n_draws=int(n_draws), seed=int(seed),
+                                per_class=min(int(per_class), smallest), thresholds=given or None,
+                                higher_is_positive={n: bool(h) for n, h in kinds["higher_is_similar"].items()})
+except StatsError as error:
+    st.info(str(error))
+    st.stop()
+table["at"] = table["at"].replace({"best": "best (a posteriori)", "given": "natural"})
+shown = table.assign(value=common.plus_minus(table["mean"], table["mean_ci_halfwidth"])
+                     + " [" + table["ci_low"].map("{:.3f}".format) + ", " + table["ci_high"].map("{:.3f}".format) + "]")
+shown = shown.pivot(index=["score", "figure"], columns="at", values="value").fillna("")
+st.caption(f"{int(n_draws)} draws of {min(int(per_class), smallest)} pairs per class from each of "
+           f"{draw['dataset'].nunique()} dataset(s).")
+st.dataframe(shown, width="stretch")
+common.download_csv(table, "mixed_balanced_draw.csv")

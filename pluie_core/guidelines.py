@@ -1,0 +1,130 @@
+"""The labelling guidelines of the protocol (ParaPLUIE, appendix A.3) and the order in which a
+campaign serves its pairs.
+
+The default guidelines are the paper's explanation and its five worked examples; a campaign
+stores its own copy, which the admin may edit (Markdown). The serving order is computed once,
+when the campaign is created, by `serving_order`: a pure function so the order can be
+reproduced outside the app.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional, Sequence
+
+from pluie_core.labels import LEVELS
+
+PAIR_ORDERS: dict[str, str] = {
+    "random": "Random (seeded)",
+    "least_labelled": "Least-labelled first",
+    "informative": "Most informative first (PLUIE score near 0, or model and labels disagree)",
+}
+
+
+@dataclass(frozen=True)
+class WorkedExample:
+    first: str
+    second: str
+    level: int  # index in pluie_core.labels.LEVELS
+    explanation: str
+    # the words that differ, highlighted in the guidelines as the labelling view does
+    first_marked: str
+    second_marked: str
+
+
+WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
+    WorkedExample(
+        "The cat drinks water.", "The cat eats kibble.", 0,
+        "The associated actions have nothing in common even though the two sentences have the same subject.",
+        "The cat :yellow-background[drinks water].", "The cat :yellow-background[eats kibble].",
+    ),
+    WorkedExample(
+        "The cat drinks milk.", "The cat drinks water.", 1,
+        "The subjects and actions are similar, but water is not milk.",
+        "The cat drinks :yellow-background[milk].", "The cat drinks :yellow-background[water].",
+    ),
+    WorkedExample(
+        "The cat drinks water.", "The cat quenches its thirst.", 2,
+        "The only difference is that the first sentence specifies the type of liquid that is being drunk.",
+        "The cat :yellow-background[drinks water].", "The cat :yellow-background[quenches its thirst].",
+    ),
+    WorkedExample(
+        "The cat eats the mouse.", "The mouse is eaten by the cat.", 3,
+        "Differences linked to context interpretation in these two sentences are too small to say that "
+        "their meaning is different.",
+        ":yellow-background[The cat eats] the mouse.", "The mouse :yellow-background[is eaten by the cat].",
+    ),
+    WorkedExample(
+        "The cat drinks tomato soup.", "Cat tomato soup.", 4,
+        "The second sentence doesn't make any sense. We can't draw any conclusions from it.",
+        ":yellow-background[The] cat :yellow-background[drinks] tomato soup.",
+        ":yellow-background[Cat] tomato soup.",
+    ),
+)
+
+INTRODUCTION = (
+    "You are going to see two sentences. You are asked to estimate the extent to which the two "
+    "sentences share a common meaning. To help you, the differences between the sentences are "
+    "highlighted in yellow, of which several examples are shown below."
+)
+
+
+def default_guidelines() -> str:
+    """The paper's explanation and worked examples, as Markdown."""
+    parts = [INTRODUCTION, "", "Answer with one of: " + " · ".join(f"**{name}**" for name in LEVELS) + ".", ""]
+    for example in WORKED_EXAMPLES:
+        parts += [
+            f"- {example.first_marked}  ",
+            f"  {example.second_marked}  ",
+            f"  → **{LEVELS[example.level]}**: {example.explanation}",
+            "",
+        ]
+    return "\n".join(parts)
+
+
+def pick_training_pairs(pair_ids: Sequence[int], n: int, seed: int) -> list[int]:
+    """The training trial: n pairs drawn with the campaign's seed, the same for everyone."""
+    ordered = sorted(pair_ids)
+    return random.Random(f"training-{seed}").sample(ordered, min(n, len(ordered)))
+
+
+def serving_order(
+    pair_ids: Iterable[int],
+    order: str,
+    seed: int,
+    *,
+    label_counts: Optional[Mapping[int, int]] = None,
+    scores: Optional[Mapping[int, float]] = None,
+    human_binary: Optional[Mapping[int, int]] = None,
+) -> list[int]:
+    """The campaign's pairs, first to serve first.
+
+    - "random": a shuffle seeded by the campaign's seed.
+    - "least_labelled": fewest existing labels first (ties in the seeded random order). While the
+      campaign runs, pairs it has assigned fewer times also come first (see db.annotation).
+    - "informative": pairs where the model's side of 0 disagrees with the existing human (or
+      binary gold) label first, then by |PLUIE score| ascending (closest to the natural
+      threshold 0); pairs without a score last.
+    """
+    if order not in PAIR_ORDERS:
+        raise ValueError(f"unknown pair order {order!r}; choose one of {', '.join(PAIR_ORDERS)}")
+    shuffled = sorted(pair_ids)
+    random.Random(f"order-{seed}").shuffle(shuffled)
+    if order == "random":
+        return shuffled
+    tie = {pid: i for i, pid in enumerate(shuffled)}
+    if order == "least_labelled":
+        counts = label_counts or {}
+        return sorted(shuffled, key=lambda pid: (counts.get(pid, 0), tie[pid]))
+    scores = scores or {}
+    human = human_binary or {}
+
+    def informative_key(pid: int) -> tuple:
+        score = scores.get(pid)
+        if score is None:
+            return (2, math.inf, tie[pid])
+        disagrees = pid in human and int(score > 0) != human[pid]
+        return (0 if disagrees else 1, abs(score), tie[pid])
+
+    return sorted(shuffled, key=informative_key)

@@ -1,0 +1,248 @@
+"""AppTest: the four analysis pages on a real SQLite store (real MRPC and BIOSSES pairs, labels and
+scores), checking that what they show equals what pluie_core.stats computes on the same data."""
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db.analysis import (
+    Reference, add_score_run, edit_distances, label_matrix, labels_long, pairs_frame, reference_labels, scores_wide,
+)
+from db.datasets import import_pairs
+from pluie_core.stats import (
+    best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
+    fleiss_kappa, human_disagreements, krippendorff_alpha, metrics_at, roc_auc,
+)
+from tests.analysis_store import build_store
+from tests.paths import REPO
+
+ANALYSIS_PAGES = ["agreement", "thresholds", "distributions", "disagreements"]
+
+
+@pytest.fixture
+def open_page(db_url, engine, monkeypatch):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+
+    def open_(name, **widgets):
+        at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60)
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    return open_
+
+
+def rerun(at):
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at, label):
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def messages(at):
+    return "\n".join(str(e.value) for kind in ("info", "warning", "error") for e in getattr(at, kind))
+
+
+def only_dataset(at, name):
+    at.multiselect(key="analysis_datasets").set_value([name])
+    return rerun(at)
+
+
+@pytest.fixture
+def store(engine):
+    return build_store(engine)
+
+
+@pytest.mark.parametrize("name", ANALYSIS_PAGES)
+def test_every_page_on_an_empty_store_invites_an_import(open_page, name):
+    at = open_page(name)
+    assert "No dataset yet" in messages(at)
+
+
+def test_agreement_shows_the_kappas_and_alphas_stats_computes(open_page, engine, store):
+    at = only_dataset(open_page("agreement"), "MRPC")
+    labels = labels_long(engine)
+    matrix = label_matrix(labels[labels["dataset"] == "MRPC"], "levels")
+    fleiss_levels = fleiss_kappa(category_counts(matrix, (0, 1, 2, 3)))
+    fleiss_binary = fleiss_kappa(category_counts(binarise_matrix(matrix), (0, 1)))
+    assert metric(at, "Fleiss' κ") == f"{fleiss_levels:.3f}"
+    ordinal = krippendorff_alpha(matrix.T, "ordinal")
+    assert metric(at, "Krippendorff's α ordinal") == f"{ordinal:.3f}"
+    at.radio(key="agreement_view").set_value("Binarised")
+    rerun(at)
+    assert metric(at, "Fleiss' κ") == f"{fleiss_binary:.3f}"
+    at.radio(key="agreement_view").set_value("Five-level scale")
+
+    at.radio(key="agreement_weights").set_value("Quadratic")
+    rerun(at)
+    pairwise = at.dataframe[0].value.set_index(["annotator_a", "annotator_b"])
+    assert pairwise.loc[("ann1", "ann2"), "kappa"] == pytest.approx(
+        cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic"))
+    summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
+    assert list(summary["annotator"]) == ["ann1", "ann2", "ann3", "ann4"]
+
+
+def test_agreement_compares_humans_with_the_chosen_run(open_page, engine, store):
+    at = only_dataset(open_page("agreement"), "MRPC")
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    rerun(at)
+    versus = next(d.value for d in at.dataframe if "accuracy" in d.value.columns and "tp" in d.value.columns)
+    labels = labels_long(engine)
+    binary = binarise_matrix(label_matrix(labels[labels["dataset"] == "MRPC"], "levels"))
+    scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"].reindex(binary.index)
+    kept = binary["ann1"].notna()
+    agreement = ((scores[kept] >= 0).astype(float) == binary.loc[kept, "ann1"]).mean()
+    assert versus.set_index("annotator").loc["ann1", "accuracy"] == pytest.approx(agreement)
+    assert versus["annotator"].iloc[-1] == "majority"
+
+
+def test_agreement_on_raw_biosses_scores_uses_their_own_scale(open_page, engine, store):
+    at = only_dataset(open_page("agreement"), "BIOSSES")
+    labels = labels_long(engine)
+    matrix = label_matrix(labels[labels["dataset"] == "BIOSSES"], "raw")
+    interval = krippendorff_alpha(matrix.T, "interval", drop_dont_know=False)
+    assert metric(at, "Krippendorff's α interval") == f"{interval:.3f}"
+    at.radio(key="agreement_view").set_value("Binarised")
+    assert "no paraphrase / non-paraphrase binarisation" in messages(rerun(at))
+    assert not any(m.value == "nan" for m in at.metric)
+
+
+def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, engine, store):
+    at = only_dataset(open_page("thresholds"), "MRPC")
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    rerun(at)
+    pairs = pairs_frame(engine)
+    mrpc = pairs[pairs["dataset"] == "MRPC"]
+    scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"].reindex(mrpc.index)
+    best = best_threshold(scores, mrpc["gold_label"])
+    assert metric(at, "Best threshold (a posteriori)") == f"{best['threshold']:.4g}"
+    assert metric(at, "Accuracy at natural") == f"{metrics_at(scores, mrpc['gold_label'], 0.0)['accuracy']:.3f}"
+    assert metric(at, "ROC AUC") == f"{roc_auc(scores, mrpc['gold_label']):.3f}"
+    compare = at.dataframe[0].value
+    assert list(compare.index) == ["best (a posteriori)", "natural"]
+    mbd = at.dataframe[-1].value
+    assert ("PLUIE stand-in", "accuracy") in mbd.index and "natural" in mbd.columns
+
+
+def test_thresholds_against_the_human_majority(open_page, engine, store):
+    at = only_dataset(open_page("thresholds"), "MRPC")
+    at.radio(key="analysis_reference").set_value("majority")
+    rerun(at)
+    pairs = pairs_frame(engine)
+    reference = reference_labels(pairs, labels_long(engine), Reference("majority"))
+    scores = scores_wide(engine, [store["lev_run"]])["Levenshtein similarity"]
+    best = best_threshold(scores.reindex(reference.index), reference)
+    assert metric(at, "Best threshold (a posteriori)") == f"{best['threshold']:.4g}"
+    assert metric(at, "Accuracy at natural") == "—"  # a baseline has no natural threshold
+
+
+def test_thresholds_of_a_distance_read_lower_as_more_similar(open_page, engine, store):
+    at = only_dataset(open_page("thresholds"), "MRPC")
+    at.selectbox(key="analysis_run").set_value("levenshtein")
+    rerun(at)
+    pairs = pairs_frame(engine)
+    mrpc = pairs[pairs["dataset"] == "MRPC"]
+    distance = scores_wide(engine, [store["distance_run"]])["levenshtein"].reindex(mrpc.index)
+    best = best_threshold(distance, mrpc["gold_label"], higher_is_positive=False)
+    assert metric(at, "Best threshold (a posteriori)") == f"{best['threshold']:.4g}"
+    assert metric(at, "ROC AUC") == f"{roc_auc(distance, mrpc['gold_label'], higher_is_positive=False):.3f}"
+    assert "lower scores mean more similar" in at.caption[0].value
+
+
+def test_thresholds_with_a_single_class_says_so(open_page, engine):
+    ids = import_pairs(engine, "all paraphrases", pd.DataFrame({
+        "source": ["a cat", "a dog", "the sun"], "hypothesis": ["a cat!", "one dog", "the sun."], "label": [1, 1, 1]}))
+    add_score_run(engine, "lev", {i + 1: v for i, v in enumerate([0.8, 0.6, 0.9])})
+    at = open_page("thresholds")
+    assert "needs both paraphrases and non-paraphrases" in messages(at)
+    assert ids.n_pairs == 3
+
+
+def test_analysis_pages_without_scores_say_so(open_page, engine):
+    import_pairs(engine, "toy", pd.DataFrame({"source": ["a"], "hypothesis": ["b"], "label": [1]}))
+    for name in ("thresholds", "distributions"):
+        assert "No scores yet" in messages(open_page(name))
+    assert "No human labels" in messages(open_page("agreement"))
+
+
+def test_distributions_show_the_per_class_edit_distance_correlation(open_page, engine, store):
+    at = only_dataset(open_page("distributions"), "MRPC")
+    pairs = pairs_frame(engine, texts=True)
+    mrpc = pairs[pairs["dataset"] == "MRPC"].copy()
+    mrpc["score"] = scores_wide(engine, [store["lev_run"]])["Levenshtein similarity"]
+    mrpc["distance"] = edit_distances(mrpc)
+    expected = edit_distance_correlation(mrpc, ["score"], "distance", label_col="gold_label").set_index("gold_label")
+    shown = at.dataframe[0].value.set_index("class")
+    assert shown.loc["paraphrase", "r"] == pytest.approx(expected.loc[1.0, "r"])
+    assert shown.loc["non-paraphrase", "n"] == expected.loc[0.0, "n"]
+    summary = at.dataframe[1].value
+    assert summary.loc[(summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"].iloc[0] \
+        == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
+
+    at.multiselect(key=f"distribution_table_runs_{store['lev_run']}").set_value(["Levenshtein similarity", "PLUIE stand-in"])
+    rerun(at)
+    both = at.dataframe[0].value.set_index(["score", "class"])
+    mrpc["pluie"] = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
+    pluie = edit_distance_correlation(mrpc, ["pluie"], "distance", label_col="gold_label").set_index("gold_label")
+    assert both.loc[("PLUIE stand-in", "non-paraphrase"), "r"] == pytest.approx(pluie.loc[0.0, "r"])
+
+
+def test_disagreements_list_the_most_confident_first_with_the_diff(open_page, engine, store):
+    at = open_page("disagreements")
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    rerun(at)
+    pairs = pairs_frame(engine)
+    frame = pairs.join(scores_wide(engine, [store["pluie_run"]]))
+    frame["reference"] = reference_labels(pairs, labels_long(engine), Reference("gold"))
+    expected = disagreements(frame, "PLUIE stand-in", "reference", 0.0)
+    table = at.dataframe[0].value
+    assert table.index[0] == expected.index[0]
+    assert len(table) == len(expected)
+    first = store["pairs"].loc[expected.index[0]]
+    html = "".join(str(e.proto) for e in at.get("html"))
+    assert "<mark" in html and first["source"].split()[0] in html
+    assert sorted(at.dataframe[-1].value["run"]) == ["Levenshtein similarity", "PLUIE stand-in", "levenshtein"]
+
+
+def test_disagreements_among_humans_start_with_the_most_even_split(open_page, engine, store):
+    at = open_page("disagreements")
+    at.radio(key="disagreement_mode").set_value("humans")
+    rerun(at)
+    expected = human_disagreements(label_matrix(labels_long(engine), "levels"))
+    table = at.dataframe[0].value
+    assert table.index[0] == expected.index[0]
+    assert table["minority_share"].iloc[0] == pytest.approx(expected["minority_share"].max())
+    labels = at.dataframe[1].value
+    assert len(labels) == expected.iloc[0]["n_labels"] + expected.iloc[0]["n_dont_know"]
+
+
+def test_distributions_of_a_single_class_say_so(open_page, engine):
+    import_pairs(engine, "all paraphrases", pd.DataFrame({
+        "source": ["a cat sat", "a dog ran", "the sun rose"], "hypothesis": ["a cat sat!", "one dog ran", "the sun rose."],
+        "label": [1, 1, 1]}))
+    add_score_run(engine, "lev", {1: 0.1, 2: 0.3, 3: 0.05}, higher_is_similar=False)
+    at = open_page("distributions")
+    assert "Every pair here is a paraphrase" in messages(at)
+    assert list(at.dataframe[0].value["class"]) == ["paraphrase"]
+
+
+def test_disagreements_filtered_by_annotator_only_list_their_pairs(open_page, engine, store):
+    at = open_page("disagreements")
+    at.multiselect(key="disagreement_annotators").set_value(["ann4"])
+    rerun(at)
+    labels = labels_long(engine)
+    theirs = set(labels.loc[labels["annotator"] == "ann4", "pair_id"])
+    listed = set(at.dataframe[0].value.index)
+    assert listed and listed <= theirs
+
+
+def test_agreement_with_a_single_annotator_says_agreement_needs_two(open_page, engine):
+    import_pairs(engine, "solo", pd.DataFrame({"source": ["a b", "c d", "e f"], "hypothesis": ["a c", "c e", "e g"],
+                                                "annotator:only": [0, 3, 2]}), annotator_scale="levels")
+    at = open_page("agreement")
+    assert "needs at least two annotators" in messages(at)
+    summary = at.dataframe[0].value
+    assert list(summary["annotator"]) == ["only"] and summary["labels"].iloc[0] == 3

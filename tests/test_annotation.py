@@ -1,0 +1,320 @@
+"""Campaigns, annotators, serving and labels against a real SQLite file (db.annotation)."""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import bcrypt
+import pytest
+from sqlalchemy import select
+
+from db import annotation as ann
+from db.engine import init_db, read_session, write_session
+from db.models import Annotator, Assignment, CampaignPair, Label, Score, ScoreRun, TrainingPair
+from pluie_core.auth import check_admin_password, hash_token
+from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order
+from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+
+@pytest.fixture
+def dataset(engine):
+    return make_dataset(engine, "demo", numbered_pairs(30))
+
+
+def label_everything(engine, annotator_id, level=2, limit=1000):
+    """Answer whatever is served until the annotator is done; returns the pair ids served."""
+    served = []
+    for _ in range(limit):
+        item = ann.serve_next(engine, annotator_id)
+        if item is None:
+            return served
+        served.append(item.pair_id)
+        ann.record_label(engine, annotator_id, item.position, level, 1.5)
+    raise AssertionError("serving never ended")
+
+
+def test_campaign_validation_gives_sentences(engine, dataset):
+    ds_id, _ = dataset
+    with pytest.raises(ann.CampaignError, match="name"):
+        ann.create_campaign(engine, "  ", [ds_id])
+    with pytest.raises(ann.CampaignError, match="dataset"):
+        ann.create_campaign(engine, "c", [])
+    with pytest.raises(ann.CampaignError, match="score run"):
+        ann.create_campaign(engine, "c", [ds_id], pair_order="informative")
+    with pytest.raises(ann.CampaignError, match="30 pairs"):
+        ann.create_campaign(engine, "c", [ds_id], n_training=30)
+    with pytest.raises(ann.CampaignError, match="no longer exists"):
+        ann.create_campaign(engine, "c", [ds_id, ds_id + 1])
+    with pytest.raises(ann.CampaignError, match="score run"):
+        ann.create_campaign(engine, "c", [ds_id], pair_order="informative", informative_run_id=99)
+    ann.create_campaign(engine, "c", [ds_id])
+    with pytest.raises(ann.CampaignError, match="already exists"):
+        ann.create_campaign(engine, "c", [ds_id])
+
+
+def test_default_guidelines_hold_the_five_worked_examples(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]])
+    text = ann.get_campaign(engine, cid).guidelines
+    assert text == default_guidelines()
+    assert "share a common meaning" in text
+    for example, level in zip(WORKED_EXAMPLES, ["Very different", "Slightly similar", "Mostly similar",
+                                                 "Same meaning", "Don't know"]):
+        assert example.explanation in text
+        assert f"**{level}**" in text
+    assert "tomato soup" in text and "kibble" in text
+
+
+def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=4, overlap=2, n_training=5, seed=3)
+    with read_session(engine) as s:
+        training = list(s.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid)
+                                  .order_by(TrainingPair.position)))
+        queue = set(s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == cid)))
+    assert len(training) == 5 and not set(training) & queue and len(queue) == 25
+    seen = []
+    for name in ("a", "b"):
+        aid, _ = ann.create_annotator(engine, cid, name)
+        served = label_everything(engine, aid)
+        assert served[:5] == training
+        assert len(served) == 9  # 5 training + quota 4
+        seen.append(served)
+        p = ann.progress(engine, aid)
+        assert (p.training_done, p.training_total, p.done, p.quota) == (5, 5, 4, 4)
+    with read_session(engine) as s:
+        flags = Counter(s.scalars(select(Label.is_training)))
+    assert flags == {True: 10, False: 8}
+
+
+def test_never_the_same_pair_twice_and_overlap_is_exact(engine, dataset):
+    # 25 queue pairs x overlap 2 = 50 slots, 7 annotators x quota 10 = 70 wanted: the queue runs dry
+    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=10, overlap=2, n_training=5)
+    per_annotator = []
+    for i in range(7):
+        aid, _ = ann.create_annotator(engine, cid, f"a{i}")
+        served = label_everything(engine, aid)[5:]
+        assert len(served) == len(set(served))
+        per_annotator.append(served)
+    assert [len(s) for s in per_annotator] == [10, 10, 10, 10, 5, 5, 0]
+    counts = Counter(p for served in per_annotator for p in served)
+    assert len(counts) == 25 and set(counts.values()) == {2}
+
+
+def test_concurrent_annotators_never_over_assign(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=12, overlap=2, n_training=0)
+    ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
+    results: dict[int, list[int]] = {}
+    errors = []
+
+    def work(aid):
+        try:
+            results[aid] = label_everything(engine, aid)
+        except Exception as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(aid,)) for aid in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    counts = Counter(p for served in results.values() for p in served)
+    assert all(len(s) == len(set(s)) for s in results.values())
+    assert sum(counts.values()) == 60 and set(counts.values()) == {2}  # 30 pairs x 2, none over
+    with read_session(engine) as s:
+        assert s.scalar(select(Label.id).where(Label.level != 2)) is None
+        assert len(s.scalars(select(Label.id)).all()) == 60
+
+
+def test_resume_serves_the_reserved_pair_again(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=2)
+    aid, _ = ann.create_annotator(engine, cid, "a")
+    first = ann.serve_next(engine, aid)
+    again = ann.serve_next(engine, aid)  # e.g. the browser was closed and opened again
+    assert again == first
+    ann.record_label(engine, aid, first.position, 0, 2.0)
+    second = ann.serve_next(engine, aid)
+    assert second.position == first.position + 1
+    with read_session(engine) as s:
+        assert len(s.scalars(select(Assignment.id)).all()) == 2
+
+
+def test_back_changes_the_answer_and_adds_time(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=0, quota=3)
+    aid, _ = ann.create_annotator(engine, cid, "a")
+    item = ann.serve_next(engine, aid)
+    assert not item.is_training and (item.number, item.out_of) == (1, 3)
+    ann.record_label(engine, aid, item.position, 1, 2.0)
+    ann.serve_next(engine, aid)
+    previous = ann.served_at(engine, aid, item.position)
+    assert previous.level == 1 and previous.top == item.top  # same sentence on top as first shown
+    ann.record_label(engine, aid, item.position, 3, 4.0)
+    with read_session(engine) as s:
+        label = s.scalar(select(Label).where(Label.pair_id == item.pair_id))
+    assert (label.level, label.seconds_spent, label.source_on_top) == (3, 6.0, item.source_on_top)
+    assert ann.progress(engine, aid).done == 1
+
+
+def test_top_sentence_is_drawn_and_recorded(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=0, quota=25)
+    aid, _ = ann.create_annotator(engine, cid, "a")
+    sides = []
+    for _ in range(25):
+        item = ann.serve_next(engine, aid)
+        assert item.top.startswith("Source") == item.source_on_top
+        sides.append(item.source_on_top)
+        ann.record_label(engine, aid, item.position, 0, 1)
+    assert 0 < sum(sides) < 25  # both orders occur (chance of failure 2 x 2^-25)
+
+
+def test_record_label_refuses_foreign_positions_and_bad_levels(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]])
+    a, _ = ann.create_annotator(engine, cid, "a")
+    b, _ = ann.create_annotator(engine, cid, "b")
+    item = ann.serve_next(engine, a)
+    with pytest.raises(ann.CampaignError, match="not in your queue"):
+        ann.record_label(engine, b, item.position, 0, 1)  # b was never served anything
+    with pytest.raises(ann.CampaignError, match="scale"):
+        ann.record_label(engine, a, item.position, 7, 1)
+
+
+def test_tokens_are_hashed_and_revocation_closes_the_link(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=0, overlap=1)
+    aid, token = ann.create_annotator(engine, cid, "a")
+    assert len(token) >= 32
+    with read_session(engine) as s:
+        stored = s.get(Annotator, aid)
+    assert stored.token_hash == hash_token(token) and token not in stored.token_hash
+    assert ann.annotator_for_token(engine, token).id == aid
+    assert ann.annotator_for_token(engine, token + "x") is None
+    assert ann.annotator_for_token(engine, "") is None
+    reserved = ann.serve_next(engine, aid)
+    ann.revoke_annotator(engine, aid)
+    assert ann.annotator_for_token(engine, token) is None
+    assert ann.serve_next(engine, aid) is None
+    with pytest.raises(ann.CampaignError, match="revoked"):
+        ann.record_label(engine, aid, reserved.position, 0, 1)
+    with read_session(engine) as s:  # the reserved slot went back to the queue
+        assert s.scalar(select(CampaignPair.n_assigned).where(CampaignPair.pair_id == reserved.pair_id)) == 0
+
+
+def test_profile_requires_a_name_and_a_known_english_level(engine, dataset):
+    cid = ann.create_campaign(engine, "c", [dataset[0]])
+    aid, _ = ann.create_annotator(engine, cid, "a")
+    assert ann.annotator_view(engine, aid).needs_profile
+    with pytest.raises(ann.CampaignError, match="English"):
+        ann.set_annotator_profile(engine, aid, "Ann", "fluent")
+    with pytest.raises(ann.CampaignError, match="name"):
+        ann.set_annotator_profile(engine, aid, " ", "good")
+    ann.set_annotator_profile(engine, aid, "Ann", "native")
+    view = ann.annotator_view(engine, aid)
+    assert (view.display_name, view.english_level, view.needs_profile) == ("Ann", "native", False)
+
+
+def test_least_labelled_spreads_and_informative_puts_uncertain_first(engine):
+    ds, pairs = make_dataset(engine, "gold", numbered_pairs(8), label_kind="binary", gold=[1, 0] * 4)
+    with write_session(engine) as s:
+        run = ScoreRun(name="pluie", kind="pluie")
+        s.add(run)
+        s.flush()
+        values = [5.0, -0.1, 0.3, -9.0, 2.0, -2.0, 0.05, 7.0]  # the last pair: gold 0, score > 0
+        for pid, v in zip(pairs, values):
+            s.add(Score(run_id=run.id, pair_id=pid, value=v))
+        run_id = run.id
+    informative = ann.create_campaign(engine, "i", [ds], n_training=0, quota=8,
+                                      pair_order="informative", informative_run_id=run_id)
+    aid, _ = ann.create_annotator(engine, informative, "a")
+    served = label_everything(engine, aid)
+    # model and gold disagree first, then closest to 0
+    assert served[:4] == [pairs[7], pairs[6], pairs[1], pairs[2]] and served[-1] == pairs[3]
+
+    spread = ann.create_campaign(engine, "l", [ds], n_training=0, quota=4, overlap=2, pair_order="least_labelled")
+    a1, _ = ann.create_annotator(engine, spread, "a1")
+    a2, _ = ann.create_annotator(engine, spread, "a2")
+    assert set(label_everything(engine, a1)).isdisjoint(label_everything(engine, a2))
+
+
+def test_serving_order_is_reproducible_from_the_seed():
+    ids = list(range(100))
+    assert serving_order(ids, "random", 1) == serving_order(reversed(ids), "random", 1)
+    assert serving_order(ids, "random", 1) != serving_order(ids, "random", 2)
+    counts = {i: (i % 3) for i in ids}
+    order = serving_order(ids, "least_labelled", 1, label_counts=counts)
+    assert [counts[i] for i in order] == sorted(counts.values())
+    with pytest.raises(ValueError):
+        serving_order(ids, "alphabetical", 1)
+
+
+def test_admin_password_from_the_configuration(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    assert check_admin_password("")  # none configured: open
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
+    assert check_admin_password("s3cret") and not check_admin_password("S3cret") and not check_admin_password("")
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD")
+    hashed = bcrypt.hashpw(b"from-toml", bcrypt.gensalt(4)).decode()
+    (tmp_path / "pluie_lab.toml").write_text(f'[admin]\npassword_hash = "{hashed}"\n')
+    assert check_admin_password("from-toml") and not check_admin_password("s3cret")
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD_HASH", "not-a-bcrypt-hash")
+    assert not check_admin_password("from-toml")
+
+
+def test_the_serving_bench_builds_the_store_it_describes(tmp_path):
+    from bench.serving import OVERLAP, build_store, time_serving
+
+    url = f"sqlite:///{tmp_path / 'bench.db'}"
+    campaign_id, _ = build_store(url, n_pairs=2_000, n_labels=4_000)
+    engine = init_db(url)
+    with read_session(engine) as s:
+        queue_labels = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
+        assert sum(queue_labels.values()) == 4_000 and set(queue_labels.values()) == {OVERLAP}
+    assert ann.campaign_overview(engine, campaign_id)["pairs with every slot taken"] == 1_000
+    timings = time_serving(url, campaign_id, n_annotators=3)
+    assert all(len(v) == 9 for v in timings.values())
+    with read_session(engine) as s:  # the timed annotators got fresh pairs, never a full one
+        counts = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
+    assert max(counts.values()) == OVERLAP and sum(counts.values()) == 4_009
+
+
+@pytest.mark.postgres
+def test_concurrent_serving_on_postgresql_respects_overlap():
+    """Same as the SQLite test, on PostgreSQL, where transactions really run side by side and the
+    conditional UPDATE and the annotator row lock are what keep the counts exact."""
+    import os
+
+    from sqlalchemy import text
+
+    from db.models import Base
+
+    url = os.environ.get("PLUIE_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("PLUIE_TEST_POSTGRES_URL is not set")
+    engine = init_db(url)
+    Base.metadata.drop_all(engine)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine = init_db(url)
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(30))
+    cid = ann.create_campaign(engine, "c", [ds], quota=12, overlap=2, n_training=0)
+    ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
+    results: dict[int, list[int]] = {}
+    errors = []
+
+    def work(aid):
+        try:
+            results[aid] = label_everything(engine, aid)
+        except Exception as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(aid,)) for aid in ids + ids[:2]]  # two tabs for two people
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with read_session(engine) as s:
+        counts = Counter(s.scalars(select(Label.pair_id)))
+        positions = Counter(s.execute(select(Assignment.annotator_id, Assignment.position)).all())
+    assert sum(counts.values()) == 60 and set(counts.values()) == {2}
+    assert set(positions.values()) == {1}
+    engine.dispose()

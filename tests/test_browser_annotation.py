@@ -1,0 +1,162 @@
+"""A labelling campaign in a real browser: the admin sets it up, two annotators label at the same
+time with the keyboard (one reloads mid-way), and the store holds exactly the answers given."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from sqlalchemy import select
+
+from db import annotation as ann
+from db import init_db
+from db.datasets import import_pairs
+from db.engine import read_session
+from db.models import Annotator, Assignment, Label, Pair
+from pluie_core.io import load_pairs
+from tests.annotation_fixtures import make_dataset
+from tests.browser import ARTIFACTS, wait_for_app
+from tests.paths import DATASETS
+
+pytestmark = pytest.mark.browser
+QUOTA, OVERLAP, TRAINING = 4, 2, 5
+GREY, LIGHT_BLUE, YELLOW = "rgb(230, 230, 230)", "rgb(173, 216, 230)", "rgb(255, 241, 118)"
+
+
+@pytest.fixture
+def store(db_url):
+    engine = init_db(db_url)
+    pairs = load_pairs(DATASETS / "mrpc" / "msr_paraphrase_test.txt").head(30)
+    import_pairs(engine, "mrpc-test-30", pairs)
+    yield engine
+    engine.dispose()
+
+
+def progress_text(page) -> str:
+    return page.locator("[data-testid='stProgress']").first.inner_text()
+
+
+def wait_progress(page, text: str, position: int) -> None:
+    """Wait until the page shows this progress and the answer buttons of this position (the
+    progress bar is drawn before the buttons, and a key pressed in between would hit old ones)."""
+    try:
+        page.wait_for_function(
+            """([t, pos]) => { const p = document.querySelector('[data-testid="stProgress"]');
+                return p && p.innerText.includes(t) && document.querySelector(`.st-key-answer-4-${pos} button`); }""",
+            arg=[text, position], timeout=20_000)
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "annotation-failure.png"), full_page=True)
+        raise AssertionError(f"expected progress {text!r}; the page shows {progress_text(page)!r}")
+
+
+def admin_creates_campaign(page, url: str) -> list[str]:
+    page.goto(f"{url}/campaigns")
+    wait_for_app(page)
+    page.get_by_label("Name").fill("MRPC pilot")
+    page.locator("[data-testid='stMultiSelect'] input").click()
+    page.get_by_role("option", name="mrpc-test-30 (30 pairs)").click()
+    page.keyboard.press("Escape")
+    for label, value in (("Pairs per annotator", QUOTA), ("Annotators per pair", OVERLAP)):
+        page.get_by_label(label).fill(str(value))
+        page.keyboard.press("Tab")
+    page.get_by_role("button", name="Create campaign").click()
+    page.get_by_text("Campaign “MRPC pilot” created").wait_for(timeout=20_000)
+    page.get_by_label("New annotators").fill("Alice\nBob")
+    page.get_by_role("button", name="Create personal links").click()
+    page.get_by_text("shown only once").wait_for(timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "annotation-admin.png"), full_page=True)
+    code = page.locator("[data-testid='stCode']").inner_text()
+    return [line.split("?token=")[1].strip() for line in code.splitlines() if "?token=" in line]
+
+
+def start_labelling(page, url: str, token: str, name: str, english: str) -> None:
+    page.goto(f"{url}/?token={token}")
+    wait_for_app(page)
+    page.get_by_label("Your name, as shown with your labels").fill(name)
+    page.get_by_text(english, exact=True).click()
+    page.get_by_role("button", name="Start").click()
+    wait_progress(page, f"Training 1 / {TRAINING}", 0)
+
+
+def expected_progress(step: int) -> str:
+    """The progress text after `step` answers."""
+    return f"Training {step + 1} / {TRAINING}" if step < TRAINING else f"{step - TRAINING} / {QUOTA}"
+
+
+def test_two_annotators_label_at_once_with_the_keyboard(store, app_server, browser, db_url):
+    ARTIFACTS.mkdir(exist_ok=True)
+    admin = browser.new_context(viewport={"width": 1280, "height": 1000})
+    tokens = admin_creates_campaign(admin.new_page(), app_server.url)
+    assert len(tokens) == 2
+
+    pages = [browser.new_context(viewport={"width": 1200, "height": 800}).new_page() for _ in tokens]
+    for page, token, name, english in zip(pages, tokens, ("Alice A.", "Bob B."), ("advanced", "native")):
+        start_labelling(page, app_server.url, token, name, english)
+
+    # the protocol's look, checked in the DOM: grey answers, light-blue "Don't know", yellow diff
+    page = pages[0]
+    colours = page.evaluate("""() => [0,1,2,3,4].map(i =>
+        getComputedStyle(document.querySelector(`[class*="st-key-answer-${i}-"] button`)).backgroundColor)""")
+    assert colours == [GREY] * 4 + [LIGHT_BLUE]
+    marks = page.locator("[data-testid='pluie-top'] mark.pluie-diff, [data-testid='pluie-bottom'] mark.pluie-diff")
+    assert marks.count() > 0
+    assert marks.first.evaluate("m => getComputedStyle(m).backgroundColor") == YELLOW
+    page.screenshot(path=str(ARTIFACTS / "annotation-training.png"), full_page=True)
+    # the guidelines, with the paper's worked examples, are one click away
+    page.get_by_role("button", name="Guidelines").click()
+    page.get_by_text("The second sentence doesn't make any sense.").wait_for(timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "annotation-guidelines.png"), full_page=True)
+    page.keyboard.press("Escape")
+    page.get_by_text("The second sentence doesn't make any sense.").wait_for(state="hidden", timeout=10_000)
+
+    keys = {0: [1, 2, 3, 4, 5, 3, 4, 1, 2], 1: [5, 4, 3, 2, 1, 4, 4, 2, 5]}
+    shown_on_top: dict[int, list[str]] = {0: [], 1: []}
+    for step in range(TRAINING + QUOTA):
+        for i, page in enumerate(pages):  # both annotators answer, then both wait: their clicks overlap
+            shown_on_top[i].append(page.locator("[data-testid='pluie-top']").inner_text())
+            page.keyboard.press(str(keys[i][step]))
+        for page in pages:
+            if step + 1 < TRAINING + QUOTA:
+                wait_progress(page, expected_progress(step + 1), step + 1)
+            else:
+                page.get_by_text("Thank you!").wait_for(timeout=20_000)
+        if step == TRAINING + 1:  # Alice closes the page and comes back: she resumes where she was
+            pages[0].screenshot(path=str(ARTIFACTS / "annotation-queue.png"), full_page=True)
+            pages[0].reload()
+            wait_for_app(pages[0])
+            wait_progress(pages[0], expected_progress(step + 1), step + 1)
+    pages[1].screenshot(path=str(ARTIFACTS / "annotation-thanks.png"), full_page=True)
+
+    with read_session(store) as s:
+        for i, token in enumerate(tokens):
+            annotator = ann.annotator_for_token(store, token)
+            assert s.get(Annotator, annotator.id).english_level == ("advanced", "native")[i]
+            rows = s.execute(
+                select(Label.level, Label.is_training, Label.source_on_top, Pair.source)
+                .join(Assignment, (Assignment.pair_id == Label.pair_id) & (Assignment.annotator_id == Label.annotator_id))
+                .join(Pair, Pair.id == Label.pair_id)
+                .where(Label.annotator_id == annotator.id).order_by(Assignment.position)).all()
+            assert [r.level for r in rows] == [k - 1 for k in keys[i]]
+            assert [r.is_training for r in rows] == [True] * TRAINING + [False] * QUOTA
+            # the sentence on top is the one recorded as on top
+            assert [r.source_on_top for r in rows] == [
+                " ".join(top.split()) == " ".join(r.source.split()) for top, r in zip(shown_on_top[i], rows)]
+        per_pair = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
+        assert sum(per_pair.values()) == 2 * QUOTA and set(per_pair.values()) == {OVERLAP}
+
+
+def test_markup_in_a_pair_is_shown_as_text_in_the_browser(store, app_server, browser):
+    ds, _ = make_dataset(store, "evil", [("<img src=x onerror=alert(1)>", "<script>window.pwned=1</script> hi")])
+    cid = ann.create_campaign(store, "xss", [ds], n_training=0, quota=1)
+    aid, token = ann.create_annotator(store, cid, "x")
+    ann.set_annotator_profile(store, aid, "X", "good")
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{app_server.url}/?token={token}")
+    wait_for_app(page)
+    page.wait_for_selector("[data-testid='pluie-top']")
+    pair = page.locator(".pluie-pair")
+    assert pair.locator("img, script").count() == 0
+    shown = pair.inner_text()
+    assert "<img src=x onerror=alert(1)>" in shown and "<script>window.pwned=1</script> hi" in shown
+    assert page.evaluate("() => window.pwned === undefined") and not dialogs
