@@ -10,7 +10,7 @@ import pytest
 
 from db.engine import init_db
 from db.runs import create_run
-from tests.browser import app_server, browser, wait_for_app  # noqa: F401  (fixtures)
+from tests.browser import wait_for_app  # app_server, browser: tests/conftest.py plugin
 from tests.paths import REPO
 from tests.store_fixtures import add_pairs, sentence_pairs
 
