@@ -10,9 +10,19 @@ import streamlit as st
 
 from pages.shared import get_engine
 from pluie_core.auth import admin_password_configured, check_admin_password
+from worker import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
 get_engine()  # opens the store and applies pending migrations before any page draws
+
+
+@st.cache_resource(show_spinner=False)
+def background_worker():
+    # once per server process: a scoring worker unless one is alive or PLUIE_NO_WORKER=1
+    return ensure_worker_running()
+
+
+background_worker()
 
 if "token" in st.query_params:
     # an annotator: their own queue only (the page checks the token and says when it is not valid)
@@ -42,6 +52,9 @@ pages = {
         st.Page("pages/home.py", title="Datasets", icon=":material/dataset:", default=True),
         st.Page("pages/import_pairs.py", title="Import", icon=":material/upload_file:"),
         st.Page("pages/export.py", title="Export", icon=":material/download:"),
+    ],
+    "Metric": [
+        st.Page("pages/scoring.py", title="Scoring", icon=":material/speed:"),
     ],
     "Labelling": [
         st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),

@@ -1,6 +1,6 @@
 """campaign queue and serving indexes
 
-Revision ID: 0003
+Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-21 05:58:29.409042
 """
@@ -8,7 +8,7 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0003'
+revision = '0002'
 down_revision = '0001'
 branch_labels = None
 depends_on = None
