@@ -197,6 +197,25 @@ def _serving_ranks(session: Session, campaign: Campaign, pair_ids: list[int]) ->
     return {pair_id: rank for rank, pair_id in enumerate(order)}
 
 
+def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence[int]) -> int:
+    """Queue pairs newly imported into a dataset for every open campaign that labels that dataset,
+    after the pairs already queued (in the campaign's own order among themselves). Called by the
+    import inside its transaction. Returns the number of queue entries added."""
+    campaign_ids = session.scalars(
+        select(CampaignDataset.campaign_id).join(Campaign, Campaign.id == CampaignDataset.campaign_id)
+        .where(CampaignDataset.dataset_id == dataset_id, Campaign.active.is_(True))
+    ).all()
+    added = 0
+    for campaign_id in campaign_ids:
+        campaign = session.get(Campaign, campaign_id)
+        start = (session.scalar(select(func.max(CampaignPair.rank)).where(CampaignPair.campaign_id == campaign_id)) or 0) + 1
+        ranks = _serving_ranks(session, campaign, sorted(pair_ids))
+        session.execute(insert(CampaignPair), [
+            {"campaign_id": campaign_id, "pair_id": p, "rank": start + r, "n_assigned": 0} for p, r in ranks.items()])
+        added += len(ranks)
+    return added
+
+
 def reorder_campaign(engine: Engine, campaign_id: int) -> None:
     """Recompute the serving order, e.g. once the informative run has scored more pairs.
     Pairs already served keep their assignments; only what comes next changes."""

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, delete, func, insert, select
 
 from db.engine import read_session, write_session
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
+from db.annotation import add_pairs_to_campaigns
 from db.queue import enqueue_pairs
 
 ANNOTATOR_PREFIX = "annotator:"
@@ -199,6 +200,8 @@ def import_pairs(
                 n_labels += len(label_rows)
 
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
+        if append and pair_ids:
+            add_pairs_to_campaigns(session, dataset.id, pair_ids)
         return ImportResult(
             dataset_id=dataset.id,
             dataset_name=name,

@@ -318,3 +318,29 @@ def test_concurrent_serving_on_postgresql_respects_overlap():
     assert sum(counts.values()) == 60 and set(counts.values()) == {2}
     assert set(positions.values()) == {1}
     engine.dispose()
+
+
+def test_pairs_added_to_a_dataset_later_join_its_open_campaigns(engine):
+    import pandas as pd
+
+    from db.datasets import import_pairs
+
+    texts = numbered_pairs(12)
+    first = import_pairs(engine, "growing", pd.DataFrame(texts, columns=["source", "hypothesis"]))
+    campaign_id = ann.create_campaign(engine, "grows", [first.dataset_id], quota=20, overlap=1, n_training=2)
+    assert ann.campaign_overview(engine, campaign_id)["pairs in queue"] == 10
+    later = numbered_pairs(4, prefix="Later: ")
+    import_pairs(engine, "growing", pd.DataFrame(later, columns=["source", "hypothesis"]), append=True)
+    assert ann.campaign_overview(engine, campaign_id)["pairs in queue"] == 14
+    annotator_id, _ = ann.create_annotator(engine, campaign_id, "ann")
+    ann.set_annotator_profile(engine, annotator_id, "Ann", "native")
+    served = []
+    while (item := ann.serve_next(engine, annotator_id)) is not None:
+        served.append(item.pair_id)
+        ann.record_label(engine, annotator_id, item.position, 2, 1.0)
+    with read_session(engine) as s:
+        queued_last = s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)
+                                .order_by(CampaignPair.rank.desc()).limit(4)).all()
+    # 2 training pairs, then the 10 first queued pairs, then the 4 new ones, each once
+    assert len(served) == 16 and len(set(served)) == 16
+    assert set(served[-4:]) == set(queued_last)
