@@ -196,8 +196,8 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
     for run in runs:
         total, done, failed, item_error = counts.get(run.id, (0, 0, 0, None))
         done, failed = int(done or 0), int(failed or 0)
-        rate = _rate(recent.get(run.id, []))
         left = total - done - failed
+        rate = _rate(recent.get(run.id, []), finished=left <= 0)
         seconds_left = left / rate if rate and left > 0 and run.status == "active" else None
         progress.append(
             RunProgress(
@@ -219,13 +219,14 @@ def _recent_times(session, run_id: int, since: dt.datetime, at_most: int = 500) 
     return [t for t in times if t >= since]
 
 
-def _rate(times: list[dt.datetime]) -> Optional[float]:
+def _rate(times: list[dt.datetime], finished: bool = False) -> Optional[float]:
     """Pairs per second over the recent window: from the oldest recent score to now, so that a
-    run that stopped scoring sees its rate fall."""
+    run that stalls sees its rate fall; for a run with nothing left, over the span it took."""
     if len(times) < 2:
         return None
-    elapsed = (utcnow() - min(times)).total_seconds()
-    return len(times) / max(elapsed, 1.0)
+    end = max(times) if finished else utcnow()
+    elapsed = (end - min(times)).total_seconds()
+    return len(times) / max(elapsed, 1e-3 if finished else 1.0)
 
 
 def latest_scores(engine: Engine, run_id: int, limit: int = 20) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """The queue on a real store (SQLite file and PostgreSQL): claims, leases, completion, run controls."""
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections import Counter
@@ -9,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import init_db, read_session
+from db.engine import init_db, read_session, write_session
 from db.models import Score, ScoreRun, WorkItem
 from db.runs import (
     DEFAULT_BASELINES, RunError, cancel_run, create_run, ensure_default_runs, pause_run, resume_run,
@@ -202,3 +203,17 @@ def test_progress_counts_rate_and_time_left(engine):
     assert after.seconds_left == pytest.approx(4 / after.pairs_per_second)
     pause_run(engine, run)
     assert {p.id: p for p in runs_progress(engine)}[run].seconds_left is None  # a paused run has no ETA
+
+
+def test_a_finished_run_shows_the_rate_it_ran_at(engine):
+    add_pairs(engine, "d", sentence_pairs(8))
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    batch = queue.claim_batch(engine, "A", 8, 60)
+    queue.complete_batch(engine, "A", run, scored(run, batch))
+    base = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(seconds=30)
+    with write_session(engine) as session:  # the 8 scores were written over 2 s, 30 s ago
+        for i, score in enumerate(session.scalars(select(Score).order_by(Score.id))):
+            score.created_at = base + dt.timedelta(seconds=2 * i / 7)
+    progress = {p.id: p for p in runs_progress(engine)}[run]
+    assert progress.done == 8 and progress.seconds_left is None
+    assert progress.pairs_per_second == pytest.approx(4.0)  # not 8 over the 30 s since
