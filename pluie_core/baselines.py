@@ -85,7 +85,8 @@ def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | No
     encoder = _sentence_model(model or default_sbert_model(), device)
     # One encode call for both sides: the unique sentences are embedded once.
     unique = list(dict.fromkeys(sources + hypotheses))
-    vectors = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
+    vectors = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                             show_progress_bar=False)
     index = {text: i for i, text in enumerate(unique)}
     left = vectors[[index[s] for s in sources]]
     right = vectors[[index[h] for h in hypotheses]]
