@@ -8,11 +8,12 @@ st.navigation is called on every run, so the pages/ folder is never listed on it
 """
 import streamlit as st
 
-from pages.shared import get_engine
+from pages.shared import FRAMED, get_engine
 from pluie_core.auth import admin_password_configured, check_admin_password
 from worker import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
+st.session_state[FRAMED] = True  # see pages.shared._through_app
 get_engine()  # opens the store and applies pending migrations before any page draws
 
 

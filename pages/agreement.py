@@ -9,10 +9,13 @@ import streamlit as st
 
 from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales, labels_on_scale
 from pages import analysis_common as common
+from pages.shared import admin_page
 from pluie_core.stats import (
     StatsError, binarise_matrix, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci,
     pairwise_kappa,
 )
+
+admin_page()
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}

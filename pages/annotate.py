@@ -8,7 +8,7 @@ import time
 import streamlit as st
 
 from db import annotation as ann
-from pages.shared import get_engine
+from pages.shared import annotator_page
 from pluie_core.diff import diff_html
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
 
@@ -24,7 +24,7 @@ div[class*="st-key-answer-4-"] button:hover {background:#9ccddd;}
   white-space:pre-wrap; overflow-wrap:anywhere;}
 </style>"""
 
-engine = get_engine()
+engine = annotator_page()
 annotator = ann.annotator_for_token(engine, st.query_params.get("token"))
 if annotator is None:
     st.error("This link is not valid, or it has been revoked. Ask the person who sent it to you for a new one.")

@@ -2,16 +2,11 @@
 import streamlit as st
 
 from db import annotation as ann
-from pages.shared import get_engine
+from pages.shared import admin_page
 from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import PAIR_ORDERS, default_guidelines
 
-# the router already keeps this page from annotators and logged-out visitors; this is a second lock
-if "token" in st.query_params or (admin_password_configured() and not st.session_state.get("pluie_admin")):
-    st.error("This page is for the campaign's organisers.")
-    st.stop()
-
-engine = get_engine()
+engine = admin_page()
 st.title("Labelling campaigns")
 if not admin_password_configured():
     st.caption("No admin password is configured, so this page is open to anyone who can reach the app.")

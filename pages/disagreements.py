@@ -6,8 +6,11 @@ import streamlit as st
 
 from db.analysis import label_matrix, label_scales, pair_detail, RAW_SCALE_NO_BINARY
 from pages import analysis_common as common
+from pages.shared import admin_page
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements
+
+admin_page()
 
 MODES = {"model": "Model against the reference", "humans": "Humans among themselves"}
 MAX_LISTED = 500  # pairs offered for inspection; the CSV has them all

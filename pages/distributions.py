@@ -6,7 +6,10 @@ import streamlit as st
 
 from db.analysis import natural_threshold
 from pages import analysis_common as common
+from pages.shared import admin_page
 from pluie_core.stats import class_summary, edit_distance_correlation
+
+admin_page()
 
 CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}
 COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}

@@ -3,10 +3,10 @@ import streamlit as st
 
 from db.datasets import list_datasets
 from db.export import export_frame
-from pages.shared import get_engine
+from pages.shared import admin_page
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes
 
-engine = get_engine()
+engine = admin_page()
 st.title("Export")
 datasets = list_datasets(engine)
 if not datasets:

@@ -2,9 +2,9 @@
 import streamlit as st
 
 from db.datasets import datasets_overview, delete_dataset, store_totals
-from pages.shared import get_engine
+from pages.shared import admin_page
 
-engine = get_engine()
+engine = admin_page()
 st.title("PLUIE Lab")
 st.caption("Label sentence pairs, score them with PLUIE, and see where people and the metric agree.")
 

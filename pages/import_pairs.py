@@ -5,10 +5,10 @@ from pathlib import Path
 import streamlit as st
 
 from db.datasets import ImportRejected, import_pairs
-from pages.shared import get_engine
+from pages.shared import admin_page
 from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
 
-engine = get_engine()
+engine = admin_page()
 st.title("Import pairs")
 st.caption(
     "CSV, TSV, JSON, JSONL, Excel, and the original files of MRPC, PAWS, PAWS-X, STS-B, SICK, paraphrasus, "

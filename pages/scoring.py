@@ -8,11 +8,11 @@ from db.runs import (
     retry_run, runs_progress,
 )
 from db.engine import database_url
-from pages.shared import get_engine
+from pages.shared import admin_page
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 from worker import ensure_worker_running
 
-engine = get_engine()
+engine = admin_page()
 REFRESH_SECONDS = 2
 CUSTOM = "custom (paste or upload)"
 

@@ -7,7 +7,10 @@ import streamlit as st
 
 from db.analysis import natural_threshold
 from pages import analysis_common as common
+from pages.shared import admin_page
 from pluie_core.stats import StatsError, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve
+
+admin_page()
 
 FIGURES = ["accuracy", "f1", "precision", "recall"]
 COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#222222", "precision": "#9467bd"}  # the paper's table 3

@@ -149,7 +149,7 @@ def test_a_token_opens_only_its_own_queue_and_never_admin_pages(store):
     direct = AppTest.from_file(str(REPO / "pages" / "campaigns.py"), default_timeout=30)
     direct.query_params["token"] = token_b
     direct.run()  # and the page itself refuses a token holder
-    assert "for the campaign's organisers" in texts(direct) and not direct.text_area
+    assert "This link opens the labelling view only" in texts(direct) and not direct.text_area
 
     for bad in ("not-a-token", ""):
         at = app(bad)

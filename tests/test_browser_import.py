@@ -53,3 +53,29 @@ def test_upload_map_import_and_see_it_on_home(app_server, browser, tmp_path):
     cell = grid.locator("[role='gridcell']", has_text="browser pairs")
     cell.first.wait_for(state="attached", timeout=30_000)
     assert cell.count() == 1
+
+
+def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, tmp_path, browser):
+    """Streamlit runs files of a pages/ folder on their own until app.py has run once; the first
+    visit of a fresh server to /export must still meet the login, and without a password the frame."""
+    from tests.browser import start_app, stop_app
+
+    init_db(db_url).dispose()
+    server = start_app(db_url, tmp_path / "locked.log", extra_env={"PLUIE_ADMIN_PASSWORD": "s3cret"})
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/export")
+        page.get_by_label("Admin password").wait_for(timeout=30_000)
+        assert page.get_by_text("Nothing to export yet").count() == 0
+        page.close()
+    finally:
+        stop_app(server)
+    server = start_app(db_url, tmp_path / "open.log")
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/thresholds")
+        page.get_by_text("No dataset yet").wait_for(timeout=30_000)
+        page.get_by_role("link", name="Import").wait_for(timeout=30_000)  # the app's menu is there
+        page.close()
+    finally:
+        stop_app(server)

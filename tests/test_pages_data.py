@@ -141,3 +141,28 @@ def test_export_page_downloads_what_the_store_holds(app, engine):
     assert table["source"].tolist() == ["=1+1", "b"]
     assert table["majority_label"].tolist() == ["Same meaning", ""]
     assert [m for m in at.multiselect[0].value] == ["toy"]
+
+
+ADMIN_PAGES = ["home", "import_pairs", "export", "scoring", "campaigns", "agreement", "thresholds",
+               "distributions", "disagreements"]
+
+
+@pytest.mark.parametrize("name", ADMIN_PAGES)
+def test_every_admin_page_refuses_visitors_on_its_own(name, engine, db_url, monkeypatch):
+    """Streamlit can run a file of pages/ without app.py (first visit of a fresh server): each
+    organiser's page must keep its door shut by itself."""
+    import pandas as pd
+
+    import_pairs(engine, "secret pairs", pd.DataFrame({"source": ["a"], "hypothesis": ["b"], "label": [1]}))
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
+    page = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
+    assert not page.exception
+    assert [w.value for w in page.warning] == [
+        "This page is for the campaign's organisers: log in on the app's main page first."]
+    assert "secret pairs" not in text_of(page) and not page.dataframe and not page.button
+    token = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60)
+    token.query_params["token"] = "anything"
+    token.run()
+    assert [e.value for e in token.error] == ["This link opens the labelling view only."]
