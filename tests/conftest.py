@@ -2,7 +2,9 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.browser"]  # app_server and browser fixtures for the browser tests
+# shared fixtures, registered once for the whole session (a session fixture imported into several
+# modules would run once per module): browser + app_server, tiny models, the SQLite/PostgreSQL stores
+pytest_plugins = ["tests.browser", "tests.tiny_models", "tests.store_fixtures"]
 
 # keep torch and BLAS from fighting over the two cores the suite runs on
 os.environ.setdefault("OMP_NUM_THREADS", "1")

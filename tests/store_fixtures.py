@@ -2,14 +2,13 @@
 
 PostgreSQL comes from PLUIE_TEST_POSTGRES_URL (CI) or from a throwaway cluster this module starts
 with scripts/start_test_postgres.sh; the PostgreSQL cases skip only when neither is possible.
-Each test gets a fresh database. Import the fixtures into a test module to use them.
+Each test gets a fresh database. conftest.py registers the fixtures for every test module.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -20,13 +19,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.browser import free_port
+from tests.paths import REPO
 
 
 @pytest.fixture(scope="session")

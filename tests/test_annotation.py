@@ -277,23 +277,19 @@ def test_the_serving_bench_builds_the_store_it_describes(tmp_path):
 
 
 @pytest.mark.postgres
-def test_concurrent_serving_on_postgresql_respects_overlap():
+def test_concurrent_serving_on_postgresql_respects_overlap(postgres_server):
     """Same as the SQLite test, on PostgreSQL, where transactions really run side by side and the
     conditional UPDATE and the annotator row lock are what keep the counts exact."""
-    import os
+    from tests.store_fixtures import drop_postgres_database, fresh_postgres_database
 
-    from sqlalchemy import text
+    url = fresh_postgres_database(postgres_server)
+    try:
+        _concurrent_serving_respects_overlap(init_db(url))
+    finally:
+        drop_postgres_database(postgres_server, url)
 
-    from db.models import Base
 
-    url = os.environ.get("PLUIE_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("PLUIE_TEST_POSTGRES_URL is not set")
-    engine = init_db(url)
-    Base.metadata.drop_all(engine)
-    with engine.begin() as connection:
-        connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
-    engine = init_db(url)
+def _concurrent_serving_respects_overlap(engine):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(30))
     cid = ann.create_campaign(engine, "c", [ds], quota=12, overlap=2, n_training=0)
     ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]

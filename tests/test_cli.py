@@ -10,7 +10,6 @@ import pytest
 from pluie_core.cli import main
 from pluie_core.scorer import PluieScorer
 from tests.paths import REPO
-from tests.tiny_models import tiny_model_builder  # noqa: F401  (session fixture)
 
 PAIRS = pd.DataFrame({
     "source": ["The cat drinks water.", "Have you ever seen a tsunami ?", "A river."],

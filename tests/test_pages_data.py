@@ -1,7 +1,4 @@
 """AppTest: the home, import and export pages against a real SQLite file."""
-import io
-import json
-
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest

@@ -16,7 +16,7 @@ from db.runs import (
     DEFAULT_BASELINES, RunError, cancel_run, create_run, ensure_default_runs, pause_run, resume_run,
     retry_run, runs_progress, scores_by_pair,
 )
-from tests.store_fixtures import add_pairs, postgres_server, sentence_pairs, store_url  # noqa: F401
+from tests.store_fixtures import add_pairs, sentence_pairs
 
 
 @pytest.fixture

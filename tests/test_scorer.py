@@ -15,7 +15,6 @@ import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from pluie_core.scorer import PluieError, PluieScorer
-from tests.tiny_models import tiny_model_builder  # noqa: F401  (session fixture)
 
 SOURCES = [
     "Have you ever seen a tsunami ?",

@@ -18,8 +18,7 @@ from db import queue
 from db.engine import init_db, read_session
 from db.models import Score, ScoreRun, WorkItem, Worker
 from db.runs import create_run, scores_by_pair
-from tests.store_fixtures import add_pairs, postgres_server, sentence_pairs, store_url  # noqa: F401
-from tests.tiny_models import tiny_model_builder  # noqa: F401
+from tests.store_fixtures import add_pairs, sentence_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 
