@@ -137,3 +137,25 @@ def test_deleting_a_dataset_cascades(engine):
     delete_dataset(engine, result.dataset_id)
     counts = table_counts(engine)
     assert counts["pairs"] == counts["labels"] == counts["annotators"] == 0
+
+
+def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_url):
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from db.engine import alembic_config, make_engine
+
+    old = make_engine(db_url)
+    command.upgrade(alembic_config(old), "0001")  # the schema as the first release left it
+    with old.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO datasets (name, description, source_format, created_at) VALUES ('kept', '', 'csv', '2026-01-01')")
+    assert "campaign_pairs" not in sa.inspect(old).get_table_names()
+    old.dispose()
+
+    engine = init_db(db_url)  # what the app does at start
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == head != "0001"
+        assert conn.exec_driver_sql("SELECT name FROM datasets").scalars().all() == ["kept"]
+    assert "campaign_pairs" in sa.inspect(engine).get_table_names()
