@@ -99,30 +99,8 @@ def test_never_the_same_pair_twice_and_overlap_is_exact(engine, dataset):
     assert len(counts) == 25 and set(counts.values()) == {2}
 
 
-def test_concurrent_annotators_never_over_assign(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=12, overlap=2, n_training=0)
-    ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
-    results: dict[int, list[int]] = {}
-    errors = []
-
-    def work(aid):
-        try:
-            results[aid] = label_everything(engine, aid)
-        except Exception as exc:  # noqa: BLE001 - surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(aid,)) for aid in ids]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    counts = Counter(p for served in results.values() for p in served)
-    assert all(len(s) == len(set(s)) for s in results.values())
-    assert sum(counts.values()) == 60 and set(counts.values()) == {2}  # 30 pairs x 2, none over
-    with read_session(engine) as s:
-        assert s.scalar(select(Label.id).where(Label.level != 2)) is None
-        assert len(s.scalars(select(Label.id)).all()) == 60
+def test_concurrent_annotators_never_over_assign(engine):
+    _concurrent_serving_respects_overlap(engine)
 
 
 def test_resume_serves_the_reserved_pair_again(engine, dataset):
@@ -290,15 +268,17 @@ def test_concurrent_serving_on_postgresql_respects_overlap(postgres_server):
 
 
 def _concurrent_serving_respects_overlap(engine):
+    """Six annotators (two of them in two tabs at once) label everything they are served, in
+    parallel: 30 pairs x overlap 2, no pair over its overlap, no one served a pair twice."""
     ds, _ = make_dataset(engine, "demo", numbered_pairs(30))
     cid = ann.create_campaign(engine, "c", [ds], quota=12, overlap=2, n_training=0)
     ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
-    results: dict[int, list[int]] = {}
+    results: list[list[int]] = []
     errors = []
 
     def work(aid):
         try:
-            results[aid] = label_everything(engine, aid)
+            results.append(label_everything(engine, aid))
         except Exception as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
 
@@ -311,8 +291,10 @@ def _concurrent_serving_respects_overlap(engine):
     with read_session(engine) as s:
         counts = Counter(s.scalars(select(Label.pair_id)))
         positions = Counter(s.execute(select(Assignment.annotator_id, Assignment.position)).all())
-    assert sum(counts.values()) == 60 and set(counts.values()) == {2}
-    assert set(positions.values()) == {1}
+        per_annotator = Counter(s.execute(select(Label.annotator_id, Label.pair_id)).all())
+        assert s.scalar(select(Label.id).where(Label.level != 2)) is None
+    assert sum(counts.values()) == 60 and set(counts.values()) == {2}  # 30 pairs x 2, none over
+    assert set(positions.values()) == {1} and set(per_annotator.values()) == {1}
     engine.dispose()
 
 
