@@ -240,40 +240,21 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
             .group_by(Dataset.id)
             .order_by(Dataset.name)
         ).all()
-        labelled = dict(
-            session.execute(
-                select(Pair.dataset_id, func.count(func.distinct(Label.pair_id)))
-                .join(Label, Label.pair_id == Pair.id)
-                .where(Label.is_training.is_(False))
-                .group_by(Pair.dataset_id)
-            ).all()
-        )
-        n_labels = dict(
-            session.execute(
-                select(Pair.dataset_id, func.count(Label.id))
-                .join(Label, Label.pair_id == Pair.id)
-                .where(Label.is_training.is_(False))
-                .group_by(Pair.dataset_id)
-            ).all()
-        )
-        queued = dict(
-            session.execute(
-                select(Pair.dataset_id, func.count(WorkItem.id))
-                .join(WorkItem, WorkItem.pair_id == Pair.id)
-                .join(ScoreRun, ScoreRun.id == WorkItem.run_id)
-                .where(ScoreRun.status != "cancelled")
-                .group_by(Pair.dataset_id)
-            ).all()
-        )
-        scored = dict(
-            session.execute(
-                select(Pair.dataset_id, func.count(Score.id))
-                .join(Score, Score.pair_id == Pair.id)
-                .join(ScoreRun, ScoreRun.id == Score.run_id)
-                .where(ScoreRun.status != "cancelled")
-                .group_by(Pair.dataset_id)
-            ).all()
-        )
+        def per_dataset(count, joins, condition):
+            query = select(Pair.dataset_id, count)
+            for target, on in joins:
+                query = query.join(target, on)
+            return dict(session.execute(query.where(condition).group_by(Pair.dataset_id)).all())
+
+        labels = [(Label, Label.pair_id == Pair.id)]
+        not_training = Label.is_training.is_(False)
+        labelled = per_dataset(func.count(func.distinct(Label.pair_id)), labels, not_training)
+        n_labels = per_dataset(func.count(Label.id), labels, not_training)
+        live_run = ScoreRun.status != "cancelled"
+        queued = per_dataset(func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id),
+                                                       (ScoreRun, ScoreRun.id == WorkItem.run_id)], live_run)
+        scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id),
+                                                    (ScoreRun, ScoreRun.id == Score.run_id)], live_run)
     rows = []
     for ds_id, name, fmt, kind, created, n_pairs, n_gold in base:
         rows.append(
