@@ -5,7 +5,7 @@ import sqlalchemy as sa
 
 from db import init_db, read_session
 from db.datasets import ImportRejected, datasets_overview, import_pairs, store_totals
-from db.models import Annotator, Label, Pair, ScoreRun, WorkItem
+from db.models import Annotator, Label, Pair, Score, ScoreRun, WorkItem
 from db.engine import write_session
 
 
@@ -118,14 +118,23 @@ def test_import_queues_work_for_active_runs_in_scope(engine):
 
 
 def test_overview_counts(engine):
+    with write_session(engine) as s:
+        s.add_all([ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"),
+                   ScoreRun(name="gone", kind="baseline", model="bleu", status="active")])
     import_pairs(engine, "d1", frame([("a", "b", 1), ("c", "d", None)]))
+    with write_session(engine) as s:
+        first_pair = s.scalars(sa.select(Pair.id).order_by(Pair.id)).first()
+        s.add_all([Score(run_id=1, pair_id=first_pair, value=0.5), Score(run_id=2, pair_id=first_pair, value=0.1)])
+        s.get(ScoreRun, 2).status = "cancelled"  # a cancelled run counts neither way
     df = frame([("e", "f", None)])
     df["annotator:A"] = [2]
     import_pairs(engine, "d2", df, annotator_scale="levels")
     overview = datasets_overview(engine).set_index("dataset")
     assert overview.loc["d1", "pairs"] == 2 and overview.loc["d1", "gold labels"] == 1
+    assert (overview.loc["d1", "scores"], overview.loc["d1", "scores queued"]) == (1, 2)
+    assert (overview.loc["d2", "scores"], overview.loc["d2", "scores queued"]) == (0, 1)
     assert overview.loc["d2", "labelled pairs"] == 1 and overview.loc["d2", "labels"] == 1
-    assert store_totals(engine) == {"datasets": 2, "pairs": 3, "labels": 1, "scores": 0}
+    assert store_totals(engine) == {"datasets": 2, "pairs": 3, "labels": 1, "scores": 2}
 
 
 def test_deleting_a_dataset_cascades(engine):
