@@ -23,6 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from db import analysis, init_db  # noqa: E402
+from pluie_core import analysis as core  # noqa: E402
 from db.datasets import import_pairs  # noqa: E402
 from pluie_core import stats  # noqa: E402
 from pluie_core.labels import ENGLISH_LEVELS  # noqa: E402
@@ -69,7 +70,7 @@ def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int
     english = {f"bench{a:02d}": ENGLISH_LEVELS[a % 4] for a in range(n_annotators)}
     n_written = analysis.add_labels(engine, labels, english)
 
-    similarity = 1 - analysis.edit_distances(frame)
+    similarity = 1 - core.edit_distances(frame)
     clipped = similarity.clip(0.01, 0.99)
     analysis.add_score_run(engine, "bench levenshtein", 1 - similarity, higher_is_similar=False)
     analysis.add_score_run(engine, "bench PLUIE stand-in", np.log(clipped / (1 - clipped)), kind="pluie")
@@ -80,7 +81,7 @@ def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int
 
 def agreement(engine, choices, dataset_ids, runs, view="levels"):
     labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators)
-    matrix = analysis.label_matrix(labels, "levels")
+    matrix = core.label_matrix(labels, "levels")
     binary = stats.binarise_matrix(matrix)
     views = {"levels": (matrix, (0, 1, 2, 3), "quadratic"), "binarised": (binary, (0, 1), None)}
     for view, categories, weights in [views[view]]:  # the page draws one view at a time
@@ -90,14 +91,14 @@ def agreement(engine, choices, dataset_ids, runs, view="levels"):
             stats.krippendorff_alpha_ci(view.T, level, n_boot=200)
     scores = analysis.scores_wide(engine, runs["id"][:1], dataset_ids).iloc[:, 0]
     versus = stats.human_vs_model_table(binary, scores.reindex(binary.index), 0.0)
-    analysis.annotator_summary(labels, "levels", versus, binary)
+    core.annotator_summary(labels, "levels", versus, binary)
 
 
 def thresholds(engine, choices, dataset_ids, runs, reference="gold"):
     pairs = analysis.pairs_frame(engine, dataset_ids)
     labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators) if reference != "gold" else None
     data = pairs.join(analysis.scores_wide(engine, runs["id"], dataset_ids))
-    data["reference"] = analysis.reference_labels(pairs, labels, analysis.Reference(reference))
+    data["reference"] = core.reference_labels(pairs, labels, core.Reference(reference))
     score = runs["name"].iloc[0]
     kept = data.dropna(subset=[score, "reference"])
     stats.threshold_curve(kept[score], kept["reference"])
@@ -114,8 +115,8 @@ def thresholds(engine, choices, dataset_ids, runs, reference="gold"):
 def distributions(engine, choices, dataset_ids, runs):
     pairs = analysis.pairs_frame(engine, dataset_ids, texts=True)
     data = pairs.join(analysis.scores_wide(engine, runs["id"], dataset_ids))
-    data["distance"] = analysis.edit_distances(pairs)
-    data["reference"] = analysis.reference_labels(pairs, None, analysis.Reference("gold"))
+    data["distance"] = core.edit_distances(pairs)
+    data["reference"] = core.reference_labels(pairs, None, core.Reference("gold"))
     stats.edit_distance_correlation(data, [runs["name"].iloc[0]], "distance", "reference", "dataset")
     stats.class_summary(data, [*runs["name"], "distance"], "reference", "dataset")
 
@@ -124,9 +125,9 @@ def disagreements(engine, choices, dataset_ids, runs):
     pairs = analysis.pairs_frame(engine, dataset_ids, texts=True)
     labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators)
     data = pairs.join(analysis.scores_wide(engine, runs["id"][:1], dataset_ids))
-    data["reference"] = analysis.reference_labels(pairs, labels, analysis.Reference("majority"))
+    data["reference"] = core.reference_labels(pairs, labels, core.Reference("majority"))
     found = stats.disagreements(data, runs["name"].iloc[0], "reference", 0.0)
-    stats.human_disagreements(analysis.label_matrix(labels, "levels"))
+    stats.human_disagreements(core.label_matrix(labels, "levels"))
     analysis.pair_detail(engine, int(found.index[0]), choices.annotators)
 
 

@@ -15,8 +15,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from db import init_db  # noqa: E402
-from db.analysis import add_score_run, edit_distances, pairs_frame  # noqa: E402
+from db.analysis import add_score_run, pairs_frame  # noqa: E402
 from db.datasets import import_pairs  # noqa: E402
+from pluie_core.analysis import edit_distances  # noqa: E402
 from pluie_core.io import load_pairs  # noqa: E402
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app, wait_for_app  # noqa: E402
 from tests.paths import DATASETS, REPO  # noqa: E402

@@ -7,7 +7,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from db.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales, labels_on_scale
+from pluie_core.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales, labels_on_scale
 from pages import analysis_common as common
 from pages.shared import admin_page
 from pluie_core.stats import (

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis
+from pluie_core import analysis as core
 from pages.shared import get_engine
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.stats import StatsError
@@ -47,7 +48,7 @@ def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> 
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
-    return analysis.edit_distances(pairs(url, dataset_ids, texts=True))
+    return core.edit_distances(pairs(url, dataset_ids, texts=True))
 
 
 @dataclass
@@ -56,10 +57,10 @@ class Selection:
     choices: analysis.AnalysisChoices
     dataset_ids: tuple[int, ...]
     run: Optional[pd.Series]  # a row of choices.runs, None when no run is chosen
-    reference: Optional[analysis.Reference]
+    reference: Optional[core.Reference]
 
 
-def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> analysis.Reference:
+def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> core.Reference:
     kind = st.radio("Reference", list(REFERENCES), format_func=REFERENCES.get, key="analysis_reference",
                     help="What the metric is compared against: gold labels, the binarised majority of the "
                          "annotators (Don't know ignored, ties give none) or one annotator.")
@@ -78,7 +79,7 @@ def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]
                         help="Scored gold labels (STS-B 0–5, BIOSSES 0–4, …) count as paraphrase at or above this point.")
         cuts = scored["label_min"] + cut * (scored["label_max"] - scored["label_min"])
         st.caption("Paraphrase when gold ≥ " + ", ".join(f"{c:g} ({n})" for n, c in zip(scored["name"], cuts)))
-    return analysis.Reference(kind, annotator, cut)
+    return core.Reference(kind, annotator, cut)
 
 
 def sidebar(run: str = "required", reference: bool = True) -> Selection:
@@ -113,7 +114,7 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
 def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Series:
     """The selection's reference labels, or a sentence saying why there are none (and the page stops)."""
     try:
-        return analysis.reference_labels(pair_frame, labels(selection.url, selection.dataset_ids), selection.reference)
+        return core.reference_labels(pair_frame, labels(selection.url, selection.dataset_ids), selection.reference)
     except StatsError as error:
         st.info(str(error))
         st.stop()
@@ -139,7 +140,7 @@ def scored_frame(selection: Selection, run_names: Optional[list[str]] = None, te
 def threshold_input(selection: Selection, values: pd.Series, key: str) -> float:
     """The threshold at which the chosen run calls a pair a paraphrase: PLUIE's natural 0 by default;
     for a baseline, which has none, the median score."""
-    natural = analysis.natural_threshold(selection.run["kind"])
+    natural = core.natural_threshold(selection.run["kind"])
     default = natural if natural is not None else float(values.median()) if values.notna().any() else 0.0
     return st.sidebar.number_input(
         # one widget per run: a threshold typed for one run means nothing for another

@@ -4,7 +4,8 @@ word diff of the selected pair and every label and score it has."""
 import pandas as pd
 import streamlit as st
 
-from db.analysis import label_matrix, label_scales, pair_detail, RAW_SCALE_NO_BINARY
+from db.analysis import pair_detail
+from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_matrix, label_scales
 from pages import analysis_common as common
 from pages.shared import admin_page
 from pluie_core.diff import diff_html

@@ -4,7 +4,7 @@ deviation of every score per class (table 1)."""
 import plotly.express as px
 import streamlit as st
 
-from db.analysis import natural_threshold
+from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common
 from pages.shared import admin_page
 from pluie_core.stats import class_summary, edit_distance_correlation

@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from db.analysis import natural_threshold
+from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common
 from pages.shared import admin_page
 from pluie_core.stats import StatsError, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve

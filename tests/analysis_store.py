@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import update
 
-from db.analysis import add_score_run, edit_distances, pairs_frame
+from db.analysis import add_score_run, pairs_frame
 from db.datasets import import_pairs
 from db.engine import write_session
 from db.models import Annotator, Label
+from pluie_core.analysis import edit_distances
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS
 

@@ -1,16 +1,17 @@
-"""db.analysis against a real SQLite store holding real MRPC and BIOSSES pairs."""
+"""db.analysis (reads) and pluie_core.analysis (what the views compute from them) against a real
+SQLite store holding real MRPC and BIOSSES pairs."""
 import numpy as np
 import pandas as pd
 import pytest
 from sqlalchemy import insert
 
-from db.analysis import (
-    Reference, add_score_run, analysis_choices, annotator_summary, edit_distances, label_matrix, label_scales,
-    labels_long, pair_detail, pairs_frame, reference_labels, scores_wide,
-)
+from db.analysis import add_score_run, analysis_choices, labels_long, pair_detail, pairs_frame, scores_wide
 from db.datasets import import_pairs
 from db.engine import write_session
 from db.models import Annotator, Label
+from pluie_core.analysis import (
+    Reference, annotator_summary, edit_distances, label_matrix, label_scales, reference_labels,
+)
 from pluie_core.labels import majority_binary
 from pluie_core.stats import StatsError, binarise_matrix, cohen_kappa, human_vs_model, human_vs_model_table
 from tests.analysis_store import ANNOTATORS, build_store

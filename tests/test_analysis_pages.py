@@ -4,9 +4,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db.analysis import (
-    Reference, add_score_run, edit_distances, label_matrix, labels_long, pairs_frame, reference_labels, scores_wide,
-)
+from db.analysis import add_score_run, labels_long, pairs_frame, scores_wide
+from pluie_core.analysis import Reference, edit_distances, label_matrix, reference_labels
 from db.datasets import import_pairs
 from pluie_core.stats import (
     best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,

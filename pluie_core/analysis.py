@@ -1,0 +1,184 @@
+"""What the analysis views compute from the store's frames, as pure functions on DataFrames: the
+label matrices of each scale, the reference a metric is compared against (gold, the human majority,
+one annotator), the per-annotator summary, and the edit distance of figure 2 / table 4.
+
+The frames are those db.analysis reads: labels long (pair_id, annotator, level, value, english_level,
+seconds_spent, ...) and pairs (index pair_id; gold_label, label_kind, label_min, label_max,
+dataset_id, and source / hypothesis for the edit distance).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from pluie_core.baselines import levenshtein
+from pluie_core.labels import DONT_KNOW
+from pluie_core.stats import StatsError, binarise_matrix, cohen_kappa, levels_to_matrix, majority_binary_vector
+
+
+def edit_distances(pairs: pd.DataFrame) -> pd.Series:
+    """Normalised character Levenshtein distance (pluie_core.baselines.levenshtein: 0 = same text,
+    1 = nothing in common) of every pair of a ``pairs_frame(..., texts=True)``: the x axis of the
+    paper's figure 2 and table 4."""
+    if pairs.empty:
+        return pd.Series(dtype=float, name="edit_distance")
+    distances = levenshtein(pairs["source"].tolist(), pairs["hypothesis"].tolist())
+    return pd.Series(distances, index=pairs.index, name="edit_distance")
+
+
+def label_scales(labels: pd.DataFrame) -> list[str]:
+    """Which scales the labels use: "levels" (the app's five-level scale) and / or "raw" (values
+    imported on their own scale, such as BIOSSES 0-4)."""
+    scales = []
+    if labels["level"].notna().any():
+        scales.append("levels")
+    if (labels["level"].isna() & labels["value"].notna()).any():
+        scales.append("raw")
+    return scales
+
+
+def labels_on_scale(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
+    """The labels of one scale: "levels" (five-level) or "raw" (imported values on their own scale)."""
+    if scale == "levels":
+        return labels[labels["level"].notna()]
+    return labels[labels["level"].isna() & labels["value"].notna()]
+
+
+def label_matrix(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
+    """items x annotators matrix: five-level levels (4 = Don't know kept; the statistics drop it)
+    or raw imported values."""
+    return levels_to_matrix(labels_on_scale(labels, scale), level_col="level" if scale == "levels" else "value")
+
+
+RAW_SCALE_NO_BINARY = (
+    "These labels are values on their own scale (imported raw, like BIOSSES 0–4), so they have no "
+    "paraphrase / non-paraphrase binarisation; use gold labels as the reference, or compare them "
+    "on their own scale on the Agreement page."
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a metric (or a person) is compared against: "gold" labels, the human "majority"
+    (binarised, Don't know ignored, ties give none) or one "annotator"'s binarised labels.
+    ``gold_cut`` binarises scored gold (STS-B 0-5 ...): paraphrase at or above this share of the
+    dataset's scale."""
+
+    kind: str = "gold"
+    annotator: Optional[str] = None
+    gold_cut: float = 0.5
+
+    def describe(self) -> str:
+        if self.kind == "gold":
+            return "gold labels"
+        if self.kind == "majority":
+            return "the human majority"
+        return f"annotator {self.annotator}"
+
+
+def gold_binary(pairs: pd.DataFrame, gold_cut: float = 0.5) -> pd.Series:
+    """Gold labels as 0/1: binary datasets as they are; scored datasets cut at ``gold_cut`` of their
+    scale (label_min + cut x (label_max - label_min)); a dataset of unknown kind counts as binary
+    when its gold labels are all 0 or 1."""
+    gold = pairs["gold_label"]
+    low = pairs["label_min"].fillna(gold.groupby(pairs["dataset_id"]).transform("min"))
+    high = pairs["label_max"].fillna(gold.groupby(pairs["dataset_id"]).transform("max"))
+    scored = pairs["label_kind"].eq("score")
+    unknown = pairs["label_kind"].isna()
+    if unknown.any():
+        binary_looking = gold.isin([0.0, 1.0]) | gold.isna()
+        all_binary = binary_looking.groupby(pairs["dataset_id"]).transform("all")
+        scored = scored | (unknown & ~all_binary)
+    cut = low + gold_cut * (high - low)
+    binary = gold.where(~scored, (gold >= cut).astype(float).where(gold.notna()))
+    return binary.rename("reference")
+
+
+def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Reference) -> pd.Series:
+    """The reference as 0/1 per pair (index pair_id, NaN where there is none). Raises StatsError
+    with a sentence for the page when the reference does not exist for these pairs."""
+    if reference.kind == "gold":
+        if pairs["gold_label"].notna().sum() == 0:
+            raise StatsError("These datasets have no gold labels: choose the human majority or one annotator as the reference.")
+        return gold_binary(pairs, reference.gold_cut).reindex(pairs.index)
+    chosen = labels if reference.kind == "majority" else labels[labels["annotator"] == reference.annotator]
+    if reference.kind == "annotator" and chosen.empty:
+        raise StatsError(f"Annotator {reference.annotator} has no label on these datasets.")
+    if chosen.empty:
+        raise StatsError("No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first.")
+    if "levels" not in label_scales(chosen):
+        raise StatsError(RAW_SCALE_NO_BINARY)
+    binary = binarise_matrix(label_matrix(chosen, "levels"))
+    vector = majority_binary_vector(binary) if reference.kind == "majority" else binary.iloc[:, 0]
+    return vector.reindex(pairs.index).rename("reference")
+
+
+def natural_threshold(run_kind: str) -> Optional[float]:
+    """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); baselines have none."""
+    return 0.0 if run_kind == "pluie" else None
+
+
+# --------------------------------------------------------------------------- per-annotator summary
+
+
+def _majority_of_others(binary: np.ndarray, n_positive: np.ndarray, n_negative: np.ndarray, column: int,
+                        rows: np.ndarray) -> np.ndarray:
+    """The majority binary label of the annotators other than ``column`` on ``rows`` (NaN on a tie or
+    when no one else labelled): majority_binary_vector's rule, from the per-item totals."""
+    own = binary[rows, column]
+    positive = n_positive[rows] - (own == 1)
+    negative = n_negative[rows] - (own == 0)
+    return np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
+
+
+def annotator_summary(
+    labels: pd.DataFrame,
+    scale: str = "levels",
+    versus_model: Optional[pd.DataFrame] = None,
+    binary: Optional[pd.DataFrame] = None,
+) -> pd.DataFrame:
+    """One row per annotator: english_level, labels, dont_know_rate, median_seconds, kappa_vs_others
+    (binarised κ against the majority of the other annotators), and with ``versus_model`` (from
+    stats.human_vs_model_table) kappa_vs_model / accuracy_vs_model / n_vs_model. Binarised figures
+    are NaN on a raw scale; ``note`` says why a figure is missing. ``binary``: the binarised label
+    matrix when the caller has it already."""
+    rows = labels_on_scale(labels, scale)
+    grouped = rows.groupby("annotator", sort=True)
+    table = pd.DataFrame({
+        "english_level": grouped["english_level"].first(),
+        "labels": grouped.size(),
+        "dont_know_rate": rows["level"].eq(DONT_KNOW).groupby(rows["annotator"]).mean() if scale == "levels" else np.nan,
+        "median_seconds": grouped["seconds_spent"].median(),
+    })
+    table["kappa_vs_others"] = np.nan
+    table["n_vs_others"] = 0
+    table["note"] = ""
+    if scale != "levels":
+        table["note"] = "Raw-scale labels: no binarisation, so no binarised κ."
+        return table.reset_index()
+    if binary is None:
+        binary = binarise_matrix(label_matrix(rows, "levels"))
+    values = binary.to_numpy()
+    n_positive, n_negative = (values == 1).sum(axis=1), (values == 0).sum(axis=1)
+    notes = {}
+    for position, name in enumerate(binary.columns):
+        rows = np.flatnonzero(~np.isnan(values[:, position]))  # only where this annotator has a label
+        own, others = values[rows, position], _majority_of_others(values, n_positive, n_negative, position, rows)
+        table.loc[name, "n_vs_others"] = int((~np.isnan(others)).sum())
+        try:
+            table.loc[name, "kappa_vs_others"] = cohen_kappa(own, others)
+        except StatsError as error:
+            notes[name] = str(error)
+    if versus_model is not None:
+        versus = versus_model.set_index("annotator")
+        table["kappa_vs_model"] = versus["kappa"]
+        table["accuracy_vs_model"] = versus["accuracy"]
+        table["n_vs_model"] = versus["n"]
+        for name, note in versus["note"].items():
+            if note and name in table.index:
+                notes[name] = "; ".join(filter(None, [notes.get(name), note]))
+    table["note"] = pd.Series(notes, dtype=object).reindex(table.index).fillna("")
+    return table.reset_index()
