@@ -18,23 +18,14 @@ from typing import Callable
 
 import numpy as np
 
-
-def _pairs(sources, hypotheses) -> tuple[list[str], list[str]]:
-    sources, hypotheses = list(sources), list(hypotheses)
-    if len(sources) != len(hypotheses):
-        raise ValueError(f"Got {len(sources)} sources but {len(hypotheses)} hypotheses; give one of each per pair.")
-    for name, texts in (("source", sources), ("hypothesis", hypotheses)):
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError(f"Pair {i + 1} has no {name} text (got {text!r}).")
-    return sources, hypotheses
+from pluie_core.inputs import sentence_pairs
 
 
 def levenshtein(sources, hypotheses) -> np.ndarray:
     """Normalised Levenshtein distance in [0, 1]: edit distance / length of the longer string."""
     from rapidfuzz.distance import Levenshtein
 
-    sources, hypotheses = _pairs(sources, hypotheses)
+    sources, hypotheses = sentence_pairs(sources, hypotheses)
     # rapidfuzz's normalized_distance divides by max(len(s), len(h)) for unit weights.
     return np.array([Levenshtein.normalized_distance(s, h) for s, h in zip(sources, hypotheses)], dtype=float)
 
@@ -43,7 +34,7 @@ def bleu(sources, hypotheses) -> np.ndarray:
     """Sentence BLEU (sacrebleu, 0-100, exponential smoothing) of each hypothesis against its source."""
     from sacrebleu.metrics import BLEU
 
-    sources, hypotheses = _pairs(sources, hypotheses)
+    sources, hypotheses = sentence_pairs(sources, hypotheses)
     metric = BLEU(effective_order=True)
     return np.array([metric.sentence_score(h, [s]).score for s, h in zip(sources, hypotheses)], dtype=float)
 
@@ -52,7 +43,7 @@ def chrf(sources, hypotheses) -> np.ndarray:
     """Sentence chrF (sacrebleu, 0-100) of each hypothesis against its source."""
     from sacrebleu.metrics import CHRF
 
-    sources, hypotheses = _pairs(sources, hypotheses)
+    sources, hypotheses = sentence_pairs(sources, hypotheses)
     metric = CHRF()
     return np.array([metric.sentence_score(h, [s]).score for s, h in zip(sources, hypotheses)], dtype=float)
 
@@ -79,7 +70,7 @@ def _sentence_model(name: str, device: str | None):
 def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | None = None,
                  batch_size: int = 64) -> np.ndarray:
     """Cosine similarity of the two sentences' embeddings (higher = more similar)."""
-    sources, hypotheses = _pairs(sources, hypotheses)
+    sources, hypotheses = sentence_pairs(sources, hypotheses)
     if not sources:
         return np.zeros(0)
     encoder = _sentence_model(model or default_sbert_model(), device)

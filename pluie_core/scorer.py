@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -440,13 +441,7 @@ class PluieScorer:
 
     # ------------------------------------------------------------------ helpers
     def _check_inputs(self, sources, hypotheses, fields):
-        sources, hypotheses = list(sources), list(hypotheses)
-        if len(sources) != len(hypotheses):
-            raise PluieError(f"Got {len(sources)} sources but {len(hypotheses)} hypotheses; give one of each per pair.")
-        for name, texts in (("source", sources), ("hypothesis", hypotheses)):
-            for i, text in enumerate(texts):
-                if not isinstance(text, str):
-                    raise PluieError(f"Pair {i + 1} has no {name} text (got {text!r}); every pair needs both sentences.")
+        sources, hypotheses = sentence_pairs(sources, hypotheses, PluieError)
         fields = {k: list(v) for k, v in (fields or {}).items()}
         for key, values in fields.items():
             if len(values) != len(sources):
