@@ -83,18 +83,13 @@ st.html(f"<div style='{BOX}'><div style='{CAPTION}'>Source</div><div>{source}</d
 gold = detail["pair"]["gold_label"]
 st.caption(f"Pair {pair_id} · {detail['pair']['dataset']} · id {detail['pair']['external_id'] or '—'} · "
            f"gold label {'—' if gold is None else f'{gold:g}'}")
-left, right = st.columns(2)
-with left:
-    st.markdown("**Labels**")
-    if detail["labels"].empty:
-        st.caption("No one has labelled this pair.")
-    else:
-        st.dataframe(detail["labels"], hide_index=True, width="stretch")
-with right:
-    st.markdown("**Scores**")
-    if detail["scores"].empty:
-        st.caption("No score yet for this pair.")
-    else:
-        st.dataframe(detail["scores"], hide_index=True, width="stretch")
+for column, title, table, empty in zip(st.columns(2), ("Labels", "Scores"), (detail["labels"], detail["scores"]),
+                                      ("No one has labelled this pair.", "No score yet for this pair.")):
+    with column:
+        st.markdown(f"**{title}**")
+        if table.empty:
+            st.caption(empty)
+        else:
+            st.dataframe(table, hide_index=True, width="stretch")
 common.download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
                     f"pair_{pair_id}.csv", "Download this pair's labels and scores (CSV)")
