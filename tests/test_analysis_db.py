@@ -12,8 +12,8 @@ from db.models import Annotator, Label
 from pluie_core.analysis import (
     Reference, annotator_summary, edit_distances, label_matrix, label_scales, reference_labels,
 )
-from pluie_core.labels import majority_binary
-from pluie_core.stats import StatsError, binarise_matrix, cohen_kappa, human_vs_model, human_vs_model_table
+from pluie_core.labels import binarise_levels, majority_binary
+from pluie_core.stats import StatsError, cohen_kappa, human_vs_model, human_vs_model_table
 from tests.analysis_store import ANNOTATORS, build_store
 
 
@@ -116,7 +116,7 @@ def test_annotator_summary_kappas_equal_direct_computations(engine, store):
     mrpc = labels[labels["dataset"] == "MRPC"]
     scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
     matrix = label_matrix(mrpc, "levels")
-    versus = human_vs_model_table(binarise_matrix(matrix), scores.reindex(matrix.index), 0.0)
+    versus = human_vs_model_table(binarise_levels(matrix), scores.reindex(matrix.index), 0.0)
     summary = annotator_summary(mrpc, "levels", versus).set_index("annotator")
 
     others = matrix.drop(columns="ann1").apply(lambda row: majority_binary(int(x) for x in row.dropna()), axis=1)
