@@ -48,6 +48,7 @@ __all__ = [
     "best_threshold",
     "metrics_at",
     "roc_auc",
+    "PAPER_PER_CLASS",
     "mixed_balanced_draw",
     "class_summary",
     "edit_distance_correlation",

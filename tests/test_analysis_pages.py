@@ -183,6 +183,23 @@ def test_thresholds_with_a_single_class_says_so(open_page, engine):
     assert ids.n_pairs == 3
 
 
+def test_thresholds_report_the_tied_best_thresholds_and_the_draw_size(open_page, engine):
+    # thresholds 2, 4 and 6 all reach the best accuracy (4/6) on these six pairs
+    import_pairs(engine, "ties", pd.DataFrame({
+        "source": [f"sentence {i}" for i in range(6)], "hypothesis": [f"other {i}" for i in range(6)],
+        "label": [0, 1, 0, 1, 0, 1]}))
+    add_score_run(engine, "steps", {i + 1: float(i + 1) for i in range(6)})
+    at = open_page("thresholds")
+    best = best_threshold([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0, 1, 0, 1, 0, 1])
+    assert metric(at, "Best threshold (a posteriori)") == "2" and (best["tie_low"], best["tie_high"]) == (2.0, 6.0)
+    assert any("3 thresholds from 2 to 6 reach the same best accuracy" in c.value for c in at.caption)
+    compare = at.dataframe[0].value
+    assert compare.loc["best (a posteriori)", ["tie_low", "tie_high"]].tolist() == [2.0, 6.0]
+    # the mixed balanced draw asks for the paper's 45 per class and says that this dataset has 3
+    assert "45 pairs per class and dataset were asked for" in messages(at)
+    assert any("draws of 3 pairs per class" in c.value for c in at.caption)
+
+
 def test_analysis_pages_without_scores_say_so(open_page, engine):
     import_pairs(engine, "toy", pd.DataFrame({"source": ["a"], "hypothesis": ["b"], "label": [1]}))
     for name in ("thresholds", "distributions"):
