@@ -1,19 +1,21 @@
 """The ParaPLUIE paper's (papers/parapluie-coling2025.txt) BLEU rows of tables 3 and 4, reproduced on its
 data through the library: pluie_core.baselines.bleu_paper, stats.best_threshold and
-stats.edit_distance_correlation.
+stats.edit_distance_correlation; the tied Levenshtein threshold and the mixed balanced draw's default
+on the same data.
 
 The data, as table 2 describes it: MRPC is train + test (5,801 pairs, 3,900 paraphrases; the Microsoft
 files, "Quality" 1 = paraphrase) and PAWS is the dev set only (8,000 pairs, 3,539 paraphrases, label 1 =
 paraphrase; limitations section), every row kept, duplicates included. The edit distance is the
 normalised character Levenshtein distance (pluie_core.baselines.levenshtein)."""
 import csv
+import warnings
 
 import pandas as pd
 import pytest
 
 from pluie_core.baselines import bleu, bleu_paper, levenshtein
 from pluie_core.io import load_pairs
-from pluie_core.stats import best_threshold, edit_distance_correlation, metrics_at
+from pluie_core.stats import StatsWarning, best_threshold, edit_distance_correlation, metrics_at, mixed_balanced_draw
 from tests.paths import DATASETS
 
 
@@ -90,3 +92,17 @@ def test_table_3_levenshtein_on_mrpc_is_one_end_of_a_tied_plateau(data):
     assert other_end["accuracy"] == best["accuracy"]
     assert [round(other_end[k], 2) for k in ("f1", "recall", "precision")] == [0.78, 0.81, 0.75]
     assert round(best["recall"], 2) == 0.84
+
+
+def test_the_mixed_balanced_draw_defaults_to_the_papers_45_per_class(data):
+    # issue 15: on MRPC + PAWS, drawing the smallest class (1,901 MRPC non-paraphrases) every time puts
+    # them all in every draw: Levenshtein's MBD accuracy 0.640 with a narrow interval, 0.665 with 45
+    both = pd.concat(data.values(), ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StatsWarning)  # both corpora have 45 of each class: no note
+        paper = mixed_balanced_draw(both, ["distance"], higher_is_positive=False)
+    smallest = mixed_balanced_draw(both, ["distance"], higher_is_positive=False, per_class=1901)
+    paper, smallest = (t.set_index(["at", "figure"]).loc[("best", "accuracy")] for t in (paper, smallest))
+    assert (paper["per_class"], paper["n_draws"], smallest["per_class"]) == (45, 100, 1901)
+    assert paper["mean"] == pytest.approx(0.665, abs=0.005) and smallest["mean"] == pytest.approx(0.640, abs=0.005)
+    assert paper["mean_ci_halfwidth"] > 5 * smallest["mean_ci_halfwidth"]
