@@ -53,6 +53,13 @@ def label_matrix(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
     return levels_to_matrix(labels_on_scale(labels, scale), level_col="level" if scale == "levels" else "value")
 
 
+RAW_SCALE_NO_BINARY = (
+    "These labels are values on their own scale (imported raw, like BIOSSES 0–4), so they have no "
+    "paraphrase / non-paraphrase binarisation; use gold labels as the reference, or compare them "
+    "on their own scale on the Agreement page."
+)
+
+
 def agreement_matrix(matrix: pd.DataFrame, scale: str = "levels", binarised: bool = False) -> pd.DataFrame:
     """What the agreement statistics (pluie_core.stats, plain values) take from a ``label_matrix``:
     the five-level scale's rules applied here, once: Don't know is missing, and ``binarised``
@@ -64,13 +71,6 @@ def agreement_matrix(matrix: pd.DataFrame, scale: str = "levels", binarised: boo
             raise StatsError(RAW_SCALE_NO_BINARY)
         return matrix
     return binarise_levels(matrix) if binarised else ordinal_levels(matrix)
-
-
-RAW_SCALE_NO_BINARY = (
-    "These labels are values on their own scale (imported raw, like BIOSSES 0–4), so they have no "
-    "paraphrase / non-paraphrase binarisation; use gold labels as the reference, or compare them "
-    "on their own scale on the Agreement page."
-)
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,8 @@ def bleu_paper(sources, hypotheses) -> np.ndarray:
 
     sources, hypotheses = sentence_pairs(sources, hypotheses)
     metric = BLEU(tokenize="none", smooth_method="none")
-    # corpus_score of one pair is that pair's sentence BLEU (sentence_score logs a warning about
-    # effective order on every call, which the paper's BLEU deliberately leaves off)
+    # corpus_score of one pair is that pair's sentence BLEU; sentence_score would log, on every call,
+    # a recommendation to use effective order, which torchtext's BLEU does not have
     return np.array([metric.corpus_score([h], [[s]]).score / 100 for s, h in zip(sources, hypotheses)], dtype=float)
 
 
