@@ -82,11 +82,11 @@ def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int
 def agreement(engine, choices, dataset_ids, runs, view="levels"):
     labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators)
     matrix = core.label_matrix(labels, "levels")
-    binary = stats.binarise_matrix(matrix)
-    views = {"levels": (matrix, (0, 1, 2, 3), "quadratic"), "binarised": (binary, (0, 1), None)}
-    for view, categories, weights in [views[view]]:  # the page draws one view at a time
+    binary = core.agreement_matrix(matrix, "levels", binarised=True)
+    views = {"levels": (core.agreement_matrix(matrix, "levels"), "quadratic"), "binarised": (binary, None)}
+    for view, weights in [views[view]]:  # the page draws one view at a time
         stats.pairwise_kappa(view, weights)
-        stats.fleiss_kappa(stats.category_counts(view, categories))
+        stats.fleiss_kappa(stats.category_counts(view))
         for level in ("nominal", "ordinal", "interval"):
             stats.krippendorff_alpha_ci(view.T, level, n_boot=200)
     scores = analysis.scores_wide(engine, runs["id"][:1], dataset_ids).iloc[:, 0]

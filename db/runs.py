@@ -17,16 +17,11 @@ from sqlalchemy.exc import IntegrityError
 from db.engine import read_session, write_session
 from db.models import Dataset, Pair, RunDataset, Score, ScoreRun, WorkItem, utcnow
 from db.queue import enqueue_missing
+from pluie_core.baselines import BASELINES
 
 DIRECTIONS = ("forward", "backward", "symmetric")
-# (run name, baseline registry key, higher means more similar)
-# (pluie_core.baselines.BASELINES; Levenshtein is a normalised distance)
-DEFAULT_BASELINES = (
-    ("Levenshtein", "levenshtein", False),
-    ("BLEU", "bleu", True),
-    ("chrF", "chrf", True),
-    ("SBERT cosine", "sbert", True),
-)
+# (run name, baseline registry key, higher means more similar): one run per baseline of the registry
+DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items())
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
 

@@ -7,12 +7,13 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from pluie_core.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_matrix, label_scales, labels_on_scale
+from pluie_core.analysis import (
+    RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_matrix, label_scales, labels_on_scale,
+)
 from pages import analysis_common as common
 from pages.shared import admin_page
 from pluie_core.stats import (
-    StatsError, binarise_matrix, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci,
-    pairwise_kappa,
+    StatsError, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, pairwise_kappa,
 )
 
 admin_page()
@@ -32,7 +33,7 @@ scale = scales[0] if len(scales) == 1 else st.radio(
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
 rows = labels_on_scale(labels, scale)
 matrix = label_matrix(rows, scale)
-binary = binarise_matrix(matrix) if scale == "levels" else None
+binary = agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
 st.caption(f"{SCALE_NAMES[scale]} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
@@ -43,24 +44,22 @@ st.caption(f"{SCALE_NAMES[scale]} · {len(rows):,} labels · {matrix.shape[0]:,}
 def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
     """Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ of one view, cached:
     on a large campaign they take a second, and other widgets of the page should not wait for them."""
-    view = label_matrix(labels_on_scale(common.labels(url, dataset_ids), scale), scale)
-    view = binarise_matrix(view) if binarised else view
-    drop_dont_know = scale == "levels"  # on a raw scale 4 is a value (BIOSSES), not Don't know
+    # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
+    view = agreement_matrix(label_matrix(labels_on_scale(common.labels(url, dataset_ids), scale), scale), scale, binarised)
     values = view.to_numpy()
-    categories = (0, 1) if binarised else (0, 1, 2, 3) if scale == "levels" else tuple(np.unique(values[~np.isnan(values)]))
     figures, errors = [], {}
     try:
-        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view, categories))})
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view))})
     except StatsError as error:
         errors["Fleiss' kappa"] = str(error)
     for level in ("nominal", "ordinal", "interval"):
         try:
-            found = krippendorff_alpha_ci(view.T, level, n_boot=200, seed=0, drop_dont_know=drop_dont_know)
+            found = krippendorff_alpha_ci(view.T, level, n_boot=200, seed=0)
             figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
         except StatsError as error:
             errors[f"Krippendorff's alpha ({level})"] = str(error)
     whole = bool(np.all(np.isnan(values) | (values == np.round(values))))
-    pairwise = pairwise_kappa(view, weights, drop_dont_know=drop_dont_know) if whole else None
+    pairwise = pairwise_kappa(view, weights) if whole else None
     return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
 
 

@@ -9,6 +9,7 @@ from db.runs import (
 )
 from db.engine import database_url
 from pages.shared import admin_page
+from pluie_core.baselines import BASELINES
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 from worker import ensure_worker_running
 
@@ -58,6 +59,8 @@ def live_progress():
                  f"time left {duration(run.seconds_left)}")
         if run.failed:
             label += f" · {run.failed:,} failed"
+        if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
+            label += f" · {BASELINES[run.model].description}"
         st.progress(min(fraction, 1.0), text=label)
         if run.status == "failed":
             st.error(f"Run “{run.name}” failed: {run.error}")

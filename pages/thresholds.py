@@ -1,6 +1,8 @@
 """Thresholds: accuracy, F1, precision and recall of a score run against a reference as the decision
 threshold moves (the papers' figures 3-14), the natural against the a-posteriori best threshold, ROC
 AUC, per dataset, and the mixed balanced draw (MBD) of the paper's table 3."""
+import warnings
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
@@ -8,7 +10,9 @@ import streamlit as st
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common
 from pages.shared import admin_page
-from pluie_core.stats import StatsError, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve
+from pluie_core.stats import (
+    PAPER_PER_CLASS, StatsError, StatsWarning, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve,
+)
 
 admin_page()
 
@@ -42,6 +46,9 @@ cols[1].metric("Best threshold (a posteriori)", f"{best['threshold']:.4g}")
 cols[2].metric("Accuracy at best", f"{best['accuracy']:.3f}")
 cols[3].metric("Accuracy at natural", "—" if at_natural is None else f"{at_natural['accuracy']:.3f}",
                help="PLUIE's natural threshold is 0; baselines have none.")
+if best["n_tied"] > 1:
+    st.caption(f"{best['n_tied']} thresholds from {best['tie_low']:.4g} to {best['tie_high']:.4g} reach the same best "
+               f"accuracy: the choice among them is arbitrary ({best['threshold']:.4g} calls the most pairs paraphrases).")
 
 by_rank = st.radio("x axis", ["Score", "Rank"], horizontal=True, key="threshold_x",
                    help="Rank: pairs ordered by score, as in the papers' figures 9–14.") == "Rank"
@@ -62,7 +69,8 @@ common.download_csv(curve, f"threshold_curve_{common.file_stem(score)}.csv", "Do
 
 st.subheader("Natural against best threshold")
 rows = {"best (a posteriori)": best} | ({"natural": at_natural} if at_natural else {})
-compare = pd.DataFrame(rows).T[["threshold", "accuracy", "f1", "precision", "recall", "tp", "fp", "tn", "fn", "n"]]
+compare = pd.DataFrame(rows).T[["threshold", "tie_low", "tie_high", "accuracy", "f1", "precision", "recall",
+                                 "tp", "fp", "tn", "fn", "n"]]
 st.dataframe(compare, width="stretch")
 common.download_csv(compare, "natural_vs_best.csv", index=True)
 
@@ -73,7 +81,8 @@ if data["dataset"].nunique() > 1:
         row = {"dataset": name, "n": len(group)}
         try:
             found = best_threshold(group[score], group["reference"], higher)
-            row |= {"best threshold": found["threshold"], "accuracy": found["accuracy"], "f1": found["f1"],
+            row |= {"best threshold": found["threshold"], "tied from": found["tie_low"], "tied to": found["tie_high"],
+                    "accuracy": found["accuracy"], "f1": found["f1"],
                     "precision": found["precision"], "recall": found["recall"],
                     "roc_auc": roc_auc(group[score], group["reference"], higher)}
             if natural is not None:
@@ -92,32 +101,32 @@ runs = selection.choices.runs
 mbd_runs = st.multiselect("Score runs", runs["name"].tolist(), default=[score], key=f"mbd_runs_{int(run['id'])}")
 c1, c2, c3 = st.columns(3)
 n_draws = c1.number_input("Draws", 1, 1000, 100, key="mbd_draws")
-per_class = c2.number_input("Pairs per class and dataset", 1, 100_000, 45, key="mbd_per_class",
+per_class = c2.number_input("Pairs per class and dataset", 1, 100_000, PAPER_PER_CLASS, key="mbd_per_class",
                             help="The paper drew 45; lowered to the smallest class when a dataset has fewer.")
 seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key="mbd_seed")
 if not mbd_runs:
     st.info("Choose at least one score run for the mixed balanced draw.")
     st.stop()
 draw = common.scored_frame(selection, mbd_runs).dropna(subset=[*mbd_runs, "reference"])
-smallest = int(draw.groupby(["dataset", "reference"]).size().reindex(
-    pd.MultiIndex.from_product([draw["dataset"].unique(), [0.0, 1.0]]), fill_value=0).min()) if len(draw) else 0
-if smallest < 1:
-    st.info("The mixed balanced draw needs paraphrases and non-paraphrases scored by every chosen run in every chosen dataset.")
-    st.stop()
 kinds = runs.set_index("name").loc[mbd_runs]
 given = {n: natural_threshold(k) for n, k in kinds["kind"].items() if natural_threshold(k) is not None}
 try:
-    table = mixed_balanced_draw(draw, mbd_runs, label_col="reference", n_draws=int(n_draws), seed=int(seed),
-                                per_class=min(int(per_class), smallest), thresholds=given or None,
-                                higher_is_positive={n: bool(h) for n, h in kinds["higher_is_similar"].items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)  # its note is shown below
+        table = mixed_balanced_draw(draw, mbd_runs, label_col="reference", n_draws=int(n_draws), seed=int(seed),
+                                    per_class=int(per_class), thresholds=given or None,
+                                    higher_is_positive={n: bool(h) for n, h in kinds["higher_is_similar"].items()})
 except StatsError as error:
     st.info(str(error))
     st.stop()
+if table.attrs["note"]:
+    st.info(table.attrs["note"])
+drawn = int(table["per_class"].iloc[0])
 table["at"] = table["at"].replace({"best": "best (a posteriori)", "given": "natural"})
 shown = table.assign(value=common.plus_minus(table["mean"], table["mean_ci_halfwidth"])
                      + " [" + table["ci_low"].map("{:.3f}".format) + ", " + table["ci_high"].map("{:.3f}".format) + "]")
 shown = shown.pivot(index=["score", "figure"], columns="at", values="value").fillna("")
-st.caption(f"{int(n_draws)} draws of {min(int(per_class), smallest)} pairs per class from each of "
+st.caption(f"{int(n_draws)} draws of {drawn} pairs per class from each of "
            f"{draw['dataset'].nunique()} dataset(s).")
 st.dataframe(shown, width="stretch")
 common.download_csv(table, "mixed_balanced_draw.csv")

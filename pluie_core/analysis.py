@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from pluie_core.baselines import levenshtein
-from pluie_core.labels import DONT_KNOW
-from pluie_core.stats import StatsError, binarise_matrix, cohen_kappa, levels_to_matrix, majority_binary_vector
+from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
+from pluie_core.stats import StatsError, cohen_kappa, levels_to_matrix, majority_binary_vector
 
 
 def edit_distances(pairs: pd.DataFrame) -> pd.Series:
@@ -48,8 +48,8 @@ def labels_on_scale(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame
 
 
 def label_matrix(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
-    """items x annotators matrix: five-level levels (4 = Don't know kept; the statistics drop it)
-    or raw imported values."""
+    """items x annotators matrix: five-level levels as stored (4 = Don't know) or raw imported values.
+    ``agreement_matrix`` gives the values the statistics take."""
     return levels_to_matrix(labels_on_scale(labels, scale), level_col="level" if scale == "levels" else "value")
 
 
@@ -58,6 +58,19 @@ RAW_SCALE_NO_BINARY = (
     "paraphrase / non-paraphrase binarisation; use gold labels as the reference, or compare them "
     "on their own scale on the Agreement page."
 )
+
+
+def agreement_matrix(matrix: pd.DataFrame, scale: str = "levels", binarised: bool = False) -> pd.DataFrame:
+    """What the agreement statistics (pluie_core.stats, plain values) take from a ``label_matrix``:
+    the five-level scale's rules applied here, once: Don't know is missing, and ``binarised``
+    gives 0 (Very different, Slightly similar) / 1 (Mostly similar, Same meaning). Raw imported
+    values are their own scale (BIOSSES' 4 is a score) and stay as they are; they have no
+    binarisation."""
+    if scale != "levels":
+        if binarised:
+            raise StatsError(RAW_SCALE_NO_BINARY)
+        return matrix
+    return binarise_levels(matrix) if binarised else ordinal_levels(matrix)
 
 
 @dataclass(frozen=True)
@@ -111,7 +124,7 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
         raise StatsError("No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first.")
     if "levels" not in label_scales(chosen):
         raise StatsError(RAW_SCALE_NO_BINARY)
-    binary = binarise_matrix(label_matrix(chosen, "levels"))
+    binary = binarise_levels(label_matrix(chosen, "levels"))
     vector = majority_binary_vector(binary) if reference.kind == "majority" else binary.iloc[:, 0]
     return vector.reindex(pairs.index).rename("reference")
 
@@ -160,7 +173,7 @@ def annotator_summary(
         table["note"] = "Raw-scale labels: no binarisation, so no binarised κ."
         return table.reset_index()
     if binary is None:
-        binary = binarise_matrix(label_matrix(rows, "levels"))
+        binary = binarise_levels(label_matrix(rows, "levels"))
     values = binary.to_numpy()
     n_positive, n_negative = (values == 1).sum(axis=1), (values == 0).sum(axis=1)
     notes = {}

@@ -15,6 +15,8 @@ WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json"}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pluie_core.baselines import BASELINES  # light: the metrics' own libraries load when they run
+
     parser = argparse.ArgumentParser(prog="python -m pluie_core", description="PLUIE scoring of sentence pairs.")
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
@@ -26,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the two opposed answer words (default: the template's, e.g. Yes No)")
     score.add_argument("--symmetric", action="store_true",
                        help="also score (hypothesis, source); 'pluie' is then the mean of both directions")
-    score.add_argument("--baselines", action="store_true", help="add levenshtein, bleu, chrf and sbert columns")
+    score.add_argument("--baselines", action="store_true",
+                       help=f"add one column per baseline ({', '.join(BASELINES)})")
     score.add_argument("--format", default="auto", help="input format for load_pairs (default: auto)")
     score.add_argument("--device", help="cuda, cuda:1, cpu, ... (default: cuda when available)")
     score.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on GPU, float32 on CPU)")

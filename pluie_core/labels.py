@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Optional
 
+import numpy as np
+import pandas as pd
+
 LEVELS: tuple[str, ...] = (
     "Very different",
     "Slightly similar",
@@ -30,6 +33,42 @@ def binarise(level: Optional[int]) -> Optional[int]:
     if level not in ORDINAL_LEVELS:
         raise ValueError(f"{level!r} is not a level of the scale (0-4)")
     return 1 if level >= 2 else 0
+
+
+def _level_array(levels) -> np.ndarray:
+    if isinstance(levels, (pd.DataFrame, pd.Series)):  # nullable columns (Int64 with <NA>) become NaN
+        values = levels.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        values = np.asarray(levels, dtype=float)
+    known = values[~np.isnan(values)]
+    if known.size and not np.isin(known, (*ORDINAL_LEVELS, DONT_KNOW)).all():
+        raise ValueError("Labels must be levels of the scale (0-4); found other values.")
+    return values
+
+
+def _like(levels, values: np.ndarray):
+    """``values`` with the DataFrame / Series shape and labels of ``levels`` when it is one."""
+    if isinstance(levels, pd.DataFrame):
+        return pd.DataFrame(values, index=levels.index, columns=levels.columns)
+    if isinstance(levels, pd.Series):
+        return pd.Series(values, index=levels.index, name=levels.name)
+    return values
+
+
+def ordinal_levels(levels):
+    """Levels (any array, Series or DataFrame, NaN = not labelled) as the values the agreement
+    statistics take: "Don't know" becomes missing (NaN), 0-3 stay. The scale's rule for every
+    agreement figure, applied here once so that pluie_core.stats can take plain values."""
+    values = _level_array(levels)
+    return _like(levels, np.where(values == DONT_KNOW, np.nan, values))
+
+
+def binarise_levels(levels):
+    """``binarise`` element-wise and vectorised: 0 / 1 -> 0, 2 / 3 -> 1, Don't know or missing -> NaN.
+    Keeps the DataFrame / Series shape and labels when given one."""
+    values = _level_array(levels)
+    binary = np.where(np.isnan(values) | (values == DONT_KNOW), np.nan, (values >= 2).astype(float))
+    return _like(levels, binary)
 
 
 def level_name(level: Optional[int]) -> str:

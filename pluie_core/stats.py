@@ -3,9 +3,11 @@
 Pure functions on arrays and DataFrames; no Streamlit, no database.
 
 Conventions
-- Labels on the five-level scale are the ints of ``pluie_core.labels`` (0-3 ordered, 4 = "Don't know").
-  "Don't know" is treated as missing in every agreement figure (``drop_dont_know=True``).
-- Binary labels: 1 = paraphrase, 0 = non-paraphrase (``binarise_matrix`` makes them from levels).
+- The agreement statistics take plain values: NaN is missing, every other value is a label (BIOSSES'
+  4, Krippendorff's worked example's 4 ...). The rules of the app's five-level scale ("Don't know" is
+  missing, the paraphrase binarisation) are applied where those labels are read, by
+  ``pluie_core.labels.ordinal_levels`` / ``binarise_levels`` (``pluie_core.analysis.agreement_matrix``).
+- Binary labels: 1 = paraphrase, 0 = non-paraphrase (``binarise_matrix`` cuts plain values).
 - A pair is predicted a paraphrase when its score is at or above the threshold; with
   ``higher_is_positive=False`` (distances such as normalised Levenshtein) at or below it.
 - Matrices of labels: ``levels_to_matrix`` gives items x annotators (the layout of the pages and of
@@ -24,10 +26,11 @@ import pandas as pd
 from scipy.stats import pearsonr
 from sklearn.metrics import confusion_matrix, roc_auc_score
 
-from pluie_core.labels import DONT_KNOW
+from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
 
 __all__ = [
     "StatsError",
+    "StatsWarning",
     "levels_to_matrix",
     "binarise_matrix",
     "majority_binary_vector",
@@ -45,6 +48,7 @@ __all__ = [
     "best_threshold",
     "metrics_at",
     "roc_auc",
+    "PAPER_PER_CLASS",
     "mixed_balanced_draw",
     "class_summary",
     "edit_distance_correlation",
@@ -57,6 +61,10 @@ PerScore = Union[float, bool, Mapping[str, Union[float, bool]], None]
 
 class StatsError(ValueError):
     """A statistic cannot be computed on this data; the message says why, for the user."""
+
+
+class StatsWarning(UserWarning):
+    """A statistic was computed, but not quite as asked (e.g. fewer pairs drawn); the message says how."""
 
 
 # --------------------------------------------------------------------------- label matrices
@@ -87,22 +95,16 @@ def _as_float_array(data) -> np.ndarray:
     return np.asarray(data, dtype=float)
 
 
-def _without_dont_know(values: np.ndarray) -> np.ndarray:
-    return np.where(values == DONT_KNOW, np.nan, values)
-
-
-def binarise_matrix(levels):
-    """Levels -> binary labels, element-wise and vectorised (0/1 -> 0, 2/3 -> 1, 4 or missing -> NaN).
-    Keeps the DataFrame / Series shape and labels when given one."""
-    values = _as_float_array(levels)
-    known = values[~np.isnan(values)]
-    if known.size and not np.isin(known, (0, 1, 2, 3, DONT_KNOW)).all():
-        raise StatsError("Labels must be levels of the scale (0-4); found other values.")
-    binary = np.where(np.isnan(values) | (values == DONT_KNOW), np.nan, (values >= 2).astype(float))
-    if isinstance(levels, pd.DataFrame):
-        return pd.DataFrame(binary, index=levels.index, columns=levels.columns)
-    if isinstance(levels, pd.Series):
-        return pd.Series(binary, index=levels.index, name=levels.name)
+def binarise_matrix(values, cut: float):
+    """Plain values -> binary labels, element-wise: at or above ``cut`` -> 1, below -> 0, missing stays
+    NaN. Keeps the DataFrame / Series shape and labels when given one. (Levels of the app's five-level
+    scale are binarised by ``pluie_core.labels.binarise_levels``, which also leaves out "Don't know".)"""
+    array = _as_float_array(values)
+    binary = np.where(np.isnan(array), np.nan, (array >= cut).astype(float))
+    if isinstance(values, pd.DataFrame):
+        return pd.DataFrame(binary, index=values.index, columns=values.columns)
+    if isinstance(values, pd.Series):
+        return pd.Series(binary, index=values.index, name=values.name)
     return binary
 
 
@@ -117,10 +119,13 @@ def majority_binary_vector(binary_matrix) -> pd.Series:
     return pd.Series(majority, index=index, name="majority")
 
 
-def category_counts(matrix, categories: Sequence = (0, 1, 2, 3)) -> pd.DataFrame:
+def category_counts(matrix, categories: Optional[Sequence] = None) -> pd.DataFrame:
     """items x annotators labels -> items x categories counts (the input of Fleiss' kappa).
-    Values outside ``categories`` (e.g. "Don't know", NaN) are not counted."""
+    ``categories``: every distinct value present unless given; NaN and values outside the given
+    categories are not counted."""
     values = _as_float_array(matrix)
+    if categories is None:
+        categories = np.unique(values[~np.isnan(values)]).tolist()
     counts = np.stack([(values == c).sum(axis=1) for c in categories], axis=1)
     index = matrix.index if isinstance(matrix, pd.DataFrame) else None
     return pd.DataFrame(counts, index=index, columns=list(categories))
@@ -129,21 +134,27 @@ def category_counts(matrix, categories: Sequence = (0, 1, 2, 3)) -> pd.DataFrame
 # --------------------------------------------------------------------------- agreement
 
 
-def _shared_pairs(a, b, drop_dont_know: bool) -> tuple[np.ndarray, np.ndarray]:
+def _require_whole(values: np.ndarray) -> None:
+    known = values[~np.isnan(values)]
+    if (known != np.round(known)).any():
+        raise StatsError("Cohen's κ needs labels that are whole numbers (categories); these have fractions.")
+
+
+def _shared_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
     a, b = _as_float_array(a), _as_float_array(b)
     if a.shape != b.shape:
         raise StatsError("The two label lists must have the same length (one label per item).")
-    if drop_dont_know:
-        a, b = _without_dont_know(a), _without_dont_know(b)
     shared = ~np.isnan(a) & ~np.isnan(b)
     if not shared.any():
         raise StatsError("The two annotators have no labelled item in common.")
+    _require_whole(a[shared])
+    _require_whole(b[shared])
     return a[shared].astype(int), b[shared].astype(int)
 
 
-def percent_agreement(a, b, drop_dont_know: bool = True) -> float:
-    """Share of the items labelled by both (missing / "Don't know" dropped) that got the same label."""
-    a, b = _shared_pairs(a, b, drop_dont_know)
+def percent_agreement(a, b) -> float:
+    """Share of the items labelled by both (NaN = missing) that got the same label."""
+    a, b = _shared_pairs(a, b)
     return float(np.mean(a == b))
 
 
@@ -170,10 +181,10 @@ def _kappa(a: np.ndarray, b: np.ndarray, weights: Optional[str]) -> float:
     return float(kappa)
 
 
-def cohen_kappa(a, b, weights: Optional[str] = None, drop_dont_know: bool = True) -> float:
-    """Cohen's κ between two annotators (sklearn's formula), on the items both labelled; "Don't know" is dropped.
-    ``weights="linear"|"quadratic"`` gives the weighted κ of the ordinal scale."""
-    return _kappa(*_shared_pairs(a, b, drop_dont_know), weights)
+def cohen_kappa(a, b, weights: Optional[str] = None) -> float:
+    """Cohen's κ between two annotators (sklearn's formula), on the items both labelled (NaN = missing).
+    ``weights="linear"|"quadratic"`` gives the weighted κ of an ordinal scale."""
+    return _kappa(*_shared_pairs(a, b), weights)
 
 
 class PairwiseAgreement(NamedTuple):
@@ -182,11 +193,11 @@ class PairwiseAgreement(NamedTuple):
     table: pd.DataFrame  # one row per pair: annotator_a, annotator_b, n_shared, percent_agreement, kappa, note
 
 
-def pairwise_kappa(labels: pd.DataFrame, weights: Optional[str] = None, drop_dont_know: bool = True) -> PairwiseAgreement:
-    """Cohen's κ and percent agreement for every pair of annotators of an items x annotators matrix."""
+def pairwise_kappa(labels: pd.DataFrame, weights: Optional[str] = None) -> PairwiseAgreement:
+    """Cohen's κ and percent agreement for every pair of annotators of an items x annotators matrix
+    (NaN = missing)."""
     values = _as_float_array(labels)
-    if drop_dont_know:
-        values = _without_dont_know(values)
+    _require_whole(values)
     names = list(labels.columns) if isinstance(labels, pd.DataFrame) else list(range(values.shape[1]))
     values = np.asfortranarray(values)  # column slices contiguous: the loop below reads columns
     present = np.asfortranarray(~np.isnan(values))
@@ -243,15 +254,13 @@ def fleiss_kappa(counts) -> float:
 _LEVELS_OF_MEASUREMENT = ("nominal", "ordinal", "interval")
 
 
-def _reliability_value_counts(reliability_data, level: str, value_domain, drop_dont_know: bool):
+def _reliability_value_counts(reliability_data, level: str, value_domain):
     """annotators x items data -> (items x values counts, value domain), as krippendorff builds them."""
     if level not in _LEVELS_OF_MEASUREMENT:
         raise StatsError(f"Unknown level of measurement {level!r}; use one of {', '.join(_LEVELS_OF_MEASUREMENT)}.")
     data = _as_float_array(reliability_data)
     if data.ndim != 2:
         raise StatsError("Krippendorff's α needs an annotators x items table.")
-    if drop_dont_know:
-        data = _without_dont_know(data)
     observed = np.unique(data[~np.isnan(data)])
     if observed.size == 0:
         raise StatsError("There are no labels to compare yet.")
@@ -273,11 +282,10 @@ def krippendorff_alpha(
     reliability_data,
     level: str = "nominal",
     value_domain: Optional[Sequence[float]] = None,
-    drop_dont_know: bool = True,
 ) -> float:
-    """Krippendorff's α (krippendorff library) of annotators x items data, NaN = missing.
-    "Don't know" (4) is missing unless ``drop_dont_know=False``. ``level``: nominal, ordinal or interval."""
-    return _library_alpha(*_reliability_value_counts(reliability_data, level, value_domain, drop_dont_know), level)
+    """Krippendorff's α (krippendorff library) of annotators x items data, NaN = missing, every other
+    value a label. ``level``: nominal, ordinal or interval."""
+    return _library_alpha(*_reliability_value_counts(reliability_data, level, value_domain), level)
 
 
 def _library_alpha(value_counts: np.ndarray, value_domain: np.ndarray, level: str) -> float:
@@ -325,7 +333,6 @@ def krippendorff_alpha_ci(
     seed: int = 0,
     confidence: float = 0.95,
     value_domain: Optional[Sequence[float]] = None,
-    drop_dont_know: bool = True,
 ) -> dict:
     """Krippendorff's α with a percentile bootstrap interval, resampling items with replacement.
 
@@ -336,7 +343,7 @@ def krippendorff_alpha_ci(
         raise StatsError("The bootstrap needs at least one resample.")
     if not 0 < confidence < 1:
         raise StatsError("The confidence level must be between 0 and 1 (e.g. 0.95).")
-    value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain, drop_dont_know)
+    value_counts, value_domain = _reliability_value_counts(reliability_data, level, value_domain)
     alpha = _library_alpha(value_counts, value_domain, level)
     value_counts = value_counts[value_counts.sum(axis=1) >= 2]
     # Items with identical value counts are interchangeable, so a resample of items is a multinomial
@@ -498,7 +505,12 @@ _CRITERIA = ("accuracy", "f1")
 def best_threshold(scores, labels, higher_is_positive: bool = True, criterion: str = "accuracy") -> dict:
     """The a-posteriori threshold that maximises ``criterion`` ("accuracy", as in the paper's table 3,
     or "f1"). Among equally good thresholds, the one predicting the most paraphrases is kept.
-    Returns {"threshold", "accuracy", "f1", "precision", "recall", "tp", "fp", "tn", "fn", "n"}."""
+
+    Returns {"threshold", "accuracy", "f1", "precision", "recall", "tp", "fp", "tn", "fn", "n",
+    "tie_low", "tie_high", "n_tied"}. Several thresholds often reach the same best value (a plateau):
+    tie_low and tie_high are the lowest and highest of them (in the score's units) and n_tied how many
+    distinct thresholds reach it, so a reader sees that the choice within [tie_low, tie_high] is
+    arbitrary (the other figures differ along it; the thresholds between may do worse)."""
     if criterion not in _CRITERIA:
         raise StatsError(f"Unknown criterion {criterion!r}; use 'accuracy' or 'f1'.")
     scores, labels = _scored_pairs(scores, labels)
@@ -508,7 +520,11 @@ def best_threshold(scores, labels, higher_is_positive: bool = True, criterion: s
     target = np.where(is_threshold, _rates(tp, fp, tn, fn)[criterion], -np.inf)
     best = int(np.argmax(target))  # first maximum: the lowest oriented threshold, most paraphrases
     threshold = sorted_scores[best] if higher_is_positive else -sorted_scores[best]
-    return _metrics_dict(float(threshold), tp[best], fp[best], tn[best], fn[best])
+    # equal rates are equal ratios of whole numbers, which IEEE division rounds identically: == finds the ties
+    tied = sorted_scores[target == target[best]]
+    low, high = (tied.min(), tied.max()) if higher_is_positive else (-tied.max(), -tied.min())
+    result = _metrics_dict(float(threshold), tp[best], fp[best], tn[best], fn[best])
+    return {**result, "tie_low": float(low), "tie_high": float(high), "n_tied": int(tied.size)}
 
 
 def _metrics_dict(threshold: float, tp, fp, tn, fn) -> dict:
@@ -611,6 +627,9 @@ def _draw_statistics(oriented: np.ndarray, labels: np.ndarray, drawn: np.ndarray
     return np.concatenate(best_values), np.concatenate(best_counts, axis=1), np.concatenate(aucs)
 
 
+PAPER_PER_CLASS = 45  # pairs drawn per class from each corpus in the paper's MBD (section 5.2)
+
+
 def mixed_balanced_draw(
     df: pd.DataFrame,
     score_cols: Sequence[str],
@@ -618,15 +637,17 @@ def mixed_balanced_draw(
     dataset_col: str = "dataset",
     n_draws: int = 100,
     seed: int = 0,
-    per_class: Optional[int] = None,
+    per_class: int = PAPER_PER_CLASS,
     thresholds: PerScore = None,
     higher_is_positive: PerScore = True,
     criterion: str = "accuracy",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """The paper's Mixed Balanced Dataset (MBD, section 5.2): draw ``per_class`` paraphrases and
-    ``per_class`` non-paraphrases from every dataset without replacement (default: the smallest class
-    count over datasets; the paper used 45), ``n_draws`` times (paper: 100). On each draw and for each
+    ``per_class`` non-paraphrases from every dataset without replacement (default: the paper's 45),
+    ``n_draws`` times (paper: 100). When a dataset has fewer pairs of a class, every draw takes the
+    smallest class count instead, so the draw stays balanced; a ``StatsWarning`` and
+    ``table.attrs["note"]`` say so (the note is "" otherwise). On each draw and for each
     score: the best a-posteriori threshold and its accuracy, F1, precision, recall; the same figures
     at a given threshold (``thresholds``: one number or {score: number}, e.g. 0 for PLUIE); ROC AUC.
     Every score is evaluated on the same draws. Pairs missing any of the scores or the label are left
@@ -635,7 +656,7 @@ def mixed_balanced_draw(
     Returns one row per score x at x figure: score, at ("best" | "given" | "threshold-free"), figure
     (threshold, accuracy, f1, precision, recall, roc_auc), mean, std, ci_low, ci_high (percentile
     interval over draws), mean_ci_halfwidth (1.96 x standard error of the mean, the "±" of the paper's
-    table 3), n_draws, per_class."""
+    table 3), n_draws, per_class (the number drawn)."""
     score_cols = list(score_cols)
     missing = [c for c in (*score_cols, label_col, dataset_col) if c not in df.columns]
     if missing:
@@ -654,15 +675,25 @@ def mixed_balanced_draw(
     for dataset in pd.unique(datasets):
         for label in (1, 0):
             groups.append((dataset, label, np.flatnonzero((datasets == dataset) & (labels_all == label))))
+    if per_class < 1:
+        raise StatsError("The mixed balanced draw needs at least one pair per class and dataset.")
+
+    def shortfall(n: int) -> str:
+        short = [f"{d!r} ({'paraphrases' if l else 'non-paraphrases'}: {len(r)})" for d, l, r in groups if len(r) < n]
+        return ", ".join(short) or "the data"
+
     smallest = min(len(rows) for _, _, rows in groups) if groups else 0
-    if per_class is None:
-        per_class = smallest
-    if per_class < 1 or per_class > smallest:
-        short = [f"{d!r} ({'paraphrases' if l else 'non-paraphrases'}: {len(r)})" for d, l, r in groups if len(r) < max(per_class, 1)]
+    if smallest < 1:
         raise StatsError(
-            f"Each dataset needs at least {max(per_class, 1)} scored paraphrases and non-paraphrases "
-            f"for the mixed balanced draw; too few in {', '.join(short) or 'the data'}."
+            "Each dataset needs scored paraphrases and non-paraphrases for the mixed balanced draw; "
+            f"there are none in {shortfall(1)}."
         )
+    note = ""
+    if smallest < per_class:
+        note = (f"{per_class} pairs per class and dataset were asked for, but there are fewer in "
+                f"{shortfall(per_class)}: each draw takes {smallest} per class and dataset.")
+        warnings.warn(note, StatsWarning, stacklevel=2)
+        per_class = smallest
 
     rng = np.random.default_rng(seed)
     drawn = np.stack([
@@ -694,6 +725,7 @@ def mixed_balanced_draw(
     table = pd.DataFrame(results)
     table["n_draws"] = n_draws
     table["per_class"] = per_class
+    table.attrs["note"] = note
     return table
 
 
@@ -777,13 +809,14 @@ def disagreements(
 
 
 def human_disagreements(labels_matrix: pd.DataFrame) -> pd.DataFrame:
-    """Items (rows of an items x annotators matrix of levels) on which annotators split between
+    """Items (rows of an items x annotators matrix of levels of the five-level scale, 4 = "Don't
+    know" as stored) on which annotators split between
     paraphrase and non-paraphrase ("Don't know" ignored), most evenly split first, then widest spread.
     Columns: n_labels, n_paraphrase, n_non_paraphrase, n_dont_know, min_level, max_level, spread
     (max - min level), minority_share (share of the smaller side)."""
     values = _as_float_array(labels_matrix)
-    binary = binarise_matrix(values)
-    ordinal = _without_dont_know(values)
+    binary = binarise_levels(values)
+    ordinal = ordinal_levels(values)
     n_paraphrase = (binary == 1).sum(axis=1)
     n_non_paraphrase = (binary == 0).sum(axis=1)
     split = (n_paraphrase > 0) & (n_non_paraphrase > 0)

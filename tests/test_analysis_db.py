@@ -10,10 +10,10 @@ from db.datasets import import_pairs
 from db.engine import write_session
 from db.models import Annotator, Label
 from pluie_core.analysis import (
-    Reference, annotator_summary, edit_distances, label_matrix, label_scales, reference_labels,
+    Reference, agreement_matrix, annotator_summary, edit_distances, label_matrix, label_scales, reference_labels,
 )
-from pluie_core.labels import majority_binary
-from pluie_core.stats import StatsError, binarise_matrix, cohen_kappa, human_vs_model, human_vs_model_table
+from pluie_core.labels import binarise_levels, majority_binary
+from pluie_core.stats import StatsError, cohen_kappa, human_vs_model, human_vs_model_table
 from tests.analysis_store import ANNOTATORS, build_store
 
 
@@ -116,7 +116,7 @@ def test_annotator_summary_kappas_equal_direct_computations(engine, store):
     mrpc = labels[labels["dataset"] == "MRPC"]
     scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
     matrix = label_matrix(mrpc, "levels")
-    versus = human_vs_model_table(binarise_matrix(matrix), scores.reindex(matrix.index), 0.0)
+    versus = human_vs_model_table(binarise_levels(matrix), scores.reindex(matrix.index), 0.0)
     summary = annotator_summary(mrpc, "levels", versus).set_index("annotator")
 
     others = matrix.drop(columns="ann1").apply(lambda row: majority_binary(int(x) for x in row.dropna()), axis=1)
@@ -166,3 +166,15 @@ def test_labels_long_filters_by_dataset_and_annotator(engine, store):
     only = labels_long(engine, annotator_ids=[ann1])
     assert set(only["annotator"]) == {"ann1"} and len(only) == store["mrpc"]["annotator:ann1"].notna().sum()
     assert labels_long(engine, dataset_ids=[biosses], annotator_ids=[ann1]).empty
+
+
+def test_agreement_matrix_applies_the_five_level_rules_to_levels_only():
+    matrix = pd.DataFrame({"a": [0, 2, 4, np.nan], "b": [1, 3, 3, 4]}, index=[10, 11, 12, 13])
+    levels = agreement_matrix(matrix, "levels")
+    assert levels.index.tolist() == [10, 11, 12, 13] and list(levels.columns) == ["a", "b"]
+    np.testing.assert_array_equal(levels.to_numpy(), [[0, 1], [2, 3], [np.nan, 3], [np.nan, np.nan]])
+    binary = agreement_matrix(matrix, "levels", binarised=True)
+    np.testing.assert_array_equal(binary.to_numpy(), [[0, 0], [1, 1], [np.nan, 1], [np.nan, np.nan]])
+    pd.testing.assert_frame_equal(agreement_matrix(matrix, "raw"), matrix)  # BIOSSES' 4 is a score
+    with pytest.raises(StatsError, match="own scale"):
+        agreement_matrix(matrix, "raw", binarised=True)

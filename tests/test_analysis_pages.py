@@ -1,7 +1,10 @@
 """AppTest: the four analysis pages on a real SQLite store (real MRPC and BIOSSES pairs, labels and
 scores), checking that what they show equals what pluie_core.stats computes on the same data."""
+import krippendorff
+import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
 from db.analysis import add_score_run, labels_long, pairs_frame, scores_wide
@@ -64,9 +67,11 @@ def test_every_page_on_an_empty_store_invites_an_import(open_page, name):
 def test_agreement_shows_the_kappas_and_alphas_stats_computes(open_page, engine, store):
     at = only_dataset(open_page("agreement"), "MRPC")
     labels = labels_long(engine)
-    matrix = label_matrix(labels[labels["dataset"] == "MRPC"], "levels")
+    # the README's rules of the five-level scale, applied here by hand: Don't know (4) is missing,
+    # 0-1 -> 0 and 2-3 -> 1; the statistics themselves take plain values
+    matrix = label_matrix(labels[labels["dataset"] == "MRPC"], "levels").replace(4, np.nan)
     fleiss_levels = fleiss_kappa(category_counts(matrix, (0, 1, 2, 3)))
-    fleiss_binary = fleiss_kappa(category_counts(binarise_matrix(matrix), (0, 1)))
+    fleiss_binary = fleiss_kappa(category_counts(binarise_matrix(matrix, cut=2), (0, 1)))
     assert metric(at, "Fleiss' κ") == f"{fleiss_levels:.3f}"
     ordinal = krippendorff_alpha(matrix.T, "ordinal")
     assert metric(at, "Krippendorff's α ordinal") == f"{ordinal:.3f}"
@@ -90,7 +95,7 @@ def test_agreement_compares_humans_with_the_chosen_run(open_page, engine, store)
     rerun(at)
     versus = next(d.value for d in at.dataframe if "accuracy" in d.value.columns and "tp" in d.value.columns)
     labels = labels_long(engine)
-    binary = binarise_matrix(label_matrix(labels[labels["dataset"] == "MRPC"], "levels"))
+    binary = binarise_matrix(label_matrix(labels[labels["dataset"] == "MRPC"], "levels").replace(4, np.nan), cut=2)
     scores = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"].reindex(binary.index)
     kept = binary["ann1"].notna()
     agreement = ((scores[kept] >= 0).astype(float) == binary.loc[kept, "ann1"]).mean()
@@ -102,11 +107,29 @@ def test_agreement_on_raw_biosses_scores_uses_their_own_scale(open_page, engine,
     at = only_dataset(open_page("agreement"), "BIOSSES")
     labels = labels_long(engine)
     matrix = label_matrix(labels[labels["dataset"] == "BIOSSES"], "raw")
-    interval = krippendorff_alpha(matrix.T, "interval", drop_dont_know=False)
+    interval = krippendorff_alpha(matrix.T, "interval")
     assert metric(at, "Krippendorff's α interval") == f"{interval:.3f}"
     at.radio(key="agreement_view").set_value("Binarised")
     assert "no paraphrase / non-paraphrase binarisation" in messages(rerun(at))
     assert not any(m.value == "nan" for m in at.metric)
+
+
+def test_agreement_figures_are_the_reference_libraries_on_each_scale(open_page, engine, store):
+    # five-level labels: Don't know (4) missing, as the page always showed; raw BIOSSES scores: every
+    # 0-4 score counts (issue 15: Fleiss' κ 0.576, nominal α 0.577, mean pairwise κ 0.578)
+    labels = labels_long(engine)
+    at = only_dataset(open_page("agreement"), "MRPC")
+    levels = label_matrix(labels[labels["dataset"] == "MRPC"], "levels").to_numpy()
+    nominal = krippendorff.alpha(np.where(levels == 4, np.nan, levels).T, level_of_measurement="nominal")
+    assert metric(at, "Krippendorff's α nominal") == f"{nominal:.3f}"
+    at = only_dataset(open_page("agreement"), "BIOSSES")
+    scores = label_matrix(labels[labels["dataset"] == "BIOSSES"], "raw")
+    assert metric(at, "Krippendorff's α nominal") == "0.577" == (
+        f"{krippendorff.alpha(scores.T.to_numpy(), level_of_measurement='nominal'):.3f}")
+    assert metric(at, "Fleiss' κ") == "0.576"
+    pairwise = at.dataframe[0].value
+    expected = [cohen_kappa_score(scores[a], scores[b]) for a, b in zip(pairwise["annotator_a"], pairwise["annotator_b"])]
+    assert pairwise["kappa"].tolist() == pytest.approx(expected) and pairwise["kappa"].mean() == pytest.approx(0.578, abs=5e-4)
 
 
 def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, engine, store):
@@ -158,6 +181,23 @@ def test_thresholds_with_a_single_class_says_so(open_page, engine):
     at = open_page("thresholds")
     assert "needs both paraphrases and non-paraphrases" in messages(at)
     assert ids.n_pairs == 3
+
+
+def test_thresholds_report_the_tied_best_thresholds_and_the_draw_size(open_page, engine):
+    # thresholds 2, 4 and 6 all reach the best accuracy (4/6) on these six pairs
+    import_pairs(engine, "ties", pd.DataFrame({
+        "source": [f"sentence {i}" for i in range(6)], "hypothesis": [f"other {i}" for i in range(6)],
+        "label": [0, 1, 0, 1, 0, 1]}))
+    add_score_run(engine, "steps", {i + 1: float(i + 1) for i in range(6)})
+    at = open_page("thresholds")
+    best = best_threshold([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0, 1, 0, 1, 0, 1])
+    assert metric(at, "Best threshold (a posteriori)") == "2" and (best["tie_low"], best["tie_high"]) == (2.0, 6.0)
+    assert any("3 thresholds from 2 to 6 reach the same best accuracy" in c.value for c in at.caption)
+    compare = at.dataframe[0].value
+    assert compare.loc["best (a posteriori)", ["tie_low", "tie_high"]].tolist() == [2.0, 6.0]
+    # the mixed balanced draw asks for the paper's 45 per class and says that this dataset has 3
+    assert "45 pairs per class and dataset were asked for" in messages(at)
+    assert any("draws of 3 pairs per class" in c.value for c in at.caption)
 
 
 def test_analysis_pages_without_scores_say_so(open_page, engine):

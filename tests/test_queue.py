@@ -16,6 +16,7 @@ from db.runs import (
     DEFAULT_BASELINES, RunError, cancel_run, create_run, ensure_default_runs, pause_run, resume_run,
     retry_run, runs_progress, scores_by_pair,
 )
+from pluie_core.baselines import BASELINES
 from tests.store_fixtures import add_pairs, sentence_pairs
 
 
@@ -148,6 +149,8 @@ def test_default_runs_are_created_once(engine):
     with read_session(engine) as session:
         names = sorted(session.scalars(select(ScoreRun.name)))
     assert names == sorted(name for name, _, _ in DEFAULT_BASELINES)
+    # one run per baseline of the registry, the paper's BLEU beside sacreBLEU's
+    assert {"BLEU", "BLEU (paper)", "Levenshtein"} <= set(names) and len(names) == len(BASELINES)
 
 
 def test_run_requests_a_user_must_fix_raise_readable_errors(engine):

@@ -161,6 +161,8 @@ def test_start_a_worker_from_the_page(store, monkeypatch, tmp_path):
     add_pairs(engine, "d", sentence_pairs(3))
     for baseline in ensure_default_runs(engine):
         pause_run(engine, baseline)  # keep this test to one cheap run
+    shown = texts(open_page())  # each baseline run says what it computes: which BLEU is which
+    assert "BLEU (paper)" in shown and "as in the ParaPLUIE paper" in shown and "sacreBLEU defaults" in shown
     run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
     monkeypatch.setenv("PLUIE_WORKER_LOG", str(tmp_path / "worker.log"))
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")

@@ -1,4 +1,6 @@
 """pluie_core.stats against reference libraries, published worked examples and brute force."""
+import itertools
+import warnings
 
 import krippendorff
 import numpy as np
@@ -16,8 +18,9 @@ from sklearn.metrics import (
 )
 
 from pluie_core import stats as S
-from pluie_core.labels import binarise, majority_binary
-from pluie_core.stats import StatsError
+from pluie_core.labels import binarise, binarise_levels, majority_binary, ordinal_levels
+from pluie_core.stats import StatsError, StatsWarning
+from tests.paths import DATASETS
 
 NaN = np.nan
 
@@ -61,41 +64,56 @@ def test_levels_to_matrix_pivots_long_labels_and_keeps_the_last_duplicate():
         S.levels_to_matrix(long.drop(columns="level"))
 
 
-def test_binarise_matrix_agrees_with_labels_binarise():
+def test_binarise_levels_agrees_with_labels_binarise():
     levels = pd.DataFrame([[0, 1, 2], [3, 4, NaN]], columns=["a", "b", "c"])
-    binary = S.binarise_matrix(levels)
+    binary = binarise_levels(levels)
+    assert list(binary.columns) == ["a", "b", "c"]
     for value, expected in zip(levels.to_numpy().ravel(), binary.to_numpy().ravel()):
         reference = binarise(None if np.isnan(value) else int(value))
         assert (np.isnan(expected) and reference is None) or expected == reference
-    with pytest.raises(StatsError, match="levels of the scale"):
-        S.binarise_matrix(np.array([[7.0]]))
+    with pytest.raises(ValueError, match="levels of the scale"):
+        binarise_levels(np.array([[7.0]]))
+    np.testing.assert_array_equal(ordinal_levels([0, 4, NaN, 3]), [0, NaN, NaN, 3])
+
+
+def test_binarise_matrix_cuts_plain_values():
+    # BIOSSES-like 0-4 scores: 4 is the highest score, not "Don't know"
+    scores = pd.Series([0.0, 1.5, 2.0, 4.0, NaN], index=list("vwxyz"), name="A")
+    binary = S.binarise_matrix(scores, cut=2)
+    assert binary.index.tolist() == list("vwxyz") and binary.name == "A"
+    np.testing.assert_array_equal(binary.to_numpy(), [0, 0, 1, 1, NaN])
+    np.testing.assert_array_equal(S.binarise_matrix(np.array([[7.0, -1.0]]), cut=5), [[1, 0]])
 
 
 def test_majority_binary_vector_agrees_with_labels_majority_binary():
     rng = np.random.default_rng(3)
     levels = rng.integers(0, 5, (200, 4)).astype(float)
     levels[rng.random(levels.shape) < 0.3] = NaN
-    majority = S.majority_binary_vector(S.binarise_matrix(levels)).to_numpy()
+    majority = S.majority_binary_vector(binarise_levels(levels)).to_numpy()
     for row, value in zip(levels, majority):
         reference = majority_binary([None if np.isnan(x) else int(x) for x in row])
         assert (np.isnan(value) and reference is None) or value == reference
 
 
-def test_category_counts_counts_each_level_and_skips_dont_know():
+def test_category_counts_counts_each_value_present_or_the_given_categories():
     matrix = pd.DataFrame([[0, 0, 3], [4, 2, NaN]], index=["p1", "p2"])
-    counts = S.category_counts(matrix, (0, 1, 2, 3))
-    assert counts.loc["p1"].tolist() == [2, 0, 0, 1]
-    assert counts.loc["p2"].tolist() == [0, 0, 1, 0]
+    counts = S.category_counts(matrix)  # plain values: 4 is a category like any other
+    assert counts.columns.tolist() == [0, 2, 3, 4]
+    assert counts.loc["p1"].tolist() == [2, 0, 1, 0]
+    assert counts.loc["p2"].tolist() == [0, 1, 0, 1]
+    given = S.category_counts(ordinal_levels(matrix), (0, 1, 2, 3))  # the five-level scale: Don't know left out
+    assert given.loc["p1"].tolist() == [2, 0, 0, 1]
+    assert given.loc["p2"].tolist() == [0, 0, 1, 0]
 
 
 # --------------------------------------------------------------------------- agreement
 
 
-def test_percent_agreement_drops_missing_and_dont_know():
+def test_percent_agreement_drops_missing_values():
     a = [0, 1, 2, 3, 4, NaN, 2]
     b = [0, 1, 3, 3, 4, 2, NaN]
-    assert S.percent_agreement(a, b) == pytest.approx(3 / 4)
-    assert S.percent_agreement(a, b, drop_dont_know=False) == pytest.approx(4 / 5)
+    assert S.percent_agreement(a, b) == pytest.approx(4 / 5)  # plain values: 4 is a label
+    assert S.percent_agreement(ordinal_levels(a), ordinal_levels(b)) == pytest.approx(3 / 4)  # Don't know missing
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
@@ -114,18 +132,22 @@ def test_weighted_kappa_measures_distance_on_the_scale_even_with_an_unused_level
     assert S.cohen_kappa(a, b, weights=weights) == pytest.approx(expected)
 
 
-def test_cohen_kappa_treats_dont_know_as_missing():
+def test_cohen_kappa_takes_plain_values_and_the_scale_drops_dont_know():
     a, b = two_annotators(seed=1)
     a_with_dk, b_with_dk = a.copy(), b.copy()
     a_with_dk[::7], b_with_dk[3::11] = 4, 4
     kept = (a_with_dk != 4) & (b_with_dk != 4)
     expected = cohen_kappa_score(a[kept].astype(int), b[kept].astype(int))
-    assert S.cohen_kappa(a_with_dk, b_with_dk) == pytest.approx(expected)
+    assert S.cohen_kappa(ordinal_levels(a_with_dk), ordinal_levels(b_with_dk)) == pytest.approx(expected)
+    plain = cohen_kappa_score(a_with_dk.astype(int), b_with_dk.astype(int))
+    assert S.cohen_kappa(a_with_dk, b_with_dk) == pytest.approx(plain)
+    with pytest.raises(StatsError, match="whole numbers"):
+        S.cohen_kappa([0.5, 1, 2], [1, 1, 2])
 
 
 def test_cohen_kappa_on_binarised_labels_matches_sklearn():
     a, b = two_annotators(seed=2)
-    ba, bb = S.binarise_matrix(a), S.binarise_matrix(b)
+    ba, bb = binarise_levels(a), binarise_levels(b)
     assert S.cohen_kappa(ba, bb) == pytest.approx(cohen_kappa_score(ba.astype(int), bb.astype(int)))
 
 
@@ -149,7 +171,7 @@ def test_pairwise_kappa_matches_sklearn_on_each_pair_of_annotators():
     labels.iloc[::3, 2] = NaN
     labels["dee"] = NaN
     labels.loc[:3, ["bob", "dee"]] = 2.0  # bob and dee share 4 items, all "Mostly similar": κ undefined
-    result = S.pairwise_kappa(labels, weights="linear")
+    result = S.pairwise_kappa(ordinal_levels(labels), weights="linear")
     for x, y in (("ann", "bob"), ("ann", "cid"), ("bob", "cid")):
         values = labels[[x, y]].replace(4, NaN).dropna().astype(int)
         expected = cohen_kappa_score(values[x], values[y], weights="linear", labels=[0, 1, 2, 3])
@@ -204,22 +226,24 @@ KRIPPENDORFF_2011 = [
 
 @pytest.mark.parametrize("level, published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)])
 def test_krippendorff_alpha_reproduces_the_published_example(level, published):
-    # values 1-5 here are not our scale, so 4 must not be read as "Don't know"
-    alpha = S.krippendorff_alpha(KRIPPENDORFF_2011, level, drop_dont_know=False)
+    # values 1-5 here are not our scale: the plain function reads 4 as the value 4
+    alpha = S.krippendorff_alpha(KRIPPENDORFF_2011, level)
     assert alpha == pytest.approx(published, abs=5e-4)
+    assert S.krippendorff_alpha_ci(KRIPPENDORFF_2011, level, n_boot=20)["alpha"] == pytest.approx(published, abs=5e-4)
 
 
-def test_krippendorff_alpha_treats_dont_know_as_missing():
-    data = np.array(KRIPPENDORFF_2011) - 1  # 0-4, so 4 is "Don't know"
+def test_krippendorff_alpha_on_five_level_labels_leaves_dont_know_out():
+    data = np.array(KRIPPENDORFF_2011) - 1  # 0-4: read as levels of our scale, 4 is "Don't know"
     without = np.where(data == 4, NaN, data)
     for level in ("nominal", "ordinal"):
         expected = krippendorff.alpha(without, level_of_measurement=level, value_domain=[0, 1, 2, 3])
-        assert S.krippendorff_alpha(data, level) == pytest.approx(expected)
+        assert S.krippendorff_alpha(ordinal_levels(data), level) == pytest.approx(expected)
+        assert S.krippendorff_alpha(data, level) == pytest.approx(krippendorff.alpha(data, level_of_measurement=level))
 
 
 def test_krippendorff_alpha_user_errors():
     with pytest.raises(StatsError, match="no labels"):
-        S.krippendorff_alpha([[NaN, 4], [NaN, NaN]])
+        S.krippendorff_alpha([[NaN, NaN], [NaN, NaN]])
     with pytest.raises(StatsError, match="same value"):
         S.krippendorff_alpha([[1, 1, 1], [1, 1, NaN]])
     with pytest.raises(StatsError, match="two or more"):
@@ -234,7 +258,7 @@ def test_vectorised_bootstrap_alpha_equals_the_library_on_each_resample(level):
     rng = np.random.default_rng(6)
     data = rng.integers(0, 4, (4, 60)).astype(float)
     data[rng.random(data.shape) < 0.3] = NaN
-    value_counts, domain = S._reliability_value_counts(data, level, None, True)
+    value_counts, domain = S._reliability_value_counts(data, level, None)
     value_counts = value_counts[value_counts.sum(axis=1) >= 2]
     patterns, inverse = np.unique(value_counts, axis=0, return_inverse=True)
     for _ in range(5):
@@ -259,6 +283,36 @@ def test_krippendorff_alpha_ci_brackets_alpha_and_narrows_with_more_items():
     assert (large["ci_high"] - large["ci_low"]) < (small["ci_high"] - small["ci_low"]) / 5
     assert S.krippendorff_alpha_ci(campaign(60, 7), seed=1) == S.krippendorff_alpha_ci(campaign(60, 7), seed=1)
     assert small["n_items"] == 60 and small["n_boot"] == 300
+
+
+def test_plain_agreement_on_biosses_keeps_every_score_the_references_do():
+    # BIOSSES: 100 pairs, five annotators' 0-4 scores, 13% of them 4 (the highest similarity, not Don't know)
+    table = pd.read_csv(DATASETS / "biosses" / "biosses_pairs_with_annotator_scores.tsv", sep="\t")
+    scores = table.filter(like="annotator_").astype(float)
+    assert scores.shape == (100, 5) and (scores == 4).to_numpy().mean() == pytest.approx(0.132)
+
+    kappa = S.pairwise_kappa(scores).table["kappa"]
+    sklearn = [cohen_kappa_score(scores[x], scores[y]) for x, y in itertools.combinations(scores.columns, 2)]
+    assert kappa.tolist() == pytest.approx(sklearn)
+    assert kappa.mean() == pytest.approx(0.578, abs=5e-4)
+
+    # Fleiss (1971) by hand: every pair has the same five raters
+    counts = np.stack([(scores == v).sum(axis=1) for v in range(5)], axis=1)
+    agreement = ((counts * (counts - 1)).sum(axis=1) / (5 * 4)).mean()
+    chance = ((counts.sum(axis=0) / counts.sum()) ** 2).sum()
+    fleiss = S.fleiss_kappa(S.category_counts(scores))
+    assert fleiss == pytest.approx((agreement - chance) / (1 - chance))
+    assert fleiss == pytest.approx(0.576, abs=5e-4)
+
+    alpha = S.krippendorff_alpha(scores.T)
+    assert alpha == pytest.approx(krippendorff.alpha(scores.T.to_numpy(), level_of_measurement="nominal"))
+    assert alpha == pytest.approx(0.577, abs=5e-4)
+
+    # the old default read the 4s as Don't know and silently dropped them
+    as_levels = ordinal_levels(scores)
+    assert S.pairwise_kappa(as_levels).table["kappa"].mean() == pytest.approx(0.625, abs=5e-4)
+    assert S.fleiss_kappa(S.category_counts(as_levels)) == pytest.approx(0.664, abs=5e-4)
+    assert S.krippendorff_alpha(as_levels.T) == pytest.approx(0.641, abs=5e-4)
 
 
 # --------------------------------------------------------------------------- human vs model
@@ -361,12 +415,27 @@ def test_best_threshold_is_the_brute_force_maximum(criterion, higher_is_positive
     best = S.best_threshold(scores, labels, higher_is_positive, criterion)
     assert best[criterion] == pytest.approx(expected[criterion].max())
     winners = expected.loc[np.isclose(expected[criterion], expected[criterion].max()), "threshold"]
-    # ties: the threshold that predicts the most paraphrases
+    # ties: the threshold that predicts the most paraphrases, and the tied interval around it
     assert best["threshold"] == (winners.min() if higher_is_positive else winners.max())
+    assert (best["tie_low"], best["tie_high"], best["n_tied"]) == (winners.min(), winners.max(), len(winners))
     at = S.metrics_at(scores, labels, best["threshold"], higher_is_positive)
     assert {k: at[k] for k in ("accuracy", "f1", "precision", "recall")} == pytest.approx(
         {k: best[k] for k in ("accuracy", "f1", "precision", "recall")}
     )
+
+
+def test_best_threshold_reports_the_tied_plateau():
+    # thresholds 2, 4 and 6 all give the best accuracy, 4/6; 3 and 5 do worse
+    scores = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    labels = [0, 1, 0, 1, 0, 1]
+    best = S.best_threshold(scores, labels)
+    curve = S.threshold_curve(scores, labels).set_index("threshold")
+    assert curve["accuracy"].tolist() == pytest.approx([3 / 6, 4 / 6, 3 / 6, 4 / 6, 3 / 6, 4 / 6])
+    assert (best["threshold"], best["tie_low"], best["tie_high"], best["n_tied"]) == (2.0, 2.0, 6.0, 3)
+    distance = S.best_threshold([-x for x in scores], labels, higher_is_positive=False)
+    assert (distance["threshold"], distance["tie_low"], distance["tie_high"], distance["n_tied"]) == (-2.0, -6.0, -2.0, 3)
+    single = S.best_threshold([0.1, 0.9], [0, 1])
+    assert single["tie_low"] == single["tie_high"] == single["threshold"] == 0.9 and single["n_tied"] == 1
 
 
 def test_metrics_at_the_natural_threshold_matches_sklearn():
@@ -409,7 +478,10 @@ def corpora(seed=0):
 def test_mbd_draws_the_same_number_of_each_class_from_each_dataset():
     data = corpora()
     data["constant"] = 1.0  # every pair predicted paraphrase: accuracy = share of paraphrases drawn
-    table = S.mixed_balanced_draw(data, ["constant"], n_draws=30).set_index(["at", "figure"])
+    with pytest.warns(StatsWarning, match="'llm' \\(non-paraphrases: 20\\)"):
+        table = S.mixed_balanced_draw(data, ["constant"], n_draws=30)
+    assert "each draw takes 20" in table.attrs["note"]
+    table = table.set_index(["at", "figure"])
     assert table.loc[("best", "accuracy"), "mean"] == pytest.approx(0.5)
     assert table.loc[("best", "accuracy"), "std"] == pytest.approx(0.0)
     assert table.loc[("best", "recall"), "mean"] == 1.0
@@ -423,7 +495,7 @@ def test_mbd_on_a_single_balanced_draw_equals_the_direct_statistics():
     for higher in (True, False):
         scores = balanced["pluie"] if higher else -balanced["pluie"]
         frame = balanced.assign(score=scores)
-        table = S.mixed_balanced_draw(frame, ["score"], n_draws=3, thresholds={"score": 0.0},
+        table = S.mixed_balanced_draw(frame, ["score"], n_draws=3, per_class=20, thresholds={"score": 0.0},
                                       higher_is_positive={"score": higher}).set_index(["at", "figure"])
         best = S.best_threshold(scores, balanced["label"], higher)
         natural = S.metrics_at(scores, balanced["label"], 0.0, higher)
@@ -440,7 +512,7 @@ def test_mbd_on_a_single_balanced_draw_equals_the_direct_statistics():
 def test_mbd_f1_criterion_matches_best_threshold_per_draw_on_one_full_draw():
     data = corpora(seed=4)
     balanced = pd.concat([g.head(20) for _, g in data.groupby(["dataset", "label"])])
-    table = S.mixed_balanced_draw(balanced, ["pluie"], n_draws=2, criterion="f1").set_index(["at", "figure"])
+    table = S.mixed_balanced_draw(balanced, ["pluie"], n_draws=2, per_class=20, criterion="f1").set_index(["at", "figure"])
     best = S.best_threshold(balanced["pluie"], balanced["label"], criterion="f1")
     assert table.loc[("best", "f1"), "mean"] == pytest.approx(best["f1"])
     assert table.loc[("best", "threshold"), "mean"] == pytest.approx(best["threshold"])
@@ -464,10 +536,23 @@ def test_mbd_summary_columns_intervals_and_reproducibility():
     assert not np.isclose(other.loc[1, "mean"], row["mean"])
 
 
+def test_mbd_draws_the_papers_45_per_class_by_default():
+    rng = np.random.default_rng(8)
+    parts = [pd.DataFrame({"dataset": name, "label": np.r_[np.ones(n, int), np.zeros(60, int)], "s": rng.random(n + 60)})
+             for name, n in (("a", 50), ("b", 90))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StatsWarning)  # every class has 45 or more: nothing to say
+        table = S.mixed_balanced_draw(pd.concat(parts), ["s"], n_draws=5)
+    assert (table["per_class"] == 45).all() and (table["n_draws"] == 5).all() and table.attrs["note"] == ""
+    with pytest.warns(StatsWarning, match="fewer in 'a' \\(paraphrases: 50\\): each draw takes 50"):
+        fewer = S.mixed_balanced_draw(pd.concat(parts), ["s"], n_draws=5, per_class=55)
+    assert (fewer["per_class"] == 50).all()
+
+
 def test_mbd_user_errors():
     data = corpora()
-    with pytest.raises(StatsError, match="at least 25.*'llm' \\(non-paraphrases: 20\\)"):
-        S.mixed_balanced_draw(data, ["pluie"], per_class=25)
+    with pytest.raises(StatsError, match="at least one pair per class"):
+        S.mixed_balanced_draw(data, ["pluie"], per_class=0)
     with pytest.raises(StatsError, match="no column 'bleu'"):
         S.mixed_balanced_draw(data, ["bleu"])
     with pytest.raises(StatsError, match="paraphrases"):
@@ -551,6 +636,6 @@ def test_mbd_breaks_ties_between_best_thresholds_like_best_threshold():
     # thresholds 2 and 4 both give accuracy 0.75; the one predicting more paraphrases (2) is kept
     data = pd.DataFrame({"dataset": "only", "label": [0, 1, 0, 1], "s": [1.0, 2.0, 3.0, 4.0]})
     assert S.best_threshold(data["s"], data["label"])["threshold"] == 2.0
-    table = S.mixed_balanced_draw(data, ["s"], n_draws=2).set_index(["at", "figure"])
+    table = S.mixed_balanced_draw(data, ["s"], n_draws=2, per_class=2).set_index(["at", "figure"])
     assert table.loc[("best", "threshold"), "mean"] == 2.0
     assert table.loc[("best", "accuracy"), "mean"] == 0.75

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from pluie_core.labels import ordinal_levels
 from pluie_core.stats import StatsError, cohen_kappa, human_vs_model, pairwise_kappa
 
 
@@ -27,9 +28,9 @@ def test_kappa_equals_sklearn_on_random_label_pairs(weights):
         expected = sklearn_kappa(a, b, weights, np.arange(min(a.min(), b.min()), max(a.max(), b.max()) + 1))
         if not np.isfinite(expected):
             with pytest.raises(StatsError):
-                cohen_kappa(a, b, weights, drop_dont_know=False)
+                cohen_kappa(a, b, weights)
             continue
-        assert cohen_kappa(a, b, weights, drop_dont_know=False) == pytest.approx(expected, abs=1e-12)
+        assert cohen_kappa(a, b, weights) == pytest.approx(expected, abs=1e-12)
         compared += 1
     assert compared > 150
 
@@ -38,7 +39,7 @@ def test_pairwise_kappa_matrix_equals_sklearn_per_pair():
     rng = np.random.default_rng(3)
     matrix = rng.integers(0, 5, (300, 4)).astype(float)
     matrix[rng.random(matrix.shape) < 0.3] = np.nan
-    result = pairwise_kappa(matrix, "linear")
+    result = pairwise_kappa(ordinal_levels(matrix), "linear")  # levels of our scale: 4 is Don't know
     for i in range(4):
         for j in range(i + 1, 4):
             both = ~np.isnan(matrix[:, i]) & ~np.isnan(matrix[:, j]) & (matrix[:, i] != 4) & (matrix[:, j] != 4)

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from db import queue
 from db.engine import init_db, read_session
 from db.models import Score, ScoreRun, WorkItem, Worker
-from db.runs import create_run, scores_by_pair
+from db.runs import DEFAULT_BASELINES, create_run, scores_by_pair
 from tests.store_fixtures import add_pairs, sentence_pairs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,7 +198,7 @@ def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
         wait_until(lambda: len(queue.alive_workers(engine)) == 1, 120, "the worker's heartbeat", tmp_path / "worker.log")
         assert worker_module.ensure_worker_running(url) is None  # one is alive: no second one
         with read_session(engine) as session:  # the baseline runs exist from the first start
-            assert session.scalar(select(func.count()).select_from(ScoreRun).where(ScoreRun.kind == "baseline")) == 4
+            assert session.scalar(select(func.count()).select_from(ScoreRun).where(ScoreRun.kind == "baseline")) == len(DEFAULT_BASELINES)
         monkeypatch.setenv("PLUIE_NO_WORKER", "1")
         engine.dispose()
     finally:
