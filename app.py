@@ -3,13 +3,15 @@
     streamlit run app.py
 
 Access: a personal labelling link (?token=...) opens the labelling page and nothing else; without
-a token the admin pages need the admin password when one is configured (pluie_core.auth).
+a token the admin pages need the admin password when one is configured (pluie_core.auth). A login
+lasts its configured time across reloads and tabs (a signed cookie, pages.shared), and the page a
+visitor asked for is the one drawn once they have logged in.
 st.navigation is called on every run, so the pages/ folder is never listed on its own.
 """
 import streamlit as st
 
-from pages.shared import FRAMED, get_engine
-from pluie_core.auth import admin_password_configured, check_admin_password
+from pages.shared import FRAMED, get_engine, keep_login_cookie, log_in, log_out, organiser_session_end
+from pluie_core.auth import admin_password_configured, admin_session_hours
 from worker import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
@@ -30,21 +32,6 @@ if "token" in st.query_params:
     st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden").run()
     st.stop()
 
-
-def admin_login() -> None:
-    st.title("PLUIE Lab")
-    with st.form("admin-login"):
-        password = st.text_input("Admin password", type="password")
-        if st.form_submit_button("Log in", type="primary"):
-            if check_admin_password(password):
-                st.session_state["pluie_admin"] = True
-                st.rerun()
-            st.error("Wrong password.")
-
-
-if admin_password_configured() and not st.session_state.get("pluie_admin"):
-    st.navigation([st.Page(admin_login, title="Log in", default=True)], position="hidden").run()
-    st.stop()
 
 # url paths are the file names (the default): a custom path that differs from the file name
 # makes the browser's first request for it land on "Page not found", because pages/ exists.
@@ -70,12 +57,37 @@ pages = {
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the
 # browser never flashes the raw pages/ file list while the first run starts (annotators included).
 navigation = st.navigation(pages, position="hidden")
+if admin_password_configured():
+    try:
+        session_hours = admin_session_hours()
+        session_end = organiser_session_end()
+    except ValueError as exc:  # a session length or secret file that cannot be used
+        st.error(str(exc))
+        st.stop()
+    if session_end is None:
+        keep_login_cookie()  # deletes a stale or logged-out cookie
+        # every page is registered above, so the address asked for (/import_pairs...) stays and
+        # is the page drawn once the password is right
+        st.title("PLUIE Lab")
+        with st.form("admin-login"):
+            password = st.text_input("Admin password", type="password")
+            if st.form_submit_button("Log in", type="primary"):
+                if log_in(password):
+                    st.rerun()
+                st.error("Wrong password.")
+        st.caption(f"A login lasts {session_hours:g} hours on this browser, reloads and new tabs included.")
+        st.stop()
 with st.sidebar:
     for section, section_pages in pages.items():
         st.caption(section)
         for page in section_pages:
             st.page_link(page)
-if not admin_password_configured():
+if admin_password_configured():
+    st.sidebar.button("Log out", key="log-out", on_click=log_out, icon=":material/logout:",
+                      help=f"Logged in until {session_end:%Y-%m-%d %H:%M} UTC on this browser.")
+    with st.sidebar:  # last, where its hidden element shifts nothing
+        keep_login_cookie()
+else:
     st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
                        "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")
 navigation.run()

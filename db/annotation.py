@@ -39,6 +39,10 @@ class CampaignError(ValueError):
     """Something a user asked for that cannot be done; the message says why, in a sentence."""
 
 
+class StaleAnswerError(CampaignError):
+    """The answer stored for a pair is no longer the one the page showed (another tab or window)."""
+
+
 @dataclass(frozen=True)
 class ServedPair:
     """One pair as an annotator sees it: which sentence is on top was drawn when it was served."""
@@ -283,20 +287,62 @@ def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
 
 # ---------------------------------------------------------------- annotators and access
 
-def create_annotator(engine: Engine, campaign_id: int, name: str) -> tuple[int, str]:
-    """A new annotator of the campaign and their personal-link token. The token is returned
-    once and never stored (only its hash is)."""
-    name = (name or "").strip()
-    if not name:
+def _same_name(name: str) -> str:
+    # "Alice", " alice " and "ALICE" are one name to the people reading the tables
+    return " ".join(name.split()).casefold()
+
+
+def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) -> list[tuple[int, str, str]]:
+    """New annotators of the campaign: (id, name, personal-link token) each, in the given order.
+    Tokens are returned once and never stored (only their hashes are). All or nothing: a name
+    given twice, or already used in the campaign (letter case and spacing aside, revoked links
+    included), refuses the whole list, so that no two rows of the results share a name; a lost
+    link is replaced with new_link, which keeps the annotator and their labels."""
+    names = [" ".join((n or "").split()) for n in names]
+    names = [n for n in names if n]
+    if not names:
         raise CampaignError("Give the annotator a name (for you; they choose their display name).")
+    if len(set(map(_same_name, names))) < len(names):
+        twice = next(n for i, n in enumerate(names) if _same_name(n) in map(_same_name, names[:i]))
+        raise CampaignError(f"“{twice}” is in the list twice: give each annotator a name of their own.")
+    with write_session(engine) as session:
+        # the campaign's row lock (PostgreSQL) keeps two admins from adding the same name at once
+        if session.get(Campaign, campaign_id, with_for_update=True) is None:
+            raise CampaignError("This campaign does not exist (any more).")
+        taken = {_same_name(n): n for n in session.scalars(select(Annotator.name).where(Annotator.campaign_id == campaign_id))}
+        clash = next((n for n in names if _same_name(n) in taken), None)
+        if clash is not None:
+            raise CampaignError(
+                f"This campaign already has an annotator called “{taken[_same_name(clash)]}”: no link was created. "
+                "Choose another name, or give them a new link under “Replace a lost link”.")
+        created = []
+        for name in names:
+            token = new_token()
+            annotator = Annotator(name=name[:200], campaign_id=campaign_id, token_hash=hash_token(token), is_external=False)
+            session.add(annotator)
+            session.flush()
+            created.append((annotator.id, annotator.name, token))
+        return created
+
+
+def create_annotator(engine: Engine, campaign_id: int, name: str) -> tuple[int, str]:
+    """One new annotator of the campaign and their personal-link token (see create_annotators)."""
+    (annotator_id, _, token), = create_annotators(engine, campaign_id, [name])
+    return annotator_id, token
+
+
+def new_link(engine: Engine, annotator_id: int) -> str:
+    """A new personal link for the same annotator, e.g. when theirs is lost: the old link stops
+    working at once, the labels and the place in the queue stay theirs, and a revoked annotator
+    can label again. Returns the new token (shown once, only its hash is stored)."""
     token = new_token()
     with write_session(engine) as session:
-        if session.get(Campaign, campaign_id) is None:
-            raise CampaignError("This campaign does not exist (any more).")
-        annotator = Annotator(name=name[:200], campaign_id=campaign_id, token_hash=hash_token(token), is_external=False)
-        session.add(annotator)
-        session.flush()
-        return annotator.id, token
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)
+        if annotator is None or annotator.campaign_id is None:
+            raise CampaignError("This annotator does not exist (any more).")
+        annotator.token_hash = hash_token(token)
+        annotator.revoked_at = None
+    return token
 
 
 def revoke_annotator(engine: Engine, annotator_id: int) -> None:
@@ -341,9 +387,17 @@ def set_annotator_profile(engine: Engine, annotator_id: int, display_name: str, 
         raise CampaignError("Please enter a name to be shown with your labels.")
     if english_level not in ENGLISH_LEVELS:
         raise CampaignError("Please choose your English level: " + ", ".join(ENGLISH_LEVELS) + ".")
+    display_name = " ".join(display_name.split())[:200]
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id)
-        annotator.display_name = display_name[:200]
+        session.get(Campaign, annotator.campaign_id, with_for_update=True)  # one profile at a time (PostgreSQL)
+        others = session.scalars(select(Annotator.display_name).where(
+            Annotator.campaign_id == annotator.campaign_id, Annotator.id != annotator_id,
+            Annotator.display_name.is_not(None)))
+        if _same_name(display_name) in {_same_name(n) for n in others}:
+            raise CampaignError(f"Someone else in this campaign already goes by “{display_name}”: "
+                                "please add an initial or choose another name, so that your labels stay yours.")
+        annotator.display_name = display_name
         annotator.english_level = english_level
 
 
@@ -464,9 +518,14 @@ def served_at(engine: Engine, annotator_id: int, position: int) -> Optional[Serv
         return _served(session, campaign, _training_size(session, campaign.id), assignment, annotator_id)
 
 
-def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float) -> None:
-    """Store an answer at once. Answering again (after "back") replaces the level and adds the
-    time spent, so seconds_spent is the total time the annotator looked at the pair."""
+def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
+                 *, replacing: Optional[int] = None) -> None:
+    """Store an answer at once, over exactly what the page showed: a first answer to a pair shown
+    unanswered (replacing=None), or a change of the answer `replacing` that the annotator went
+    back to. When the stored answer is not that one (the same link open in another tab or window
+    answered meanwhile), nothing is written and StaleAnswerError says so: no answer is ever
+    replaced except through "back". A change adds the time spent, so seconds_spent is the total
+    time the annotator looked at the pair."""
     if level not in range(len(LEVELS)):
         raise CampaignError("That answer is not on the scale.")
     with write_session(engine) as session:
@@ -479,15 +538,27 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
             raise CampaignError("This pair is not in your queue.")
         is_training = position < _training_size(session, assignment.campaign_id)
         seconds = max(0.0, float(seconds_spent))
-        label = session.scalar(select(Label).where(
-            Label.annotator_id == annotator_id, Label.pair_id == assignment.pair_id))
-        if label is None:
+        mine = and_(Label.annotator_id == annotator_id, Label.pair_id == assignment.pair_id)
+        stored = session.scalar(select(Label.level).where(mine))
+        if replacing is None:
+            if stored is not None:
+                raise StaleAnswerError(
+                    f"This pair was already answered in another tab or window (“{LEVELS[stored]}”): "
+                    "the answer you just gave was not saved. Here is your current pair.")
+            # the conditional update is the guard: it takes the reservation only while still open
+            done = session.execute(update(Assignment).where(
+                Assignment.id == assignment.id, Assignment.done_at.is_(None)).values(done_at=utcnow()))
+            if done.rowcount != 1:
+                raise StaleAnswerError("This pair was already answered in another tab or window: "
+                                       "the answer you just gave was not saved. Here is your current pair.")
             session.add(Label(
                 pair_id=assignment.pair_id, annotator_id=annotator_id, campaign_id=assignment.campaign_id,
                 level=level, source_on_top=assignment.source_on_top, is_training=is_training,
                 seconds_spent=seconds))
-        else:
-            label.level = level
-            label.seconds_spent = (label.seconds_spent or 0.0) + seconds
-        if assignment.done_at is None:
-            assignment.done_at = utcnow()
+            return
+        changed = session.execute(update(Label).where(mine, Label.level == replacing).values(
+            level=level, seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds, updated_at=utcnow()))
+        if changed.rowcount != 1:
+            now = "no answer" if stored is None else f"“{LEVELS[stored]}”"
+            raise StaleAnswerError(f"This answer was changed in another tab or window (it is now {now}): "
+                                   "the answer you just gave was not saved.")

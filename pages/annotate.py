@@ -56,14 +56,15 @@ if view.needs_profile:
     st.stop()
 
 
-def answer(position: int, level: int) -> None:
+def answer(position: int, level: int, shown_level: int | None) -> None:
     shown_position, shown_at = st.session_state.get(clock_key, (None, time.monotonic()))
     if shown_position != position:
         # a stale button: a second key press landed before the next pair was drawn; answering
         # it would silently change the answer just given
         return
     try:
-        ann.record_label(engine, aid, position, level, time.monotonic() - shown_at)
+        # only over the answer this page showed: another tab's answer is refused, not replaced
+        ann.record_label(engine, aid, position, level, time.monotonic() - shown_at, replacing=shown_level)
         st.session_state.pop(revisit_key, None)
     except ann.CampaignError as exc:
         st.session_state[error_key] = str(exc)
@@ -121,7 +122,7 @@ if item.level is not None:
 
 for level, (column, name) in enumerate(zip(st.columns(len(LEVELS)), LEVELS)):
     column.button(name, key=f"answer-{level}-{item.position}", shortcut=str(level + 1),
-                  on_click=answer, args=(item.position, level), width="stretch",
+                  on_click=answer, args=(item.position, level, item.level), width="stretch",
                   help=f"Keyboard: {level + 1}")
 
 back, resume = st.columns([1, 5])

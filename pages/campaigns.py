@@ -72,7 +72,7 @@ def annotators_section(campaign) -> None:
                 if not wanted:
                     raise ann.CampaignError("Write at least one name.")
                 st.session_state["new-links"] = [
-                    (n, personal_link(ann.create_annotator(engine, campaign.id, n)[1])) for n in wanted]
+                    (n, personal_link(token)) for _, n, token in ann.create_annotators(engine, campaign.id, wanted)]
                 st.rerun()
             except ann.CampaignError as exc:
                 st.error(str(exc))
@@ -88,6 +88,20 @@ def annotators_section(campaign) -> None:
             st.rerun()
     if st.session_state.get("revoked"):
         st.success(f"{st.session_state.pop('revoked')}'s link no longer works; their labels are kept.")
+
+    everyone = {r["id"]: r["name"] for r in rows}
+    if everyone:
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        who = c1.selectbox("Replace a lost link", list(everyone), index=None, placeholder="Choose an annotator",
+                           format_func=lambda i: f"{everyone[i]} (#{i})",
+                           help="The annotator keeps their labels and their place; their old link stops working.")
+        if c2.button("New link", disabled=who is None):
+            st.session_state["new-links"] = [(everyone[who], personal_link(ann.new_link(engine, who)))]
+            st.session_state["relinked"] = everyone[who]
+            st.rerun()
+    if st.session_state.get("relinked"):
+        st.success(f"{st.session_state.pop('relinked')}'s old link no longer works; the new one above "
+                   "continues with the same labels.")
 
 
 def settings_section(campaign) -> None:

@@ -1,9 +1,18 @@
 """What every page shares: the store's engine (opened once per server process and URL) and the
 first line of every page, which keeps the app's frame and its access rules in force."""
+import datetime as dt
+import json
+
 import streamlit as st
 
 from db import database_url, init_db
-from pluie_core.auth import admin_password_configured
+from pluie_core.auth import (
+    ADMIN_COOKIE,
+    admin_password_configured,
+    admin_session_expiry,
+    check_admin_password,
+    issue_admin_session,
+)
 
 
 @st.cache_resource(show_spinner=False)
@@ -36,6 +45,63 @@ def _through_app() -> None:
             st.rerun()
 
 
+ADMIN_TOKEN = "_pluie_admin_token"  # the organiser session token this browser session holds
+LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
+
+
+def organiser_session_end() -> "dt.datetime | None":
+    """When this organiser's login ends (UTC), None when not logged in. The login is a signed,
+    expiring token (pluie_core.auth) held by the session and, for reloads and new tabs, by a
+    cookie that the browser sends when a session starts (st.context.cookies)."""
+    token = st.session_state.get(ADMIN_TOKEN)
+    if token is None and not st.session_state.get(LOGGED_OUT):
+        token = st.context.cookies.get(ADMIN_COOKIE)
+    end = admin_session_expiry(token)
+    if end is None:
+        st.session_state.pop(ADMIN_TOKEN, None)
+        return None
+    st.session_state[ADMIN_TOKEN] = token
+    return dt.datetime.fromtimestamp(end, dt.timezone.utc)
+
+
+def organiser_logged_in() -> bool:
+    return not admin_password_configured() or organiser_session_end() is not None
+
+
+def log_in(password: str) -> bool:
+    if not check_admin_password(password):
+        return False
+    st.session_state[ADMIN_TOKEN] = issue_admin_session()[0]
+    st.session_state.pop(LOGGED_OUT, None)
+    return True
+
+
+def log_out() -> None:
+    st.session_state.pop(ADMIN_TOKEN, None)
+    st.session_state[LOGGED_OUT] = True
+
+
+def keep_login_cookie() -> None:
+    """Make the browser's cookie match this session's login: write it after a log-in, delete it
+    after a log-out. Streamlit cannot set a cookie from the server, so a short script in the page
+    does (st.html runs it in the page itself, so the cookie is the app's own; SameSite=Strict)."""
+    want = st.session_state.get(ADMIN_TOKEN)
+    had = st.context.cookies.get(ADMIN_COOKIE)  # as the browser sent it when this session began
+    if want:
+        in_step = want == had
+    else:  # after a log-out, keep deleting: the cookie may have been written after this session began
+        in_step = had is None and not st.session_state.get(LOGGED_OUT)
+    if in_step:
+        return
+    expires = admin_session_expiry(want) if want else 0  # 0: 1970, which deletes the cookie
+    script = (f"<script>document.cookie = {json.dumps(ADMIN_COOKIE)} + '=' + {json.dumps(want or '')}"
+              f" + '; expires=' + new Date({int(expires or 0) * 1000}).toUTCString() + '; path=/; SameSite=Strict'"
+              " + (location.protocol === 'https:' ? '; Secure' : '');</script>")
+    st.html("<style>.st-key-pluie-login-cookie {display: none;}</style>")
+    with st.container(key="pluie-login-cookie"):
+        st.html(script, unsafe_allow_javascript=True)
+
+
 def admin_page():
     """First line of every organiser's page: annotators (a ?token= link) and, when an admin
     password is configured, visitors who have not logged in see a sentence and nothing else.
@@ -44,7 +110,7 @@ def admin_page():
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")
         st.stop()
-    if admin_password_configured() and not st.session_state.get("pluie_admin"):
+    if not organiser_logged_in():
         st.warning("This page is for the campaign's organisers: log in on the app's main page first.")
         st.stop()
     return get_engine()

@@ -4,13 +4,23 @@ A token is shown once to the admin and only its sha256 is stored, so a copy of t
 does not let anyone label in somebody else's name. The admin password comes from the
 configuration, never from the repository: PLUIE_ADMIN_PASSWORD (plain), or a bcrypt hash in
 PLUIE_ADMIN_PASSWORD_HASH or in pluie_lab.toml under `[admin] password_hash`.
+
+An organiser who logs in gets a signed, expiring session token, which the app keeps in a cookie so
+that reloads and new tabs stay logged in: HMAC-SHA256 over its issue and expiry times with a key
+derived from the server's secret and the configured password, so it cannot be forged, stops at its
+expiry, and stops at once when the password, the secret or the lifetime is changed (shortened).
+Lifetime: PLUIE_ADMIN_SESSION_HOURS or `[admin] session_hours` (default 12 hours). Secret:
+PLUIE_SECRET_KEY or `[admin] secret_key`, else a random one generated once and kept in
+<data dir>/secret_key (data dir: PLUIE_DATA_DIR, default ./data).
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
 import secrets
+import time
 import tomllib
 from pathlib import Path
 from typing import Optional
@@ -18,6 +28,8 @@ from typing import Optional
 import bcrypt
 
 CONFIG_FILE = "pluie_lab.toml"
+ADMIN_COOKIE = "pluie_admin"  # the name of the cookie that carries an organiser's session token
+DEFAULT_SESSION_HOURS = 12.0
 
 
 def new_token() -> str:
@@ -29,14 +41,18 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _configured_hash() -> Optional[str]:
-    if os.environ.get("PLUIE_ADMIN_PASSWORD_HASH"):
-        return os.environ["PLUIE_ADMIN_PASSWORD_HASH"]
+def _admin_config() -> dict:
     config = Path(CONFIG_FILE)
     if config.is_file():
         with config.open("rb") as fh:
-            return tomllib.load(fh).get("admin", {}).get("password_hash") or None
-    return None
+            return tomllib.load(fh).get("admin", {})
+    return {}
+
+
+def _configured_hash() -> Optional[str]:
+    if os.environ.get("PLUIE_ADMIN_PASSWORD_HASH"):
+        return os.environ["PLUIE_ADMIN_PASSWORD_HASH"]
+    return _admin_config().get("password_hash") or None
 
 
 def admin_password_configured() -> bool:
@@ -62,3 +78,78 @@ def check_admin_password(password: str) -> bool:
 def hash_admin_password(password: str) -> str:
     """The value to put in PLUIE_ADMIN_PASSWORD_HASH or `[admin] password_hash`."""
     return bcrypt.hashpw(password.encode("utf-8"), bcrypt.gensalt()).decode("ascii")
+
+
+# ---------------------------------------------------------------- organiser sessions
+
+def admin_session_hours() -> float:
+    """How long a login lasts: PLUIE_ADMIN_SESSION_HOURS, else `[admin] session_hours`, else 12."""
+    raw = os.environ.get("PLUIE_ADMIN_SESSION_HOURS") or _admin_config().get("session_hours", DEFAULT_SESSION_HOURS)
+    try:
+        hours = float(raw)
+    except (TypeError, ValueError):
+        hours = float("nan")
+    if not hours > 0 or hours == float("inf"):
+        raise ValueError(f"The organisers' session length must be a positive number of hours, not {raw!r} "
+                         "(PLUIE_ADMIN_SESSION_HOURS or [admin] session_hours in pluie_lab.toml).")
+    return hours
+
+
+def session_secret() -> bytes:
+    """The server's signing secret: PLUIE_SECRET_KEY, else `[admin] secret_key`, else the random
+    one kept in <data dir>/secret_key (made on first use, readable by its owner only)."""
+    configured = os.environ.get("PLUIE_SECRET_KEY") or _admin_config().get("secret_key")
+    if configured:
+        return str(configured).encode("utf-8")
+    path = Path(os.environ.get("PLUIE_DATA_DIR") or "data") / "secret_key"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: use theirs
+            pass
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(48))
+    for _ in range(50):  # the file may have been created an instant ago and still be empty
+        secret = path.read_text().strip()
+        if secret:
+            return secret.encode("utf-8")
+        time.sleep(0.01)
+    raise ValueError(f"The secret file {path} is empty: delete it and a new one will be made.")
+
+
+def _session_key() -> bytes:
+    # the configured password is part of the key: changing it ends every session
+    password = os.environ.get("PLUIE_ADMIN_PASSWORD") or _configured_hash() or ""
+    return hmac.new(session_secret(), b"pluie-admin-session\0" + password.encode("utf-8"), hashlib.sha256).digest()
+
+
+def _signature(payload: str) -> str:
+    digest = hmac.new(_session_key(), payload.encode("ascii"), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def issue_admin_session(now: Optional[float] = None) -> tuple[str, float]:
+    """A new organiser session: (token, expiry as a Unix time). The token is safe in a cookie."""
+    issued = int(time.time() if now is None else now)
+    expires = issued + int(admin_session_hours() * 3600)
+    payload = f"{issued}.{expires}.{secrets.token_urlsafe(12)}"
+    return f"{payload}.{_signature(payload)}", float(expires)
+
+
+def admin_session_expiry(token: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """When this organiser session ends (Unix time), or None when the token is not a valid,
+    unexpired one signed by this server under its current password, secret and lifetime."""
+    if not token or len(token) > 200:
+        return None
+    try:
+        issued_text, expires_text, nonce, signature = token.split(".")
+        issued, expires = int(issued_text), int(expires_text)
+    except ValueError:
+        return None
+    if not hmac.compare_digest(signature, _signature(f"{issued_text}.{expires_text}.{nonce}")):
+        return None
+    now = time.time() if now is None else now
+    end = min(expires, issued + admin_session_hours() * 3600)  # a shortened lifetime applies at once
+    return float(end) if issued - 60 <= now < end else None
