@@ -10,8 +10,8 @@ st.navigation is called on every run, so the pages/ folder is never listed on it
 """
 import streamlit as st
 
-from pages.shared import FRAMED, get_engine, keep_login_cookie, log_in, log_out, organiser_session_end
-from pluie_core.auth import admin_password_configured, admin_session_hours
+from pages.shared import FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser
+from pluie_core.auth import admin_password_configured
 from worker import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
@@ -57,26 +57,9 @@ pages = {
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the
 # browser never flashes the raw pages/ file list while the first run starts (annotators included).
 navigation = st.navigation(pages, position="hidden")
-if admin_password_configured():
-    try:
-        session_hours = admin_session_hours()
-        session_end = organiser_session_end()
-    except ValueError as exc:  # a session length or secret file that cannot be used
-        st.error(str(exc))
-        st.stop()
-    if session_end is None:
-        keep_login_cookie()  # deletes a stale or logged-out cookie
-        # every page is registered above, so the address asked for (/import_pairs...) stays and
-        # is the page drawn once the password is right
-        st.title("PLUIE Lab")
-        with st.form("admin-login"):
-            password = st.text_input("Admin password", type="password")
-            if st.form_submit_button("Log in", type="primary"):
-                if log_in(password):
-                    st.rerun()
-                st.error("Wrong password.")
-        st.caption(f"A login lasts {session_hours:g} hours on this browser, reloads and new tabs included.")
-        st.stop()
+# every page is registered above, so the address asked for (/import_pairs...) stays while the
+# login form is drawn, and is the page drawn once the password is right
+require_organiser()
 with st.sidebar:
     for section, section_pages in pages.items():
         st.caption(section)
@@ -84,7 +67,7 @@ with st.sidebar:
             st.page_link(page)
 if admin_password_configured():
     st.sidebar.button("Log out", key="log-out", on_click=log_out, icon=":material/logout:",
-                      help=f"Logged in until {session_end:%Y-%m-%d %H:%M} UTC on this browser.")
+                      help=f"Logged in until {organiser_session_end():%Y-%m-%d %H:%M} UTC on this browser.")
     with st.sidebar:  # last, where its hidden element shifts nothing
         keep_login_cookie()
 else:

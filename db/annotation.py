@@ -302,9 +302,12 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
     names = [n for n in names if n]
     if not names:
         raise CampaignError("Give the annotator a name (for you; they choose their display name).")
-    if len(set(map(_same_name, names))) < len(names):
-        twice = next(n for i, n in enumerate(names) if _same_name(n) in map(_same_name, names[:i]))
-        raise CampaignError(f"“{twice}” is in the list twice: give each annotator a name of their own.")
+    seen: dict[str, str] = {}
+    for name in names:
+        if _same_name(name) in seen:
+            raise CampaignError(f"“{seen[_same_name(name)]}” is in the list twice: "
+                                "give each annotator a name of their own.")
+        seen[_same_name(name)] = name
     with write_session(engine) as session:
         # the campaign's row lock (PostgreSQL) keeps two admins from adding the same name at once
         if session.get(Campaign, campaign_id, with_for_update=True) is None:

@@ -10,6 +10,7 @@ from pluie_core.auth import (
     ADMIN_COOKIE,
     admin_password_configured,
     admin_session_expiry,
+    admin_session_hours,
     check_admin_password,
     issue_admin_session,
 )
@@ -49,23 +50,25 @@ ADMIN_TOKEN = "_pluie_admin_token"  # the organiser session token this browser s
 LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
 
 
+def _browser_cookie() -> "str | None":
+    """The login cookie as the browser sent it when this session began (AppTest has no browser)."""
+    value = st.context.cookies.get(ADMIN_COOKIE)
+    return value if isinstance(value, str) else None
+
+
 def organiser_session_end() -> "dt.datetime | None":
     """When this organiser's login ends (UTC), None when not logged in. The login is a signed,
     expiring token (pluie_core.auth) held by the session and, for reloads and new tabs, by a
     cookie that the browser sends when a session starts (st.context.cookies)."""
     token = st.session_state.get(ADMIN_TOKEN)
     if token is None and not st.session_state.get(LOGGED_OUT):
-        token = st.context.cookies.get(ADMIN_COOKIE)
+        token = _browser_cookie()
     end = admin_session_expiry(token)
     if end is None:
         st.session_state.pop(ADMIN_TOKEN, None)
         return None
     st.session_state[ADMIN_TOKEN] = token
     return dt.datetime.fromtimestamp(end, dt.timezone.utc)
-
-
-def organiser_logged_in() -> bool:
-    return not admin_password_configured() or organiser_session_end() is not None
 
 
 def log_in(password: str) -> bool:
@@ -86,7 +89,7 @@ def keep_login_cookie() -> None:
     after a log-out. Streamlit cannot set a cookie from the server, so a short script in the page
     does (st.html runs it in the page itself, so the cookie is the app's own; SameSite=Strict)."""
     want = st.session_state.get(ADMIN_TOKEN)
-    had = st.context.cookies.get(ADMIN_COOKIE)  # as the browser sent it when this session began
+    had = _browser_cookie()
     if want:
         in_step = want == had
     else:  # after a log-out, keep deleting: the cookie may have been written after this session began
@@ -102,17 +105,41 @@ def keep_login_cookie() -> None:
         st.html(script, unsafe_allow_javascript=True)
 
 
+def require_organiser() -> None:
+    """Unless an admin password is configured and this browser is logged in, draw the login form
+    and stop. The form is drawn in place of the page asked for, which is the page drawn once the
+    password is right (the address, e.g. /import_pairs, never changes)."""
+    if not admin_password_configured():
+        return
+    try:
+        hours = admin_session_hours()
+        logged_in = organiser_session_end() is not None
+    except ValueError as exc:  # a session length or secret file that cannot be used
+        st.error(str(exc))
+        st.stop()
+    if logged_in:
+        return
+    keep_login_cookie()  # deletes a stale or logged-out cookie
+    st.title("PLUIE Lab")
+    with st.form("admin-login"):
+        password = st.text_input("Admin password", type="password")
+        if st.form_submit_button("Log in", type="primary"):
+            if log_in(password):
+                st.rerun()
+            st.error("Wrong password.")
+    st.caption(f"A login lasts {hours:g} hours on this browser, reloads and new tabs included.")
+    st.stop()
+
+
 def admin_page():
-    """First line of every organiser's page: annotators (a ?token= link) and, when an admin
-    password is configured, visitors who have not logged in see a sentence and nothing else.
-    app.py routes them away already; this keeps each page closed on its own too."""
+    """First line of every organiser's page: annotators (a ?token= link) see a sentence and
+    nothing else and, when an admin password is configured, visitors who have not logged in see
+    the login form. app.py does the same already; this keeps each page closed on its own too."""
     _through_app()
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")
         st.stop()
-    if not organiser_logged_in():
-        st.warning("This page is for the campaign's organisers: log in on the app's main page first.")
-        st.stop()
+    require_organiser()
     return get_engine()
 
 

@@ -29,7 +29,10 @@ def label_everything(engine, annotator_id, level=2, limit=1000):
         if item is None:
             return served
         served.append(item.pair_id)
-        ann.record_label(engine, annotator_id, item.position, level, 1.5)
+        try:
+            ann.record_label(engine, annotator_id, item.position, level, 1.5)
+        except ann.StaleAnswerError:  # the same link in a second tab answered this pair first
+            pass
     raise AssertionError("serving never ended")
 
 
@@ -125,7 +128,7 @@ def test_back_changes_the_answer_and_adds_time(engine, dataset):
     ann.serve_next(engine, aid)
     previous = ann.served_at(engine, aid, item.position)
     assert previous.level == 1 and previous.top == item.top  # same sentence on top as first shown
-    ann.record_label(engine, aid, item.position, 3, 4.0)
+    ann.record_label(engine, aid, item.position, 3, 4.0, replacing=1)  # "back" showed answer 1
     with read_session(engine) as s:
         label = s.scalar(select(Label).where(Label.pair_id == item.pair_id))
     assert (label.level, label.seconds_spent, label.source_on_top) == (3, 6.0, item.source_on_top)

@@ -1,0 +1,177 @@
+"""Issue 14, points 2 and 8, against a real SQLite file: an answer is written only over what the
+annotator's tab showed (a stale tab is refused, the stored label kept), annotator names are unique
+within a campaign, and a lost personal link is replaced for the same annotator."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
+
+from db import annotation as ann
+from db.engine import read_session
+from db.models import Annotator, Assignment, Label
+from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.paths import REPO
+
+APP = str(REPO / "app.py")
+
+
+@pytest.fixture
+def campaign(engine):
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(20))
+    return ann.create_campaign(engine, "Pilot", [ds], n_training=2, quota=3, overlap=1)
+
+
+@pytest.fixture
+def store(db_url, engine, monkeypatch, tmp_path):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    monkeypatch.chdir(REPO)
+    return engine
+
+
+def store_rows(engine) -> tuple[list, list]:
+    with read_session(engine) as s:
+        labels = s.execute(select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent,
+                                  Label.updated_at).order_by(Label.id)).all()
+        assignments = s.execute(select(Assignment.id, Assignment.position, Assignment.done_at)
+                                .order_by(Assignment.id)).all()
+    return labels, assignments
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(e.value for kind in ("markdown", "caption", "error", "success", "info", "warning", "code")
+                     for e in at.get(kind) if isinstance(getattr(e, "value", None), str))
+
+
+# ---------------------------------------------------------------- 2. a second tab never overwrites
+
+def test_a_stale_tab_cannot_replace_an_answer(engine, campaign):
+    aid, _ = ann.create_annotator(engine, campaign, "a")
+    shown_in_a = ann.serve_next(engine, aid)
+    shown_in_b = ann.serve_next(engine, aid)  # the same link open in a second tab: the same pair
+    assert shown_in_a == shown_in_b and shown_in_b.level is None
+    ann.record_label(engine, aid, shown_in_a.position, 1, 2.0)  # tab A answers
+    before = store_rows(engine)
+    with pytest.raises(ann.StaleAnswerError, match="already answered in another tab.*“Slightly similar”"):
+        ann.record_label(engine, aid, shown_in_b.position, 3, 5.0)  # then tab B, on what it showed
+    assert store_rows(engine) == before  # nothing written: level 1, 2.0 s, one label
+
+    # "back" is the one way to change it, and only over the answer that "back" showed
+    back_in_a = ann.served_at(engine, aid, shown_in_a.position)
+    back_in_b = ann.served_at(engine, aid, shown_in_a.position)
+    assert back_in_a.level == back_in_b.level == 1
+    ann.record_label(engine, aid, back_in_a.position, 2, 1.0, replacing=back_in_a.level)
+    before = store_rows(engine)
+    with pytest.raises(ann.StaleAnswerError, match="changed in another tab.*now “Mostly similar”"):
+        ann.record_label(engine, aid, back_in_b.position, 0, 1.0, replacing=back_in_b.level)
+    assert store_rows(engine) == before
+    with read_session(engine) as s:
+        assert s.execute(select(Label.level, Label.seconds_spent)).all() == [(2, 3.0)]
+    # a "change" of a pair never answered is refused as well: it is not what that tab showed
+    current = ann.serve_next(engine, aid)
+    with pytest.raises(ann.StaleAnswerError):
+        ann.record_label(engine, aid, current.position, 0, 1.0, replacing=2)
+    assert ann.progress(engine, aid).training_done == 1
+
+
+def test_two_tabs_of_one_link_in_the_app(store, campaign):
+    """Two AppTest sessions on one personal link stand for two tabs: B's answer to the pair that
+    A has just answered is refused with a sentence, A's label stays, and B is shown the current pair."""
+    aid, token = ann.create_annotator(store, campaign, "a")
+    ann.set_annotator_profile(store, aid, "Ann", "good")
+    tabs = []
+    for _ in range(2):
+        at = AppTest.from_file(APP, default_timeout=30)
+        at.query_params["token"] = token
+        tabs.append(at.run())
+    tab_a, tab_b = tabs
+    assert tab_a.button(key="answer-1-0") and tab_b.button(key="answer-3-0")
+    tab_a.button(key="answer-1-0").click().run()
+    tab_b.button(key="answer-3-0").click().run()
+    assert not tab_b.exception
+    assert [e.value for e in tab_b.error] == [
+        "This pair was already answered in another tab or window (“Slightly similar”): "
+        "the answer you just gave was not saved. Here is your current pair."]
+    assert "Training 2 / 2" in tab_b.get("progress")[0].proto.text  # the pair tab A is on now
+    assert [b.key for b in tab_b.button if (b.key or "").startswith("answer-0-")] == ["answer-0-1"]
+    with read_session(store) as s:
+        assert s.execute(select(Label.level)).scalars().all() == [1]
+
+
+# ---------------------------------------------------------------- 8. names and new links
+
+def test_annotator_names_are_unique_within_a_campaign_all_or_nothing(engine, campaign):
+    created = ann.create_annotators(engine, campaign, ["Alice", "Bob"])
+    assert [name for _, name, _ in created] == ["Alice", "Bob"]
+    with pytest.raises(ann.CampaignError, match="already has an annotator called “Alice”"):
+        ann.create_annotator(engine, campaign, "  alice ")
+    with pytest.raises(ann.CampaignError, match="already has an annotator called “Bob”"):
+        ann.create_annotators(engine, campaign, ["Carol", "BOB"])
+    with pytest.raises(ann.CampaignError, match="“Dan” is in the list twice"):
+        ann.create_annotators(engine, campaign, ["Dan", "Eve", "dan"])
+    with read_session(engine) as s:  # all or nothing: neither Carol nor Dan nor Eve was created
+        assert s.scalars(select(Annotator.name).order_by(Annotator.id)).all() == ["Alice", "Bob"]
+    ann.revoke_annotator(engine, created[0][0])  # a revoked annotator keeps the name too
+    with pytest.raises(ann.CampaignError, match="Replace a lost link"):
+        ann.create_annotator(engine, campaign, "Alice")
+    other = ann.create_campaign(engine, "Other", [ann.dataset_choices(engine)[0][0]], n_training=0)
+    ann.create_annotator(engine, other, "Alice")  # another campaign is another list
+
+
+def test_display_names_are_unique_within_a_campaign(engine, campaign):
+    (a, _), (b, _) = ann.create_annotator(engine, campaign, "a"), ann.create_annotator(engine, campaign, "b")
+    ann.set_annotator_profile(engine, a, "Marie  Curie", "native")
+    with pytest.raises(ann.CampaignError, match="already goes by “marie curie”"):
+        ann.set_annotator_profile(engine, b, " marie curie", "good")
+    assert ann.annotator_view(engine, b).needs_profile
+    ann.set_annotator_profile(engine, a, "Marie Curie", "advanced")  # one's own name again is fine
+    ann.set_annotator_profile(engine, b, "Marie C.", "good")
+    assert ann.annotator_view(engine, a).display_name == "Marie Curie"
+
+
+def test_a_new_link_keeps_the_annotator_and_their_labels(engine, campaign):
+    aid, old = ann.create_annotator(engine, campaign, "Alice")
+    for level in (0, 1, 2):
+        item = ann.serve_next(engine, aid)
+        ann.record_label(engine, aid, item.position, level, 1.0)
+    reserved = ann.serve_next(engine, aid)
+    new = ann.new_link(engine, aid)
+    assert new != old and ann.annotator_for_token(engine, old) is None
+    assert ann.annotator_for_token(engine, new).id == aid
+    assert ann.serve_next(engine, aid) == reserved  # the same place in the queue
+    ann.revoke_annotator(engine, aid)
+    again = ann.new_link(engine, aid)  # a new link also reopens a revoked annotator
+    assert ann.annotator_for_token(engine, new) is None and ann.annotator_for_token(engine, again).id == aid
+    with read_session(engine) as s:
+        assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [0, 1, 2]
+        assert s.scalar(select(Annotator.name).where(Annotator.id == aid)) == "Alice"
+        assert len(s.scalars(select(Annotator.id)).all()) == 1
+    assert ann.progress(engine, aid).done == 1 and ann.progress(engine, aid).training_done == 2
+    with pytest.raises(ann.CampaignError, match="does not exist"):
+        ann.new_link(engine, aid + 100)
+
+
+def test_the_campaign_page_refuses_a_duplicate_and_issues_a_new_link(store, campaign):
+    aid, old = ann.create_annotator(store, campaign, "Alice")
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/campaigns.py").run()
+    next(t for t in at.text_area if t.label.startswith("New annotators")).input("Bob\nalice")
+    next(b for b in at.button if b.label == "Create personal links").click().run()
+    assert not at.exception
+    assert any("already has an annotator called “Alice”" in e.value for e in at.error)
+    assert [r["name"] for r in ann.annotator_rows(store, campaign)] == ["Alice"]  # Bob neither
+
+    lost = next(s for s in at.selectbox if s.label == "Replace a lost link")
+    lost.select(aid)
+    at.run()
+    next(b for b in at.button if b.label == "New link").click().run()
+    assert not at.exception
+    links = at.code[0].value
+    assert links.startswith("Alice: ") and "?token=" in links
+    token = links.split("?token=")[1].strip()
+    assert ann.annotator_for_token(store, token).id == aid and ann.annotator_for_token(store, old) is None
+    assert "Alice's old link no longer works" in texts(at)

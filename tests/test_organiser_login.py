@@ -1,0 +1,100 @@
+"""Issue 14, point 1: the organiser's login is a signed, expiring token (pluie_core.auth) that the
+app keeps across reloads in a cookie; the page asked for is the page drawn after logging in.
+The cookie itself, reloads and new tabs are covered in the real browser (test_browser_organiser.py)."""
+from __future__ import annotations
+
+import os
+import stat
+
+import bcrypt
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pluie_core.auth import admin_session_expiry, admin_session_hours, issue_admin_session, session_secret
+from tests.paths import REPO
+
+APP = str(REPO / "app.py")
+HOUR = 3600
+
+
+@pytest.fixture
+def config(monkeypatch, tmp_path):
+    """No configuration but what a test sets: a fresh working directory and data dir."""
+    for name in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH", "PLUIE_ADMIN_SESSION_HOURS",
+                 "PLUIE_SECRET_KEY", "PLUIE_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "correct horse")
+    return tmp_path
+
+
+def test_a_session_token_is_signed_and_expires(config, monkeypatch):
+    token, expires = issue_admin_session(now=1_000_000)
+    assert expires == 1_000_000 + 12 * HOUR  # the default lifetime
+    assert admin_session_expiry(token, now=1_000_000 + 11.9 * HOUR) == expires
+    assert admin_session_expiry(token, now=expires) is None  # expired
+    assert admin_session_expiry(token, now=1_000_000 - HOUR) is None  # not yet issued
+    issued, end, nonce, signature = token.split(".")
+    for forged in (f"{issued}.{int(end) + HOUR}.{nonce}.{signature}",  # a later expiry, same signature
+                   f"{issued}.{end}.{nonce}.{signature[:-2]}", "", "a.b.c.d", "x" * 500, None):
+        assert admin_session_expiry(forged, now=1_000_000 + 1) is None
+    assert token != issue_admin_session(now=1_000_000)[0]  # every login is a new token
+
+    # the secret was made once, kept in the data dir (./data by default), readable by its owner only
+    secret_file = config / "data" / "secret_key"
+    assert stat.S_IMODE(os.stat(secret_file).st_mode) == 0o600 and session_secret() == secret_file.read_bytes().strip()
+    # a changed password, secret or a shorter lifetime ends the sessions already given
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "new password")
+    assert admin_session_expiry(token, now=1_000_001) is None
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "correct horse")
+    assert admin_session_expiry(token, now=1_000_001) == expires
+    monkeypatch.setenv("PLUIE_ADMIN_SESSION_HOURS", "2")
+    assert admin_session_expiry(token, now=1_000_000 + 3 * HOUR) is None
+    assert admin_session_expiry(token, now=1_000_000 + HOUR) == 1_000_000 + 2 * HOUR
+    monkeypatch.setenv("PLUIE_SECRET_KEY", "another secret")
+    assert admin_session_expiry(token, now=1_000_001) is None
+
+
+def test_session_length_and_secret_from_the_configuration(config, monkeypatch):
+    hashed = bcrypt.hashpw(b"from-toml", bcrypt.gensalt(4)).decode()
+    (config / "pluie_lab.toml").write_text(
+        f'[admin]\npassword_hash = "{hashed}"\nsession_hours = 0.5\nsecret_key = "kept in the file"\n')
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD")
+    assert admin_session_hours() == 0.5 and session_secret() == b"kept in the file"
+    token, expires = issue_admin_session(now=0)
+    assert expires == 1800 and not (config / "data").exists()
+    monkeypatch.setenv("PLUIE_ADMIN_SESSION_HOURS", "24")  # the environment wins
+    assert admin_session_hours() == 24
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(config / "elsewhere"))
+    monkeypatch.setenv("PLUIE_SECRET_KEY", "")
+    (config / "pluie_lab.toml").write_text('[admin]\npassword_hash = "x"\n')
+    session_secret()
+    assert (config / "elsewhere" / "secret_key").is_file()
+    for bad in ("0", "-1", "soon", "inf"):
+        monkeypatch.setenv("PLUIE_ADMIN_SESSION_HOURS", bad)
+        with pytest.raises(ValueError, match="positive number of hours"):
+            admin_session_hours()
+
+
+def test_login_lands_on_the_page_asked_for(config, monkeypatch, db_url, engine):
+    """The page asked for draws the login form in its place and, once the password is right, is
+    the page drawn (AppTest runs a switched-to page on its own, as a fresh server's first visit
+    does; the app's own frame, reloads and log-out are checked in the browser)."""
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(config))
+    monkeypatch.chdir(REPO)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert [t.label for t in at.text_input] == ["Admin password"]
+    assert "A login lasts 12 hours on this browser" in at.caption[0].value
+    at.switch_page("pages/campaigns.py").run()  # e.g. a shared link to /campaigns
+    assert [t.label for t in at.text_input] == ["Admin password"] and [t.value for t in at.title] == ["PLUIE Lab"]
+    at.text_input[0].input("wrong")
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == ["Wrong password."]
+    at.text_input[0].input("correct horse")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Labelling campaigns"]  # the page asked for, not Datasets
+    at.switch_page("pages/thresholds.py").run()  # and the login holds from page to page
+    assert "Admin password" not in [t.label for t in at.text_input] and not at.exception
