@@ -12,6 +12,7 @@ from pluie_core.auth import (
     admin_session_expiry,
     admin_session_hours,
     check_admin_password,
+    end_admin_session,
     issue_admin_session,
 )
 
@@ -80,7 +81,7 @@ def log_in(password: str) -> bool:
 
 
 def log_out() -> None:
-    st.session_state.pop(ADMIN_TOKEN, None)
+    end_admin_session(st.session_state.pop(ADMIN_TOKEN, None))  # refused from now on, cookie or not
     st.session_state[LOGGED_OUT] = True
 
 

@@ -11,7 +11,8 @@ derived from the server's secret and the configured password, so it cannot be fo
 expiry, and stops at once when the password, the secret or the lifetime is changed (shortened).
 Lifetime: PLUIE_ADMIN_SESSION_HOURS or `[admin] session_hours` (default 12 hours). Secret:
 PLUIE_SECRET_KEY or `[admin] secret_key`, else a random one generated once and kept in
-<data dir>/secret_key (data dir: PLUIE_DATA_DIR, default ./data).
+<data dir>/secret_key (data dir: PLUIE_DATA_DIR, default ./data). Logging out ends that token
+for good on this server (<data dir>/logged_out_sessions), not only in the browser that had it.
 """
 from __future__ import annotations
 
@@ -95,13 +96,17 @@ def admin_session_hours() -> float:
     return hours
 
 
+def _data_dir() -> Path:
+    return Path(os.environ.get("PLUIE_DATA_DIR") or "data")
+
+
 def session_secret() -> bytes:
     """The server's signing secret: PLUIE_SECRET_KEY, else `[admin] secret_key`, else the random
     one kept in <data dir>/secret_key (made on first use, readable by its owner only)."""
     configured = os.environ.get("PLUIE_SECRET_KEY") or _admin_config().get("secret_key")
     if configured:
         return str(configured).encode("utf-8")
-    path = Path(os.environ.get("PLUIE_DATA_DIR") or "data") / "secret_key"
+    path = _data_dir() / "secret_key"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -152,4 +157,36 @@ def admin_session_expiry(token: Optional[str], now: Optional[float] = None) -> O
         return None
     now = time.time() if now is None else now
     end = min(expires, issued + admin_session_hours() * 3600)  # a shortened lifetime applies at once
-    return float(end) if issued - 60 <= now < end else None
+    if not issued - 60 <= now < end or signature in _logged_out():
+        return None
+    return float(end)
+
+
+def _logged_out_file() -> Path:
+    return _data_dir() / "logged_out_sessions"
+
+
+def _logged_out() -> set[str]:
+    path = _logged_out_file()
+    if not path.is_file():
+        return set()
+    return {line.split()[1] for line in path.read_text().splitlines() if len(line.split()) == 2}
+
+
+def end_admin_session(token: Optional[str]) -> None:
+    """Log out: this token is refused from now on, even where a copy of it survives (a cookie
+    not yet deleted, another tab). Kept in <data dir>/logged_out_sessions until it expires anyway."""
+    end = admin_session_expiry(token)
+    if end is None:
+        return
+    path = _logged_out_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:  # one short line: appends of concurrent log-outs do not mix
+        fh.write(f"{int(end)} {token.rsplit('.', 1)[1]}\n")
+    if path.stat().st_size > 64_000:  # forget the sessions that have expired by now
+        now = time.time()
+        lines = [line for line in path.read_text().splitlines()
+                 if len(parts := line.split()) == 2 and parts[0].isdigit() and int(parts[0]) > now]
+        fresh = path.with_suffix(".tmp")
+        fresh.write_text("".join(f"{line}\n" for line in lines))
+        os.replace(fresh, path)

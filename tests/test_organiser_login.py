@@ -10,7 +10,13 @@ import bcrypt
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pluie_core.auth import admin_session_expiry, admin_session_hours, issue_admin_session, session_secret
+from pluie_core.auth import (
+    admin_session_expiry,
+    admin_session_hours,
+    end_admin_session,
+    issue_admin_session,
+    session_secret,
+)
 from tests.paths import REPO
 
 APP = str(REPO / "app.py")
@@ -53,6 +59,16 @@ def test_a_session_token_is_signed_and_expires(config, monkeypatch):
     assert admin_session_expiry(token, now=1_000_000 + HOUR) == 1_000_000 + 2 * HOUR
     monkeypatch.setenv("PLUIE_SECRET_KEY", "another secret")
     assert admin_session_expiry(token, now=1_000_001) is None
+
+
+def test_log_out_ends_that_session_only_and_for_good(config):
+    mine, _ = issue_admin_session()
+    colleague, _ = issue_admin_session()
+    end_admin_session(mine)
+    assert admin_session_expiry(mine) is None and admin_session_expiry(colleague) is not None
+    assert (config / "data" / "logged_out_sessions").read_text().count("\n") == 1
+    end_admin_session("forged.token")  # nothing to end: nothing written
+    assert (config / "data" / "logged_out_sessions").read_text().count("\n") == 1
 
 
 def test_session_length_and_secret_from_the_configuration(config, monkeypatch):
