@@ -312,7 +312,8 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
         # the campaign's row lock (PostgreSQL) keeps two admins from adding the same name at once
         if session.get(Campaign, campaign_id, with_for_update=True) is None:
             raise CampaignError("This campaign does not exist (any more).")
-        taken = {_same_name(n): n for n in session.scalars(select(Annotator.name).where(Annotator.campaign_id == campaign_id))}
+        existing = session.scalars(select(Annotator.name).where(Annotator.campaign_id == campaign_id))
+        taken = {_same_name(n): n for n in existing}
         clash = next((n for n in names if _same_name(n) in taken), None)
         if clash is not None:
             raise CampaignError(
@@ -321,7 +322,8 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
         created = []
         for name in names:
             token = new_token()
-            annotator = Annotator(name=name[:200], campaign_id=campaign_id, token_hash=hash_token(token), is_external=False)
+            annotator = Annotator(name=name[:200], campaign_id=campaign_id, token_hash=hash_token(token),
+                                  is_external=False)
             session.add(annotator)
             session.flush()
             created.append((annotator.id, annotator.name, token))

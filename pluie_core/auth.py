@@ -85,7 +85,8 @@ def hash_admin_password(password: str) -> str:
 
 def admin_session_hours() -> float:
     """How long a login lasts: PLUIE_ADMIN_SESSION_HOURS, else `[admin] session_hours`, else 12."""
-    raw = os.environ.get("PLUIE_ADMIN_SESSION_HOURS") or _admin_config().get("session_hours", DEFAULT_SESSION_HOURS)
+    raw = os.environ.get("PLUIE_ADMIN_SESSION_HOURS") or _admin_config().get("session_hours",
+                                                                              DEFAULT_SESSION_HOURS)
     try:
         hours = float(raw)
     except (TypeError, ValueError):
@@ -127,11 +128,12 @@ def session_secret() -> bytes:
 def _session_key() -> bytes:
     # the configured password is part of the key: changing it ends every session
     password = os.environ.get("PLUIE_ADMIN_PASSWORD") or _configured_hash() or ""
-    return hmac.new(session_secret(), b"pluie-admin-session\0" + password.encode("utf-8"), hashlib.sha256).digest()
+    context = b"pluie-admin-session\0" + password.encode("utf-8")
+    return hmac.new(session_secret(), context, hashlib.sha256).digest()
 
 
 def _signature(payload: str) -> str:
-    digest = hmac.new(_session_key(), payload.encode("ascii"), hashlib.sha256).digest()
+    digest = hmac.new(_session_key(), payload.encode("utf-8"), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
@@ -153,7 +155,8 @@ def admin_session_expiry(token: Optional[str], now: Optional[float] = None) -> O
         issued, expires = int(issued_text), int(expires_text)
     except ValueError:
         return None
-    if not hmac.compare_digest(signature, _signature(f"{issued_text}.{expires_text}.{nonce}")):
+    expected = _signature(f"{issued_text}.{expires_text}.{nonce}")
+    if not hmac.compare_digest(signature.encode("utf-8"), expected.encode("utf-8")):
         return None
     now = time.time() if now is None else now
     end = min(expires, issued + admin_session_hours() * 3600)  # a shortened lifetime applies at once

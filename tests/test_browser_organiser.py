@@ -121,7 +121,8 @@ def test_a_stale_tab_is_refused_and_the_stored_answer_kept(locked_app, browser):
     assert tab_b.locator("[data-testid='pluie-top']").inner_text() != first_pair
     assert tab_b.locator("[data-testid='stProgress']").first.inner_text().startswith("1 / 3")
     with read_session(engine) as s:
-        assert s.execute(select(Label.level).where(Label.annotator_id == aid)).scalars().all() == [2]  # tab A's answer, kept
+        # tab A's answer, kept
+        assert s.execute(select(Label.level).where(Label.annotator_id == aid)).scalars().all() == [2]
 
     # "back" is the one way to change an answer
     tab_b.get_by_role("button", name="← Back").click()

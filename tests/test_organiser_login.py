@@ -42,7 +42,8 @@ def test_a_session_token_is_signed_and_expires(config, monkeypatch):
     assert admin_session_expiry(token, now=1_000_000 - HOUR) is None  # not yet issued
     issued, end, nonce, signature = token.split(".")
     for forged in (f"{issued}.{int(end) + HOUR}.{nonce}.{signature}",  # a later expiry, same signature
-                   f"{issued}.{end}.{nonce}.{signature[:-2]}", "", "a.b.c.d", "x" * 500, None):
+                   f"{issued}.{end}.{nonce}.{signature[:-2]}", f"{issued}.{end}.é.{signature}",
+                   f"{issued}.{end}.{nonce}.é{signature[1:]}", "", "a.b.c.d", "x" * 500, None):
         assert admin_session_expiry(forged, now=1_000_000 + 1) is None
     assert token != issue_admin_session(now=1_000_000)[0]  # every login is a new token
 
