@@ -139,6 +139,7 @@ def import_pairs(
         if "external_id" in pairs.columns else [None] * n
     )
     meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * n
+    _refuse_nul(name, description, source_list, hypothesis_list, external_ids, meta_records, annotator_columns)
 
     with write_session(engine) as session:
         dataset = session.scalar(select(Dataset).where(Dataset.name == name))
@@ -244,6 +245,33 @@ def import_pairs(
             n_queued=n_queued,
             n_kept_duplicates=repeats_kept,
         )
+
+
+def _has_nul(value) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_records, annotator_columns) -> None:
+    """No store holds a NUL character in text (PostgreSQL refuses it, SQLite would keep it): refuse
+    it here, before any write, with the same sentence on every store. Files read with
+    pluie_core.io.load_pairs never get here with one: it removes control characters."""
+    advice = "remove it (pluie_core.io.load_pairs removes control characters from files)."
+    for what, value in (("dataset name", name), ("description", description)):
+        if _has_nul(value):
+            raise ImportRejected(f"The {what} contains a NUL character (0x00); {advice}")
+    for column in annotator_columns:
+        if _has_nul(str(column)):
+            raise ImportRejected(f"The annotator column {str(column)!r} contains a NUL character (0x00); {advice}")
+    for what, values in (("source", sources), ("hypothesis", hypotheses), ("pair id", external_ids)):
+        for i, value in enumerate(values):
+            if _has_nul(value):
+                raise ImportRejected(f"Pair {i + 1}: the {what} contains a NUL character (0x00); {advice}")
+    for i, meta in enumerate(meta_records):
+        if meta is not None:
+            for key, value in meta.items():
+                if _has_nul(str(key)) or _has_nul(value):
+                    raise ImportRejected(
+                        f"Pair {i + 1}: the column {str(key)!r} contains a NUL character (0x00); {advice}")
 
 
 def delete_dataset(engine: Engine, dataset_id: int) -> None:

@@ -39,6 +39,14 @@ a tab, a carriage return or another apostrophe is removed, so that our own CSV e
 (pluie_core.export_format), which adds it to keep spreadsheets from running formulas, reads
 back unchanged.
 
+NUL characters (0x00) are removed from every cell and column name, in every format, with a
+warning naming the lines (records, sheet rows) they were on: no store can hold one in text
+(PostgreSQL refuses it), none is ever part of a sentence, and removing them gives the same pairs
+on every store. Other control characters are kept as the file has them: every store holds them
+alike, and published benchmarks contain a few (MRPC train line 1766 writes an apostrophe as
+0x12) that removing would change. A file with NUL in half its bytes is UTF-16 text and is
+refused with a request to save it as UTF-8.
+
 Every problem a user can cause raises PairFileError (a ValueError) with one or two sentences
 naming the line / record and the problem; nothing is returned half-read.
 """
@@ -81,6 +89,7 @@ LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", 
 ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
 MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
 # The apostrophe our CSV export puts before formula-like text (see export_format).
+NUL = "\x00"  # removed from every cell and column name (see the module's docstring)
 SPREADSHEET_MARKER = re.compile(
     "^" + re.escape(TEXT_MARKER) + "(?=[" + re.escape("".join(FORMULA_TRIGGERS) + TEXT_MARKER) + "])"
 )
@@ -154,6 +163,10 @@ def _own_columns(df: pd.DataFrame) -> dict:
 # -- reading bytes and choosing the reader ---------------------------------------------------
 
 def _read_raw(path_or_buffer, format: str, max_bytes: int) -> RawTable:
+    return _without_nul(_read_raw_table(path_or_buffer, format, max_bytes))
+
+
+def _read_raw_table(path_or_buffer, format: str, max_bytes: int) -> RawTable:
     if format not in FORMATS:
         raise PairFileError(f"Unknown format {format!r}; choose one of: {', '.join(FORMATS)}.")
     data, name = _read_bytes(path_or_buffer, max_bytes)
@@ -207,6 +220,8 @@ def _looks_like_excel(data: bytes, name: str) -> bool:
 
 
 def _decode(data: bytes) -> str:
+    if data.count(b"\x00") * 4 >= len(data):
+        raise PairFileError("The file looks like UTF-16 text (every other byte is NUL); save it as UTF-8 and try again.")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -431,6 +446,39 @@ def _duplicates(pairs: pd.DataFrame, raw: RawTable,
         kept = "the first of their pair" if keep else "the pair kept"
         warnings.append(f"{int((~same).sum())} of the {'kept' if keep else 'skipped'} duplicates had a different label from {kept}.")
     return duplicated, duplicates, warnings
+
+
+def _without_nul(raw: RawTable) -> RawTable:
+    """Remove NUL characters from every text cell and column name, with a warning that names
+    the rows (and the header) they were found on."""
+    table, found_rows = raw.table, np.zeros(len(raw.table), dtype=bool)
+    for column in table.columns:
+        values = table[column]
+        if values.dtype != object and not pd.api.types.is_string_dtype(values):
+            continue
+        hit = values.map(lambda v: isinstance(v, str) and NUL in v).to_numpy(dtype=bool)
+        if hit.any():
+            table = table.copy() if table is raw.table else table
+            table[column] = values.map(lambda v: v.replace(NUL, "") if isinstance(v, str) else v)
+            found_rows |= hit
+    header = [c for c in table.columns if isinstance(c, str) and NUL in c]
+    if header:
+        table = table.rename(columns={c: c.replace(NUL, "") for c in header})
+    if not header and not found_rows.any():
+        return raw
+    positions = np.flatnonzero(found_rows)
+    places = [f"{raw.row_word.lower()} {int(raw.rows[i])}" for i in positions[:10]]
+    if len(positions) > 10:
+        places.append(f"{len(positions) - 10} more")
+    if header:
+        places.insert(0, "the header")
+    raw.table = table
+    raw.warnings.append(f"NUL characters (0x00) were removed from {_listed(places)}.")
+    return raw
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:

@@ -2,6 +2,7 @@
 
 Store cases run on a SQLite file and on PostgreSQL (the store_url fixture)."""
 import json
+import re
 from collections import Counter
 
 import pandas as pd
@@ -118,3 +119,93 @@ def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_build
     assert len(skipped) == 2
     expected = PluieScorer(model).score(pairs.source, pairs.hypothesis)
     assert kept["pluie"].to_numpy() == pytest.approx(expected, abs=1e-4)
+
+
+# -- 1. NUL: removed with a warning naming the lines, the same pairs on every store -------------
+
+NUL_CSV = (
+    "source,hypothesis,label,note\n"
+    "The cat drinks water.,The cat drinks milk.,0,plain\n"
+    "A man is\x00 sleeping.,A man sleeps.,1,a NUL in the source\n"
+    "Have you ever seen a tsunami ?,Have you ever seen a tiramisu ?,0,bell\x07 in the note\n"
+    "A river.,A long\x1f river.,1,unit separator in the hypothesis\n"
+)
+
+
+def stored_pairs(engine, name):
+    with read_session(engine) as session:
+        return session.execute(
+            sa.select(Pair.source, Pair.hypothesis, Pair.gold_label, Pair.meta).join(Dataset)
+            .where(Dataset.name == name).order_by(Pair.id)
+        ).all()
+
+
+def table_counts(engine):
+    with engine.connect() as connection:
+        names = [n for n in sa.inspect(engine).get_table_names() if n != "alembic_version"]
+        return {n: connection.exec_driver_sql(f"SELECT COUNT(*) FROM {n}").scalar() for n in names}
+
+
+def test_a_file_with_nul_bytes_imports_the_same_clean_pairs_on_every_store(store, tmp_path):
+    """The same file on SQLite and PostgreSQL: NUL removed, the line named, the same pairs."""
+    path = tmp_path / "nul.csv"
+    path.write_bytes(NUL_CSV.encode("utf-8"))
+    pairs = load_pairs(path)
+    assert pairs.attrs["warnings"] == ["NUL characters (0x00) were removed from line 3."]
+    result = import_file(store, path, name="nul")
+    assert result.n_pairs == 4
+    assert [tuple(r) for r in stored_pairs(store, "nul")] == [
+        ("The cat drinks water.", "The cat drinks milk.", 0.0, {"note": "plain"}),
+        ("A man is sleeping.", "A man sleeps.", 1.0, {"note": "a NUL in the source"}),
+        # other control characters are kept: every store holds them alike
+        ("Have you ever seen a tsunami ?", "Have you ever seen a tiramisu ?", 0.0, {"note": "bell\x07 in the note"}),
+        ("A river.", "A long\x1f river.", 1.0, {"note": "unit separator in the hypothesis"}),
+    ]
+
+
+def test_nul_in_json_ids_and_in_a_header_is_removed_and_named(tmp_path):
+    path = tmp_path / "nul.json"
+    path.write_text(json.dumps([{"id": "p\x001", "source": "a b", "hypothesis": "a c", "extra\x00": "x"},
+                                {"id": "p2", "source": "c d", "hypothesis": "c\x00 e", "extra\x00": "y"}]))
+    pairs = load_pairs(path)
+    assert pairs["external_id"].tolist() == ["p1", "p2"]
+    assert pairs["hypothesis"].tolist() == ["a c", "c e"]
+    assert pairs["extra"].tolist() == ["x", "y"]
+    assert pairs.attrs["warnings"] == ["NUL characters (0x00) were removed from the header, record 1 and record 2."]
+
+
+def test_a_utf16_file_is_refused_with_one_sentence(tmp_path):
+    from pluie_core.io import PairFileError
+
+    path = tmp_path / "utf16.csv"
+    path.write_bytes("source,hypothesis\nThe cat drinks.,The cat drinks milk.\n".encode("utf-16-le"))
+    with pytest.raises(PairFileError, match="UTF-16 text .* save it as UTF-8"):
+        load_pairs(path)
+
+
+@pytest.mark.parametrize("column, expected", [
+    ("source", "Pair 2: the source contains a NUL character (0x00)"),
+    ("hypothesis", "Pair 2: the hypothesis contains a NUL character (0x00)"),
+    ("external_id", "Pair 2: the pair id contains a NUL character (0x00)"),
+    ("topic", "Pair 2: the column 'topic' contains a NUL character (0x00)"),
+])
+def test_a_frame_with_nul_is_refused_the_same_way_on_every_store(store, column, expected):
+    from db.datasets import ImportRejected
+
+    import_pairs(store, "existing", pd.DataFrame({"source": ["x"], "hypothesis": ["y"]}))
+    before = table_counts(store)
+    frame = pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"], "external_id": ["1", "2"],
+                          "topic": ["t", "u"], "label": [0, 1]})
+    frame.loc[1, column] = frame.loc[1, column] + "\x00!"
+    with pytest.raises(ImportRejected, match=re.escape(expected)):
+        import_pairs(store, "nul", frame)
+    with pytest.raises(ImportRejected, match=re.escape(expected)):
+        import_pairs(store, "existing", frame, append=True)
+    assert table_counts(store) == before
+
+
+def test_other_control_characters_of_a_published_benchmark_are_kept():
+    """MRPC train writes one apostrophe as 0x12 (line 1766): the benchmark's sentence stays as published."""
+    pairs = load_pairs(DATASETS / "mrpc" / "msr_paraphrase_train.txt")
+    assert pairs["source"].str.contains("Treasury\x12s long-range plan", regex=False).sum() == 1
+    assert not any("NUL" in w for w in pairs.attrs["warnings"])
