@@ -113,6 +113,8 @@ cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", l
 cols[2].metric("Gold labels", int(pairs["label"].notna().sum()) if "label" in pairs else 0)
 cols[3].metric("Annotators", len(annotators))
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
+for note in attrs.get("notes") or []:
+    st.info(note)
 for warning in attrs.get("warnings") or []:
     st.warning(warning)
 if attrs.get("duplicates"):

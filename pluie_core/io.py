@@ -24,6 +24,8 @@ df.attrs
     keep_duplicates  whether the repeats were kept (True: every row of the file is a pair, as
                  benchmarks count them) or dropped (False, the default: right for labelling)
     warnings     [str, ...]
+    notes        [str, ...]: how the file was read where it could surprise, e.g. labels
+                 written as words ("yes" read as 1, "no" as 0)
     n_rows_read  pairs read from the file, before duplicates were dropped
 
 Label conventions per dataset are documented beside each reader in
@@ -33,6 +35,10 @@ votes (n of 6) give 1 for n >= 4, 0 for n <= 2, no label for n = 3; Turku levels
 levels 1-2 give 0; ParaPhraser classes 0 and 1 give 1, -1 gives 0; ParaReval gives two pairs
 per record labelled by the annotator's correctness judgment; BIOSSES labels are the mean of
 the five annotators.
+
+Binary labels written as words are read as numbers, in any case, and said so in attrs["notes"]:
+yes / true / paraphrase as 1, no / false / non-paraphrase (also "not paraphrase",
+"non_paraphrase") as 0.
 
 Spreadsheet text marker: in CSV, TSV and Excel files a leading apostrophe before = + - @,
 a tab, a carriage return or another apostrophe is removed, so that our own CSV export
@@ -89,6 +95,9 @@ LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", 
 ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
 MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
 # The apostrophe our CSV export puts before formula-like text (see export_format).
+# Binary labels written as words, compared lower-cased with runs of spaces, "_" and "-" made one "-".
+LABEL_WORDS = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "paraphrase": 1.0,
+               "non-paraphrase": 0.0, "nonparaphrase": 0.0, "not-paraphrase": 0.0, "not-a-paraphrase": 0.0}
 NUL = "\x00"  # removed from every cell and column name (see the module's docstring)
 SPREADSHEET_MARKER = re.compile(
     "^" + re.escape(TEXT_MARKER) + "(?=[" + re.escape("".join(FORMULA_TRIGGERS) + TEXT_MARKER) + "])"
@@ -391,7 +400,8 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
             raise PairFileError(f"{raw.where(int(np.argmax(empty)))}: the {what} is empty.")
         out[key] = text
     label_column = mapping.get("label")
-    out["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
+    words: dict = {}  # label words read as numbers, per column: {what: {word as written: number}}
+    out["label"] = _numbers(table[label_column], raw, "label", words) if label_column is not None else np.nan
     id_column = mapping.get("external_id")
     if id_column is not None:
         ids = _text(table[id_column])
@@ -399,7 +409,7 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
     else:
         out["external_id"] = pd.Series(None, index=table.index, dtype=object)
     for annotator, column in mapping["annotators"].items():
-        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
+        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}", words)
     used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
     for column in table.columns:
         if column not in used:
@@ -417,6 +427,7 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
         "duplicates": duplicates,
         "keep_duplicates": keep_duplicates,
         "warnings": list(raw.warnings) + warnings,
+        "notes": _word_notes(words),
         "n_rows_read": int(len(pairs)),
     }
     if label_kind == "score":
@@ -492,18 +503,24 @@ def _text(values: pd.Series) -> pd.Series:
     return values.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()).astype(object)
 
 
-def _numbers(values: pd.Series, raw: RawTable, what: str) -> pd.Series:
-    """Numbers (true/false read as 1/0) from cells; empty or NA cells are missing."""
+def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None) -> pd.Series:
+    """Numbers from cells (binary label words such as yes/no read as 1/0, each word met recorded
+    in words[what]); empty or NA cells are missing."""
+    seen: dict = {}
+
     def as_number(v):
         if v is None or isinstance(v, bool):
             return v if v is None else float(v)
         if isinstance(v, (int, float, np.integer, np.floating)):
             return float(v)
-        text = str(v).strip().lower()
+        written = str(v).strip()
+        text = written.lower()
         if text in MISSING_TEXT:
             return None
-        if text in ("true", "false"):
-            return 1.0 if text == "true" else 0.0
+        word = re.sub(r"[\s_\-]+", "-", text)
+        if word in LABEL_WORDS:
+            seen.setdefault(written, LABEL_WORDS[word])
+            return LABEL_WORDS[word]
         return text
 
     cells = values.map(as_number)
@@ -512,7 +529,19 @@ def _numbers(values: pd.Series, raw: RawTable, what: str) -> pd.Series:
     if bad.any():
         i = int(np.argmax(bad))
         raise PairFileError(f"{raw.where(i)}: the {what} {str(values.iloc[i]).strip()!r} is not a number.")
+    if seen and words is not None:
+        words[what] = seen
     return numbers
+
+
+def _word_notes(words: dict) -> list[str]:
+    """One sentence per column whose labels were written as words."""
+    notes = []
+    for what, seen in words.items():
+        ordered = sorted(seen.items(), key=lambda item: (-item[1], item[0].lower()))  # the 1s first
+        readings = [f"{word!r} as {number:g}" for word, number in ordered]
+        notes.append(f"The {what} is written as words, read as numbers: {_listed(readings)}.")
+    return notes
 
 
 def _check_ranges(pairs: pd.DataFrame, raw: RawTable) -> None:

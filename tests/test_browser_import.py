@@ -122,3 +122,17 @@ def test_a_file_with_a_nul_byte_names_its_line_and_imports_clean_pairs(app_serve
     with read_session(engine) as session:
         assert sorted(session.scalars(select(Pair.source))) == ["A man is sleeping.", "The cat drinks water."]
     engine.dispose()
+
+
+def test_labels_written_as_words_are_said_in_the_preview(app_server, browser, tmp_path):
+    csv = tmp_path / "words.csv"
+    csv.write_text("sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
+                   "A man is sleeping.,A man sleeps.,yes\n")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
+    page.get_by_text("The label is written as words, read as numbers: 'yes' as 1 and 'No' as 0.").wait_for(
+        timeout=30_000)
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 2 pairs").wait_for(timeout=30_000)

@@ -209,3 +209,54 @@ def test_other_control_characters_of_a_published_benchmark_are_kept():
     pairs = load_pairs(DATASETS / "mrpc" / "msr_paraphrase_train.txt")
     assert pairs["source"].str.contains("Treasury\x12s long-range plan", regex=False).sum() == 1
     assert not any("NUL" in w for w in pairs.attrs["warnings"])
+
+
+# -- 3. binary labels written as words -----------------------------------------------------------
+
+WORD_LABELS_CSV = (
+    "sentence1,sentence2,is_paraphrase\n"
+    "The cat drinks water.,The cat drinks milk.,no\n"
+    "A man is sleeping.,A man sleeps.,YES\n"
+    "Have you ever seen a tsunami ?,Have you ever seen a tiramisu ?,False\n"
+    "A river.,A long river.,true\n"
+    "He left.,He went away.,Paraphrase\n"
+    "She won.,She lost.,non-paraphrase\n"
+    "It rains.,It is raining.,\n"
+)
+WORD_LABELS = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, None]
+
+
+def test_labels_written_as_words_are_read_as_1_and_0_and_said_so(tmp_path):
+    path = tmp_path / "words.csv"
+    path.write_text(WORD_LABELS_CSV)
+    pairs = load_pairs(path)
+    assert [None if pd.isna(v) else v for v in pairs["label"]] == WORD_LABELS
+    assert pairs.attrs["label_kind"] == "binary"
+    assert pairs.attrs["notes"] == [
+        "The label is written as words, read as numbers: 'Paraphrase' as 1, 'true' as 1, 'YES' as 1, "
+        "'False' as 0, 'no' as 0 and 'non-paraphrase' as 0."
+    ]
+    numeric = tmp_path / "numbers.csv"
+    numeric.write_text("source,hypothesis,label\na,b,1\nc,d,0\n")
+    assert load_pairs(numeric).attrs["notes"] == []
+
+
+def test_a_word_that_is_not_a_binary_label_is_still_refused(tmp_path):
+    from pluie_core.io import PairFileError
+
+    path = tmp_path / "maybe.csv"
+    path.write_text("source,hypothesis,label\na,b,yes\nc,d,maybe\n")
+    with pytest.raises(PairFileError, match=re.escape("Line 3: the label 'maybe' is not a number.")):
+        load_pairs(path)
+
+
+def test_word_labels_land_as_1_and_0_on_every_store(store, tmp_path):
+    path = tmp_path / "words.csv"
+    path.write_text(WORD_LABELS_CSV)
+    result = import_file(store, path, name="words")
+    assert result.n_pairs == 7
+    with read_session(store) as session:
+        stored = session.execute(sa.select(Pair.gold_label).order_by(Pair.id)).scalars().all()
+        kind = session.scalar(sa.select(Dataset.label_kind))
+    assert stored == WORD_LABELS
+    assert kind == "binary"
