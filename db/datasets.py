@@ -294,6 +294,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
                 Dataset.source_format,
                 Dataset.label_kind,
                 Dataset.created_at,
+                Dataset.description,
                 func.count(Pair.id),
                 func.count(Pair.gold_label),
             )
@@ -317,7 +318,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
         scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id),
                                                     (ScoreRun, ScoreRun.id == Score.run_id)], live_run)
     rows = []
-    for ds_id, name, fmt, kind, created, n_pairs, n_gold in base:
+    for ds_id, name, fmt, kind, created, description, n_pairs, n_gold in base:
         rows.append(
             {
                 "id": ds_id,
@@ -331,10 +332,11 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
                 "scores": scored.get(ds_id, 0),
                 "scores queued": queued.get(ds_id, 0),
                 "imported": created,
+                "description": description or "",
             }
         )
     columns = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
-               "scores", "scores queued", "imported"]
+               "scores", "scores queued", "imported", "description"]
     return pd.DataFrame(rows, columns=columns)
 
 

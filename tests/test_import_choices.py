@@ -99,6 +99,9 @@ def test_keeping_duplicates_also_keeps_rows_already_in_the_dataset(store):
     assert text.startswith("My benchmark.")
     assert "Imported 3 pairs with duplicates kept" in text and "3 exact repeats included" in text
     assert "Imported 0 pairs with duplicates skipped" in text
+    from db.datasets import datasets_overview
+
+    assert datasets_overview(store).set_index("dataset").loc["d", "description"] == text  # the home page's table
 
 
 def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_builder, tmp_path):
