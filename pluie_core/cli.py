@@ -68,6 +68,10 @@ def score_file(args) -> Path:
     if output.suffix.lower() not in WRITERS:
         raise ValueError(f"Cannot write {output.name}: give the output a .csv, .tsv, .jsonl or .json extension.")
     frame = load_pairs(source_path, format=args.format, keep_duplicates=args.keep_duplicates)
+    for note in frame.attrs.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
+    for warning in frame.attrs.get("warnings", []):  # duplicates skipped or kept, NUL removed, ...
+        print(f"warning: {warning}", file=sys.stderr)
     if len(frame) == 0:
         raise ValueError(f"{source_path} contains no sentence pairs.")
     scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,

@@ -104,7 +104,7 @@ def test_keeping_duplicates_also_keeps_rows_already_in_the_dataset(store):
     assert datasets_overview(store).set_index("dataset").loc["d", "description"] == text  # the home page's table
 
 
-def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_builder, tmp_path):
+def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_builder, tmp_path, capsys):
     from pluie_core.cli import main
     from pluie_core.scorer import PluieScorer
 
@@ -116,7 +116,9 @@ def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_build
     model = str(tiny_model_builder())
     kept, skipped = tmp_path / "kept.csv", tmp_path / "skipped.csv"
     assert main(["score", str(path), "--model", model, "--no-progress", "--keep-duplicates", "-o", str(kept)]) == 0
+    assert "warning: 1 exact duplicate pairs were kept" in capsys.readouterr().err
     assert main(["score", str(path), "--model", model, "--no-progress", "-o", str(skipped)]) == 0
+    assert "warning: 1 exact duplicate pairs were skipped" in capsys.readouterr().err
     kept, skipped = pd.read_csv(kept), pd.read_csv(skipped)
     pd.testing.assert_frame_equal(kept[["source", "hypothesis", "label"]], pairs, check_dtype=False)
     assert len(skipped) == 2
@@ -164,6 +166,17 @@ def test_a_file_with_nul_bytes_imports_the_same_clean_pairs_on_every_store(store
         ("Have you ever seen a tsunami ?", "Have you ever seen a tiramisu ?", 0.0, {"note": "bell\x07 in the note"}),
         ("A river.", "A long\x1f river.", 1.0, {"note": "unit separator in the hypothesis"}),
     ]
+
+
+def test_the_score_command_says_which_line_lost_its_nul(tiny_model_builder, tmp_path, capsys):
+    from pluie_core.cli import main
+
+    path = tmp_path / "nul.csv"
+    path.write_bytes(NUL_CSV.encode("utf-8"))
+    output = tmp_path / "scored.csv"
+    assert main(["score", str(path), "--model", str(tiny_model_builder()), "--no-progress", "-o", str(output)]) == 0
+    assert "warning: NUL characters (0x00) were removed from line 3." in capsys.readouterr().err
+    assert pd.read_csv(output)["source"][1] == "A man is sleeping."
 
 
 def test_nul_in_json_ids_and_in_a_header_is_removed_and_named(tmp_path):
