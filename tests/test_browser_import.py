@@ -102,37 +102,27 @@ def test_a_benchmark_imported_with_every_row_kept(app_server, browser):
     engine.dispose()
 
 
-def test_a_file_with_a_nul_byte_names_its_line_and_imports_clean_pairs(app_server, browser, tmp_path):
+def test_nul_bytes_and_word_labels_are_said_in_the_preview(app_server, browser, tmp_path):
+    """The preview names the line that lost a NUL and the label words read as 1 / 0; the import
+    stores the clean pairs."""
     from sqlalchemy import select
 
     from db import read_session
     from db.models import Pair
 
     csv = tmp_path / "nul.csv"
-    csv.write_bytes(b"source,hypothesis,label\nThe cat drinks water.,The cat drinks milk.,0\n"
-                    b"A man is\x00 sleeping.,A man sleeps.,1\n")
+    csv.write_bytes(b"sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
+                    b"A man is\x00 sleeping.,A man sleeps.,yes\n")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
     wait_for_app(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
     page.get_by_text("NUL characters (0x00) were removed from line 3.").wait_for(timeout=30_000)
+    page.get_by_text("The label is written as words, read as numbers: 'yes' as 1 and 'No' as 0.").wait_for()
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 2 pairs").wait_for(timeout=30_000)
     engine = init_db(app_server.db_url)
     with read_session(engine) as session:
-        assert sorted(session.scalars(select(Pair.source))) == ["A man is sleeping.", "The cat drinks water."]
+        stored = session.execute(select(Pair.source, Pair.gold_label).order_by(Pair.id)).all()
+    assert [tuple(r) for r in stored] == [("The cat drinks water.", 0.0), ("A man is sleeping.", 1.0)]
     engine.dispose()
-
-
-def test_labels_written_as_words_are_said_in_the_preview(app_server, browser, tmp_path):
-    csv = tmp_path / "words.csv"
-    csv.write_text("sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
-                   "A man is sleeping.,A man sleeps.,yes\n")
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{app_server.url}/import_pairs")
-    wait_for_app(page)
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
-    page.get_by_text("The label is written as words, read as numbers: 'yes' as 1 and 'No' as 0.").wait_for(
-        timeout=30_000)
-    page.get_by_role("button", name="Import").click()
-    page.get_by_text("Imported 2 pairs").wait_for(timeout=30_000)
