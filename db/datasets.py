@@ -230,6 +230,8 @@ def import_pairs(
         dropped_by_reader = 0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or [])
         note = duplicates_note(keep_duplicates, len(pair_ids),
                                repeats_kept if keep_duplicates else skipped + dropped_by_reader)
+        if keep_duplicates and dropped_by_reader:  # read without keep_duplicates: those are gone
+            note += f" {dropped_by_reader:,} repeats had been dropped when the file was read."
         dataset.description = f"{dataset.description}\n\n{note}" if dataset.description else note
 
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
@@ -254,8 +256,8 @@ def _has_nul(value) -> bool:
 def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_records, annotator_columns) -> None:
     """No store holds a NUL character in text (PostgreSQL refuses it, SQLite would keep it): refuse
     it here, before any write, with the same sentence on every store. Files read with
-    pluie_core.io.load_pairs never get here with one: it removes control characters."""
-    advice = "remove it (pluie_core.io.load_pairs removes control characters from files)."
+    pluie_core.io.load_pairs never get here with one: it removes them."""
+    advice = "remove it (pluie_core.io.load_pairs removes NUL characters from files)."
     for what, value in (("dataset name", name), ("description", description)):
         if _has_nul(value):
             raise ImportRejected(f"The {what} contains a NUL character (0x00); {advice}")

@@ -145,6 +145,8 @@ if st.button("Import", type="primary"):
         st.error(str(exc))
     else:
         skipped = f", {result.n_skipped_duplicates} already there" if result.n_skipped_duplicates else ""
+        if result.n_kept_duplicates:
+            skipped += f" ({result.n_kept_duplicates:,} exact repeats kept)"
         st.success(
             f"Imported {result.n_pairs:,} pairs into “{result.dataset_name}”{skipped}; "
             f"{result.n_labels:,} annotator labels; {result.n_queued:,} scores queued."

@@ -276,3 +276,12 @@ def test_word_labels_land_as_1_and_0_on_every_store(store, tmp_path):
         kind = session.scalar(sa.select(Dataset.label_kind))
     assert stored == WORD_LABELS
     assert kind == "binary"
+
+
+def test_keeping_duplicates_of_a_file_read_without_them_says_so(store, tmp_path):
+    path = tmp_path / "repeats.csv"
+    path.write_text("source,hypothesis\na,b\na,b\nc,d\n")
+    result = import_pairs(store, "r", load_pairs(path), keep_duplicates=True)  # the reader dropped the repeat
+    assert result.n_pairs == 2
+    assert description(store, "r") == ("Imported 2 pairs with duplicates kept: every row is a pair, 0 exact repeats "
+                                       "included. 1 repeats had been dropped when the file was read.")
