@@ -26,9 +26,9 @@ system-deps:
 			chromium chromium-driver postgresql >/dev/null; \
 	fi
 
-# Starts the app on the embedded SQLite store (data/pluie_lab.db); the app starts its worker.
+# Starts the app on the embedded SQLite store (data/pluie_lab.db) and, with the server, its scoring worker.
 run: install
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	$(PY) scripts/serve.py --server.port $(PORT)
 
 test: install-dev
 	$(PY) -m pytest

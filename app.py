@@ -21,7 +21,8 @@ get_engine()  # opens the store and applies pending migrations before any page d
 
 @st.cache_resource(show_spinner=False)
 def background_worker():
-    # once per server process: a scoring worker unless one is alive or PLUIE_NO_WORKER=1
+    # once per server process: a scoring worker unless one is alive or PLUIE_NO_WORKER=1; under
+    # make run (scripts/serve.py) the server started it already and this finds it
     return ensure_worker_running()
 
 

@@ -316,13 +316,33 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# "<pid> <store url>" of the worker this process started: a second call in the same process (the
+# app page's, after scripts/serve.py started one with the server) finds it even before that
+# worker has registered in the store.
+STARTED_WORKER_ENV = "PLUIE_STARTED_WORKER"
+
+
+def _started_here(url: str) -> bool:
+    pid, _, started_url = os.environ.get(STARTED_WORKER_ENV, "").partition(" ")
+    if started_url != url or not pid.isdigit():
+        return False
+    try:
+        exited, _ = os.waitpid(int(pid), os.WNOHANG)  # our child: reaped if it has exited
+    except ChildProcessError:  # not a child of this process
+        return _alive(int(pid))
+    return exited == 0
+
+
 def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None) -> Optional[subprocess.Popen]:
-    """Start a background worker for the app unless one is alive on this store or PLUIE_NO_WORKER
-    is set. The worker exits when the process that started it (the app) goes away. Call it once
-    per app process (st.cache_resource)."""
+    """Start a background worker for the app unless one is alive on this store (or was started by
+    this process and is still running) or PLUIE_NO_WORKER is set. The worker exits when the process
+    that started it (the app) goes away. scripts/serve.py (make run) calls it as the server starts;
+    app.py calls it again once per app process (st.cache_resource), a no-op then."""
     if os.environ.get("PLUIE_NO_WORKER", "").strip() not in ("", "0"):
         return None
     url = database_url(url)
+    if _started_here(url):
+        return None
     engine = init_db(url)
     try:
         ensure_default_runs(engine)
@@ -333,11 +353,13 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
     log_path = Path(log_path or os.environ.get("PLUIE_WORKER_LOG", "data/worker.log"))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
-        return subprocess.Popen(
+        started = subprocess.Popen(
             [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid())],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the app's terminal reaches the worker via --parent-pid
         )
+    os.environ[STARTED_WORKER_ENV] = f"{started.pid} {url}"
+    return started
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

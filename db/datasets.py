@@ -33,10 +33,24 @@ class ImportResult:
     n_labels: int = 0
     annotators: list[str] = field(default_factory=list)
     n_queued: int = 0
+    n_kept_duplicates: int = 0  # exact repeats imported as pairs of their own (keep_duplicates)
 
 
-def text_hash(source: str, hypothesis: str) -> str:
-    return hashlib.sha1(f"{source}\x00{hypothesis}".encode("utf-8")).hexdigest()
+def text_hash(source: str, hypothesis: str, occurrence: int = 0) -> str:
+    """The pair's key within its dataset (unique there): the hash of its two sentences, and for
+    the k-th repeat of the same sentences kept by an import with keep_duplicates, of the
+    sentences and k, so that the first copy keeps the plain hash that duplicate checks look for."""
+    key = f"{source}\x00{hypothesis}" if occurrence == 0 else f"{source}\x00{hypothesis}\x00{occurrence}"
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()
+
+
+def duplicates_note(keep_duplicates: bool, n_pairs: int, n_repeats: int) -> str:
+    """The line an import adds to the dataset's description to record its choice on duplicates."""
+    if keep_duplicates:
+        return (f"Imported {n_pairs:,} pairs with duplicates kept: every row is a pair, "
+                f"{n_repeats:,} exact repeats included.")
+    return (f"Imported {n_pairs:,} pairs with duplicates skipped: an exact repeat of a pair is imported once "
+            f"({n_repeats:,} skipped).")
 
 
 def _clean(value):
@@ -72,6 +86,7 @@ def import_pairs(
     label_range: Optional[tuple[float, float]] = None,
     annotator_scale: str = "raw",
     append: bool = False,
+    keep_duplicates: bool = False,
 ) -> ImportResult:
     """Store a pairs frame (as `pluie_core.load_pairs` returns it) as a dataset.
 
@@ -82,7 +97,11 @@ def import_pairs(
     them as values on their own scale (e.g. BIOSSES 0-4).
 
     Either the whole import lands, with work queued for every active score run, or nothing
-    does. Pairs already in the dataset (same source and hypothesis) are skipped and counted.
+    does. A row whose source and hypothesis repeat an earlier row or a pair already in the
+    dataset is skipped and counted, unless `keep_duplicates` is True: then every row becomes a
+    pair (benchmarks count their repeats). The choice, with its count, is added to the
+    dataset's description. Rows the file reader already dropped as repeats (load_pairs without
+    keep_duplicates, listed in attrs["duplicates"]) are counted as skipped there too.
     """
     name = (name or "").strip()
     if not name:
@@ -120,6 +139,7 @@ def import_pairs(
         if "external_id" in pairs.columns else [None] * n
     )
     meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * n
+    _refuse_nul(name, description, source_list, hypothesis_list, external_ids, meta_records, annotator_columns)
 
     with write_session(engine) as session:
         dataset = session.scalar(select(Dataset).where(Dataset.name == name))
@@ -140,11 +160,19 @@ def import_pairs(
         else:
             existing = set(session.scalars(select(Pair.text_hash).where(Pair.dataset_id == dataset.id)))
 
-        rows, row_index, skipped = [], [], 0
+        rows, row_index, skipped, repeats_kept = [], [], 0, 0
+        next_occurrence: dict[str, int] = {}
         for i, digest in enumerate(hashes):
             if digest in existing:
-                skipped += 1
-                continue
+                if not keep_duplicates:
+                    skipped += 1
+                    continue
+                occurrence = next_occurrence.get(digest, 1)
+                while text_hash(source_list[i], hypothesis_list[i], occurrence) in existing:
+                    occurrence += 1
+                next_occurrence[digest] = occurrence + 1
+                digest = text_hash(source_list[i], hypothesis_list[i], occurrence)
+                repeats_kept += 1
             existing.add(digest)
             meta = meta_records[i]
             if meta is not None:
@@ -199,6 +227,13 @@ def import_pairs(
                 session.execute(insert(Label), label_rows)
                 n_labels += len(label_rows)
 
+        dropped_by_reader = 0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or [])
+        note = duplicates_note(keep_duplicates, len(pair_ids),
+                               repeats_kept if keep_duplicates else skipped + dropped_by_reader)
+        if keep_duplicates and dropped_by_reader:  # read without keep_duplicates: those are gone
+            note += f" {dropped_by_reader:,} repeats had been dropped when the file was read."
+        dataset.description = f"{dataset.description}\n\n{note}" if dataset.description else note
+
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
         if append and pair_ids:
             add_pairs_to_campaigns(session, dataset.id, pair_ids)
@@ -210,7 +245,35 @@ def import_pairs(
             n_labels=n_labels,
             annotators=annotator_names,
             n_queued=n_queued,
+            n_kept_duplicates=repeats_kept,
         )
+
+
+def _has_nul(value) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_records, annotator_columns) -> None:
+    """No store holds a NUL character in text (PostgreSQL refuses it, SQLite would keep it): refuse
+    it here, before any write, with the same sentence on every store. Files read with
+    pluie_core.io.load_pairs never get here with one: it removes them."""
+    advice = "remove it (pluie_core.io.load_pairs removes NUL characters from files)."
+    for what, value in (("dataset name", name), ("description", description)):
+        if _has_nul(value):
+            raise ImportRejected(f"The {what} contains a NUL character (0x00); {advice}")
+    for column in annotator_columns:
+        if _has_nul(str(column)):
+            raise ImportRejected(f"The annotator column {str(column)!r} contains a NUL character (0x00); {advice}")
+    for what, values in (("source", sources), ("hypothesis", hypotheses), ("pair id", external_ids)):
+        for i, value in enumerate(values):
+            if _has_nul(value):
+                raise ImportRejected(f"Pair {i + 1}: the {what} contains a NUL character (0x00); {advice}")
+    for i, meta in enumerate(meta_records):
+        if meta is not None:
+            for key, value in meta.items():
+                if _has_nul(str(key)) or _has_nul(value):
+                    raise ImportRejected(
+                        f"Pair {i + 1}: the column {str(key)!r} contains a NUL character (0x00); {advice}")
 
 
 def delete_dataset(engine: Engine, dataset_id: int) -> None:
@@ -233,6 +296,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
                 Dataset.source_format,
                 Dataset.label_kind,
                 Dataset.created_at,
+                Dataset.description,
                 func.count(Pair.id),
                 func.count(Pair.gold_label),
             )
@@ -256,7 +320,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
         scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id),
                                                     (ScoreRun, ScoreRun.id == Score.run_id)], live_run)
     rows = []
-    for ds_id, name, fmt, kind, created, n_pairs, n_gold in base:
+    for ds_id, name, fmt, kind, created, description, n_pairs, n_gold in base:
         rows.append(
             {
                 "id": ds_id,
@@ -270,10 +334,11 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
                 "scores": scored.get(ds_id, 0),
                 "scores queued": queued.get(ds_id, 0),
                 "imported": created,
+                "description": description or "",
             }
         )
     columns = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
-               "scores", "scores queued", "imported"]
+               "scores", "scores queued", "imported", "description"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -297,17 +362,20 @@ def import_file(
     annotator_scale: str = "raw",
     append: bool = False,
     description: str = "",
+    keep_duplicates: bool = False,
 ) -> ImportResult:
     """Read a pair file with pluie_core.load_pairs and import it; the dataset is named after the
-    file unless a name is given. Raises PairFileError for a bad file, ImportRejected when the store
-    refuses it; either way nothing is stored."""
+    file unless a name is given. `keep_duplicates` keeps every row, exact repeats included (see
+    import_pairs). Raises PairFileError for a bad file, ImportRejected when the store refuses it;
+    either way nothing is stored."""
     from pathlib import Path
 
     from pluie_core.io import load_pairs
 
-    pairs = load_pairs(path_or_buffer, format=format, columns=columns)
+    pairs = load_pairs(path_or_buffer, format=format, columns=columns, keep_duplicates=keep_duplicates)
     if name is None:
         name = Path(str(getattr(path_or_buffer, "name", path_or_buffer))).stem
     return import_pairs(
-        engine, name, pairs, description=description, annotator_scale=annotator_scale, append=append
+        engine, name, pairs, description=description, annotator_scale=annotator_scale, append=append,
+        keep_duplicates=keep_duplicates,
     )

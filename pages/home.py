@@ -25,7 +25,7 @@ st.dataframe(
     overview,
     hide_index=True,
     width="stretch",
-    column_order=["dataset", "format", "pairs", "gold labels", "labels", "labelling", "scoring", "imported"],
+    column_order=["dataset", "format", "pairs", "gold labels", "labels", "labelling", "scoring", "imported", "description"],
     column_config={
         "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
         "scoring": st.column_config.ProgressColumn(

@@ -18,10 +18,14 @@ df.attrs
     label_range  (min, max) of the scale when label_kind is "score" (the dataset's scale when
                  known, otherwise the values seen); absent otherwise
     duplicates   [{"row": n, "duplicate_of": m}, ...]: exact repeats of a (source, hypothesis)
-                 pair, dropped (the first is kept). n and m are numbered like error messages:
-                 file lines for text tables and JSONL, records for JSON and XML, sheet rows
-                 for Excel.
+                 pair, dropped (the first is kept) unless keep_duplicates=True. n and m are
+                 numbered like error messages: file lines for text tables and JSONL, records for
+                 JSON and XML, sheet rows for Excel.
+    keep_duplicates  whether the repeats were kept (True: every row of the file is a pair, as
+                 benchmarks count them) or dropped (False, the default: right for labelling)
     warnings     [str, ...]
+    notes        [str, ...]: how the file was read where it could surprise, e.g. labels
+                 written as words ("yes" read as 1, "no" as 0)
     n_rows_read  pairs read from the file, before duplicates were dropped
 
 Label conventions per dataset are documented beside each reader in
@@ -32,10 +36,22 @@ levels 1-2 give 0; ParaPhraser classes 0 and 1 give 1, -1 gives 0; ParaReval giv
 per record labelled by the annotator's correctness judgment; BIOSSES labels are the mean of
 the five annotators.
 
+Binary labels written as words are read as numbers, in any case, and said so in attrs["notes"]:
+yes / true / paraphrase as 1, no / false / non-paraphrase (also "not paraphrase",
+"non_paraphrase") as 0.
+
 Spreadsheet text marker: in CSV, TSV and Excel files a leading apostrophe before = + - @,
 a tab, a carriage return or another apostrophe is removed, so that our own CSV export
 (pluie_core.export_format), which adds it to keep spreadsheets from running formulas, reads
 back unchanged.
+
+NUL characters (0x00) are removed from every cell and column name, in every format, with a
+warning naming the lines (records, sheet rows) they were on: no store can hold one in text
+(PostgreSQL refuses it), none is ever part of a sentence, and removing them gives the same pairs
+on every store. Other control characters are kept as the file has them: every store holds them
+alike, and published benchmarks contain a few (MRPC train line 1766 writes an apostrophe as
+0x12) that removing would change. A file with NUL in half its bytes is UTF-16 text and is
+refused with a request to save it as UTF-8.
 
 Every problem a user can cause raises PairFileError (a ValueError) with one or two sentences
 naming the line / record and the problem; nothing is returned half-read.
@@ -79,26 +95,33 @@ LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", 
 ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
 MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
 # The apostrophe our CSV export puts before formula-like text (see export_format).
+# Binary labels written as words, compared lower-cased with runs of spaces, "_" and "-" made one "-".
+LABEL_WORDS = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "paraphrase": 1.0,
+               "non-paraphrase": 0.0, "nonparaphrase": 0.0, "not-paraphrase": 0.0, "not-a-paraphrase": 0.0}
+NUL = "\x00"  # removed from every cell and column name (see the module's docstring)
 SPREADSHEET_MARKER = re.compile(
     "^" + re.escape(TEXT_MARKER) + "(?=[" + re.escape("".join(FORMULA_TRIGGERS) + TEXT_MARKER) + "])"
 )
 
 
 def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
-               max_bytes: int = MAX_BYTES) -> pd.DataFrame:
+               max_bytes: int = MAX_BYTES, keep_duplicates: bool = False) -> pd.DataFrame:
     """Read a pair file (path, or binary file object with .name such as a Streamlit upload).
 
     `format` is "auto" (sniffed from the content, the file name as a hint) or one of FORMATS.
     `columns` maps the file's columns to ours: {"source": ..., "hypothesis": ...,
     "label": ..., "external_id": ..., "annotators": {name: column}}; without it the usual
-    names are recognised (see guess_columns). Raises PairFileError for any problem in the file.
+    names are recognised (see guess_columns). Exact repeats of a (source, hypothesis) pair are
+    dropped, the first kept, unless `keep_duplicates` is True (every row kept: a benchmark's
+    own count); either way attrs["duplicates"] lists them. Raises PairFileError for any problem
+    in the file.
     """
     raw = _read_raw(path_or_buffer, format, max_bytes)
     if columns is None:
         mapping = guess_columns(raw.table) if raw.format in GENERIC_FORMATS else _own_columns(raw.table)
     else:
         mapping = _checked_mapping(columns, raw.table)
-    return _pairs_from(raw, mapping)
+    return _pairs_from(raw, mapping, bool(keep_duplicates))
 
 
 def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES) -> pd.DataFrame:
@@ -149,6 +172,10 @@ def _own_columns(df: pd.DataFrame) -> dict:
 # -- reading bytes and choosing the reader ---------------------------------------------------
 
 def _read_raw(path_or_buffer, format: str, max_bytes: int) -> RawTable:
+    return _without_nul(_read_raw_table(path_or_buffer, format, max_bytes))
+
+
+def _read_raw_table(path_or_buffer, format: str, max_bytes: int) -> RawTable:
     if format not in FORMATS:
         raise PairFileError(f"Unknown format {format!r}; choose one of: {', '.join(FORMATS)}.")
     data, name = _read_bytes(path_or_buffer, max_bytes)
@@ -202,6 +229,8 @@ def _looks_like_excel(data: bytes, name: str) -> bool:
 
 
 def _decode(data: bytes) -> str:
+    if data.count(b"\x00") * 4 >= len(data):
+        raise PairFileError("The file looks like UTF-16 text (every other byte is NUL); save it as UTF-8 and try again.")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -352,7 +381,7 @@ def _checked_mapping(columns: dict, table: pd.DataFrame) -> dict:
     return {**{k: v for k, v in columns.items() if k != "annotators" and v is not None}, "annotators": dict(annotators)}
 
 
-def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
+def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> pd.DataFrame:
     table = raw.table
     for key in ("source", "hypothesis"):
         if key not in mapping:
@@ -371,7 +400,8 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
             raise PairFileError(f"{raw.where(int(np.argmax(empty)))}: the {what} is empty.")
         out[key] = text
     label_column = mapping.get("label")
-    out["label"] = _numbers(table[label_column], raw, "label") if label_column is not None else np.nan
+    words: dict = {}  # label words read as numbers, per column: {what: {word as written: number}}
+    out["label"] = _numbers(table[label_column], raw, "label", words) if label_column is not None else np.nan
     id_column = mapping.get("external_id")
     if id_column is not None:
         ids = _text(table[id_column])
@@ -379,7 +409,7 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
     else:
         out["external_id"] = pd.Series(None, index=table.index, dtype=object)
     for annotator, column in mapping["annotators"].items():
-        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}")
+        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}", words)
     used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
     for column in table.columns:
         if column not in used:
@@ -389,13 +419,15 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
 
     _check_ranges(pairs, raw)
     label_kind, label_range = _label_kind(pairs["label"], raw)
-    duplicated, duplicates, warnings = _duplicates(pairs, raw)
-    result = pairs.loc[~duplicated].reset_index(drop=True)
+    duplicated, duplicates, warnings = _duplicates(pairs, raw, keep_duplicates)
+    result = (pairs if keep_duplicates else pairs.loc[~duplicated]).reset_index(drop=True)
     result.attrs = {
         "format": raw.format,
         "label_kind": label_kind,
         "duplicates": duplicates,
+        "keep_duplicates": keep_duplicates,
         "warnings": list(raw.warnings) + warnings,
+        "notes": _word_notes(words),
         "n_rows_read": int(len(pairs)),
     }
     if label_kind == "score":
@@ -403,8 +435,10 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
     return result
 
 
-def _duplicates(pairs: pd.DataFrame, raw: RawTable) -> tuple[np.ndarray, list[dict], list[str]]:
-    """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings."""
+def _duplicates(pairs: pd.DataFrame, raw: RawTable,
+                keep: bool = False) -> tuple[np.ndarray, list[dict], list[str]]:
+    """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings
+    (worded for repeats kept when `keep`, skipped otherwise)."""
     duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
     if not duplicated.any():
         return duplicated, [], []
@@ -413,12 +447,49 @@ def _duplicates(pairs: pd.DataFrame, raw: RawTable) -> tuple[np.ndarray, list[di
     repeats = np.flatnonzero(duplicated)
     originals = first_positions[group[repeats]]
     duplicates = [{"row": int(raw.rows[r]), "duplicate_of": int(raw.rows[o])} for r, o in zip(repeats, originals)]
-    warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
+    if keep:
+        warnings = [f"{len(duplicates)} exact duplicate pairs were kept (every row of the file is a pair)."]
+    else:
+        warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
     labels = pairs["label"].to_numpy(dtype=float)
     same = (labels[repeats] == labels[originals]) | (np.isnan(labels[repeats]) & np.isnan(labels[originals]))
     if not same.all():
-        warnings.append(f"{int((~same).sum())} of the skipped duplicates had a different label from the pair kept.")
+        kept = "the first of their pair" if keep else "the pair kept"
+        warnings.append(f"{int((~same).sum())} of the {'kept' if keep else 'skipped'} duplicates had a different label from {kept}.")
     return duplicated, duplicates, warnings
+
+
+def _without_nul(raw: RawTable) -> RawTable:
+    """Remove NUL characters from every text cell and column name, with a warning that names
+    the rows (and the header) they were found on."""
+    table, found_rows = raw.table, np.zeros(len(raw.table), dtype=bool)
+    for column in table.columns:
+        values = table[column]
+        if values.dtype != object and not pd.api.types.is_string_dtype(values):
+            continue
+        hit = values.map(lambda v: isinstance(v, str) and NUL in v).to_numpy(dtype=bool)
+        if hit.any():
+            table = table.copy() if table is raw.table else table
+            table[column] = values.map(lambda v: v.replace(NUL, "") if isinstance(v, str) else v)
+            found_rows |= hit
+    header = [c for c in table.columns if isinstance(c, str) and NUL in c]
+    if header:
+        table = table.rename(columns={c: c.replace(NUL, "") for c in header})
+    if not header and not found_rows.any():
+        return raw
+    positions = np.flatnonzero(found_rows)
+    places = [f"{raw.row_word.lower()} {int(raw.rows[i])}" for i in positions[:10]]
+    if len(positions) > 10:
+        places.append(f"{len(positions) - 10} more")
+    if header:
+        places.insert(0, "the header")
+    raw.table = table
+    raw.warnings.append(f"NUL characters (0x00) were removed from {_listed(places)}.")
+    return raw
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:
@@ -432,18 +503,24 @@ def _text(values: pd.Series) -> pd.Series:
     return values.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()).astype(object)
 
 
-def _numbers(values: pd.Series, raw: RawTable, what: str) -> pd.Series:
-    """Numbers (true/false read as 1/0) from cells; empty or NA cells are missing."""
+def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None) -> pd.Series:
+    """Numbers from cells (binary label words such as yes/no read as 1/0, each word met recorded
+    in words[what]); empty or NA cells are missing."""
+    seen: dict = {}
+
     def as_number(v):
         if v is None or isinstance(v, bool):
             return v if v is None else float(v)
         if isinstance(v, (int, float, np.integer, np.floating)):
             return float(v)
-        text = str(v).strip().lower()
+        written = str(v).strip()
+        text = written.lower()
         if text in MISSING_TEXT:
             return None
-        if text in ("true", "false"):
-            return 1.0 if text == "true" else 0.0
+        word = re.sub(r"[\s_\-]+", "-", text)
+        if word in LABEL_WORDS:
+            seen.setdefault(written, LABEL_WORDS[word])
+            return LABEL_WORDS[word]
         return text
 
     cells = values.map(as_number)
@@ -452,7 +529,19 @@ def _numbers(values: pd.Series, raw: RawTable, what: str) -> pd.Series:
     if bad.any():
         i = int(np.argmax(bad))
         raise PairFileError(f"{raw.where(i)}: the {what} {str(values.iloc[i]).strip()!r} is not a number.")
+    if seen and words is not None:
+        words[what] = seen
     return numbers
+
+
+def _word_notes(words: dict) -> list[str]:
+    """One sentence per column whose labels were written as words."""
+    notes = []
+    for what, seen in words.items():
+        ordered = sorted(seen.items(), key=lambda item: (-item[1], item[0].lower()))  # the 1s first
+        readings = [f"{word!r} as {number:g}" for word, number in ordered]
+        notes.append(f"The {what} is written as words, read as numbers: {_listed(readings)}.")
+    return notes
 
 
 def _check_ranges(pairs: pd.DataFrame, raw: RawTable) -> None:

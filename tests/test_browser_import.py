@@ -79,3 +79,50 @@ def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, 
         page.close()
     finally:
         stop_app(server)
+
+
+def test_a_benchmark_imported_with_every_row_kept(app_server, browser):
+    """PARAPHRASUS's simp file through the import page with "Keep every row": its 600 pairs."""
+    from tests.paths import DATASETS
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        str(DATASETS / "paraphrasus" / "onestop_parallel_all_pairs.json"))
+    page.get_by_text("3 · Validation").wait_for(timeout=30_000)
+    page.get_by_text("Duplicates skipped").wait_for()
+    page.get_by_text("Keep every row (for benchmarks)").click()
+    wait_for_app(page)
+    page.get_by_text("Duplicates kept").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 600 pairs").wait_for(timeout=30_000)
+    engine = init_db(app_server.db_url)
+    assert store_totals(engine)["pairs"] == 600
+    engine.dispose()
+
+
+def test_nul_bytes_and_word_labels_are_said_in_the_preview(app_server, browser, tmp_path):
+    """The preview names the line that lost a NUL and the label words read as 1 / 0; the import
+    stores the clean pairs."""
+    from sqlalchemy import select
+
+    from db import read_session
+    from db.models import Pair
+
+    csv = tmp_path / "nul.csv"
+    csv.write_bytes(b"sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
+                    b"A man is\x00 sleeping.,A man sleeps.,yes\n")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
+    page.get_by_text("NUL characters (0x00) were removed from line 3.").wait_for(timeout=30_000)
+    page.get_by_text("The label is written as words, read as numbers: 'yes' as 1 and 'No' as 0.").wait_for()
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 2 pairs").wait_for(timeout=30_000)
+    engine = init_db(app_server.db_url)
+    with read_session(engine) as session:
+        stored = session.execute(select(Pair.source, Pair.gold_label).order_by(Pair.id)).all()
+    assert [tuple(r) for r in stored] == [("The cat drinks water.", 0.0), ("A man is sleeping.", 1.0)]
+    engine.dispose()

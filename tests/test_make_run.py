@@ -1,0 +1,153 @@
+"""`make run` starts the scoring worker with the server, before any browser opens a page (issue 12).
+
+The app is started with the very command the Makefile's `run` target runs (read with `make -n`),
+on a temporary SQLite store and a free port."""
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from db import init_db, queue
+from tests.browser import free_port, wait_for_app
+from tests.paths import REPO
+from tests.test_worker import wait_until
+
+
+def make_run_command(port: int) -> list[str]:
+    """The command `make run` ends with (the install steps before it are left out)."""
+    if not shutil.which("make"):
+        pytest.fail("make is missing: the README's first command needs it")
+    planned = subprocess.run(["make", "-n", "-s", "run", f"PORT={port}"], cwd=REPO, capture_output=True, text=True,
+                             check=True, timeout=60)
+    command = [line for line in planned.stdout.splitlines() if line.strip()][-1]
+    assert f"--server.port {port}" in command
+    return shlex.split(command)
+
+
+def start_like_make_run(tmp_path, **env):
+    port = free_port()
+    environment = {**os.environ, "PLUIE_DB_URL": f"sqlite:///{tmp_path / 'store.db'}",
+                   "PLUIE_WORKER_LOG": str(tmp_path / "worker.log"), "STREAMLIT_SERVER_HEADLESS": "true",
+                   "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **env}
+    environment.pop("PLUIE_STARTED_WORKER", None)
+    if "PLUIE_NO_WORKER" not in env:
+        environment.pop("PLUIE_NO_WORKER", None)
+    log = (tmp_path / "server.log").open("wb")
+    process = subprocess.Popen(make_run_command(port), cwd=REPO, env=environment, stdout=log,
+                               stderr=subprocess.STDOUT)
+    return process, f"http://127.0.0.1:{port}", environment["PLUIE_DB_URL"]
+
+
+def server_is_up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def worker_children(pid: int) -> list[int]:
+    """The worker.py processes whose parent is `pid` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and b"worker.py" in (stat.parent / "cmdline").read_bytes():
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while we looked
+    return found
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop(process) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)  # Ctrl-C in the terminal of `make run`
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_make_run_starts_one_worker_with_the_server_and_stops_it_with_the_server(tmp_path, browser):
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")  # an existing store, as after a first run
+    started = time.monotonic()
+    process, url, db_url = start_like_make_run(tmp_path)
+    try:
+        # no browser has opened a page: the server's worker process is running within 10 s
+        wait_until(lambda: len(worker_children(process.pid)) == 1, 10 - (time.monotonic() - started),
+                   "the worker process", tmp_path / "server.log")
+        [worker_pid] = worker_children(process.pid)
+
+        # the first page runs app.py, which asks for a worker again, maybe before this one has
+        # registered in the store: still one worker
+        wait_until(lambda: server_is_up(url), 60, "the server", tmp_path / "server.log")
+        page = browser.new_page()
+        page.goto(url)
+        wait_for_app(page)
+        page.get_by_text("PLUIE Lab").first.wait_for(timeout=30_000)
+        page.close()
+        assert worker_children(process.pid) == [worker_pid]
+
+        # it serves the store: registered, with a heartbeat (importing torch and pandas can take
+        # longer than 10 s on a loaded machine; a few seconds on an idle one)
+        wait_until(lambda: len(queue.alive_workers(engine)) == 1, 60, "the worker's heartbeat", tmp_path / "worker.log")
+        assert [w.pid for w in queue.alive_workers(engine)] == [worker_pid]
+        assert worker_children(process.pid) == [worker_pid]
+    finally:
+        stop(process)
+    # the worker goes with the server, and says so in the store
+    wait_until(lambda: not pid_alive(worker_pid), 30, "the worker to exit", tmp_path / "worker.log")
+    assert queue.alive_workers(engine) == []
+    engine.dispose()
+
+
+def test_make_run_with_pluie_no_worker_starts_none(tmp_path):
+    process, url, db_url = start_like_make_run(tmp_path, PLUIE_NO_WORKER="1")
+    try:
+        wait_until(lambda: server_is_up(url), 60, "the server", tmp_path / "server.log")
+        time.sleep(2)
+        engine = init_db(db_url)
+        assert queue.alive_workers(engine) == []
+        engine.dispose()
+    finally:
+        stop(process)
+    assert not (tmp_path / "worker.log").exists()
+
+
+def test_a_second_call_in_the_same_process_starts_no_second_worker(tmp_path, monkeypatch):
+    """The app page's call finds the worker the launcher started, before it has registered."""
+    import worker as worker_module
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.delenv("PLUIE_NO_WORKER", raising=False)
+    monkeypatch.delenv(worker_module.STARTED_WORKER_ENV, raising=False)
+    first = worker_module.ensure_worker_running(url, log_path=tmp_path / "worker.log")
+    try:
+        assert first is not None
+        assert worker_module.ensure_worker_running(url) is None  # at once: not registered yet
+        engine = init_db(url)
+        assert queue.alive_workers(engine) == []
+        engine.dispose()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=60)
+    # that worker has gone: the next call starts one again
+    second = worker_module.ensure_worker_running(url, log_path=tmp_path / "worker.log")
+    assert second is not None
+    second.send_signal(signal.SIGTERM)
+    second.wait(timeout=60)
