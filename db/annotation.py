@@ -93,10 +93,16 @@ def dataset_choices(engine: Engine) -> list[tuple[int, str, int]]:
 
 
 def score_run_choices(engine: Engine) -> list[tuple[int, str]]:
-    """PLUIE runs that can drive the "informative" order."""
+    """PLUIE runs that can drive the "informative" order: those with at least one score (a run that
+    failed before scoring anything has nothing to order by)."""
     with read_session(engine) as session:
         return [tuple(r) for r in session.execute(
-            select(ScoreRun.id, ScoreRun.name).where(ScoreRun.kind == "pluie").order_by(ScoreRun.name))]
+            select(ScoreRun.id, ScoreRun.name).where(ScoreRun.kind == "pluie", _has_scores(ScoreRun.id))
+            .order_by(ScoreRun.name))]
+
+
+def _has_scores(run_id):
+    return exists().where(Score.run_id == run_id)
 
 
 def list_campaigns(engine: Engine) -> list[Campaign]:
@@ -145,6 +151,8 @@ def create_campaign(
             raise CampaignError("One of the chosen datasets no longer exists; reload the page and choose again.")
         if informative_run_id is not None and session.get(ScoreRun, informative_run_id) is None:
             raise CampaignError("The chosen score run no longer exists.")
+        if informative_run_id is not None and not session.scalar(select(_has_scores(informative_run_id))):
+            raise CampaignError("The chosen score run has no scores yet: choose a run that has scored some pairs.")
         pair_ids = list(session.scalars(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
         if len(pair_ids) <= n_training:
             raise CampaignError(

@@ -1,0 +1,171 @@
+"""Issue 14, the organiser's rough edges (points 3-7, 9, 10): each against a real SQLite store,
+through the pages (Streamlit's AppTest) where the user sees it."""
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+import streamlit as st
+from sqlalchemy import func, select
+from streamlit.testing.v1 import AppTest
+
+from db import annotation as ann
+from db.datasets import datasets_overview, import_pairs
+from db.engine import read_session
+from db.models import ScoreRun
+from db.queue import fail_run
+from db.runs import RunError, create_run, pause_run
+from tests.paths import REPO
+from tests.store_fixtures import add_pairs, sentence_pairs
+from worker import ScoringWorker
+
+APP = str(REPO / "app.py")
+
+
+@pytest.fixture
+def store(db_url, engine, monkeypatch):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    st.cache_resource.clear()  # the pages' engine is cached per process: open this test's store
+    st.cache_data.clear()
+    yield engine
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def open_page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "error", "success", "info", "warning", "title", "subheader")
+             for e in at.get(kind) if isinstance(getattr(e, "value", None), str)]
+    parts += [str(getattr(p, "proto", "")) for p in at.get("progress")]
+    return "\n".join(parts)
+
+
+def widget(elements, label):
+    return next(w for w in elements if w.label == label)
+
+
+def score_everything(engine, run_id: int) -> None:
+    ScoringWorker(engine, device="cpu", run_ids=[run_id], poll_seconds=0.1).run(exit_when_idle=True)
+
+
+def n_runs(engine) -> int:
+    with read_session(engine) as session:
+        return session.scalar(select(func.count(ScoreRun.id)))
+
+
+# ------------------------------------------------------------------ 3. failed runs and progress
+
+
+def test_3_failed_and_cancelled_runs_leave_the_progress_and_the_choices(store, tmp_path):
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(5))
+    lev = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    score_everything(engine, lev)
+    broken = create_run(engine, name="broken", model=str(tmp_path / "no-model"))
+    fail_run(engine, broken, "The model cannot be loaded.")
+    cancelled = create_run(engine, name="chrf", kind="baseline", model="chrf")
+    pause_run(engine, cancelled)
+    from db.runs import cancel_run
+    cancel_run(engine, cancelled)
+
+    at = open_page("home")
+    table = at.dataframe[0].value
+    row = table[table["dataset"] == "d"].iloc[0]
+    assert (row["scores"], row["scores queued"], row["scoring"]) == (5, 5, 1.0)  # was 5 of 10: "50 % scored"
+
+    # the campaign's "most informative" order is offered only runs with scores: not the failed one
+    assert ann.score_run_choices(engine) == []
+    at = open_page("campaigns")
+    picker = widget(at.selectbox, "PLUIE run for the “most informative” order")
+    assert picker.options == []
+    with pytest.raises(ann.CampaignError, match="no scores"):
+        ann.create_campaign(engine, "c", [1], pair_order="informative", informative_run_id=broken, n_training=0)
+
+
+def test_3_a_pluie_run_with_scores_is_offered_even_after_it_failed(store):
+    from db.analysis import add_score_run
+
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(4))
+    run = add_score_run(engine, "pluie half", {1: 0.5, 2: -1.0}, kind="pluie")
+    fail_run(engine, run, "out of memory")
+    assert ann.score_run_choices(engine) == [(run, "pluie half")]
+
+
+# ------------------------------------------------------------------ 4. model checked at creation
+
+
+@pytest.fixture(scope="module")
+def model_without_chat_template(tiny_model_builder, tmp_path_factory):
+    copy = tmp_path_factory.mktemp("no-chat") / "model"
+    shutil.copytree(tiny_model_builder(), copy)
+    (copy / "chat_template.jinja").unlink()
+    return copy
+
+
+def test_4_a_model_that_cannot_work_is_refused_at_creation(store, tmp_path, tiny_model_path, model_without_chat_template):
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(3))
+    (tmp_path / "empty").mkdir()
+    cases = {
+        "nonexistent-org/no-such-model-xyz": "not in the local Hugging Face cache",
+        str(tmp_path / "missing"): "does not exist",
+        str(tmp_path / "empty"): "no config.json",
+        str(model_without_chat_template): "no chat template",
+    }
+    for model, reason in cases.items():
+        with pytest.raises(RunError, match=reason):
+            create_run(engine, model=model, check_model=True)
+    with pytest.raises(RunError, match="not a single token"):
+        create_run(engine, model=str(tiny_model_path), answers=["Absolutely certainly", "No"], check_model=True)
+    assert n_runs(engine) == 0
+
+    at = open_page("scoring")
+    widget(at.text_input, "Model").input("nonexistent-org/no-such-model-xyz")
+    widget(at.button, "Create run").click()
+    rerun(at)
+    assert any("not in the local Hugging Face cache" in e.value for e in at.error), [e.value for e in at.error]
+    assert "Checked when you create the run" in texts(at)
+    assert n_runs(engine) == 0
+
+    widget(at.text_input, "Model").input(str(tiny_model_path))
+    widget(at.button, "Create run").click()
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    assert n_runs(engine) == 1 and "passed the checks" in texts(at)
+
+
+# ------------------------------------------------------------------ 6. finished runs
+
+
+def test_6_a_finished_run_says_it_is_up_to_date(store):
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(4))
+    lev = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    chrf = create_run(engine, name="chrf", kind="baseline", model="chrf")
+    score_everything(engine, lev)
+    shown = texts(open_page("scoring"))
+    finished = next(line for line in shown.splitlines() if "**lev**" in line)
+    assert "up to date" in finished and "waiting for new pairs" in finished and "time left" not in finished
+    assert "4 / 4 scored" in finished
+    waiting = next(line for line in shown.splitlines() if "**chrf**" in line)
+    assert "active" in waiting and "0 / 4 scored" in waiting and "up to date" not in waiting
+    assert chrf
