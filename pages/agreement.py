@@ -117,7 +117,7 @@ if run is not None:
     if run_scores is None:
         st.info(f"No {run['name']} score on these datasets yet.")
     else:
-        threshold = common.threshold_input(selection, run_scores, "agreement_threshold")
+        threshold = common.threshold_input(selection, "agreement_threshold")
         if scale == "levels":
             versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, bool(run["higher_is_similar"]))
 

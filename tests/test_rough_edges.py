@@ -169,3 +169,56 @@ def test_6_a_finished_run_says_it_is_up_to_date(store):
     waiting = next(line for line in shown.splitlines() if "**chrf**" in line)
     assert "active" in waiting and "0 / 4 scored" in waiting and "up to date" not in waiting
     assert chrf
+
+
+# ------------------------------------------------------------------ 5. one default threshold
+
+
+def test_5_every_page_uses_the_best_threshold_of_a_baseline_or_the_one_set(store):
+    from db.analysis import labels_long, pairs_frame, scores_wide
+    from pluie_core.analysis import Reference, reference_labels
+    from pluie_core.stats import best_threshold, disagreements
+    from tests.analysis_store import build_store
+
+    engine = store
+    built = build_store(engine, n_mrpc=120)
+    pairs = pairs_frame(engine)
+    pairs = pairs[pairs["dataset"] == "MRPC"]
+    frame = pairs.join(scores_wide(engine, [built["lev_run"]]))
+    frame["reference"] = reference_labels(pairs, labels_long(engine), Reference("gold"))
+    name = "Levenshtein similarity"
+    best = best_threshold(frame[name], frame["reference"])["threshold"]
+    expected = disagreements(frame, name, "reference", best)
+    median = disagreements(frame, name, "reference", frame[name].median())
+    assert len(expected) != len(median)  # the old default (the median score) lists other pairs
+
+    def choose(at):
+        at.multiselect(key="analysis_datasets").set_value(["MRPC"])
+        rerun(at)
+        at.selectbox(key="analysis_run").set_value(name)
+        return rerun(at)
+
+    at = choose(open_page("disagreements"))
+    assert len(at.dataframe[0].value) == len(expected)
+    assert "a-posteriori best threshold against gold labels (as on the Thresholds page)" in texts(at)
+
+    at.switch_page("pages/agreement.py")
+    at = choose(rerun(at))
+    shown = texts(at)
+    assert f"paraphrase at score ≥ {best:g};" in shown and "a-posteriori best threshold" in shown
+
+    # a threshold the user sets holds on every page, and the page says so
+    at.number_input(key=f"agreement_threshold_{built['lev_run']}").set_value(0.5)
+    rerun(at)
+    assert "paraphrase at score ≥ 0.5;" in texts(at) and "set by you" in texts(at)
+    at.switch_page("pages/disagreements.py")
+    at = choose(rerun(at))
+    assert len(at.dataframe[0].value) == len(disagreements(frame, name, "reference", 0.5))
+    assert "set by you" in texts(at)
+    at.button(key=f"disagreement_threshold_{built['lev_run']}_reset").click()
+    rerun(at)
+    assert len(at.dataframe[0].value) == len(expected)
+
+    # PLUIE keeps its natural 0
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    assert "PLUIE's natural threshold 0" in texts(rerun(at))
