@@ -4,7 +4,7 @@ import streamlit as st
 from db import annotation as ann
 from pages.shared import admin_page
 from pluie_core.auth import admin_password_configured
-from pluie_core.guidelines import PAIR_ORDERS, default_guidelines
+from pluie_core.guidelines import PAIR_ORDERS, default_guidelines, guidelines_markdown
 
 engine = admin_page()
 st.title("Labelling campaigns")
@@ -103,7 +103,7 @@ def settings_section(campaign) -> None:
     edit, preview = st.columns(2)
     text = edit.text_area("Guidelines (Markdown)", value=campaign.guidelines, height=400, key=f"guide-{campaign.id}")
     with preview.container(border=True, height=430):
-        st.markdown(text)
+        st.markdown(guidelines_markdown(text), unsafe_allow_html=True)
     if text != campaign.guidelines and edit.button("Save the guidelines", type="primary"):
         ann.update_campaign(engine, campaign.id, guidelines=text)
         st.success("Saved: annotators see the new guidelines from their next pair.")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Sequence
 
+from pluie_core.diff import MARK_STYLE
 from pluie_core.labels import LEVELS
 
 PAIR_ORDERS: dict[str, str] = {
@@ -81,6 +83,18 @@ def default_guidelines() -> str:
             "",
         ]
     return "\n".join(parts)
+
+
+_MARKED = re.compile(r":yellow-background\[([^\]\n]*)\]")
+
+
+def guidelines_markdown(text: str) -> str:
+    """Guidelines (Markdown) as the pages draw them, with ``st.markdown(..., unsafe_allow_html=True)``:
+    each ``:yellow-background[words]`` becomes the labelling view's own highlight (the same
+    <mark> and yellow as pluie_core.diff, with nothing around it, so "water</mark>." keeps its full
+    stop against the word). Any other HTML in the text is shown as text, never run."""
+    safe = (text or "").replace("<", "&lt;")
+    return _MARKED.sub(lambda m: f'<mark class="pluie-diff" style="{MARK_STYLE}">{m.group(1)}</mark>', safe)
 
 
 def pick_training_pairs(pair_ids: Sequence[int], n: int, seed: int) -> list[int]:

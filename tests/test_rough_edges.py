@@ -298,3 +298,70 @@ def test_7_the_long_export_has_every_label_and_the_wide_one_integers_and_the_pag
     rerun(at)
     assert list(at.dataframe[0].value.columns) == list(long.columns)
     assert f"{n_labels - 4:,} labels" in texts(at)
+
+
+# ------------------------------------------------------------------ 10. small things
+
+
+def test_10_the_guidelines_mark_differences_as_the_labelling_view_does(store):
+    from pluie_core.diff import MARK_STYLE, diff_html
+
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(6))
+    cid = ann.create_campaign(engine, "Pilot", [1], quota=2, n_training=1)
+    _, token = ann.create_annotator(engine, cid, "someone")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["token"] = token
+    rerun(at)
+    shown = next(m for m in at.markdown if "drinks water" in m.value)
+    assert shown.proto.allow_html
+    live = diff_html("The cat drinks water.", "The cat eats kibble.")[0]
+    assert f'style="{MARK_STYLE}">drinks water</mark>.' in live  # the labelling view's highlight...
+    assert f'style="{MARK_STYLE}">drinks water</mark>.' in shown.value  # ...is the guidelines' one
+    assert ":yellow-background[" not in shown.value and "drinks water</mark> ." not in shown.value
+
+    # text an organiser writes is Markdown: HTML in it is shown, never run
+    at = open_page("campaigns")
+    guide = at.text_area(key=f"guide-{cid}")
+    guide.input("Mind the :yellow-background[marks]. <img src=x onerror=alert(1)>")
+    rerun(at)
+    preview = next(m for m in at.markdown if "Mind the" in m.value)
+    assert f'<mark class="pluie-diff" style="{MARK_STYLE}">marks</mark>.' in preview.value
+    assert "<img" not in preview.value and "&lt;img" in preview.value
+
+
+def test_10_the_kappa_heatmap_colour_bar_has_room_for_its_labels(store):
+    import json
+
+    engine = store
+    frame = pd.DataFrame(sentence_pairs(6), columns=["source", "hypothesis"])
+    frame["annotator:A"] = [0, 1, 2, 3, 3, 0]
+    frame["annotator:B"] = [0, 1, 3, 3, 2, 1]
+    import_pairs(engine, "two people", frame, annotator_scale="levels")
+    at = open_page("agreement")
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    bar = spec["data"][0]["colorbar"]
+    layout = spec["layout"]
+    assert bar["title"]["side"] == "right"  # not above the bar, on the top label
+    ticks = bar["tickvals"]
+    plot_height = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert plot_height / (len(ticks) - 1) >= 40  # px between two labels of about 12 px: no overlap
+
+
+@pytest.mark.browser
+def test_10_import_steps_of_a_recognised_format_start_at_one_and_counts_have_separators(app_server, browser):
+    from tests.browser import wait_for_app
+    from tests.paths import DATASETS
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        str(DATASETS / "mrpc" / "msr_paraphrase_test.txt"))
+    page.get_by_text("1 · Validation").wait_for(timeout=60_000)
+    page.get_by_text("2 · Import").wait_for()
+    assert page.get_by_text("3 · Validation").count() == 0 and page.get_by_text("Map the columns").count() == 0
+    gold = page.locator("[data-testid='stMetric']", has_text="Gold labels")
+    assert "1,725" in gold.inner_text()
+    assert "1,725" in page.locator("[data-testid='stMetric']", has_text="Pairs").first.inner_text()
+    page.close()
