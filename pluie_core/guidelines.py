@@ -24,6 +24,15 @@ PAIR_ORDERS: dict[str, str] = {
 }
 
 
+# how a campaign's queue is shared among its annotators (db.annotation serves by it)
+DISTRIBUTIONS: dict[str, str] = {
+    "share": "Share the work: every pair gets its first annotator before any pair gets a second, so annotators "
+             "get different pairs while the queue has enough; pairs get their further annotators after that",
+    "overlap": "Overlap first: each pair gets all its annotators before the next pair is served, so annotators "
+               "label the same pairs, in the same order",
+}
+
+
 @dataclass(frozen=True)
 class WorkedExample:
     first: str
@@ -115,8 +124,11 @@ def serving_order(
     """The campaign's pairs, first to serve first.
 
     - "random": a shuffle seeded by the campaign's seed.
-    - "least_labelled": fewest existing labels first (ties in the seeded random order). While the
-      campaign runs, pairs it has assigned fewer times also come first (see db.annotation).
+    - "least_labelled": fewest existing labels first (ties in the seeded random order).
+
+    This is the order of the queue; how the queue is shared among annotators is the campaign's
+    distribution (DISTRIBUTIONS): with "share", a pair assigned fewer times in the campaign comes
+    before this order; with "overlap", this order alone decides.
     - "informative": pairs where the model's side of 0 disagrees with the existing human (or
       binary gold) label first, then by |PLUIE score| ascending (closest to the natural
       threshold 0); pairs without a score last.

@@ -365,3 +365,139 @@ def test_10_import_steps_of_a_recognised_format_start_at_one_and_counts_have_sep
     assert "1,725" in gold.inner_text()
     assert "1,725" in page.locator("[data-testid='stMetric']", has_text="Pairs").first.inner_text()
     page.close()
+
+
+# ------------------------------------------------------------------ 9. which pairs, and sharing the work
+
+
+def queue_of(engine, campaign_id) -> set[int]:
+    from db.models import CampaignPair, TrainingPair
+
+    with read_session(engine) as session:
+        queued = set(session.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)))
+        training = set(session.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id)))
+    return queued | training
+
+
+def test_9_select_pairs_by_range_gold_score_and_seeded_sample():
+    from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
+
+    pairs = pd.DataFrame({"pair_id": range(101, 121), "gold_label": [i % 2 for i in range(20)],
+                          "score": [float(i) - 10 for i in range(20)]})
+    pairs.loc[3, "gold_label"] = float("nan")
+    assert select_pairs(pairs, None) == list(range(101, 121))
+    assert select_pairs(pairs, {"start": 5, "end": 8}) == [105, 106, 107, 108]
+    assert select_pairs(pairs, {"gold_min": 1, "gold_max": 1}) == [i for i in range(101, 121) if (i - 101) % 2 == 1
+                                                                    and i != 104]
+    assert select_pairs(pairs, {"score_run": 1, "score_min": -1.5, "score_max": 1}) == [110, 111, 112]
+    sample = select_pairs(pairs, {"sample": 6, "seed": 3})
+    assert len(sample) == 6 and sample == sorted(sample) and set(sample) <= set(range(101, 121))
+    assert select_pairs(pairs, {"sample": 6, "seed": 3}) == sample != select_pairs(pairs, {"sample": 6, "seed": 4})
+    combined = select_pairs(pairs, {"start": 2, "end": 15, "gold_min": 0, "gold_max": 0, "sample": 3, "seed": 0})
+    assert len(combined) == 3 and all((i - 101) % 2 == 0 and 102 <= i <= 115 for i in combined)
+    assert clean_selection({"start": 1, "end": 0, "sample": 0, "seed": 5}) is None
+    with pytest.raises(SelectionError, match="reversed"):
+        clean_selection({"gold_min": 3, "gold_max": 1})
+    with pytest.raises(SelectionError, match="score run"):
+        clean_selection({"score_min": 0})
+
+
+def test_9_a_campaign_takes_a_sample_a_range_or_filtered_pairs(store):
+    from db.analysis import add_score_run
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    engine = store
+    ds, pairs = make_dataset(engine, "gold", numbered_pairs(60), label_kind="binary", gold=[i % 2 for i in range(60)])
+    sample = ann.create_campaign(engine, "sample", [ds], n_training=2, seed=7, selection={"sample": 12})
+    again = ann.create_campaign(engine, "sample again", [ds], n_training=2, seed=7, selection={"sample": 12})
+    other = ann.create_campaign(engine, "other seed", [ds], n_training=2, seed=8, selection={"sample": 12})
+    assert len(queue_of(engine, sample)) == 12 and queue_of(engine, sample) == queue_of(engine, again)
+    assert queue_of(engine, sample) != queue_of(engine, other)
+
+    ranged = ann.create_campaign(engine, "range", [ds], n_training=1, selection={"start": 11, "end": 20})
+    assert queue_of(engine, ranged) == set(pairs[10:20])
+    gold = ann.create_campaign(engine, "paraphrases", [ds], n_training=1, selection={"gold_min": 1, "gold_max": 1})
+    assert queue_of(engine, gold) == set(pairs[1::2])
+    run = add_score_run(engine, "pluie", {p: float(i) for i, p in enumerate(pairs)}, kind="pluie")
+    near = ann.create_campaign(engine, "near zero", [ds], n_training=0,
+                               selection={"score_run": run, "score_min": 5, "score_max": 9.5})
+    assert queue_of(engine, near) == set(pairs[5:10])
+    with pytest.raises(ann.CampaignError, match="The selection keeps 5 pairs"):
+        ann.create_campaign(engine, "too few", [ds], n_training=5, selection={"start": 1, "end": 5})
+    assert ann.get_campaign(engine, sample).selection == {"sample": 12, "seed": 7}
+
+    # a campaign of chosen pairs does not take later imports; one of whole datasets does
+    whole = ann.create_campaign(engine, "whole", [ds], n_training=0)
+    add_pairs(engine, "gold", sentence_pairs(3))
+    assert len(queue_of(engine, whole)) == 63 and len(queue_of(engine, sample)) == 12
+
+
+def test_9_annotators_share_the_work_by_default(store):
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    engine = store
+    ds, _ = make_dataset(engine, "many", numbered_pairs(100))
+
+    def served(campaign_id, n=2):
+        people = [ann.create_annotator(engine, campaign_id, f"p{i}")[0] for i in range(n)]
+        orders = {aid: [] for aid in people}
+        for _ in range(15):  # they take turns, as people working at once do
+            for aid in people:
+                item = ann.serve_next(engine, aid)
+                orders[aid].append(item.pair_id)
+                ann.record_label(engine, aid, item.position, 2, 1.0)
+        return list(orders.values())
+
+    first, second = served(ann.create_campaign(engine, "shared", [ds], quota=15, overlap=2, n_training=0))
+    assert set(first).isdisjoint(second)  # the default: different pairs while the queue has enough
+    first, second = served(ann.create_campaign(engine, "together", [ds], quota=15, overlap=2, n_training=0,
+                                               distribution="overlap"))
+    assert first == second  # overlap first: the same pairs in the same order (as every campaign did before)
+
+    # a queue too short for everyone: every pair gets one annotator, then the rest get a second
+    small, _ = make_dataset(engine, "small", numbered_pairs(20, "small "))
+    first, second = served(ann.create_campaign(engine, "short", [small], quota=15, overlap=2, n_training=0))
+    assert len(set(first) | set(second)) == 20 and len(set(first) & set(second)) == 10
+
+    at = open_page("campaigns")
+    assert widget(at.radio, "Share the pairs among annotators").value == "share"
+
+
+def test_9_the_campaign_form_takes_a_sample(store):
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(40))
+    at = open_page("campaigns")
+    widget(at.text_input, "Name").input("Sampled")
+    widget(at.multiselect, "Datasets").set_value([(1, "d", 40)])
+    widget(at.number_input, "Random sample of (0 = every pair kept)").set_value(10)
+    widget(at.number_input, "Seed").set_value(3)
+    widget(at.button, "Create campaign").click()
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    campaign = ann.list_campaigns(engine)[0]
+    assert campaign.selection == {"sample": 10, "seed": 3} and campaign.distribution == "share"
+    assert len(queue_of(engine, campaign.id)) == 10
+    assert "a random sample of 10 (seed 3)" in texts(at) and "Share the work" in texts(at)
+
+
+def test_9_campaigns_of_an_older_store_keep_how_they_served(db_url):
+    import sqlalchemy as sa
+    from alembic import command
+
+    from db import init_db
+    from db.engine import alembic_config, make_engine
+
+    old = make_engine(db_url)
+    command.upgrade(alembic_config(old), "0002")
+    with old.begin() as conn:
+        for i, order in enumerate(("random", "least_labelled", "informative")):
+            conn.exec_driver_sql(
+                "INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, seed, active, "
+                f"created_at) VALUES ({i + 1}, 'c{i}', 5, 2, 0, '', '{order}', 0, 1, '2026-01-01')")
+    old.dispose()
+    engine = init_db(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT pair_order, distribution, selection FROM campaigns ORDER BY id")).all()
+    assert [tuple(r) for r in rows] == [("random", "overlap", None), ("least_labelled", "share", None),
+                                        ("informative", "overlap", None)]
+    engine.dispose()
