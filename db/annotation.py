@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
-
 from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
@@ -245,8 +244,9 @@ def _serving_ranks(session: Session, campaign: Campaign, pair_ids: list[int]) ->
 
 def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence[int]) -> int:
     """Queue pairs newly imported into a dataset for every open campaign that labels the whole of
-    that dataset (not those that chose some of its pairs), after the pairs already queued (in the campaign's own order among themselves). Called by the
-    import inside its transaction. Returns the number of queue entries added."""
+    that dataset (not those that chose some of its pairs), after the pairs already queued (in the
+    campaign's own order among themselves). Called by the import inside its transaction. Returns the
+    number of queue entries added."""
     campaign_ids = session.scalars(
         select(CampaignDataset.campaign_id).join(Campaign, Campaign.id == CampaignDataset.campaign_id)
         .where(CampaignDataset.dataset_id == dataset_id, Campaign.active.is_(True))

@@ -75,14 +75,20 @@ def describe_selection(selection: Optional[Mapping[str, Any]], run_name: Optiona
     """One line for the campaign page: what the selection keeps."""
     if not selection:
         return "every pair of its datasets, and pairs imported into them later"
+
+    def bounds(low: str, high: str) -> str:
+        shown = [f"{selection[k]:g}" if selection.get(k) is not None else none
+                 for k, none in ((low, "−∞"), (high, "∞"))]
+        return f"[{shown[0]}, {shown[1]}]"
+
     parts = []
     if "start" in selection or "end" in selection:
         parts.append(f"pairs {selection.get('start', 1):,} to {selection['end']:,}" if "end" in selection
                      else f"pairs from {selection['start']:,} on")
     if "gold_min" in selection or "gold_max" in selection:
-        parts.append(f"gold label in [{selection.get('gold_min', '−∞')}, {selection.get('gold_max', '∞')}]")
+        parts.append(f"gold label in {bounds('gold_min', 'gold_max')}")
     if "score_min" in selection or "score_max" in selection:
-        parts.append(f"{run_name or 'score'} in [{selection.get('score_min', '−∞')}, {selection.get('score_max', '∞')}]")
+        parts.append(f"{run_name or 'score'} in {bounds('score_min', 'score_max')}")
     if "sample" in selection:
         parts.append(f"a random sample of {selection['sample']:,} (seed {selection.get('seed', 0)})")
     return ", then ".join(parts)
