@@ -141,7 +141,10 @@ def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local or hub_offline())
     except Exception as exc:  # OSError, hub errors (no such repository), ValueError...
-        raise PluieError(f"Could not load the tokenizer of {name!r}: {_first_line(exc)}.") from None
+        raise PluieError(
+            f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or directory; "
+            "without internet access the model must already be in the Hugging Face cache or on disk."
+        ) from None
     checker = PluieScorer._without_weights(tokenizer, template, answers, str(name))
     first, second = checker.answers
     return checked + ["its tokenizer has a chat template",
