@@ -153,6 +153,26 @@ def test_4_a_model_that_cannot_work_is_refused_at_creation(store, tmp_path, tiny
     assert n_runs(engine) == 1 and "passed the checks" in texts(at)
 
 
+def test_4_a_hub_id_in_the_local_cache_passes_offline(store, tmp_path, tiny_model_path, monkeypatch):
+    from huggingface_hub import constants
+
+    from pluie_core.scorer import check_model
+
+    # the hub cache's own layout: models--<org>--<name>/refs/main -> snapshots/<commit>/<files>
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-chat"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    shutil.copytree(tiny_model_path, snapshot, ignore=shutil.ignore_patterns("*.safetensors"))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    checked = check_model("tiny-org/tiny-chat", "fs-direct")
+    assert checked[0] == "found in the local Hugging Face cache" and "one token each" in checked[-1]
+    run = create_run(store, model="tiny-org/tiny-chat", check_model=True)
+    assert n_runs(store) == 1 and run
+    with pytest.raises(RunError, match="not in the local Hugging Face cache"):
+        create_run(store, model="tiny-org/other-chat", check_model=True)
+
+
 # ------------------------------------------------------------------ 6. finished runs
 
 
