@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
+import pandas as pd
 from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
@@ -31,7 +32,10 @@ from db.models import (
     utcnow,
 )
 from pluie_core.auth import hash_token, new_token
-from pluie_core.guidelines import PAIR_ORDERS, default_guidelines, pick_training_pairs, serving_order
+from pluie_core.guidelines import (
+    DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, pick_training_pairs, serving_order,
+)
+from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS, majority_binary
 
 
@@ -96,11 +100,18 @@ def dataset_choices(engine: Engine) -> list[tuple[int, str, int]]:
         return [(i, n, c) for i, n, c in rows]
 
 
-def score_run_choices(engine: Engine) -> list[tuple[int, str]]:
-    """PLUIE runs that can drive the "informative" order."""
+def score_run_choices(engine: Engine, kind: Optional[str] = "pluie") -> list[tuple[int, str]]:
+    """Runs (of one kind: PLUIE runs drive the "informative" order; None = any) with at least one
+    score: a run that failed before scoring anything has nothing to order or filter by."""
+    query = select(ScoreRun.id, ScoreRun.name).where(_has_scores(ScoreRun.id)).order_by(ScoreRun.name)
+    if kind is not None:
+        query = query.where(ScoreRun.kind == kind)
     with read_session(engine) as session:
-        return [tuple(r) for r in session.execute(
-            select(ScoreRun.id, ScoreRun.name).where(ScoreRun.kind == "pluie").order_by(ScoreRun.name))]
+        return [tuple(r) for r in session.execute(query)]
+
+
+def _has_scores(run_id):
+    return exists().where(Score.run_id == run_id)
 
 
 def list_campaigns(engine: Engine) -> list[Campaign]:
@@ -128,8 +139,14 @@ def create_campaign(
     pair_order: str = "random",
     seed: int = 0,
     informative_run_id: Optional[int] = None,
+    selection: Optional[Mapping[str, Any]] = None,
+    distribution: str = "share",
 ) -> int:
-    """Create a campaign, draw its training pairs and lay out its queue. Returns its id."""
+    """Create a campaign, draw its training pairs and lay out its queue. Returns its id.
+
+    ``selection`` (pluie_core.pair_selection) takes part of the datasets: a range, gold-label and
+    score filters, a random sample drawn with ``seed``; None takes every pair, and the pairs imported
+    into the datasets later. ``distribution`` says how the queue is shared (DISTRIBUTIONS)."""
     name = (name or "").strip()
     if not name:
         raise CampaignError("Give the campaign a name.")
@@ -141,6 +158,14 @@ def create_campaign(
         raise CampaignError(f"Unknown pair order {pair_order!r}.")
     if pair_order == "informative" and informative_run_id is None:
         raise CampaignError("The “most informative” order needs a PLUIE score run to read the scores from.")
+    if distribution not in DISTRIBUTIONS:
+        raise CampaignError(f"Unknown way of sharing the pairs {distribution!r}.")
+    try:
+        selection = clean_selection(selection)
+    except SelectionError as exc:
+        raise CampaignError(str(exc)) from None
+    if selection and "sample" in selection:
+        selection["seed"] = seed
     with write_session(engine) as session:
         if session.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
             raise CampaignError(f"A campaign called “{name}” already exists.")
@@ -149,14 +174,18 @@ def create_campaign(
             raise CampaignError("One of the chosen datasets no longer exists; reload the page and choose again.")
         if informative_run_id is not None and session.get(ScoreRun, informative_run_id) is None:
             raise CampaignError("The chosen score run no longer exists.")
-        pair_ids = list(session.scalars(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
+        if informative_run_id is not None and not session.scalar(select(_has_scores(informative_run_id))):
+            raise CampaignError("The chosen score run has no scores yet: choose a run that has scored some pairs.")
+        pair_ids = _selected_pairs(session, dataset_ids, selection)
         if len(pair_ids) <= n_training:
+            held = "The chosen datasets hold" if selection is None else "The selection keeps"
             raise CampaignError(
-                f"The chosen datasets hold {len(pair_ids)} pairs: not enough for {n_training} training pairs and a queue.")
+                f"{held} {len(pair_ids):,} pairs: not enough for {n_training} training pairs and a queue.")
         campaign = Campaign(
             name=name, quota=quota, overlap=overlap, n_training=n_training,
             guidelines=default_guidelines() if guidelines is None else guidelines,
             pair_order=pair_order, seed=seed, informative_run_id=informative_run_id, active=True,
+            selection=selection, distribution=distribution,
         )
         session.add(campaign)
         session.flush()
@@ -170,6 +199,22 @@ def create_campaign(
         session.execute(insert(CampaignPair), [
             {"campaign_id": campaign.id, "pair_id": p, "rank": ranks[p], "n_assigned": 0} for p in queue])
         return campaign.id
+
+
+def _selected_pairs(session: Session, dataset_ids: Sequence[int], selection: Optional[dict]) -> list[int]:
+    """The ids of the pairs a selection keeps from the datasets, taken in import order."""
+    pairs = pd.DataFrame(session.execute(
+        select(Pair.id, Pair.gold_label).where(Pair.dataset_id.in_(dataset_ids)).order_by(Pair.dataset_id, Pair.id)
+    ).all(), columns=["pair_id", "gold_label"])
+    pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce")
+    if selection and ("score_min" in selection or "score_max" in selection):
+        run_id = selection["score_run"]
+        if session.get(ScoreRun, run_id) is None or not session.scalar(select(_has_scores(run_id))):
+            raise CampaignError("The score run of the filter has no scores (any more): choose another.")
+        scores = dict(session.execute(select(Score.pair_id, Score.value).where(
+            Score.run_id == run_id, Score.pair_id.in_(pairs["pair_id"].tolist()))).all())
+        pairs["score"] = pairs["pair_id"].map(scores).astype(float)
+    return select_pairs(pairs, selection)
 
 
 def _serving_ranks(session: Session, campaign: Campaign, pair_ids: list[int]) -> dict[int, int]:
@@ -202,9 +247,10 @@ def _serving_ranks(session: Session, campaign: Campaign, pair_ids: list[int]) ->
 
 
 def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence[int]) -> int:
-    """Queue pairs newly imported into a dataset for every open campaign that labels that dataset,
-    after the pairs already queued (in the campaign's own order among themselves). Called by the
-    import inside its transaction. Returns the number of queue entries added."""
+    """Queue pairs newly imported into a dataset for every open campaign that labels the whole of
+    that dataset (not those that chose some of its pairs), after the pairs already queued (in the
+    campaign's own order among themselves). Called by the import inside its transaction. Returns the
+    number of queue entries added."""
     campaign_ids = session.scalars(
         select(CampaignDataset.campaign_id).join(Campaign, Campaign.id == CampaignDataset.campaign_id)
         .where(CampaignDataset.dataset_id == dataset_id, Campaign.active.is_(True))
@@ -212,6 +258,8 @@ def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence
     added = 0
     for campaign_id in campaign_ids:
         campaign = session.get(Campaign, campaign_id)
+        if campaign.selection:
+            continue  # a campaign that chose some pairs keeps the pairs it chose
         start = (session.scalar(select(func.max(CampaignPair.rank)).where(CampaignPair.campaign_id == campaign_id)) or 0) + 1
         ranks = _serving_ranks(session, campaign, sorted(pair_ids))
         session.execute(insert(CampaignPair), [
@@ -499,7 +547,9 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
         Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
         Assignment.pair_id == CampaignPair.pair_id)
     has_slot = and_(CampaignPair.campaign_id == campaign.id, CampaignPair.n_assigned < campaign.overlap)
-    order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.pair_order == "least_labelled"
+    # "share": the pairs assigned fewest times first, so annotators get different pairs while there
+    # are enough; "overlap": the serving order alone, so each pair is filled before the next
+    order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"
              else (CampaignPair.rank,))
     for _ in range(100):
         pair_id = session.scalar(select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1))

@@ -314,7 +314,8 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
         not_training = Label.is_training.is_(False)
         labelled = per_dataset(func.count(func.distinct(Label.pair_id)), labels, not_training)
         n_labels = per_dataset(func.count(Label.id), labels, not_training)
-        live_run = ScoreRun.status != "cancelled"
+        # failed and cancelled runs leave the figures: their pairs will not be scored unless retried
+        live_run = ScoreRun.status.in_(("active", "paused"))
         queued = per_dataset(func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id),
                                                        (ScoreRun, ScoreRun.id == WorkItem.run_id)], live_run)
         scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id),

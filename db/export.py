@@ -1,5 +1,10 @@
 """The export: one row per pair with its gold label, every annotator's raw label, the aggregated
-and binarised labels and every score — ready to publish as a dataset."""
+and binarised labels and every score — ready to publish as a dataset; and the long format, one
+row per label with everything the app collected about it.
+
+Annotators are named as on every analysis page (db.analysis.analysis_choices: the display name
+they chose, else the name their link was made under; "name (dataset or campaign)" when two share
+it)."""
 from __future__ import annotations
 
 from typing import Iterable, Optional
@@ -7,26 +12,35 @@ from typing import Iterable, Optional
 import pandas as pd
 from sqlalchemy import Engine, select
 
+from db.analysis import analysis_choices
 from db.engine import read_session
-from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun
+from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
 from pluie_core.labels import LEVELS, level_name, majority_binary, majority_level
 
 ANNOTATOR_PREFIX = "annotator:"
 SCORE_PREFIX = "score:"
 
 
-def _annotator_columns(annotators: list[tuple[int, str]]) -> dict[int, str]:
-    """Column name per annotator id; a name shared by several annotators gets its id appended."""
-    counts: dict[str, int] = {}
-    for _, name in annotators:
-        counts[name] = counts.get(name, 0) + 1
-    return {aid: ANNOTATOR_PREFIX + (name if counts[name] == 1 else f"{name}#{aid}") for aid, name in annotators}
+def _annotator_names(engine: Engine) -> dict[int, str]:
+    """Annotator id -> the name every page shows (unique across the store)."""
+    people = analysis_choices(engine).annotators
+    return dict(zip(people["id"].astype(int), people["annotator"]))
+
+
+def _whole_numbers(values: pd.Series) -> pd.Series:
+    """A column of whole numbers as integers (2, not 2.0; missing stays missing); other columns as they are."""
+    known = pd.to_numeric(values, errors="coerce").dropna()
+    if len(known) and (known == known.round()).all():
+        return pd.to_numeric(values, errors="coerce").round().astype("Int64")
+    return values
 
 
 def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False) -> pd.DataFrame:
     """Columns: dataset, external_id, source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
-    n_labels, majority_level, majority_label, binary_label, `score:<run>` per score run.
+    n_labels, majority_level, majority_label, binary_label, `score:<run>` per score run; with
+    ``include_training``, n_training_labels (how many of the pair's labels come from a training
+    trial). Levels are integers; an annotator column is named as on the analysis pages.
 
     majority_level follows pluie_core.labels.majority_level (Don't know ignored, ties across the
     binary boundary give no label); binary_label is the majority of the binarised labels (a tie
@@ -43,13 +57,12 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
             columns=["pair_id", "dataset", "external_id", "source", "hypothesis", "label"],
         )
         ids = pairs["pair_id"].tolist()
-        label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value).where(Label.pair_id.in_(ids))
+        label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training).where(
+            Label.pair_id.in_(ids))
         if not include_training:
             label_query = label_query.where(Label.is_training.is_(False))
-        labels = pd.DataFrame(session.execute(label_query).all(), columns=["pair_id", "annotator_id", "level", "value"])
-        annotators = session.execute(
-            select(Annotator.id, Annotator.name).where(Annotator.id.in_(labels["annotator_id"].unique().tolist()))
-        ).all()
+        labels = pd.DataFrame(session.execute(label_query).all(),
+                              columns=["pair_id", "annotator_id", "level", "value", "is_training"])
         scores = pd.DataFrame(
             session.execute(
                 select(Score.pair_id, ScoreRun.name, Score.value)
@@ -61,11 +74,11 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
 
     out = pairs.set_index("pair_id")
     if not labels.empty:
-        names = _annotator_columns([(a, n) for a, n in annotators])
-        labels["raw"] = labels["level"].where(labels["level"].notna(), labels["value"])
-        labels["column"] = labels["annotator_id"].map(names)
+        names = _annotator_names(engine)
+        labels["raw"] = labels["level"].where(labels["level"].notna(), labels["value"]).astype(float)
+        labels["column"] = ANNOTATOR_PREFIX + labels["annotator_id"].map(names)
         wide = labels.pivot(index="pair_id", columns="column", values="raw")
-        out = out.join(wide[sorted(wide.columns)])
+        out = out.join(wide[sorted(wide.columns)].apply(_whole_numbers))
         levels = labels.dropna(subset=["level"]).groupby("pair_id")["level"].apply(list)
         out["n_labels"] = labels.groupby("pair_id").size().reindex(out.index).fillna(0).astype(int)
         majority = levels.map(lambda xs: majority_level(int(x) for x in xs))
@@ -73,16 +86,65 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         out["majority_level"] = majority.reindex(out.index).astype("Int64")
         out["majority_label"] = out["majority_level"].map(lambda v: level_name(None if pd.isna(v) else int(v)))
         out["binary_label"] = binary.reindex(out.index).astype("Int64")
+        if include_training:
+            training = labels[labels["is_training"].astype(bool)].groupby("pair_id").size()
+            out["n_training_labels"] = training.reindex(out.index).fillna(0).astype(int)
     else:
         out["n_labels"] = 0
         out["majority_level"] = pd.array([pd.NA] * len(out), dtype="Int64")
         out["majority_label"] = ""
         out["binary_label"] = pd.array([pd.NA] * len(out), dtype="Int64")
+        if include_training:
+            out["n_training_labels"] = 0
     if not scores.empty:
         wide_scores = scores.pivot(index="pair_id", columns="run", values="value")
         wide_scores.columns = [SCORE_PREFIX + str(c) for c in wide_scores.columns]
         out = out.join(wide_scores)
     return out.reset_index(drop=True)
+
+
+LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator", "display_name",
+                "link_name", "campaign", "english_level", "level", "level_name", "value", "is_training",
+                "sentence_on_top", "seconds_spent", "created_at", "updated_at"]
+
+
+def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
+                  include_training: bool = False) -> pd.DataFrame:
+    """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
+    hypothesis; annotator (the name every page shows), display_name (the one they chose),
+    link_name (the one their personal link was made under), campaign, english_level; level (an
+    integer 0-4 of the five-level scale, empty for an imported value), level_name, value (an
+    imported value on its own scale), is_training (a label of the training trial), sentence_on_top
+    ("source" or "hypothesis", as the labelling view showed the pair), seconds_spent, created_at,
+    updated_at (UTC)."""
+    query = (
+        select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
+               Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
+               Label.value, Label.is_training, Label.source_on_top, Label.seconds_spent, Label.created_at,
+               Label.updated_at)
+        .join(Pair, Pair.id == Label.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
+        .join(Annotator, Annotator.id == Label.annotator_id)
+        .outerjoin(Campaign, Campaign.id == Label.campaign_id)
+        .order_by(Pair.dataset_id, Pair.id, Label.annotator_id)
+    )
+    if dataset_ids is not None:
+        query = query.where(Pair.dataset_id.in_(list(dataset_ids)))
+    if not include_training:
+        query = query.where(Label.is_training.is_(False))
+    with read_session(engine) as session:
+        rows = session.execute(query).all()
+    columns = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator_id", "display_name",
+               "link_name", "campaign", "english_level", "level", "value", "is_training", "source_on_top",
+               "seconds_spent", "created_at", "updated_at"]
+    labels = pd.DataFrame(rows, columns=columns)
+    labels["annotator"] = labels["annotator_id"].map(_annotator_names(engine))
+    labels["level"] = pd.to_numeric(labels["level"], errors="coerce").astype("Int64")
+    labels["level_name"] = labels["level"].map(lambda v: level_name(None if pd.isna(v) else int(v)))
+    labels["value"] = _whole_numbers(labels["value"].astype(float))
+    labels["is_training"] = labels["is_training"].astype(bool)
+    on_top = labels["source_on_top"].map({True: "source", False: "hypothesis"})
+    labels["sentence_on_top"] = on_top.where(labels["source_on_top"].notna(), None)
+    return labels[LONG_COLUMNS]
 
 
 LEVEL_LEGEND = {i: name for i, name in enumerate(LEVELS)}

@@ -79,6 +79,11 @@ class Campaign(Base):
     seed: Mapped[int] = mapped_column(Integer, default=0)
     # the score run whose values drive the "informative" order
     informative_run_id: Mapped[Optional[int]] = mapped_column(ForeignKey("score_runs.id", ondelete="SET NULL"))
+    # which pairs of its datasets it takes (pluie_core.pair_selection); None = every pair, and later imports
+    selection: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    # "share": every pair gets its first annotator before any gets a second; "overlap": each pair's
+    # overlap is filled before the next pair is served (annotators label the same pairs)
+    distribution: Mapped[str] = mapped_column(String(20), default="share", server_default="share")
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -45,8 +45,11 @@ def create_run(
     batch_size: Optional[int] = None,
     dataset_ids: Sequence[int] = (),
     higher_is_similar: bool = True,
+    check_model: bool = False,
 ) -> int:
-    """Create an active run and queue every pair in its scope; returns the run id."""
+    """Create an active run and queue every pair in its scope; returns the run id. With
+    ``check_model``, a PLUIE run's model is first checked as far as it can be at once
+    (``check_run_model``): no run is created when the check fails."""
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
@@ -64,6 +67,8 @@ def create_run(
         raise RunError("The batch size must be a positive whole number.")
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+    if kind == "pluie" and check_model:
+        check_run_model(model, template, template_spec, answers or None)
     name = (name or "").strip() or _default_name(model, template, direction)
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
@@ -84,6 +89,19 @@ def create_run(
         session.flush()
         enqueue_missing(session, run.id)
         return run.id
+
+
+def check_run_model(model: str, template: str = "fs-direct", template_spec: Optional[dict[str, Any]] = None,
+                    answers: Optional[Sequence[str]] = None) -> list[str]:
+    """pluie_core.scorer.check_model on a run's settings (the way the worker will read them):
+    sentences saying what was checked, or a RunError saying what is wrong."""
+    from pluie_core.scorer import PluieError, check_model
+
+    try:
+        return check_model(model, template_spec if template == "custom" else template or "fs-direct",
+                           tuple(answers) if answers else None)
+    except PluieError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _default_name(model: str, template: str, direction: str) -> str:
@@ -167,6 +185,11 @@ class RunProgress:
     pairs_per_second: Optional[float]
     seconds_left: Optional[float]
     item_error: Optional[str]  # one of the errors of its failed items, if any
+
+    @property
+    def up_to_date(self) -> bool:
+        """An active run with nothing left to score: it waits for pairs imported later."""
+        return self.status == "active" and self.done + self.failed >= self.total
 
 
 def runs_progress(engine: Engine) -> list[RunProgress]:

@@ -20,6 +20,8 @@ admin_page()
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}
+KAPPA_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+HEATMAP_MIN_HEIGHT, HEATMAP_MARGIN = 360, 70  # px: the colour bar then has 220 px, 55 per tick
 
 st.title("Agreement")
 selection = common.sidebar(run="optional", reference=False)
@@ -92,10 +94,14 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
     text = pairwise.kappa.map(lambda k: "" if pd.isna(k) else f"{k:.2f}") + "<br>n=" + pairwise.n_shared.astype(str)
     heatmap = go.Figure(go.Heatmap(
         z=pairwise.kappa.to_numpy(), x=pairwise.kappa.columns, y=pairwise.kappa.index, text=text.to_numpy(),
-        texttemplate="%{text}", zmin=-1, zmax=1, colorscale="RdBu", colorbar_title="κ",
+        texttemplate="%{text}", zmin=-1, zmax=1, colorscale="RdBu",
+        # five labelled ticks, the title beside the bar: with two or three annotators the plot is short,
+        # and plotly's default ticks and top title then overlap
+        colorbar=dict(title=dict(text="κ", side="right"), tickvals=KAPPA_TICKS, ticktext=[f"{t:g}" for t in KAPPA_TICKS]),
         hovertemplate="%{y} × %{x}: %{text}<extra></extra>"))
     heatmap.update_layout(title=f"Cohen's κ per pair of annotators ({name}); n = items both labelled",
-                          yaxis_autorange="reversed", height=160 + 45 * len(pairwise.kappa))
+                          yaxis_autorange="reversed", margin=dict(t=HEATMAP_MARGIN, b=HEATMAP_MARGIN),
+                          height=max(HEATMAP_MIN_HEIGHT, 160 + 45 * len(pairwise.kappa)))
     st.plotly_chart(heatmap, key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
@@ -117,7 +123,7 @@ if run is not None:
     if run_scores is None:
         st.info(f"No {run['name']} score on these datasets yet.")
     else:
-        threshold = common.threshold_input(selection, run_scores, "agreement_threshold")
+        threshold = common.threshold_input(selection, "agreement_threshold")
         if scale == "levels":
             versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, bool(run["higher_is_similar"]))
 

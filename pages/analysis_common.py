@@ -137,16 +137,56 @@ def scored_frame(selection: Selection, run_names: Optional[list[str]] = None, te
     return frame
 
 
-def threshold_input(selection: Selection, values: pd.Series, key: str) -> float:
-    """The threshold at which the chosen run calls a pair a paraphrase: PLUIE's natural 0 by default;
-    for a baseline, which has none, the median score."""
-    natural = core.natural_threshold(selection.run["kind"])
-    default = natural if natural is not None else float(values.median()) if values.notna().any() else 0.0
-    return st.sidebar.number_input(
-        # one widget per run: a threshold typed for one run means nothing for another
-        "Model threshold", value=float(round(default, 4)), key=f"{key}_{int(selection.run['id'])}", format="%.4f",
-        help="PLUIE's natural threshold is 0; a baseline has none, so its median score is the default.",
+USER_THRESHOLDS = "analysis_user_thresholds"  # run id -> the threshold the user set, on any page
+
+
+def _threshold_reference(selection: Selection) -> tuple[Optional[pd.Series], str]:
+    """The reference the default threshold is found against: the page's own, or (on a page
+    without a reference picker) the Thresholds page's default: gold labels when the chosen datasets
+    have some, else the human majority."""
+    reference = selection.reference
+    if reference is None:
+        chosen = selection.choices.datasets[selection.choices.datasets["id"].isin(selection.dataset_ids)]
+        reference = core.Reference("gold" if chosen["n_gold"].sum() > 0 else "majority")
+    try:
+        frame = pairs(selection.url, selection.dataset_ids)
+        return core.reference_labels(frame, labels(selection.url, selection.dataset_ids), reference), reference.describe()
+    except StatsError:
+        return None, reference.describe()
+
+
+def threshold_input(selection: Selection, key: str) -> float:
+    """The threshold at which the chosen run calls a pair a paraphrase, by one rule on every page
+    (pluie_core.analysis.default_threshold): PLUIE's natural 0; for a metric without one, the
+    a-posteriori best against the reference (the Thresholds page's); or the one the user set here
+    or on another page. A caption says which."""
+    run = selection.run
+    run_id = int(run["id"])
+    values = scores(selection.url, (run_id,), selection.dataset_ids).get(run["name"], pd.Series(dtype=float))
+    reference, reference_name = _threshold_reference(selection) if core.natural_threshold(run["kind"]) is None else (None, "")
+    rule = core.default_threshold(run["kind"], values, reference, bool(run["higher_is_similar"]), reference_name)
+    user = st.session_state.setdefault(USER_THRESHOLDS, {})
+    widget = f"{key}_{run_id}"  # one widget per run: a threshold typed for one run means nothing for another
+
+    def remember() -> None:
+        user[run_id] = float(st.session_state[widget])
+
+    # the widget shows the rule's value, or the user's from any page (set before it is drawn)
+    st.session_state[widget] = float(user.get(run_id, rule.value))
+    threshold = st.sidebar.number_input(
+        "Model threshold", key=widget, format="%.4f", on_change=remember,
+        help="The same rule on every page: PLUIE's natural threshold 0; a metric without one uses its a-posteriori "
+             "best threshold (the Thresholds page's); a threshold you set here holds on every page.",
     )
+    if run_id in user and user[run_id] != rule.value:
+        st.sidebar.caption(f"Threshold {threshold:.4g}: set by you (the default is {rule.describe()}, {rule.value:.4g}).")
+        if st.sidebar.button("Back to the default threshold", key=f"{widget}_reset"):
+            user.pop(run_id)
+            st.session_state.pop(widget, None)
+            st.rerun()
+    else:
+        st.sidebar.caption(f"Threshold {threshold:.4g}: {rule.describe()}.")
+    return float(threshold)
 
 
 def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV", index: bool = False) -> None:

@@ -10,6 +10,7 @@ import streamlit as st
 from db import annotation as ann
 from pages.shared import annotator_page
 from pluie_core.diff import diff_html
+from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
 
 # Four grey answers and a light-blue "Don't know", as in the paper, so colour biases no choice.
@@ -36,7 +37,7 @@ revisit_key, clock_key, error_key = f"revisit-{aid}", f"shown-{aid}", f"error-{a
 
 def show_guidelines() -> None:
     with st.popover("Guidelines", icon=":material/menu_book:", width="content"):
-        st.markdown(view.guidelines)
+        st.markdown(guidelines_markdown(view.guidelines), unsafe_allow_html=True)
 
 
 if view.needs_profile:
@@ -52,7 +53,7 @@ if view.needs_profile:
             except ann.CampaignError as exc:
                 st.error(str(exc))
     with st.expander("Guidelines", expanded=True):
-        st.markdown(view.guidelines)
+        st.markdown(guidelines_markdown(view.guidelines), unsafe_allow_html=True)
     st.stop()
 
 

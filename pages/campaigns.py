@@ -4,7 +4,8 @@ import streamlit as st
 from db import annotation as ann
 from pages.shared import admin_page
 from pluie_core.auth import admin_password_configured
-from pluie_core.guidelines import PAIR_ORDERS, default_guidelines
+from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
+from pluie_core.pair_selection import describe_selection
 
 engine = admin_page()
 st.title("Labelling campaigns")
@@ -16,6 +17,29 @@ def personal_link(token: str) -> str:
     # st.context.url is this page's address; the link opens the app's root with the token
     here = (st.context.url or "").split("?")[0].rstrip("/")
     return f"{here.removesuffix('/campaigns')}/?token={token}"
+
+
+def pair_selection_inputs() -> dict:
+    """Which pairs of the datasets the campaign takes (inside the form); empty = every pair."""
+    scored = ann.score_run_choices(engine, kind=None)
+    with st.expander("Which pairs (default: every pair of the chosen datasets)"):
+        st.caption("Applied in this order: a range (positions in import order, dataset by dataset), the gold-label "
+                   "and score filters, then a random sample drawn with the seed. A campaign that takes part of its "
+                   "datasets does not take the pairs imported into them later.")
+        c1, c2, c3 = st.columns(3)
+        start = c1.number_input("From pair", min_value=1, value=1, step=1)
+        end = c2.number_input("To pair (0 = the last)", min_value=0, value=0, step=1)
+        sample = c3.number_input("Random sample of (0 = every pair kept)", min_value=0, value=0, step=1)
+        g1, g2 = st.columns(2)
+        gold_min = g1.number_input("Gold label at least", value=None, placeholder="any")
+        gold_max = g2.number_input("Gold label at most", value=None, placeholder="any")
+        s1, s2, s3 = st.columns(3)
+        score_run = s1.selectbox("Score filter: run", scored, index=None, format_func=lambda r: r[1],
+                                 placeholder="No score filter" if scored else "No run has scores yet")
+        score_min = s2.number_input("Score at least", value=None, placeholder="any")
+        score_max = s3.number_input("Score at most", value=None, placeholder="any")
+    return {"start": int(start), "end": int(end), "sample": int(sample), "gold_min": gold_min, "gold_max": gold_max,
+            "score_run": score_run[0] if score_run else None, "score_min": score_min, "score_max": score_max}
 
 
 def new_campaign_form() -> None:
@@ -33,15 +57,21 @@ def new_campaign_form() -> None:
         n_training = c3.number_input("Training pairs", min_value=0, value=5, step=1,
                                      help="The same for everyone, shown first, not counted in results.")
         seed = c4.number_input("Seed", min_value=0, value=0, step=1)
-        order = st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get)
+        order = st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get,
+                         help="The order of the queue: the pairs served first.")
         run = st.selectbox("PLUIE run for the “most informative” order", runs, index=None,
                            format_func=lambda r: r[1], placeholder="No score run" if not runs else "Choose a run")
+        distribution = st.radio("Share the pairs among annotators", list(DISTRIBUTIONS), format_func=DISTRIBUTIONS.get,
+                                help="With several annotators per pair: share the work (different pairs for "
+                                     "each while there are enough), or have them label the same pairs first.")
+        selection = pair_selection_inputs()
         guidelines = st.text_area("Guidelines (Markdown)", value=default_guidelines(), height=300)
         if st.form_submit_button("Create campaign", type="primary"):
             try:
                 ann.create_campaign(engine, name, [d[0] for d in chosen], quota=int(quota), overlap=int(overlap),
                                     n_training=int(n_training), guidelines=guidelines, pair_order=order,
-                                    seed=int(seed), informative_run_id=run[0] if run else None)
+                                    seed=int(seed), informative_run_id=run[0] if run else None,
+                                    selection=selection, distribution=distribution)
                 st.session_state["campaign-created"] = name.strip()
                 st.rerun()
             except ann.CampaignError as exc:
@@ -107,6 +137,9 @@ def annotators_section(campaign) -> None:
 def settings_section(campaign) -> None:
     st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
              f"{campaign.quota} pairs per annotator · {campaign.overlap} annotator(s) per pair")
+    runs = dict(ann.score_run_choices(engine, kind=None))
+    st.write(f"Pairs: {describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))} · "
+             f"{DISTRIBUTIONS[campaign.distribution]}.")
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
         ann.update_campaign(engine, campaign.id, active=active)
@@ -117,7 +150,7 @@ def settings_section(campaign) -> None:
     edit, preview = st.columns(2)
     text = edit.text_area("Guidelines (Markdown)", value=campaign.guidelines, height=400, key=f"guide-{campaign.id}")
     with preview.container(border=True, height=430):
-        st.markdown(text)
+        st.markdown(guidelines_markdown(text), unsafe_allow_html=True)
     if text != campaign.guidelines and edit.button("Save the guidelines", type="primary"):
         ann.update_campaign(engine, campaign.id, guidelines=text)
         st.success("Saved: annotators see the new guidelines from their next pair.")

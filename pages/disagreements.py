@@ -34,7 +34,7 @@ if mode == "model":
     if pairs[score].notna().sum() == 0:
         st.info(f"No {score} score on these pairs yet.")
         st.stop()
-    threshold = common.threshold_input(selection, pairs[score], "disagreement_threshold")
+    threshold = common.threshold_input(selection, "disagreement_threshold")
     table = disagreements(pairs, score, "reference", threshold, bool(run["higher_is_similar"]))
     table = table.rename(columns={"reference": "reference label", "prediction": "model label"})
     shown = ["dataset", score, "reference label", "model label", "confidence", "source", "hypothesis"]

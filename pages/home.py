@@ -29,7 +29,7 @@ st.dataframe(
     column_config={
         "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
         "scoring": st.column_config.ProgressColumn(
-            "scored", format="percent", min_value=0, max_value=1, help="scores written / scores queued, over all runs"
+            "scored", format="percent", min_value=0, max_value=1, help="scores written / scores queued, over the active and paused runs (failed and cancelled ones left out)"
         ),
         "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
     },

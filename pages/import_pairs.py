@@ -59,15 +59,17 @@ except PairFileError as exc:
 
 generic = detected is None or attrs.get("format") in GENERIC_FORMATS
 pairs = detected
+# a recognised format skips the preview and the column mapping: its steps are numbered from 1 too
+steps = iter(range(1, 5))
 if generic:
     try:
         table = raw_table(data, uploaded.name)
     except PairFileError as exc:
         st.error(str(exc))
         st.stop()
-    st.subheader("1 · Preview")
+    st.subheader(f"{next(steps)} · Preview")
     st.dataframe(table.head(10), hide_index=True, width="stretch")
-    st.subheader("2 · Map the columns")
+    st.subheader(f"{next(steps)} · Map the columns")
     guess = guess_columns(table)
     options = [""] + [str(c) for c in table.columns]
 
@@ -105,13 +107,13 @@ elif error is not None:
     st.error(str(error))
     st.stop()
 
-st.subheader("3 · Validation")
+st.subheader(f"{next(steps)} · Validation")
 annotators = [c.split(":", 1)[1] for c in pairs.columns if str(c).startswith("annotator:")]
 cols = st.columns(4)
 cols[0].metric("Pairs", f"{len(pairs):,}")
-cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", len(attrs.get("duplicates") or []))
-cols[2].metric("Gold labels", int(pairs["label"].notna().sum()) if "label" in pairs else 0)
-cols[3].metric("Annotators", len(annotators))
+cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", f"{len(attrs.get('duplicates') or []):,}")
+cols[2].metric("Gold labels", f"{int(pairs['label'].notna().sum()) if 'label' in pairs else 0:,}")
+cols[3].metric("Annotators", f"{len(annotators):,}")
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
 for note in attrs.get("notes") or []:
     st.info(note)
@@ -122,7 +124,7 @@ if attrs.get("duplicates"):
         st.dataframe(attrs["duplicates"][:200], width="stretch")
 st.dataframe(pairs.head(10), hide_index=True, width="stretch")
 
-st.subheader("4 · Import")
+st.subheader(f"{next(steps)} · Import")
 name = st.text_input("Dataset name", value=Path(uploaded.name).stem)
 description = st.text_area("Description (optional)", height=68)
 levels = False

@@ -55,8 +55,11 @@ def live_progress():
     for run in runs:
         fraction = run.done / run.total if run.total else 0.0
         rate = f"{run.pairs_per_second:.1f} pairs/s" if run.pairs_per_second else "—"
-        label = (f"**{run.name}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
-                 f"time left {duration(run.seconds_left)}")
+        if run.up_to_date:
+            label = f"**{run.name}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
+        else:
+            label = (f"**{run.name}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
+                     f"time left {duration(run.seconds_left)}")
         if run.failed:
             label += f" · {run.failed:,} failed"
         if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
@@ -119,6 +122,9 @@ with st.expander("New PLUIE run", expanded=not runs):
     with st.form("new_run"):
         model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
                               help="A Hugging Face chat model id, or a local directory.")
+        st.caption("Checked when you create the run: a local directory holds a config.json; a hub id is in the "
+                   "local Hugging Face cache when the hub is offline; the tokenizer has a chat template that "
+                   "takes the template's turns; each answer is one token. The weights load on a worker.")
         template = st.selectbox("Template", template_names() + [CUSTOM])
         pasted = st.text_area("Custom template (YAML or JSON)", placeholder="turns:\n  - {role: user, content: ...}")
         uploaded = st.file_uploader("…or a template file", type=["yaml", "yml", "json"])
@@ -146,10 +152,11 @@ with st.expander("New PLUIE run", expanded=not runs):
             new_id = create_run(
                 engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
                 answers=answers, direction=direction, device=None if device.startswith("auto") else device,
-                batch_size=int(batch_size) or None, dataset_ids=chosen,
+                batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
             )
             st.session_state["scoring_select"] = new_id
-            st.session_state["scoring_flash"] = "Run created: its pairs are queued and a worker will pick them up."
+            st.session_state["scoring_flash"] = ("Run created: the model passed the checks above; its pairs are "
+                                                 "queued and a worker will pick them up.")
             st.rerun()
         except RunError as exc:
             st.error(str(exc))

@@ -16,7 +16,7 @@ import pandas as pd
 
 from pluie_core.baselines import levenshtein
 from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
-from pluie_core.stats import StatsError, cohen_kappa, levels_to_matrix, majority_binary_vector
+from pluie_core.stats import StatsError, best_threshold, cohen_kappa, levels_to_matrix, majority_binary_vector
 
 
 def edit_distances(pairs: pd.DataFrame) -> pd.Series:
@@ -132,6 +132,43 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
 def natural_threshold(run_kind: str) -> Optional[float]:
     """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); baselines have none."""
     return 0.0 if run_kind == "pluie" else None
+
+
+@dataclass(frozen=True)
+class DefaultThreshold:
+    """The threshold a view uses for a run unless the user sets one, and which rule gave it:
+    "natural" (PLUIE's 0), "best" (the a-posteriori best against the reference, as the Thresholds
+    view finds it) or "median" (the median score, only when there is no reference to find a best)."""
+
+    value: float
+    rule: str
+    reference: Optional[str] = None  # Reference.describe() of the best's reference
+
+    def describe(self) -> str:
+        if self.rule == "natural":
+            return "PLUIE's natural threshold 0"
+        if self.rule == "best":
+            return f"the a-posteriori best threshold against {self.reference} (as on the Thresholds page)"
+        return "the median score (no reference labels to find a best threshold)"
+
+
+def default_threshold(run_kind: str, scores: pd.Series, reference: Optional[pd.Series] = None,
+                      higher_is_similar: bool = True, reference_name: str = "the reference") -> DefaultThreshold:
+    """One rule for every view: a metric with a natural threshold uses it (PLUIE: 0); one without
+    (a baseline) uses the a-posteriori best threshold for accuracy against ``reference`` (0/1 per
+    pair, aligned with ``scores``), the one the Thresholds view reports; the median score only when
+    no best can be found (no reference, or one class only)."""
+    natural = natural_threshold(run_kind)
+    if natural is not None:
+        return DefaultThreshold(natural, "natural")
+    if reference is not None:
+        try:
+            best = best_threshold(scores, reference.reindex(scores.index), higher_is_similar)
+            return DefaultThreshold(float(best["threshold"]), "best", reference_name)
+        except StatsError:
+            pass
+    values = pd.to_numeric(scores, errors="coerce").dropna()
+    return DefaultThreshold(float(values.median()) if len(values) else 0.0, "median")
 
 
 # --------------------------------------------------------------------------- per-annotator summary

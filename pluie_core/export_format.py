@@ -14,10 +14,11 @@ numbers and never marked. The CSV is UTF-8 with a byte-order mark, which Excel n
 recognise UTF-8; load_pairs ignores it.
 
 JSONL is never opened as a spreadsheet: it is written as is, one JSON object per line,
-missing values as null.
+missing values as null, times as ISO 8601 text.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 
@@ -64,4 +65,6 @@ def _json_value(value):
         return None if math.isnan(value) else float(value)
     if isinstance(value, np.bool_):
         return bool(value)
+    if isinstance(value, (pd.Timestamp, dt.datetime, dt.date)):
+        return value.isoformat()
     return value

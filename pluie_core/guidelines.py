@@ -10,15 +10,26 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Sequence
 
+from pluie_core.diff import MARK_STYLE
 from pluie_core.labels import LEVELS
 
 PAIR_ORDERS: dict[str, str] = {
     "random": "Random (seeded)",
     "least_labelled": "Least-labelled first",
     "informative": "Most informative first (PLUIE score near 0, or model and labels disagree)",
+}
+
+
+# how a campaign's queue is shared among its annotators (db.annotation serves by it)
+DISTRIBUTIONS: dict[str, str] = {
+    "share": "Share the work: every pair gets its first annotator before any pair gets a second, so annotators "
+             "get different pairs while the queue has enough; pairs get their further annotators after that",
+    "overlap": "Overlap first: each pair gets all its annotators before the next pair is served, so annotators "
+               "label the same pairs, in the same order",
 }
 
 
@@ -83,6 +94,18 @@ def default_guidelines() -> str:
     return "\n".join(parts)
 
 
+_MARKED = re.compile(r":yellow-background\[([^\]\n]*)\]")
+
+
+def guidelines_markdown(text: str) -> str:
+    """Guidelines (Markdown) as the pages draw them, with ``st.markdown(..., unsafe_allow_html=True)``:
+    each ``:yellow-background[words]`` becomes the labelling view's own highlight (the same
+    <mark> and yellow as pluie_core.diff, with nothing around it, so "water</mark>." keeps its full
+    stop against the word). Any other HTML in the text is shown as text, never run."""
+    safe = (text or "").replace("<", "&lt;")
+    return _MARKED.sub(lambda m: f'<mark class="pluie-diff" style="{MARK_STYLE}">{m.group(1)}</mark>', safe)
+
+
 def pick_training_pairs(pair_ids: Sequence[int], n: int, seed: int) -> list[int]:
     """The training trial: n pairs drawn with the campaign's seed, the same for everyone."""
     ordered = sorted(pair_ids)
@@ -101,8 +124,11 @@ def serving_order(
     """The campaign's pairs, first to serve first.
 
     - "random": a shuffle seeded by the campaign's seed.
-    - "least_labelled": fewest existing labels first (ties in the seeded random order). While the
-      campaign runs, pairs it has assigned fewer times also come first (see db.annotation).
+    - "least_labelled": fewest existing labels first (ties in the seeded random order).
+
+    This is the order of the queue; how the queue is shared among annotators is the campaign's
+    distribution (DISTRIBUTIONS): with "share", a pair assigned fewer times in the campaign comes
+    before this order; with "overlap", this order alone decides.
     - "informative": pairs where the model's side of 0 disagrees with the existing human (or
       binary gold) label first, then by |PLUIE score| ascending (closest to the natural
       threshold 0); pairs without a score last.

@@ -76,10 +76,9 @@ def _first_line(exc: BaseException) -> str:
     return text[0].rstrip(". ") if text else exc.__class__.__name__
 
 
-def load_model_and_tokenizer(name: str, device, dtype):
-    """Load a causal LM and its tokenizer from a Hugging Face id or a local directory."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def _model_source(name: str) -> tuple[str, bool]:
+    """(what from_pretrained is given, whether it is a local directory); a PluieError when the name
+    is neither a model directory nor shaped like a Hugging Face id."""
     path = Path(os.path.expanduser(str(name)))
     if path.exists():
         if not path.is_dir() or not (path / "config.json").is_file():
@@ -87,20 +86,69 @@ def load_model_and_tokenizer(name: str, device, dtype):
                 f"{name} is not a model directory (no config.json in it); give a directory saved with "
                 "save_pretrained or a Hugging Face model id."
             )
-    elif not _HUB_ID.match(str(name)):
+        return str(path), True
+    if not _HUB_ID.match(str(name)):
         raise PluieError(
             f"No model found at {name}: that directory does not exist. Give a local model directory "
             "or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2."
         )
+    return str(name), False
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face hub may not be reached (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE)."""
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def load_model_and_tokenizer(name: str, device, dtype):
+    """Load a causal LM and its tokenizer from a Hugging Face id or a local directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source, _ = _model_source(name)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path) if path.exists() else name)
-        model = AutoModelForCausalLM.from_pretrained(str(path) if path.exists() else name, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         raise PluieError(
             f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
             "without internet access the model must already be in the Hugging Face cache or on disk."
         ) from None
     return model.to(device), tokenizer
+
+
+def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
+    """What can be checked about a model at once, without loading its weights: a local directory
+    exists with a config.json; a hub id is in the local Hugging Face cache when the hub is offline;
+    its tokenizer loads and has a chat template that accepts the template's turns; each answer word
+    is one token right after the prompt. Returns sentences saying what was checked; raises
+    PluieError with the reason otherwise. (Whether the weights load and fit in memory is only
+    known when a worker loads them.)"""
+    from transformers import AutoTokenizer
+
+    source, local = _model_source(name)
+    checked = ["the directory holds a config.json" if local else ""]
+    if not local:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = isinstance(try_to_load_from_cache(source, "config.json"), str)
+        if not cached and hub_offline():
+            raise PluieError(
+                f"The model {name} is not in the local Hugging Face cache, and the hub is offline "
+                "(HF_HUB_OFFLINE): download it first, or give a local model directory."
+            )
+        checked[0] = "found in the local Hugging Face cache" if cached else "found on the Hugging Face hub"
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local or hub_offline())
+    except Exception as exc:  # OSError, hub errors (no such repository), ValueError...
+        raise PluieError(
+            f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or directory; "
+            "without internet access the model must already be in the Hugging Face cache or on disk."
+        ) from None
+    checker = PluieScorer._without_weights(tokenizer, template, answers, str(name))
+    first, second = checker.answers
+    return checked + ["its tokenizer has a chat template",
+                      f"the answers {first!r} and {second!r} are one token each"]
 
 
 class PluieScorer:
@@ -143,12 +191,7 @@ class PluieScorer:
             self.model.to(device=self.device, dtype=self.dtype)
             self.model_name = getattr(model.config, "_name_or_path", type(model).__name__)
         self.model.eval()
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise PluieError(
-                f"The tokenizer of {self.model_name} has no chat template, so the prompt cannot be built; "
-                "use the chat / instruct version of the model (e.g. a '-Instruct' checkpoint) or set "
-                "tokenizer.chat_template."
-            )
+        self._check_chat_template()
         self.pad_id = next(
             (i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0
         )
@@ -160,6 +203,32 @@ class PluieScorer:
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         self._prefix = None  # (token ids, per-layer (key, value)), built on first use
         self.last_run = {}  # how many prompts of the last call took the cached / uncached path
+        self._set_answers(answers)
+
+    @classmethod
+    def _without_weights(cls, tokenizer, template, answers, model_name: str) -> "PluieScorer":
+        """The prompt-building half of a scorer (template, chat template, answer tokens) on a
+        tokenizer alone: what check_model needs. It cannot score."""
+        checker = cls.__new__(cls)
+        try:
+            checker.template = get_template(template)
+        except TemplateError as exc:
+            raise PluieError(str(exc)) from None
+        checker.tokenizer, checker.model_name = tokenizer, model_name
+        checker._check_chat_template()
+        checker._set_answers(answers)
+        return checker
+
+    def _check_chat_template(self) -> None:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise PluieError(
+                f"The tokenizer of {self.model_name} has no chat template, so the prompt cannot be built; "
+                "use the chat / instruct version of the model (e.g. a '-Instruct' checkpoint) or set "
+                "tokenizer.chat_template."
+            )
+
+    def _set_answers(self, answers) -> None:
+        """The two answer words, each resolved to the one token that follows the prompt."""
         self.answers = tuple(answers) if answers is not None else tuple(self.template.answers)
         if len(self.answers) != 2 or not all(isinstance(a, str) and a.strip() for a in self.answers):
             raise PluieError(f"Give exactly two non-empty answer words, e.g. ('Yes', 'No'), not {self.answers!r}.")

@@ -88,16 +88,20 @@ def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, da
     assert flags == {True: 10, False: 8}
 
 
-def test_never_the_same_pair_twice_and_overlap_is_exact(engine, dataset):
+@pytest.mark.parametrize("distribution, expected", [
+    ("overlap", [10, 10, 10, 10, 5, 5, 0]),  # each pair filled before the next: pairs go two by two
+    ("share", [10, 10, 10, 10, 10, 0, 0]),  # every pair's first annotator, then the second ones
+])
+def test_never_the_same_pair_twice_and_overlap_is_exact(engine, dataset, distribution, expected):
     # 25 queue pairs x overlap 2 = 50 slots, 7 annotators x quota 10 = 70 wanted: the queue runs dry
-    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=10, overlap=2, n_training=5)
+    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=10, overlap=2, n_training=5, distribution=distribution)
     per_annotator = []
     for i in range(7):
         aid, _ = ann.create_annotator(engine, cid, f"a{i}")
         served = label_everything(engine, aid)[5:]
         assert len(served) == len(set(served))
         per_annotator.append(served)
-    assert [len(s) for s in per_annotator] == [10, 10, 10, 10, 5, 5, 0]
+    assert [len(s) for s in per_annotator] == expected
     counts = Counter(p for served in per_annotator for p in served)
     assert len(counts) == 25 and set(counts.values()) == {2}
 

@@ -58,6 +58,7 @@ def admin_creates_campaign(page, url: str) -> list[str]:
     for label, value in (("Pairs per annotator", QUOTA), ("Annotators per pair", OVERLAP)):
         page.get_by_label(label).fill(str(value))
         page.keyboard.press("Tab")
+    page.get_by_text("Overlap first:").click()  # both label the same pairs (sharing the work is the default)
     page.get_by_role("button", name="Create campaign").click()
     page.get_by_text("Campaign “MRPC pilot” created").wait_for(timeout=20_000)
     page.get_by_label("New annotators").fill("Alice\nBob")

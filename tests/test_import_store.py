@@ -100,7 +100,7 @@ def test_a_50_megabyte_file_is_refused_before_reading(engine, tmp_path):
 
 
 @pytest.mark.parametrize("writer, suffix", [(to_csv_bytes, ".csv"), (to_jsonl_bytes, ".jsonl")])
-def test_export_then_import_returns_the_same_pairs_and_labels(engine, writer, suffix):
+def test_export_then_import_returns_the_same_pairs_and_labels(engine, writer, suffix, tmp_path):
     df = pd.DataFrame({
         "source": ["=SUM(A1:A3)", "He said \"hi\",\tthen left", "+33 6 12", "<script>alert(1)</script>", "naïve café ☕"],
         "hypothesis": ["-1", "@home", "line one\nline two", "plain", "'quoted"],
@@ -114,8 +114,14 @@ def test_export_then_import_returns_the_same_pairs_and_labels(engine, writer, su
     buffer = io.BytesIO(writer(exported))
     buffer.name = "export" + suffix
     back = load_pairs(buffer)
-    copy = import_pairs(engine, "round trip", back, annotator_scale="levels")
+    # into a store of its own: in one store, two datasets' "alice" are told apart by their dataset's
+    # name, as on every page ("alice (original)", "alice (round trip)")
+    from db import init_db
+
+    other = init_db(f"sqlite:///{tmp_path / 'other.db'}")
+    copy = import_pairs(other, "round trip", back, annotator_scale="levels")
     first = export_frame(engine, [original.dataset_id]).drop(columns="dataset")
-    second = export_frame(engine, [copy.dataset_id]).drop(columns="dataset")
+    second = export_frame(other, [copy.dataset_id]).drop(columns="dataset")
+    other.dispose()
     pd.testing.assert_frame_equal(first, second)
     assert first["source"].tolist() == df["source"].tolist()

@@ -74,11 +74,11 @@ def test_unloadable_model_shows_a_failed_run_with_its_reason_while_others_are_sc
     assert "12 / 12 scored" in texts(page)  # the other run was served
 
 
-def test_create_a_run_from_the_form_and_see_its_pairs_queued(store):
+def test_create_a_run_from_the_form_and_see_its_pairs_queued(store, tiny_model_path):
     url, engine = store
     add_pairs(engine, "d", sentence_pairs(5))
     page = open_page()
-    widget(page.text_input, "Model").input("some-org/some-chat-model")
+    widget(page.text_input, "Model").input(str(tiny_model_path))
     widget(page.radio, "Direction").set_value("symmetric")
     widget(page.text_input, "Run name (optional)").input("my run")
     widget(page.button, "Create run").click()
@@ -86,15 +86,15 @@ def test_create_a_run_from_the_form_and_see_its_pairs_queued(store):
     assert not page.exception and not page.error, [e.value for e in page.error]
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.name == "my run"))
-    assert (run.model, run.direction, run.template, run.status) == ("some-org/some-chat-model", "symmetric", "fs-direct", "active")
+    assert (run.model, run.direction, run.template, run.status) == (str(tiny_model_path), "symmetric", "fs-direct", "active")
     assert "0 / 5 scored" in texts(page)
     assert widget(page.selectbox, "Run").value == run.id  # the new run is selected
 
 
-def test_a_pasted_custom_template_is_stored_with_the_run(store):
+def test_a_pasted_custom_template_is_stored_with_the_run(store, tiny_model_path):
     url, engine = store
     page = open_page()
-    widget(page.text_input, "Model").input("m")
+    widget(page.text_input, "Model").input(str(tiny_model_path))
     widget(page.selectbox, "Template").set_value("custom (paste or upload)")
     widget(page.text_area, "Custom template (YAML or JSON)").input(
         "name: mine\nanswers: ['Oui', 'Non']\nturns:\n  - {role: user, content: 'Same meaning? {source} / {hypothesis}'}\n"
