@@ -33,10 +33,24 @@ class ImportResult:
     n_labels: int = 0
     annotators: list[str] = field(default_factory=list)
     n_queued: int = 0
+    n_kept_duplicates: int = 0  # exact repeats imported as pairs of their own (keep_duplicates)
 
 
-def text_hash(source: str, hypothesis: str) -> str:
-    return hashlib.sha1(f"{source}\x00{hypothesis}".encode("utf-8")).hexdigest()
+def text_hash(source: str, hypothesis: str, occurrence: int = 0) -> str:
+    """The pair's key within its dataset (unique there): the hash of its two sentences, and for
+    the k-th repeat of the same sentences kept by an import with keep_duplicates, of the
+    sentences and k, so that the first copy keeps the plain hash that duplicate checks look for."""
+    key = f"{source}\x00{hypothesis}" if occurrence == 0 else f"{source}\x00{hypothesis}\x00{occurrence}"
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()
+
+
+def duplicates_note(keep_duplicates: bool, n_pairs: int, n_repeats: int) -> str:
+    """The line an import adds to the dataset's description to record its choice on duplicates."""
+    if keep_duplicates:
+        return (f"Imported {n_pairs:,} pairs with duplicates kept: every row is a pair, "
+                f"{n_repeats:,} exact repeats included.")
+    return (f"Imported {n_pairs:,} pairs with duplicates skipped: an exact repeat of a pair is imported once "
+            f"({n_repeats:,} skipped).")
 
 
 def _clean(value):
@@ -72,6 +86,7 @@ def import_pairs(
     label_range: Optional[tuple[float, float]] = None,
     annotator_scale: str = "raw",
     append: bool = False,
+    keep_duplicates: bool = False,
 ) -> ImportResult:
     """Store a pairs frame (as `pluie_core.load_pairs` returns it) as a dataset.
 
@@ -82,7 +97,11 @@ def import_pairs(
     them as values on their own scale (e.g. BIOSSES 0-4).
 
     Either the whole import lands, with work queued for every active score run, or nothing
-    does. Pairs already in the dataset (same source and hypothesis) are skipped and counted.
+    does. A row whose source and hypothesis repeat an earlier row or a pair already in the
+    dataset is skipped and counted, unless `keep_duplicates` is True: then every row becomes a
+    pair (benchmarks count their repeats). The choice, with its count, is added to the
+    dataset's description. Rows the file reader already dropped as repeats (load_pairs without
+    keep_duplicates, listed in attrs["duplicates"]) are counted as skipped there too.
     """
     name = (name or "").strip()
     if not name:
@@ -140,11 +159,19 @@ def import_pairs(
         else:
             existing = set(session.scalars(select(Pair.text_hash).where(Pair.dataset_id == dataset.id)))
 
-        rows, row_index, skipped = [], [], 0
+        rows, row_index, skipped, repeats_kept = [], [], 0, 0
+        next_occurrence: dict[str, int] = {}
         for i, digest in enumerate(hashes):
             if digest in existing:
-                skipped += 1
-                continue
+                if not keep_duplicates:
+                    skipped += 1
+                    continue
+                occurrence = next_occurrence.get(digest, 1)
+                while text_hash(source_list[i], hypothesis_list[i], occurrence) in existing:
+                    occurrence += 1
+                next_occurrence[digest] = occurrence + 1
+                digest = text_hash(source_list[i], hypothesis_list[i], occurrence)
+                repeats_kept += 1
             existing.add(digest)
             meta = meta_records[i]
             if meta is not None:
@@ -199,6 +226,11 @@ def import_pairs(
                 session.execute(insert(Label), label_rows)
                 n_labels += len(label_rows)
 
+        dropped_by_reader = 0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or [])
+        note = duplicates_note(keep_duplicates, len(pair_ids),
+                               repeats_kept if keep_duplicates else skipped + dropped_by_reader)
+        dataset.description = f"{dataset.description}\n\n{note}" if dataset.description else note
+
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
         if append and pair_ids:
             add_pairs_to_campaigns(session, dataset.id, pair_ids)
@@ -210,6 +242,7 @@ def import_pairs(
             n_labels=n_labels,
             annotators=annotator_names,
             n_queued=n_queued,
+            n_kept_duplicates=repeats_kept,
         )
 
 
@@ -297,17 +330,20 @@ def import_file(
     annotator_scale: str = "raw",
     append: bool = False,
     description: str = "",
+    keep_duplicates: bool = False,
 ) -> ImportResult:
     """Read a pair file with pluie_core.load_pairs and import it; the dataset is named after the
-    file unless a name is given. Raises PairFileError for a bad file, ImportRejected when the store
-    refuses it; either way nothing is stored."""
+    file unless a name is given. `keep_duplicates` keeps every row, exact repeats included (see
+    import_pairs). Raises PairFileError for a bad file, ImportRejected when the store refuses it;
+    either way nothing is stored."""
     from pathlib import Path
 
     from pluie_core.io import load_pairs
 
-    pairs = load_pairs(path_or_buffer, format=format, columns=columns)
+    pairs = load_pairs(path_or_buffer, format=format, columns=columns, keep_duplicates=keep_duplicates)
     if name is None:
         name = Path(str(getattr(path_or_buffer, "name", path_or_buffer))).stem
     return import_pairs(
-        engine, name, pairs, description=description, annotator_scale=annotator_scale, append=append
+        engine, name, pairs, description=description, annotator_scale=annotator_scale, append=append,
+        keep_duplicates=keep_duplicates,
     )

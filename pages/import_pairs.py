@@ -29,14 +29,14 @@ def named_buffer(data: bytes, name: str) -> io.BytesIO:
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def parse(data: bytes, name: str, format: str, columns: tuple | None):
+def parse(data: bytes, name: str, format: str, columns: tuple | None, keep_duplicates: bool = False):
     mapping = None
     if columns is not None:
         mapping = {k: v for k, v in columns if k != "annotators" and v}
         annotators = dict(dict(columns).get("annotators") or ())
         if annotators:
             mapping["annotators"] = annotators
-    frame = load_pairs(named_buffer(data, name), format=format, columns=mapping)
+    frame = load_pairs(named_buffer(data, name), format=format, columns=mapping, keep_duplicates=keep_duplicates)
     return frame, dict(frame.attrs)
 
 
@@ -45,9 +45,14 @@ def raw_table(data: bytes, name: str):
     return read_table(named_buffer(data, name))
 
 
+keep_duplicates = st.radio(
+    "Exact duplicate pairs", ["Skip them (for labelling)", "Keep every row (for benchmarks)"], horizontal=True,
+    help="A benchmark counts its repeated pairs (PARAPHRASUS's PAWS-X test: 2,000 rows); a labelling campaign "
+         "needs each pair once. The choice is recorded in the dataset's description.",
+) == "Keep every row (for benchmarks)"
 data = uploaded.getvalue()
 try:
-    detected, attrs = parse(data, uploaded.name, "auto", None)
+    detected, attrs = parse(data, uploaded.name, "auto", None, keep_duplicates)
     error = None
 except PairFileError as exc:
     detected, attrs, error = None, {}, exc
@@ -92,7 +97,7 @@ if generic:
         ("annotators", tuple((c, c) for c in annotator_cols)),
     )
     try:
-        pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping)
+        pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping, keep_duplicates)
     except PairFileError as exc:
         st.error(str(exc))
         st.stop()
@@ -104,14 +109,14 @@ st.subheader("3 · Validation")
 annotators = [c.split(":", 1)[1] for c in pairs.columns if str(c).startswith("annotator:")]
 cols = st.columns(4)
 cols[0].metric("Pairs", f"{len(pairs):,}")
-cols[1].metric("Duplicates skipped", len(attrs.get("duplicates") or []))
+cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", len(attrs.get("duplicates") or []))
 cols[2].metric("Gold labels", int(pairs["label"].notna().sum()) if "label" in pairs else 0)
 cols[3].metric("Annotators", len(annotators))
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
 for warning in attrs.get("warnings") or []:
     st.warning(warning)
 if attrs.get("duplicates"):
-    with st.expander("Duplicate pairs (skipped)"):
+    with st.expander("Duplicate pairs (kept)" if keep_duplicates else "Duplicate pairs (skipped)"):
         st.dataframe(attrs["duplicates"][:200], width="stretch")
 st.dataframe(pairs.head(10), hide_index=True, width="stretch")
 
@@ -124,11 +129,15 @@ if annotators:
         "The annotator columns use PLUIE Lab's five-level scale (0 Very different … 3 Same meaning, 4 Don't know)",
         value="majority_level" in pairs.columns,
     )
-append = st.checkbox("Add to an existing dataset of that name (pairs already in it are skipped)")
+append = st.checkbox(
+    "Add to an existing dataset of that name"
+    + (" (pairs already in it are added again)" if keep_duplicates else " (pairs already in it are skipped)")
+)
 if st.button("Import", type="primary"):
     try:
         result = import_pairs(
-            engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append
+            engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append,
+            keep_duplicates=keep_duplicates,
         )
     except ImportRejected as exc:
         st.error(str(exc))

@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--baselines", action="store_true",
                        help=f"add one column per baseline ({', '.join(BASELINES)})")
     score.add_argument("--format", default="auto", help="input format for load_pairs (default: auto)")
+    score.add_argument("--keep-duplicates", action="store_true",
+                       help="keep every row of the input, exact repeats of a pair included (as benchmarks count "
+                            "them); by default a repeat is skipped and only the first is scored")
     score.add_argument("--device", help="cuda, cuda:1, cpu, ... (default: cuda when available)")
     score.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on GPU, float32 on CPU)")
     score.add_argument("--batch-size", type=int, help="pairs per forward pass (default: automatic)")
@@ -64,7 +67,7 @@ def score_file(args) -> Path:
         raise FileNotFoundError(f"Input file {source_path} does not exist.")
     if output.suffix.lower() not in WRITERS:
         raise ValueError(f"Cannot write {output.name}: give the output a .csv, .tsv, .jsonl or .json extension.")
-    frame = load_pairs(source_path, format=args.format)
+    frame = load_pairs(source_path, format=args.format, keep_duplicates=args.keep_duplicates)
     if len(frame) == 0:
         raise ValueError(f"{source_path} contains no sentence pairs.")
     scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,

@@ -18,9 +18,11 @@ df.attrs
     label_range  (min, max) of the scale when label_kind is "score" (the dataset's scale when
                  known, otherwise the values seen); absent otherwise
     duplicates   [{"row": n, "duplicate_of": m}, ...]: exact repeats of a (source, hypothesis)
-                 pair, dropped (the first is kept). n and m are numbered like error messages:
-                 file lines for text tables and JSONL, records for JSON and XML, sheet rows
-                 for Excel.
+                 pair, dropped (the first is kept) unless keep_duplicates=True. n and m are
+                 numbered like error messages: file lines for text tables and JSONL, records for
+                 JSON and XML, sheet rows for Excel.
+    keep_duplicates  whether the repeats were kept (True: every row of the file is a pair, as
+                 benchmarks count them) or dropped (False, the default: right for labelling)
     warnings     [str, ...]
     n_rows_read  pairs read from the file, before duplicates were dropped
 
@@ -85,20 +87,23 @@ SPREADSHEET_MARKER = re.compile(
 
 
 def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
-               max_bytes: int = MAX_BYTES) -> pd.DataFrame:
+               max_bytes: int = MAX_BYTES, keep_duplicates: bool = False) -> pd.DataFrame:
     """Read a pair file (path, or binary file object with .name such as a Streamlit upload).
 
     `format` is "auto" (sniffed from the content, the file name as a hint) or one of FORMATS.
     `columns` maps the file's columns to ours: {"source": ..., "hypothesis": ...,
     "label": ..., "external_id": ..., "annotators": {name: column}}; without it the usual
-    names are recognised (see guess_columns). Raises PairFileError for any problem in the file.
+    names are recognised (see guess_columns). Exact repeats of a (source, hypothesis) pair are
+    dropped, the first kept, unless `keep_duplicates` is True (every row kept: a benchmark's
+    own count); either way attrs["duplicates"] lists them. Raises PairFileError for any problem
+    in the file.
     """
     raw = _read_raw(path_or_buffer, format, max_bytes)
     if columns is None:
         mapping = guess_columns(raw.table) if raw.format in GENERIC_FORMATS else _own_columns(raw.table)
     else:
         mapping = _checked_mapping(columns, raw.table)
-    return _pairs_from(raw, mapping)
+    return _pairs_from(raw, mapping, bool(keep_duplicates))
 
 
 def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES) -> pd.DataFrame:
@@ -352,7 +357,7 @@ def _checked_mapping(columns: dict, table: pd.DataFrame) -> dict:
     return {**{k: v for k, v in columns.items() if k != "annotators" and v is not None}, "annotators": dict(annotators)}
 
 
-def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
+def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> pd.DataFrame:
     table = raw.table
     for key in ("source", "hypothesis"):
         if key not in mapping:
@@ -389,12 +394,13 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
 
     _check_ranges(pairs, raw)
     label_kind, label_range = _label_kind(pairs["label"], raw)
-    duplicated, duplicates, warnings = _duplicates(pairs, raw)
-    result = pairs.loc[~duplicated].reset_index(drop=True)
+    duplicated, duplicates, warnings = _duplicates(pairs, raw, keep_duplicates)
+    result = (pairs if keep_duplicates else pairs.loc[~duplicated]).reset_index(drop=True)
     result.attrs = {
         "format": raw.format,
         "label_kind": label_kind,
         "duplicates": duplicates,
+        "keep_duplicates": keep_duplicates,
         "warnings": list(raw.warnings) + warnings,
         "n_rows_read": int(len(pairs)),
     }
@@ -403,8 +409,10 @@ def _pairs_from(raw: RawTable, mapping: dict) -> pd.DataFrame:
     return result
 
 
-def _duplicates(pairs: pd.DataFrame, raw: RawTable) -> tuple[np.ndarray, list[dict], list[str]]:
-    """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings."""
+def _duplicates(pairs: pd.DataFrame, raw: RawTable,
+                keep: bool = False) -> tuple[np.ndarray, list[dict], list[str]]:
+    """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings
+    (worded for repeats kept when `keep`, skipped otherwise)."""
     duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
     if not duplicated.any():
         return duplicated, [], []
@@ -413,11 +421,15 @@ def _duplicates(pairs: pd.DataFrame, raw: RawTable) -> tuple[np.ndarray, list[di
     repeats = np.flatnonzero(duplicated)
     originals = first_positions[group[repeats]]
     duplicates = [{"row": int(raw.rows[r]), "duplicate_of": int(raw.rows[o])} for r, o in zip(repeats, originals)]
-    warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
+    if keep:
+        warnings = [f"{len(duplicates)} exact duplicate pairs were kept (every row of the file is a pair)."]
+    else:
+        warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
     labels = pairs["label"].to_numpy(dtype=float)
     same = (labels[repeats] == labels[originals]) | (np.isnan(labels[repeats]) & np.isnan(labels[originals]))
     if not same.all():
-        warnings.append(f"{int((~same).sum())} of the skipped duplicates had a different label from the pair kept.")
+        kept = "the first of their pair" if keep else "the pair kept"
+        warnings.append(f"{int((~same).sum())} of the {'kept' if keep else 'skipped'} duplicates had a different label from {kept}.")
     return duplicated, duplicates, warnings
 
 

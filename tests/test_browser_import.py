@@ -79,3 +79,24 @@ def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, 
         page.close()
     finally:
         stop_app(server)
+
+
+def test_a_benchmark_imported_with_every_row_kept(app_server, browser):
+    """PARAPHRASUS's simp file through the import page with "Keep every row": its 600 pairs."""
+    from tests.paths import DATASETS
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        str(DATASETS / "paraphrasus" / "onestop_parallel_all_pairs.json"))
+    page.get_by_text("3 · Validation").wait_for(timeout=30_000)
+    page.get_by_text("Duplicates skipped").wait_for()
+    page.get_by_text("Keep every row (for benchmarks)").click()
+    wait_for_app(page)
+    page.get_by_text("Duplicates kept").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 600 pairs").wait_for(timeout=30_000)
+    engine = init_db(app_server.db_url)
+    assert store_totals(engine)["pairs"] == 600
+    engine.dispose()
