@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--batch-size", type=int, help="pairs per forward pass (default: automatic)")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("--output", "-o", required=True, help="output file: .csv, .tsv, .jsonl or .json")
+    from pluie_core.evaluation import paraphrasus_cli
+
+    paraphrasus_cli.add_parser(commands)
     return parser
 
 
@@ -105,6 +108,10 @@ def main(argv=None) -> int:
         if args.command == "score":
             written = score_file(args)
             print(f"wrote {written}", file=sys.stderr)
+        elif args.command == "paraphrasus":
+            from pluie_core.evaluation import paraphrasus_cli
+
+            print(f"wrote {paraphrasus_cli.run(args)}", file=sys.stderr)
     except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
