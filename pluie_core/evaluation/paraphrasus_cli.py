@@ -86,8 +86,6 @@ def run(args) -> Path:
         raise ValueError(f"Unknown metric {metric!r}: name a baseline ({', '.join(BASELINES)}) or give --scores FILE "
                          "with a column of that name.")
     frames, files = read_benchmark(args.paths)
-    if files.missing:
-        print(f"note: no file for {', '.join(files.missing)}; the scorecard covers the other datasets.", file=sys.stderr)
     frame = benchmark_frame(frames)
     if args.scores is not None:
         frame["score"] = _scores_from_file(Path(args.scores), metric, frame)
@@ -113,6 +111,8 @@ def run(args) -> Path:
     if args.by_language:
         card.languages.to_csv(args.by_language, index=False)
     print(f"{metric}: {rule.describe()}", file=sys.stderr)
+    if files.missing:
+        print(f"note: no file for {', '.join(files.missing)}; the scorecard covers the other datasets.", file=sys.stderr)
     for note in card.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"Err = {card.err:.4f} (Classify! {card.challenges.set_index('challenge')['error'].get('Classify!', float('nan')):.4f}, "
