@@ -33,6 +33,8 @@ def pairs_and_scores(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFra
     return scorecard_frame(engine, dataset_ids, run_ids)
 
 
+if st.sidebar.button("Reload data", help="Read the store again (new scores show up within a minute anyway)."):
+    st.cache_data.clear()
 table = datasets(url)
 with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all()):
     st.caption("The PARAPHRASUS files (ms-mrpc.json, paws-x-test.json, the NLI files in both directions, …) are "
@@ -91,6 +93,19 @@ with st.sidebar:
     chosen = st.selectbox("Benchmark", benchmarks, key="scorecard_benchmark")
     run_name = st.selectbox("Score run", runs["name"].tolist(), key="scorecard_run") if not runs.empty else None
 members = table[table["benchmark"] == chosen]
+
+
+def paper_order(row) -> tuple:
+    short = row["name"].rsplit("/", 1)[-1]
+    return (CHALLENGES.index(row["challenge"]) if row["challenge"] in CHALLENGES else len(CHALLENGES),
+            list(PARTS).index(short) if short in PARTS else len(PARTS), row["name"])
+
+
+members = members.loc[sorted(members.index, key=lambda i: paper_order(members.loc[i]))]
+# Table 2's columns under the datasets' short names ("paraphrasus/mrpc" -> "mrpc") when they stay distinct
+short_names = {n: n.rsplit("/", 1)[-1] for n in members["name"]}
+if len(set(short_names.values())) < len(short_names):
+    short_names = {n: n for n in short_names}
 st.dataframe(members[["name", "challenge", "n_pairs"]].rename(columns={"name": "dataset", "n_pairs": "pairs"}),
              hide_index=True)
 if run_name is None:
@@ -142,7 +157,7 @@ cols = st.columns(4)
 for col, label in zip(cols, CHALLENGES):
     col.metric(label, "—" if label not in averages else f"{averages[label]:.1%}")
 cols[3].metric("Err̄", f"{card.err:.1%}")
-st.dataframe(card.table2(run_name).round(1), width="stretch")
+st.dataframe(card.table2(run_name).rename(columns=short_names, level=1).round(1), width="stretch")
 shown = card.datasets.assign(error=(card.datasets["error"] * 100).round(1)).rename(columns={
     "error": "error %", "predicted_paraphrases": "predicted paraphrase", "unscored": "not scored yet"})
 st.dataframe(shown, hide_index=True, width="stretch")
@@ -168,6 +183,6 @@ for _, other in runs.iterrows():
     except ScorecardError as error:
         skipped.append(f"{other['name']} ({error})")
 if rows:
-    st.dataframe(pd.concat(rows).round(1), width="stretch")
+    st.dataframe(pd.concat(rows).rename(columns=short_names, level=1).round(1), width="stretch")
 if skipped:
     st.caption("Not in the table: " + "; ".join(skipped))

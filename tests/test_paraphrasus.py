@@ -40,8 +40,7 @@ def _pair(record, label):
     return record["sentence1"].strip(), record["sentence2"].strip(), label
 
 
-@pytest.fixture(scope="module")
-def raw():
+def raw_benchmark():
     """{dataset: [(sentence1, sentence2, gold 0/1)]} straight from the files, by the paper's rules."""
     sts = _records("stsbenchmark-test-sts.json")
     parts = {
@@ -56,6 +55,11 @@ def raw():
     parts["true"] = [_pair(r, 1) for r in _records("amr_true_paraphrases.json")]
     parts["simp"] = [_pair(r, 1) for r in _records("onestop_parallel_all_pairs.json")]
     return parts
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return raw_benchmark()
 
 
 def expected(raw, threshold=THRESHOLD):
@@ -357,3 +361,29 @@ def test_page_says_why_a_dataset_cannot_join_a_challenge(engine, db_url, page):
         "mixed has 1 positive gold labels (paraphrases): a Minimize! dataset holds non-paraphrases only; assign it "
         "to Classify! or leave those pairs out."]
     assert benchmark_datasets(engine)["challenge"].isna().all()
+
+
+def test_page_per_language_and_pluie_natural_threshold(engine, db_url, page, tmp_path):
+    """A dataset with a language field (as the full PAWS-X and XNLI files have), put in Classify! by
+    hand, with a PLUIE-like run: natural threshold 0 by default, and the paper's Tables 6-7 view."""
+    records = {str(i): {"sentence1": f"sentence {i}", "sentence2": f"sentence {i} again", "label": i % 2,
+                        "lang": ["en", "de", "zh"][i % 3]} for i in range(12)}
+    path = tmp_path / "paws-x-all.json"
+    path.write_text(json.dumps(records))
+    from db.datasets import import_file
+    dataset_id = import_file(engine, path, name="pawsx all").dataset_id
+    assign_challenge(engine, dataset_id, "Classify!", "multilingual")
+    frame = scorecard_frame(engine, [dataset_id], [])
+    scores = pd.Series(np.where(np.arange(12) % 4 == 0, -1.0, 1.0), index=frame.index)  # pairs 0, 4, 8 negative
+    add_score_run(engine, "PLUIE stand-in", scores, kind="pluie")
+    at = page(db_url)
+    assert at.sidebar.radio[0].value == "natural"
+    assert not at.error
+    # predicted paraphrase unless i % 4 == 0; gold = i % 2: wrong where i is even and not a multiple of 4
+    wrong = {i for i in range(12) if (i % 4 != 0) != (i % 2 == 1)}
+    by_language = next(d.value for d in at.dataframe if "en" in d.value.columns)
+    for k, language in enumerate(["en", "de", "zh"]):
+        mine = [i for i in range(12) if i % 3 == k]
+        assert by_language.loc["pawsx all", language] == pytest.approx(
+            round(100 * len(wrong & set(mine)) / len(mine), 1))
+    assert {m.label: m.value for m in at.metric}["Classify!"] == f"{len(wrong) / 12:.1%}"
