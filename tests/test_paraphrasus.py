@@ -219,24 +219,29 @@ def test_cli_contract_with_a_baseline(raw, tmp_path):
     _check_cli_table(pd.read_csv(out, keep_default_na=False), raw)
 
 
-def test_cli_reads_a_scores_file_column(bench, raw, tmp_path, capsys):
+def test_cli_reads_columns_of_scores_files(bench, raw, tmp_path, capsys):
     _, _, frame = bench
-    scores = tmp_path / "scored.csv"
     unique = frame[["source", "hypothesis", "levenshtein"]].drop_duplicates(["source", "hypothesis"])
-    unique.rename(columns={"source": "sentence1", "hypothesis": "sentence2", "levenshtein": "my_distance"}) \
-        .to_csv(scores, index=False)
+    table = unique.rename(columns={"source": "sentence1", "hypothesis": "sentence2", "levenshtein": "my_distance"})
+    table["pluie"] = 0.6 - table["my_distance"]  # a PLUIE-like column: >= 0 exactly where the distance is <= 0.6
+    first, second = tmp_path / "scored_1.csv", tmp_path / "scored_2.tsv"  # e.g. `score` run on two halves
+    table.iloc[::2].to_csv(first, index=False)
+    table.iloc[1::2].to_csv(second, index=False, sep="\t")
     out = tmp_path / "card.csv"
-    args = ["paraphrasus", str(BENCHMARK), "--metric", "my_distance", "--scores", str(scores),
+    args = ["paraphrasus", str(BENCHMARK), "--metric", "my_distance", "--scores", str(first), str(second),
             "--threshold", str(THRESHOLD), "--lower-is-similar", "-o", str(out)]
     assert cli_main(args) == 0
     _check_cli_table(pd.read_csv(out, keep_default_na=False), raw)
-    # without a threshold: calibrated on the Classify! datasets, and said so
-    assert cli_main(args[:6] + ["--lower-is-similar", "-o", str(out)]) == 0
+    # a pluie column without a threshold: its natural 0
+    assert cli_main(["paraphrasus", str(BENCHMARK), "--metric", "pluie", "--scores", str(first), str(second),
+                     "-o", str(out)]) == 0
+    assert "≥ 0 (PLUIE's natural threshold)" in capsys.readouterr().err
+    _check_cli_table(pd.read_csv(out, keep_default_na=False), raw, threshold=0.6)
+    # another column without a threshold: calibrated on the Classify! datasets, and said so
+    assert cli_main(args[:7] + ["--lower-is-similar", "-o", str(out)]) == 0
     assert "calibrated on pawsx, sts-h, mrpc" in capsys.readouterr().err
-    unique.iloc[:-5].rename(columns={"source": "sentence1", "hypothesis": "sentence2", "levenshtein": "my_distance"}) \
-        .to_csv(scores, index=False)
-    assert cli_main(args) == 1
-    assert "pairs of the benchmark have no my_distance score" in capsys.readouterr().err
+    assert cli_main(args[:6] + args[7:]) == 1  # the first half only
+    assert "pairs of the benchmark have no my_distance score in scored_1.csv" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, message", [

@@ -30,7 +30,9 @@ def add_parser(commands) -> None:
                         help="the folder of the benchmark's files (or the files themselves)")
     parser.add_argument("--metric", required=True,
                         help=f"a baseline ({', '.join(BASELINES)}) or a column of --scores FILE")
-    parser.add_argument("--scores", metavar="FILE", help="a table of scored pairs (two sentence columns and the metric's column)")
+    parser.add_argument("--scores", metavar="FILE", nargs="+",
+                        help="table(s) of scored pairs: two sentence columns and the metric's column (e.g. the "
+                             "outputs of `python -m pluie_core score` on the benchmark's files)")
     parser.add_argument("--threshold", type=float, help="paraphrase when score >= T (<= T with --lower-is-similar)")
     parser.add_argument("--lower-is-similar", action="store_true",
                         help="lower scores mean more similar (a distance); default: the baseline's own direction")
@@ -40,7 +42,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--output", "-o", required=True, help="the scorecard, CSV")
 
 
-def _scores_from_file(path: Path, metric: str, frame: pd.DataFrame) -> np.ndarray:
+def _scored_pairs(path: Path, metric: str) -> pd.Series:
+    """The metric's scores of one file, indexed by (source, hypothesis)."""
     from pluie_core.io import guess_columns, read_table
 
     if not path.is_file():
@@ -59,17 +62,22 @@ def _scores_from_file(path: Path, metric: str, frame: pd.DataFrame) -> np.ndarra
                          f"{table[metric][bad].iloc[0]!r} is not a number.")
     keys = pd.MultiIndex.from_arrays([table[mapping["source"]].astype(str).str.strip(),
                                       table[mapping["hypothesis"]].astype(str).str.strip()])
-    scored = pd.Series(values.to_numpy(dtype=float), index=keys)
+    return pd.Series(values.to_numpy(dtype=float), index=keys)
+
+
+def _scores_from_files(paths: list[Path], metric: str, frame: pd.DataFrame) -> np.ndarray:
+    scored = pd.concat([_scored_pairs(path, metric) for path in paths])
+    where = paths[0].name if len(paths) == 1 else "the scores files"
     conflicting = scored.groupby(level=[0, 1]).nunique() > 1
     if conflicting.any():
-        raise ValueError(f"{path.name} gives the pair {conflicting[conflicting].index[0]!r} two different {metric} scores.")
+        raise ValueError(f"{where} gives the pair {conflicting[conflicting].index[0]!r} two different {metric} scores.")
     scored = scored[~scored.index.duplicated()]
     wanted = pd.MultiIndex.from_arrays([frame["source"], frame["hypothesis"]])
     found = scored.reindex(wanted).to_numpy()
     missing = np.isnan(found)
     if missing.any():
         first = frame.loc[missing, "dataset"].iloc[0]
-        raise ValueError(f"{int(missing.sum()):,} pairs of the benchmark have no {metric} score in {path.name} "
+        raise ValueError(f"{int(missing.sum()):,} pairs of the benchmark have no {metric} score in {where} "
                          f"(the first is in {first}).")
     return found
 
@@ -88,7 +96,7 @@ def run(args) -> Path:
     frames, files = read_benchmark(args.paths)
     frame = benchmark_frame(frames)
     if args.scores is not None:
-        frame["score"] = _scores_from_file(Path(args.scores), metric, frame)
+        frame["score"] = _scores_from_files([Path(p) for p in args.scores], metric, frame)
     else:
         unique = frame[["source", "hypothesis"]].drop_duplicates()
         values = BASELINES[metric](unique["source"].tolist(), unique["hypothesis"].tolist())
