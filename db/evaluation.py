@@ -95,6 +95,6 @@ def scorecard_frame(engine: Engine, dataset_ids: Iterable[int], run_ids: Iterabl
         "label": pd.to_numeric(pairs["label"], errors="coerce").astype(float),
         "language": pairs["language"],
     }, index=pairs.index)
-    if run_ids:
-        frame = frame.join(scores_wide(engine, run_ids, dataset_ids))
+    if run_ids:  # every score of the runs, then the benchmark's pairs: cheaper than filtering by dataset first
+        frame = frame.join(scores_wide(engine, run_ids))
     return frame

@@ -280,7 +280,8 @@ def check_dataset(name: str, challenge: str, labels: Iterable, label_kind: Optio
     0); a dataset needs at least MIN_PAIRS pairs."""
     if challenge not in CHALLENGES:
         raise ScorecardError(f"Unknown challenge {challenge!r}: choose {', '.join(CHALLENGES)}.")
-    labels = pd.to_numeric(pd.Series(list(labels), dtype=object), errors="coerce").astype(float)
+    labels = pd.to_numeric(pd.Series(labels if isinstance(labels, pd.Series) else list(labels)),
+                           errors="coerce").astype(float)
     if len(labels) < MIN_PAIRS:
         raise ScorecardError(f"{name} has {len(labels)} pair{'s' if len(labels) != 1 else ''}; "
                              f"a dataset of the scorecard needs at least {MIN_PAIRS}.")
@@ -355,9 +356,9 @@ def _challenge_of(frame: pd.DataFrame, challenges: Optional[Mapping[str, str]], 
 def _prepared(frame: pd.DataFrame, score: str, challenges, dataset_col: str, label_col: str) -> pd.DataFrame:
     if score not in frame.columns:
         raise ScorecardError(f"There is no score column {score!r}.")
-    data = pd.DataFrame({
-        "dataset": frame[dataset_col].astype(str).to_numpy(),
-        "challenge": _challenge_of(frame, challenges, dataset_col).to_numpy(),
+    data = pd.DataFrame({  # categories: a few distinct names over many pairs
+        "dataset": pd.Categorical(frame[dataset_col].astype(str)),
+        "challenge": pd.Categorical(_challenge_of(frame, challenges, dataset_col)),
         "label": pd.to_numeric(frame[label_col], errors="coerce").to_numpy(dtype=float)
         if label_col in frame.columns else np.nan,
         "score": pd.to_numeric(frame[score], errors="coerce").to_numpy(dtype=float),
@@ -404,7 +405,8 @@ def calibrate(frame: pd.DataFrame, score: str, on: Sequence[str], *, higher_is_s
     if not on:
         raise ScorecardError("Choose at least one dataset to calibrate the threshold on.")
     data = _prepared(frame, score, challenges, dataset_col, label_col)
-    missing = [name for name in on if name not in set(data["dataset"])]
+    present = set(data["dataset"].unique())
+    missing = [name for name in on if name not in present]
     if missing:
         raise ScorecardError(f"There is no dataset {missing[0]!r} to calibrate on.")
     data = data[data["dataset"].isin(on) & data["score"].notna()]
