@@ -154,6 +154,7 @@ def main(argv=None) -> int:
     parser.add_argument("--db", default="data/bench_analysis.db")
     parser.add_argument("--limit", type=float, default=2.0, help="seconds allowed per page (median of the repeats)")
     parser.add_argument("--repeat", type=int, default=3, help="times each page is computed")
+    parser.add_argument("--only", default="", help="comma-separated page names to time (default: every page)")
     args = parser.parse_args(argv)
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     engine = build(f"sqlite:///{args.db}", args.pairs, args.labels, args.annotators)
@@ -170,6 +171,8 @@ def main(argv=None) -> int:
                               ("thresholds (majority)", thresholds, {"reference": "majority"}),
                               ("distributions", distributions, {}), ("disagreements", disagreements, {}),
                               ("scorecard", scorecard, {})):
+        if args.only and not any(word.strip() and word.strip() in name for word in args.only.split(",")):
+            continue
         times, cpu = [], []
         for _ in range(args.repeat):
             t, c = time.perf_counter(), time.process_time()

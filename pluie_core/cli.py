@@ -4,6 +4,9 @@ Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with P
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
 TSV, JSON Lines or JSON according to the output's extension. A mistake the user can fix (missing
 file, unknown model, multi-token answer, ...) prints one line to stderr and exits with status 1.
+
+``python -m pluie_core paraphrasus DIR --metric NAME -o OUT.csv``: the PARAPHRASUS scorecard of a
+metric (pluie_core.evaluation.paraphrasus_cli).
 """
 from __future__ import annotations
 
