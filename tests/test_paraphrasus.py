@@ -392,3 +392,18 @@ def test_page_per_language_and_pluie_natural_threshold(engine, db_url, page, tmp
         assert by_language.loc["pawsx all", language] == pytest.approx(
             round(100 * len(wrong & set(mine)) / len(mine), 1))
     assert {m.label: m.value for m in at.metric}["Classify!"] == f"{len(wrong) / 12:.1%}"
+
+
+def test_cli_errors_per_language(tmp_path):
+    """A PAWS-X file with a language field (as the full benchmark's is): --by-language gives Table 6's cells."""
+    records = {str(i): {"sentence1": "A man eats an apple.", "sentence2": ["A man eats an apple.", "Dogs run."][i % 2],
+                        "label": [1, 1, 0, 0][i % 4], "lang": ["en", "de"][i // 4]} for i in range(8)}
+    (tmp_path / "paws-x-test.json").write_text(json.dumps(records))
+    out, languages = tmp_path / "card.csv", tmp_path / "languages.csv"
+    assert cli_main(["paraphrasus", str(tmp_path), "--metric", "levenshtein", "--threshold", "0.5",
+                     "-o", str(out), "--by-language", str(languages)]) == 0
+    # identical sentences (i even) are predicted paraphrase: right for i % 4 == 0, wrong for i % 4 == 2;
+    # "Dogs run." (i odd) is not: wrong for i % 4 == 1, right for i % 4 == 3 -> 2 wrong of 4 per language
+    table = pd.read_csv(languages).set_index("language")
+    assert table.loc["en", ["n", "errors"]].tolist() == [4, 2] and table.loc["de", ["n", "errors"]].tolist() == [4, 2]
+    assert pd.read_csv(out).set_index("dataset").loc["pawsx", "errors"] == 4
