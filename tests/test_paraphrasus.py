@@ -407,3 +407,23 @@ def test_cli_errors_per_language(tmp_path):
     table = pd.read_csv(languages).set_index("language")
     assert table.loc["en", ["n", "errors"]].tolist() == [4, 2] and table.loc["de", ["n", "errors"]].tolist() == [4, 2]
     assert pd.read_csv(out).set_index("dataset").loc["pawsx", "errors"] == 4
+
+
+def test_benchmark_store_on_every_store(store_url, tmp_path):
+    """Import of a benchmark piece, its challenge, and the language read from the pairs' metadata by
+    the database's JSON functions, on SQLite and PostgreSQL alike."""
+    records = {str(i): {"sentence1": f"a sentence {i}", "sentence2": f"a sentence {i} again", "label": i % 2,
+                        "lang": ["en", "fr"][i % 2]} for i in range(6)}
+    (tmp_path / "paws-x-test.json").write_text(json.dumps(records))
+    frames, _ = read_benchmark([tmp_path / "paws-x-test.json", BENCHMARK / "amr_true_paraphrases.json"])
+    engine = init_db(store_url)
+    try:
+        import_benchmark(engine, frames)
+        table = benchmark_datasets(engine).set_index("name")
+        assert table.loc["paraphrasus/pawsx", ["challenge", "n_pairs"]].tolist() == ["Classify!", 6]
+        assert table.loc["paraphrasus/true", ["challenge", "n_pairs"]].tolist() == ["Maximize!", 167]
+        frame = scorecard_frame(engine, table["id"], [])
+        assert frame.loc[frame["dataset"] == "paraphrasus/pawsx", "language"].tolist() == ["en", "fr"] * 3
+        assert frame.loc[frame["dataset"] == "paraphrasus/true", "language"].isna().all()
+    finally:
+        engine.dispose()
