@@ -13,7 +13,6 @@ Classify! datasets); stderr says which.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
