@@ -53,6 +53,7 @@ pages = {
         st.Page("pages/thresholds.py", title="Thresholds", icon=":material/tune:"),
         st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
         st.Page("pages/disagreements.py", title="Disagreements", icon=":material/compare_arrows:"),
+        st.Page("pages/scorecard.py", title="Scorecard", icon=":material/scoreboard:"),
     ],
 }
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the

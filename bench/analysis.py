@@ -22,10 +22,11 @@ import pandas as pd
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from db import analysis, init_db  # noqa: E402
+from db import analysis, evaluation, init_db  # noqa: E402
 from pluie_core import analysis as core  # noqa: E402
 from db.datasets import import_pairs  # noqa: E402
 from pluie_core import stats  # noqa: E402
+from pluie_core.evaluation import paraphrasus  # noqa: E402
 from pluie_core.labels import ENGLISH_LEVELS  # noqa: E402
 
 WORDS = ("the a cat dog sat on mat ran quickly slowly house river city old new big small red blue green "
@@ -131,6 +132,20 @@ def disagreements(engine, choices, dataset_ids, runs):
     analysis.pair_detail(engine, int(found.index[0]), choices.annotators)
 
 
+def scorecard(engine, choices, dataset_ids, runs):
+    """The Scorecard page: the benchmark's pairs and every run's scores, then each run's scorecard
+    (PLUIE at its natural 0, the baseline calibrated on the Classify! datasets), as its Table 2 draws."""
+    members = evaluation.benchmark_datasets(engine)
+    members = members[members["benchmark"] == "bench"]
+    frame = evaluation.scorecard_frame(engine, members["id"], runs["id"])
+    classify = members.loc[members["challenge"] == "Classify!", "name"].tolist()
+    for _, run in runs.iterrows():
+        higher = bool(run["higher_is_similar"])
+        rule = paraphrasus.DecisionRule(0.0, higher, "natural") if run["kind"] == "pluie" else \
+            paraphrasus.calibrate(frame, run["name"], classify, higher_is_similar=higher)
+        paraphrasus.scorecard(frame, run["name"], rule, language_col="language").table2(run["name"])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=100_000)
@@ -139,9 +154,13 @@ def main(argv=None) -> int:
     parser.add_argument("--db", default="data/bench_analysis.db")
     parser.add_argument("--limit", type=float, default=2.0, help="seconds allowed per page (median of the repeats)")
     parser.add_argument("--repeat", type=int, default=3, help="times each page is computed")
+    parser.add_argument("--only", default="", help="comma-separated page names to time (default: every page)")
     args = parser.parse_args(argv)
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     engine = build(f"sqlite:///{args.db}", args.pairs, args.labels, args.annotators)
+    if evaluation.benchmark_datasets(engine)["benchmark"].isna().all():  # a store built before the scorecard
+        for dataset_id in analysis.analysis_choices(engine).datasets["id"]:
+            evaluation.assign_challenge(engine, int(dataset_id), "Classify!", "bench")
     choices = analysis.analysis_choices(engine)
     dataset_ids = choices.datasets["id"].tolist()
     runs = choices.runs.sort_values("kind", ascending=False)  # the PLUIE run first
@@ -150,7 +169,10 @@ def main(argv=None) -> int:
                               ("agreement (binarised)", agreement, {"view": "binarised"}),
                               ("thresholds (gold)", thresholds, {}),
                               ("thresholds (majority)", thresholds, {"reference": "majority"}),
-                              ("distributions", distributions, {}), ("disagreements", disagreements, {})):
+                              ("distributions", distributions, {}), ("disagreements", disagreements, {}),
+                              ("scorecard", scorecard, {})):
+        if args.only and not any(word.strip() and word.strip() in name for word in args.only.split(",")):
+            continue
         times, cpu = [], []
         for _ in range(args.repeat):
             t, c = time.perf_counter(), time.process_time()

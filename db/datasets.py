@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Optional
 
 import pandas as pd
 from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy.orm import Session
 
 from db.engine import read_session, write_session
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
@@ -87,6 +89,7 @@ def import_pairs(
     annotator_scale: str = "raw",
     append: bool = False,
     keep_duplicates: bool = False,
+    session: Optional[Session] = None,
 ) -> ImportResult:
     """Store a pairs frame (as `pluie_core.load_pairs` returns it) as a dataset.
 
@@ -102,6 +105,8 @@ def import_pairs(
     pair (benchmarks count their repeats). The choice, with its count, is added to the
     dataset's description. Rows the file reader already dropped as repeats (load_pairs without
     keep_duplicates, listed in attrs["duplicates"]) are counted as skipped there too.
+    `session`: write inside the caller's transaction (several imports that land together) instead
+    of one of its own.
     """
     name = (name or "").strip()
     if not name:
@@ -141,7 +146,7 @@ def import_pairs(
     meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * n
     _refuse_nul(name, description, source_list, hypothesis_list, external_ids, meta_records, annotator_columns)
 
-    with write_session(engine) as session:
+    with nullcontext(session) if session is not None else write_session(engine) as session:
         dataset = session.scalar(select(Dataset).where(Dataset.name == name))
         if dataset is not None and not append:
             raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")

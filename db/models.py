@@ -44,6 +44,10 @@ class Dataset(Base):
     label_min: Mapped[Optional[float]] = mapped_column(Float)
     label_max: Mapped[Optional[float]] = mapped_column(Float)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    # a benchmark's dataset (PARAPHRASUS scorecard): "Classify!", "Minimize!" or "Maximize!", and
+    # the benchmark it is part of (None: not in a benchmark)
+    challenge: Mapped[Optional[str]] = mapped_column(String(20))
+    benchmark: Mapped[Optional[str]] = mapped_column(String(200))
 
     pairs: Mapped[list["Pair"]] = relationship(back_populates="dataset", cascade="all, delete-orphan", passive_deletes=True)
 

@@ -4,6 +4,9 @@ Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with P
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
 TSV, JSON Lines or JSON according to the output's extension. A mistake the user can fix (missing
 file, unknown model, multi-token answer, ...) prints one line to stderr and exits with status 1.
+
+``python -m pluie_core paraphrasus DIR --metric NAME -o OUT.csv``: the PARAPHRASUS scorecard of a
+metric (pluie_core.evaluation.paraphrasus_cli).
 """
 from __future__ import annotations
 
@@ -39,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--batch-size", type=int, help="pairs per forward pass (default: automatic)")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("--output", "-o", required=True, help="output file: .csv, .tsv, .jsonl or .json")
+    from pluie_core.evaluation import paraphrasus_cli
+
+    paraphrasus_cli.add_parser(commands)
     return parser
 
 
@@ -109,6 +115,10 @@ def main(argv=None) -> int:
         if args.command == "score":
             written = score_file(args)
             print(f"wrote {written}", file=sys.stderr)
+        elif args.command == "paraphrasus":
+            from pluie_core.evaluation import paraphrasus_cli
+
+            print(f"wrote {paraphrasus_cli.run(args)}", file=sys.stderr)
     except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
