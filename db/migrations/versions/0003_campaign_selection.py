@@ -1,6 +1,6 @@
 """campaign pair selection and work distribution
 
-Revision ID: 0009
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-23 04:00:00.000000
 
@@ -14,7 +14,7 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0009'
+revision = '0003'
 down_revision = '0002'
 branch_labels = None
 depends_on = None
