@@ -21,7 +21,8 @@ from pluie_core.baselines import BASELINES
 
 DIRECTIONS = ("forward", "backward", "symmetric")
 # (run name, baseline registry key, higher means more similar): one run per baseline of the registry
-DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items())
+DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items()
+                          if b.default_run)
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
 
@@ -45,8 +46,12 @@ def create_run(
     batch_size: Optional[int] = None,
     dataset_ids: Sequence[int] = (),
     higher_is_similar: bool = True,
+    options: Optional[dict[str, Any]] = None,
 ) -> int:
-    """Create an active run and queue every pair in its scope; returns the run id."""
+    """Create an active run and queue every pair in its scope; returns the run id.
+
+    options: a baseline's options (e.g. ``{"model": "roberta-large"}``, checked against the registry),
+    or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``."""
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
@@ -64,6 +69,7 @@ def create_run(
         raise RunError("The batch size must be a positive whole number.")
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+    options = _check_options(kind, model, options)
     name = (name or "").strip() or _default_name(model, template, direction)
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
@@ -76,7 +82,7 @@ def create_run(
             name=name, kind=kind, model=model, template=template if kind == "pluie" else "",
             template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
             direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
-            higher_is_similar=higher_is_similar, status="active",
+            higher_is_similar=higher_is_similar, status="active", options=options or None,
         )
         session.add(run)
         session.flush()
@@ -84,6 +90,21 @@ def create_run(
         session.flush()
         enqueue_missing(session, run.id)
         return run.id
+
+
+def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A baseline's options checked against the registry; PLUIE's placement options as given."""
+    if kind == "baseline":
+        if model not in BASELINES:
+            raise RunError(f"Unknown baseline {model!r}; choose from {', '.join(BASELINES)}.")
+        try:
+            return BASELINES[model].check_options(options)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+    unknown = set(options or {}) - {"device_map", "quantization"}
+    if unknown:
+        raise RunError(f"A PLUIE run has no option {sorted(unknown)[0]!r}; it takes device_map and quantization.")
+    return {k: v for k, v in (options or {}).items() if v}
 
 
 def _default_name(model: str, template: str, direction: str) -> str:
