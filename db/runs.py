@@ -70,7 +70,8 @@ def create_run(
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
     options = _check_options(kind, model, options)
-    name = (name or "").strip() or _default_name(model, template, direction)
+    name = (name or "").strip() or (_default_baseline_name(model, options) if kind == "baseline"
+                                    else _default_name(model, template, direction))
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
             raise RunError(f"A run named {name!r} already exists; choose another name.")
@@ -105,6 +106,13 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
     if unknown:
         raise RunError(f"A PLUIE run has no option {sorted(unknown)[0]!r}; it takes device_map and quantization.")
     return {k: v for k, v in (options or {}).items() if v}
+
+
+def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
+    title = BASELINES[key].title or key
+    model = str(options.get("model") or "").rstrip("/").split("/")[-1]
+    return f"{title} · {model} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}" if model else \
+        f"{title} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
 
 
 def _default_name(model: str, template: str, direction: str) -> str:
