@@ -18,7 +18,8 @@ One difference from the package: it turns the mean cross-entropy L (in nats) int
 paper's geometric mean is exp(−L), which is what this module returns (the two agree on order for
 one direction, not on the averaged values). Models: multilingual seq2seq models with target-language
 tokens that transformers loads as M2M100 (facebook/m2m100_418M, m2m100_1.2B, NLLB checkpoints).
-Translations use beam search (nmtscore's default: 5 beams), at most 2·|source| + 16 new tokens.
+Translations use beam search (nmtscore's default: 5 beams), at most 200 tokens (the M2M100 default
+length the package's translation pipeline keeps).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import numpy as np
 from pluie_core.inputs import sentence_pairs
 
 MEASURES = ("direct", "pivot", "cross")
+MAX_TRANSLATION_TOKENS = 200
 # two-letter codes for NLLB checkpoints, whose codes look like eng_Latn
 _NLLB_CODES = {"en": "eng_Latn", "de": "deu_Latn", "fr": "fra_Latn", "es": "spa_Latn", "it": "ita_Latn",
                "pt": "por_Latn", "nl": "nld_Latn", "sv": "swe_Latn", "fi": "fin_Latn", "ru": "rus_Cyrl",
@@ -111,7 +113,7 @@ class TranslationModel:
         return out
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 5) -> list[str]:
-        """Beam-search translations (at most 2·|source| + 16 new tokens)."""
+        """Beam-search translations (at most MAX_TRANSLATION_TOKENS new tokens)."""
         import torch
 
         src = self._ids(texts, src_lang)
@@ -124,7 +126,7 @@ class TranslationModel:
             with torch.inference_mode():
                 generated = self.model.generate(
                     input_ids=ids, attention_mask=mask, forced_bos_token_id=forced, num_beams=num_beams,
-                    do_sample=False, max_new_tokens=2 * ids.shape[1] + 16,
+                    do_sample=False, max_new_tokens=MAX_TRANSLATION_TOKENS,
                 )
             for row, i in enumerate(chunk):
                 result[i] = self.tokenizer.decode(generated[row], skip_special_tokens=True).strip()

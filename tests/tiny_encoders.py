@@ -49,7 +49,7 @@ def build_tiny_bert(directory, seed: int = 0) -> Path:
 LANGUAGES = ["eng_Latn", "deu_Latn", "fra_Latn"]
 
 
-def build_tiny_nllb(directory, seed: int = 0) -> Path:
+def build_tiny_nllb(directory, seed: int = 2) -> Path:
     import json
 
     import torch
@@ -70,7 +70,7 @@ def build_tiny_nllb(directory, seed: int = 0) -> Path:
         vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
         decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
         pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, scale_embedding=True,
-        init_std=0.2,  # wider than the default so random probabilities differ between sentences
+        init_std=0.1,  # with seed 2: translations that differ between sentences (most random seeds give one output)
     )
     model = M2M100ForConditionalGeneration(config).eval()
     model.generation_config.forced_bos_token_id = None
