@@ -7,20 +7,10 @@ import numpy as np
 import pytest
 
 from pluie_core.baselines import BASELINES, compute_baselines
-from tests.tiny_encoders import LANGUAGES, build_tiny_bert, build_tiny_nllb
+from tests.tiny_encoders import LANGUAGES, build_tiny_bert, tiny_bert, tiny_nllb  # noqa: F401 (fixtures)
 
 SOURCES = ["The cat drinks water.", "A man is playing a guitar.", "The cat drinks water.", "Have you ever seen a tsunami ?"]
 HYPOTHESES = ["The cat drinks milk.", "Someone plays the guitar.", "The cat drinks water.", "Stock markets fell sharply today."]
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    return str(build_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))
-
-
-@pytest.fixture(scope="module")
-def tiny_nllb(tmp_path_factory):
-    return str(build_tiny_nllb(tmp_path_factory.mktemp("tiny-nllb")))
 
 
 def test_selfbleu_is_sacrebleu_sentence_bleu_of_the_candidate_against_its_source_on_0_1():

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 CORPUS = [
     "The cat drinks water.", "The cat drinks milk.", "A man is playing a guitar.", "Someone plays the guitar.",
     "Stock markets fell sharply today.", "Have you ever seen a tsunami ?", "Have you ever seen a tiramisu ?",
@@ -77,3 +79,15 @@ def build_tiny_nllb(directory, seed: int = 2) -> Path:
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> str:
+    """A tiny random BERT directory (import the fixture into a test module to use it)."""
+    return str(build_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))
+
+
+@pytest.fixture(scope="session")
+def tiny_nllb(tmp_path_factory) -> str:
+    """A tiny random NLLB-style translation model directory."""
+    return str(build_tiny_nllb(tmp_path_factory.mktemp("tiny-nllb")))
