@@ -125,6 +125,12 @@ if runs:
     st.markdown("**Latest scored pairs**")
     latest_scores_table(run_id)
 
+@st.cache_resource
+def hardware_suggestion():
+    """The model suggested for this machine's GPUs (read once per app process: it imports torch)."""
+    return suggest_model(gpu_memory())
+
+
 def check_run_placement(device_map, quantization) -> None:
     """Refuse a device map / quantisation that neither this machine nor a live worker's GPU can do."""
     if device_map is None and quantization is None:
@@ -136,7 +142,7 @@ def check_run_placement(device_map, quantization) -> None:
 
 
 with st.expander("New PLUIE run", expanded=not runs):
-    suggestion = suggest_model(gpu_memory())
+    suggestion = hardware_suggestion()
     quantized = suggestion.options.get("quantization")
     suggested_map = (suggestion.options.get("device_map") or ("auto" if quantized else None), quantized)
     suggested_placement = {v: k for k, v in PLACEMENTS.items()}.get(suggested_map, "one device")
