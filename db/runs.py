@@ -196,6 +196,7 @@ class RunProgress:
     pairs_per_second: Optional[float]
     seconds_left: Optional[float]
     item_error: Optional[str]  # one of the errors of its failed items, if any
+    options: Optional[dict[str, Any]] = None  # a baseline's model and settings, PLUIE's placement
 
 
 def runs_progress(engine: Engine) -> list[RunProgress]:
@@ -228,7 +229,7 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 id=run.id, name=run.name, kind=run.kind, model=run.model, template=run.template,
                 direction=run.direction, status=run.status, error=run.error, total=int(total),
                 done=done, failed=failed, pairs_per_second=rate, seconds_left=seconds_left,
-                item_error=item_error,
+                item_error=item_error, options=run.options,
             )
         )
     return progress

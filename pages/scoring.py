@@ -71,6 +71,8 @@ def live_progress():
             label += f" · {run.failed:,} failed"
         if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
             label += f" · {BASELINES[run.model].description}"
+        if run.options:  # the model a baseline uses, a PLUIE model's placement
+            label += " · " + ", ".join(f"{k} {v}" for k, v in run.options.items())
         st.progress(min(fraction, 1.0), text=label)
         if run.status == "failed":
             st.error(f"Run “{run.name}” failed: {run.error}")

@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 from db.engine import read_session
 from db.models import ScoreRun
 from pluie_core.hardware import SMALL_MODEL
-from tests.test_scoring_page import open_page, store, widget  # noqa: F401 (fixture)
+from tests.test_scoring_page import open_page, store, texts, widget  # noqa: F401 (fixture)
 
 
 def test_a_baseline_run_with_its_model_and_options_from_the_page(store):  # noqa: F811
@@ -22,6 +22,7 @@ def test_a_baseline_run_with_its_model_and_options_from_the_page(store):  # noqa
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.name == "BERT-iBLEU roberta"))
     assert (run.kind, run.model, run.options, run.status) == ("baseline", "bert_ibleu", {"model": "roberta-large", "beta": 2.0}, "active")
+    assert "BERT-iBLEU" in texts(page) and "model roberta-large, beta 2.0" in texts(page)  # its progress line
 
     widget(page.selectbox, "Baseline").set_value("nmt_cross")  # needs a model: refused, nothing stored
     page.run()
