@@ -84,8 +84,12 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
             raise ModelLoadError(f"Unknown baseline {run.model!r}; known: {', '.join(sorted(registry))}.")
         try:  # the run's options (e.g. its model), checked before the first batch
             options = baseline.check_options(run.options)
+            if any(o.name == "model" for o in baseline.options):  # load its model now (cached): a bad one fails the run
+                baseline.function(["."], ["."], **options)
         except ValueError as exc:
             raise ModelLoadError(_first_line(exc)) from exc
+        except Exception as exc:  # not a model of the right kind, out of memory, a missing package...
+            raise ModelLoadError(f"The {run.model} baseline could not load its model: {_first_line(exc)}") from exc
         return Metric(lambda sources, hypotheses: (
             [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
 

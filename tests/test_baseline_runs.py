@@ -47,6 +47,13 @@ def test_new_baselines_run_in_the_worker_and_reach_the_views_and_the_export(engi
         stored_options = session.scalar(select(ScoreRun.options).where(ScoreRun.id == runs["BERT-iBLEU tiny"]))
     assert stored_options == {"model": tiny_bert, "beta": 2.0}
 
+    # a model of the wrong kind fails its run with the reason, before any pair is taken
+    wrong = create_run(engine, name="NMT with BERT", kind="baseline", model="nmt_direct", options={"model": tiny_bert})
+    ScoringWorker(engine, device="cpu", poll_seconds=0.1, run_ids=[wrong]).run(exit_when_idle=True)
+    with read_session(engine) as session:
+        failed = session.get(ScoreRun, wrong)
+    assert failed.status == "failed" and "needs a multilingual translation model" in failed.error
+
 
 def test_run_options_are_checked_before_anything_is_stored(engine):
     add_pairs(engine, "d", sentence_pairs(2))
