@@ -108,6 +108,21 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
     return {k: v for k, v in (options or {}).items() if v}
 
 
+def check_run_placement(engine: Engine, device_map=None, quantization: Optional[str] = None) -> None:
+    """RunError with one sentence for a device map / quantisation that neither this machine nor a live
+    worker's GPU can do (the worker that loads the model refuses it again if it cannot)."""
+    from db.queue import alive_workers
+    from pluie_core.scorer import PluieError, check_placement
+
+    if device_map is None and quantization is None:
+        return
+    gpu_worker = any(str(w.device).startswith("cuda") for w in alive_workers(engine))
+    try:
+        check_placement(device_map, quantization, cuda=True if gpu_worker else None)
+    except PluieError as exc:
+        raise RunError(str(exc)) from None
+
+
 def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
     title = BASELINES[key].title or key
     model = str(options.get("model") or "").rstrip("/").split("/")[-1]

@@ -2,30 +2,21 @@
 import streamlit as st
 import yaml
 
-from db.queue import alive_workers, workers_overview
+from db.queue import workers_overview
 from db.runs import (
-    DIRECTIONS, RunError, cancel_run, create_run, dataset_names, latest_scores, pause_run, resume_run,
-    retry_run, runs_progress,
+    DIRECTIONS, RunError, cancel_run, check_run_placement, create_run, dataset_names, latest_scores, pause_run,
+    resume_run, retry_run, runs_progress,
 )
 from db.engine import database_url
 from pages.shared import admin_page
 from pluie_core.baselines import BASELINES
-from pluie_core.hardware import gpu_memory, suggest_model
-from pluie_core.scorer import PluieError, check_placement
+from pluie_core.hardware import PLACEMENTS, gpu_memory, placement_label, suggest_model
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 from worker import ensure_worker_running
 
 engine = admin_page()
 REFRESH_SECONDS = 2
 CUSTOM = "custom (paste or upload)"
-# label -> (device_map, quantization) passed to PluieScorer
-PLACEMENTS = {
-    "one device": (None, None),
-    "auto (accelerate: the GPUs, then the CPU)": ("auto", None),
-    "shard across the GPUs (balanced)": ("balanced", None),
-    "8-bit on GPU (bitsandbytes)": ("auto", "8bit"),
-    "4-bit on GPU (bitsandbytes)": ("auto", "4bit"),
-}
 
 st.title("Scoring")
 st.caption(
@@ -127,27 +118,16 @@ if runs:
     st.markdown("**Latest scored pairs**")
     latest_scores_table(run_id)
 
+
 @st.cache_resource
 def hardware_suggestion():
     """The model suggested for this machine's GPUs (read once per app process: it imports torch)."""
     return suggest_model(gpu_memory())
 
 
-def check_run_placement(device_map, quantization) -> None:
-    """Refuse a device map / quantisation that neither this machine nor a live worker's GPU can do."""
-    if device_map is None and quantization is None:
-        return
-    if any(str(w.device).startswith("cuda") for w in alive_workers(engine)):
-        check_placement(device_map, quantization, cuda=True)  # packages still checked here
-    else:
-        check_placement(device_map, quantization)
-
-
 with st.expander("New PLUIE run", expanded=not runs):
     suggestion = hardware_suggestion()
-    quantized = suggestion.options.get("quantization")
-    suggested_map = (suggestion.options.get("device_map") or ("auto" if quantized else None), quantized)
-    suggested_placement = {v: k for k, v in PLACEMENTS.items()}.get(suggested_map, "one device")
+    suggested_placement = placement_label(suggestion.options)
     st.info(f"Suggested for this machine ({suggestion.reason}): `{suggestion.model}`, {suggested_placement}.")
     if st.button("Use the suggestion"):
         st.session_state["new_run_model"] = suggestion.model
@@ -183,7 +163,7 @@ with st.expander("New PLUIE run", expanded=not runs):
                 spec = parse_custom_template(text)
             answers = [yes_word, no_word] if (yes_word or no_word) else None
             device_map, quantization = PLACEMENTS[placement]
-            check_run_placement(device_map, quantization)
+            check_run_placement(engine, device_map, quantization)
             new_id = create_run(
                 engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
                 answers=answers, direction=direction, device=None if device.startswith("auto") else device,
@@ -193,7 +173,7 @@ with st.expander("New PLUIE run", expanded=not runs):
             st.session_state["scoring_select"] = new_id
             st.session_state["scoring_flash"] = "Run created: its pairs are queued and a worker will pick them up."
             st.rerun()
-        except (RunError, PluieError) as exc:
+        except RunError as exc:
             st.error(str(exc))
 
 with st.expander("New baseline run"):

@@ -19,6 +19,23 @@ _LLAMA_BF16 = 150
 _LLAMA_4BIT = 44
 
 
+# how the Scoring page names each (device_map, quantization) a PLUIE run can be loaded with
+PLACEMENTS = {
+    "one device": (None, None),
+    "auto (accelerate: the GPUs, then the CPU)": ("auto", None),
+    "shard across the GPUs (balanced)": ("balanced", None),
+    "8-bit on GPU (bitsandbytes)": ("auto", "8bit"),
+    "4-bit on GPU (bitsandbytes)": ("auto", "4bit"),
+}
+
+
+def placement_label(options: dict) -> str:
+    """The PLACEMENTS label of a run's options (quantisation implies device_map="auto")."""
+    quantization = options.get("quantization")
+    key = (options.get("device_map") or ("auto" if quantization else None), quantization)
+    return {v: k for k, v in PLACEMENTS.items()}.get(key, "one device")
+
+
 @dataclass(frozen=True)
 class Suggestion:
     model: str

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from db.engine import init_db, read_session
 from db.models import ScoreRun
 from db.runs import create_run, scores_by_pair
-from pluie_core.hardware import LLAMA_3_70B, MISTRAL_7B, SMALL_MODEL, suggest_model
+from pluie_core.hardware import LLAMA_3_70B, MISTRAL_7B, PLACEMENTS, SMALL_MODEL, placement_label, suggest_model
 from pluie_core.scorer import PluieError, PluieScorer, check_placement
 from tests.store_fixtures import add_pairs, sentence_pairs
 
@@ -100,3 +100,7 @@ def test_the_suggestion_follows_the_papers_models_and_the_hardware():
     two_small = suggest_model([24.0, 24.0], bitsandbytes=True)
     assert (two_small.model, two_small.options) == (LLAMA_3_70B, {"device_map": "auto", "quantization": "4bit"})
     assert suggest_model([24.0, 24.0], bitsandbytes=False).model == MISTRAL_7B
+    # the page's placement for each suggestion (quantisation implies accelerate's "auto" map)
+    assert PLACEMENTS[placement_label(suggest_model([8.0], bitsandbytes=True).options)] == ("auto", "4bit")
+    assert PLACEMENTS[placement_label(three.options)] == ("auto", None)
+    assert placement_label({}) == "one device"
