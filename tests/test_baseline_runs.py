@@ -55,7 +55,10 @@ def test_new_baselines_run_in_the_worker_and_reach_the_views_and_the_export(engi
     assert failed.status == "failed" and "needs a multilingual translation model" in failed.error
 
 
-def test_run_options_are_checked_before_anything_is_stored(engine):
+def test_run_options_are_checked_before_anything_is_stored(store_url):
+    from db.engine import init_db
+
+    engine = init_db(store_url)
     add_pairs(engine, "d", sentence_pairs(2))
     with pytest.raises(RunError, match="The s3c baseline needs a model"):
         create_run(engine, name="s3c", kind="baseline", model="s3c")
@@ -65,6 +68,11 @@ def test_run_options_are_checked_before_anything_is_stored(engine):
         create_run(engine, name="m", kind="baseline", model="meteor")
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
+    kept = create_run(engine, name="nmt", kind="baseline", model="nmt_pivot",
+                      options={"model": "facebook/m2m100_418M", "lang": "de", "num_beams": "2", "pivot_lang": ""})
+    with read_session(engine) as session:  # parsed as their kinds, empty ones left out, on every store
+        assert session.get(ScoreRun, kept).options == {"model": "facebook/m2m100_418M", "lang": "de", "num_beams": 2}
+    engine.dispose()
 
 
 def test_cli_baselines_with_named_models_and_options(tmp_path, tiny_model_builder, tiny_bert, capsys):
