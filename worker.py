@@ -82,9 +82,19 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
             baseline = registry[run.model]
         except KeyError:
             raise ModelLoadError(f"Unknown baseline {run.model!r}; known: {', '.join(sorted(registry))}.")
-        return Metric(lambda sources, hypotheses: ([float(v) for v in baseline(sources, hypotheses)], None))
+        try:  # the run's options (e.g. its model), checked before the first batch
+            options = baseline.check_options(run.options)
+            if any(o.name == "model" for o in baseline.options):  # load its model now (cached): a bad one fails the run
+                baseline.function(["."], ["."], **options)
+        except ValueError as exc:
+            raise ModelLoadError(_first_line(exc)) from exc
+        except Exception as exc:  # not a model of the right kind, out of memory, a missing package...
+            raise ModelLoadError(f"The {run.model} baseline could not load its model: {_first_line(exc)}") from exc
+        return Metric(lambda sources, hypotheses: (
+            [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
 
-    model_key = (run.model, run.device or device, run.dtype)
+    placement = {k: v for k, v in (run.options or {}).items() if k in ("device_map", "quantization") and v}
+    model_key = (run.model, run.device or device, run.dtype, placement.get("device_map"), placement.get("quantization"))
     weights = next((m.weights for m in loaded if m.model_key == model_key), None)
     try:
         from pluie_core.scorer import PluieScorer
@@ -96,6 +106,7 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
             device=None if weights else run.device or device,
             dtype=None if weights else run.dtype,
             batch_size=run.batch_size or batch_size,
+            **({} if weights else placement),  # a sharded / quantised model loads once, shared by its runs
         )
     except ValueError as exc:  # PluieError / TemplateError: already a sentence for the user
         raise ModelLoadError(_first_line(exc)) from exc

@@ -205,6 +205,8 @@ class ScoreRun(Base):
     device: Mapped[Optional[str]] = mapped_column(String(40))
     dtype: Mapped[Optional[str]] = mapped_column(String(20))
     batch_size: Mapped[Optional[int]] = mapped_column(Integer)
+    # a baseline's options ({"model": ..., "beta": ...}); PLUIE's {"device_map": ..., "quantization": ...}
+    options: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     higher_is_similar: Mapped[bool] = mapped_column(Boolean, default=True)
     # active, paused, cancelled, failed
     status: Mapped[str] = mapped_column(String(20), default="active", index=True)

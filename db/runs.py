@@ -21,7 +21,8 @@ from pluie_core.baselines import BASELINES
 
 DIRECTIONS = ("forward", "backward", "symmetric")
 # (run name, baseline registry key, higher means more similar): one run per baseline of the registry
-DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items())
+DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items()
+                          if b.default_run)
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
 
@@ -46,10 +47,14 @@ def create_run(
     dataset_ids: Sequence[int] = (),
     higher_is_similar: bool = True,
     check_model: bool = False,
+    options: Optional[dict[str, Any]] = None,
 ) -> int:
     """Create an active run and queue every pair in its scope; returns the run id. With
     ``check_model``, a PLUIE run's model is first checked as far as it can be at once
-    (``check_run_model``): no run is created when the check fails."""
+    (``check_run_model``): no run is created when the check fails.
+
+    options: a baseline's options (e.g. ``{"model": "roberta-large"}``, checked against the registry),
+    or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``."""
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
@@ -67,9 +72,11 @@ def create_run(
         raise RunError("The batch size must be a positive whole number.")
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+    options = _check_options(kind, model, options)
     if kind == "pluie" and check_model:
         check_run_model(model, template, template_spec, answers or None)
-    name = (name or "").strip() or _default_name(model, template, direction)
+    name = (name or "").strip() or (_default_baseline_name(model, options) if kind == "baseline"
+                                    else _default_name(model, template, direction))
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
             raise RunError(f"A run named {name!r} already exists; choose another name.")
@@ -81,7 +88,7 @@ def create_run(
             name=name, kind=kind, model=model, template=template if kind == "pluie" else "",
             template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
             direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
-            higher_is_similar=higher_is_similar, status="active",
+            higher_is_similar=higher_is_similar, status="active", options=options or None,
         )
         session.add(run)
         session.flush()
@@ -102,6 +109,43 @@ def check_run_model(model: str, template: str = "fs-direct", template_spec: Opti
                            tuple(answers) if answers else None)
     except PluieError as exc:
         raise RunError(str(exc)) from None
+
+
+def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A baseline's options checked against the registry; PLUIE's placement options as given."""
+    if kind == "baseline":
+        if model not in BASELINES:
+            raise RunError(f"Unknown baseline {model!r}; choose from {', '.join(BASELINES)}.")
+        try:
+            return BASELINES[model].check_options(options)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+    unknown = set(options or {}) - {"device_map", "quantization"}
+    if unknown:
+        raise RunError(f"A PLUIE run has no option {sorted(unknown)[0]!r}; it takes device_map and quantization.")
+    return {k: v for k, v in (options or {}).items() if v}
+
+
+def check_run_placement(engine: Engine, device_map=None, quantization: Optional[str] = None) -> None:
+    """RunError with one sentence for a device map / quantisation that neither this machine nor a live
+    worker's GPU can do (the worker that loads the model refuses it again if it cannot)."""
+    from db.queue import alive_workers
+    from pluie_core.scorer import PluieError, check_placement
+
+    if device_map is None and quantization is None:
+        return
+    gpu_worker = any(str(w.device).startswith("cuda") for w in alive_workers(engine))
+    try:
+        check_placement(device_map, quantization, cuda=True if gpu_worker else None)
+    except PluieError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
+    title = BASELINES[key].title or key
+    model = str(options.get("model") or "").rstrip("/").split("/")[-1]
+    return f"{title} · {model} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}" if model else \
+        f"{title} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
 
 
 def _default_name(model: str, template: str, direction: str) -> str:
@@ -185,6 +229,7 @@ class RunProgress:
     pairs_per_second: Optional[float]
     seconds_left: Optional[float]
     item_error: Optional[str]  # one of the errors of its failed items, if any
+    options: Optional[dict[str, Any]] = None  # a baseline's model and settings, PLUIE's placement
 
     @property
     def up_to_date(self) -> bool:
@@ -222,7 +267,7 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 id=run.id, name=run.name, kind=run.kind, model=run.model, template=run.template,
                 direction=run.direction, status=run.status, error=run.error, total=int(total),
                 done=done, failed=failed, pairs_per_second=rate, seconds_left=seconds_left,
-                item_error=item_error,
+                item_error=item_error, options=run.options,
             )
         )
     return progress

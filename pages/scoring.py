@@ -4,12 +4,13 @@ import yaml
 
 from db.queue import workers_overview
 from db.runs import (
-    DIRECTIONS, RunError, cancel_run, create_run, dataset_names, latest_scores, pause_run, resume_run,
-    retry_run, runs_progress,
+    DIRECTIONS, RunError, cancel_run, check_run_placement, create_run, dataset_names, latest_scores, pause_run,
+    resume_run, retry_run, runs_progress,
 )
 from db.engine import database_url
 from pages.shared import admin_page
 from pluie_core.baselines import BASELINES
+from pluie_core.hardware import PLACEMENTS, gpu_memory, placement_label, suggest_model
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 from worker import ensure_worker_running
 
@@ -64,6 +65,8 @@ def live_progress():
             label += f" · {run.failed:,} failed"
         if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
             label += f" · {BASELINES[run.model].description}"
+        if run.options:  # the model a baseline uses, a PLUIE model's placement
+            label += " · " + ", ".join(f"{k} {v}" for k, v in run.options.items())
         st.progress(min(fraction, 1.0), text=label)
         if run.status == "failed":
             st.error(f"Run “{run.name}” failed: {run.error}")
@@ -118,10 +121,23 @@ if runs:
     st.markdown("**Latest scored pairs**")
     latest_scores_table(run_id)
 
+
+@st.cache_resource
+def hardware_suggestion():
+    """The model suggested for this machine's GPUs (read once per app process: it imports torch)."""
+    return suggest_model(gpu_memory())
+
+
 with st.expander("New PLUIE run", expanded=not runs):
+    suggestion = hardware_suggestion()
+    suggested_placement = placement_label(suggestion.options)
+    st.info(f"Suggested for this machine ({suggestion.reason}): `{suggestion.model}`, {suggested_placement}.")
+    if st.button("Use the suggestion"):
+        st.session_state["new_run_model"] = suggestion.model
+        st.session_state["new_run_placement"] = suggested_placement
     with st.form("new_run"):
         model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
-                              help="A Hugging Face chat model id, or a local directory.")
+                              help="A Hugging Face chat model id, or a local directory.", key="new_run_model")
         st.caption("Checked when you create the run: a local directory holds a config.json; a hub id is in the "
                    "local Hugging Face cache when the hub is offline; the tokenizer has a chat template that "
                    "takes the template's turns; each answer is one token. The weights load on a worker.")
@@ -134,6 +150,9 @@ with st.expander("New PLUIE run", expanded=not runs):
         direction = st.radio("Direction", DIRECTIONS, horizontal=True,
                              help="forward scores (source, hypothesis); symmetric averages both orders.")
         device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"])
+        placement = st.selectbox("Placement", list(PLACEMENTS), key="new_run_placement",
+                                 help="A model too big for one GPU is sharded (accelerate) or loaded in 8 / 4 bits "
+                                      "(bitsandbytes); the worker loads it once for all its runs.")
         batch_size = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1)
         datasets = dataset_names(engine)
         chosen = st.multiselect("Datasets (none = all, including future imports)", list(datasets),
@@ -149,14 +168,42 @@ with st.expander("New PLUIE run", expanded=not runs):
                     raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
                 spec = parse_custom_template(text)
             answers = [yes_word, no_word] if (yes_word or no_word) else None
+            device_map, quantization = PLACEMENTS[placement]
+            check_run_placement(engine, device_map, quantization)
             new_id = create_run(
                 engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
                 answers=answers, direction=direction, device=None if device.startswith("auto") else device,
                 batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
+                options={"device_map": device_map, "quantization": quantization},
             )
             st.session_state["scoring_select"] = new_id
             st.session_state["scoring_flash"] = ("Run created: the model passed the checks above; its pairs are "
                                                  "queued and a worker will pick them up.")
+            st.rerun()
+        except RunError as exc:
+            st.error(str(exc))
+
+with st.expander("New baseline run"):
+    key = st.selectbox("Baseline", list(BASELINES), format_func=lambda k: f"{BASELINES[k].title or k} ({k})")
+    baseline = BASELINES[key]
+    st.caption(baseline.description)
+    values = {}
+    for option in baseline.options:
+        label = "Baseline model" if option.name == "model" else f"Option {option.name}"
+        default = "" if option.default is None else str(option.default)
+        values[option.name] = st.text_input(label, placeholder=default or ("required" if baseline.needs_model else ""),
+                                            help=option.help, key=f"baseline_option_{key}_{option.name}")
+    datasets = dataset_names(engine)
+    scope = st.multiselect("Baseline datasets (none = all, including future imports)", list(datasets),
+                           format_func=datasets.get)
+    baseline_name = st.text_input("Baseline run name (optional)")
+    if st.button("Create baseline run"):
+        try:
+            new_id = create_run(engine, model=key, kind="baseline", name=baseline_name,
+                                higher_is_similar=baseline.higher_is_similar, dataset_ids=scope,
+                                options={k: v for k, v in values.items() if v.strip()})
+            st.session_state["scoring_select"] = new_id
+            st.session_state["scoring_flash"] = "Baseline run created: a worker will score its pairs."
             st.rerun()
         except RunError as exc:
             st.error(str(exc))

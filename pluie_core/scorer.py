@@ -76,6 +76,48 @@ def _first_line(exc: BaseException) -> str:
     return text[0].rstrip(". ") if text else exc.__class__.__name__
 
 
+QUANTIZATIONS = ("8bit", "4bit")
+# accelerate's strategies that spread a model over the GPUs ("auto" also falls back to the CPU)
+GPU_DEVICE_MAPS = ("balanced", "balanced_low_0", "sequential")
+
+
+def check_placement(device_map=None, quantization=None, cuda: bool | None = None) -> None:
+    """Refuse, with one sentence, a device map or quantisation this machine cannot do.
+
+    device_map: None (one device), "auto" (accelerate: the GPUs first, then the CPU; everything on the
+    CPU without a GPU), "cpu", "balanced" / "balanced_low_0" / "sequential" (spread over the GPUs:
+    needs CUDA), or a ``{module: device}`` dict. quantization: None, "8bit" or "4bit" (bitsandbytes, on
+    CUDA only). cuda: whether CUDA GPUs are visible (default: ask torch)."""
+    import importlib.util
+
+    if device_map is None and quantization is None:
+        return
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise PluieError(f"Unknown quantization {quantization!r}; use 8bit or 4bit.")
+    if isinstance(device_map, str) and device_map not in ("auto", "cpu", *GPU_DEVICE_MAPS):
+        raise PluieError(f"Unknown device map {device_map!r}; use auto, cpu, balanced, balanced_low_0, "
+                         "sequential, or a {module: device} mapping.")
+    if importlib.util.find_spec("accelerate") is None:
+        raise PluieError("Loading with a device map or in 8-bit / 4-bit needs the accelerate package, which is "
+                         "not installed: pip install accelerate.")
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    if quantization is not None:
+        if not cuda:
+            raise PluieError(f"{quantization[0]}-bit loading needs a CUDA GPU (bitsandbytes) and this machine has "
+                             "none; load the model in bfloat16 / float32 instead, or run on a GPU machine.")
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise PluieError(f"{quantization[0]}-bit loading needs the bitsandbytes package, which is not "
+                             "installed: pip install bitsandbytes.")
+    gpu_map = device_map in GPU_DEVICE_MAPS or (
+        isinstance(device_map, dict) and any(str(d) not in ("cpu", "disk") for d in device_map.values()))
+    if gpu_map and not cuda:
+        raise PluieError(f"Sharding the model across GPUs (device map {device_map!r}) needs CUDA GPUs and this "
+                         "machine has none; use device_map='auto' or 'cpu', or no device map.")
+
+
 def _model_source(name: str) -> tuple[str, bool]:
     """(what from_pretrained is given, whether it is a local directory); a PluieError when the name
     is neither a model directory nor shaped like a Hugging Face id."""
@@ -101,20 +143,42 @@ def hub_offline() -> bool:
                for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def load_model_and_tokenizer(name: str, device, dtype):
-    """Load a causal LM and its tokenizer from a Hugging Face id or a local directory."""
+def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantization=None):
+    """Load a causal LM and its tokenizer from a Hugging Face id or a local directory: onto one device,
+    or placed by accelerate (``device_map``), optionally quantised to 8 / 4 bits (see check_placement)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    check_placement(device_map, quantization)
     source, _ = _model_source(name)
+    placed = {}
+    if quantization is not None:
+        from transformers import BitsAndBytesConfig
+
+        placed["quantization_config"] = (
+            BitsAndBytesConfig(load_in_8bit=True) if quantization == "8bit"
+            else BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype))
+        placed["device_map"] = device_map or "auto"
+    elif device_map is not None:
+        placed["device_map"] = device_map
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         raise PluieError(
             f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
             "without internet access the model must already be in the Hugging Face cache or on disk."
         ) from None
-    return model.to(device), tokenizer
+    return (model if placed else model.to(device)), tokenizer
+
+
+def _placed(model) -> bool:
+    """Whether accelerate placed the model (device map) or it is quantised: it must not be moved."""
+    return bool(getattr(model, "hf_device_map", None)) or bool(getattr(model, "is_quantized", False))
+
+
+def _input_device(model):
+    """Where the inputs go: the device of the input embeddings (the first shard)."""
+    return model.get_input_embeddings().weight.device
 
 
 def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
@@ -162,13 +226,18 @@ class PluieScorer:
         Default: the template's answers ("Yes", "No" for the English built-ins). Each must be a
         single token for the model's tokenizer.
     device, dtype: default cuda + bfloat16 when a GPU is available, else cpu + float32.
+    device_map: let accelerate place the model instead of ``device``: "auto" (the GPUs first, then the
+        CPU), "cpu", "balanced" / "sequential" (spread over the GPUs), or a {module: device} dict.
+    quantization: "8bit" or "4bit" (bitsandbytes, CUDA only; implies device_map="auto").
+        Both are refused with one sentence where CUDA, accelerate or bitsandbytes is missing.
     batch_size: pairs per forward pass; None = automatic (starts high, halves on out-of-memory).
     prefix_cache: reuse the KV cache of the template's shared prefix (same scores, less work).
     max_new_tokens: length bound of the INDIRECT generation step (default: the template's).
     """
 
     def __init__(self, model, template="fs-direct", answers=None, device=None, dtype=None, batch_size=None,
-                 tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None):
+                 tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None,
+                 device_map=None, quantization: str | None = None):
         import torch
 
         try:
@@ -177,18 +246,30 @@ class PluieScorer:
             raise PluieError(str(exc)) from None
         if isinstance(model, tuple) and len(model) == 2:
             model, tokenizer = model
+        self.device_map, self.quantization = device_map, quantization
         if isinstance(model, (str, Path)):
-            self.device = _resolve_device(device)
-            self.dtype = _resolve_dtype(dtype, self.device)
-            self.model, self.tokenizer = load_model_and_tokenizer(str(model), self.device, self.dtype)
+            if device_map is not None or quantization is not None:
+                check_placement(device_map, quantization)
+                cuda = torch.cuda.is_available()  # the map decides where weights go; dtype as on that hardware
+                self.dtype = _resolve_dtype(dtype, torch.device("cuda" if cuda and device_map != "cpu" else "cpu"))
+                self.model, self.tokenizer = load_model_and_tokenizer(
+                    str(model), None, self.dtype, device_map=device_map, quantization=quantization)
+                self.device = _input_device(self.model)
+            else:
+                self.device = _resolve_device(device)
+                self.dtype = _resolve_dtype(dtype, self.device)
+                self.model, self.tokenizer = load_model_and_tokenizer(str(model), self.device, self.dtype)
             self.model_name = str(model)
         else:
             if tokenizer is None:
                 raise PluieError("An already-loaded model needs its tokenizer: PluieScorer(model, tokenizer=tokenizer).")
             self.model, self.tokenizer = model, tokenizer
-            self.device = _resolve_device(device) if device is not None else next(model.parameters()).device
-            self.dtype = _resolve_dtype(dtype, self.device) if dtype is not None else next(model.parameters()).dtype
-            self.model.to(device=self.device, dtype=self.dtype)
+            if _placed(model):  # sharded or quantised: it stays where accelerate put it
+                self.device, self.dtype = _input_device(model), model.dtype
+            else:
+                self.device = _resolve_device(device) if device is not None else next(model.parameters()).device
+                self.dtype = _resolve_dtype(dtype, self.device) if dtype is not None else next(model.parameters()).dtype
+                self.model.to(device=self.device, dtype=self.dtype)
             self.model_name = getattr(model.config, "_name_or_path", type(model).__name__)
         self.model.eval()
         self._check_chat_template()

@@ -1,0 +1,73 @@
+"""Which PLUIE model suits the machine: its GPUs, and a suggestion from the papers' models.
+
+``suggest_model(gpu_memory_gib)`` is a pure function of the GPUs' memory (one number per GPU, GiB),
+so the rule is testable anywhere; ``gpu_memory()`` reads it from torch.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+
+SMALL_MODEL = "HuggingFaceTB/SmolLM2-1.7B-Instruct"  # SmolLM2-Instruct: star-pluie-2026, table 10
+MISTRAL_7B = "mistralai/Mistral-7B-Instruct-v0.2"  # the ParaPLUIE paper's model
+LLAMA_3_70B = "meta-llama/Meta-Llama-3-70B-Instruct"  # star-pluie-2026, tables 1-3 (2-3 GPUs)
+
+# weights + room for activations, GiB
+_MISTRAL_BF16 = 18
+_MISTRAL_4BIT = 6
+_LLAMA_BF16 = 150
+_LLAMA_4BIT = 44
+
+
+# how the Scoring page names each (device_map, quantization) a PLUIE run can be loaded with
+PLACEMENTS = {
+    "one device": (None, None),
+    "auto (accelerate: the GPUs, then the CPU)": ("auto", None),
+    "shard across the GPUs (balanced)": ("balanced", None),
+    "8-bit on GPU (bitsandbytes)": ("auto", "8bit"),
+    "4-bit on GPU (bitsandbytes)": ("auto", "4bit"),
+}
+
+
+def placement_label(options: dict) -> str:
+    """The PLACEMENTS label of a run's options (quantisation implies device_map="auto")."""
+    quantization = options.get("quantization")
+    key = (options.get("device_map") or ("auto" if quantization else None), quantization)
+    return {v: k for k, v in PLACEMENTS.items()}.get(key, "one device")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    model: str
+    options: dict = field(default_factory=dict)  # device_map / quantization for PluieScorer
+    reason: str = ""
+
+
+def gpu_memory() -> list[float]:
+    """Total memory of each visible CUDA GPU, in GiB ([] without CUDA)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(torch.cuda.device_count())]
+
+
+def suggest_model(gpu_memory_gib: list[float], bitsandbytes: bool | None = None) -> Suggestion:
+    """A small instruct model on CPU, Mistral-7B-Instruct-v0.2 on one GPU (4-bit if it is small),
+    Llama-3-70B-Instruct sharded over several GPUs (4-bit when they hold 44 GiB but not 150)."""
+    if bitsandbytes is None:
+        bitsandbytes = importlib.util.find_spec("bitsandbytes") is not None
+    total = sum(gpu_memory_gib)
+    if not gpu_memory_gib:
+        return Suggestion(SMALL_MODEL, {}, "no CUDA GPU: a small instruct model on the CPU")
+    described = f"{len(gpu_memory_gib)} GPU{'s' if len(gpu_memory_gib) > 1 else ''}, {total:.0f} GiB"
+    if len(gpu_memory_gib) > 1 and total >= _LLAMA_BF16:
+        return Suggestion(LLAMA_3_70B, {"device_map": "auto"}, f"{described}: Llama-3-70B sharded in bfloat16")
+    if len(gpu_memory_gib) > 1 and total >= _LLAMA_4BIT and bitsandbytes:
+        return Suggestion(LLAMA_3_70B, {"device_map": "auto", "quantization": "4bit"},
+                          f"{described}: Llama-3-70B sharded in 4-bit")
+    if max(gpu_memory_gib) >= _MISTRAL_BF16:
+        return Suggestion(MISTRAL_7B, {}, f"{described}: the papers' Mistral-7B in bfloat16 on one GPU")
+    if max(gpu_memory_gib) >= _MISTRAL_4BIT and bitsandbytes:
+        return Suggestion(MISTRAL_7B, {"quantization": "4bit"}, f"{described}: Mistral-7B in 4-bit on one GPU")
+    return Suggestion(SMALL_MODEL, {}, f"{described}: too little GPU memory for a 7B model, a small one")

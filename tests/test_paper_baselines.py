@@ -1,0 +1,155 @@
+"""The seeds' other metrics as baselines: SelfBLEU, BERTScore, BERT-iBLEU, S3C cosine, NMTScore.
+
+Each value is checked against its library called directly (sacrebleu, bert-score,
+sentence-transformers) or against the paper's formula computed here, on tiny random models loaded
+from a directory exactly as a user's model id is."""
+import numpy as np
+import pytest
+
+from pluie_core.baselines import BASELINES, compute_baselines
+from tests.tiny_encoders import LANGUAGES, build_tiny_bert, tiny_bert, tiny_nllb  # noqa: F401 (fixtures)
+
+SOURCES = ["The cat drinks water.", "A man is playing a guitar.", "The cat drinks water.", "Have you ever seen a tsunami ?"]
+HYPOTHESES = ["The cat drinks milk.", "Someone plays the guitar.", "The cat drinks water.", "Stock markets fell sharply today."]
+
+
+def test_selfbleu_is_sacrebleu_sentence_bleu_of_the_candidate_against_its_source_on_0_1():
+    import sacrebleu
+
+    values = BASELINES["selfbleu"](SOURCES, HYPOTHESES)
+    expected = [sacrebleu.sentence_bleu(h, [s]).score / 100 for s, h in zip(SOURCES, HYPOTHESES)]
+    np.testing.assert_allclose(values, expected, rtol=1e-12)
+    assert values[2] == pytest.approx(1.0)
+
+
+def test_bertscore_default_is_bert_score_f1_on_the_offline_minilm(tiny_bert):
+    import bert_score
+
+    from pluie_core.baselines import default_sbert_model
+
+    values = BASELINES["bertscore"](SOURCES, HYPOTHESES)
+    _, _, f1 = bert_score.score(HYPOTHESES, SOURCES, model_type=default_sbert_model(), num_layers=6)
+    np.testing.assert_allclose(values, f1.numpy(), atol=1e-6)
+    assert values[2] == pytest.approx(1.0, abs=1e-5) and values[1] > values[3]
+
+    # any encoder directory, its last layer unless told; num_layers picks another
+    tiny = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert)
+    np.testing.assert_allclose(tiny, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2)[2].numpy(),
+                               atol=1e-6)
+    first = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, num_layers="1")
+    np.testing.assert_allclose(first, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=1)[2].numpy(),
+                               atol=1e-6)
+    assert not np.allclose(first, tiny)
+
+
+def test_bert_ibleu_is_equation_2_of_the_revisiting_paper(tiny_bert):
+    import bert_score
+    import sacrebleu
+
+    bs = bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2)[2].numpy().astype(float)
+    self_bleu = np.array([sacrebleu.sentence_bleu(h, [s]).score / 100 for s, h in zip(SOURCES, HYPOTHESES)])
+
+    def equation_2(beta):  # (β + 1.0) / (β · BERTScore⁻¹ + 1.0 · (1 − SelfBLEU)⁻¹); a copy scores 0
+        with np.errstate(divide="ignore"):
+            return np.where(self_bleu >= 1, 0.0, (beta + 1.0) / (beta / bs + 1.0 / (1 - self_bleu)))
+
+    default = BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=tiny_bert)
+    np.testing.assert_allclose(default, equation_2(4.0), rtol=1e-6)  # β = 4, the paper's usual value
+    assert default[2] == 0.0  # the source copied: no diversity
+    beta_1 = BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=tiny_bert, beta=1)
+    np.testing.assert_allclose(beta_1, equation_2(1.0), rtol=1e-6)
+    assert not np.allclose(beta_1, default)
+    with pytest.raises(ValueError, match="β must be a positive number"):
+        BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=tiny_bert, beta=0)
+
+
+def test_s3c_is_the_cosine_of_the_named_sentence_transformers_models_embeddings(tiny_bert):
+    from sentence_transformers import SentenceTransformer
+
+    values = BASELINES["s3c"](SOURCES, HYPOTHESES, model=tiny_bert)
+    encoder = SentenceTransformer(tiny_bert, device="cpu")
+    left, right = encoder.encode(SOURCES), encoder.encode(HYPOTHESES)
+    expected = (left * right).sum(1) / np.linalg.norm(left, axis=1) / np.linalg.norm(right, axis=1)
+    np.testing.assert_allclose(values, expected, atol=1e-5)
+    with pytest.raises(ValueError, match="The s3c baseline needs a model"):
+        BASELINES["s3c"](SOURCES, HYPOTHESES)
+
+
+def test_options_are_checked_with_one_sentence(tmp_path):
+    with pytest.raises(ValueError, match="The bleu baseline has no option 'model' \\(it takes no options\\)"):
+        BASELINES["bleu"](SOURCES, HYPOTHESES, model="x")
+    with pytest.raises(ValueError, match="Option num_layers must be a whole number, not 'two'"):
+        BASELINES["bertscore"].check_options({"num_layers": "two"})
+    with pytest.raises(ValueError, match="No model found at .*nowhere"):
+        BASELINES["bertscore"](SOURCES, HYPOTHESES, model=str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match="needs a multilingual translation model .* is a bert model"):
+        build_tiny_bert(tmp_path / "bert")
+        BASELINES["nmt_direct"](SOURCES, HYPOTHESES, model=str(tmp_path / "bert"))
+    # the first start's runs: every baseline that needs no model name, not the ones that do
+    assert {"bertscore", "bert_ibleu"} <= {n for n, b in BASELINES.items() if b.default_run}
+    assert not any(b.default_run for b in BASELINES.values() if b.needs_model)
+    with pytest.raises(ValueError, match="nmt_cross baseline needs a model"):
+        compute_baselines(SOURCES, HYPOTHESES, names=["levenshtein", "nmt_cross"])
+
+
+# ---------------------------------------------------------------- NMTScore, from the paper's definitions
+def reference_probability(model, tokenizer, target: str, source: str, src_lang: str, tgt_lang: str) -> float:
+    """p(target | source) = [∏ p(tᵢ | source, t<ᵢ)]^(1/|t|) (nmtscore.txt section 2.1), one pair at a time,
+    the labels built by the tokenizer's own target mode; the target-language token is given, not scored."""
+    import torch
+
+    tokenizer.src_lang, tokenizer.tgt_lang = src_lang, tgt_lang
+    enc = tokenizer(source, text_target=target, return_tensors="pt")
+    labels = enc["labels"]
+    assert labels[0, 0] == tokenizer.convert_tokens_to_ids(tgt_lang) and labels[0, -1] == tokenizer.eos_token_id
+    decoder_in = torch.cat([torch.tensor([[model.config.decoder_start_token_id]]), labels[:, :-1]], dim=1)
+    with torch.no_grad():
+        logits = model(input_ids=enc["input_ids"], decoder_input_ids=decoder_in).logits[0]
+    logp = torch.log_softmax(logits.double(), -1)[torch.arange(labels.shape[1]), labels[0]]
+    return float(torch.exp(logp[1:].mean()))
+
+
+def reference_translation(model, tokenizer, text: str, src_lang: str, tgt_lang: str, beams: int) -> str:
+    import torch
+
+    tokenizer.src_lang = src_lang
+    enc = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**enc, forced_bos_token_id=tokenizer.convert_tokens_to_ids(tgt_lang), num_beams=beams,
+                             do_sample=False, max_new_tokens=200)
+    return tokenizer.decode(out[0], skip_special_tokens=True).strip()
+
+
+def test_nmtscore_measures_follow_the_papers_definitions(tiny_nllb):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_nllb).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_nllb)
+    lang, pivot = LANGUAGES[0], LANGUAGES[1]
+
+    def p(a, b, a_lang=lang, b_lang=lang):  # p(A | B)
+        return reference_probability(model, tokenizer, a, b, b_lang, a_lang)
+
+    translations = {}
+
+    def t(x):  # x translated into the pivot / target language
+        if x not in translations:
+            translations[x] = reference_translation(model, tokenizer, x, lang, pivot, beams=1)
+        return translations[x]
+
+    def both(directed):  # sim(A, B) = ½ sim(A|B) + ½ sim(B|A)
+        return np.array([(directed(h, s) + directed(s, h)) / 2 for s, h in zip(SOURCES, HYPOTHESES)])
+
+    direct = both(lambda a, b: p(a, b) / p(a, a))  # NMTSCORE-direct(A|B) = p(A|B) / p(A|A)
+    pivot_ = both(lambda a, b: p(a, t(b), lang, pivot) / p(a, t(a), lang, pivot))  # p(A|B') / p(A|A')
+    cross = both(lambda a, b: p(t(b), a, pivot, lang) / p(t(b), b, pivot, lang))  # p(B'|A) / p(B'|B)
+    assert len({t(x) for x in SOURCES + HYPOTHESES}) >= 3  # the pivot translations differ: the test can fail
+
+    options = dict(model=tiny_nllb, lang=lang)
+    np.testing.assert_allclose(BASELINES["nmt_direct"](SOURCES, HYPOTHESES, **options), direct, rtol=1e-5)
+    options.update(pivot_lang=pivot, num_beams=1)
+    np.testing.assert_allclose(BASELINES["nmt_pivot"](SOURCES, HYPOTHESES, **options), pivot_, rtol=1e-5)
+    np.testing.assert_allclose(BASELINES["nmt_cross"](SOURCES, HYPOTHESES, **options), cross, rtol=1e-5)
+    assert direct[2] == pytest.approx(1.0) and not np.allclose(direct, 1.0, atol=1e-3)  # normalised: a copy is 1
+    with pytest.raises(ValueError, match="'xx' is not a language code of the translation model"):
+        BASELINES["nmt_direct"](SOURCES, HYPOTHESES, model=tiny_nllb, lang="xx")

@@ -1,0 +1,57 @@
+"""The Scoring page's new parts in AppTest: baseline runs with a model and options, PLUIE placement
+(refused on this CPU with one sentence), and the model suggested for the hardware."""
+from sqlalchemy import func, select
+
+from db.engine import read_session
+from db.models import ScoreRun
+from pluie_core.hardware import SMALL_MODEL
+from tests.test_scoring_page import open_page, store, texts, widget  # noqa: F401 (fixture)
+
+
+def test_a_baseline_run_with_its_model_and_options_from_the_page(store):  # noqa: F811
+    url, engine = store
+    page = open_page()
+    widget(page.selectbox, "Baseline").set_value("bert_ibleu")
+    page.run()
+    widget(page.text_input, "Baseline model").input("roberta-large")
+    widget(page.text_input, "Option beta").input("2")
+    widget(page.text_input, "Baseline run name (optional)").input("BERT-iBLEU roberta")
+    widget(page.button, "Create baseline run").click()
+    page.run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    with read_session(engine) as session:
+        run = session.scalar(select(ScoreRun).where(ScoreRun.name == "BERT-iBLEU roberta"))
+    assert (run.kind, run.model, run.options, run.status) == ("baseline", "bert_ibleu", {"model": "roberta-large", "beta": 2.0}, "active")
+    assert "BERT-iBLEU" in texts(page) and "model roberta-large, beta 2.0" in texts(page)  # its progress line
+
+    widget(page.selectbox, "Baseline").set_value("nmt_cross")  # needs a model: refused, nothing stored
+    page.run()
+    widget(page.button, "Create baseline run").click()
+    page.run()
+    assert any("The nmt_cross baseline needs a model" in e.value for e in page.error), [e.value for e in page.error]
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(ScoreRun)) == 1
+
+
+def test_placement_is_refused_on_this_cpu_and_the_suggestion_fills_the_form(store):  # noqa: F811
+    url, engine = store
+    page = open_page()
+    assert any(SMALL_MODEL in i.value and "no CUDA GPU" in i.value for i in page.info)
+    widget(page.button, "Use the suggestion").click()
+    page.run()
+    assert widget(page.text_input, "Model").value == SMALL_MODEL
+    widget(page.selectbox, "Placement").set_value("4-bit on GPU (bitsandbytes)")
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.exception
+    assert any("4-bit loading needs a CUDA GPU" in e.value for e in page.error), [e.value for e in page.error]
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
+
+    widget(page.selectbox, "Placement").set_value("auto (accelerate: the GPUs, then the CPU)")
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.error, [e.value for e in page.error]
+    with read_session(engine) as session:
+        run = session.scalar(select(ScoreRun))
+    assert (run.model, run.options) == (SMALL_MODEL, {"device_map": "auto"})
