@@ -1,0 +1,4 @@
+"""How the papers judge a metric, one module per family of statistics (pure functions, no
+Streamlit, no database): ``correlation`` (Pearson, Spearman and Kendall against graded human
+judgments, bootstrap intervals, paired difference test, system level) and ``preference``
+(agreement with human choices between two candidates, *-PLUIE section 3.2)."""
