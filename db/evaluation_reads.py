@@ -56,9 +56,9 @@ def meta_keys(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sampl
     with read_session(engine) as session:
         ids = dataset_ids if dataset_ids is not None else list(session.scalars(select(Dataset.id)))
         for dataset_id in ids:
-            for meta in session.scalars(select(Pair.meta).where(Pair.dataset_id == dataset_id, Pair.meta.is_not(None))
+            for meta in session.scalars(select(Pair.meta).where(Pair.dataset_id == dataset_id)
                                         .order_by(Pair.id).limit(sample)):
-                keys.update(dict.fromkeys(str(k) for k in meta))
+                keys.update(dict.fromkeys(str(k) for k in meta or ()))  # SQL NULL or JSON null: no metadata
     return sorted(keys)
 
 

@@ -99,3 +99,16 @@ def import_preference_file(engine: Engine, path_or_buffer, name: Optional[str] =
     if name is None:
         name = Path(str(getattr(path_or_buffer, "name", path_or_buffer))).stem
     return import_preferences(engine, name, items, description=description)
+
+
+def add_preferences(engine: Engine, dataset_id: int, links: pd.DataFrame) -> int:
+    """Preferences between pairs already stored (columns pair_a_id, pair_b_id, preferred), in one bulk
+    insert: for the bench and tests; users import files (import_preferences)."""
+    if not links["preferred"].isin(CHOICES).all():
+        raise ImportRejected("Every preference must be A, B or tie.")
+    rows = [{"dataset_id": int(dataset_id), "pair_a_id": int(a), "pair_b_id": int(b), "preferred": str(p)}
+            for a, b, p in zip(links["pair_a_id"], links["pair_b_id"], links["preferred"])]
+    with write_session(engine) as session:
+        if rows:
+            session.execute(insert(Preference), rows)
+    return len(rows)
