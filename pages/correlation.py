@@ -89,6 +89,13 @@ if level == "System":
                                       "(the Revisiting paper's eq. 1: candidates of one source grouped).")
 
 data = common.scored_frame(selection, chosen_runs)
+unscored = [name for name in chosen_runs if data[name].notna().sum() == 0]
+if unscored:
+    st.caption(f"No score on these datasets yet, left out: {', '.join(unscored)}.")
+    chosen_runs = [name for name in chosen_runs if name not in unscored]
+    if not chosen_runs:
+        st.info("None of these runs has scored these datasets yet.")
+        st.stop()
 try:
     reference = graded_reference(reference_values(selection.url, selection.dataset_ids, kind, campaign_id, column),
                                  column or REFERENCES[kind].lower())

@@ -162,3 +162,15 @@ def test_cli_fewer_than_three_pairs(tmp_path, capsys):
     assert main(["correlate", str(path), "--metric", "chrf", "-o", str(tmp_path / "o.csv")]) == 1
     err = capsys.readouterr().err.strip()
     assert "Only 2 pairs" in err and "at least 3" in err and "\n" not in err
+
+
+def test_the_bootstrap_kendall_equals_scipys_row_by_row():
+    from pluie_core.evaluation.correlation import _rows_kendall, _rows_kendall_public
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 6, (300, 40)).astype(float)  # many ties in x, in y and in both
+    y = x + rng.integers(0, 4, (300, 40))
+    x[0] = 2.0  # a constant row: NaN, as scipy gives
+    expected = _rows_kendall_public(x, y)
+    assert np.isnan(expected[0]) and np.isnan(_rows_kendall(x, y)[0])
+    np.testing.assert_allclose(_rows_kendall(x, y), expected, rtol=0, atol=1e-12)
