@@ -34,10 +34,10 @@ with st.expander("Import preference data", expanded=preference_datasets(url).emp
                 "**system_a** / **system_b** naming the candidates' systems; or a ParaReval JSONL file. Each "
                 "(source, candidate) becomes a pair of a new dataset that every active score run scores.")
     upload = st.file_uploader("Preference file", key="preference_upload")
-    name = st.text_input("Dataset name", value=upload.name.rsplit(".", 1)[0] if upload else "", key="preference_name")
+    name = st.text_input("Dataset name", key="preference_name", placeholder="the file's name")
     if st.button("Import", type="primary", disabled=upload is None, key="preference_import"):
         try:
-            done = import_preference_file(engine, upload, name)
+            done = import_preference_file(engine, upload, name.strip() or upload.name.rsplit(".", 1)[0])
         except (PairFileError, ImportRejected) as error:
             st.error(str(error))
         else:

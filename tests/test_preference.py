@@ -175,3 +175,36 @@ def test_preferences_page_shows_the_hand_worked_figures(engine, preference_store
         assert row["epsilon"] == pytest.approx(0.05) and row["kappa"] == pytest.approx(KAPPA)
     # the queued chrF run has no score yet: it is not offered (runs with scores only)
     assert "chrF queued" not in at.multiselect(key="preference_runs").options
+
+
+def _upload_and_import(at, path):
+    at.file_uploader(key="preference_upload").set_value((path.name, path.read_bytes(), "text/csv"))
+    at.run()
+    at.button(key="preference_import").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_preferences_page_imports_a_file(engine, open_preferences, tmp_path):
+    at = _upload_and_import(open_preferences(), preference_csv(tmp_path / "mine.csv"))
+    assert [s.value for s in at.success] == ["Imported 8 preferences as 16 pairs in 'mine'; 0 scores queued."]
+    assert preferences_frame(engine)["preferred"].tolist() == HUMAN
+
+
+def test_preferences_page_refuses_a_bad_file_in_one_sentence(engine, open_preferences, tmp_path):
+    path = preference_csv(tmp_path / "bad.csv", preferred=["A", "B", "maybe"])
+    at = _upload_and_import(open_preferences(), path)
+    assert [e.value for e in at.error] == ["Row 3: the preference must be A, B or tie; found 'maybe'."]
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count(Dataset.id))) == 0
+
+
+@pytest.mark.parametrize("name", ["correlation", "preferences"])
+def test_the_new_pages_refuse_visitors_on_their_own(name, engine, db_url, monkeypatch):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
+    page = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
+    assert [w.value for w in page.warning] == [
+        "This page is for the campaign's organisers: log in on the app's main page first."]
+    assert not page.dataframe and not page.button and not page.file_uploader
