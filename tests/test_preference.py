@@ -208,3 +208,26 @@ def test_the_new_pages_refuse_visitors_on_their_own(name, engine, db_url, monkey
     assert [w.value for w in page.warning] == [
         "This page is for the campaign's organisers: log in on the app's main page first."]
     assert not page.dataframe and not page.button and not page.file_uploader
+
+
+def test_import_and_reads_give_the_same_answer_on_every_store(store_url, tmp_path):
+    """The preference import and the Correlation page's reads (metadata through the database's JSON
+    extraction, label means) on SQLite and PostgreSQL."""
+    from db import init_db
+    from db.analysis import add_labels
+    from db.evaluation_reads import label_means, meta_column, meta_keys, preference_datasets
+
+    engine = init_db(store_url)
+    try:
+        done = import_preference_file(engine, preference_csv(tmp_path / "prefs.csv"), "hand-made")
+        links = preferences_frame(engine)
+        assert links["preferred"].tolist() == HUMAN and done.n_pairs == 16
+        assert preference_datasets(engine)["n_preferences"].tolist() == [8]
+        assert meta_keys(engine) == ["candidate", "system"]
+        systems = meta_column(engine, "system")
+        assert systems.reindex(links["pair_a_id"]).eq("sysA").all() and systems.reindex(links["pair_b_id"]).eq("sysB").all()
+        first = int(links["pair_a_id"].iloc[0])
+        add_labels(engine, pd.DataFrame({"pair_id": [first] * 3, "annotator": ["p", "q", "r"], "level": [1, 3, 4]}))
+        assert label_means(engine).to_dict() == {first: 2.0}  # Don't know (4) left out
+    finally:
+        engine.dispose()
