@@ -125,3 +125,24 @@ def test_system_level_and_the_difference_test(page, store):
     run(at)
     assert float(next(m.value for m in at.metric if m.label.startswith("p "))) <= 1.0
     assert "Distances are negated first" in " ".join(str(c.value) for c in at.caption)
+
+
+def test_mean_level_of_one_campaign(page, store, engine):
+    from sqlalchemy import select, update
+
+    from db.engine import write_session
+    from db.models import Annotator, Campaign, Label
+
+    with write_session(engine) as session:
+        campaign = Campaign(name="round 2")
+        session.add(campaign)
+        session.flush()
+        p2 = session.scalar(select(Annotator.id).where(Annotator.name == "p2"))
+        session.execute(update(Label).where(Label.annotator_id == p2).values(campaign_id=campaign.id))
+    at = on(page, "STS-B", correlation_reference="levels", correlation_campaign="round 2")
+    labels = store["labels"]
+    mean = labels[(labels["annotator"] == "p2") & (labels["level"] != 4)].set_index("pair_id")["level"]
+    pairs = store["pairs"].loc[mean.index]
+    row = table(at).loc[("chrF", "kendall")]
+    assert row["n"] == len(mean)
+    assert row["r"] == pytest.approx(scipy_stats.kendalltau(chrf(pairs.source, pairs.hypothesis), mean).statistic)
