@@ -55,7 +55,8 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
         for side in ("a", "b"):
             candidate = str(item[f"candidate_{side}"]).strip()
             if not source or not candidate:
-                raise ImportRejected(f"Item {number}: the {'source' if not source else f'candidate {side.upper()}'} is empty.")
+                what = "source" if not source else f"candidate {side.upper()}"
+                raise ImportRejected(f"Item {number}: the {what} is empty.")
             key = (source, candidate)
             if key not in index_of:
                 meta = {"candidate": side.upper(), **{str(c): _clean(item[c]) for c in extra}}

@@ -103,7 +103,8 @@ except StatsError as error:
     fail(error)
 data["reference"] = reference.reindex(data.index)
 if data["reference"].notna().sum() == 0:
-    fail(ValueError(f"No pair of these datasets has a {REFERENCES[kind].lower()}: choose another reference or dataset."))
+    fail(ValueError(f"No pair of these datasets has a {REFERENCES[kind].lower()}: "
+                    "choose another reference or dataset."))
 if data["reference"].nunique() == 2:
     st.warning("The reference has only two values (binary labels): these are point-biserial correlations.")
 

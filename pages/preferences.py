@@ -82,7 +82,7 @@ st.dataframe(table, hide_index=True, width="stretch", column_config={
     "metric_ties": st.column_config.NumberColumn("ties called by the run"),
 })
 st.caption("A run prefers the candidate it scores as more similar (higher; lower for a distance) and calls a tie "
-           "when the two scores differ by at most ε. Tie calibration (Deutsch et al. 2023) picks the ε that maximises "
-           "pairwise accuracy with ties counted; Cramér's V and κ compare the run's choices at that ε (A, B, tie) "
-           "with the people's. Items whose two pairs are not both scored yet are left out (n).")
+           "when the two scores differ by at most ε. Tie calibration (Deutsch et al. 2023) picks the ε that "
+           "maximises pairwise accuracy with ties counted; Cramér's V and κ compare the run's choices at that ε "
+           "(A, B, tie) with the people's. Items whose two pairs are not both scored yet are left out (n).")
 common.download_csv(table[AGREEMENT_COLUMNS], "preference_agreement.csv")

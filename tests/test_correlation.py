@@ -158,7 +158,8 @@ def test_cli_bad_input_is_one_line_on_stderr(args, message, tmp_path, capsys):
 
 def test_cli_fewer_than_three_pairs(tmp_path, capsys):
     path = tmp_path / "two.csv"
-    pd.DataFrame({"source": ["a b", "c d"], "hypothesis": ["a c", "c e"], "label": [1.0, 4.0]}).to_csv(path, index=False)
+    two = pd.DataFrame({"source": ["a b", "c d"], "hypothesis": ["a c", "c e"], "label": [1.0, 4.0]})
+    two.to_csv(path, index=False)
     assert main(["correlate", str(path), "--metric", "chrf", "-o", str(tmp_path / "o.csv")]) == 1
     err = capsys.readouterr().err.strip()
     assert "Only 2 pairs" in err and "at least 3" in err and "\n" not in err

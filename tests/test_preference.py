@@ -225,7 +225,8 @@ def test_import_and_reads_give_the_same_answer_on_every_store(store_url, tmp_pat
         assert preference_datasets(engine)["n_preferences"].tolist() == [8]
         assert meta_keys(engine) == ["candidate", "system"]
         systems = meta_column(engine, "system")
-        assert systems.reindex(links["pair_a_id"]).eq("sysA").all() and systems.reindex(links["pair_b_id"]).eq("sysB").all()
+        assert systems.reindex(links["pair_a_id"]).eq("sysA").all()
+        assert systems.reindex(links["pair_b_id"]).eq("sysB").all()
         first = int(links["pair_a_id"].iloc[0])
         add_labels(engine, pd.DataFrame({"pair_id": [first] * 3, "annotator": ["p", "q", "r"], "level": [1, 3, 4]}))
         assert label_means(engine).to_dict() == {first: 2.0}  # Don't know (4) left out

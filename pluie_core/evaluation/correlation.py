@@ -302,7 +302,10 @@ def system_means(scores: Scores, reference, systems) -> pd.DataFrame:
     of the reference over the system's pairs that have a reference (the Revisiting paper, eq. 1),
     and ``n_pairs``. Index: the system."""
     frame, reference = _aligned(scores, reference)
-    systems = systems.reindex(frame.index) if isinstance(systems, pd.Series) else pd.Series(np.asarray(systems), index=frame.index)
+    if isinstance(systems, pd.Series):
+        systems = systems.reindex(frame.index)
+    else:
+        systems = pd.Series(np.asarray(systems), index=frame.index)
     kept = reference.notna() & systems.notna()
     grouped = frame[kept].assign(reference=reference[kept]).groupby(systems[kept].astype(str))
     means = grouped.mean()

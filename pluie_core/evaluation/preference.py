@@ -54,12 +54,16 @@ def _normalised(column) -> str:
     return re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
 
 
+def _cell_text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
+
+
 def parse_preferred(values) -> list[str]:
     """Preferences as "A", "B" or "tie" (any case; both / neither / none / equal / draw mean tie).
     Raises PairFileError naming the first row with anything else."""
     out = []
     for row, value in enumerate(values, start=1):
-        key = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip().lower()
+        key = _cell_text(value).lower()
         if key not in SYNONYMS:
             shown = repr(value) if key else "nothing"
             raise PairFileError(f"Row {row}: the preference must be A, B or tie; found {shown}.")
@@ -95,7 +99,7 @@ def preferences_from_table(table: pd.DataFrame, columns: Optional[Mapping[str, s
         raise PairFileError("The file holds no preference.")
     out = pd.DataFrame(index=table.index)
     for key in ("source", "candidate_a", "candidate_b"):
-        text = table[mapping[key]].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip())
+        text = table[mapping[key]].map(_cell_text)
         empty = text.eq("").to_numpy()
         if empty.any():
             raise PairFileError(f"Row {int(np.argmax(empty)) + 1}: the {key.replace('_', ' ')} is empty.")
