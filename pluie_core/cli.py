@@ -142,7 +142,7 @@ def correlate_file(args) -> Path:
     scores = {}
     for name in args.metric:
         if name in frame.columns:
-            scores[name] = graded_reference(frame[name], name)
+            scores[name] = graded_reference(frame[name], name, "score column")
         elif name in BASELINES:
             scores[name] = pd.Series(BASELINES[name](_texts(frame["source"]), _texts(frame["hypothesis"])),
                                      index=frame.index)

@@ -175,3 +175,12 @@ def test_the_bootstrap_kendall_equals_scipys_row_by_row():
     expected = _rows_kendall_public(x, y)
     assert np.isnan(expected[0]) and np.isnan(_rows_kendall(x, y)[0])
     np.testing.assert_allclose(_rows_kendall(x, y), expected, rtol=0, atol=1e-12)
+
+
+def test_a_text_score_column_is_named_as_such(tmp_path, capsys):
+    path = tmp_path / "scored.csv"
+    pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["x", "y", "z"], "label": [1, 2, 3],
+                  "judge": ["yes", "no", "yes"]}).to_csv(path, index=False)
+    assert main(["correlate", str(path), "--metric", "judge", "-o", str(tmp_path / "o.csv")]) == 1
+    assert capsys.readouterr().err.strip() == ("error: The score column 'judge' holds text (e.g. 'yes'), not numbers: "
+                                                "choose a numeric column.")

@@ -42,14 +42,15 @@ Scores = Union[pd.DataFrame, pd.Series, Mapping[str, Sequence[float]]]
 # --------------------------------------------------------------------------- inputs
 
 
-def graded_reference(values, name: str = "reference") -> pd.Series:
-    """The reference as floats (missing stays NaN). Text raises StatsError naming a value found."""
+def graded_reference(values, name: str = "reference", role: str = "reference") -> pd.Series:
+    """The reference (or a score column: ``role``) as floats, missing staying NaN. Text raises
+    StatsError naming a value found."""
     series = values if isinstance(values, pd.Series) else pd.Series(values)
     numbers = pd.to_numeric(series, errors="coerce")
     text = series[numbers.isna() & series.notna()]
     text = text[~text.astype(str).str.strip().str.lower().isin(MISSING_TEXT)]
     if len(text):
-        raise StatsError(f"The reference {name!r} holds text (e.g. {str(text.iloc[0])[:40]!r}), not graded scores: "
+        raise StatsError(f"The {role} {name!r} holds text (e.g. {str(text.iloc[0])[:40]!r}), not numbers: "
                          "choose a numeric column.")
     return numbers.astype(float)
 
@@ -64,7 +65,8 @@ def _score_frame(scores: Scores) -> pd.DataFrame:
                               for name, values in scores.items()})
     if frame.shape[1] == 0:
         raise StatsError("Choose at least one metric to correlate.")
-    return pd.DataFrame({str(c): graded_reference(frame[c], str(c)) for c in frame.columns}, index=frame.index)
+    return pd.DataFrame({str(c): graded_reference(frame[c], str(c), "score column") for c in frame.columns},
+                        index=frame.index)
 
 
 def _aligned(scores: Scores, reference) -> tuple[pd.DataFrame, pd.Series]:
