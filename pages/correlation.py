@@ -18,6 +18,8 @@ admin_page()
 
 REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw": "Mean of imported annotator values",
               "meta": "A metadata column"}
+ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
+             "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"  # system level grouped by source, the Revisiting paper's eq. 1
 
 
@@ -103,7 +105,7 @@ except StatsError as error:
     fail(error)
 data["reference"] = reference.reindex(data.index)
 if data["reference"].notna().sum() == 0:
-    fail(ValueError(f"No pair of these datasets has a {REFERENCES[kind].lower()}: "
+    fail(ValueError(f"No pair of these datasets has {ONE_VALUE[kind]}: "
                     "choose another reference or dataset."))
 if data["reference"].nunique() == 2:
     st.warning("The reference has only two values (binary labels): these are point-biserial correlations.")

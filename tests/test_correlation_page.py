@@ -146,3 +146,9 @@ def test_mean_level_of_one_campaign(page, store, engine):
     row = table(at).loc[("chrF", "kendall")]
     assert row["n"] == len(mean)
     assert row["r"] == pytest.approx(scipy_stats.kendalltau(chrf(pairs.source, pairs.hypothesis), mean).statistic)
+
+
+def test_a_dataset_without_the_reference_says_so(page):
+    at = on(page, "STS-B", correlation_reference="raw")
+    assert errors(at) == ("No pair of these datasets has an imported annotator value: choose another reference "
+                          "or dataset.")
