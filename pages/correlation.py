@@ -20,7 +20,8 @@ REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw"
               "meta": "A metadata column"}
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
-SOURCE = "(source sentence)"  # system level grouped by source, the Revisiting paper's eq. 1
+SOURCE = "(source sentence)"
+MAX_POINTS = 20_000  # points drawn in the scatter; the statistics use every pair  # system level grouped by source, the Revisiting paper's eq. 1
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
@@ -132,6 +133,14 @@ pivot = table.pivot(index="metric", columns="method", values="r").reindex(column
 long = pivot.melt(id_vars="metric", var_name="method", value_name="r")
 st.plotly_chart(px.bar(long, x="metric", y="r", color="method", barmode="group", title="Correlation per run"),
                 key="correlation_bars")
+
+if system_column is None:
+    shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
+    points = data[[shown_run, "reference"]].dropna()
+    drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
+    st.plotly_chart(px.scatter(drawn, x="reference", y=shown_run, opacity=0.4,
+                               title=f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)"),
+                    key="correlation_scatter")
 
 st.subheader("Do two runs correlate differently?")
 if len(chosen_runs) < 2:
