@@ -54,6 +54,8 @@ pages = {
         st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
         st.Page("pages/disagreements.py", title="Disagreements", icon=":material/compare_arrows:"),
         st.Page("pages/scorecard.py", title="Scorecard", icon=":material/scoreboard:"),
+        st.Page("pages/correlation.py", title="Correlation", icon=":material/scatter_plot:"),
+        st.Page("pages/preferences.py", title="Preferences", icon=":material/thumbs_up_down:"),
     ],
 }
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the

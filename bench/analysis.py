@@ -28,6 +28,10 @@ from db.datasets import import_pairs  # noqa: E402
 from pluie_core import stats  # noqa: E402
 from pluie_core.evaluation import paraphrasus  # noqa: E402
 from pluie_core.labels import ENGLISH_LEVELS  # noqa: E402
+from db import evaluation_reads  # noqa: E402
+from db.preferences import add_preferences  # noqa: E402
+from pluie_core.evaluation.correlation import compare_correlations, correlate, system_level, system_means  # noqa: E402
+from pluie_core.evaluation.preference import agreement_table  # noqa: E402
 
 WORDS = ("the a cat dog sat on mat ran quickly slowly house river city old new big small red blue green "
          "man woman child bought sold saw found lost near far under over with without today yesterday").split()
@@ -45,7 +49,9 @@ def synthetic_pairs(n: int, rng: np.random.Generator) -> pd.DataFrame:
     hypotheses = np.where(changed, replacements, words)
     source = [f"{i} " + " ".join(row[:k]) for i, (row, k) in enumerate(zip(words, lengths))]
     hypothesis = [f"{i} " + " ".join(row[:k]) for i, (row, k) in enumerate(zip(hypotheses, lengths))]
-    return pd.DataFrame({"source": source, "hypothesis": hypothesis, "label": label.astype(float)})
+    # a system column (kept as pair metadata) for the system-level correlation
+    system = [f"system{i % 10}" for i in range(n)]
+    return pd.DataFrame({"source": source, "hypothesis": hypothesis, "label": label.astype(float), "system": system})
 
 
 def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int = 0):
@@ -78,6 +84,53 @@ def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int
     print(f"built the store in {time.perf_counter() - t:.1f} s "
           f"({len(frame):,} pairs, {n_written:,} labels by {n_annotators} annotators, 2 score runs)")
     return engine
+
+
+def ensure_preferences(engine, seed: int = 1) -> None:
+    """Preferences between neighbouring pairs of each dataset (pair 2k against pair 2k+1, 15% ties),
+    added once: 50,000 on the 100,000-pair store."""
+    if not evaluation_reads.preference_datasets(engine).empty:
+        return
+    rng = np.random.default_rng(seed)
+    pairs = analysis.pairs_frame(engine)
+    for dataset_id, group in pairs.groupby("dataset_id"):
+        ids = group.index.to_numpy()[: len(group) // 2 * 2]
+        preferred = rng.choice(["A", "B", "tie"], len(ids) // 2, p=[0.425, 0.425, 0.15])
+        add_preferences(engine, dataset_id, pd.DataFrame({"pair_a_id": ids[0::2], "pair_b_id": ids[1::2],
+                                                          "preferred": preferred}))
+
+
+def correlation(engine, choices, dataset_ids, runs, reference="gold", level="segment"):
+    """The Correlation page: every run against the graded reference (three coefficients, 1,000
+    bootstrap resamples) and the paired difference test of the first two runs."""
+    pairs = analysis.pairs_frame(engine, dataset_ids)
+    data = pairs.join(analysis.scores_wide(engine, runs["id"], dataset_ids))
+    if reference == "gold":
+        data["reference"] = pairs["gold_label"]
+    else:
+        data["reference"] = evaluation_reads.label_means(engine, dataset_ids, "levels").reindex(data.index)
+    names = list(runs["name"])
+    oriented = pd.DataFrame({n: data[n] * (1 if h else -1) for n, h in zip(names, runs["higher_is_similar"])})
+    if level == "segment":
+        correlate(data[names], data["reference"], n_boot=1000)
+        compare_correlations(oriented[names[0]], oriented[names[1]], data["reference"], "pearson", n_boot=1000)
+    else:
+        systems = evaluation_reads.meta_column(engine, "system", dataset_ids)
+        system_level(data[names], data["reference"], systems, n_boot=1000)
+        means = system_means(oriented, data["reference"], systems)
+        compare_correlations(means[names[0]], means[names[1]], means["reference"], "pearson", n_boot=1000,
+                             max_resample=len(means))
+
+
+def preferences(engine, choices, dataset_ids, runs):
+    """The Preferences page: tie-calibrated pairwise accuracy, Cramér's V and κ of every run."""
+    available = evaluation_reads.preference_datasets(engine)
+    ids = tuple(available["id"])
+    items = evaluation_reads.preferences_frame(engine, ids)
+    scores = analysis.scores_wide(engine, runs["id"], ids)
+    side_a = scores.reindex(items["pair_a_id"]).reset_index(drop=True)
+    side_b = scores.reindex(items["pair_b_id"]).reset_index(drop=True)
+    agreement_table(items["preferred"].tolist(), side_a, side_b, dict(zip(runs["name"], runs["higher_is_similar"])))
 
 
 def agreement(engine, choices, dataset_ids, runs, view="levels"):
@@ -161,17 +214,27 @@ def main(argv=None) -> int:
     if evaluation.benchmark_datasets(engine)["benchmark"].isna().all():  # a store built before the scorecard
         for dataset_id in analysis.analysis_choices(engine).datasets["id"]:
             evaluation.assign_challenge(engine, int(dataset_id), "Classify!", "bench")
+    ensure_preferences(engine)
     choices = analysis.analysis_choices(engine)
     dataset_ids = choices.datasets["id"].tolist()
     runs = choices.runs.sort_values("kind", ascending=False)  # the PLUIE run first
     slow = []
+    has_systems = "system" in evaluation_reads.meta_keys(engine, dataset_ids[:1], sample=5)
+    if not has_systems:
+        print(f"{args.db} was built before pairs carried a system column: delete it to time the system level too")
     for name, page, extra in (("agreement (five levels)", agreement, {}),
                               ("agreement (binarised)", agreement, {"view": "binarised"}),
                               ("thresholds (gold)", thresholds, {}),
                               ("thresholds (majority)", thresholds, {"reference": "majority"}),
                               ("distributions", distributions, {}), ("disagreements", disagreements, {}),
-                              ("scorecard", scorecard, {})):
+                              ("scorecard", scorecard, {}),
+                              ("correlation (gold)", correlation, {}),
+                              ("correlation (mean level)", correlation, {"reference": "levels"}),
+                              ("correlation (system)", correlation, {"level": "system"}),
+                              ("preferences", preferences, {})):
         if args.only and not any(word.strip() and word.strip() in name for word in args.only.split(",")):
+            continue
+        if extra.get("level") == "system" and not has_systems:
             continue
         times, cpu = [], []
         for _ in range(args.repeat):

@@ -272,3 +272,19 @@ class Worker(Base):
     pairs_per_second: Mapped[Optional[float]] = mapped_column(Float)
     last_error: Mapped[Optional[str]] = mapped_column(Text)
     stopped_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class Preference(Base):
+    """A human choice between two candidates for one source (*-PLUIE section 3.2): the pairs
+    (source, candidate A) and (source, candidate B) are ordinary pairs of the dataset, scored by the
+    ordinary runs; this row links them and holds the choice."""
+
+    __tablename__ = "preferences"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    pair_a_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), index=True)
+    pair_b_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), index=True)
+    preferred: Mapped[str] = mapped_column(String(4))  # "A", "B" or "tie"
+    meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,4 +1,5 @@
-"""Command line: ``python -m pluie_core score INPUT --model M --template T -o OUTPUT``.
+"""Command line: ``python -m pluie_core score INPUT --model M --template T -o OUTPUT``, and
+``python -m pluie_core correlate FILE --metric NAME [--reference COLUMN] -o OUT.csv``.
 
 Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with PLUIE (and the
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
@@ -56,7 +57,31 @@ def build_parser() -> argparse.ArgumentParser:
     from pluie_core.evaluation import paraphrasus_cli
 
     paraphrasus_cli.add_parser(commands)
+    _add_correlate(commands, BASELINES)
     return parser
+
+
+def _add_correlate(commands, baselines) -> None:
+    correlate = commands.add_parser(
+        "correlate", help="correlation of metrics with a graded human reference (Pearson, Spearman, Kendall)",
+        description="Pearson, Spearman and Kendall τ (scipy) between each metric and a graded reference, with "
+                    "percentile bootstrap 95% confidence intervals. Writes OUT.csv with columns "
+                    "metric, method, r, ci_low, ci_high, n.")
+    correlate.add_argument("input", metavar="FILE", help="pair file (anything load_pairs reads)")
+    correlate.add_argument("--metric", action="append", required=True, metavar="NAME",
+                           help="a score column of FILE (e.g. pluie, as `score` writes it), or else a baseline "
+                                f"computed on the pairs: {', '.join(baselines)}; repeat for several metrics")
+    correlate.add_argument("--reference", default="label", metavar="COLUMN",
+                           help="the graded human judgment: a numeric column of FILE (default: label, the gold "
+                                "score: STS-B 0-5, SICK 1-5, BIOSSES annotators' mean)")
+    correlate.add_argument("--system", metavar="COLUMN",
+                           help="system-level: correlate the per-system means of metric and reference, systems "
+                                "named by this column (e.g. model); n is then the number of systems")
+    correlate.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (1000)")
+    correlate.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
+    correlate.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    correlate.add_argument("--format", default="auto", help="input format for load_pairs (default: auto)")
+    correlate.add_argument("--output", "-o", required=True, metavar="OUT.csv", help="output CSV")
 
 
 def _write(frame, path: Path) -> None:
@@ -149,6 +174,49 @@ def score_file(args) -> Path:
     return output
 
 
+def correlate_file(args) -> Path:
+    """``python -m pluie_core correlate``: one row per (metric, method) in OUT.csv."""
+    import pandas as pd
+
+    from pluie_core.baselines import BASELINES
+    from pluie_core.evaluation.correlation import COLUMNS, correlate, graded_reference, system_level
+    from pluie_core.io import load_pairs
+
+    source_path, output = Path(args.input), Path(args.output)
+    if not source_path.is_file():
+        raise FileNotFoundError(f"Input file {source_path} does not exist.")
+    if output.suffix.lower() != ".csv":
+        raise ValueError(f"Cannot write {output.name}: the correlation table is a .csv file.")
+    frame = load_pairs(source_path, format=args.format)
+    columns = ", ".join(map(str, frame.columns))
+    for what, column in (("reference", args.reference), ("system", args.system)):
+        if column is not None and column not in frame.columns:
+            raise ValueError(f"{source_path.name} has no {what} column {column!r}; its columns are: {columns}.")
+    reference = graded_reference(frame[args.reference], args.reference)
+    if reference.notna().sum() == 0:
+        raise ValueError(f"The reference column {args.reference!r} is empty: give a column of graded judgments "
+                         "with --reference.")
+    scores = {}
+    for name in args.metric:
+        if name in frame.columns:
+            scores[name] = graded_reference(frame[name], name, "score column")
+        elif name in BASELINES:
+            scores[name] = pd.Series(BASELINES[name](_texts(frame["source"]), _texts(frame["hypothesis"])),
+                                     index=frame.index)
+        else:
+            raise ValueError(f"Unknown metric {name!r}: give a score column of {source_path.name} ({columns}) or a "
+                             f"baseline ({', '.join(BASELINES)}).")
+    scores = pd.DataFrame(scores)
+    options = {"n_boot": args.bootstrap, "confidence": args.confidence, "seed": args.seed}
+    if args.system:
+        table = system_level(scores, reference, frame[args.system], **options)
+    else:
+        table = correlate(scores, reference, **options)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table[COLUMNS].to_csv(output, index=False)
+    return output
+
+
 def main(argv=None) -> int:
     from pluie_core.io import PairFileError
     from pluie_core.scorer import PluieError
@@ -163,6 +231,8 @@ def main(argv=None) -> int:
             from pluie_core.evaluation import paraphrasus_cli
 
             print(f"wrote {paraphrasus_cli.run(args)}", file=sys.stderr)
+        elif args.command == "correlate":
+            print(f"wrote {correlate_file(args)}", file=sys.stderr)
     except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

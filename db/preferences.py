@@ -1,0 +1,115 @@
+"""Importing preference data (*-PLUIE section 3.2): each item's pairs (source, candidate A) and
+(source, candidate B) become ordinary pairs of a new dataset, queued for every active run like any
+import, and a ``preferences`` row links them with the human choice. One transaction: all or nothing."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pandas as pd
+from sqlalchemy import Engine, insert, select
+
+from db.datasets import ImportRejected, _clean, text_hash
+from db.engine import write_session
+from db.models import Dataset, Pair, Preference
+from db.queue import enqueue_pairs
+from pluie_core.evaluation.preference import CHOICES, PREFERENCE_COLUMNS
+
+SOURCE_FORMAT = "preferences"
+
+
+@dataclass
+class PreferenceImport:
+    dataset_id: int
+    dataset_name: str
+    n_preferences: int
+    n_pairs: int
+    n_queued: int
+
+
+def import_preferences(engine: Engine, name: str, items: pd.DataFrame, description: str = "") -> PreferenceImport:
+    """Store preference items (as ``pluie_core.evaluation.preference.load_preferences`` returns them)
+    as a new dataset. A (source, candidate) met twice is one pair, linked from both items. Pair
+    metadata: ``candidate`` (A or B, where first met), ``system`` (from system_a / system_b) and the
+    item's other columns; the preference row keeps them too."""
+    name = (name or "").strip()
+    if not name:
+        raise ImportRejected("Give the dataset a name.")
+    missing = [c for c in PREFERENCE_COLUMNS if c not in items.columns]
+    if missing:
+        raise ImportRejected(f"The preference items have no {', '.join(missing)} column.")
+    if items.empty:
+        raise ImportRejected("There are no preferences to import.")
+    wrong = ~items["preferred"].isin(CHOICES)
+    if wrong.any():
+        row = int(wrong.to_numpy().nonzero()[0][0]) + 1
+        raise ImportRejected(f"Item {row}: the preference must be A, B or tie.")
+    extra = [c for c in items.columns if c not in PREFERENCE_COLUMNS and c not in ("system_a", "system_b")]
+    records = items.to_dict("records")
+
+    pair_rows, index_of = [], {}  # (source, candidate) -> position in pair_rows
+    links = []
+    for number, item in enumerate(records, start=1):
+        source = str(item["source"]).strip()
+        ends = []
+        for side in ("a", "b"):
+            candidate = str(item[f"candidate_{side}"]).strip()
+            if not source or not candidate:
+                what = "source" if not source else f"candidate {side.upper()}"
+                raise ImportRejected(f"Item {number}: the {what} is empty.")
+            key = (source, candidate)
+            if key not in index_of:
+                meta = {"candidate": side.upper(), **{str(c): _clean(item[c]) for c in extra}}
+                system = _clean(item.get(f"system_{side}"))
+                if system is not None:
+                    meta["system"] = str(system)
+                index_of[key] = len(pair_rows)
+                pair_rows.append({"source": source, "hypothesis": candidate, "text_hash": text_hash(source, candidate),
+                                  "meta": {k: v for k, v in meta.items() if v is not None} or None})
+            ends.append(index_of[key])
+        meta = {str(c): _clean(item[c]) for c in extra + [c for c in ("system_a", "system_b") if c in item]}
+        links.append((ends[0], ends[1], item["preferred"], {k: v for k, v in meta.items() if v is not None} or None))
+
+    with write_session(engine) as session:
+        if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
+            raise ImportRejected(f"A dataset named {name!r} already exists: choose another name.")
+        dataset = Dataset(name=name, description=description, source_format=SOURCE_FORMAT, label_kind=None)
+        session.add(dataset)
+        session.flush()
+        result = session.execute(insert(Pair).returning(Pair.id, sort_by_parameter_order=True),
+                                 [{"dataset_id": dataset.id, "external_id": None, "gold_label": None, **row}
+                                  for row in pair_rows])
+        pair_ids = [r[0] for r in result]
+        session.execute(insert(Preference), [
+            {"dataset_id": dataset.id, "pair_a_id": pair_ids[a], "pair_b_id": pair_ids[b], "preferred": preferred,
+             "meta": meta} for a, b, preferred, meta in links
+        ])
+        n_queued = enqueue_pairs(session, dataset.id, pair_ids)
+        return PreferenceImport(dataset.id, name, len(links), len(pair_ids), n_queued)
+
+
+def import_preference_file(engine: Engine, path_or_buffer, name: Optional[str] = None,
+                           description: str = "") -> PreferenceImport:
+    """Read a preference file (``load_preferences``) and import it; named after the file unless a
+    name is given. Raises PairFileError for a bad file, ImportRejected when the store refuses it."""
+    from pathlib import Path
+
+    from pluie_core.evaluation.preference import load_preferences
+
+    items = load_preferences(path_or_buffer)
+    if name is None:
+        name = Path(str(getattr(path_or_buffer, "name", path_or_buffer))).stem
+    return import_preferences(engine, name, items, description=description)
+
+
+def add_preferences(engine: Engine, dataset_id: int, links: pd.DataFrame) -> int:
+    """Preferences between pairs already stored (columns pair_a_id, pair_b_id, preferred), in one bulk
+    insert: for the bench and tests; users import files (import_preferences)."""
+    if not links["preferred"].isin(CHOICES).all():
+        raise ImportRejected("Every preference must be A, B or tie.")
+    rows = [{"dataset_id": int(dataset_id), "pair_a_id": int(a), "pair_b_id": int(b), "preferred": str(p)}
+            for a, b, p in zip(links["pair_a_id"], links["pair_b_id"], links["preferred"])]
+    with write_session(engine) as session:
+        if rows:
+            session.execute(insert(Preference), rows)
+    return len(rows)

@@ -1,0 +1,171 @@
+"""Correlation: Pearson, Spearman and Kendall τ between score runs and a graded human reference (gold
+scores, the mean level of the labels, imported annotators' mean, or a numeric metadata column), with
+bootstrap intervals; a paired bootstrap test of whether two runs' correlations differ; and the
+system-level correlation when the pairs carry a system / model column (the Revisiting paper)."""
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from db import evaluation_reads as reads
+from pages import analysis_common as common
+from pages.shared import admin_page, get_engine
+from pluie_core.evaluation.correlation import (
+    COLUMNS, METHODS, compare_correlations, correlate, graded_reference, system_level, system_means,
+)
+from pluie_core.stats import StatsError
+
+admin_page()
+
+REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw": "Mean of imported annotator values",
+              "meta": "A metadata column"}
+ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
+             "raw": "an imported annotator value", "meta": "a value in that column"}
+SOURCE = "(source sentence)"
+MAX_POINTS = 20_000  # points drawn in the scatter; the statistics use every pair  # system level grouped by source, the Revisiting paper's eq. 1
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+def meta_keys(url: str, dataset_ids: tuple) -> list:
+    return reads.meta_keys(get_engine(), dataset_ids)
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+def campaigns(url: str) -> pd.DataFrame:
+    return reads.labelled_campaigns(get_engine())
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+def reference_values(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
+    if kind == "gold":
+        return common.pairs(url, dataset_ids)["gold_label"].rename("reference")
+    if kind == "meta":
+        return reads.meta_column(get_engine(), column, dataset_ids)
+    return reads.label_means(get_engine(), dataset_ids, kind, campaign_id)
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
+    if column == SOURCE:
+        return common.pairs(url, dataset_ids, texts=True)["source"]
+    return reads.meta_column(get_engine(), column, dataset_ids)
+
+
+def fail(error: Exception):
+    st.error(str(error))
+    st.stop()
+
+
+st.title("Correlation with graded judgments")
+selection = common.sidebar(run="none", reference=False)
+runs = selection.choices.runs
+if runs.empty:
+    st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
+    st.stop()
+keys = meta_keys(selection.url, selection.dataset_ids)
+with st.sidebar:
+    kind = st.radio("Graded reference", list(REFERENCES), format_func=REFERENCES.get, key="correlation_reference",
+                    help="Gold scores (STS-B 0–5, SICK 1–5, BIOSSES' annotators' mean); the mean level of the "
+                         "labels on the five-level scale (Don't know excluded); imported annotators' values on "
+                         "their own scale; or a numeric column the file carried.")
+    campaign_id, column = None, None
+    if kind == "levels":
+        labelled = campaigns(selection.url)
+        names = ["All labels"] + labelled["name"].tolist()
+        chosen = st.selectbox("Campaign", names, key="correlation_campaign")
+        campaign_id = None if chosen == "All labels" else int(labelled.set_index("name").loc[chosen, "id"])
+    if kind == "meta":
+        if not keys:
+            fail(ValueError("These pairs carry no metadata column: choose another reference."))
+        column = st.selectbox("Column", keys, key="correlation_reference_column")
+    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=1000, key="correlation_boot")
+
+chosen_runs = st.multiselect("Score runs", runs["name"].tolist(), default=runs["name"].tolist(), key="correlation_runs")
+if not chosen_runs:
+    st.info("Choose at least one score run.")
+    st.stop()
+level = st.radio("Level", ["Segment (pairs)", "System"], horizontal=True, key="correlation_level",
+                 help="System level: the mean score and mean reference per system, then their correlation.")
+system_column = None
+if level == "System":
+    system_column = st.selectbox("Systems named by", keys + [SOURCE], key="correlation_system",
+                                 help="A column of the imported file (system, model, …), or the source sentence "
+                                      "(the Revisiting paper's eq. 1: candidates of one source grouped).")
+
+data = common.scored_frame(selection, chosen_runs)
+unscored = [name for name in chosen_runs if data[name].notna().sum() == 0]
+if unscored:
+    st.caption(f"No score on these datasets yet, left out: {', '.join(unscored)}.")
+    chosen_runs = [name for name in chosen_runs if name not in unscored]
+    if not chosen_runs:
+        st.info("None of these runs has scored these datasets yet.")
+        st.stop()
+try:
+    reference = graded_reference(reference_values(selection.url, selection.dataset_ids, kind, campaign_id, column),
+                                 column or REFERENCES[kind].lower())
+except StatsError as error:
+    fail(error)
+data["reference"] = reference.reindex(data.index)
+if data["reference"].notna().sum() == 0:
+    fail(ValueError(f"No pair of these datasets has {ONE_VALUE[kind]}: "
+                    "choose another reference or dataset."))
+if data["reference"].nunique() == 2:
+    st.warning("The reference has only two values (binary labels): these are point-biserial correlations.")
+
+try:
+    if system_column is None:
+        table = correlate(data[chosen_runs], data["reference"], n_boot=n_boot)
+    else:
+        table = system_level(data[chosen_runs], data["reference"], groups(selection.url, selection.dataset_ids,
+                                                                           system_column), n_boot=n_boot)
+except StatsError as error:
+    fail(error)
+
+direction = runs.set_index("name")["higher_is_similar"]
+st.caption(f"Reference: {REFERENCES[kind].lower()}{f' ({column})' if column else ''}. {n_boot:,} bootstrap resamples, "
+           "95% percentile intervals. A distance (lower = more similar) correlates negatively.")
+shown = table.assign(direction=table["metric"].map(lambda m: "higher = similar" if direction.get(m, True)
+                                                   else "lower = similar (distance)"))
+st.dataframe(shown, hide_index=True, width="stretch",
+             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")})
+common.download_csv(table[COLUMNS], "correlation.csv")
+
+pivot = table.pivot(index="metric", columns="method", values="r").reindex(columns=list(METHODS)).reset_index()
+long = pivot.melt(id_vars="metric", var_name="method", value_name="r")
+st.plotly_chart(px.bar(long, x="metric", y="r", color="method", barmode="group", title="Correlation per run"),
+                key="correlation_bars")
+
+if system_column is None:
+    shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
+    points = data[[shown_run, "reference"]].dropna()
+    drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
+    st.plotly_chart(px.scatter(drawn, x="reference", y=shown_run, opacity=0.4,
+                               title=f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)"),
+                    key="correlation_scatter")
+
+st.subheader("Do two runs correlate differently?")
+if len(chosen_runs) < 2:
+    st.info("Choose two score runs above to compare them.")
+    st.stop()
+left, right, how = st.columns(3)
+first = left.selectbox("Run", chosen_runs, index=0, key="correlation_first")
+second = right.selectbox("against", chosen_runs, index=1, key="correlation_second")
+method = how.selectbox("Coefficient", list(METHODS), key="correlation_method")
+# a distance is negated so that both correlations measure agreement with the humans
+oriented = {name: data[name] * (1 if direction.get(name, True) else -1) for name in (first, second)}
+try:
+    if system_column is None:
+        found = compare_correlations(oriented[first], oriented[second], data["reference"], method, n_boot=n_boot)
+    else:
+        means = system_means(pd.DataFrame(oriented), data["reference"],
+                             groups(selection.url, selection.dataset_ids, system_column))
+        found = compare_correlations(means[first], means[second], means["reference"], method, n_boot=n_boot,
+                                     max_resample=len(means))
+except StatsError as error:
+    fail(error)
+a, b, c = st.columns(3)
+a.metric(f"r {first}", f"{found['r_a']:.3f}")
+b.metric(f"r {second}", f"{found['r_b']:.3f}")
+c.metric("p (paired bootstrap)", f"{found['p_value']:.3g}")
+st.caption(f"Difference {found['difference']:+.3f}, 95% interval [{found['ci_low']:+.3f}, {found['ci_high']:+.3f}], "
+           f"on {found['n']:,} {'systems' if system_column else 'pairs'} with both scores and a reference. Distances "
+           "are negated first. p is two-sided: twice the share of resamples on the far side of no difference.")
