@@ -145,7 +145,8 @@ def threshold_input(selection: Selection, values: pd.Series, key: str) -> float:
     return st.sidebar.number_input(
         # one widget per run: a threshold typed for one run means nothing for another
         "Model threshold", value=float(round(default, 4)), key=f"{key}_{int(selection.run['id'])}", format="%.4f",
-        help="PLUIE's natural threshold is 0; a baseline has none, so its median score is the default.",
+        help="PLUIE's natural threshold is 0, an LLM judge's its own (Yes/No 0.5, Likert 4); a baseline has "
+             "none, so its median score is the default.",
     )
 
 

@@ -1,0 +1,252 @@
+"""Output-based LLM judges (pluie_core.judges) on tiny random chat models: parsing, templates,
+batched greedy generation against one-at-a-time generation, unparsed answers counted, and the
+worker scoring judge runs (values, compute time, shared weights)."""
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from db.engine import init_db, read_session
+from db.models import Score, ScoreRun
+from db.runs import RunError, compute_times, create_run, runs_progress, scores_by_pair
+from pluie_core.judges import (
+    BUILTIN_JUDGE_TEMPLATES, JUDGES, JudgeError, LLMJudge, get_judge_template, parse_choice, parse_likert,
+    parse_yes_no,
+)
+from tests.store_fixtures import add_pairs, sentence_pairs
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Yes", 1.0), ("yes.", 1.0), ("**No**", 0.0), ("No, they differ.", 0.0), ('"Yes"', 1.0),
+    ("The answer is yes", 1.0), ("I would say no here", 0.0),
+    ("I cannot say yes or no", None), ("Yesterday", None), ("Nope", None), ("maybe", None), ("", None),
+])
+def test_yes_no_parsing(text, expected):
+    assert parse_yes_no(text) == expected
+
+
+def test_yes_no_parsing_takes_the_templates_words():
+    assert parse_yes_no("Oui, tout à fait", ("Oui", "Non")) == 1.0
+    assert parse_yes_no("Yes", ("Oui", "Non")) is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("4", 4.0), ("4/5", 4.0), ("5 out of 5", 5.0), ("Rating: 2", 2.0), ("I would say 3.", 3.0),
+    ("**1**", 1.0), ("2023 was a 3", 3.0),
+    ("3.5", None), ("between 3 and 4", None), ("10", None), ("0", None), ("excellent", None), ("", None),
+])
+def test_likert_parsing(text, expected):
+    assert parse_likert(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("A", "A"), ("B) it keeps the meaning", "B"), ("Candidate B", "B"), ("Option A.", "A"),
+    ("a cat", None), ("b", None), ("Both A and B are fine", None), ("neither", None),
+])
+def test_choice_parsing(text, expected):
+    assert parse_choice(text) == expected
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def test_builtin_judge_templates_and_pluie_templates_as_yes_no_questions():
+    assert {t.kind for t in BUILTIN_JUDGE_TEMPLATES.values()} == set(JUDGES)
+    p1 = get_judge_template(None, "yes-no")
+    assert "Are the following sentences paraphrases?" in p1.turns[0]["content"]  # PARAPHRASUS P1
+    fs_direct = get_judge_template("fs-direct", "yes-no")
+    assert fs_direct.kind == "yes-no" and fs_direct.answers == ("Yes", "No") and len(fs_direct.turns) > 10
+    with pytest.raises(JudgeError, match="generation step"):
+        get_judge_template("indirect", "yes-no")
+    with pytest.raises(JudgeError, match="likert prompt, not a yes-no"):
+        get_judge_template("likert", "yes-no")
+    with pytest.raises(JudgeError, match="candidate_b"):
+        get_judge_template({"kind": "choice", "turns": [{"role": "user", "content": "{source} {candidate_a}"}]})
+
+
+def test_a_judge_template_file(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("kind: likert\nscale: [0, 3]\nturns:\n  - {role: user, content: 'Rate {source} vs {hypothesis}'}\n")
+    template = get_judge_template(str(path))
+    assert template.name == "mine" and template.scale == (0, 3)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_builder) -> Path:
+    return tiny_model_builder()
+
+
+def answering_model(base: Path, target: Path, answer: str) -> Path:
+    """A copy of a tiny random model whose generation config makes it answer ``answer`` (one token)
+    and stop: a sequence bias saved in generation_config.json, read through the user's load path."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    shutil.copytree(base, target)
+    tokenizer = AutoTokenizer.from_pretrained(target)
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    assert len(ids) == 1
+    config = GenerationConfig.from_pretrained(target)
+    config.sequence_bias = [[[ids[0]], 1000.0], [[ids[0], tokenizer.eos_token_id], 2000.0]]
+    config.save_pretrained(target)
+    return target
+
+
+def one_at_a_time(judge: LLMJudge, rows) -> list[str]:
+    """Greedy answers computed independently: transformers' generate on each prompt alone, no padding."""
+    import torch
+
+    texts = []
+    for row in rows:
+        prompt = judge.tokenizer.apply_chat_template(judge.template.messages(*row), tokenize=False,
+                                                     add_generation_prompt=True)
+        ids = torch.tensor([judge.tokenizer(prompt, add_special_tokens=False)["input_ids"]])
+        with torch.inference_mode():
+            out = judge.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                       max_new_tokens=judge.max_new_tokens, do_sample=False,
+                                       pad_token_id=judge.pad_id, eos_token_id=judge.eos_ids)
+        new = out[0, ids.shape[1]:].tolist()
+        end = next((k for k, t in enumerate(new) if t in judge.eos_ids), len(new))
+        texts.append(judge.tokenizer.decode(new[:end], skip_special_tokens=True).strip())
+    return texts
+
+
+def test_batched_generation_equals_one_at_a_time_and_unparsed_answers_are_counted(tiny):
+    pairs = sentence_pairs(9, seed=3)  # prompts of different lengths: padding and reordering matter
+    sources, hypotheses = [s for s, _ in pairs], [h for _, h in pairs]
+    judge = LLMJudge(str(tiny), kind="yes-no", device="cpu", batch_size=4, max_new_tokens=6)
+    result = judge.score(sources, hypotheses)
+    assert result.texts == one_at_a_time(judge, pairs)
+    # each value is the parse of its own text; a random model mostly says nothing parseable
+    for value, answer, text in zip(result.values, result.answers, result.texts):
+        expected = parse_yes_no(text)
+        assert (math.isnan(value) and answer is None) if expected is None else (value == expected and answer)
+    assert result.unparsed == sum(parse_yes_no(t) is None for t in result.texts) > 0
+    assert [d["answer"] for d in result.details()] == result.texts
+
+    likert = LLMJudge((judge.model, judge.tokenizer), kind="likert", batch_size=2, max_new_tokens=6)
+    assert likert.score(sources, hypotheses).texts == one_at_a_time(likert, pairs)
+
+
+def test_parsed_answers_of_models_that_answer(tiny, tmp_path):
+    pairs = sentence_pairs(5)
+    sources, hypotheses = [s for s, _ in pairs], [h for _, h in pairs]
+    yes = LLMJudge(str(answering_model(tiny, tmp_path / "yes", "Yes")), kind="yes-no", device="cpu")
+    result = yes.score(sources, hypotheses)
+    assert result.texts == ["Yes"] * 5 and result.values.tolist() == [1.0] * 5 and result.unparsed == 0
+
+    four = LLMJudge(str(answering_model(tiny, tmp_path / "four", "4")), kind="likert", device="cpu")
+    assert four.score(sources, hypotheses).values.tolist() == [4.0] * 5
+
+    b = LLMJudge(str(answering_model(tiny, tmp_path / "b", "B")), kind="choice", device="cpu")
+    chosen = b.choose(sources, hypotheses, sources[::-1])
+    assert chosen.answers == ["B"] * 5 and chosen.values.tolist() == [0.0] * 5
+    # always "B" whatever the order: asked both ways, the answers disagree on the candidate, a tie
+    swapped = b.choose(sources, hypotheses, sources[::-1], swap=True)
+    assert swapped.answers == ["tie"] * 5 and swapped.values.tolist() == [0.5] * 5
+    with pytest.raises(JudgeError, match="choose"):
+        b.score(sources, hypotheses)
+
+
+def test_judge_errors_are_sentences(tiny, tmp_path):
+    with pytest.raises(PluieErrorType()):
+        LLMJudge(str(tmp_path / "nowhere"), kind="yes-no", device="cpu")
+    with pytest.raises(JudgeError, match="Say which judge"):
+        LLMJudge(str(tiny))
+    judge = LLMJudge(str(tiny), kind="yes-no", device="cpu")
+    with pytest.raises(JudgeError, match="2 sources but 1 hypotheses"):
+        judge.score(["a", "b"], ["c"])
+
+
+def PluieErrorType():
+    from pluie_core.scorer import PluieError
+
+    return PluieError
+
+
+# --------------------------------------------------------------------------- runs and the worker
+
+
+def test_the_worker_scores_judge_runs_with_their_compute_time(tmp_path, tiny):
+    from worker import ScoringWorker
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    pairs = sentence_pairs(10, seed=5)
+    pair_ids = add_pairs(engine, "d", pairs)
+    four = answering_model(tiny, tmp_path / "four", "4")
+    runs = {
+        "yes-no": create_run(engine, kind="llm-yes-no", name="yes-no", model=str(tiny), device="cpu"),
+        "pluie": create_run(engine, name="pluie", model=str(tiny), template="direct", device="cpu"),
+        "likert symmetric": create_run(engine, kind="llm-likert", name="likert", model=str(four), device="cpu",
+                                       direction="symmetric"),
+    }
+    with pytest.raises(RunError, match="likert prompt, not a yes-no"):
+        create_run(engine, kind="llm-yes-no", name="bad", model=str(tiny), template="likert")
+    with pytest.raises(RunError, match="Unknown run kind"):
+        create_run(engine, kind="llm-choice", name="bad", model=str(tiny))
+    worker = ScoringWorker(engine, device="cpu", batch_size=4, poll_seconds=0.1)
+    worker.run(exit_when_idle=True)
+    assert len({id(m.weights[0]) for m in worker._metrics.values()}) == 2  # yes-no and PLUIE share one model
+
+    # yes-no: each stored value is the judge's own answer for that pair, NULL where unparsed
+    judge = LLMJudge(str(tiny), kind="yes-no", device="cpu")
+    expected = judge.score([s for s, _ in pairs], [h for _, h in pairs])
+    with read_session(engine) as session:
+        stored = {p: (v, d) for p, v, d in session.execute(
+            select(Score.pair_id, Score.value, Score.details).where(Score.run_id == runs["yes-no"]))}
+    assert sorted(stored) == pair_ids
+    for pair_id, value, text in zip(pair_ids, expected.values, expected.texts):
+        got, details = stored[pair_id]
+        assert (got is None) if math.isnan(value) else got == value
+        assert details == {"answer": text, "parsed": not math.isnan(value)}
+    # likert, symmetric: the mean of both directions, each answer kept
+    likert = scores_by_pair(engine, runs["likert symmetric"])
+    assert {p: v for p, v in likert.items()} == {p: [4.0] for p in pair_ids}
+
+    progress = {p.name: p for p in runs_progress(engine)}
+    assert progress["yes-no"].unparsed == int(np.isnan(expected.values).sum()) > 0
+    assert progress["likert"].unparsed == 0 and progress["pluie"].unparsed == 0
+    for name in ("yes-no", "pluie", "likert"):
+        assert progress[name].timed_pairs == 10 and progress[name].compute_seconds > 0
+    table = compute_times(list(progress.values())).set_index("run")
+    assert table.loc["pluie", "× PLUIE"] == pytest.approx(1.0)
+    assert table.loc["yes-no", "× PLUIE"] == pytest.approx(
+        progress["yes-no"].seconds_per_pair / progress["pluie"].seconds_per_pair)
+    assert np.isnan(table.loc["likert", "× PLUIE"])  # another model: no PLUIE run to compare with
+    with read_session(engine) as session:
+        kinds = dict(session.execute(select(ScoreRun.name, ScoreRun.template)).all())
+    assert kinds["yes-no"] == "yes-no" and kinds["likert"] == "likert"
+    engine.dispose()
+
+
+def test_analysis_and_export_read_unparsed_answers_as_missing(tmp_path, tiny):
+    from db.analysis import analysis_choices, scores_wide
+    from db.export import export_frame
+    from pluie_core.analysis import natural_threshold
+    from worker import ScoringWorker
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    pair_ids = add_pairs(engine, "d", sentence_pairs(8, seed=2))
+    run = create_run(engine, kind="llm-yes-no", name="judge", model=str(tiny), device="cpu")
+    ScoringWorker(engine, device="cpu", batch_size=8, poll_seconds=0.1).run(exit_when_idle=True)
+    stored = scores_by_pair(engine, run)
+    unparsed = [p for p in pair_ids if stored[p] == [None]]
+    assert unparsed
+    wide = scores_wide(engine, [run])
+    assert wide["judge"].isna().sum() == len(unparsed) and len(wide) == 8
+    exported = export_frame(engine)
+    assert exported["score:judge"].isna().sum() == len(unparsed)
+    kind = analysis_choices(engine).runs.set_index("name").loc["judge", "kind"]
+    assert natural_threshold(kind) == 0.5 and natural_threshold("llm-likert") == 4.0
+    assert natural_threshold("pluie") == 0.0 and natural_threshold("baseline") is None
+    engine.dispose()
