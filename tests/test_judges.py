@@ -4,10 +4,12 @@ worker scoring judge runs (values, compute time, shared weights)."""
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sqlalchemy import select
 
@@ -250,3 +252,64 @@ def test_analysis_and_export_read_unparsed_answers_as_missing(tmp_path, tiny):
     assert natural_threshold(kind) == 0.5 and natural_threshold("llm-likert") == 4.0
     assert natural_threshold("pluie") == 0.0 and natural_threshold("baseline") is None
     engine.dispose()
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_adds_judge_columns(tiny, tmp_path, capsys):
+    from pluie_core.cli import main
+    from pluie_core.scorer import PluieScorer
+
+    pairs = sentence_pairs(6, seed=4)
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(pairs, columns=["source", "hypothesis"]).to_csv(path, index=False)
+    output = tmp_path / "out.csv"
+    assert main(["score", str(path), "--model", str(tiny), "--template", "direct", "--judge", "yes-no",
+                 "--judge", "likert", "--no-progress", "--device", "cpu", "-o", str(output)]) == 0
+    err = capsys.readouterr().err
+    scored = pd.read_csv(output, keep_default_na=False, na_values=[""])
+    assert {"pluie", "llm_yes_no", "llm_yes_no_answer", "llm_likert", "llm_likert_answer"} <= set(scored.columns)
+    sources, hypotheses = [s for s, _ in pairs], [h for _, h in pairs]
+    expected = LLMJudge(str(tiny), kind="yes-no", device="cpu").score(sources, hypotheses)
+    np.testing.assert_array_equal(scored["llm_yes_no"].to_numpy(dtype=float), expected.values)  # NaN where unparsed
+    assert scored["llm_yes_no_answer"].fillna("").tolist() == expected.texts
+    assert f"llm_yes_no: {expected.unparsed} of 6 answers could not be parsed" in err
+    assert re.search(r"pluie: [\d.]+ s for 6 rows = [\d.]+ s/row", err) and "llm_likert: " in err
+    assert scored["pluie"].to_numpy() == pytest.approx(PluieScorer(str(tiny), template="direct").score(
+        sources, hypotheses), abs=1e-4)
+
+
+def test_cli_choice_judge_on_a_preference_file(tiny, tmp_path, capsys):
+    from pluie_core.cli import main
+    from pluie_core.scorer import PluieScorer
+
+    model = answering_model(tiny, tmp_path / "a", "A")
+    preferences = pd.DataFrame({"source": ["The cat drinks water.", "A river in Romania."],
+                                "candidate_a": ["The cat drinks milk.", "A Romanian river."],
+                                "candidate_b": ["Water is what the cat drinks.", "A long river."],
+                                "preferred": ["B", "A"]})
+    path, output = tmp_path / "prefs.csv", tmp_path / "out.jsonl"
+    preferences.to_csv(path, index=False)
+    assert main(["score", str(path), "--model", str(model), "--judge", "choice", "--no-progress",
+                 "--device", "cpu", "-o", str(output)]) == 0
+    scored = pd.read_json(output, lines=True)
+    assert scored["llm_choice"].tolist() == ["A", "A"] and scored["preferred"].tolist() == ["B", "A"]
+    scorer = PluieScorer(str(model), template="fs-direct")
+    assert scored["pluie_b"].to_numpy() == pytest.approx(
+        scorer.score(preferences.source, preferences.candidate_b), abs=1e-4)
+    assert main(["score", str(path), "--model", str(model), "--judge", "choice", "--swap", "--no-progress",
+                 "-o", str(output)]) == 0
+    assert pd.read_json(output, lines=True)["llm_choice"].tolist() == ["tie", "tie"]
+
+    capsys.readouterr()
+    pairs = tmp_path / "pairs.csv"
+    pd.DataFrame({"source": ["a"], "hypothesis": ["b"]}).to_csv(pairs, index=False)
+    for args, message in [
+        (["--judge", "choice"], "has no column(s) candidate_a, candidate_b"),
+        (["--judge", "choice", "--judge", "yes-no"], "run it separately"),
+        (["--judge", "nonsense"], "Unknown judge template 'nonsense'"),
+    ]:
+        assert main(["score", str(pairs), "--model", str(model), "--no-progress", "-o", str(output), *args]) == 1
+        err = capsys.readouterr().err
+        assert err.count("error:") == 1 and message in err and "Traceback" not in err
