@@ -172,14 +172,15 @@ with st.expander("New PLUIE run", expanded=not runs):
 with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert)"):
     pair_judges = {j.run_kind: j for j in JUDGES.values() if j.natural_threshold is not None}
     with st.form("new_judge_run"):
-        judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
+        judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model", key="judge_model",
                                     help="Loaded as for PLUIE runs; a PLUIE run of the same model shares its weights.")
         judge_kind = st.radio("Judge", list(pair_judges), horizontal=True, format_func=lambda k: pair_judges[k].title,
+                              key="judge_kind",
                               help="The model generates an answer that is parsed; one that cannot be parsed is "
                                    "stored without a value and counted as unparsed.")
         judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if t.kind in {j.kind for j in pair_judges.values()}]
         judge_template = st.selectbox(
-            "Prompt", ["the judge's default"] + judge_templates + template_names(),
+            "Prompt", ["the judge's default"] + judge_templates + template_names(), key="judge_template",
             help="A judge template (yes-no*: LLM-Yes/No, likert: LLM-Likert), or a PLUIE template asked as a "
                  "Yes/No question (LLM-Yes/No only).")
         judge_direction = st.radio("Direction", DIRECTIONS, horizontal=True, key="judge_direction")

@@ -313,3 +313,86 @@ def test_cli_choice_judge_on_a_preference_file(tiny, tmp_path, capsys):
         assert main(["score", str(pairs), "--model", str(model), "--no-progress", "-o", str(output), *args]) == 1
         err = capsys.readouterr().err
         assert err.count("error:") == 1 and message in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- the scoring page
+
+
+def test_scoring_page_creates_judge_runs_and_shows_unparsed_answers_and_seconds_per_pair(tmp_path, tiny, monkeypatch):
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from worker import ScoringWorker
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("PLUIE_DB_URL", url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    st.cache_resource.clear()
+    engine = init_db(url)
+    add_pairs(engine, "d", sentence_pairs(6, seed=8))
+    create_run(engine, name="pluie", model=str(tiny), template="direct", device="cpu")
+    page = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "scoring.py"), default_timeout=60)
+    page.run()
+    page.text_input(key="judge_model").input(str(tiny))
+    page.radio(key="judge_kind").set_value("llm-yes-no")
+    page.selectbox(key="judge_device").set_value("cpu")
+    page.text_input(key="judge_name").input("yes-no judge")
+    next(b for b in page.button if b.label == "Create judge run").click()
+    page.run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    page.text_input(key="judge_model").input(str(tiny))
+    page.radio(key="judge_kind").set_value("llm-yes-no")
+    page.selectbox(key="judge_template").set_value("likert")  # a Likert prompt for a Yes/No judge: refused
+    page.text_input(key="judge_name").input("wrong")
+    next(b for b in page.button if b.label == "Create judge run").click()
+    page.run()
+    assert any("likert prompt, not a yes-no one" in e.value for e in page.error), [e.value for e in page.error]
+
+    ScoringWorker(engine, device="cpu", batch_size=3, poll_seconds=0.1).run(exit_when_idle=True)
+    progress = {p.name: p for p in runs_progress(engine)}
+    assert progress["yes-no judge"].unparsed > 0 and progress["yes-no judge"].done == 6
+    page.run()
+    assert not page.exception
+    bars = "\n".join(str(p.proto) for p in page.get("progress"))
+    assert f"{progress['yes-no judge'].unparsed} unparsed answers" in bars
+    assert "s/pair compute" in bars
+    timed = next(t.value for t in page.dataframe if "s / pair" in t.value.columns).set_index("run")
+    for name in ("pluie", "yes-no judge"):
+        assert timed.loc[name, "s / pair"] == pytest.approx(progress[name].seconds_per_pair)
+    assert timed.loc["yes-no judge", "× PLUIE"] == pytest.approx(
+        progress["yes-no judge"].seconds_per_pair / progress["pluie"].seconds_per_pair)
+    engine.dispose()
+    st.cache_resource.clear()
+
+
+@pytest.mark.slow
+def test_a_sigkilled_worker_on_a_judge_run_loses_nothing(tmp_path, tiny):
+    """Killed mid-run, then restarted: every pair has exactly one judgement (the judge's own answer
+    for it) and the compute time covers exactly the scores written."""
+    import signal
+
+    from tests.test_worker import assert_one_score_per_pair, start_worker, wait_until, written_by
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(url)
+    pairs = sentence_pairs(40, seed=9)
+    pair_ids = add_pairs(engine, "crash", pairs)
+    run = create_run(engine, kind="llm-yes-no", name="judge", model=str(tiny), device="cpu")
+    log = tmp_path / "worker.log"
+    args = ("--runs", str(run), "--batch-size", "4", "--lease-seconds", "2", "--device", "cpu")
+    worker = start_worker(url, *args, log=log)
+    wait_until(lambda: written_by(engine, worker.pid) > 0 or worker.poll() is not None, 120, "a first batch", log)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=30)
+    assert len(scores_by_pair(engine, run)) < len(pairs), "the run finished before the kill"
+    final = start_worker(url, *args, "--exit-when-idle", log=log)
+    assert final.wait(timeout=300) == 0, log.read_text()[-3000:]
+
+    assert_one_score_per_pair(engine, run, pair_ids)
+    expected = LLMJudge(str(tiny), kind="yes-no", device="cpu").score([s for s, _ in pairs], [h for _, h in pairs])
+    with read_session(engine) as session:
+        stored = dict(session.execute(select(Score.pair_id, Score.details).where(Score.run_id == run)).all())
+    assert [stored[p]["answer"] for p in pair_ids] == expected.texts
+    progress = next(p for p in runs_progress(engine) if p.id == run)
+    assert progress.timed_pairs == len(pairs) and progress.unparsed == expected.unparsed
+    engine.dispose()
