@@ -1,7 +1,14 @@
-"""Throughput of PluieScorer against the papers' method, on MRPC pairs and a random-weight model.
+"""Throughput of PluieScorer against the papers' method and the output-based LLM judges, on MRPC
+pairs and a random-weight model.
 
     python bench/scorer.py                       # CPU: 6 layers, hidden 512, 32k vocab, 64 pairs
     python bench/scorer.py --size mistral-7b --device cuda --pairs 2000 --baseline-pairs 100
+
+Then LLM-Yes/No and LLM-Likert (pluie_core.judges) on the same model and pairs: batched greedy
+generation of at most ``--max-new-tokens`` tokens (default: the templates' 10). A random model
+rarely emits its end-of-sequence token, so it generates the full budget; a real instruct model
+stops after "Yes" or "4" plus its end-of-turn token when it answers tersely, so the judges' figures
+here are the cost of a 10-token answer (the script prints the tokens generated per pair).
 
 The papers' method is the reference implementation's: two forward passes per pair (prompt∘Yes
 and prompt∘No), one pair at a time, full-vocabulary logits at every position, score =
@@ -28,6 +35,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from pluie_core.judges import LLMJudge  # noqa: E402
 from pluie_core.scorer import PluieScorer  # noqa: E402
 from tests.paths import DATASETS  # noqa: E402
 from tests.tiny_models import build_tiny_tokenizer  # noqa: E402
@@ -108,6 +116,10 @@ def main(argv=None) -> None:
     parser.add_argument("--template", default="fs-direct")
     parser.add_argument("--batch-size", type=int, help="PluieScorer batch size (default: automatic)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--judge-pairs", type=int,
+                        help="how many of the pairs the LLM judges answer (default: all; their cost is linear in pairs)")
+    parser.add_argument("--max-new-tokens", type=int, help="the judges' answer length bound (default: the templates')")
+    parser.add_argument("--no-judges", action="store_true", help="skip the LLM-Yes/No and LLM-Likert comparison")
     args = parser.parse_args(argv)
 
     device = torch.device(args.device)
@@ -154,6 +166,32 @@ def main(argv=None) -> None:
     difference = np.abs(ours[:baseline_count] - reference)
     print(f"largest |score difference| between the methods: {difference.max():.2e} "
           f"(scores span {ours.min():.2f} .. {ours.max():.2f})")
+    if not args.no_judges:
+        compare_judges(args, model, tokenizer, scorer, sources, hypotheses, ours_rate, device)
+
+
+def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_rate: float, device) -> None:
+    """LLM-Yes/No and LLM-Likert on the same weights and pairs: pairs/s and PLUIE's speed-up over each."""
+    count = min(args.judge_pairs or len(sources), len(sources))
+    print(f"\nOutput-based judges on the same model, {count} of the pairs (PLUIE: {pluie_rate:.2f} pairs/s)")
+    rates = {"PLUIE": pluie_rate}
+    for kind in ("yes-no", "likert"):
+        judge = LLMJudge((model, tokenizer), kind=kind, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens)
+        judge.score(sources[:1], hypotheses[:1])  # warm-up
+        synchronise(device)
+        started = time.perf_counter()
+        result = judge.score(sources[:count], hypotheses[:count])
+        synchronise(device)
+        seconds = time.perf_counter() - started
+        rates[kind] = count / seconds
+        lengths = [len(judge._encode(p)) for p in judge.prompts(sources[:count], hypotheses[:count])]
+        print(f"LLM-{kind:7s} {count:5d} pairs in {seconds:8.2f}s = {rates[kind]:9.2f} pairs/s "
+              f"(template {judge.template.name}, prompts of {np.mean(lengths):.0f} tokens; "
+              f"{judge.last_run['generated_tokens'] / count:.1f} tokens generated per pair, at most "
+              f"{judge.max_new_tokens}; {result.unparsed} of {count} answers unparsed, batch "
+              f"{judge.batch_size or judge._auto_batch})")
+    print("ratios (pairs/s of PLUIE / of the judge): " + ", ".join(
+        f"PLUIE / LLM-{kind} = {pluie_rate / rates[kind]:.1f}x" for kind in ("yes-no", "likert")))
 
 
 if __name__ == "__main__":
