@@ -396,3 +396,43 @@ def test_a_sigkilled_worker_on_a_judge_run_loses_nothing(tmp_path, tiny):
     progress = next(p for p in runs_progress(engine) if p.id == run)
     assert progress.timed_pairs == len(pairs) and progress.unparsed == expected.unparsed
     engine.dispose()
+
+
+# --------------------------------------------------------------------------- analysis views
+
+
+def test_thresholds_page_reads_a_likert_run_with_unparsed_answers_at_its_natural_threshold(db_url, engine, monkeypatch):
+    """A Likert judge run (ratings 1-5, some answers unparsed: NULL) on real MRPC pairs: the page
+    leaves the unparsed pairs out and reports the accuracy at the natural threshold 4."""
+    from sqlalchemy import insert
+    from streamlit.testing.v1 import AppTest
+
+    from db.analysis import add_score_run
+    from db.engine import write_session
+    from pluie_core.analysis import edit_distances, gold_binary
+    from pluie_core.stats import metrics_at
+    from tests.analysis_store import build_store
+
+    data = build_store(engine, n_mrpc=120)
+    pairs = data["pairs"][data["pairs"]["dataset"] == "MRPC"]
+    ratings = (1 + np.round(4 * (1 - edit_distances(pairs)))).clip(1, 5)
+    unparsed = ratings.index[::7]
+    run = add_score_run(engine, "LLM-Likert stand-in", ratings.drop(unparsed), kind="llm-likert")
+    with write_session(engine) as session:
+        session.execute(insert(Score), [{"run_id": run, "pair_id": int(p), "value": None,
+                                         "details": {"answer": "hmm", "parsed": False}} for p in unparsed])
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    page = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "thresholds.py"), default_timeout=60)
+    page.run()
+    page.multiselect(key="analysis_datasets").set_value(["MRPC"])
+    page.run()
+    page.selectbox(key="analysis_run").set_value("LLM-Likert stand-in")
+    page.run()
+    assert not page.exception, page.exception
+    gold = gold_binary(pairs)
+    scored = ratings.drop(unparsed)
+    expected = metrics_at(scored, gold.reindex(scored.index), 4.0, True)
+    shown = next(m.value for m in page.metric if m.label == "Accuracy at natural")
+    assert shown == f"{expected['accuracy']:.3f}"
+    assert f"{len(scored):,} pairs with both a score and a reference" in "\n".join(c.value for c in page.caption)
