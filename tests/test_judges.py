@@ -436,3 +436,30 @@ def test_thresholds_page_reads_a_likert_run_with_unparsed_answers_at_its_natural
     shown = next(m.value for m in page.metric if m.label == "Accuracy at natural")
     assert shown == f"{expected['accuracy']:.3f}"
     assert f"{len(scored):,} pairs with both a score and a reference" in "\n".join(c.value for c in page.caption)
+
+
+def test_complete_batch_times_the_scores_it_writes_and_stores_unparsed_as_null(store_url):
+    """On SQLite and PostgreSQL: a batch whose lease was partly taken over adds only the share of its
+    compute time that covers the scores it writes; an unparsed answer (NaN) is stored as NULL."""
+    import time
+
+    from db import queue
+
+    engine = init_db(store_url)
+    add_pairs(engine, "d", sentence_pairs(6))
+    run = create_run(engine, kind="llm-yes-no", name="judge", model="some/model")
+    first = queue.claim_batch(engine, "A", 4, lease_seconds=0.01)
+    time.sleep(0.05)  # A's lease expires; B takes two of its items
+    second = queue.claim_batch(engine, "B", 2, lease_seconds=60)
+    assert {i.item_id for i in second.items} < {i.item_id for i in first.items}
+    values = [float("nan"), 1.0, float("nan"), 0.0]
+    scored = [queue.ScoredItem(i.item_id, i.pair_id, v, {"answer": "x"}) for i, v in zip(first.items, values)]
+    assert queue.complete_batch(engine, "A", run, scored, compute_seconds=2.0) == 2
+    progress = next(p for p in runs_progress(engine) if p.id == run)
+    assert progress.compute_seconds == pytest.approx(1.0) and progress.timed_pairs == 2
+    assert progress.seconds_per_pair == pytest.approx(0.5)
+    kept = {i.pair_id: v for i, v in zip(first.items, values) if i.item_id not in {s.item_id for s in second.items}}
+    stored = scores_by_pair(engine, run)
+    assert stored == {p: [None if math.isnan(v) else v] for p, v in kept.items()}
+    assert progress.unparsed == 1
+    engine.dispose()
