@@ -436,6 +436,16 @@ def test_thresholds_page_reads_a_likert_run_with_unparsed_answers_at_its_natural
     shown = next(m.value for m in page.metric if m.label == "Accuracy at natural")
     assert shown == f"{expected['accuracy']:.3f}"
     assert f"{len(scored):,} pairs with both a score and a reference" in "\n".join(c.value for c in page.caption)
+    for name in ("agreement", "distributions", "disagreements"):  # every view takes the run, NULLs included
+        other = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / f"{name}.py"), default_timeout=60)
+        other.run()
+        other.multiselect(key="analysis_datasets").set_value(["MRPC"])
+        other.run()
+        if other.selectbox(key="analysis_run").options:
+            other.selectbox(key="analysis_run").set_value("LLM-Likert stand-in")
+            other.run()
+        assert not other.exception, (name, other.exception)
+        assert not other.error, (name, [e.value for e in other.error])
 
 
 def test_complete_batch_times_the_scores_it_writes_and_stores_unparsed_as_null(store_url):
