@@ -174,9 +174,12 @@ def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_ra
     """LLM-Yes/No and LLM-Likert on the same weights and pairs: pairs/s and PLUIE's speed-up over each."""
     count = min(args.judge_pairs or len(sources), len(sources))
     print(f"\nOutput-based judges on the same model, {count} of the pairs (PLUIE: {pluie_rate:.2f} pairs/s)")
-    rates = {"PLUIE": pluie_rate}
-    for kind in ("yes-no", "likert"):
-        judge = LLMJudge((model, tokenizer), kind=kind, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens)
+    rates = {}
+    # each judge with its own prompt (as in the paper's table 3), then LLM-Yes/No asked PLUIE's own prompt
+    for kind, template in (("yes-no", None), ("likert", None), ("yes-no", scorer.template)):
+        judge = LLMJudge((model, tokenizer), kind=kind, template=template, batch_size=args.batch_size,
+                         max_new_tokens=args.max_new_tokens)
+        kind = kind if template is None else f"{kind} ({template.name} prompt)"
         judge.score(sources[:1], hypotheses[:1])  # warm-up
         synchronise(device)
         started = time.perf_counter()
@@ -185,13 +188,13 @@ def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_ra
         seconds = time.perf_counter() - started
         rates[kind] = count / seconds
         lengths = [len(judge._encode(p)) for p in judge.prompts(sources[:count], hypotheses[:count])]
-        print(f"LLM-{kind:7s} {count:5d} pairs in {seconds:8.2f}s = {rates[kind]:9.2f} pairs/s "
+        print(f"LLM-{kind}: {count} pairs in {seconds:.2f}s = {rates[kind]:.2f} pairs/s "
               f"(template {judge.template.name}, prompts of {np.mean(lengths):.0f} tokens; "
               f"{judge.last_run['generated_tokens'] / count:.1f} tokens generated per pair, at most "
               f"{judge.max_new_tokens}; {result.unparsed} of {count} answers unparsed, batch "
               f"{judge.batch_size or judge._auto_batch})")
     print("ratios (pairs/s of PLUIE / of the judge): " + ", ".join(
-        f"PLUIE / LLM-{kind} = {pluie_rate / rates[kind]:.1f}x" for kind in ("yes-no", "likert")))
+        f"PLUIE / LLM-{kind} = {pluie_rate / rate:.1f}x" for kind, rate in rates.items()))
 
 
 if __name__ == "__main__":

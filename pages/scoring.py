@@ -186,11 +186,13 @@ with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert)"):
         judge_direction = st.radio("Direction", DIRECTIONS, horizontal=True, key="judge_direction")
         judge_device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"], key="judge_device")
         judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1, key="judge_batch")
-        judge_datasets = st.multiselect("Datasets (none = all, including future imports)", list(dataset_names(engine)),
-                                        format_func=dataset_names(engine).get, key="judge_datasets")
+        names = dataset_names(engine)
+        judge_datasets = st.multiselect("Datasets (none = all, including future imports)", list(names),
+                                        format_func=names.get, key="judge_datasets")
         judge_name = st.text_input("Run name (optional)", key="judge_name")
         judge_submitted = st.form_submit_button("Create judge run")
-    st.caption(" · ".join(f"**{j.title}** {j.description}" for j in pair_judges.values()))
+    st.caption(" · ".join(f"**{j.title}** {j.description}" for j in pair_judges.values())
+               + " · **LLM-choice** (preference data): `python -m pluie_core score prefs.csv --judge choice`")
     if judge_submitted:
         try:
             new_id = create_run(
