@@ -96,6 +96,10 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
     placement = {k: v for k, v in (run.options or {}).items() if k in ("device_map", "quantization") and v}
     model_key = (run.model, run.device or device, run.dtype, placement.get("device_map"), placement.get("quantization"))
     weights = next((m.weights for m in loaded if m.model_key == model_key), None)
+    from pluie_core.judges import judge_for_run_kind
+
+    if judge_for_run_kind(run.kind) is not None:
+        return load_judge(run, device, batch_size, model_key, weights, placement)
     try:
         from pluie_core.scorer import PluieScorer
 
@@ -132,6 +136,42 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
         return values, [{"forward": f, "backward": b} for f, b in zip(forward, backward)]
 
     return Metric(score_pluie, model_key, (scorer.model, scorer.tokenizer))
+
+
+def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key: tuple, weights,
+               placement: Optional[dict] = None) -> Metric:
+    """An output-based LLM judge run (pluie_core.judges): the parsed answer is the value (None when
+    it cannot be parsed), the generated text goes to the details."""
+    from pluie_core.judges import LLMJudge, judge_for_run_kind
+
+    try:
+        judge = LLMJudge(
+            weights or run.model, kind=judge_for_run_kind(run.kind).kind,
+            template=run.template_spec if run.template == "custom" else run.template or None,
+            device=None if weights else run.device or device, dtype=None if weights else run.dtype,
+            batch_size=run.batch_size or batch_size,
+            **({} if weights else placement or {}),  # a sharded / quantised model loads once
+        )
+    except ValueError as exc:  # JudgeError / PluieError: already a sentence for the user
+        raise ModelLoadError(_first_line(exc)) from exc
+    except Exception as exc:
+        raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
+
+    def one_direction(sources, hypotheses):
+        result = judge.score(sources, hypotheses)
+        return [None if v != v else float(v) for v in result.values], result.details()
+
+    def score_judge(sources, hypotheses):
+        if run.direction != "symmetric":
+            return one_direction(*((hypotheses, sources) if run.direction == "backward" else (sources, hypotheses)))
+        forward, forward_details = one_direction(sources, hypotheses)
+        backward, backward_details = one_direction(hypotheses, sources)
+        values = [None if f is None or b is None else (f + b) / 2 for f, b in zip(forward, backward)]
+        details = [{"forward": f, "backward": b, "answer forward": fd["answer"], "answer backward": bd["answer"]}
+                   for f, b, fd, bd in zip(forward, backward, forward_details, backward_details)]
+        return values, details
+
+    return Metric(score_judge, model_key, (judge.model, judge.tokenizer))
 
 
 def baseline_registry() -> dict[str, Callable]:
@@ -267,6 +307,7 @@ class ScoringWorker:
         started = time.monotonic()
         try:
             values, details = metric([i.source for i in batch.items], [i.hypothesis for i in batch.items])
+            compute_seconds = time.monotonic() - started  # the metric alone: the run's recorded compute time
         except Exception as exc:
             message = f"run {batch.run_id}: scoring failed: {_first_line(exc)}"
             log.exception(message)
@@ -278,7 +319,7 @@ class ScoringWorker:
             queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
             for k, (item, value) in enumerate(zip(batch.items, values))
         ]
-        written = queue.complete_batch(self.engine, self.worker_id, batch.run_id, scored)
+        written = queue.complete_batch(self.engine, self.worker_id, batch.run_id, scored, compute_seconds=compute_seconds)
         self.current_batch = None
         elapsed = max(time.monotonic() - started, 1e-6)
         rate = len(batch.items) / elapsed

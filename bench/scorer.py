@@ -1,7 +1,14 @@
-"""Throughput of PluieScorer against the papers' method, on MRPC pairs and a random-weight model.
+"""Throughput of PluieScorer against the papers' method and the output-based LLM judges, on MRPC
+pairs and a random-weight model.
 
     python bench/scorer.py                       # CPU: 6 layers, hidden 512, 32k vocab, 64 pairs
     python bench/scorer.py --size mistral-7b --device cuda --pairs 2000 --baseline-pairs 100
+
+Then LLM-Yes/No and LLM-Likert (pluie_core.judges) on the same model and pairs: batched greedy
+generation of at most ``--max-new-tokens`` tokens (default: the templates' 10). A random model
+rarely emits its end-of-sequence token, so it generates the full budget; a real instruct model
+stops after "Yes" or "4" plus its end-of-turn token when it answers tersely, so the judges' figures
+here are the cost of a 10-token answer (the script prints the tokens generated per pair).
 
 The papers' method is the reference implementation's: two forward passes per pair (prompt∘Yes
 and prompt∘No), one pair at a time, full-vocabulary logits at every position, score =
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 import time
 from pathlib import Path
@@ -28,6 +36,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from pluie_core.judges import LLMJudge  # noqa: E402
 from pluie_core.scorer import PluieScorer  # noqa: E402
 from tests.paths import DATASETS  # noqa: E402
 from tests.tiny_models import build_tiny_tokenizer  # noqa: E402
@@ -108,6 +117,11 @@ def main(argv=None) -> None:
     parser.add_argument("--template", default="fs-direct")
     parser.add_argument("--batch-size", type=int, help="PluieScorer batch size (default: automatic)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--judge-pairs", type=int,
+                        help="how many of the pairs the LLM judges answer (default: all; their cost is linear in pairs)")
+    parser.add_argument("--max-new-tokens", type=int, help="the judges' answer length bound (default: the templates')")
+    parser.add_argument("--no-judges", action="store_true", help="skip the LLM-Yes/No and LLM-Likert comparison")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds of PLUIE and the judges (best kept)")
     args = parser.parse_args(argv)
 
     device = torch.device(args.device)
@@ -154,7 +168,50 @@ def main(argv=None) -> None:
     difference = np.abs(ours[:baseline_count] - reference)
     print(f"largest |score difference| between the methods: {difference.max():.2e} "
           f"(scores span {ours.min():.2f} .. {ours.max():.2f})")
+    if not args.no_judges:
+        compare_judges(args, model, tokenizer, scorer, sources, hypotheses, ours_rate, device)
 
+
+def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_rate: float, device) -> None:
+    """LLM-Yes/No and LLM-Likert on the same weights and pairs: pairs/s and PLUIE's speed-up over each.
+
+    PLUIE and the judges are timed in turn, ``--rounds`` times, and each keeps its best round: on a
+    shared machine a neighbour's load slows whichever method runs at that moment, and the best of a
+    few interleaved rounds is the figure least affected. PLUIE is timed here in its steady state
+    (prefix cache built, as in a worker that keeps its scorer)."""
+    count = min(args.judge_pairs or len(sources), len(sources))
+    pairs = sources[:count], hypotheses[:count]
+    methods = {"PLUIE": (scorer.template.name, len(pairs[0]), lambda: scorer.score(*pairs))}
+    # each judge with its own prompt (as in the paper's table 3), then LLM-Yes/No asked PLUIE's own prompt
+    for kind, template in (("yes-no", None), ("likert", None), ("yes-no", scorer.template)):
+        judge = LLMJudge((model, tokenizer), kind=kind, template=template, batch_size=args.batch_size,
+                         max_new_tokens=args.max_new_tokens)
+        judge.score(sources[:1], hypotheses[:1])  # warm-up
+        name = f"LLM-{kind}" + ("" if template is None else f" ({template.name} prompt)")
+        methods[name] = (judge, None, judge.score)
+    best: dict[str, float] = {}
+    results = {}
+    for _ in range(args.rounds):
+        for name, (what, _, run) in methods.items():
+            synchronise(device)
+            started = time.perf_counter()
+            results[name] = run() if name == "PLUIE" else run(*pairs)
+            synchronise(device)
+            best[name] = min(best.get(name, math.inf), time.perf_counter() - started)
+    print(f"\nPLUIE against the output-based judges on the same model and {count} pairs "
+          f"(best of {args.rounds} interleaved rounds):")
+    for name, seconds in best.items():
+        what = methods[name][0]
+        if name == "PLUIE":
+            detail = f"template {what}, one forward pass per pair, shared prefix cached"
+        else:
+            lengths = [len(what._encode(p)) for p in what.prompts(*pairs)]
+            detail = (f"template {what.template.name}, prompts of {np.mean(lengths):.0f} tokens; "
+                      f"{what.last_run['generated_tokens'] / count:.1f} tokens generated per pair, at most "
+                      f"{what.max_new_tokens}; {results[name].unparsed} of {count} answers unparsed")
+        print(f"{name}: {count / seconds:.2f} pairs/s ({seconds:.2f}s; {detail})")
+    print("ratios (pairs/s of PLUIE / of the judge): " + ", ".join(
+        f"PLUIE / {name} = {best[name] / best['PLUIE']:.1f}x" for name in best if name != "PLUIE"))
 
 if __name__ == "__main__":
     main()

@@ -196,7 +196,7 @@ class ScoreRun(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    kind: Mapped[str] = mapped_column(String(20))  # "pluie" or "baseline"
+    kind: Mapped[str] = mapped_column(String(20))  # "pluie", "baseline", or a judge's ("llm-yes-no", "llm-likert")
     model: Mapped[str] = mapped_column(String(500), default="")  # hub id / local path, or the baseline name
     template: Mapped[str] = mapped_column(String(100), default="")
     template_spec: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)  # a custom template's turns
@@ -211,6 +211,10 @@ class ScoreRun(Base):
     # active, paused, cancelled, failed
     status: Mapped[str] = mapped_column(String(20), default="active", index=True)
     error: Mapped[Optional[str]] = mapped_column(Text)
+    # seconds spent in the metric (model load and store excluded), summed over the batches written,
+    # and the number of scores they cover: seconds per pair = compute_seconds / timed_pairs
+    compute_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    timed_pairs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 
@@ -251,8 +255,9 @@ class Score(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("score_runs.id", ondelete="CASCADE"), index=True)
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), index=True)
-    value: Mapped[float] = mapped_column(Float)
-    # e.g. log p(answer1), log p(answer2), the two directions of a symmetric run
+    # None: an LLM judge's answer that could not be parsed (its raw text is in details)
+    value: Mapped[Optional[float]] = mapped_column(Float)
+    # e.g. log p(answer1), log p(answer2), the two directions of a symmetric run, a judge's answer
     details: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     worker_id: Mapped[Optional[str]] = mapped_column(String(100))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

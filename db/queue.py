@@ -171,11 +171,14 @@ def renew_lease(engine: Engine, worker_id: str, item_ids: Sequence[int], lease_s
         return result.rowcount or 0
 
 
-def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem]) -> int:
+def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem],
+                   compute_seconds: Optional[float] = None) -> int:
     """Write the scores of the items this worker still holds and mark them done, in one
     transaction. Items it no longer holds (its lease expired and another worker took them) are
     skipped: that worker writes them. A lease that expired but was not taken yet is still held:
-    the claim that would take it serialises with this transaction. Returns the scores written."""
+    the claim that would take it serialises with this transaction. Returns the scores written.
+    ``compute_seconds``: the time the metric took for ``scored``; its share for the scores written
+    is added to the run's compute time in the same transaction."""
     if not scored:
         return 0
     by_item = {s.item_id: s for s in scored}
@@ -189,7 +192,7 @@ def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence
         session.execute(
             insert(Score),
             [
-                {"run_id": run_id, "pair_id": by_item[i].pair_id, "value": float(by_item[i].value),
+                {"run_id": run_id, "pair_id": by_item[i].pair_id, "value": _stored_value(by_item[i].value),
                  "details": by_item[i].details, "worker_id": worker_id, "created_at": now}
                 for i in held
             ],
@@ -199,7 +202,17 @@ def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence
             .where(WorkItem.id.in_(held))
             .values(status="done", lease_owner=None, lease_expires_at=None, error=None)
         )
+        if compute_seconds is not None:
+            session.execute(update(ScoreRun).where(ScoreRun.id == run_id).values(
+                compute_seconds=ScoreRun.compute_seconds + float(compute_seconds) * len(held) / len(by_item),
+                timed_pairs=ScoreRun.timed_pairs + len(held), updated_at=ScoreRun.updated_at))
         return len(held)
+
+
+def _stored_value(value) -> Optional[float]:
+    """NaN (an LLM judge's unparsed answer) is stored as NULL: SQLite has no NaN."""
+    value = None if value is None else float(value)
+    return None if value is None or value != value else value
 
 
 def release_batch(engine: Engine, worker_id: str, item_ids: Sequence[int], error: Optional[str] = None) -> int:

@@ -18,8 +18,11 @@ from db.engine import read_session, write_session
 from db.models import Dataset, Pair, RunDataset, Score, ScoreRun, WorkItem, utcnow
 from db.queue import enqueue_missing
 from pluie_core.baselines import BASELINES
+from pluie_core.judges import RUN_KINDS as JUDGE_RUN_KINDS
 
 DIRECTIONS = ("forward", "backward", "symmetric")
+# PLUIE, the baselines, and the output-based LLM judges that score a pair (pluie_core.judges)
+RUN_KINDS = ("pluie", "baseline") + tuple(k for k, j in JUDGE_RUN_KINDS.items() if j.natural_threshold is not None)
 # (run name, baseline registry key, higher means more similar): one run per baseline of the registry
 DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items()
                           if b.default_run)
@@ -37,7 +40,7 @@ def create_run(
     model: str,
     kind: str = "pluie",
     name: Optional[str] = None,
-    template: str = "fs-direct",
+    template: Optional[str] = None,
     template_spec: Optional[dict[str, Any]] = None,
     answers: Optional[Sequence[str]] = None,
     direction: str = "forward",
@@ -58,8 +61,8 @@ def create_run(
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
-    if kind not in ("pluie", "baseline"):
-        raise RunError(f"Unknown run kind {kind!r}: use 'pluie' or 'baseline'.")
+    if kind not in RUN_KINDS:
+        raise RunError(f"Unknown run kind {kind!r}: use one of {', '.join(RUN_KINDS)}.")
     if direction not in DIRECTIONS:
         raise RunError(f"Direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}.")
     # no answer words: the template's own (Yes / No for the English built-ins)
@@ -73,10 +76,14 @@ def create_run(
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
     options = _check_options(kind, model, options)
+    if kind in JUDGE_RUN_KINDS:  # the judge's own template unless one is named; checked before anything is written
+        template = template or JUDGE_RUN_KINDS[kind].default_template
+        _check_judge_template(kind, template, template_spec)
+    template = template or "fs-direct"
     if kind == "pluie" and check_model:
         check_run_model(model, template, template_spec, answers or None)
     name = (name or "").strip() or (_default_baseline_name(model, options) if kind == "baseline"
-                                    else _default_name(model, template, direction))
+                                    else _default_name(model, template, direction, kind))
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
             raise RunError(f"A run named {name!r} already exists; choose another name.")
@@ -85,7 +92,7 @@ def create_run(
         if missing:
             raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
         run = ScoreRun(
-            name=name, kind=kind, model=model, template=template if kind == "pluie" else "",
+            name=name, kind=kind, model=model, template=template if kind != "baseline" else "",
             template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
             direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
             higher_is_similar=higher_is_similar, status="active", options=options or None,
@@ -148,10 +155,20 @@ def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
         f"{title} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
 
 
-def _default_name(model: str, template: str, direction: str) -> str:
+def _default_name(model: str, template: str, direction: str, kind: str = "pluie") -> str:
     short = model.rstrip("/").split("/")[-1]
     stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
-    return f"PLUIE {short} · {template} · {direction} · {stamp}"
+    title = JUDGE_RUN_KINDS[kind].title if kind in JUDGE_RUN_KINDS else "PLUIE"
+    return f"{title} {short} · {template} · {direction} · {stamp}"
+
+
+def _check_judge_template(kind: str, template: str, template_spec: Optional[dict[str, Any]]) -> None:
+    from pluie_core.judges import JudgeError, get_judge_template
+
+    try:
+        get_judge_template(template_spec if template == "custom" else template, JUDGE_RUN_KINDS[kind].kind)
+    except JudgeError as exc:
+        raise RunError(str(exc)) from None
 
 
 def ensure_default_runs(engine: Engine) -> list[int]:
@@ -230,11 +247,18 @@ class RunProgress:
     seconds_left: Optional[float]
     item_error: Optional[str]  # one of the errors of its failed items, if any
     options: Optional[dict[str, Any]] = None  # a baseline's model and settings, PLUIE's placement
+    compute_seconds: float = 0.0  # time spent in the metric for the timed_pairs scores
+    timed_pairs: int = 0
+    unparsed: int = 0  # scores without a value: an LLM judge's answers that could not be parsed
 
     @property
     def up_to_date(self) -> bool:
         """An active run with nothing left to score: it waits for pairs imported later."""
         return self.status == "active" and self.done + self.failed >= self.total
+
+    @property
+    def seconds_per_pair(self) -> Optional[float]:
+        return self.compute_seconds / self.timed_pairs if self.timed_pairs else None
 
 
 def runs_progress(engine: Engine) -> list[RunProgress]:
@@ -255,6 +279,10 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
             )
         }
         recent = {run.id: _recent_times(session, run.id, since) for run in runs if run.status == "active"}
+        judge_runs = [run.id for run in runs if run.kind in JUDGE_RUN_KINDS]
+        unparsed = dict(session.execute(
+            select(Score.run_id, func.count()).where(Score.run_id.in_(judge_runs), Score.value.is_(None))
+            .group_by(Score.run_id)).all()) if judge_runs else {}
     progress = []
     for run in runs:
         total, done, failed, item_error = counts.get(run.id, (0, 0, 0, None))
@@ -267,7 +295,8 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 id=run.id, name=run.name, kind=run.kind, model=run.model, template=run.template,
                 direction=run.direction, status=run.status, error=run.error, total=int(total),
                 done=done, failed=failed, pairs_per_second=rate, seconds_left=seconds_left,
-                item_error=item_error, options=run.options,
+                item_error=item_error, options=run.options, compute_seconds=float(run.compute_seconds or 0.0),
+                timed_pairs=int(run.timed_pairs or 0), unparsed=int(unparsed.get(run.id, 0)),
             )
         )
     return progress
@@ -319,3 +348,17 @@ def scores_by_pair(engine: Engine, run_id: int) -> dict[int, list[float]]:
         for pair_id, value in session.execute(select(Score.pair_id, Score.value).where(Score.run_id == run_id)):
             result.setdefault(pair_id, []).append(value)
         return result
+
+
+def compute_times(progress: Sequence[RunProgress]) -> pd.DataFrame:
+    """The papers' efficiency comparison (*-PLUIE table 3) on this store: per run with timed scores,
+    the seconds spent in the metric per pair, pairs per second, and how many times the fastest PLUIE
+    run of the same model that figure is (PLUIE itself 1.0; blank when the model has no PLUIE run)."""
+    rows = [{"run": p.name, "kind": p.kind, "model": p.model, "pairs timed": p.timed_pairs,
+             "compute (s)": round(p.compute_seconds, 2), "s / pair": p.seconds_per_pair,
+             "pairs / s": 1 / p.seconds_per_pair if p.seconds_per_pair else None}
+            for p in progress if p.timed_pairs]
+    table = pd.DataFrame(rows, columns=["run", "kind", "model", "pairs timed", "compute (s)", "s / pair", "pairs / s"])
+    fastest_pluie = table[table["kind"] == "pluie"].groupby("model")["s / pair"].min()
+    table["× PLUIE"] = table["s / pair"] / table["model"].map(fastest_pluie)
+    return table

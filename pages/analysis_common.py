@@ -175,7 +175,8 @@ def threshold_input(selection: Selection, key: str) -> float:
     st.session_state[widget] = float(user.get(run_id, rule.value))
     threshold = st.sidebar.number_input(
         "Model threshold", key=widget, format="%.4f", on_change=remember,
-        help="The same rule on every page: PLUIE's natural threshold 0; a metric without one uses its a-posteriori "
+        help="The same rule on every page: PLUIE's natural threshold 0, an LLM judge's its own (Yes/No 0.5, Likert 4); "
+             "a metric without one uses its a-posteriori "
              "best threshold (the Thresholds page's); a threshold you set here holds on every page.",
     )
     if run_id in user and user[run_id] != rule.value:

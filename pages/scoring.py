@@ -4,13 +4,14 @@ import yaml
 
 from db.queue import workers_overview
 from db.runs import (
-    DIRECTIONS, RunError, cancel_run, check_run_placement, create_run, dataset_names, latest_scores, pause_run,
-    resume_run, retry_run, runs_progress,
+    DIRECTIONS, RunError, cancel_run, check_run_placement, compute_times, create_run, dataset_names, latest_scores,
+    pause_run, resume_run, retry_run, runs_progress,
 )
 from db.engine import database_url
 from pages.shared import admin_page
 from pluie_core.baselines import BASELINES
 from pluie_core.hardware import PLACEMENTS, gpu_memory, placement_label, suggest_model
+from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 from worker import ensure_worker_running
 
@@ -63,6 +64,10 @@ def live_progress():
                      f"time left {duration(run.seconds_left)}")
         if run.failed:
             label += f" · {run.failed:,} failed"
+        if run.unparsed:  # an LLM judge's answers that could not be read: kept, counted, never dropped
+            label += f" · {run.unparsed:,} unparsed answers"
+        if run.seconds_per_pair is not None:
+            label += f" · {run.seconds_per_pair:.3g} s/pair compute"
         if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
             label += f" · {BASELINES[run.model].description}"
         if run.options:  # the model a baseline uses, a PLUIE model's placement
@@ -72,6 +77,16 @@ def live_progress():
             st.error(f"Run “{run.name}” failed: {run.error}")
         elif run.failed and run.item_error:
             st.warning(f"Run “{run.name}”: {run.failed:,} pairs could not be scored: {run.item_error}")
+
+    timed = compute_times(runs)
+    if not timed.empty:
+        st.subheader("Compute time")
+        st.caption("Seconds spent in the metric per pair (model loading and the store excluded), as in the "
+                   "*-PLUIE paper's table 3; × PLUIE: against the fastest PLUIE run of the same model.")
+        st.dataframe(timed, hide_index=True, width="stretch",
+                     column_config={"s / pair": st.column_config.NumberColumn(format="%.4f"),
+                                    "pairs / s": st.column_config.NumberColumn(format="%.1f"),
+                                    "× PLUIE": st.column_config.NumberColumn(format="%.2f")})
 
     st.subheader("Workers")
     workers = workers_overview(engine)
@@ -204,6 +219,44 @@ with st.expander("New baseline run"):
                                 options={k: v for k, v in values.items() if v.strip()})
             st.session_state["scoring_select"] = new_id
             st.session_state["scoring_flash"] = "Baseline run created: a worker will score its pairs."
+            st.rerun()
+        except RunError as exc:
+            st.error(str(exc))
+
+with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert)"):
+    pair_judges = {j.run_kind: j for j in JUDGES.values() if j.natural_threshold is not None}
+    with st.form("new_judge_run"):
+        judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model", key="judge_model",
+                                    help="Loaded as for PLUIE runs; a PLUIE run of the same model shares its weights.")
+        judge_kind = st.radio("Judge", list(pair_judges), horizontal=True, format_func=lambda k: pair_judges[k].title,
+                              key="judge_kind",
+                              help="The model generates an answer that is parsed; one that cannot be parsed is "
+                                   "stored without a value and counted as unparsed.")
+        judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if t.kind in {j.kind for j in pair_judges.values()}]
+        judge_template = st.selectbox(
+            "Prompt", ["the judge's default"] + judge_templates + template_names(), key="judge_template",
+            help="A judge template (yes-no*: LLM-Yes/No, likert: LLM-Likert), or a PLUIE template asked as a "
+                 "Yes/No question (LLM-Yes/No only).")
+        judge_direction = st.radio("Direction", DIRECTIONS, horizontal=True, key="judge_direction")
+        judge_device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"], key="judge_device")
+        judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1, key="judge_batch")
+        names = dataset_names(engine)
+        judge_datasets = st.multiselect("Datasets (none = all, including future imports)", list(names),
+                                        format_func=names.get, key="judge_datasets")
+        judge_name = st.text_input("Run name (optional)", key="judge_name")
+        judge_submitted = st.form_submit_button("Create judge run")
+    st.caption(" · ".join(f"**{j.title}** {j.description}" for j in pair_judges.values())
+               + " · **LLM-choice** (preference data): `python -m pluie_core score prefs.csv --judge choice`")
+    if judge_submitted:
+        try:
+            new_id = create_run(
+                engine, kind=judge_kind, model=judge_model, name=judge_name,
+                template=None if judge_template.startswith("the judge") else judge_template,
+                direction=judge_direction, device=None if judge_device.startswith("auto") else judge_device,
+                batch_size=int(judge_batch) or None, dataset_ids=judge_datasets,
+            )
+            st.session_state["scoring_select"] = new_id
+            st.session_state["scoring_flash"] = "Judge run created: its pairs are queued and a worker will pick them up."
             st.rerun()
         except RunError as exc:
             st.error(str(exc))

@@ -15,6 +15,7 @@ _LAZY = {
     "PairFileError": "pluie_core.io",
     "PluieScorer": "pluie_core.scorer",
     "PluieError": "pluie_core.scorer",
+    "LLMJudge": "pluie_core.judges",
     "get_template": "pluie_core.templates",
     "BASELINES": "pluie_core.baselines",
     "LEVELS": "pluie_core.labels",

@@ -130,8 +130,14 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
 
 
 def natural_threshold(run_kind: str) -> Optional[float]:
-    """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); baselines have none."""
-    return 0.0 if run_kind == "pluie" else None
+    """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); an LLM judge's is its registry's
+    (LLM-Yes/No 0.5: a Yes; LLM-Likert 4: good or excellent); baselines have none."""
+    from pluie_core.judges import judge_for_run_kind
+
+    if run_kind == "pluie":
+        return 0.0
+    judge = judge_for_run_kind(run_kind)
+    return judge.natural_threshold if judge is not None else None
 
 
 @dataclass(frozen=True)

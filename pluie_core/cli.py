@@ -3,8 +3,11 @@
 
 Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with PLUIE (and the
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
-TSV, JSON Lines or JSON according to the output's extension. A mistake the user can fix (missing
-file, unknown model, multi-token answer, ...) prints one line to stderr and exits with status 1.
+TSV, JSON Lines or JSON according to the output's extension. ``--judge yes-no`` / ``--judge likert``
+add output-based LLM judges on the same model (pluie_core.judges); ``--judge choice`` reads a
+preference file (source, candidate_a, candidate_b) instead. Each metric's seconds per row go to
+stderr. A mistake the user can fix (missing file, unknown model, multi-token answer, ...) prints
+one line to stderr and exits with status 1.
 
 ``python -m pluie_core paraphrasus DIR --metric NAME -o OUT.csv``: the PARAPHRASUS scorecard of a
 metric (pluie_core.evaluation.paraphrasus_cli).
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json"}
@@ -41,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "(repeatable; adds that baseline)")
     score.add_argument("--baseline-option", action="append", default=[], metavar="NAME.OPTION=VALUE",
                        help="another option of a baseline, e.g. bert_ibleu.beta=4 or nmt_pivot.lang=de (repeatable)")
+    score.add_argument("--judge", action="append", metavar="JUDGE",
+                       help="add an output-based LLM judge on the same model: yes-no (columns llm_yes_no = 1 / 0 "
+                            "and llm_yes_no_answer, the generated text; unparsed: empty value), likert (llm_likert, "
+                            "1-5), a judge template name or YAML file; repeatable; forward direction only. "
+                            "choice: on a preference file (columns source, candidate_a, candidate_b) writes "
+                            "llm_choice = A / B and the PLUIE scores pluie_a, pluie_b")
+    score.add_argument("--swap", action="store_true",
+                       help="choice judge: also ask with the candidates swapped; disagreeing answers give 'tie'")
     score.add_argument("--format", default="auto", help="input format for load_pairs (default: auto)")
     score.add_argument("--keep-duplicates", action="store_true",
                        help="keep every row of the input, exact repeats of a pair included (as benchmarks count "
@@ -131,6 +143,41 @@ def baseline_requests(args) -> tuple[list[str], dict[str, dict]]:
     return names, checked
 
 
+def _judge_templates(specs) -> list:
+    """The judge templates asked for with --judge; a choice judge cannot be mixed with pair judges."""
+    from pluie_core.judges import JUDGES, get_judge_template
+
+    templates = [get_judge_template(None, spec) if spec in JUDGES else get_judge_template(spec) for spec in specs or []]
+    kinds = {t.kind for t in templates}
+    if "choice" in kinds and len(kinds) > 1:
+        raise ValueError("A choice judge reads a preference file (source, candidate_a, candidate_b); run it "
+                         "separately from the yes-no / likert judges, which read a pair file.")
+    return templates
+
+
+def _judge_column(template) -> str:
+    from pluie_core.judges import JUDGES
+
+    column = JUDGES[template.kind].column
+    return column if template.name == JUDGES[template.kind].default_template else f"{column}_{template.name}"
+
+
+def _timed(label: str, n: int, compute):
+    """Run ``compute()`` and report its seconds per pair on stderr (the papers' table 3 on this data)."""
+    started = time.perf_counter()
+    result = compute()
+    seconds = time.perf_counter() - started
+    print(f"{label}: {seconds:.2f} s for {n} rows = {seconds / max(n, 1):.4f} s/row", file=sys.stderr)
+    return result
+
+
+def _judge_into(out, template, result, label: str) -> None:
+    column = _judge_column(template)
+    out[column] = result.values if template.kind != "choice" else result.answers
+    out[column + "_answer"] = result.texts
+    print(f"{label}: {result.unparsed} of {len(result.texts)} answers could not be parsed (left empty)", file=sys.stderr)
+
+
 def score_file(args) -> Path:
     from pluie_core.io import load_pairs
     from pluie_core.scorer import PluieScorer
@@ -140,7 +187,10 @@ def score_file(args) -> Path:
         raise FileNotFoundError(f"Input file {source_path} does not exist.")
     if output.suffix.lower() not in WRITERS:
         raise ValueError(f"Cannot write {output.name}: give the output a .csv, .tsv, .jsonl or .json extension.")
+    judges = _judge_templates(args.judge)
     baselines, baseline_options = baseline_requests(args)  # mistakes show before any model loads
+    if judges and judges[0].kind == "choice":
+        return score_preferences(args, judges[0], source_path, output, baselines, baseline_options)
     frame = load_pairs(source_path, format=args.format, keep_duplicates=args.keep_duplicates)
     for note in frame.attrs.get("notes", []):
         print(f"note: {note}", file=sys.stderr)
@@ -158,7 +208,7 @@ def score_file(args) -> Path:
     fields = {f: frame[f].tolist() for f in scorer.template.fields if f in frame.columns}
     progress = not args.no_progress
     out = frame.copy()
-    forward = scorer.score(sources, hypotheses, fields=fields, progress=progress)
+    forward = _timed("pluie", len(sources), lambda: scorer.score(sources, hypotheses, fields=fields, progress=progress))
     if args.symmetric:
         backward = scorer.score(hypotheses, sources, fields=fields, progress=progress)
         out["pluie_forward"], out["pluie_backward"] = forward, backward
@@ -170,6 +220,52 @@ def score_file(args) -> Path:
 
         for name, values in compute_baselines(sources, hypotheses, baselines, baseline_options).items():
             out[name] = values
+    for template in judges:
+        from pluie_core.judges import LLMJudge
+
+        judge = LLMJudge((scorer.model, scorer.tokenizer), template=template, batch_size=args.batch_size)
+        judge_fields = {f: frame[f].tolist() for f in template.fields if f in frame.columns}
+        label = _judge_column(template)
+        result = _timed(label, len(sources), lambda: judge.score(sources, hypotheses, fields=judge_fields,
+                                                                  progress=progress))
+        _judge_into(out, template, result, label)
+    _write(out, output)
+    return output
+
+
+def score_preferences(args, template, source_path: Path, output: Path, baselines=(), baseline_options=None) -> Path:
+    """--judge choice: a preference file (source, candidate_a, candidate_b) gets the LLM-choice answer
+    and the PLUIE score (and baselines) of each candidate against the source."""
+    from pluie_core.io import read_table
+    from pluie_core.judges import LLMJudge
+    from pluie_core.scorer import PluieScorer
+
+    frame = read_table(source_path, format=args.format)
+    missing = [c for c in ("source", "candidate_a", "candidate_b") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{source_path.name} has no column(s) {', '.join(missing)}: a choice judge needs source, "
+                         f"candidate_a and candidate_b (found {', '.join(map(str, frame.columns))}).")
+    if len(frame) == 0:
+        raise ValueError(f"{source_path} contains no rows.")
+    scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
+                         dtype=args.dtype, batch_size=args.batch_size)
+    sources, first, second = (_texts(frame[c]) for c in ("source", "candidate_a", "candidate_b"))
+    progress = not args.no_progress
+    out = frame.copy()
+    for suffix, candidates in (("a", first), ("b", second)):
+        out[f"pluie_{suffix}"] = _timed(f"pluie_{suffix}", len(sources),
+                                        lambda: scorer.score(sources, candidates, progress=progress))
+        if baselines:
+            from pluie_core.baselines import compute_baselines
+
+            for name, values in compute_baselines(sources, candidates, baselines, baseline_options).items():
+                out[f"{name}_{suffix}"] = values
+    judge = LLMJudge((scorer.model, scorer.tokenizer), template=template, batch_size=args.batch_size)
+    fields = {f: frame[f].tolist() for f in template.fields if f in frame.columns}
+    label = _judge_column(template)
+    result = _timed(label, len(sources), lambda: judge.choose(sources, first, second, fields=fields, swap=args.swap,
+                                                              progress=progress))
+    _judge_into(out, template, result, label)
     _write(out, output)
     return output
 
