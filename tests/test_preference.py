@@ -205,9 +205,8 @@ def test_the_new_pages_refuse_visitors_on_their_own(name, engine, db_url, monkey
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
     page = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
-    assert [w.value for w in page.warning] == [
-        "This page is for the campaign's organisers: log in on the app's main page first."]
-    assert not page.dataframe and not page.button and not page.file_uploader
+    assert [t.label for t in page.text_input] == ["Admin password"]  # the login form, and nothing else
+    assert not page.dataframe and not page.file_uploader
 
 
 def test_import_and_reads_give_the_same_answer_on_every_store(store_url, tmp_path):

@@ -33,7 +33,7 @@ def test_a_baseline_run_with_its_model_and_options_from_the_page(store):  # noqa
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 1
 
 
-def test_placement_is_refused_on_this_cpu_and_the_suggestion_fills_the_form(store):  # noqa: F811
+def test_placement_is_refused_on_this_cpu_and_the_suggestion_fills_the_form(store, tiny_model_path):  # noqa: F811
     url, engine = store
     page = open_page()
     assert any(SMALL_MODEL in i.value and "no CUDA GPU" in i.value for i in page.info)
@@ -51,7 +51,15 @@ def test_placement_is_refused_on_this_cpu_and_the_suggestion_fills_the_form(stor
     widget(page.selectbox, "Placement").set_value("auto (accelerate: the GPUs, then the CPU)")
     widget(page.button, "Create run").click()
     page.run()
+    # the suggestion is not in this offline machine's cache: the model check says so and stores nothing
+    assert any("not in the local Hugging Face cache" in e.value for e in page.error), [e.value for e in page.error]
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
+
+    widget(page.text_input, "Model").input(str(tiny_model_path))
+    widget(page.button, "Create run").click()
+    page.run()
     assert not page.error, [e.value for e in page.error]
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun))
-    assert (run.model, run.options) == (SMALL_MODEL, {"device_map": "auto"})
+    assert (run.model, run.options) == (str(tiny_model_path), {"device_map": "auto"})
