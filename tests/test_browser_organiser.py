@@ -127,6 +127,7 @@ def test_a_stale_tab_is_refused_and_the_stored_answer_kept(locked_app, browser):
     # "back" is the one way to change an answer
     tab_b.get_by_role("button", name="← Back").click()
     tab_b.get_by_text("Your answer was Mostly similar").wait_for(timeout=30_000)
+    wait_for_app(tab_b)  # the rerun drawn whole: a key pressed while it runs may reach the old buttons
     tab_b.keyboard.press("4")  # "Same meaning"
     tab_b.get_by_text("Your answer was Mostly similar").wait_for(state="hidden", timeout=30_000)
     tab_b.wait_for_selector(".st-key-answer-0-1 button", timeout=30_000)
