@@ -133,6 +133,8 @@ def test_known_different_answers_per_pair_and_the_preferences_page(tmp_path, tin
     import_preference_file(engine, preference_file(tmp_path / "later.csv", items[3:]), "later")
     later_values, later_details = metric.score([items[3][0], items[4][0]], [items[3][2], items[4][2]])
     assert later_values == [0.0, 0.0] and [d["against"] for d in later_details] == [items[3][1], items[4][1]]
+    with pytest.raises(ValueError, match="is not part of any preference item"):  # the worker's item error
+        metric.score(["Source 0."], ["a candidate nobody compared"])
     ScoringWorker(engine, device="cpu", batch_size=4, poll_seconds=0.1).run(exit_when_idle=True)
 
     stored = scores_of(engine, run)
