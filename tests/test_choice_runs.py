@@ -168,7 +168,8 @@ def test_known_different_answers_per_pair_and_the_preferences_page(tmp_path, tin
     engine.dispose()
 
 
-def test_choice_runs_refuse_what_they_cannot_score_in_one_sentence(engine, tmp_path, tiny):
+def test_choice_runs_refuse_what_they_cannot_score_in_one_sentence(store_url, tmp_path, tiny):
+    engine = init_db(store_url)  # SQLite, then PostgreSQL: the queue's filter and the partners' read
     plain = add_pairs(engine, "plain", sentence_pairs(4))
     done = import_preference_file(engine, preference_file(tmp_path / "p.csv", ITEMS), "prefs")
     plain_id = next(i for i, n in dataset_names(engine).items() if n == "plain")
@@ -192,6 +193,7 @@ def test_choice_runs_refuse_what_they_cannot_score_in_one_sentence(engine, tmp_p
     texts = sentence_pairs(4)  # as add_pairs stored them, in order
     assert partners[texts[0]] == [texts[2][1]] and partners[texts[3]] == [texts[1][1]]
     assert partners[(ITEMS[0][0], ITEMS[0][1])] == [ITEMS[0][2]]
+    engine.dispose()
 
 
 def test_the_scoring_page_creates_an_llm_choice_run_on_preference_datasets(tmp_path, tiny, monkeypatch):
