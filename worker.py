@@ -73,9 +73,11 @@ class Metric:
     weights: Optional[tuple] = None  # (model, tokenizer)
 
 
-def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = ()) -> Metric:
+def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
+                engine=None) -> Metric:
     """The scoring function of a run: a baseline, or a PLUIE scorer whose model is loaded now
-    unless one of the `loaded` metrics already holds it."""
+    unless one of the `loaded` metrics already holds it. ``engine``: the store, which an LLM-choice
+    run reads its pairs' partners from."""
     if run.kind == "baseline":
         registry = baseline_registry()
         try:
@@ -99,7 +101,7 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
     from pluie_core.judges import judge_for_run_kind
 
     if judge_for_run_kind(run.kind) is not None:
-        return load_judge(run, device, batch_size, model_key, weights, placement)
+        return load_judge(run, device, batch_size, model_key, weights, placement, engine)
     try:
         from pluie_core.scorer import PluieScorer
 
@@ -139,10 +141,14 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
 
 
 def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key: tuple, weights,
-               placement: Optional[dict] = None) -> Metric:
+               placement: Optional[dict] = None, engine=None) -> Metric:
     """An output-based LLM judge run (pluie_core.judges): the parsed answer is the value (None when
-    it cannot be parsed), the generated text goes to the details."""
+    it cannot be parsed), the generated text goes to the details. An LLM-choice run scores each pair
+    against its partner in the run's preference items (choice_metric)."""
     from pluie_core.judges import LLMJudge, judge_for_run_kind
+
+    if judge_for_run_kind(run.kind).kind == "choice" and engine is None:
+        raise ModelLoadError("An LLM-choice run reads its preference items from the store: load it with the engine.")
 
     try:
         judge = LLMJudge(
@@ -156,6 +162,9 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
         raise ModelLoadError(_first_line(exc)) from exc
     except Exception as exc:
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
+
+    if judge.kind == "choice":
+        return Metric(choice_metric(run, judge, engine), model_key, (judge.model, judge.tokenizer))
 
     def one_direction(sources, hypotheses):
         result = judge.score(sources, hypotheses)
@@ -172,6 +181,33 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
         return values, details
 
     return Metric(score_judge, model_key, (judge.model, judge.tokenizer))
+
+
+def choice_metric(run: ScoreRun, judge, engine) -> ScoreFn:
+    """LLM-choice on ordinary pairs: the pair (source, X) that a preference item links to (source, Y)
+    is asked "X (A) or Y (B)?"; value 1 when X is chosen, 0 when Y is, None when unparsed (with several
+    partners: the share of them X wins). The partners are read from the store now, and again when a
+    pair is not among them (preferences imported since)."""
+    from db.preferences import preference_partners
+
+    partners = preference_partners(engine, run.id)
+
+    def score_choice(sources, hypotheses):
+        nonlocal partners
+        keys = list(zip(sources, hypotheses))
+        if any(k not in partners for k in keys):
+            partners = preference_partners(engine, run.id)
+        lonely = next((k for k in keys if k not in partners), None)
+        if lonely is not None:
+            raise ValueError(f"the pair ({lonely[0][:60]!r}, {lonely[1][:60]!r}) is not part of any preference item: "
+                             "an LLM-choice run scores only the candidates of preference data")
+        result = judge.prefer_first(sources, hypotheses, [partners[k] for k in keys])
+        details = [{"answer": text, "parsed": answer is not None,
+                    "against": partners[k][0] if len(partners[k]) == 1 else partners[k]}
+                   for text, answer, k in zip(result.texts, result.answers, keys)]
+        return [None if v != v else float(v) for v in result.values], details
+
+    return score_choice
 
 
 def baseline_registry() -> dict[str, Callable]:
@@ -339,7 +375,7 @@ class ScoringWorker:
         run = queue.run_config(self.engine, run_id)
         if run is None:
             raise ModelLoadError(f"run {run_id} no longer exists")
-        metric = load_metric(run, self.device, self.batch_size, loaded=list(self._metrics.values()))
+        metric = load_metric(run, self.device, self.batch_size, loaded=list(self._metrics.values()), engine=self.engine)
         self._metrics[run_id] = metric
         while len({m.model_key for m in self._metrics.values() if m.model_key}) > MODEL_CACHE_SIZE:
             self._metrics.popitem(last=False)  # least recently used run; its model goes with its last run

@@ -196,7 +196,7 @@ class ScoreRun(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    kind: Mapped[str] = mapped_column(String(20))  # "pluie", "baseline", or a judge's ("llm-yes-no", "llm-likert")
+    kind: Mapped[str] = mapped_column(String(20))  # "pluie", "baseline", or a judge's ("llm-yes-no", "llm-likert", "llm-choice")
     model: Mapped[str] = mapped_column(String(500), default="")  # hub id / local path, or the baseline name
     template: Mapped[str] = mapped_column(String(100), default="")
     template_spec: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)  # a custom template's turns

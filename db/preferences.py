@@ -8,11 +8,12 @@ from typing import Optional
 
 import pandas as pd
 from sqlalchemy import Engine, insert, select
+from sqlalchemy.orm import aliased
 
 from db.datasets import ImportRejected, _clean, text_hash
-from db.engine import write_session
-from db.models import Dataset, Pair, Preference
-from db.queue import enqueue_pairs
+from db.engine import read_session, write_session
+from db.models import Dataset, Pair, Preference, RunDataset, ScoreRun
+from db.queue import CHOICE_RUN_KINDS, enqueue_missing, enqueue_pairs
 from pluie_core.evaluation.preference import CHOICES, PREFERENCE_COLUMNS
 
 SOURCE_FORMAT = "preferences"
@@ -112,4 +113,31 @@ def add_preferences(engine: Engine, dataset_id: int, links: pd.DataFrame) -> int
     with write_session(engine) as session:
         if rows:
             session.execute(insert(Preference), rows)
+            # the newly linked pairs now have something to be compared with: queue them for LLM-choice runs
+            for run_id in session.scalars(select(ScoreRun.id).where(ScoreRun.kind.in_(CHOICE_RUN_KINDS),
+                                                                      ScoreRun.status.in_(("active", "paused")))):
+                enqueue_missing(session, run_id)
     return len(rows)
+
+
+def preference_partners(engine: Engine, run_id: int) -> dict[tuple[str, str], list[str]]:
+    """For an LLM-choice run: (source, candidate) of every pair linked by a preference in the run's
+    datasets (every dataset when it has none) -> the candidates it is compared with (its partners in
+    those items, in item order, each once)."""
+    side_a, side_b = aliased(Pair), aliased(Pair)
+    query = (select(side_a.source, side_a.hypothesis, side_b.source, side_b.hypothesis).select_from(Preference)
+             .join(side_a, side_a.id == Preference.pair_a_id).join(side_b, side_b.id == Preference.pair_b_id)
+             .order_by(Preference.id))
+    with read_session(engine) as session:
+        scope = select(RunDataset.dataset_id).where(RunDataset.run_id == run_id)
+        if session.scalar(select(RunDataset.dataset_id).where(RunDataset.run_id == run_id).limit(1)) is not None:
+            query = query.where(Preference.dataset_id.in_(scope))
+        rows = session.execute(query).all()
+    partners: dict[tuple[str, str], list[str]] = {}
+    for source_a, candidate_a, source_b, candidate_b in rows:
+        for key, other in (((source_a, candidate_a), candidate_b), ((source_b, candidate_b), candidate_a)):
+            known = partners.setdefault(key, [])
+            if other not in known:
+                known.append(other)
+    return partners
+

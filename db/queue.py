@@ -20,10 +20,13 @@ from sqlalchemy import Engine, and_, exists, func, insert, literal, or_, select,
 from sqlalchemy.orm import Session
 
 from db.engine import read_session, write_session
-from db.models import Pair, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
+from db.models import Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
+from pluie_core.judges import RUN_KINDS as _JUDGE_RUN_KINDS
 
 # An item that failed this many claims with an error (not a crash) is given up as failed.
 MAX_ATTEMPTS = 3
+# Runs that score only the pairs a preference links (LLM-choice: each candidate against its partner)
+CHOICE_RUN_KINDS = tuple(k for k, j in _JUDGE_RUN_KINDS.items() if j.kind == "choice")
 # A worker reports a heartbeat every few seconds; one silent for longer than this is taken for dead.
 WORKER_ALIVE_SECONDS = 20.0
 
@@ -41,8 +44,13 @@ def enqueue_pairs(session: Session, dataset_id: int, pair_ids: Iterable[int]) ->
     """Queue the given new pairs of one dataset for every run in scope. Returns items queued."""
     pair_ids = list(pair_ids)
     total = 0
-    for run_id in runs_in_scope(session, dataset_id):
-        rows = [{"run_id": run_id, "pair_id": pid, "status": "pending", "attempts": 0} for pid in pair_ids]
+    in_scope = runs_in_scope(session, dataset_id)
+    choice_runs = set(session.scalars(select(ScoreRun.id).where(ScoreRun.id.in_(in_scope),
+                                                                ScoreRun.kind.in_(CHOICE_RUN_KINDS)))) if in_scope else set()
+    linked = _linked_pairs(session, dataset_id) if choice_runs else set()
+    for run_id in in_scope:
+        ids = [pid for pid in pair_ids if pid in linked] if run_id in choice_runs else pair_ids
+        rows = [{"run_id": run_id, "pair_id": pid, "status": "pending", "attempts": 0} for pid in ids]
         if rows:
             session.execute(insert(WorkItem), rows)
             total += len(rows)
@@ -58,10 +66,20 @@ def enqueue_missing(session: Session, run_id: int) -> int:
     pairs = select(literal(run_id), Pair.id, literal("pending"), literal(0)).where(~exists(already))
     if has_scope:
         pairs = pairs.where(Pair.dataset_id.in_(scoped))
+    if session.scalar(select(ScoreRun.kind).where(ScoreRun.id == run_id)) in CHOICE_RUN_KINDS:
+        pairs = pairs.where(or_(exists().where(Preference.pair_a_id == Pair.id),
+                                exists().where(Preference.pair_b_id == Pair.id)))  # only pairs with a partner
     result = session.execute(
         insert(WorkItem).from_select(["run_id", "pair_id", "status", "attempts"], pairs)
     )
     return result.rowcount or 0
+
+
+def _linked_pairs(session: Session, dataset_id: int) -> set[int]:
+    """The pairs of a dataset that a preference links (those an LLM-choice run scores)."""
+    rows = session.execute(select(Preference.pair_a_id, Preference.pair_b_id)
+                           .where(Preference.dataset_id == dataset_id)).all()
+    return {int(p) for row in rows for p in row}
 
 
 @dataclass

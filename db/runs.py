@@ -15,14 +15,15 @@ from sqlalchemy import Engine, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from db.engine import read_session, write_session
-from db.models import Dataset, Pair, RunDataset, Score, ScoreRun, WorkItem, utcnow
-from db.queue import enqueue_missing
+from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
+from db.queue import CHOICE_RUN_KINDS, enqueue_missing
 from pluie_core.baselines import BASELINES
 from pluie_core.judges import RUN_KINDS as JUDGE_RUN_KINDS
 
 DIRECTIONS = ("forward", "backward", "symmetric")
 # PLUIE, the baselines, and the output-based LLM judges that score a pair (pluie_core.judges)
-RUN_KINDS = ("pluie", "baseline") + tuple(k for k, j in JUDGE_RUN_KINDS.items() if j.natural_threshold is not None)
+# and LLM-choice, which scores the pairs of preference data (each candidate against its partner)
+RUN_KINDS = ("pluie", "baseline") + tuple(JUDGE_RUN_KINDS)
 # (run name, baseline registry key, higher means more similar): one run per baseline of the registry
 DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items()
                           if b.default_run)
@@ -73,6 +74,9 @@ def create_run(
         raise RunError("The two answer words must differ.")
     if batch_size is not None and batch_size < 1:
         raise RunError("The batch size must be a positive whole number.")
+    if kind in CHOICE_RUN_KINDS and direction != "forward":
+        raise RunError("An LLM-choice run asks each candidate first against its partner (the item's other pair is "
+                       "asked the other way round): leave the direction forward.")
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
     options = _check_options(kind, model, options)
@@ -91,6 +95,12 @@ def create_run(
         missing = set(dataset_ids) - known
         if missing:
             raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
+        if kind in CHOICE_RUN_KINDS:  # it compares the candidates of preference items: nothing else to score
+            with_preferences = set(session.scalars(select(Preference.dataset_id).where(
+                Preference.dataset_id.in_(list(dataset_ids))).distinct()))
+            if set(dataset_ids) - with_preferences:
+                raise RunError("An LLM-choice run compares the two candidates of preference items: choose "
+                               "datasets imported as preference data (or none: every preference dataset).")
         run = ScoreRun(
             name=name, kind=kind, model=model, template=template if kind != "baseline" else "",
             template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
@@ -339,6 +349,13 @@ def dataset_names(engine: Engine) -> dict[int, str]:
     """Dataset id -> name, for choosing a run's scope."""
     with read_session(engine) as session:
         return dict(session.execute(select(Dataset.id, Dataset.name).order_by(Dataset.name)).all())
+
+
+def preference_dataset_names(engine: Engine) -> dict[int, str]:
+    """The datasets holding preferences (those an LLM-choice run can score), by id."""
+    with read_session(engine) as session:
+        return dict(session.execute(select(Dataset.id, Dataset.name).where(
+            Dataset.id.in_(select(Preference.dataset_id))).order_by(Dataset.name)).all())
 
 
 def scores_by_pair(engine: Engine, run_id: int) -> dict[int, list[float]]:

@@ -27,8 +27,14 @@ def store_url() -> str:
 # Every cached read takes the store URL first: the cache is per process, and tests and users may
 # point the app at different stores.
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
-def choices(url: str) -> analysis.AnalysisChoices:
-    return analysis.analysis_choices(get_engine())
+def choices(url: str, preference_runs: bool = False) -> analysis.AnalysisChoices:
+    """The sidebars' choices. The pair-level views leave out LLM-choice runs: their 1 / 0 says which
+    candidate of a preference item won, not whether a pair is a paraphrase, so they have no threshold
+    to read; the Preferences page (``preference_runs=True``) lists them with every other run."""
+    found = analysis.analysis_choices(get_engine())
+    if not preference_runs:
+        found.runs = found.runs[~found.runs["kind"].isin(core.PREFERENCE_ONLY_KINDS)].reset_index(drop=True)
+    return found
 
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)

@@ -49,7 +49,7 @@ available = preference_datasets(url)
 if available.empty:
     st.info("No preference data yet: import a file above.")
     st.stop()
-runs = common.choices(url).runs
+runs = common.choices(url, preference_runs=True).runs  # LLM-choice runs too
 names = st.multiselect("Preference datasets", available["name"].tolist(), default=available["name"].tolist(),
                        key="preference_datasets")
 if not names:

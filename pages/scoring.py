@@ -5,7 +5,7 @@ import yaml
 from db.queue import workers_overview
 from db.runs import (
     DIRECTIONS, RunError, cancel_run, check_run_placement, compute_times, create_run, dataset_names, latest_scores,
-    pause_run, resume_run, retry_run, runs_progress,
+    pause_run, preference_dataset_names, resume_run, retry_run, runs_progress,
 )
 from db.engine import database_url
 from pages.shared import admin_page
@@ -223,30 +223,39 @@ with st.expander("New baseline run"):
         except RunError as exc:
             st.error(str(exc))
 
-with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert)"):
-    pair_judges = {j.run_kind: j for j in JUDGES.values() if j.natural_threshold is not None}
+with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert, LLM-choice)"):
+    judges = {j.run_kind: j for j in JUDGES.values()}
+    judge_kind = st.radio("Judge", list(judges), horizontal=True, format_func=lambda k: judges[k].title,
+                          key="judge_kind",
+                          help="The model generates an answer that is parsed; one that cannot be parsed is "
+                               "stored without a value and counted as unparsed. LLM-choice scores preference data.")
+    choosing = judges[judge_kind].kind == "choice"
+    if choosing and not preference_dataset_names(engine):
+        st.info("No preference data yet (import it on the Preferences page): an LLM-choice run with no datasets "
+                "chosen scores the preference data imported later.")
     with st.form("new_judge_run"):
         judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model", key="judge_model",
                                     help="Loaded as for PLUIE runs; a PLUIE run of the same model shares its weights.")
-        judge_kind = st.radio("Judge", list(pair_judges), horizontal=True, format_func=lambda k: pair_judges[k].title,
-                              key="judge_kind",
-                              help="The model generates an answer that is parsed; one that cannot be parsed is "
-                                   "stored without a value and counted as unparsed.")
-        judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if t.kind in {j.kind for j in pair_judges.values()}]
+        judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if (t.kind == "choice") == choosing]
         judge_template = st.selectbox(
-            "Prompt", ["the judge's default"] + judge_templates + template_names(), key="judge_template",
-            help="A judge template (yes-no*: LLM-Yes/No, likert: LLM-Likert), or a PLUIE template asked as a "
-                 "Yes/No question (LLM-Yes/No only).")
-        judge_direction = st.radio("Direction", DIRECTIONS, horizontal=True, key="judge_direction")
+            "Prompt", ["the judge's default"] + judge_templates + ([] if choosing else template_names()),
+            key="judge_template",
+            help="A judge template (yes-no*: LLM-Yes/No, likert: LLM-Likert, choice: LLM-choice), or a PLUIE "
+                 "template asked as a Yes/No question (LLM-Yes/No only).")
+        judge_direction = "forward" if choosing else st.radio("Direction", DIRECTIONS, horizontal=True,
+                                                               key="judge_direction")
         judge_device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"], key="judge_device")
         judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1, key="judge_batch")
-        names = dataset_names(engine)
-        judge_datasets = st.multiselect("Datasets (none = all, including future imports)", list(names),
-                                        format_func=names.get, key="judge_datasets")
+        names = preference_dataset_names(engine) if choosing else dataset_names(engine)
+        judge_datasets = st.multiselect(
+            "Preference datasets (none = all, including future imports)" if choosing
+            else "Datasets (none = all, including future imports)", list(names), format_func=names.get,
+            key="judge_datasets")
         judge_name = st.text_input("Run name (optional)", key="judge_name")
         judge_submitted = st.form_submit_button("Create judge run")
-    st.caption(" · ".join(f"**{j.title}** {j.description}" for j in pair_judges.values())
-               + " · **LLM-choice** (preference data): `python -m pluie_core score prefs.csv --judge choice`")
+    st.caption(" · ".join(f"**{j.title}** {j.description}" for j in judges.values())
+               + " · LLM-choice asks, for each candidate of a preference item, “this one (A) or the other (B)?”; "
+                 "the item's two pairs are the two orders, and the Preferences page reads the run like any other.")
     if judge_submitted:
         try:
             new_id = create_run(

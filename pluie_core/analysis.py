@@ -129,6 +129,17 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
     return vector.reindex(pairs.index).rename("reference")
 
 
+def _preference_only_kinds() -> tuple[str, ...]:
+    from pluie_core.judges import RUN_KINDS
+
+    return tuple(k for k, j in RUN_KINDS.items() if j.kind == "choice")
+
+
+# Runs whose scores only mean something within a preference item (LLM-choice: 1 when the candidate
+# was chosen over its partner): the pair-level views (thresholds, agreement, ...) leave them out.
+PREFERENCE_ONLY_KINDS = _preference_only_kinds()
+
+
 def natural_threshold(run_kind: str) -> Optional[float]:
     """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); an LLM judge's is its registry's
     (LLM-Yes/No 0.5: a Yes; LLM-Likert 4: good or excellent); baselines have none."""

@@ -4,7 +4,11 @@ answer, which is then parsed.
 - LLM-Yes/No (``yes-no``): "are these paraphrases?"; Yes = 1, No = 0.
 - LLM-Likert (``likert``): a rating on a 1-5 scale, the number itself.
 - LLM-choice (``choice``): for preference data (a source and two candidates), which candidate is
-  better; A = 1, B = 0 (and, asked in both orders, 0.5 when the two answers disagree).
+  better; A = 1, B = 0 (and, asked in both orders, 0.5 when the two answers disagree). As a run
+  kind (``llm-choice``) it scores ordinary pairs: ``prefer_first`` asks, for the pair (source, X)
+  whose preference item links it to (source, Y), "X (A) or Y (B)?", and the pair's value is 1 when
+  X is chosen, 0 when Y is; the item's other pair is asked the other way round, so an item's two
+  values are the swapped-order design, read by the preference view's rule like any run's scores.
 
     >>> judge = LLMJudge("mistralai/Mistral-7B-Instruct-v0.2", kind="yes-no")
     >>> result = judge.score(["The cat drinks water."], ["The cat drinks milk."])
@@ -83,7 +87,8 @@ JUDGES: dict[str, JudgeKind] = {
         "*-PLUIE paper applies to its 5-point human ratings)"),
     "choice": JudgeKind(
         "choice", "llm-choice", "LLM-choice", "llm_choice", "choice", None,
-        "for preference data: generates A or B, the better of two candidates for a source"),
+        "for preference data: generates A or B, the better of two candidates for a source; a run scores each "
+        "candidate 1 when chosen over its partner asked first, 0 when not (no paraphrase threshold)"),
 }
 RUN_KINDS: dict[str, JudgeKind] = {j.run_kind: j for j in JUDGES.values()}
 
@@ -490,6 +495,38 @@ class LLMJudge:
         label = {1.0: self.template.answers[0].strip(), 0.0: self.template.answers[1].strip(), 0.5: "tie"}
         answers = [None if np.isnan(v) else label[float(v)] for v in values]
         return JudgeResult(values, answers, [f"{a} | swapped: {b}" for a, b in zip(first.texts, second.texts)])
+
+    def prefer_first(self, sources, candidates, partners, progress=False) -> JudgeResult:
+        """For each (source, candidate) and its partners (the other candidates of its preference
+        items): asked "candidate (A) or partner (B)?" once per partner. Value: the share of those
+        answers that choose the candidate (1 or 0 with one partner), NaN when any answer cannot be
+        parsed; answer: "A" / "B" (or "2/3 A" with several partners); text: the raw answers, " | "
+        between partners. The item's other pair, asked the same way, puts the candidates the other
+        way round: together they are ``choose(..., swap=True)``'s two orders."""
+        if self.kind != "choice":
+            raise JudgeError(f"prefer_first() needs a choice judge; this one is {self.kind}.")
+        partners = [[str(p) for p in group] for group in partners]
+        if len(partners) != len(list(candidates)):
+            raise JudgeError(f"{len(partners)} partner lists for {len(list(candidates))} candidates.")
+        if any(not group for group in partners):
+            raise JudgeError("Every candidate needs at least one partner to be compared with.")
+        rows = [(s, c, p) for s, c, group in zip(sources, candidates, partners) for p in group]
+        flat = self.choose([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], progress=progress)
+        values, answers, texts, at = [], [], [], 0
+        first = self.template.answers[0].strip()
+        for group in partners:
+            part = slice(at, at + len(group))
+            at += len(group)
+            chosen = flat.values[part]
+            if np.isnan(chosen).any():
+                values.append(math.nan)
+                answers.append(None)
+            else:
+                values.append(float(chosen.mean()))
+                wins = int(chosen.sum())
+                answers.append(flat.answers[part.start] if len(group) == 1 else f"{wins}/{len(group)} {first}")
+            texts.append(" | ".join(flat.texts[part]))
+        return JudgeResult(np.array(values, dtype=float), answers, texts)
 
     def _check(self, columns, fields):
         texts = [list(c) for c in columns]

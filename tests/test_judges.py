@@ -195,7 +195,7 @@ def test_the_worker_scores_judge_runs_with_their_compute_time(tmp_path, tiny):
     with pytest.raises(RunError, match="likert prompt, not a yes-no"):
         create_run(engine, kind="llm-yes-no", name="bad", model=str(tiny), template="likert")
     with pytest.raises(RunError, match="Unknown run kind"):
-        create_run(engine, kind="llm-choice", name="bad", model=str(tiny))
+        create_run(engine, kind="llm-ranking", name="bad", model=str(tiny))
     worker = ScoringWorker(engine, device="cpu", batch_size=4, poll_seconds=0.1)
     worker.run(exit_when_idle=True)
     assert len({id(m.weights[0]) for m in worker._metrics.values()}) == 2  # yes-no and PLUIE share one model
