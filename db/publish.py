@@ -230,3 +230,11 @@ def _arrow_copy(folder: Path) -> None:
         finally:
             if was_enabled:
                 datasets.enable_progress_bars()
+
+
+def default_folder(stem: str) -> Path:
+    """Where the export page offers to write a dataset folder: <data dir>/published/<stem>-<UTC time>
+    (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files)."""
+    import os
+
+    return Path(os.environ.get("PLUIE_DATA_DIR") or "data") / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"
