@@ -104,7 +104,8 @@ def _schema(annotators, runs, include_training: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _conform(chunk: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+def _conform(chunk: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
+    """A chunk of export_frame with the schema's columns and pandas types (Int64 for whole numbers)."""
     chunk = chunk.reindex(columns=schema.names)
     for field in schema:
         if pa.types.is_integer(field.type):
@@ -115,7 +116,7 @@ def _conform(chunk: pd.DataFrame, schema: pa.Schema) -> pa.Table:
             chunk[field.name] = pd.to_datetime(chunk[field.name])
         else:
             chunk[field.name] = chunk[field.name].astype(object).where(chunk[field.name].notna(), None)
-    return pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
+    return chunk
 
 
 def _pair_id_chunks(session, dataset_id: int, chunk_size: int):
@@ -166,16 +167,21 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     except OSError as exc:
         raise PublishError(f"The folder {folder.parent} cannot be created ({exc.strerror}).") from None
     partial = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
+    writer = None
     try:
         (partial / "data").mkdir(parents=True)
         level_counts, labels_per_pair, sources, finals = [], {}, {}, {}
         n_labels = done = n_chunks = 0
-        with pq.ParquetWriter(partial / DATA_FILE, schema) as writer, read_session(engine) as session:
+        with read_session(engine) as session:
             for dataset_id, *_ in scope:
                 for first, last in _pair_id_chunks(session, dataset_id, chunk_size):
-                    chunk = export_frame(engine, [dataset_id], include_training, pair_id_range=(first, last),
-                                         annotator_names=names)
-                    writer.write_table(_conform(chunk, schema), row_group_size=chunk_size)
+                    chunk = _conform(export_frame(engine, [dataset_id], include_training, pair_id_range=(first, last),
+                                                  annotator_names=names), schema)
+                    if writer is None:  # pandas' own metadata too, so pandas reads whole numbers back as Int64
+                        schema = schema.with_metadata(pa.Schema.from_pandas(chunk, preserve_index=False).metadata)
+                        writer = pq.ParquetWriter(partial / DATA_FILE, schema)
+                    writer.write_table(pa.Table.from_pandas(chunk, schema=schema, preserve_index=False),
+                                       row_group_size=chunk_size)
                     if level_columns:
                         present = [c for c in level_columns if c in chunk.columns]
                         levels = chunk[present].to_numpy(dtype=float, na_value=np.nan)
@@ -191,6 +197,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     n_chunks += 1
                     if progress is not None:
                         progress(done, total)
+        writer.close()
+        writer = None
         _arrow_copy(partial)
         agreement = agreement_figures(np.concatenate(level_counts) if level_counts else np.zeros((0, 4)),
                                       n_boot=n_boot)
@@ -209,6 +217,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
             folder.rmdir()  # empty, checked above
         partial.rename(folder)
     except BaseException:
+        if writer is not None:
+            writer.close()
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return PublishResult(folder, done, n_chunks, schema.names, card)
