@@ -182,3 +182,34 @@ def test_parquet_download_keeps_the_types(engine):
     back = pd.read_parquet(__import__("io").BytesIO(to_parquet_bytes(frame)))
     assert back["final_level"].dropna().tolist() == frame["final_level"].dropna().tolist()
     assert str(back["annotator:bob (alpha)"].dtype) == "Int64"
+
+
+def test_the_export_page_writes_the_folder_and_refuses_a_missing_licence(engine, db_url, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.paths import REPO
+
+    import datasets
+
+    build(engine)
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/export.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert {"Download CSV", "Download JSONL", "Download Parquet"} <= {b.label for b in at.get("download_button")}
+    folder = at.text_input[0].value
+    assert folder.startswith(str(tmp_path / "data" / "published" / "pluie_lab_export-"))
+    at.button[0].click()  # the form's submit, no licence
+    at.run()
+    assert "Choose the licence" in at.error[0].value and not (tmp_path / "data" / "published").exists()
+    at.text_input[2].set_value("cc-by-4.0")
+    at.button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert "36 pairs written to" in at.success[0].value
+    back = datasets.load_from_disk(folder)["train"]
+    assert back.num_rows == 36 and back["final_source"].count("adjudicated") == 2
