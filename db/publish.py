@@ -16,7 +16,6 @@ renamed when complete: an error leaves no folder behind.
 """
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 import tempfile
 import uuid

@@ -76,11 +76,6 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     labels = labels_long(engine, dataset_ids)
     queue = disagreement_queue(labels)
-    if queue.empty:
-        queue["majority_level"] = pd.Series(dtype="Int64")
-    else:
-        levels = labels[labels["pair_id"].isin(queue.index)].dropna(subset=["level"]).groupby("pair_id")["level"]
-        queue["majority_level"] = levels.apply(lambda xs: majority_level(int(x) for x in xs)).reindex(queue.index).astype("Int64")
     decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
     queue["final_level"] = decided["level"].round().astype("Int64")
     queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())

@@ -10,10 +10,26 @@ import pandas as pd
 
 from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS, binarise, level_name
 
-__all__ = ["REVIEW_COLUMNS", "FINAL_SOURCES", "disagreement_queue", "final_labels", "check_final_level"]
+__all__ = ["REVIEW_COLUMNS", "FINAL_SOURCES", "disagreement_queue", "final_labels", "check_final_level",
+           "majority_levels"]
 
 REVIEW_COLUMNS = ["n_labels", "n_dont_know", "n_non_paraphrase", "n_paraphrase", "min_level", "max_level",
-                  "spread", "crosses_boundary", "minority_share"]
+                  "spread", "crosses_boundary", "minority_share", "majority_level"]
+
+
+def majority_levels(counts) -> np.ndarray:
+    """pluie_core.labels.majority_level for many pairs at once, from their counts of levels 0-3
+    (pairs x 4): the most frequent level; a tie on one side of the paraphrase boundary goes to the
+    lower median of the tied levels, a tie across it (or no label) gives NaN."""
+    counts = np.asarray(counts, dtype=float).reshape(-1, len(ORDINAL_LEVELS))
+    top = counts.max(axis=1, keepdims=True)
+    tied = (counts == top) & (top > 0)
+    n_tied = tied.sum(axis=1)
+    across = tied[:, :2].any(axis=1) & tied[:, 2:].any(axis=1)
+    # the ((n_tied - 1) // 2)-th tied level, counting from the lowest: the lower median
+    wanted = (np.maximum(n_tied, 1) - 1) // 2 + 1
+    pick = np.argmax(tied & (np.cumsum(tied, axis=1) == wanted[:, None]), axis=1).astype(float)
+    return np.where((n_tied == 0) | across, np.nan, pick)
 FINAL_SOURCES = ("adjudicated", "majority", "none")
 
 
@@ -28,7 +44,8 @@ def disagreement_queue(labels: pd.DataFrame) -> pd.DataFrame:
 
     Returns a frame indexed by pair_id with REVIEW_COLUMNS: n_labels (Don't know included),
     n_dont_know, n_non_paraphrase, n_paraphrase, min_level, max_level, spread (max - min),
-    crosses_boundary, minority_share (the smaller side's share of the binary labels).
+    crosses_boundary, minority_share (the smaller side's share of the binary labels),
+    majority_level (the majority rule, Int64, missing on a tie across the boundary).
     """
     known = labels.dropna(subset=["level"])
     if known.empty:
@@ -56,6 +73,7 @@ def disagreement_queue(labels: pd.DataFrame) -> pd.DataFrame:
         "spread": high - low,
         "crosses_boundary": (non_paraphrase > 0) & (paraphrase > 0),
         "minority_share": np.minimum(non_paraphrase, paraphrase) / (non_paraphrase + paraphrase),
+        "majority_level": pd.array(majority_levels(ordinal), dtype="Float64").astype("Int64"),
     }, index=pd.Index(counts.index.astype(int), name="pair_id"))
     table = table.reset_index().sort_values(
         ["crosses_boundary", "spread", "minority_share", "pair_id"], ascending=[False, False, False, True],

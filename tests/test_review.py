@@ -252,3 +252,16 @@ def test_the_page_walks_the_queue_and_records_the_decision(review_page, engine):
     run(at)
     assert "withdrawn" in at.success[0].value
     assert export_frame(engine).set_index("external_id").loc["cross-3", "final_source"] == "majority"
+
+
+def test_the_vectorised_majority_is_the_majority_rule():
+    import numpy as np
+
+    from pluie_core.review import majority_levels
+
+    rng = np.random.default_rng(1)
+    counts = rng.integers(0, 3, (3000, 4))
+    counts[:20] = 0
+    expected = [majority_level([v for v in range(4) for _ in range(row[v])]) for row in counts]
+    assert np.array_equal(majority_levels(counts), np.array([np.nan if e is None else e for e in expected], float),
+                          equal_nan=True)
