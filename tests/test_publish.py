@@ -59,9 +59,12 @@ def store_labels(engine) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["source", "annotator", "level"])
 
 
-def test_the_folder_reads_back_with_datasets_and_pandas_as_the_store_holds_it(engine, tmp_path):
+def test_the_folder_reads_back_with_datasets_and_pandas_as_the_store_holds_it(store_url, tmp_path):
     import datasets
 
+    from db import init_db
+
+    engine = init_db(store_url)  # a SQLite file, then PostgreSQL
     build(engine)
     folder = tmp_path / "published" / "toy"
     result = publish_dataset(engine, folder, licence="CC-BY-4.0", title="Toy pairs", chunk_size=5, n_boot=200)
@@ -94,6 +97,7 @@ def test_the_folder_reads_back_with_datasets_and_pandas_as_the_store_holds_it(en
     got = sorted(zip(melted["source"], melted["annotator"], melted["level"].astype(int)))
     assert got == sorted(zip(labels["source"], labels["annotator"], labels["level"]))
     assert parquet["final_source"].value_counts()["adjudicated"] == 2
+    engine.dispose()
 
 
 def test_the_card_reports_the_store_and_its_agreement(engine, tmp_path):
