@@ -53,19 +53,22 @@ def disagreement_queue(labels: pd.DataFrame) -> pd.DataFrame:
     levels = known["level"].astype(int)
     if not levels.isin([*ORDINAL_LEVELS, DONT_KNOW]).all():
         raise ValueError("Labels must be levels of the scale (0-4); found other values.")
-    counts = pd.crosstab(known["pair_id"], levels).reindex(columns=range(len(LEVELS)), fill_value=0)
-    ordinal = counts[list(ORDINAL_LEVELS)].to_numpy()
+    # counts of each level per pair: one bincount over (pair, level) cells (a crosstab costs seconds at 300k labels)
+    pair_ids, pair_index = np.unique(known["pair_id"].to_numpy(dtype=np.int64), return_inverse=True)
+    counts = np.bincount(pair_index * len(LEVELS) + levels.to_numpy(), minlength=len(pair_ids) * len(LEVELS))
+    counts = counts.reshape(len(pair_ids), len(LEVELS))
+    ordinal = counts[:, list(ORDINAL_LEVELS)]
     present = ordinal > 0
     disagree = present.sum(axis=1) >= 2
-    counts, ordinal, present = counts[disagree], ordinal[disagree], present[disagree]
+    counts, ordinal, present, pair_ids = counts[disagree], ordinal[disagree], present[disagree], pair_ids[disagree]
     values = np.array(ORDINAL_LEVELS)
     low = np.where(present, values, 99).min(axis=1)
     high = np.where(present, values, -1).max(axis=1)
     non_paraphrase = ordinal[:, :2].sum(axis=1)
     paraphrase = ordinal[:, 2:].sum(axis=1)
     table = pd.DataFrame({
-        "n_labels": counts.to_numpy().sum(axis=1),
-        "n_dont_know": counts[DONT_KNOW].to_numpy(),
+        "n_labels": counts.sum(axis=1),
+        "n_dont_know": counts[:, DONT_KNOW],
         "n_non_paraphrase": non_paraphrase,
         "n_paraphrase": paraphrase,
         "min_level": low,
@@ -74,7 +77,7 @@ def disagreement_queue(labels: pd.DataFrame) -> pd.DataFrame:
         "crosses_boundary": (non_paraphrase > 0) & (paraphrase > 0),
         "minority_share": np.minimum(non_paraphrase, paraphrase) / (non_paraphrase + paraphrase),
         "majority_level": pd.array(majority_levels(ordinal), dtype="Float64").astype("Int64"),
-    }, index=pd.Index(counts.index.astype(int), name="pair_id"))
+    }, index=pd.Index(pair_ids, name="pair_id"))
     table = table.reset_index().sort_values(
         ["crosses_boundary", "spread", "minority_share", "pair_id"], ascending=[False, False, False, True],
         kind="stable")
