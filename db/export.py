@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, select
 
-from db.analysis import analysis_choices
+from db.analysis import _frame, analysis_choices
 from db.engine import read_session
 from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
 from db.review import current_adjudications
-from pluie_core.labels import LEVELS, level_name, majority_binary, majority_level
-from pluie_core.review import final_labels
+from pluie_core.labels import LEVELS, level_name
+from pluie_core.review import final_labels, majority_levels
 
 ANNOTATOR_PREFIX = "annotator:"
 SCORE_PREFIX = "score:"
@@ -66,17 +67,15 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
             pair_query = pair_query.where(Pair.dataset_id.in_(list(dataset_ids)))
         if pair_id_range is not None:
             pair_query = pair_query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
-        pairs = pd.DataFrame(
-            session.execute(pair_query.order_by(Pair.dataset_id, Pair.id)).all(),
-            columns=["pair_id", "dataset", "external_id", "source", "hypothesis", "label"],
-        )
+        # plain tuples from the cursor (db.analysis._frame): a frame of Row objects costs seconds per 100k pairs
+        pairs = _frame(session, pair_query.order_by(Pair.dataset_id, Pair.id),
+                       ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
         label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training).where(
             Label.pair_id.in_(ids))
         if not include_training:
             label_query = label_query.where(Label.is_training.is_(False))
-        labels = pd.DataFrame(session.execute(label_query).all(),
-                              columns=["pair_id", "annotator_id", "level", "value", "is_training"])
+        labels = _frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training"])
         scores = pd.DataFrame(
             session.execute(
                 select(Score.pair_id, ScoreRun.name, Score.value)
@@ -94,10 +93,8 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         labels["column"] = ANNOTATOR_PREFIX + labels["annotator_id"].map(names)
         wide = labels.pivot(index="pair_id", columns="column", values="raw")
         out = out.join(wide[sorted(wide.columns)].apply(_whole_numbers))
-        levels = labels.dropna(subset=["level"]).groupby("pair_id")["level"].apply(list)
         out["n_labels"] = labels.groupby("pair_id").size().reindex(out.index).fillna(0).astype(int)
-        majority = levels.map(lambda xs: majority_level(int(x) for x in xs))
-        binary = levels.map(lambda xs: majority_binary(int(x) for x in xs))
+        majority, binary = _majorities(labels.dropna(subset=["level"]))
         out["majority_level"] = majority.reindex(out.index).astype("Int64")
         out["majority_label"] = out["majority_level"].map(lambda v: level_name(None if pd.isna(v) else int(v)))
         out["binary_label"] = binary.reindex(out.index).astype("Int64")
@@ -117,6 +114,18 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         wide_scores.columns = [SCORE_PREFIX + str(c) for c in wide_scores.columns]
         out = out.join(wide_scores)
     return out.reset_index(drop=True)
+
+
+def _majorities(labels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """majority_level and majority_binary (pluie_core.labels) of every pair with five-level labels,
+    indexed by pair_id, from the counts of each level per pair (vectorised: no loop over pairs)."""
+    pair_ids, index = np.unique(labels["pair_id"].to_numpy(dtype=np.int64), return_inverse=True)
+    n_levels = len(LEVELS)
+    counts = np.bincount(index * n_levels + labels["level"].to_numpy(dtype=float).astype(np.int64),
+                         minlength=len(pair_ids) * n_levels).reshape(len(pair_ids), n_levels)
+    negative, positive = counts[:, :2].sum(axis=1), counts[:, 2:4].sum(axis=1)
+    binary = np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
+    return pd.Series(majority_levels(counts[:, :4]), index=pair_ids), pd.Series(binary, index=pair_ids)
 
 
 FINAL_COLUMNS = ["final_level", "final_label", "final_binary", "final_source", "adjudicated_by", "adjudicated_at",
