@@ -139,10 +139,12 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
                 raise ReviewError("This pair no longer exists (its dataset was deleted).")
             in_force = session.execute(_in_force(pair_ids=[int(pair_id)])).first()
             revision = 0 if in_force is None else int(in_force.revision)
+            if revision != seen_revision and in_force is None:
+                raise StaleReviewError("This pair has no decision any more: your decision was not saved.")
             if revision != seen_revision:
                 now = "withdrawn" if in_force.level is None else f"“{LEVELS[in_force.level]}”"
                 raise StaleReviewError(f"{in_force.reviewer} decided on this pair meanwhile (now {now}): "
-                                       "your decision was not saved. Here is the pair as it stands.")
+                                       "your decision was not saved, and the page shows the queue as it stands now.")
             if level is None and (in_force is None or in_force.level is None):
                 raise ReviewError("This pair has no final level to withdraw.")
             session.add(Adjudication(pair_id=int(pair_id), revision=revision + 1, level=level,
@@ -151,4 +153,4 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
             return revision + 1
     except IntegrityError:
         raise StaleReviewError("Another reviewer decided on this pair at the same moment: your decision was "
-                               "not saved. Here is the pair as it stands.") from None
+                               "not saved, and the page shows the queue as it stands now.") from None
