@@ -32,7 +32,7 @@ from sqlalchemy import Engine, case, func, select
 from db.engine import read_session
 from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, _annotator_names, export_frame
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, utcnow
-from pluie_core.dataset_card import agreement_figures, check_licence, dataset_card
+from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
 
@@ -169,7 +169,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     writer = None
     try:
         (partial / "data").mkdir(parents=True)
-        level_counts, labels_per_pair, sources, finals = [], {}, {}, {}
+        patterns, labels_per_pair, sources, finals = {}, {}, {}, {}
         n_labels = done = n_chunks = 0
         with read_session(engine) as session:
             for dataset_id, *_ in scope:
@@ -185,7 +185,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                         present = [c for c in level_columns if c in chunk.columns]
                         levels = chunk[present].to_numpy(dtype=float, na_value=np.nan)
                         counts = np.stack([(levels == v).sum(axis=1) for v in range(4)], axis=1)
-                        level_counts.append(counts[counts.sum(axis=1) >= 2].astype(np.int32))
+                        count_patterns(counts, into=patterns)
                     for target, column in ((labels_per_pair, "n_labels"), (sources, "final_source"),
                                            (finals, "final_level")):
                         for value, n in chunk[column].dropna().value_counts().items():
@@ -199,8 +199,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         writer.close()
         writer = None
         _arrow_copy(partial)
-        agreement = agreement_figures(np.concatenate(level_counts) if level_counts else np.zeros((0, 4)),
-                                      n_boot=n_boot)
+        agreement = agreement_figures(patterns, n_boot=n_boot)
         facts = {
             "title": (title or "").strip() or ", ".join(row[1] for row in scope),
             "licence": licence, "n_pairs": done, "n_labels": n_labels,

@@ -3,8 +3,9 @@ and the agreement figures it reports, from plain facts: no database here (db.pub
 facts from the store while it streams the rows out).
 
 Agreement is computed from per-pair counts of each level, which is all Krippendorff's α depends
-on: a pair's labels, whoever gave them, are one unit of the reliability data. So the counts of a
-million pairs (four small integers each) are enough, never the labels themselves.
+on: a pair's labels, whoever gave them, are one unit of the reliability data. Pairs with the same
+counts are interchangeable, so a million pairs come down to a table of a few dozen distinct counts
+and how many pairs have each (count_patterns), gathered chunk by chunk.
 """
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import numpy as np
 import yaml
 
 from pluie_core.labels import LEVELS
-from pluie_core.stats import StatsError, krippendorff_alpha_ci
+from pluie_core.stats import StatsError, krippendorff_alpha_ci_from_patterns
 
-__all__ = ["LICENCE_PATTERN", "check_licence", "reliability_from_counts", "agreement_figures", "dataset_card",
+__all__ = ["LICENCE_PATTERN", "check_licence", "count_patterns", "agreement_figures", "dataset_card",
            "size_category"]
 
 LICENCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.+\-]*$")
@@ -33,49 +34,45 @@ def check_licence(licence: Optional[str]) -> str:
     return value
 
 
-def reliability_from_counts(counts: np.ndarray, values=None) -> np.ndarray:
-    """Reliability data (rows x units, NaN = missing) with the given per-unit counts of each value
-    (units x values): unit j holds counts[j, v] labels of values[v]. Krippendorff's α of it is the
-    α of any annotators x units table with the same counts."""
-    counts = np.asarray(counts, dtype=np.int64)
-    values = np.arange(counts.shape[1], dtype=float) if values is None else np.asarray(values, dtype=float)
-    per_unit = counts.sum(axis=1)
-    depth = int(per_unit.max()) if len(per_unit) else 0
-    data = np.full((max(depth, 1), len(counts)), np.nan)
-    if depth == 0:
-        return data
-    flat_values = np.repeat(np.tile(values, len(counts)), counts.ravel())
-    unit = np.repeat(np.arange(len(counts)), per_unit)
-    starts = np.concatenate([[0], np.cumsum(per_unit)[:-1]])
-    row = np.arange(len(flat_values)) - np.repeat(starts, per_unit)
-    data[row, unit] = flat_values
-    return data
+def count_patterns(level_counts, into: Optional[dict] = None) -> dict:
+    """Add pairs' counts of levels 0-3 (pairs x 4) to ``into``: {counts tuple: number of pairs}.
+    What agreement_figures needs of a million pairs is this small table, gathered chunk by chunk."""
+    into = {} if into is None else into
+    counts = np.asarray(level_counts, dtype=np.int64).reshape(-1, 4)
+    counts = counts[counts.sum(axis=1) >= 2]
+    if len(counts):
+        patterns, frequency = np.unique(counts, axis=0, return_counts=True)
+        for pattern, n in zip(map(tuple, patterns.tolist()), frequency.tolist()):
+            into[pattern] = into.get(pattern, 0) + n
+    return into
 
 
-def _alpha(counts: np.ndarray, level: str, values, n_boot: int, seed: int) -> dict:
+def _alpha(patterns: np.ndarray, frequencies: np.ndarray, level: str, values, n_boot: int, seed: int) -> dict:
     try:
-        return krippendorff_alpha_ci(reliability_from_counts(counts, values), level=level, n_boot=n_boot, seed=seed,
-                                     value_domain=values)
+        return krippendorff_alpha_ci_from_patterns(patterns, frequencies, values, level=level, n_boot=n_boot, seed=seed)
     except StatsError as exc:
         return {"alpha": None, "why": str(exc)}
 
 
-def agreement_figures(level_counts: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict:
-    """Agreement on the five-level labels from per-pair counts of levels 0-3 (pairs x 4; Don't know
-    left out, as on the Agreement page), over the pairs with two or more such labels:
+def agreement_figures(patterns: dict, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Agreement on the five-level labels from count_patterns' table (counts of levels 0-3 per pair,
+    Don't know left out as on the Agreement page), over the pairs with two or more such labels:
     Krippendorff's α ordinal on the four levels and nominal on the binarised labels (0-1 / 2-3),
-    each with a 95% percentile bootstrap interval over pairs (pluie_core.stats.krippendorff_alpha_ci),
-    and the share of those pairs whose labels are all the same level / the same side."""
-    counts = np.asarray(level_counts, dtype=np.int64).reshape(-1, 4)
-    counts = counts[counts.sum(axis=1) >= 2]
+    each with a 95% percentile bootstrap interval over pairs
+    (pluie_core.stats.krippendorff_alpha_ci_from_patterns), and the share of those pairs whose
+    labels are all the same level / on the same side."""
+    counts = np.array(list(patterns), dtype=float).reshape(-1, 4)
+    frequencies = np.array(list(patterns.values()), dtype=float)
     binary = np.stack([counts[:, :2].sum(axis=1), counts[:, 2:].sum(axis=1)], axis=1)
-    n = len(counts)
+    n = int(frequencies.sum())
+    same_level = ((counts > 0).sum(axis=1) == 1)
+    same_side = ((binary > 0).sum(axis=1) == 1)
     return {
         "n_pairs": n,
-        "ordinal": _alpha(counts, "ordinal", [0, 1, 2, 3], n_boot, seed),
-        "binary": _alpha(binary, "nominal", [0, 1], n_boot, seed),
-        "unanimous_level": float(((counts > 0).sum(axis=1) == 1).mean()) if n else None,
-        "unanimous_side": float(((binary > 0).sum(axis=1) == 1).mean()) if n else None,
+        "ordinal": _alpha(counts, frequencies, "ordinal", [0, 1, 2, 3], n_boot, seed),
+        "binary": _alpha(binary, frequencies, "nominal", [0, 1], n_boot, seed),
+        "unanimous_level": float(frequencies[same_level].sum() / n) if n else None,
+        "unanimous_side": float(frequencies[same_side].sum() / n) if n else None,
         "n_boot": n_boot,
     }
 

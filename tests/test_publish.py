@@ -18,7 +18,6 @@ from db.datasets import import_pairs
 from db.export import export_frame
 from db.publish import DATA_FILE, PublishError, publish_dataset
 from db.review import adjudicate
-from pluie_core.dataset_card import reliability_from_counts
 from pluie_core.export_format import to_parquet_bytes
 from pluie_core.labels import binarise_levels, ordinal_levels
 
@@ -130,15 +129,24 @@ def test_the_card_reports_the_store_and_its_agreement(engine, tmp_path):
     assert f"Over the {int(kept.sum()):,} pairs with two or more labels" in card
 
 
-def test_reliability_from_counts_gives_the_same_alpha_as_the_labels():
+def test_alpha_from_count_patterns_is_the_librarys_alpha_of_the_labels():
+    from pluie_core.dataset_card import count_patterns
+    from pluie_core.stats import krippendorff_alpha_ci, krippendorff_alpha_ci_from_patterns
+
     rng = np.random.default_rng(0)
-    data = rng.choice([0.0, 1.0, 2.0, 3.0, np.nan], size=(5, 40))
+    data = rng.choice([0.0, 1.0, 2.0, 3.0, np.nan], size=(5, 300), p=[0.3, 0.2, 0.2, 0.2, 0.1])  # annotators x pairs
     counts = np.stack([(data == v).sum(axis=0) for v in range(4)], axis=1)
-    rebuilt = reliability_from_counts(counts)
-    assert rebuilt.shape == (int(counts.sum(axis=1).max()), 40)
+    table = count_patterns(counts[:100])
+    count_patterns(counts[100:], into=table)  # gathered in two chunks
+    patterns, frequencies = np.array(list(table)), np.array(list(table.values()))
+    assert frequencies.sum() == (counts.sum(axis=1) >= 2).sum() and len(patterns) < 300
     for level in ("nominal", "ordinal", "interval"):
-        assert math.isclose(krippendorff.alpha(rebuilt, level_of_measurement=level, value_domain=[0, 1, 2, 3]),
-                            krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2, 3]))
+        got = krippendorff_alpha_ci_from_patterns(patterns, frequencies, [0, 1, 2, 3], level, n_boot=400, seed=5)
+        assert math.isclose(got["alpha"], krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2, 3]))
+        full = krippendorff_alpha_ci(data, level, n_boot=400, seed=5, value_domain=[0, 1, 2, 3])
+        assert got["n_items"] == full["n_items"]
+        assert got["ci_low"] < got["alpha"] < got["ci_high"]
+        assert abs(got["ci_low"] - full["ci_low"]) < 0.03 and abs(got["ci_high"] - full["ci_high"]) < 0.03
 
 
 def test_rows_go_out_in_chunks_of_at_most_chunk_size(engine, tmp_path):
