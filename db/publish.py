@@ -9,15 +9,14 @@ export in bounded memory:
 `datasets.load_dataset(folder)` reads the Parquet file through the card's `configs`, and
 `datasets.load_from_disk(folder)` the Arrow copy (a DatasetDict with one split, train). Rows go
 out chunk by chunk (``chunk_size`` pairs of one dataset at a time, through export_frame) into a
-pyarrow ParquetWriter; the Arrow copy is made from the Parquet file by `datasets`, which reads it
-in batches into memory-mapped files. What the card needs (counts per level, labels per pair,
+pyarrow ParquetWriter and, batch for batch, an Arrow stream that `datasets` maps into memory and
+writes out as its shards. What the card needs (counts per level, labels per pair,
 final-label sources) is gathered on the way. The folder is written under a temporary name and
 renamed when complete: an error leaves no folder behind.
 """
 from __future__ import annotations
 
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from pluie_core.dataset_card import agreement_figures, check_licence, count_patt
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
+ROWS_STREAM = ".rows.arrow"  # the rows as an Arrow stream while the folder is written, for the Arrow copy
 DEFAULT_CHUNK = 20_000  # pairs per chunk: a few tens of MB of rows, and under every driver's bound-parameter limit
 
 
@@ -166,7 +166,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     except OSError as exc:
         raise PublishError(f"The folder {folder.parent} cannot be created ({exc.strerror}).") from None
     partial = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
-    writer = None
+    writer = stream = None
     try:
         (partial / "data").mkdir(parents=True)
         patterns, labels_per_pair, sources, finals = {}, {}, {}, {}
@@ -179,8 +179,10 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     if writer is None:  # pandas' own metadata too, so pandas reads whole numbers back as Int64
                         schema = schema.with_metadata(pa.Schema.from_pandas(chunk, preserve_index=False).metadata)
                         writer = pq.ParquetWriter(partial / DATA_FILE, schema)
-                    writer.write_table(pa.Table.from_pandas(chunk, schema=schema, preserve_index=False),
-                                       row_group_size=chunk_size)
+                        stream = pa.ipc.new_stream(str(partial / ROWS_STREAM), schema)
+                    table = pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
+                    writer.write_table(table, row_group_size=chunk_size)
+                    stream.write_table(table)
                     if level_columns:
                         present = [c for c in level_columns if c in chunk.columns]
                         levels = chunk[present].to_numpy(dtype=float, na_value=np.nan)
@@ -197,7 +199,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     if progress is not None:
                         progress(done, total)
         writer.close()
-        writer = None
+        stream.close()
+        writer = stream = None
         _arrow_copy(partial)
         agreement = agreement_figures(patterns, n_boot=n_boot)
         facts = {
@@ -215,29 +218,31 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
             folder.rmdir()  # empty, checked above
         partial.rename(folder)
     except BaseException:
-        if writer is not None:
-            writer.close()
+        for open_file in (writer, stream):
+            if open_file is not None:
+                open_file.close()
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return PublishResult(folder, done, n_chunks, schema.names, card)
 
 
 def _arrow_copy(folder: Path) -> None:
-    """The Parquet rows as the Arrow files datasets.load_from_disk reads (a DatasetDict, split train).
-    `datasets` converts in batches into memory-mapped cache files (a temporary folder here), then
-    writes them out in shards."""
+    """The rows as the Arrow files datasets.load_from_disk reads (a DatasetDict, split train): the
+    Arrow stream written beside the Parquet file, opened memory-mapped by `datasets`
+    (Dataset.from_file), written out in shards by save_to_disk, then removed. (Converting the
+    Parquet file with Dataset.from_parquet instead holds memory that grows with the rows.)"""
     import datasets
 
-    with tempfile.TemporaryDirectory(prefix="pluie-publish-") as cache:
-        was_enabled = datasets.is_progress_bar_enabled()
-        datasets.disable_progress_bars()
-        try:
-            train = datasets.Dataset.from_parquet(str(folder / DATA_FILE), cache_dir=cache)
-            datasets.DatasetDict({"train": train}).save_to_disk(str(folder))
-            del train
-        finally:
-            if was_enabled:
-                datasets.enable_progress_bars()
+    was_enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        train = datasets.Dataset.from_file(str(folder / ROWS_STREAM))
+        datasets.DatasetDict({"train": train}).save_to_disk(str(folder))
+        del train
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+    (folder / ROWS_STREAM).unlink()
 
 
 def default_folder(stem: str) -> Path:
