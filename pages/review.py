@@ -33,7 +33,7 @@ if st.session_state.get(FLASH):
 if st.session_state.get(ERROR):
     st.error(st.session_state.pop(ERROR))
 if queue.empty:
-    st.info("No pair to review here: every pair labelled by two or more people has labels that agree"
+    st.info("No pair to review here: no pair of these datasets has five-level labels that disagree."
             if show != "adjudicated" else "No pair has a final level set by a reviewer yet.")
     st.stop()
 
