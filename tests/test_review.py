@@ -265,3 +265,13 @@ def test_the_vectorised_majority_is_the_majority_rule():
     expected = [majority_level([v for v in range(4) for _ in range(row[v])]) for row in counts]
     assert np.array_equal(majority_levels(counts), np.array([np.nan if e is None else e for e in expected], float),
                           equal_nan=True)
+
+
+def test_the_page_says_when_there_is_nothing_to_review(db_url, engine, monkeypatch):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    frame = pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"], "annotator:ann": [3, 0], "annotator:bob": [3, 0]})
+    import_pairs(engine, "agreed", frame, annotator_scale="levels")
+    at = run(AppTest.from_file(str(REPO / "pages" / "review.py"), default_timeout=60))
+    assert "no pair of these datasets has five-level labels that disagree" in at.info[0].value
+    assert not at.button
