@@ -47,6 +47,7 @@ pages = {
     ],
     "Labelling": [
         st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),
+        st.Page("pages/review.py", title="Review", icon=":material/gavel:"),
     ],
     "Analysis": [
         st.Page("pages/agreement.py", title="Agreement", icon=":material/groups:"),

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, select
 
-from db.analysis import analysis_choices
+from db.analysis import _frame, analysis_choices
 from db.engine import read_session
 from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
-from pluie_core.labels import LEVELS, level_name, majority_binary, majority_level
+from db.review import current_adjudications
+from pluie_core.labels import LEVELS, level_name
+from pluie_core.review import final_labels, majority_levels
 
 ANNOTATOR_PREFIX = "annotator:"
 SCORE_PREFIX = "score:"
@@ -35,7 +38,9 @@ def _whole_numbers(values: pd.Series) -> pd.Series:
     return values
 
 
-def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False) -> pd.DataFrame:
+def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
+                 *, pair_id_range: Optional[tuple[int, int]] = None,
+                 annotator_names: Optional[dict[int, str]] = None) -> pd.DataFrame:
     """Columns: dataset, external_id, source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
     n_labels, majority_level, majority_label, binary_label, `score:<run>` per score run; with
@@ -45,6 +50,14 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     majority_level follows pluie_core.labels.majority_level (Don't know ignored, ties across the
     binary boundary give no label); binary_label is the majority of the binarised labels (a tie
     gives none). Both are empty for pairs with no five-level labels.
+
+    final_level / final_label / final_binary / final_source (db.review, pluie_core.review): a
+    reviewer's decision where one is in force ("adjudicated"), else the majority level
+    ("majority"), else none ("none"); adjudicated_by, adjudicated_at, adjudication_note say who,
+    when and why.
+
+    ``pair_id_range`` (first, last, inclusive) restricts the pairs, for exports streamed in chunks
+    (db.publish), which pass ``annotator_names`` (_annotator_names) once instead of per chunk.
     """
     with read_session(engine) as session:
         pair_query = select(
@@ -52,17 +65,17 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         ).join(Dataset, Dataset.id == Pair.dataset_id)
         if dataset_ids is not None:
             pair_query = pair_query.where(Pair.dataset_id.in_(list(dataset_ids)))
-        pairs = pd.DataFrame(
-            session.execute(pair_query.order_by(Pair.dataset_id, Pair.id)).all(),
-            columns=["pair_id", "dataset", "external_id", "source", "hypothesis", "label"],
-        )
+        if pair_id_range is not None:
+            pair_query = pair_query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
+        # plain tuples from the cursor (db.analysis._frame): a frame of Row objects costs seconds per 100k pairs
+        pairs = _frame(session, pair_query.order_by(Pair.dataset_id, Pair.id),
+                       ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
         label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training).where(
             Label.pair_id.in_(ids))
         if not include_training:
             label_query = label_query.where(Label.is_training.is_(False))
-        labels = pd.DataFrame(session.execute(label_query).all(),
-                              columns=["pair_id", "annotator_id", "level", "value", "is_training"])
+        labels = _frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training"])
         scores = pd.DataFrame(
             session.execute(
                 select(Score.pair_id, ScoreRun.name, Score.value)
@@ -71,18 +84,17 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
             ).all(),
             columns=["pair_id", "run", "value"],
         )
+        decided = current_adjudications(session, pair_ids=ids)
 
     out = pairs.set_index("pair_id")
     if not labels.empty:
-        names = _annotator_names(engine)
+        names = annotator_names if annotator_names is not None else _annotator_names(engine)
         labels["raw"] = labels["level"].where(labels["level"].notna(), labels["value"]).astype(float)
         labels["column"] = ANNOTATOR_PREFIX + labels["annotator_id"].map(names)
         wide = labels.pivot(index="pair_id", columns="column", values="raw")
         out = out.join(wide[sorted(wide.columns)].apply(_whole_numbers))
-        levels = labels.dropna(subset=["level"]).groupby("pair_id")["level"].apply(list)
         out["n_labels"] = labels.groupby("pair_id").size().reindex(out.index).fillna(0).astype(int)
-        majority = levels.map(lambda xs: majority_level(int(x) for x in xs))
-        binary = levels.map(lambda xs: majority_binary(int(x) for x in xs))
+        majority, binary = _majorities(labels.dropna(subset=["level"]))
         out["majority_level"] = majority.reindex(out.index).astype("Int64")
         out["majority_label"] = out["majority_level"].map(lambda v: level_name(None if pd.isna(v) else int(v)))
         out["binary_label"] = binary.reindex(out.index).astype("Int64")
@@ -96,11 +108,38 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         out["binary_label"] = pd.array([pd.NA] * len(out), dtype="Int64")
         if include_training:
             out["n_training_labels"] = 0
+    out = _with_final_labels(out, decided)
     if not scores.empty:
         wide_scores = scores.pivot(index="pair_id", columns="run", values="value")
         wide_scores.columns = [SCORE_PREFIX + str(c) for c in wide_scores.columns]
         out = out.join(wide_scores)
     return out.reset_index(drop=True)
+
+
+def _majorities(labels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """majority_level and majority_binary (pluie_core.labels) of every pair with five-level labels,
+    indexed by pair_id, from the counts of each level per pair (vectorised: no loop over pairs)."""
+    pair_ids, index = np.unique(labels["pair_id"].to_numpy(dtype=np.int64), return_inverse=True)
+    n_levels = len(LEVELS)
+    counts = np.bincount(index * n_levels + labels["level"].to_numpy(dtype=float).astype(np.int64),
+                         minlength=len(pair_ids) * n_levels).reshape(len(pair_ids), n_levels)
+    negative, positive = counts[:, :2].sum(axis=1), counts[:, 2:4].sum(axis=1)
+    binary = np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
+    return pd.Series(majority_levels(counts[:, :4]), index=pair_ids), pd.Series(binary, index=pair_ids)
+
+
+FINAL_COLUMNS = ["final_level", "final_label", "final_binary", "final_source", "adjudicated_by", "adjudicated_at",
+                 "adjudication_note"]
+
+
+def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:
+    """FINAL_COLUMNS after binary_label (or n_training_labels): the reviewer's decision, else the majority."""
+    in_force = decided[decided["level"].notna()].reindex(out.index)
+    final = final_labels(out["majority_level"], in_force["level"])
+    final["adjudicated_by"] = in_force["reviewer"]
+    final["adjudicated_at"] = pd.to_datetime(in_force["created_at"])
+    final["adjudication_note"] = in_force["note"]
+    return out.join(final[FINAL_COLUMNS])
 
 
 LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator", "display_name",

@@ -293,3 +293,22 @@ class Preference(Base):
     preferred: Mapped[str] = mapped_column(String(4))  # "A", "B" or "tie"
     meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Adjudication(Base):
+    """A reviewer's decision on a pair's final level, apart from the annotators' labels (which it
+    never changes). Append-only: each decision on a pair is a new revision (1, 2, ...), the highest
+    is in force, and level None withdraws the decision (back to the majority rule). The unique
+    (pair, revision) is the guard against two reviewers at once: a reviewer writes revision n + 1
+    over the revision n they saw, so a stale reviewer's write collides and is refused."""
+
+    __tablename__ = "adjudications"
+    __table_args__ = (UniqueConstraint("pair_id", "revision", name="uq_adjudications_pair_revision"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+    revision: Mapped[int] = mapped_column(Integer)
+    level: Mapped[Optional[int]] = mapped_column(Integer)  # 0..3 of the five-level scale; None = withdrawn
+    reviewer: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,11 +1,13 @@
 """Export: pairs with every raw label, the aggregated and binarised labels and every score (wide), or
-one row per label with everything collected about it (long)."""
+one row per label with everything collected about it (long), as CSV, JSONL or Parquet; and a dataset
+folder ready to publish (Parquet + Arrow + dataset card, db.publish)."""
 import streamlit as st
 
 from db.datasets import list_datasets
 from db.export import export_frame, export_labels
+from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page
-from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes
+from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 
 engine = admin_page()
 st.title("Export")
@@ -42,6 +44,31 @@ else:
     )
 st.dataframe(frame.head(50), hide_index=True, width="stretch")
 stem = ("pluie_lab_export" if len(chosen) > 1 else chosen[0]) + ("_labels" if layout == "long" else "")
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns(3)
 c1.download_button("Download CSV", to_csv_bytes(frame), f"{stem}.csv", "text/csv", type="primary")
 c2.download_button("Download JSONL", to_jsonl_bytes(frame), f"{stem}.jsonl", "application/jsonl")
+c3.download_button("Download Parquet", to_parquet_bytes(frame), f"{stem}.parquet", "application/vnd.apache.parquet")
+
+st.subheader("Publish as a dataset")
+st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "
+           "as Parquet and Arrow, and a dataset card (README.md) written from the store — protocol, scale and "
+           "binarisation, pairs, annotators, labels per pair, Krippendorff's α with 95% intervals, how the final "
+           "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory.")
+with st.form("publish"):
+    folder = st.text_input("Folder (on the server; a new one)", value=str(default_folder(stem.removesuffix("_labels"))))
+    title = st.text_input("Title", value=", ".join(chosen))
+    licence = st.text_input("Licence", placeholder="cc-by-4.0", help="A licence identifier as the Hugging Face Hub "
+                            "writes it: cc-by-4.0, cc-by-sa-4.0, cc0-1.0, mit, other…")
+    publish = st.form_submit_button("Write the dataset folder", type="primary")
+if publish:
+    bar = st.progress(0.0, text="Writing…")
+    try:
+        result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
+                                 progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
+    except PublishError as exc:
+        bar.empty()
+        st.error(str(exc))
+    else:
+        st.success(f"{result.n_pairs:,} pairs written to {result.folder}.")
+        with st.expander("Dataset card (README.md)"):
+            st.code(result.card, language="markdown")

@@ -68,3 +68,9 @@ def _json_value(value):
     if isinstance(value, (pd.Timestamp, dt.datetime, dt.date)):
         return value.isoformat()
     return value
+
+
+def to_parquet_bytes(df: pd.DataFrame) -> bytes:
+    """The table as Parquet (pyarrow), column types kept: levels as integers, scores as floats.
+    For a whole dataset folder streamed in chunks, see db.publish."""
+    return df.to_parquet(index=False, engine="pyarrow")

@@ -42,6 +42,7 @@ __all__ = [
     "fleiss_kappa",
     "krippendorff_alpha",
     "krippendorff_alpha_ci",
+    "krippendorff_alpha_ci_from_patterns",
     "human_vs_model",
     "human_vs_model_table",
     "threshold_curve",
@@ -358,6 +359,50 @@ def krippendorff_alpha_ci(
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(boots, [tail, 100 - tail])
     return {"alpha": alpha, "ci_low": float(low), "ci_high": float(high), "n_boot": int(boots.size), "n_items": int(len(value_counts))}
+
+
+def krippendorff_alpha_ci_from_patterns(
+    patterns,
+    frequencies,
+    value_domain: Sequence[float],
+    level: str = "nominal",
+    n_boot: int = 200,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
+    """krippendorff_alpha_ci for data summarised as counts: ``patterns`` are distinct items' counts of
+    each value of ``value_domain`` (patterns x values) and ``frequencies`` how many items have each.
+    α depends on nothing else, so a million items summarised this way take a few kilobytes (a
+    dataset export gathers them chunk by chunk). Items with fewer than two values are left out.
+    Returns the same dict as krippendorff_alpha_ci."""
+    if level not in _LEVELS_OF_MEASUREMENT:
+        raise StatsError(f"Unknown level of measurement {level!r}; use one of {', '.join(_LEVELS_OF_MEASUREMENT)}.")
+    if n_boot < 1:
+        raise StatsError("The bootstrap needs at least one resample.")
+    if not 0 < confidence < 1:
+        raise StatsError("The confidence level must be between 0 and 1 (e.g. 0.95).")
+    value_domain = np.asarray(value_domain, dtype=float)
+    patterns = np.asarray(patterns, dtype=float).reshape(-1, len(value_domain))
+    frequencies = np.asarray(frequencies, dtype=float)
+    kept = (patterns.sum(axis=1) >= 2) & (frequencies > 0)
+    patterns, frequencies = patterns[kept], frequencies[kept]
+    if len(patterns) == 0:
+        raise StatsError("Krippendorff's α needs at least one item labelled by two or more annotators.")
+    if ((patterns * frequencies[:, None]).sum(axis=0) > 0).sum() < 2:
+        raise StatsError("Krippendorff's α is undefined here: every label is the same value.")
+    alpha = float(_alpha_from_weighted_patterns(patterns, frequencies[None, :], value_domain, level)[0])
+    if not np.isfinite(alpha):
+        raise StatsError("Krippendorff's α is undefined here: the items that two annotators share all carry one value.")
+    n_items = int(frequencies.sum())
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n_items, frequencies / frequencies.sum(), size=n_boot).astype(float)
+    boots = _alpha_from_weighted_patterns(patterns, weights, value_domain, level)
+    boots = boots[np.isfinite(boots)]
+    if boots.size == 0:
+        raise StatsError("No bootstrap resample gave a defined α; there are too few labelled items.")
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(boots, [tail, 100 - tail])
+    return {"alpha": alpha, "ci_low": float(low), "ci_high": float(high), "n_boot": int(boots.size), "n_items": n_items}
 
 
 # --------------------------------------------------------------------------- human vs model

@@ -159,6 +159,13 @@ def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_ur
     with old.begin() as conn:
         conn.exec_driver_sql(
             "INSERT INTO datasets (name, description, source_format, created_at) VALUES ('kept', '', 'csv', '2026-01-01')")
+        # a pair three people labelled 1, 3, 3: reviewable after the upgrade, majority 3 until someone decides
+        conn.exec_driver_sql("INSERT INTO pairs (dataset_id, source, hypothesis, text_hash) VALUES (1, 'a', 'b', 'h')")
+        for name, level in (("p", 1), ("q", 3), ("r", 3)):
+            conn.exec_driver_sql(f"INSERT INTO annotators (name, is_external, created_at) VALUES ('{name}', 1, '2026-01-01')")
+            conn.exec_driver_sql("INSERT INTO labels (pair_id, annotator_id, level, is_training, created_at, updated_at) "
+                                 f"VALUES (1, (SELECT id FROM annotators WHERE name = '{name}'), {level}, 0, "
+                                 "'2026-01-01', '2026-01-01')")
     assert "campaign_pairs" not in sa.inspect(old).get_table_names()
     old.dispose()
 
@@ -168,3 +175,16 @@ def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_ur
         assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == head != "0001"
         assert conn.exec_driver_sql("SELECT name FROM datasets").scalars().all() == ["kept"]
     assert "campaign_pairs" in sa.inspect(engine).get_table_names()
+    # issue 11 (migration 0011): decisions in a table of their own; the old labels stay as they were
+    from db.export import export_frame
+    from db.review import adjudicate, review_queue
+
+    assert "adjudications" in sa.inspect(engine).get_table_names()
+    assert review_queue(engine).index.tolist() == [1]
+    row = export_frame(engine).iloc[0]
+    assert (row["final_level"], row["final_source"]) == (3, "majority")
+    adjudicate(engine, 1, 2, "lead", "kept after the upgrade")
+    row = export_frame(engine).iloc[0]
+    assert (row["final_level"], row["final_source"], row["majority_level"]) == (2, "adjudicated", 3)
+    with engine.connect() as conn:
+        assert sorted(conn.exec_driver_sql("SELECT level FROM labels").scalars()) == [1, 3, 3]

@@ -1,0 +1,156 @@
+"""Review and adjudication: the organiser's queue of pairs whose labels disagree, every read the
+review page makes, and the one write, a reviewer's final level of a pair.
+
+Decisions live in their own table (db.models.Adjudication: who, when, why), never in the
+annotators' labels. Each decision on a pair is a new revision; the reviewer names the revision
+they saw (``seen_revision``, 0 = none), and a write over any other is refused
+(StaleReviewError), so two reviewers at once never overwrite each other without a word: the
+unique (pair, revision) makes the store itself refuse the second of two simultaneous writes.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import pandas as pd
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError
+
+from db.analysis import analysis_choices, labels_long, pair_detail
+from db.engine import read_session, write_session
+from db.models import Adjudication, Pair
+from pluie_core.labels import LEVELS, majority_level
+from pluie_core.review import check_final_level, disagreement_queue
+
+__all__ = ["ReviewError", "StaleReviewError", "review_queue", "review_item", "adjudicate",
+           "current_adjudications", "ADJUDICATION_COLUMNS"]
+
+ADJUDICATION_COLUMNS = ["pair_id", "revision", "level", "reviewer", "note", "created_at"]
+MAX_NOTE = 2000
+
+
+class ReviewError(ValueError):
+    """Something a reviewer asked for that cannot be done; the message says why, in a sentence."""
+
+
+class StaleReviewError(ReviewError):
+    """The pair's final level changed since the reviewer's page showed it (another reviewer)."""
+
+
+def _in_force(dataset_ids: Optional[list[int]] = None, pair_ids: Optional[list[int]] = None):
+    """The select of each pair's highest revision (withdrawn decisions included, level NULL)."""
+    latest = select(Adjudication.pair_id, func.max(Adjudication.revision).label("revision")).group_by(Adjudication.pair_id)
+    if dataset_ids is not None:
+        latest = latest.where(Adjudication.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
+    if pair_ids is not None:
+        latest = latest.where(Adjudication.pair_id.in_(pair_ids))
+    latest = latest.subquery()
+    return (select(Adjudication.pair_id, Adjudication.revision, Adjudication.level, Adjudication.reviewer,
+                   Adjudication.note, Adjudication.created_at)
+            .join(latest, (latest.c.pair_id == Adjudication.pair_id) & (latest.c.revision == Adjudication.revision)))
+
+
+def current_adjudications(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,
+                          pair_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
+    """The decision in force on each adjudicated pair (of the given datasets / pairs), indexed by
+    pair_id: revision, level (NaN when the last decision withdrew it), reviewer, note, created_at."""
+    query = _in_force(None if dataset_ids is None else [int(d) for d in dataset_ids],
+                      None if pair_ids is None else [int(p) for p in pair_ids])
+    if isinstance(engine_or_session, Engine):
+        with read_session(engine_or_session) as session:
+            rows = session.execute(query).all()
+    else:
+        rows = engine_or_session.execute(query).all()
+    frame = pd.DataFrame(rows, columns=ADJUDICATION_COLUMNS)
+    frame["level"] = pd.to_numeric(frame["level"], errors="coerce").astype("Float64")
+    return frame.set_index("pair_id")
+
+
+def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending") -> pd.DataFrame:
+    """The pairs whose five-level labels disagree (training labels aside), in review order
+    (pluie_core.review.disagreement_queue: across the paraphrase boundary first, then by spread),
+    with majority_level (the rule that holds without a decision), and the decision in force:
+    final_level, reviewer, revision (0 = never adjudicated). ``show``: "pending" (no decision in
+    force), "adjudicated" or "all"."""
+    if show not in ("pending", "adjudicated", "all"):
+        raise ReviewError("Show pending, adjudicated or all pairs.")
+    dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
+    labels = labels_long(engine, dataset_ids)
+    queue = disagreement_queue(labels)
+    decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
+    queue["final_level"] = decided["level"].round().astype("Int64")
+    queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())
+    queue["revision"] = decided["revision"].fillna(0).astype(int)
+    if show == "pending":
+        queue = queue[queue["final_level"].isna()]
+    elif show == "adjudicated":
+        queue = queue[queue["final_level"].notna()]
+    return queue
+
+
+def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
+    """What the review page shows of one pair: pluie_core-ready pair fields, every label (annotator,
+    level, level_name, english_level, seconds_spent), every score, the majority level, the
+    decision in force (None, or a dict of ADJUDICATION_COLUMNS) and the pair's history of
+    decisions (a frame, newest first)."""
+    people = analysis_choices(engine).annotators
+    detail = pair_detail(engine, pair_id, people)
+    if detail is None:
+        return None
+    with read_session(engine) as session:
+        history = pd.DataFrame(session.execute(
+            select(Adjudication.pair_id, Adjudication.revision, Adjudication.level, Adjudication.reviewer,
+                   Adjudication.note, Adjudication.created_at)
+            .where(Adjudication.pair_id == int(pair_id)).order_by(Adjudication.revision.desc())).all(),
+            columns=ADJUDICATION_COLUMNS)
+    history["level"] = pd.to_numeric(history["level"], errors="coerce").astype("Int64")
+    history["decision"] = history["level"].map(lambda v: "withdrawn" if pd.isna(v) else LEVELS[int(v)])
+    levels = detail["labels"]["level"].dropna()
+    detail["majority_level"] = majority_level(int(x) for x in levels)
+    detail["revision"] = int(history["revision"].max()) if len(history) else 0
+    current = history.iloc[0].to_dict() if len(history) and pd.notna(history.iloc[0]["level"]) else None
+    detail["adjudication"] = current
+    detail["history"] = history.drop(columns="pair_id")
+    return detail
+
+
+def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str, note: str = "",
+               *, seen_revision: int = 0) -> int:
+    """Set a pair's final level (0-3), or withdraw the decision in force (level None: back to the
+    majority rule), as ``reviewer`` with an optional ``note``; all or nothing. ``seen_revision`` is
+    the revision the reviewer's page showed (0 when the pair had none): when another reviewer has
+    decided since, nothing is written and StaleReviewError says so. Returns the new revision."""
+    reviewer = (reviewer or "").strip()
+    if not reviewer:
+        raise ReviewError("Give your name as reviewer: every decision says who took it.")
+    if len(reviewer) > 200:
+        raise ReviewError("A reviewer's name has at most 200 characters.")
+    note = (note or "").strip()
+    if len(note) > MAX_NOTE:
+        raise ReviewError(f"A note has at most {MAX_NOTE:,} characters.")
+    if level is not None:
+        try:
+            level = check_final_level(level)
+        except (TypeError, ValueError) as exc:
+            raise ReviewError(str(exc)) from None
+    seen_revision = int(seen_revision)
+    try:
+        with write_session(engine) as session:
+            if session.get(Pair, int(pair_id)) is None:
+                raise ReviewError("This pair no longer exists (its dataset was deleted).")
+            in_force = session.execute(_in_force(pair_ids=[int(pair_id)])).first()
+            revision = 0 if in_force is None else int(in_force.revision)
+            if revision != seen_revision and in_force is None:
+                raise StaleReviewError("This pair has no decision any more: your decision was not saved.")
+            if revision != seen_revision:
+                now = "withdrawn" if in_force.level is None else f"“{LEVELS[in_force.level]}”"
+                raise StaleReviewError(f"{in_force.reviewer} decided on this pair meanwhile (now {now}): "
+                                       "your decision was not saved, and the page shows the queue as it stands now.")
+            if level is None and (in_force is None or in_force.level is None):
+                raise ReviewError("This pair has no final level to withdraw.")
+            session.add(Adjudication(pair_id=int(pair_id), revision=revision + 1, level=level,
+                                     reviewer=reviewer, note=note))
+            session.flush()  # the unique (pair, revision) refuses a simultaneous second write here
+            return revision + 1
+    except IntegrityError:
+        raise StaleReviewError("Another reviewer decided on this pair at the same moment: your decision was "
+                               "not saved, and the page shows the queue as it stands now.") from None

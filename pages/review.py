@@ -1,0 +1,115 @@
+"""Review: the pairs whose labels disagree (across the paraphrase boundary first, then by spread),
+one at a time with the word diff, every label (annotator, English level, time spent) and every
+score; the reviewer sets the final level (keys 1-4) with an optional note, or withdraws it (Delete),
+and moves with ← / →. Decisions are kept apart from the annotators' labels (db.review) and become
+the export's final_level."""
+import streamlit as st
+
+from db import review
+from db.datasets import list_datasets
+from pages.shared import admin_page
+from pluie_core.diff import diff_html
+from pluie_core.labels import LEVELS
+
+engine = admin_page()
+BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
+       "line-height:1.7;font-size:1.15rem;white-space:pre-wrap;overflow-wrap:anywhere")
+CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
+SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "all": "All"}
+PAIR, POSITION, FLASH, ERROR = "review-pair", "review-position", "review-flash", "review-error"
+
+st.title("Review")
+datasets = list_datasets(engine)
+if not datasets:
+    st.info("Nothing to review yet: import a dataset and collect labels first.")
+    st.stop()
+names = {d.name: d.id for d in datasets}
+reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it.")
+chosen = st.sidebar.multiselect("Datasets", list(names), default=list(names), key="review-datasets")
+show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")
+queue = review.review_queue(engine, [names[n] for n in chosen], show)
+if st.session_state.get(FLASH):
+    st.success(st.session_state.pop(FLASH))
+if st.session_state.get(ERROR):
+    st.error(st.session_state.pop(ERROR))
+if queue.empty:
+    st.info("No pair to review here: no pair of these datasets has five-level labels that disagree."
+            if show != "adjudicated" else "No pair has a final level set by a reviewer yet.")
+    st.stop()
+
+# the pair on screen stays on screen while it is in the queue; once decided (and so gone from the
+# "not yet decided" queue) its place shows the next one
+ids = [int(i) for i in queue.index]
+position = ids.index(st.session_state[PAIR]) if st.session_state.get(PAIR) in ids else st.session_state.get(POSITION, 0)
+position = min(max(position, 0), len(ids) - 1)
+pair_id = ids[position]
+st.session_state[PAIR], st.session_state[POSITION] = pair_id, position
+item = review.review_item(engine, pair_id)
+row = queue.loc[pair_id]
+
+
+def decide(pair: int, level, seen: int, advance: bool) -> None:
+    try:
+        review.adjudicate(engine, pair, level, st.session_state.get("reviewer", ""),
+                          st.session_state.get(f"note-{pair}", ""), seen_revision=seen)
+    except review.ReviewError as exc:
+        st.session_state[ERROR] = str(exc)
+        return
+    done = "withdrawn: the majority rule applies again" if level is None else f"“{LEVELS[level]}”"
+    st.session_state[FLASH] = f"Pair {pair}: final level {done}."
+    if advance:  # in a queue that keeps decided pairs, move on by hand
+        move(1)
+
+
+def move(step: int) -> None:
+    st.session_state[POSITION] = st.session_state[POSITION] + step
+    st.session_state.pop(PAIR, None)
+
+
+st.progress((position + 1) / len(ids), text=f"Pair {position + 1} of {len(ids):,} · {SHOW[show].lower()}")
+pair = item["pair"]
+source, hypothesis = diff_html(pair["source"], pair["hypothesis"])
+st.html(f"<div style='{BOX}' data-testid='review-pair'><div style='{CAPTION}'>Source</div><div>{source}</div>"
+        f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
+gold = pair["gold_label"]
+majority = item["majority_level"]
+st.caption(f"Pair {pair_id} · {pair['dataset']} · id {pair['external_id'] or '—'} · gold label "
+           f"{'—' if gold is None else f'{gold:g}'} · {'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
+           f"spread {int(row['spread'])} · majority rule: {'no label (tie)' if majority is None else LEVELS[majority]}")
+decision = item["adjudication"]
+if decision is None:
+    st.markdown("**Final level:** not decided — the export uses the majority rule.")
+else:
+    st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {decision['reviewer']} on "
+                f"{decision['created_at']:%Y-%m-%d %H:%M} UTC" + (f": “{decision['note']}”" if decision["note"] else "."))
+
+labels_column, scores_column = st.columns([3, 2])
+with labels_column:
+    st.markdown("**Labels**")
+    st.dataframe(item["labels"].drop(columns="value"), hide_index=True, width="stretch", column_config={
+        "seconds_spent": st.column_config.NumberColumn("seconds", format="%.1f")})
+with scores_column:
+    st.markdown("**Scores**")
+    if item["scores"].empty:
+        st.caption("No score yet for this pair.")
+    else:
+        st.dataframe(item["scores"], hide_index=True, width="stretch")
+
+st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE)
+if not (reviewer or "").strip():
+    st.warning("Give your name as reviewer (sidebar) to decide.")
+advance = show != "pending"
+for level, column in enumerate(st.columns(4)):
+    column.button(LEVELS[level], key=f"final-{level}-{pair_id}", shortcut=str(level + 1), width="stretch",
+                  type="primary" if decision is not None and int(decision["level"]) == level else "secondary",
+                  on_click=decide, args=(pair_id, level, item["revision"], advance), help=f"Keyboard: {level + 1}")
+back, forward, withdraw = st.columns([1, 1, 2])
+back.button("← Previous", key="review-back", shortcut="Left", disabled=position == 0, on_click=move, args=(-1,))
+forward.button("Next →", key="review-next", shortcut="Right", disabled=position == len(ids) - 1, on_click=move, args=(1,))
+withdraw.button("Withdraw the final level", key=f"withdraw-{pair_id}", shortcut="Delete", disabled=decision is None,
+                on_click=decide, args=(pair_id, None, item["revision"], False))
+st.caption("Keys: 1–4 set the final level (the note is saved with it) · ← / → previous / next pair · "
+           "Delete withdraws a final level. Annotators' labels are never changed.")
+if len(item["history"]):
+    with st.expander(f"History of this pair's final level ({len(item['history'])})"):
+        st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch")

@@ -1,0 +1,185 @@
+"""The dataset card (README.md with a Hugging Face YAML header) of a published PLUIE Lab dataset,
+and the agreement figures it reports, from plain facts: no database here (db.publish gathers the
+facts from the store while it streams the rows out).
+
+Agreement is computed from per-pair counts of each level, which is all Krippendorff's α depends
+on: a pair's labels, whoever gave them, are one unit of the reliability data. Pairs with the same
+counts are interchangeable, so a million pairs come down to a table of a few dozen distinct counts
+and how many pairs have each (count_patterns), gathered chunk by chunk.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import numpy as np
+import yaml
+
+from pluie_core.labels import LEVELS
+from pluie_core.stats import StatsError, krippendorff_alpha_ci_from_patterns
+
+__all__ = ["LICENCE_PATTERN", "check_licence", "count_patterns", "agreement_figures", "dataset_card",
+           "size_category"]
+
+LICENCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.+\-]*$")
+
+
+def check_licence(licence: Optional[str]) -> str:
+    """The licence as a Hugging Face licence identifier (cc-by-4.0, mit, other...), lower-cased."""
+    value = (licence or "").strip().lower()
+    if not value:
+        raise ValueError("Choose the licence of the dataset (e.g. cc-by-4.0): a published dataset says how it may be used.")
+    if not LICENCE_PATTERN.match(value):
+        raise ValueError(f"“{licence}” is not a licence identifier: write it like cc-by-4.0, cc-by-sa-4.0, mit or other.")
+    return value
+
+
+def count_patterns(level_counts, into: Optional[dict] = None) -> dict:
+    """Add pairs' counts of levels 0-3 (pairs x 4) to ``into``: {counts tuple: number of pairs}.
+    What agreement_figures needs of a million pairs is this small table, gathered chunk by chunk."""
+    into = {} if into is None else into
+    counts = np.asarray(level_counts, dtype=np.int64).reshape(-1, 4)
+    counts = counts[counts.sum(axis=1) >= 2]
+    if len(counts):
+        patterns, frequency = np.unique(counts, axis=0, return_counts=True)
+        for pattern, n in zip(map(tuple, patterns.tolist()), frequency.tolist()):
+            into[pattern] = into.get(pattern, 0) + n
+    return into
+
+
+def _alpha(patterns: np.ndarray, frequencies: np.ndarray, level: str, values, n_boot: int, seed: int) -> dict:
+    try:
+        return krippendorff_alpha_ci_from_patterns(patterns, frequencies, values, level=level, n_boot=n_boot, seed=seed)
+    except StatsError as exc:
+        return {"alpha": None, "why": str(exc)}
+
+
+def agreement_figures(patterns: dict, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Agreement on the five-level labels from count_patterns' table (counts of levels 0-3 per pair,
+    Don't know left out as on the Agreement page), over the pairs with two or more such labels:
+    Krippendorff's α ordinal on the four levels and nominal on the binarised labels (0-1 / 2-3),
+    each with a 95% percentile bootstrap interval over pairs
+    (pluie_core.stats.krippendorff_alpha_ci_from_patterns), and the share of those pairs whose
+    labels are all the same level / on the same side."""
+    counts = np.array(list(patterns), dtype=float).reshape(-1, 4)
+    frequencies = np.array(list(patterns.values()), dtype=float)
+    binary = np.stack([counts[:, :2].sum(axis=1), counts[:, 2:].sum(axis=1)], axis=1)
+    n = int(frequencies.sum())
+    same_level = ((counts > 0).sum(axis=1) == 1)
+    same_side = ((binary > 0).sum(axis=1) == 1)
+    return {
+        "n_pairs": n,
+        "ordinal": _alpha(counts, frequencies, "ordinal", [0, 1, 2, 3], n_boot, seed),
+        "binary": _alpha(binary, frequencies, "nominal", [0, 1], n_boot, seed),
+        "unanimous_level": float(frequencies[same_level].sum() / n) if n else None,
+        "unanimous_side": float(frequencies[same_side].sum() / n) if n else None,
+        "n_boot": n_boot,
+    }
+
+
+def size_category(n: int) -> str:
+    """The Hub's size_categories value for n rows."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                        (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return name
+    return "10M<n<100M"
+
+
+def _alpha_text(figure: dict) -> str:
+    if figure.get("alpha") is None:
+        return f"not defined ({figure.get('why', 'too few labels')})"
+    return f"{figure['alpha']:.3f} (95% CI {figure['ci_low']:.3f} – {figure['ci_high']:.3f}, {figure['n_items']:,} pairs)"
+
+
+def _share(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+COLUMN_HELP = [
+    ("dataset", "the PLUIE Lab dataset the pair comes from"),
+    ("external_id", "the pair's id in its source file"),
+    ("source, hypothesis", "the two sentences"),
+    ("label", "the gold label imported with the pair (empty when none)"),
+    ("annotator:<name>", "one column per annotator: their level 0–4 (4 = Don't know), or a value imported on its own scale"),
+    ("n_labels", "labels the pair received"),
+    ("majority_level, majority_label", "the majority rule (below)"),
+    ("binary_label", "the majority of the binarised labels (a tie gives none)"),
+    ("final_level, final_label, final_binary", "the pair's final level, its name, and its binarisation"),
+    ("final_source", "how the final level was reached: adjudicated, majority or none"),
+    ("adjudicated_by, adjudicated_at, adjudication_note", "who settled the pair, when (UTC), and why"),
+    ("score:<run>", "one column per score run (below)"),
+]
+
+
+def dataset_card(facts: dict) -> str:
+    """README.md of the dataset folder. ``facts``: title, licence, n_pairs, datasets (name,
+    n_pairs, description), annotators (count by English level: {level or "not given": n}),
+    n_annotators, n_labels, labels_per_pair ({k: pairs with k labels}), final_sources ({source: n}),
+    final_levels ({level: n}), agreement (agreement_figures), runs (name, kind, model, template,
+    direction, answers, higher_is_similar, n_scores), include_training, created_at, data_file."""
+    header = {
+        "license": facts["licence"],
+        "pretty_name": facts["title"],
+        "task_categories": ["text-classification", "sentence-similarity"],
+        "tags": ["paraphrase", "semantic-similarity", "pluie-lab"],
+        "size_categories": [size_category(facts["n_pairs"])],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": facts["data_file"]}]}],
+    }
+    lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+             f"# {facts['title']}", "",
+             f"Sentence pairs labelled for paraphrase on the five-level scale of the ParaPLUIE protocol, exported "
+             f"from PLUIE Lab on {facts['created_at']:%Y-%m-%d %H:%M} UTC. Licence: **{facts['licence']}**.", "",
+             "```python", "from datasets import load_dataset, load_from_disk",
+             'load_dataset("path/to/this/folder")   # the Parquet file, as the Hub reads it',
+             'load_from_disk("path/to/this/folder") # the same rows as Arrow (a DatasetDict with a train split)',
+             "```", "", "## Contents", "",
+             f"- **{facts['n_pairs']:,} pairs** from {len(facts['datasets'])} dataset(s):"]
+    for d in facts["datasets"]:
+        described = f" — {d['description'].strip()}" if d.get("description", "").strip() else ""
+        lines.append(f"  - {d['name']}: {d['n_pairs']:,} pairs{described}")
+    by_level = ", ".join(f"{n} {level}" for level, n in facts["annotators"].items()) or "none"
+    lines += [f"- **{facts['n_annotators']} annotators** (English level: {by_level}), **{facts['n_labels']:,} labels**"
+              + (", training-trial labels included" if facts.get("include_training") else " (training-trial labels left out)")
+              + ".",
+              "- Labels per pair: " + (", ".join(f"{k} label{'s' if k != 1 else ''}: {n:,} pairs"
+                                                  for k, n in sorted(facts["labels_per_pair"].items())) or "none") + ".",
+              "", "## Protocol and scale", "",
+              "Annotators see one pair at a time, one sentence above the other (which one is on top is drawn at "
+              "random), word differences highlighted, and answer *Do these two sentences share a common meaning?* "
+              "on five levels (ParaPLUIE, appendix A.3), after a short training trial:", ""]
+    lines += [f"- {i} {name}" for i, name in enumerate(LEVELS)]
+    lines += ["", "**Binarisation.** 0–1 → non-paraphrase (0), 2–3 → paraphrase (1), Don't know → no label.",
+              "", "**Majority rule.** The most frequent level of a pair, Don't know ignored; a tie between levels on "
+              "the same side of the paraphrase boundary goes to the lower median of the tied levels, a tie across "
+              "the boundary gives no label.", "",
+              "## How the final labels were reached", "",
+              "A reviewer settled pairs whose labels disagree (PLUIE Lab's review queue: pairs across the paraphrase "
+              "boundary first, then by spread of levels), with a note; the annotators' own labels are kept as given. "
+              "Elsewhere the final level is the majority level.", "",
+              "| final_source | pairs |", "|---|---|"]
+    lines += [f"| {source} | {facts['final_sources'].get(source, 0):,} |" for source in ("adjudicated", "majority", "none")]
+    lines += ["", "| final level | pairs |", "|---|---|"]
+    lines += [f"| {level} {LEVELS[level]} | {facts['final_levels'].get(level, 0):,} |" for level in range(4)]
+    agreement = facts["agreement"]
+    lines += ["", "## Agreement", "",
+              f"Over the {agreement['n_pairs']:,} pairs with two or more labels on levels 0–3 (Don't know left out); "
+              f"95% intervals from {agreement['n_boot']:,} bootstrap resamples of pairs.", "",
+              f"- Krippendorff's α, ordinal, four levels: {_alpha_text(agreement['ordinal'])}",
+              f"- Krippendorff's α, nominal, binarised labels: {_alpha_text(agreement['binary'])}",
+              f"- Pairs whose labels are all the same level: {_share(agreement['unanimous_level'])}; "
+              f"all on the same side of the paraphrase boundary: {_share(agreement['unanimous_side'])}", "",
+              "## Score runs", ""]
+    if facts["runs"]:
+        lines += ["| column | kind | model | template | direction | answers | higher is similar | pairs scored |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for run in facts["runs"]:
+            answers = " / ".join(str(a) for a in (run.get("answers") or [])) or "—"
+            lines.append(f"| score:{run['name']} | {run['kind']} | {run.get('model') or '—'} | {run.get('template') or '—'} | "
+                         f"{run.get('direction') or '—'} | {answers} | {'yes' if run['higher_is_similar'] else 'no'} | "
+                         f"{run['n_scores']:,} |")
+        lines += ["", "A PLUIE score is log p(answer₁) − log p(answer₂) for the template's question (> 0: paraphrase)."]
+    else:
+        lines.append("No score run is included.")
+    lines += ["", "## Columns", ""] + [f"- `{name}`: {text}" for name, text in COLUMN_HELP] + [""]
+    return "\n".join(lines)
