@@ -54,8 +54,11 @@ st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_fro
            "as Parquet and Arrow, and a dataset card (README.md) written from the store — protocol, scale and "
            "binarisation, pairs, annotators, labels per pair, Krippendorff's α with 95% intervals, how the final "
            "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory.")
+# the suggested folder is stamped once per session and export: a default that changed with every
+# rerun (its timestamp) would make a new widget and drop what the form showed
+suggested = st.session_state.setdefault(f"publish_folder_{stem}", str(default_folder(stem.removesuffix("_labels"))))
 with st.form("publish"):
-    folder = st.text_input("Folder (on the server; a new one)", value=str(default_folder(stem.removesuffix("_labels"))))
+    folder = st.text_input("Folder (on the server; a new one)", value=suggested)
     title = st.text_input("Title", value=", ".join(chosen))
     licence = st.text_input("Licence", placeholder="cc-by-4.0", help="A licence identifier as the Hugging Face Hub "
                             "writes it: cc-by-4.0, cc-by-sa-4.0, cc0-1.0, mit, other…")

@@ -1,0 +1,166 @@
+"""The Scoring page's forms for new runs: PLUIE (model, template, answers, placement), a baseline
+(with its model and options from the registry), an LLM judge. Each checks through db.runs and says
+what is wrong in one sentence; nothing is stored then."""
+import streamlit as st
+import yaml
+
+from db.runs import DIRECTIONS, RunError, check_run_placement, create_run, dataset_names, preference_dataset_names
+from pluie_core.baselines import BASELINES
+from pluie_core.hardware import PLACEMENTS, gpu_memory, placement_label, suggest_model
+from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
+from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
+
+CUSTOM = "custom (paste or upload)"
+
+
+def template_names() -> list[str]:
+    return sorted(BUILTIN_TEMPLATES, key=lambda name: name != "fs-direct")  # the papers' default first
+
+
+def parse_custom_template(text: str) -> dict:
+    """A pasted or uploaded YAML / JSON template, checked the way the scorer will read it."""
+    try:
+        return template_from_mapping(yaml.safe_load(text)).to_dict()  # JSON is YAML too
+    except yaml.YAMLError as exc:
+        raise RunError(f"The template is not valid YAML or JSON: {exc}") from None
+    except TemplateError as exc:
+        raise RunError(str(exc)) from None
+
+
+@st.cache_resource
+def hardware_suggestion():
+    """The model suggested for this machine's GPUs (read once per app process: it imports torch)."""
+    return suggest_model(gpu_memory())
+
+
+def pluie_run_form(engine, expanded: bool) -> None:
+    with st.expander("New PLUIE run", expanded=expanded):
+        suggestion = hardware_suggestion()
+        suggested_placement = placement_label(suggestion.options)
+        st.info(f"Suggested for this machine ({suggestion.reason}): `{suggestion.model}`, {suggested_placement}.")
+        if st.button("Use the suggestion"):
+            st.session_state["new_run_model"] = suggestion.model
+            st.session_state["new_run_placement"] = suggested_placement
+        with st.form("new_run"):
+            model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
+                                  help="A Hugging Face chat model id, or a local directory.", key="new_run_model")
+            st.caption("Checked when you create the run: a local directory holds a config.json; a hub id is in the "
+                       "local Hugging Face cache when the hub is offline; the tokenizer has a chat template that "
+                       "takes the template's turns; each answer is one token. The weights load on a worker.")
+            template = st.selectbox("Template", template_names() + [CUSTOM])
+            pasted = st.text_area("Custom template (YAML or JSON)", placeholder="turns:\n  - {role: user, content: ...}")
+            uploaded = st.file_uploader("…or a template file", type=["yaml", "yml", "json"])
+            left, right = st.columns(2)
+            yes_word = left.text_input("Paraphrase answer", placeholder="template's (Yes)")
+            no_word = right.text_input("Other answer", placeholder="template's (No)")
+            direction = st.radio("Direction", DIRECTIONS, horizontal=True,
+                                 help="forward scores (source, hypothesis); symmetric averages both orders.")
+            device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"])
+            placement = st.selectbox("Placement", list(PLACEMENTS), key="new_run_placement",
+                                     help="A model too big for one GPU is sharded (accelerate) or loaded in 8 / 4 bits "
+                                          "(bitsandbytes); the worker loads it once for all its runs.")
+            batch_size = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1)
+            datasets = dataset_names(engine)
+            chosen = st.multiselect("Datasets (none = all, including future imports)", list(datasets),
+                                    format_func=datasets.get)
+            name = st.text_input("Run name (optional)")
+            submitted = st.form_submit_button("Create run")
+        if submitted:
+            try:
+                spec = None
+                if template == CUSTOM:
+                    text = uploaded.getvalue().decode("utf-8") if uploaded else pasted
+                    if not text.strip():
+                        raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+                    spec = parse_custom_template(text)
+                answers = [yes_word, no_word] if (yes_word or no_word) else None
+                device_map, quantization = PLACEMENTS[placement]
+                check_run_placement(engine, device_map, quantization)
+                new_id = create_run(
+                    engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
+                    answers=answers, direction=direction, device=None if device.startswith("auto") else device,
+                    batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
+                    options={"device_map": device_map, "quantization": quantization},
+                )
+                st.session_state["scoring_select"] = new_id
+                st.session_state["scoring_flash"] = ("Run created: the model passed the checks above; its pairs are "
+                                                     "queued and a worker will pick them up.")
+                st.rerun()
+            except RunError as exc:
+                st.error(str(exc))
+
+
+def baseline_run_form(engine) -> None:
+    with st.expander("New baseline run"):
+        key = st.selectbox("Baseline", list(BASELINES), format_func=lambda k: f"{BASELINES[k].title or k} ({k})")
+        baseline = BASELINES[key]
+        st.caption(baseline.description)
+        values = {}
+        for option in baseline.options:
+            label = "Baseline model" if option.name == "model" else f"Option {option.name}"
+            default = "" if option.default is None else str(option.default)
+            values[option.name] = st.text_input(label, placeholder=default or ("required" if baseline.needs_model else ""),
+                                                help=option.help, key=f"baseline_option_{key}_{option.name}")
+        datasets = dataset_names(engine)
+        scope = st.multiselect("Baseline datasets (none = all, including future imports)", list(datasets),
+                               format_func=datasets.get)
+        baseline_name = st.text_input("Baseline run name (optional)")
+        if st.button("Create baseline run"):
+            try:
+                new_id = create_run(engine, model=key, kind="baseline", name=baseline_name,
+                                    higher_is_similar=baseline.higher_is_similar, dataset_ids=scope,
+                                    options={k: v for k, v in values.items() if v.strip()})
+                st.session_state["scoring_select"] = new_id
+                st.session_state["scoring_flash"] = "Baseline run created: a worker will score its pairs."
+                st.rerun()
+            except RunError as exc:
+                st.error(str(exc))
+
+
+def judge_run_form(engine) -> None:
+    with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert, LLM-choice)"):
+        judges = {j.run_kind: j for j in JUDGES.values()}
+        judge_kind = st.radio("Judge", list(judges), horizontal=True, format_func=lambda k: judges[k].title,
+                              key="judge_kind",
+                              help="The model generates an answer that is parsed; one that cannot be parsed is "
+                                   "stored without a value and counted as unparsed. LLM-choice scores preference data.")
+        choosing = judges[judge_kind].kind == "choice"
+        if choosing and not preference_dataset_names(engine):
+            st.info("No preference data yet (import it on the Preferences page): an LLM-choice run with no datasets "
+                    "chosen scores the preference data imported later.")
+        with st.form("new_judge_run"):
+            judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model", key="judge_model",
+                                        help="Loaded as for PLUIE runs; a PLUIE run of the same model shares its weights.")
+            judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if (t.kind == "choice") == choosing]
+            judge_template = st.selectbox(
+                "Prompt", ["the judge's default"] + judge_templates + ([] if choosing else template_names()),
+                key="judge_template",
+                help="A judge template (yes-no*: LLM-Yes/No, likert: LLM-Likert, choice: LLM-choice), or a PLUIE "
+                     "template asked as a Yes/No question (LLM-Yes/No only).")
+            judge_direction = "forward" if choosing else st.radio("Direction", DIRECTIONS, horizontal=True,
+                                                                   key="judge_direction")
+            judge_device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"], key="judge_device")
+            judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1, key="judge_batch")
+            names = preference_dataset_names(engine) if choosing else dataset_names(engine)
+            judge_datasets = st.multiselect(
+                "Preference datasets (none = all, including future imports)" if choosing
+                else "Datasets (none = all, including future imports)", list(names), format_func=names.get,
+                key="judge_datasets")
+            judge_name = st.text_input("Run name (optional)", key="judge_name")
+            judge_submitted = st.form_submit_button("Create judge run")
+        st.caption(" · ".join(f"**{j.title}** {j.description}" for j in judges.values())
+                   + " · LLM-choice asks, for each candidate of a preference item, “this one (A) or the other (B)?”; "
+                     "the item's two pairs are the two orders, and the Preferences page reads the run like any other.")
+        if judge_submitted:
+            try:
+                new_id = create_run(
+                    engine, kind=judge_kind, model=judge_model, name=judge_name,
+                    template=None if judge_template.startswith("the judge") else judge_template,
+                    direction=judge_direction, device=None if judge_device.startswith("auto") else judge_device,
+                    batch_size=int(judge_batch) or None, dataset_ids=judge_datasets,
+                )
+                st.session_state["scoring_select"] = new_id
+                st.session_state["scoring_flash"] = "Judge run created: its pairs are queued and a worker will pick them up."
+                st.rerun()
+            except RunError as exc:
+                st.error(str(exc))
