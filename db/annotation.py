@@ -584,8 +584,12 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
     # are enough; "overlap": the serving order alone, so each pair is filled before the next
     order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"
              else (CampaignPair.rank,))
+    # PostgreSQL: a candidate another annotator is reserving right now is skipped rather than waited
+    # for (SKIP LOCKED), so concurrent reservations do not queue up behind one row (SQLite: no-op)
+    candidate = (select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1)
+                 .with_for_update(skip_locked=True))
     for _ in range(100):
-        pair_id = session.scalar(select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1))
+        pair_id = session.scalar(candidate)
         if pair_id is None:
             return None
         taken = session.execute(update(CampaignPair).where(has_slot, CampaignPair.pair_id == pair_id)
