@@ -584,12 +584,15 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
     # are enough; "overlap": the serving order alone, so each pair is filled before the next
     order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"
              else (CampaignPair.rank,))
+    candidate = select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1)
     # PostgreSQL: a candidate another annotator is reserving right now is skipped rather than waited
-    # for (SKIP LOCKED), so concurrent reservations do not queue up behind one row (SQLite: no-op)
-    candidate = (select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1)
-                 .with_for_update(skip_locked=True))
+    # for (SKIP LOCKED), so concurrent reservations do not queue up behind one row; only when every
+    # candidate is being reserved does it wait (the plain query), so no slot is ever missed (SQLite: no-op)
+    skipping = candidate.with_for_update(skip_locked=True)
     for _ in range(100):
-        pair_id = session.scalar(candidate)
+        pair_id = session.scalar(skipping)
+        if pair_id is None:
+            pair_id = session.scalar(candidate)
         if pair_id is None:
             return None
         taken = session.execute(update(CampaignPair).where(has_slot, CampaignPair.pair_id == pair_id)
