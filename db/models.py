@@ -191,6 +191,7 @@ class Assignment(Base):
         UniqueConstraint("campaign_id", "annotator_id", "pair_id", name="uq_assignments"),
         Index("ix_assignments_campaign_pair", "campaign_id", "pair_id"),
         Index("ix_assignments_annotator_position", "annotator_id", "position"),
+        Index("ix_assignments_campaign_gold", "campaign_id", "is_gold", "annotator_id", "pair_id"),  # the gold checks
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

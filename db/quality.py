@@ -175,6 +175,15 @@ def gold_pairs(engine: Engine, campaign_id: int) -> pd.DataFrame:
     return frame
 
 
+def _frame(session: Session, query, columns: list[str]) -> pd.DataFrame:
+    """A query's rows as numeric columns (None -> NaN), built column-wise: far faster than row-wise
+    construction for the hundreds of thousands of labels of a large campaign."""
+    # the driver's own tuples (numbers need no conversion), straight into one float array
+    rows = session.connection().execute(query).cursor.fetchall()
+    values = np.array(rows, dtype=float).reshape(len(rows), len(columns))  # None -> NaN
+    return pd.DataFrame(values, columns=columns)
+
+
 def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None) -> LiveCampaign:
     """What the live view shows. Per annotator: progress (ordinary pairs labelled / quota), median seconds
     per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others),
@@ -185,10 +194,9 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     now = now or utcnow()
     with read_session(engine) as session:
         campaign = _campaign(session, campaign_id)
-        labels = pd.DataFrame(session.execute(
-            select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
-            .where(Label.campaign_id == campaign_id, Label.is_training.is_(False))).all(),
-            columns=["id", "annotator", "pair_id", "level", "seconds"])
+        labels = _frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
+                        .where(Label.campaign_id == campaign_id, Label.is_training.is_(False)),
+                        ["id", "annotator", "pair_id", "level", "seconds"])
         checks = pd.DataFrame(session.execute(
             select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
             .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id) & (GoldPair.pair_id == Assignment.pair_id))
@@ -207,8 +215,6 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
             Label.created_at >= now - dt.timedelta(hours=1)))
         queue_size = session.scalar(select(func.count()).select_from(CampaignPair)
                                     .where(CampaignPair.campaign_id == campaign_id))
-        queue_ids = None if labels.empty else set(session.scalars(
-            select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)))
         n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
             select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign_id)))
 
@@ -220,11 +226,11 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         is_check = np.zeros(len(labels), dtype=bool)
     ordinary = labels[~is_check]
     answers = checks.merge(labels[["annotator", "pair_id", "level"]], on=["annotator", "pair_id"])
-    grouped = ordinary.groupby("annotator")
+    grouped = ordinary.assign(dont_know=(ordinary["level"] == DONT_KNOW).astype(float)).groupby("annotator")
     table = pd.DataFrame({
         "labelled": grouped.size(),
         "median s per pair": grouped["seconds"].median(),
-        "Don't know rate": grouped["level"].agg(lambda s: float((s == DONT_KNOW).mean())),
+        "Don't know rate": grouped["dont_know"].mean(),
         "κ vs others": quality.kappa_against_others(ordinary),
     }).join(quality.gold_accuracy(answers)).join(
         quality.longest_streaks(labels["annotator"].to_numpy(), labels["level"].to_numpy()).rename("longest streak"))
@@ -243,7 +249,8 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         streak_length=campaign.streak_length) if len(table) else pd.Series(dtype=str)
     table.index.name = "annotator id"
 
-    per_pair = ordinary[ordinary["pair_id"].isin(queue_ids or ())].groupby("pair_id").size()
+    # ordinary labels are all on queue pairs (a pair served as an ordinary one cannot become gold)
+    per_pair = ordinary.groupby("pair_id").size()
     full = int((per_pair >= campaign.overlap).sum())
     hours = (now - first_label).total_seconds() / 3600 if first_label is not None else 0.0
     figures = {

@@ -163,9 +163,11 @@ def alpha_so_far(labels: pd.DataFrame, level: str = "ordinal") -> float:
     known = labels[labels["level"].isin(ORDINAL_LEVELS)]
     values = known["level"].to_numpy() if level == "ordinal" else (known["level"].to_numpy() >= 2).astype(int)
     domain = list(ORDINAL_LEVELS) if level == "ordinal" else [0, 1]
-    codes = pd.Categorical(values, categories=domain)
-    counts = pd.crosstab(known["pair_id"].to_numpy(), codes, dropna=False)
-    counts = counts.reindex(columns=domain, fill_value=0).to_numpy()
+    # units x values counts (the library's value_counts form), without an annotators x items matrix
+    units, unit_index = np.unique(known["pair_id"].to_numpy(), return_inverse=True)
+    value_index = np.searchsorted(domain, values)
+    counts = np.bincount(unit_index * len(domain) + value_index,
+                         minlength=len(units) * len(domain)).reshape(len(units), len(domain))
     counts = counts[counts.sum(axis=1) >= 2]
     if len(counts) == 0:
         return float("nan")

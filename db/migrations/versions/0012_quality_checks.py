@@ -39,10 +39,13 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('streak_length', sa.Integer(), nullable=False, server_default='10'))
     with op.batch_alter_table('assignments', schema=None) as batch_op:
         batch_op.add_column(sa.Column('is_gold', sa.Boolean(), nullable=False, server_default=sa.false()))
+        batch_op.create_index('ix_assignments_campaign_gold', ['campaign_id', 'is_gold', 'annotator_id', 'pair_id'],
+                              unique=False)
 
 
 def downgrade() -> None:
     with op.batch_alter_table('assignments', schema=None) as batch_op:
+        batch_op.drop_index('ix_assignments_campaign_gold')
         batch_op.drop_column('is_gold')
     with op.batch_alter_table('campaigns', schema=None) as batch_op:
         batch_op.drop_column('streak_length')
