@@ -181,7 +181,11 @@ def _frame(session: Session, query, columns: list[str]) -> pd.DataFrame:
     # the driver's own tuples (numbers need no conversion), straight into one float array
     rows = session.connection().execute(query).cursor.fetchall()
     values = np.array(rows, dtype=float).reshape(len(rows), len(columns))  # None -> NaN
-    return pd.DataFrame(values, columns=columns)
+    frame = pd.DataFrame(values, columns=columns)
+    for key in ("annotator", "pair_id"):  # ids are whole numbers, never missing
+        if key in frame:
+            frame[key] = frame[key].astype(np.int64)
+    return frame
 
 
 def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None) -> LiveCampaign:
@@ -197,13 +201,13 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         labels = _frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
                         .where(Label.campaign_id == campaign_id, Label.is_training.is_(False)),
                         ["id", "annotator", "pair_id", "level", "seconds"])
-        checks = pd.DataFrame(session.execute(
-            select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
-            .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id) & (GoldPair.pair_id == Assignment.pair_id))
-            .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True))).all(),
-            columns=["annotator", "pair_id", "gold_level", "gold_binary"])
-        gold_served = pd.DataFrame(session.execute(select(Assignment.annotator_id, Assignment.pair_id).where(
-            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True))).all(), columns=["annotator", "pair_id"])
+        checks = _frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
+                        .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id)
+                              & (GoldPair.pair_id == Assignment.pair_id))
+                        .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)),
+                        ["annotator", "pair_id", "gold_level", "gold_binary"])
+        gold_served = _frame(session, select(Assignment.annotator_id, Assignment.pair_id).where(
+            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)), ["annotator", "pair_id"])
         people = session.execute(select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.revoked_at)
                                  .where(Annotator.campaign_id == campaign_id).order_by(Annotator.id)).all()
         last = dict(session.execute(select(Label.annotator_id, func.max(Label.updated_at))
