@@ -250,3 +250,33 @@ def test_live_view_on_a_larger_campaign_matches_an_independent_count(engine):
         assert row["labelled"] == len(mine) and row["median s per pair"] == pytest.approx(mine["seconds"].median())
         assert row["Don't know rate"] == pytest.approx((mine["level"] == 4).mean())
         assert row["last activity"] is not None and row["status"] == "active"
+
+
+def test_the_load_test_counts_what_the_store_holds(tmp_path):
+    """bench/annotators.py's person, run in this process for a moment, then its check of the store:
+    nothing lost or duplicated; an acknowledged answer the store does not hold is counted as lost, a
+    label nobody was acknowledged for as duplicated."""
+    import queue
+    import threading
+
+    from bench.annotators import annotator, build_campaign, check_store
+
+    url = f"sqlite:///{tmp_path / 'load.db'}"
+    campaign_id, people = build_campaign(url, 2, 200, overlap=2, gold_rate=0.2)
+    out = queue.Queue()
+    ready = threading.Barrier(len(people), timeout=60)
+    threads = [threading.Thread(target=annotator, args=(url, a, 1.5, 0.01, 0.3, i, out, ready))
+               for i, a in enumerate(people)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results = [out.get() for _ in people]
+    assert all(r["locked"] == r["errors"] == r["stale"] == 0 for r in results) and sum(r["changes"] for r in results)
+    figures = check_store(url, campaign_id, results)
+    assert figures["lost"] == figures["duplicated"] == 0 and figures["stored"] == sum(r["sent"] for r in results)
+    pair, level = next(iter(results[0]["expected"].items()))
+    results[0]["expected"][pair] = (level + 1) % 5  # an answer acknowledged but not stored
+    gone = results[1]["expected"].popitem()  # a stored label nobody was told about
+    figures = check_store(url, campaign_id, results)
+    assert (figures["lost"], figures["duplicated"]) == (1, 1) and gone
