@@ -14,7 +14,8 @@ remembered; at the end the store is read back and compared with them:
 - "database is locked" errors, and any other error (first message shown);
 - p50 / p95 of serving (a page run's serve_next) and of storing (record_label).
 
-The campaign is a real one: training pairs, overlap 2, share of the work, gold checks (10%).
+The campaign is a real one: 5 training pairs, quota 1,000, overlap 2, share of the work, gold checks
+(a share of 10%, from 200 gold pairs), so checks are served too.
 
     python bench/annotators.py [--annotators 20] [--seconds 180] [--think 0.25] [--back 0.1] [--db URL]
 
@@ -47,19 +48,23 @@ from db.engine import init_db, make_engine, read_session  # noqa: E402
 from db.models import Assignment, CampaignPair, Label  # noqa: E402
 
 
-def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold_rate: float) -> tuple[int, list[int]]:
+GOLD_PAIRS = 200
+
+
+def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold_rate: float,
+                   quota: int = 1000) -> tuple[int, list[int]]:
     engine = init_db(url)
     tag = uuid.uuid4().hex[:8]
     rng = np.random.default_rng(0)
     words = np.array("the a cat dog water milk house river small big red drinks sees runs near old new".split())
     texts = [(" ".join(rng.choice(words, 8)) + f" {i}.", " ".join(rng.choice(words, 8)) + f" {i}!") for i in range(n_pairs)]
     import_pairs(engine, f"load {tag}", pd.DataFrame(texts, columns=["source", "hypothesis"]))
-    checks = pd.DataFrame([(f"Check {i}: the cat drinks water.", f"Check {i}: the cat drinks milk.") for i in range(60)],
-                          columns=["source", "hypothesis"])
-    checks["label"] = [i % 2 for i in range(60)]
+    checks = pd.DataFrame([(f"Check {i}: the cat drinks water.", f"Check {i}: the cat drinks milk.")
+                           for i in range(GOLD_PAIRS)], columns=["source", "hypothesis"])
+    checks["label"] = [i % 2 for i in range(GOLD_PAIRS)]
     import_pairs(engine, f"load checks {tag}", checks, label_kind="binary")
     datasets = {name: i for i, name, _ in ann.dataset_choices(engine)}
-    campaign_id = ann.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"]], quota=1_000_000,
+    campaign_id = ann.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"]], quota=quota,
                                       overlap=overlap, n_training=5, seed=1)
     qual.set_quality_settings(engine, campaign_id, gold_rate=gold_rate, gold_min_accuracy=0.7,
                               fast_fraction=1 / 3, streak_length=10)
@@ -148,12 +153,15 @@ def check_store(url: str, campaign_id: int, results: list[dict]) -> dict:
                                             & (CampaignPair.pair_id == Assignment.pair_id))
             .where(Assignment.campaign_id == campaign_id).group_by(Assignment.pair_id)
             .having(func.count() > overlap).subquery()))
+        checks = session.scalar(select(func.count()).select_from(Assignment).where(
+            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)))
     engine.dispose()
     expected = {(r["annotator"], p): level for r in results for p, level in r["expected"].items()}
     lost = sum(1 for key, level in expected.items() if stored.get(key) != level)
     unacknowledged = sum(1 for key in stored if key not in expected)
     return {"stored": len(stored), "lost": lost, "duplicated": unacknowledged + served_twice + over_filled,
-            "unacknowledged": unacknowledged, "served twice": served_twice, "over overlap": over_filled}
+            "unacknowledged": unacknowledged, "served twice": served_twice, "over overlap": over_filled,
+            "gold checks": checks}
 
 
 def percentiles(values: list[float]) -> str:
@@ -171,12 +179,14 @@ def main(argv=None) -> int:
     parser.add_argument("--back", type=float, default=0.1, help="chance, per answer, of going back to change one")
     parser.add_argument("--pairs", type=int, default=20_000)
     parser.add_argument("--overlap", type=int, default=2)
+    parser.add_argument("--quota", type=int, default=1000, help="pairs per annotator (more than a run reaches)")
     parser.add_argument("--gold-rate", type=float, default=0.1)
     parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{Path(tmp) / 'load.db'}"
-        campaign_id, people = build_campaign(url, args.annotators, args.pairs, args.overlap, args.gold_rate)
+        campaign_id, people = build_campaign(url, args.annotators, args.pairs, args.overlap, args.gold_rate,
+                                              args.quota)
         context = mp.get_context("spawn")
         out = context.Queue()
         ready = context.Barrier(len(people))
@@ -199,7 +209,8 @@ def main(argv=None) -> int:
     print(f"{store}: {len(people)} annotators for {args.seconds:g} s (think {args.think:g} s, back {args.back:.0%}), "
           f"{elapsed:.1f} s wall, {labelling:.1f} s labelling")
     print(f"labels stored {figures['stored']:,} · answers sent {sent:,} (+{sum(r['changes'] for r in results):,} "
-          f"changes through Back) · {figures['stored'] / labelling:.1f} labels/s")
+          f"changes through Back; {figures['gold checks']:,} gold checks served) · "
+          f"{figures['stored'] / labelling:.1f} labels/s")
     print(f"lost {figures['lost']} · duplicated {figures['duplicated']} (unacknowledged {figures['unacknowledged']}, "
           f"served twice {figures['served twice']}, over overlap {figures['over overlap']}) · "
           f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
