@@ -280,3 +280,44 @@ def test_the_load_test_counts_what_the_store_holds(tmp_path):
     gone = results[1]["expected"].popitem()  # a stored label nobody was told about
     figures = check_store(url, campaign_id, results)
     assert (figures["lost"], figures["duplicated"]) == (1, 1) and gone
+
+
+def test_gold_checks_under_concurrent_annotators(store_url):
+    """Six annotators (two in two tabs at once) label in parallel threads on SQLite and PostgreSQL: each
+    gets their checks, none twice, and the queue's overlap holds."""
+    import threading
+
+    from db import init_db
+
+    engine = init_db(store_url)
+    cid, _, gold_ids = gold_campaign(engine, quota=8, rate=0.2, n_gold=3, n_pairs=40, overlap=2)
+    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(6)]
+    errors = []
+
+    def work(aid):
+        try:
+            while (item := ann.serve_next(engine, aid)) is not None:
+                try:
+                    ann.record_label(engine, aid, item.position, 2, 1.0)
+                except ann.StaleAnswerError:
+                    pass  # the other tab answered it first
+        except Exception as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(aid,)) for aid in people + people[:2]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with read_session(engine) as s:
+        rows = s.execute(select(Assignment.annotator_id, Assignment.pair_id, Assignment.is_gold)).all()
+    assert len({(a, p) for a, p, _ in rows}) == len(rows)
+    for aid in people:  # 8 * 0.2 / 0.8 = 2 checks each, from the 3 gold pairs
+        mine = [(p, g) for a, p, g in rows if a == aid]
+        assert sum(g for _, g in mine) == 2 and all(p in gold_ids for p, g in mine if g)
+        assert sum(not g for _, g in mine) == 2 + 8
+        training = set(s.scalars(select(ann.TrainingPair.pair_id)))
+    queue = Counter(p for _, p, g in rows if not g and p not in training)
+    assert len(training) == 2 and max(queue.values()) == 2 and not set(queue) & set(gold_ids)
+    engine.dispose()
