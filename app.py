@@ -48,6 +48,7 @@ pages = {
     "Labelling": [
         st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),
         st.Page("pages/review.py", title="Review", icon=":material/gavel:"),
+        st.Page("pages/live_campaign.py", title="Live campaign", icon=":material/monitoring:"),
     ],
     "Analysis": [
         st.Page("pages/agreement.py", title="Agreement", icon=":material/groups:"),

@@ -4,7 +4,9 @@ Builds (with bulk inserts) a store of 100,000 pairs and 300,000 labels from a ca
 annotators (quota 50, 4 annotators per pair, 5 training pairs each, so 75,000 pairs are full and
 25,000 still have slots), then times what the labelling page asks the store for on every run:
 the token's annotator, their view, the next pair (resumed or newly reserved) and their progress,
-and the write of an answer. Server time only (no browser, no Streamlit).
+and the write of an answer. Server time only (no browser, no Streamlit). The campaign mixes gold
+checks into each queue (a share of 0.1, 100 gold pairs), so serving includes that path. Then times
+the live campaign view (db.quality.campaign_live: every figure of the Live campaign page) on the same store.
 
     python bench/serving.py [--pairs 100000] [--labels 300000] [--db path]
 """
@@ -23,13 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import insert, update  # noqa: E402
 
 from db import annotation as ann  # noqa: E402
+from db import quality as qual  # noqa: E402
 from db.engine import init_db, write_session  # noqa: E402
 from db.models import (  # noqa: E402
-    Annotator, Assignment, Campaign, CampaignPair, Dataset, Label, Pair, TrainingPair, utcnow,
+    Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
 from pluie_core.auth import hash_token  # noqa: E402
 
 QUOTA, OVERLAP, TRAINING = 50, 4, 5
+GOLD_PAIRS, GOLD_RATE = 100, 0.1
 CHUNK = 50_000
 
 
@@ -79,6 +83,13 @@ def build_store(url: str, n_pairs: int, n_labels: int) -> tuple[int, float]:
         bulk(s, Label, labels)
         s.execute(update(CampaignPair).where(CampaignPair.campaign_id == campaign_id,
                                              CampaignPair.rank < n_full).values(n_assigned=OVERLAP))
+        # gold checks: the last pairs in serving order (never served yet), out of the queue
+        gold = ranked[-GOLD_PAIRS:]
+        bulk(s, GoldPair, [{"campaign_id": campaign_id, "pair_id": p, "level": i % 4, "binary_label": int(i % 4 >= 2)}
+                           for i, p in enumerate(gold)])
+        s.execute(CampaignPair.__table__.delete().where(CampaignPair.campaign_id == campaign_id,
+                                                        CampaignPair.pair_id.in_(gold)))
+        s.execute(update(Campaign).where(Campaign.id == campaign_id).values(gold_rate=GOLD_RATE))
     engine.dispose()
     return campaign_id, time.perf_counter() - started
 
@@ -117,6 +128,20 @@ def time_serving(url: str, campaign_id: int, n_annotators: int = 30) -> dict[str
     return timings
 
 
+def time_live_view(url: str, campaign_id: int, repeat: int = 3) -> list[float]:
+    """Wall seconds of the live campaign view's computation (store reads + statistics), `repeat` times."""
+    engine = init_db(url)
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        live = qual.campaign_live(engine, campaign_id)
+        timings.append(time.perf_counter() - started)
+    engine.dispose()
+    print(f"live view: {len(live.annotators):,} annotators, {live.figures['labels']:,} labels, "
+          f"α ordinal {live.figures['α ordinal (so far)']:.3f}")
+    return timings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=100_000)
@@ -133,6 +158,9 @@ def main() -> None:
             ms = sorted(v * 1000 for v in values)
             print(f"{name:32s} median {statistics.median(ms):6.1f} ms   p95 {ms[int(0.95 * (len(ms) - 1))]:6.1f} ms"
                   f"   max {ms[-1]:6.1f} ms   (n={len(ms)})")
+        live = sorted(time_live_view(url, campaign_id))
+        print(f"{'live campaign view':32s} median {statistics.median(live):6.2f} s    best {live[0]:6.2f} s"
+              f"    max {live[-1]:6.2f} s   (n={len(live)}; limit 2 s)")
 
 
 if __name__ == "__main__":

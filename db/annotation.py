@@ -24,6 +24,7 @@ from db.models import (
     CampaignDataset,
     CampaignPair,
     Dataset,
+    GoldPair,
     Label,
     Pair,
     Score,
@@ -37,6 +38,7 @@ from pluie_core.guidelines import (
 )
 from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS, majority_binary
+from pluie_core.quality import gold_check_count, gold_positions
 
 
 class CampaignError(ValueError):
@@ -318,7 +320,7 @@ def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
         done = dict(session.execute(
             select(Assignment.annotator_id, func.count())
             .where(Assignment.campaign_id == campaign_id, Assignment.done_at.is_not(None),
-                   Assignment.position >= n_training)
+                   Assignment.position >= n_training, Assignment.is_gold.is_(False))
             .group_by(Assignment.annotator_id)).all())
         last = dict(session.execute(
             select(Assignment.annotator_id, func.max(Assignment.done_at))
@@ -460,6 +462,14 @@ def _training_size(session: Session, campaign_id: int) -> int:
     return session.scalar(select(func.count()).select_from(TrainingPair).where(TrainingPair.campaign_id == campaign_id))
 
 
+def _gold_checks(session: Session, campaign: Campaign) -> int:
+    """Gold checks each annotator of the campaign gets (pluie_core.quality.gold_check_count)."""
+    if not campaign.gold_rate:
+        return 0
+    n_gold = session.scalar(select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign.id))
+    return gold_check_count(campaign.quota, campaign.gold_rate, n_gold)
+
+
 def _served(session: Session, campaign: Campaign, n_training: int, assignment: Assignment,
             annotator_id: int) -> ServedPair:
     pair = session.get(Pair, assignment.pair_id)
@@ -470,7 +480,8 @@ def _served(session: Session, campaign: Campaign, n_training: int, assignment: A
         position=assignment.position, pair_id=pair.id, top=top, bottom=bottom,
         source_on_top=assignment.source_on_top, is_training=is_training,
         number=assignment.position + 1 if is_training else assignment.position - n_training + 1,
-        out_of=n_training if is_training else campaign.quota, level=level,
+        # gold checks are numbered like any pair (invisible as such): out of quota + checks
+        out_of=n_training if is_training else campaign.quota + _gold_checks(session, campaign), level=level,
     )
 
 
@@ -482,8 +493,8 @@ def progress(engine: Engine, annotator_id: int) -> Progress:
         done = select(func.count()).select_from(Assignment).where(
             Assignment.annotator_id == annotator_id, Assignment.done_at.is_not(None))
         training_done = session.scalar(done.where(Assignment.position < n_training))
-        queue_done = session.scalar(done.where(Assignment.position >= n_training))
-        return Progress(training_done, n_training, queue_done, campaign.quota)
+        queue_done = session.scalar(done.where(Assignment.position >= n_training))  # gold checks included
+        return Progress(training_done, n_training, queue_done, campaign.quota + _gold_checks(session, campaign))
 
 
 def _open_assignment(session: Session, annotator_id: int) -> Optional[Assignment]:
@@ -522,21 +533,43 @@ def serve_next(engine: Engine, annotator_id: int) -> Optional[ServedPair]:
 
 
 def _reserve(session: Session, campaign: Campaign, annotator_id: int, n_training: int) -> Optional[Assignment]:
-    served = session.scalar(select(func.count()).select_from(Assignment).where(Assignment.annotator_id == annotator_id))
+    served, gold_served = session.execute(
+        select(func.count(), func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0))
+        .where(Assignment.annotator_id == annotator_id)).one()
+    is_gold = False
     if served < n_training:
         pair_id = session.scalar(select(TrainingPair.pair_id).where(
             TrainingPair.campaign_id == campaign.id, TrainingPair.position == served))
-    elif served - n_training < campaign.quota:
-        pair_id = _reserve_queue_pair(session, campaign, annotator_id)
     else:
-        return None
+        step = served - n_training  # gold checks sit at steps drawn per annotator, outside the quota
+        n_checks = _gold_checks(session, campaign)
+        pair_id = None
+        if n_checks and step in gold_positions(campaign.quota, n_checks, f"{campaign.seed}:{annotator_id}"):
+            pair_id = _reserve_gold_pair(session, campaign, annotator_id, step)
+            is_gold = pair_id is not None
+        if pair_id is None:
+            if step - int(gold_served) >= campaign.quota:
+                return None
+            pair_id = _reserve_queue_pair(session, campaign, annotator_id)
     if pair_id is None:
         return None
     assignment = Assignment(campaign_id=campaign.id, annotator_id=annotator_id, pair_id=pair_id,
-                            position=served, source_on_top=random.random() < 0.5)
+                            position=served, source_on_top=random.random() < 0.5, is_gold=is_gold)
     session.add(assignment)
     session.flush()
     return assignment
+
+
+def _reserve_gold_pair(session: Session, campaign: Campaign, annotator_id: int, step: int) -> Optional[int]:
+    """A gold pair of the campaign this annotator has never been served (in any role), drawn at
+    random; None when they have seen them all. The annotator's row lock makes this race-free."""
+    unseen = sorted(session.scalars(select(GoldPair.pair_id).where(
+        GoldPair.campaign_id == campaign.id,
+        ~exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
+                        Assignment.pair_id == GoldPair.pair_id))))
+    if not unseen:
+        return None
+    return random.Random(f"{campaign.seed}:{annotator_id}:{step}").choice(unseen)
 
 
 def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int) -> Optional[int]:
@@ -551,8 +584,15 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
     # are enough; "overlap": the serving order alone, so each pair is filled before the next
     order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"
              else (CampaignPair.rank,))
+    candidate = select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1)
+    # PostgreSQL: a candidate another annotator is reserving right now is skipped rather than waited
+    # for (SKIP LOCKED), so concurrent reservations do not queue up behind one row; only when every
+    # candidate is being reserved does it wait (the plain query), so no slot is ever missed (SQLite: no-op)
+    skipping = candidate.with_for_update(skip_locked=True)
     for _ in range(100):
-        pair_id = session.scalar(select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1))
+        pair_id = session.scalar(skipping)
+        if pair_id is None:
+            pair_id = session.scalar(candidate)
         if pair_id is None:
             return None
         taken = session.execute(update(CampaignPair).where(has_slot, CampaignPair.pair_id == pair_id)

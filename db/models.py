@@ -88,6 +88,11 @@ class Campaign(Base):
     # "share": every pair gets its first annotator before any gets a second; "overlap": each pair's
     # overlap is filled before the next pair is served (annotators label the same pairs)
     distribution: Mapped[str] = mapped_column(String(20), default="share", server_default="share")
+    # quality checks (db.quality): gold checks mixed in per queue pair, and when an annotator is flagged
+    gold_rate: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    gold_min_accuracy: Mapped[float] = mapped_column(Float, default=0.7, server_default="0.7")
+    fast_fraction: Mapped[float] = mapped_column(Float, default=1 / 3, server_default="0.3333333333333333")
+    streak_length: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -107,6 +112,19 @@ class TrainingPair(Base):
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+
+
+class GoldPair(Base):
+    """A gold / attention-check pair of a campaign: its known answer. Served to each annotator at most
+    once, mixed into the queue at the campaign's gold_rate, never counted in the quota."""
+
+    __tablename__ = "gold_pairs"
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
+    level: Mapped[Optional[int]] = mapped_column(Integer)  # 0-3; None when only the side is known
+    binary_label: Mapped[int] = mapped_column(Integer)  # 1 paraphrase, 0 not
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class CampaignPair(Base):
@@ -177,6 +195,7 @@ class Assignment(Base):
         UniqueConstraint("campaign_id", "annotator_id", "pair_id", name="uq_assignments"),
         Index("ix_assignments_campaign_pair", "campaign_id", "pair_id"),
         Index("ix_assignments_annotator_position", "annotator_id", "position"),
+        Index("ix_assignments_campaign_gold", "campaign_id", "is_gold", "annotator_id", "pair_id"),  # the gold checks
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -185,6 +204,7 @@ class Assignment(Base):
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer)
     source_on_top: Mapped[bool] = mapped_column(Boolean, default=True)
+    is_gold: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")  # a gold check, not the quota
     served_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     done_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
 

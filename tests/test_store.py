@@ -175,7 +175,7 @@ def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_ur
         assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == head != "0001"
         assert conn.exec_driver_sql("SELECT name FROM datasets").scalars().all() == ["kept"]
     assert "campaign_pairs" in sa.inspect(engine).get_table_names()
-    # issue 11 (migration 0011): decisions in a table of their own; the old labels stay as they were
+    # issue 11 (migration 0008): decisions in a table of their own; the old labels stay as they were
     from db.export import export_frame
     from db.review import adjudicate, review_queue
 
@@ -188,3 +188,46 @@ def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_ur
     assert (row["final_level"], row["final_source"], row["majority_level"]) == (2, "adjudicated", 3)
     with engine.connect() as conn:
         assert sorted(conn.exec_driver_sql("SELECT level FROM labels").scalars()) == [1, 3, 3]
+
+
+def test_a_campaign_of_the_previous_release_keeps_its_queue_and_gets_no_gold_checks(db_url):
+    """Migration 0009 (quality checks) on a store left at 0008 (the release before it): the campaign, its annotator and their
+    assignment stay; the campaign has no gold checks and the default flag settings."""
+    from alembic import command
+
+    from db import annotation as ann
+    from db.engine import alembic_config, make_engine
+    from db.models import Assignment, Campaign
+
+    old = make_engine(db_url)
+    command.upgrade(alembic_config(old), "0008")
+    with old.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO datasets (id, name, description, source_format, created_at) "
+                             "VALUES (1, 'kept', '', 'csv', '2026-01-01')")
+        for i in (1, 2):
+            conn.exec_driver_sql(f"INSERT INTO pairs (id, dataset_id, source, hypothesis, text_hash) "
+                                 f"VALUES ({i}, 1, 's{i}', 'h{i}', 'x{i}')")
+        conn.exec_driver_sql("INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, "
+                             "seed, active, distribution, created_at) VALUES (1, 'old', 2, 1, 0, '', 'random', 0, 1, "
+                             "'share', '2026-01-01')")
+        conn.exec_driver_sql("INSERT INTO campaign_datasets VALUES (1, 1)")
+        conn.exec_driver_sql("INSERT INTO campaign_pairs (campaign_id, pair_id, rank, n_assigned) VALUES (1, 1, 0, 1), "
+                             "(1, 2, 1, 0)")
+        conn.exec_driver_sql("INSERT INTO annotators (id, name, campaign_id, is_external, created_at) "
+                             "VALUES (1, 'ann', 1, 0, '2026-01-01')")
+        conn.exec_driver_sql("INSERT INTO assignments (campaign_id, annotator_id, pair_id, position, source_on_top, "
+                             "served_at) VALUES (1, 1, 1, 0, 1, '2026-01-01')")
+    assert "gold_pairs" not in sa.inspect(old).get_table_names()
+    old.dispose()
+
+    engine = init_db(db_url)
+    assert "gold_pairs" in sa.inspect(engine).get_table_names()
+    with read_session(engine) as s:
+        campaign = s.get(Campaign, 1)
+        assert (campaign.gold_rate, campaign.gold_min_accuracy, campaign.streak_length) == (0, 0.7, 10)
+        assert campaign.fast_fraction == pytest.approx(1 / 3)
+        assert s.scalars(sa.select(Assignment.is_gold)).all() == [False]
+    item = ann.serve_next(engine, 1)  # the reserved pair resumes, then the queue goes on as before
+    assert (item.pair_id, item.out_of) == (1, 2)
+    ann.record_label(engine, 1, item.position, 3, 1.0)
+    assert ann.serve_next(engine, 1).pair_id == 2

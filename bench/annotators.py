@@ -1,0 +1,228 @@
+"""Load test of the labelling store: N annotator processes label at once, as fast as key presses allow.
+
+Each process has its own engine (its own connections) and does what the labelling page does: serve the
+next pair (db.annotation.serve_next), wait a short "think time", store the answer (record_label); now and
+then it goes back to an earlier pair and changes its answer (served_at, then record_label with
+``replacing=`` the answer shown, as the page's Back does). Every answer the store acknowledged is
+remembered; at the end the store is read back and compared with them:
+
+- labels stored vs answers sent (first answers acknowledged; changes are counted apart);
+- lost: an acknowledged answer missing from the store, or holding another level than the last
+  acknowledged one;
+- duplicated: a label no process was acknowledged for, a pair served twice to one person, or a queue
+  pair given to more annotators than the campaign's overlap;
+- "database is locked" errors, and any other error (first message shown);
+- p50 / p95 of serving (a page run's serve_next) and of storing (record_label).
+
+The campaign is a real one: 5 training pairs, quota 1,000, overlap 2, share of the work, gold checks
+(a share of 10%, from 200 gold pairs), so checks are served too.
+
+    python bench/annotators.py [--annotators 20] [--seconds 180] [--think 0.25] [--back 0.1] [--db URL]
+
+Without --db a temporary SQLite file is used; with --db (e.g. a PostgreSQL URL from
+scripts/start_test_postgres.sh PORT DIR) the campaign is added to that store. Exit status 1 when the
+bar (0 lost, 0 duplicated, 0 locked, 0 other errors) is not met.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import func, select  # noqa: E402
+
+from db import annotation as ann  # noqa: E402
+from db import quality as qual  # noqa: E402
+from db.datasets import import_pairs  # noqa: E402
+from db.engine import init_db, make_engine, read_session  # noqa: E402
+from db.models import Assignment, CampaignPair, Label  # noqa: E402
+
+
+GOLD_PAIRS = 200
+
+
+def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold_rate: float,
+                   quota: int = 1000) -> tuple[int, list[int]]:
+    engine = init_db(url)
+    tag = uuid.uuid4().hex[:8]
+    rng = np.random.default_rng(0)
+    words = np.array("the a cat dog water milk house river small big red drinks sees runs near old new".split())
+    texts = [(" ".join(rng.choice(words, 8)) + f" {i}.", " ".join(rng.choice(words, 8)) + f" {i}!") for i in range(n_pairs)]
+    import_pairs(engine, f"load {tag}", pd.DataFrame(texts, columns=["source", "hypothesis"]))
+    checks = pd.DataFrame([(f"Check {i}: the cat drinks water.", f"Check {i}: the cat drinks milk.")
+                           for i in range(GOLD_PAIRS)], columns=["source", "hypothesis"])
+    checks["label"] = [i % 2 for i in range(GOLD_PAIRS)]
+    import_pairs(engine, f"load checks {tag}", checks, label_kind="binary")
+    datasets = {name: i for i, name, _ in ann.dataset_choices(engine)}
+    campaign_id = ann.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"]], quota=quota,
+                                      overlap=overlap, n_training=5, seed=1)
+    qual.set_quality_settings(engine, campaign_id, gold_rate=gold_rate, gold_min_accuracy=0.7,
+                              fast_fraction=1 / 3, streak_length=10)
+    qual.gold_from_dataset(engine, campaign_id, datasets[f"load checks {tag}"])
+    people = [a for a, _, _ in ann.create_annotators(engine, campaign_id, [f"load{i}" for i in range(n_annotators)])]
+    for a in people:
+        ann.set_annotator_profile(engine, a, f"Load {a}", "good")
+    engine.dispose()
+    return campaign_id, people
+
+
+def annotator(url: str, annotator_id: int, seconds: float, think: float, back: float, seed: int, out, ready) -> None:
+    """One person: serve, think, answer; sometimes back to an earlier pair to change the answer."""
+    rng = random.Random(seed)
+    engine = make_engine(url)
+    expected: dict[int, int] = {}  # pair -> last acknowledged level
+    result = {"annotator": annotator_id, "sent": 0, "changes": 0, "locked": 0, "stale": 0, "errors": 0,
+              "first_error": "", "serve": [], "store": []}
+
+    def failed(exc: Exception) -> None:
+        if "database is locked" in str(exc):
+            result["locked"] += 1
+        elif isinstance(exc, ann.StaleAnswerError):
+            result["stale"] += 1
+        else:
+            result["errors"] += 1
+            result["first_error"] = result["first_error"] or f"{type(exc).__name__}: {str(exc)[:300]}"
+
+    with engine.connect():
+        pass
+    ready.wait()  # everyone starts together, once every process has imported and connected
+    result["began"] = time.time()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            started = time.perf_counter()
+            item = ann.serve_next(engine, annotator_id)
+            result["serve"].append(time.perf_counter() - started)
+        except Exception as exc:  # noqa: BLE001 - counted and reported
+            failed(exc)
+            continue
+        if item is None:
+            break
+        time.sleep(think * rng.uniform(0.5, 1.5))
+        if item.position > 0 and rng.random() < back:
+            earlier = ann.served_at(engine, annotator_id, rng.randrange(item.position))
+            if earlier is None or earlier.level is None:
+                continue
+            level = rng.randrange(5)
+            try:
+                started = time.perf_counter()
+                ann.record_label(engine, annotator_id, earlier.position, level, 1.0, replacing=earlier.level)
+                result["store"].append(time.perf_counter() - started)
+                expected[earlier.pair_id] = level
+                result["changes"] += 1
+            except Exception as exc:  # noqa: BLE001
+                failed(exc)
+            continue
+        level = rng.randrange(5)
+        try:
+            started = time.perf_counter()
+            ann.record_label(engine, annotator_id, item.position, level, think, replacing=item.level)
+            result["store"].append(time.perf_counter() - started)
+            expected[item.pair_id] = level
+            result["sent"] += item.level is None
+            result["changes"] += item.level is not None
+        except Exception as exc:  # noqa: BLE001
+            failed(exc)
+    result["ended"] = time.time()
+    engine.dispose()
+    result["expected"] = expected
+    out.put(result)
+
+
+def check_store(url: str, campaign_id: int, results: list[dict]) -> dict:
+    engine = make_engine(url)
+    with read_session(engine) as session:
+        stored = {(a, p): level for a, p, level in session.execute(
+            select(Label.annotator_id, Label.pair_id, Label.level).where(Label.campaign_id == campaign_id))}
+        served_twice = session.scalar(select(func.count()).select_from(
+            select(Assignment.annotator_id, Assignment.pair_id).where(Assignment.campaign_id == campaign_id)
+            .group_by(Assignment.annotator_id, Assignment.pair_id).having(func.count() > 1).subquery()))
+        overlap = ann.get_campaign(engine, campaign_id).overlap
+        over_filled = session.scalar(select(func.count()).select_from(
+            select(Assignment.pair_id).join(CampaignPair, (CampaignPair.campaign_id == Assignment.campaign_id)
+                                            & (CampaignPair.pair_id == Assignment.pair_id))
+            .where(Assignment.campaign_id == campaign_id).group_by(Assignment.pair_id)
+            .having(func.count() > overlap).subquery()))
+        checks = session.scalar(select(func.count()).select_from(Assignment).where(
+            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)))
+    engine.dispose()
+    expected = {(r["annotator"], p): level for r in results for p, level in r["expected"].items()}
+    lost = sum(1 for key, level in expected.items() if stored.get(key) != level)
+    unacknowledged = sum(1 for key in stored if key not in expected)
+    return {"stored": len(stored), "lost": lost, "duplicated": unacknowledged + served_twice + over_filled,
+            "unacknowledged": unacknowledged, "served twice": served_twice, "over overlap": over_filled,
+            "gold checks": checks}
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "—"
+    ms = np.array(values) * 1000
+    return f"p50 {np.percentile(ms, 50):6.1f} ms   p95 {np.percentile(ms, 95):6.1f} ms   max {ms.max():7.1f} ms"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=180.0, help="how long everyone labels (default 180)")
+    parser.add_argument("--think", type=float, default=0.25, help="mean seconds between pair shown and answer")
+    parser.add_argument("--back", type=float, default=0.1, help="chance, per answer, of going back to change one")
+    parser.add_argument("--pairs", type=int, default=20_000)
+    parser.add_argument("--overlap", type=int, default=2)
+    parser.add_argument("--quota", type=int, default=1000, help="pairs per annotator (more than a run reaches)")
+    parser.add_argument("--gold-rate", type=float, default=0.1)
+    parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.db or f"sqlite:///{Path(tmp) / 'load.db'}"
+        campaign_id, people = build_campaign(url, args.annotators, args.pairs, args.overlap, args.gold_rate,
+                                              args.quota)
+        context = mp.get_context("spawn")
+        out = context.Queue()
+        ready = context.Barrier(len(people))
+        processes = [context.Process(target=annotator, args=(url, a, args.seconds, args.think, args.back, i, out, ready))
+                     for i, a in enumerate(people)]
+        started = time.monotonic()
+        for process in processes:
+            process.start()
+        results = [out.get() for _ in processes]
+        for process in processes:
+            process.join()
+        elapsed = time.monotonic() - started
+        labelling = max(r["ended"] for r in results) - min(r["began"] for r in results)
+        figures = check_store(url, campaign_id, results)
+    sent = sum(r["sent"] for r in results)
+    locked = sum(r["locked"] for r in results)
+    errors = sum(r["errors"] for r in results)
+    stale = sum(r["stale"] for r in results)
+    store = "SQLite" if url.startswith("sqlite") else url.split(":", 1)[0]
+    print(f"{store}: {len(people)} annotators for {args.seconds:g} s (think {args.think:g} s, back {args.back:.0%}), "
+          f"{elapsed:.1f} s wall, {labelling:.1f} s labelling")
+    print(f"labels stored {figures['stored']:,} · answers sent {sent:,} (+{sum(r['changes'] for r in results):,} "
+          f"changes through Back; {figures['gold checks']:,} gold checks served) · "
+          f"{figures['stored'] / labelling:.1f} labels/s")
+    print(f"lost {figures['lost']} · duplicated {figures['duplicated']} (unacknowledged {figures['unacknowledged']}, "
+          f"served twice {figures['served twice']}, over overlap {figures['over overlap']}) · "
+          f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
+    first = next((r["first_error"] for r in results if r["first_error"]), "")
+    if first:
+        print(f"first other error: {first}")
+    print(f"serving  {percentiles([t for r in results for t in r['serve']])}")
+    print(f"storing  {percentiles([t for r in results for t in r['store']])}")
+    ok = figures["lost"] == figures["duplicated"] == locked == errors == stale == 0 and figures["stored"] == sent
+    print("bar met: 0 lost, 0 duplicated, 0 locked" if ok else "BAR NOT MET")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""Quality checks and the live view of a campaign: gold pairs (writes, all or nothing) and the figures
+the organiser watches while people label. The statistics are pluie_core.quality's; serving the checks
+is db.annotation's (_reserve)."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.orm import Session
+
+from db.annotation import CampaignError
+from db.engine import read_session, write_session
+from db.models import (
+    Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
+)
+from pluie_core import quality
+from pluie_core.labels import DONT_KNOW, LEVELS
+
+
+@dataclass(frozen=True)
+class LiveCampaign:
+    annotators: pd.DataFrame  # one row per annotator (see campaign_live)
+    figures: dict  # the campaign's own figures
+    campaign_median_seconds: float
+
+
+def _campaign(session: Session, campaign_id: int, lock: bool = False) -> Campaign:
+    campaign = session.get(Campaign, campaign_id, with_for_update=lock)
+    if campaign is None:
+        raise CampaignError("This campaign does not exist (any more).")
+    return campaign
+
+
+def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, gold_min_accuracy: float,
+                         fast_fraction: float, streak_length: int) -> None:
+    """The share of gold checks in each queue and the flag thresholds (pluie_core.quality.check_settings)."""
+    try:
+        quality.check_settings(gold_rate, gold_min_accuracy, fast_fraction, streak_length)
+    except quality.QualityError as exc:
+        raise CampaignError(str(exc)) from None
+    with write_session(engine) as session:
+        campaign = _campaign(session, campaign_id, lock=True)
+        campaign.gold_rate, campaign.gold_min_accuracy = float(gold_rate), float(gold_min_accuracy)
+        campaign.fast_fraction, campaign.streak_length = float(fast_fraction), int(streak_length)
+
+
+def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> int:
+    """Mark pairs as gold checks of the campaign with their known answer. ``answers``: columns pair_id
+    and level (0-3, or a level's name) and/or binary_label (1 paraphrase, 0 not) where only the side is
+    known. All or nothing: an unknown pair, a training pair of the campaign, a pair already served to
+    someone as an ordinary pair, or an answer off the scale refuses the whole list. A pair already gold
+    gets the new answer. Gold pairs leave the campaign's queue (they are served as checks only).
+    Returns the number of pairs marked."""
+    rows = _gold_rows(answers)
+    with write_session(engine) as session:
+        return _add_gold(session, _campaign(session, campaign_id, lock=True), rows)
+
+
+def _gold_rows(answers: pd.DataFrame) -> list[dict]:
+    if "pair_id" not in answers or not ({"level", "binary_label"} & set(answers.columns)):
+        raise CampaignError("Gold answers need a pair id and a known level (or a 1 / 0 side) for each pair.")
+    names = {name.casefold(): i for i, name in enumerate(LEVELS)}
+    rows, seen = [], set()
+    for i, row in enumerate(answers.to_dict("records"), start=1):
+        try:
+            pair_id = int(row["pair_id"])
+        except (TypeError, ValueError):
+            raise CampaignError(f"Line {i}: {row['pair_id']!r} is not a pair id.") from None
+        level = row.get("level")
+        if isinstance(level, str):
+            level = names.get(level.strip().casefold(), level.strip())
+            level = int(level) if isinstance(level, str) and level.isdigit() else level
+        if level is pd.NA or (isinstance(level, float) and np.isnan(level)):
+            level = None
+        elif isinstance(level, float) and level.is_integer():
+            level = int(level)
+        binary = row.get("binary_label")
+        binary = None if binary is None or binary is pd.NA or (isinstance(binary, float) and np.isnan(binary)) else binary
+        try:
+            level, binary = quality.gold_answer(level, binary=None if binary is None else int(binary))
+        except (quality.QualityError, ValueError) as exc:
+            raise CampaignError(f"Line {i} (pair {pair_id}): {exc}") from None
+        if pair_id in seen:
+            raise CampaignError(f"Pair {pair_id} is in the list twice.")
+        seen.add(pair_id)
+        rows.append({"pair_id": pair_id, "level": level, "binary_label": binary})
+    if not rows:
+        raise CampaignError("The list of gold pairs is empty.")
+    return rows
+
+
+def _add_gold(session: Session, campaign: Campaign, rows: list[dict]) -> int:
+    ids = [r["pair_id"] for r in rows]
+    known = set(session.scalars(select(Pair.id).where(Pair.id.in_(ids))))
+    missing = [p for p in ids if p not in known]
+    if missing:
+        raise CampaignError(f"There is no pair {missing[0]} in the store: no gold pair was marked.")
+    training = set(session.scalars(select(TrainingPair.pair_id).where(
+        TrainingPair.campaign_id == campaign.id, TrainingPair.pair_id.in_(ids))))
+    if training:
+        raise CampaignError(f"Pair {min(training)} is a training pair of this campaign (served to everyone): "
+                            "it cannot be a gold check. No gold pair was marked.")
+    gold_now = set(session.scalars(select(GoldPair.pair_id).where(
+        GoldPair.campaign_id == campaign.id, GoldPair.pair_id.in_(ids))))
+    served = set(session.scalars(select(Assignment.pair_id).where(
+        Assignment.campaign_id == campaign.id, Assignment.pair_id.in_(ids), Assignment.is_gold.is_(False))))
+    if served:
+        raise CampaignError(f"Pair {min(served)} has already been served as an ordinary pair in this campaign: "
+                            "it cannot become a hidden check. No gold pair was marked.")
+    for row in rows:
+        if row["pair_id"] in gold_now:
+            gold = session.get(GoldPair, (campaign.id, row["pair_id"]))
+            gold.level, gold.binary_label = row["level"], row["binary_label"]
+        else:
+            session.add(GoldPair(campaign_id=campaign.id, **row))
+    session.execute(delete(CampaignPair).where(CampaignPair.campaign_id == campaign.id, CampaignPair.pair_id.in_(ids)))
+    return len(rows)
+
+
+def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int = 0, seed: int = 0) -> int:
+    """Take gold pairs from a dataset's gold labels (pluie_core.quality.gold_from_labels: binary labels
+    give the side, a score its band of the four levels): a random sample of ``n`` (seeded; 0 = all) of
+    its labelled pairs that are neither training pairs of the campaign, already served in it, nor gold
+    already. All or nothing. Returns the number of pairs marked."""
+    with write_session(engine) as session:
+        campaign = _campaign(session, campaign_id, lock=True)
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise CampaignError("This dataset does not exist (any more).")
+        gold = dict(session.execute(select(Pair.id, Pair.gold_label).where(
+            Pair.dataset_id == dataset_id, Pair.gold_label.is_not(None),
+            Pair.id.not_in(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id)),
+            Pair.id.not_in(select(Assignment.pair_id).where(Assignment.campaign_id == campaign_id)),
+            Pair.id.not_in(select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id)))).all())
+        if not gold:
+            raise CampaignError(f"“{dataset.name}” has no gold-labelled pair left to use as a check "
+                                "(training pairs and pairs already served or gold are left out).")
+        try:
+            answers = quality.gold_from_labels(pd.Series(gold), dataset.label_kind, dataset.label_min, dataset.label_max)
+        except quality.QualityError as exc:
+            raise CampaignError(str(exc)) from None
+        if n and n < len(answers):
+            answers = answers.sample(n=int(n), random_state=int(seed))
+        answers = answers.rename_axis("pair_id").reset_index()
+        return _add_gold(session, campaign, _gold_rows(answers))
+
+
+def remove_gold_pairs(engine: Engine, campaign_id: int, pair_ids) -> int:
+    """Stop serving these pairs as checks (answers already given stay, and no longer count)."""
+    with write_session(engine) as session:
+        _campaign(session, campaign_id, lock=True)
+        removed = session.execute(delete(GoldPair).where(
+            GoldPair.campaign_id == campaign_id, GoldPair.pair_id.in_([int(p) for p in pair_ids])))
+        return removed.rowcount
+
+
+def gold_pairs(engine: Engine, campaign_id: int) -> pd.DataFrame:
+    """The campaign's gold pairs: pair, dataset, texts, known answer, how often served as a check."""
+    with read_session(engine) as session:
+        served = (select(Assignment.pair_id, func.count().label("n")).where(
+            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)).group_by(Assignment.pair_id).subquery())
+        rows = session.execute(
+            select(GoldPair.pair_id, Dataset.name, Pair.source, Pair.hypothesis, GoldPair.level, GoldPair.binary_label,
+                   func.coalesce(served.c.n, 0))
+            .join(Pair, Pair.id == GoldPair.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
+            .outerjoin(served, served.c.pair_id == GoldPair.pair_id)
+            .where(GoldPair.campaign_id == campaign_id).order_by(GoldPair.pair_id)).all()
+    frame = pd.DataFrame(rows, columns=["pair_id", "dataset", "source", "hypothesis", "level", "binary_label", "served"])
+    frame["known answer"] = [LEVELS[int(lv)] if pd.notna(lv) else ("paraphrase" if b else "not a paraphrase")
+                             for lv, b in zip(frame["level"], frame["binary_label"])]
+    return frame
+
+
+def _frame(session: Session, query, columns: list[str]) -> pd.DataFrame:
+    """A query's rows as numeric columns (None -> NaN), built column-wise: far faster than row-wise
+    construction for the hundreds of thousands of labels of a large campaign."""
+    # the driver's own tuples (numbers need no conversion), straight into one float array
+    rows = session.connection().execute(query).cursor.fetchall()
+    values = np.array(rows, dtype=float).reshape(len(rows), len(columns))  # None -> NaN
+    frame = pd.DataFrame(values, columns=columns)
+    for key in ("annotator", "pair_id"):  # ids are whole numbers, never missing
+        if key in frame:
+            frame[key] = frame[key].astype(np.int64)
+    return frame
+
+
+def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None) -> LiveCampaign:
+    """What the live view shows. Per annotator: progress (ordinary pairs labelled / quota), median seconds
+    per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others),
+    gold accuracy (binarised and exact), longest streak, last activity (UTC) and flags. For the campaign:
+    labels in the last hour and per hour since the first, pairs still short of their overlap, and
+    Krippendorff's α so far (ordinal levels, and binarised). Training labels are left out of everything;
+    gold checks count only in the gold figures."""
+    now = now or utcnow()
+    with read_session(engine) as session:
+        campaign = _campaign(session, campaign_id)
+        labels = _frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
+                        .where(Label.campaign_id == campaign_id, Label.is_training.is_(False)),
+                        ["id", "annotator", "pair_id", "level", "seconds"])
+        checks = _frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
+                        .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id)
+                              & (GoldPair.pair_id == Assignment.pair_id))
+                        .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)),
+                        ["annotator", "pair_id", "gold_level", "gold_binary"])
+        gold_served = _frame(session, select(Assignment.annotator_id, Assignment.pair_id).where(
+            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)), ["annotator", "pair_id"])
+        people = session.execute(select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.revoked_at)
+                                 .where(Annotator.campaign_id == campaign_id).order_by(Annotator.id)).all()
+        last = dict(session.execute(select(Label.annotator_id, func.max(Label.updated_at))
+                                    .where(Label.campaign_id == campaign_id).group_by(Label.annotator_id)).all())
+        first_label = session.scalar(select(func.min(Label.created_at)).where(
+            Label.campaign_id == campaign_id, Label.is_training.is_(False)))
+        last_hour = session.scalar(select(func.count()).select_from(Label).where(
+            Label.campaign_id == campaign_id, Label.is_training.is_(False),
+            Label.created_at >= now - dt.timedelta(hours=1)))
+        queue_size = session.scalar(select(func.count()).select_from(CampaignPair)
+                                    .where(CampaignPair.campaign_id == campaign_id))
+        n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
+            select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign_id)))
+
+    labels = labels.sort_values("id", kind="stable")
+    if not gold_served.empty:
+        key = pd.MultiIndex.from_frame(labels[["annotator", "pair_id"]])
+        is_check = key.isin(pd.MultiIndex.from_frame(gold_served))
+    else:
+        is_check = np.zeros(len(labels), dtype=bool)
+    ordinary = labels[~is_check]
+    answers = checks.merge(labels[["annotator", "pair_id", "level"]], on=["annotator", "pair_id"])
+    grouped = ordinary.assign(dont_know=(ordinary["level"] == DONT_KNOW).astype(float)).groupby("annotator")
+    table = pd.DataFrame({
+        "labelled": grouped.size(),
+        "median s per pair": grouped["seconds"].median(),
+        "Don't know rate": grouped["dont_know"].mean(),
+        "κ vs others": quality.kappa_against_others(ordinary),
+    }).join(quality.gold_accuracy(answers)).join(
+        quality.longest_streaks(labels["annotator"].to_numpy(), labels["level"].to_numpy()).rename("longest streak"))
+    ids = [p.id for p in people]
+    table = table.reindex(ids)
+    table["labelled"] = table["labelled"].fillna(0).astype(int)
+    table["gold answered"] = table["gold answered"].fillna(0).astype(int)
+    table.insert(0, "annotator", [p.display_name or p.name for p in people])
+    table.insert(1, "progress", [f"{n:,} / {campaign.quota:,}" for n in table["labelled"]])
+    table["gold checks due"] = n_checks
+    table["last activity"] = [last.get(i) for i in ids]
+    table["status"] = ["revoked" if p.revoked_at else "active" for p in people]
+    median = float(ordinary["seconds"].median()) if ordinary["seconds"].notna().any() else float("nan")
+    table["flags"] = quality.annotator_flags(
+        table, median, gold_min_accuracy=campaign.gold_min_accuracy, fast_fraction=campaign.fast_fraction,
+        streak_length=campaign.streak_length) if len(table) else pd.Series(dtype=str)
+    table.index.name = "annotator id"
+
+    # ordinary labels are all on queue pairs (a pair served as an ordinary one cannot become gold)
+    per_pair = ordinary.groupby("pair_id").size()
+    full = int((per_pair >= campaign.overlap).sum())
+    hours = (now - first_label).total_seconds() / 3600 if first_label is not None else 0.0
+    figures = {
+        "labels": len(ordinary),
+        "labels in the last hour": int(last_hour),
+        "labels per hour (since the first)": len(labels) / hours if hours > 0 else float("nan"),
+        "pairs short of their overlap": int(queue_size - full),
+        "pairs in queue": int(queue_size),
+        "α ordinal (so far)": quality.alpha_so_far(ordinary, "ordinal"),
+        "α binarised (so far)": quality.alpha_so_far(ordinary, "binary"),
+        "gold checks answered": len(answers),
+        "annotators flagged": int((table["flags"] != "").sum()) if len(table) else 0,
+    }
+    return LiveCampaign(table, figures, median)

@@ -1,0 +1,109 @@
+"""Admin: a campaign as it runs (refreshing by itself) and its quality checks: gold pairs and flags."""
+import math
+
+import pandas as pd
+import streamlit as st
+
+from db import annotation as ann
+from db import quality as qual
+from pages.shared import admin_page
+from pluie_core.labels import LEVELS
+
+engine = admin_page()
+st.title("Live campaign")
+campaigns = ann.list_campaigns(engine)
+if not campaigns:
+    st.info("No campaign yet: create one under Campaigns.")
+    st.stop()
+by_id = {c.id: c for c in campaigns}
+c1, c2 = st.columns([3, 1])
+chosen = c1.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
+every = c2.selectbox("Refresh every", [5, 15, 60, None], index=1,
+                     format_func=lambda s: "never (manual)" if s is None else f"{s} s")
+campaign = ann.get_campaign(engine, chosen)
+
+
+def number(value, digits=2) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:,.{digits}f}"
+
+
+@st.fragment(run_every=every)
+def live_view(campaign_id: int) -> None:
+    data = qual.campaign_live(engine, campaign_id)
+    f = data.figures
+    row = st.columns(6)
+    row[0].metric("Labels", f"{f['labels']:,}")
+    row[1].metric("In the last hour", f"{f['labels in the last hour']:,}")
+    row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1))
+    row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}")
+    row[4].metric("α ordinal so far", number(f["α ordinal (so far)"], 3))
+    row[5].metric("α binarised so far", number(f["α binarised (so far)"], 3))
+    st.caption(f"Median time per pair: {number(data.campaign_median_seconds, 1)} s · gold checks answered: "
+               f"{f['gold checks answered']:,} · annotators flagged: {f['annotators flagged']:,}. "
+               "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs.")
+    table = data.annotators.drop(columns=["labelled"])
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+        "Don't know rate": st.column_config.NumberColumn(format="percent"),
+        "gold accuracy": st.column_config.NumberColumn(format="percent"),
+        "gold exact accuracy": st.column_config.NumberColumn(format="percent"),
+        "κ vs others": st.column_config.NumberColumn(format="%.3f"),
+        "median s per pair": st.column_config.NumberColumn(format="%.1f"),
+    })
+
+
+live_view(campaign.id)
+
+st.subheader("Quality checks")
+st.caption(f"Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum; a median time per "
+           f"pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
+           f"Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
+           f"each at most once per person, numbered like the other pairs and not counted in the quota.")
+with st.form("quality-settings"):
+    s = st.columns(4)
+    rate = s[0].number_input("Share of gold checks", 0.0, 0.5, float(campaign.gold_rate), 0.05)
+    minimum = s[1].number_input("Minimum gold accuracy", 0.0, 1.0, float(campaign.gold_min_accuracy), 0.05)
+    fast = s[2].number_input("Too fast: under this × the median time", 0.05, 0.95, float(campaign.fast_fraction), 0.05)
+    streak = s[3].number_input("Streak length", 2, 1000, int(campaign.streak_length), 1)
+    if st.form_submit_button("Save the quality settings"):
+        try:
+            qual.set_quality_settings(engine, campaign.id, gold_rate=rate, gold_min_accuracy=minimum,
+                                      fast_fraction=fast, streak_length=int(streak))
+            st.success("Saved: new pairs served follow the new share; the flags use the new thresholds.")
+        except ann.CampaignError as exc:
+            st.error(str(exc))
+
+gold = qual.gold_pairs(engine, campaign.id)
+st.write(f"**Gold pairs: {len(gold):,}**")
+if len(gold):
+    st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True)
+left, right = st.columns(2)
+with left.form("gold-from-dataset"):
+    datasets = ann.dataset_choices(engine)
+    dataset = st.selectbox("Take gold pairs from a dataset's gold labels", datasets, format_func=lambda d: d[1],
+                           help="Binary labels give the side (paraphrase or not); a score its quarter of the "
+                                "range as a level (lowest quarter Very different ... highest Same meaning).")
+    n = st.number_input("How many (0 = every gold-labelled pair)", min_value=0, value=20, step=1)
+    if st.form_submit_button("Add these gold pairs"):
+        try:
+            added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
+            st.success(f"{added:,} gold pairs added.")
+        except ann.CampaignError as exc:
+            st.error(str(exc))
+with right.form("gold-by-id"):
+    lines = st.text_area("Or mark pairs by id, one per line: pair id, known level (0-3 or its name)",
+                         placeholder="1234, 3\n1250, Very different")
+    if st.form_submit_button("Mark as gold"):
+        parts = [[p.strip() for p in line.split(",", 1)] for line in lines.splitlines() if line.strip()]
+        try:
+            added = qual.add_gold_pairs(engine, campaign.id, pd.DataFrame(
+                [p + [""] * (2 - len(p)) for p in parts], columns=["pair_id", "level"]))
+            st.success(f"{added:,} gold pairs marked.")
+        except ann.CampaignError as exc:
+            st.error(str(exc))
+if len(gold):
+    drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist())
+    if st.button("Remove", disabled=not drop):
+        qual.remove_gold_pairs(engine, campaign.id, drop)
+        st.rerun()
+st.caption("Levels: " + " · ".join(f"{i} {name}" for i, name in enumerate(LEVELS[:4])))

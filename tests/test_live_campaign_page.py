@@ -1,0 +1,105 @@
+"""The live campaign page (AppTest, real SQLite file): figures and per-annotator rows as the store has
+them, the quality settings and gold pairs set through it, user errors as sentences; and a gold check is
+invisible on the annotator's page."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db import annotation as ann
+from db import quality as qual
+from db.engine import read_session
+from db.models import GoldPair
+from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.paths import REPO
+from tests.test_annotation_pages import texts
+
+APP = str(REPO / "app.py")
+
+
+@pytest.fixture
+def store(db_url, engine, monkeypatch):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    monkeypatch.chdir(REPO)
+    return engine
+
+
+def live_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/live_campaign.py").run()
+    assert not at.exception
+    return at
+
+
+def test_live_page_shows_the_store_and_sets_the_checks(store):
+    ds, pairs = make_dataset(store, "demo", numbered_pairs(40))
+    gds, gold_ids = make_dataset(store, "checks", numbered_pairs(6, "Check "), label_kind="binary", gold=[1, 0] * 3)
+    cid = ann.create_campaign(store, "Pilot", [ds], quota=6, overlap=2, n_training=1)
+    people = [ann.create_annotator(store, cid, name)[0] for name in ("alice", "bob")]
+    ann.set_annotator_profile(store, people[0], "Alice A.", "native")
+
+    at = live_page()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Labels"] == "0" and metrics["α ordinal so far"] == "—"
+
+    # the settings form: a share of checks, a streak length
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Share of gold checks"].set_value(0.25)
+    numbers["Streak length"].set_value(3)
+    next(b for b in at.button if b.label == "Save the quality settings").click().run()
+    assert not at.exception and "Saved" in texts(at)
+    campaign = ann.get_campaign(store, cid)
+    assert (campaign.gold_rate, campaign.streak_length) == (0.25, 3)
+
+    # gold pairs by id: a bad line is a sentence and nothing is marked; then from the dataset's gold labels
+    next(t for t in at.text_area if t.label.startswith("Or mark pairs by id")).input(f"{pairs[-1]}, 3\n{pairs[-2]}, 9")
+    next(b for b in at.button if b.label == "Mark as gold").click().run()
+    assert not at.exception and "not a level of the scale" in texts(at)
+    with read_session(store) as s:
+        assert s.query(GoldPair).count() == 0
+    dataset = next(s for s in at.selectbox if s.label.startswith("Take gold pairs"))
+    dataset.set_value(next(d for d in ann.dataset_choices(store) if d[1] == "checks"))
+    next(n for n in at.number_input if n.label.startswith("How many")).set_value(0)
+    next(b for b in at.button if b.label == "Add these gold pairs").click().run()
+    assert not at.exception and "6 gold pairs added." in texts(at)
+
+    # people label; one always answers the same and quickly
+    for aid, answer, seconds in ((people[0], lambda n: n % 4, 10.0), (people[1], lambda n: 3, 1.0)):
+        while (item := ann.serve_next(store, aid)) is not None:
+            ann.record_label(store, aid, item.position, answer(item.number), seconds)
+    at = live_page()
+    live = qual.campaign_live(store, cid)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Labels"] == "12" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
+    table = at.dataframe[0].value.set_index("annotator")
+    assert list(table.index) == ["Alice A.", "bob"] and list(table["progress"]) == ["6 / 6", "6 / 6"]
+    assert table.loc["bob", "gold answered"] == 2 and "3+ same answers in a row" in table.loc["bob", "flags"]
+    assert "faster than" in table.loc["bob", "flags"] and table.loc["Alice A.", "flags"] == ""
+    assert table.loc["bob", "gold accuracy"] == live.annotators.loc[people[1], "gold accuracy"]
+    assert "Gold pairs: 6" in texts(at)
+
+
+def test_a_gold_check_looks_like_any_pair_to_the_annotator(store):
+    ds, pairs = make_dataset(store, "demo", numbered_pairs(30))
+    cid = ann.create_campaign(store, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=0)
+    qual.set_quality_settings(store, cid, gold_rate=0.5, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=9)
+    qual.add_gold_pairs(store, cid, pd.DataFrame({"pair_id": pairs[-3:], "level": [0, 1, 3]}))
+    aid, token = ann.create_annotator(store, cid, "p")
+    ann.set_annotator_profile(store, aid, "P", "good")
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["token"] = token
+    at.run()
+    seen = []
+    for _ in range(6):
+        assert not at.exception
+        progress = at.get("progress")[0].proto.text
+        item = ann.serve_next(store, aid)
+        seen.append((item.pair_id in pairs[-3:], progress))
+        assert "gold" not in texts(at).lower() and "check" not in texts(at).lower()
+        at.button(key=f"answer-2-{item.position}").click().run()
+    assert [p for _, p in seen] == [f"{i} / 6" for i in range(6)]  # checks counted like the others
+    assert sum(g for g, _ in seen) == 3 and "Thank you" in texts(at)
