@@ -18,8 +18,11 @@ lengths are realistic.
    which builds the prefix cache, are outside it; the whole run's time is printed too).
 
 The ratio worker / scorer is what the worker's own work (claims, writes, leases, heartbeats, and
-scoring claims rather than all pairs at once) costs. The machine's load average is printed before
-and after: other processes on the same cores change both rates.
+scoring claims rather than all pairs at once) costs. The scorer is timed before and after the
+worker(s) and the ratio taken to the mean of both; the machine's load average is printed at the
+start and the end: other processes on the same cores change both rates. Pairs per CPU-second (the
+worker process's CPU time over the same steady-state span, all its threads; on CUDA mostly the
+host's work) are printed too, as they move less than wall-clock rates on shared cores.
 """
 from __future__ import annotations
 
@@ -70,22 +73,23 @@ def synchronise(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def scorer_rate(args, model_dir: Path, sources, hypotheses) -> float:
+def scorer_rate(args, model_dir: Path, sources, hypotheses) -> tuple[float, float]:
     scorer = PluieScorer(str(model_dir), template=args.template, device=args.device, dtype=args.dtype,
                          batch_size=args.batch_size)
     scorer.score(sources[:8], hypotheses[:8])  # warm-up; the prefix cache is built and kept, as in the worker
     synchronise(scorer.device)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     scorer.score(sources, hypotheses)
     synchronise(scorer.device)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     rate = len(sources) / seconds
-    print(f"PluieScorer.score: {len(sources)} pairs in {seconds:7.2f}s = {rate:8.2f} pairs/s "
+    print(f"PluieScorer.score: {len(sources)} pairs in {seconds:7.2f}s = {rate:8.2f} pairs/s; "
+          f"{len(sources) / cpu:.2f} pairs per CPU-second "
           f"({scorer.last_run['batches']} batches, at most {scorer.batch_size or scorer._auto_batch} pairs and "
           f"{scorer._token_budget()} tokens each)", flush=True)
     del scorer
     release_memory()
-    return rate
+    return rate, len(sources) / cpu
 
 
 def stores(directory: Path) -> list[tuple[str, str, object]]:
@@ -100,7 +104,7 @@ def stores(directory: Path) -> list[tuple[str, str, object]]:
     return found
 
 
-def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, overlap: bool) -> float:
+def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, overlap: bool):
     import pandas as pd
     from sqlalchemy import func, select
 
@@ -126,8 +130,15 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
         command.append("--no-overlap")
     log_path = model_dir.parent / f"worker-{label}-{name}.log"
     started = time.perf_counter()
+    cpu_samples = []  # (UTC time as the store writes it, CPU seconds the worker has used)
     with open(log_path, "wb") as log_file:
-        code = subprocess.run(command, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT).returncode
+        process = subprocess.Popen(command, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            cpu = process_cpu_seconds(process.pid)
+            if cpu is not None:
+                cpu_samples.append((utcnow(), cpu))
+            time.sleep(0.2)
+        code = process.returncode
     total = time.perf_counter() - started
     if code != 0:
         raise SystemExit(f"the worker failed (exit {code}); its log:\n{log_path.read_text()[-3000:]}")
@@ -143,11 +154,37 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
     span = (claims[-1][0] - claims[0][0]).total_seconds()
     steady = sum(n for _, n in claims[1:]) / span
     sizes = [n for _, n in claims]
+    cpu_span = cpu_at(cpu_samples, claims[-1][0]) - cpu_at(cpu_samples, claims[0][0]) if cpu_samples else None
+    per_cpu = f"; {sum(sizes[1:]) / cpu_span:.2f} pairs per CPU-second" if cpu_span else ""
     print(f"worker.py, {label}, {'overlap' if overlap else 'no overlap'}: {len(sources)} pairs in {total:7.2f}s "
           f"from start to exit ({len(sources) / total:.2f} pairs/s); steady state {steady:8.2f} pairs/s over "
-          f"{sum(sizes[1:])} pairs in {span:.2f}s ({len(claims)} claims of {min(sizes)}-{max(sizes)} pairs, "
+          f"{sum(sizes[1:])} pairs in {span:.2f}s{per_cpu} ({len(claims)} claims of {min(sizes)}-{max(sizes)} pairs, "
           f"first {sizes[0]})", flush=True)
-    return steady
+    return steady, (sum(sizes[1:]) / cpu_span if cpu_span else None)
+
+
+def utcnow():
+    from db.models import utcnow as store_now
+
+    return store_now()
+
+
+def process_cpu_seconds(pid: int):
+    """User + system CPU seconds of a process, all its threads (Linux /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_at(samples, moment) -> float:
+    """The worker's CPU seconds at `moment`, interpolated between the samples around it."""
+    for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+        if t0 <= moment <= t1:
+            width = (t1 - t0).total_seconds()
+            return c0 + (c1 - c0) * ((moment - t0).total_seconds() / width if width else 0.0)
+    return samples[-1][1] if moment > samples[-1][0] else samples[0][1]
 
 
 def main(argv=None) -> None:
@@ -175,16 +212,24 @@ def main(argv=None) -> None:
         described = save_model(args, sources, hypotheses, model_dir)
         print(f"model: {described} on {args.device}, saved in {time.perf_counter() - started:.1f}s; "
               f"{len(sources)} MRPC pairs, template {args.template}", flush=True)
-        reference = scorer_rate(args, model_dir, sources, hypotheses)
+        before = scorer_rate(args, model_dir, sources, hypotheses)
+        rates = []
         for label, url, clean_up in stores(Path(directory)):
             try:
                 for overlap in (True, False) if args.no_overlap else (True,):
-                    rate = worker_rate(args, label, url, model_dir, sources, hypotheses, overlap)
-                    print(f"  worker / scorer ({label}, {'overlap' if overlap else 'no overlap'}): "
-                          f"{rate / reference:.1%}", flush=True)
+                    mode = f"{label}, {'overlap' if overlap else 'no overlap'}"
+                    rates.append((mode, worker_rate(args, label, url, model_dir, sources, hypotheses, overlap)))
             finally:
                 if clean_up:
                     clean_up()
+        after = scorer_rate(args, model_dir, sources, hypotheses)  # again: the machine's load may have changed
+    reference = (before[0] + after[0]) / 2
+    reference_cpu = (before[1] + after[1]) / 2
+    print(f"scorer: {before[0]:.2f} pairs/s before the worker, {after[0]:.2f} after; mean {reference:.2f}")
+    for mode, (rate, per_cpu) in rates:
+        print(f"worker / scorer ({mode}): {rate:.2f} / {reference:.2f} pairs/s = {rate / reference:.1%}"
+              + (f"; per CPU-second {per_cpu:.2f} / {reference_cpu:.2f} = {per_cpu / reference_cpu:.1%}"
+                 if per_cpu else ""))
     print(f"load average at end: {load_average()}")
 
 
