@@ -314,7 +314,8 @@ class ScoringWorker:
             self._in_store(self._hand_back, batch, message).result()
             return 0
         rate = len(batch.items) / max(time.monotonic() - started, 1e-6)
-        self._rates[batch.run_id] = 0.5 * self._rates[batch.run_id] + 0.5 * rate if batch.run_id in self._rates else rate
+        previous = self._rates.get(batch.run_id)
+        self._rates[batch.run_id] = rate if previous is None else 0.5 * previous + 0.5 * rate
         self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
         scored = [
             queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
@@ -477,7 +478,7 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="Score queued sentence pairs (PLUIE and baselines).")
     parser.add_argument("--db", help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///data/pluie_lab.db)")
-    parser.add_argument("--once", action="store_true", help="score one batch and exit")
+    parser.add_argument("--once", action="store_true", help="score one claim and exit")
     parser.add_argument("--exit-when-idle", action="store_true", help="exit when no queued work is left")
     parser.add_argument("--claim-size", type=int, default=None,
                         help=f"pairs claimed at once (default: about {CLAIM_SECONDS:g} s of work at the run's rate)")

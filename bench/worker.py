@@ -18,8 +18,9 @@ lengths are realistic.
    which builds the prefix cache, are outside it; the whole run's time is printed too).
 
 The ratio worker / scorer is what the worker's own work (claims, writes, leases, heartbeats, and
-scoring claims rather than all pairs at once) costs. The scorer is timed before and after the
-worker(s) and the ratio taken to the mean of both; the machine's load average is printed at the
+scoring claims rather than all pairs at once) costs. The scorer is timed before and after each
+round of worker runs and each ratio taken to the mean of both (`--repeat N`: N rounds, the median
+ratio printed); the machine's load average is printed at the
 start and the end: other processes on the same cores change both rates. Pairs per CPU-second (the
 worker process's CPU time over the same steady-state span, all its threads; on CUDA mostly the
 host's work) are printed too, as they move less than wall-clock rates on shared cores.
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,7 +106,8 @@ def stores(directory: Path) -> list[tuple[str, str, object]]:
     return found
 
 
-def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, overlap: bool):
+def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, overlap: bool,
+                repetition: int = 0):
     import pandas as pd
     from sqlalchemy import func, select
 
@@ -114,7 +117,7 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
     from db.runs import create_run
 
     engine = init_db(url)
-    name = f"mrpc-{'overlap' if overlap else 'sequential'}"
+    name = f"mrpc-{'overlap' if overlap else 'sequential'}-{repetition + 1}"
     import_pairs(engine, name, pd.DataFrame({"source": sources, "hypothesis": hypotheses}))
     from db.models import Dataset
 
@@ -199,6 +202,8 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-size", type=int, help="the scorer's pairs per forward pass (default: automatic)")
     parser.add_argument("--claim-size", type=int, help="the worker's pairs per claim (default: automatic)")
     parser.add_argument("--no-overlap", action="store_true", help="also run the worker without the overlap")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="worker runs per store and mode, each between two scorer timings (median reported)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
@@ -212,24 +217,35 @@ def main(argv=None) -> None:
         described = save_model(args, sources, hypotheses, model_dir)
         print(f"model: {described} on {args.device}, saved in {time.perf_counter() - started:.1f}s; "
               f"{len(sources)} MRPC pairs, template {args.template}", flush=True)
-        before = scorer_rate(args, model_dir, sources, hypotheses)
-        rates = []
-        for label, url, clean_up in stores(Path(directory)):
-            try:
-                for overlap in (True, False) if args.no_overlap else (True,):
-                    mode = f"{label}, {'overlap' if overlap else 'no overlap'}"
-                    rates.append((mode, worker_rate(args, label, url, model_dir, sources, hypotheses, overlap)))
-            finally:
+        scorer_runs = [scorer_rate(args, model_dir, sources, hypotheses)]
+        results = []  # (mode, repetition, (pairs/s, pairs per CPU-second), scorer's (pairs/s, per CPU-second))
+        found = stores(Path(directory))
+        try:
+            for repetition in range(args.repeat):
+                measured = []
+                for label, url, _clean_up in found:
+                    for overlap in (True, False) if args.no_overlap else (True,):
+                        mode = f"{label}, {'overlap' if overlap else 'no overlap'}"
+                        measured.append((mode, worker_rate(args, label, url, model_dir, sources, hypotheses,
+                                                           overlap, repetition)))
+                # the scorer again: each worker figure is compared with the scorer's just before and after
+                scorer_runs.append(scorer_rate(args, model_dir, sources, hypotheses))
+                reference = tuple((a + b) / 2 for a, b in zip(*scorer_runs[-2:]))
+                results += [(mode, repetition, rates, reference) for mode, rates in measured]
+        finally:
+            for _label, _url, clean_up in found:
                 if clean_up:
                     clean_up()
-        after = scorer_rate(args, model_dir, sources, hypotheses)  # again: the machine's load may have changed
-    reference = (before[0] + after[0]) / 2
-    reference_cpu = (before[1] + after[1]) / 2
-    print(f"scorer: {before[0]:.2f} pairs/s before the worker, {after[0]:.2f} after; mean {reference:.2f}")
-    for mode, (rate, per_cpu) in rates:
-        print(f"worker / scorer ({mode}): {rate:.2f} / {reference:.2f} pairs/s = {rate / reference:.1%}"
-              + (f"; per CPU-second {per_cpu:.2f} / {reference_cpu:.2f} = {per_cpu / reference_cpu:.1%}"
-                 if per_cpu else ""))
+    print("scorer: " + ", ".join(f"{rate:.2f}" for rate, _ in scorer_runs) + " pairs/s in turn")
+    for mode in dict.fromkeys(m for m, *_ in results):
+        ratios = []
+        for _m, repetition, (rate, per_cpu), (reference, reference_cpu) in (r for r in results if r[0] == mode):
+            ratios.append(rate / reference)
+            print(f"worker / scorer ({mode}, #{repetition + 1}): {rate:.2f} / {reference:.2f} pairs/s = "
+                  f"{rate / reference:.1%}" + (f"; per CPU-second {per_cpu:.2f} / {reference_cpu:.2f} = "
+                                               f"{per_cpu / reference_cpu:.1%}" if per_cpu else ""))
+        if len(ratios) > 1:
+            print(f"worker / scorer ({mode}): median {statistics.median(ratios):.1%} over {len(ratios)} runs")
     print(f"load average at end: {load_average()}")
 
 

@@ -262,7 +262,7 @@ def test_the_store_works_while_the_model_scores(tmp_path, monkeypatch, overlap):
     def observed(sources, hypotheses):
         done_before = 5 * len(seen)  # claims of 5: the claims already scored
         expect_held = min(5, len(pairs) - done_before - len(sources)) + len(sources) if overlap else len(sources)
-        wait_until(lambda: leased_and_done() == (expect_held, done_before), 10,
+        wait_until(lambda: leased_and_done() == (expect_held, done_before), 30,
                    f"claim {len(seen)}: {expect_held} items leased and {done_before} done")
         seen.append((len(sources), *leased_and_done()))
         return levenshtein(sources, hypotheses)
