@@ -47,7 +47,7 @@ log = logging.getLogger("pluie.worker")
 DEFAULT_LEASE_SECONDS = 120.0
 # Automatic claims: about CLAIM_SECONDS of work at the run's measured rate, within these bounds
 # (a run's first claim, before its rate is known, is FIRST_CLAIM pairs).
-CLAIM_SECONDS = 4.0
+CLAIM_SECONDS = 6.0
 FIRST_CLAIM = 32
 MIN_CLAIM = 16
 MAX_CLAIM = 4096
@@ -346,7 +346,9 @@ class ScoringWorker:
         rate = self._rates.get(run_id) if run_id is not None else None
         if rate is None:
             return FIRST_CLAIM
-        return int(min(max(rate * CLAIM_SECONDS, MIN_CLAIM, self.batch_size or 0), MAX_CLAIM))
+        step = self.batch_size or MIN_CLAIM  # whole batches: a part-filled batch per claim costs more
+        size = min(max(rate * CLAIM_SECONDS, MIN_CLAIM, step), MAX_CLAIM)
+        return max(step, int(size) // step * step)
 
     # store work (on the store thread when overlapping)
     def _claim(self, size: int, prefer_run_id: Optional[int]) -> Optional[queue.Batch]:

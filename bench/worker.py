@@ -204,12 +204,19 @@ def main(argv=None) -> None:
     parser.add_argument("--no-overlap", action="store_true", help="also run the worker without the overlap")
     parser.add_argument("--repeat", type=int, default=1,
                         help="worker runs per store and mode, each between two scorer timings (median reported)")
+    parser.add_argument("--threads", type=int,
+                        help="torch CPU threads of the scorer and the worker (default: torch's own choice); 1 keeps "
+                             "CPU-seconds per pair steady on shared cores")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the worker processes inherit it
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no GPU is visible to torch here.")
 
-    print(f"load average at start: {load_average()} ({os.cpu_count()} cores)", flush=True)
+    print(f"load average at start: {load_average()} ({os.cpu_count()} cores; torch threads "
+          f"{torch.get_num_threads()})", flush=True)
     sources, hypotheses = read_mrpc(args.pairs)
     with tempfile.TemporaryDirectory(prefix="pluie-bench-") as directory:
         model_dir = Path(directory) / "model"

@@ -374,7 +374,12 @@ class PluieScorer:
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
         head_dim = getattr(config, "head_dim", None) or hidden // heads
         intermediate = getattr(config, "intermediate_size", None) or 4 * hidden
-        itemsize = next(self.model.parameters()).element_size()
+        try:  # the compute dtype: keys and values are stored in it even when the weights are quantised
+            import torch
+
+            itemsize = torch.empty((), dtype=self.dtype).element_size()
+        except (TypeError, RuntimeError):
+            itemsize = next(self.model.parameters()).element_size()
         keys_values = config.num_hidden_layers * 2 * kv_heads * head_dim * itemsize
         return keys_values + (4 * hidden + 3 * intermediate) * itemsize
 

@@ -280,3 +280,24 @@ def test_the_store_works_while_the_model_scores(tmp_path, monkeypatch, overlap):
     np.testing.assert_allclose([stored[p] for p in pair_ids], levenshtein(*zip(*pairs)), atol=1e-9)
     assert leased_and_done() == (0, len(pairs))
     engine.dispose()
+
+
+def test_claims_hold_a_few_seconds_of_work_in_whole_batches(tmp_path):
+    import worker as worker_module
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    automatic = worker_module.ScoringWorker(engine, device="cpu")
+    assert automatic._claim_size(1) == worker_module.FIRST_CLAIM  # no rate measured yet
+    seconds, step = worker_module.CLAIM_SECONDS, worker_module.MIN_CLAIM
+    for rate in (0.5, 30.0, 333.0, 1e6):
+        automatic._rates[1] = rate
+        expected = min(max(step, int(rate * seconds) // step * step), worker_module.MAX_CLAIM)
+        assert automatic._claim_size(1) == expected
+    assert automatic._claim_size(1) == worker_module.MAX_CLAIM and automatic._claim_size(2) == worker_module.FIRST_CLAIM
+    batched = worker_module.ScoringWorker(engine, device="cpu", batch_size=50)
+    batched._rates[1] = 30.0
+    assert batched._claim_size(1) == int(30.0 * seconds) // 50 * 50  # whole batches of the scorer
+    batched._rates[1] = 0.1
+    assert batched._claim_size(1) == 50
+    assert worker_module.ScoringWorker(engine, device="cpu", claim_size=7)._claim_size(1) == 7
+    engine.dispose()
