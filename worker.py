@@ -2,12 +2,18 @@
 pluie_core, writes the scores back. Thin glue: the queue lives in db.queue, the metrics in
 pluie_core.
 
-    python worker.py [--db URL] [--once | --exit-when-idle] [--batch-size N] [--device cuda:0]
+    python worker.py [--db URL] [--once | --exit-when-idle] [--claim-size N] [--batch-size N] [--device cuda:0]
 
 Several workers may share one queue (several GPUs, or several machines on PostgreSQL). A worker
 that is killed loses nothing: its leases expire and another worker (or its restart) takes the
 items again; scores are written only under a held lease, so no pair is scored twice.
 SIGTERM / SIGINT: the batch in hand is finished and written, then the worker exits.
+
+The model never waits for the store: a claim holds a few seconds of work (the scorer cuts it into
+its own batches, bounded by pairs and tokens), and while the model scores one claim a store thread
+writes the scores of the previous one and fetches the next (`--no-overlap`: one after the other).
+Every claim the worker holds, the one fetched ahead included, has its lease renewed until it is
+written or handed back.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -38,7 +45,12 @@ from db.runs import ensure_default_runs  # noqa: E402
 log = logging.getLogger("pluie.worker")
 
 DEFAULT_LEASE_SECONDS = 120.0
-DEFAULT_BATCH_SIZE = 32
+# Automatic claims: about CLAIM_SECONDS of work at the run's measured rate, within these bounds
+# (a run's first claim, before its rate is known, is FIRST_CLAIM pairs).
+CLAIM_SECONDS = 6.0
+FIRST_CLAIM = 32
+MIN_CLAIM = 16
+MAX_CLAIM = 4096
 HEARTBEAT_SECONDS = 5.0
 # Distinct models kept loaded; a worker serving runs of more models reloads past this.
 MODEL_CACHE_SIZE = 2
@@ -222,7 +234,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 class _LeaseKeeper(threading.Thread):
-    """Renews the lease of the batch in hand and reports the heartbeat while the main thread scores."""
+    """Renews the leases of the claims the worker holds and reports the heartbeat while it scores."""
 
     def __init__(self, worker: "ScoringWorker"):
         super().__init__(daemon=True, name="lease-keeper")
@@ -234,12 +246,14 @@ class _LeaseKeeper(threading.Thread):
         interval = min(HEARTBEAT_SECONDS, w.lease_seconds / 3)
         while not self.halt.wait(interval):
             try:
+                item_ids = w.held_item_ids()  # the claim being scored, the one fetched ahead, the one being written
+                if item_ids:
+                    held = queue.renew_lease(w.engine, w.worker_id, item_ids, w.lease_seconds)
+                    if held < len(item_ids):
+                        log.warning("lost the lease on %d items", len(item_ids) - held)
                 batch = w.current_batch
-                if batch is not None:
-                    held = queue.renew_lease(w.engine, w.worker_id, batch.item_ids, w.lease_seconds)
-                    if held < len(batch.items):
-                        log.warning("lost the lease on %d items of run %d", len(batch.items) - held, batch.run_id)
-                queue.heartbeat(w.engine, w.worker_id, current_run_id=batch.run_id if batch else None)
+                queue.heartbeat(w.engine, w.worker_id,
+                                current_run_id=batch.run_id if batch else (w._last_run_id if item_ids else None))
             except Exception as exc:  # the store is briefly unreachable: try again next tick
                 log.warning("lease renewal failed: %s", _first_line(exc))
 
@@ -250,7 +264,9 @@ class ScoringWorker:
         engine,
         *,
         worker_id: Optional[str] = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: Optional[int] = None,
+        claim_size: Optional[int] = None,
+        overlap: bool = True,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         device: Optional[str] = None,
         poll_seconds: float = 2.0,
@@ -259,7 +275,9 @@ class ScoringWorker:
     ):
         self.engine = engine
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.batch_size = batch_size
+        self.batch_size = batch_size  # the scorer's pairs per forward pass (None: its automatic bounds)
+        self.claim_size = claim_size  # pairs per claim (None: about CLAIM_SECONDS of work)
+        self.overlap = overlap
         self.lease_seconds = lease_seconds
         self.device = resolve_device(device)
         self.poll_seconds = poll_seconds
@@ -271,6 +289,12 @@ class ScoringWorker:
         self._metrics: OrderedDict[int, Metric] = OrderedDict()
         self._last_run_id: Optional[int] = None
         self._stop = threading.Event()
+        self._rates: dict[int, float] = {}  # run id -> pairs / s of its scoring (claim sizes)
+        self._held: list[queue.Batch] = []  # claims not yet written or handed back
+        self._held_lock = threading.Lock()
+        self._store: Any = _Inline()  # where store work runs: a one-thread executor when overlapping
+        self._ahead: Optional[Future] = None  # the next claim, fetched while the model scores
+        self._writes: list[Future] = []
 
     def request_stop(self, *_args) -> None:
         self._stop.set()
@@ -287,11 +311,14 @@ class ScoringWorker:
         queue.register_worker(self.engine, self.worker_id, socket.gethostname(), os.getpid(), self.device)
         keeper = _LeaseKeeper(self)
         keeper.start()
-        log.info("worker %s started on %s", self.worker_id, self.device)
+        if self.overlap:
+            self._store = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        log.info("worker %s started on %s (%s)", self.worker_id, self.device,
+                 "store work overlapped with scoring" if self.overlap else "store work between batches")
         try:
             while not self.stopping:
                 try:
-                    scored = self.step()
+                    scored = self.step(prefetch=self.overlap and not once)
                 except Exception as exc:  # e.g. the store is briefly unreachable: report, wait, go on
                     log.exception("batch failed")
                     self._report_error(f"{type(exc).__name__}: {_first_line(exc)}")
@@ -304,31 +331,52 @@ class ScoringWorker:
                         break
                     self._stop.wait(self.poll_seconds)
         finally:
-            keeper.halt.set()
-            keeper.join(timeout=10)
-            if self.current_batch is not None:  # interrupted mid-batch: hand the items back
-                queue.release_batch(self.engine, self.worker_id, self.current_batch.item_ids)
-                self.current_batch = None
-            queue.stop_worker(self.engine, self.worker_id)
-            log.info("worker %s stopped after %d pairs", self.worker_id, self.pairs_done)
+            try:
+                self._finish_store_work()
+            finally:
+                keeper.halt.set()
+                keeper.join(timeout=10)
+                queue.stop_worker(self.engine, self.worker_id)
+                log.info("worker %s stopped after %d pairs", self.worker_id, self.pairs_done)
         return self.pairs_done
+
+    def _finish_store_work(self) -> None:
+        """On the way out: the scores in flight are written, and every claim not scored (the one
+        fetched ahead, or one interrupted) is handed back at once."""
+        if self._ahead is not None:
+            try:
+                self._ahead.result()
+            except Exception:
+                pass  # the claim failed: nothing held from it
+            self._ahead = None
+        self._store.shutdown(wait=True)
+        self._store = _Inline()
+        leftover = self.held_item_ids()
+        if leftover:
+            queue.release_batch(self.engine, self.worker_id, leftover)
+        with self._held_lock:
+            self._held.clear()
+        self.current_batch = None
 
     def _report_error(self, message: str) -> None:
         try:
             if self.current_batch is not None:
                 queue.release_batch(self.engine, self.worker_id, self.current_batch.item_ids, error=message)
+                self._forget(self.current_batch)
                 self.current_batch = None
             queue.heartbeat(self.engine, self.worker_id, last_error=message)
         except Exception:
             log.exception("could not report the error to the store")
 
-    def step(self) -> Optional[int]:
-        """Claim, score and write one batch. Returns the pairs written, or None when idle."""
-        batch = queue.claim_batch(
-            self.engine, self.worker_id, self.batch_size, self.lease_seconds,
-            prefer_run_id=self._last_run_id, run_ids=self.run_ids,
-        )
+    # ------------------------------------------------------------------ one claim
+    def step(self, prefetch: bool = False) -> Optional[int]:
+        """Take the next claim (fetched ahead, or claimed now), score it and hand its scores to
+        the store. With `prefetch`, the claim after it is fetched while the model scores, and the
+        scores are written while the model scores that one; else they are written before this
+        returns. Returns the pairs scored, or None when idle."""
+        batch = self._next_claim()
         if batch is None:
+            self._flush_writes()  # idle means every score is written
             return None
         self.current_batch = batch
         self._last_run_id = batch.run_id
@@ -336,10 +384,13 @@ class ScoringWorker:
             metric = self._metric(batch.run_id)
         except ModelLoadError as exc:
             log.error("run %d failed: %s", batch.run_id, exc)
-            queue.fail_run(self.engine, batch.run_id, str(exc))
-            queue.heartbeat(self.engine, self.worker_id, last_error=f"run {batch.run_id}: {exc}")
+            self._in_store(queue.fail_run, self.engine, batch.run_id, str(exc)).result()
+            self._forget(batch)
             self.current_batch = None
+            queue.heartbeat(self.engine, self.worker_id, last_error=f"run {batch.run_id}: {exc}")
             return 0
+        if prefetch:  # the model is loaded: fetch the next claim while it scores this one
+            self._ahead = self._in_store(self._claim, self._claim_size(batch.run_id), batch.run_id)
         started = time.monotonic()
         try:
             values, details = metric([i.source for i in batch.items], [i.hypothesis for i in batch.items])
@@ -347,25 +398,97 @@ class ScoringWorker:
         except Exception as exc:
             message = f"run {batch.run_id}: scoring failed: {_first_line(exc)}"
             log.exception(message)
-            queue.release_batch(self.engine, self.worker_id, batch.item_ids, error=message)
-            queue.heartbeat(self.engine, self.worker_id, last_error=message)
             self.current_batch = None
+            self._in_store(self._hand_back, batch, message).result()
             return 0
+        rate = len(batch.items) / max(time.monotonic() - started, 1e-6)
+        previous = self._rates.get(batch.run_id)
+        self._rates[batch.run_id] = rate if previous is None else 0.5 * previous + 0.5 * rate
+        self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
         scored = [
             queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
             for k, (item, value) in enumerate(zip(batch.items, values))
         ]
-        written = queue.complete_batch(self.engine, self.worker_id, batch.run_id, scored, compute_seconds=compute_seconds)
         self.current_batch = None
-        elapsed = max(time.monotonic() - started, 1e-6)
-        rate = len(batch.items) / elapsed
-        self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
+        write = self._in_store(self._write, batch, scored, self.pairs_per_second, compute_seconds)
+        if not prefetch:
+            return write.result()
+        self._writes = [w for w in self._writes if not w.done()] + [write]
+        return len(scored)
+
+    def _in_store(self, fn: Callable, *args) -> Future:
+        """Run store work where it runs: on the store thread (in order), or here and now."""
+        return self._store.submit(fn, *args)
+
+    def _next_claim(self) -> Optional[queue.Batch]:
+        if self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            return ahead.result()
+        return self._in_store(self._claim, self._claim_size(self._last_run_id), self._last_run_id).result()
+
+    def _claim_size(self, run_id: Optional[int]) -> int:
+        """Pairs per claim: the one given, else about CLAIM_SECONDS of the run's measured rate, so
+        that the scorer fills its own batches whatever their size."""
+        if self.claim_size:
+            return self.claim_size
+        rate = self._rates.get(run_id) if run_id is not None else None
+        if rate is None:
+            return FIRST_CLAIM
+        step = self.batch_size or MIN_CLAIM  # whole batches: a part-filled batch per claim costs more
+        size = min(max(rate * CLAIM_SECONDS, MIN_CLAIM, step), MAX_CLAIM)
+        return max(step, int(size) // step * step)
+
+    # store work (on the store thread when overlapping)
+    def _claim(self, size: int, prefer_run_id: Optional[int]) -> Optional[queue.Batch]:
+        batch = queue.claim_batch(
+            self.engine, self.worker_id, size, self.lease_seconds,
+            prefer_run_id=prefer_run_id, run_ids=self.run_ids,
+        )
+        if batch is not None:
+            with self._held_lock:
+                self._held.append(batch)
+        return batch
+
+    def _write(self, batch: queue.Batch, scored: list, rate: Optional[float], compute_seconds: float = 0.0) -> int:
+        """Write the scores of the items still held, and the seconds the metric spent on them; if the
+        store refuses, hand the claim back."""
+        try:
+            written = queue.complete_batch(self.engine, self.worker_id, batch.run_id, scored,
+                                           compute_seconds=compute_seconds)
+        except Exception as exc:
+            message = f"run {batch.run_id}: writing scores failed: {_first_line(exc)}"
+            log.exception(message)
+            self._hand_back(batch, message)
+            return 0
+        self._forget(batch)
         self.pairs_done += written
         queue.heartbeat(
             self.engine, self.worker_id, current_run_id=batch.run_id,
-            pairs_done=self.pairs_done, pairs_per_second=self.pairs_per_second,
+            pairs_done=self.pairs_done, pairs_per_second=rate,
         )
         return written
+
+    def _hand_back(self, batch: queue.Batch, error: str) -> None:
+        try:
+            queue.release_batch(self.engine, self.worker_id, batch.item_ids, error=error)
+            queue.heartbeat(self.engine, self.worker_id, last_error=error)
+        except Exception:  # the store is unreachable: the lease expires and the items come back
+            log.exception("could not hand back the items of run %d", batch.run_id)
+        finally:
+            self._forget(batch)
+
+    def _forget(self, batch: queue.Batch) -> None:
+        with self._held_lock:
+            self._held = [b for b in self._held if b is not batch]
+
+    def held_item_ids(self) -> list[int]:
+        with self._held_lock:
+            return [i for b in self._held for i in b.item_ids]
+
+    def _flush_writes(self) -> None:
+        writes, self._writes = self._writes, []
+        for write in writes:
+            write.result()
 
     def _metric(self, run_id: int) -> ScoreFn:
         """The run's scoring function, loading its model only when no cached run holds it."""
@@ -381,6 +504,22 @@ class ScoringWorker:
             self._metrics.popitem(last=False)  # least recently used run; its model goes with its last run
             _free_accelerator_memory()
         return metric.score
+
+
+class _Inline:
+    """Store work run at once in the calling thread (the worker without overlap)."""
+
+    @staticmethod
+    def submit(fn: Callable, *args) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever reads the result, as an executor would
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
 
 
 def _free_accelerator_memory() -> None:
@@ -453,9 +592,15 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="Score queued sentence pairs (PLUIE and baselines).")
     parser.add_argument("--db", help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///data/pluie_lab.db)")
-    parser.add_argument("--once", action="store_true", help="score one batch and exit")
+    parser.add_argument("--once", action="store_true", help="score one claim and exit")
     parser.add_argument("--exit-when-idle", action="store_true", help="exit when no queued work is left")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="pairs claimed per batch")
+    parser.add_argument("--claim-size", type=int, default=None,
+                        help=f"pairs claimed at once (default: about {CLAIM_SECONDS:g} s of work at the run's rate)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="pairs per forward pass of the model, for runs that do not set one "
+                             "(default: automatic, bounded by pairs and tokens)")
+    parser.add_argument("--no-overlap", action="store_true",
+                        help="do the store's work between batches instead of while the model scores")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the GPU when there is one)")
     parser.add_argument("--lease-seconds", type=float, default=DEFAULT_LEASE_SECONDS,
                         help="how long a claim lasts without renewal (a dead worker's items wait this long)")
@@ -467,8 +612,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its start-up chatter hides ours
-    if args.batch_size < 1:
-        parser.error("--batch-size must be at least 1")
+    for name in ("batch_size", "claim_size"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     try:
         engine = init_db(args.db)
     except Exception as exc:  # a mistyped URL, a server that is down: one sentence, no traceback
@@ -476,7 +622,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.no_default_runs:
         ensure_default_runs(engine)
     worker = ScoringWorker(
-        engine, batch_size=args.batch_size, lease_seconds=args.lease_seconds, device=args.device,
+        engine, batch_size=args.batch_size, claim_size=args.claim_size, overlap=not args.no_overlap,
+        lease_seconds=args.lease_seconds, device=args.device,
         poll_seconds=args.poll_seconds, parent_pid=args.parent_pid,
         run_ids=[int(r) for r in args.runs.split(",") if r.strip()] if args.runs else None,
     )

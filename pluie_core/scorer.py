@@ -22,7 +22,9 @@ This module does that, and:
   (pairs that do not take the uncached path);
 - asks the model for the last position's logits only (``logits_to_keep=1``) and does the
   log-softmax in float32;
-- picks a batch size automatically and halves it on out-of-memory;
+- bounds each batch by a pair count *and* a token budget (rows × padded length, the cached prefix
+  included): long pairs go in small batches, short ones in large ones; both are automatic unless
+  given, and halve on out-of-memory;
 - for INDIRECT-like templates, first generates the explanation (batched, greedy, bounded length).
 
 bf16 on GPU, float32 on CPU by default.
@@ -43,6 +45,7 @@ from pluie_core.templates import Template, TemplateError, get_template
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _PREFIX_MARGIN = 2  # tokens dropped from the shared prefix: a merge across its end could differ per pair
 _MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
+_CPU_BATCH_TOKENS = 16384  # automatic token budget per forward pass on CPU (16 pairs of up to 1,024 tokens)
 
 
 class PluieError(ValueError):
@@ -230,14 +233,18 @@ class PluieScorer:
         CPU), "cpu", "balanced" / "sequential" (spread over the GPUs), or a {module: device} dict.
     quantization: "8bit" or "4bit" (bitsandbytes, CUDA only; implies device_map="auto").
         Both are refused with one sentence where CUDA, accelerate or bitsandbytes is missing.
-    batch_size: pairs per forward pass; None = automatic (starts high, halves on out-of-memory).
+    batch_size: at most this many pairs per forward pass; None = automatic (16 on CPU, 256 on GPU;
+        halves on out-of-memory).
+    max_batch_tokens: at most this many tokens per forward pass, counted as rows × padded length
+        (the cached prefix included, as its keys and values are in memory for every row);
+        None = automatic (16,384 on CPU; on GPU from the free memory and the model's size).
     prefix_cache: reuse the KV cache of the template's shared prefix (same scores, less work).
     max_new_tokens: length bound of the INDIRECT generation step (default: the template's).
     """
 
     def __init__(self, model, template="fs-direct", answers=None, device=None, dtype=None, batch_size=None,
                  tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None,
-                 device_map=None, quantization: str | None = None):
+                 device_map=None, quantization: str | None = None, max_batch_tokens: int | None = None):
         import torch
 
         try:
@@ -279,7 +286,9 @@ class PluieScorer:
         self.prefix_cache = prefix_cache
         self.max_new_tokens = max_new_tokens or self.template.max_new_tokens
         self.batch_size = batch_size
-        self._auto_batch = 64 if self.device.type == "cuda" else 16
+        self._auto_batch = 256 if self.device.type == "cuda" else 16
+        self.max_batch_tokens = max_batch_tokens
+        self._auto_tokens = None  # set on first use (_token_budget)
         self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         self._prefix = None  # (token ids, per-layer (key, value)), built on first use
@@ -456,33 +465,89 @@ class PluieScorer:
             return logprobs[:, list(self.answer_ids)].cpu().numpy()
 
     def _run(self, rows: list[list[int]], prefix, on_batch) -> np.ndarray:
-        """Length-sorted batches with out-of-memory back-off; results in the order of ``rows``."""
-        import torch
-
+        """Length-sorted batches within the pair and token bounds, with out-of-memory back-off;
+        results in the order of ``rows``."""
         result = np.empty((len(rows), 2), dtype=np.float64)
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))  # longest first: OOM shows up early
+        lengths = [len(r) for r in rows]
+        extra = len(prefix[0]) if prefix is not None else 0  # every row attends to the cached prefix too
         start = 0
         while start < len(order):
-            size = self.batch_size or self._auto_batch
-            chunk = order[start:start + size]
+            chunk, width = self._next_chunk(order, lengths, start, extra)
             try:
                 result[chunk] = self._last_logprobs([rows[i] for i in chunk], prefix)
             except self._oom:
-                if self.device.type == "cuda":
-                    torch.cuda.empty_cache()
-                if size == 1:
+                if len(chunk) == 1:
                     raise PluieError(
                         f"Not enough memory to score one pair of {len(rows[chunk[0]])} tokens; use a smaller "
                         "model, bfloat16, or shorter texts."
                     ) from None
-                if self.batch_size:
-                    self.batch_size = max(1, size // 2)
-                else:
-                    self._auto_batch = max(1, size // 2)
+                self._shrink(len(chunk), width)
                 continue
             start += len(chunk)
+            self.last_run["batches"] = self.last_run.get("batches", 0) + 1
             on_batch(len(chunk))
         return result
+
+    # ------------------------------------------------------------------ batch bounds
+    def _next_chunk(self, order: list[int], lengths: list[int], start: int, extra: int = 0):
+        """The next batch of ``order`` (sorted longest first) from ``start``: at most the pair cap,
+        and at most the token budget at the padded width its first (longest) row sets.
+        Returns (indices, padded width counted against the budget)."""
+        width = lengths[order[start]] + extra
+        size = min(self.batch_size or self._auto_batch, max(1, self._token_budget() // max(1, width)))
+        return order[start:start + size], width
+
+    def _token_budget(self) -> int:
+        """Tokens per forward pass: the one given, else 16,384 on CPU; on GPU, half the free memory
+        over what one token costs (its keys and values in every layer, plus one layer's transient
+        activations), between 2,048 and 1,048,576."""
+        if self.max_batch_tokens:
+            return self.max_batch_tokens
+        if self._auto_tokens is None:
+            self._auto_tokens = _CPU_BATCH_TOKENS
+            if self.device.type == "cuda":
+                try:
+                    import torch
+
+                    free, _total = torch.cuda.mem_get_info(self.device)
+                    self._auto_tokens = int(min(max(free // 2 // self._bytes_per_token(), 2048), 1 << 20))
+                except Exception:  # a config without the usual sizes, no CUDA runtime: keep the default
+                    pass
+        return self._auto_tokens
+
+    def _bytes_per_token(self) -> int:
+        config = self.model.config
+        config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        hidden, heads = config.hidden_size, config.num_attention_heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        head_dim = getattr(config, "head_dim", None) or hidden // heads
+        intermediate = getattr(config, "intermediate_size", None) or 4 * hidden
+        try:  # the compute dtype: keys and values are stored in it even when the weights are quantised
+            import torch
+
+            itemsize = torch.empty((), dtype=self.dtype).element_size()
+        except (TypeError, RuntimeError):
+            itemsize = next(self.model.parameters()).element_size()
+        keys_values = config.num_hidden_layers * 2 * kv_heads * head_dim * itemsize
+        return keys_values + (4 * hidden + 3 * intermediate) * itemsize
+
+    def _shrink(self, rows: int, width: int) -> None:
+        """After an out-of-memory error on ``rows`` pairs of padded width ``width``: halve the pair
+        cap and the token budget (the given ones too) from that batch's size."""
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if self.batch_size:
+            self.batch_size = max(1, rows // 2)
+        else:
+            self._auto_batch = max(1, rows // 2)
+        budget = max(1, rows * width // 2)
+        if self.max_batch_tokens:
+            self.max_batch_tokens = budget
+        else:
+            self._auto_tokens = budget
 
     def _logprobs(self, prompts: list[list[int]], on_batch) -> np.ndarray:
         prefix_ids, prefix_kv = self._shared_prefix() if self.prefix_cache else ([], None)
@@ -511,11 +576,11 @@ class PluieScorer:
         eos = {i for i in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
                if isinstance(i, int)}
         bar = self._progress(progress, len(prompts), "PLUIE generation")
+        lengths = [len(p) for p in prompts]
         start = 0
         while start < len(order):
-            size = self.batch_size or self._auto_batch
-            chunk = order[start:start + size]
-            width = max(len(prompts[i]) for i in chunk)
+            chunk, cost = self._next_chunk(order, lengths, start, self.max_new_tokens)
+            width = lengths[chunk[0]]
             ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros_like(ids)
             for row, i in enumerate(chunk):
@@ -530,11 +595,9 @@ class PluieScorer:
                         pad_token_id=self.pad_id, eos_token_id=sorted(eos) or None,
                     )
             except self._oom:
-                if size == 1:
+                if len(chunk) == 1:
                     raise PluieError("Not enough memory to generate an explanation for one pair.") from None
-                self._auto_batch = max(1, size // 2)
-                if self.batch_size:
-                    self.batch_size = max(1, size // 2)
+                self._shrink(len(chunk), cost)
                 continue
             for row, i in enumerate(chunk):
                 texts[i] = self.tokenizer.decode(out[row, width:], skip_special_tokens=True).strip()

@@ -18,7 +18,7 @@ from tests.store_fixtures import add_pairs, sentence_pairs
 def score_one_batch(db_url: str, run_id: int, batch_size: int) -> None:
     subprocess.run(
         [sys.executable, str(REPO / "worker.py"), "--db", db_url, "--once", "--no-default-runs",
-         "--device", "cpu", "--runs", str(run_id), "--batch-size", str(batch_size)],
+         "--device", "cpu", "--runs", str(run_id), "--claim-size", str(batch_size)],
         cwd=REPO, env={**os.environ, "PLUIE_DB_URL": db_url}, check=True, capture_output=True, timeout=180,
     )
 

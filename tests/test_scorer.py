@@ -215,6 +215,52 @@ def test_out_of_memory_halves_the_batch(tiny_model_builder, monkeypatch):
     assert max(sizes) > 2 and scorer._auto_batch == 2
 
 
+def test_token_budget_bounds_every_batch_and_keeps_the_scores(tiny_model_builder, monkeypatch):
+    """Batches bounded by tokens (rows x padded length, the cached prefix included): the long pairs
+    go in small batches, the short ones in large ones, and every score is today's (pair cap only)
+    and the one-at-a-time score."""
+    path = tiny_model_builder(arch="llama", tokenizer="bpe")
+    today = PluieScorer(str(path), template="fs-direct", max_batch_tokens=10**9)
+    sources = SOURCES + [" ".join([s] * 25) for s in SOURCES[:3]] + [s + " again" for s in SOURCES]
+    hypotheses = HYPOTHESES + [" ".join([h] * 20) for h in HYPOTHESES[:3]] + [h + " too" for h in HYPOTHESES]
+    expected = today.score(sources, hypotheses)
+    assert today.last_run["batches"] == 1  # 13 pairs under the automatic pair cap of 16
+    singles = np.array([today.score([s], [h])[0] for s, h in zip(sources, hypotheses)])
+    np.testing.assert_allclose(expected, singles, atol=1e-4, rtol=0)
+
+    prefix = len(today._shared_prefix()[0])
+    suffixes = [len(today._encode(p)) - prefix for p in today.prompts(sources, hypotheses)]
+    budget = 3 * (prefix + max(suffixes))  # three of the longest pairs, more of the short ones
+    scorer = PluieScorer((today.model, today.tokenizer), template="fs-direct", max_batch_tokens=budget)
+    real, batches = scorer._last_logprobs, []
+
+    def spy(rows, prefix=None):
+        batches.append((len(rows), max(len(r) for r in rows) + (len(prefix[0]) if prefix else 0)))
+        return real(rows, prefix)
+
+    monkeypatch.setattr(scorer, "_last_logprobs", spy)
+    scores = scorer.score(sources, hypotheses)
+    np.testing.assert_allclose(scores, expected, atol=1e-4, rtol=0)
+    assert sum(n for n, _ in batches) == len(sources) and scorer.last_run["batches"] == len(batches)
+    assert all(n * width <= budget for n, width in batches), batches
+    assert batches[0][0] == 3 and max(n for n, _ in batches) > 3, batches  # longest first, short ones fuller
+
+    tiny = PluieScorer((today.model, today.tokenizer), template="fs-direct", max_batch_tokens=1, batch_size=8)
+    np.testing.assert_allclose(tiny.score(sources, hypotheses), expected, atol=1e-4, rtol=0)
+    assert tiny.last_run["batches"] == len(sources)  # a budget below one pair still scores one at a time
+
+
+def test_automatic_bounds_keep_todays_batches_on_cpu(tiny_model_builder):
+    scorer = PluieScorer(str(tiny_model_builder(arch="llama", tokenizer="bpe")), template="fs-direct")
+    sources, hypotheses = SOURCES * 4, HYPOTHESES * 4
+    scorer.score(sources, hypotheses)
+    assert scorer.last_run["batches"] == 2  # 20 short pairs: 16 + 4, as before the token budget
+    # the per-token memory the GPU budget divides by covers the keys and values the prefix cache holds
+    prefix_ids, prefix_kv = scorer._shared_prefix()
+    kv_bytes = sum(k.nbytes + v.nbytes for k, v in prefix_kv) / len(prefix_ids)
+    assert kv_bytes <= scorer._bytes_per_token() <= 4 * kv_bytes + 64 * scorer.model.config.intermediate_size
+
+
 def test_progress_callback_reports_every_pair(tiny_model_builder):
     scorer = PluieScorer(str(tiny_model_builder()), template="direct", batch_size=2)
     seen = []

@@ -76,20 +76,21 @@ def tiny_model(tiny_model_builder):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_sigkilled_worker_loses_nothing_and_scores_nothing_twice(tmp_path, tiny_model):
+def test_sigkilled_worker_loses_nothing_and_scores_nothing_twice(store_url, tmp_path, tiny_model):
     """A worker killed at random moments mid-run, five times and more, then stopped with SIGTERM,
     then let finish: every pair has exactly one score, equal to what the scorer gives for that pair
-    alone."""
+    alone. The worker overlaps its store work with scoring (the default): a kill may land while it
+    writes one claim, holds the next, or both."""
     from pluie_core.scorer import PluieScorer
 
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+    url = store_url
     engine = init_db(url)
     pairs = sentence_pairs(400)
     pair_ids = add_pairs(engine, "crash", pairs)
     run = create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu")
     log = tmp_path / "worker.log"
     rng = random.Random(1234)
-    args = ("--runs", str(run), "--batch-size", "4", "--lease-seconds", "2", "--device", "cpu")
+    args = ("--runs", str(run), "--claim-size", "4", "--batch-size", "4", "--lease-seconds", "2", "--device", "cpu")
 
     def interrupt_while_scoring(worker, sig):
         """Send `sig` at a random moment once this incarnation is scoring (not while it imports
@@ -137,10 +138,11 @@ def test_sigkilled_worker_loses_nothing_and_scores_nothing_twice(tmp_path, tiny_
 
 
 @pytest.mark.slow
-def test_two_workers_on_one_queue_never_score_a_pair_twice(store_url, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("mode", [(), ("--no-overlap",)], ids=["overlap", "no-overlap"])
+def test_two_workers_on_one_queue_never_score_a_pair_twice(store_url, tmp_path, mode):  # noqa: F811
     engine = init_db(store_url)
     log = tmp_path / "workers.log"
-    workers = [start_worker(store_url, "--batch-size", "5", "--device", "cpu", log=log) for _ in range(2)]
+    workers = [start_worker(store_url, "--claim-size", "5", "--device", "cpu", *mode, log=log) for _ in range(2)]
     try:
         wait_until(lambda: len(queue.alive_workers(engine)) == 2, 120, "two workers", log)
         # the work arrives while both are waiting, so both take part
@@ -207,8 +209,10 @@ def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
     assert worker_module.ensure_worker_running(url) is None  # switched off by PLUIE_NO_WORKER
 
 
-def test_runs_of_one_model_share_its_weights_and_directions_are_scored_right(tmp_path, tiny_model):
-    """In process, the same worker code: a forward, a backward and a symmetric run of one model."""
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "no-overlap"])
+def test_runs_of_one_model_share_its_weights_and_directions_are_scored_right(tmp_path, tiny_model, overlap):
+    """In process, the same worker code: a forward, a backward and a symmetric run of one model,
+    with the next claim fetched while the model scores (it may belong to the next run) or not."""
     from pluie_core.scorer import PluieScorer
     from worker import ScoringWorker
 
@@ -217,7 +221,7 @@ def test_runs_of_one_model_share_its_weights_and_directions_are_scored_right(tmp
     pair_ids = add_pairs(engine, "d", pairs)
     runs = {d: create_run(engine, name=d, model=str(tiny_model), template="direct", direction=d, device="cpu")
             for d in ("forward", "backward", "symmetric")}
-    worker = ScoringWorker(engine, device="cpu", batch_size=4, poll_seconds=0.1)
+    worker = ScoringWorker(engine, device="cpu", batch_size=4, claim_size=4, overlap=overlap, poll_seconds=0.1)
     worker.run(exit_when_idle=True)
 
     held = {id(m.weights[0]) for m in worker._metrics.values()}
@@ -233,4 +237,67 @@ def test_runs_of_one_model_share_its_weights_and_directions_are_scored_right(tmp
     with read_session(engine) as session:
         details = session.scalar(select(Score.details).where(Score.run_id == runs["symmetric"]).limit(1))
     assert set(details) == {"forward", "backward"}
+    engine.dispose()
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "no-overlap"])
+def test_the_store_works_while_the_model_scores(tmp_path, monkeypatch, overlap):
+    """While the model scores claim k, the worker already holds claim k+1 and has written claim k-1
+    (overlap), or holds claim k alone (no overlap); either way every pair is scored once, the
+    claims are as large as asked and independent of the scorer's batch size."""
+    import worker as worker_module
+    from pluie_core.baselines import BASELINES, Baseline, levenshtein
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    pairs = sentence_pairs(23)
+    pair_ids = add_pairs(engine, "d", pairs)
+    run = create_run(engine, name="observed", kind="baseline", model="observed")
+    seen = []  # per claim: (its size, items leased when scoring, items done)
+
+    def leased_and_done():
+        with read_session(engine) as session:
+            rows = dict(session.execute(select(WorkItem.status, func.count()).group_by(WorkItem.status)).all())
+        return rows.get("claimed", 0), rows.get("done", 0)
+
+    def observed(sources, hypotheses):
+        done_before = 5 * len(seen)  # claims of 5: the claims already scored
+        expect_held = min(5, len(pairs) - done_before - len(sources)) + len(sources) if overlap else len(sources)
+        wait_until(lambda: leased_and_done() == (expect_held, done_before), 30,
+                   f"claim {len(seen)}: {expect_held} items leased and {done_before} done")
+        seen.append((len(sources), *leased_and_done()))
+        return levenshtein(sources, hypotheses)
+
+    monkeypatch.setitem(BASELINES, "observed", Baseline("observed", observed, False, "levenshtein, watched"))
+    worker = worker_module.ScoringWorker(engine, device="cpu", claim_size=5, batch_size=2, overlap=overlap,
+                                         poll_seconds=0.1)
+    assert worker.run(exit_when_idle=True) == len(pairs)
+    assert [n for n, _, _ in seen] == [5, 5, 5, 5, 3]
+    if overlap:  # this claim and the next one leased; the previous one already written
+        assert [(held, done) for _, held, done in seen] == [(10, 0), (10, 5), (10, 10), (8, 15), (3, 20)]
+    else:
+        assert [(held, done) for _, held, done in seen] == [(5, 0), (5, 5), (5, 10), (5, 15), (3, 20)]
+    stored = assert_one_score_per_pair(engine, run, pair_ids)
+    np.testing.assert_allclose([stored[p] for p in pair_ids], levenshtein(*zip(*pairs)), atol=1e-9)
+    assert leased_and_done() == (0, len(pairs))
+    engine.dispose()
+
+
+def test_claims_hold_a_few_seconds_of_work_in_whole_batches(tmp_path):
+    import worker as worker_module
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    automatic = worker_module.ScoringWorker(engine, device="cpu")
+    assert automatic._claim_size(1) == worker_module.FIRST_CLAIM  # no rate measured yet
+    seconds, step = worker_module.CLAIM_SECONDS, worker_module.MIN_CLAIM
+    for rate in (0.5, 30.0, 333.0, 1e6):
+        automatic._rates[1] = rate
+        expected = min(max(step, int(rate * seconds) // step * step), worker_module.MAX_CLAIM)
+        assert automatic._claim_size(1) == expected
+    assert automatic._claim_size(1) == worker_module.MAX_CLAIM and automatic._claim_size(2) == worker_module.FIRST_CLAIM
+    batched = worker_module.ScoringWorker(engine, device="cpu", batch_size=50)
+    batched._rates[1] = 30.0
+    assert batched._claim_size(1) == int(30.0 * seconds) // 50 * 50  # whole batches of the scorer
+    batched._rates[1] = 0.1
+    assert batched._claim_size(1) == 50
+    assert worker_module.ScoringWorker(engine, device="cpu", claim_size=7)._claim_size(1) == 7
     engine.dispose()
