@@ -43,8 +43,7 @@ import numpy as np
 import yaml
 
 from pluie_core.inputs import sentence_pairs
-from pluie_core.scorer import (PluieError, PluieScorer, _input_device, _placed, _resolve_device, _resolve_dtype,
-                               load_model_and_tokenizer)
+from pluie_core.scorer import PluieError, PluieScorer, load_or_adopt
 from pluie_core.templates import (
     _PLACEHOLDER, ROLES, BUILTIN_TEMPLATES, Template, TemplateError, _fill, _present, get_template,
 )
@@ -343,28 +342,11 @@ class LLMJudge:
             raise JudgeError(f"Say which judge: kind one of {', '.join(JUDGES)}, or a judge template.")
         self.template = get_judge_template(template, kind)
         self.kind = self.template.kind
-        if isinstance(model, tuple) and len(model) == 2:
-            model, tokenizer = model
-        if isinstance(model, (str, Path)):
-            self.device = _resolve_device(device)
-            self.dtype = _resolve_dtype(dtype, self.device)
-            # placed as PluieScorer places it (device_map / quantization: see pluie_core.scorer.check_placement)
-            self.model, self.tokenizer = load_model_and_tokenizer(str(model), self.device, self.dtype, device_map,
-                                                                  quantization)
-            if _placed(self.model):
-                self.device = _input_device(self.model)
-            self.model_name = str(model)
-        else:
-            if tokenizer is None:
-                raise JudgeError("An already-loaded model needs its tokenizer: LLMJudge(model, tokenizer=tokenizer).")
-            self.model, self.tokenizer = model, tokenizer
-            if _placed(model):  # sharded or quantised: it stays where accelerate put it
-                self.device, self.dtype = _input_device(model), model.dtype
-            else:
-                self.device = _resolve_device(device) if device is not None else next(model.parameters()).device
-                self.dtype = _resolve_dtype(dtype, self.device) if dtype is not None else next(model.parameters()).dtype
-                self.model.to(device=self.device, dtype=self.dtype)
-            self.model_name = getattr(model.config, "_name_or_path", type(model).__name__)
+        try:  # loaded and placed exactly as PluieScorer loads and places it
+            self.model, self.tokenizer, self.device, self.dtype, self.model_name = load_or_adopt(
+                model, tokenizer, device, dtype, device_map, quantization, owner="LLMJudge")
+        except PluieError as exc:
+            raise JudgeError(str(exc)) from None
         self.model.eval()
         if not getattr(self.tokenizer, "chat_template", None):
             raise JudgeError(f"The tokenizer of {self.model_name} has no chat template, so the prompt cannot be "

@@ -184,6 +184,40 @@ def _input_device(model):
     return model.get_input_embeddings().weight.device
 
 
+def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization=None, owner: str = "PluieScorer"):
+    """The model a scorer or judge works with, as ``(model, tokenizer, device, dtype, name)``.
+
+    model: a Hugging Face id or a local directory (loaded onto ``device``, or placed by accelerate
+    with ``device_map`` / ``quantization``: see check_placement), an already-loaded causal LM with its
+    ``tokenizer``, or a ``(model, tokenizer)`` tuple. A loaded model is moved to ``device`` / ``dtype``
+    unless accelerate placed or quantised it; ``device`` is where the inputs go."""
+    import torch
+
+    if isinstance(model, tuple) and len(model) == 2:
+        model, tokenizer = model
+    if isinstance(model, (str, Path)):
+        if device_map is not None or quantization is not None:
+            check_placement(device_map, quantization)
+            cuda = torch.cuda.is_available()  # the map decides where weights go; dtype as on that hardware
+            dtype = _resolve_dtype(dtype, torch.device("cuda" if cuda and device_map != "cpu" else "cpu"))
+            loaded, tokenizer = load_model_and_tokenizer(str(model), None, dtype, device_map=device_map,
+                                                         quantization=quantization)
+            return loaded, tokenizer, _input_device(loaded), dtype, str(model)
+        device = _resolve_device(device)
+        dtype = _resolve_dtype(dtype, device)
+        loaded, tokenizer = load_model_and_tokenizer(str(model), device, dtype)
+        return loaded, tokenizer, device, dtype, str(model)
+    if tokenizer is None:
+        raise PluieError(f"An already-loaded model needs its tokenizer: {owner}(model, tokenizer=tokenizer).")
+    name = getattr(model.config, "_name_or_path", type(model).__name__)
+    if _placed(model):  # sharded or quantised: it stays where accelerate put it
+        return model, tokenizer, _input_device(model), model.dtype, name
+    device = _resolve_device(device) if device is not None else next(model.parameters()).device
+    dtype = _resolve_dtype(dtype, device) if dtype is not None else next(model.parameters()).dtype
+    model.to(device=device, dtype=dtype)
+    return model, tokenizer, device, dtype, name
+
+
 def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     """What can be checked about a model at once, without loading its weights: a local directory
     exists with a config.json; a hub id is in the local Hugging Face cache when the hub is offline;
@@ -251,33 +285,9 @@ class PluieScorer:
             self.template: Template = get_template(template)
         except TemplateError as exc:
             raise PluieError(str(exc)) from None
-        if isinstance(model, tuple) and len(model) == 2:
-            model, tokenizer = model
         self.device_map, self.quantization = device_map, quantization
-        if isinstance(model, (str, Path)):
-            if device_map is not None or quantization is not None:
-                check_placement(device_map, quantization)
-                cuda = torch.cuda.is_available()  # the map decides where weights go; dtype as on that hardware
-                self.dtype = _resolve_dtype(dtype, torch.device("cuda" if cuda and device_map != "cpu" else "cpu"))
-                self.model, self.tokenizer = load_model_and_tokenizer(
-                    str(model), None, self.dtype, device_map=device_map, quantization=quantization)
-                self.device = _input_device(self.model)
-            else:
-                self.device = _resolve_device(device)
-                self.dtype = _resolve_dtype(dtype, self.device)
-                self.model, self.tokenizer = load_model_and_tokenizer(str(model), self.device, self.dtype)
-            self.model_name = str(model)
-        else:
-            if tokenizer is None:
-                raise PluieError("An already-loaded model needs its tokenizer: PluieScorer(model, tokenizer=tokenizer).")
-            self.model, self.tokenizer = model, tokenizer
-            if _placed(model):  # sharded or quantised: it stays where accelerate put it
-                self.device, self.dtype = _input_device(model), model.dtype
-            else:
-                self.device = _resolve_device(device) if device is not None else next(model.parameters()).device
-                self.dtype = _resolve_dtype(dtype, self.device) if dtype is not None else next(model.parameters()).dtype
-                self.model.to(device=self.device, dtype=self.dtype)
-            self.model_name = getattr(model.config, "_name_or_path", type(model).__name__)
+        self.model, self.tokenizer, self.device, self.dtype, self.model_name = load_or_adopt(
+            model, tokenizer, device, dtype, device_map, quantization, owner="PluieScorer")
         self.model.eval()
         self._check_chat_template()
         self.pad_id = next(
