@@ -43,7 +43,7 @@ import numpy as np
 import yaml
 
 from pluie_core.inputs import sentence_pairs
-from pluie_core.scorer import PluieError, PluieScorer, load_or_adopt
+from pluie_core.scorer import PluieError, PluieScorer, greedy_generate, load_or_adopt
 from pluie_core.templates import (
     _PLACEHOLDER, ROLES, BUILTIN_TEMPLATES, Template, TemplateError, _fill, _present, get_template,
 )
@@ -384,19 +384,9 @@ class LLMJudge:
             size = self.batch_size or self._auto_batch
             chunk = order[start:start + size]
             width = max(len(prompts[i]) for i in chunk)
-            ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for row, i in enumerate(chunk):
-                ids[row, width - len(prompts[i]):] = torch.tensor(prompts[i])
-                mask[row, width - len(prompts[i]):] = 1
             try:
-                with torch.inference_mode():
-                    out = self.model.generate(
-                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                        max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1,
-                        temperature=None, top_p=None, top_k=None,
-                        pad_token_id=self.pad_id, eos_token_id=self.eos_ids or None,
-                    )
+                out = greedy_generate(self.model, [prompts[i] for i in chunk], self.pad_id, self.eos_ids or (),
+                                      self.max_new_tokens, self.device)
             except self._oom:
                 if self.device.type == "cuda":
                     torch.cuda.empty_cache()

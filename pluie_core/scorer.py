@@ -218,6 +218,25 @@ def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization
     return model, tokenizer, device, dtype, name
 
 
+def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_ids, max_new_tokens: int, device):
+    """Greedy generation for one batch of token-id prompts, left-padded to the longest: the output
+    rows, whose tokens after the padded prompt width are the generated ones."""
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt):] = torch.tensor(prompt)
+        mask[row, width - len(prompt):] = 1
+    with torch.inference_mode():
+        return model.generate(
+            input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=max_new_tokens,
+            do_sample=False, num_beams=1, temperature=None, top_p=None, top_k=None,
+            pad_token_id=pad_id, eos_token_id=list(eos_ids) or None,
+        )
+
+
 def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     """What can be checked about a model at once, without loading its weights: a local directory
     exists with a config.json; a hub id is in the local Hugging Face cache when the hub is offline;
@@ -576,8 +595,6 @@ class PluieScorer:
     # ------------------------------------------------------------------ generation (INDIRECT)
     def generate_explanations(self, sources, hypotheses, fields=None, progress=False) -> list[str]:
         """INDIRECT's first step: the model's greedy answer to the turns before ``{generated}``."""
-        import torch
-
         sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
         prompts = [self._encode(self._chat(self.template.messages(s, h, **self._row(fields, i)), True))
                    for i, (s, h) in enumerate(zip(sources, hypotheses))]
@@ -591,19 +608,9 @@ class PluieScorer:
         while start < len(order):
             chunk, cost = self._next_chunk(order, lengths, start, self.max_new_tokens)
             width = lengths[chunk[0]]
-            ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for row, i in enumerate(chunk):
-                ids[row, width - len(prompts[i]):] = torch.tensor(prompts[i])
-                mask[row, width - len(prompts[i]):] = 1
             try:
-                with torch.inference_mode():
-                    out = self.model.generate(
-                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                        max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1,
-                        temperature=None, top_p=None, top_k=None,
-                        pad_token_id=self.pad_id, eos_token_id=sorted(eos) or None,
-                    )
+                out = greedy_generate(self.model, [prompts[i] for i in chunk], self.pad_id, sorted(eos),
+                                      self.max_new_tokens, self.device)
             except self._oom:
                 if len(chunk) == 1:
                     raise PluieError("Not enough memory to generate an explanation for one pair.") from None
