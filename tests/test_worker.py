@@ -251,7 +251,6 @@ def test_the_store_works_while_the_model_scores(tmp_path, monkeypatch, overlap):
     engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
     pairs = sentence_pairs(23)
     pair_ids = add_pairs(engine, "d", pairs)
-    run = create_run(engine, name="observed", kind="baseline", model="observed")
     seen = []  # per claim: (its size, items leased when scoring, items done)
 
     def leased_and_done():
@@ -268,6 +267,7 @@ def test_the_store_works_while_the_model_scores(tmp_path, monkeypatch, overlap):
         return levenshtein(sources, hypotheses)
 
     monkeypatch.setitem(BASELINES, "observed", Baseline("observed", observed, False, "levenshtein, watched"))
+    run = create_run(engine, name="observed", kind="baseline", model="observed")  # runs name registry baselines
     worker = worker_module.ScoringWorker(engine, device="cpu", claim_size=5, batch_size=2, overlap=overlap,
                                          poll_seconds=0.1)
     assert worker.run(exit_when_idle=True) == len(pairs)
