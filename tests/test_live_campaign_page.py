@@ -4,7 +4,6 @@ invisible on the annotator's page."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from db import annotation as ann
@@ -12,20 +11,7 @@ from db import quality as qual
 from db.engine import read_session
 from db.models import GoldPair
 from tests.annotation_fixtures import make_dataset, numbered_pairs
-from tests.paths import REPO
-from tests.test_annotation_pages import texts
-
-APP = str(REPO / "app.py")
-
-
-@pytest.fixture
-def store(db_url, engine, monkeypatch):
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
-    monkeypatch.chdir(REPO)
-    return engine
+from tests.test_annotation_pages import APP, store, texts  # noqa: F401 (store: the pages' store fixture)
 
 
 def live_page() -> AppTest:
