@@ -12,6 +12,7 @@ from sqlalchemy.orm import aliased
 
 from db.datasets import ImportRejected, _clean, text_hash
 from db.engine import read_session, write_session
+from db.limits import check_length
 from db.models import Dataset, Pair, Preference, RunDataset, ScoreRun
 from db.queue import CHOICE_RUN_KINDS, enqueue_missing, enqueue_pairs
 from pluie_core.evaluation.preference import CHOICES, PREFERENCE_COLUMNS
@@ -36,6 +37,7 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     name = (name or "").strip()
     if not name:
         raise ImportRejected("Give the dataset a name.")
+    check_length("The dataset name", name, ImportRejected)
     missing = [c for c in PREFERENCE_COLUMNS if c not in items.columns]
     if missing:
         raise ImportRejected(f"The preference items have no {', '.join(missing)} column.")
