@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from db import read_session
 from db.datasets import ImportRejected, datasets_overview, import_file, import_pairs, store_totals
 from db.models import Pair
+from db.preferences import import_preferences
 from pluie_core.io import PairFileError, load_pairs, read_table
 from tests.paths import DATASETS
 
@@ -358,6 +359,9 @@ def test_a_sentence_longer_than_the_limit(engine, tmp_path):
     before = store_totals(engine)
     with pytest.raises(ImportRejected, match="^Pair 1: the source has 20,001 characters; the limit is 20,000.$"):
         import_pairs(engine, "frame", pd.DataFrame({"source": ["s" * 20_001], "hypothesis": ["h"]}))
+    items = pd.DataFrame({"source": ["s"], "candidate_a": ["a" * 20_001], "candidate_b": ["b"], "preferred": ["A"]})
+    with pytest.raises(ImportRejected, match="^Item 1: candidate A has 20,001 characters; the limit is 20,000.$"):
+        import_preferences(engine, "preferences", items)
     assert store_totals(engine) == before
 
 

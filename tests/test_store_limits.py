@@ -9,14 +9,15 @@ from db import init_db, read_session
 from db.annotation import CampaignError, create_annotators, create_campaign
 from db.datasets import ImportRejected, import_pairs, store_totals
 from db.limits import NAME_LENGTH
-from db.models import Annotator, Campaign, Dataset, Pair, ScoreRun
+from db.models import Adjudication, Annotator, Campaign, Dataset, Pair, ScoreRun
+from db.review import ReviewError, adjudicate
 from db.runs import RunError, create_run
 
 
 def _counts(engine) -> dict:
     with read_session(engine) as session:
         extra = {table.__tablename__: session.scalar(sa.select(sa.func.count()).select_from(table))
-                 for table in (Campaign, Annotator, ScoreRun)}
+                 for table in (Campaign, Annotator, ScoreRun, Adjudication)}
     return {**store_totals(engine), **extra}
 
 
@@ -50,6 +51,9 @@ def test_names_and_ids_over_200_characters_are_refused_alike_on_sqlite_and_postg
     create_run(engine, model="levenshtein", kind="baseline", name="r" * NAME_LENGTH, dataset_ids=[result.dataset_id])
     _refused(engine, RunError, lambda: create_run(engine, model="levenshtein", kind="baseline", name="r" * 201),
              sentence.format("The run name"))
+    with read_session(engine) as session:
+        pair_id = session.scalar(sa.select(sa.func.min(Pair.id)))
+    _refused(engine, ReviewError, lambda: adjudicate(engine, pair_id, 2, "v" * 201), sentence.format("The reviewer's name"))
 
     with read_session(engine) as session:
         assert session.scalar(sa.select(Dataset.name)) == at_limit
