@@ -332,6 +332,13 @@ def test_a_zip_bomb_named_xlsx_is_refused_before_it_is_inflated(engine, tmp_path
     assert path.stat().st_size < 20_000  # 2 MB of text in a few KB
     message = _refused_by_the_store(engine, path)
     assert "would expand from" in message and "more than 100 times" in message and "zip bomb" in message
+    # LZMA / bzip2 parts inflate a whole read at once, past the sizes the archive declares
+    lzma = tmp_path / "lzma.xlsx"
+    with zipfile.ZipFile(_workbook(tmp_path / "plain.xlsx", [["source", "hypothesis"], ["a", "b"]])) as plain, \
+            zipfile.ZipFile(lzma, "w", zipfile.ZIP_LZMA) as repacked:
+        for info in plain.infolist():
+            repacked.writestr(info.filename, plain.read(info))
+    assert "is not compressed as Excel compresses (deflate)" in _error(lzma)
 
 
 def test_a_workbook_expanding_past_the_limit_is_refused(engine, tmp_path, monkeypatch):

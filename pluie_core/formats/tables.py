@@ -260,6 +260,10 @@ def check_archive(data: bytes, max_expanded: Optional[int] = None, max_ratio: Op
         raise PairFileError(f"The workbook would expand to {size_text(total)} when opened; the limit is "
                             f"{size_text(max_expanded)} (save it as CSV, or split it).")
     for part in parts:
+        if part.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            # bzip2 / LZMA parts inflate a whole read at once, past the declared size; Excel never writes them
+            raise PairFileError(f"The workbook's part {part.filename!r} is not compressed as Excel compresses "
+                                "(deflate): the file is not a workbook Excel wrote.")
         packed = max(1, min(part.compress_size, len(data)))
         if part.file_size > _RATIO_CHECKED_FROM and part.file_size > max_ratio * packed:
             raise PairFileError(f"The workbook's part {part.filename!r} would expand from {size_text(packed)} to "
