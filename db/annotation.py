@@ -17,6 +17,7 @@ from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from db.engine import read_session, write_session
+from db.limits import check_length
 from db.models import (
     Annotator,
     Assignment,
@@ -152,6 +153,7 @@ def create_campaign(
     name = (name or "").strip()
     if not name:
         raise CampaignError("Give the campaign a name.")
+    check_length("The campaign name", name, CampaignError)
     if not dataset_ids:
         raise CampaignError("Choose at least one dataset.")
     if quota < 1 or overlap < 1 or n_training < 0:
@@ -354,6 +356,7 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
         raise CampaignError("Give the annotator a name (for you; they choose their display name).")
     seen: dict[str, str] = {}
     for name in names:
+        check_length(f"The annotator name “{name[:30]}…”", name, CampaignError)
         if _same_name(name) in seen:
             raise CampaignError(f"“{seen[_same_name(name)]}” is in the list twice: "
                                 "give each annotator a name of their own.")
@@ -372,7 +375,7 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
         created = []
         for name in names:
             token = new_token()
-            annotator = Annotator(name=name[:200], campaign_id=campaign_id, token_hash=hash_token(token),
+            annotator = Annotator(name=name, campaign_id=campaign_id, token_hash=hash_token(token),
                                   is_external=False)
             session.add(annotator)
             session.flush()

@@ -2,7 +2,9 @@
 page shows."""
 from __future__ import annotations
 
+import datetime
 import hashlib
+import json
 import math
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -15,7 +17,9 @@ from sqlalchemy.orm import Session
 from db.engine import read_session, write_session
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
 from db.annotation import add_pairs_to_campaigns
+from db.limits import check_length
 from db.queue import enqueue_pairs
+from pluie_core.io import MAX_SENTENCE_CHARS
 
 ANNOTATOR_PREFIX = "annotator:"
 # columns of a pairs frame that are not free metadata
@@ -56,17 +60,32 @@ def duplicates_note(keep_duplicates: bool, n_pairs: int, n_repeats: int) -> str:
 
 
 def _clean(value):
-    """A pandas cell as a JSON/SQL value: NaN/NA -> None, numpy scalars -> Python."""
-    if value is None:
-        return None
+    """A pandas cell as a JSON/SQL value: NaN/NA -> None, numpy scalars -> Python, dates and
+    times -> ISO text (2024-01-05T10:30:00); lists and objects stay as they are (JSON)."""
+    if value is None or isinstance(value, (dict, list, tuple)):
+        return list(value) if isinstance(value, tuple) else value
     try:
         if pd.isna(value):
             return None
     except (TypeError, ValueError):
         pass
+    if isinstance(value, (datetime.date, datetime.time)):  # pandas' Timestamp too
+        return value.isoformat()
+    if isinstance(value, (datetime.timedelta, pd.Timedelta)):
+        return pd.Timedelta(value).isoformat()
     if hasattr(value, "item"):
-        return value.item()
+        return _clean(value.item())
+    if isinstance(value, float) and math.isinf(value):
+        return str(value)  # JSON has no infinity (PostgreSQL refuses it)
     return value
+
+
+def _id_text(value) -> Optional[str]:
+    """A pair id as text: JSON for a list or an object, never Python's repr."""
+    value = _clean(value)
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
 
 
 def _as_float(value) -> Optional[float]:
@@ -111,6 +130,7 @@ def import_pairs(
     name = (name or "").strip()
     if not name:
         raise ImportRejected("Give the dataset a name.")
+    check_length("The dataset name", name, ImportRejected)
     for column in ("source", "hypothesis"):
         if column not in pairs.columns:
             raise ImportRejected(f"The pairs have no {column!r} column.")
@@ -133,16 +153,21 @@ def import_pairs(
         if empty.any():
             row = int(empty.to_numpy().nonzero()[0][0]) + 1
             raise ImportRejected(f"Pair {row}: the {column} is empty.")
+        long = values.str.len().to_numpy() > MAX_SENTENCE_CHARS
+        if long.any():
+            row = int(long.nonzero()[0][0])
+            check_length(f"Pair {row + 1}: the {column}", values.iloc[row], ImportRejected, MAX_SENTENCE_CHARS)
 
     # plain lists: per-row pandas indexing would dominate the import's time
     source_list, hypothesis_list = sources.tolist(), hypotheses.tolist()
     hashes = [text_hash(s, h) for s, h in zip(source_list, hypothesis_list)]
     n = len(pairs)
     labels = [_as_float(v) for v in pairs["label"].tolist()] if "label" in pairs.columns else [None] * n
-    external_ids = (
-        [None if _clean(v) is None else str(_clean(v)) for v in pairs["external_id"].tolist()]
-        if "external_id" in pairs.columns else [None] * n
-    )
+    external_ids = [_id_text(v) for v in pairs["external_id"].tolist()] if "external_id" in pairs.columns else [None] * n
+    for i, external_id in enumerate(external_ids):
+        check_length(f"Pair {i + 1}: the pair id", external_id, ImportRejected)
+    for column in annotator_columns:
+        check_length("The annotator name", str(column)[len(ANNOTATOR_PREFIX):].strip(), ImportRejected)
     meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * n
     _refuse_nul(name, description, source_list, hypothesis_list, external_ids, meta_records, annotator_columns)
 

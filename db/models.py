@@ -23,6 +23,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from db.limits import NAME_LENGTH
+
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
@@ -36,7 +38,7 @@ class Dataset(Base):
     __tablename__ = "datasets"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
     source_format: Mapped[str] = mapped_column(String(40), default="")
     # "binary" (0/1), "score" (a numeric similarity, label_min..label_max) or None (no gold labels)
@@ -58,7 +60,7 @@ class Pair(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
-    external_id: Mapped[Optional[str]] = mapped_column(String(200))
+    external_id: Mapped[Optional[str]] = mapped_column(String(NAME_LENGTH))
     source: Mapped[str] = mapped_column(Text)
     hypothesis: Mapped[str] = mapped_column(Text)
     # sha1 of source + "\x00" + hypothesis: the identity of a pair inside its dataset
@@ -73,7 +75,7 @@ class Campaign(Base):
     __tablename__ = "campaigns"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     quota: Mapped[int] = mapped_column(Integer, default=50)  # pairs per annotator, training excluded
     overlap: Mapped[int] = mapped_column(Integer, default=1)  # annotators per pair
     n_training: Mapped[int] = mapped_column(Integer, default=5)
@@ -152,7 +154,7 @@ class Annotator(Base):
     __tablename__ = "annotators"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     display_name: Mapped[Optional[str]] = mapped_column(String(200))
     campaign_id: Mapped[Optional[int]] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), index=True)
     dataset_id: Mapped[Optional[int]] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
@@ -215,7 +217,7 @@ class ScoreRun(Base):
     __tablename__ = "score_runs"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     kind: Mapped[str] = mapped_column(String(20))  # "pluie", "baseline", or a judge's ("llm-yes-no", "llm-likert", "llm-choice")
     model: Mapped[str] = mapped_column(String(500), default="")  # hub id / local path, or the baseline name
     template: Mapped[str] = mapped_column(String(100), default="")
@@ -329,6 +331,6 @@ class Adjudication(Base):
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
     revision: Mapped[int] = mapped_column(Integer)
     level: Mapped[Optional[int]] = mapped_column(Integer)  # 0..3 of the five-level scale; None = withdrawn
-    reviewer: Mapped[str] = mapped_column(String(200))
+    reviewer: Mapped[str] = mapped_column(String(NAME_LENGTH))
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -12,9 +12,11 @@ from sqlalchemy.orm import aliased
 
 from db.datasets import ImportRejected, _clean, text_hash
 from db.engine import read_session, write_session
+from db.limits import check_length
 from db.models import Dataset, Pair, Preference, RunDataset, ScoreRun
 from db.queue import CHOICE_RUN_KINDS, enqueue_missing, enqueue_pairs
 from pluie_core.evaluation.preference import CHOICES, PREFERENCE_COLUMNS
+from pluie_core.io import MAX_SENTENCE_CHARS
 
 SOURCE_FORMAT = "preferences"
 
@@ -36,6 +38,7 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     name = (name or "").strip()
     if not name:
         raise ImportRejected("Give the dataset a name.")
+    check_length("The dataset name", name, ImportRejected)
     missing = [c for c in PREFERENCE_COLUMNS if c not in items.columns]
     if missing:
         raise ImportRejected(f"The preference items have no {', '.join(missing)} column.")
@@ -58,6 +61,8 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
             if not source or not candidate:
                 what = "source" if not source else f"candidate {side.upper()}"
                 raise ImportRejected(f"Item {number}: the {what} is empty.")
+            check_length(f"Item {number}: the source", source, ImportRejected, MAX_SENTENCE_CHARS)
+            check_length(f"Item {number}: candidate {side.upper()}", candidate, ImportRejected, MAX_SENTENCE_CHARS)
             key = (source, candidate)
             if key not in index_of:
                 meta = {"candidate": side.upper(), **{str(c): _clean(item[c]) for c in extra}}

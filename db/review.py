@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from db.analysis import analysis_choices, labels_long, pair_detail
 from db.engine import read_session, write_session
+from db.limits import check_length
 from db.models import Adjudication, Pair
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
@@ -122,8 +123,7 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
     reviewer = (reviewer or "").strip()
     if not reviewer:
         raise ReviewError("Give your name as reviewer: every decision says who took it.")
-    if len(reviewer) > 200:
-        raise ReviewError("A reviewer's name has at most 200 characters.")
+    check_length("The reviewer's name", reviewer, ReviewError)
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise ReviewError(f"A note has at most {MAX_NOTE:,} characters.")

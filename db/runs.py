@@ -15,6 +15,7 @@ from sqlalchemy import Engine, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from db.engine import read_session, write_session
+from db.limits import check_length
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
 from db.queue import CHOICE_RUN_KINDS, enqueue_missing
 from pluie_core.baselines import BASELINES
@@ -88,6 +89,8 @@ def create_run(
         check_run_model(model, template, template_spec, answers or None)
     name = (name or "").strip() or (_default_baseline_name(model, options) if kind == "baseline"
                                     else _default_name(model, template, direction, kind))
+    check_length("The run name", name, RunError)
+    check_length("The model", model, RunError, 500)
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
             raise RunError(f"A run named {name!r} already exists; choose another name.")

@@ -68,6 +68,8 @@ if generic:
         st.error(str(exc))
         st.stop()
     st.subheader(f"{next(steps)} · Preview")
+    for warning in table.attrs.get("warnings") or []:  # what reading the file left aside (sheets, formulas)
+        st.warning(warning)
     st.dataframe(table.head(10), hide_index=True, width="stretch")
     st.subheader(f"{next(steps)} · Map the columns")
     guess = guess_columns(table)
@@ -117,8 +119,10 @@ cols[3].metric("Annotators", f"{len(annotators):,}")
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
 for note in attrs.get("notes") or []:
     st.info(note)
+shown = set(table.attrs.get("warnings") or []) if generic else set()
 for warning in attrs.get("warnings") or []:
-    st.warning(warning)
+    if warning not in shown:
+        st.warning(warning)
 if attrs.get("duplicates"):
     with st.expander("Duplicate pairs (kept)" if keep_duplicates else "Duplicate pairs (skipped)"):
         st.dataframe(attrs["duplicates"][:200], width="stretch")

@@ -53,6 +53,11 @@ alike, and published benchmarks contain a few (MRPC train line 1766 writes an ap
 0x12) that removing would change. A file with NUL in half its bytes is UTF-16 text and is
 refused with a request to save it as UTF-8.
 
+Limits: a file of at most MAX_BYTES (50 MB); an Excel workbook that expands to at most
+MAX_EXPANDED_BYTES (200 MB), no part of it more than MAX_EXPANSION_RATIO (100) times; JSON
+nested at most MAX_JSON_DEPTH (100) levels; a sentence of at most MAX_SENTENCE_CHARS (20,000)
+characters. Nested JSON values in a text column (sentence, id) are kept as JSON text.
+
 Every problem a user can cause raises PairFileError (a ValueError) with one or two sentences
 naming the line / record and the problem; nothing is returned half-read.
 """
@@ -69,11 +74,17 @@ import pandas as pd
 
 from pluie_core.export_format import FORMULA_TRIGGERS, TEXT_MARKER
 from pluie_core.formats import corpora, tables
-from pluie_core.formats.common import PairFileError, RawTable
+from pluie_core.formats.common import PairFileError, RawTable, listed as _listed, size_text as _megabytes
+from pluie_core.formats.tables import MAX_EXPANDED_BYTES, MAX_EXPANSION_RATIO, MAX_JSON_DEPTH
 
-__all__ = ["load_pairs", "read_table", "guess_columns", "PairFileError", "FORMATS", "MAX_BYTES"]
+__all__ = ["load_pairs", "read_table", "guess_columns", "PairFileError", "FORMATS", "MAX_BYTES",
+           "MAX_EXPANDED_BYTES", "MAX_EXPANSION_RATIO", "MAX_JSON_DEPTH", "MAX_SENTENCE_CHARS"]
 
+# Limits on what a file may hold (README, "Limits"): its size as uploaded; for an Excel workbook,
+# what it expands to (pluie_core.formats.tables); JSON nesting; one sentence's length. The longest
+# sentence of the shared datasets (a ParaReval paragraph) has 1,876 characters.
 MAX_BYTES = 50 * 1024 * 1024
+MAX_SENTENCE_CHARS = 20_000
 GENERIC_FORMATS = ("csv", "tsv", "json", "jsonl", "excel")
 CORPUS_FORMATS = ("mrpc", "paws", "stsb", "sick", "paraphrasus", "twitter_url", "turku",
                   "paraphraser_xml", "parareval", "biosses")
@@ -131,6 +142,7 @@ def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES)
     raw = _read_raw(path_or_buffer, format, max_bytes)
     table = raw.table.apply(_strip_spreadsheet_marker) if raw.spreadsheet_text else raw.table.copy()
     table.attrs["format"] = raw.format
+    table.attrs["warnings"] = list(raw.warnings)
     return table
 
 
@@ -212,12 +224,6 @@ def _read_bytes(path_or_buffer, max_bytes: int) -> tuple[bytes, str]:
     return data, os.path.basename(name)
 
 
-def _megabytes(n: int) -> str:
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / (1024 * 1024):.1f} MB"
-
-
 def _looks_like_excel(data: bytes, name: str) -> bool:
     if data.startswith(b"PK\x03\x04"):  # a zip archive: .xlsx is one
         return True
@@ -289,6 +295,8 @@ def _sniff_json(text: str, lower_name: str) -> str:
         if error.msg == "Extra data" and text.lstrip().startswith("{"):
             return _sniff_jsonl(text)
         raise tables.json_error(error) from None
+    except (RecursionError, ValueError):
+        document = tables.parse_json(text)  # says why in a sentence
     if isinstance(document, dict):
         values = list(document.values())
         if values and all(isinstance(v, dict) for v in values):
@@ -308,7 +316,7 @@ def _sniff_jsonl(text: str) -> str:
     first = text.lstrip().split("\n", 1)[0]
     try:
         record = json.loads(first)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError, ValueError):
         return "jsonl"  # the JSONL reader reports the line
     if isinstance(record, dict) and {"original_paragraph", "model_A_paragraph", "model_B_paragraph"} <= set(record):
         return "parareval"
@@ -336,10 +344,8 @@ def _read_text(text: str, format: str, name: str) -> RawTable:
         return readers[format](text)
     if format == "paraphrasus" and not text.lstrip().startswith("{"):
         return corpora.read_paraphrasus_tsv(text)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise tables.json_error(error) from None
+    document = tables.parse_json(text)
+    tables.check_document_depth(document)
     if format == "paraphrasus":
         if not isinstance(document, dict):
             raise PairFileError("A paraphrasus JSON file is an object keyed by pair id.")
@@ -397,7 +403,16 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
         text = _text(table[mapping[key]])
         empty = (text == "").to_numpy()
         if empty.any():
-            raise PairFileError(f"{raw.where(int(np.argmax(empty)))}: the {what} is empty.")
+            i = int(np.argmax(empty))
+            if (i, mapping[key]) in raw.uncomputed:
+                raise PairFileError(f"{raw.where(i)}: the {what} is a formula with no computed value; open and save "
+                                    "the workbook in a spreadsheet application (Excel, LibreOffice) to compute it.")
+            raise PairFileError(f"{raw.where(i)}: the {what} is empty.")
+        lengths = text.str.len().to_numpy()
+        if len(lengths) and lengths.max() > MAX_SENTENCE_CHARS:
+            i = int(np.argmax(lengths > MAX_SENTENCE_CHARS))
+            raise PairFileError(f"{raw.where(i)}: the {what} has {int(lengths[i]):,} characters; "
+                                f"the limit is {MAX_SENTENCE_CHARS:,}.")
         out[key] = text
     label_column = mapping.get("label")
     words: dict = {}  # label words read as numbers, per column: {what: {word as written: number}}
@@ -488,10 +503,6 @@ def _without_nul(raw: RawTable) -> RawTable:
     return raw
 
 
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:
     if column.dtype != object and not pd.api.types.is_string_dtype(column):
         return column
@@ -499,8 +510,16 @@ def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:
 
 
 def _text(values: pd.Series) -> pd.Series:
-    """Cells as stripped text; missing cells become ""."""
-    return values.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()).astype(object)
+    """Cells as stripped text; missing cells become ""; a JSON object or list stays JSON (not
+    Python's repr of it)."""
+    def as_text(v):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return ""
+        if isinstance(v, (dict, list)):
+            return json.dumps(v, ensure_ascii=False)
+        return str(v).strip()
+
+    return values.map(as_text).astype(object)
 
 
 def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None) -> pd.Series:
@@ -512,7 +531,10 @@ def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] 
         if v is None or isinstance(v, bool):
             return v if v is None else float(v)
         if isinstance(v, (int, float, np.integer, np.floating)):
-            return float(v)
+            try:
+                return float(v)
+            except OverflowError:  # an integer of hundreds of digits (JSON): reported below
+                return np.inf
         written = str(v).strip()
         text = written.lower()
         if text in MISSING_TEXT:
@@ -528,7 +550,10 @@ def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] 
     bad = (numbers.isna() & cells.notna()).to_numpy() | np.isinf(numbers.to_numpy())
     if bad.any():
         i = int(np.argmax(bad))
-        raise PairFileError(f"{raw.where(i)}: the {what} {str(values.iloc[i]).strip()!r} is not a number.")
+        written = str(values.iloc[i]).strip()
+        shown = repr(written) if len(written) <= 40 else repr(written[:30]) + f" (… {len(written):,} characters)"
+        kind = "is too large" if np.isinf(numbers.iloc[i]) and written.lstrip("+-").isdigit() else "is not a number"
+        raise PairFileError(f"{raw.where(i)}: the {what} {shown} {kind}.")
     if seen and words is not None:
         words[what] = seen
     return numbers

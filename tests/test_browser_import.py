@@ -126,3 +126,42 @@ def test_nul_bytes_and_word_labels_are_said_in_the_preview(app_server, browser, 
         stored = session.execute(select(Pair.source, Pair.gold_label).order_by(Pair.id)).all()
     assert [tuple(r) for r in stored] == [("The cat drinks water.", 0.0), ("A man is sleeping.", 1.0)]
     engine.dispose()
+
+
+def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(app_server, browser, tmp_path):
+    """Issue 23: a date column imports (ISO text in the metadata); the preview says which sheets and
+    formula rows were left aside; a zip bomb named .xlsx gets one sentence, no traceback, no pair."""
+    import datetime
+
+    from sqlalchemy import select
+
+    from db import read_session
+    from db.models import Pair
+    from tests.test_malformed_input import _bomb, _workbook
+
+    book = _workbook(tmp_path / "dated.xlsx", [
+        ["source", "hypothesis", "when"],
+        ["The cat drinks water.", "The cat drinks milk.", datetime.datetime(2024, 1, 5, 10, 30)],
+        ["=A2", "=B2", None],
+    ], extra_sheets=["Notes"])
+    engine = init_db(app_server.db_url)
+    before = store_totals(engine)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    upload = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    upload.set_input_files(str(_bomb(tmp_path / "bomb.xlsx", 2 * 1024 * 1024)))
+    page.get_by_text("it is refused as a zip bomb").wait_for(timeout=30_000)
+    assert page.get_by_text("Traceback").count() == 0 and page.get_by_text("1 · Preview").count() == 0
+    assert store_totals(engine) == before
+
+    upload.set_input_files(str(book))
+    page.get_by_text("1 · Preview").wait_for(timeout=30_000)
+    page.get_by_text("The workbook has 2 sheets: only the first, 'Sheet', was read ('Notes' was left aside).").wait_for()
+    page.get_by_text("Row 3 held only formulas with no computed value and was left out").wait_for()
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 1 pairs").wait_for(timeout=30_000)
+    with read_session(engine) as session:
+        stored = session.execute(select(Pair.source, Pair.meta).order_by(Pair.id.desc()).limit(1)).one()
+    assert tuple(stored) == ("The cat drinks water.", {"when": "2024-01-05T10:30:00"})
+    engine.dispose()

@@ -2,14 +2,21 @@
 the problem, in words a user understands."""
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import zipfile
 
 import openpyxl
+import pandas as pd
 import pytest
+import sqlalchemy as sa
 
-from pluie_core.io import PairFileError, load_pairs
+from db import read_session
+from db.datasets import ImportRejected, datasets_overview, import_file, import_pairs, store_totals
+from db.models import Pair
+from db.preferences import import_preferences
+from pluie_core.io import PairFileError, load_pairs, read_table
 from tests.paths import DATASETS
 
 
@@ -262,3 +269,161 @@ def test_other_xml_is_unsupported(tmp_path):
 def test_json_single_object(tmp_path):
     message = _error(_write(tmp_path, "p.json", json.dumps({"source": "a", "hypothesis": "b"}, indent=2)))
     assert message == "The JSON file holds a single object; expected a list of records or objects keyed by id."
+
+
+# -- hostile files (issue 23): each refused with one sentence before the store is touched --------
+
+def _workbook(path, rows, extra_sheets=()):
+    workbook = openpyxl.Workbook()
+    for row in rows:
+        workbook.active.append(row)
+    for title in extra_sheets:
+        workbook.create_sheet(title).append(["source", "hypothesis"])
+    workbook.save(path)
+    return path
+
+
+def _refused_by_the_store(engine, path_or_buffer) -> str:
+    """The import's sentence; the store holds exactly what it held before."""
+    import_pairs(engine, "already there", pd.DataFrame({"source": ["A cat."], "hypothesis": ["A dog."]}))
+    before = store_totals(engine)
+    with pytest.raises((PairFileError, ImportRejected)) as caught:
+        import_file(engine, path_or_buffer, name="hostile")
+    message = str(caught.value)
+    assert "Traceback" not in message and len(message) < 400 and message.count(". ") <= 1
+    assert store_totals(engine) == before and "hostile" not in set(datasets_overview(engine)["dataset"])
+    return message
+
+
+def test_excel_dates_and_times_are_stored_as_iso_text(engine, tmp_path):
+    when = datetime.datetime(2024, 1, 5, 10, 30)
+    path = _workbook(tmp_path / "dated.xlsx", [
+        ["source", "hypothesis", "created", "day", "at", "took"],
+        ["A cat.", "A dog.", when, datetime.date(2024, 1, 5), datetime.time(9, 15), datetime.timedelta(hours=1, minutes=30)],
+    ])
+    assert read_table(path).iloc[0, 2:4].tolist() == ["2024-01-05T10:30:00", "2024-01-05"]
+    result = import_file(engine, path)
+    with read_session(engine) as session:
+        meta = session.scalar(sa.select(Pair.meta).where(Pair.dataset_id == result.dataset_id))
+    assert meta == {"created": "2024-01-05T10:30:00", "day": "2024-01-05", "at": "09:15:00", "took": "P0DT1H30M0S"}
+    # a frame built elsewhere with pandas' timestamps lands too
+    frame = pd.DataFrame({"source": ["x"], "hypothesis": ["y"], "seen": [pd.Timestamp(when)]})
+    import_pairs(engine, "from pandas", frame)
+
+
+def _bomb(path, size):
+    """A real workbook whose first sheet holds a sentence of `size` bytes of "a" (past Excel's own
+    limit on a cell, as a forged file may): a few KB on disk."""
+    _workbook(path, [["source", "hypothesis"], ["x", "y"]])
+    sheet = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+             '<row r="1"><c r="A1" t="inlineStr"><is><t>source</t></is></c><c r="B1" t="inlineStr"><is><t>hypothesis'
+             '</t></is></c></row><row r="2"><c r="A2" t="inlineStr"><is><t>' + "a" * size + '</t></is></c>'
+             '<c r="B2" t="inlineStr"><is><t>b</t></is></c></row></sheetData></worksheet>')
+    with zipfile.ZipFile(path) as original:
+        parts = [(info, original.read(info)) for info in original.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as bomb:
+        for info, content in parts:
+            bomb.writestr(info.filename, sheet if info.filename == "xl/worksheets/sheet1.xml" else content)
+    return path
+
+
+def test_a_zip_bomb_named_xlsx_is_refused_before_it_is_inflated(engine, tmp_path):
+    path = _bomb(tmp_path / "bomb.xlsx", 2 * 1024 * 1024)
+    assert path.stat().st_size < 20_000  # 2 MB of text in a few KB
+    message = _refused_by_the_store(engine, path)
+    assert "would expand from" in message and "more than 100 times" in message and "zip bomb" in message
+    # LZMA / bzip2 parts inflate a whole read at once, past the sizes the archive declares
+    lzma = tmp_path / "lzma.xlsx"
+    with zipfile.ZipFile(_workbook(tmp_path / "plain.xlsx", [["source", "hypothesis"], ["a", "b"]])) as plain, \
+            zipfile.ZipFile(lzma, "w", zipfile.ZIP_LZMA) as repacked:
+        for info in plain.infolist():
+            repacked.writestr(info.filename, plain.read(info))
+    assert "is not compressed as Excel compresses (deflate)" in _error(lzma)
+
+
+def test_a_workbook_expanding_past_the_limit_is_refused(engine, tmp_path, monkeypatch):
+    import random
+
+    from pluie_core.formats import tables
+
+    words = [f"w{i}" for i in range(3000)]
+    rng = random.Random(0)
+    rows = [["source", "hypothesis"]] + [[" ".join(rng.choices(words, k=12)), f"h {i}"] for i in range(1500)]
+    path = _workbook(tmp_path / "big.xlsx", rows)
+    assert len(load_pairs(path)) == 1500  # well under the real limit (200 MB)
+    monkeypatch.setattr(tables, "MAX_EXPANDED_BYTES", 100 * 1024)
+    message = _refused_by_the_store(engine, path)
+    assert message.startswith("The workbook would expand to ") and "the limit is 100.0 KB" in message
+
+
+def test_a_sentence_longer_than_the_limit(engine, tmp_path):
+    from pluie_core.io import MAX_SENTENCE_CHARS
+
+    path = _write(tmp_path, "long.csv", f"source,hypothesis\nA cat.,A dog.\nA bird.,{'b' * (MAX_SENTENCE_CHARS + 1)}\n")
+    assert _refused_by_the_store(engine, path) == "Line 3: the hypothesis has 20,001 characters; the limit is 20,000."
+    assert len(load_pairs(_write(tmp_path, "ok.csv", f"source,hypothesis\n{'a' * MAX_SENTENCE_CHARS},b\n"))) == 1
+    # the store checks it too, for frames that did not come through load_pairs
+    before = store_totals(engine)
+    with pytest.raises(ImportRejected, match="^Pair 1: the source has 20,001 characters; the limit is 20,000.$"):
+        import_pairs(engine, "frame", pd.DataFrame({"source": ["s" * 20_001], "hypothesis": ["h"]}))
+    items = pd.DataFrame({"source": ["s"], "candidate_a": ["a" * 20_001], "candidate_b": ["b"], "preferred": ["A"]})
+    with pytest.raises(ImportRejected, match="^Item 1: candidate A has 20,001 characters; the limit is 20,000.$"):
+        import_preferences(engine, "preferences", items)
+    assert store_totals(engine) == before
+
+
+def test_json_nested_200000_deep_is_refused_with_a_sentence(engine, tmp_path):
+    deep = "[" * 200_000 + "]" * 200_000
+    message = _refused_by_the_store(engine, _write(tmp_path, "deep.json", deep))
+    assert message == "The JSON is nested too deeply; the limit is 100 levels."
+    record = '{"source": "a", "hypothesis": "b", "x": ' + deep + "}"
+    assert _error(_write(tmp_path, "deep.jsonl", '{"source": "c", "hypothesis": "d"}\n' + record + "\n")) == \
+        "Line 2: the JSON is nested too deeply; the limit is 100 levels."
+    # deep enough to be parsed, still refused: every later step (preview, store) recurses too
+    nested = '[{"source": "a", "hypothesis": "b"}, {"source": "c", "hypothesis": "d", "x": ' + "[" * 150 + "]" * 150 + "}]"
+    assert _error(_write(tmp_path, "nested.json", nested)) == "Record 2: the JSON is nested too deeply; the limit is 100 levels."
+
+
+def test_a_jsonl_label_of_400_digits_is_refused_with_a_sentence(engine, tmp_path):
+    content = '{"source": "a", "hypothesis": "b", "label": 1}\n{"source": "c", "hypothesis": "d", "label": ' + "9" * 400 + "}\n"
+    message = _refused_by_the_store(engine, _write(tmp_path, "big.jsonl", content))
+    assert message.startswith("Line 2: the label '999") and message.endswith("(… 400 characters) is too large.")
+    huge = '{"source": "a", "hypothesis": "b", "label": ' + "9" * 5000 + "}\n"
+    assert _error(_write(tmp_path, "huge.jsonl", huge)) == "Line 1: the JSON holds a number with too many digits to read."
+
+
+def test_excel_formulas_without_computed_values_and_extra_sheets_are_said(tmp_path):
+    path = _workbook(tmp_path / "formulas.xlsx", [
+        ["source", "hypothesis", "note"],
+        ["A cat.", "A dog.", "=1+1"],
+        ["=A2", "=B2", None],  # only formulas: no values to read
+        ["A bird.", "A fish.", None],
+    ], extra_sheets=["Notes", "Old"])
+    frame = load_pairs(path)
+    assert frame["source"].tolist() == ["A cat.", "A bird."]
+    expected = [
+        "The workbook has 3 sheets: only the first, 'Sheet', was read ('Notes' and 'Old' were left aside).",
+        "Row 3 held only formulas with no computed value and was left out: open and save the workbook in a "
+        "spreadsheet application (Excel, LibreOffice) to compute them.",
+        "Row 2 has formulas with no computed value, read as empty cells: open and save the workbook in a "
+        "spreadsheet application to compute them.",
+    ]
+    assert frame.attrs["warnings"] == expected
+    assert read_table(path).attrs["warnings"] == expected  # the preview says it before the mapping
+    broken = _workbook(tmp_path / "half.xlsx", [["source", "hypothesis"], ["A cat.", "A dog."], ["A bird.", "=A3"]])
+    assert _error(broken) == ("Row 3: the hypothesis is a formula with no computed value; open and save the "
+                              "workbook in a spreadsheet application (Excel, LibreOffice) to compute it.")
+
+
+def test_excel_header_naming_a_column_twice_is_refused_as_in_csv(engine, tmp_path):
+    path = _workbook(tmp_path / "twice.xlsx", [["source", "hypothesis", "source"], ["a", "b", "c"]])
+    assert _refused_by_the_store(engine, path) == "Row 1: the header names the column 'source' twice."
+
+
+def test_nested_json_values_are_stored_as_json(engine, tmp_path):
+    records = [{"id": {"k": 1}, "source": "A cat.", "hypothesis": ["A", "dog."], "tags": {"x": [1, None]}, "one": [None]}]
+    result = import_file(engine, _write(tmp_path, "nested.json", json.dumps(records)))
+    with read_session(engine) as session:
+        pair = session.scalars(sa.select(Pair).where(Pair.dataset_id == result.dataset_id)).one()
+        stored = (pair.external_id, pair.hypothesis, pair.meta)
+    assert stored == ('{"k": 1}', '["A", "dog."]', {"tags": {"x": [1, None]}, "one": [None]})
