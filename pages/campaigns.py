@@ -1,10 +1,12 @@
 """Admin: labelling campaigns and their annotators (personal links, revocation, progress)."""
+import pandas as pd
 import streamlit as st
 
 from db import annotation as ann
 from pages.shared import admin_page
 from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
+from pluie_core.labels import LEVELS
 from pluie_core.pair_selection import describe_selection
 
 engine = admin_page()
@@ -156,6 +158,33 @@ def settings_section(campaign) -> None:
         st.success("Saved: annotators see the new guidelines from their next pair.")
 
 
+def training_section(campaign) -> None:
+    """Each training pair's expected level and explanation: what an annotator sees once they answered it."""
+    pairs = ann.training_pairs(engine, campaign.id)
+    if pairs.empty:
+        st.caption("This campaign has no training trial.")
+        return
+    st.caption("Annotators see the expected level and the explanation once they have answered a training pair, "
+               "then continue. Training answers are never counted in the results.")
+    shown = pairs.assign(number=pairs["position"] + 1, expected=pairs["expected_level"].map(
+        lambda v: None if pd.isna(v) else LEVELS[int(v)]))
+    edited = st.data_editor(
+        shown[["number", "source", "hypothesis", "expected", "explanation"]], hide_index=True, width="stretch",
+        disabled=["number", "source", "hypothesis"], key=f"training-{campaign.id}", column_config={
+            "number": st.column_config.NumberColumn("#", width="small"),
+            "expected": st.column_config.SelectboxColumn("Expected level", options=list(LEVELS[:4])),
+            "explanation": st.column_config.TextColumn("Explanation", max_chars=ann.MAX_EXPLANATION)})
+    if st.button("Save the training feedback", key=f"save-training-{campaign.id}"):
+        rows = [{"position": int(position), "expected_level": None if not expected else LEVELS.index(expected),
+                 "explanation": explanation} for position, expected, explanation
+                in zip(pairs["position"], edited["expected"], edited["explanation"])]
+        try:
+            ann.set_training_feedback(engine, campaign.id, rows)
+            st.success("Saved: annotators see this feedback after their next training answer.")
+        except ann.CampaignError as exc:
+            st.error(str(exc))
+
+
 campaigns = ann.list_campaigns(engine)
 if st.session_state.get("campaign-created"):
     st.success(f"Campaign “{st.session_state.pop('campaign-created')}” created. Add its annotators below.")
@@ -172,5 +201,7 @@ for column, (label, value) in zip(st.columns(len(counts)), counts.items()):
     column.metric(label.capitalize(), f"{value:,}")
 st.subheader("Annotators")
 annotators_section(campaign)
+st.subheader("Training pairs")
+training_section(campaign)
 st.subheader("Settings and guidelines")
 settings_section(campaign)
