@@ -164,25 +164,26 @@ def training_section(campaign) -> None:
     if pairs.empty:
         st.caption("This campaign has no training trial.")
         return
-    st.caption("Annotators see the expected level and the explanation once they have answered a training pair, "
-               "then continue. Training answers are never counted in the results.")
-    shown = pairs.assign(number=pairs["position"] + 1, expected=pairs["expected_level"].map(
-        lambda v: None if pd.isna(v) else LEVELS[int(v)]))
-    edited = st.data_editor(
-        shown[["number", "source", "hypothesis", "expected", "explanation"]], hide_index=True, width="stretch",
-        disabled=["number", "source", "hypothesis"], key=f"training-{campaign.id}", column_config={
-            "number": st.column_config.NumberColumn("#", width="small"),
-            "expected": st.column_config.SelectboxColumn("Expected level", options=list(LEVELS[:4])),
-            "explanation": st.column_config.TextColumn("Explanation", max_chars=ann.MAX_EXPLANATION)})
-    if st.button("Save the training feedback", key=f"save-training-{campaign.id}"):
-        rows = [{"position": int(position), "expected_level": None if not expected else LEVELS.index(expected),
-                 "explanation": explanation} for position, expected, explanation
-                in zip(pairs["position"], edited["expected"], edited["explanation"])]
-        try:
-            ann.set_training_feedback(engine, campaign.id, rows)
-            st.success("Saved: annotators see this feedback after their next training answer.")
-        except ann.CampaignError as exc:
-            st.error(str(exc))
+    with st.expander(f"Feedback on the {len(pairs)} training pairs"), st.form(f"training-{campaign.id}"):
+        st.caption("Annotators see the expected level and the explanation once they have answered a training "
+                   "pair, then continue. Training answers are never counted in the results.")
+        wanted = []
+        for row in pairs.itertuples():
+            st.text(f"{row.position + 1}. Source: {row.source}\nHypothesis: {row.hypothesis}")  # as text
+            level, why = st.columns([1, 3])
+            expected = level.selectbox("Expected level", [None, 0, 1, 2, 3],
+                                       format_func=lambda v: "— none —" if v is None else LEVELS[v],
+                                       index=0 if pd.isna(row.expected_level) else int(row.expected_level) + 1,
+                                       key=f"expected-{campaign.id}-{row.position}")
+            explanation = why.text_input("Explanation", value=row.explanation, max_chars=ann.MAX_EXPLANATION,
+                                         key=f"explain-{campaign.id}-{row.position}")
+            wanted.append({"position": row.position, "expected_level": expected, "explanation": explanation})
+        if st.form_submit_button("Save the training feedback"):
+            try:
+                ann.set_training_feedback(engine, campaign.id, wanted)
+                st.success("Saved: annotators see this feedback after their next training answer.")
+            except ann.CampaignError as exc:
+                st.error(str(exc))
 
 
 campaigns = ann.list_campaigns(engine)
