@@ -637,8 +637,8 @@ MAX_COMMENT = 500
 
 
 def clean_comment(comment: Optional[str]) -> Optional[str]:
-    """An annotator's comment as stored: spaces trimmed, NUL characters removed (no store but SQLite
-    keeps them), None when empty; longer than MAX_COMMENT characters is refused with a sentence."""
+    """An annotator's comment as stored: spaces trimmed, NUL characters removed (PostgreSQL cannot
+    hold them in text), None when empty; longer than MAX_COMMENT characters is refused with a sentence."""
     comment = (comment or "").replace("\x00", "").strip()
     if len(comment) > MAX_COMMENT:
         raise CampaignError(f"A comment has at most {MAX_COMMENT} characters: your answer was not saved.")

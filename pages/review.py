@@ -1,8 +1,9 @@
-"""Review: the pairs whose labels disagree (across the paraphrase boundary first, then by spread),
-one at a time with the word diff, every label (annotator, English level, time spent) and every
-score; the reviewer sets the final level (keys 1-4) with an optional note, or withdraws it (Delete),
-and moves with ← / →. Decisions are kept apart from the annotators' labels (db.review) and become
-the export's final_level."""
+"""Review: the pairs an annotator flagged, then those whose labels disagree (across the paraphrase
+boundary first, then by spread), one at a time with the word diff, the annotators' flags and
+comments (as text), every label (annotator, English level, time spent, comment) and every score;
+the reviewer sets the final level (keys 1-4) with an optional note, or withdraws it (Delete), and
+moves with ← / →. Decisions are kept apart from the annotators' labels (db.review) and become the
+export's final_level."""
 import streamlit as st
 
 from db import review
