@@ -4,7 +4,7 @@ Builds (with bulk inserts) a store of 100,000 pairs and 300,000 labels from a ca
 annotators (quota 50, 4 annotators per pair, 5 training pairs each, so 75,000 pairs are full and
 25,000 still have slots), then times what the labelling page asks the store for on every run:
 the token's annotator, their view, the next pair (resumed or newly reserved) and their progress,
-and the write of an answer. Server time only (no browser, no Streamlit). The campaign mixes gold
+and the write of an answer (one in three with a comment and a flag). Server time only (no browser, no Streamlit). The campaign mixes gold
 checks into each queue (a share of 0.1, 100 gold pairs), so serving includes that path. Then times
 the live campaign view (db.quality.campaign_live: every figure of the Live campaign page) on the same store.
 
@@ -122,7 +122,9 @@ def time_serving(url: str, campaign_id: int, n_annotators: int = 30) -> dict[str
                     ann.progress(engine, who.id)
                     timings[key].append(time.perf_counter() - started)
                 started = time.perf_counter()
-                ann.record_label(engine, who.id, item.position, step % 5, 2.0)
+                # one answer in three comes with a comment and a flag (the annotator's voice)
+                ann.record_label(engine, who.id, item.position, step % 5, 2.0,
+                                 comment="typo in B" if step == 1 else None, flagged=step == 1)
                 timings["answer stored"].append(time.perf_counter() - started)
     engine.dispose()
     return timings

@@ -192,7 +192,8 @@ def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[It
 def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame] = None) -> dict:
     """One pair with every label and every score: {"pair": dict (dataset, external_id, source,
     hypothesis, gold_label), "labels": DataFrame (annotator, level, level_name, value, english_level,
-    seconds_spent), "scores": DataFrame (run, kind, value)}; None when the pair does not exist."""
+    seconds_spent, comment, flagged: the annotator's comment and flag), "scores": DataFrame (run,
+    kind, value)}; None when the pair does not exist."""
     with read_session(engine) as session:
         row = session.execute(
             select(Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
@@ -208,9 +209,9 @@ def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame]
         )
         labels = _frame(
             session,
-            select(Label.annotator_id, Label.level, Label.value, Label.seconds_spent)
+            select(Label.annotator_id, Label.level, Label.value, Label.seconds_spent, Label.comment, Label.flagged)
             .where(Label.pair_id == int(pair_id), Label.is_training.is_(False)),
-            ["annotator_id", "level", "value", "seconds_spent"],
+            ["annotator_id", "level", "value", "seconds_spent", "comment", "flagged"],
         )
     if annotators is None:
         annotators = analysis_choices(engine).annotators
@@ -218,7 +219,10 @@ def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame]
     labels.insert(0, "annotator", labels["annotator_id"].map(people["annotator"]))
     labels["level_name"] = labels["level"].map(lambda level: LEVELS[int(level)] if pd.notna(level) else "")
     labels["english_level"] = labels["annotator_id"].map(people["english_level"])
-    labels = labels.sort_values("annotator")[["annotator", "level", "level_name", "value", "english_level", "seconds_spent"]]
+    labels["comment"] = labels["comment"].fillna("").astype(str)
+    labels["flagged"] = labels["flagged"].fillna(False).astype(bool)
+    labels = labels.sort_values("annotator")[["annotator", "level", "level_name", "value", "english_level",
+                                              "seconds_spent", "comment", "flagged"]]
     pair = dict(zip(("dataset", "external_id", "source", "hypothesis", "gold_label"), row))
     return {"pair": pair, "labels": labels.reset_index(drop=True), "scores": scores}
 

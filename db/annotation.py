@@ -63,6 +63,23 @@ class ServedPair:
     number: int  # 1-based, within the training trial or within the quota
     out_of: int  # training size, or quota
     level: Optional[int]  # the annotator's current answer, when revisiting
+    comment: Optional[str] = None  # and the comment and flag given with it
+    flagged: bool = False
+
+
+@dataclass(frozen=True)
+class TrainingFeedback:
+    """What an annotator sees once they have answered a training pair: their answer, the level the
+    organiser expects (None when none was given) and the organiser's explanation ("" when none)."""
+
+    position: int
+    number: int
+    out_of: int
+    top: str
+    bottom: str
+    answer: int
+    expected_level: Optional[int]
+    explanation: str
 
 
 @dataclass(frozen=True)
@@ -476,7 +493,9 @@ def _gold_checks(session: Session, campaign: Campaign) -> int:
 def _served(session: Session, campaign: Campaign, n_training: int, assignment: Assignment,
             annotator_id: int) -> ServedPair:
     pair = session.get(Pair, assignment.pair_id)
-    level = session.scalar(select(Label.level).where(Label.annotator_id == annotator_id, Label.pair_id == pair.id))
+    level, comment, flagged = session.execute(
+        select(Label.level, Label.comment, Label.flagged)
+        .where(Label.annotator_id == annotator_id, Label.pair_id == pair.id)).first() or (None, None, False)
     is_training = assignment.position < n_training
     top, bottom = (pair.source, pair.hypothesis) if assignment.source_on_top else (pair.hypothesis, pair.source)
     return ServedPair(
@@ -485,6 +504,7 @@ def _served(session: Session, campaign: Campaign, n_training: int, assignment: A
         number=assignment.position + 1 if is_training else assignment.position - n_training + 1,
         # gold checks are numbered like any pair (invisible as such): out of quota + checks
         out_of=n_training if is_training else campaign.quota + _gold_checks(session, campaign), level=level,
+        comment=comment, flagged=bool(flagged),
     )
 
 
@@ -616,16 +636,32 @@ def served_at(engine: Engine, annotator_id: int, position: int) -> Optional[Serv
         return _served(session, campaign, _training_size(session, campaign.id), assignment, annotator_id)
 
 
+MAX_COMMENT = 500
+
+
+def clean_comment(comment: Optional[str]) -> Optional[str]:
+    """An annotator's comment as stored: spaces trimmed, NUL characters removed (PostgreSQL cannot
+    hold them in text), None when empty; longer than MAX_COMMENT characters is refused with a sentence."""
+    comment = (comment or "").replace("\x00", "").strip()
+    if len(comment) > MAX_COMMENT:
+        raise CampaignError(f"A comment has at most {MAX_COMMENT} characters: your answer was not saved.")
+    return comment or None
+
+
 def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
-                 *, replacing: Optional[int] = None) -> None:
+                 *, replacing: Optional[int] = None, comment: Optional[str] = None, flagged: bool = False) -> None:
     """Store an answer at once, over exactly what the page showed: a first answer to a pair shown
     unanswered (replacing=None), or a change of the answer `replacing` that the annotator went
     back to. When the stored answer is not that one (the same link open in another tab or window
     answered meanwhile), nothing is written and StaleAnswerError says so: no answer is ever
     replaced except through "back". A change adds the time spent, so seconds_spent is the total
-    time the annotator looked at the pair."""
+    time the annotator looked at the pair.
+
+    ``comment`` (optional, at most MAX_COMMENT characters) and ``flagged`` (the pair goes to
+    Review's queue) are part of the answer: a change through "back" replaces them with the ones given."""
     if level not in range(len(LEVELS)):
         raise CampaignError("That answer is not on the scale.")
+    comment, flagged = clean_comment(comment), bool(flagged)
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)  # one answer at a time
         if annotator is None or annotator.revoked_at is not None:
@@ -652,11 +688,89 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
             session.add(Label(
                 pair_id=assignment.pair_id, annotator_id=annotator_id, campaign_id=assignment.campaign_id,
                 level=level, source_on_top=assignment.source_on_top, is_training=is_training,
-                seconds_spent=seconds))
+                seconds_spent=seconds, comment=comment, flagged=flagged))
             return
         changed = session.execute(update(Label).where(mine, Label.level == replacing).values(
-            level=level, seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds, updated_at=utcnow()))
+            level=level, seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds, updated_at=utcnow(),
+            comment=comment, flagged=flagged))
         if changed.rowcount != 1:
             now = "no answer" if stored is None else f"“{LEVELS[stored]}”"
             raise StaleAnswerError(f"This answer was changed in another tab or window (it is now {now}): "
                                    "the answer you just gave was not saved.")
+
+
+# ---------------------------------------------------------------- training feedback
+
+MAX_EXPLANATION = 1000
+
+
+def training_feedback(engine: Engine, annotator_id: int, position: int) -> Optional[TrainingFeedback]:
+    """The feedback on a training pair this annotator has answered (TrainingFeedback); None when
+    the position is not a training pair, is not answered, or the organiser gave the pair neither an
+    expected level nor an explanation."""
+    with read_session(engine) as session:
+        row = session.execute(
+            select(Assignment.campaign_id, Assignment.source_on_top, Pair.source, Pair.hypothesis,
+                   TrainingPair.expected_level, TrainingPair.explanation, Label.level)
+            .join(TrainingPair, and_(TrainingPair.campaign_id == Assignment.campaign_id,
+                                     TrainingPair.position == Assignment.position,
+                                     TrainingPair.pair_id == Assignment.pair_id))
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .join(Label, and_(Label.annotator_id == Assignment.annotator_id, Label.pair_id == Assignment.pair_id))
+            .where(Assignment.annotator_id == annotator_id, Assignment.position == int(position))).first()
+        if row is None or row.level is None or (row.expected_level is None and not row.explanation):
+            return None
+        out_of = _training_size(session, row.campaign_id)
+    top, bottom = (row.source, row.hypothesis) if row.source_on_top else (row.hypothesis, row.source)
+    return TrainingFeedback(int(position), int(position) + 1, out_of, top, bottom, int(row.level),
+                            row.expected_level, row.explanation or "")
+
+
+def training_pairs(engine: Engine, campaign_id: int) -> pd.DataFrame:
+    """The campaign's training pairs in serving order, for the organiser: position, pair_id,
+    source, hypothesis, expected_level (Int64, missing when none), explanation ("" when none)."""
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(TrainingPair.position, TrainingPair.pair_id, Pair.source, Pair.hypothesis,
+                   TrainingPair.expected_level, TrainingPair.explanation)
+            .join(Pair, Pair.id == TrainingPair.pair_id)
+            .where(TrainingPair.campaign_id == campaign_id).order_by(TrainingPair.position)).all()
+    frame = pd.DataFrame(rows, columns=["position", "pair_id", "source", "hypothesis", "expected_level", "explanation"])
+    frame["expected_level"] = pd.to_numeric(frame["expected_level"], errors="coerce").astype("Int64")
+    frame["explanation"] = frame["explanation"].fillna("").astype(str)
+    return frame
+
+
+def set_training_feedback(engine: Engine, campaign_id: int, feedback: Sequence[Mapping[str, Any]]) -> int:
+    """Give training pairs the feedback annotators see once they have answered them: rows of
+    position, expected_level (0-3 of the scale, or None) and explanation (at most MAX_EXPLANATION
+    characters; "" or None for none). All or nothing: a row that names no training pair of the
+    campaign, or a level off the scale, refuses the whole list. Returns the number of pairs updated.
+    Feedback is never part of the results, so it may change while the campaign runs."""
+    cleaned = []
+    for row in feedback:
+        position = int(row["position"])
+        level = row.get("expected_level")
+        level = None if level is None or pd.isna(level) else level
+        if level is not None and (isinstance(level, bool) or int(level) != level or int(level) not in range(4)):
+            raise CampaignError(f"Training pair {position + 1}: the expected level must be one of "
+                                f"{', '.join(LEVELS[:4])} (or none).")
+        explanation = row.get("explanation")
+        explanation = "" if explanation is None or pd.isna(explanation) else str(explanation)
+        explanation = explanation.replace("\x00", "").strip()
+        if len(explanation) > MAX_EXPLANATION:
+            raise CampaignError(f"Training pair {position + 1}: an explanation has at most {MAX_EXPLANATION:,} characters.")
+        cleaned.append({"position": position, "expected_level": None if level is None else int(level),
+                        "explanation": explanation or None})
+    with write_session(engine) as session:
+        if session.get(Campaign, campaign_id) is None:
+            raise CampaignError("This campaign does not exist (any more).")
+        known = set(session.scalars(select(TrainingPair.position).where(TrainingPair.campaign_id == campaign_id)))
+        unknown = [r["position"] for r in cleaned if r["position"] not in known]
+        if unknown:
+            raise CampaignError(f"This campaign has no training pair {unknown[0] + 1}: nothing was saved.")
+        for row in cleaned:
+            session.execute(update(TrainingPair).where(
+                TrainingPair.campaign_id == campaign_id, TrainingPair.position == row["position"],
+            ).values(expected_level=row["expected_level"], explanation=row["explanation"]))
+        return len(cleaned)

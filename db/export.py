@@ -56,6 +56,9 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     ("majority"), else none ("none"); adjudicated_by, adjudicated_at, adjudication_note say who,
     when and why.
 
+    n_flags, flagged_by, comments (VOICE_COLUMNS): how many annotators flagged the pair, who
+    (names joined by "; "), and every comment given with a label, one "name: comment" per line.
+
     ``pair_id_range`` (first, last, inclusive) restricts the pairs, for exports streamed in chunks
     (db.publish), which pass ``annotator_names`` (_annotator_names) once instead of per chunk.
     """
@@ -71,11 +74,12 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         pairs = _frame(session, pair_query.order_by(Pair.dataset_id, Pair.id),
                        ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
-        label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training).where(
-            Label.pair_id.in_(ids))
+        label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training,
+                             Label.comment, Label.flagged).where(Label.pair_id.in_(ids))
         if not include_training:
             label_query = label_query.where(Label.is_training.is_(False))
-        labels = _frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training"])
+        labels = _frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training",
+                                               "comment", "flagged"])
         scores = pd.DataFrame(
             session.execute(
                 select(Score.pair_id, ScoreRun.name, Score.value)
@@ -87,6 +91,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         decided = current_adjudications(session, pair_ids=ids)
 
     out = pairs.set_index("pair_id")
+    names: dict[int, str] = {}
     if not labels.empty:
         names = annotator_names if annotator_names is not None else _annotator_names(engine)
         labels["raw"] = labels["level"].where(labels["level"].notna(), labels["value"]).astype(float)
@@ -109,6 +114,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         if include_training:
             out["n_training_labels"] = 0
     out = _with_final_labels(out, decided)
+    out = out.join(_voices(labels, names, out.index))
     if not scores.empty:
         wide_scores = scores.pivot(index="pair_id", columns="run", values="value")
         wide_scores.columns = [SCORE_PREFIX + str(c) for c in wide_scores.columns]
@@ -142,9 +148,26 @@ def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame
     return out.join(final[FINAL_COLUMNS])
 
 
+VOICE_COLUMNS = ["n_flags", "flagged_by", "comments"]
+
+
+def _voices(labels: pd.DataFrame, names: dict[int, str], index: pd.Index) -> pd.DataFrame:
+    """VOICE_COLUMNS per pair (indexed like ``index``): the annotators' flags and comments."""
+    out = pd.DataFrame(index=index)
+    flagged = labels[labels["flagged"].fillna(False).astype(bool)]
+    out["n_flags"] = flagged.groupby("pair_id").size().reindex(index).fillna(0).astype(int)
+    who = flagged.assign(name=flagged["annotator_id"].map(names)).sort_values("name")
+    out["flagged_by"] = who.groupby("pair_id")["name"].agg("; ".join).reindex(index)
+    said = labels[labels["comment"].notna() & (labels["comment"].astype(str) != "")]
+    said = said.assign(name=said["annotator_id"].map(names)).sort_values(["name"])
+    lines = said["name"].astype(str) + ": " + said["comment"].astype(str)
+    out["comments"] = lines.groupby(said["pair_id"]).agg("\n".join).reindex(index)
+    return out
+
+
 LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator", "display_name",
                 "link_name", "campaign", "english_level", "level", "level_name", "value", "is_training",
-                "sentence_on_top", "seconds_spent", "created_at", "updated_at"]
+                "sentence_on_top", "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
 
 
 def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
@@ -154,13 +177,14 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     link_name (the one their personal link was made under), campaign, english_level; level (an
     integer 0-4 of the five-level scale, empty for an imported value), level_name, value (an
     imported value on its own scale), is_training (a label of the training trial), sentence_on_top
-    ("source" or "hypothesis", as the labelling view showed the pair), seconds_spent, created_at,
+    ("source" or "hypothesis", as the labelling view showed the pair), seconds_spent, comment (the
+    annotator's, empty when none), flagged (they flagged the pair for review), created_at,
     updated_at (UTC)."""
     query = (
         select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
                Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
-               Label.value, Label.is_training, Label.source_on_top, Label.seconds_spent, Label.created_at,
-               Label.updated_at)
+               Label.value, Label.is_training, Label.source_on_top, Label.seconds_spent, Label.comment,
+               Label.flagged, Label.created_at, Label.updated_at)
         .join(Pair, Pair.id == Label.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
         .join(Annotator, Annotator.id == Label.annotator_id)
         .outerjoin(Campaign, Campaign.id == Label.campaign_id)
@@ -174,13 +198,14 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
         rows = session.execute(query).all()
     columns = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator_id", "display_name",
                "link_name", "campaign", "english_level", "level", "value", "is_training", "source_on_top",
-               "seconds_spent", "created_at", "updated_at"]
+               "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
     labels = pd.DataFrame(rows, columns=columns)
     labels["annotator"] = labels["annotator_id"].map(_annotator_names(engine))
     labels["level"] = pd.to_numeric(labels["level"], errors="coerce").astype("Int64")
     labels["level_name"] = labels["level"].map(lambda v: level_name(None if pd.isna(v) else int(v)))
     labels["value"] = _whole_numbers(labels["value"].astype(float))
     labels["is_training"] = labels["is_training"].astype(bool)
+    labels["flagged"] = labels["flagged"].fillna(False).astype(bool)
     on_top = labels["source_on_top"].map({True: "source", False: "hypothesis"})
     labels["sentence_on_top"] = on_top.where(labels["source_on_top"].notna(), None)
     return labels[LONG_COLUMNS]

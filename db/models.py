@@ -114,6 +114,10 @@ class TrainingPair(Base):
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"))
+    # the feedback an annotator sees after answering it: the level the organiser expects (0-3; None:
+    # none given) and a short explanation
+    expected_level: Mapped[Optional[int]] = mapped_column(Integer)
+    explanation: Mapped[Optional[str]] = mapped_column(Text)
 
 
 class GoldPair(Base):
@@ -184,6 +188,10 @@ class Label(Base):
     source_on_top: Mapped[Optional[bool]] = mapped_column(Boolean)
     is_training: Mapped[bool] = mapped_column(Boolean, default=False)
     seconds_spent: Mapped[Optional[float]] = mapped_column(Float)
+    # the annotator's voice with their answer: an optional comment ("typo in B") and a flag that puts
+    # the pair in Review's queue
+    comment: Mapped[Optional[str]] = mapped_column(Text)
+    flagged: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import Engine, case, func, select
 
 from db.engine import read_session
-from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, _annotator_names, export_frame
+from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names, export_frame
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, utcnow
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 
@@ -99,6 +99,8 @@ def _schema(annotators, runs, include_training: bool) -> pa.Schema:
     final_types = {"final_level": whole, "final_label": text, "final_binary": whole, "final_source": text,
                    "adjudicated_by": text, "adjudicated_at": pa.timestamp("us"), "adjudication_note": text}
     fields += [(column, final_types[column]) for column in FINAL_COLUMNS]
+    voice_types = {"n_flags": whole, "flagged_by": text, "comments": text}
+    fields += [(column, voice_types[column]) for column in VOICE_COLUMNS]
     fields += [(SCORE_PREFIX + run["name"], real) for run in runs]
     return pa.schema(fields)
 

@@ -18,12 +18,12 @@ from sqlalchemy.exc import IntegrityError
 from db.analysis import analysis_choices, labels_long, pair_detail
 from db.engine import read_session, write_session
 from db.limits import check_length
-from db.models import Adjudication, Pair
+from db.models import Adjudication, Label, Pair
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
 
 __all__ = ["ReviewError", "StaleReviewError", "review_queue", "review_item", "adjudicate",
-           "current_adjudications", "ADJUDICATION_COLUMNS"]
+           "current_adjudications", "flag_counts", "ADJUDICATION_COLUMNS"]
 
 ADJUDICATION_COLUMNS = ["pair_id", "revision", "level", "reviewer", "note", "created_at"]
 MAX_NOTE = 2000
@@ -66,17 +66,30 @@ def current_adjudications(engine_or_session, dataset_ids: Optional[Iterable[int]
     return frame.set_index("pair_id")
 
 
+def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.Series:
+    """How many annotators flagged each pair (training answers aside), indexed by pair_id; only
+    flagged pairs. Read through the labels' pair index, flagged rows only: cheap next to labels_long."""
+    query = (select(Label.pair_id, func.count()).where(Label.flagged.is_(True), Label.is_training.is_(False))
+             .group_by(Label.pair_id))
+    if dataset_ids is not None:
+        query = query.where(Label.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_([int(d) for d in dataset_ids]))))
+    with read_session(engine) as session:
+        rows = session.execute(query).all()
+    return pd.Series(dict(rows), dtype=int, name="n_flags").rename_axis("pair_id")
+
+
 def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending") -> pd.DataFrame:
-    """The pairs whose five-level labels disagree (training labels aside), in review order
-    (pluie_core.review.disagreement_queue: across the paraphrase boundary first, then by spread),
-    with majority_level (the rule that holds without a decision), and the decision in force:
-    final_level, reviewer, revision (0 = never adjudicated). ``show``: "pending" (no decision in
-    force), "adjudicated" or "all"."""
-    if show not in ("pending", "adjudicated", "all"):
-        raise ReviewError("Show pending, adjudicated or all pairs.")
+    """The pairs whose five-level labels disagree and the pairs an annotator flagged (training
+    labels aside), in review order (pluie_core.review.disagreement_queue: flagged first, then across
+    the paraphrase boundary, then by spread), with majority_level (the rule that holds without a
+    decision), n_flags, and the decision in force: final_level, reviewer, revision (0 = never
+    adjudicated). ``show``: "pending" (no decision in force), "adjudicated", "flagged" (flagged
+    pairs, decided or not) or "all"."""
+    if show not in ("pending", "adjudicated", "flagged", "all"):
+        raise ReviewError("Show pending, adjudicated, flagged or all pairs.")
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     labels = labels_long(engine, dataset_ids)
-    queue = disagreement_queue(labels)
+    queue = disagreement_queue(labels, flag_counts(engine, dataset_ids))
     decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
     queue["final_level"] = decided["level"].round().astype("Int64")
     queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())
@@ -85,12 +98,14 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
         queue = queue[queue["final_level"].isna()]
     elif show == "adjudicated":
         queue = queue[queue["final_level"].notna()]
+    elif show == "flagged":
+        queue = queue[queue["n_flags"] > 0]
     return queue
 
 
 def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
     """What the review page shows of one pair: pluie_core-ready pair fields, every label (annotator,
-    level, level_name, english_level, seconds_spent), every score, the majority level, the
+    level, level_name, english_level, seconds_spent, comment, flagged), every score, the majority level, the
     decision in force (None, or a dict of ADJUDICATION_COLUMNS) and the pair's history of
     decisions (a frame, newest first)."""
     people = analysis_choices(engine).annotators
@@ -107,6 +122,7 @@ def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
     history["decision"] = history["level"].map(lambda v: "withdrawn" if pd.isna(v) else LEVELS[int(v)])
     levels = detail["labels"]["level"].dropna()
     detail["majority_level"] = majority_level(int(x) for x in levels)
+    detail["n_flags"] = int(detail["labels"]["flagged"].sum())
     detail["revision"] = int(history["revision"].max()) if len(history) else 0
     current = history.iloc[0].to_dict() if len(history) and pd.notna(history.iloc[0]["level"]) else None
     detail["adjudication"] = current

@@ -33,6 +33,7 @@ if annotator is None:
 view = ann.annotator_view(engine, annotator.id)
 aid = view.annotator_id
 revisit_key, clock_key, error_key = f"revisit-{aid}", f"shown-{aid}", f"error-{aid}"
+feedback_key = f"feedback-{aid}"  # the training pair just answered, whose feedback is on screen
 
 
 def show_guidelines() -> None:
@@ -57,7 +58,7 @@ if view.needs_profile:
     st.stop()
 
 
-def answer(position: int, level: int, shown_level: int | None) -> None:
+def answer(position: int, level: int, shown_level: int | None, is_training: bool) -> None:
     shown_position, shown_at = st.session_state.get(clock_key, (None, time.monotonic()))
     if shown_position != position:
         # a stale button: a second key press landed before the next pair was drawn; answering
@@ -65,8 +66,13 @@ def answer(position: int, level: int, shown_level: int | None) -> None:
         return
     try:
         # only over the answer this page showed: another tab's answer is refused, not replaced
-        ann.record_label(engine, aid, position, level, time.monotonic() - shown_at, replacing=shown_level)
+        ann.record_label(engine, aid, position, level, time.monotonic() - shown_at, replacing=shown_level,
+                         comment=st.session_state.get(f"comment-{position}"),
+                         flagged=st.session_state.get(f"flag-{position}", False))
         st.session_state.pop(revisit_key, None)
+        if is_training:
+            st.session_state[feedback_key] = position
+            st.session_state[clock_key] = (None, time.monotonic())  # a second key press now lands on nothing
     except ann.CampaignError as exc:
         st.session_state[error_key] = str(exc)
 
@@ -75,9 +81,31 @@ def go_back(position: int) -> None:
     st.session_state[revisit_key] = position
 
 
-revisit = st.session_state.get(revisit_key)
-item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
-progress = ann.progress(engine, aid)
+def pair_box(top: str, bottom: str) -> None:
+    top_html, bottom_html = diff_html(top, bottom)  # both escaped: pair text is never markup
+    st.html(f'<div class="pluie-pair"><div class="pluie-sentence" data-testid="pluie-top">{top_html}</div>'
+            f'<div class="pluie-sentence" data-testid="pluie-bottom">{bottom_html}</div></div>')
+
+
+def show_training_feedback(feedback: ann.TrainingFeedback) -> None:
+    """After a training answer: the answer, the level the organiser expects and why; then on."""
+    st.progress(feedback.number / feedback.out_of,
+                text=f"Training {feedback.number} / {feedback.out_of} — practice pairs, not counted")
+    pair_box(feedback.top, feedback.bottom)
+    given = f"Your answer: **{LEVELS[feedback.answer]}**"
+    if feedback.expected_level is None:
+        st.info(given + ".")
+    elif feedback.expected_level == feedback.answer:
+        st.success(f"{given} — the expected answer.")
+    else:
+        st.warning(f"{given} · expected: **{LEVELS[feedback.expected_level]}**.")
+    if feedback.explanation:
+        with st.container(border=True, key="training-explanation"):
+            st.text(feedback.explanation)  # the organiser's words, as text
+    st.button("Continue", key=f"continue-{feedback.position}", type="primary", shortcut="Enter",
+              on_click=lambda: st.session_state.pop(feedback_key, None), help="Keyboard: Enter")
+
+
 st.html(STYLE)
 
 header, guide = st.columns([5, 1], vertical_alignment="center")
@@ -86,7 +114,16 @@ with guide:
     show_guidelines()
 if st.session_state.get(error_key):
     st.error(st.session_state.pop(error_key))
+if st.session_state.get(feedback_key) is not None:
+    feedback = ann.training_feedback(engine, aid, st.session_state[feedback_key])
+    if feedback is not None:
+        show_training_feedback(feedback)
+        st.stop()
+    st.session_state.pop(feedback_key)  # no feedback for this pair: straight on
 
+revisit = st.session_state.get(revisit_key)
+item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
+progress = ann.progress(engine, aid)
 if item is None:
     st.progress(min(1.0, progress.done / max(progress.quota, 1)), text=f"{progress.done} / {progress.quota}")
     st.title("Thank you!")
@@ -114,16 +151,22 @@ if item.is_training:
 else:
     st.progress(min(1.0, progress.done / max(progress.quota, 1)), text=f"{progress.done} / {progress.quota}")
 
-top_html, bottom_html = diff_html(item.top, item.bottom)  # both escaped: pair text is never markup
-st.html(f'<div class="pluie-pair"><div class="pluie-sentence" data-testid="pluie-top">{top_html}</div>'
-        f'<div class="pluie-sentence" data-testid="pluie-bottom">{bottom_html}</div></div>')
+pair_box(item.top, item.bottom)
 st.caption("Do these two sentences share a common meaning?")
 if item.level is not None:
     st.caption(f"Your answer was **{LEVELS[item.level]}**. Choose again to change it.")
+if not item.is_training:  # the annotator's voice, saved with the answer
+    note, flag = st.columns([4, 1], vertical_alignment="bottom")
+    note.text_input("Comment (optional)", value=item.comment or "", key=f"comment-{item.position}",
+                    max_chars=ann.MAX_COMMENT, placeholder="e.g. ungrammatical, typo in B",
+                    help="Saved with your answer. While you type here, keys are text: click outside "
+                         "the box (or press Tab) to answer with keys 1–5 again.")
+    flag.checkbox("Flag this pair", value=item.flagged, key=f"flag-{item.position}",
+                  help="Something is wrong with this pair: it goes to the organiser's review.")
 
 for level, (column, name) in enumerate(zip(st.columns(len(LEVELS)), LEVELS)):
     column.button(name, key=f"answer-{level}-{item.position}", shortcut=str(level + 1),
-                  on_click=answer, args=(item.position, level, item.level), width="stretch",
+                  on_click=answer, args=(item.position, level, item.level, item.is_training), width="stretch",
                   help=f"Keyboard: {level + 1}")
 
 back, resume = st.columns([1, 5])

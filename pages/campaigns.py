@@ -1,10 +1,12 @@
 """Admin: labelling campaigns and their annotators (personal links, revocation, progress)."""
+import pandas as pd
 import streamlit as st
 
 from db import annotation as ann
 from pages.shared import admin_page
 from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
+from pluie_core.labels import LEVELS
 from pluie_core.pair_selection import describe_selection
 
 engine = admin_page()
@@ -156,6 +158,34 @@ def settings_section(campaign) -> None:
         st.success("Saved: annotators see the new guidelines from their next pair.")
 
 
+def training_section(campaign) -> None:
+    """Each training pair's expected level and explanation: what an annotator sees once they answered it."""
+    pairs = ann.training_pairs(engine, campaign.id)
+    if pairs.empty:
+        st.caption("This campaign has no training trial.")
+        return
+    with st.expander(f"Feedback on the {len(pairs)} training pairs"), st.form(f"training-{campaign.id}"):
+        st.caption("Annotators see the expected level and the explanation once they have answered a training "
+                   "pair, then continue. Training answers are never counted in the results.")
+        wanted = []
+        for row in pairs.itertuples():
+            st.text(f"{row.position + 1}. Source: {row.source}\nHypothesis: {row.hypothesis}")  # as text
+            level, why = st.columns([1, 3])
+            expected = level.selectbox("Expected level", [None, 0, 1, 2, 3],
+                                       format_func=lambda v: "— none —" if v is None else LEVELS[v],
+                                       index=0 if pd.isna(row.expected_level) else int(row.expected_level) + 1,
+                                       key=f"expected-{campaign.id}-{row.position}")
+            explanation = why.text_input("Explanation", value=row.explanation, max_chars=ann.MAX_EXPLANATION,
+                                         key=f"explain-{campaign.id}-{row.position}")
+            wanted.append({"position": row.position, "expected_level": expected, "explanation": explanation})
+        if st.form_submit_button("Save the training feedback"):
+            try:
+                ann.set_training_feedback(engine, campaign.id, wanted)
+                st.success("Saved: annotators see this feedback after their next training answer.")
+            except ann.CampaignError as exc:
+                st.error(str(exc))
+
+
 campaigns = ann.list_campaigns(engine)
 if st.session_state.get("campaign-created"):
     st.success(f"Campaign “{st.session_state.pop('campaign-created')}” created. Add its annotators below.")
@@ -172,5 +202,7 @@ for column, (label, value) in zip(st.columns(len(counts)), counts.items()):
     column.metric(label.capitalize(), f"{value:,}")
 st.subheader("Annotators")
 annotators_section(campaign)
+st.subheader("Training pairs")
+training_section(campaign)
 st.subheader("Settings and guidelines")
 settings_section(campaign)

@@ -1,8 +1,9 @@
-"""Review: the pairs whose labels disagree (across the paraphrase boundary first, then by spread),
-one at a time with the word diff, every label (annotator, English level, time spent) and every
-score; the reviewer sets the final level (keys 1-4) with an optional note, or withdraws it (Delete),
-and moves with ← / →. Decisions are kept apart from the annotators' labels (db.review) and become
-the export's final_level."""
+"""Review: the pairs an annotator flagged, then those whose labels disagree (across the paraphrase
+boundary first, then by spread), one at a time with the word diff, the annotators' flags and
+comments (as text), every label (annotator, English level, time spent, comment) and every score;
+the reviewer sets the final level (keys 1-4) with an optional note, or withdraws it (Delete), and
+moves with ← / →. Decisions are kept apart from the annotators' labels (db.review) and become the
+export's final_level."""
 import streamlit as st
 
 from db import review
@@ -15,7 +16,7 @@ engine = admin_page()
 BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
        "line-height:1.7;font-size:1.15rem;white-space:pre-wrap;overflow-wrap:anywhere")
 CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
-SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "all": "All"}
+SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "flagged": "Flagged by an annotator", "all": "All"}
 PAIR, POSITION, FLASH, ERROR = "review-pair", "review-position", "review-flash", "review-error"
 
 st.title("Review")
@@ -33,8 +34,10 @@ if st.session_state.get(FLASH):
 if st.session_state.get(ERROR):
     st.error(st.session_state.pop(ERROR))
 if queue.empty:
-    st.info("No pair to review here: no pair of these datasets has five-level labels that disagree."
-            if show != "adjudicated" else "No pair has a final level set by a reviewer yet.")
+    st.info({"adjudicated": "No pair has a final level set by a reviewer yet.",
+             "flagged": "No annotator has flagged a pair of these datasets."}.get(
+        show, "No pair to review here: no pair of these datasets has five-level labels that disagree, "
+              "and no annotator has flagged one."))
     st.stop()
 
 # the pair on screen stays on screen while it is in the queue; once decided (and so gone from the
@@ -82,6 +85,13 @@ if decision is None:
 else:
     st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {decision['reviewer']} on "
                 f"{decision['created_at']:%Y-%m-%d %H:%M} UTC" + (f": “{decision['note']}”" if decision["note"] else "."))
+
+voiced = item["labels"][(item["labels"]["comment"] != "") | item["labels"]["flagged"]]
+if len(voiced):  # the annotators' own words, as text
+    with st.container(border=True, key="review-voice"):
+        st.markdown(f"**From the annotators** · flagged by {item['n_flags']} of {len(item['labels'])}")
+        for who, comment, flagged in zip(voiced["annotator"], voiced["comment"], voiced["flagged"]):
+            st.text(f"{'⚑ flagged · ' if flagged else ''}{who}: {comment or '(no comment)'}")
 
 labels_column, scores_column = st.columns([3, 2])
 with labels_column:

@@ -108,6 +108,8 @@ COLUMN_HELP = [
     ("final_level, final_label, final_binary", "the pair's final level, its name, and its binarisation"),
     ("final_source", "how the final level was reached: adjudicated, majority or none"),
     ("adjudicated_by, adjudicated_at, adjudication_note", "who settled the pair, when (UTC), and why"),
+    ("n_flags, flagged_by", "how many annotators flagged the pair for review, and who"),
+    ("comments", "the annotators' comments on the pair, one “name: comment” per line"),
     ("score:<run>", "one column per score run (below)"),
 ]
 

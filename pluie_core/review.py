@@ -14,7 +14,7 @@ __all__ = ["REVIEW_COLUMNS", "FINAL_SOURCES", "disagreement_queue", "final_label
            "majority_levels"]
 
 REVIEW_COLUMNS = ["n_labels", "n_dont_know", "n_non_paraphrase", "n_paraphrase", "min_level", "max_level",
-                  "spread", "crosses_boundary", "minority_share", "majority_level"]
+                  "spread", "crosses_boundary", "minority_share", "majority_level", "n_flags"]
 
 
 def majority_levels(counts) -> np.ndarray:
@@ -33,19 +33,23 @@ def majority_levels(counts) -> np.ndarray:
 FINAL_SOURCES = ("adjudicated", "majority", "none")
 
 
-def disagreement_queue(labels: pd.DataFrame) -> pd.DataFrame:
-    """The pairs whose labels disagree, in review order.
+def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -> pd.DataFrame:
+    """The pairs whose labels disagree, and the pairs an annotator flagged, in review order.
 
     ``labels``: one row per label with ``pair_id`` and ``level`` (0-4 of the five-level scale, 4 =
     Don't know; NaN rows, e.g. imported values on another scale, are ignored). A pair disagrees
-    when its labels hold two or more different levels, Don't know aside. Order: the pairs whose
-    labels fall on both sides of the paraphrase boundary first (0-1 against 2-3), then the widest
-    spread of levels, then the most even split between the two sides, then pair id.
+    when its labels hold two or more different levels, Don't know aside. ``flags``: how many
+    annotators flagged each pair (indexed by pair_id); a flagged pair with a label is in the queue
+    whether its labels disagree or not. Order: flagged pairs first (an annotator asked for a
+    look), then the pairs whose labels fall on both sides of the paraphrase boundary (0-1 against
+    2-3), then the widest spread of levels, then the most even split between the two sides, then
+    pair id.
 
     Returns a frame indexed by pair_id with REVIEW_COLUMNS: n_labels (Don't know included),
-    n_dont_know, n_non_paraphrase, n_paraphrase, min_level, max_level, spread (max - min),
-    crosses_boundary, minority_share (the smaller side's share of the binary labels),
-    majority_level (the majority rule, Int64, missing on a tie across the boundary).
+    n_dont_know, n_non_paraphrase, n_paraphrase, min_level, max_level (missing when every label
+    is Don't know), spread (max - min), crosses_boundary, minority_share (the smaller side's share
+    of the binary labels), majority_level (the majority rule, Int64, missing on a tie across the
+    boundary), n_flags.
     """
     known = labels.dropna(subset=["level"])
     if known.empty:
@@ -59,29 +63,38 @@ def disagreement_queue(labels: pd.DataFrame) -> pd.DataFrame:
     counts = counts.reshape(len(pair_ids), len(LEVELS))
     ordinal = counts[:, list(ORDINAL_LEVELS)]
     present = ordinal > 0
-    disagree = present.sum(axis=1) >= 2
-    counts, ordinal, present, pair_ids = counts[disagree], ordinal[disagree], present[disagree], pair_ids[disagree]
+    n_flags = np.zeros(len(pair_ids), dtype=int)
+    if flags is not None and len(flags):
+        n_flags = pd.Series(flags, dtype=float).reindex(pair_ids).fillna(0).to_numpy(dtype=int)
+    keep = (present.sum(axis=1) >= 2) | (n_flags > 0)
+    counts, ordinal, present, pair_ids, n_flags = (
+        counts[keep], ordinal[keep], present[keep], pair_ids[keep], n_flags[keep])
     values = np.array(ORDINAL_LEVELS)
+    any_level = present.any(axis=1)  # a flagged pair may hold Don't know alone
     low = np.where(present, values, 99).min(axis=1)
     high = np.where(present, values, -1).max(axis=1)
     non_paraphrase = ordinal[:, :2].sum(axis=1)
     paraphrase = ordinal[:, 2:].sum(axis=1)
+    binary = non_paraphrase + paraphrase
     table = pd.DataFrame({
         "n_labels": counts.sum(axis=1),
         "n_dont_know": counts[:, DONT_KNOW],
         "n_non_paraphrase": non_paraphrase,
         "n_paraphrase": paraphrase,
-        "min_level": low,
-        "max_level": high,
-        "spread": high - low,
+        "min_level": pd.array(np.where(any_level, low, np.nan), dtype="Float64").astype("Int64"),
+        "max_level": pd.array(np.where(any_level, high, np.nan), dtype="Float64").astype("Int64"),
+        "spread": np.where(any_level, high - low, 0),
         "crosses_boundary": (non_paraphrase > 0) & (paraphrase > 0),
-        "minority_share": np.minimum(non_paraphrase, paraphrase) / (non_paraphrase + paraphrase),
+        "minority_share": np.divide(np.minimum(non_paraphrase, paraphrase), binary,
+                                    out=np.zeros(len(binary)), where=binary > 0),
         "majority_level": pd.array(majority_levels(ordinal), dtype="Float64").astype("Int64"),
+        "n_flags": n_flags,
     }, index=pd.Index(pair_ids, name="pair_id"))
+    table["flagged"] = table["n_flags"] > 0
     table = table.reset_index().sort_values(
-        ["crosses_boundary", "spread", "minority_share", "pair_id"], ascending=[False, False, False, True],
-        kind="stable")
-    return table.set_index("pair_id")
+        ["flagged", "crosses_boundary", "spread", "minority_share", "pair_id"],
+        ascending=[False, False, False, False, True], kind="stable")
+    return table.drop(columns="flagged").set_index("pair_id")
 
 
 def check_final_level(level) -> int:
