@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, and_, exists, func, select, union
+from sqlalchemy import Engine, and_, func, select, union
 
 from db.analysis import _frame, analysis_choices
 from db.engine import read_session
@@ -46,7 +46,8 @@ def campaign_pairs(campaign_id: int, include_training: bool = False):
              select(Label.pair_id).where(*label_conditions(campaign_id, include_training))]
     if include_training:
         parts.append(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id))
-    return union(*parts)
+    # never correlated with a query on labels that holds this condition
+    return union(*(part.correlate(None) for part in parts))
 
 
 def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Optional[int] = None,
@@ -62,7 +63,9 @@ def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Op
     if campaign_id is not None:
         conditions.append(Pair.id.in_(campaign_pairs(campaign_id, include_training)))
     if pairs == "labelled":
-        conditions.append(exists().where(Label.pair_id == Pair.id, *label_conditions(campaign_id, include_training)))
+        # correlated with the pair only, also inside a query on labels
+        conditions.append(select(Label.id).where(Label.pair_id == Pair.id, *label_conditions(campaign_id, include_training))
+                          .correlate(Pair).exists())
     elif pairs == "adjudicated":
         decided = _in_force().subquery()
         conditions.append(Pair.id.in_(select(decided.c.pair_id).where(decided.c.level.is_not(None))))

@@ -78,7 +78,7 @@ def _conditions(dataset_id: int, search: PairSearch) -> list:
         conditions.append(Pair.gold_label >= float(search.gold_min))
     if search.gold_max is not None:
         conditions.append(Pair.gold_label <= float(search.gold_max))
-    labelled = select(Label.id).where(Label.pair_id == Pair.id, Label.is_training.is_(False)).exists()
+    labelled = select(Label.id).where(Label.pair_id == Pair.id, Label.is_training.is_(False)).correlate(Pair).exists()
     if search.state == "unlabelled":
         conditions.append(~labelled)
     elif search.state == "labelled":
@@ -86,7 +86,7 @@ def _conditions(dataset_id: int, search: PairSearch) -> list:
     elif search.state == "disagreement":  # the pair's own labels, through the labels' pair index
         spread = (select(func.max(Label.level) - func.min(Label.level))
                   .where(Label.pair_id == Pair.id, Label.is_training.is_(False), Label.level.between(0, 3))
-                  .scalar_subquery())
+                  .correlate(Pair).scalar_subquery())
         conditions.append(spread > 0)
     elif search.state == "adjudicated":
         decided = _in_force().subquery()

@@ -39,6 +39,7 @@ from db.models import (
 )
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
+from pluie_core.quality import gold_check_count
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
 
@@ -88,7 +89,8 @@ def _campaign_facts(session, campaign_id: int) -> dict:
             "selection_text": describe_selection(campaign.selection, run.name if run else None),
             "sample": selection.get("sample"), "seed": campaign.seed, "quota": campaign.quota,
             "overlap": campaign.overlap, "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
-            "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate)}
+            "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate),
+            "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair))}
 
 
 def _annotator_columns(session, conditions: list, labels: list, names: dict[int, str]):

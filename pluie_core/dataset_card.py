@@ -134,15 +134,14 @@ def _campaign_lines(campaign: Optional[dict]) -> list[str]:
     rate = campaign.get("gold_rate") or 0.0
     lines = ["", "## Campaign", "",
              f"- **{campaign['name']}**, on {', '.join(campaign['datasets']) or 'no dataset any more'}.",
-             f"- Pairs taken: {campaign['selection_text']}"
-             + (f" — sample size {campaign['sample']:,}, seed {campaign['seed']}" if campaign.get("sample") else "")
-             + f"; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
+             f"- Pairs taken: {campaign['selection_text']}; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
                f"{campaign['n_queue']:,} pairs in the queue.",
              f"- {campaign['overlap']} annotator(s) per pair, {campaign['quota']:,} pairs per annotator, seed "
              f"{campaign['seed']} (serving order and sample).",
              f"- Gold checks: {campaign['n_gold_pairs']:,} gold pairs; share of gold checks {rate:.0%}"
-             + (f" (each annotator is served about {rate / (1 - rate):.2f} checks per pair of their quota, at "
-                "most once per pair)" if rate else " (none served)") + "."]
+             + (f" (each annotator is served {campaign['checks_per_annotator']:,} "
+                f"check{'' if campaign['checks_per_annotator'] == 1 else 's'} besides their quota, "
+                "each gold pair at most once)" if rate else " (none served)") + "."]
     return lines
 
 
@@ -155,7 +154,7 @@ def dataset_card(facts: dict) -> str:
     optional: pairs ("all", "labelled", "adjudicated": which pairs the rows are), n_gold_answers
     (labels that answer a gold check), campaign (the campaign the rows are restricted to: name,
     datasets, selection_text, sample, seed, quota, overlap, n_training, n_queue, n_gold_pairs,
-    gold_rate)."""
+    gold_rate, checks_per_annotator)."""
     header = {
         "license": facts["licence"],
         "pretty_name": facts["title"],
