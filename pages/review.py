@@ -97,7 +97,7 @@ st.caption(f"Pair {pair_id} · {pair['dataset']} · id {pair['external_id'] or '
            f"{'—' if gold is None else f'{gold:g}'} · "
            + ("" if row is None else f"{'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
               f"spread {int(row['spread'])} · ")
-           + f"majority rule: {'no label (tie)' if majority is None else LEVELS[majority]}")
+           + f"majority rule: {LEVELS[majority] if majority is not None else 'no label (tie)' if len(item['labels']) else 'no label yet'}")
 decision = item["adjudication"]
 if decision is None:
     st.markdown("**Final level:** not decided — the export uses the majority rule.")
