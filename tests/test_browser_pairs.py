@@ -26,9 +26,19 @@ def test_find_a_pair_mark_it_gold_open_it_in_review_and_export_the_campaign(engi
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
 
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     def choose(label, option):
-        page.get_by_role("combobox", name=label).click()
-        page.get_by_role("option", name=option, exact=True).click()
+        wait_for_app(page)
+        for attempt in range(5):  # a click that lands while the page redraws leaves the list closed: again
+            page.get_by_role("combobox", name=label).click()
+            try:
+                page.get_by_role("option", name=option, exact=True).click(timeout=6_000)
+                break
+            except PlaywrightTimeout:
+                page.keyboard.press("Escape")
+        else:
+            raise AssertionError(f"the list of {label!r} never opened")
         wait_for_app(page)
 
     page.goto(f"{app_server.url}/pairs")
@@ -39,9 +49,12 @@ def test_find_a_pair_mark_it_gold_open_it_in_review_and_export_the_campaign(engi
     search.fill("50% milk")
     search.press("Enter")
     page.get_by_text("1 pair matches").wait_for(timeout=30_000)
-    shown = page.locator("[data-testid='stText']").first
+    shown = page.locator("[data-testid='stText']", has_text="50% milk")  # drawn after the caption: wait for it
+    shown.wait_for(timeout=30_000)
+    wait_for_app(page)
     assert shown.inner_text() == f"Source:     {TEXTS[7][0]}\nHypothesis: {TEXTS[7][1]}"
 
+    assert page.locator("[data-testid='stText']").count() == 1
     choose("Known answer", "Same meaning")
     page.get_by_role("button", name="Mark as gold").click()
     page.get_by_text(f"Pair {ids[7]} is a gold check now").wait_for(timeout=30_000)
@@ -63,6 +76,7 @@ def test_find_a_pair_mark_it_gold_open_it_in_review_and_export_the_campaign(engi
     page.get_by_text("Labelled pairs").click()
     wait_for_app(page)
     page.get_by_text("3 pairs ·").wait_for(timeout=30_000)
+    wait_for_app(page)
     expected = export_frame(engine, campaign_id=cid, pairs="labelled")
     assert len(expected) == 3 and expected["n_labels"].tolist() == [1, 1, 1]
     with page.expect_download() as download:
