@@ -22,10 +22,13 @@ def sql(engine, query: str) -> list:
 
 
 @pytest.fixture
-def campaign_store(engine):
+def campaign_store(store_url):
     """Two datasets; a campaign on a seeded sample of 20 pairs of "demo" (2 training pairs, overlap 2),
     gold checks (20%, marked by the file's own ids), two annotators who answer everything; labels
     imported on other pairs of demo, outside the campaign; two decisions, one withdrawn."""
+    from db import init_db
+
+    engine = init_db(store_url)  # a SQLite file, then PostgreSQL
     demo, demo_ids = make_dataset(engine, "demo", numbered_pairs(60), label_kind="binary",
                                   gold=[i % 2 for i in range(60)])
     other, other_ids = make_dataset(engine, "other", numbered_pairs(8, "Other "))
@@ -46,13 +49,14 @@ def campaign_store(engine):
     add_labels(engine, pd.DataFrame({"pair_id": imported * 2, "annotator": ["X"] * 4 + ["Y"] * 4,
                                      "level": [0, 1, 2, 3, 0, 1, 2, 3]}))
     labelled_in_campaign = sorted({r[0] for r in sql(engine, f"SELECT pair_id FROM labels WHERE campaign_id = {cid} "
-                                                             "AND is_training = 0")})
+                                                             "AND is_training = false")})
     adjudicate(engine, labelled_in_campaign[0], 2, "Lena", "settled")
     adjudicate(engine, labelled_in_campaign[1], 1, "Lena")
     adjudicate(engine, labelled_in_campaign[1], None, "Lena", seen_revision=1)  # withdrawn: not adjudicated
     adjudicate(engine, imported[0], 0, "Marc")  # adjudicated, outside the campaign
-    return {"engine": engine, "campaign": cid, "demo": demo, "other": other, "outside": outside,
-            "imported": imported, "labelled": labelled_in_campaign, "gold": outside[:2]}
+    yield {"engine": engine, "campaign": cid, "demo": demo, "other": other, "outside": outside,
+           "imported": imported, "labelled": labelled_in_campaign, "gold": outside[:2]}
+    engine.dispose()
 
 
 def test_the_export_takes_a_campaigns_pairs_and_labels_only(campaign_store):
@@ -67,7 +71,7 @@ def test_the_export_takes_a_campaigns_pairs_and_labels_only(campaign_store):
     assert not set(frame["pair_id"]) & set(s["imported"])
     # only the campaign's annotators, and every label they gave outside training
     assert sorted(c for c in frame.columns if c.startswith("annotator:")) == ["annotator:P1", "annotator:P2"]
-    n_labels = sql(engine, f"SELECT COUNT(*) FROM labels WHERE campaign_id = {cid} AND is_training = 0")[0][0]
+    n_labels = sql(engine, f"SELECT COUNT(*) FROM labels WHERE campaign_id = {cid} AND is_training = false")[0][0]
     assert frame["n_labels"].sum() == n_labels
     assert set(frame.loc[frame["n_labels"] > 0, "pair_id"]) == set(s["labelled"])
 
@@ -84,7 +88,7 @@ def test_the_export_takes_a_campaigns_pairs_and_labels_only(campaign_store):
     long = export_labels(engine, campaign_id=cid)
     assert len(long) == n_labels and set(long["campaign"]) == {"Pilot 40"} and not long["is_training"].any()
     answers = sql(engine, f"SELECT COUNT(*) FROM assignments a JOIN labels l ON l.annotator_id = a.annotator_id AND "
-                          f"l.pair_id = a.pair_id WHERE a.is_gold = 1 AND a.campaign_id = {cid}")[0][0]
+                          f"l.pair_id = a.pair_id WHERE a.is_gold = true AND a.campaign_id = {cid}")[0][0]
     assert answers > 0 and long["is_gold_check"].sum() == answers
     assert set(long.loc[long["is_gold_check"], "pair_id"]) <= set(s["gold"])
     assert len(export_labels(engine, pairs="adjudicated")) == 2 * 1 + 2  # the settled campaign pair, the imported one

@@ -39,7 +39,10 @@ def found(engine, ds, page=0, page_size=50, **search) -> list[int]:
     return browse_pairs(engine, ds, PairSearch(**search), page=page, page_size=page_size).rows["pair_id"].tolist()
 
 
-def test_the_browser_finds_pairs_by_text_id_gold_state_and_score(engine):
+def test_the_browser_finds_pairs_by_text_id_gold_state_and_score(store_url):
+    from db import init_db
+
+    engine = init_db(store_url)  # a SQLite file, then PostgreSQL (ILIKE, the correlated filters)
     ds, ids, run = build(engine)
     assert ids == list(range(1, 31)) and found(engine, ds) == ids  # the dataset's pairs only, in pair id order
     assert found(engine, ds, text="CAT NUMBER 1") == [ids[1]] + ids[10:20]  # either sentence, case aside
@@ -65,6 +68,7 @@ def test_the_browser_finds_pairs_by_text_id_gold_state_and_score(engine):
     rows = browse_pairs(engine, ds).rows.set_index("pair_id")
     assert rows.loc[ids[2], "state"] == "disagreement" and rows.loc[ids[5], "final_level"] == "Slightly similar"
     assert rows.loc[ids[0], "labels"] == 2 and rows.loc[ids[6], "state"] == "unlabelled"
+    engine.dispose()
 
 
 def test_gold_marking_takes_the_files_own_ids(engine):
