@@ -39,6 +39,7 @@ if "token" in st.query_params:
 pages = {
     "Data": [
         st.Page("pages/home.py", title="Datasets", icon=":material/dataset:", default=True),
+        st.Page("pages/pairs.py", title="Pairs", icon=":material/manage_search:"),
         st.Page("pages/import_pairs.py", title="Import", icon=":material/upload_file:"),
         st.Page("pages/export.py", title="Export", icon=":material/download:"),
     ],

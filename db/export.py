@@ -11,17 +11,65 @@ from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, and_, func, select, union
 
 from db.analysis import _frame, analysis_choices
 from db.engine import read_session
-from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
-from db.review import current_adjudications
+from db.models import (
+    Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
+)
+from db.review import _in_force, current_adjudications
 from pluie_core.labels import LEVELS, level_name
 from pluie_core.review import final_labels, majority_levels
 
 ANNOTATOR_PREFIX = "annotator:"
 SCORE_PREFIX = "score:"
+# which pairs an export takes, within its datasets (and campaign)
+PAIR_SCOPES = {"all": "every pair", "labelled": "labelled pairs", "adjudicated": "adjudicated pairs"}
+
+
+def label_conditions(campaign_id: Optional[int] = None, include_training: bool = False) -> list:
+    """The labels an export takes: training-trial labels only with ``include_training``; with a
+    campaign, only the labels given in it (gold-check answers included)."""
+    conditions = [] if include_training else [Label.is_training.is_(False)]
+    if campaign_id is not None:
+        conditions.append(Label.campaign_id == int(campaign_id))
+    return conditions
+
+
+def campaign_pairs(campaign_id: int, include_training: bool = False):
+    """The select of a campaign's pairs: its queue, its gold pairs, the pairs labelled in it (a gold
+    pair no longer used keeps its answers) and, with ``include_training``, its training pairs."""
+    campaign_id = int(campaign_id)
+    parts = [select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id),
+             select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id),
+             select(Label.pair_id).where(*label_conditions(campaign_id, include_training))]
+    if include_training:
+        parts.append(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id))
+    # never correlated with a query on labels that holds this condition
+    return union(*(part.correlate(None) for part in parts))
+
+
+def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Optional[int] = None,
+                    pairs: str = "all", include_training: bool = False) -> list:
+    """SQL conditions on Pair for the pairs an export takes: of the datasets (all when None), of a
+    campaign (campaign_pairs), and ``pairs``: "all", "labelled" (at least one label the export
+    takes, label_conditions) or "adjudicated" (a reviewer's final level in force)."""
+    if pairs not in PAIR_SCOPES:
+        raise ValueError("Export every pair, the labelled pairs or the adjudicated pairs.")
+    conditions = []
+    if dataset_ids is not None:
+        conditions.append(Pair.dataset_id.in_([int(d) for d in dataset_ids]))
+    if campaign_id is not None:
+        conditions.append(Pair.id.in_(campaign_pairs(campaign_id, include_training)))
+    if pairs == "labelled":
+        # correlated with the pair only, also inside a query on labels
+        conditions.append(select(Label.id).where(Label.pair_id == Pair.id, *label_conditions(campaign_id, include_training))
+                          .correlate(Pair).exists())
+    elif pairs == "adjudicated":
+        decided = _in_force().subquery()
+        conditions.append(Pair.id.in_(select(decided.c.pair_id).where(decided.c.level.is_not(None))))
+    return conditions
 
 
 def _annotator_names(engine: Engine) -> dict[int, str]:
@@ -39,9 +87,11 @@ def _whole_numbers(values: pd.Series) -> pd.Series:
 
 
 def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                 *, pair_id_range: Optional[tuple[int, int]] = None,
+                 *, campaign_id: Optional[int] = None, pairs: str = "all",
+                 pair_id_range: Optional[tuple[int, int]] = None,
                  annotator_names: Optional[dict[int, str]] = None) -> pd.DataFrame:
-    """Columns: dataset, external_id, source, hypothesis, label (gold), `annotator:<name>` (the
+    """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
+    pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
     n_labels, majority_level, majority_label, binary_label, `score:<run>` per score run; with
     ``include_training``, n_training_labels (how many of the pair's labels come from a training
@@ -59,15 +109,16 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     n_flags, flagged_by, comments (VOICE_COLUMNS): how many annotators flagged the pair, who
     (names joined by "; "), and every comment given with a label, one "name: comment" per line.
 
+    ``campaign_id`` takes a campaign's pairs (campaign_pairs) and only the labels given in it;
+    ``pairs`` "labelled" or "adjudicated" keeps those pairs only (pair_conditions).
     ``pair_id_range`` (first, last, inclusive) restricts the pairs, for exports streamed in chunks
     (db.publish), which pass ``annotator_names`` (_annotator_names) once instead of per chunk.
     """
+    conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     with read_session(engine) as session:
         pair_query = select(
             Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label
-        ).join(Dataset, Dataset.id == Pair.dataset_id)
-        if dataset_ids is not None:
-            pair_query = pair_query.where(Pair.dataset_id.in_(list(dataset_ids)))
+        ).join(Dataset, Dataset.id == Pair.dataset_id).where(*conditions)
         if pair_id_range is not None:
             pair_query = pair_query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
         # plain tuples from the cursor (db.analysis._frame): a frame of Row objects costs seconds per 100k pairs
@@ -75,9 +126,8 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
                        ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
         label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training,
-                             Label.comment, Label.flagged).where(Label.pair_id.in_(ids))
-        if not include_training:
-            label_query = label_query.where(Label.is_training.is_(False))
+                             Label.comment, Label.flagged).where(
+            Label.pair_id.in_(ids), *label_conditions(campaign_id, include_training))
         labels = _frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training",
                                                "comment", "flagged"])
         scores = pd.DataFrame(
@@ -90,7 +140,8 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         )
         decided = current_adjudications(session, pair_ids=ids)
 
-    out = pairs.set_index("pair_id")
+    out = pairs.set_index(pairs["pair_id"].rename(None))[["dataset", "pair_id", "external_id", "source", "hypothesis",
+                                                          "label"]]
     names: dict[int, str] = {}
     if not labels.empty:
         names = annotator_names if annotator_names is not None else _annotator_names(engine)
@@ -167,38 +218,40 @@ def _voices(labels: pd.DataFrame, names: dict[int, str], index: pd.Index) -> pd.
 
 LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator", "display_name",
                 "link_name", "campaign", "english_level", "level", "level_name", "value", "is_training",
-                "sentence_on_top", "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
+                "is_gold_check", "sentence_on_top", "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
 
 
 def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
-                  include_training: bool = False) -> pd.DataFrame:
+                  include_training: bool = False, *, campaign_id: Optional[int] = None,
+                  pairs: str = "all") -> pd.DataFrame:
     """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
     hypothesis; annotator (the name every page shows), display_name (the one they chose),
     link_name (the one their personal link was made under), campaign, english_level; level (an
     integer 0-4 of the five-level scale, empty for an imported value), level_name, value (an
-    imported value on its own scale), is_training (a label of the training trial), sentence_on_top
-    ("source" or "hypothesis", as the labelling view showed the pair), seconds_spent, comment (the
-    annotator's, empty when none), flagged (they flagged the pair for review), created_at,
-    updated_at (UTC)."""
+    imported value on its own scale), is_training (a label of the training trial), is_gold_check
+    (an answer to a campaign's gold check), sentence_on_top ("source" or "hypothesis", as the
+    labelling view showed the pair), seconds_spent, comment (the annotator's, empty when none),
+    flagged (they flagged the pair for review), created_at, updated_at (UTC).
+    ``campaign_id`` and ``pairs`` restrict the pairs and labels as in export_frame."""
     query = (
         select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
                Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
-               Label.value, Label.is_training, Label.source_on_top, Label.seconds_spent, Label.comment,
-               Label.flagged, Label.created_at, Label.updated_at)
+               Label.value, Label.is_training, Assignment.is_gold, Label.source_on_top, Label.seconds_spent,
+               Label.comment, Label.flagged, Label.created_at, Label.updated_at)
         .join(Pair, Pair.id == Label.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
         .join(Annotator, Annotator.id == Label.annotator_id)
         .outerjoin(Campaign, Campaign.id == Label.campaign_id)
+        .outerjoin(Assignment, and_(Assignment.campaign_id == Label.campaign_id,  # unique: at most one row
+                                    Assignment.annotator_id == Label.annotator_id, Assignment.pair_id == Label.pair_id))
+        .where(*pair_conditions(dataset_ids, campaign_id, pairs, include_training),
+               *label_conditions(campaign_id, include_training))
         .order_by(Pair.dataset_id, Pair.id, Label.annotator_id)
     )
-    if dataset_ids is not None:
-        query = query.where(Pair.dataset_id.in_(list(dataset_ids)))
-    if not include_training:
-        query = query.where(Label.is_training.is_(False))
     with read_session(engine) as session:
         rows = session.execute(query).all()
     columns = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator_id", "display_name",
-               "link_name", "campaign", "english_level", "level", "value", "is_training", "source_on_top",
-               "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
+               "link_name", "campaign", "english_level", "level", "value", "is_training", "is_gold_check",
+               "source_on_top", "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
     labels = pd.DataFrame(rows, columns=columns)
     labels["annotator"] = labels["annotator_id"].map(_annotator_names(engine))
     labels["level"] = pd.to_numeric(labels["level"], errors="coerce").astype("Int64")
@@ -206,9 +259,24 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     labels["value"] = _whole_numbers(labels["value"].astype(float))
     labels["is_training"] = labels["is_training"].astype(bool)
     labels["flagged"] = labels["flagged"].fillna(False).astype(bool)
+    labels["is_gold_check"] = labels["is_gold_check"].fillna(False).astype(bool)
     on_top = labels["source_on_top"].map({True: "source", False: "hypothesis"})
     labels["sentence_on_top"] = on_top.where(labels["source_on_top"].notna(), None)
     return labels[LONG_COLUMNS]
+
+
+def gold_check_answers(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,
+                       campaign_id: Optional[int] = None, pairs: str = "all", include_training: bool = False) -> int:
+    """How many of the labels an export takes answer a campaign's gold check (served as a check)."""
+    query = (select(func.count()).select_from(Label).join(Pair, Pair.id == Label.pair_id)
+             .join(Assignment, and_(Assignment.campaign_id == Label.campaign_id,
+                                    Assignment.annotator_id == Label.annotator_id, Assignment.pair_id == Label.pair_id))
+             .where(Assignment.is_gold.is_(True), *pair_conditions(dataset_ids, campaign_id, pairs, include_training),
+                    *label_conditions(campaign_id, include_training)))
+    if isinstance(engine_or_session, Engine):
+        with read_session(engine_or_session) as session:
+            return int(session.scalar(query))
+    return int(engine_or_session.scalar(query))
 
 
 LEVEL_LEGEND = {i: name for i, name in enumerate(LEVELS)}

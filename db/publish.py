@@ -26,12 +26,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Engine, and_, case, func, select
 
 from db.engine import read_session
-from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names, export_frame
-from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, utcnow
+from db.export import (
+    ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names, export_frame,
+    gold_check_answers, label_conditions, pair_conditions,
+)
+from db.models import (
+    Annotator, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
+    utcnow,
+)
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
+from pluie_core.pair_selection import describe_selection
+from pluie_core.quality import gold_check_count
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
 
@@ -53,24 +61,47 @@ class PublishResult:
     card: str
 
 
-def _scope(session, dataset_ids: Optional[list[int]]) -> list[tuple]:
+def _scope(session, dataset_ids: Optional[list[int]], conditions: list) -> list[tuple]:
+    """(id, name, description, pairs in scope) of the datasets; ``conditions``: export.pair_conditions."""
     query = (select(Dataset.id, Dataset.name, Dataset.description, func.count(Pair.id))
-             .outerjoin(Pair, Pair.dataset_id == Dataset.id).group_by(Dataset.id).order_by(Dataset.id))
+             .outerjoin(Pair, and_(Pair.dataset_id == Dataset.id, *conditions)).group_by(Dataset.id).order_by(Dataset.id))
     if dataset_ids is not None:
         query = query.where(Dataset.id.in_(dataset_ids))
     return session.execute(query).all()
 
 
-def _annotator_columns(session, dataset_ids: list[int], include_training: bool, names: dict[int, str]):
-    """[(column, arrow type, gives five-level labels)] of the annotators with labels in scope,
-    sorted as export_frame sorts them; plus the English levels of those annotators."""
+def _campaign_facts(session, campaign_id: int) -> dict:
+    """What the card says of the campaign an export is restricted to: its datasets, its selection
+    (pluie_core.pair_selection: range, filters, sample size and seed), its queue and training trial,
+    overlap, quota, and its gold checks (gold pairs and the share of checks)."""
+    campaign = session.get(Campaign, int(campaign_id))
+    if campaign is None:
+        raise PublishError("This campaign does not exist (any more): choose another.")
+    datasets = session.scalars(select(Dataset.name).join(CampaignDataset, CampaignDataset.dataset_id == Dataset.id)
+                               .where(CampaignDataset.campaign_id == campaign.id).order_by(Dataset.name)).all()
+    selection = dict(campaign.selection or {})
+    run = session.get(ScoreRun, selection["score_run"]) if selection.get("score_run") is not None else None
+
+    def count(model):
+        return int(session.scalar(select(func.count()).select_from(model).where(model.campaign_id == campaign.id)))
+
+    return {"name": campaign.name, "datasets": list(datasets), "selection": selection,
+            "selection_text": describe_selection(campaign.selection, run.name if run else None),
+            "sample": selection.get("sample"), "seed": campaign.seed, "quota": campaign.quota,
+            "overlap": campaign.overlap, "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
+            "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate),
+            "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair))}
+
+
+def _annotator_columns(session, conditions: list, labels: list, names: dict[int, str]):
+    """[(column, arrow type, gives five-level labels)] of the annotators with labels in scope
+    (``conditions`` on the pairs, ``labels`` on the labels), sorted as export_frame sorts them; plus
+    the English levels of those annotators."""
     query = (select(Label.annotator_id, func.max(case((Label.level.is_not(None), 1), else_=0)),
                     func.max(case(((Label.level.is_(None)) & (Label.value != func.round(Label.value)), 1), else_=0)),
                     Annotator.english_level)
              .join(Pair, Pair.id == Label.pair_id).join(Annotator, Annotator.id == Label.annotator_id)
-             .where(Pair.dataset_id.in_(dataset_ids)).group_by(Label.annotator_id, Annotator.english_level))
-    if not include_training:
-        query = query.where(Label.is_training.is_(False))
+             .where(*conditions, *labels).group_by(Label.annotator_id, Annotator.english_level))
     rows = session.execute(query).all()
     columns = sorted((ANNOTATOR_PREFIX + names[aid], pa.float64() if fractional else pa.int64(), bool(levels))
                      for aid, levels, fractional, _ in rows)
@@ -78,12 +109,12 @@ def _annotator_columns(session, dataset_ids: list[int], include_training: bool, 
     return columns, english
 
 
-def _runs(session, dataset_ids: list[int]) -> list[dict]:
+def _runs(session, conditions: list) -> list[dict]:
     rows = session.execute(
         select(ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.template, ScoreRun.direction, ScoreRun.answers,
                ScoreRun.higher_is_similar, ScoreRun.status, func.count(Score.id))
         .join(Score, Score.run_id == ScoreRun.id).join(Pair, Pair.id == Score.pair_id)
-        .where(Pair.dataset_id.in_(dataset_ids)).group_by(ScoreRun.id).order_by(ScoreRun.name)).all()
+        .where(*conditions).group_by(ScoreRun.id).order_by(ScoreRun.name)).all()
     keys = ["name", "kind", "model", "template", "direction", "answers", "higher_is_similar", "status", "n_scores"]
     return [dict(zip(keys, row)) for row in rows]
 
@@ -91,7 +122,7 @@ def _runs(session, dataset_ids: list[int]) -> list[dict]:
 def _schema(annotators, runs, include_training: bool) -> pa.Schema:
     """The Arrow schema of export_frame's columns, fixed before the first chunk is read."""
     text, whole, real = pa.string(), pa.int64(), pa.float64()
-    fields = [("dataset", text), ("external_id", text), ("source", text), ("hypothesis", text), ("label", real)]
+    fields = [("dataset", text), ("pair_id", whole), ("external_id", text), ("source", text), ("hypothesis", text), ("label", real)]
     fields += [(column, kind) for column, kind, _ in annotators]
     fields += [("n_labels", whole), ("majority_level", whole), ("majority_label", text), ("binary_label", whole)]
     if include_training:
@@ -120,11 +151,12 @@ def _conform(chunk: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
     return chunk
 
 
-def _pair_id_chunks(session, dataset_id: int, chunk_size: int):
-    """(first, last) pair ids of successive chunks of a dataset, in id order (keyset pagination)."""
+def _pair_id_chunks(session, dataset_id: int, chunk_size: int, conditions: list):
+    """(first, last) pair ids of successive chunks of a dataset's pairs in scope (``conditions``), in
+    id order (keyset pagination)."""
     last = 0
     while True:
-        ids = session.scalars(select(Pair.id).where(Pair.dataset_id == dataset_id, Pair.id > last)
+        ids = session.scalars(select(Pair.id).where(Pair.dataset_id == dataset_id, Pair.id > last, *conditions)
                               .order_by(Pair.id).limit(chunk_size)).all()
         if not ids:
             return
@@ -133,12 +165,15 @@ def _pair_id_chunks(session, dataset_id: int, chunk_size: int):
 
 
 def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]] = None, *, licence: str,
-                    title: Optional[str] = None, include_training: bool = False, chunk_size: int = DEFAULT_CHUNK,
-                    n_boot: int = 1000, progress: Optional[Callable[[int, int], None]] = None) -> PublishResult:
+                    title: Optional[str] = None, include_training: bool = False, campaign_id: Optional[int] = None,
+                    pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
+                    progress: Optional[Callable[[int, int], None]] = None) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
-    ``title``: the card's name (the datasets' names by default); ``progress(done, total)`` is
-    called after each chunk. The folder must not exist yet, or be empty."""
+    ``title``: the card's name (the datasets' names by default); ``campaign_id``: only that
+    campaign's pairs and labels, and the card describes the campaign; ``pairs``: "all", "labelled"
+    or "adjudicated" (db.export.pair_conditions); ``progress(done, total)`` is called after each
+    chunk. The folder must not exist yet, or be empty."""
     try:
         licence = check_licence(licence)
     except ValueError as exc:
@@ -148,15 +183,29 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     folder = Path(folder).expanduser()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise PublishError(f"{folder} already exists and is not an empty folder: choose a new folder.")
+    if pairs not in PAIR_SCOPES:
+        raise PublishError("Publish every pair, the labelled pairs or the adjudicated pairs.")
     ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
+    restricted = campaign_id is not None or pairs != "all"
     with read_session(engine) as session:
-        scope = _scope(session, ids)
+        campaign = None if campaign_id is None else _campaign_facts(session, campaign_id)
+        conditions = pair_conditions(None, campaign_id, pairs, include_training)
+        scope = _scope(session, ids, conditions)
         if not scope or (ids is not None and len(scope) != len(set(ids))):
             raise PublishError("Choose at least one existing dataset to publish.")
+        if restricted:  # the card lists the datasets the rows come from
+            scope = [row for row in scope if row[3]]
+        if not scope:
+            raise PublishError(f"No pair of these datasets is among the {PAIR_SCOPES[pairs]}"
+                               + (f" of the campaign “{campaign['name']}”" if campaign else "")
+                               + ": there is nothing to publish.")
         scope_ids = [row[0] for row in scope]
+        conditions = pair_conditions(scope_ids, campaign_id, pairs, include_training)
+        labels = label_conditions(campaign_id, include_training)
         names = _annotator_names(engine)
-        annotators, english = _annotator_columns(session, scope_ids, include_training, names)
-        runs = _runs(session, scope_ids)
+        annotators, english = _annotator_columns(session, conditions, labels, names)
+        runs = _runs(session, conditions)
+        n_gold_answers = gold_check_answers(session, scope_ids, campaign_id, pairs, include_training)
     total = sum(row[3] for row in scope)
     if total == 0:
         raise PublishError("These datasets hold no pairs yet: there is nothing to publish.")
@@ -175,9 +224,10 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         n_labels = done = n_chunks = 0
         with read_session(engine) as session:
             for dataset_id, *_ in scope:
-                for first, last in _pair_id_chunks(session, dataset_id, chunk_size):
-                    chunk = _conform(export_frame(engine, [dataset_id], include_training, pair_id_range=(first, last),
-                                                  annotator_names=names), schema)
+                for first, last in _pair_id_chunks(session, dataset_id, chunk_size, conditions):
+                    chunk = _conform(export_frame(engine, [dataset_id], include_training, campaign_id=campaign_id,
+                                                  pairs=pairs, pair_id_range=(first, last), annotator_names=names),
+                                     schema)
                     if writer is None:  # pandas' own metadata too, so pandas reads whole numbers back as Int64
                         schema = schema.with_metadata(pa.Schema.from_pandas(chunk, preserve_index=False).metadata)
                         writer = pq.ParquetWriter(partial / DATA_FILE, schema)
@@ -206,13 +256,14 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         _arrow_copy(partial)
         agreement = agreement_figures(patterns, n_boot=n_boot)
         facts = {
-            "title": (title or "").strip() or ", ".join(row[1] for row in scope),
+            "title": (title or "").strip() or (campaign["name"] if campaign else ", ".join(row[1] for row in scope)),
             "licence": licence, "n_pairs": done, "n_labels": n_labels,
             "datasets": [{"name": name, "n_pairs": n, "description": description or ""}
                          for _, name, description, n in scope],
             "n_annotators": len(annotators), "annotators": english, "labels_per_pair": labels_per_pair,
             "final_sources": sources, "final_levels": finals, "agreement": agreement, "runs": runs,
             "include_training": include_training, "created_at": utcnow(), "data_file": DATA_FILE,
+            "pairs": pairs, "campaign": campaign, "n_gold_answers": n_gold_answers,
         }
         card = dataset_card(facts)
         (partial / "README.md").write_text(card, encoding="utf-8")

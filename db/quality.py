@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from db.annotation import CampaignError
 from db.engine import read_session, write_session
 from db.models import (
-    Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
+    Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
 from pluie_core import quality
 from pluie_core.labels import DONT_KNOW, LEVELS
@@ -50,14 +50,63 @@ def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, 
 
 def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> int:
     """Mark pairs as gold checks of the campaign with their known answer. ``answers``: columns pair_id
+    (or ``pair``: what the organiser typed, a pair id or the file's own id, resolve_pair_refs)
     and level (0-3, or a level's name) and/or binary_label (1 paraphrase, 0 not) where only the side is
     known. All or nothing: an unknown pair, a training pair of the campaign, a pair already served to
     someone as an ordinary pair, or an answer off the scale refuses the whole list. A pair already gold
     gets the new answer. Gold pairs leave the campaign's queue (they are served as checks only).
     Returns the number of pairs marked."""
-    rows = _gold_rows(answers)
+    if "pair" not in answers:
+        rows = _gold_rows(answers)
     with write_session(engine) as session:
-        return _add_gold(session, _campaign(session, campaign_id, lock=True), rows)
+        campaign = _campaign(session, campaign_id, lock=True)
+        if "pair" in answers:
+            rows = _gold_rows(answers.drop(columns="pair").assign(
+                pair_id=resolve_pair_refs(session, campaign.id, answers["pair"].tolist())))
+        return _add_gold(session, campaign, rows)
+
+
+def resolve_pair_refs(session: Session, campaign_id: int, refs: list) -> list[int]:
+    """Pair ids of what an organiser typed, line by line: a pair id (the store's), or the file's own
+    id (external_id) of a pair of the campaign's datasets; ``pair:12`` or ``id:12`` says which
+    when a number is both (then refused without the prefix). An id that names no pair, or several
+    pairs, is refused with its line."""
+    typed = []
+    for i, ref in enumerate(refs, start=1):
+        text = "" if ref is None or (isinstance(ref, float) and np.isnan(ref)) else str(ref).strip()
+        kind = None
+        for prefix, name in (("pair:", "pair"), ("id:", "external")):
+            if text.casefold().startswith(prefix):
+                kind, text = name, text[len(prefix):].strip()
+        if not text:
+            raise CampaignError(f"Line {i}: give a pair id or the file's id of the pair.")
+        typed.append((i, kind, text))
+    numbers = {int(t) for _, kind, t in typed if kind != "external" and t.isdigit()}
+    known = set(session.scalars(select(Pair.id).where(Pair.id.in_(numbers)))) if numbers else set()
+    in_campaign = select(CampaignDataset.dataset_id).where(CampaignDataset.campaign_id == campaign_id)
+    external: dict[str, list[int]] = {}
+    wanted = {t for _, kind, t in typed if kind != "pair"}
+    if wanted:
+        for pair_id, external_id in session.execute(select(Pair.id, Pair.external_id).where(
+                Pair.dataset_id.in_(in_campaign), Pair.external_id.in_(wanted)).order_by(Pair.id)):
+            external.setdefault(external_id, []).append(pair_id)
+    resolved = []
+    for i, kind, text in typed:
+        by_id = int(text) if kind != "external" and text.isdigit() and int(text) in known else None
+        by_file = external.get(text, []) if kind != "pair" else []
+        if kind == "pair" and by_id is None:
+            raise CampaignError(f"Line {i}: there is no pair {text} in the store.")
+        if len(by_file) > 1 and by_id is None:
+            raise CampaignError(f"Line {i}: the file's id “{text}” names {len(by_file)} pairs of this campaign's "
+                                f"datasets (pairs {', '.join(map(str, by_file[:5]))}): give the pair id instead.")
+        if by_id is not None and by_file and by_file != [by_id]:
+            raise CampaignError(f"Line {i}: “{text}” is pair {text} and also the file's id of pair {by_file[0]}: "
+                                f"write pair:{text} or id:{text}.")
+        if by_id is None and not by_file:
+            raise CampaignError(f"Line {i}: “{text}” is neither a pair id nor the file's id of a pair of this "
+                                "campaign's datasets.")
+        resolved.append(by_id if by_id is not None else by_file[0])
+    return resolved
 
 
 def _gold_rows(answers: pd.DataFrame) -> list[dict]:

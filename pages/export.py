@@ -1,10 +1,13 @@
 """Export: pairs with every raw label, the aggregated and binarised labels and every score (wide), or
 one row per label with everything collected about it (long), as CSV, JSONL or Parquet; and a dataset
 folder ready to publish (Parquet + Arrow + dataset card, db.publish)."""
+import re
+
 import streamlit as st
 
+from db.annotation import list_campaigns
 from db.datasets import list_datasets
-from db.export import export_frame, export_labels
+from db.export import PAIR_SCOPES, export_frame, export_labels
 from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
@@ -18,32 +21,44 @@ if not datasets:
 
 names = {d.name: d.id for d in datasets}
 chosen = st.multiselect("Datasets", list(names), default=list(names))
+campaigns = {c.id: c.name for c in list_campaigns(engine)}
+left, right = st.columns(2)
+campaign_id = left.selectbox("Campaign", [None, *campaigns], format_func=lambda i: "None: whole datasets" if i is None
+                             else campaigns[i], help="Only the pairs of this campaign (its queue, gold pairs and the "
+                             "pairs labelled in it) and only the labels given in it.")
+pairs = right.radio("Pairs", list(PAIR_SCOPES), format_func=lambda k: PAIR_SCOPES[k].capitalize(), horizontal=True,
+                    help="Labelled: at least one label (of the campaign, when one is chosen). Adjudicated: a "
+                         "reviewer's final level is in force.")
 include_training = st.checkbox("Include training-trial labels", value=False)
 if not chosen:
     st.warning("Choose at least one dataset.")
     st.stop()
+scope = {"campaign_id": campaign_id, "pairs": pairs}
 
 LAYOUTS = {"wide": "One row per pair (wide)", "long": "One row per label (long)"}
 layout = st.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True)
 ids = [names[n] for n in chosen]
 if layout == "wide":
-    frame = export_frame(engine, ids, include_training=include_training)
+    frame = export_frame(engine, ids, include_training=include_training, **scope)
     st.caption(
-        f"{len(frame):,} pairs · columns: gold `label`, one `annotator:<name>` column per annotator (level 0–4, "
+        f"{len(frame):,} pairs · columns: `pair_id` (the id Review, Pairs and gold marking use), `external_id` "
+        "(the file's own), gold `label`, one `annotator:<name>` column per annotator (level 0–4, "
         "4 = Don't know, or the imported value), `majority_level` / `majority_label` (Don't know ignored; a tie "
         "across the paraphrase boundary gives none), `binary_label`, one `score:<run>` column per score run"
         + (", `n_training_labels` (labels from a training trial, counted in the majority)." if include_training else ".")
     )
 else:
-    frame = export_labels(engine, ids, include_training=include_training)
+    frame = export_labels(engine, ids, include_training=include_training, **scope)
     st.caption(
         f"{len(frame):,} labels · one row per label: the pair, the annotator (`annotator` as on every page, "
         "`display_name` they chose, `link_name` of their personal link), `campaign`, `english_level`, `level` "
-        "0–4 (or the imported `value`), `is_training`, `sentence_on_top`, `seconds_spent`, `created_at` / "
+        "0–4 (or the imported `value`), `is_training`, `is_gold_check`, `sentence_on_top`, `seconds_spent`, `created_at` / "
         "`updated_at` (UTC)."
     )
 st.dataframe(frame.head(50), hide_index=True, width="stretch")
-stem = ("pluie_lab_export" if len(chosen) > 1 else chosen[0]) + ("_labels" if layout == "long" else "")
+stem = campaigns[campaign_id] if campaign_id is not None else "pluie_lab_export" if len(chosen) > 1 else chosen[0]
+stem = (re.sub(r"[^\w.-]+", "_", stem).strip("_") or "pluie_lab_export") + ("" if pairs == "all" else f"_{pairs}") + (
+    "_labels" if layout == "long" else "")
 c1, c2, c3 = st.columns(3)
 c1.download_button("Download CSV", to_csv_bytes(frame), f"{stem}.csv", "text/csv", type="primary")
 c2.download_button("Download JSONL", to_jsonl_bytes(frame), f"{stem}.jsonl", "application/jsonl")
@@ -52,14 +67,14 @@ c3.download_button("Download Parquet", to_parquet_bytes(frame), f"{stem}.parquet
 st.subheader("Publish as a dataset")
 st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "
            "as Parquet and Arrow, and a dataset card (README.md) written from the store — protocol, scale and "
-           "binarisation, pairs, annotators, labels per pair, Krippendorff's α with 95% intervals, how the final "
+           "binarisation, pairs, annotators, labels per pair, the campaign (its selection and gold checks), Krippendorff's α with 95% intervals, how the final "
            "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory.")
 # the suggested folder is stamped once per session and export: a default that changed with every
 # rerun (its timestamp) would make a new widget and drop what the form showed
 suggested = st.session_state.setdefault(f"publish_folder_{stem}", str(default_folder(stem.removesuffix("_labels"))))
 with st.form("publish"):
     folder = st.text_input("Folder (on the server; a new one)", value=suggested)
-    title = st.text_input("Title", value=", ".join(chosen))
+    title = st.text_input("Title", value=campaigns[campaign_id] if campaign_id is not None else ", ".join(chosen))
     licence = st.text_input("Licence", placeholder="cc-by-4.0", help="A licence identifier as the Hugging Face Hub "
                             "writes it: cc-by-4.0, cc-by-sa-4.0, cc0-1.0, mit, other…")
     publish = st.form_submit_button("Write the dataset folder", type="primary")
@@ -67,7 +82,7 @@ if publish:
     bar = st.progress(0.0, text="Writing…")
     try:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
-                                 progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
+                                 **scope, progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
     except PublishError as exc:
         bar.empty()
         st.error(str(exc))

@@ -91,13 +91,15 @@ with left.form("gold-from-dataset"):
         except ann.CampaignError as exc:
             st.error(str(exc))
 with right.form("gold-by-id"):
-    lines = st.text_area("Or mark pairs by id, one per line: pair id, known level (0-3 or its name)",
-                         placeholder="1234, 3\n1250, Very different")
+    lines = st.text_area("Or mark pairs by id, one per line: pair id or the file's own id, known level (0-3 or its name)",
+                         placeholder="1234, 3\nid:1089874, Very different",
+                         help="A number is the pair id (Pairs page) or the file's id; when it is both, write "
+                              "pair:1234 or id:1234.")
     if st.form_submit_button("Mark as gold"):
         parts = [[p.strip() for p in line.split(",", 1)] for line in lines.splitlines() if line.strip()]
         try:
             added = qual.add_gold_pairs(engine, campaign.id, pd.DataFrame(
-                [p + [""] * (2 - len(p)) for p in parts], columns=["pair_id", "level"]))
+                [p + [""] * (2 - len(p)) for p in parts], columns=["pair", "level"]))
             st.success(f"{added:,} gold pairs marked.")
         except ann.CampaignError as exc:
             st.error(str(exc))

@@ -18,6 +18,7 @@ BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:
 CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
 SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "flagged": "Flagged by an annotator", "all": "All"}
 PAIR, POSITION, FLASH, ERROR = "review-pair", "review-position", "review-flash", "review-error"
+OPEN, SINGLE = "review-open-pair", "review-single"  # a pair asked for by the Pairs page (or ?pair=N)
 
 st.title("Review")
 datasets = list_datasets(engine)
@@ -33,22 +34,40 @@ if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):
     st.error(st.session_state.pop(ERROR))
-if queue.empty:
+wanted = st.session_state.pop(OPEN, None) or st.query_params.get("pair")
+if "pair" in st.query_params:
+    del st.query_params["pair"]  # asked once: ← / → move on from it
+if wanted is not None and str(wanted).strip().isdigit():
+    st.session_state[SINGLE] = int(wanted)
+if st.session_state.get(SINGLE) in queue.index:  # in the list: shown at its place in it
+    st.session_state[PAIR] = st.session_state.pop(SINGLE)
+single = st.session_state.get(SINGLE)
+if queue.empty and single is None:
     st.info({"adjudicated": "No pair has a final level set by a reviewer yet.",
              "flagged": "No annotator has flagged a pair of these datasets."}.get(
         show, "No pair to review here: no pair of these datasets has five-level labels that disagree, "
               "and no annotator has flagged one."))
     st.stop()
 
-# the pair on screen stays on screen while it is in the queue; once decided (and so gone from the
-# "not yet decided" queue) its place shows the next one
-ids = [int(i) for i in queue.index]
-position = ids.index(st.session_state[PAIR]) if st.session_state.get(PAIR) in ids else st.session_state.get(POSITION, 0)
-position = min(max(position, 0), len(ids) - 1)
-pair_id = ids[position]
-st.session_state[PAIR], st.session_state[POSITION] = pair_id, position
+if single is not None:  # a pair the list leaves out, on its own until "Back to the list"
+    ids, position, pair_id, row = [single], 0, single, None
+    st.info(f"Pair {single} is not among the pairs listed here ({SHOW[show].lower()}, the chosen datasets): "
+            "it is shown on its own.")
+    st.button("Back to the list", key="review-back-to-list", on_click=lambda: st.session_state.pop(SINGLE, None))
+else:
+    # the pair on screen stays on screen while it is in the queue; once decided (and so gone from the
+    # "not yet decided" queue) its place shows the next one
+    ids = [int(i) for i in queue.index]
+    position = ids.index(st.session_state[PAIR]) if st.session_state.get(PAIR) in ids else st.session_state.get(POSITION, 0)
+    position = min(max(position, 0), len(ids) - 1)
+    pair_id = ids[position]
+    st.session_state[PAIR], st.session_state[POSITION] = pair_id, position
+    row = queue.loc[pair_id]
 item = review.review_item(engine, pair_id)
-row = queue.loc[pair_id]
+if item is None:
+    st.session_state.pop(SINGLE, None)
+    st.error(f"There is no pair {pair_id} (any more): its dataset was deleted.")
+    st.stop()
 
 
 def decide(pair: int, level, seen: int, advance: bool) -> None:
@@ -69,7 +88,8 @@ def move(step: int) -> None:
     st.session_state.pop(PAIR, None)
 
 
-st.progress((position + 1) / len(ids), text=f"Pair {position + 1} of {len(ids):,} · {SHOW[show].lower()}")
+if row is not None:
+    st.progress((position + 1) / len(ids), text=f"Pair {position + 1} of {len(ids):,} · {SHOW[show].lower()}")
 pair = item["pair"]
 source, hypothesis = diff_html(pair["source"], pair["hypothesis"])
 st.html(f"<div style='{BOX}' data-testid='review-pair'><div style='{CAPTION}'>Source</div><div>{source}</div>"
@@ -77,8 +97,10 @@ st.html(f"<div style='{BOX}' data-testid='review-pair'><div style='{CAPTION}'>So
 gold = pair["gold_label"]
 majority = item["majority_level"]
 st.caption(f"Pair {pair_id} · {pair['dataset']} · id {pair['external_id'] or '—'} · gold label "
-           f"{'—' if gold is None else f'{gold:g}'} · {'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
-           f"spread {int(row['spread'])} · majority rule: {'no label (tie)' if majority is None else LEVELS[majority]}")
+           f"{'—' if gold is None else f'{gold:g}'} · "
+           + ("" if row is None else f"{'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
+              f"spread {int(row['spread'])} · ")
+           + f"majority rule: {LEVELS[majority] if majority is not None else 'no label (tie)' if len(item['labels']) else 'no label yet'}")
 decision = item["adjudication"]
 if decision is None:
     st.markdown("**Final level:** not decided — the export uses the majority rule.")
@@ -108,7 +130,7 @@ with scores_column:
 st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE)
 if not (reviewer or "").strip():
     st.warning("Give your name as reviewer (sidebar) to decide.")
-advance = show != "pending"
+advance = show != "pending" and row is not None
 for level, column in enumerate(st.columns(4)):
     column.button(LEVELS[level], key=f"final-{level}-{pair_id}", shortcut=str(level + 1), width="stretch",
                   type="primary" if decision is not None and int(decision["level"]) == level else "secondary",

@@ -98,6 +98,7 @@ def _share(value: Optional[float]) -> str:
 
 COLUMN_HELP = [
     ("dataset", "the PLUIE Lab dataset the pair comes from"),
+    ("pair_id", "the pair's id in PLUIE Lab (as its Review, Disagreements, Pairs and gold-check views name it)"),
     ("external_id", "the pair's id in its source file"),
     ("source, hypothesis", "the two sentences"),
     ("label", "the gold label imported with the pair (empty when none)"),
@@ -114,12 +115,48 @@ COLUMN_HELP = [
 ]
 
 
+PAIRS_TEXT = {"labelled": "only the pairs with at least one label (unlabelled pairs are left out)",
+              "adjudicated": "only the pairs whose final level a reviewer set (the others are left out)"}
+
+
+def _scope_lines(facts: dict) -> list[str]:
+    campaign, pairs = facts.get("campaign"), facts.get("pairs", "all")
+    parts = []
+    if campaign:
+        parts.append(f"the pairs and labels of the labelling campaign “{campaign['name']}” (below)")
+    if pairs in PAIRS_TEXT:
+        parts.append(PAIRS_TEXT[pairs])
+    return [f"- Rows: {'; '.join(parts)}."] if parts else []
+
+
+def _campaign_lines(campaign: Optional[dict]) -> list[str]:
+    """The section on the campaign the rows come from: its selection, queue, and gold checks."""
+    if not campaign:
+        return []
+    rate = campaign.get("gold_rate") or 0.0
+    lines = ["", "## Campaign", "",
+             f"- **{campaign['name']}**, on {', '.join(campaign['datasets']) or 'no dataset any more'}.",
+             f"- Pairs taken: {campaign['selection_text']}; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
+               f"{campaign['n_queue']:,} pairs in the queue.",
+             f"- {campaign['overlap']} annotator(s) per pair, {campaign['quota']:,} pairs per annotator, seed "
+             f"{campaign['seed']} (serving order and sample).",
+             f"- Gold checks: {campaign['n_gold_pairs']:,} gold pairs; share of gold checks {rate:.0%}"
+             + (f" (each annotator is served {campaign['checks_per_annotator']:,} "
+                f"check{'' if campaign['checks_per_annotator'] == 1 else 's'} besides their quota, "
+                "each gold pair at most once)" if rate else " (none served)") + "."]
+    return lines
+
+
 def dataset_card(facts: dict) -> str:
     """README.md of the dataset folder. ``facts``: title, licence, n_pairs, datasets (name,
     n_pairs, description), annotators (count by English level: {level or "not given": n}),
     n_annotators, n_labels, labels_per_pair ({k: pairs with k labels}), final_sources ({source: n}),
     final_levels ({level: n}), agreement (agreement_figures), runs (name, kind, model, template,
-    direction, answers, higher_is_similar, n_scores), include_training, created_at, data_file."""
+    direction, answers, higher_is_similar, n_scores), include_training, created_at, data_file;
+    optional: pairs ("all", "labelled", "adjudicated": which pairs the rows are), n_gold_answers
+    (labels that answer a gold check), campaign (the campaign the rows are restricted to: name,
+    datasets, selection_text, sample, seed, quota, overlap, n_training, n_queue, n_gold_pairs,
+    gold_rate, checks_per_annotator)."""
     header = {
         "license": facts["licence"],
         "pretty_name": facts["title"],
@@ -140,13 +177,18 @@ def dataset_card(facts: dict) -> str:
     for d in facts["datasets"]:
         described = f" — {d['description'].strip()}" if d.get("description", "").strip() else ""
         lines.append(f"  - {d['name']}: {d['n_pairs']:,} pairs{described}")
+    lines += _scope_lines(facts)
     by_level = ", ".join(f"{n} {level}" for level, n in facts["annotators"].items()) or "none"
     lines += [f"- **{facts['n_annotators']} annotators** (English level: {by_level}), **{facts['n_labels']:,} labels**"
               + (", training-trial labels included" if facts.get("include_training") else " (training-trial labels left out)")
               + ".",
               "- Labels per pair: " + (", ".join(f"{k} label{'s' if k != 1 else ''}: {n:,} pairs"
                                                   for k, n in sorted(facts["labels_per_pair"].items())) or "none") + ".",
-              "", "## Protocol and scale", "",
+              f"- Answers to gold checks: {facts.get('n_gold_answers', 0):,} of these labels answer a campaign's "
+              "gold check (a pair with a known answer, mixed into an annotator's pairs to check their attention); "
+              "they are in the annotator columns and the counts like any label."]
+    lines += _campaign_lines(facts.get("campaign"))
+    lines += ["", "## Protocol and scale", "",
               "Annotators see one pair at a time, one sentence above the other (which one is on top is drawn at "
               "random), word differences highlighted, and answer *Do these two sentences share a common meaning?* "
               "on five levels (ParaPLUIE, appendix A.3), after a short training trial:", ""]

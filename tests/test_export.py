@@ -37,7 +37,8 @@ def store(engine):
 def test_export_columns_and_aggregation(store):
     engine, _ = store
     out = export_frame(engine)
-    assert list(out.columns[:5]) == ["dataset", "external_id", "source", "hypothesis", "label"]
+    assert list(out.columns[:6]) == ["dataset", "pair_id", "external_id", "source", "hypothesis", "label"]
+    assert out["pair_id"].tolist() == [1, 2, 3, 4, 5]
     assert {"annotator:ann", "annotator:bob", "annotator:cy", "majority_level", "majority_label",
             "binary_label", "n_labels", "score:pluie-fs"} <= set(out.columns)
     by_id = out.set_index("external_id")

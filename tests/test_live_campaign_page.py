@@ -42,7 +42,7 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     assert (campaign.gold_rate, campaign.streak_length) == (0.25, 3)
 
     # gold pairs by id: a bad line is a sentence and nothing is marked; then from the dataset's gold labels
-    next(t for t in at.text_area if t.label.startswith("Or mark pairs by id")).input(f"{pairs[-1]}, 3\n{pairs[-2]}, 9")
+    next(t for t in at.text_area if t.label.startswith("Or mark pairs by id")).input(f"{pairs[-1]}, 3\npair:{pairs[-2]}, 9")
     next(b for b in at.button if b.label == "Mark as gold").click().run()
     assert not at.exception and "not a level of the scale" in texts(at)
     with read_session(store) as s:

@@ -141,7 +141,7 @@ def test_export_page_downloads_what_the_store_holds(app, engine):
 
 
 ADMIN_PAGES = ["home", "import_pairs", "export", "scoring", "campaigns", "agreement", "thresholds",
-               "distributions", "disagreements", "scorecard", "correlation", "preferences", "review"]
+               "distributions", "disagreements", "scorecard", "correlation", "preferences", "review", "pairs"]
 
 
 @pytest.mark.parametrize("name", ADMIN_PAGES)

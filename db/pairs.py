@@ -1,0 +1,137 @@
+"""The pairs browser: any pair of a dataset, found by its text or its ids (the store's pair_id or
+the file's own external id), filtered by gold label, label state and a run's score, one page at a
+time. Every filter is a condition in one SQL query, paged with LIMIT / OFFSET in pair id order, so a
+page of a 100,000-pair dataset reads 50 rows (bench/pairs_browser.py); what the page shows of its
+rows (labels, final level, gold checks) is read for those rows only."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pandas as pd
+from sqlalchemy import Engine, func, or_, select
+
+from db.analysis import _frame
+from db.engine import read_session
+from db.models import Campaign, GoldPair, Label, Pair, Score
+from db.review import _in_force
+from pluie_core.labels import LEVELS, ORDINAL_LEVELS
+
+__all__ = ["LABEL_STATES", "GOLD_FILTERS", "PairSearch", "PairsPage", "browse_pairs", "PAGE_COLUMNS"]
+
+LABEL_STATES = {"any": "Any", "unlabelled": "Unlabelled", "labelled": "Labelled",
+                "disagreement": "Labels disagree", "adjudicated": "Adjudicated"}
+GOLD_FILTERS = {"any": "Any", "with": "With a gold label", "without": "Without a gold label"}
+PAGE_COLUMNS = ["pair_id", "external_id", "source", "hypothesis", "gold_label", "labels", "state", "final_level",
+                "score", "gold check in"]
+
+
+@dataclass(frozen=True)
+class PairSearch:
+    """What the organiser looks for. ``text``: a piece of either sentence (case aside); ``pair_ref``:
+    a pair id or the file's own id (either matches); ``gold``: GOLD_FILTERS, with optional bounds
+    (which keep pairs with a gold label only); ``state``: LABEL_STATES, over labels outside training
+    trials (disagreement: two different levels of 0-3, as Review's queue; adjudicated: a reviewer's
+    final level in force); ``run_id``: the run whose score the page shows, with optional bounds."""
+    text: str = ""
+    pair_ref: str = ""
+    gold: str = "any"
+    gold_min: Optional[float] = None
+    gold_max: Optional[float] = None
+    state: str = "any"
+    run_id: Optional[int] = None
+    score_min: Optional[float] = None
+    score_max: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class PairsPage:
+    rows: pd.DataFrame  # PAGE_COLUMNS, in pair id order
+    total: int  # pairs that match, on every page
+    page: int  # 0-based, within range
+    n_pages: int
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _conditions(dataset_id: int, search: PairSearch) -> list:
+    if search.state not in LABEL_STATES or search.gold not in GOLD_FILTERS:
+        raise ValueError("Unknown filter.")
+    conditions = [Pair.dataset_id == int(dataset_id)]
+    text = (search.text or "").strip()
+    if text:
+        pattern = f"%{_escaped(text)}%"
+        conditions.append(or_(Pair.source.ilike(pattern, escape="\\"), Pair.hypothesis.ilike(pattern, escape="\\")))
+    ref = (search.pair_ref or "").strip()
+    if ref:
+        matches = [Pair.external_id == ref]
+        if ref.isdigit():
+            matches.append(Pair.id == int(ref))
+        conditions.append(or_(*matches))
+    if search.gold == "without":
+        conditions.append(Pair.gold_label.is_(None))
+    elif search.gold == "with" or search.gold_min is not None or search.gold_max is not None:
+        conditions.append(Pair.gold_label.is_not(None))
+    if search.gold_min is not None:
+        conditions.append(Pair.gold_label >= float(search.gold_min))
+    if search.gold_max is not None:
+        conditions.append(Pair.gold_label <= float(search.gold_max))
+    labelled = select(Label.id).where(Label.pair_id == Pair.id, Label.is_training.is_(False)).correlate(Pair).exists()
+    if search.state == "unlabelled":
+        conditions.append(~labelled)
+    elif search.state == "labelled":
+        conditions.append(labelled)
+    elif search.state == "disagreement":  # the pair's own labels, through the labels' pair index
+        spread = (select(func.max(Label.level) - func.min(Label.level))
+                  .where(Label.pair_id == Pair.id, Label.is_training.is_(False), Label.level.between(0, 3))
+                  .correlate(Pair).scalar_subquery())
+        conditions.append(spread > 0)
+    elif search.state == "adjudicated":
+        decided = _in_force().subquery()
+        conditions.append(Pair.id.in_(select(decided.c.pair_id).where(decided.c.level.is_not(None))))
+    if search.run_id is not None:
+        for bound, compare in ((search.score_min, Score.value.__ge__), (search.score_max, Score.value.__le__)):
+            if bound is not None:
+                conditions.append(Pair.id.in_(select(Score.pair_id).where(
+                    Score.run_id == int(search.run_id), compare(float(bound)))))
+    return conditions
+
+
+def browse_pairs(engine: Engine, dataset_id: int, search: PairSearch = PairSearch(), *, page: int = 0,
+                 page_size: int = 50) -> PairsPage:
+    """One page of the dataset's pairs that match ``search``, in pair id order: pair_id,
+    external_id, source, hypothesis, gold_label, labels (outside training trials), state
+    (unlabelled, labelled, disagreement, adjudicated), final_level (a reviewer's, as its name),
+    score (in ``search.run_id``), gold check in (the campaigns where the pair is a gold check)."""
+    conditions = _conditions(dataset_id, search)
+    with read_session(engine) as session:
+        total = int(session.scalar(select(func.count()).select_from(Pair).where(*conditions)))
+        n_pages = max(1, -(-total // page_size))
+        page = min(max(int(page), 0), n_pages - 1)
+        rows = _frame(session, select(Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+                      .where(*conditions).order_by(Pair.id).limit(page_size).offset(page * page_size),
+                      ["pair_id", "external_id", "source", "hypothesis", "gold_label"])
+        ids = [int(i) for i in rows["pair_id"]]
+        labels = _frame(session, select(Label.pair_id, Label.level).where(
+            Label.pair_id.in_(ids), Label.is_training.is_(False)), ["pair_id", "level"])
+        decided = _in_force(pair_ids=ids).subquery()
+        final = dict(session.execute(select(decided.c.pair_id, decided.c.level).where(decided.c.level.is_not(None))).all())
+        gold = _frame(session, select(GoldPair.pair_id, Campaign.name).join(Campaign, Campaign.id == GoldPair.campaign_id)
+                      .where(GoldPair.pair_id.in_(ids)).order_by(Campaign.name), ["pair_id", "campaign"])
+        scores = {} if search.run_id is None else dict(session.execute(select(Score.pair_id, Score.value).where(
+            Score.run_id == int(search.run_id), Score.pair_id.in_(ids))).all())
+    levels = pd.to_numeric(labels["level"], errors="coerce")
+    ordinal = labels[levels.isin(ORDINAL_LEVELS)].assign(level=levels)
+    spread = ordinal.groupby("pair_id")["level"].agg(lambda v: v.max() - v.min())
+    counts = labels.groupby("pair_id").size()
+    rows["gold_label"] = pd.to_numeric(rows["gold_label"], errors="coerce").astype(float)
+    rows["labels"] = rows["pair_id"].map(counts).fillna(0).astype(int)
+    rows["state"] = [
+        "adjudicated" if pid in final else "disagreement" if spread.get(pid, 0) > 0
+        else "labelled" if n else "unlabelled" for pid, n in zip(rows["pair_id"], rows["labels"])]
+    rows["final_level"] = rows["pair_id"].map(lambda pid: LEVELS[int(final[pid])] if pid in final else None)
+    rows["score"] = rows["pair_id"].map(scores).astype(float)
+    rows["gold check in"] = rows["pair_id"].map(gold.groupby("pair_id")["campaign"].agg(", ".join)).fillna("")
+    return PairsPage(rows[PAGE_COLUMNS], total, page, n_pages)

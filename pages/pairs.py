@@ -1,0 +1,102 @@
+"""Pairs: any pair of a dataset, before or after labelling. Search by text or id (the pair id or the
+file's own id), filter by gold label, label state and a run's score, one page at a time (db.pairs);
+from a pair: mark it as a campaign's gold check (db.quality), or open it in Review."""
+import pandas as pd
+import streamlit as st
+
+from db import annotation as ann
+from db import quality as qual
+from db.datasets import list_datasets
+from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, browse_pairs
+from pages.shared import admin_page
+from pluie_core.labels import LEVELS
+
+engine = admin_page()
+PAGE, SEARCH, FLASH, OPEN_IN_REVIEW = "pairs-page", "pairs-search", "pairs-flash", "review-open-pair"
+PAGE_SIZE = 50
+SIDES = {"side-1": "Paraphrase (side only)", "side-0": "Not a paraphrase (side only)"}
+
+st.title("Pairs")
+datasets = list_datasets(engine)
+if not datasets:
+    st.info("No pair yet: import a dataset first.")
+    st.stop()
+names = {d.id: d.name for d in datasets}
+dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="pairs-dataset")
+c1, c2 = st.columns([3, 2])
+text = c1.text_input("Text contains", key="pairs-text", placeholder="a word or phrase of either sentence")
+ref = c2.text_input("Id", key="pairs-id", placeholder="the pair id, or the file's own id")
+f1, f2, f3, f4 = st.columns(4)
+state = f1.selectbox("Labels", list(LABEL_STATES), format_func=LABEL_STATES.get, key="pairs-state",
+                     help="Labels outside training trials. Labels disagree: two different levels (Don't know "
+                          "aside), as in Review's queue. Adjudicated: a reviewer's final level is in force.")
+gold = f2.selectbox("Gold label", list(GOLD_FILTERS), format_func=GOLD_FILTERS.get, key="pairs-gold")
+gold_min = f3.number_input("Gold label at least", value=None, placeholder="any", key="pairs-gold-min")
+gold_max = f4.number_input("Gold label at most", value=None, placeholder="any", key="pairs-gold-max")
+s1, s2, s3 = st.columns(3)
+runs = ann.score_run_choices(engine, kind=None)
+run = s1.selectbox("Score of the run", runs, index=None, format_func=lambda r: r[1], key="pairs-run",
+                   placeholder="No score shown" if runs else "No run has scores yet")
+score_min = s2.number_input("Score at least", value=None, placeholder="any", key="pairs-score-min", disabled=run is None)
+score_max = s3.number_input("Score at most", value=None, placeholder="any", key="pairs-score-max", disabled=run is None)
+search = PairSearch(text=text, pair_ref=ref, gold=gold, gold_min=gold_min, gold_max=gold_max, state=state,
+                    run_id=run[0] if run else None, score_min=score_min if run else None,
+                    score_max=score_max if run else None)
+if st.session_state.get(SEARCH) != (dataset_id, search):  # a new search starts on its first page
+    st.session_state[SEARCH], st.session_state[PAGE] = (dataset_id, search), 0
+result = browse_pairs(engine, dataset_id, search, page=st.session_state.get(PAGE, 0), page_size=PAGE_SIZE)
+st.session_state[PAGE] = result.page
+
+if st.session_state.get(FLASH):
+    st.success(st.session_state.pop(FLASH))
+if result.total == 0:
+    st.info("No pair of this dataset matches: loosen the search or the filters.")
+    st.stop()
+first = result.page * PAGE_SIZE
+st.caption(f"{result.total:,} {'pair matches' if result.total == 1 else 'pairs match'} · {first + 1:,}–{first + len(result.rows):,} · page {result.page + 1:,} "
+           f"of {result.n_pages:,}. pair_id is the id Review, Disagreements, the export and gold checks use; "
+           "external_id is the file's own.")
+rows = result.rows.astype({"external_id": object}).fillna({"external_id": "—", "final_level": "—"})
+st.dataframe(rows if run else rows.drop(columns="score"), hide_index=True, width="stretch", column_config={
+    "pair_id": st.column_config.NumberColumn("pair_id", format="%d"),
+    "score": st.column_config.NumberColumn(run[1] if run else "score", format="%.3f")})
+
+
+def turn(step: int) -> None:
+    st.session_state[PAGE] = st.session_state.get(PAGE, 0) + step
+
+
+back, forward, _ = st.columns([1, 1, 4])
+back.button("← Previous page", disabled=result.page == 0, on_click=turn, args=(-1,), key="pairs-back")
+forward.button("Next page →", disabled=result.page >= result.n_pages - 1, on_click=turn, args=(1,), key="pairs-next")
+
+st.subheader("A pair")
+by_id = result.rows.set_index("pair_id")
+pair_id = st.selectbox("Pair", list(by_id.index), key=f"pairs-pick-{result.page}", format_func=lambda i: (
+    f"{i} · id {by_id.loc[i, 'external_id'] or '—'} · {by_id.loc[i, 'source'][:70]}"))
+chosen = by_id.loc[pair_id]
+st.text(f"Source:     {chosen['source']}\nHypothesis: {chosen['hypothesis']}")
+st.caption(f"Pair {pair_id} · {chosen['labels']} label(s) · {chosen['state']}"
+           + (" · a gold check (see the table)" if chosen["gold check in"] else ""))
+if st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:"):
+    st.session_state[OPEN_IN_REVIEW] = int(pair_id)
+    st.switch_page("pages/review.py")
+
+campaigns = {c.id: c.name for c in ann.list_campaigns(engine)}
+if not campaigns:
+    st.caption("Create a campaign (Campaigns) to mark pairs as its gold checks.")
+    st.stop()
+with st.form("pairs-gold"):
+    g1, g2 = st.columns(2)
+    campaign_id = g1.selectbox("Mark as a gold check of", list(campaigns), format_func=campaigns.get)
+    answer = g2.selectbox("Known answer", [0, 1, 2, 3, *SIDES], format_func=lambda a: SIDES.get(a) or LEVELS[a])
+    if st.form_submit_button("Mark as gold"):
+        known = ({"binary_label": [int(answer[-1])]} if answer in SIDES else {"level": [answer]})
+        try:
+            qual.add_gold_pairs(engine, campaign_id, pd.DataFrame({"pair_id": [int(pair_id)], **known}))
+        except ann.CampaignError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state[FLASH] = (f"Pair {pair_id} is a gold check now (known answer: "
+                                       f"{SIDES.get(answer) or LEVELS[answer]}); the table says of which campaign.")
+            st.rerun()
