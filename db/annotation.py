@@ -404,7 +404,7 @@ def revoke_annotator(engine: Engine, annotator_id: int) -> None:
     """The link stops working; a pair reserved but not answered goes back to the queue.
     Labels already given stay."""
     with write_session(engine) as session:
-        annotator = session.get(Annotator, annotator_id)
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)  # after an answer being stored
         if annotator is None:
             raise CampaignError("This annotator does not exist.")
         if annotator.revoked_at is None:
@@ -613,20 +613,35 @@ def served_at(engine: Engine, annotator_id: int, position: int) -> Optional[Serv
         return _served(session, campaign, _training_size(session, campaign.id), assignment, annotator_id)
 
 
+LINK_GONE = ("This link is no longer valid (it has been replaced or revoked): your answer was not saved. "
+             "Ask the person who sent it to you for your current link.")
+CAMPAIGN_CLOSED = ("This campaign is closed for now: your answer was not saved. "
+                   "Your earlier answers are kept; come back to this link when it reopens.")
+
+
 def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
-                 *, replacing: Optional[int] = None) -> None:
+                 *, replacing: Optional[int] = None, token: Optional[str] = None) -> None:
     """Store an answer at once, over exactly what the page showed: a first answer to a pair shown
     unanswered (replacing=None), or a change of the answer `replacing` that the annotator went
     back to. When the stored answer is not that one (the same link open in another tab or window
     answered meanwhile), nothing is written and StaleAnswerError says so: no answer is ever
     replaced except through "back". A change adds the time spent, so seconds_spent is the total
-    time the annotator looked at the pair."""
+    time the annotator looked at the pair.
+
+    token: the personal link the page was opened with (the labelling page always gives it). Inside
+    the transaction, under the annotator's row lock that new_link and revoke take too, the link
+    must still be this annotator's, not revoked, and the campaign open: otherwise nothing is
+    written and CampaignError says so in one sentence, whatever the timing."""
     if level not in range(len(LEVELS)):
         raise CampaignError("That answer is not on the scale.")
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)  # one answer at a time
         if annotator is None or annotator.revoked_at is not None:
-            raise CampaignError("This link has been revoked: your answer was not saved.")
+            raise CampaignError(LINK_GONE)
+        if token is not None and (len(token) > 200 or annotator.token_hash != hash_token(token)):
+            raise CampaignError(LINK_GONE)  # replaced under "Replace a lost link" since the page opened
+        if not session.scalar(select(Campaign.active).where(Campaign.id == annotator.campaign_id)):
+            raise CampaignError(CAMPAIGN_CLOSED)
         assignment = session.scalar(select(Assignment).where(
             Assignment.annotator_id == annotator_id, Assignment.position == position))
         if assignment is None:
