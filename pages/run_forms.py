@@ -77,8 +77,8 @@ def pluie_run_form(engine, expanded: bool) -> None:
                 answers = [yes_word, no_word] if (yes_word or no_word) else None
                 device_map, quantization = PLACEMENTS[placement]
                 check_run_placement(engine, device_map, quantization)
-                with st.spinner(f"Checking the model {model.strip()}: where it is, its tokenizer, its chat "
-                                "template and the answer tokens…"):
+                with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
+                                "the hub), its tokenizer, its chat template and the answer tokens…"):
                     new_id = create_run(
                         engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
                         answers=answers, direction=direction, device=None if device.startswith("auto") else device,
@@ -112,9 +112,8 @@ def baseline_run_form(engine) -> None:
         baseline_name = st.text_input("Baseline run name (optional)")
         if st.button("Create baseline run"):
             try:
-                named = values.get("model", "").strip()
-                with st.spinner(f"Checking the model {named}: on this machine or on the hub, and its kind…"
-                                if named else "Creating the run…"):
+                with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
+                                "the hub) and its kind…" if values.get("model", "").strip() else "Creating the run…"):
                     new_id = create_run(engine, model=key, kind="baseline", name=baseline_name,
                                         higher_is_similar=baseline.higher_is_similar, dataset_ids=scope,
                                         options={k: v for k, v in values.items() if v.strip()}, check_model=True)

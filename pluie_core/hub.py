@@ -140,7 +140,11 @@ def find_model(name: str) -> ModelLocation:
                             "directory or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2.")
     from huggingface_hub import try_to_load_from_cache
 
-    cached = try_to_load_from_cache(name, "config.json")
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except ValueError as exc:  # huggingface_hub's own id rules (e.g. "a..b", a name too long)
+        raise ModelNotFound(f"{name} is not a valid Hugging Face model id ({_first_line(exc)}); give an id such as "
+                            "mistralai/Mistral-7B-Instruct-v0.2, or a local model directory.") from None
     if isinstance(cached, str):
         return ModelLocation(name, "cache", cached)
     if hub_offline():
