@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 
-from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_offline, hub_usable  # noqa: F401
+from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable
 from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
 
