@@ -10,7 +10,9 @@ st.navigation is called on every run, so the pages/ folder is never listed on it
 """
 import streamlit as st
 
-from pages.shared import FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser
+from pages.shared import (
+    FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser, run_page,
+)
 from pluie_core.auth import admin_password_configured
 from worker import ensure_worker_running
 
@@ -30,7 +32,7 @@ background_worker()
 
 if "token" in st.query_params:
     # an annotator: their own queue only (the page checks the token and says when it is not valid)
-    st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden").run()
+    run_page(st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden"))
     st.stop()
 
 
@@ -80,4 +82,4 @@ if admin_password_configured():
 else:
     st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
                        "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")
-navigation.run()
+run_page(navigation)  # any unexpected error: one sentence here, its traceback in the server's log

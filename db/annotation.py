@@ -424,7 +424,7 @@ def revoke_annotator(engine: Engine, annotator_id: int) -> None:
     """The link stops working; a pair reserved but not answered goes back to the queue.
     Labels already given stay."""
     with write_session(engine) as session:
-        annotator = session.get(Annotator, annotator_id)
+        annotator = session.get(Annotator, annotator_id, with_for_update=True)  # after an answer being stored
         if annotator is None:
             raise CampaignError("This annotator does not exist.")
         if annotator.revoked_at is None:
@@ -648,8 +648,15 @@ def clean_comment(comment: Optional[str]) -> Optional[str]:
     return comment or None
 
 
+LINK_GONE = ("This link is no longer valid (it has been replaced or revoked): your answer was not saved. "
+             "Ask the person who sent it to you for your current link.")
+CAMPAIGN_CLOSED = ("This campaign is closed for now: your answer was not saved. "
+                   "Your earlier answers are kept; come back to this link when it reopens.")
+
+
 def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
-                 *, replacing: Optional[int] = None, comment: Optional[str] = None, flagged: bool = False) -> None:
+                 *, replacing: Optional[int] = None, token: Optional[str] = None, comment: Optional[str] = None,
+                 flagged: bool = False) -> None:
     """Store an answer at once, over exactly what the page showed: a first answer to a pair shown
     unanswered (replacing=None), or a change of the answer `replacing` that the annotator went
     back to. When the stored answer is not that one (the same link open in another tab or window
@@ -658,14 +665,23 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
     time the annotator looked at the pair.
 
     ``comment`` (optional, at most MAX_COMMENT characters) and ``flagged`` (the pair goes to
-    Review's queue) are part of the answer: a change through "back" replaces them with the ones given."""
+    Review's queue) are part of the answer: a change through "back" replaces them with the ones given.
+
+    token: the personal link the page was opened with (the labelling page always gives it). Inside
+    the transaction, under the annotator's row lock that new_link and revoke take too, the link
+    must still be this annotator's, not revoked, and the campaign open: otherwise nothing is
+    written and CampaignError says so in one sentence, whatever the timing."""
     if level not in range(len(LEVELS)):
         raise CampaignError("That answer is not on the scale.")
     comment, flagged = clean_comment(comment), bool(flagged)
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)  # one answer at a time
         if annotator is None or annotator.revoked_at is not None:
-            raise CampaignError("This link has been revoked: your answer was not saved.")
+            raise CampaignError(LINK_GONE)
+        if token is not None and (len(token) > 200 or annotator.token_hash != hash_token(token)):
+            raise CampaignError(LINK_GONE)  # replaced under "Replace a lost link" since the page opened
+        if not session.scalar(select(Campaign.active).where(Campaign.id == annotator.campaign_id)):
+            raise CampaignError(CAMPAIGN_CLOSED)
         assignment = session.scalar(select(Assignment).where(
             Assignment.annotator_id == annotator_id, Assignment.position == position))
         if assignment is None:

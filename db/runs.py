@@ -55,8 +55,9 @@ def create_run(
     options: Optional[dict[str, Any]] = None,
 ) -> int:
     """Create an active run and queue every pair in its scope; returns the run id. With
-    ``check_model``, a PLUIE run's model is first checked as far as it can be at once
-    (``check_run_model``): no run is created when the check fails.
+    ``check_model``, a PLUIE run's model (``check_run_model``) or the model a baseline's options
+    name (``check_baseline_model``) is first checked as far as it can be at once: no run is
+    created when the check fails.
 
     options: a baseline's options (e.g. ``{"model": "roberta-large"}``, checked against the registry),
     or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``."""
@@ -87,6 +88,8 @@ def create_run(
     template = template or "fs-direct"
     if kind == "pluie" and check_model:
         check_run_model(model, template, template_spec, answers or None)
+    if kind == "baseline" and check_model:
+        check_baseline_model(model, options)
     name = (name or "").strip() or (_default_baseline_name(model, options) if kind == "baseline"
                                     else _default_name(model, template, direction, kind))
     check_length("The run name", name, RunError)
@@ -128,6 +131,16 @@ def check_run_model(model: str, template: str = "fs-direct", template_spec: Opti
         return check_model(model, template_spec if template == "custom" else template or "fs-direct",
                            tuple(answers) if answers else None)
     except PluieError as exc:
+        raise RunError(str(exc)) from None
+
+
+def check_baseline_model(key: str, options: Optional[dict[str, Any]]) -> list[str]:
+    """The model a baseline run's (checked) options name, checked at once (Baseline.check_model:
+    found on this machine or on the hub, of the kind the baseline needs): sentences saying what was
+    checked, or a RunError saying what is wrong."""
+    try:
+        return BASELINES[key].check_model(options)
+    except ValueError as exc:
         raise RunError(str(exc)) from None
 
 

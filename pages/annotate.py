@@ -25,14 +25,19 @@ div[class*="st-key-answer-4-"] button:hover {background:#9ccddd;}
   white-space:pre-wrap; overflow-wrap:anywhere;}
 </style>"""
 
+ERROR_KEY = "answer-error"  # a refused answer's sentence, drawn by the run that follows its callback
+
 engine = annotator_page()
-annotator = ann.annotator_for_token(engine, st.query_params.get("token"))
+token = st.query_params.get("token")
+annotator = ann.annotator_for_token(engine, token)
 if annotator is None:
-    st.error("This link is not valid, or it has been revoked. Ask the person who sent it to you for a new one.")
+    # an answer refused because the link was replaced or revoked says so itself; one sentence either way
+    st.error(st.session_state.pop(ERROR_KEY, None)
+             or "This link is not valid, or it has been revoked. Ask the person who sent it to you for a new one.")
     st.stop()
 view = ann.annotator_view(engine, annotator.id)
 aid = view.annotator_id
-revisit_key, clock_key, error_key = f"revisit-{aid}", f"shown-{aid}", f"error-{aid}"
+revisit_key, clock_key = f"revisit-{aid}", f"shown-{aid}"
 feedback_key = f"feedback-{aid}"  # the training pair just answered, whose feedback is on screen
 
 
@@ -58,23 +63,28 @@ if view.needs_profile:
     st.stop()
 
 
-def answer(position: int, level: int, shown_level: int | None, is_training: bool) -> None:
-    shown_position, shown_at = st.session_state.get(clock_key, (None, time.monotonic()))
+def answer(annotator_id: int, link: str, position: int, level: int, shown_level: int | None,
+           is_training: bool) -> None:
+    # everything comes from the run that drew the buttons (args): the write checks that this link
+    # is still the annotator's, so a tab open on a replaced or revoked link stores nothing
+    shown_position, shown_at = st.session_state.get(f"shown-{annotator_id}", (None, time.monotonic()))
     if shown_position != position:
         # a stale button: a second key press landed before the next pair was drawn; answering
         # it would silently change the answer just given
         return
     try:
         # only over the answer this page showed: another tab's answer is refused, not replaced
-        ann.record_label(engine, aid, position, level, time.monotonic() - shown_at, replacing=shown_level,
+        ann.record_label(engine, annotator_id, position, level, time.monotonic() - shown_at,
+                         replacing=shown_level, token=link,
                          comment=st.session_state.get(f"comment-{position}"),
                          flagged=st.session_state.get(f"flag-{position}", False))
-        st.session_state.pop(revisit_key, None)
+        st.session_state.pop(f"revisit-{annotator_id}", None)
         if is_training:
-            st.session_state[feedback_key] = position
-            st.session_state[clock_key] = (None, time.monotonic())  # a second key press now lands on nothing
+            st.session_state[f"feedback-{annotator_id}"] = position
+            # a second key press now lands on nothing
+            st.session_state[f"shown-{annotator_id}"] = (None, time.monotonic())
     except ann.CampaignError as exc:
-        st.session_state[error_key] = str(exc)
+        st.session_state[ERROR_KEY] = str(exc)
 
 
 def go_back(position: int) -> None:
@@ -112,8 +122,9 @@ header, guide = st.columns([5, 1], vertical_alignment="center")
 header.subheader(view.campaign_name)
 with guide:
     show_guidelines()
-if st.session_state.get(error_key):
-    st.error(st.session_state.pop(error_key))
+refused = st.session_state.pop(ERROR_KEY, None)
+if refused:
+    st.error(refused)
 if st.session_state.get(feedback_key) is not None:
     feedback = ann.training_feedback(engine, aid, st.session_state[feedback_key])
     if feedback is not None:
@@ -122,16 +133,22 @@ if st.session_state.get(feedback_key) is not None:
     st.session_state.pop(feedback_key)  # no feedback for this pair: straight on
 
 revisit = st.session_state.get(revisit_key)
-item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
+if not view.campaign_active:
+    item = None  # a closed campaign takes no answers (record_label refuses them): no pair to answer
+else:
+    item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
 progress = ann.progress(engine, aid)
 if item is None:
     st.progress(min(1.0, progress.done / max(progress.quota, 1)), text=f"{progress.done} / {progress.quota}")
-    st.title("Thank you!")
     if progress.done >= progress.quota:
+        st.title("Thank you!")
         st.success(f"You have labelled your {progress.done} pairs. Your answers are saved; you can close this page.")
     elif not view.campaign_active:
-        st.info("This campaign is paused for now. Your answers so far are saved; come back to this link later.")
+        if not refused:  # the refusal already said that the campaign is closed
+            st.info("This campaign is paused for now. Your answers so far are saved; come back to this link later.")
+        st.stop()
     else:
+        st.title("Thank you!")
         st.success(f"You have labelled {progress.done} pairs: there are no more pairs for you in this campaign. "
                    "Your answers are saved; you can close this page.")
     last = progress.training_done + progress.done - 1
@@ -166,7 +183,8 @@ if not item.is_training:  # the annotator's voice, saved with the answer
 
 for level, (column, name) in enumerate(zip(st.columns(len(LEVELS)), LEVELS)):
     column.button(name, key=f"answer-{level}-{item.position}", shortcut=str(level + 1),
-                  on_click=answer, args=(item.position, level, item.level, item.is_training), width="stretch",
+                  on_click=answer, args=(aid, token, item.position, level, item.level, item.is_training),
+                  width="stretch",
                   help=f"Keyboard: {level + 1}")
 
 back, resume = st.columns([1, 5])

@@ -45,8 +45,9 @@ def pluie_run_form(engine, expanded: bool) -> None:
             model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
                                   help="A Hugging Face chat model id, or a local directory.", key="new_run_model")
             st.caption("Checked when you create the run: a local directory holds a config.json; a hub id is in the "
-                       "local Hugging Face cache when the hub is offline; the tokenizer has a chat template that "
-                       "takes the template's turns; each answer is one token. The weights load on a worker.")
+                       "local Hugging Face cache, or on the hub when it answers (a few seconds without internet); the "
+                       "tokenizer has a chat template that takes the template's turns; each answer is one token. "
+                       "The weights load on a worker.")
             template = st.selectbox("Template", template_names() + [CUSTOM])
             pasted = st.text_area("Custom template (YAML or JSON)", placeholder="turns:\n  - {role: user, content: ...}")
             uploaded = st.file_uploader("…or a template file", type=["yaml", "yml", "json"])
@@ -76,12 +77,14 @@ def pluie_run_form(engine, expanded: bool) -> None:
                 answers = [yes_word, no_word] if (yes_word or no_word) else None
                 device_map, quantization = PLACEMENTS[placement]
                 check_run_placement(engine, device_map, quantization)
-                new_id = create_run(
-                    engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
-                    answers=answers, direction=direction, device=None if device.startswith("auto") else device,
-                    batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
-                    options={"device_map": device_map, "quantization": quantization},
-                )
+                with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
+                                "the hub), its tokenizer, its chat template and the answer tokens…"):
+                    new_id = create_run(
+                        engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
+                        answers=answers, direction=direction, device=None if device.startswith("auto") else device,
+                        batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
+                        options={"device_map": device_map, "quantization": quantization},
+                    )
                 st.session_state["scoring_select"] = new_id
                 st.session_state["scoring_flash"] = ("Run created: the model passed the checks above; its pairs are "
                                                      "queued and a worker will pick them up.")
@@ -94,7 +97,9 @@ def baseline_run_form(engine) -> None:
     with st.expander("New baseline run"):
         key = st.selectbox("Baseline", list(BASELINES), format_func=lambda k: f"{BASELINES[k].title or k} ({k})")
         baseline = BASELINES[key]
-        st.caption(baseline.description)
+        st.caption(baseline.description + (" · The model you name is checked when you create the run: on this "
+                                           "machine or on the hub, and of the kind this baseline needs."
+                                           if any(o.name == "model" for o in baseline.options) else ""))
         values = {}
         for option in baseline.options:
             label = "Baseline model" if option.name == "model" else f"Option {option.name}"
@@ -107,9 +112,11 @@ def baseline_run_form(engine) -> None:
         baseline_name = st.text_input("Baseline run name (optional)")
         if st.button("Create baseline run"):
             try:
-                new_id = create_run(engine, model=key, kind="baseline", name=baseline_name,
-                                    higher_is_similar=baseline.higher_is_similar, dataset_ids=scope,
-                                    options={k: v for k, v in values.items() if v.strip()})
+                with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
+                                "the hub) and its kind…" if values.get("model", "").strip() else "Creating the run…"):
+                    new_id = create_run(engine, model=key, kind="baseline", name=baseline_name,
+                                        higher_is_similar=baseline.higher_is_similar, dataset_ids=scope,
+                                        options={k: v for k, v in values.items() if v.strip()}, check_model=True)
                 st.session_state["scoring_select"] = new_id
                 st.session_state["scoring_flash"] = "Baseline run created: a worker will score its pairs."
                 st.rerun()

@@ -2,6 +2,7 @@
 first line of every page, which keeps the app's frame and its access rules in force."""
 import datetime as dt
 import json
+import logging
 
 import streamlit as st
 
@@ -15,6 +16,22 @@ from pluie_core.auth import (
     end_admin_session,
     issue_admin_session,
 )
+
+PAGE_LOG = logging.getLogger("pluie_lab.pages")
+PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not shown in full: the details are in "
+               "the server's log. Reload the page to try again.")
+
+
+def run_page(page) -> None:
+    """Run a page of st.navigation, the one guard of the frame: an unexpected exception anywhere in
+    a page is one sentence on the page and a log line with its traceback on the server, never a
+    stack trace in the browser. (st.stop, st.rerun and st.switch_page are not Exceptions: they
+    pass. Errors a user can cause are caught where they happen, with their own sentence.)"""
+    try:
+        page.run()
+    except Exception:
+        PAGE_LOG.exception("The page %r failed", getattr(page, "url_path", "") or getattr(page, "title", ""))
+        st.error(PAGE_FAILED)
 
 
 @st.cache_resource(show_spinner=False)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -103,9 +104,9 @@ def default_sbert_model() -> str:
 
 @lru_cache(maxsize=2)
 def _sentence_model(name: str, device: str | None):
-    from sentence_transformers import SentenceTransformer
+    from pluie_core.hub import import_locked
 
-    return SentenceTransformer(name, device=device)
+    return import_locked("sentence_transformers").SentenceTransformer(name, device=device)
 
 
 def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | None = None,
@@ -133,21 +134,11 @@ def selfbleu(sources, hypotheses) -> np.ndarray:
 
 
 def _check_model_name(name: str) -> str:
-    """A local model directory or a Hugging Face id, else ValueError with one sentence."""
-    import os
-    import re
-    from pathlib import Path
+    """What from_pretrained is given for a local model directory or a Hugging Face id; ValueError
+    (pluie_core.hub.ModelNotFound) with one sentence when the model is nowhere this machine can reach."""
+    from pluie_core.hub import find_model
 
-    path = Path(os.path.expanduser(str(name)))
-    if path.exists():
-        if not path.is_dir() or not (path / "config.json").is_file():
-            raise ValueError(f"{name} is not a model directory (no config.json in it); give a directory saved "
-                             "with save_pretrained or a Hugging Face model id.")
-        return str(path)
-    if not re.match(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$", str(name)):
-        raise ValueError(f"No model found at {name}: that directory does not exist; give a local model directory "
-                         "or a Hugging Face model id.")
-    return str(name)
+    return find_model(name).source
 
 
 def _load_error(name: str, exc: BaseException) -> ValueError:
@@ -163,10 +154,10 @@ def bertscore_layers(model: str) -> int:
 
     if model in model2layers:
         return model2layers[model]
-    from transformers import AutoConfig
+    from pluie_core.hub import from_transformers
 
     try:
-        config = AutoConfig.from_pretrained(model)
+        config = from_transformers("AutoConfig").from_pretrained(model)
     except Exception as exc:
         raise _load_error(model, exc) from None
     layers = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None)
@@ -177,8 +168,9 @@ def bertscore_layers(model: str) -> int:
 
 @lru_cache(maxsize=2)
 def _bert_scorer(model: str, num_layers: int, device: str | None):
-    from bert_score import BERTScorer
+    from pluie_core.hub import import_locked
 
+    BERTScorer = import_locked("bert_score").BERTScorer
     try:
         return BERTScorer(model_type=model, num_layers=num_layers, device=device)
     except Exception as exc:  # transformers raises many types (OSError, hub errors, ValueError)
@@ -271,6 +263,8 @@ class Baseline:
     options: tuple[Option, ...] = ()  # what a run may set, e.g. the model
     needs_model: bool = False  # no default model: the user names one (option "model")
     default_run: bool = True  # a run is created at first start
+    model_types: tuple[str, ...] = ()  # the config.json model_type its model must have (empty: any)
+    model_kind: str = ""  # what such a model is, for the sentence that refuses another
 
     def check_options(self, options: dict | None) -> dict:
         """The options without empty values, each parsed as its kind; ValueError with one sentence for
@@ -288,6 +282,30 @@ class Baseline:
             raise ValueError(f"The {self.name} baseline needs a model: name one ({known['model'].help}).")
         return out
 
+    def check_model(self, options: dict | None) -> list[str]:
+        """What can be known at once about the model named in the (checked) options, without loading
+        it: that it is a model directory, in the local Hugging Face cache or on the hub
+        (pluie_core.hub.find_model: seconds, also without internet), and of the kind the baseline
+        needs. Returns sentences saying what was checked (none when no model is named: the default);
+        ValueError with one sentence otherwise."""
+        model = (options or {}).get("model")
+        if not model:
+            return []
+        import json
+
+        from pluie_core.hub import find_model
+
+        location = find_model(model)
+        if self.model_types:
+            try:
+                model_type = json.loads(Path(location.config_path).read_text(encoding="utf-8")).get("model_type")
+            except (OSError, ValueError):
+                model_type = None
+            if model_type not in self.model_types:
+                raise ValueError(f"The {self.name} baseline needs {self.model_kind}; {model!r} is "
+                                 f"{'a ' + str(model_type) if model_type else 'not such a'} model.")
+        return [location.described()]
+
     def __call__(self, sources, hypotheses, **options) -> np.ndarray:
         return self.function(sources, hypotheses, **self.check_options(options))
 
@@ -304,6 +322,8 @@ _NMT_OPTIONS = (
     Option("num_beams", int, 5, "beam size of the translations (nmt_pivot, nmt_cross)"),
 )
 
+_NMT_KIND = ("a multilingual translation model with target-language tokens (M2M100 or NLLB, "
+             "e.g. facebook/m2m100_418M)")
 
 BASELINES: dict[str, Baseline] = {
     "levenshtein": Baseline("levenshtein", levenshtein, False, "Normalised Levenshtein distance (lower = more similar)",
@@ -330,13 +350,13 @@ BASELINES: dict[str, Baseline] = {
                     needs_model=True, default_run=False),
     "nmt_direct": Baseline("nmt_direct", _nmt("direct"), True, "NMTScore-direct: translation probability "
                            "p(A|B) / p(A|A), both directions", "NMTScore-direct", _NMT_OPTIONS[:2],
-                           needs_model=True, default_run=False),
+                           needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),
     "nmt_pivot": Baseline("nmt_pivot", _nmt("pivot"), True, "NMTScore-pivot: p(A|B') / p(A|A') through a pivot "
                           "translation, both directions", "NMTScore-pivot", _NMT_OPTIONS,
-                          needs_model=True, default_run=False),
+                          needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),
     "nmt_cross": Baseline("nmt_cross", _nmt("cross"), True, "NMTScore-cross: translation cross-likelihood "
                           "p(B'|A) / p(B'|B), both directions", "NMTScore-cross", _NMT_OPTIONS,
-                          needs_model=True, default_run=False),
+                          needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),
 }
 
 HIGHER_IS_SIMILAR: dict[str, bool] = {name: b.higher_is_similar for name, b in BASELINES.items()}

@@ -42,7 +42,10 @@ class TranslationModel:
 
     def __init__(self, name: str, device: str | None = None, batch_size: int = 16):
         import torch
-        from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+        from pluie_core.hub import from_transformers
+
+        AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer = from_transformers(
+            "AutoConfig", "AutoModelForSeq2SeqLM", "AutoTokenizer")
 
         try:
             config = AutoConfig.from_pretrained(name)

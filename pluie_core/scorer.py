@@ -33,16 +33,14 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
-import re
 from pathlib import Path
 
 import numpy as np
 
+from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable
 from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _PREFIX_MARGIN = 2  # tokens dropped from the shared prefix: a merge across its end could differ per pair
 _MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
 _CPU_BATCH_TOKENS = 16384  # automatic token budget per forward pass on CPU (16 pairs of up to 1,024 tokens)
@@ -121,41 +119,27 @@ def check_placement(device_map=None, quantization=None, cuda: bool | None = None
                          "machine has none; use device_map='auto' or 'cpu', or no device map.")
 
 
-def _model_source(name: str) -> tuple[str, bool]:
-    """(what from_pretrained is given, whether it is a local directory); a PluieError when the name
-    is neither a model directory nor shaped like a Hugging Face id."""
-    path = Path(os.path.expanduser(str(name)))
-    if path.exists():
-        if not path.is_dir() or not (path / "config.json").is_file():
-            raise PluieError(
-                f"{name} is not a model directory (no config.json in it); give a directory saved with "
-                "save_pretrained or a Hugging Face model id."
-            )
-        return str(path), True
-    if not _HUB_ID.match(str(name)):
-        raise PluieError(
-            f"No model found at {name}: that directory does not exist. Give a local model directory "
-            "or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2."
-        )
-    return str(name), False
-
-
-def hub_offline() -> bool:
-    """Whether the Hugging Face hub may not be reached (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE)."""
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+def _locate(name: str):
+    """pluie_core.hub.find_model, its refusal as a PluieError."""
+    try:
+        return find_model(name)
+    except ModelNotFound as exc:
+        raise PluieError(str(exc)) from None
 
 
 def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantization=None):
     """Load a causal LM and its tokenizer from a Hugging Face id or a local directory: onto one device,
     or placed by accelerate (``device_map``), optionally quantised to 8 / 4 bits (see check_placement)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    AutoModelForCausalLM, AutoTokenizer = from_transformers("AutoModelForCausalLM", "AutoTokenizer")
 
     check_placement(device_map, quantization)
-    source, _ = _model_source(name)
+    location = _locate(name)
+    source = location.source
+    # a model on this machine is read from it alone: no minute of retries when the hub is unreachable
+    local_only = location.where == "directory" or not hub_usable()
     placed = {}
     if quantization is not None:
-        from transformers import BitsAndBytesConfig
+        BitsAndBytesConfig = from_transformers("BitsAndBytesConfig")
 
         placed["quantization_config"] = (
             BitsAndBytesConfig(load_in_8bit=True) if quantization == "8bit"
@@ -164,8 +148,8 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
     elif device_map is not None:
         placed["device_map"] = device_map
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **placed)
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=local_only, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         raise PluieError(
             f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
@@ -239,32 +223,29 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_ids, max_n
 
 def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     """What can be checked about a model at once, without loading its weights: a local directory
-    exists with a config.json; a hub id is in the local Hugging Face cache when the hub is offline;
+    exists with a config.json; a hub id is in the local Hugging Face cache, or on the hub when the hub
+    may be used and answers (pluie_core.hub.find_model: seconds, not a minute, without internet);
     its tokenizer loads and has a chat template that accepts the template's turns; each answer word
     is one token right after the prompt. Returns sentences saying what was checked; raises
     PluieError with the reason otherwise. (Whether the weights load and fit in memory is only
     known when a worker loads them.)"""
-    from transformers import AutoTokenizer
-
-    source, local = _model_source(name)
-    checked = ["the directory holds a config.json" if local else ""]
-    if not local:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = isinstance(try_to_load_from_cache(source, "config.json"), str)
-        if not cached and hub_offline():
-            raise PluieError(
-                f"The model {name} is not in the local Hugging Face cache, and the hub is offline "
-                "(HF_HUB_OFFLINE): download it first, or give a local model directory."
-            )
-        checked[0] = "found in the local Hugging Face cache" if cached else "found on the Hugging Face hub"
+    location = _locate(name)  # in seconds, also without internet (pluie_core.hub)
+    AutoTokenizer = from_transformers("AutoTokenizer")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local or hub_offline())
-    except Exception as exc:  # OSError, hub errors (no such repository), ValueError...
-        raise PluieError(
-            f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or directory; "
-            "without internet access the model must already be in the Hugging Face cache or on disk."
-        ) from None
+        tokenizer = AutoTokenizer.from_pretrained(location.source, local_files_only=location.where != "hub")
+    except Exception as exc:  # OSError, hub errors, ValueError...
+        # a cached config without a cached tokenizer: the hub may still have it
+        if location.where != "cache" or not hub_usable():
+            raise PluieError(
+                f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or directory; "
+                "without internet access the model must already be in the Hugging Face cache or on disk."
+            ) from None
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(location.source)
+        except Exception as again:
+            raise PluieError(f"Could not load the tokenizer of {name!r}: {_first_line(again)}. Check the model id "
+                             "or directory.") from None
+    checked = [location.described()]
     checker = PluieScorer._without_weights(tokenizer, template, answers, str(name))
     first, second = checker.answers
     return checked + ["its tokenizer has a chat template",
@@ -462,7 +443,7 @@ class PluieScorer:
     def _last_logprobs(self, rows: list[list[int]], prefix=None):
         """log p(answer) at the last position of each row (float32, shape (len(rows), 2))."""
         import torch
-        from transformers import DynamicCache
+        DynamicCache = from_transformers("DynamicCache")
 
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)

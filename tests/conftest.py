@@ -26,3 +26,28 @@ def engine(db_url):
     engine = init_db(db_url)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _no_page_error(request):
+    """A page that raises shows one sentence (pages.shared.run_page) instead of a stack trace, so an
+    AppTest's `not at.exception` would no longer see it: any page error logged during a test fails
+    that test, unless it is marked page_error (a test of the guard itself)."""
+    import logging
+
+    class Collect(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.ERROR)
+            self.records = []
+
+        def emit(self, record):
+            self.records.append(record)
+
+    collect, logger = Collect(), logging.getLogger("pluie_lab.pages")
+    logger.addHandler(collect)
+    yield collect.records
+    logger.removeHandler(collect)
+    if collect.records and request.node.get_closest_marker("page_error") is None:
+        record = collect.records[0]
+        detail = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
+        pytest.fail(f"a page raised: {record.getMessage()}\n{detail}", pytrace=False)

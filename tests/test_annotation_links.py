@@ -175,3 +175,75 @@ def test_the_campaign_page_refuses_a_duplicate_and_issues_a_new_link(store, camp
     token = links.split("?token=")[1].strip()
     assert ann.annotator_for_token(store, token).id == aid and ann.annotator_for_token(store, old) is None
     assert "Alice's old link no longer works" in texts(at)
+
+
+# ---------------------------------------------------------------- issue 19.1: the link is checked where the answer is written
+
+def test_an_answer_through_a_replaced_or_revoked_link_or_a_closed_campaign_stores_nothing(store_url):
+    from db import init_db
+
+    engine = init_db(store_url)
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
+    cid = ann.create_campaign(engine, "Pilot", [ds], n_training=0, quota=5)
+    aid, old = ann.create_annotator(engine, cid, "Alice")
+    first = ann.serve_next(engine, aid)
+    ann.record_label(engine, aid, first.position, 2, 1.0, token=old)  # its own link: stored
+    shown = ann.serve_next(engine, aid)  # the tab shows the next pair...
+    new = ann.new_link(engine, aid)  # ...and the organiser replaces the link ("Replace a lost link")
+    before = store_rows(engine)
+    for position, replacing in ((shown.position, None), (first.position, 2)):  # a new answer, or a change via back
+        with pytest.raises(ann.CampaignError) as refused:
+            ann.record_label(engine, aid, position, 1, 1.0, replacing=replacing, token=old)
+        assert str(refused.value) == ann.LINK_GONE
+    assert store_rows(engine) == before  # nothing written, the reservation still open
+    ann.record_label(engine, aid, shown.position, 1, 1.0, token=new)  # the new link answers the same pair
+
+    reserved = ann.serve_next(engine, aid)
+    ann.revoke_annotator(engine, aid)
+    before = store_rows(engine)
+    with pytest.raises(ann.CampaignError, match="no longer valid"):
+        ann.record_label(engine, aid, reserved.position, 0, 1.0, token=new)
+    assert store_rows(engine) == before
+
+    again = ann.new_link(engine, aid)
+    reserved = ann.serve_next(engine, aid)
+    ann.update_campaign(engine, cid, active=False)  # the organiser closes the campaign
+    before = store_rows(engine)
+    with pytest.raises(ann.CampaignError) as refused:
+        ann.record_label(engine, aid, reserved.position, 3, 1.0, token=again)
+    assert str(refused.value) == ann.CAMPAIGN_CLOSED and store_rows(engine) == before
+    ann.update_campaign(engine, cid, active=True)
+    ann.record_label(engine, aid, reserved.position, 3, 1.0, token=again)
+    with read_session(engine) as s:
+        assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [2, 1, 3]
+    engine.dispose()
+
+
+def test_a_tab_open_on_a_replaced_link_cannot_answer_in_the_app(store, campaign):
+    """The answer callback writes with what the page was drawn with: the annotator and the link. A tab
+    still open on a link replaced meanwhile answers: one sentence, nothing stored."""
+    aid, old = ann.create_annotator(store, campaign, "a")
+    ann.set_annotator_profile(store, aid, "Ann", "good")
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["token"] = old
+    at.run()
+    at.button(key="answer-1-0").click().run()  # the first answer goes through
+    new = ann.new_link(store, aid)
+    before = store_rows(store)
+    at.button(key="answer-2-1").click().run()  # the tab still shows pair 2 of the old link
+    assert not at.exception
+    assert [e.value for e in at.error] == [ann.LINK_GONE]
+    assert store_rows(store) == before
+    fresh = AppTest.from_file(APP, default_timeout=30)
+    fresh.query_params["token"] = new
+    fresh.run()
+    fresh.button(key="answer-2-1").click().run()  # the same pair through the new link
+    assert not fresh.error and "Training 2 / 2" not in fresh.get("progress")[0].proto.text
+    with read_session(store) as s:
+        assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [1, 2]
+    ann.update_campaign(store, campaign, active=False)  # closed while the tab is open: the same kind of refusal
+    before = store_rows(store)
+    fresh.button(key="answer-0-2").click().run()
+    assert [e.value for e in fresh.error] == [ann.CAMPAIGN_CLOSED] and store_rows(store) == before
+    # and no pair to answer while it is closed, the refusal the one sentence on the page
+    assert not [b for b in fresh.button if (b.key or "").startswith("answer-")] and not fresh.info

@@ -161,3 +161,47 @@ def test_markup_in_a_pair_is_shown_as_text_in_the_browser(store, app_server, bro
     shown = pair.inner_text()
     assert "<img src=x onerror=alert(1)>" in shown and "<script>window.pwned=1</script> hi" in shown
     assert page.evaluate("() => window.pwned === undefined") and not dialogs
+
+
+def test_a_tab_open_on_a_replaced_link_answers_and_nothing_is_stored(store, app_server, browser):
+    """Issue 19.1: an annotator's tab stays open while the organiser replaces the link under "Replace
+    a lost link"; the old tab's next answer stores nothing and the page says so in one sentence, and
+    the new link goes on from the same pair."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    ds, _ = make_dataset(store, "replaced", [(f"The cat drinks water {i}.", f"The cat drinks milk {i}.") for i in range(8)])
+    cid = ann.create_campaign(store, "Replaced", [ds], n_training=0, quota=3)
+    aid, old = ann.create_annotator(store, cid, "Bea")
+    ann.set_annotator_profile(store, aid, "Bea", "good")
+    tab = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+    tab.goto(f"{app_server.url}/?token={old}")
+    wait_progress(tab, "0 / 3", 0)
+    tab.keyboard.press("3")  # answered through the old link while it is valid: stored
+    wait_progress(tab, "1 / 3", 1)
+
+    organiser = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    organiser.goto(f"{app_server.url}/campaigns")
+    wait_for_app(organiser)
+    organiser.get_by_role("combobox", name="Replace a lost link").click()
+    organiser.get_by_role("option", name=f"Bea (#{aid})").click()
+    organiser.get_by_role("button", name="New link").click()
+    organiser.get_by_text("Bea's old link no longer works").wait_for(timeout=30_000)
+    new = organiser.locator("[data-testid='stCode']").inner_text().split("?token=")[1].strip()
+    assert new != old
+
+    tab.bring_to_front()
+    tab.keyboard.press("2")  # the old tab still shows pair 2, and answers it
+    tab.get_by_text("This link is no longer valid (it has been replaced or revoked)").wait_for(timeout=30_000)
+    wait_for_app(tab)
+    tab.screenshot(path=str(ARTIFACTS / "annotation-replaced-link.png"), full_page=True)
+    assert tab.locator("[data-testid='stAlert']").all_inner_texts() == [ann.LINK_GONE]  # one sentence
+    assert tab.locator("[class*='st-key-answer-'] button").count() == 0
+    with read_session(store) as s:
+        assert s.scalars(select(Label.level).where(Label.annotator_id == aid)).all() == [2]
+
+    fresh = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+    fresh.goto(f"{app_server.url}/?token={new}")
+    wait_progress(fresh, "1 / 3", 1)  # the same place in the queue
+    fresh.keyboard.press("2")
+    wait_progress(fresh, "2 / 3", 2)
+    with read_session(store) as s:
+        assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [2, 1]

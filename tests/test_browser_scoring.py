@@ -46,3 +46,57 @@ def test_progress_rises_without_reloading(app_server, browser):
     assert page.evaluate("window.__notReloaded === true")
     assert page.url.endswith("/scoring")
     page.close()
+
+
+@pytest.mark.browser
+def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_path):
+    """Issue 19.2 on a server whose hub does not answer (a local port that takes connections and never
+    replies, as a network that drops packets; HF_HUB_OFFLINE unset): a PLUIE run and an S3C baseline
+    run on an unknown hub id are each refused in seconds with one sentence, and no run is created."""
+    import socket
+    import time
+
+    from sqlalchemy import func, select
+
+    from db.engine import read_session
+    from db.models import ScoreRun
+    from tests.browser import start_app, stop_app
+
+    engine = init_db(db_url)
+    add_pairs(engine, "d", sentence_pairs(3))
+    with socket.socket() as black_hole:
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(64)
+        endpoint = f"http://127.0.0.1:{black_hole.getsockname()[1]}"
+        server = start_app(db_url, tmp_path / "streamlit.log", extra_env={
+            "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_ENDPOINT": endpoint})
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.goto(f"{server.url}/scoring")
+            wait_for_app(page)
+            sentence = ("The model {} is not in the local Hugging Face cache, and the Hugging Face hub "
+                        f"({endpoint}) does not answer from this machine: download the model where there is "
+                        "internet access, or give a local model directory.")
+            page.get_by_role("textbox", name="Model").first.fill("someone/no-such-model")
+            started = time.monotonic()
+            page.get_by_role("button", name="Create run").click()
+            page.get_by_text(sentence.format("someone/no-such-model")).wait_for(timeout=40_000)
+            assert time.monotonic() - started < 20  # before: the hub client's retries, about a minute
+
+            page.get_by_text("New baseline run").click()
+            page.get_by_role("combobox", name="Baseline", exact=True).click()
+            page.get_by_role("option", name="S3C cosine (s3c)").click()
+            page.get_by_role("textbox", name="Baseline model", exact=True).fill("someone/no-such-encoder")
+            page.keyboard.press("Tab")
+            started = time.monotonic()
+            page.get_by_role("button", name="Create baseline run").click()
+            page.get_by_text(sentence.format("someone/no-such-encoder")).wait_for(timeout=40_000)
+            assert time.monotonic() - started < 20  # before: created, then failed in the worker
+            wait_for_app(page)
+            assert page.locator("[data-testid='stAlert']").filter(has_text="Hugging Face").count() == 1
+            assert page.locator("[data-testid='stException']").count() == 0
+        finally:
+            stop_app(server)
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
+    engine.dispose()
