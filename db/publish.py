@@ -31,6 +31,7 @@ from sqlalchemy import Engine, case, func, select
 from db.engine import read_session
 from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, _annotator_names, export_frame
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, utcnow
+from pluie_core.places import confined, data_dir
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
@@ -132,18 +133,30 @@ def _pair_id_chunks(session, dataset_id: int, chunk_size: int):
 
 def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]] = None, *, licence: str,
                     title: Optional[str] = None, include_training: bool = False, chunk_size: int = DEFAULT_CHUNK,
-                    n_boot: int = 1000, progress: Optional[Callable[[int, int], None]] = None) -> PublishResult:
+                    n_boot: int = 1000, progress: Optional[Callable[[int, int], None]] = None,
+                    within: Optional[Iterable[Path]] = None) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
     ``title``: the card's name (the datasets' names by default); ``progress(done, total)`` is
-    called after each chunk. The folder must not exist yet, or be empty."""
+    called after each chunk. The folder must not exist yet, or be empty, and must not be a link.
+    ``within``: the folders it must lie inside, links resolved (the Export page passes
+    pluie_core.places.publish_roots(): the data folder and the configured ones); None: anywhere."""
     try:
         licence = check_licence(licence)
     except ValueError as exc:
         raise PublishError(str(exc)) from None
     if chunk_size < 1:
         raise PublishError("A chunk holds at least one pair.")
+    if not str(folder).strip():
+        raise PublishError("Name the folder to write.")
     folder = Path(folder).expanduser()
+    try:
+        if within is not None:
+            folder = confined(folder, list(within))
+        elif folder.is_symlink():
+            raise ValueError(f"{folder} is a symbolic link: choose a new folder.")
+    except ValueError as exc:
+        raise PublishError(str(exc)) from None
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise PublishError(f"{folder} already exists and is not an empty folder: choose a new folder.")
     ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
@@ -217,11 +230,13 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         if folder.exists():
             folder.rmdir()  # empty, checked above
         partial.rename(folder)
-    except BaseException:
+    except BaseException as exc:
         for open_file in (writer, stream):
             if open_file is not None:
                 open_file.close()
         shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.strerror:  # a read-only folder, a full disk...: one sentence
+            raise PublishError(f"The folder {folder} cannot be written ({exc.strerror.lower()}).") from None
         raise
     return PublishResult(folder, done, n_chunks, schema.names, card)
 
@@ -248,6 +263,4 @@ def _arrow_copy(folder: Path) -> None:
 def default_folder(stem: str) -> Path:
     """Where the export page offers to write a dataset folder: <data dir>/published/<stem>-<UTC time>
     (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files)."""
-    import os
-
-    return Path(os.environ.get("PLUIE_DATA_DIR") or "data") / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"
+    return data_dir() / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"

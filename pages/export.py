@@ -7,6 +7,7 @@ from db.datasets import list_datasets
 from db.export import export_frame, export_labels
 from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page
+from pluie_core.places import publish_roots
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 
 engine = admin_page()
@@ -67,6 +68,7 @@ if publish:
     bar = st.progress(0.0, text="Writing…")
     try:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
+                                 within=publish_roots(),
                                  progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
     except PublishError as exc:
         bar.empty()

@@ -28,6 +28,8 @@ from typing import Optional
 
 import bcrypt
 
+from pluie_core.places import data_dir
+
 CONFIG_FILE = "pluie_lab.toml"
 ADMIN_COOKIE = "pluie_admin"  # the name of the cookie that carries an organiser's session token
 DEFAULT_SESSION_HOURS = 12.0
@@ -98,7 +100,7 @@ def admin_session_hours() -> float:
 
 
 def _data_dir() -> Path:
-    return Path(os.environ.get("PLUIE_DATA_DIR") or "data")
+    return data_dir()
 
 
 def session_secret() -> bytes:
