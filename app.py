@@ -10,6 +10,7 @@ st.navigation is called on every run, so the pages/ folder is never listed on it
 """
 import streamlit as st
 
+from db.engine import StoreUnavailable
 from pages.shared import FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser
 from pluie_core.auth import admin_password_configured
 from worker import ensure_worker_running
@@ -30,7 +31,10 @@ background_worker()
 
 if "token" in st.query_params:
     # an annotator: their own queue only (the page checks the token and says when it is not valid)
-    st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden").run()
+    try:
+        st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden").run()
+    except StoreUnavailable as exc:  # a write the store could not take: its sentence, never a traceback
+        st.error(str(exc))
     st.stop()
 
 
@@ -79,4 +83,7 @@ if admin_password_configured():
 else:
     st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
                        "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")
-navigation.run()
+try:
+    navigation.run()
+except StoreUnavailable as exc:  # a write the store could not take (busy, full, read-only): one sentence
+    st.error(str(exc))

@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from db.engine import read_session, write_session
+from db.engine import read_session, retry_when_busy, write_session
 from db.models import (
     Annotator,
     Assignment,
@@ -613,6 +613,7 @@ def served_at(engine: Engine, annotator_id: int, position: int) -> Optional[Serv
         return _served(session, campaign, _training_size(session, campaign.id), assignment, annotator_id)
 
 
+@retry_when_busy  # an answer waits for a busy store a little longer before the page says so
 def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
                  *, replacing: Optional[int] = None) -> None:
     """Store an answer at once, over exactly what the page showed: a first answer to a pair shown

@@ -42,8 +42,9 @@ class StoreUnavailable(RuntimeError):
     """The store could not take a write (busy, full, read-only, failing disk); the message is one
     sentence for the user. Nothing of the transaction was written."""
 
-    def __init__(self, message: str, busy: bool = False):
+    def __init__(self, message: str, reason: str, busy: bool = False):
         super().__init__(message)
+        self.reason = reason  # a few words: "the store is busy"
         self.busy = busy  # another writer held the lock: trying again later may work
 
 
@@ -67,16 +68,17 @@ def _unavailable(exc: DBAPIError) -> Optional[StoreUnavailable]:
     if "database is locked" in text or "table is locked" in text or "lock timeout" in text \
             or "could not obtain lock" in text:
         return StoreUnavailable(f"The store is busy: another write held it for more than {busy_timeout():g} s, "
-                                "so nothing was saved; try again in a moment.", busy=True)
+                                "so nothing was saved; try again in a moment.", "the store is busy", busy=True)
     if "disk is full" in text or "no space left" in text:
         return StoreUnavailable("The store's disk is full, so nothing was saved: ask the person who runs "
-                                "the app to free some space, then try again.")
+                                "the app to free some space, then try again.", "the store's disk is full")
     if "readonly database" in text or "read-only transaction" in text:
         return StoreUnavailable("The store is read-only, so nothing was saved: ask the person who runs the "
-                                "app to make it writable, then try again.")
+                                "app to make it writable, then try again.", "the store is read-only")
     if "disk i/o error" in text or "unable to open database" in text:
         return StoreUnavailable("The store could not be written (a disk error), so nothing was saved: "
-                                "try again, and tell the person who runs the app if it happens again.")
+                                "try again, and tell the person who runs the app if it happens again.",
+                                "the store could not be written")
     return None
 
 

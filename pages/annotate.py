@@ -8,6 +8,7 @@ import time
 import streamlit as st
 
 from db import annotation as ann
+from db.engine import StoreUnavailable
 from pages.shared import annotator_page
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
@@ -69,6 +70,10 @@ def answer(position: int, level: int, shown_level: int | None) -> None:
         st.session_state.pop(revisit_key, None)
     except ann.CampaignError as exc:
         st.session_state[error_key] = str(exc)
+    except StoreUnavailable as exc:  # the pair and its answers stay on screen: the same key sends it again
+        when = "in a moment" if exc.busy else "once the person who runs the app has fixed it"
+        st.session_state[error_key] = (f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: "
+                                       f"press it again {when}.")
 
 
 def go_back(position: int) -> None:

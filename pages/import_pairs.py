@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from db.datasets import ImportRejected, import_pairs
+from db.engine import StoreUnavailable
 from pages.shared import admin_page
 from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
 
@@ -143,7 +144,7 @@ if st.button("Import", type="primary"):
             engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append,
             keep_duplicates=keep_duplicates,
         )
-    except ImportRejected as exc:
+    except (ImportRejected, StoreUnavailable) as exc:  # all or nothing: nothing was imported
         st.error(str(exc))
     else:
         skipped = f", {result.n_skipped_duplicates} already there" if result.n_skipped_duplicates else ""

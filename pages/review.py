@@ -7,6 +7,7 @@ import streamlit as st
 
 from db import review
 from db.datasets import list_datasets
+from db.engine import StoreUnavailable
 from pages.shared import admin_page
 from pluie_core.diff import diff_html
 from pluie_core.labels import LEVELS
@@ -52,7 +53,7 @@ def decide(pair: int, level, seen: int, advance: bool) -> None:
     try:
         review.adjudicate(engine, pair, level, st.session_state.get("reviewer", ""),
                           st.session_state.get(f"note-{pair}", ""), seen_revision=seen)
-    except review.ReviewError as exc:
+    except (review.ReviewError, StoreUnavailable) as exc:  # the pair, the note and the keys stay on screen
         st.session_state[ERROR] = str(exc)
         return
     done = "withdrawn: the majority rule applies again" if level is None else f"“{LEVELS[level]}”"

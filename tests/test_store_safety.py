@@ -183,3 +183,41 @@ def test_a_full_or_read_only_store_is_one_sentence(quick_store):
         import_pairs(engine, "big", long)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT name FROM datasets").scalars().all() == ["first"]
+
+
+def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_sends_it_again(
+        quick_store, monkeypatch):
+    """The second connection holds the lock past the busy timeout (and the one retry): the page says
+    so in one sentence, shows the same pair with its answers, and the same key then saves it."""
+    from streamlit.testing.v1 import AppTest
+
+    from db import annotation as ann
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+    from tests.paths import REPO
+
+    engine, path = quick_store
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(5))
+    cid = ann.create_campaign(engine, "Pilot", [ds], quota=2, n_training=0)
+    aid, token = ann.create_annotator(engine, cid, "ann")
+    ann.set_annotator_profile(engine, aid, "Ann", "good")
+    monkeypatch.setenv("PLUIE_DB_URL", f"sqlite:///{path}")
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.chdir(REPO)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30)
+    at.query_params["token"] = token
+    at.run()
+    shown = [h.proto.body for h in at.html if "pluie-pair" in h.proto.body and "<style>" not in h.proto.body]
+    other = held_lock(path)
+    try:
+        at.button(key="answer-3-0").click().run()
+    finally:
+        other.rollback()
+        other.close()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "Your answer “Same meaning” was not saved because the store is busy: press it again in a moment."]
+    assert [h.proto.body for h in at.html if "pluie-pair" in h.proto.body and "<style>" not in h.proto.body] == shown
+    assert ann.progress(engine, aid).done == 0
+    at.button(key="answer-3-0").click().run()  # the same pair, the same key: saved now
+    assert not at.error and ann.progress(engine, aid).done == 1
