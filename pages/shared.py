@@ -11,9 +11,9 @@ from pluie_core.auth import (
     admin_password_configured,
     admin_session_expiry,
     admin_session_hours,
-    check_admin_password,
     end_admin_session,
     issue_admin_session,
+    try_admin_password,
 )
 
 
@@ -72,12 +72,16 @@ def organiser_session_end() -> "dt.datetime | None":
     return dt.datetime.fromtimestamp(end, dt.timezone.utc)
 
 
-def log_in(password: str) -> bool:
-    if not check_admin_password(password):
-        return False
+def log_in(password: str) -> "str | None":
+    """Log this browser in; None when done, else the sentence to show (a wrong password, or too
+    many attempts from this address: pluie_core.auth.LoginGuard slows guessing down)."""
+    address = st.context.ip_address  # None from the server's own machine (and not a str under AppTest)
+    refused = try_admin_password(password, address if isinstance(address, str) and address else "localhost")
+    if refused:
+        return refused
     st.session_state[ADMIN_TOKEN] = issue_admin_session()[0]
     st.session_state.pop(LOGGED_OUT, None)
-    return True
+    return None
 
 
 def log_out() -> None:
@@ -125,9 +129,10 @@ def require_organiser() -> None:
     with st.form("admin-login"):
         password = st.text_input("Admin password", type="password")
         if st.form_submit_button("Log in", type="primary"):
-            if log_in(password):
+            refused = log_in(password)
+            if refused is None:
                 st.rerun()
-            st.error("Wrong password.")
+            st.error(refused)
     st.caption(f"A login lasts {hours:g} hours on this browser, reloads and new tabs included.")
     st.stop()
 
