@@ -9,7 +9,7 @@ import streamlit as st
 
 from db import annotation as ann
 from db.engine import StoreUnavailable
-from pages.shared import annotator_page
+from pages.shared import annotator_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
@@ -42,7 +42,7 @@ def show_guidelines() -> None:
 
 
 if view.needs_profile:
-    st.title(view.campaign_name)
+    st.title(user_text(view.campaign_name))
     st.write("Welcome, and thank you for helping. Before you start, please tell us who you are.")
     with st.form("profile"):
         display_name = st.text_input("Your name, as shown with your labels", value=view.display_name or "")
@@ -52,7 +52,7 @@ if view.needs_profile:
                 ann.set_annotator_profile(engine, aid, display_name, english)
                 st.rerun()
             except ann.CampaignError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
     with st.expander("Guidelines", expanded=True):
         st.markdown(guidelines_markdown(view.guidelines), unsafe_allow_html=True)
     st.stop()
@@ -86,11 +86,11 @@ progress = ann.progress(engine, aid)
 st.html(STYLE)
 
 header, guide = st.columns([5, 1], vertical_alignment="center")
-header.subheader(view.campaign_name)
+header.subheader(user_text(view.campaign_name))
 with guide:
     show_guidelines()
 if st.session_state.get(error_key):
-    st.error(st.session_state.pop(error_key))
+    st.error(user_text(st.session_state.pop(error_key)))
 
 if item is None:
     st.progress(min(1.0, progress.done / max(progress.quota, 1)), text=f"{progress.done} / {progress.quota}")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from db.datasets import ImportRejected, import_pairs
 from db.engine import StoreUnavailable
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
 
 engine = admin_page()
@@ -66,7 +66,7 @@ if generic:
     try:
         table = raw_table(data, uploaded.name)
     except PairFileError as exc:
-        st.error(str(exc))
+        st.error(user_text(exc))
         st.stop()
     st.subheader(f"{next(steps)} · Preview")
     st.dataframe(table.head(10), hide_index=True, width="stretch")
@@ -102,10 +102,10 @@ if generic:
     try:
         pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping, keep_duplicates)
     except PairFileError as exc:
-        st.error(str(exc))
+        st.error(user_text(exc))
         st.stop()
 elif error is not None:
-    st.error(str(error))
+    st.error(user_text(error))
     st.stop()
 
 st.subheader(f"{next(steps)} · Validation")
@@ -116,10 +116,10 @@ cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", f
 cols[2].metric("Gold labels", f"{int(pairs['label'].notna().sum()) if 'label' in pairs else 0:,}")
 cols[3].metric("Annotators", f"{len(annotators):,}")
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
-for note in attrs.get("notes") or []:
-    st.info(note)
+for note in attrs.get("notes") or []:  # they quote the file's words and columns
+    st.info(user_text(note))
 for warning in attrs.get("warnings") or []:
-    st.warning(warning)
+    st.warning(user_text(warning))
 if attrs.get("duplicates"):
     with st.expander("Duplicate pairs (kept)" if keep_duplicates else "Duplicate pairs (skipped)"):
         st.dataframe(attrs["duplicates"][:200], width="stretch")
@@ -145,13 +145,13 @@ if st.button("Import", type="primary"):
             keep_duplicates=keep_duplicates,
         )
     except (ImportRejected, StoreUnavailable) as exc:  # all or nothing: nothing was imported
-        st.error(str(exc))
+        st.error(user_text(exc))
     else:
         skipped = f", {result.n_skipped_duplicates} already there" if result.n_skipped_duplicates else ""
         if result.n_kept_duplicates:
             skipped += f" ({result.n_kept_duplicates:,} exact repeats kept)"
         st.success(
-            f"Imported {result.n_pairs:,} pairs into “{result.dataset_name}”{skipped}; "
+            f"Imported {result.n_pairs:,} pairs into “{user_text(result.dataset_name)}”{skipped}; "
             f"{result.n_labels:,} annotator labels; {result.n_queued:,} scores queued."
         )
         st.page_link("pages/home.py", label="See it on the home page", icon=":material/dataset:")

@@ -8,7 +8,7 @@ import streamlit as st
 from db import review
 from db.datasets import list_datasets
 from db.engine import StoreUnavailable
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.labels import LEVELS
 
@@ -32,7 +32,7 @@ queue = review.review_queue(engine, [names[n] for n in chosen], show)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):
-    st.error(st.session_state.pop(ERROR))
+    st.error(user_text(st.session_state.pop(ERROR)))  # may quote another reviewer's name
 if queue.empty:
     st.info("No pair to review here: no pair of these datasets has five-level labels that disagree."
             if show != "adjudicated" else "No pair has a final level set by a reviewer yet.")
@@ -74,15 +74,16 @@ st.html(f"<div style='{BOX}' data-testid='review-pair'><div style='{CAPTION}'>So
         f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
 gold = pair["gold_label"]
 majority = item["majority_level"]
-st.caption(f"Pair {pair_id} · {pair['dataset']} · id {pair['external_id'] or '—'} · gold label "
+st.caption(f"Pair {pair_id} · {user_text(pair['dataset'])} · id {user_text(pair['external_id'] or '—')} · gold label "
            f"{'—' if gold is None else f'{gold:g}'} · {'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
            f"spread {int(row['spread'])} · majority rule: {'no label (tie)' if majority is None else LEVELS[majority]}")
 decision = item["adjudication"]
 if decision is None:
     st.markdown("**Final level:** not decided — the export uses the majority rule.")
 else:
-    st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {decision['reviewer']} on "
-                f"{decision['created_at']:%Y-%m-%d %H:%M} UTC" + (f": “{decision['note']}”" if decision["note"] else "."))
+    st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {user_text(decision['reviewer'])} on "
+                f"{decision['created_at']:%Y-%m-%d %H:%M} UTC"
+                + (f": “{user_text(decision['note'])}”" if decision["note"] else "."))
 
 labels_column, scores_column = st.columns([3, 2])
 with labels_column:

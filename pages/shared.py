@@ -1,7 +1,10 @@
-"""What every page shares: the store's engine (opened once per server process and URL) and the
-first line of every page, which keeps the app's frame and its access rules in force."""
+"""What every page shares: the store's engine (opened once per server process and URL), the
+first line of every page, which keeps the app's frame and its access rules in force, and
+user_text, through which every page shows text a user typed or imported."""
 import datetime as dt
 import json
+import re
+import string
 
 import streamlit as st
 
@@ -15,6 +18,43 @@ from pluie_core.auth import (
     issue_admin_session,
     try_admin_password,
 )
+
+
+# Markdown signs that act anywhere in a line (an underscore only at a word's edge: snake_case stays as is)
+_INLINE_SIGNS = re.compile(r"[\\`*\[\]<$~&|]|(?<!\w)_|_(?!\w)")
+# signs that act at the start of a line: headings, lists, quotes, setext underlines, ordered lists
+_LINE_STARTS = re.compile(r"(?m)^([ \t]*)([#\-+=>]|\d+(?=[.)]))")
+# what Markdown and Streamlit act on even when escaped: http(s)://, www., e-mail addresses (links),
+# and :name: / :name[ (emoji, icons, coloured text); a word joiner after them stops that
+_UNESCAPABLE = re.compile(r"(?i)(?:https?|www)(?=[:.])|@|:(?=[\w+\-/])")
+_LINE_BREAKS = re.compile(r"\r\n?|\n")
+
+
+def user_text(value) -> str:
+    """Text a user typed or imported — dataset, campaign, run and annotator names, external ids,
+    reviewer names and notes, file and column names, folders, and messages that quote any of
+    them — made safe to put in anything Streamlit renders as Markdown (st.markdown, st.caption,
+    st.title / header / subheader, st.write of a string, st.info / warning / error / success,
+    st.progress text, labels of buttons, expanders, tabs, radio options, metrics, help tooltips).
+    THE one way every page shows user text:
+
+        st.caption(f"Pair {pair_id} · {user_text(dataset)} · id {user_text(external_id)}")
+        st.error(user_text(exc))
+
+    The text then shows as typed: no Markdown, HTML, LaTeX, emoji or Streamlit directive in it
+    takes effect, so `![t](http://host/x.png)` fetches nothing and no link or image is made from
+    it. How: the signs that make Markdown (backslash ` * [ ] < $ ~ & |, _ at a word's edge, # - + = >
+    or "1." at a line's start) are backslash-escaped; an invisible word joiner (U+2060) follows
+    `http`, `https` and `www` before ':' / '.', every '@', and ':' before a letter, since
+    Markdown makes links of addresses, and Streamlit emoji, icons and colours of :name:, even
+    when escaped; line breaks stay line breaks. App text around it stays Markdown. (Tables of
+    st.dataframe, selectbox options and st.text show text as text already.) None shows as ""."""
+    text = "" if value is None else str(value)
+    text = _UNESCAPABLE.sub(lambda found: found.group(0) + "\u2060", text)
+    text = _INLINE_SIGNS.sub(lambda found: "\\" + found.group(0), text)
+    text = _LINE_STARTS.sub(lambda found: found.group(1) + (
+        found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), text)
+    return _LINE_BREAKS.sub("\\\\\n", text)
 
 
 @st.cache_resource(show_spinner=False)
@@ -120,7 +160,7 @@ def require_organiser() -> None:
         hours = admin_session_hours()
         logged_in = organiser_session_end() is not None
     except ValueError as exc:  # a session length or secret file that cannot be used
-        st.error(str(exc))
+        st.error(user_text(exc))
         st.stop()
     if logged_in:
         return
