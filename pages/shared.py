@@ -20,8 +20,8 @@ from pluie_core.auth import (
 )
 
 
-# Markdown signs that act anywhere in a line (an underscore only at a word's edge: snake_case stays as is)
-_INLINE_SIGNS = re.compile(r"[\\`*\[\]<$~&|]|(?<!\w)_|_(?!\w)")
+# Markdown signs that act anywhere in a line (an underscore unless between letters or digits: snake_case stays)
+_INLINE_SIGNS = re.compile(r"[\\`*\[\]<$~&|]|(?<![^\W_])_|_(?![^\W_])")
 # signs that act at the start of a line: headings, lists, quotes, setext underlines, ordered lists
 _LINE_STARTS = re.compile(r"(?m)^([ \t]*)([#\-+=>]|\d+(?=[.)]))")
 # what Markdown and Streamlit act on even when escaped: http(s)://, www., e-mail addresses (links),
@@ -43,11 +43,11 @@ def user_text(value) -> str:
 
     The text then shows as typed: no Markdown, HTML, LaTeX, emoji or Streamlit directive in it
     takes effect, so `![t](http://host/x.png)` fetches nothing and no link or image is made from
-    it. How: the signs that make Markdown (backslash ` * [ ] < $ ~ & |, _ at a word's edge, # - + = >
-    or "1." at a line's start) are backslash-escaped; an invisible word joiner (U+2060) follows
-    `http`, `https` and `www` before ':' / '.', every '@', and ':' before a letter, since
-    Markdown makes links of addresses, and Streamlit emoji, icons and colours of :name:, even
-    when escaped; line breaks stay line breaks. App text around it stays Markdown. (Tables of
+    it. How: the signs that make Markdown (backslash ` * [ ] < $ ~ & |, _ unless between letters
+    or digits, and # - + = > or "1." at a line's start) are backslash-escaped; an invisible word
+    joiner (U+2060) follows `http`, `https` and `www` before ':' / '.', every '@', and ':' before
+    a letter, since Markdown makes links of addresses, and Streamlit emoji, icons and colours of
+    :name:, even when escaped; line breaks stay line breaks. App text around it stays Markdown. (Tables of
     st.dataframe, selectbox options and st.text show text as text already.) None shows as ""."""
     text = "" if value is None else str(value)
     text = _UNESCAPABLE.sub(lambda found: found.group(0) + "\u2060", text)
