@@ -157,7 +157,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
             raise ValueError(f"{folder} is a symbolic link: choose a new folder.")
     except ValueError as exc:
         raise PublishError(str(exc)) from None
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+    try:
+        taken = folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
+    except OSError as exc:  # a folder this server may not read
+        raise PublishError(f"The folder {folder} cannot be read ({exc.strerror.lower()}).") from None
+    if taken:
         raise PublishError(f"{folder} already exists and is not an empty folder: choose a new folder.")
     ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
