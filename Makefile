@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+ARGS ?=
 
 .PHONY: run test install install-dev system-deps
 
@@ -27,8 +28,9 @@ system-deps:
 	fi
 
 # Starts the app on the embedded SQLite store (data/pluie_lab.db) and, with the server, its scoring worker.
+# Without an admin password it listens on localhost only (scripts/serve.py); ARGS adds Streamlit options.
 run: install
-	$(PY) scripts/serve.py --server.port $(PORT)
+	$(PY) scripts/serve.py --server.port $(PORT) $(ARGS)
 
 test: install-dev
 	$(PY) -m pytest

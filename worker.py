@@ -41,6 +41,7 @@ from db.engine import database_url, init_db  # noqa: E402
 from db import queue  # noqa: E402
 from db.models import ScoreRun  # noqa: E402
 from db.runs import ensure_default_runs  # noqa: E402
+from pluie_core.places import data_dir  # noqa: E402
 
 log = logging.getLogger("pluie.worker")
 
@@ -577,7 +578,7 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
             return None
     finally:
         engine.dispose()
-    log_path = Path(log_path or os.environ.get("PLUIE_WORKER_LOG", "data/worker.log"))
+    log_path = Path(log_path or os.environ.get("PLUIE_WORKER_LOG") or data_dir() / "worker.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         started = subprocess.Popen(
@@ -591,7 +592,7 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="Score queued sentence pairs (PLUIE and baselines).")
-    parser.add_argument("--db", help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///data/pluie_lab.db)")
+    parser.add_argument("--db", help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///<PLUIE_DATA_DIR or data>/pluie_lab.db)")
     parser.add_argument("--once", action="store_true", help="score one claim and exit")
     parser.add_argument("--exit-when-idle", action="store_true", help="exit when no queued work is left")
     parser.add_argument("--claim-size", type=int, default=None,

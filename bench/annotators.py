@@ -85,7 +85,7 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
               "first_error": "", "serve": [], "store": []}
 
     def failed(exc: Exception) -> None:
-        if "database is locked" in str(exc):
+        if "database is locked" in str(exc) or getattr(exc, "busy", False):  # db.engine.StoreUnavailable
             result["locked"] += 1
         elif isinstance(exc, ann.StaleAnswerError):
             result["stale"] += 1

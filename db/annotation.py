@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from db.engine import read_session, write_session
+from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
 from db.models import (
     Annotator,
@@ -654,6 +654,7 @@ CAMPAIGN_CLOSED = ("This campaign is closed for now: your answer was not saved. 
                    "Your earlier answers are kept; come back to this link when it reopens.")
 
 
+@retry_when_busy  # an answer waits for a busy store a little longer before the page says so
 def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
                  *, replacing: Optional[int] = None, token: Optional[str] = None, comment: Optional[str] = None,
                  flagged: bool = False) -> None:

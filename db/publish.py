@@ -37,6 +37,7 @@ from db.models import (
     Annotator, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
     utcnow,
 )
+from pluie_core.places import confined, data_dir
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import gold_check_count
@@ -167,21 +168,37 @@ def _pair_id_chunks(session, dataset_id: int, chunk_size: int, conditions: list)
 def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]] = None, *, licence: str,
                     title: Optional[str] = None, include_training: bool = False, campaign_id: Optional[int] = None,
                     pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
-                    progress: Optional[Callable[[int, int], None]] = None) -> PublishResult:
+                    progress: Optional[Callable[[int, int], None]] = None,
+                    within: Optional[Iterable[Path]] = None) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
     ``title``: the card's name (the datasets' names by default); ``campaign_id``: only that
     campaign's pairs and labels, and the card describes the campaign; ``pairs``: "all", "labelled"
     or "adjudicated" (db.export.pair_conditions); ``progress(done, total)`` is called after each
-    chunk. The folder must not exist yet, or be empty."""
+    chunk. The folder must not exist yet, or be empty, and must not be a link.
+    ``within``: the folders it must lie inside, links resolved (the Export page passes
+    pluie_core.places.publish_roots(): the data folder and the configured ones); None: anywhere."""
     try:
         licence = check_licence(licence)
     except ValueError as exc:
         raise PublishError(str(exc)) from None
     if chunk_size < 1:
         raise PublishError("A chunk holds at least one pair.")
+    if not str(folder).strip():
+        raise PublishError("Name the folder to write.")
     folder = Path(folder).expanduser()
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+    try:
+        if within is not None:
+            folder = confined(folder, list(within))
+        elif folder.is_symlink():
+            raise ValueError(f"{folder} is a symbolic link: choose a new folder.")
+    except ValueError as exc:
+        raise PublishError(str(exc)) from None
+    try:
+        taken = folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
+    except OSError as exc:  # a folder this server may not read
+        raise PublishError(f"The folder {folder} cannot be read ({exc.strerror.lower()}).") from None
+    if taken:
         raise PublishError(f"{folder} already exists and is not an empty folder: choose a new folder.")
     if pairs not in PAIR_SCOPES:
         raise PublishError("Publish every pair, the labelled pairs or the adjudicated pairs.")
@@ -270,11 +287,13 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         if folder.exists():
             folder.rmdir()  # empty, checked above
         partial.rename(folder)
-    except BaseException:
+    except BaseException as exc:
         for open_file in (writer, stream):
             if open_file is not None:
                 open_file.close()
         shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.strerror:  # a read-only folder, a full disk...: one sentence
+            raise PublishError(f"The folder {folder} cannot be written ({exc.strerror.lower()}).") from None
         raise
     return PublishResult(folder, done, n_chunks, schema.names, card)
 
@@ -301,6 +320,4 @@ def _arrow_copy(folder: Path) -> None:
 def default_folder(stem: str) -> Path:
     """Where the export page offers to write a dataset folder: <data dir>/published/<stem>-<UTC time>
     (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files)."""
-    import os
-
-    return Path(os.environ.get("PLUIE_DATA_DIR") or "data") / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"
+    return data_dir() / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
 from db.analysis import analysis_choices, labels_long, pair_detail
-from db.engine import read_session, write_session
+from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
 from db.models import Adjudication, Label, Pair
 from pluie_core.labels import LEVELS, majority_level
@@ -130,6 +130,7 @@ def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
     return detail
 
 
+@retry_when_busy
 def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str, note: str = "",
                *, seen_revision: int = 0) -> int:
     """Set a pair's final level (0-3), or withdraw the decision in force (level None: back to the

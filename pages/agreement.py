@@ -11,7 +11,7 @@ from pluie_core.analysis import (
     RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_matrix, label_scales, labels_on_scale,
 )
 from pages import analysis_common as common
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.stats import (
     StatsError, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, pairwise_kappa,
 )
@@ -121,7 +121,7 @@ run, run_scores, versus = selection.run, None, None
 if run is not None:
     run_scores = common.scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"])
     if run_scores is None:
-        st.info(f"No {run['name']} score on these datasets yet.")
+        st.info(f"No {user_text(run['name'])} score on these datasets yet.")
     else:
         threshold = common.threshold_input(selection, "agreement_threshold")
         if scale == "levels":
@@ -141,7 +141,7 @@ if run_scores is None:
 elif scale == "raw":
     st.info(RAW_SCALE_NO_BINARY)
 else:
-    st.caption(f"{run['name']} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
+    st.caption(f"{user_text(run['name'])} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
                "binarised κ and accuracy per annotator and for the majority label (Don't know and ties left out).")
     st.dataframe(versus, hide_index=True, width="stretch")
     common.download_csv(versus, "humans_vs_model.csv")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from db import analysis
 from pluie_core import analysis as core
-from pages.shared import get_engine
+from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.stats import StatsError
 
@@ -84,7 +84,7 @@ def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]
         cut = st.slider("Gold paraphrase cut (share of the scale)", 0.0, 1.0, 0.5, 0.05, key="analysis_gold_cut",
                         help="Scored gold labels (STS-B 0–5, BIOSSES 0–4, …) count as paraphrase at or above this point.")
         cuts = scored["label_min"] + cut * (scored["label_max"] - scored["label_min"])
-        st.caption("Paraphrase when gold ≥ " + ", ".join(f"{c:g} ({n})" for n, c in zip(scored["name"], cuts)))
+        st.caption("Paraphrase when gold ≥ " + ", ".join(f"{c:g} ({user_text(n)})" for n, c in zip(scored["name"], cuts)))
     return core.Reference(kind, annotator, cut)
 
 
@@ -122,7 +122,7 @@ def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Seri
     try:
         return core.reference_labels(pair_frame, labels(selection.url, selection.dataset_ids), selection.reference)
     except StatsError as error:
-        st.info(str(error))
+        st.info(user_text(error))
         st.stop()
 
 
@@ -186,13 +186,14 @@ def threshold_input(selection: Selection, key: str) -> float:
              "best threshold (the Thresholds page's); a threshold you set here holds on every page.",
     )
     if run_id in user and user[run_id] != rule.value:
-        st.sidebar.caption(f"Threshold {threshold:.4g}: set by you (the default is {rule.describe()}, {rule.value:.4g}).")
+        st.sidebar.caption(f"Threshold {threshold:.4g}: set by you (the default is {user_text(rule.describe())}, "
+                           f"{rule.value:.4g}).")
         if st.sidebar.button("Back to the default threshold", key=f"{widget}_reset"):
             user.pop(run_id)
             st.session_state.pop(widget, None)
             st.rerun()
     else:
-        st.sidebar.caption(f"Threshold {threshold:.4g}: {rule.describe()}.")
+        st.sidebar.caption(f"Threshold {threshold:.4g}: {user_text(rule.describe())}.")  # may name an annotator
     return float(threshold)
 
 

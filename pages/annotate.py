@@ -8,7 +8,8 @@ import time
 import streamlit as st
 
 from db import annotation as ann
-from pages.shared import annotator_page
+from db.engine import StoreUnavailable
+from pages.shared import annotator_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
@@ -47,7 +48,7 @@ def show_guidelines() -> None:
 
 
 if view.needs_profile:
-    st.title(view.campaign_name)
+    st.title(user_text(view.campaign_name))
     st.write("Welcome, and thank you for helping. Before you start, please tell us who you are.")
     with st.form("profile"):
         display_name = st.text_input("Your name, as shown with your labels", value=view.display_name or "")
@@ -57,7 +58,7 @@ if view.needs_profile:
                 ann.set_annotator_profile(engine, aid, display_name, english)
                 st.rerun()
             except ann.CampaignError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
     with st.expander("Guidelines", expanded=True):
         st.markdown(guidelines_markdown(view.guidelines), unsafe_allow_html=True)
     st.stop()
@@ -85,6 +86,10 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
             st.session_state[f"shown-{annotator_id}"] = (None, time.monotonic())
     except ann.CampaignError as exc:
         st.session_state[ERROR_KEY] = str(exc)
+    except StoreUnavailable as exc:  # the pair and its answers stay on screen: the same key sends it again
+        when = "in a moment" if exc.busy else "once the person who runs the app has fixed it"
+        st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: "
+                                       f"press it again {when}.")
 
 
 def go_back(position: int) -> None:
@@ -119,12 +124,12 @@ def show_training_feedback(feedback: ann.TrainingFeedback) -> None:
 st.html(STYLE)
 
 header, guide = st.columns([5, 1], vertical_alignment="center")
-header.subheader(view.campaign_name)
+header.subheader(user_text(view.campaign_name))
 with guide:
     show_guidelines()
 refused = st.session_state.pop(ERROR_KEY, None)
 if refused:
-    st.error(refused)
+    st.error(user_text(refused))
 if st.session_state.get(feedback_key) is not None:
     feedback = ann.training_feedback(engine, aid, st.session_state[feedback_key])
     if feedback is not None:

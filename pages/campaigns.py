@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from db import annotation as ann
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
 from pluie_core.labels import LEVELS
@@ -77,7 +77,7 @@ def new_campaign_form() -> None:
                 st.session_state["campaign-created"] = name.strip()
                 st.rerun()
             except ann.CampaignError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
 
 
 def annotators_section(campaign) -> None:
@@ -107,7 +107,7 @@ def annotators_section(campaign) -> None:
                     (n, personal_link(token)) for _, n, token in ann.create_annotators(engine, campaign.id, wanted)]
                 st.rerun()
             except ann.CampaignError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
 
     active = {r["id"]: r["name"] for r in rows if r["status"] == "active"}
     if active:
@@ -119,7 +119,7 @@ def annotators_section(campaign) -> None:
             st.session_state["revoked"] = active[who]
             st.rerun()
     if st.session_state.get("revoked"):
-        st.success(f"{st.session_state.pop('revoked')}'s link no longer works; their labels are kept.")
+        st.success(f"{user_text(st.session_state.pop('revoked'))}'s link no longer works; their labels are kept.")
 
     everyone = {r["id"]: r["name"] for r in rows}
     if everyone:
@@ -132,7 +132,7 @@ def annotators_section(campaign) -> None:
             st.session_state["relinked"] = everyone[who]
             st.rerun()
     if st.session_state.get("relinked"):
-        st.success(f"{st.session_state.pop('relinked')}'s old link no longer works; the new one above "
+        st.success(f"{user_text(st.session_state.pop('relinked'))}'s old link no longer works; the new one above "
                    "continues with the same labels.")
 
 
@@ -140,7 +140,8 @@ def settings_section(campaign) -> None:
     st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
              f"{campaign.quota} pairs per annotator · {campaign.overlap} annotator(s) per pair")
     runs = dict(ann.score_run_choices(engine, kind=None))
-    st.write(f"Pairs: {describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))} · "
+    chosen = describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))
+    st.write(f"Pairs: {user_text(chosen)} · "
              f"{DISTRIBUTIONS[campaign.distribution]}.")
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
@@ -188,7 +189,7 @@ def training_section(campaign) -> None:
 
 campaigns = ann.list_campaigns(engine)
 if st.session_state.get("campaign-created"):
-    st.success(f"Campaign “{st.session_state.pop('campaign-created')}” created. Add its annotators below.")
+    st.success(f"Campaign “{user_text(st.session_state.pop('campaign-created'))}” created. Add its annotators below.")
 with st.expander("New campaign", expanded=not campaigns):
     new_campaign_form()
 if not campaigns:

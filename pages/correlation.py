@@ -8,7 +8,7 @@ import streamlit as st
 
 from db import evaluation_reads as reads
 from pages import analysis_common as common
-from pages.shared import admin_page, get_engine
+from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.correlation import (
     COLUMNS, METHODS, compare_correlations, correlate, graded_reference, system_level, system_means,
 )
@@ -51,7 +51,7 @@ def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
 
 
 def fail(error: Exception):
-    st.error(str(error))
+    st.error(user_text(error))
     st.stop()
 
 
@@ -94,7 +94,7 @@ if level == "System":
 data = common.scored_frame(selection, chosen_runs)
 unscored = [name for name in chosen_runs if data[name].notna().sum() == 0]
 if unscored:
-    st.caption(f"No score on these datasets yet, left out: {', '.join(unscored)}.")
+    st.caption(f"No score on these datasets yet, left out: {user_text(', '.join(unscored))}.")
     chosen_runs = [name for name in chosen_runs if name not in unscored]
     if not chosen_runs:
         st.info("None of these runs has scored these datasets yet.")
@@ -121,7 +121,7 @@ except StatsError as error:
     fail(error)
 
 direction = runs.set_index("name")["higher_is_similar"]
-st.caption(f"Reference: {REFERENCES[kind].lower()}{f' ({column})' if column else ''}. {n_boot:,} bootstrap resamples, "
+st.caption(f"Reference: {REFERENCES[kind].lower()}{f' ({user_text(column)})' if column else ''}. {n_boot:,} bootstrap resamples, "
            "95% percentile intervals. A distance (lower = more similar) correlates negatively.")
 shown = table.assign(direction=table["metric"].map(lambda m: "higher = similar" if direction.get(m, True)
                                                    else "lower = similar (distance)"))
@@ -163,8 +163,8 @@ try:
 except StatsError as error:
     fail(error)
 a, b, c = st.columns(3)
-a.metric(f"r {first}", f"{found['r_a']:.3f}")
-b.metric(f"r {second}", f"{found['r_b']:.3f}")
+a.metric(f"r {user_text(first)}", f"{found['r_a']:.3f}")
+b.metric(f"r {user_text(second)}", f"{found['r_b']:.3f}")
 c.metric("p (paired bootstrap)", f"{found['p_value']:.3g}")
 st.caption(f"Difference {found['difference']:+.3f}, 95% interval [{found['ci_low']:+.3f}, {found['ci_high']:+.3f}], "
            f"on {found['n']:,} {'systems' if system_column else 'pairs'} with both scores and a reference. Distances "

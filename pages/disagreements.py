@@ -7,7 +7,7 @@ import streamlit as st
 from db.analysis import pair_detail
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_matrix, label_scales
 from pages import analysis_common as common
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements
 
@@ -29,18 +29,20 @@ if labelled_by:
     pairs = pairs[pairs.index.isin(labels.loc[labels["annotator"].isin(labelled_by), "pair_id"])]
 run = selection.run
 score = run["name"] if run is not None else None
+shown_score = user_text(score)  # a run's name, given by a user
 
 if mode == "model":
     if pairs[score].notna().sum() == 0:
-        st.info(f"No {score} score on these pairs yet.")
+        st.info(f"No {shown_score} score on these pairs yet.")
         st.stop()
     threshold = common.threshold_input(selection, "disagreement_threshold")
+    reference = user_text(selection.reference.describe())  # may name an annotator
     table = disagreements(pairs, score, "reference", threshold, bool(run["higher_is_similar"]))
     table = table.rename(columns={"reference": "reference label", "prediction": "model label"})
     shown = ["dataset", score, "reference label", "model label", "confidence", "source", "hypothesis"]
-    st.caption(f"{score} at threshold {threshold:g} against {selection.reference.describe()}: pairs where they differ, "
+    st.caption(f"{shown_score} at threshold {threshold:g} against {reference}: pairs where they differ, "
                "most confident first (confidence = distance of the score from the threshold).")
-    empty = f"No disagreement: {score} and {selection.reference.describe()} agree on every pair with both."
+    empty = f"No disagreement: {shown_score} and {reference} agree on every pair with both."
 else:
     if "levels" not in label_scales(labels):
         st.info("No five-level labels on these datasets yet. " + (RAW_SCALE_NO_BINARY if len(labels) else ""))
@@ -81,7 +83,7 @@ source, hypothesis = diff_html(detail["pair"]["source"], detail["pair"]["hypothe
 st.html(f"<div style='{BOX}'><div style='{CAPTION}'>Source</div><div>{source}</div>"
         f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
 gold = detail["pair"]["gold_label"]
-st.caption(f"Pair {pair_id} · {detail['pair']['dataset']} · id {detail['pair']['external_id'] or '—'} · "
+st.caption(f"Pair {pair_id} · {user_text(detail['pair']['dataset'])} · id {user_text(detail['pair']['external_id'] or '—')} · "
            f"gold label {'—' if gold is None else f'{gold:g}'}")
 for column, title, table, empty in zip(st.columns(2), ("Labels", "Scores"), (detail["labels"], detail["scores"]),
                                       ("No one has labelled this pair.", "No score yet for this pair.")):

@@ -6,7 +6,7 @@ import streamlit as st
 
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation
 
 admin_page()
@@ -23,12 +23,12 @@ data = common.scored_frame(selection, texts=False)
 data[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(data.index)
 data = data.dropna(subset=[score, "reference"])
 if data.empty:
-    st.info(f"No pair of these datasets has both a {score} score and a reference label yet.")
+    st.info(f"No pair of these datasets has both a {user_text(score)} score and a reference label yet.")
     st.stop()
 data["class"] = data["reference"].map(CLASSES)
-st.caption(f"**{score}** on {len(data):,} pairs, classes from {selection.reference.describe()}.")
+st.caption(f"**{user_text(score)}** on {len(data):,} pairs, classes from {user_text(selection.reference.describe())}.")
 if data["class"].nunique() < 2:
-    st.warning(f"Every pair here is a {data['class'].iloc[0]} according to {selection.reference.describe()}: "
+    st.warning(f"Every pair here is a {data['class'].iloc[0]} according to {user_text(selection.reference.describe())}: "
                "the per-class figures below show a single class.")
 
 points = data.reset_index()[["pair_id", "dataset", score, EDIT, "class"]]

@@ -9,7 +9,8 @@ from db.annotation import list_campaigns
 from db.datasets import list_datasets
 from db.export import PAIR_SCOPES, export_frame, export_labels
 from db.publish import PublishError, default_folder, publish_dataset
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
+from pluie_core.places import publish_roots
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 
 engine = admin_page()
@@ -82,11 +83,12 @@ if publish:
     bar = st.progress(0.0, text="Writing…")
     try:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
-                                 **scope, progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
+                                 **scope, within=publish_roots(),
+                                 progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
     except PublishError as exc:
         bar.empty()
-        st.error(str(exc))
+        st.error(user_text(exc))
     else:
-        st.success(f"{result.n_pairs:,} pairs written to {result.folder}.")
+        st.success(f"{result.n_pairs:,} pairs written to {user_text(result.folder)}.")
         with st.expander("Dataset card (README.md)"):
             st.code(result.card, language="markdown")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from db.datasets import datasets_overview, delete_dataset, store_totals
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 
 engine = admin_page()
 st.title("PLUIE Lab")
@@ -40,5 +40,5 @@ with st.expander("Delete a dataset"):
     confirm = st.checkbox("I understand its pairs, labels and scores are deleted too.")
     if st.button("Delete", disabled=not (choice and confirm)):
         delete_dataset(engine, int(overview.loc[overview["dataset"] == choice, "id"].iloc[0]))
-        st.success(f"Deleted {choice}.")
+        st.success(f"Deleted {user_text(choice)}.")
         st.rerun()

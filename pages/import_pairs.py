@@ -5,7 +5,8 @@ from pathlib import Path
 import streamlit as st
 
 from db.datasets import ImportRejected, import_pairs
-from pages.shared import admin_page
+from db.engine import StoreUnavailable
+from pages.shared import admin_page, user_text
 from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
 
 engine = admin_page()
@@ -65,11 +66,11 @@ if generic:
     try:
         table = raw_table(data, uploaded.name)
     except PairFileError as exc:
-        st.error(str(exc))
+        st.error(user_text(exc))
         st.stop()
     st.subheader(f"{next(steps)} · Preview")
     for warning in table.attrs.get("warnings") or []:  # what reading the file left aside (sheets, formulas)
-        st.warning(warning)
+        st.warning(user_text(warning))
     st.dataframe(table.head(10), hide_index=True, width="stretch")
     st.subheader(f"{next(steps)} · Map the columns")
     guess = guess_columns(table)
@@ -103,10 +104,10 @@ if generic:
     try:
         pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping, keep_duplicates)
     except PairFileError as exc:
-        st.error(str(exc))
+        st.error(user_text(exc))
         st.stop()
 elif error is not None:
-    st.error(str(error))
+    st.error(user_text(error))
     st.stop()
 
 st.subheader(f"{next(steps)} · Validation")
@@ -117,12 +118,12 @@ cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", f
 cols[2].metric("Gold labels", f"{int(pairs['label'].notna().sum()) if 'label' in pairs else 0:,}")
 cols[3].metric("Annotators", f"{len(annotators):,}")
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
-for note in attrs.get("notes") or []:
-    st.info(note)
+for note in attrs.get("notes") or []:  # they quote the file's words and columns
+    st.info(user_text(note))
 shown = set(table.attrs.get("warnings") or []) if generic else set()
 for warning in attrs.get("warnings") or []:
     if warning not in shown:
-        st.warning(warning)
+        st.warning(user_text(warning))
 if attrs.get("duplicates"):
     with st.expander("Duplicate pairs (kept)" if keep_duplicates else "Duplicate pairs (skipped)"):
         st.dataframe(attrs["duplicates"][:200], width="stretch")
@@ -147,14 +148,14 @@ if st.button("Import", type="primary"):
             engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append,
             keep_duplicates=keep_duplicates,
         )
-    except ImportRejected as exc:
-        st.error(str(exc))
+    except (ImportRejected, StoreUnavailable) as exc:  # all or nothing: nothing was imported
+        st.error(user_text(exc))
     else:
         skipped = f", {result.n_skipped_duplicates} already there" if result.n_skipped_duplicates else ""
         if result.n_kept_duplicates:
             skipped += f" ({result.n_kept_duplicates:,} exact repeats kept)"
         st.success(
-            f"Imported {result.n_pairs:,} pairs into “{result.dataset_name}”{skipped}; "
+            f"Imported {result.n_pairs:,} pairs into “{user_text(result.dataset_name)}”{skipped}; "
             f"{result.n_labels:,} annotator labels; {result.n_queued:,} scores queued."
         )
         st.page_link("pages/home.py", label="See it on the home page", icon=":material/dataset:")

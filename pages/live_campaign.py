@@ -6,7 +6,7 @@ import streamlit as st
 
 from db import annotation as ann
 from db import quality as qual
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -71,7 +71,7 @@ with st.form("quality-settings"):
                                       fast_fraction=fast, streak_length=int(streak))
             st.success("Saved: new pairs served follow the new share; the flags use the new thresholds.")
         except ann.CampaignError as exc:
-            st.error(str(exc))
+            st.error(user_text(exc))
 
 gold = qual.gold_pairs(engine, campaign.id)
 st.write(f"**Gold pairs: {len(gold):,}**")
@@ -89,7 +89,7 @@ with left.form("gold-from-dataset"):
             added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
             st.success(f"{added:,} gold pairs added.")
         except ann.CampaignError as exc:
-            st.error(str(exc))
+            st.error(user_text(exc))
 with right.form("gold-by-id"):
     lines = st.text_area("Or mark pairs by id, one per line: pair id or the file's own id, known level (0-3 or its name)",
                          placeholder="1234, 3\nid:1089874, Very different",
@@ -102,7 +102,7 @@ with right.form("gold-by-id"):
                 [p + [""] * (2 - len(p)) for p in parts], columns=["pair", "level"]))
             st.success(f"{added:,} gold pairs marked.")
         except ann.CampaignError as exc:
-            st.error(str(exc))
+            st.error(user_text(exc))
 if len(gold):
     drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist())
     if st.button("Remove", disabled=not drop):

@@ -9,7 +9,7 @@ from db import evaluation_reads as reads
 from db.datasets import ImportRejected
 from db.preferences import import_preference_file
 from pages import analysis_common as common
-from pages.shared import admin_page, get_engine
+from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES, agreement_table
 from pluie_core.io import PairFileError
 
@@ -39,11 +39,11 @@ with st.expander("Import preference data", expanded=preference_datasets(url).emp
         try:
             done = import_preference_file(engine, upload, name.strip() or upload.name.rsplit(".", 1)[0])
         except (PairFileError, ImportRejected) as error:
-            st.error(str(error))
+            st.error(user_text(error))
         else:
             st.cache_data.clear()
             st.success(f"Imported {done.n_preferences:,} preferences as {done.n_pairs:,} pairs in "
-                       f"{done.dataset_name!r}; {done.n_queued:,} scores queued.")
+                       f"'{user_text(done.dataset_name)}'; {done.n_queued:,} scores queued.")
 
 available = preference_datasets(url)
 if available.empty:

@@ -8,7 +8,8 @@ import streamlit as st
 
 from db import review
 from db.datasets import list_datasets
-from pages.shared import admin_page
+from db.engine import StoreUnavailable
+from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.labels import LEVELS
 
@@ -33,7 +34,7 @@ queue = review.review_queue(engine, [names[n] for n in chosen], show)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):
-    st.error(st.session_state.pop(ERROR))
+    st.error(user_text(st.session_state.pop(ERROR)))  # may quote another reviewer's name
 wanted = st.session_state.pop(OPEN, None) or st.query_params.get("pair")
 if "pair" in st.query_params:
     del st.query_params["pair"]  # asked once: ← / → move on from it
@@ -74,7 +75,7 @@ def decide(pair: int, level, seen: int, advance: bool) -> None:
     try:
         review.adjudicate(engine, pair, level, st.session_state.get("reviewer", ""),
                           st.session_state.get(f"note-{pair}", ""), seen_revision=seen)
-    except review.ReviewError as exc:
+    except (review.ReviewError, StoreUnavailable) as exc:  # the pair, the note and the keys stay on screen
         st.session_state[ERROR] = str(exc)
         return
     done = "withdrawn: the majority rule applies again" if level is None else f"“{LEVELS[level]}”"
@@ -96,7 +97,7 @@ st.html(f"<div style='{BOX}' data-testid='review-pair'><div style='{CAPTION}'>So
         f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
 gold = pair["gold_label"]
 majority = item["majority_level"]
-st.caption(f"Pair {pair_id} · {pair['dataset']} · id {pair['external_id'] or '—'} · gold label "
+st.caption(f"Pair {pair_id} · {user_text(pair['dataset'])} · id {user_text(pair['external_id'] or '—')} · gold label "
            f"{'—' if gold is None else f'{gold:g}'} · "
            + ("" if row is None else f"{'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
               f"spread {int(row['spread'])} · ")
@@ -105,8 +106,9 @@ decision = item["adjudication"]
 if decision is None:
     st.markdown("**Final level:** not decided — the export uses the majority rule.")
 else:
-    st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {decision['reviewer']} on "
-                f"{decision['created_at']:%Y-%m-%d %H:%M} UTC" + (f": “{decision['note']}”" if decision["note"] else "."))
+    st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {user_text(decision['reviewer'])} on "
+                f"{decision['created_at']:%Y-%m-%d %H:%M} UTC"
+                + (f": “{user_text(decision['note'])}”" if decision["note"] else "."))
 
 voiced = item["labels"][(item["labels"]["comment"] != "") | item["labels"]["flagged"]]
 if len(voiced):  # the annotators' own words, as text

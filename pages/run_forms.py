@@ -5,6 +5,7 @@ import streamlit as st
 import yaml
 
 from db.runs import DIRECTIONS, RunError, check_run_placement, create_run, dataset_names, preference_dataset_names
+from pages.shared import user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.hardware import PLACEMENTS, gpu_memory, placement_label, suggest_model
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
@@ -90,7 +91,7 @@ def pluie_run_form(engine, expanded: bool) -> None:
                                                      "queued and a worker will pick them up.")
                 st.rerun()
             except RunError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
 
 
 def baseline_run_form(engine) -> None:
@@ -121,7 +122,7 @@ def baseline_run_form(engine) -> None:
                 st.session_state["scoring_flash"] = "Baseline run created: a worker will score its pairs."
                 st.rerun()
             except RunError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
 
 
 def judge_run_form(engine) -> None:
@@ -170,4 +171,4 @@ def judge_run_form(engine) -> None:
                 st.session_state["scoring_flash"] = "Judge run created: its pairs are queued and a worker will pick them up."
                 st.rerun()
             except RunError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))

@@ -8,7 +8,7 @@ import streamlit as st
 from db.datasets import ImportRejected
 from db.evaluation import PARAPHRASUS, assign_challenge, benchmark_datasets, import_benchmark, scorecard_frame
 from pages import analysis_common as common
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.analysis import natural_threshold
 from pluie_core.evaluation.paraphrasus import (
     CHALLENGES, PARTS, DecisionRule, ScorecardError, calibrate, read_benchmark, scorecard, sort_files,
@@ -47,11 +47,11 @@ with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all(
         try:
             files = sort_files(uploads)
         except ScorecardError as error:
-            st.error(str(error))
+            st.error(user_text(error))
         else:
             st.dataframe(files.table(), hide_index=True, width="stretch")
             if files.missing:
-                st.warning(f"No file for {', '.join(files.missing)}: the scorecard will cover the other datasets.")
+                st.warning(f"No file for {user_text(', '.join(files.missing))}: the scorecard will cover the other datasets.")
             benchmark = st.text_input("Benchmark name", PARAPHRASUS, key="benchmark_name")
             if st.button("Import the benchmark", type="primary"):
                 try:
@@ -59,7 +59,7 @@ with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all(
                         frames, _ = read_benchmark(uploads)
                         results = import_benchmark(engine, frames, benchmark=benchmark)
                 except (ScorecardError, PairFileError, ImportRejected) as error:
-                    st.error(str(error))
+                    st.error(user_text(error))
                 else:
                     st.cache_data.clear()
                     table = datasets(url)
@@ -78,11 +78,11 @@ with st.expander("Put a dataset in a challenge"):
                 assign_challenge(engine, int(table.loc[table["name"] == name, "id"].iloc[0]),
                                  None if challenge not in CHALLENGES else challenge, benchmark)
             except (ScorecardError, ValueError) as error:
-                st.error(str(error))
+                st.error(user_text(error))
             else:
                 st.cache_data.clear()
                 table = datasets(url)
-                st.success(f"{name}: {challenge if challenge in CHALLENGES else 'in no challenge'}.")
+                st.success(f"{user_text(name)}: {challenge if challenge in CHALLENGES else 'in no challenge'}.")
 
 benchmarks = sorted(table["benchmark"].dropna().unique())
 if not benchmarks:
@@ -137,21 +137,21 @@ with st.sidebar:
                                   key=f"scorecard_calibrate_{int(run['id'])}") if how == "calibrated" else []
     given = st.number_input("Threshold", value=0.0, format="%.4f", key=f"scorecard_threshold_{int(run['id'])}") \
         if how == "given" else None
-    st.caption(f"{run_name}: {'higher' if higher else 'lower'} scores mean more similar.")
+    st.caption(f"{user_text(run_name)}: {'higher' if higher else 'lower'} scores mean more similar.")
 if run_name not in frame.columns:
-    st.info(f"{run_name} has scored no pair of {chosen} yet.")
+    st.info(f"{user_text(run_name)} has scored no pair of {user_text(chosen)} yet.")
     st.stop()
 try:
     rule = rule_for(run_name, higher, how, calibrate_on, given)
     card = scorecard(frame, run_name, rule, language_col="language")
 except ScorecardError as error:
-    st.error(str(error))
+    st.error(user_text(error))
     st.stop()
 
-st.subheader(f"{run_name} on {chosen}")
-st.caption(f"Decision rule: {rule.describe()}.")
-for note in card.notes:
-    st.info(note)
+st.subheader(f"{user_text(run_name)} on {user_text(chosen)}")
+st.caption(f"Decision rule: {user_text(rule.describe())}.")
+for note in card.notes:  # may name datasets
+    st.info(user_text(note))
 averages = card.challenges.set_index("challenge")["error"]
 cols = st.columns(4)
 for col, label in zip(cols, CHALLENGES):
@@ -185,4 +185,4 @@ for _, other in runs.iterrows():
 if rows:
     st.dataframe(pd.concat(rows).rename(columns=short_names, level=1).round(1), width="stretch")
 if skipped:
-    st.caption("Not in the table: " + "; ".join(skipped))
+    st.caption("Not in the table: " + user_text("; ".join(skipped)))

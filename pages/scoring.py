@@ -7,7 +7,7 @@ from db.runs import (
     RunError, cancel_run, compute_times, latest_scores, pause_run, resume_run, retry_run, runs_progress,
 )
 from pages.run_forms import baseline_run_form, judge_run_form, pluie_run_form
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.baselines import BASELINES
 from worker import ensure_worker_running
 
@@ -39,9 +39,9 @@ def live_progress():
         fraction = run.done / run.total if run.total else 0.0
         rate = f"{run.pairs_per_second:.1f} pairs/s" if run.pairs_per_second else "—"
         if run.up_to_date:
-            label = f"**{run.name}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
+            label = f"**{user_text(run.name)}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
         else:
-            label = (f"**{run.name}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
+            label = (f"**{user_text(run.name)}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
                      f"time left {duration(run.seconds_left)}")
         if run.failed:
             label += f" · {run.failed:,} failed"
@@ -52,12 +52,12 @@ def live_progress():
         if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
             label += f" · {BASELINES[run.model].description}"
         if run.options:  # the model a baseline uses, a PLUIE model's placement
-            label += " · " + ", ".join(f"{k} {v}" for k, v in run.options.items())
+            label += " · " + user_text(", ".join(f"{k} {v}" for k, v in run.options.items()))
         st.progress(min(fraction, 1.0), text=label)
         if run.status == "failed":
-            st.error(f"Run “{run.name}” failed: {run.error}")
+            st.error(f"Run “{user_text(run.name)}” failed: {user_text(run.error)}")
         elif run.failed and run.item_error:
-            st.warning(f"Run “{run.name}”: {run.failed:,} pairs could not be scored: {run.item_error}")
+            st.warning(f"Run “{user_text(run.name)}”: {run.failed:,} pairs could not be scored: {user_text(run.item_error)}")
 
     timed = compute_times(runs)
     if not timed.empty:
@@ -113,7 +113,7 @@ if runs:
                 action(engine, run_id)
                 st.rerun()
             except RunError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
     st.markdown("**Latest scored pairs**")
     latest_scores_table(run_id)
 

@@ -1,20 +1,23 @@
-"""What every page shares: the store's engine (opened once per server process and URL) and the
-first line of every page, which keeps the app's frame and its access rules in force."""
+"""What every page shares: the store's engine (opened once per server process and URL), the
+first line of every page, which keeps the app's frame and its access rules in force, and
+user_text, through which every page shows text a user typed or imported."""
 import datetime as dt
 import json
 import logging
+import re
 
 import streamlit as st
 
 from db import database_url, init_db
+from db.engine import StoreUnavailable
 from pluie_core.auth import (
     ADMIN_COOKIE,
     admin_password_configured,
     admin_session_expiry,
     admin_session_hours,
-    check_admin_password,
     end_admin_session,
     issue_admin_session,
+    try_admin_password,
 )
 
 PAGE_LOG = logging.getLogger("pluie_lab.pages")
@@ -29,9 +32,48 @@ def run_page(page) -> None:
     pass. Errors a user can cause are caught where they happen, with their own sentence.)"""
     try:
         page.run()
+    except StoreUnavailable as exc:  # a write the store could not take (busy, full, read-only): its sentence
+        st.error(str(exc))
     except Exception:
         PAGE_LOG.exception("The page %r failed", getattr(page, "url_path", "") or getattr(page, "title", ""))
         st.error(PAGE_FAILED)
+
+
+# Markdown signs that act anywhere in a line (an underscore unless between letters or digits: snake_case stays)
+_INLINE_SIGNS = re.compile(r"[\\`*\[\]<$~&|]|(?<![^\W_])_|_(?![^\W_])")
+# signs that act at the start of a line: headings, lists, quotes, setext underlines, ordered lists
+_LINE_STARTS = re.compile(r"(?m)^([ \t]*)([#\-+=>]|\d+(?=[.)]))")
+# what Markdown and Streamlit act on even when escaped: http(s)://, www., e-mail addresses (links),
+# and :name: / :name[ (emoji, icons, coloured text); a word joiner after them stops that
+_UNESCAPABLE = re.compile(r"(?i)(?:https?|www)(?=[:.])|@|:(?=[\w+\-/])")
+_LINE_BREAKS = re.compile(r"\r\n?|\n")
+
+
+def user_text(value) -> str:
+    """Text a user typed or imported — dataset, campaign, run and annotator names, external ids,
+    reviewer names and notes, file and column names, folders, and messages that quote any of
+    them — made safe to put in anything Streamlit renders as Markdown (st.markdown, st.caption,
+    st.title / header / subheader, st.write of a string, st.info / warning / error / success,
+    st.progress text, labels of buttons, expanders, tabs, radio options, metrics, help tooltips).
+    THE one way every page shows user text:
+
+        st.caption(f"Pair {pair_id} · {user_text(dataset)} · id {user_text(external_id)}")
+        st.error(user_text(exc))
+
+    The text then shows as typed: no Markdown, HTML, LaTeX, emoji or Streamlit directive in it
+    takes effect, so `![t](http://host/x.png)` fetches nothing and no link or image is made from
+    it. How: the signs that make Markdown (backslash ` * [ ] < $ ~ & |, _ unless between letters
+    or digits, and # - + = > or "1." at a line's start) are backslash-escaped; an invisible word
+    joiner (U+2060) follows `http`, `https` and `www` before ':' / '.', every '@', and ':' before
+    a letter, since Markdown makes links of addresses, and Streamlit emoji, icons and colours of
+    :name:, even when escaped; line breaks stay line breaks. App text around it stays Markdown. (Tables of
+    st.dataframe, selectbox options and st.text show text as text already.) None shows as ""."""
+    text = "" if value is None else str(value)
+    text = _UNESCAPABLE.sub(lambda found: found.group(0) + "\u2060", text)
+    text = _INLINE_SIGNS.sub(lambda found: "\\" + found.group(0), text)
+    text = _LINE_STARTS.sub(lambda found: found.group(1) + (
+        found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), text)
+    return _LINE_BREAKS.sub("\\\\\n", text)
 
 
 @st.cache_resource(show_spinner=False)
@@ -89,12 +131,16 @@ def organiser_session_end() -> "dt.datetime | None":
     return dt.datetime.fromtimestamp(end, dt.timezone.utc)
 
 
-def log_in(password: str) -> bool:
-    if not check_admin_password(password):
-        return False
+def log_in(password: str) -> "str | None":
+    """Log this browser in; None when done, else the sentence to show (a wrong password, or too
+    many attempts from this address: pluie_core.auth.LoginGuard slows guessing down)."""
+    address = st.context.ip_address  # None from the server's own machine (and not a str under AppTest)
+    refused = try_admin_password(password, address if isinstance(address, str) and address else "localhost")
+    if refused:
+        return refused
     st.session_state[ADMIN_TOKEN] = issue_admin_session()[0]
     st.session_state.pop(LOGGED_OUT, None)
-    return True
+    return None
 
 
 def log_out() -> None:
@@ -133,7 +179,7 @@ def require_organiser() -> None:
         hours = admin_session_hours()
         logged_in = organiser_session_end() is not None
     except ValueError as exc:  # a session length or secret file that cannot be used
-        st.error(str(exc))
+        st.error(user_text(exc))
         st.stop()
     if logged_in:
         return
@@ -142,9 +188,10 @@ def require_organiser() -> None:
     with st.form("admin-login"):
         password = st.text_input("Admin password", type="password")
         if st.form_submit_button("Log in", type="primary"):
-            if log_in(password):
+            refused = log_in(password)
+            if refused is None:
                 st.rerun()
-            st.error("Wrong password.")
+            st.error(refused)
     st.caption(f"A login lasts {hours:g} hours on this browser, reloads and new tabs included.")
     st.stop()
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.stats import (
     PAPER_PER_CLASS, StatsError, StatsWarning, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve,
 )
@@ -25,10 +25,10 @@ run = selection.run
 score, higher = run["name"], bool(run["higher_is_similar"])
 natural = natural_threshold(run["kind"])
 data = common.scored_frame(selection).dropna(subset=[score, "reference"])
-st.caption(f"**{score}** against {selection.reference.describe()} · {len(data):,} pairs with both a score and a "
+st.caption(f"**{user_text(score)}** against {user_text(selection.reference.describe())} · {len(data):,} pairs with both a score and a "
            f"reference · {'higher' if higher else 'lower'} scores mean more similar.")
 if data.empty:
-    st.info(f"No pair of these datasets has both a {score} score and a reference label yet.")
+    st.info(f"No pair of these datasets has both a {user_text(score)} score and a reference label yet.")
     st.stop()
 
 try:
@@ -36,7 +36,7 @@ try:
     best = best_threshold(data[score], data["reference"], higher)
     auc = roc_auc(data[score], data["reference"], higher)
 except StatsError as error:
-    st.info(str(error))
+    st.info(user_text(error))
     st.stop()
 at_natural = metrics_at(data[score], data["reference"], natural, higher) if natural is not None else None
 
@@ -117,10 +117,10 @@ try:
                                     per_class=int(per_class), thresholds=given or None,
                                     higher_is_positive={n: bool(h) for n, h in kinds["higher_is_similar"].items()})
 except StatsError as error:
-    st.info(str(error))
+    st.info(user_text(error))
     st.stop()
 if table.attrs["note"]:
-    st.info(table.attrs["note"])
+    st.info(user_text(table.attrs["note"]))
 drawn = int(table["per_class"].iloc[0])
 table["at"] = table["at"].replace({"best": "best (a posteriori)", "given": "natural"})
 shown = table.assign(value=common.plus_minus(table["mean"], table["mean_ci_halfwidth"])

@@ -19,14 +19,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
+import math
 import os
 import secrets
+import threading
 import time
 import tomllib
+from collections import deque
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import bcrypt
+
+from pluie_core.places import data_dir
 
 CONFIG_FILE = "pluie_lab.toml"
 ADMIN_COOKIE = "pluie_admin"  # the name of the cookie that carries an organiser's session token
@@ -76,6 +82,89 @@ def check_admin_password(password: str) -> bool:
         return False
 
 
+# ---------------------------------------------------------------- password guessing
+
+login_log = logging.getLogger("pluie_lab.login")
+
+
+class LoginGuard:
+    """Slows down, then locks out, repeated wrong admin passwords, per client and overall.
+
+    A client (its IP address; every browser on the server's own machine is one client) has
+    `free` wrong passwords within `window` seconds that cost nothing; after each further one it
+    must wait before the next try, twice as long each time (1 s, 2 s, 4 s ...) up to `longest`
+    (15 minutes: a lockout). Overall, every client together has `overall_free` wrong passwords
+    within the window, after which everyone waits the same way, so that guessing from many
+    addresses is slowed down too. A try while waiting is refused without checking the password.
+    The right password clears that client's failures. The counts live in the server's memory (a
+    restart forgets them); every failure and refusal is logged (logger `pluie_lab.login`)."""
+
+    def __init__(self, free: int = 5, overall_free: int = 50, window: float = 900.0, longest: float = 900.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.free, self.overall_free, self.window, self.longest, self.clock = free, overall_free, window, longest, clock
+        self._lock = threading.Lock()
+        self._clients: dict[str, deque] = {}
+        self._everyone: deque = deque()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._clients.clear()
+            self._everyone.clear()
+
+    def _forget_old(self, times: deque, now: float) -> deque:
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        return times
+
+    def _until(self, times: deque, free: int) -> float:
+        if len(times) <= free:
+            return 0.0
+        return times[-1] + min(2.0 ** (len(times) - free - 1), self.longest)
+
+    def wait(self, client: str) -> int:
+        """Whole seconds this client must wait before its next try (0: it may try now)."""
+        with self._lock:
+            now = self.clock()
+            mine = self._forget_old(self._clients.get(client, deque()), now)
+            everyone = self._forget_old(self._everyone, now)
+            return max(0, math.ceil(max(self._until(mine, self.free), self._until(everyone, self.overall_free)) - now))
+
+    def failed(self, client: str) -> int:
+        """Count a wrong password from this client; the seconds it must now wait."""
+        with self._lock:
+            now = self.clock()
+            self._clients.setdefault(client, deque()).append(now)
+            self._everyone.append(now)
+        waiting = self.wait(client)
+        login_log.warning("wrong admin password from %s (%d from there, %d in all, in the last %d s); next try "
+                          "in %d s", client, len(self._clients[client]), len(self._everyone), self.window, waiting)
+        return waiting
+
+    def refused(self, client: str, waiting: int) -> None:
+        login_log.warning("admin login from %s refused: too many attempts, %d s to wait", client, waiting)
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._clients.pop(client, None)
+
+
+LOGIN_GUARD = LoginGuard()  # one per server process: every session's log-in goes through it
+
+
+def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUARD) -> Optional[str]:
+    """None when the password is right and this client may try now; else the sentence to show:
+    the password is wrong, or there were too many attempts and how long to wait."""
+    waiting = guard.wait(client)
+    if waiting:
+        guard.refused(client, waiting)
+        return f"Too many attempts: try again in {waiting} s."
+    if check_admin_password(password):
+        guard.succeeded(client)
+        return None
+    waiting = guard.failed(client)
+    return f"Wrong password; too many attempts: try again in {waiting} s." if waiting else "Wrong password."
+
+
 def hash_admin_password(password: str) -> str:
     """The value to put in PLUIE_ADMIN_PASSWORD_HASH or `[admin] password_hash`."""
     return bcrypt.hashpw(password.encode("utf-8"), bcrypt.gensalt()).decode("ascii")
@@ -98,7 +187,7 @@ def admin_session_hours() -> float:
 
 
 def _data_dir() -> Path:
-    return Path(os.environ.get("PLUIE_DATA_DIR") or "data")
+    return data_dir()
 
 
 def session_secret() -> bytes:

@@ -7,6 +7,12 @@ The worker is the one ensure_worker_running starts (none with PLUIE_NO_WORKER=1,
 alive on the store); app.py's own call then finds it and starts no second one. Its parent is this
 process, the server: when the server stops, the worker finishes its batch and exits.
 `streamlit run app.py` still works; the worker then starts with the first page a browser opens.
+
+Safe by default: with no admin password configured (pluie_core.auth), the server listens on this
+machine only (localhost), since anyone who reaches it could use the admin pages, and says so at
+start. Set an admin password to listen on every interface, or name the address yourself
+(`--server.address 0.0.0.0`, STREAMLIT_SERVER_ADDRESS, or `address` under [server] in
+.streamlit/config.toml) to open it without one.
 """
 from __future__ import annotations
 
@@ -18,6 +24,48 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+LOCAL_ONLY = "localhost"
+
+
+def listening_options(argv: list[str]) -> tuple[list[str], str | None]:
+    """Streamlit's options for this start and what to tell the person who started it: without an
+    admin password and without an address of their own choosing, listen on localhost only."""
+    from pluie_core.auth import admin_password_configured
+
+    if admin_password_configured() or _address_chosen(argv):
+        return argv, None
+    port = _option(argv, "--server.port") or "8501"
+    return [*argv, "--server.address", LOCAL_ONLY], (
+        f"serve: no admin password is set, so PLUIE Lab listens on this machine only: http://localhost:{port}. "
+        "To open it to the network, set PLUIE_ADMIN_PASSWORD (or PLUIE_ADMIN_PASSWORD_HASH) and start again; "
+        "to open it without a password, pass --server.address 0.0.0.0 (e.g. make run ARGS='--server.address 0.0.0.0').")
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _address_chosen(argv: list[str]) -> bool:
+    import os
+    import tomllib
+
+    if _option(argv, "--server.address") is not None or os.environ.get("STREAMLIT_SERVER_ADDRESS"):
+        return True
+    for config in (Path.home() / ".streamlit" / "config.toml", Path.cwd() / ".streamlit" / "config.toml"):
+        try:
+            with config.open("rb") as fh:
+                if tomllib.load(fh).get("server", {}).get("address"):
+                    return True
+        except (OSError, tomllib.TOMLDecodeError):
+            pass
+    return False
+
+
 def main(argv: list[str]) -> int:
     from worker import ensure_worker_running
 
@@ -27,6 +75,9 @@ def main(argv: list[str]) -> int:
         print(f"serve: no scoring worker started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
     from streamlit.web import cli as streamlit_cli  # after the worker's start: it loads while this does
 
+    argv, notice = listening_options(argv)
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
     sys.argv = ["streamlit", "run", str(REPO / "app.py"), *argv]
     return streamlit_cli.main(prog_name="streamlit")
 

@@ -116,10 +116,31 @@ def test_make_run_starts_one_worker_with_the_server_and_stops_it_with_the_server
     engine.dispose()
 
 
-def test_make_run_with_pluie_no_worker_starts_none(tmp_path):
-    process, url, db_url = start_like_make_run(tmp_path, PLUIE_NO_WORKER="1")
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on `port` (read from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1 as /proc writes them
+
+
+def test_make_run_with_pluie_no_worker_starts_none_and_without_a_password_listens_on_localhost_only(tmp_path):
+    """Issue 23, item 10: with no admin password the server is reachable from this machine only,
+    and says how to open it up."""
+    process, url, db_url = start_like_make_run(tmp_path, PLUIE_NO_WORKER="1", PLUIE_ADMIN_PASSWORD="",
+                                               PLUIE_ADMIN_PASSWORD_HASH="", STREAMLIT_SERVER_ADDRESS="")
     try:
         wait_until(lambda: server_is_up(url), 60, "the server", tmp_path / "server.log")
+        port = int(url.rsplit(":", 1)[1])
+        addresses = listening_addresses(port)
+        assert addresses and addresses <= LOOPBACK, addresses  # not 0.0.0.0 / :: (every interface)
         time.sleep(2)
         engine = init_db(db_url)
         assert queue.alive_workers(engine) == []
@@ -127,6 +148,30 @@ def test_make_run_with_pluie_no_worker_starts_none(tmp_path):
     finally:
         stop(process)
     assert not (tmp_path / "worker.log").exists()
+    log = (tmp_path / "server.log").read_text()
+    assert f"no admin password is set, so PLUIE Lab listens on this machine only: http://localhost:{port}" in log
+    assert "set PLUIE_ADMIN_PASSWORD" in log and "--server.address 0.0.0.0" in log
+
+
+def test_with_a_password_or_a_chosen_address_the_server_listens_as_asked(monkeypatch, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    monkeypatch.chdir(tmp_path)  # no .streamlit/config.toml naming an address here
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH", "STREAMLIT_SERVER_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    assert serve.listening_options(["--server.port", "9"])[0] == ["--server.port", "9", "--server.address", "localhost"]
+    chosen = ["--server.address", "0.0.0.0"]
+    assert serve.listening_options(chosen) == (chosen, None)
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "config.toml").write_text('[server]\naddress = "10.0.0.5"\n')
+    assert serve.listening_options([]) == ([], None)
+    (tmp_path / ".streamlit" / "config.toml").unlink()
+    monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
+    assert serve.listening_options(["--server.port", "9"]) == (["--server.port", "9"], None)
 
 
 def test_a_second_call_in_the_same_process_starts_no_second_worker(tmp_path, monkeypatch):

@@ -11,6 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pluie_core.auth import (
+    LOGIN_GUARD,
+    LoginGuard,
     admin_session_expiry,
     admin_session_hours,
     end_admin_session,
@@ -31,6 +33,7 @@ def config(monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "correct horse")
+    LOGIN_GUARD.clear()  # wrong passwords of earlier tests count for nothing here
     return tmp_path
 
 
@@ -115,3 +118,75 @@ def test_login_lands_on_the_page_asked_for(config, monkeypatch, db_url, engine):
     assert [t.value for t in at.title] == ["Labelling campaigns"]  # the page asked for, not Datasets
     at.switch_page("pages/thresholds.py").run()  # and the login holds from page to page
     assert "Admin password" not in [t.label for t in at.text_input] and not at.exception
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_wrong_passwords_slow_down_then_lock_out_per_client_and_overall():
+    """Issue 23, item 4: five free wrong passwords per client, then waits that double up to a
+    15-minute lockout; many clients together are slowed down too; the right one clears a client."""
+    clock = Clock()
+    guard = LoginGuard(free=5, overall_free=100, window=3600, longest=900, clock=clock)
+    waits = []
+    for _ in range(16):
+        assert guard.wait("10.0.0.1") == 0  # each try made once the wait is over
+        waits.append(guard.failed("10.0.0.1"))
+        clock.now += waits[-1]
+    assert waits == [0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900]  # 900 s: locked out
+    clock.now -= 899
+    assert guard.wait("10.0.0.1") == 899 and guard.wait("10.0.0.2") == 0  # another client is not
+    clock.now += 10_000  # a quiet hour forgets them all
+    assert guard.wait("10.0.0.1") == 0
+
+    guard = LoginGuard(free=5, overall_free=12, window=900, longest=900, clock=clock)
+    for i in range(12):  # overall: twelve addresses, one wrong password each, slow everyone down
+        assert guard.failed(f"192.168.0.{i}") == 0
+    assert guard.failed("192.168.0.99") == 1 and guard.wait("192.168.0.200") == 1  # a new address waits too
+    clock.now += 1
+    for _ in range(5):
+        guard.failed("172.16.0.1")
+        clock.now += 600
+    guard.succeeded("172.16.0.1")
+    assert guard.wait("172.16.0.1") == 0  # the right password clears the client
+
+
+def test_the_login_form_says_too_many_attempts_and_logs_them(config, monkeypatch, db_url, engine, caplog):
+    """30 wrong passwords from one tab were answered at once (issue 23): now the sixth costs a wait,
+    the form says so in one sentence, refuses even the right password until then, and logs it."""
+    clock = Clock()
+    monkeypatch.setattr(LOGIN_GUARD, "clock", clock)
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(config))
+    monkeypatch.chdir(REPO)
+    caplog.set_level("WARNING", logger="pluie_lab.login")
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/campaigns.py").run()
+    answers = []
+    for _ in range(7):
+        at.text_input[0].input("guess")
+        at.button[0].click().run()
+        answers.append([e.value for e in at.error])
+    assert answers == [["Wrong password."]] * 5 + [["Wrong password; too many attempts: try again in 1 s."],
+                                                   ["Too many attempts: try again in 1 s."]]
+    clock.now += 1
+    at.text_input[0].input("guess")
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == ["Wrong password; too many attempts: try again in 2 s."]
+    at.text_input[0].input("correct horse")
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == ["Too many attempts: try again in 2 s."]  # not even checked
+    assert [t.label for t in at.text_input] == ["Admin password"]
+    clock.now += 2
+    at.text_input[0].input("correct horse")
+    at.button[0].click().run()
+    assert not at.error and not at.exception and "Admin password" not in [t.label for t in at.text_input]
+    logged = [r.getMessage() for r in caplog.records if r.name == "pluie_lab.login"]
+    assert sum(m.startswith("wrong admin password from localhost") for m in logged) == 7
+    assert sum("refused: too many attempts" in m for m in logged) == 2

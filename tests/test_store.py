@@ -43,11 +43,12 @@ def test_sqlite_settings(engine):
 
 
 def test_url_from_environment_and_config(tmp_path, monkeypatch):
-    from db.engine import DEFAULT_URL, database_url
+    from db.engine import database_url, default_url
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PLUIE_DB_URL", raising=False)
-    assert database_url() == DEFAULT_URL
+    monkeypatch.delenv("PLUIE_DATA_DIR", raising=False)
+    assert database_url() == default_url() == "sqlite:///data/pluie_lab.db"
     (tmp_path / "pluie_lab.toml").write_text('[database]\nurl = "sqlite:///from_config.db"\n')
     assert database_url() == "sqlite:///from_config.db"
     monkeypatch.setenv("PLUIE_DB_URL", "sqlite:///from_env.db")
