@@ -184,7 +184,7 @@ def training_section(campaign) -> None:
                 ann.set_training_feedback(engine, campaign.id, wanted)
                 st.success("Saved: annotators see this feedback after their next training answer.")
             except ann.CampaignError as exc:
-                st.error(str(exc))
+                st.error(user_text(exc))
 
 
 campaigns = ann.list_campaigns(engine)

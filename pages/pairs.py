@@ -8,7 +8,7 @@ from db import annotation as ann
 from db import quality as qual
 from db.datasets import list_datasets
 from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, browse_pairs
-from pages.shared import admin_page
+from pages.shared import admin_page, user_text
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -95,7 +95,7 @@ with st.form("pairs-gold"):
         try:
             qual.add_gold_pairs(engine, campaign_id, pd.DataFrame({"pair_id": [int(pair_id)], **known}))
         except ann.CampaignError as exc:
-            st.error(str(exc))
+            st.error(user_text(exc))
         else:
             st.session_state[FLASH] = (f"Pair {pair_id} is a gold check now (known answer: "
                                        f"{SIDES.get(answer) or LEVELS[answer]}); the table says of which campaign.")
