@@ -109,3 +109,21 @@ def wait_for_app(page, timeout: float = 30_000) -> None:
         " && document.querySelector('[data-testid=\"stMain\"]') !== null",
         timeout=timeout,
     )
+
+
+def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
+    """Open a Streamlit selectbox (a locator of its combobox) and pick ``option``. A click that lands
+    while the page redraws leaves the list closed or detaches it: open it again, a few times."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(attempts):
+        wait_for_app(page)
+        combobox.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=6_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError(f"the list never offered {option!r}")
+    wait_for_app(page)

@@ -5,11 +5,12 @@ flag; both exports hold them."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from db import annotation as ann
 from db.export import export_frame, export_labels
 from tests.annotation_fixtures import make_dataset, numbered_pairs
-from tests.browser import ARTIFACTS, wait_for_app
+from tests.browser import ARTIFACTS, choose_option, wait_for_app
 from tests.test_browser_annotation import wait_progress
 
 pytestmark = pytest.mark.browser
@@ -29,8 +30,7 @@ def test_training_feedback_then_a_comment_and_a_flag_reach_review_and_the_export
     wait_for_app(admin)
     admin.get_by_text("Feedback on the 2 training pairs").click()
     admin.get_by_text(training.loc[0, "source"]).first.wait_for(timeout=30_000)
-    admin.get_by_label("Expected level").first.click()
-    admin.get_by_role("option", name="Mostly similar").click()
+    choose_option(admin, admin.get_by_label("Expected level").first, "Mostly similar")
     admin.get_by_label("Explanation").first.fill(EXPLANATION)
     admin.get_by_role("button", name="Save the training feedback").click()
     admin.get_by_text("Saved: annotators see this feedback").wait_for(timeout=30_000)
@@ -49,6 +49,7 @@ def test_training_feedback_then_a_comment_and_a_flag_reach_review_and_the_export
     page.keyboard.press("4")  # Same meaning; expected Mostly similar
     page.get_by_text("expected: Mostly similar").wait_for(timeout=30_000)
     explanation = page.locator(".st-key-training-explanation")
+    expect(explanation).to_contain_text(EXPLANATION, timeout=30_000)  # drawn a moment after the verdict
     assert explanation.inner_text().strip() == EXPLANATION  # as typed: the asterisks are not emphasis
     assert explanation.locator("em").count() == 0
     assert page.get_by_text("Your answer: Same meaning").is_visible()
