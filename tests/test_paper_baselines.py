@@ -184,7 +184,7 @@ def reference_translation(model, tokenizer, text: str, src_lang: str, tgt_lang: 
     enc = tokenizer(text, return_tensors="pt")
     with torch.no_grad():
         out = model.generate(**enc, forced_bos_token_id=tokenizer.convert_tokens_to_ids(tgt_lang), num_beams=beams,
-                             do_sample=False, max_new_tokens=200)
+                             do_sample=False, max_length=200)  # nmtscore: 200 tokens in all
     return tokenizer.decode(out[0], skip_special_tokens=True).strip()
 
 
