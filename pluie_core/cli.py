@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the model of a baseline, e.g. bertscore=roberta-large or nmt_cross=facebook/m2m100_418M "
                        "(repeatable; adds that baseline)")
     score.add_argument("--baseline-option", action="append", default=[], metavar="NAME.OPTION=VALUE",
-                       help="another option of a baseline, e.g. bert_ibleu.beta=4 or nmt_pivot.lang=de (repeatable)")
+                       help="another option of a baseline, e.g. bert_ibleu.beta=4, bertscore.settings=nmtscore-paper, "
+                       "bertscore.idf=true or nmt_pivot.lang=de (repeatable)")
     score.add_argument("--judge", action="append", metavar="JUDGE",
                        help="add an output-based LLM judge on the same model: yes-no (columns llm_yes_no = 1 / 0 "
                             "and llm_yes_no_answer, the generated text; unparsed: empty value), likert (llm_likert, "
