@@ -14,13 +14,19 @@
 - ``selfbleu``: SelfBLEU, BLEU(source, candidate) (revisiting-paraphrase-metrics, eq. 6): sacreBLEU's
   sentence BLEU with its defaults, on a 0-1 scale (so ``bleu`` / 100).
 - ``bertscore``: BERTScore F1 (the ``bert-score`` package) with any Hugging Face encoder; default the
-  offline all-MiniLM-L6-v2, last layer; roberta-large (layer 17, bert-score's own choice) is the
-  papers' encoder. No idf weighting, no baseline rescaling.
+  offline all-MiniLM-L6-v2, last layer, no idf weighting, no rescaling. Options: bert-score's idf
+  weighting (``idf``) and baseline rescaling (``rescale``, with the baseline file bert-score ships for
+  the model and ``lang``, or ``baseline_path``), and the papers' settings by name (``settings``, see
+  ``BERTSCORE_SETTINGS``: the NMTScore paper's xlm-roberta-large, layer 17, rescaled F1; the Revisiting
+  paper's BERTScore(B) and BERTScore(R)).
 - ``bert_ibleu``: BERT-iBLEU (revisiting-paraphrase-metrics, eq. 2): the weighted harmonic mean
   (β + 1) / (β / BERTScore + 1 / (1 − SelfBLEU)), β = 4 by default (the paper's usual value);
   0 when SelfBLEU = 1 (a copy) or BERTScore <= 0.
 - ``s3c``: the S3C-style score, cosine of sentence embeddings from the sentence-transformers model
   the user names (S3C itself is this cosine with a contrastively trained encoder).
+- ``bbscore``: BBScore (revisiting-paraphrase-metrics, section 6), S3C and SelfBLEU combined as the
+  weighted harmonic mean (β + 1) / (β / S3C + 1 / (1 − SelfBLEU)); see ``bbscore`` for where that form
+  comes from.
 - ``nmt_direct``, ``nmt_pivot``, ``nmt_cross``: NMTScore's translation-based measures with a
   multilingual translation model the user names (``pluie_core.nmtscore``).
 
@@ -166,29 +172,99 @@ def bertscore_layers(model: str) -> int:
     return int(layers)
 
 
+# The papers' BERTScore settings, by name. Options given beside ``settings`` take precedence.
+BERTSCORE_SETTINGS: dict[str, dict] = {
+    # nmtscore.txt, section 4 and appendix: "xlm-roberta-large_L17_no-idf", F1 rescaled with bert-score's
+    # baseline (figure 2, table A10)
+    "nmtscore-paper": {"model": "xlm-roberta-large", "num_layers": 17, "idf": False, "rescale": True},
+    # revisiting-paraphrase-metrics, tables 2-3: BERTScore(B) and BERTScore(R), bert-score's default layers
+    "revisiting-bert": {"model": "bert-base-uncased", "num_layers": 9},
+    "revisiting-roberta": {"model": "roberta-large", "num_layers": 17},
+}
+
+
+def bertscore_baseline_file(model: str, lang: str = "en", baseline_path: str | None = None) -> str:
+    """The rescaling baseline BERTScore reads: ``baseline_path``, else the file bert-score ships for the
+    model and language (rescale_baseline/<lang>/<model>.tsv); ValueError with one sentence when there is none."""
+    import os
+
+    import bert_score
+
+    if baseline_path:
+        if not os.path.isfile(os.path.expanduser(baseline_path)):
+            raise ValueError(f"No rescaling baseline file at {baseline_path}.")
+        return os.path.expanduser(baseline_path)
+    folder = os.path.join(os.path.dirname(bert_score.__file__), "rescale_baseline", str(lang))
+    path = os.path.join(folder, f"{model}.tsv")
+    if not os.path.isfile(path):
+        shipped = sorted(f[:-4] for f in os.listdir(folder) if f.endswith(".tsv")) if os.path.isdir(folder) else []
+        have = f"it has {', '.join(shipped)}" if shipped else "it has none for that language"
+        raise ValueError(f"bert-score ships no rescaling baseline for {model} in {lang!r} ({have}); give "
+                         "baseline_path, or leave rescale off.")
+    return path
+
+
 @lru_cache(maxsize=2)
-def _bert_scorer(model: str, num_layers: int, device: str | None):
+def _bert_scorer(model: str, num_layers: int, device: str | None, idf: bool = False, baseline: str | None = None):
     from pluie_core.hub import import_locked
 
     BERTScorer = import_locked("bert_score").BERTScorer
     try:
-        return BERTScorer(model_type=model, num_layers=num_layers, device=device)
+        return BERTScorer(model_type=model, num_layers=num_layers, device=device, idf=idf,
+                          rescale_with_baseline=baseline is not None, lang="en" if baseline else None,
+                          baseline_path=baseline)
     except Exception as exc:  # transformers raises many types (OSError, hub errors, ValueError)
         raise _load_error(model, exc) from None
 
 
-def bertscore(sources, hypotheses, model: str | None = None, num_layers: int | None = None,
+def bertscore(sources, hypotheses, model: str | None = None, num_layers: int | None = None, idf: bool = False,
+              rescale: bool = False, lang: str = "en", baseline_path: str | None = None, settings: str | None = None,
               device: str | None = None) -> np.ndarray:
-    """BERTScore F1 (the bert-score package: greedy token matching, no idf, no rescaling) of each
-    hypothesis against its source. model: any Hugging Face encoder id or directory (default: the offline
-    all-MiniLM-L6-v2); num_layers: the layer whose embeddings are matched (default: bertscore_layers)."""
+    """BERTScore F1 (the bert-score package, greedy token matching) of each hypothesis against its source.
+
+    model: any Hugging Face encoder id or directory (default: the offline all-MiniLM-L6-v2); num_layers: the
+    layer whose embeddings are matched (default: bertscore_layers). idf: weight tokens by their inverse
+    document frequency over the sources of this call (bert-score computes it over its references: the whole
+    file on the command line, each claimed batch in a worker run). rescale: (F1 − b) / (1 − b) with
+    bert-score's baseline b for the model and ``lang`` (or the file ``baseline_path``). settings: a name of
+    BERTSCORE_SETTINGS; the options given here take precedence over it."""
+    if settings:
+        if settings not in BERTSCORE_SETTINGS:
+            raise ValueError(f"Unknown BERTScore settings {settings!r}; use one of {', '.join(BERTSCORE_SETTINGS)}.")
+        named = BERTSCORE_SETTINGS[settings]
+        if not model:  # the settings' layer goes with the settings' model
+            model, num_layers = named.get("model"), num_layers or named.get("num_layers")
+        idf = idf or named.get("idf", False)
+        rescale = rescale or named.get("rescale", False)
     sources, hypotheses = sentence_pairs(sources, hypotheses)
     if not sources:
         return np.zeros(0)
     model = _check_model_name(model) if model else default_sbert_model()
-    scorer = _bert_scorer(model, int(num_layers) if num_layers else bertscore_layers(model), device)
+    baseline = bertscore_baseline_file(model, lang or "en", baseline_path) if rescale else None
+    scorer = _bert_scorer(model, int(num_layers) if num_layers else bertscore_layers(model), device, bool(idf), baseline)
+    if idf:
+        import warnings
+
+        with warnings.catch_warnings():  # "Overwriting the previous importance weights": each call has its own
+            warnings.simplefilter("ignore")
+            scorer.compute_idf(sources)
     _precision, _recall, f1 = scorer.score(hypotheses, sources, verbose=False)
     return f1.numpy().astype(float)
+
+
+def _weighted_harmonic(semantic: np.ndarray, diversity: np.ndarray, beta: float) -> np.ndarray:
+    """(β + 1) / (β / semantic + 1 / diversity); 0 where either term is <= 0 (a harmonic mean with a zero term)."""
+    out = np.zeros(len(semantic))
+    ok = (semantic > 0) & (diversity > 0)
+    out[ok] = (beta + 1) / (beta / semantic[ok] + 1 / diversity[ok])
+    return out
+
+
+def _positive_beta(beta) -> float:
+    beta = float(beta)
+    if not beta > 0:
+        raise ValueError(f"β must be a positive number, not {beta!r}.")
+    return beta
 
 
 BERT_IBLEU_BETA = 4.0
@@ -200,15 +276,9 @@ def bert_ibleu(sources, hypotheses, model: str | None = None, num_layers: int | 
     (β + 1) / (β · BERTScore⁻¹ + 1 · (1 − SelfBLEU)⁻¹), β = 4 by default; BERTScore as ``bertscore``
     (same model options), SelfBLEU as ``selfbleu`` (0-1). A harmonic mean with a zero term is 0: a
     copy of the source (SelfBLEU = 1) or a BERTScore <= 0 scores 0."""
-    beta = float(beta)
-    if not beta > 0:
-        raise ValueError(f"β must be a positive number, not {beta!r}.")
+    beta = _positive_beta(beta)
     semantic = bertscore(sources, hypotheses, model=model, num_layers=num_layers, device=device)
-    diversity = 1 - selfbleu(sources, hypotheses)
-    out = np.zeros(len(semantic))
-    ok = (semantic > 0) & (diversity > 0)
-    out[ok] = (beta + 1) / (beta / semantic[ok] + 1 / diversity[ok])
-    return out
+    return _weighted_harmonic(semantic, 1 - selfbleu(sources, hypotheses), beta)
 
 
 def s3c_cosine(sources, hypotheses, model: str, device: str | None = None) -> np.ndarray:
@@ -216,6 +286,27 @@ def s3c_cosine(sources, hypotheses, model: str, device: str | None = None) -> np
     model named (revisiting-paraphrase-metrics section 6.1 computes it with its contrastively trained
     encoder; any sentence-transformers model or plain encoder directory works, the latter mean-pooled)."""
     return sbert_cosine(sources, hypotheses, model=_check_model_name(model), device=device)
+
+
+BBSCORE_BETA = 4.0
+
+
+def bbscore(sources, hypotheses, model: str, beta: float = BBSCORE_BETA, device: str | None = None) -> np.ndarray:
+    """BBScore (Shen et al. 2022, "Revisiting the Evaluation Metrics of Paraphrase Generation", arXiv
+    2202.08479v1, section 6): its two sub-metrics, S3C for meaning kept (``s3c_cosine`` with the
+    sentence-transformers ``model`` named) and SelfBLEU for diversity (``selfbleu``), combined as the weighted
+    harmonic mean (β + 1) / (β / S3C + 1 / (1 − SelfBLEU)), β = 4 unless set; 0 when SelfBLEU = 1 (a copy)
+    or S3C <= 0.
+
+    Where the form comes from: the paper's own equation (its eq. 4) is lost from our copy of the paper, and
+    the authors' public code (the ParaScore repository that grew out of this paper) has no BBScore. The
+    form is BERT-iBLEU's (the paper's eq. 2) with S3C in BERTScore's place, which is what the paper says of
+    it: two sub-metrics "combined in a configurable manner" (β), an ablation that swaps S3C for BERTScore
+    in the same combination ("BERTScore+SelfBLEU", table 5), and a copy of the source scoring the
+    minimum, 0.00 (table 6). Until the published equation can be checked, read it as that reconstruction."""
+    beta = _positive_beta(beta)
+    semantic = s3c_cosine(sources, hypotheses, model=model, device=device)
+    return _weighted_harmonic(semantic, 1 - selfbleu(sources, hypotheses), beta)
 
 
 def _nmt(measure: str):
@@ -236,7 +327,7 @@ class Option:
     """An option a baseline takes (stored with its run, offered on the Scoring page and the CLI)."""
 
     name: str
-    kind: type  # str, int or float
+    kind: type  # str, int, float or bool
     default: Any
     help: str
 
@@ -244,6 +335,15 @@ class Option:
         """The value as its kind, or ValueError with one sentence."""
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
+        if self.kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "yes", "on", "1"):
+                return True
+            if text in ("false", "no", "off", "0"):
+                return False
+            raise ValueError(f"Option {self.name} must be true or false, not {value!r}.")
         try:
             return self.kind(value.strip() if isinstance(value, str) else value)
         except (TypeError, ValueError):
@@ -311,9 +411,21 @@ class Baseline:
 
 
 _ENCODER = Option("model", str, None, "a Hugging Face encoder id or directory; default: the offline "
-                  "all-MiniLM-L6-v2; roberta-large is the papers' choice")
+                  "all-MiniLM-L6-v2 (the papers' encoders: see the option settings)")
 _LAYERS = Option("num_layers", int, None, "the encoder layer BERTScore matches; default: bert-score's choice "
                  "for the models it knows, else the last layer")
+_BERTSCORE_OPTIONS = (
+    _ENCODER, _LAYERS,
+    Option("idf", bool, False, "true: weight tokens by inverse document frequency over the sources scored together "
+           "(bert-score's idf; in a worker run, each claimed batch)"),
+    Option("rescale", bool, False, "true: rescale F1 with the baseline bert-score ships for the model and lang "
+           "(e.g. roberta-large, bert-base-uncased, xlm-roberta-large), or baseline_path"),
+    Option("lang", str, "en", "language of the rescaling baseline (bert-score's folders: en, de, fr, ...)"),
+    Option("baseline_path", str, None, "a rescaling baseline file of your own (bert-score's .tsv format)"),
+    Option("settings", str, None, "the papers' settings by name: nmtscore-paper (xlm-roberta-large, layer 17, "
+           "rescaled F1), revisiting-bert (bert-base-uncased), revisiting-roberta (roberta-large); options you "
+           "give take precedence"),
+)
 _NMT_OPTIONS = (
     Option("model", str, None, "a multilingual M2M100 / NLLB translation model id or directory, "
            "e.g. facebook/m2m100_418M"),
@@ -338,7 +450,8 @@ BASELINES: dict[str, Baseline] = {
     "selfbleu": Baseline("selfbleu", selfbleu, True, "SelfBLEU = BLEU(source, candidate), sacreBLEU defaults, 0-1 "
                          "(higher = less diverse)", "SelfBLEU", default_run=False),
     "bertscore": Baseline("bertscore", bertscore, True, "BERTScore F1 (bert-score package), default encoder "
-                          "all-MiniLM-L6-v2, no idf, no rescaling", "BERTScore", (_ENCODER, _LAYERS)),
+                          "all-MiniLM-L6-v2, no idf, no rescaling unless set; settings=nmtscore-paper for the "
+                          "NMTScore paper's xlm-roberta-large, layer 17, rescaled F1", "BERTScore", _BERTSCORE_OPTIONS),
     "bert_ibleu": Baseline("bert_ibleu", bert_ibleu, True, "BERT-iBLEU, (β+1)/(β/BERTScore + 1/(1-SelfBLEU)), "
                            "β = 4 unless set", "BERT-iBLEU",
                            (_ENCODER, _LAYERS, Option("beta", float, BERT_IBLEU_BETA,
@@ -348,6 +461,13 @@ BASELINES: dict[str, Baseline] = {
                     "you name", "S3C cosine",
                     (Option("model", str, None, "a sentence-transformers model id or directory"),),
                     needs_model=True, default_run=False),
+    "bbscore": Baseline("bbscore", bbscore, True, "BBScore (Revisiting paper, section 6): (β+1)/(β/S3C + "
+                        "1/(1-SelfBLEU)), β = 4 unless set, S3C with the sentence-transformers model you name; the "
+                        "paper's equation is lost from our copy and absent from the authors' code: this is BERT-iBLEU's "
+                        "form with S3C, as the paper's ablation and robustness tables describe it", "BBScore",
+                        (Option("model", str, None, "the S3C encoder: a sentence-transformers model id or directory"),
+                         Option("beta", float, BBSCORE_BETA, "weight of S3C against 1 - SelfBLEU (BERT-iBLEU's usual 4)")),
+                        needs_model=True, default_run=False),
     "nmt_direct": Baseline("nmt_direct", _nmt("direct"), True, "NMTScore-direct: translation probability "
                            "p(A|B) / p(A|A), both directions", "NMTScore-direct", _NMT_OPTIONS[:2],
                            needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),

@@ -9,8 +9,15 @@ preference file (source, candidate_a, candidate_b) instead. Each metric's second
 stderr. A mistake the user can fix (missing file, unknown model, multi-token answer, ...) prints
 one line to stderr and exits with status 1.
 
+``correlate`` on a preference file (source, candidate_a, candidate_b, preferred; or ParaReval's JSONL)
+writes each metric's agreement with the people's choices instead (pluie_core.evaluation.preference).
+
 ``python -m pluie_core paraphrasus DIR --metric NAME -o OUT.csv``: the PARAPHRASUS scorecard of a
 metric (pluie_core.evaluation.paraphrasus_cli).
+
+``python -m pluie_core publish FOLDER --licence LICENCE [--dataset NAME ...]``: the store's datasets as a
+folder ready to publish, as the Export page writes it (db.publish). The one command that reads the store:
+it imports ``db`` when it runs, so the library itself stays free of it.
 """
 from __future__ import annotations
 
@@ -44,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the model of a baseline, e.g. bertscore=roberta-large or nmt_cross=facebook/m2m100_418M "
                        "(repeatable; adds that baseline)")
     score.add_argument("--baseline-option", action="append", default=[], metavar="NAME.OPTION=VALUE",
-                       help="another option of a baseline, e.g. bert_ibleu.beta=4 or nmt_pivot.lang=de (repeatable)")
+                       help="another option of a baseline, e.g. bert_ibleu.beta=4, bertscore.settings=nmtscore-paper, "
+                       "bertscore.idf=true or nmt_pivot.lang=de (repeatable)")
     score.add_argument("--judge", action="append", metavar="JUDGE",
                        help="add an output-based LLM judge on the same model: yes-no (columns llm_yes_no = 1 / 0 "
                             "and llm_yes_no_answer, the generated text; unparsed: empty value), likert (llm_likert, "
@@ -70,19 +78,43 @@ def build_parser() -> argparse.ArgumentParser:
 
     paraphrasus_cli.add_parser(commands)
     _add_correlate(commands, BASELINES)
+    _add_publish(commands)
     return parser
+
+
+def _add_publish(commands) -> None:
+    publish = commands.add_parser(
+        "publish", help="write the store's datasets as a folder ready to publish (Parquet, Arrow, dataset card)",
+        description="The Export page's dataset folder: data/train-00000-of-00001.parquet, the Arrow copy that "
+                    "datasets.load_from_disk reads, and README.md, the dataset card. The folder must not exist "
+                    "yet, or be empty.")
+    publish.add_argument("folder", metavar="FOLDER", help="the folder to write")
+    publish.add_argument("--licence", "--license", required=True, metavar="LICENCE",
+                         help="the licence identifier of the card (Hugging Face's: cc-by-4.0, mit, other, ...)")
+    publish.add_argument("--dataset", action="append", metavar="NAME",
+                         help="a dataset to publish, by name or id (repeatable; default: every dataset)")
+    publish.add_argument("--title", help="the card's title (default: the datasets' names)")
+    publish.add_argument("--include-training", action="store_true",
+                         help="also publish the labels of annotators' training trials")
+    publish.add_argument("--db", metavar="URL",
+                         help="the store (default: PLUIE_DB_URL, pluie_lab.toml, else data/pluie_lab.db)")
 
 
 def _add_correlate(commands, baselines) -> None:
     correlate = commands.add_parser(
-        "correlate", help="correlation of metrics with a graded human reference (Pearson, Spearman, Kendall)",
+        "correlate", help="correlation of metrics with a graded human reference (Pearson, Spearman, Kendall), or "
+                          "agreement with human preferences on a preference file",
         description="Pearson, Spearman and Kendall τ (scipy) between each metric and a graded reference, with "
                     "percentile bootstrap 95% confidence intervals. Writes OUT.csv with columns "
-                    "metric, method, r, ci_low, ci_high, n.")
-    correlate.add_argument("input", metavar="FILE", help="pair file (anything load_pairs reads)")
+                    "metric, method, r, ci_low, ci_high, n. On a preference file (columns source, candidate_a, "
+                    "candidate_b, preferred, or ParaReval's JSONL): each metric's pairwise accuracy with tie "
+                    "calibration, Cramér's V and Cohen's κ against the people's choices, columns "
+                    "metric, n, accuracy, epsilon, accuracy_calibrated, cramers_v, kappa, metric_ties, note.")
+    correlate.add_argument("input", metavar="FILE", help="pair file (anything load_pairs reads) or preference file")
     correlate.add_argument("--metric", action="append", required=True, metavar="NAME",
-                           help="a score column of FILE (e.g. pluie, as `score` writes it), or else a baseline "
-                                f"computed on the pairs: {', '.join(baselines)}; repeat for several metrics")
+                           help="a score column of FILE (e.g. pluie, as `score` writes it; on a preference file the "
+                                "columns NAME_a and NAME_b, as `score --judge choice` writes pluie_a / pluie_b), or "
+                                f"else a baseline computed on the pairs: {', '.join(baselines)}; repeat for several")
     correlate.add_argument("--reference", default="label", metavar="COLUMN",
                            help="the graded human judgment: a numeric column of FILE (default: label, the gold "
                                 "score: STS-B 0-5, SICK 1-5, BIOSSES annotators' mean)")
@@ -270,8 +302,53 @@ def score_preferences(args, template, source_path: Path, output: Path, baselines
     return output
 
 
+def _preference_items(path: Path, fmt: str):
+    """The preference items of a preference file, or None when the file is not one (a pair file)."""
+    from pluie_core.evaluation.preference import load_preferences
+    from pluie_core.io import PairFileError, read_table
+
+    if fmt not in ("auto", "parareval"):
+        return None
+    try:
+        table = read_table(path)
+    except PairFileError:
+        return None
+    columns = {str(c).strip().lower() for c in table.columns}
+    if table.attrs.get("format") != "parareval" and not {"candidate_a", "candidate_b"} <= columns:
+        return None
+    return load_preferences(path)
+
+
+def agree_with_preferences(args, items):
+    """``correlate`` on a preference file: each metric's agreement with the people's choices."""
+    import pandas as pd
+
+    from pluie_core.baselines import BASELINES
+    from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, agreement_table
+
+    if args.system:
+        raise ValueError("--system is for pair files: a preference file is judged item by item.")
+    scores_a, scores_b, higher = {}, {}, {}
+    for name in args.metric:
+        if f"{name}_a" in items.columns and f"{name}_b" in items.columns:
+            scores_a[name] = pd.to_numeric(items[f"{name}_a"], errors="coerce")
+            scores_b[name] = pd.to_numeric(items[f"{name}_b"], errors="coerce")
+        elif name in BASELINES:
+            sources = _texts(items["source"])
+            scores_a[name] = BASELINES[name](sources, _texts(items["candidate_a"]))
+            scores_b[name] = BASELINES[name](sources, _texts(items["candidate_b"]))
+        else:
+            columns = ", ".join(map(str, items.columns))
+            raise ValueError(f"Unknown metric {name!r}: give a metric whose columns {name}_a and {name}_b are in the "
+                             f"file ({columns}) or a baseline ({', '.join(BASELINES)}).")
+        higher[name] = BASELINES[name].higher_is_similar if name in BASELINES else True
+    table = agreement_table(items["preferred"].tolist(), pd.DataFrame(scores_a), pd.DataFrame(scores_b), higher)
+    return table[AGREEMENT_COLUMNS]
+
+
 def correlate_file(args) -> Path:
-    """``python -m pluie_core correlate``: one row per (metric, method) in OUT.csv."""
+    """``python -m pluie_core correlate``: one row per (metric, method) in OUT.csv; on a preference file,
+    one row per metric of agreement with the people's choices."""
     import pandas as pd
 
     from pluie_core.baselines import BASELINES
@@ -283,6 +360,12 @@ def correlate_file(args) -> Path:
         raise FileNotFoundError(f"Input file {source_path} does not exist.")
     if output.suffix.lower() != ".csv":
         raise ValueError(f"Cannot write {output.name}: the correlation table is a .csv file.")
+    items = _preference_items(source_path, args.format)
+    if items is not None:
+        table = agree_with_preferences(args, items)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(output, index=False)
+        return output
     frame = load_pairs(source_path, format=args.format)
     columns = ", ".join(map(str, frame.columns))
     for what, column in (("reference", args.reference), ("system", args.system)):
@@ -313,6 +396,39 @@ def correlate_file(args) -> Path:
     return output
 
 
+def publish_store(args) -> Path:
+    """``python -m pluie_core publish``: db.publish.publish_dataset on the named datasets of the store."""
+    from sqlalchemy.engine import make_url
+
+    from db.datasets import list_datasets
+    from db.engine import database_url, init_db
+    from db.publish import publish_dataset
+
+    url = database_url(args.db)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+            and not Path(parsed.database).is_file():
+        raise ValueError(f"There is no store at {parsed.database}: give its URL with --db (or PLUIE_DB_URL).")
+    engine = init_db(url)
+    try:
+        ids = None
+        if args.dataset:
+            datasets = list_datasets(engine)
+            by_name = {d.name: d.id for d in datasets} | {str(d.id): d.id for d in datasets}
+            unknown = [name for name in args.dataset if name not in by_name]
+            if unknown:
+                known = ", ".join(d.name for d in datasets) or "none yet"
+                raise ValueError(f"No dataset {unknown[0]!r} in the store (its datasets: {known}).")
+            ids = list(dict.fromkeys(by_name[name] for name in args.dataset))
+        result = publish_dataset(engine, args.folder, ids, licence=args.licence, title=args.title,
+                                 include_training=args.include_training,
+                                 progress=lambda done, total: print(f"{done} of {total} pairs", file=sys.stderr))
+    finally:
+        engine.dispose()
+    print(f"{result.n_pairs} pairs in {result.folder}", file=sys.stderr)
+    return result.folder
+
+
 def main(argv=None) -> int:
     from pluie_core.io import PairFileError
     from pluie_core.scorer import PluieError
@@ -329,6 +445,8 @@ def main(argv=None) -> int:
             print(f"wrote {paraphrasus_cli.run(args)}", file=sys.stderr)
         elif args.command == "correlate":
             print(f"wrote {correlate_file(args)}", file=sys.stderr)
+        elif args.command == "publish":
+            print(f"wrote {publish_store(args)}", file=sys.stderr)
     except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -23,13 +23,21 @@ Generation is greedy, batched (prompts sorted by length, left-padded, results re
 order; the batch halves on out-of-memory) and bounded by ``max_new_tokens``; the answer is the
 text up to the first end-of-sequence token. The model is loaded exactly as PluieScorer loads it.
 
-Parsing (the same rule for the three kinds): leading blanks and markup (``*``, quotes, brackets,
-``:``...) are skipped; an answer the text *starts with* is the answer ("Yes.", "**No**", "4/5",
-"B) ..."); otherwise the text is read as that answer when exactly one of the possible answers
-occurs in it as a whole word ("The answer is yes", "Rating: 4", "Candidate B"). Anything else
-("I cannot say yes or no", "between 3 and 4", random text) is **unparsed**: value NaN, the raw text kept. Yes / No
-words match in any case; choice labels match case-sensitively (so the article "a" is not "A");
-ratings must be whole numbers on the scale ("/5" and "out of 5" after a number are ignored).
+Parsing: the answer is read the way the prompt asks for it, as the first word of the generated text
+(the text after the assistant turn), after leading blanks and markup (``*``, quotes, brackets, ``:``...):
+"Yes.", "**No**", "4/5", "B) ...". Where the text does not start with an answer, it is read as that answer
+only when exactly one of the possible answers occurs in it as a whole word and nothing says otherwise
+("The answer is yes", "Rating: 4", "Candidate B"). Anything else is **unparsed**: value NaN, the raw text
+kept. In particular:
+
+- Yes / No (any case): a negated answer is not that answer: a text that does not start with the answer
+  and holds a negation (not, n't, never, neither, nor, hardly, cannot) is unparsed ("Not yes", "Definitely
+  not a yes", "I don't think yes"; "No, not at all" starts with its answer); an echo of the question's
+  choice, "Yes/No", "yes or no", is unparsed, as is "I cannot say yes or no".
+- Ratings: a whole number on the scale. "4/5", "5 out of 5", "Score: 4 (out of 5)" read the number when
+  the denominator is the top of the scale; a rating on another scale ("2/10", "3 out of 10") is unparsed,
+  never taken as a rating on this one; "between 3 and 4", "3.5", "10" are unparsed.
+- Choices: the labels match case-sensitively (so the article "a" is not "A"); "Both A and B" is unparsed.
 """
 from __future__ import annotations
 
@@ -262,20 +270,33 @@ def _strip_leading(text: str) -> str:
     return text.lstrip(_LEADING_MARKUP)
 
 
-def _pick(text: str, candidates: dict[str, object], flags: int):
-    """The rule of the module docstring: the answer the text starts with, else the only answer
-    that occurs as a whole word, else None."""
+_NEGATION = re.compile(r"(?<!\w)(?:not|never|neither|nor|hardly|cannot|can't|won't|isn't|aren't|don't|doesn't)(?!\w)"
+                       r"|n't(?!\w)", re.IGNORECASE)
+_ECHO = r"\s*(?:/|\||\bor\b)\s*"  # "Yes/No", "yes or no": the question's choice repeated
+
+
+def _pick(text: str, candidates: dict[str, object], flags: int, negations: bool = False):
+    """The rule of the module docstring: the answer the text starts with (not an echo of the choice),
+    else the only answer that occurs as a whole word (and, for ``negations``, no negation in the text),
+    else None."""
     start = _strip_leading(text)
+    words = [re.escape(w) for w in candidates]
     for word, value in candidates.items():
         if re.match(rf"{re.escape(word)}(?!\w)", start, flags):
+            others = [w for w in words if w != re.escape(word)]
+            if any(re.match(rf"{re.escape(word)}{_ECHO}{o}(?!\w)", start, flags) for o in others):
+                return None  # "Yes/No": the question's choice echoed, no answer
             return value
     found = {value for word, value in candidates.items() if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags)}
+    if negations and _NEGATION.search(text):
+        return None  # "Not yes", "Definitely not a yes": not that answer, and not surely the other one
     return found.pop() if len(found) == 1 else None
 
 
 def parse_yes_no(text: str, answers=("Yes", "No")) -> Optional[float]:
-    """1.0 for the first answer word (Yes), 0.0 for the second (No), None when unparsed."""
-    return _pick(text or "", {answers[0].strip(): 1.0, answers[1].strip(): 0.0}, re.IGNORECASE)
+    """1.0 for the first answer word (Yes), 0.0 for the second (No), None when unparsed (the module
+    docstring's rule: the first word; a negated or echoed answer is unparsed)."""
+    return _pick(text or "", {answers[0].strip(): 1.0, answers[1].strip(): 0.0}, re.IGNORECASE, negations=True)
 
 
 def parse_choice(text: str, labels=("A", "B")) -> Optional[str]:
@@ -283,10 +304,19 @@ def parse_choice(text: str, labels=("A", "B")) -> Optional[str]:
     return _pick(text or "", {labels[0].strip(): labels[0].strip(), labels[1].strip(): labels[1].strip()}, 0)
 
 
+_OUT_OF = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*\(?\s*(?:/|out\s+of|of)\s*(\d+)\s*\)?", re.IGNORECASE)
+
+
 def parse_likert(text: str, scale=(1, 5)) -> Optional[float]:
-    """The rating, a whole number on the scale, or None when unparsed."""
+    """The rating, a whole number on the scale, or None when unparsed. "4/5", "4 out of 5" and
+    "4 (out of 5)" are 4 on a 1-5 scale; a number out of anything else ("2/10", "3 out of 10") is a
+    rating on another scale: unparsed."""
     low, high = scale
-    text = re.sub(rf"(\d)\s*(?:/|out of)\s*{high}(?!\d)", r"\1", text or "")  # "4/5", "4 out of 5" -> "4"
+    text = text or ""
+    for match in _OUT_OF.finditer(text):
+        if int(match.group(2)) != high:
+            return None  # a rating on another scale is not a rating on this one
+    text = _OUT_OF.sub(lambda m: m.group(1), text)  # "4/5", "4 (out of 5)" -> "4"
     start = _strip_leading(text)
     first = re.match(r"(\d+(?:\.\d+)?)(?![\w.]*\d)", start)
     if first is not None and _on_scale(first.group(1), low, high) is not None:

@@ -2,8 +2,10 @@
 on transformers directly.
 
 The ``nmtscore`` package itself pins transformers<4.34, which cannot live beside this project's
-transformers 5, so the three measures are written here from the paper's definitions (section 2) and
-checked against them in tests/test_nmt_baselines.py:
+transformers 5, so the three measures are written here from the paper's definitions (section 2). They are
+checked against those definitions in tests/test_paper_baselines.py, and against the ``nmtscore`` library
+itself (0.3.3, transformers 4.33.3, on the same tiny M2M100 weights) in tests/test_nmtscore_reference.py,
+whose values tests/fixtures/make_nmtscore_fixture.py made in the library's own environment:
 
 - token-level probabilities are length-normalised: p(A|B) = [∏ p(Aⁱ | B, A<ⁱ)]^(1/|A|), the geometric
   mean over A's tokens and its end-of-sentence token (the target-language token that starts the
@@ -15,11 +17,15 @@ checked against them in tests/test_nmt_baselines.py:
   both-directions" variants).
 
 One difference from the package: it turns the mean cross-entropy L (in nats) into 2^(−L); the
-paper's geometric mean is exp(−L), which is what this module returns (the two agree on order for
-one direction, not on the averaged values). Models: multilingual seq2seq models with target-language
-tokens that transformers loads as M2M100 (facebook/m2m100_418M, m2m100_1.2B, NLLB checkpoints).
-Translations use beam search (nmtscore's default: 5 beams), at most 200 tokens (the M2M100 default
-length the package's translation pipeline keeps).
+paper's geometric mean is exp(−L), which is what this module returns (p_ours = p_package^(1/ln 2), and so
+for a one-direction ratio; the two agree on order for one direction, not on the averaged values). Models:
+multilingual seq2seq models with target-language tokens that transformers loads as M2M100
+(facebook/m2m100_418M, m2m100_1.2B, NLLB checkpoints). A language code is the model's language token:
+``__en__`` for M2M100 (tried first: a vocabulary may also hold "en", "es", "it"... as ordinary pieces),
+else the code itself (a token such as eng_Latn), else the NLLB token of a two-letter code. Translations
+use beam search (nmtscore's default: 5 beams) and at most 200 tokens in all, the language token and the
+decoder's start token included (max_length 200, facebook/m2m100_418M's setting, which the package's
+translation pipeline keeps).
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ import numpy as np
 from pluie_core.inputs import sentence_pairs
 
 MEASURES = ("direct", "pivot", "cross")
-MAX_TRANSLATION_TOKENS = 200
+MAX_TRANSLATION_LENGTH = 200  # tokens of a translation in all, as generate's max_length
 # two-letter codes for NLLB checkpoints, whose codes look like eng_Latn
 _NLLB_CODES = {"en": "eng_Latn", "de": "deu_Latn", "fr": "fra_Latn", "es": "spa_Latn", "it": "ita_Latn",
                "pt": "por_Latn", "nl": "nld_Latn", "sv": "swe_Latn", "fi": "fin_Latn", "ru": "rus_Cyrl",
@@ -64,11 +70,16 @@ class TranslationModel:
         self.start_id = self.model.config.decoder_start_token_id
         self.pad_id = self.tokenizer.pad_token_id
         self.eos_id = self.tokenizer.eos_token_id
+        # ids a translation's text leaves out: the special tokens and every language token (transformers 5's
+        # M2M100 tokenizer does not always count the __xx__ tokens as special, so decode would keep them)
+        self._not_text = set(self.tokenizer.all_special_ids) | set(getattr(self.tokenizer, "lang_token_to_id", {}).values())
 
     def lang_id(self, code: str) -> int:
-        """The token id of a language code (en → __en__ for M2M100, en → eng_Latn for NLLB)."""
+        """The token id of a language code: its language token __code__ (M2M100) first, since "en", "es"...
+        may also be ordinary pieces of the vocabulary; else the code itself (eng_Latn); else the NLLB
+        token of a two-letter code (en → eng_Latn)."""
         unk = self.tokenizer.unk_token_id
-        for token in (code, f"__{code}__", _NLLB_CODES.get(code)):
+        for token in (f"__{code}__", code, _NLLB_CODES.get(code)):
             if token:
                 found = self.tokenizer.convert_tokens_to_ids(token)
                 if isinstance(found, int) and found != unk:
@@ -116,7 +127,8 @@ class TranslationModel:
         return out
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 5) -> list[str]:
-        """Beam-search translations (at most MAX_TRANSLATION_TOKENS new tokens)."""
+        """Beam-search translations of at most MAX_TRANSLATION_LENGTH tokens in all (start and language
+        tokens included), decoded without special tokens as the package's pipeline decodes them."""
         import torch
 
         src = self._ids(texts, src_lang)
@@ -129,10 +141,12 @@ class TranslationModel:
             with torch.inference_mode():
                 generated = self.model.generate(
                     input_ids=ids, attention_mask=mask, forced_bos_token_id=forced, num_beams=num_beams,
-                    do_sample=False, max_new_tokens=MAX_TRANSLATION_TOKENS,
+                    do_sample=False, max_length=MAX_TRANSLATION_LENGTH,
                 )
             for row, i in enumerate(chunk):
-                result[i] = self.tokenizer.decode(generated[row], skip_special_tokens=True).strip()
+                kept = [t for t in generated[row].tolist() if t not in self._not_text]
+                result[i] = self.tokenizer.decode(kept, skip_special_tokens=True,
+                                                  clean_up_tokenization_spaces=False).strip()
         return result
 
 

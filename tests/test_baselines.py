@@ -76,7 +76,7 @@ def test_sbert_cosine_uses_the_offline_minilm_model():
 
 
 def test_registry_says_which_direction_is_similar():
-    new = {"selfbleu", "bertscore", "bert_ibleu", "s3c", "nmt_direct", "nmt_pivot", "nmt_cross"}  # test_paper_baselines
+    new = {"selfbleu", "bertscore", "bert_ibleu", "s3c", "bbscore", "nmt_direct", "nmt_pivot", "nmt_cross"}  # test_paper_baselines
     assert set(BASELINES) == {"levenshtein", "bleu", "chrf", "sbert", "bleu_paper"} | new
     assert HIGHER_IS_SIMILAR == {"levenshtein": False, "bleu": True, "chrf": True, "sbert": True, "bleu_paper": True,
                                  **{name: True for name in new}}

@@ -87,3 +87,76 @@ def test_error_exit_from_the_real_entry_point(tmp_path, pair_file):
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("error: No model found at")
+
+
+# --------------------------------------------------------------------------- publish and preferences
+def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(tmp_path, capsys):
+    from db.datasets import import_pairs
+    from db.engine import init_db
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(url)
+    for name, n in (("alpha", 5), ("beta", 3)):
+        import_pairs(engine, name, pd.DataFrame({"source": [f"{name} s{i}" for i in range(n)],
+                                                 "hypothesis": [f"{name} h{i}" for i in range(n)]}))
+    engine.dispose()
+    folder = tmp_path / "out" / "alpha-card"
+    assert main(["publish", str(folder), "--licence", "cc-by-4.0", "--dataset", "alpha", "--db", url]) == 0
+    err = capsys.readouterr().err
+    assert "5 pairs in" in err and f"wrote {folder}" in err
+    rows = pd.read_parquet(folder / "data" / "train-00000-of-00001.parquet")
+    assert sorted(rows["source"]) == [f"alpha s{i}" for i in range(5)]
+    card = (folder / "README.md").read_text()
+    assert "license: cc-by-4.0" in card and "alpha" in card and (folder / "dataset_dict.json").is_file()
+    # every dataset by default
+    assert main(["publish", str(tmp_path / "all"), "--licence", "mit", "--db", url]) == 0
+    assert len(pd.read_parquet(tmp_path / "all" / "data" / "train-00000-of-00001.parquet")) == 8
+
+    # mistakes: one line, exit status 1, nothing written
+    for args, message in (
+        (["--dataset", "gamma"], "error: No dataset 'gamma' in the store (its datasets: alpha, beta)."),
+        (["--licence", "x y"], "error: "),
+        (["--db", f"sqlite:///{tmp_path / 'nowhere.db'}"], "error: There is no store at "),
+    ):
+        target = tmp_path / "refused"
+        argv = ["publish", str(target), "--licence", "cc-by-4.0", "--db", url] + args
+        capsys.readouterr()
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(message) and err.count("\n") == 1, err
+        assert not target.exists() and not (tmp_path / "nowhere.db").exists()
+    assert main(["publish", str(folder), "--licence", "cc-by-4.0", "--db", url]) == 1  # not an empty folder
+    assert "already exists and is not an empty folder" in capsys.readouterr().err
+
+
+def test_correlate_on_a_preference_file_writes_agreement_with_the_peoples_choices(tmp_path):
+    from pluie_core.baselines import BASELINES
+    from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, preference_agreement
+
+    items = pd.DataFrame({
+        "source": ["The cat drinks water.", "A man plays guitar.", "It rains.", "The sun is hot.", "Birds fly."],
+        "candidate_a": ["The cat drinks water.", "Someone plays the guitar.", "Rain falls.", "Cold sun.", "Birds swim."],
+        "candidate_b": ["A dog sleeps.", "A man plays guitar loudly.", "It rains a lot today.", "The sun is hot!",
+                        "Birds are flying."],
+        "preferred": ["A", "B", "tie", "B", "B"],
+        "pluie_a": [3.0, -1.0, 0.5, -2.0, -3.0], "pluie_b": [-4.0, 2.0, 0.4, 3.0, 1.0],
+    })
+    path, output = tmp_path / "prefs.csv", tmp_path / "agreement.csv"
+    items.to_csv(path, index=False)
+    done = run_cli("correlate", path, "--metric", "pluie", "--metric", "levenshtein", "-o", output)
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(output)
+    assert list(table.columns) == AGREEMENT_COLUMNS and list(table["metric"]) == ["pluie", "levenshtein"]
+    expected = preference_agreement(items["preferred"], items["pluie_a"], items["pluie_b"])
+    assert table.loc[0, "accuracy"] == pytest.approx(expected["accuracy"])
+    assert table.loc[0, "accuracy_calibrated"] == pytest.approx(expected["accuracy_calibrated"])
+    lev = BASELINES["levenshtein"]
+    expected = preference_agreement(items["preferred"], lev(items.source, items.candidate_a),
+                                    lev(items.source, items.candidate_b), higher_is_similar=False)  # a distance
+    assert table.loc[1, "accuracy_calibrated"] == pytest.approx(expected["accuracy_calibrated"])
+    assert table.loc[1, "kappa"] == pytest.approx(expected["kappa"], nan_ok=True)
+
+    refused = run_cli("correlate", path, "--metric", "bleurt", "-o", output)
+    assert refused.returncode == 1 and refused.stderr.startswith("error: Unknown metric 'bleurt': give a metric whose")
+    refused = run_cli("correlate", path, "--metric", "pluie", "--system", "source", "-o", output)
+    assert refused.returncode == 1 and "--system is for pair files" in refused.stderr

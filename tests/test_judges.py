@@ -30,6 +30,10 @@ from tests.store_fixtures import add_pairs, sentence_pairs
     ("Yes", 1.0), ("yes.", 1.0), ("**No**", 0.0), ("No, they differ.", 0.0), ('"Yes"', 1.0),
     ("The answer is yes", 1.0), ("I would say no here", 0.0),
     ("I cannot say yes or no", None), ("Yesterday", None), ("Nope", None), ("maybe", None), ("", None),
+    # negated answers are not that answer; an echoed choice is no answer
+    ("Not yes", None), ("Definitely not a yes", None), ("I don't think yes", None), ("Never", None),
+    ("yes/no", None), ("Yes / No", None), ("Yes or no?", None), ("No|Yes", None),
+    ("Yes, no doubt", 1.0), ("No, not at all", 0.0), ("Yes, they do not differ", 1.0),
 ])
 def test_yes_no_parsing(text, expected):
     assert parse_yes_no(text) == expected
@@ -44,6 +48,9 @@ def test_yes_no_parsing_takes_the_templates_words():
     ("4", 4.0), ("4/5", 4.0), ("5 out of 5", 5.0), ("Rating: 2", 2.0), ("I would say 3.", 3.0),
     ("**1**", 1.0), ("2023 was a 3", 3.0),
     ("3.5", None), ("between 3 and 4", None), ("10", None), ("0", None), ("excellent", None), ("", None),
+    # a rating on another scale is not a rating on this one; the scale's own denominator is read
+    ("2/10", None), ("3 out of 10", None), ("Rating: 3/10", None), ("4 (out of 10)", None),
+    ("Score: 4 (out of 5)", 4.0), ("4 / 5", 4.0), ("Rating: 2 out of 5.", 2.0),
 ])
 def test_likert_parsing(text, expected):
     assert parse_likert(text) == expected
@@ -51,7 +58,7 @@ def test_likert_parsing(text, expected):
 
 @pytest.mark.parametrize("text, expected", [
     ("A", "A"), ("B) it keeps the meaning", "B"), ("Candidate B", "B"), ("Option A.", "A"),
-    ("a cat", None), ("b", None), ("Both A and B are fine", None), ("neither", None),
+    ("a cat", None), ("b", None), ("Both A and B are fine", None), ("neither", None), ("A/B", None),
 ])
 def test_choice_parsing(text, expected):
     assert parse_choice(text) == expected
@@ -121,6 +128,35 @@ def one_at_a_time(judge: LLMJudge, rows) -> list[str]:
         end = next((k for k, t in enumerate(new) if t in judge.eos_ids), len(new))
         texts.append(judge.tokenizer.decode(new[:end], skip_special_tokens=True).strip())
     return texts
+
+
+def saying_model(base: Path, target: Path, text: str) -> Path:
+    """A copy of a tiny random model that generates ``text`` (several tokens) and stops: each prefix of
+    its tokens biases the next one, longer prefixes more (generation_config.json's sequence bias)."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    shutil.copytree(base, target)
+    tokenizer = AutoTokenizer.from_pretrained(target)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    config = GenerationConfig.from_pretrained(target)
+    config.sequence_bias = [[ids[:k + 1], 1000.0 * (k + 1)] for k in range(len(ids))]
+    config.save_pretrained(target)
+    return target
+
+
+@pytest.mark.parametrize("kind, text, value", [
+    ("yes-no", "Not yes", None), ("yes-no", "Definitely not a yes", None), ("yes-no", "Yes/No", None),
+    ("yes-no", "No, not at all", 0.0), ("likert", "2/10", None), ("likert", "3 out of 10", None),
+    ("likert", "Score: 4 (out of 5)", 4.0),
+])
+def test_real_generations_are_read_as_the_prompt_asked(tiny, tmp_path, kind, text, value):
+    judge = LLMJudge(str(saying_model(tiny, tmp_path / "model", text)), kind=kind, device="cpu", max_new_tokens=16)
+    result = judge.score(["The cat drinks water.", "A man plays."], ["The cat drinks milk.", "Someone plays."])
+    assert result.texts == [text] * 2  # what the model generated, read back
+    if value is None:
+        assert np.isnan(result.values).all() and result.answers == [None] * 2 and result.unparsed == 2
+    else:
+        assert result.values.tolist() == [value] * 2 and result.unparsed == 0
 
 
 def test_batched_generation_equals_one_at_a_time_and_unparsed_answers_are_counted(tiny):

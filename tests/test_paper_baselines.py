@@ -42,6 +42,73 @@ def test_bertscore_default_is_bert_score_f1_on_the_offline_minilm(tiny_bert):
     assert not np.allclose(first, tiny)
 
 
+def test_bertscore_idf_and_rescaling_are_bert_scores_own(tiny_bert, tmp_path):
+    import bert_score
+
+    # idf over the sources (bert-score's references), as bert_score.score(idf=True) computes it
+    idf = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, idf="true")
+    expected = bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2, idf=True)[2].numpy()
+    np.testing.assert_allclose(idf, expected, atol=1e-6)
+    plain = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert)
+    assert not np.allclose(idf, plain, atol=1e-4)  # the weights change the values: the test can fail
+
+    # rescaling with a baseline file: (F1 - b) / (1 - b) for the model's layer, as bert-score does it
+    baseline = tmp_path / "baseline.tsv"
+    baseline.write_text("LAYER,P,R,F\n0,0.1,0.1,0.1\n1,0.2,0.2,0.2\n2,0.85,0.8,0.83\n")
+    rescaled = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, rescale="yes", baseline_path=str(baseline))
+    expected = bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2, lang="en",
+                                rescale_with_baseline=True, baseline_path=str(baseline))[2].numpy()
+    np.testing.assert_allclose(rescaled, expected, atol=1e-6)
+    np.testing.assert_allclose(rescaled, (plain - 0.83) / (1 - 0.83), atol=1e-5)
+
+    # bert-score ships baselines for the models it knows (the NMTScore paper's included), not for a local model
+    from pluie_core.baselines import BERTSCORE_SETTINGS, bertscore_baseline_file
+
+    assert bertscore_baseline_file("xlm-roberta-large", "en").endswith("rescale_baseline/en/xlm-roberta-large.tsv")
+    assert bertscore_baseline_file("roberta-large", "en").endswith("en/roberta-large.tsv")
+    with pytest.raises(ValueError, match="bert-score ships no rescaling baseline for .* in 'en' \\(it has .*roberta-large"):
+        BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, rescale=True)
+    with pytest.raises(ValueError, match="Option rescale must be true or false, not 'maybe'"):
+        BASELINES["bertscore"].check_options({"rescale": "maybe"})
+    assert BERTSCORE_SETTINGS["nmtscore-paper"] == {"model": "xlm-roberta-large", "num_layers": 17, "idf": False,
+                                                    "rescale": True}
+    with pytest.raises(ValueError, match="Unknown BERTScore settings 'bertscore-paper'; use one of nmtscore-paper"):
+        BASELINES["bertscore"](SOURCES, HYPOTHESES, settings="bertscore-paper")
+    # a setting's options apply where none is given: the user's own model keeps its own layer
+    assert BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, settings="revisiting-roberta").tolist() == \
+        plain.tolist()
+    assert "papers' choice" not in BASELINES["bertscore"].options[0].help
+
+
+def test_bbscore_combines_s3c_and_selfbleu(tiny_bert):
+    from pluie_core.baselines import s3c_cosine, selfbleu
+
+    s3c, self_bleu = s3c_cosine(SOURCES, HYPOTHESES, model=tiny_bert), selfbleu(SOURCES, HYPOTHESES)
+    with np.errstate(divide="ignore"):
+        expected = np.where(self_bleu >= 1, 0.0, 5.0 / (4.0 / s3c + 1.0 / (1 - self_bleu)))
+    values = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert)
+    np.testing.assert_allclose(values, expected, rtol=1e-6)
+    assert values[2] == 0.0  # a copy of the source: no diversity, the minimum (the paper's table 6)
+    beta_1 = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, beta="1")
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(beta_1, np.where(self_bleu >= 1, 0.0, 2.0 / (1.0 / s3c + 1.0 / (1 - self_bleu))),
+                                   rtol=1e-6)
+    with pytest.raises(ValueError, match="The bbscore baseline needs a model"):
+        BASELINES["bbscore"](SOURCES, HYPOTHESES)
+    assert "S3C" in BASELINES["bbscore"].description and "lost from our copy" in BASELINES["bbscore"].description
+
+
+def test_bbscore_formula_on_a_hand_example(monkeypatch):
+    """S3C 0.8, SelfBLEU 0.5: (4 + 1) / (4 / 0.8 + 1 / 0.5) = 5 / 7; a copy (SelfBLEU 1) is 0."""
+    import pluie_core.baselines as baselines
+
+    monkeypatch.setattr(baselines, "s3c_cosine", lambda s, h, model, device=None: np.array([0.8, 0.9]))
+    monkeypatch.setattr(baselines, "selfbleu", lambda s, h: np.array([0.5, 1.0]))
+    values = baselines.bbscore(["a", "b"], ["c", "b"], model="any")
+    np.testing.assert_allclose(values, [5 / 7, 0.0], rtol=1e-12)
+    np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any", beta=1), [2 / (1.25 + 2), 0.0])
+
+
 def test_bert_ibleu_is_equation_2_of_the_revisiting_paper(tiny_bert):
     import bert_score
     import sacrebleu
@@ -117,7 +184,7 @@ def reference_translation(model, tokenizer, text: str, src_lang: str, tgt_lang: 
     enc = tokenizer(text, return_tensors="pt")
     with torch.no_grad():
         out = model.generate(**enc, forced_bos_token_id=tokenizer.convert_tokens_to_ids(tgt_lang), num_beams=beams,
-                             do_sample=False, max_new_tokens=200)
+                             do_sample=False, max_length=200)  # nmtscore: 200 tokens in all
     return tokenizer.decode(out[0], skip_special_tokens=True).strip()
 
 
