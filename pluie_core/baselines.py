@@ -24,9 +24,9 @@
   0 when SelfBLEU = 1 (a copy) or BERTScore <= 0.
 - ``s3c``: the S3C-style score, cosine of sentence embeddings from the sentence-transformers model
   the user names (S3C itself is this cosine with a contrastively trained encoder).
-- ``bbscore``: BBScore (revisiting-paraphrase-metrics, section 6), S3C and SelfBLEU combined as the
-  weighted harmonic mean (β + 1) / (β / S3C + 1 / (1 − SelfBLEU)); see ``bbscore`` for where that form
-  comes from.
+- ``bbscore``: BBScore (revisiting-paraphrase-metrics, section 6), S3C and SelfBLEU combined as their
+  difference S3C − weight · SelfBLEU (the paper's words), or as BERT-iBLEU's weighted harmonic mean;
+  see ``bbscore`` for where each form comes from.
 - ``nmt_direct``, ``nmt_pivot``, ``nmt_cross``: NMTScore's translation-based measures with a
   multilingual translation model the user names (``pluie_core.nmtscore``).
 
@@ -289,24 +289,36 @@ def s3c_cosine(sources, hypotheses, model: str, device: str | None = None) -> np
 
 
 BBSCORE_BETA = 4.0
+BBSCORE_WEIGHT = 1.0
+BBSCORE_COMBINATIONS = ("difference", "harmonic")
 
 
-def bbscore(sources, hypotheses, model: str, beta: float = BBSCORE_BETA, device: str | None = None) -> np.ndarray:
+def bbscore(sources, hypotheses, model: str, combination: str = "difference", weight: float = BBSCORE_WEIGHT,
+            beta: float = BBSCORE_BETA, device: str | None = None) -> np.ndarray:
     """BBScore (Shen et al. 2022, "Revisiting the Evaluation Metrics of Paraphrase Generation", arXiv
     2202.08479v1, section 6): its two sub-metrics, S3C for meaning kept (``s3c_cosine`` with the
-    sentence-transformers ``model`` named) and SelfBLEU for diversity (``selfbleu``), combined as the weighted
-    harmonic mean (β + 1) / (β / S3C + 1 / (1 − SelfBLEU)), β = 4 unless set; 0 when SelfBLEU = 1 (a copy)
-    or S3C <= 0.
+    sentence-transformers ``model`` named) and SelfBLEU for diversity (``selfbleu``, 0-1), combined in one
+    of two ways (``combination``):
 
-    Where the form comes from: the paper's own equation (its eq. 4) is lost from our copy of the paper, and
-    the authors' public code (the ParaScore repository that grew out of this paper) has no BBScore. The
-    form is BERT-iBLEU's (the paper's eq. 2) with S3C in BERTScore's place, which is what the paper says of
-    it: two sub-metrics "combined in a configurable manner" (β), an ablation that swaps S3C for BERTScore
-    in the same combination ("BERTScore+SelfBLEU", table 5), and a copy of the source scoring the
-    minimum, 0.00 (table 6). Until the published equation can be checked, read it as that reconstruction."""
-    beta = _positive_beta(beta)
+    - "difference" (the default): S3C − weight · SelfBLEU, weight 1 unless set. The paper's introduction
+      says so in words: "BERT-BLEU Score is the difference of two components: Self-supervised cosine
+      similarity score and Self-BLEU score"; a copy of the source then scores 1 − 1 = 0.00, as in its
+      robustness table (table 6, column SC).
+    - "harmonic": BERT-iBLEU's weighted harmonic mean (the paper's eq. 2) with S3C in BERTScore's place,
+      (β + 1) / (β / S3C + 1 / (1 − SelfBLEU)), β = 4 unless set; 0 for a copy or S3C <= 0 — the form
+      of the paper's ablation "BERTScore+SelfBLEU" (table 5).
+
+    Where the definition comes from: the paper's own equation (its eq. 4) is lost from our copy, and the
+    authors' public code (the ParaScore repository that grew out of this paper) has no BBScore; the
+    sentence above is the paper's only statement of the combination, hence the default. The paper calls
+    the combination "configurable": both forms and their weight are options."""
+    if combination not in BBSCORE_COMBINATIONS:
+        raise ValueError(f"BBScore combines its sub-metrics as a difference or harmonic mean, not {combination!r}.")
     semantic = s3c_cosine(sources, hypotheses, model=model, device=device)
-    return _weighted_harmonic(semantic, 1 - selfbleu(sources, hypotheses), beta)
+    diversity = 1 - selfbleu(sources, hypotheses)
+    if combination == "harmonic":
+        return _weighted_harmonic(semantic, diversity, _positive_beta(beta))
+    return semantic - float(weight) * (1 - diversity)
 
 
 def _nmt(measure: str):
@@ -461,12 +473,16 @@ BASELINES: dict[str, Baseline] = {
                     "you name", "S3C cosine",
                     (Option("model", str, None, "a sentence-transformers model id or directory"),),
                     needs_model=True, default_run=False),
-    "bbscore": Baseline("bbscore", bbscore, True, "BBScore (Revisiting paper, section 6): (β+1)/(β/S3C + "
-                        "1/(1-SelfBLEU)), β = 4 unless set, S3C with the sentence-transformers model you name; the "
-                        "paper's equation is lost from our copy and absent from the authors' code: this is BERT-iBLEU's "
-                        "form with S3C, as the paper's ablation and robustness tables describe it", "BBScore",
+    "bbscore": Baseline("bbscore", bbscore, True, "BBScore (Revisiting paper, section 6): S3C with the "
+                        "sentence-transformers model you name, combined with SelfBLEU as their difference "
+                        "S3C - weight * SelfBLEU (the paper: 'the difference of two components'; weight 1) or as "
+                        "BERT-iBLEU's harmonic mean (β = 4); the paper's equation itself is lost from our copy "
+                        "and absent from the authors' code", "BBScore",
                         (Option("model", str, None, "the S3C encoder: a sentence-transformers model id or directory"),
-                         Option("beta", float, BBSCORE_BETA, "weight of S3C against 1 - SelfBLEU (BERT-iBLEU's usual 4)")),
+                         Option("combination", str, "difference", "difference (S3C - weight * SelfBLEU, the "
+                                "paper's words) or harmonic ((β+1) / (β/S3C + 1/(1-SelfBLEU)))"),
+                         Option("weight", float, BBSCORE_WEIGHT, "difference: the weight of SelfBLEU (1)"),
+                         Option("beta", float, BBSCORE_BETA, "harmonic: the weight of S3C against 1 - SelfBLEU (4)")),
                         needs_model=True, default_run=False),
     "nmt_direct": Baseline("nmt_direct", _nmt("direct"), True, "NMTScore-direct: translation probability "
                            "p(A|B) / p(A|A), both directions", "NMTScore-direct", _NMT_OPTIONS[:2],

@@ -84,29 +84,42 @@ def test_bbscore_combines_s3c_and_selfbleu(tiny_bert):
     from pluie_core.baselines import s3c_cosine, selfbleu
 
     s3c, self_bleu = s3c_cosine(SOURCES, HYPOTHESES, model=tiny_bert), selfbleu(SOURCES, HYPOTHESES)
+    # the default: the paper's "difference of two components"
+    values = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert)
+    np.testing.assert_allclose(values, s3c - self_bleu, rtol=1e-6)
+    assert abs(values[2]) < 1e-6  # a copy of the source: S3C 1 - SelfBLEU 1 = 0.00 (the paper's table 6)
+    weighted = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, weight="0.5")
+    np.testing.assert_allclose(weighted, s3c - 0.5 * self_bleu, rtol=1e-6)
+    # the harmonic form, BERT-iBLEU's with S3C
+    harmonic = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, combination="harmonic")
     with np.errstate(divide="ignore"):
         expected = np.where(self_bleu >= 1, 0.0, 5.0 / (4.0 / s3c + 1.0 / (1 - self_bleu)))
-    values = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert)
-    np.testing.assert_allclose(values, expected, rtol=1e-6)
-    assert values[2] == 0.0  # a copy of the source: no diversity, the minimum (the paper's table 6)
-    beta_1 = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, beta="1")
+    np.testing.assert_allclose(harmonic, expected, rtol=1e-6)
+    assert harmonic[2] == 0.0
+    beta_1 = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, combination="harmonic", beta="1")
     with np.errstate(divide="ignore"):
         np.testing.assert_allclose(beta_1, np.where(self_bleu >= 1, 0.0, 2.0 / (1.0 / s3c + 1.0 / (1 - self_bleu))),
                                    rtol=1e-6)
     with pytest.raises(ValueError, match="The bbscore baseline needs a model"):
         BASELINES["bbscore"](SOURCES, HYPOTHESES)
+    with pytest.raises(ValueError, match="difference or harmonic mean, not 'product'"):
+        BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, combination="product")
     assert "S3C" in BASELINES["bbscore"].description and "lost from our copy" in BASELINES["bbscore"].description
 
 
 def test_bbscore_formula_on_a_hand_example(monkeypatch):
-    """S3C 0.8, SelfBLEU 0.5: (4 + 1) / (4 / 0.8 + 1 / 0.5) = 5 / 7; a copy (SelfBLEU 1) is 0."""
+    """S3C 0.8, SelfBLEU 0.5: difference 0.8 - 0.5 = 0.3; harmonic (4 + 1) / (4 / 0.8 + 1 / 0.5) = 5 / 7;
+    a copy (S3C 1, SelfBLEU 1) is 0 either way."""
     import pluie_core.baselines as baselines
 
-    monkeypatch.setattr(baselines, "s3c_cosine", lambda s, h, model, device=None: np.array([0.8, 0.9]))
+    monkeypatch.setattr(baselines, "s3c_cosine", lambda s, h, model, device=None: np.array([0.8, 1.0]))
     monkeypatch.setattr(baselines, "selfbleu", lambda s, h: np.array([0.5, 1.0]))
-    values = baselines.bbscore(["a", "b"], ["c", "b"], model="any")
-    np.testing.assert_allclose(values, [5 / 7, 0.0], rtol=1e-12)
-    np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any", beta=1), [2 / (1.25 + 2), 0.0])
+    np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any"), [0.3, 0.0], atol=1e-12)
+    np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any", weight=2), [-0.2, -1.0])
+    harmonic = baselines.bbscore(["a", "b"], ["c", "b"], model="any", combination="harmonic")
+    np.testing.assert_allclose(harmonic, [5 / 7, 0.0], rtol=1e-12)
+    np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any", combination="harmonic", beta=1),
+                               [2 / (1.25 + 2), 0.0])
 
 
 def test_bert_ibleu_is_equation_2_of_the_revisiting_paper(tiny_bert):
