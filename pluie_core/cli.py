@@ -15,9 +15,7 @@ writes each metric's agreement with the people's choices instead (pluie_core.eva
 ``python -m pluie_core paraphrasus DIR --metric NAME -o OUT.csv``: the PARAPHRASUS scorecard of a
 metric (pluie_core.evaluation.paraphrasus_cli).
 
-``python -m pluie_core publish FOLDER --licence LICENCE [--dataset NAME ...]``: the store's datasets as a
-folder ready to publish, as the Export page writes it (db.publish). The one command that reads the store:
-it imports ``db`` when it runs, so the library itself stays free of it.
+Publishing from the store is ``python -m db publish`` (db.cli): the library itself never reads the store.
 """
 from __future__ import annotations
 
@@ -78,26 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     paraphrasus_cli.add_parser(commands)
     _add_correlate(commands, BASELINES)
-    _add_publish(commands)
     return parser
-
-
-def _add_publish(commands) -> None:
-    publish = commands.add_parser(
-        "publish", help="write the store's datasets as a folder ready to publish (Parquet, Arrow, dataset card)",
-        description="The Export page's dataset folder: data/train-00000-of-00001.parquet, the Arrow copy that "
-                    "datasets.load_from_disk reads, and README.md, the dataset card. The folder must not exist "
-                    "yet, or be empty.")
-    publish.add_argument("folder", metavar="FOLDER", help="the folder to write")
-    publish.add_argument("--licence", "--license", required=True, metavar="LICENCE",
-                         help="the licence identifier of the card (Hugging Face's: cc-by-4.0, mit, other, ...)")
-    publish.add_argument("--dataset", action="append", metavar="NAME",
-                         help="a dataset to publish, by name or id (repeatable; default: every dataset)")
-    publish.add_argument("--title", help="the card's title (default: the datasets' names)")
-    publish.add_argument("--include-training", action="store_true",
-                         help="also publish the labels of annotators' training trials")
-    publish.add_argument("--db", metavar="URL",
-                         help="the store (default: PLUIE_DB_URL, pluie_lab.toml, else data/pluie_lab.db)")
 
 
 def _add_correlate(commands, baselines) -> None:
@@ -396,39 +375,6 @@ def correlate_file(args) -> Path:
     return output
 
 
-def publish_store(args) -> Path:
-    """``python -m pluie_core publish``: db.publish.publish_dataset on the named datasets of the store."""
-    from sqlalchemy.engine import make_url
-
-    from db.datasets import list_datasets
-    from db.engine import database_url, init_db
-    from db.publish import publish_dataset
-
-    url = database_url(args.db)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
-            and not Path(parsed.database).is_file():
-        raise ValueError(f"There is no store at {parsed.database}: give its URL with --db (or PLUIE_DB_URL).")
-    engine = init_db(url)
-    try:
-        ids = None
-        if args.dataset:
-            datasets = list_datasets(engine)
-            by_name = {d.name: d.id for d in datasets} | {str(d.id): d.id for d in datasets}
-            unknown = [name for name in args.dataset if name not in by_name]
-            if unknown:
-                known = ", ".join(d.name for d in datasets) or "none yet"
-                raise ValueError(f"No dataset {unknown[0]!r} in the store (its datasets: {known}).")
-            ids = list(dict.fromkeys(by_name[name] for name in args.dataset))
-        result = publish_dataset(engine, args.folder, ids, licence=args.licence, title=args.title,
-                                 include_training=args.include_training,
-                                 progress=lambda done, total: print(f"{done} of {total} pairs", file=sys.stderr))
-    finally:
-        engine.dispose()
-    print(f"{result.n_pairs} pairs in {result.folder}", file=sys.stderr)
-    return result.folder
-
-
 def main(argv=None) -> int:
     from pluie_core.io import PairFileError
     from pluie_core.scorer import PluieError
@@ -445,8 +391,6 @@ def main(argv=None) -> int:
             print(f"wrote {paraphrasus_cli.run(args)}", file=sys.stderr)
         elif args.command == "correlate":
             print(f"wrote {correlate_file(args)}", file=sys.stderr)
-        elif args.command == "publish":
-            print(f"wrote {publish_store(args)}", file=sys.stderr)
     except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

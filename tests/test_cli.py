@@ -91,6 +91,8 @@ def test_error_exit_from_the_real_entry_point(tmp_path, pair_file):
 
 # --------------------------------------------------------------------------- publish and preferences
 def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(tmp_path, capsys):
+    from db import annotation as ann
+    from db.cli import main as db_main
     from db.datasets import import_pairs
     from db.engine import init_db
 
@@ -99,9 +101,15 @@ def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(t
     for name, n in (("alpha", 5), ("beta", 3)):
         import_pairs(engine, name, pd.DataFrame({"source": [f"{name} s{i}" for i in range(n)],
                                                  "hypothesis": [f"{name} h{i}" for i in range(n)]}))
+    datasets = {d.name: d.id for d in __import__("db.datasets", fromlist=["x"]).list_datasets(engine)}
+    cid = ann.create_campaign(engine, "Pilot", [datasets["beta"]], quota=2, overlap=1, n_training=0)
+    aid, _ = ann.create_annotator(engine, cid, "Ann")
+    for position in range(2):
+        ann.serve_next(engine, aid)
+        ann.record_label(engine, aid, position, 3, 1.0)
     engine.dispose()
     folder = tmp_path / "out" / "alpha-card"
-    assert main(["publish", str(folder), "--licence", "cc-by-4.0", "--dataset", "alpha", "--db", url]) == 0
+    assert db_main(["publish", str(folder), "--licence", "cc-by-4.0", "--dataset", "alpha", "--db", url]) == 0
     err = capsys.readouterr().err
     assert "5 pairs in" in err and f"wrote {folder}" in err
     rows = pd.read_parquet(folder / "data" / "train-00000-of-00001.parquet")
@@ -109,23 +117,33 @@ def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(t
     card = (folder / "README.md").read_text()
     assert "license: cc-by-4.0" in card and "alpha" in card and (folder / "dataset_dict.json").is_file()
     # every dataset by default
-    assert main(["publish", str(tmp_path / "all"), "--licence", "mit", "--db", url]) == 0
+    assert db_main(["publish", str(tmp_path / "all"), "--licence", "mit", "--db", url]) == 0
     assert len(pd.read_parquet(tmp_path / "all" / "data" / "train-00000-of-00001.parquet")) == 8
+
+    # one campaign's labelled pairs, from the real entry point (python -m db)
+    done = subprocess.run([sys.executable, "-m", "db", "publish", str(tmp_path / "pilot"), "--licence", "mit",
+                           "--campaign", "Pilot", "--pairs", "labelled", "--db", url],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    pilot = pd.read_parquet(tmp_path / "pilot" / "data" / "train-00000-of-00001.parquet")
+    assert len(pilot) == 2 and set(pilot["source"]) <= {f"beta s{i}" for i in range(3)}
+    assert "Pilot" in (tmp_path / "pilot" / "README.md").read_text()
 
     # mistakes: one line, exit status 1, nothing written
     for args, message in (
         (["--dataset", "gamma"], "error: No dataset 'gamma' in the store (its datasets: alpha, beta)."),
         (["--licence", "x y"], "error: "),
+        (["--campaign", "Main"], "error: No campaign 'Main' in the store (its campaigns: Pilot)."),
         (["--db", f"sqlite:///{tmp_path / 'nowhere.db'}"], "error: There is no store at "),
     ):
         target = tmp_path / "refused"
         argv = ["publish", str(target), "--licence", "cc-by-4.0", "--db", url] + args
         capsys.readouterr()
-        assert main(argv) == 1
+        assert db_main(argv) == 1
         err = capsys.readouterr().err
         assert err.startswith(message) and err.count("\n") == 1, err
         assert not target.exists() and not (tmp_path / "nowhere.db").exists()
-    assert main(["publish", str(folder), "--licence", "cc-by-4.0", "--db", url]) == 1  # not an empty folder
+    assert db_main(["publish", str(folder), "--licence", "cc-by-4.0", "--db", url]) == 1  # not an empty folder
     assert "already exists and is not an empty folder" in capsys.readouterr().err
 
 
