@@ -31,7 +31,8 @@ from sqlalchemy import Engine, case, func, select
 from db.engine import read_session
 from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, _annotator_names, export_frame
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, utcnow
-from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
+from pluie_core.agreement import agreement_figures, count_patterns
+from pluie_core.dataset_card import check_licence, dataset_card
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
 
@@ -183,9 +184,12 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     table = pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
                     writer.write_table(table, row_group_size=chunk_size)
                     stream.write_table(table)
+                    # α counts the labels every page counts (pluie_core.agreement): never the training trial's
+                    counted = chunk if not include_training else export_frame(
+                        engine, [dataset_id], False, pair_id_range=(first, last), annotator_names=names)
                     if level_columns:
-                        present = [c for c in level_columns if c in chunk.columns]
-                        levels = chunk[present].to_numpy(dtype=float, na_value=np.nan)
+                        present = [c for c in level_columns if c in counted.columns]
+                        levels = counted[present].to_numpy(dtype=float, na_value=np.nan)
                         counts = np.stack([(levels == v).sum(axis=1) for v in range(4)], axis=1)
                         count_patterns(counts, into=patterns)
                     for target, column in ((labels_per_pair, "n_labels"), (sources, "final_source"),

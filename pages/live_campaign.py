@@ -1,12 +1,15 @@
 """Admin: a campaign as it runs (refreshing by itself) and its quality checks: gold pairs and flags."""
 import math
+import re
 
 import pandas as pd
 import streamlit as st
 
 from db import annotation as ann
 from db import quality as qual
+from db.analysis import LABELS_COUNTED
 from pages.shared import admin_page
+from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -23,6 +26,10 @@ every = c2.selectbox("Refresh every", [5, 15, 60, None], index=1,
 campaign = ann.get_campaign(engine, chosen)
 
 
+def as_text(value) -> str:
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", str(value))
+
+
 def number(value, digits=2) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:,.{digits}f}"
 
@@ -32,12 +39,22 @@ def live_view(campaign_id: int) -> None:
     data = qual.campaign_live(engine, campaign_id)
     f = data.figures
     row = st.columns(6)
-    row[0].metric("Labels", f"{f['labels']:,}")
-    row[1].metric("In the last hour", f"{f['labels in the last hour']:,}")
+    row[0].metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
+                  f"({f['gold checks answered']:,} answers to gold checks). The same count on every page.")
+    row[1].metric("In the last hour", f"{f['labels in the last hour']:,}", help="Labels given in the last hour, counted alike.")
     row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1))
-    row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}")
-    row[4].metric("α ordinal so far", number(f["α ordinal (so far)"], 3))
-    row[5].metric("α binarised so far", number(f["α binarised (so far)"], 3))
+    row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
+                  help=f"Queue pairs not yet answered by {campaign.overlap} annotator(s) (served but unanswered pairs "
+                       "count as short) / the pairs in the queue.")
+    for column, name, key in ((row[4], "α ordinal so far", "ordinal"), (row[5], "α binarised so far", "binary")):
+        figure = f["agreement"][key]
+        column.metric(name, number(figure.get("alpha"), 3), help=AGREEMENT_RULE + (
+            f" 95% CI [{figure['ci_low']:.3f}, {figure['ci_high']:.3f}] over {figure['n_items']:,} pairs."
+            if figure.get("alpha") is not None else f" Not defined yet: {figure.get('why', '')}"))
+    flagged = data.annotators[data.annotators["flags"] != ""]
+    if len(flagged):
+        # names are the annotators' own text: every Markdown character escaped, shown as typed
+        st.warning("Flagged: " + "; ".join(f"{as_text(name)} ({why})" for name, why in zip(flagged["annotator"], flagged["flags"])))
     st.caption(f"Median time per pair: {number(data.campaign_median_seconds, 1)} s · gold checks answered: "
                f"{f['gold checks answered']:,} · annotators flagged: {f['annotators flagged']:,}. "
                "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs.")
@@ -75,6 +92,8 @@ with st.form("quality-settings"):
 
 gold = qual.gold_pairs(engine, campaign.id)
 st.write(f"**Gold pairs: {len(gold):,}**")
+if st.session_state.get("gold-done"):
+    st.success(st.session_state.pop("gold-done"))
 if len(gold):
     st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True)
 left, right = st.columns(2)
@@ -87,7 +106,8 @@ with left.form("gold-from-dataset"):
     if st.form_submit_button("Add these gold pairs"):
         try:
             added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
-            st.success(f"{added:,} gold pairs added.")
+            st.session_state["gold-done"] = f"{added:,} gold pairs added."
+            st.rerun()  # the count and the list above show the new gold pairs at once
         except ann.CampaignError as exc:
             st.error(str(exc))
 with right.form("gold-by-id"):
@@ -98,7 +118,8 @@ with right.form("gold-by-id"):
         try:
             added = qual.add_gold_pairs(engine, campaign.id, pd.DataFrame(
                 [p + [""] * (2 - len(p)) for p in parts], columns=["pair_id", "level"]))
-            st.success(f"{added:,} gold pairs marked.")
+            st.session_state["gold-done"] = f"{added:,} gold pairs marked."
+            st.rerun()
         except ann.CampaignError as exc:
             st.error(str(exc))
 if len(gold):
