@@ -117,7 +117,7 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
                           yaxis_autorange="reversed", margin=dict(t=HEATMAP_MARGIN, b=HEATMAP_MARGIN),
                           height=max(HEATMAP_MIN_HEIGHT, 160 + 45 * len(pairwise.kappa)))
     st.plotly_chart(heatmap, key=f"kappa_{name}")
-    st.dataframe(pairwise.table, hide_index=True, width="stretch")
+    st.dataframe(pairwise.table, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
 
 
@@ -149,7 +149,7 @@ summary = annotator_summary(rows, scale, versus, binary)
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),
-})
+}, placeholder="—")
 common.download_csv(summary, "annotators.csv")
 
 st.subheader("Humans against the model")
@@ -160,7 +160,7 @@ elif scale == "raw":
 else:
     st.caption(f"{run['name']} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
                "binarised κ and accuracy per annotator and for the majority label (Don't know and ties left out).")
-    st.dataframe(versus, hide_index=True, width="stretch")
+    st.dataframe(versus, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(versus, "humans_vs_model.csv")
     who = st.selectbox("Confusion matrix of", versus["annotator"].tolist(), index=len(versus) - 1, key="agreement_confusion")
     row = versus[versus["annotator"] == who].iloc[0]

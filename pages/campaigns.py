@@ -83,7 +83,7 @@ def annotators_section(campaign) -> None:
     rows = ann.annotator_rows(engine, campaign.id)
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch",
-                     column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+                     column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")}, placeholder="—")
     else:
         st.caption("No annotator yet.")
 

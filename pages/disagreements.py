@@ -59,7 +59,7 @@ if table.empty:
     st.stop()
 table = table[shown]
 st.dataframe(table.head(MAX_LISTED), width="stretch", column_config={
-    "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")})
+    "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")}, placeholder="—")
 common.download_csv(table, f"disagreements_{mode}.csv", index=True)
 if len(table) > MAX_LISTED:
     st.caption(f"The first {MAX_LISTED} of {len(table):,} pairs are listed; the CSV has them all.")
@@ -90,6 +90,6 @@ for column, title, table, empty in zip(st.columns(2), ("Labels", "Scores"), (det
         if table.empty:
             st.caption(empty)
         else:
-            st.dataframe(table, hide_index=True, width="stretch")
+            st.dataframe(table, hide_index=True, width="stretch", placeholder="—")
 common.download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
                     f"pair_{pair_id}.csv", "Download this pair's labels and scores (CSV)")

@@ -35,6 +35,7 @@ st.dataframe(
         "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
         "labels": st.column_config.NumberColumn("labels", help=f"Labels of the dataset's pairs: {LABELS_COUNTED}."),
     },
+    placeholder="—",
 )
 
 with st.expander("Delete a dataset"):

@@ -66,7 +66,7 @@ def live_view(campaign_id: int) -> None:
         "gold exact accuracy": st.column_config.NumberColumn(format="percent"),
         "κ vs others": st.column_config.NumberColumn(format="%.3f"),
         "median s per pair": st.column_config.NumberColumn(format="%.1f"),
-    })
+    }, placeholder="—")
 
 
 live_view(campaign.id)
@@ -95,7 +95,7 @@ st.write(f"**Gold pairs: {len(gold):,}**")
 if st.session_state.get("gold-done"):
     st.success(st.session_state.pop("gold-done"))
 if len(gold):
-    st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True)
+    st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True, placeholder="—")
 left, right = st.columns(2)
 with left.form("gold-from-dataset"):
     datasets = ann.dataset_choices(engine)

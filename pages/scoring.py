@@ -67,7 +67,7 @@ def live_progress():
         st.dataframe(timed, hide_index=True, width="stretch",
                      column_config={"s / pair": st.column_config.NumberColumn(format="%.4f"),
                                     "pairs / s": st.column_config.NumberColumn(format="%.1f"),
-                                    "× PLUIE": st.column_config.NumberColumn(format="%.2f")})
+                                    "× PLUIE": st.column_config.NumberColumn(format="%.2f")}, placeholder="—")
 
     st.subheader("Workers")
     workers = workers_overview(engine)
@@ -79,7 +79,7 @@ def live_progress():
             else:
                 st.success("Worker started: it appears here within a few seconds.")
     else:
-        st.dataframe(workers, hide_index=True, width="stretch")
+        st.dataframe(workers, hide_index=True, width="stretch", placeholder="—")
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -89,7 +89,7 @@ def latest_scores_table(run_id: int):
     if latest.empty:
         st.caption("No pair of this run is scored yet.")
     else:
-        st.dataframe(latest, hide_index=True, width="stretch")
+        st.dataframe(latest, hide_index=True, width="stretch", placeholder="—")
 
 
 if "scoring_flash" in st.session_state:

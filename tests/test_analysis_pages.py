@@ -12,7 +12,7 @@ from pluie_core.analysis import Reference, edit_distances, label_matrix, referen
 from db.datasets import import_pairs
 from pluie_core.stats import (
     best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
-    fleiss_kappa, human_disagreements, krippendorff_alpha, metrics_at, roc_auc,
+    fleiss_kappa, format_p, human_disagreements, krippendorff_alpha, metrics_at, roc_auc,
 )
 from tests.analysis_store import build_store
 from tests.paths import REPO
@@ -217,6 +217,10 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     shown = at.dataframe[0].value.set_index("class")
     assert shown.loc["paraphrase", "r"] == pytest.approx(expected.loc[1.0, "r"])
     assert shown.loc["non-paraphrase", "n"] == expected.loc[0.0, "n"]
+    # p-values read as 3 significant digits (or "< 1e-16"), never 30 decimals; missing cells read "—"
+    assert shown.loc["paraphrase", "p_value"] == format_p(expected.loc[1.0, "p_value"])
+    assert all(len(p) <= 9 for p in shown["p_value"]) and at.dataframe[0].proto.placeholder == "—"
+    assert (format_p(3e-31), format_p(0.012345), format_p(float("nan"))) == ("< 1e-16", "0.0123", "—")
     summary = at.dataframe[1].value
     assert summary.loc[(summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"].iloc[0] \
         == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
