@@ -74,7 +74,8 @@ def describe(rank: int) -> str:
     return f"{rank + 1}. pair {listed.index[rank]} · {row['dataset']} · {figure} {row[figure]:.3g}"
 
 
-rank = st.selectbox("Pair", range(len(listed)), format_func=describe, key="disagreement_pair")
+# one selector per mode: the humans' list never shows the place (or the pair) chosen in the model's list
+rank = st.selectbox("Pair", range(len(listed)), format_func=describe, key=f"disagreement_pair_{mode}")
 pair_id = int(listed.index[rank])
 detail = pair_detail(common.get_engine(), pair_id, selection.choices.annotators)
 source, hypothesis = diff_html(detail["pair"]["source"], detail["pair"]["hypothesis"])

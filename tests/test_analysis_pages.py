@@ -262,6 +262,23 @@ def test_disagreements_among_humans_start_with_the_most_even_split(open_page, en
     assert len(labels) == expected.iloc[0]["n_labels"] + expected.iloc[0]["n_dont_know"]
 
 
+def test_disagreements_each_mode_offers_only_its_own_pairs(open_page, engine, store):
+    at = open_page("disagreements")
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    rerun(at)
+    model_pairs = at.dataframe[0].value.index.tolist()
+    at.selectbox(key="disagreement_pair_model").set_value(2)
+    rerun(at)
+    assert any(f"Pair {model_pairs[2]} ·" in str(c.value) for c in at.caption)
+    at.radio(key="disagreement_mode").set_value("humans")
+    rerun(at)
+    human_pairs = at.dataframe[0].value.index.tolist()
+    chosen = at.selectbox(key="disagreement_pair_humans")
+    assert chosen.value == 0  # the humans' list starts at its own first pair
+    assert [int(o.split("pair ")[1].split(" ")[0]) for o in chosen.options] == human_pairs[:500]
+    assert any(f"Pair {human_pairs[0]} ·" in str(c.value) for c in at.caption)
+
+
 def test_distributions_of_a_single_class_say_so(open_page, engine):
     import_pairs(engine, "all paraphrases", pd.DataFrame({
         "source": ["a cat sat", "a dog ran", "the sun rose"], "hypothesis": ["a cat sat!", "one dog ran", "the sun rose."],
