@@ -38,7 +38,9 @@ def live_progress():
     for run in runs:
         fraction = run.done / run.total if run.total else 0.0
         rate = f"{run.pairs_per_second:.1f} pairs/s" if run.pairs_per_second else "—"
-        if run.up_to_date:
+        if run.starting:  # a worker has taken the run and loads its model: not "0 scored" for minutes
+            label = f"**{run.name}** · {run.starting} · {run.done:,} / {run.total:,} scored"
+        elif run.up_to_date:
             label = f"**{run.name}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
         else:
             label = (f"**{run.name}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
@@ -79,7 +81,11 @@ def live_progress():
             else:
                 st.success("Worker started: it appears here within a few seconds.")
     else:
-        st.dataframe(workers, hide_index=True, width="stretch", placeholder="—")
+        st.dataframe(workers, hide_index=True, width="stretch", placeholder="—", column_config={
+            "state": st.column_config.TextColumn(help="What the worker reports: loading the model of a run it has "
+                                                      "just taken, scoring, or idle."),
+            "pairs / s": st.column_config.NumberColumn(help="The rate of its current run's latest claims (— while it "
+                                                            "loads the model).")})
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
