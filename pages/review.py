@@ -96,8 +96,8 @@ with scores_column:
         st.dataframe(item["scores"], hide_index=True, width="stretch", placeholder="—")
 
 LEAVE_NOTE = "While the note box has the cursor, keys type into it: press Tab or click outside it, and 1–4 set the level again."
-st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE, help=LEAVE_NOTE,
-              placeholder="Type, then Tab (or click outside) before pressing 1–4")
+st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE,
+              placeholder="Type, then press Tab (or click outside the box) before the keys 1–4")
 if not (reviewer or "").strip():
     st.warning("Give your name as reviewer (sidebar) to decide.")
 advance = show != "pending"
