@@ -119,10 +119,7 @@ st.html(f'<div class="pluie-pair"><div class="pluie-sentence" data-testid="pluie
         f'<div class="pluie-sentence" data-testid="pluie-bottom">{bottom_html}</div></div>')
 st.caption("Do these two sentences share a common meaning?")
 if item.level is not None:
-    st.caption(f"Your answer was **{LEVELS[item.level]}** (marked ✓). Choose again to change it.")
-    # back on an answered pair: the answer given stands out (a dark border and a tick), the others stay as they are
-    st.html(f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid #222 !important; "
-            f"font-weight:700;}} div.st-key-answer-{item.level}-{item.position} button p::before {{content:'✓ ';}}</style>")
+    st.caption(f"Your answer was **{LEVELS[item.level]}**. Choose again to change it.")
 
 for level, (column, name) in enumerate(zip(st.columns(len(LEVELS)), LEVELS)):
     column.button(name, key=f"answer-{level}-{item.position}", shortcut=str(level + 1),
@@ -133,3 +130,6 @@ back, resume = st.columns([1, 5])
 back.button("← Back", key="back", disabled=item.position == 0, on_click=go_back, args=(item.position - 1,))
 if revisit is not None:
     resume.button("Return to my current pair", key="resume", on_click=lambda: st.session_state.pop(revisit_key, None))
+if item.level is not None:  # back on an answered pair: the answer given stands out (a dark border and a tick)
+    st.html(f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid #222 !important; "
+            f"font-weight:700;}} div.st-key-answer-{item.level}-{item.position} button p::before {{content:'✓ ';}}</style>")

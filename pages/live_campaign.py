@@ -90,12 +90,7 @@ with st.form("quality-settings"):
         except ann.CampaignError as exc:
             st.error(str(exc))
 
-gold = qual.gold_pairs(engine, campaign.id)
-st.write(f"**Gold pairs: {len(gold):,}**")
-if st.session_state.get("gold-done"):
-    st.success(st.session_state.pop("gold-done"))
-if len(gold):
-    st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True, placeholder="—")
+gold_box = st.container()  # filled after the forms below: a pair just marked is counted and listed at once
 left, right = st.columns(2)
 with left.form("gold-from-dataset"):
     datasets = ann.dataset_choices(engine)
@@ -106,8 +101,7 @@ with left.form("gold-from-dataset"):
     if st.form_submit_button("Add these gold pairs"):
         try:
             added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
-            st.session_state["gold-done"] = f"{added:,} gold pairs added."
-            st.rerun()  # the count and the list above show the new gold pairs at once
+            st.success(f"{added:,} gold pairs added.")
         except ann.CampaignError as exc:
             st.error(str(exc))
 with right.form("gold-by-id"):
@@ -118,10 +112,15 @@ with right.form("gold-by-id"):
         try:
             added = qual.add_gold_pairs(engine, campaign.id, pd.DataFrame(
                 [p + [""] * (2 - len(p)) for p in parts], columns=["pair_id", "level"]))
-            st.session_state["gold-done"] = f"{added:,} gold pairs marked."
-            st.rerun()
+            st.success(f"{added:,} gold pairs marked.")
         except ann.CampaignError as exc:
             st.error(str(exc))
+gold = qual.gold_pairs(engine, campaign.id)
+with gold_box:
+    st.write(f"**Gold pairs: {len(gold):,}**")
+    if len(gold):
+        st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True,
+                     placeholder="—")
 if len(gold):
     drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist())
     if st.button("Remove", disabled=not drop):
