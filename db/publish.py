@@ -31,8 +31,7 @@ from sqlalchemy import Engine, case, func, select
 from db.engine import read_session
 from db.export import ANNOTATOR_PREFIX, FINAL_COLUMNS, SCORE_PREFIX, _annotator_names, export_frame
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, utcnow
-from pluie_core.agreement import agreement_figures, count_patterns
-from pluie_core.dataset_card import check_licence, dataset_card
+from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
 
@@ -167,6 +166,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     except OSError as exc:
         raise PublishError(f"The folder {folder.parent} cannot be created ({exc.strerror}).") from None
     partial = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
+
+    def rows(dataset_id: int, first: int, last: int, training: bool):
+        """A chunk of the export's rows, with the training trial's labels or without (what α counts)."""
+        return export_frame(engine, [dataset_id], training, pair_id_range=(first, last), annotator_names=names)
+
     writer = stream = None
     try:
         (partial / "data").mkdir(parents=True)
@@ -175,8 +179,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         with read_session(engine) as session:
             for dataset_id, *_ in scope:
                 for first, last in _pair_id_chunks(session, dataset_id, chunk_size):
-                    chunk = _conform(export_frame(engine, [dataset_id], include_training, pair_id_range=(first, last),
-                                                  annotator_names=names), schema)
+                    chunk = _conform(rows(dataset_id, first, last, include_training), schema)
                     if writer is None:  # pandas' own metadata too, so pandas reads whole numbers back as Int64
                         schema = schema.with_metadata(pa.Schema.from_pandas(chunk, preserve_index=False).metadata)
                         writer = pq.ParquetWriter(partial / DATA_FILE, schema)
@@ -185,8 +188,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     writer.write_table(table, row_group_size=chunk_size)
                     stream.write_table(table)
                     # α counts the labels every page counts (pluie_core.agreement): never the training trial's
-                    counted = chunk if not include_training else export_frame(
-                        engine, [dataset_id], False, pair_id_range=(first, last), annotator_names=names)
+                    counted = rows(dataset_id, first, last, False) if include_training else chunk
                     if level_columns:
                         present = [c for c in level_columns if c in counted.columns]
                         levels = counted[present].to_numpy(dtype=float, na_value=np.nan)

@@ -42,7 +42,7 @@ else:
         "0–4 (or the imported `value`), `is_training`, `sentence_on_top`, `seconds_spent`, `created_at` / "
         "`updated_at` (UTC)."
     )
-st.dataframe(frame.head(50), hide_index=True, width="stretch", placeholder="—")
+st.dataframe(frame.head(50), hide_index=True, width="stretch")
 stem = ("pluie_lab_export" if len(chosen) > 1 else chosen[0]) + ("_labels" if layout == "long" else "")
 c1, c2, c3 = st.columns(3)
 c1.download_button("Download CSV", to_csv_bytes(frame), f"{stem}.csv", "text/csv", type="primary")

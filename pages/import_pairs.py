@@ -68,7 +68,7 @@ if generic:
         st.error(str(exc))
         st.stop()
     st.subheader(f"{next(steps)} · Preview")
-    st.dataframe(table.head(10), hide_index=True, width="stretch", placeholder="—")
+    st.dataframe(table.head(10), hide_index=True, width="stretch")
     st.subheader(f"{next(steps)} · Map the columns")
     guess = guess_columns(table)
     options = [""] + [str(c) for c in table.columns]
