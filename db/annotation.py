@@ -302,22 +302,25 @@ def campaign_label_counts(session: Session, campaign_id: int, since=None) -> dic
     """The campaign's labels as every page counts them (db.analysis.counted_label: all but the training
     trial's) and how many of them are answers to gold checks; ``since`` (UTC) counts only labels given
     from then on."""
-    check = exists().where(Assignment.campaign_id == Label.campaign_id, Assignment.annotator_id == Label.annotator_id,
-                           Assignment.pair_id == Label.pair_id, Assignment.is_gold.is_(True))
-    query = select(func.count(), func.coalesce(func.sum(case((check, 1), else_=0)), 0)).select_from(Label).where(
-        Label.campaign_id == campaign_id, counted_label())
+    labels = select(func.count()).select_from(Label).where(Label.campaign_id == campaign_id, counted_label())
+    # read from the gold assignments (few, indexed), not by testing every label
+    checks = (select(func.count()).select_from(Assignment)
+              .join(Label, (Label.annotator_id == Assignment.annotator_id) & (Label.pair_id == Assignment.pair_id))
+              .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True),
+                     Label.campaign_id == campaign_id, counted_label()))
     if since is not None:
-        query = query.where(Label.created_at >= since)
-    labels, checks = session.execute(query).one()
-    return {"labels": int(labels), "answers to gold checks": int(checks)}
+        labels, checks = labels.where(Label.created_at >= since), checks.where(Label.created_at >= since)
+    return {"labels": int(session.scalar(labels)), "answers to gold checks": int(session.scalar(checks))}
 
 
 def fully_labelled_pairs(session: Session, campaign: Campaign) -> int:
     """Queue pairs with as many answers in this campaign as it wants annotators per pair (its overlap):
-    answered, not only served (a pair served and not yet answered is not labelled)."""
-    answered = (select(Label.pair_id).join(CampaignPair, (CampaignPair.campaign_id == Label.campaign_id)
-                                           & (CampaignPair.pair_id == Label.pair_id))
-                .where(Label.campaign_id == campaign.id, counted_label())
+    answered, not only served (a pair served and not yet answered is not labelled). The campaign's
+    labels lie on its queue pairs and on the pairs served as gold checks (a pair served as an ordinary
+    one never becomes a check), so the checks' pairs are the ones left out."""
+    checks = select(Assignment.pair_id).where(Assignment.campaign_id == campaign.id, Assignment.is_gold.is_(True))
+    answered = (select(Label.pair_id)
+                .where(Label.campaign_id == campaign.id, counted_label(), Label.pair_id.not_in(checks))
                 .group_by(Label.pair_id).having(func.count() >= campaign.overlap).subquery())
     return int(session.scalar(select(func.count()).select_from(answered)))
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from db.analysis import counted_label
-from db.annotation import CampaignError, campaign_label_counts, fully_labelled_pairs
+from db.annotation import CampaignError, campaign_label_counts
 from db.engine import read_session, write_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
@@ -200,7 +200,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     gold accuracy (binarised and exact), longest streak, last activity (UTC) and flags. For the campaign:
     labels (db.analysis.counted_label: every label but the training trial's, answers to gold checks
     included, as on every page), in the last hour and per hour since the first, pairs still short of
-    their overlap (answered, db.annotation.fully_labelled_pairs), and Krippendorff's α so far
+    their overlap (answered: db.annotation.fully_labelled_pairs' rule), and Krippendorff's α so far
     (pluie_core.agreement, over the same labels: ordinal levels, and binarised, with their intervals
     in ``figures["agreement"]``). Per annotator, progress, times, Don't-know rate and κ read their
     ordinary labels; answers to gold checks count in the gold figures."""
@@ -226,7 +226,6 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         last_hour = campaign_label_counts(session, campaign_id, since=now - dt.timedelta(hours=1))["labels"]
         queue_size = session.scalar(select(func.count()).select_from(CampaignPair)
                                     .where(CampaignPair.campaign_id == campaign_id))
-        full = fully_labelled_pairs(session, campaign)
         n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
             select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign_id)))
 
@@ -263,6 +262,9 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     table = table[["annotator", "progress", "flags"] + [c for c in table.columns if c not in ("annotator", "progress", "flags")]]
     table.index.name = "annotator id"
 
+    # the rule of db.annotation.fully_labelled_pairs (queue pairs answered `overlap` times), on the labels read
+    # here: the ordinary ones are the queue pairs' (a pair served as an ordinary one never becomes a check)
+    full = int((ordinary.groupby("pair_id").size() >= campaign.overlap).sum())
     hours = (now - first_label).total_seconds() / 3600 if first_label is not None else 0.0
     # α of every label counted (answers to gold checks included), as the Agreement page and the card compute it
     agreement = agreement_figures(count_patterns(level_counts(labels["pair_id"], labels["level"])))
