@@ -42,7 +42,8 @@ def live_view(campaign_id: int) -> None:
     row[0].metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
                   f"({f['gold checks answered']:,} answers to gold checks). The same count on every page.")
     row[1].metric("In the last hour", f"{f['labels in the last hour']:,}", help="Labels given in the last hour, counted alike.")
-    row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1))
+    row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1),
+                  help="The labels, counted alike, over the hours since the campaign's first one.")
     row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
                   help=f"Queue pairs not yet answered by {campaign.overlap} annotator(s) (served but unanswered pairs "
                        "count as short) / the pairs in the queue.")
