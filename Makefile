@@ -7,14 +7,15 @@ ARGS ?=
 
 .PHONY: run test install install-dev system-deps
 
+# The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
 $(VENV)/.app: requirements.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -qq --disable-pip-version-check -r requirements.txt
-	touch $@
+	@test -x $(PY) || { echo "Creating the virtual environment $(VENV)..."; $(PYTHON) -m venv $(VENV); }
+	@$(PY) scripts/install_requirements.py requirements.txt "app's packages"
+	@touch $@
 
 $(VENV)/.dev: $(VENV)/.app requirements-dev.txt
-	$(PY) -m pip install -qq --disable-pip-version-check -r requirements-dev.txt
-	touch $@
+	@$(PY) scripts/install_requirements.py requirements-dev.txt "test tools"
+	@touch $@
 
 install: $(VENV)/.app
 install-dev: $(VENV)/.dev system-deps
@@ -30,6 +31,7 @@ system-deps:
 # Starts the app on the embedded SQLite store (data/pluie_lab.db) and, with the server, its scoring worker.
 # Without an admin password it listens on localhost only (scripts/serve.py); ARGS adds Streamlit options.
 run: install
+	@echo "Starting PLUIE Lab on http://localhost:$(PORT) (another port: make run PORT=8502)"
 	$(PY) scripts/serve.py --server.port $(PORT) $(ARGS)
 
 test: install-dev

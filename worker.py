@@ -380,6 +380,8 @@ class ScoringWorker:
             self._flush_writes()  # idle means every score is written
             return None
         self.current_batch = batch
+        if batch.run_id != self._last_run_id:  # a run taken: "loading the model" until its first scores are written
+            queue.heartbeat(self.engine, self.worker_id, current_run_id=batch.run_id, new_run=True)
         self._last_run_id = batch.run_id
         try:
             metric = self._metric(batch.run_id)
@@ -411,7 +413,8 @@ class ScoringWorker:
             for k, (item, value) in enumerate(zip(batch.items, values))
         ]
         self.current_batch = None
-        write = self._in_store(self._write, batch, scored, self.pairs_per_second, compute_seconds)
+        # the Workers table shows the rate of the run being scored, not an average over every run served
+        write = self._in_store(self._write, batch, scored, self._rates[batch.run_id], compute_seconds)
         if not prefetch:
             return write.result()
         self._writes = [w for w in self._writes if not w.done()] + [write]

@@ -31,7 +31,19 @@ __all__ = [
     "pair_detail",
     "add_score_run",
     "add_labels",
+    "counted_label",
+    "LABELS_COUNTED",
 ]
+
+# The one definition of "labels" behind every count, rate and α of every page and the dataset card.
+LABELS_COUNTED = ("every answer given, Don't know and answers to gold checks included; the training trial's "
+                  "answers are left out")
+
+
+def counted_label():
+    """The labels every figure counts (LABELS_COUNTED): all but the training trial's. Answers to gold
+    checks are labels of their pair like any other (they are exported and published with it)."""
+    return Label.is_training.is_(False)
 
 LABEL_COLUMNS = ["pair_id", "annotator_id", "annotator", "level", "value", "english_level", "seconds_spent",
                  "dataset_id", "dataset"]
@@ -129,7 +141,7 @@ def labels_long(
     ``annotators`` (from ``analysis_choices``) saves the query that names them."""
     dataset_ids, annotator_ids = _ids(dataset_ids), _ids(annotator_ids)
     query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent).where(
-        Label.is_training.is_(False))
+        counted_label())
     if annotator_ids is not None:
         query = query.where(Label.annotator_id.in_(annotator_ids))
     with read_session(engine) as session:

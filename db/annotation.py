@@ -16,6 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from db.analysis import counted_label
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
 from db.models import (
@@ -316,17 +317,42 @@ def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[st
             campaign.active = active
 
 
+def campaign_label_counts(session: Session, campaign_id: int, since=None) -> dict[str, int]:
+    """The campaign's labels as every page counts them (db.analysis.counted_label: all but the training
+    trial's) and how many of them are answers to gold checks; ``since`` (UTC) counts only labels given
+    from then on."""
+    labels = select(func.count()).select_from(Label).where(Label.campaign_id == campaign_id, counted_label())
+    # read from the gold assignments (few, indexed), not by testing every label
+    checks = (select(func.count()).select_from(Assignment)
+              .join(Label, (Label.annotator_id == Assignment.annotator_id) & (Label.pair_id == Assignment.pair_id))
+              .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True),
+                     Label.campaign_id == campaign_id, counted_label()))
+    if since is not None:
+        labels, checks = labels.where(Label.created_at >= since), checks.where(Label.created_at >= since)
+    return {"labels": int(session.scalar(labels)), "answers to gold checks": int(session.scalar(checks))}
+
+
+def fully_labelled_pairs(session: Session, campaign: Campaign) -> int:
+    """Queue pairs with as many answers in this campaign as it wants annotators per pair (its overlap):
+    answered, not only served (a pair served and not yet answered is not labelled). The campaign's
+    labels lie on its queue pairs and on the pairs served as gold checks (a pair served as an ordinary
+    one never becomes a check), so the checks' pairs are the ones left out."""
+    checks = select(Assignment.pair_id).where(Assignment.campaign_id == campaign.id, Assignment.is_gold.is_(True))
+    answered = (select(Label.pair_id)
+                .where(Label.campaign_id == campaign.id, counted_label(), Label.pair_id.not_in(checks))
+                .group_by(Label.pair_id).having(func.count() >= campaign.overlap).subquery())
+    return int(session.scalar(select(func.count()).select_from(answered)))
+
+
 def campaign_overview(engine: Engine, campaign_id: int) -> dict[str, int]:
-    """Counts for the admin: queue size, pairs with every slot taken, labels given."""
+    """Counts for the admin: queue size, pairs fully labelled (answered by as many annotators as the
+    overlap asks), labels given (as every page counts them) and training pairs."""
     with read_session(engine) as session:
         campaign = session.get(Campaign, campaign_id)
-        in_queue, full = session.execute(
-            select(func.count(), func.coalesce(func.sum(case((CampaignPair.n_assigned >= campaign.overlap, 1), else_=0)), 0))
-            .where(CampaignPair.campaign_id == campaign_id)).one()
-        labels = session.scalar(select(func.count()).select_from(Label).where(
-            Label.campaign_id == campaign_id, Label.is_training.is_(False)))
-        return {"pairs in queue": in_queue, "pairs with every slot taken": int(full),
-                "labels (training excluded)": labels,
+        in_queue = session.scalar(select(func.count()).select_from(CampaignPair)
+                                  .where(CampaignPair.campaign_id == campaign_id))
+        return {"pairs in queue": int(in_queue), "pairs fully labelled": fully_labelled_pairs(session, campaign),
+                "labels": campaign_label_counts(session, campaign_id)["labels"],
                 "training pairs": session.scalar(select(func.count()).select_from(TrainingPair)
                                                  .where(TrainingPair.campaign_id == campaign_id))}
 

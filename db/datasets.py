@@ -14,6 +14,7 @@ import pandas as pd
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
+from db.analysis import counted_label
 from db.engine import read_session, write_session
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
 from db.annotation import add_pairs_to_campaigns
@@ -341,7 +342,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
             return dict(session.execute(query.where(condition).group_by(Pair.dataset_id)).all())
 
         labels = [(Label, Label.pair_id == Pair.id)]
-        not_training = Label.is_training.is_(False)
+        not_training = counted_label()
         labelled = per_dataset(func.count(func.distinct(Label.pair_id)), labels, not_training)
         n_labels = per_dataset(func.count(Label.id), labels, not_training)
         # failed and cancelled runs leave the figures: their pairs will not be scored unless retried
@@ -378,7 +379,7 @@ def store_totals(engine: Engine) -> dict[str, int]:
         return {
             "datasets": session.scalar(select(func.count(Dataset.id))) or 0,
             "pairs": session.scalar(select(func.count(Pair.id))) or 0,
-            "labels": session.scalar(select(func.count(Label.id)).where(Label.is_training.is_(False))) or 0,
+            "labels": session.scalar(select(func.count(Label.id)).where(counted_label())) or 0,
             "scores": session.scalar(select(func.count(Score.id))) or 0,
         }
 

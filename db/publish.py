@@ -234,6 +234,12 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     except OSError as exc:
         raise PublishError(f"The folder {folder.parent} cannot be created ({exc.strerror}).") from None
     partial = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
+
+    def rows(dataset_id: int, first: int, last: int, training: bool):
+        """A chunk of the export's rows, with the training trial's labels or without (what α counts)."""
+        return export_frame(engine, [dataset_id], training, campaign_id=campaign_id, pairs=pairs,
+                            pair_id_range=(first, last), annotator_names=names)
+
     writer = stream = None
     try:
         (partial / "data").mkdir(parents=True)
@@ -242,9 +248,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         with read_session(engine) as session:
             for dataset_id, *_ in scope:
                 for first, last in _pair_id_chunks(session, dataset_id, chunk_size, conditions):
-                    chunk = _conform(export_frame(engine, [dataset_id], include_training, campaign_id=campaign_id,
-                                                  pairs=pairs, pair_id_range=(first, last), annotator_names=names),
-                                     schema)
+                    chunk = _conform(rows(dataset_id, first, last, include_training), schema)
                     if writer is None:  # pandas' own metadata too, so pandas reads whole numbers back as Int64
                         schema = schema.with_metadata(pa.Schema.from_pandas(chunk, preserve_index=False).metadata)
                         writer = pq.ParquetWriter(partial / DATA_FILE, schema)
@@ -252,9 +256,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     table = pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
                     writer.write_table(table, row_group_size=chunk_size)
                     stream.write_table(table)
+                    # α counts the labels every page counts (pluie_core.agreement): never the training trial's
+                    counted = rows(dataset_id, first, last, False) if include_training else chunk
                     if level_columns:
-                        present = [c for c in level_columns if c in chunk.columns]
-                        levels = chunk[present].to_numpy(dtype=float, na_value=np.nan)
+                        present = [c for c in level_columns if c in counted.columns]
+                        levels = counted[present].to_numpy(dtype=float, na_value=np.nan)
                         counts = np.stack([(levels == v).sum(axis=1) for v in range(4)], axis=1)
                         count_patterns(counts, into=patterns)
                     for target, column in ((labels_per_pair, "n_labels"), (sources, "final_source"),

@@ -12,12 +12,14 @@ import pandas as pd
 from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
-from db.annotation import CampaignError
+from db.analysis import counted_label
+from db.annotation import CampaignError, campaign_label_counts
 from db.engine import read_session, write_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
 from pluie_core import quality
+from pluie_core.agreement import agreement_figures, count_patterns, level_counts
 from pluie_core.labels import DONT_KNOW, LEVELS
 
 
@@ -237,18 +239,25 @@ def _frame(session: Session, query, columns: list[str]) -> pd.DataFrame:
     return frame
 
 
+def _alpha_value(figure: dict) -> float:
+    return float("nan") if figure.get("alpha") is None else float(figure["alpha"])
+
+
 def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None) -> LiveCampaign:
     """What the live view shows. Per annotator: progress (ordinary pairs labelled / quota), median seconds
     per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others),
     gold accuracy (binarised and exact), longest streak, last activity (UTC) and flags. For the campaign:
-    labels in the last hour and per hour since the first, pairs still short of their overlap, and
-    Krippendorff's α so far (ordinal levels, and binarised). Training labels are left out of everything;
-    gold checks count only in the gold figures."""
+    labels (db.analysis.counted_label: every label but the training trial's, answers to gold checks
+    included, as on every page), in the last hour and per hour since the first, pairs still short of
+    their overlap (answered: db.annotation.fully_labelled_pairs' rule), and Krippendorff's α so far
+    (pluie_core.agreement, over the same labels: ordinal levels, and binarised, with their intervals
+    in ``figures["agreement"]``). Per annotator, progress, times, Don't-know rate and κ read their
+    ordinary labels; answers to gold checks count in the gold figures."""
     now = now or utcnow()
     with read_session(engine) as session:
         campaign = _campaign(session, campaign_id)
         labels = _frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
-                        .where(Label.campaign_id == campaign_id, Label.is_training.is_(False)),
+                        .where(Label.campaign_id == campaign_id, counted_label()),
                         ["id", "annotator", "pair_id", "level", "seconds"])
         checks = _frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
                         .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id)
@@ -262,10 +271,8 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         last = dict(session.execute(select(Label.annotator_id, func.max(Label.updated_at))
                                     .where(Label.campaign_id == campaign_id).group_by(Label.annotator_id)).all())
         first_label = session.scalar(select(func.min(Label.created_at)).where(
-            Label.campaign_id == campaign_id, Label.is_training.is_(False)))
-        last_hour = session.scalar(select(func.count()).select_from(Label).where(
-            Label.campaign_id == campaign_id, Label.is_training.is_(False),
-            Label.created_at >= now - dt.timedelta(hours=1)))
+            Label.campaign_id == campaign_id, counted_label()))
+        last_hour = campaign_label_counts(session, campaign_id, since=now - dt.timedelta(hours=1))["labels"]
         queue_size = session.scalar(select(func.count()).select_from(CampaignPair)
                                     .where(CampaignPair.campaign_id == campaign_id))
         n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
@@ -300,20 +307,25 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     table["flags"] = quality.annotator_flags(
         table, median, gold_min_accuracy=campaign.gold_min_accuracy, fast_fraction=campaign.fast_fraction,
         streak_length=campaign.streak_length) if len(table) else pd.Series(dtype=str)
+    # who is flagged and why, next to the name: the last column of a wide table is off-screen
+    table = table[["annotator", "progress", "flags"] + [c for c in table.columns if c not in ("annotator", "progress", "flags")]]
     table.index.name = "annotator id"
 
-    # ordinary labels are all on queue pairs (a pair served as an ordinary one cannot become gold)
-    per_pair = ordinary.groupby("pair_id").size()
-    full = int((per_pair >= campaign.overlap).sum())
+    # the rule of db.annotation.fully_labelled_pairs (queue pairs answered `overlap` times), on the labels read
+    # here: the ordinary ones are the queue pairs' (a pair served as an ordinary one never becomes a check)
+    full = int((ordinary.groupby("pair_id").size() >= campaign.overlap).sum())
     hours = (now - first_label).total_seconds() / 3600 if first_label is not None else 0.0
+    # α of every label counted (answers to gold checks included), as the Agreement page and the card compute it
+    agreement = agreement_figures(count_patterns(level_counts(labels["pair_id"], labels["level"])))
     figures = {
-        "labels": len(ordinary),
+        "labels": len(labels),
         "labels in the last hour": int(last_hour),
         "labels per hour (since the first)": len(labels) / hours if hours > 0 else float("nan"),
         "pairs short of their overlap": int(queue_size - full),
         "pairs in queue": int(queue_size),
-        "α ordinal (so far)": quality.alpha_so_far(ordinary, "ordinal"),
-        "α binarised (so far)": quality.alpha_so_far(ordinary, "binary"),
+        "α ordinal (so far)": _alpha_value(agreement["ordinal"]),
+        "α binarised (so far)": _alpha_value(agreement["binary"]),
+        "agreement": agreement,
         "gold checks answered": len(answers),
         "annotators flagged": int((table["flags"] != "").sum()) if len(table) else 0,
     }

@@ -286,12 +286,17 @@ def heartbeat(
     pairs_done: Optional[int] = None,
     pairs_per_second: Optional[float] = None,
     last_error: Optional[str] = None,
+    new_run: bool = False,
 ) -> None:
-    """Record that the worker is alive, and what it is doing when given."""
+    """Record that the worker is alive, and what it is doing when given. ``pairs_per_second`` is the
+    rate of its current run; ``new_run`` says it has just taken a run (and is loading its model): its
+    rate is unknown until it writes that run's first scores."""
     values: dict[str, Any] = {"heartbeat_at": utcnow(), "current_run_id": current_run_id}
     if pairs_done is not None:
         values["pairs_done"] = pairs_done
-    if pairs_per_second is not None:
+    if new_run:
+        values["pairs_per_second"] = None
+    elif pairs_per_second is not None:
         values["pairs_per_second"] = pairs_per_second
     if last_error is not None:
         values["last_error"] = last_error
@@ -334,21 +339,62 @@ def pending_count(engine: Engine, run_ids: Optional[Sequence[int]] = None) -> in
         return session.scalar(query) or 0
 
 
-def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> pd.DataFrame:
-    """The live workers, for the scoring page: where they run, what they do, how fast, the last error."""
+def _held_runs(session: Session, now: dt.datetime) -> set[tuple[str, int]]:
+    """(worker, run) of every live lease: the claims a worker holds."""
+    return set(session.execute(select(WorkItem.lease_owner, WorkItem.run_id).where(
+        WorkItem.status == "claimed", WorkItem.lease_expires_at > now).distinct()).all())
+
+
+def uses_model(kind: str, options: Optional[dict]) -> bool:
+    """Whether a run's worker loads a model before its first scores: PLUIE and the LLM judges, and
+    the baselines given a model (SBERT, BERTScore, S3C, NMTScore...)."""
+    return kind != "baseline" or bool((options or {}).get("model"))
+
+
+def worker_states(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS,
+                  workers: Optional[list[Worker]] = None) -> dict[str, str]:
+    """What each live worker is doing, as it reports it: "idle"; "loading the model" (it has taken a
+    run that uses a model, holds a claim of it, and has written none of its scores yet: the heartbeat
+    of a new run clears its rate until the first write); "starting" (the same for a run without a
+    model, briefly); or "scoring"."""
     now = utcnow()
+    workers = alive_workers(engine, within_seconds) if workers is None else workers
+    with read_session(engine) as session:
+        held = _held_runs(session, now)
+        runs = {r.id: r for r in session.execute(select(ScoreRun.id, ScoreRun.kind, ScoreRun.options)).all()}
+    states = {}
+    for w in workers:
+        run = runs.get(w.current_run_id)
+        if run is None:
+            states[w.id] = "idle"
+        elif w.pairs_per_second is None and (w.id, run.id) in held:
+            states[w.id] = "loading the model" if uses_model(run.kind, run.options) else "starting"
+        else:
+            states[w.id] = "scoring"
+    return states
+
+
+def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> pd.DataFrame:
+    """The live workers, for the scoring page: where they run, what they do (worker_states), how fast
+    on their current run (pairs / s of that run's latest claims, not an average over every run they
+    served), the last error."""
+    now = utcnow()
+    workers = alive_workers(engine, within_seconds)
+    states = worker_states(engine, within_seconds, workers)
     with read_session(engine) as session:
         names = dict(session.execute(select(ScoreRun.id, ScoreRun.name)).all())
     rows = [
         {
             "worker": w.id, "host": w.hostname, "pid": w.pid, "device": w.device,
             "run": names.get(w.current_run_id, "idle") if w.current_run_id else "idle",
+            "state": states.get(w.id, "idle"),
             "pairs scored": w.pairs_done,
-            "pairs / s": round(w.pairs_per_second, 1) if w.pairs_per_second else None,
+            "pairs / s": round(w.pairs_per_second, 1) if w.pairs_per_second and states.get(w.id) == "scoring" else None,
             "heartbeat (s ago)": round((now - w.heartbeat_at).total_seconds(), 1),
             "last error": w.last_error or "",
         }
-        for w in alive_workers(engine, within_seconds)
+        for w in workers
     ]
-    columns = ["worker", "host", "pid", "device", "run", "pairs scored", "pairs / s", "heartbeat (s ago)", "last error"]
+    columns = ["worker", "host", "pid", "device", "run", "state", "pairs scored", "pairs / s", "heartbeat (s ago)",
+               "last error"]
     return pd.DataFrame(rows, columns=columns)

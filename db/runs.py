@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from db.engine import read_session, write_session
 from db.limits import check_length
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
-from db.queue import CHOICE_RUN_KINDS, enqueue_missing
+from db.queue import CHOICE_RUN_KINDS, alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
 from pluie_core.judges import RUN_KINDS as JUDGE_RUN_KINDS
 
@@ -276,6 +276,7 @@ class RunProgress:
     compute_seconds: float = 0.0  # time spent in the metric for the timed_pairs scores
     timed_pairs: int = 0
     unparsed: int = 0  # scores without a value: an LLM judge's answers that could not be parsed
+    starting: str = ""  # what a worker that has just taken the run does: "loading the model", "starting", or ""
 
     @property
     def up_to_date(self) -> bool:
@@ -309,6 +310,9 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
         unparsed = dict(session.execute(
             select(Score.run_id, func.count()).where(Score.run_id.in_(judge_runs), Score.value.is_(None))
             .group_by(Score.run_id)).all()) if judge_runs else {}
+    workers = alive_workers(engine)
+    states = worker_states(engine, workers=workers)
+    starting = {w.current_run_id: states[w.id] for w in workers if states.get(w.id) in ("loading the model", "starting")}
     progress = []
     for run in runs:
         total, done, failed, item_error = counts.get(run.id, (0, 0, 0, None))
@@ -323,6 +327,7 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 done=done, failed=failed, pairs_per_second=rate, seconds_left=seconds_left,
                 item_error=item_error, options=run.options, compute_seconds=float(run.compute_seconds or 0.0),
                 timed_pairs=int(run.timed_pairs or 0), unparsed=int(unparsed.get(run.id, 0)),
+                starting=starting.get(run.id, "") if run.status == "active" else "",
             )
         )
     return progress

@@ -10,7 +10,10 @@ import streamlit as st
 from pluie_core.analysis import (
     RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_matrix, label_scales, labels_on_scale,
 )
+from db.analysis import LABELS_COUNTED
 from pages import analysis_common as common
+from pluie_core.agreement import AGREEMENT_RULE, N_BOOT, count_patterns, level_counts
+from pluie_core.agreement import agreement_figures as level_agreement
 from pages.shared import admin_page, user_text
 from pluie_core.stats import (
     StatsError, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, pairwise_kappa,
@@ -20,6 +23,7 @@ admin_page()
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}
+ALPHA_LEVELS = ("nominal", "ordinal", "interval")
 KAPPA_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
 HEATMAP_MIN_HEIGHT, HEATMAP_MARGIN = 360, 70  # px: the colour bar then has 220 px, 55 per tick
 
@@ -38,8 +42,6 @@ matrix = label_matrix(rows, scale)
 binary = agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
-st.caption(f"{SCALE_NAMES[scale]} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
-           + (" · Don't know counts as missing." if scale == "levels" else ""))
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, show_spinner="Computing agreement…")
@@ -54,12 +56,23 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
         figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view))})
     except StatsError as error:
         errors["Fleiss' kappa"] = str(error)
-    for level in ("nominal", "ordinal", "interval"):
-        try:
-            found = krippendorff_alpha_ci(view.T, level, n_boot=200, seed=0)
-            figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
-        except StatsError as error:
-            errors[f"Krippendorff's alpha ({level})"] = str(error)
+    if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
+        rows = labels_on_scale(common.labels(url, dataset_ids), scale)
+        measures = ("binary",) if binarised else ALPHA_LEVELS
+        found = level_agreement(count_patterns(level_counts(rows["pair_id"], rows["level"])), measures=measures)
+        for measure in measures:
+            figure = dict(found[measure])
+            if figure.get("alpha") is None:
+                errors[f"Krippendorff's alpha ({measure})"] = figure.get("why")
+            else:
+                figures.append({"measure": f"Krippendorff's alpha ({measure})", "value": figure.pop("alpha"), **figure})
+    else:
+        for level in ALPHA_LEVELS:
+            try:
+                found = krippendorff_alpha_ci(view.T, level, n_boot=N_BOOT, seed=0)
+                figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
+            except StatsError as error:
+                errors[f"Krippendorff's alpha ({level})"] = str(error)
     whole = bool(np.all(np.isnan(values) | (values == np.round(values))))
     pairwise = pairwise_kappa(view, weights) if whole else None
     return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
@@ -72,8 +85,8 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         return
     found = agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
     shown = found["figures"].set_index("measure")
-    labels_shown = {"Fleiss' kappa": "Fleiss' κ", **{f"Krippendorff's alpha ({lv})": f"Krippendorff's α {lv}"
-                                                     for lv in ("nominal", "ordinal", "interval")}}
+    alphas = {"binary": "Krippendorff's α binarised"} if binarised else {lv: f"Krippendorff's α {lv}" for lv in ALPHA_LEVELS}
+    labels_shown = {"Fleiss' kappa": "Fleiss' κ", **{f"Krippendorff's alpha ({lv})": name for lv, name in alphas.items()}}
     for col, (measure, label) in zip(st.columns(4), labels_shown.items()):
         if measure not in shown.index:
             col.metric(label, "—", help=found["errors"].get(measure))
@@ -81,7 +94,8 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         row = shown.loc[measure]
         interval = "" if measure.startswith("Fleiss") else f"95% CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
         col.metric(label, f"{row['value']:.3f}",
-                   help=f"{interval}, bootstrap over {int(row['n_items']):,} items" if interval else None)
+                   help=f"{interval}, bootstrap over {int(row['n_items']):,} items. "
+                        + (AGREEMENT_RULE if scale == "levels" else "") if interval else None)
         if interval:
             col.caption(interval)
     if len(shown):
@@ -103,12 +117,15 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
                           yaxis_autorange="reversed", margin=dict(t=HEATMAP_MARGIN, b=HEATMAP_MARGIN),
                           height=max(HEATMAP_MIN_HEIGHT, 160 + 45 * len(pairwise.kappa)))
     st.plotly_chart(heatmap, key=f"kappa_{name}")
-    st.dataframe(pairwise.table, hide_index=True, width="stretch")
+    st.dataframe(pairwise.table, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
 
 
 # one view at a time: each costs a second on a large campaign, and tabs would compute both
 view = st.radio("View", [SCALE_NAMES[scale], "Binarised"], horizontal=True, key="agreement_view")
+shown_scale = "Binarised: 0–1 non-paraphrase, 2–3 paraphrase" if view == "Binarised" else SCALE_NAMES[scale]
+st.caption(f"{shown_scale} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
+           + (f" · Don't know counts as missing. Labels: {LABELS_COUNTED}." if scale == "levels" else ""))
 if view == "Binarised":
     if scale == "raw":
         st.info(RAW_SCALE_NO_BINARY)
@@ -132,7 +149,7 @@ summary = annotator_summary(rows, scale, versus, binary)
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),
-})
+}, placeholder="—")
 common.download_csv(summary, "annotators.csv")
 
 st.subheader("Humans against the model")
@@ -143,7 +160,7 @@ elif scale == "raw":
 else:
     st.caption(f"{user_text(run['name'])} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
                "binarised κ and accuracy per annotator and for the majority label (Don't know and ties left out).")
-    st.dataframe(versus, hide_index=True, width="stretch")
+    st.dataframe(versus, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(versus, "humans_vs_model.csv")
     who = st.selectbox("Confusion matrix of", versus["annotator"].tolist(), index=len(versus) - 1, key="agreement_confusion")
     row = versus[versus["annotator"] == who].iloc[0]

@@ -196,3 +196,6 @@ back, resume = st.columns([1, 5])
 back.button("← Back", key="back", disabled=item.position == 0, on_click=go_back, args=(item.position - 1,))
 if revisit is not None:
     resume.button("Return to my current pair", key="resume", on_click=lambda: st.session_state.pop(revisit_key, None))
+if item.level is not None:  # back on an answered pair: the answer given stands out (a dark border and a tick)
+    st.html(f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid #222 !important; "
+            f"font-weight:700;}} div.st-key-answer-{item.level}-{item.position} button p::before {{content:'✓ ';}}</style>")

@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from db import annotation as ann
+from db.analysis import LABELS_COUNTED
 from pages.shared import admin_page, user_text
 from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
@@ -70,11 +71,11 @@ def new_campaign_form() -> None:
         guidelines = st.text_area("Guidelines (Markdown)", value=default_guidelines(), height=300)
         if st.form_submit_button("Create campaign", type="primary"):
             try:
-                ann.create_campaign(engine, name, [d[0] for d in chosen], quota=int(quota), overlap=int(overlap),
+                created = ann.create_campaign(engine, name, [d[0] for d in chosen], quota=int(quota), overlap=int(overlap),
                                     n_training=int(n_training), guidelines=guidelines, pair_order=order,
                                     seed=int(seed), informative_run_id=run[0] if run else None,
                                     selection=selection, distribution=distribution)
-                st.session_state["campaign-created"] = name.strip()
+                st.session_state["campaign-created"] = (name.strip(), created)
                 st.rerun()
             except ann.CampaignError as exc:
                 st.error(user_text(exc))
@@ -84,7 +85,7 @@ def annotators_section(campaign) -> None:
     rows = ann.annotator_rows(engine, campaign.id)
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch",
-                     column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+                     column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")}, placeholder="—")
     else:
         st.caption("No annotator yet.")
 
@@ -136,13 +137,14 @@ def annotators_section(campaign) -> None:
                    "continues with the same labels.")
 
 
-def settings_section(campaign) -> None:
+def settings_section(campaign, counts: dict) -> None:
     st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
              f"{campaign.quota} pairs per annotator · {campaign.overlap} annotator(s) per pair")
     runs = dict(ann.score_run_choices(engine, kind=None))
     chosen = describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))
     st.write(f"Pairs: {user_text(chosen)} · "
              f"{DISTRIBUTIONS[campaign.distribution]}.")
+    st.caption(pairs_kept(counts) + ".")
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
         ann.update_campaign(engine, campaign.id, active=active)
@@ -187,9 +189,18 @@ def training_section(campaign) -> None:
                 st.error(user_text(exc))
 
 
+def pairs_kept(counts: dict) -> str:
+    """What became of the pairs the campaign took: a sample of 40 with 5 training pairs queues 35."""
+    kept = counts["pairs in queue"] + counts["training pairs"]
+    return (f"{kept:,} pairs taken: {counts['training pairs']:,} make the training trial (the same for everyone, "
+            f"not counted) and {counts['pairs in queue']:,} are in the queue")
+
+
 campaigns = ann.list_campaigns(engine)
 if st.session_state.get("campaign-created"):
-    st.success(f"Campaign “{user_text(st.session_state.pop('campaign-created'))}” created. Add its annotators below.")
+    created_name, created_id = st.session_state.pop("campaign-created")
+    st.success(f"Campaign “{user_text(created_name)}” created: {pairs_kept(ann.campaign_overview(engine, created_id))}. "
+               "Add its annotators below.")
 with st.expander("New campaign", expanded=not campaigns):
     new_campaign_form()
 if not campaigns:
@@ -199,11 +210,18 @@ by_id = {c.id: c for c in campaigns}
 chosen_id = st.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
 campaign = by_id[chosen_id]
 counts = ann.campaign_overview(engine, campaign.id)
+COUNT_HELP = {
+    "pairs in queue": "The pairs served as ordinary pairs: the campaign's pairs less its training pairs (and gold checks).",
+    "pairs fully labelled": f"Queue pairs answered by {campaign.overlap} annotator(s), the campaign's annotators per "
+                            "pair; a pair served but not yet answered does not count.",
+    "labels": f"Labels given in this campaign: {LABELS_COUNTED}. The same count on every page.",
+    "training pairs": "Shown first to everyone, the same for all, not counted in results.",
+}
 for column, (label, value) in zip(st.columns(len(counts)), counts.items()):
-    column.metric(label.capitalize(), f"{value:,}")
+    column.metric(label.capitalize(), f"{value:,}", help=COUNT_HELP.get(label))
 st.subheader("Annotators")
 annotators_section(campaign)
 st.subheader("Training pairs")
 training_section(campaign)
 st.subheader("Settings and guidelines")
-settings_section(campaign)
+settings_section(campaign, counts)

@@ -12,7 +12,7 @@ from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.correlation import (
     COLUMNS, METHODS, compare_correlations, correlate, graded_reference, system_level, system_means,
 )
-from pluie_core.stats import StatsError
+from pluie_core.stats import StatsError, format_p
 
 admin_page()
 
@@ -126,7 +126,7 @@ st.caption(f"Reference: {REFERENCES[kind].lower()}{f' ({user_text(column)})' if 
 shown = table.assign(direction=table["metric"].map(lambda m: "higher = similar" if direction.get(m, True)
                                                    else "lower = similar (distance)"))
 st.dataframe(shown, hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")})
+             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")}, placeholder="—")
 common.download_csv(table[COLUMNS], "correlation.csv")
 
 pivot = table.pivot(index="metric", columns="method", values="r").reindex(columns=list(METHODS)).reset_index()
@@ -165,7 +165,7 @@ except StatsError as error:
 a, b, c = st.columns(3)
 a.metric(f"r {user_text(first)}", f"{found['r_a']:.3f}")
 b.metric(f"r {user_text(second)}", f"{found['r_b']:.3f}")
-c.metric("p (paired bootstrap)", f"{found['p_value']:.3g}")
+c.metric("p (paired bootstrap)", format_p(found["p_value"]))
 st.caption(f"Difference {found['difference']:+.3f}, 95% interval [{found['ci_low']:+.3f}, {found['ci_high']:+.3f}], "
            f"on {found['n']:,} {'systems' if system_column else 'pairs'} with both scores and a reference. Distances "
            "are negated first. p is two-sided: twice the share of resamples on the far side of no difference.")

@@ -61,7 +61,7 @@ if table.empty:
     st.stop()
 table = table[shown]
 st.dataframe(table.head(MAX_LISTED), width="stretch", column_config={
-    "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")})
+    "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")}, placeholder="—")
 common.download_csv(table, f"disagreements_{mode}.csv", index=True)
 if len(table) > MAX_LISTED:
     st.caption(f"The first {MAX_LISTED} of {len(table):,} pairs are listed; the CSV has them all.")
@@ -76,7 +76,8 @@ def describe(rank: int) -> str:
     return f"{rank + 1}. pair {listed.index[rank]} · {row['dataset']} · {figure} {row[figure]:.3g}"
 
 
-rank = st.selectbox("Pair", range(len(listed)), format_func=describe, key="disagreement_pair")
+# one selector per mode: the humans' list never shows the place (or the pair) chosen in the model's list
+rank = st.selectbox("Pair", range(len(listed)), format_func=describe, key=f"disagreement_pair_{mode}")
 pair_id = int(listed.index[rank])
 detail = pair_detail(common.get_engine(), pair_id, selection.choices.annotators)
 source, hypothesis = diff_html(detail["pair"]["source"], detail["pair"]["hypothesis"])
@@ -92,6 +93,6 @@ for column, title, table, empty in zip(st.columns(2), ("Labels", "Scores"), (det
         if table.empty:
             st.caption(empty)
         else:
-            st.dataframe(table, hide_index=True, width="stretch")
+            st.dataframe(table, hide_index=True, width="stretch", placeholder="—")
 common.download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
                     f"pair_{pair_id}.csv", "Download this pair's labels and scores (CSV)")

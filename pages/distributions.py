@@ -7,7 +7,7 @@ import streamlit as st
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
-from pluie_core.stats import class_summary, edit_distance_correlation
+from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
 admin_page()
 
@@ -64,11 +64,12 @@ tables["class"] = tables["reference"].map(CLASSES)
 
 correlation = edit_distance_correlation(tables, table_runs, EDIT, label_col="class", dataset_col=dataset_col)
 st.markdown("**Pearson r between each score and the edit distance inside each class** (paper, table 4)")
-st.dataframe(correlation, hide_index=True, width="stretch", column_config={"r": st.column_config.NumberColumn(format="%.3f")})
+st.dataframe(correlation.assign(p_value=correlation["p_value"].map(format_p)), hide_index=True, width="stretch",
+             column_config={"r": st.column_config.NumberColumn(format="%.3f")}, placeholder="—")
 common.download_csv(correlation, "edit_distance_correlation.csv")
 
 st.markdown("**Mean ± standard deviation per class** (paper, table 1)")
 summary = class_summary(tables, [*table_runs, EDIT], label_col="class", dataset_col=dataset_col)
 summary["mean ± std"] = common.plus_minus(summary["mean"], summary["std"])
-st.dataframe(summary, hide_index=True, width="stretch")
+st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
 common.download_csv(summary, "class_summary.csv")

@@ -56,7 +56,7 @@ else:
         "0–4 (or the imported `value`), `is_training`, `is_gold_check`, `sentence_on_top`, `seconds_spent`, `created_at` / "
         "`updated_at` (UTC)."
     )
-st.dataframe(frame.head(50), hide_index=True, width="stretch")
+st.dataframe(frame.head(50), hide_index=True, width="stretch", placeholder="—")
 stem = campaigns[campaign_id] if campaign_id is not None else "pluie_lab_export" if len(chosen) > 1 else chosen[0]
 stem = (re.sub(r"[^\w.-]+", "_", stem).strip("_") or "pluie_lab_export") + ("" if pairs == "all" else f"_{pairs}") + (
     "_labels" if layout == "long" else "")

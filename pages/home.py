@@ -1,6 +1,7 @@
 """Home: the datasets in the store, their sizes, and how far labelling and scoring have gone."""
 import streamlit as st
 
+from db.analysis import LABELS_COUNTED
 from db.datasets import datasets_overview, delete_dataset, store_totals
 from pages.shared import admin_page, user_text
 
@@ -11,7 +12,7 @@ st.caption("Label sentence pairs, score them with PLUIE, and see where people an
 totals = store_totals(engine)
 cols = st.columns(4)
 for col, (name, value) in zip(cols, totals.items()):
-    col.metric(name.capitalize(), f"{value:,}")
+    col.metric(name.capitalize(), f"{value:,}", help=f"Labels: {LABELS_COUNTED}." if name == "labels" else None)
 
 overview = datasets_overview(engine)
 if overview.empty:
@@ -32,7 +33,9 @@ st.dataframe(
             "scored", format="percent", min_value=0, max_value=1, help="scores written / scores queued, over the active and paused runs (failed and cancelled ones left out)"
         ),
         "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
+        "labels": st.column_config.NumberColumn("labels", help=f"Labels of the dataset's pairs: {LABELS_COUNTED}."),
     },
+    placeholder="—",
 )
 
 with st.expander("Delete a dataset"):

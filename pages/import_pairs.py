@@ -71,7 +71,7 @@ if generic:
     st.subheader(f"{next(steps)} · Preview")
     for warning in table.attrs.get("warnings") or []:  # what reading the file left aside (sheets, formulas)
         st.warning(user_text(warning))
-    st.dataframe(table.head(10), hide_index=True, width="stretch")
+    st.dataframe(table.head(10), hide_index=True, width="stretch", placeholder="—")
     st.subheader(f"{next(steps)} · Map the columns")
     guess = guess_columns(table)
     options = [""] + [str(c) for c in table.columns]
@@ -126,8 +126,8 @@ for warning in attrs.get("warnings") or []:
         st.warning(user_text(warning))
 if attrs.get("duplicates"):
     with st.expander("Duplicate pairs (kept)" if keep_duplicates else "Duplicate pairs (skipped)"):
-        st.dataframe(attrs["duplicates"][:200], width="stretch")
-st.dataframe(pairs.head(10), hide_index=True, width="stretch")
+        st.dataframe(attrs["duplicates"][:200], width="stretch", placeholder="—")
+st.dataframe(pairs.head(10), hide_index=True, width="stretch", placeholder="—")
 
 st.subheader(f"{next(steps)} · Import")
 name = st.text_input("Dataset name", value=Path(uploaded.name).stem)

@@ -6,7 +6,9 @@ import streamlit as st
 
 from db import annotation as ann
 from db import quality as qual
+from db.analysis import LABELS_COUNTED
 from pages.shared import admin_page, user_text
+from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -32,12 +34,23 @@ def live_view(campaign_id: int) -> None:
     data = qual.campaign_live(engine, campaign_id)
     f = data.figures
     row = st.columns(6)
-    row[0].metric("Labels", f"{f['labels']:,}")
-    row[1].metric("In the last hour", f"{f['labels in the last hour']:,}")
-    row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1))
-    row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}")
-    row[4].metric("α ordinal so far", number(f["α ordinal (so far)"], 3))
-    row[5].metric("α binarised so far", number(f["α binarised (so far)"], 3))
+    row[0].metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
+                  f"({f['gold checks answered']:,} answers to gold checks). The same count on every page.")
+    row[1].metric("In the last hour", f"{f['labels in the last hour']:,}", help="Labels given in the last hour, counted alike.")
+    row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1),
+                  help="The labels, counted alike, over the hours since the campaign's first one.")
+    row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
+                  help=f"Queue pairs not yet answered by {campaign.overlap} annotator(s) (served but unanswered pairs "
+                       "count as short) / the pairs in the queue.")
+    for column, name, key in ((row[4], "α ordinal so far", "ordinal"), (row[5], "α binarised so far", "binary")):
+        figure = f["agreement"][key]
+        column.metric(name, number(figure.get("alpha"), 3), help=AGREEMENT_RULE + (
+            f" 95% CI [{figure['ci_low']:.3f}, {figure['ci_high']:.3f}] over {figure['n_items']:,} pairs."
+            if figure.get("alpha") is not None else f" Not defined yet: {figure.get('why', '')}"))
+    flagged = data.annotators[data.annotators["flags"] != ""]
+    if len(flagged):
+        # names are the annotators' own text: every Markdown character escaped, shown as typed
+        st.warning("Flagged: " + "; ".join(f"{user_text(name)} ({why})" for name, why in zip(flagged["annotator"], flagged["flags"])))
     st.caption(f"Median time per pair: {number(data.campaign_median_seconds, 1)} s · gold checks answered: "
                f"{f['gold checks answered']:,} · annotators flagged: {f['annotators flagged']:,}. "
                "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs.")
@@ -49,7 +62,7 @@ def live_view(campaign_id: int) -> None:
         "gold exact accuracy": st.column_config.NumberColumn(format="percent"),
         "κ vs others": st.column_config.NumberColumn(format="%.3f"),
         "median s per pair": st.column_config.NumberColumn(format="%.1f"),
-    })
+    }, placeholder="—")
 
 
 live_view(campaign.id)
@@ -73,10 +86,7 @@ with st.form("quality-settings"):
         except ann.CampaignError as exc:
             st.error(user_text(exc))
 
-gold = qual.gold_pairs(engine, campaign.id)
-st.write(f"**Gold pairs: {len(gold):,}**")
-if len(gold):
-    st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True)
+gold_box = st.container()  # filled after the forms below: a pair just marked is counted and listed at once
 left, right = st.columns(2)
 with left.form("gold-from-dataset"):
     datasets = ann.dataset_choices(engine)
@@ -103,6 +113,12 @@ with right.form("gold-by-id"):
             st.success(f"{added:,} gold pairs marked.")
         except ann.CampaignError as exc:
             st.error(user_text(exc))
+gold = qual.gold_pairs(engine, campaign.id)
+with gold_box:
+    st.write(f"**Gold pairs: {len(gold):,}**")
+    if len(gold):
+        st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True,
+                     placeholder="—")
 if len(gold):
     drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist())
     if st.button("Remove", disabled=not drop):

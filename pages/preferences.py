@@ -80,7 +80,7 @@ st.dataframe(table, hide_index=True, width="stretch", column_config={
     "cramers_v": st.column_config.NumberColumn("Cramér's V", format="%.3f"),
     "kappa": st.column_config.NumberColumn("Cohen's κ", format="%.3f"),
     "metric_ties": st.column_config.NumberColumn("ties called by the run"),
-})
+}, placeholder="—")
 st.caption("A run prefers the candidate it scores as more similar (higher; lower for a distance) and calls a tie "
            "when the two scores differ by at most ε. Tie calibration (Deutsch et al. 2023) picks the ε that "
            "maximises pairwise accuracy with ties counted; Cramér's V and κ compare the run's choices at that ε "

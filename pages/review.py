@@ -121,15 +121,17 @@ labels_column, scores_column = st.columns([3, 2])
 with labels_column:
     st.markdown("**Labels**")
     st.dataframe(item["labels"].drop(columns="value"), hide_index=True, width="stretch", column_config={
-        "seconds_spent": st.column_config.NumberColumn("seconds", format="%.1f")})
+        "seconds_spent": st.column_config.NumberColumn("seconds", format="%.1f")}, placeholder="—")
 with scores_column:
     st.markdown("**Scores**")
     if item["scores"].empty:
         st.caption("No score yet for this pair.")
     else:
-        st.dataframe(item["scores"], hide_index=True, width="stretch")
+        st.dataframe(item["scores"], hide_index=True, width="stretch", placeholder="—")
 
-st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE)
+LEAVE_NOTE = "While the note box has the cursor, keys type into it: press Tab or click outside it, and 1–4 set the level again."
+st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE,
+              placeholder="Type, then press Tab (or click outside the box) before the keys 1–4")
 if not (reviewer or "").strip():
     st.warning("Give your name as reviewer (sidebar) to decide.")
 advance = show != "pending" and row is not None
@@ -143,7 +145,7 @@ forward.button("Next →", key="review-next", shortcut="Right", disabled=positio
 withdraw.button("Withdraw the final level", key=f"withdraw-{pair_id}", shortcut="Delete", disabled=decision is None,
                 on_click=decide, args=(pair_id, None, item["revision"], False))
 st.caption("Keys: 1–4 set the final level (the note is saved with it) · ← / → previous / next pair · "
-           "Delete withdraws a final level. Annotators' labels are never changed.")
+           "Delete withdraws a final level. " + LEAVE_NOTE + " Annotators' labels are never changed.")
 if len(item["history"]):
     with st.expander(f"History of this pair's final level ({len(item['history'])})"):
-        st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch")
+        st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch", placeholder="—")

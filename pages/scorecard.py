@@ -49,7 +49,7 @@ with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all(
         except ScorecardError as error:
             st.error(user_text(error))
         else:
-            st.dataframe(files.table(), hide_index=True, width="stretch")
+            st.dataframe(files.table(), hide_index=True, width="stretch", placeholder="—")
             if files.missing:
                 st.warning(f"No file for {user_text(', '.join(files.missing))}: the scorecard will cover the other datasets.")
             benchmark = st.text_input("Benchmark name", PARAPHRASUS, key="benchmark_name")
@@ -107,7 +107,7 @@ short_names = {n: n.rsplit("/", 1)[-1] for n in members["name"]}
 if len(set(short_names.values())) < len(short_names):
     short_names = {n: n for n in short_names}
 st.dataframe(members[["name", "challenge", "n_pairs"]].rename(columns={"name": "dataset", "n_pairs": "pairs"}),
-             hide_index=True)
+             hide_index=True, placeholder="—")
 if run_name is None:
     st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when the benchmark's pairs are scored.")
     st.stop()
@@ -157,16 +157,16 @@ cols = st.columns(4)
 for col, label in zip(cols, CHALLENGES):
     col.metric(label, "—" if label not in averages else f"{averages[label]:.1%}")
 cols[3].metric("Err̄", f"{card.err:.1%}")
-st.dataframe(card.table2(run_name).rename(columns=short_names, level=1).round(1), width="stretch")
+st.dataframe(card.table2(run_name).rename(columns=short_names, level=1).round(1), width="stretch", placeholder="—")
 shown = card.datasets.assign(error=(card.datasets["error"] * 100).round(1)).rename(columns={
     "error": "error %", "predicted_paraphrases": "predicted paraphrase", "unscored": "not scored yet"})
-st.dataframe(shown, hide_index=True, width="stretch")
+st.dataframe(shown, hide_index=True, width="stretch", placeholder="—")
 common.download_csv(card.table(), f"scorecard_{common.file_stem(chosen)}_{common.file_stem(run_name)}.csv")
 if not card.languages.empty:
     st.subheader("Per language")
     st.caption("The paper's Tables 6-7: each dataset's error per language, for the pairs with a language field.")
     languages = card.languages.assign(error=card.languages["error"] * 100)
-    st.dataframe(languages.pivot(index="dataset", columns="language", values="error").round(1), width="stretch")
+    st.dataframe(languages.pivot(index="dataset", columns="language", values="error").round(1), width="stretch", placeholder="—")
     common.download_csv(card.languages, f"scorecard_languages_{common.file_stem(run_name)}.csv")
 
 st.subheader("Every score run (Table 2)")
@@ -183,6 +183,6 @@ for _, other in runs.iterrows():
     except ScorecardError as error:
         skipped.append(f"{other['name']} ({error})")
 if rows:
-    st.dataframe(pd.concat(rows).rename(columns=short_names, level=1).round(1), width="stretch")
+    st.dataframe(pd.concat(rows).rename(columns=short_names, level=1).round(1), width="stretch", placeholder="—")
 if skipped:
     st.caption("Not in the table: " + user_text("; ".join(skipped)))

@@ -38,7 +38,9 @@ def live_progress():
     for run in runs:
         fraction = run.done / run.total if run.total else 0.0
         rate = f"{run.pairs_per_second:.1f} pairs/s" if run.pairs_per_second else "—"
-        if run.up_to_date:
+        if run.starting:  # a worker has taken the run and loads its model: not "0 scored" for minutes
+            label = f"**{user_text(run.name)}** · {run.starting} · {run.done:,} / {run.total:,} scored"
+        elif run.up_to_date:
             label = f"**{user_text(run.name)}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
         else:
             label = (f"**{user_text(run.name)}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
@@ -67,7 +69,7 @@ def live_progress():
         st.dataframe(timed, hide_index=True, width="stretch",
                      column_config={"s / pair": st.column_config.NumberColumn(format="%.4f"),
                                     "pairs / s": st.column_config.NumberColumn(format="%.1f"),
-                                    "× PLUIE": st.column_config.NumberColumn(format="%.2f")})
+                                    "× PLUIE": st.column_config.NumberColumn(format="%.2f")}, placeholder="—")
 
     st.subheader("Workers")
     workers = workers_overview(engine)
@@ -79,7 +81,11 @@ def live_progress():
             else:
                 st.success("Worker started: it appears here within a few seconds.")
     else:
-        st.dataframe(workers, hide_index=True, width="stretch")
+        st.dataframe(workers, hide_index=True, width="stretch", placeholder="—", column_config={
+            "state": st.column_config.TextColumn(help="What the worker reports: loading the model of a run it has "
+                                                      "just taken, scoring, or idle."),
+            "pairs / s": st.column_config.NumberColumn(help="The rate of its current run's latest claims (— while it "
+                                                            "loads the model).")})
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -89,7 +95,7 @@ def latest_scores_table(run_id: int):
     if latest.empty:
         st.caption("No pair of this run is scored yet.")
     else:
-        st.dataframe(latest, hide_index=True, width="stretch")
+        st.dataframe(latest, hide_index=True, width="stretch", placeholder="—")
 
 
 if "scoring_flash" in st.session_state:

@@ -71,7 +71,7 @@ st.subheader("Natural against best threshold")
 rows = {"best (a posteriori)": best} | ({"natural": at_natural} if at_natural else {})
 compare = pd.DataFrame(rows).T[["threshold", "tie_low", "tie_high", "accuracy", "f1", "precision", "recall",
                                  "tp", "fp", "tn", "fn", "n"]]
-st.dataframe(compare, width="stretch")
+st.dataframe(compare, width="stretch", placeholder="—")
 common.download_csv(compare, "natural_vs_best.csv", index=True)
 
 if data["dataset"].nunique() > 1:
@@ -91,7 +91,7 @@ if data["dataset"].nunique() > 1:
             row["note"] = str(error)
         per_dataset.append(row)
     per_dataset = pd.DataFrame(per_dataset)
-    st.dataframe(per_dataset, hide_index=True, width="stretch")
+    st.dataframe(per_dataset, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(per_dataset, "thresholds_per_dataset.csv")
 
 st.subheader("Mixed balanced draw")
@@ -128,5 +128,5 @@ shown = table.assign(value=common.plus_minus(table["mean"], table["mean_ci_halfw
 shown = shown.pivot(index=["score", "figure"], columns="at", values="value").fillna("")
 st.caption(f"{int(n_draws)} draws of {drawn} pairs per class from each of "
            f"{draw['dataset'].nunique()} dataset(s).")
-st.dataframe(shown, width="stretch")
+st.dataframe(shown, width="stretch", placeholder="—")
 common.download_csv(table, "mixed_balanced_draw.csv")

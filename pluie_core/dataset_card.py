@@ -2,21 +2,18 @@
 and the agreement figures it reports, from plain facts: no database here (db.publish gathers the
 facts from the store while it streams the rows out).
 
-Agreement is computed from per-pair counts of each level, which is all Krippendorff's α depends
-on: a pair's labels, whoever gave them, are one unit of the reliability data. Pairs with the same
-counts are interchangeable, so a million pairs come down to a table of a few dozen distinct counts
-and how many pairs have each (count_patterns), gathered chunk by chunk.
+Agreement is pluie_core.agreement's, the one computation of α every page uses: from per-pair counts
+of each level (count_patterns), gathered chunk by chunk.
 """
 from __future__ import annotations
 
 import re
 from typing import Optional
 
-import numpy as np
 import yaml
 
+from pluie_core.agreement import agreement_figures, count_patterns  # noqa: F401 (the card's figures, re-exported)
 from pluie_core.labels import LEVELS
-from pluie_core.stats import StatsError, krippendorff_alpha_ci_from_patterns
 
 __all__ = ["LICENCE_PATTERN", "check_licence", "count_patterns", "agreement_figures", "dataset_card",
            "size_category"]
@@ -32,49 +29,6 @@ def check_licence(licence: Optional[str]) -> str:
     if not LICENCE_PATTERN.match(value):
         raise ValueError(f"“{licence}” is not a licence identifier: write it like cc-by-4.0, cc-by-sa-4.0, mit or other.")
     return value
-
-
-def count_patterns(level_counts, into: Optional[dict] = None) -> dict:
-    """Add pairs' counts of levels 0-3 (pairs x 4) to ``into``: {counts tuple: number of pairs}.
-    What agreement_figures needs of a million pairs is this small table, gathered chunk by chunk."""
-    into = {} if into is None else into
-    counts = np.asarray(level_counts, dtype=np.int64).reshape(-1, 4)
-    counts = counts[counts.sum(axis=1) >= 2]
-    if len(counts):
-        patterns, frequency = np.unique(counts, axis=0, return_counts=True)
-        for pattern, n in zip(map(tuple, patterns.tolist()), frequency.tolist()):
-            into[pattern] = into.get(pattern, 0) + n
-    return into
-
-
-def _alpha(patterns: np.ndarray, frequencies: np.ndarray, level: str, values, n_boot: int, seed: int) -> dict:
-    try:
-        return krippendorff_alpha_ci_from_patterns(patterns, frequencies, values, level=level, n_boot=n_boot, seed=seed)
-    except StatsError as exc:
-        return {"alpha": None, "why": str(exc)}
-
-
-def agreement_figures(patterns: dict, n_boot: int = 1000, seed: int = 0) -> dict:
-    """Agreement on the five-level labels from count_patterns' table (counts of levels 0-3 per pair,
-    Don't know left out as on the Agreement page), over the pairs with two or more such labels:
-    Krippendorff's α ordinal on the four levels and nominal on the binarised labels (0-1 / 2-3),
-    each with a 95% percentile bootstrap interval over pairs
-    (pluie_core.stats.krippendorff_alpha_ci_from_patterns), and the share of those pairs whose
-    labels are all the same level / on the same side."""
-    counts = np.array(list(patterns), dtype=float).reshape(-1, 4)
-    frequencies = np.array(list(patterns.values()), dtype=float)
-    binary = np.stack([counts[:, :2].sum(axis=1), counts[:, 2:].sum(axis=1)], axis=1)
-    n = int(frequencies.sum())
-    same_level = ((counts > 0).sum(axis=1) == 1)
-    same_side = ((binary > 0).sum(axis=1) == 1)
-    return {
-        "n_pairs": n,
-        "ordinal": _alpha(counts, frequencies, "ordinal", [0, 1, 2, 3], n_boot, seed),
-        "binary": _alpha(binary, frequencies, "nominal", [0, 1], n_boot, seed),
-        "unanimous_level": float(frequencies[same_level].sum() / n) if n else None,
-        "unanimous_side": float(frequencies[same_side].sum() / n) if n else None,
-        "n_boot": n_boot,
-    }
 
 
 def size_category(n: int) -> str:
@@ -207,7 +161,8 @@ def dataset_card(facts: dict) -> str:
     lines += [f"| {level} {LEVELS[level]} | {facts['final_levels'].get(level, 0):,} |" for level in range(4)]
     agreement = facts["agreement"]
     lines += ["", "## Agreement", "",
-              f"Over the {agreement['n_pairs']:,} pairs with two or more labels on levels 0–3 (Don't know left out); "
+              f"Over the {agreement['n_pairs']:,} pairs with two or more labels on levels 0–3 (Don't know left out; "
+              "every label except the training trial's, answers to gold checks included, as on every page of PLUIE Lab); "
               f"95% intervals from {agreement['n_boot']:,} bootstrap resamples of pairs.", "",
               f"- Krippendorff's α, ordinal, four levels: {_alpha_text(agreement['ordinal'])}",
               f"- Krippendorff's α, nominal, binarised labels: {_alpha_text(agreement['binary'])}",

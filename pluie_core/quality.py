@@ -20,7 +20,6 @@ import math
 import random
 from typing import Optional
 
-import krippendorff
 import numpy as np
 import pandas as pd
 
@@ -154,30 +153,6 @@ def kappa_against_others(labels: pd.DataFrame) -> pd.Series:
         kappa = (observed - expected) / (1 - expected)
     kappa[(total == 0) | ~np.isfinite(kappa)] = np.nan
     return pd.Series(kappa, index=cells.index)
-
-
-def alpha_so_far(labels: pd.DataFrame, level: str = "ordinal") -> float:
-    """Krippendorff's α (the krippendorff library) of the labels so far, Don't know missing; ``level``
-    ordinal on the four levels, or nominal on the binarised labels. NaN while fewer than two labels
-    share a pair, or when every shared value is the same."""
-    known = labels[labels["level"].isin(ORDINAL_LEVELS)]
-    values = known["level"].to_numpy() if level == "ordinal" else (known["level"].to_numpy() >= 2).astype(int)
-    domain = list(ORDINAL_LEVELS) if level == "ordinal" else [0, 1]
-    # units x values counts (the library's value_counts form), without an annotators x items matrix
-    units, unit_index = np.unique(known["pair_id"].to_numpy(), return_inverse=True)
-    value_index = np.searchsorted(domain, values)
-    counts = np.bincount(unit_index * len(domain) + value_index,
-                         minlength=len(units) * len(domain)).reshape(len(units), len(domain))
-    counts = counts[counts.sum(axis=1) >= 2]
-    if len(counts) == 0:
-        return float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        try:
-            alpha = krippendorff.alpha(value_counts=counts, value_domain=domain,
-                                       level_of_measurement="ordinal" if level == "ordinal" else "nominal")
-        except (ValueError, ZeroDivisionError):
-            return float("nan")
-    return float(alpha) if np.isfinite(alpha) else float("nan")
 
 
 def annotator_flags(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,

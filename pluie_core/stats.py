@@ -799,6 +799,14 @@ def class_summary(
     return table[[*keys, "score", "n", "mean", "std", "note"]]
 
 
+def format_p(p) -> str:
+    """A p-value as people read it: 3 significant digits ("0.0123", "4.56e-07"), "< 1e-16" below what a
+    double can tell from 0 next to 1, "—" when there is none. Tables keep the number; this is for display."""
+    if p is None or not np.isfinite(p):
+        return "—"
+    return "< 1e-16" if p < 1e-16 else f"{p:.3g}"
+
+
 def edit_distance_correlation(
     df: pd.DataFrame,
     score_cols: Sequence[str],

@@ -12,7 +12,7 @@ from pluie_core.analysis import Reference, edit_distances, label_matrix, referen
 from db.datasets import import_pairs
 from pluie_core.stats import (
     best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
-    fleiss_kappa, human_disagreements, krippendorff_alpha, metrics_at, roc_auc,
+    fleiss_kappa, format_p, human_disagreements, krippendorff_alpha, metrics_at, roc_auc,
 )
 from tests.analysis_store import build_store
 from tests.paths import REPO
@@ -217,6 +217,10 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     shown = at.dataframe[0].value.set_index("class")
     assert shown.loc["paraphrase", "r"] == pytest.approx(expected.loc[1.0, "r"])
     assert shown.loc["non-paraphrase", "n"] == expected.loc[0.0, "n"]
+    # p-values read as 3 significant digits (or "< 1e-16"), never 30 decimals; missing cells read "—"
+    assert shown.loc["paraphrase", "p_value"] == format_p(expected.loc[1.0, "p_value"])
+    assert all(len(p) <= 9 for p in shown["p_value"]) and at.dataframe[0].proto.placeholder == "—"
+    assert (format_p(3e-31), format_p(0.012345), format_p(float("nan"))) == ("< 1e-16", "0.0123", "—")
     summary = at.dataframe[1].value
     assert summary.loc[(summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"].iloc[0] \
         == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
@@ -256,6 +260,23 @@ def test_disagreements_among_humans_start_with_the_most_even_split(open_page, en
     assert table["minority_share"].iloc[0] == pytest.approx(expected["minority_share"].max())
     labels = at.dataframe[1].value
     assert len(labels) == expected.iloc[0]["n_labels"] + expected.iloc[0]["n_dont_know"]
+
+
+def test_disagreements_each_mode_offers_only_its_own_pairs(open_page, engine, store):
+    at = open_page("disagreements")
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    rerun(at)
+    model_pairs = at.dataframe[0].value.index.tolist()
+    at.selectbox(key="disagreement_pair_model").set_value(2)
+    rerun(at)
+    assert any(f"Pair {model_pairs[2]} ·" in str(c.value) for c in at.caption)
+    at.radio(key="disagreement_mode").set_value("humans")
+    rerun(at)
+    human_pairs = at.dataframe[0].value.index.tolist()
+    chosen = at.selectbox(key="disagreement_pair_humans")
+    assert chosen.value == 0  # the humans' list starts at its own first pair
+    assert [int(o.split("pair ")[1].split(" ")[0]) for o in chosen.options] == human_pairs[:500]
+    assert any(f"Pair {human_pairs[0]} ·" in str(c.value) for c in at.caption)
 
 
 def test_distributions_of_a_single_class_say_so(open_page, engine):

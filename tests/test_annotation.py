@@ -253,7 +253,7 @@ def test_the_serving_bench_builds_the_store_it_describes(tmp_path):
     with read_session(engine) as s:
         queue_labels = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
         assert sum(queue_labels.values()) == 4_000 and set(queue_labels.values()) == {OVERLAP}
-    assert ann.campaign_overview(engine, campaign_id)["pairs with every slot taken"] == 1_000
+    assert ann.campaign_overview(engine, campaign_id)["pairs fully labelled"] == 1_000
     timings = time_serving(url, campaign_id, n_annotators=3)
     assert all(len(v) == 9 for v in timings.values())
     with read_session(engine) as s:  # the timed annotators got fresh pairs, never a full one

@@ -52,6 +52,7 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     next(n for n in at.number_input if n.label.startswith("How many")).set_value(0)
     next(b for b in at.button if b.label == "Add these gold pairs").click().run()
     assert not at.exception and "6 gold pairs added." in texts(at)
+    assert "Gold pairs: 6" in texts(at)  # the count and the list follow at once, without a reload
 
     # people label; one always answers the same and quickly
     for aid, answer, seconds in ((people[0], lambda n: n % 4, 10.0), (people[1], lambda n: 3, 1.0)):
@@ -60,9 +61,13 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     at = live_page()
     live = qual.campaign_live(store, cid)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Labels"] == "12" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
+    # 6 + 6 ordinary answers and 2 + 2 answers to gold checks: every page counts both
+    assert metrics["Labels"] == "16" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
     table = at.dataframe[0].value.set_index("annotator")
     assert list(table.index) == ["Alice A.", "bob"] and list(table["progress"]) == ["6 / 6", "6 / 6"]
+    # who is flagged and why: in a warning above the table, and the table's third column (not off-screen)
+    assert list(at.dataframe[0].value.columns[:3]) == ["annotator", "progress", "flags"]
+    assert f"Flagged: bob ({table.loc['bob', 'flags']})" in [w.value for w in at.warning]
     assert table.loc["bob", "gold answered"] == 2 and "3+ same answers in a row" in table.loc["bob", "flags"]
     assert "faster than" in table.loc["bob", "flags"] and table.loc["Alice A.", "flags"] == ""
     assert table.loc["bob", "gold accuracy"] == live.annotators.loc[people[1], "gold accuracy"]

@@ -196,3 +196,26 @@ def test_a_second_call_in_the_same_process_starts_no_second_worker(tmp_path, mon
     assert second is not None
     second.send_signal(signal.SIGTERM)
     second.wait(timeout=60)
+
+
+def test_the_install_says_what_it_does_as_it_goes(tmp_path):
+    """`make run` installs through scripts/install_requirements.py (no silent `pip -qq` for minutes): it
+    says what it installs and why it takes long, one line per package, and pip's output when it fails."""
+    import sys
+
+    planned = subprocess.run(["make", "-n", "-B", "-s", "install"], cwd=REPO, capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    assert "scripts/install_requirements.py requirements.txt" in planned and "-qq" not in planned
+    assert "make run PORT=" in subprocess.run(["make", "-n", "-s", "run"], cwd=REPO, capture_output=True, text=True,
+                                              check=True, timeout=60).stdout
+    script = str(REPO / "scripts" / "install_requirements.py")
+    present = tmp_path / "present.txt"
+    present.write_text("pandas\n")  # already installed: pip needs no network
+    done = subprocess.run([sys.executable, script, str(present), "app's packages"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Installing the app's packages of {present}" in done.stdout and "already there" in done.stdout
+    missing = tmp_path / "missing.txt"
+    missing.write_text(f"{tmp_path / 'no-such-project'}\n")
+    failed = subprocess.run([sys.executable, script, str(missing)], capture_output=True, text=True, timeout=300)
+    assert failed.returncode != 0 and "pip failed" in failed.stdout and "no-such-project" in failed.stdout

@@ -3,7 +3,6 @@ the flags, and the live campaign view — on real SQLite files, values checked a
 krippendorff or counted independently here."""
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 
@@ -19,6 +18,7 @@ from db import quality as qual
 from db.engine import read_session, write_session
 from db.models import Assignment, CampaignPair, GoldPair, Label
 from pluie_core import quality
+from pluie_core.agreement import agreement_figures, count_patterns, level_counts
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.store_fixtures import sentence_pairs
 
@@ -153,11 +153,13 @@ def test_kappa_against_others_and_alpha_match_the_libraries():
             theirs += [int(v >= 2) for v in others["level"]]
         assert kappa[a] == pytest.approx(cohen_kappa_score(mine, theirs))
     matrix = known.pivot(index="annotator", columns="pair_id", values="level").reindex(range(6)).to_numpy(dtype=float)
-    assert quality.alpha_so_far(labels, "ordinal") == pytest.approx(
+    # the live view's α is pluie_core.agreement's, the Agreement page's and the card's
+    found = agreement_figures(count_patterns(level_counts(labels["pair_id"], labels["level"])))
+    assert found["ordinal"]["alpha"] == pytest.approx(
         krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal"))
-    assert quality.alpha_so_far(labels, "binary") == pytest.approx(
+    assert found["binary"]["alpha"] == pytest.approx(
         krippendorff.alpha(reliability_data=np.where(np.isnan(matrix), np.nan, matrix >= 2), level_of_measurement="nominal"))
-    assert math.isnan(quality.alpha_so_far(labels.iloc[:0]))
+    assert agreement_figures(count_patterns(level_counts([], [])))["ordinal"]["alpha"] is None
 
 
 def test_rate_and_positions_rules():

@@ -225,7 +225,11 @@ def test_the_page_walks_the_queue_and_records_the_decision(review_page, engine):
         assert conn.exec_driver_sql("SELECT COUNT(*) FROM adjudications").scalar() == 0
 
     at.sidebar.text_input(key="reviewer").set_value("Lena")
-    at.text_input(key=f"note-{ids['cross-3']}").set_value("two of three say same meaning")
+    note = at.text_input(key=f"note-{ids['cross-3']}")
+    # keys typed in the note go into it: the page says how to leave the box so that 1-4 decide again
+    assert "press Tab (or click outside the box) before the keys 1–4" in note.placeholder
+    assert any("press Tab or click outside it" in str(c.value) for c in at.caption)
+    note.set_value("two of three say same meaning")
     run(at)
     at.button(key=f"final-3-{ids['cross-3']}").click()
     run(at)

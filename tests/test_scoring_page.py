@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import streamlit as st
 from sqlalchemy import select
@@ -190,3 +191,40 @@ def test_start_a_worker_from_the_page(store, monkeypatch, tmp_path):
         while time.monotonic() < deadline + 60 and any(w.pid == alive[0].pid for w in queue.alive_workers(engine)):
             time.sleep(0.2)
     assert not queue.alive_workers(engine), "the worker should record its stop on SIGTERM"
+
+
+def test_a_run_reads_loading_the_model_and_workers_show_the_current_runs_rate(store, monkeypatch):
+    """A worker scores a fast baseline, then takes a PLUIE run: while it loads that model, the run says
+    "loading the model" (not "0 scored") and the worker's row its state, with no rate; once it scores,
+    its pairs / s is that run's rate, not an average that still holds the baseline's thousands."""
+    from db.queue import workers_overview
+    from db.runs import runs_progress
+
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(12))
+    create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    pluie = create_run(engine, name="big model", model="some/hub-model", template="direct")
+    worker = ScoringWorker(engine, device="cpu", claim_size=6, overlap=False, poll_seconds=0.1)
+    seen = []
+
+    def slow_scores(sources, hypotheses):
+        time.sleep(0.1)
+        return [0.5] * len(sources), None
+
+    real_metric = worker._metric
+
+    def metric(run_id):  # the first call for the PLUIE run is its model loading: look at the page then
+        if run_id == pluie:
+            overview = workers_overview(engine).iloc[0]
+            progress = next(r for r in runs_progress(engine) if r.id == pluie)
+            seen.append((overview["state"], overview["pairs / s"], progress.starting,
+                         texts(open_page()) if not seen else ""))
+            return slow_scores
+        return real_metric(run_id)
+
+    monkeypatch.setattr(worker, "_metric", metric)
+    assert worker.run(exit_when_idle=True) == 24
+    (state, rate, starting, page), (state_2, rate_2, _, _) = seen
+    assert (state, starting) == ("loading the model", "loading the model") and pd.isna(rate)
+    assert "big model** · loading the model · 0 / 12 scored" in page
+    assert state_2 == "scoring" and 0 < rate_2 <= 60.5  # its own rate: 6 pairs in 0.1 s or more
