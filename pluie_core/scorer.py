@@ -31,6 +31,7 @@ bf16 on GPU, float32 on CPU by default.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -121,23 +122,43 @@ def check_placement(device_map=None, quantization=None, cuda: bool | None = None
                          "machine has none; use device_map='auto' or 'cpu', or no device map.")
 
 
-def _model_source(name: str) -> tuple[str, bool]:
-    """(what from_pretrained is given, whether it is a local directory); a PluieError when the name
-    is neither a model directory nor shaped like a Hugging Face id."""
+def _model_source(name: str) -> tuple[str, bool, str | None]:
+    """(what from_pretrained is given, whether it is local, the GGUF file's name or None); a
+    PluieError when the name is neither a model directory, a GGUF file (or a directory holding one),
+    nor shaped like a Hugging Face id. For a GGUF model, from_pretrained is given its directory and
+    ``gguf_file=`` its name."""
+    from pluie_core.gguf_files import GGUFError, find_gguf
+
     path = Path(os.path.expanduser(str(name)))
     if path.exists():
+        try:
+            gguf = find_gguf(path)
+        except GGUFError as exc:
+            raise PluieError(str(exc)) from None
+        if gguf is not None:
+            return str(gguf.parent), True, gguf.name
         if not path.is_dir() or not (path / "config.json").is_file():
             raise PluieError(
-                f"{name} is not a model directory (no config.json in it); give a directory saved with "
-                "save_pretrained or a Hugging Face model id."
+                f"{name} is not a model directory (no config.json and no .gguf file in it); give a directory "
+                "saved with save_pretrained, a .gguf file, or a Hugging Face model id."
             )
-        return str(path), True
+        return str(path), True, None
     if not _HUB_ID.match(str(name)):
         raise PluieError(
-            f"No model found at {name}: that directory does not exist. Give a local model directory "
-            "or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2."
+            f"No model found at {name}: that directory does not exist. Give a local model directory, "
+            "a .gguf file, or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2."
         )
-    return str(name), False
+    return str(name), False, None
+
+
+def _gguf_metadata(source: str, gguf: str):
+    """The checked metadata of a GGUF model (a PluieError with one sentence when it cannot be used)."""
+    from pluie_core.gguf_files import GGUFError, read_metadata
+
+    try:
+        return read_metadata(Path(source) / gguf)
+    except GGUFError as exc:
+        raise PluieError(str(exc)) from None
 
 
 def hub_offline() -> bool:
@@ -152,8 +173,10 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     check_placement(device_map, quantization)
-    source, _ = _model_source(name)
-    placed = {}
+    source, _, gguf = _model_source(name)
+    placed = {"gguf_file": gguf} if gguf else {}
+    if gguf:
+        _gguf_metadata(source, gguf)  # an architecture transformers cannot dequantise: one sentence, before loading
     if quantization is not None:
         from transformers import BitsAndBytesConfig
 
@@ -164,14 +187,14 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
     elif device_map is not None:
         placed["device_map"] = device_map
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = _gguf_tokenizer(str(Path(source) / gguf)) if gguf else AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         raise PluieError(
             f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
             "without internet access the model must already be in the Hugging Face cache or on disk."
         ) from None
-    return (model if placed else model.to(device)), tokenizer
+    return (model if _placed(model) else model.to(device)), tokenizer
 
 
 def _placed(model) -> bool:
@@ -187,7 +210,7 @@ def _input_device(model):
 def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization=None, owner: str = "PluieScorer"):
     """The model a scorer or judge works with, as ``(model, tokenizer, device, dtype, name)``.
 
-    model: a Hugging Face id or a local directory (loaded onto ``device``, or placed by accelerate
+    model: a Hugging Face id, a local directory or a .gguf file (loaded onto ``device``, or placed by accelerate
     with ``device_map`` / ``quantization``: see check_placement), an already-loaded causal LM with its
     ``tokenizer``, or a ``(model, tokenizer)`` tuple. A loaded model is moved to ``device`` / ``dtype``
     unless accelerate placed or quantised it; ``device`` is where the inputs go."""
@@ -239,16 +262,20 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_ids, max_n
 
 def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     """What can be checked about a model at once, without loading its weights: a local directory
-    exists with a config.json; a hub id is in the local Hugging Face cache when the hub is offline;
-    its tokenizer loads and has a chat template that accepts the template's turns; each answer word
-    is one token right after the prompt. Returns sentences saying what was checked; raises
-    PluieError with the reason otherwise. (Whether the weights load and fit in memory is only
-    known when a worker loads them.)"""
+    exists with a config.json; a GGUF file (or a directory holding one) has an architecture
+    transformers can dequantise and a chat template in its metadata (read by the gguf package's
+    GGUFReader, which does not load the weights); a hub id is in the local Hugging Face cache when
+    the hub is offline; its tokenizer loads and has a chat template that accepts the template's
+    turns; each answer word is one token right after the prompt. Returns sentences saying what was
+    checked; raises PluieError with the reason otherwise. (Whether the weights load and fit in
+    memory is only known when a worker loads them.)"""
     from transformers import AutoTokenizer
 
-    source, local = _model_source(name)
+    source, local, gguf = _model_source(name)
     checked = ["the directory holds a config.json" if local else ""]
-    if not local:
+    if gguf:
+        checked[0] = _gguf_metadata(source, gguf).describe() + " that transformers can dequantise"
+    elif not local:
         from huggingface_hub import try_to_load_from_cache
 
         cached = isinstance(try_to_load_from_cache(source, "config.json"), str)
@@ -259,7 +286,8 @@ def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
             )
         checked[0] = "found in the local Hugging Face cache" if cached else "found on the Hugging Face hub"
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local or hub_offline())
+        tokenizer = (_gguf_tokenizer(str(Path(source) / gguf)) if gguf else
+                     AutoTokenizer.from_pretrained(source, local_files_only=local or hub_offline()))
     except Exception as exc:  # OSError, hub errors (no such repository), ValueError...
         raise PluieError(
             f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or directory; "
@@ -271,11 +299,26 @@ def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
                       f"the answers {first!r} and {second!r} are one token each"]
 
 
+def _gguf_tokenizer(path: str):
+    """The tokenizer of a GGUF file, built from its metadata (several seconds: kept for the next check
+    of the same unchanged file)."""
+    stat = os.stat(path)
+    return _gguf_tokenizer_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=2)
+def _gguf_tokenizer_cached(path: str, _mtime: int, _size: int):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name)
+
+
 class PluieScorer:
     """Score sentence pairs with PLUIE.
 
-    model: a Hugging Face model id, a local directory, an already-loaded causal LM (then pass
-        ``tokenizer=``), or a ``(model, tokenizer)`` tuple.
+    model: a Hugging Face model id, a local directory, a .gguf file (or a directory holding one:
+        its own tokenizer and chat template, dequantised to ``dtype``), an already-loaded causal LM
+        (then pass ``tokenizer=``), or a ``(model, tokenizer)`` tuple.
     template: a built-in name ("fs-direct", "direct", "indirect", "fs-direct-fr", "net", "rev"),
         a YAML / JSON file, a mapping or list of turns, or a Template.
     answers: the two answer words; the score is log p(answers[0]) − log p(answers[1]).
