@@ -547,6 +547,8 @@ def _alive(pid: int) -> bool:
 # app page's, after scripts/serve.py started one with the server) finds it even before that
 # worker has registered in the store.
 STARTED_WORKER_ENV = "PLUIE_STARTED_WORKER"
+# the niceness of the worker the app starts: it shares the machine with the server (bench/serving.py --scoring)
+APP_WORKER_NICE = 10
 
 
 def _started_here(url: str) -> bool:
@@ -581,7 +583,9 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         started = subprocess.Popen(
-            [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid())],
+            # below the server's priority: an annotator's next pair is served at once while a model scores
+            [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid()),
+             "--nice", str(APP_WORKER_NICE)],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the app's terminal reaches the worker via --parent-pid
         )
@@ -608,7 +612,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--runs", default=None, help="comma-separated run ids to serve (default: all)")
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-default-runs", action="store_true", help="do not create the baseline runs")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="lower this process's CPU priority by N (the app's worker: 10, below the server's)")
     args = parser.parse_args(argv)
+    if args.nice > 0:
+        os.nice(args.nice)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its start-up chatter hides ours

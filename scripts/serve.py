@@ -7,9 +7,14 @@ The worker is the one ensure_worker_running starts (none with PLUIE_NO_WORKER=1,
 alive on the store); app.py's own call then finds it and starts no second one. Its parent is this
 process, the server: when the server stops, the worker finishes its batch and exits.
 `streamlit run app.py` still works; the worker then starts with the first page a browser opens.
+
+On a fresh store, the first start also creates a PLUIE run on the demonstration judge (SmolLM2-135M,
+installed by `make run`; db.runs.ensure_first_start_runs), so PLUIE scores appear beside the
+baselines with nobody typing a model id; PLUIE_DEMO_RUN=0 leaves it out (the tests do).
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,10 +23,23 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+def create_first_start_runs() -> None:
+    """The baseline runs and, on a fresh store unless PLUIE_DEMO_RUN=0, the demo judge's PLUIE run."""
+    from db import init_db
+    from db.runs import ensure_first_start_runs
+
+    engine = init_db()
+    try:
+        ensure_first_start_runs(engine, demo=os.environ.get("PLUIE_DEMO_RUN", "").strip() not in ("0", "false", "no"))
+    finally:
+        engine.dispose()
+
+
 def main(argv: list[str]) -> int:
     from worker import ensure_worker_running
 
     try:
+        create_first_start_runs()
         ensure_worker_running()
     except Exception as exc:  # the store cannot be opened: say so; the app shows the same on its pages
         print(f"serve: no scoring worker started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
