@@ -126,13 +126,14 @@ def forward_flops(config, new_tokens: int, context_before: int, logits_positions
     return linear + attention + 2 * hidden * config.vocab_size * logits_positions
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048, seconds: float = 3.0) -> float:
-    """The machine's matrix-multiply rate (FLOP/s): the best of repeated size³ matmuls, as many threads
-    as torch uses for the scorer."""
+def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048, seconds: float = 3.0) -> tuple[float, float]:
+    """The machine's matrix-multiply rate: (FLOP per second of the best of repeated size³ matmuls,
+    FLOP per CPU-second of this process over all of them), with as many threads as the scorer."""
     a = torch.randn(size, size, device=device, dtype=dtype)
     b = torch.randn(size, size, device=device, dtype=dtype)
     torch.matmul(a, b)  # warm-up
-    best = math.inf
+    best, count = math.inf, 0
+    cpu_started = time.process_time()
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         synchronise(device)
@@ -140,7 +141,8 @@ def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048, seco
         torch.matmul(a, b)
         synchronise(device)
         best = min(best, time.perf_counter() - started)
-    return 2 * size ** 3 / best
+        count += 1
+    return 2 * size ** 3 / best, 2 * size ** 3 * count / (time.process_time() - cpu_started)
 
 
 def synchronise(device: torch.device) -> None:
@@ -208,25 +210,26 @@ def main(argv=None) -> None:
     scorer._prefix = None
 
     synchronise(device)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     ours = scorer.score(sources, hypotheses)
     synchronise(device)
-    ours_seconds = time.perf_counter() - started
+    ours_seconds, ours_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     ours_rate = len(sources) / ours_seconds
     print(f"PluieScorer:    {len(sources):5d} pairs in {ours_seconds:8.2f}s = {ours_rate:9.2f} pairs/s "
           f"(shared prefix {scorer.last_run['prefix_tokens']} tokens, {scorer.last_run['cached']} pairs cached, "
           f"batch {scorer.batch_size or scorer._auto_batch})")
 
     synchronise(device)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     reference = papers_method(model, tokenizer, scorer.template, sources[:baseline_count], hypotheses[:baseline_count])
     synchronise(device)
-    papers_seconds = time.perf_counter() - started
+    papers_seconds, papers_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     papers_rate = baseline_count / papers_seconds
     print(f"papers' method: {baseline_count:5d} pairs in {papers_seconds:8.2f}s = {papers_rate:9.2f} pairs/s "
           "(2 full passes per pair, one pair at a time)")
     print(f"speed-up: {ours_rate / papers_rate:.1f}x")
-    report_flops(model, scorer, sources, hypotheses, ours_seconds, papers_seconds, baseline_count, device, dtype)
+    report_flops(model, scorer, sources, hypotheses, (ours_seconds, ours_cpu), (papers_seconds, papers_cpu),
+                 baseline_count, device, dtype)
     difference = np.abs(ours[:baseline_count] - reference)
     print(f"largest |score difference| between the methods: {difference.max():.2e} "
           f"(scores span {ours.min():.2f} .. {ours.max():.2f})")
@@ -236,23 +239,29 @@ def main(argv=None) -> None:
         compare_judges(args, model, tokenizer, scorer, sources, hypotheses, ours_rate, device)
 
 
-def report_flops(model, scorer, sources, hypotheses, ours_seconds, papers_seconds, baseline_count, device, dtype):
-    """Useful GFLOP/s of both methods and their fraction of this machine's matmul rate."""
+def report_flops(model, scorer, sources, hypotheses, ours_time, papers_time, baseline_count, device, dtype):
+    """Useful GFLOP/s of both methods and their fraction of this machine's matmul rate: per second of
+    wall time, and (on CPU) per CPU-second of this process, which a neighbour's load on a shared machine
+    changes far less (it takes the cores from the scorer and the matmuls alike)."""
     prefix = scorer.last_run["prefix_tokens"] if scorer.last_run.get("cached") == len(sources) else 0
     lengths = [len(scorer._encode(p)) for p in scorer.prompts(sources, hypotheses)]
     ours = forward_flops(model.config, prefix, 0, 0) + sum(forward_flops(model.config, n - prefix, prefix, 1)
                                                           for n in lengths)
     # the papers' method: prompt∘answer (one token more) twice, logits at every position
     papers = sum(2 * forward_flops(model.config, n + 1, 0, n + 1) for n in lengths[:baseline_count])
-    rate = matmul_rate(device, dtype)
+    rate, cpu_rate = matmul_rate(device, dtype)
     new = np.mean([n - prefix for n in lengths])
     print(f"useful work: PluieScorer {ours / len(sources) / 1e9:.2f} GFLOP per pair ({prefix} prefix tokens once, "
           f"{new:.0f} new tokens per pair), the papers' method {papers / baseline_count / 1e9:.1f} "
           f"({papers / baseline_count / (ours / len(sources)):.0f}x)")
-    print(f"machine: {rate / 1e9:.0f} GFLOP/s ({dtype} matmul, 2048³, {torch.get_num_threads()} threads, measured now)")
-    print(f"PluieScorer:    {ours / ours_seconds / 1e9:6.1f} GFLOP/s = {ours / ours_seconds / rate:5.1%} of the machine")
-    print(f"papers' method: {papers / papers_seconds / 1e9:6.1f} GFLOP/s = {papers / papers_seconds / rate:5.1%} "
-          "of the machine")
+    print(f"machine: {rate / 1e9:.0f} GFLOP/s ({dtype} matmul, 2048³, {torch.get_num_threads()} threads, measured now; "
+          f"{cpu_rate / 1e9:.0f} GFLOP per CPU-second)")
+    for name, flops, (seconds, cpu) in (("PluieScorer", ours, ours_time), ("papers' method", papers, papers_time)):
+        line = f"{name + ':':15s} {flops / seconds / 1e9:6.1f} GFLOP/s = {flops / seconds / rate:5.1%} of the machine"
+        if device.type == "cpu":
+            line += (f"; {flops / cpu / 1e9:6.1f} GFLOP per CPU-second = {flops / cpu / cpu_rate:5.1%} of the "
+                     "matmuls' (load-independent)")
+        print(line)
 
 
 def profile(scorer, sources, hypotheses) -> None:

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from db.engine import read_session
 from db.models import ScoreRun
 from db.runs import DEFAULT_BASELINES, RunError, create_run, ensure_first_start_runs, scores_by_pair
+from pluie_core.cli import main as cli_main
 from pluie_core.gguf_files import DEMO_RUN_NAME, demo_model_path
 from pluie_core.judges import LLMJudge, parse_likert, parse_yes_no
 from pluie_core.scorer import PluieError, PluieScorer, check_model, greedy_generate
@@ -187,7 +188,7 @@ def test_llm_judges_parse_real_generations(demo, kind, parse):
 # --------------------------------------------------------------------------- bad files
 
 
-def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine):
+def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine, capsys):
     from gguf import GGUFWriter
 
     def write(name: str, architecture: str, chat_template: str | None):
@@ -224,6 +225,15 @@ def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine):
             create_run(engine, model=str(path), check_model=True)
     with read_session(engine) as session:
         assert session.scalars(select(ScoreRun)).all() == []
+    # the command line: one line, no traceback, no output file
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("source,hypothesis\nThe cat drinks water.,The cat drinks milk.\n")
+    code = cli_main(["score", str(pairs), "--model", str(not_gguf), "--no-progress", "-o", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and not (tmp_path / "o.csv").exists()
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        f"error: {not_gguf} is not a GGUF file (it does not start with the GGUF magic bytes); give a .gguf file, a "
+        "directory holding one, a model directory with a config.json, or a Hugging Face model id."]
 
 
 # --------------------------------------------------------------------------- out of the box
