@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:  # `python /path/to/worker.py` from another direct
 from db.engine import database_url, init_db  # noqa: E402
 from db import queue  # noqa: E402
 from db.models import ScoreRun  # noqa: E402
-from db.runs import ensure_default_runs  # noqa: E402
+from db.runs import ensure_default_runs, ensure_first_start_runs  # noqa: E402
 
 log = logging.getLogger("pluie.worker")
 
@@ -562,20 +562,24 @@ def _started_here(url: str) -> bool:
     return exited == 0
 
 
-def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None) -> Optional[subprocess.Popen]:
+def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None,
+                          demo_run: bool = False) -> Optional[subprocess.Popen]:
     """Start a background worker for the app unless one is alive on this store (or was started by
     this process and is still running) or PLUIE_NO_WORKER is set. The worker exits when the process
     that started it (the app) goes away. scripts/serve.py (make run) calls it as the server starts;
-    app.py calls it again once per app process (st.cache_resource), a no-op then."""
-    if os.environ.get("PLUIE_NO_WORKER", "").strip() not in ("", "0"):
+    app.py calls it again once per app process (st.cache_resource), a no-op then. With ``demo_run``
+    (scripts/serve.py), a fresh store also gets the demo judge's PLUIE run (ensure_first_start_runs),
+    even when PLUIE_NO_WORKER is set."""
+    no_worker = os.environ.get("PLUIE_NO_WORKER", "").strip() not in ("", "0")
+    if no_worker and not demo_run:
         return None
     url = database_url(url)
     if _started_here(url):
         return None
     engine = init_db(url)
     try:
-        ensure_default_runs(engine)
-        if queue.alive_workers(engine):
+        ensure_first_start_runs(engine, demo=demo_run)
+        if no_worker or queue.alive_workers(engine):
             return None
     finally:
         engine.dispose()

@@ -23,24 +23,15 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-def create_first_start_runs() -> None:
-    """The baseline runs and, on a fresh store unless PLUIE_DEMO_RUN=0, the demo judge's PLUIE run."""
-    from db import init_db
-    from db.runs import ensure_first_start_runs
-
-    engine = init_db()
-    try:
-        ensure_first_start_runs(engine, demo=os.environ.get("PLUIE_DEMO_RUN", "").strip() not in ("0", "false", "no"))
-    finally:
-        engine.dispose()
+def demo_run_wanted() -> bool:
+    return os.environ.get("PLUIE_DEMO_RUN", "").strip().lower() not in ("0", "false", "no")
 
 
 def main(argv: list[str]) -> int:
     from worker import ensure_worker_running
 
     try:
-        create_first_start_runs()
-        ensure_worker_running()
+        ensure_worker_running(demo_run=demo_run_wanted())  # the first start's runs, then the worker
     except Exception as exc:  # the store cannot be opened: say so; the app shows the same on its pages
         print(f"serve: no scoring worker started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
     from streamlit.web import cli as streamlit_cli  # after the worker's start: it loads while this does

@@ -290,18 +290,20 @@ def test_serve_creates_the_demo_run_on_first_start_unless_opted_out(tmp_path, mo
     """scripts/serve.py (make run) makes the first start's runs before its worker starts."""
     import importlib.util
 
+    import worker as worker_module
     from db import init_db
     from tests.paths import REPO
 
     spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
     serve = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(serve)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")  # the runs are made all the same; no worker to load the model
     for setting, expected in (("0", False), ("", True)):
         url = f"sqlite:///{tmp_path / f'store{setting}.db'}"
         monkeypatch.setenv("PLUIE_DB_URL", url)
         monkeypatch.setenv("PLUIE_DEMO_RUN", setting)
-        serve.create_first_start_runs()
+        assert worker_module.ensure_worker_running(demo_run=serve.demo_run_wanted()) is None
         engine = init_db(url)
         assert (DEMO_RUN_NAME in _run_names(engine)) is expected
-        assert len(_run_names(engine)) == len(DEFAULT_BASELINES) + expected
+        assert len(_run_names(engine)) == (len(DEFAULT_BASELINES) + 1 if expected else 0)  # no worker, no demo: none
         engine.dispose()
