@@ -313,6 +313,23 @@ def _gguf_tokenizer_cached(path: str, _mtime: int, _size: int):
     return AutoTokenizer.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name)
 
 
+def _shared_prefix_cache(prefix_kv, batch: int):
+    """A DynamicCache whose every row holds the shared prefix's keys and values, as views of the one
+    copy (``expand``): the forward pass's append then writes each row's prefix once. (Built from
+    the tensors, DynamicCache would first copy the prefix into every row, and the append copy it
+    again: a third of the time of a 135M model's batch on CPU went to those copies.)"""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    cache = DynamicCache()
+    for keys, values in prefix_kv:
+        layer = DynamicLayer()
+        layer.lazy_initialization(keys, values)
+        layer.keys, layer.values = keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1)
+        cache.layers.append(layer)
+    return cache
+
+
 class PluieScorer:
     """Score sentence pairs with PLUIE.
 
@@ -505,7 +522,6 @@ class PluieScorer:
     def _last_logprobs(self, rows: list[list[int]], prefix=None):
         """log p(answer) at the last position of each row (float32, shape (len(rows), 2))."""
         import torch
-        from transformers import DynamicCache
 
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -517,12 +533,9 @@ class PluieScorer:
         kwargs = {}
         if prefix is not None:
             prefix_ids, prefix_kv = prefix
-            batch = len(rows)
-            kwargs["past_key_values"] = DynamicCache(
-                [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in prefix_kv]
-            )
+            kwargs["past_key_values"] = _shared_prefix_cache(prefix_kv, len(rows))
             # Padding sits between prefix and suffix: the mask hides it, the positions skip it.
-            mask = torch.cat([torch.ones((batch, len(prefix_ids)), dtype=torch.long), mask], dim=1)
+            mask = torch.cat([torch.ones((len(rows), len(prefix_ids)), dtype=torch.long), mask], dim=1)
             positions = positions + len(prefix_ids)
         with torch.inference_mode():
             out = self.model(
