@@ -13,6 +13,7 @@ importing the package (its ``__init__`` imports llm and llama-cpp, which are not
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +79,14 @@ def supported_architectures() -> set[str]:
 def read_metadata(path: Path) -> GGUFMetadata:
     """The metadata of a GGUF file (GGUFReader maps the file; the weights are not read), checked:
     a GGUFError when the gguf package is missing, the file cannot be read, its architecture is one
-    transformers cannot dequantise, or it has no chat template."""
+    transformers cannot dequantise, or it has no chat template. Reading it takes seconds (every
+    token of the vocabulary is parsed): kept for the next check of the same unchanged file."""
+    stat = Path(path).stat()
+    return _read_metadata(Path(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_metadata(path: Path, _mtime: int, _size: int) -> GGUFMetadata:
     try:
         from gguf import GGUFReader
     except ImportError:
