@@ -192,7 +192,9 @@ def start_scoring(url: str, nice: int, folder: Path) -> subprocess.Popen:
             scored = session.scalar(select(func.count()).select_from(Score).where(Score.run_id == run_id))
         if scored:
             break
-        if worker.poll() is not None or time.perf_counter() - started > 900:
+        if worker.poll() is not None or time.perf_counter() - started > 1800:
+            worker.terminate()
+            worker.wait(timeout=120)
             raise SystemExit(f"the worker did not score: {(folder / 'worker.log').read_text()[-2000:]}")
         time.sleep(2)
     print(f"a worker at nice {nice} scores the demo run ({scored} pairs scored after "
