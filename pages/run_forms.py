@@ -43,12 +43,14 @@ def pluie_run_form(engine, expanded: bool) -> None:
             st.session_state["new_run_model"] = suggestion.model
             st.session_state["new_run_placement"] = suggested_placement
         with st.form("new_run"):
-            model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model",
-                                  help="A Hugging Face chat model id, or a local directory.", key="new_run_model")
-            st.caption("Checked when you create the run: a local directory holds a config.json; a hub id is in the "
-                       "local Hugging Face cache, or on the hub when it answers (a few seconds without internet); the "
-                       "tokenizer has a chat template that takes the template's turns; each answer is one token. "
-                       "The weights load on a worker.")
+            model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2, /path/to/model or model.gguf",
+                                  help="A Hugging Face chat model id, a local directory, or a .gguf file (or a "
+                                       "directory holding one).", key="new_run_model")
+            st.caption("Checked when you create the run: a local directory holds a config.json; a .gguf file has an "
+                       "architecture transformers can load and a chat template; a hub id is in the local Hugging "
+                       "Face cache, or on the hub when it answers (a few seconds without internet); the tokenizer "
+                       "has a chat template that takes the template's turns; each answer is one token. The weights "
+                       "load on a worker.")
             template = st.selectbox("Template", template_names() + [CUSTOM])
             pasted = st.text_area("Custom template (YAML or JSON)", placeholder="turns:\n  - {role: user, content: ...}")
             uploaded = st.file_uploader("…or a template file", type=["yaml", "yml", "json"])
@@ -137,7 +139,8 @@ def judge_run_form(engine) -> None:
             st.info("No preference data yet (import it on the Preferences page): an LLM-choice run with no datasets "
                     "chosen scores the preference data imported later.")
         with st.form("new_judge_run"):
-            judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2 or /path/to/model", key="judge_model",
+            judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2, /path/to/model or model.gguf",
+                                        key="judge_model",
                                         help="Loaded as for PLUIE runs; a PLUIE run of the same model shares its weights.")
             judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if (t.kind == "choice") == choosing]
             judge_template = st.selectbox(

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
     score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
-    score.add_argument("--model", "-m", required=True, help="Hugging Face model id or local model directory")
+    score.add_argument("--model", "-m", required=True, help="Hugging Face model id, local model directory, or .gguf file")
     score.add_argument("--template", "-t", default="fs-direct",
                        help="built-in template (fs-direct, direct, indirect, fs-direct-fr, net, rev) or a YAML/JSON file")
     score.add_argument("--answers", nargs=2, metavar=("YES", "NO"),

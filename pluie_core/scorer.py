@@ -31,8 +31,10 @@ bf16 on GPU, float32 on CPU by default.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -127,17 +129,46 @@ def _locate(name: str):
         raise PluieError(str(exc)) from None
 
 
+def _find_gguf(name: str) -> Path | None:
+    """The GGUF file a local name points at (a .gguf file, or a directory without a config.json holding
+    one: pluie_core.gguf_files.find_gguf), else None; a PluieError with one sentence for a bad file."""
+    from pluie_core.gguf_files import GGUFError, find_gguf
+
+    path = Path(os.path.expanduser(str(name)))
+    if not path.exists():
+        return None
+    try:
+        return find_gguf(path)
+    except GGUFError as exc:
+        raise PluieError(str(exc)) from None
+
+
+def _gguf_metadata(path: Path):
+    """The checked metadata of a GGUF model (a PluieError with one sentence when it cannot be used)."""
+    from pluie_core.gguf_files import GGUFError, read_metadata
+
+    try:
+        return read_metadata(path)
+    except GGUFError as exc:
+        raise PluieError(str(exc)) from None
+
+
 def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantization=None):
     """Load a causal LM and its tokenizer from a Hugging Face id or a local directory: onto one device,
     or placed by accelerate (``device_map``), optionally quantised to 8 / 4 bits (see check_placement)."""
     AutoModelForCausalLM, AutoTokenizer = from_transformers("AutoModelForCausalLM", "AutoTokenizer")
 
     check_placement(device_map, quantization)
-    location = _locate(name)
-    source = location.source
-    # a model on this machine is read from it alone: no minute of retries when the hub is unreachable
-    local_only = location.where == "directory" or not hub_usable()
-    placed = {}
+    gguf = _find_gguf(name)
+    if gguf is not None:
+        _gguf_metadata(gguf)  # an architecture transformers cannot dequantise: one sentence, before loading
+        source, local_only, placed = str(gguf.parent), True, {"gguf_file": gguf.name}
+    else:
+        location = _locate(name)
+        source = location.source
+        # a model on this machine is read from it alone: no minute of retries when the hub is unreachable
+        local_only = location.where == "directory" or not hub_usable()
+        placed = {}
     if quantization is not None:
         BitsAndBytesConfig = from_transformers("BitsAndBytesConfig")
 
@@ -148,14 +179,15 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
     elif device_map is not None:
         placed["device_map"] = device_map
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+        tokenizer = (_gguf_tokenizer(str(gguf)) if gguf is not None
+                     else AutoTokenizer.from_pretrained(source, local_files_only=local_only))
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=local_only, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         raise PluieError(
             f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
             "without internet access the model must already be in the Hugging Face cache or on disk."
         ) from None
-    return (model if placed else model.to(device)), tokenizer
+    return (model if _placed(model) else model.to(device)), tokenizer
 
 
 def _placed(model) -> bool:
@@ -171,7 +203,7 @@ def _input_device(model):
 def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization=None, owner: str = "PluieScorer"):
     """The model a scorer or judge works with, as ``(model, tokenizer, device, dtype, name)``.
 
-    model: a Hugging Face id or a local directory (loaded onto ``device``, or placed by accelerate
+    model: a Hugging Face id, a local directory or a .gguf file (loaded onto ``device``, or placed by accelerate
     with ``device_map`` / ``quantization``: see check_placement), an already-loaded causal LM with its
     ``tokenizer``, or a ``(model, tokenizer)`` tuple. A loaded model is moved to ``device`` / ``dtype``
     unless accelerate placed or quantised it; ``device`` is where the inputs go."""
@@ -223,40 +255,83 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_ids, max_n
 
 def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     """What can be checked about a model at once, without loading its weights: a local directory
-    exists with a config.json; a hub id is in the local Hugging Face cache, or on the hub when the hub
-    may be used and answers (pluie_core.hub.find_model: seconds, not a minute, without internet);
-    its tokenizer loads and has a chat template that accepts the template's turns; each answer word
-    is one token right after the prompt. Returns sentences saying what was checked; raises
-    PluieError with the reason otherwise. (Whether the weights load and fit in memory is only
+    exists with a config.json; a GGUF file (or a directory holding one) has an architecture
+    transformers can dequantise and a chat template in its metadata (read by the gguf package's
+    GGUFReader, which does not load the weights); a hub id is in the local Hugging Face cache, or on
+    the hub when the hub may be used and answers (pluie_core.hub.find_model: seconds, not a minute,
+    without internet); its tokenizer loads and has a chat template that accepts the template's turns;
+    each answer word is one token right after the prompt. Returns sentences saying what was checked;
+    raises PluieError with the reason otherwise. (Whether the weights load and fit in memory is only
     known when a worker loads them.)"""
-    location = _locate(name)  # in seconds, also without internet (pluie_core.hub)
-    AutoTokenizer = from_transformers("AutoTokenizer")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(location.source, local_files_only=location.where != "hub")
-    except Exception as exc:  # OSError, hub errors, ValueError...
-        # a cached config without a cached tokenizer: the hub may still have it
-        if location.where != "cache" or not hub_usable():
-            raise PluieError(
-                f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or directory; "
-                "without internet access the model must already be in the Hugging Face cache or on disk."
-            ) from None
+    gguf = _find_gguf(name)
+    if gguf is not None:
+        checked = [_gguf_metadata(gguf).describe() + " that transformers can dequantise"]
         try:
-            tokenizer = AutoTokenizer.from_pretrained(location.source)
-        except Exception as again:
-            raise PluieError(f"Could not load the tokenizer of {name!r}: {_first_line(again)}. Check the model id "
-                             "or directory.") from None
-    checked = [location.described()]
+            tokenizer = _gguf_tokenizer(str(gguf))
+        except Exception as exc:
+            raise PluieError(f"Could not read the tokenizer of {name!r}: {_first_line(exc)}.") from None
+    else:
+        location = _locate(name)  # in seconds, also without internet (pluie_core.hub)
+        AutoTokenizer = from_transformers("AutoTokenizer")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(location.source, local_files_only=location.where != "hub")
+        except Exception as exc:  # OSError, hub errors, ValueError...
+            # a cached config without a cached tokenizer: the hub may still have it
+            if location.where != "cache" or not hub_usable():
+                raise PluieError(
+                    f"Could not load the tokenizer of {name!r}: {_first_line(exc)}. Check the model id or "
+                    "directory; without internet access the model must already be in the Hugging Face cache or "
+                    "on disk."
+                ) from None
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(location.source)
+            except Exception as again:
+                raise PluieError(f"Could not load the tokenizer of {name!r}: {_first_line(again)}. Check the "
+                                 "model id or directory.") from None
+        checked = [location.described()]
     checker = PluieScorer._without_weights(tokenizer, template, answers, str(name))
     first, second = checker.answers
     return checked + ["its tokenizer has a chat template",
                       f"the answers {first!r} and {second!r} are one token each"]
 
 
+def _gguf_tokenizer(path: str):
+    """The tokenizer of a GGUF file, built from its metadata (several seconds: kept for the next check
+    of the same unchanged file)."""
+    stat = os.stat(path)
+    return _gguf_tokenizer_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=2)
+def _gguf_tokenizer_cached(path: str, _mtime: int, _size: int):
+    AutoTokenizer = from_transformers("AutoTokenizer")
+
+    return AutoTokenizer.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name)
+
+
+def _shared_prefix_cache(prefix_kv, batch: int):
+    """A DynamicCache whose every row holds the shared prefix's keys and values, as views of the one
+    copy (``expand``): the forward pass's append then writes each row's prefix once. (Built from
+    the tensors, DynamicCache would first copy the prefix into every row, and the append copy it
+    again: 13% of a 135M model's FS-DIRECT batch on CPU, bench/scorer.py --profile.)"""
+    DynamicCache = from_transformers("DynamicCache")
+    from transformers.cache_utils import DynamicLayer  # transformers is imported (under the lock) by now
+
+    cache = DynamicCache()
+    for keys, values in prefix_kv:
+        layer = DynamicLayer()
+        layer.lazy_initialization(keys, values)
+        layer.keys, layer.values = keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1)
+        cache.layers.append(layer)
+    return cache
+
+
 class PluieScorer:
     """Score sentence pairs with PLUIE.
 
-    model: a Hugging Face model id, a local directory, an already-loaded causal LM (then pass
-        ``tokenizer=``), or a ``(model, tokenizer)`` tuple.
+    model: a Hugging Face model id, a local directory, a .gguf file (or a directory holding one:
+        its own tokenizer and chat template, dequantised to ``dtype``), an already-loaded causal LM
+        (then pass ``tokenizer=``), or a ``(model, tokenizer)`` tuple.
     template: a built-in name ("fs-direct", "direct", "indirect", "fs-direct-fr", "net", "rev"),
         a YAML / JSON file, a mapping or list of turns, or a Template.
     answers: the two answer words; the score is log p(answers[0]) − log p(answers[1]).
@@ -455,12 +530,9 @@ class PluieScorer:
         kwargs = {}
         if prefix is not None:
             prefix_ids, prefix_kv = prefix
-            batch = len(rows)
-            kwargs["past_key_values"] = DynamicCache(
-                [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in prefix_kv]
-            )
+            kwargs["past_key_values"] = _shared_prefix_cache(prefix_kv, len(rows))
             # Padding sits between prefix and suffix: the mask hides it, the positions skip it.
-            mask = torch.cat([torch.ones((batch, len(prefix_ids)), dtype=torch.long), mask], dim=1)
+            mask = torch.cat([torch.ones((len(rows), len(prefix_ids)), dtype=torch.long), mask], dim=1)
             positions = positions + len(prefix_ids)
         with torch.inference_mode():
             out = self.model(

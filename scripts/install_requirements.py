@@ -3,7 +3,9 @@ what is being installed and why it takes long, one line per package as pip colle
 taken. `make run` and `make test` install through it: a first install takes minutes (torch alone is
 hundreds of MB), and a quiet pip said nothing meanwhile. pip's own output is shown in full when it fails.
 
-    python scripts/install_requirements.py requirements.txt [what]
+    python scripts/install_requirements.py requirements.txt [what] [--no-deps]
+
+--no-deps is passed on to pip (requirements-nodeps.txt: packages used only for a file they ship).
 """
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ import sys
 import time
 
 
-def install(requirements: str, what: str = "packages") -> int:
+def install(requirements: str, what: str = "packages", *pip_options: str) -> int:
     started = time.monotonic()
     print(f"Installing the {what} of {requirements} into {sys.prefix} (a first install takes a few minutes: "
           "torch and transformers are large)...", flush=True)
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
-               "-r", requirements]
+               *pip_options, "-r", requirements]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines, collected, satisfied = [], 0, 0
     for line in process.stdout:
@@ -40,7 +42,9 @@ def install(requirements: str, what: str = "packages") -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+    options = [arg for arg in sys.argv[1:] if arg == "--no-deps"]
+    positional = [arg for arg in sys.argv[1:] if arg != "--no-deps"]
+    if len(positional) not in (1, 2):
+        print("usage: python scripts/install_requirements.py requirements.txt [what] [--no-deps]", file=sys.stderr)
         sys.exit(2)
-    sys.exit(install(*sys.argv[1:]))
+    sys.exit(install(*positional, *([] if len(positional) == 2 else ["packages"]), *options))

@@ -13,9 +13,13 @@ machine only (localhost), since anyone who reaches it could use the admin pages,
 start. Set an admin password to listen on every interface, or name the address yourself
 (`--server.address 0.0.0.0`, STREAMLIT_SERVER_ADDRESS, or `address` under [server] in
 .streamlit/config.toml) to open it without one.
+On a fresh store, the first start also creates a PLUIE run on the demonstration judge (SmolLM2-135M,
+installed by `make run`; db.runs.ensure_first_start_runs), so PLUIE scores appear beside the
+baselines with nobody typing a model id; PLUIE_DEMO_RUN=0 leaves it out (the tests do).
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -66,11 +70,15 @@ def _address_chosen(argv: list[str]) -> bool:
     return False
 
 
+def demo_run_wanted() -> bool:
+    return os.environ.get("PLUIE_DEMO_RUN", "").strip().lower() not in ("0", "false", "no")
+
+
 def main(argv: list[str]) -> int:
     from worker import ensure_worker_running
 
     try:
-        ensure_worker_running()
+        ensure_worker_running(demo_run=demo_run_wanted())  # the first start's runs, then the worker
     except Exception as exc:  # the store cannot be opened: say so; the app shows the same on its pages
         print(f"serve: no scoring worker started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
     from streamlit.web import cli as streamlit_cli  # after the worker's start: it loads while this does

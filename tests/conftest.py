@@ -11,6 +11,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# a fresh store started like `make run` gets no demo PLUIE run (a real 135M model to load and score):
+# only the tests of that run (test_demo_judge.py) ask for it
+os.environ.setdefault("PLUIE_DEMO_RUN", "0")
 
 
 @pytest.fixture
