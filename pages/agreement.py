@@ -42,7 +42,7 @@ st.caption(f"{SCALE_NAMES[scale]} · {len(rows):,} labels · {matrix.shape[0]:,}
            + (" · Don't know counts as missing." if scale == "levels" else ""))
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner="Computing agreement…")
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner="Computing agreement…")
 def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
     """Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ of one view, cached:
     on a large campaign they take a second, and other widgets of the page should not wait for them."""

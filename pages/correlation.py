@@ -24,17 +24,17 @@ SOURCE = "(source sentence)"
 MAX_POINTS = 20_000  # points drawn in the scatter; the statistics use every pair  # system level grouped by source, the Revisiting paper's eq. 1
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def meta_keys(url: str, dataset_ids: tuple) -> list:
     return reads.meta_keys(get_engine(), dataset_ids)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def campaigns(url: str) -> pd.DataFrame:
     return reads.labelled_campaigns(get_engine())
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def reference_values(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
     if kind == "gold":
         return common.pairs(url, dataset_ids)["gold_label"].rename("reference")
@@ -43,7 +43,7 @@ def reference_values(url: str, dataset_ids: tuple, kind: str, campaign_id, colum
     return reads.label_means(get_engine(), dataset_ids, kind, campaign_id)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
     if column == SOURCE:
         return common.pairs(url, dataset_ids, texts=True)["source"]
