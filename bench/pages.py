@@ -88,6 +88,8 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=float, default=2.0, help="seconds allowed per page")
     parser.add_argument("--only", default="", help="comma-separated page titles to time (default: every page)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds before a page counts as stuck")
+    parser.add_argument("--app", default=str(REPO_ROOT / "app.py"),
+                        help="the app.py to serve, e.g. of another copy of the code to compare (git archive main)")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -97,7 +99,7 @@ def main(argv=None) -> int:
     # no admin password: the pages are open (the app says so in the sidebar)
     env = {key: "" for key in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH")}
     log = Path(args.db).with_suffix(".streamlit.log")
-    server = start_app(f"sqlite:///{Path(args.db).resolve()}", log, extra_env=env)
+    server = start_app(f"sqlite:///{Path(args.db).resolve()}", log, extra_env=env, app=Path(args.app).resolve())
     times: dict[str, list[float]] = {title: [] for title, _, _ in pages}
     try:
         with sync_playwright() as p:
