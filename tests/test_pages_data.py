@@ -183,3 +183,17 @@ def test_export_page_previews_without_building_the_whole_table(app, engine, monk
     assert len(at.dataframe[0].value) == 50 and at.dataframe[0].value["source"].tolist()[:2] == ["s0", "s1"]
     assert any(c.value.startswith("60 pairs ·") for c in at.caption)
     assert any("The first 50 pairs; the files hold all 60" in c.value for c in at.caption)
+
+
+def test_home_page_counts_new_labels_at_once(app, engine):
+    """The Datasets page's figures are cached on the store's state: a label written after a visit
+    shows on the next run of the page."""
+    from db.analysis import add_labels
+
+    import_pairs(engine, "toy", pd.DataFrame({"source": ["a", "b"], "hypothesis": ["x", "y"], "label": [1, 0]}))
+    at = app()
+    assert next(m.value for m in at.metric if m.label == "Labels") == "0"
+    add_labels(engine, pd.DataFrame({"pair_id": [1, 2], "annotator": "late", "level": [3, 0]}))
+    at.run()
+    assert next(m.value for m in at.metric if m.label == "Labels") == "2"
+    assert at.dataframe[0].value["labels"].tolist() == [2]
