@@ -33,10 +33,18 @@ if data.empty:
     st.info(f"No pair of these datasets has both a {user_text(score)} score and a reference label yet.")
     st.stop()
 
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
+               show_spinner="Computing the curve, the best threshold and ROC AUC…")
+def curve_figures(scores: pd.Series, reference: pd.Series, higher: bool):
+    """Cached on the values: a widget further down the page does not compute them again."""
+    return (threshold_curve(scores, reference, higher), best_threshold(scores, reference, higher),
+            roc_auc(scores, reference, higher))
+
+
 try:
-    curve = threshold_curve(data[score], data["reference"], higher)
-    best = best_threshold(data[score], data["reference"], higher)
-    auc = roc_auc(data[score], data["reference"], higher)
+    curve, best, auc = curve_figures(data[score], data["reference"], higher)
 except StatsError as error:
     st.info(user_text(error))
     st.stop()
