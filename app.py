@@ -13,6 +13,7 @@ import streamlit as st
 from pages.shared import (
     FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser, run_page,
 )
+from pages.run_forms import read_hardware
 from pluie_core.auth import admin_password_configured
 from worker import ensure_worker_running
 
@@ -29,6 +30,7 @@ def background_worker():
 
 
 background_worker()
+read_hardware()  # on its own thread: the Scoring page's suggestion is ready by the time it is opened
 
 if "token" in st.query_params:
     # an annotator: their own queue only (the page checks the token and says when it is not valid)

@@ -341,10 +341,12 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
                 query = query.join(target, on)
             return dict(session.execute(query.where(condition).group_by(Pair.dataset_id)).all())
 
-        labels = [(Label, Label.pair_id == Pair.id)]
-        not_training = counted_label()
-        labelled = per_dataset(func.count(func.distinct(Label.pair_id)), labels, not_training)
-        n_labels = per_dataset(func.count(Label.id), labels, not_training)
+        # both label figures in one pass over the labels (each pass took a second at 300,000 labels)
+        label_counts = session.execute(
+            select(Pair.dataset_id, func.count(func.distinct(Label.pair_id)), func.count(Label.id))
+            .join(Label, Label.pair_id == Pair.id).where(counted_label()).group_by(Pair.dataset_id)).all()
+        labelled = {dataset_id: n for dataset_id, n, _ in label_counts}
+        n_labels = {dataset_id: n for dataset_id, _, n in label_counts}
         # failed and cancelled runs leave the figures: their pairs will not be scored unless retried
         live_run = ScoreRun.status.in_(("active", "paused"))
         queued = per_dataset(func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id),

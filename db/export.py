@@ -88,7 +88,7 @@ def _whole_numbers(values: pd.Series) -> pd.Series:
 
 def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
                  *, campaign_id: Optional[int] = None, pairs: str = "all",
-                 pair_id_range: Optional[tuple[int, int]] = None,
+                 pair_id_range: Optional[tuple[int, int]] = None, limit: Optional[int] = None,
                  annotator_names: Optional[dict[int, str]] = None) -> pd.DataFrame:
     """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
     pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
@@ -113,6 +113,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     ``pairs`` "labelled" or "adjudicated" keeps those pairs only (pair_conditions).
     ``pair_id_range`` (first, last, inclusive) restricts the pairs, for exports streamed in chunks
     (db.publish), which pass ``annotator_names`` (_annotator_names) once instead of per chunk.
+    ``limit`` keeps the first pairs only (a preview: the annotator columns are those of these pairs).
     """
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     with read_session(engine) as session:
@@ -122,7 +123,10 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         if pair_id_range is not None:
             pair_query = pair_query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
         # plain tuples from the cursor (db.analysis._frame): a frame of Row objects costs seconds per 100k pairs
-        pairs = _frame(session, pair_query.order_by(Pair.dataset_id, Pair.id),
+        pair_query = pair_query.order_by(Pair.dataset_id, Pair.id)
+        if limit is not None:
+            pair_query = pair_query.limit(int(limit))
+        pairs = _frame(session, pair_query,
                        ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
         label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training,
@@ -223,7 +227,7 @@ LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "an
 
 def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                   include_training: bool = False, *, campaign_id: Optional[int] = None,
-                  pairs: str = "all") -> pd.DataFrame:
+                  pairs: str = "all", limit: Optional[int] = None) -> pd.DataFrame:
     """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
     hypothesis; annotator (the name every page shows), display_name (the one they chose),
     link_name (the one their personal link was made under), campaign, english_level; level (an
@@ -232,7 +236,8 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     (an answer to a campaign's gold check), sentence_on_top ("source" or "hypothesis", as the
     labelling view showed the pair), seconds_spent, comment (the annotator's, empty when none),
     flagged (they flagged the pair for review), created_at, updated_at (UTC).
-    ``campaign_id`` and ``pairs`` restrict the pairs and labels as in export_frame."""
+    ``campaign_id`` and ``pairs`` restrict the pairs and labels as in export_frame; ``limit`` keeps the
+    first labels only (a preview)."""
     query = (
         select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
                Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
@@ -247,6 +252,8 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                *label_conditions(campaign_id, include_training))
         .order_by(Pair.dataset_id, Pair.id, Label.annotator_id)
     )
+    if limit is not None:
+        query = query.limit(int(limit))
     with read_session(engine) as session:
         rows = session.execute(query).all()
     columns = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator_id", "display_name",
@@ -263,6 +270,20 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     on_top = labels["source_on_top"].map({True: "source", False: "hypothesis"})
     labels["sentence_on_top"] = on_top.where(labels["source_on_top"].notna(), None)
     return labels[LONG_COLUMNS]
+
+
+def export_size(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
+                *, campaign_id: Optional[int] = None, pairs: str = "all", layout: str = "wide") -> int:
+    """How many rows export_frame (``layout`` "wide": pairs) or export_labels ("long": labels) returns for
+    the same choices, counted in the store without building the table."""
+    conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
+    if layout == "wide":
+        query = select(func.count(Pair.id)).where(*conditions)
+    else:
+        query = (select(func.count(Label.id)).join(Pair, Pair.id == Label.pair_id)
+                 .where(*conditions, *label_conditions(campaign_id, include_training)))
+    with read_session(engine) as session:
+        return int(session.execute(query).scalar_one())
 
 
 def gold_check_answers(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pluie_core.analysis import (
-    RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_matrix, label_scales, labels_on_scale,
+    RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_scales,
 )
 from db.analysis import LABELS_COUNTED
 from pages import analysis_common as common
@@ -37,19 +37,19 @@ scales = label_scales(labels)
 scale = scales[0] if len(scales) == 1 else st.radio(
     "Labels", scales, format_func=SCALE_NAMES.get, horizontal=True, key="agreement_scale",
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
-rows = labels_on_scale(labels, scale)
-matrix = label_matrix(rows, scale)
-binary = agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
+rows, matrix, binary = common.label_views(selection.url, selection.dataset_ids, scale)
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner="Computing agreement…")
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
+               show_spinner="Computing Fleiss' κ, Krippendorff's α with its bootstrap intervals and the pairwise κ…")
 def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
     """Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ of one view, cached:
     on a large campaign they take a second, and other widgets of the page should not wait for them."""
     # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
-    view = agreement_matrix(label_matrix(labels_on_scale(common.labels(url, dataset_ids), scale), scale), scale, binarised)
+    view = common.label_views(url, dataset_ids, scale)[2 if binarised else 1]
+    view = view if binarised else agreement_matrix(view, scale)
     values = view.to_numpy()
     figures, errors = [], {}
     try:
@@ -126,13 +126,8 @@ view = st.radio("View", [SCALE_NAMES[scale], "Binarised"], horizontal=True, key=
 shown_scale = "Binarised: 0–1 non-paraphrase, 2–3 paraphrase" if view == "Binarised" else SCALE_NAMES[scale]
 st.caption(f"{shown_scale} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
            + (f" · Don't know counts as missing. Labels: {LABELS_COUNTED}." if scale == "levels" else ""))
-if view == "Binarised":
-    if scale == "raw":
-        st.info(RAW_SCALE_NO_BINARY)
-    else:
-        agreement_block("binarised", scale, True, None)
-else:
-    agreement_block("five-level" if scale == "levels" else "raw", scale, False, weights)
+# filled in last: the bootstraps take seconds on a large store, the tables below do not wait for them
+figures_block = st.container()
 
 run, run_scores, versus = selection.run, None, None
 if run is not None:
@@ -169,3 +164,12 @@ else:
                           x=["model: non-paraphrase", "model: paraphrase"], y=["human: non-paraphrase", "human: paraphrase"],
                           title=f"{who} against {run['name']} (n = {int(row['n'])})")
     st.plotly_chart(confusion, key="confusion")
+
+with figures_block:
+    if view == "Binarised":
+        if scale == "raw":
+            st.info(RAW_SCALE_NO_BINARY)
+        else:
+            agreement_block("binarised", scale, True, None)
+    else:
+        agreement_block("five-level" if scale == "levels" else "raw", scale, False, weights)

@@ -14,9 +14,11 @@ from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.stats import StatsError
 
-# short enough that new labels and scores show up without a reload, long enough to make
-# widget changes instant on a 100,000-pair store
-CACHE_SECONDS = 60
+# Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs
+# show up at once. The time limit covers what the key does not see (an answer changed in place, a
+# dataset renamed); "Reload data" reads everything again at once.
+CACHE_SECONDS = 600
+CACHE_ENTRIES = 8  # per read: a campaign that runs makes a new key with every label
 REFERENCES = {"gold": "Gold labels", "majority": "Human majority", "annotator": "One annotator"}
 
 
@@ -24,9 +26,15 @@ def store_url() -> str:
     return get_engine().url.render_as_string(hide_password=False)
 
 
-# Every cached read takes the store URL first: the cache is per process, and tests and users may
-# point the app at different stores.
-@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def store_key() -> str:
+    """What every cached read takes first: the store's URL (the cache is per process, and tests and
+    users may point the app at different stores) and its state (db.analysis.store_version), so that
+    a cached figure is never one the store has outgrown. Read once per run of a page."""
+    return f"{store_url()}#{analysis.store_version(get_engine())}"
+
+
+# Every cached read takes store_key() first.
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 def choices(url: str, preference_runs: bool = False) -> analysis.AnalysisChoices:
     """The sidebars' choices. The pair-level views leave out LLM-choice runs: their 1 / 0 says which
     candidate of a preference item won, not whether a pair is a paraphrase, so they have no threshold
@@ -37,22 +45,31 @@ def choices(url: str, preference_runs: bool = False) -> analysis.AnalysisChoices
     return found
 
 
-@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 def labels(url: str, dataset_ids: tuple[int, ...]) -> pd.DataFrame:
     return analysis.labels_long(get_engine(), dataset_ids, annotators=choices(url).annotators)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def label_views(url: str, dataset_ids: tuple[int, ...], scale: str) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
+    """The labels on one scale, their items x annotators matrix and (five-level scale) its binarised
+    view: half a second at 300,000 labels, on every run of the Agreement page before."""
+    rows = core.labels_on_scale(labels(url, dataset_ids), scale)
+    matrix = core.label_matrix(rows, scale)
+    return rows, matrix, core.agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False) -> pd.DataFrame:
     return analysis.pairs_frame(get_engine(), dataset_ids, texts=texts)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> pd.DataFrame:
     return analysis.scores_wide(get_engine(), run_ids, dataset_ids)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
     return core.edit_distances(pairs(url, dataset_ids, texts=True))
 
@@ -91,7 +108,7 @@ def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]
 def sidebar(run: str = "required", reference: bool = True) -> Selection:
     """Draws the shared filters and stops the page with a sentence when there is nothing to show.
     ``run``: "required", "optional" or "none"."""
-    url = store_url()
+    url = store_key()
     ds = choices(url)
     if ds.datasets.empty:
         st.info("No dataset yet: import sentence pairs on the Import page first.")
@@ -200,7 +217,8 @@ def threshold_input(selection: Selection, key: str) -> float:
 def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV", index: bool = False) -> None:
     """A CSV of the table (texts that a spreadsheet would run as formulas are marked, as in the export)."""
     data = frame.reset_index() if index else frame
-    st.download_button(label, to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}")
+    # encoded when the button is clicked (a callable): 100,000 rows took a second on every run of the page
+    st.download_button(label, lambda: to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}")
 
 
 def file_stem(text: str) -> str:

@@ -21,20 +21,20 @@ REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw"
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"
-MAX_POINTS = 20_000  # points drawn in the scatter; the statistics use every pair  # system level grouped by source, the Revisiting paper's eq. 1
+MAX_POINTS = 5_000  # points drawn in the scatter; the statistics use every pair
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def meta_keys(url: str, dataset_ids: tuple) -> list:
     return reads.meta_keys(get_engine(), dataset_ids)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def campaigns(url: str) -> pd.DataFrame:
     return reads.labelled_campaigns(get_engine())
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def reference_values(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
     if kind == "gold":
         return common.pairs(url, dataset_ids)["gold_label"].rename("reference")
@@ -43,11 +43,27 @@ def reference_values(url: str, dataset_ids: tuple, kind: str, campaign_id, colum
     return reads.label_means(get_engine(), dataset_ids, kind, campaign_id)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
     if column == SOURCE:
         return common.pairs(url, dataset_ids, texts=True)["source"]
     return reads.meta_column(get_engine(), column, dataset_ids)
+
+
+# The bootstraps (a second or more at 100,000 pairs) are cached on their inputs, so that a widget
+# further down does not compute them again; the spinner says what is being computed meanwhile.
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
+               show_spinner="Computing the correlations and their bootstrap intervals…")
+def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int) -> pd.DataFrame:
+    if systems is None:
+        return correlate(scores, reference, n_boot=n_boot)
+    return system_level(scores, reference, systems, n_boot=n_boot)
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
+               show_spinner="Comparing the two runs (paired bootstrap)…")
+def difference(a: pd.Series, b: pd.Series, reference: pd.Series, method: str, n_boot: int, max_resample: int = 1000) -> dict:
+    return compare_correlations(a, b, reference, method, n_boot=n_boot, max_resample=max_resample)
 
 
 def fail(error: Exception):
@@ -112,11 +128,8 @@ if data["reference"].nunique() == 2:
     st.warning("The reference has only two values (binary labels): these are point-biserial correlations.")
 
 try:
-    if system_column is None:
-        table = correlate(data[chosen_runs], data["reference"], n_boot=n_boot)
-    else:
-        table = system_level(data[chosen_runs], data["reference"], groups(selection.url, selection.dataset_ids,
-                                                                           system_column), n_boot=n_boot)
+    systems = None if system_column is None else groups(selection.url, selection.dataset_ids, system_column)
+    table = correlations(data[chosen_runs], data["reference"], systems, n_boot)
 except StatsError as error:
     fail(error)
 
@@ -154,12 +167,11 @@ method = how.selectbox("Coefficient", list(METHODS), key="correlation_method")
 oriented = {name: data[name] * (1 if direction.get(name, True) else -1) for name in (first, second)}
 try:
     if system_column is None:
-        found = compare_correlations(oriented[first], oriented[second], data["reference"], method, n_boot=n_boot)
+        found = difference(oriented[first], oriented[second], data["reference"], method, n_boot)
     else:
         means = system_means(pd.DataFrame(oriented), data["reference"],
                              groups(selection.url, selection.dataset_ids, system_column))
-        found = compare_correlations(means[first], means[second], means["reference"], method, n_boot=n_boot,
-                                     max_resample=len(means))
+        found = difference(means[first], means[second], means["reference"], method, n_boot, len(means))
 except StatsError as error:
     fail(error)
 a, b, c = st.columns(3)

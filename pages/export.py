@@ -7,7 +7,7 @@ import streamlit as st
 
 from db.annotation import list_campaigns
 from db.datasets import list_datasets
-from db.export import PAIR_SCOPES, export_frame, export_labels
+from db.export import PAIR_SCOPES, export_frame, export_labels, export_size
 from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page, user_text
 from pluie_core.places import publish_roots
@@ -37,33 +37,48 @@ if not chosen:
 scope = {"campaign_id": campaign_id, "pairs": pairs}
 
 LAYOUTS = {"wide": "One row per pair (wide)", "long": "One row per label (long)"}
+PREVIEW_ROWS = 50
 layout = st.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True)
 ids = [names[n] for n in chosen]
+read = export_frame if layout == "wide" else export_labels
+choice = {"include_training": include_training, **scope}
+# the page shows a count and the first rows; the whole table is built only when a download asks for it
+# (a callable runs on the click): at 100,000 pairs building and encoding it took seconds on every visit
+size = export_size(engine, ids, layout=layout, **choice)
+preview = read(engine, ids, limit=PREVIEW_ROWS, **choice)
 if layout == "wide":
-    frame = export_frame(engine, ids, include_training=include_training, **scope)
     st.caption(
-        f"{len(frame):,} pairs · columns: `pair_id` (the id Review, Pairs and gold marking use), `external_id` "
+        f"{size:,} pairs · columns: `pair_id` (the id Review, Pairs and gold marking use), `external_id` "
         "(the file's own), gold `label`, one `annotator:<name>` column per annotator (level 0–4, "
         "4 = Don't know, or the imported value), `majority_level` / `majority_label` (Don't know ignored; a tie "
         "across the paraphrase boundary gives none), `binary_label`, one `score:<run>` column per score run"
         + (", `n_training_labels` (labels from a training trial, counted in the majority)." if include_training else ".")
     )
 else:
-    frame = export_labels(engine, ids, include_training=include_training, **scope)
     st.caption(
-        f"{len(frame):,} labels · one row per label: the pair, the annotator (`annotator` as on every page, "
+        f"{size:,} labels · one row per label: the pair, the annotator (`annotator` as on every page, "
         "`display_name` they chose, `link_name` of their personal link), `campaign`, `english_level`, `level` "
         "0–4 (or the imported `value`), `is_training`, `is_gold_check`, `sentence_on_top`, `seconds_spent`, `created_at` / "
         "`updated_at` (UTC)."
     )
-st.dataframe(frame.head(50), hide_index=True, width="stretch", placeholder="—")
+if size > len(preview):
+    st.caption(f"The first {len(preview):,} {'pairs' if layout == 'wide' else 'labels'}; the files hold all "
+               f"{size:,}" + (" (an annotator column shows when one of these pairs has their label)." if layout == "wide" else "."))
+st.dataframe(preview, hide_index=True, width="stretch", placeholder="—")
 stem = campaigns[campaign_id] if campaign_id is not None else "pluie_lab_export" if len(chosen) > 1 else chosen[0]
 stem = (re.sub(r"[^\w.-]+", "_", stem).strip("_") or "pluie_lab_export") + ("" if pairs == "all" else f"_{pairs}") + (
     "_labels" if layout == "long" else "")
+
+
+def download(encode):
+    """The file's bytes, read and encoded when the button is clicked (on Streamlit's own thread)."""
+    return lambda: encode(read(engine, ids, **choice))
+
+
 c1, c2, c3 = st.columns(3)
-c1.download_button("Download CSV", to_csv_bytes(frame), f"{stem}.csv", "text/csv", type="primary")
-c2.download_button("Download JSONL", to_jsonl_bytes(frame), f"{stem}.jsonl", "application/jsonl")
-c3.download_button("Download Parquet", to_parquet_bytes(frame), f"{stem}.parquet", "application/vnd.apache.parquet")
+c1.download_button("Download CSV", download(to_csv_bytes), f"{stem}.csv", "text/csv", type="primary")
+c2.download_button("Download JSONL", download(to_jsonl_bytes), f"{stem}.jsonl", "application/jsonl")
+c3.download_button("Download Parquet", download(to_parquet_bytes), f"{stem}.parquet", "application/vnd.apache.parquet")
 
 st.subheader("Publish as a dataset")
 st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "

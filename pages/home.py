@@ -3,18 +3,25 @@ import streamlit as st
 
 from db.analysis import LABELS_COUNTED
 from db.datasets import datasets_overview, delete_dataset, store_totals
+from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 
 engine = admin_page()
 st.title("PLUIE Lab")
 st.caption("Label sentence pairs, score them with PLUIE, and see where people and the metric agree.")
 
-totals = store_totals(engine)
+
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner="Counting pairs, labels and scores…")
+def overview_of(key: str):
+    """The figures below, read again when the store's state (the key) changes: seconds at 300,000 labels."""
+    return store_totals(engine), datasets_overview(engine)
+
+
+totals, overview = overview_of(common.store_key())
 cols = st.columns(4)
 for col, (name, value) in zip(cols, totals.items()):
     col.metric(name.capitalize(), f"{value:,}", help=f"Labels: {LABELS_COUNTED}." if name == "labels" else None)
 
-overview = datasets_overview(engine)
 if overview.empty:
     st.info("No dataset yet. Start by importing sentence pairs.")
     st.page_link("pages/import_pairs.py", label="Import pairs", icon=":material/upload_file:")

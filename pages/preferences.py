@@ -16,18 +16,18 @@ from pluie_core.io import PairFileError
 engine = admin_page()
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def preference_datasets(url: str) -> pd.DataFrame:
     return reads.preference_datasets(get_engine())
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def preferences(url: str, dataset_ids: tuple) -> pd.DataFrame:
     return reads.preferences_frame(get_engine(), dataset_ids)
 
 
 st.title("Preference agreement")
-url = common.store_url()
+url = common.store_key()
 with st.expander("Import preference data", expanded=preference_datasets(url).empty):
     st.markdown("A file with one row per choice: **source**, **candidate_a**, **candidate_b** and **preferred** "
                 "(A, B or tie; both / neither count as tie), as CSV, TSV, JSON, JSONL or Excel, optional "

@@ -9,6 +9,7 @@ import streamlit as st
 from db import review
 from db.datasets import list_datasets
 from db.engine import StoreUnavailable
+from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.labels import LEVELS
@@ -30,7 +31,16 @@ names = {d.name: d.id for d in datasets}
 reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it.")
 chosen = st.sidebar.multiselect("Datasets", list(names), default=list(names), key="review-datasets")
 show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")
-queue = review.review_queue(engine, [names[n] for n in chosen], show)
+
+
+@st.cache_data(ttl=60, max_entries=common.CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
+def review_queue(key: str, dataset_ids: list, show: str):
+    """Seconds at 300,000 labels, and asked again at every ← / →: read again when the store's state
+    changes (a decision, a new label), and within a minute of an answer or flag changed in place."""
+    return review.review_queue(engine, dataset_ids, show)
+
+
+queue = review_queue(common.store_key(), [names[n] for n in chosen], show)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):

@@ -1,6 +1,8 @@
 """The Scoring page's forms for new runs: PLUIE (model, template, answers, placement), a baseline
 (with its model and options from the registry), an LLM judge. Each checks through db.runs and says
 what is wrong in one sentence; nothing is stored then."""
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import streamlit as st
 import yaml
 
@@ -28,15 +30,21 @@ def parse_custom_template(text: str) -> dict:
         raise RunError(str(exc)) from None
 
 
-@st.cache_resource
-def hardware_suggestion():
-    """The model suggested for this machine's GPUs (read once per app process: it imports torch)."""
-    return suggest_model(gpu_memory())
+@st.cache_resource(show_spinner=False)
+def read_hardware() -> Future:
+    """The model suggested for this machine's GPUs, read once per app process on a thread of its own:
+    it imports torch (5 s on a loaded machine), which the Scoring page's first visit waited for.
+    app.py starts it with the server's first page."""
+    return ThreadPoolExecutor(1, thread_name_prefix="pluie-hardware").submit(lambda: suggest_model(gpu_memory()))
 
 
 def pluie_run_form(engine, expanded: bool) -> None:
     with st.expander("New PLUIE run", expanded=expanded):
-        suggestion = hardware_suggestion()
+        reading = read_hardware()
+        if not reading.done():
+            with st.spinner("Reading this machine's GPUs…"):
+                reading.result()
+        suggestion = reading.result()
         suggested_placement = placement_label(suggestion.options)
         st.info(f"Suggested for this machine ({suggestion.reason}): `{suggestion.model}`, {suggested_placement}.")
         if st.button("Use the suggestion"):

@@ -20,15 +20,15 @@ st.title("PARAPHRASUS scorecard")
 st.caption("Errors as the PARAPHRASUS paper defines them: Classify! = share of wrong predictions, Minimize! = share "
            "of pairs predicted paraphrase, Maximize! = share predicted non-paraphrase; each challenge is the "
            "unweighted mean of its datasets, Err̄ the mean of the three challenges. Lower is better.")
-url = common.store_url()
+url = common.store_key()
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def datasets(url: str) -> pd.DataFrame:
     return benchmark_datasets(engine)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, show_spinner=False)
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def pairs_and_scores(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFrame:
     return scorecard_frame(engine, dataset_ids, run_ids)
 

@@ -3,6 +3,7 @@ threshold moves (the papers' figures 3-14), the natural against the a-posteriori
 AUC, per dataset, and the mixed balanced draw (MBD) of the paper's table 3."""
 import warnings
 
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import streamlit as st
@@ -17,6 +18,7 @@ from pluie_core.stats import (
 admin_page()
 
 FIGURES = ["accuracy", "f1", "precision", "recall"]
+MAX_POINTS = 2_000  # points of each curve drawn
 COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#222222", "precision": "#9467bd"}  # the paper's table 3
 
 st.title("Thresholds")
@@ -31,10 +33,18 @@ if data.empty:
     st.info(f"No pair of these datasets has both a {user_text(score)} score and a reference label yet.")
     st.stop()
 
+
+
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
+               show_spinner="Computing the curve, the best threshold and ROC AUC…")
+def curve_figures(scores: pd.Series, reference: pd.Series, higher: bool):
+    """Cached on the values: a widget further down the page does not compute them again."""
+    return (threshold_curve(scores, reference, higher), best_threshold(scores, reference, higher),
+            roc_auc(scores, reference, higher))
+
+
 try:
-    curve = threshold_curve(data[score], data["reference"], higher)
-    best = best_threshold(data[score], data["reference"], higher)
-    auc = roc_auc(data[score], data["reference"], higher)
+    curve, best, auc = curve_figures(data[score], data["reference"], higher)
 except StatsError as error:
     st.info(user_text(error))
     st.stop()
@@ -53,7 +63,10 @@ if best["n_tied"] > 1:
 by_rank = st.radio("x axis", ["Score", "Rank"], horizontal=True, key="threshold_x",
                    help="Rank: pairs ordered by score, as in the papers' figures 9–14.") == "Rank"
 x = "rank" if by_rank else "threshold"
-long = curve.melt(id_vars=["threshold", "rank"], value_vars=FIGURES, var_name="figure", value_name="value")
+# one point per distinct score is 100,000 points a line at 100,000 pairs: the browser draws an even
+# sample of the curve (the download has every point)
+drawn = curve.iloc[np.unique(np.linspace(0, len(curve) - 1, MAX_POINTS).astype(int))] if len(curve) > MAX_POINTS else curve
+long = drawn.melt(id_vars=["threshold", "rank"], value_vars=FIGURES, var_name="figure", value_name="value")
 figure = px.line(long, x=x, y="value", color="figure", color_discrete_map=COLOURS,
                  labels={"threshold": score, "rank": "rank of the pair", "value": ""},
                  title=f"{score}: classification quality by threshold")

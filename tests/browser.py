@@ -47,14 +47,15 @@ class AppServer:
     log: Path
 
 
-def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60) -> AppServer:
+def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60,
+              app: Path = REPO / "app.py") -> AppServer:
     port = free_port()
     env = {**os.environ, "PLUIE_DB_URL": db_url, "PLUIE_NO_WORKER": "1", **(extra_env or {})}
     handle = log.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
+        cwd=app.parent, env=env, stdout=handle, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

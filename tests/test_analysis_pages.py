@@ -306,3 +306,21 @@ def test_agreement_with_a_single_annotator_says_agreement_needs_two(open_page, e
     assert "needs at least two annotators" in messages(at)
     summary = at.dataframe[0].value
     assert list(summary["annotator"]) == ["only"] and summary["labels"].iloc[0] == 3
+
+
+def test_cached_figures_follow_new_labels_at_once(open_page, store, engine):
+    """The pages' reads are cached (a second on a large store) under a key of the store's state:
+    labels that arrive show on the next run of the page, not a minute later."""
+    from db.analysis import add_labels
+
+    at = open_page("agreement")
+    before = next(c.value for c in at.caption if " labels · " in c.value)
+    fleiss = metric(at, "Fleiss' κ")
+    ids = pairs_frame(engine).index[:150]
+    add_labels(engine, pd.DataFrame({"pair_id": ids, "annotator": "late", "level": [0, 3, 1] * 50}))
+    after = next(c.value for c in rerun(at).caption if " labels · " in c.value)
+    assert before.split(" · ")[1:4] != after.split(" · ")[1:4]
+    assert int(after.split(" · ")[1].split()[0].replace(",", "")) == \
+        int(before.split(" · ")[1].split()[0].replace(",", "")) + 150
+    assert after.split(" · ")[3].startswith(f"{int(before.split(' · ')[3].split()[0]) + 1} annotators")
+    assert metric(at, "Fleiss' κ") != fleiss

@@ -64,3 +64,20 @@ def test_export_filters_datasets_and_names_clashing_annotators(store):
     assert clashing == ["annotator:ann (other)", "annotator:ann (toy)"]
     assert both[clashing].notna().sum().sort_values().tolist() == [1, 4]
     assert len(export_frame(engine, [first.dataset_id])) == 5
+
+
+def test_export_preview_and_size_without_the_whole_table(store):
+    """The Export page counts the rows in the store and previews the first ones (limit): the same
+    rows, in the same order, as the head of the whole table."""
+    from db.export import export_labels, export_size
+
+    engine, _ = store
+    whole, first = export_frame(engine), export_frame(engine, limit=2)
+    assert first["pair_id"].tolist() == [1, 2]
+    pd.testing.assert_frame_equal(first[["pair_id", "annotator:ann", "majority_level", "score:pluie-fs"]],
+                                  whole.head(2)[["pair_id", "annotator:ann", "majority_level", "score:pluie-fs"]])
+    labels = export_labels(engine)
+    assert export_labels(engine, limit=3)["pair_id"].tolist() == labels.head(3)["pair_id"].tolist()
+    assert export_size(engine) == len(whole) == 5
+    assert export_size(engine, layout="long") == len(labels) == 9
+    assert export_size(engine, pairs="labelled") == len(export_frame(engine, pairs="labelled")) == 4

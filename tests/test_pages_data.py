@@ -162,3 +162,38 @@ def test_every_admin_page_refuses_visitors_on_its_own(name, engine, db_url, monk
     token.query_params["token"] = "anything"
     token.run()
     assert [e.value for e in token.error] == ["This link opens the labelling view only."]
+
+
+def test_export_page_previews_without_building_the_whole_table(app, engine, monkeypatch):
+    """At 100,000 pairs the whole wide table took seconds on every visit: the page counts the rows and
+    reads the first 50 only; the files are built when a download is clicked."""
+    import db.export
+
+    import_pairs(engine, "big", pd.DataFrame({"source": [f"s{i}" for i in range(60)],
+                                              "hypothesis": [f"h{i}" for i in range(60)], "label": [1] * 60}))
+    real, limits = db.export.export_frame, []
+
+    def recording(*args, **kwargs):
+        limits.append(kwargs.get("limit"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(db.export, "export_frame", recording)
+    at = app("pages/export.py")
+    assert limits == [50]
+    assert len(at.dataframe[0].value) == 50 and at.dataframe[0].value["source"].tolist()[:2] == ["s0", "s1"]
+    assert any(c.value.startswith("60 pairs ·") for c in at.caption)
+    assert any("The first 50 pairs; the files hold all 60" in c.value for c in at.caption)
+
+
+def test_home_page_counts_new_labels_at_once(app, engine):
+    """The Datasets page's figures are cached on the store's state: a label written after a visit
+    shows on the next run of the page."""
+    from db.analysis import add_labels
+
+    import_pairs(engine, "toy", pd.DataFrame({"source": ["a", "b"], "hypothesis": ["x", "y"], "label": [1, 0]}))
+    at = app()
+    assert next(m.value for m in at.metric if m.label == "Labels") == "0"
+    add_labels(engine, pd.DataFrame({"pair_id": [1, 2], "annotator": "late", "level": [3, 0]}))
+    at.run()
+    assert next(m.value for m in at.metric if m.label == "Labels") == "2"
+    assert at.dataframe[0].value["labels"].tolist() == [2]
