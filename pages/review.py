@@ -11,6 +11,7 @@ from db.datasets import list_datasets
 from db.engine import StoreUnavailable
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
+from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -30,7 +31,13 @@ names = {d.name: d.id for d in datasets}
 reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it.")
 chosen = st.sidebar.multiselect("Datasets", list(names), default=list(names), key="review-datasets")
 show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")
-queue = review.review_queue(engine, [names[n] for n in chosen], show)
+ORDERS = {None: "Review order (flagged, across the boundary, spread)",
+          **{m: f"Least certain first: {METHOD_NAMES[m]}" for m in METHODS}}
+order = st.sidebar.selectbox("Order", list(ORDERS), format_func=ORDERS.get, key="review-order",
+                             on_change=lambda: (st.session_state.pop(PAIR, None), st.session_state.update({POSITION: 0})),
+                             help="By the uncertainty of the pair's label (1 - the largest posterior) under an "
+                                  "aggregation method: the pairs a method is least sure of come first.")
+queue = review.review_queue(engine, [names[n] for n in chosen], show, aggregation=order)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):
@@ -100,7 +107,9 @@ majority = item["majority_level"]
 st.caption(f"Pair {pair_id} · {user_text(pair['dataset'])} · id {user_text(pair['external_id'] or '—')} · gold label "
            f"{'—' if gold is None else f'{gold:g}'} · "
            + ("" if row is None else f"{'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
-              f"spread {int(row['spread'])} · ")
+              f"spread {int(row['spread'])} · "
+              + ("" if order is None or "uncertainty" not in row or row["uncertainty"] != row["uncertainty"] else
+                 f"{METHOD_NAMES[order]}: posterior {row['posterior']:.2f}, uncertainty {row['uncertainty']:.2f} · "))
            + f"majority rule: {LEVELS[majority] if majority is not None else 'no label (tie)' if len(item['labels']) else 'no label yet'}")
 decision = item["adjudication"]
 if decision is None:
