@@ -91,7 +91,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
                  *, campaign_id: Optional[int] = None, pairs: str = "all",
                  pair_id_range: Optional[tuple[int, int]] = None,
                  annotator_names: Optional[dict[int, str]] = None,
-                 aggregation: Optional[str] = None) -> pd.DataFrame:
+                 aggregation: Optional[str] = None, fitted: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
     pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
@@ -120,9 +120,10 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     AGGREGATION_COLUMNS after binary_label: the method, its level over the five levels, that level's
     posterior and the pair's uncertainty (1 - the largest probability), fitted on every label the
     export takes (pair_aggregation); the final level then comes from the method where no reviewer
-    decided (final_source names the method). Not with ``pair_id_range``: a fit needs every label.
+    decided (final_source names the method). With ``pair_id_range``, pass ``fitted``
+    (pair_aggregation(...).pairs over every pair in scope): a fit needs every label, not a chunk's.
     """
-    if aggregation is not None and pair_id_range is not None:
+    if aggregation is not None and pair_id_range is not None and fitted is None:
         raise ValueError("An aggregation method is fitted on every label at once, not on a range of pairs.")
     scope = pairs
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
@@ -176,7 +177,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         if include_training:
             out["n_training_labels"] = 0
     if aggregation is not None:
-        fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
+        fitted = fitted if fitted is not None else pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
                                   method=aggregation).pairs
         out = out.join(aggregation_columns(fitted, aggregation, out.index))
     out = _with_final_labels(out, decided, aggregation)

@@ -10,6 +10,7 @@ from db.datasets import list_datasets
 from db.export import PAIR_SCOPES, export_frame, export_labels
 from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page, user_text
+from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.places import publish_roots
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 
@@ -37,7 +38,16 @@ if not chosen:
 scope = {"campaign_id": campaign_id, "pairs": pairs}
 
 LAYOUTS = {"wide": "One row per pair (wide)", "long": "One row per label (long)"}
-layout = st.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True)
+left, right = st.columns(2)
+layout = left.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True)
+AGGREGATIONS = {None: "None: the majority rule only", **{m: METHOD_NAMES[m] for m in METHODS}}
+method = right.selectbox("Aggregation", list(AGGREGATIONS), format_func=AGGREGATIONS.get, key="export-aggregation",
+                         help="Adds `aggregation`, `aggregated_level` / `aggregated_label`, `posterior` (the "
+                              "probability of that level) and `uncertainty` (1 - the largest probability), fitted "
+                              "over the five levels on the labels exported; the final level then follows the "
+                              "method where no reviewer decided. With a campaign, its gold answers anchor "
+                              "Dawid–Skene and are held out for the others.")
+scope["aggregation"] = method
 ids = [names[n] for n in chosen]
 if layout == "wide":
     frame = export_frame(engine, ids, include_training=include_training, **scope)
@@ -83,7 +93,7 @@ if publish:
     bar = st.progress(0.0, text="Writing…")
     try:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
-                                 **scope, within=publish_roots(),
+                                 campaign_id=campaign_id, pairs=pairs, aggregation=method, within=publish_roots(),
                                  progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
     except PublishError as exc:
         bar.empty()

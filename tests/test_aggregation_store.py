@@ -68,3 +68,16 @@ def test_review_orders_the_queue_by_uncertainty(store):
     assert queue["uncertainty"].is_monotonic_decreasing
     # a pair split 2-2 across the boundary is the least certain under majority
     assert queue["uncertainty"].iloc[0] == pytest.approx(0.5)
+
+
+def test_the_published_folder_carries_the_method_fitted_once_and_the_card_names_it(store, tmp_path):
+    from db.publish import publish_dataset
+    engine = store
+    result = publish_dataset(engine, tmp_path / "out", licence="mit", chunk_size=5, n_boot=20, aggregation="dawid_skene")
+    rows = pd.read_parquet(tmp_path / "out" / "data").set_index("pair_id")
+    whole = export_frame(engine, aggregation="dawid_skene").set_index("pair_id")
+    # fitted on every label, not per chunk of 5 pairs: the same posteriors as the export in one piece
+    np.testing.assert_allclose(rows["posterior"].to_numpy(), whole.loc[rows.index, "posterior"].to_numpy())
+    assert rows["final_source"].isin(["dawid_skene", "adjudicated", "none"]).all()
+    assert "Dawid–Skene over the five levels (n_iter=100, tol=1e-05); annotator reliability" in result.card
+    assert "| dawid_skene |" in result.card and "`posterior`" in result.card
