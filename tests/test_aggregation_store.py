@@ -81,3 +81,27 @@ def test_the_published_folder_carries_the_method_fitted_once_and_the_card_names_
     assert rows["final_source"].isin(["dawid_skene", "adjudicated", "none"]).all()
     assert "Dawid–Skene over the five levels (n_iter=100, tol=1e-05); annotator reliability" in result.card
     assert "| dawid_skene |" in result.card and "`posterior`" in result.card
+
+
+def test_the_export_page_offers_the_methods(store, db_url, monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.paths import REPO
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/export.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert "posterior" not in at.dataframe[0].value.columns
+    at.selectbox(key="export-aggregation").set_value("dawid_skene").run()
+    assert not at.exception, at.exception
+    shown = at.dataframe[0].value
+    assert {"aggregation", "aggregated_level", "posterior", "uncertainty"} <= set(shown.columns)
+    assert (shown["aggregation"] == "dawid_skene").all()
+    next(r for r in at.radio if r.label == "Layout").set_value("long").run()
+    assert not at.exception, at.exception
+    long = at.dataframe[0].value
+    assert "level_name" in long.columns and (long["aggregation"] == "dawid_skene").all() and long["posterior"].notna().all()
