@@ -37,7 +37,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from pluie_core.labels import DONT_KNOW, ORDINAL_LEVELS, binarise_levels, majority_binary, majority_level
+from pluie_core.labels import DONT_KNOW, ORDINAL_LEVELS, binarise_levels
+from pluie_core.review import majority_levels
 
 METHODS: tuple[str, ...] = ("majority", "dawid_skene", "glad", "mace")
 METHOD_NAMES = {"majority": "Majority vote", "dawid_skene": "Dawid–Skene", "glad": "GLAD", "mace": "MACE"}
@@ -110,9 +111,12 @@ def _classes(scale: str) -> list[int]:
 
 
 def _pairs_table(probas: pd.DataFrame, label: pd.Series, counts: pd.Series) -> pd.DataFrame:
-    label = label.reindex(probas.index).astype("Float64").astype("Int64")
-    posterior = pd.Series([probas.at[p, int(v)] if not pd.isna(v) else np.nan for p, v in label.items()],
-                          index=probas.index, dtype=float)
+    values = pd.to_numeric(label.reindex(probas.index), errors="coerce").to_numpy(dtype=float)
+    known = ~np.isnan(values)
+    column = np.searchsorted(probas.columns.to_numpy(), np.where(known, values, probas.columns[0]))
+    posterior = pd.Series(np.where(known, probas.to_numpy(dtype=float)[np.arange(len(values)), column], np.nan),
+                          index=probas.index)
+    label = pd.Series(values, index=probas.index).astype("Float64").astype("Int64")
     return pd.DataFrame({"label": label, "posterior": posterior,
                          "uncertainty": 1.0 - probas.max(axis=1).astype(float),
                          "n_labels": counts.reindex(probas.index).fillna(0).astype(int)},
@@ -120,17 +124,21 @@ def _pairs_table(probas: pd.DataFrame, label: pd.Series, counts: pd.Series) -> p
 
 
 def _majority(data: pd.DataFrame, scale: str):
-    counts = pd.crosstab(data["task"], data["label"])
-    counts = counts.reindex(columns=_classes(scale), fill_value=0)
-    probas = counts.div(counts.sum(axis=1), axis=0).astype(float)
-    rule = majority_binary if scale == "binary" else majority_level
-    # the rule takes five-level values; binary labels 0 / 1 stand for levels 0 / 3 (one per side)
-    as_levels = data["label"] * 3 if scale == "binary" else data["label"]
-    label = as_levels.groupby(data["task"]).agg(lambda v: rule(list(v)))
-    label = pd.to_numeric(label, errors="coerce")
-    agree = data["label"].to_numpy() == label.reindex(data["task"]).to_numpy()
-    decided = label.reindex(data["task"]).notna().to_numpy()
-    reliability = pd.Series(agree[decided], index=data["worker"].to_numpy()[decided]).groupby(level=0).mean()
+    """The majority rule, vectorised (one bincount over (pair, class) cells; no loop over pairs)."""
+    classes = _classes(scale)
+    pair_ids, index = np.unique(data["task"].to_numpy(), return_inverse=True)
+    counts = np.bincount(index * len(classes) + data["label"].to_numpy(dtype=np.int64),
+                         minlength=len(pair_ids) * len(classes)).reshape(len(pair_ids), len(classes))
+    probas = pd.DataFrame(counts / counts.sum(axis=1, keepdims=True), index=pair_ids, columns=classes)
+    if scale == "binary":  # pluie_core.labels.majority_binary: a tie gives none
+        label = np.where(counts[:, 1] > counts[:, 0], 1.0, np.where(counts[:, 0] > counts[:, 1], 0.0, np.nan))
+    else:  # pluie_core.labels.majority_level (pluie_core.review.majority_levels is its vectorised form)
+        label = majority_levels(counts)
+    label = pd.Series(label, index=pair_ids)
+    per_label = label.to_numpy()[index]
+    decided = ~np.isnan(per_label)
+    agree = data["label"].to_numpy()[decided] == per_label[decided]
+    reliability = pd.Series(agree, index=data["worker"].to_numpy()[decided]).groupby(level=0).mean()
     return probas, label, reliability.astype(float)
 
 

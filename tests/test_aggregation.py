@@ -6,7 +6,7 @@ import pytest
 from crowdkit.aggregation import GLAD, MACE, DawidSkene
 
 from pluie_core.aggregation import AggregationError, aggregate, crowd_frame
-from pluie_core.labels import majority_level
+from pluie_core.labels import majority_binary, majority_level
 from pluie_core.review import final_labels
 
 FAST = {"glad": {"n_iter": 20}, "mace": {"n_restarts": 2, "n_iter": 20}, "dawid_skene": {}}
@@ -85,6 +85,11 @@ def test_majority_is_todays_rule_and_the_default():
     for pair, group in labels.groupby("pair_id"):
         expected = majority_level(group["level"].tolist())
         got = result.pairs.at[pair, "label"]
+        assert (pd.isna(got) and expected is None) or got == expected
+    binary = aggregate(labels, "majority", "binary")
+    for pair, group in labels.groupby("pair_id"):
+        expected = majority_binary(group["level"].tolist())
+        got = binary.pairs.at[pair, "label"]
         assert (pd.isna(got) and expected is None) or got == expected
 
 
