@@ -158,7 +158,8 @@ def _dawid_skene(data: pd.DataFrame, gold: Optional[pd.Series], settings: dict):
 def _glad(data: pd.DataFrame, settings: dict):
     from crowdkit.aggregation import GLAD
     model = GLAD(**settings)
-    model.fit(data)
+    with np.errstate(divide="ignore", invalid="ignore"):  # one class only: crowd-kit takes log(0), harmlessly
+        model.fit(data)
     a = model.alphas_.reindex(data["worker"]).to_numpy() * np.exp(model.betas_.reindex(data["task"]).to_numpy())
     reliability = pd.Series(1.0 / (1.0 + np.exp(-a)), index=data["worker"].to_numpy()).groupby(level=0).mean()
     return model.probas_, model.labels_, reliability.astype(float)
