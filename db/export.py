@@ -19,6 +19,7 @@ from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
 )
 from db.review import _in_force, current_adjudications
+from pluie_core.aggregation import DEFAULT_METHOD, Aggregation, aggregate
 from pluie_core.labels import LEVELS, level_name
 from pluie_core.review import final_labels, majority_levels
 
@@ -89,7 +90,8 @@ def _whole_numbers(values: pd.Series) -> pd.Series:
 def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
                  *, campaign_id: Optional[int] = None, pairs: str = "all",
                  pair_id_range: Optional[tuple[int, int]] = None, limit: Optional[int] = None,
-                 annotator_names: Optional[dict[int, str]] = None) -> pd.DataFrame:
+                 annotator_names: Optional[dict[int, str]] = None,
+                 aggregation: Optional[str] = None, fitted: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
     pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
@@ -114,7 +116,18 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     ``pair_id_range`` (first, last, inclusive) restricts the pairs, for exports streamed in chunks
     (db.publish), which pass ``annotator_names`` (_annotator_names) once instead of per chunk.
     ``limit`` keeps the first pairs only (a preview: the annotator columns are those of these pairs).
+
+    ``aggregation`` (a method of pluie_core.aggregation: majority, dawid_skene, glad, mace) adds
+    AGGREGATION_COLUMNS after binary_label: the method, its level over the five levels, that level's
+    posterior and the pair's uncertainty (1 - the largest probability), fitted on every label the
+    export takes (pair_aggregation); the final level then comes from the method where no reviewer
+    decided (final_source names the method). With ``pair_id_range`` or ``limit``, pass ``fitted``
+    (pair_aggregation(...).pairs over every pair in scope), or it is fitted on every pair in scope first:
+    a fit needs every label, not a chunk's.
     """
+    if aggregation is not None and pair_id_range is not None and fitted is None:
+        raise ValueError("An aggregation method is fitted on every label at once, not on a range of pairs.")
+    scope = pairs
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     with read_session(engine) as session:
         pair_query = select(
@@ -168,7 +181,11 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         out["binary_label"] = pd.array([pd.NA] * len(out), dtype="Int64")
         if include_training:
             out["n_training_labels"] = 0
-    out = _with_final_labels(out, decided)
+    if aggregation is not None:
+        fitted = fitted if fitted is not None else pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
+                                  method=aggregation).pairs
+        out = out.join(aggregation_columns(fitted, aggregation, out.index))
+    out = _with_final_labels(out, decided, aggregation)
     out = out.join(_voices(labels, names, out.index))
     if not scores.empty:
         wide_scores = scores.pivot(index="pair_id", columns="run", values="value")
@@ -193,14 +210,55 @@ FINAL_COLUMNS = ["final_level", "final_label", "final_binary", "final_source", "
                  "adjudication_note"]
 
 
-def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame) -> pd.DataFrame:
-    """FINAL_COLUMNS after binary_label (or n_training_labels): the reviewer's decision, else the majority."""
+def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame, aggregation: Optional[str] = None) -> pd.DataFrame:
+    """FINAL_COLUMNS after binary_label (or n_training_labels): the reviewer's decision, else the
+    majority (or the ``aggregation`` method's level, final_source then naming the method)."""
     in_force = decided[decided["level"].notna()].reindex(out.index)
-    final = final_labels(out["majority_level"], in_force["level"])
+    by_method = aggregation is not None and aggregation != DEFAULT_METHOD
+    final = final_labels(out["aggregated_level"] if by_method else out["majority_level"], in_force["level"])
+    if by_method:
+        final["final_source"] = final["final_source"].replace("majority", aggregation)
     final["adjudicated_by"] = in_force["reviewer"]
     final["adjudicated_at"] = pd.to_datetime(in_force["created_at"])
     final["adjudication_note"] = in_force["note"]
     return out.join(final[FINAL_COLUMNS])
+
+
+AGGREGATION_COLUMNS = ["aggregation", "aggregated_level", "aggregated_label", "posterior", "uncertainty"]
+
+
+def pair_aggregation(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
+                     *, campaign_id: Optional[int] = None, pairs: str = "all", method: str = DEFAULT_METHOD,
+                     scale: str = "levels") -> Aggregation:
+    """pluie_core.aggregation.aggregate over the five-level labels an export takes (imported values
+    aside). With a campaign, its gold pairs' known levels anchor Dawid–Skene (known binary answers
+    when ``scale`` is binary) and are held out for the other methods."""
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(Label.pair_id, Label.annotator_id, Label.level)
+            .where(Label.level.is_not(None), Label.pair_id.in_(select(Pair.id).where(
+                *pair_conditions(dataset_ids, campaign_id, pairs, include_training))),
+                *label_conditions(campaign_id, include_training))).all()
+        gold = None
+        if campaign_id is not None:
+            known = session.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label)
+                                    .where(GoldPair.campaign_id == int(campaign_id))).all()
+            gold = pd.Series({p: (b if scale == "binary" else lv) for p, lv, b in known}, dtype=float).dropna()
+    labels = pd.DataFrame(rows, columns=["pair_id", "annotator", "level"])
+    return aggregate(labels, method, scale, gold=gold)
+
+
+def aggregation_columns(fitted: pd.DataFrame, method: str, index: pd.Index) -> pd.DataFrame:
+    """AGGREGATION_COLUMNS of ``fitted`` (Aggregation.pairs) for the pairs of ``index`` (pair ids)."""
+    fitted = fitted.reindex(index)
+    level = pd.to_numeric(fitted["label"], errors="coerce").astype("Float64").astype("Int64")
+    return pd.DataFrame({
+        "aggregation": method,
+        "aggregated_level": level,
+        "aggregated_label": level.map(lambda v: level_name(None if pd.isna(v) else int(v))),
+        "posterior": fitted["posterior"].astype(float).round(4),
+        "uncertainty": fitted["uncertainty"].astype(float).round(4),
+    }, index=index)
 
 
 VOICE_COLUMNS = ["n_flags", "flagged_by", "comments"]
@@ -227,7 +285,7 @@ LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "an
 
 def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                   include_training: bool = False, *, campaign_id: Optional[int] = None,
-                  pairs: str = "all", limit: Optional[int] = None) -> pd.DataFrame:
+                  pairs: str = "all", limit: Optional[int] = None, aggregation: Optional[str] = None) -> pd.DataFrame:
     """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
     hypothesis; annotator (the name every page shows), display_name (the one they chose),
     link_name (the one their personal link was made under), campaign, english_level; level (an
@@ -237,7 +295,8 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     labelling view showed the pair), seconds_spent, comment (the annotator's, empty when none),
     flagged (they flagged the pair for review), created_at, updated_at (UTC).
     ``campaign_id`` and ``pairs`` restrict the pairs and labels as in export_frame; ``limit`` keeps the
-    first labels only (a preview)."""
+    first labels only (a preview); ``aggregation`` adds export_frame's AGGREGATION_COLUMNS of the
+    label's pair to every row."""
     query = (
         select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
                Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
@@ -269,7 +328,12 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     labels["is_gold_check"] = labels["is_gold_check"].fillna(False).astype(bool)
     on_top = labels["source_on_top"].map({True: "source", False: "hypothesis"})
     labels["sentence_on_top"] = on_top.where(labels["source_on_top"].notna(), None)
-    return labels[LONG_COLUMNS]
+    if aggregation is None:
+        return labels[LONG_COLUMNS]
+    fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
+                              method=aggregation).pairs
+    columns = aggregation_columns(fitted, aggregation, pd.Index(labels["pair_id"]))
+    return pd.concat([labels[LONG_COLUMNS], columns.reset_index(drop=True)], axis=1)
 
 
 def export_size(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,

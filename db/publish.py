@@ -30,8 +30,8 @@ from sqlalchemy import Engine, and_, case, func, select
 
 from db.engine import read_session
 from db.export import (
-    ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names, export_frame,
-    gold_check_answers, label_conditions, pair_conditions,
+    AGGREGATION_COLUMNS, ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names,
+    export_frame, gold_check_answers, pair_aggregation, label_conditions, pair_conditions,
 )
 from db.models import (
     Annotator, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
@@ -120,7 +120,7 @@ def _runs(session, conditions: list) -> list[dict]:
     return [dict(zip(keys, row)) for row in rows]
 
 
-def _schema(annotators, runs, include_training: bool) -> pa.Schema:
+def _schema(annotators, runs, include_training: bool, aggregation: bool = False) -> pa.Schema:
     """The Arrow schema of export_frame's columns, fixed before the first chunk is read."""
     text, whole, real = pa.string(), pa.int64(), pa.float64()
     fields = [("dataset", text), ("pair_id", whole), ("external_id", text), ("source", text), ("hypothesis", text), ("label", real)]
@@ -128,6 +128,8 @@ def _schema(annotators, runs, include_training: bool) -> pa.Schema:
     fields += [("n_labels", whole), ("majority_level", whole), ("majority_label", text), ("binary_label", whole)]
     if include_training:
         fields.append(("n_training_labels", whole))
+    if aggregation:
+        fields += list(zip(AGGREGATION_COLUMNS, [text, whole, text, real, real]))
     final_types = {"final_level": whole, "final_label": text, "final_binary": whole, "final_source": text,
                    "adjudicated_by": text, "adjudicated_at": pa.timestamp("us"), "adjudication_note": text}
     fields += [(column, final_types[column]) for column in FINAL_COLUMNS]
@@ -169,7 +171,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     title: Optional[str] = None, include_training: bool = False, campaign_id: Optional[int] = None,
                     pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
                     progress: Optional[Callable[[int, int], None]] = None,
-                    within: Optional[Iterable[Path]] = None) -> PublishResult:
+                    within: Optional[Iterable[Path]] = None, aggregation: Optional[str] = None) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
     ``title``: the card's name (the datasets' names by default); ``campaign_id``: only that
@@ -177,7 +179,10 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     or "adjudicated" (db.export.pair_conditions); ``progress(done, total)`` is called after each
     chunk. The folder must not exist yet, or be empty, and must not be a link.
     ``within``: the folders it must lie inside, links resolved (the Export page passes
-    pluie_core.places.publish_roots(): the data folder and the configured ones); None: anywhere."""
+    pluie_core.places.publish_roots(): the data folder and the configured ones); None: anywhere.
+    ``aggregation``: a pluie_core.aggregation method, fitted once over every label in scope before
+    the chunks are written (export_frame's AGGREGATION_COLUMNS); the card names it, its settings and
+    the reliabilities' spread."""
     try:
         licence = check_licence(licence)
     except ValueError as exc:
@@ -226,7 +231,14 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     total = sum(row[3] for row in scope)
     if total == 0:
         raise PublishError("These datasets hold no pairs yet: there is nothing to publish.")
-    schema = _schema(annotators, runs, include_training)
+    fit = None
+    if aggregation is not None:
+        try:
+            fit = pair_aggregation(engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs,
+                                   method=aggregation)
+        except ValueError as exc:
+            raise PublishError(str(exc)) from None
+    schema = _schema(annotators, runs, include_training, fit is not None)
     level_columns = [column for column, _, levels in annotators if levels]
 
     try:
@@ -238,7 +250,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     def rows(dataset_id: int, first: int, last: int, training: bool):
         """A chunk of the export's rows, with the training trial's labels or without (what α counts)."""
         return export_frame(engine, [dataset_id], training, campaign_id=campaign_id, pairs=pairs,
-                            pair_id_range=(first, last), annotator_names=names)
+                            pair_id_range=(first, last), annotator_names=names, aggregation=aggregation,
+                            fitted=None if fit is None else fit.pairs)
 
     writer = stream = None
     try:
@@ -287,6 +300,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
             "final_sources": sources, "final_levels": finals, "agreement": agreement, "runs": runs,
             "include_training": include_training, "created_at": utcnow(), "data_file": DATA_FILE,
             "pairs": pairs, "campaign": campaign, "n_gold_answers": n_gold_answers,
+            "aggregation": None if fit is None else {"method": aggregation, "text": fit.describe()},
         }
         card = dataset_card(facts)
         (partial / "README.md").write_text(card, encoding="utf-8")

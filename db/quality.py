@@ -330,3 +330,11 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "annotators flagged": int((table["flags"] != "").sum()) if len(table) else 0,
     }
     return LiveCampaign(table, figures, median)
+
+
+def annotator_reliability(engine: Engine, campaign_id: int, method: str = "majority") -> pd.Series:
+    """Each annotator's estimated reliability (pluie_core.aggregation, ``method`` over the five levels)
+    from the labels given in the campaign (gold-check answers included; the gold pairs' known levels
+    anchor Dawid–Skene), indexed by annotator id like campaign_live's table."""
+    from db.export import pair_aggregation  # db.export reads through db.review, which does not need this module
+    return pair_aggregation(engine, campaign_id=int(campaign_id), method=method).annotators["reliability"]

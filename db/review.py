@@ -78,13 +78,16 @@ def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> 
     return pd.Series(dict(rows), dtype=int, name="n_flags").rename_axis("pair_id")
 
 
-def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending") -> pd.DataFrame:
+def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending",
+                 aggregation: Optional[str] = None) -> pd.DataFrame:
     """The pairs whose five-level labels disagree and the pairs an annotator flagged (training
     labels aside), in review order (pluie_core.review.disagreement_queue: flagged first, then across
     the paraphrase boundary, then by spread), with majority_level (the rule that holds without a
     decision), n_flags, and the decision in force: final_level, reviewer, revision (0 = never
     adjudicated). ``show``: "pending" (no decision in force), "adjudicated", "flagged" (flagged
-    pairs, decided or not) or "all"."""
+    pairs, decided or not) or "all". ``aggregation`` (a pluie_core.aggregation method) adds the
+    method's aggregated_level, posterior and uncertainty (db.export.pair_aggregation, over the five
+    levels) and orders the queue by uncertainty, the least certain pair first (then pair id)."""
     if show not in ("pending", "adjudicated", "flagged", "all"):
         raise ReviewError("Show pending, adjudicated, flagged or all pairs.")
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
@@ -100,6 +103,14 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
         queue = queue[queue["final_level"].notna()]
     elif show == "flagged":
         queue = queue[queue["n_flags"] > 0]
+    if aggregation is not None:
+        from db.export import pair_aggregation  # db.export imports this module
+        fitted = pair_aggregation(engine, dataset_ids, method=aggregation).pairs.reindex(queue.index)
+        queue["aggregated_level"] = pd.to_numeric(fitted["label"], errors="coerce").astype("Float64").astype("Int64")
+        queue["posterior"] = fitted["posterior"].astype(float)
+        queue["uncertainty"] = fitted["uncertainty"].astype(float)
+        queue = (queue.reset_index().sort_values(["uncertainty", "pair_id"], ascending=[False, True], kind="stable")
+                 .set_index("pair_id"))
     return queue
 
 

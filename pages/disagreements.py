@@ -5,13 +5,15 @@ import pandas as pd
 import streamlit as st
 
 from db.analysis import pair_detail
+from db.export import pair_aggregation
+from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_matrix, label_scales
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements
 
-admin_page()
+engine = admin_page()
 
 MODES = {"model": "Model against the reference", "humans": "Humans among themselves"}
 MAX_LISTED = 500  # pairs offered for inspection; the CSV has them all
@@ -50,8 +52,15 @@ else:
     matrix = label_matrix(labels, "levels")
     split = human_disagreements(matrix.reindex(pairs.index).dropna(how="all"))
     table = split.join(pairs.drop(columns=["reference"], errors="ignore"))
+    method = st.sidebar.selectbox("Posterior by", [None, *METHODS], key="disagreement_aggregation",
+                                  format_func=lambda m: "None" if m is None else METHOD_NAMES[m],
+                                  help="Adds each pair's posterior (the probability of its aggregated label, "
+                                       "binarised labels) and uncertainty (1 - the largest probability).")
+    if method is not None:
+        fitted = pair_aggregation(engine, selection.dataset_ids, method=method, scale="binary").pairs
+        table = table.join(fitted[["posterior", "uncertainty"]])
     shown = ["dataset", "n_labels", "n_paraphrase", "n_non_paraphrase", "n_dont_know", "spread", "minority_share",
-             *([score] if score else []), "source", "hypothesis"]
+             *(["posterior", "uncertainty"] if method else []), *([score] if score else []), "source", "hypothesis"]
     st.caption("Pairs on which annotators split between paraphrase and non-paraphrase (Don't know ignored), "
                "most evenly split first, then the widest spread of levels.")
     empty = "No disagreement: on every pair labelled by two or more people, they agree on paraphrase or not."

@@ -9,6 +9,7 @@ from db import quality as qual
 from db.analysis import LABELS_COUNTED
 from pages.shared import admin_page, user_text
 from pluie_core.agreement import AGREEMENT_RULE
+from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -18,11 +19,19 @@ if not campaigns:
     st.info("No campaign yet: create one under Campaigns.")
     st.stop()
 by_id = {c.id: c for c in campaigns}
-c1, c2 = st.columns([3, 1])
+c1, c3, c2 = st.columns([3, 1, 1])
 chosen = c1.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
+method = c3.selectbox("Reliability by", METHODS, format_func=METHOD_NAMES.get, key="live-aggregation",
+                      help="The estimated chance that each annotator gives the true label (pluie_core.aggregation; "
+                           "refitted only when new labels come in).")
 every = c2.selectbox("Refresh every", [5, 15, 60, None], index=1,
                      format_func=lambda s: "never (manual)" if s is None else f"{s} s")
 campaign = ann.get_campaign(engine, chosen)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def reliability(_engine, campaign_id: int, method: str, n_labels: int) -> pd.Series:
+    return qual.annotator_reliability(_engine, campaign_id, method)  # n_labels: refit when labels come in
 
 
 def number(value, digits=2) -> str:
@@ -55,12 +64,16 @@ def live_view(campaign_id: int) -> None:
                f"{f['gold checks answered']:,} · annotators flagged: {f['annotators flagged']:,}. "
                "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs.")
     table = data.annotators.drop(columns=["labelled"])
+    table.insert(table.columns.get_loc("κ vs others") + 1, "reliability",
+                 reliability(engine, campaign_id, method, f["labels"]).reindex(table.index))
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
         "Don't know rate": st.column_config.NumberColumn(format="percent"),
         "gold accuracy": st.column_config.NumberColumn(format="percent"),
         "gold exact accuracy": st.column_config.NumberColumn(format="percent"),
         "κ vs others": st.column_config.NumberColumn(format="%.3f"),
+        "reliability": st.column_config.NumberColumn(format="%.2f", help=f"{METHOD_NAMES[method]}: the estimated "
+                                                     "chance this annotator gives the true label."),
         "median s per pair": st.column_config.NumberColumn(format="%.1f"),
     }, placeholder="—")
 

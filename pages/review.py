@@ -12,6 +12,7 @@ from db.engine import StoreUnavailable
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
+from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 
 engine = admin_page()
@@ -31,16 +32,22 @@ names = {d.name: d.id for d in datasets}
 reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it.")
 chosen = st.sidebar.multiselect("Datasets", list(names), default=list(names), key="review-datasets")
 show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")
+ORDERS = {None: "Review order (flagged, across the boundary, spread)",
+          **{m: f"Least certain first: {METHOD_NAMES[m]}" for m in METHODS}}
+order = st.sidebar.selectbox("Order", list(ORDERS), format_func=ORDERS.get, key="review-order",
+                             on_change=lambda: (st.session_state.pop(PAIR, None), st.session_state.update({POSITION: 0})),
+                             help="By the uncertainty of the pair's label (1 - the largest posterior) under an "
+                                  "aggregation method: the pairs a method is least sure of come first.")
 
 
 @st.cache_data(ttl=60, max_entries=common.CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
-def review_queue(key: str, dataset_ids: list, show: str):
+def review_queue(key: str, dataset_ids: list, show: str, order):
     """Seconds at 300,000 labels, and asked again at every ← / →: read again when the store's state
-    changes (a decision, a new label), and within a minute of an answer or flag changed in place."""
-    return review.review_queue(engine, dataset_ids, show)
+    changes (a decision, a new label, an answer changed in place)."""
+    return review.review_queue(engine, dataset_ids, show, aggregation=order)
 
 
-queue = review_queue(common.store_key(), [names[n] for n in chosen], show)
+queue = review_queue(common.store_key(), [names[n] for n in chosen], show, order)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):
@@ -110,7 +117,9 @@ majority = item["majority_level"]
 st.caption(f"Pair {pair_id} · {user_text(pair['dataset'])} · id {user_text(pair['external_id'] or '—')} · gold label "
            f"{'—' if gold is None else f'{gold:g}'} · "
            + ("" if row is None else f"{'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
-              f"spread {int(row['spread'])} · ")
+              f"spread {int(row['spread'])} · "
+              + ("" if order is None or "uncertainty" not in row or row["uncertainty"] != row["uncertainty"] else
+                 f"{METHOD_NAMES[order]}: posterior {row['posterior']:.2f}, uncertainty {row['uncertainty']:.2f} · "))
            + f"majority rule: {LEVELS[majority] if majority is not None else 'no label (tie)' if len(item['labels']) else 'no label yet'}")
 decision = item["adjudication"]
 if decision is None:

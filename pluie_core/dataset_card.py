@@ -110,7 +110,9 @@ def dataset_card(facts: dict) -> str:
     optional: pairs ("all", "labelled", "adjudicated": which pairs the rows are), n_gold_answers
     (labels that answer a gold check), campaign (the campaign the rows are restricted to: name,
     datasets, selection_text, sample, seed, quota, overlap, n_training, n_queue, n_gold_pairs,
-    gold_rate, checks_per_annotator)."""
+    gold_rate, checks_per_annotator), aggregation (method, text: pluie_core.aggregation's
+    Aggregation.describe, the method, its settings and the reliabilities' spread)."""
+    aggregation = facts.get("aggregation")
     header = {
         "license": facts["licence"],
         "pretty_name": facts["title"],
@@ -154,9 +156,13 @@ def dataset_card(facts: dict) -> str:
               "## How the final labels were reached", "",
               "A reviewer settled pairs whose labels disagree (PLUIE Lab's review queue: pairs across the paraphrase "
               "boundary first, then by spread of levels), with a note; the annotators' own labels are kept as given. "
-              "Elsewhere the final level is the majority level.", "",
+              "Elsewhere the final level is the majority level." if not aggregation else
+              f"Elsewhere the final level is the label of the aggregation method: {aggregation['text']} Its "
+              "`posterior` is the probability of that level and `uncertainty` 1 − the largest probability "
+              "(PLUIE Lab's pluie_core.aggregation, with crowd-kit 1.4.2).", "",
               "| final_source | pairs |", "|---|---|"]
-    lines += [f"| {source} | {facts['final_sources'].get(source, 0):,} |" for source in ("adjudicated", "majority", "none")]
+    shown = ("adjudicated", aggregation["method"] if aggregation else "majority", "none")
+    lines += [f"| {source} | {facts['final_sources'].get(source, 0):,} |" for source in shown]
     lines += ["", "| final level | pairs |", "|---|---|"]
     lines += [f"| {level} {LEVELS[level]} | {facts['final_levels'].get(level, 0):,} |" for level in range(4)]
     agreement = facts["agreement"]
@@ -180,5 +186,10 @@ def dataset_card(facts: dict) -> str:
         lines += ["", "A PLUIE score is log p(answer₁) − log p(answer₂) for the template's question (> 0: paraphrase)."]
     else:
         lines.append("No score run is included.")
-    lines += ["", "## Columns", ""] + [f"- `{name}`: {text}" for name, text in COLUMN_HELP] + [""]
+    column_help = COLUMN_HELP + ([
+        ("aggregation", "the aggregation method that gives the final level where no reviewer decided"),
+        ("aggregated_level, aggregated_label", "the method's level of the pair and its name"),
+        ("posterior, uncertainty", "the probability of that level, and 1 − the largest probability")]
+        if aggregation else [])
+    lines += ["", "## Columns", ""] + [f"- `{name}`: {text}" for name, text in column_help] + [""]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
 from db.analysis import add_score_run, labels_long, pairs_frame, scores_wide
+from db.export import pair_aggregation
 from pluie_core.analysis import Reference, edit_distances, label_matrix, reference_labels
 from db.datasets import import_pairs
 from pluie_core.stats import (
@@ -260,6 +261,17 @@ def test_disagreements_among_humans_start_with_the_most_even_split(open_page, en
     assert table["minority_share"].iloc[0] == pytest.approx(expected["minority_share"].max())
     labels = at.dataframe[1].value
     assert len(labels) == expected.iloc[0]["n_labels"] + expected.iloc[0]["n_dont_know"]
+    # each pair's posterior and uncertainty under an aggregation method, as db.export.pair_aggregation has them
+    assert "posterior" not in table.columns
+    at.sidebar.selectbox(key="disagreement_aggregation").set_value("majority")
+    rerun(at)
+    table = at.dataframe[0].value
+    fitted = pair_aggregation(engine, method="majority", scale="binary").pairs
+    assert table["uncertainty"].tolist() == pytest.approx(fitted.loc[table.index, "uncertainty"].tolist())
+    # the most even split: its uncertainty is the minority's share; an even tie has no label, so no posterior
+    first = table.loc[expected.index[0]]
+    assert first["uncertainty"] == pytest.approx(expected["minority_share"].max())
+    assert pd.isna(first["posterior"]) if expected["minority_share"].max() == 0.5 else first["posterior"] > 0.5
 
 
 def test_disagreements_each_mode_offers_only_its_own_pairs(open_page, engine, store):

@@ -72,6 +72,14 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     assert "faster than" in table.loc["bob", "flags"] and table.loc["Alice A.", "flags"] == ""
     assert table.loc["bob", "gold accuracy"] == live.annotators.loc[people[1], "gold accuracy"]
     assert "Gold pairs: 6" in texts(at)
+    # each annotator's estimated reliability beside gold accuracy and κ, by the method chosen
+    assert table["reliability"].between(0, 1).all()
+    next(s for s in at.selectbox if s.label == "Reliability by").set_value("dawid_skene").run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("annotator")
+    expected = qual.annotator_reliability(store, cid, "dawid_skene")
+    assert table.loc["bob", "reliability"] == expected[people[1]]
+    assert table.loc["Alice A.", "reliability"] == expected[people[0]]
 
 
 def test_a_gold_check_looks_like_any_pair_to_the_annotator(store):

@@ -279,3 +279,15 @@ def test_the_page_says_when_there_is_nothing_to_review(db_url, engine, monkeypat
     at = run(AppTest.from_file(str(REPO / "pages" / "review.py"), default_timeout=60))
     assert "no pair of these datasets has five-level labels that disagree" in at.info[0].value
     assert not at.button
+
+
+def test_the_page_orders_the_queue_by_a_methods_uncertainty(review_page, engine):
+    at, ids = review_page
+    assert f"Pair {ids['cross-3']} ·" in shown_pair(at)  # review order by default
+    at.sidebar.selectbox(key="review-order").set_value("majority")
+    run(at)
+    # vote shares: cross-1, cross-2 and wide-same split evenly (uncertainty 0.5), the lowest id first
+    assert f"Pair {ids['cross-1']} ·" in shown_pair(at) and "uncertainty 0.50" in shown_pair(at)
+    queue = review_queue(engine, aggregation="majority")
+    assert [int(i) for i in queue.index] == sorted(
+        [ids[k] for k in EXPECTED_ORDER], key=lambda p: (-queue.at[p, "uncertainty"], p))
