@@ -128,3 +128,10 @@ def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
     else:
         raise AssertionError(f"the list never offered {option!r}")
     wait_for_app(page)
+
+
+def wait_for_shown_text(page, text: str, timeout: float = 30_000) -> None:
+    """Wait until the page shows ``text`` as a person reads it: the invisible word joiners (U+2060)
+    that pages.shared.user_text puts after "http", "@" and the like are left out of the comparison."""
+    page.wait_for_function("t => document.body.innerText.replace(/\\u2060/g, '').includes(t)", arg=text,
+                           timeout=timeout)

@@ -81,7 +81,7 @@ def test_training_feedback_then_a_comment_and_a_flag_reach_review_and_the_export
     admin.get_by_role("heading", name="Review").wait_for(timeout=30_000)
     voice = admin.locator(".st-key-review-voice")
     voice.wait_for(timeout=30_000)
-    assert "⚑ flagged · Ann: typo in B: “hte”" in voice.inner_text()
+    expect(voice).to_contain_text("⚑ flagged · Ann: typo in B: “hte”", timeout=30_000)  # its lines follow the box
     assert "flagged by 1 of 1" in voice.inner_text()
     assert admin.get_by_text(f"Pair {pair_id} · demo").is_visible()
     admin.screenshot(path=str(ARTIFACTS / "review-flagged.png"), full_page=True)

@@ -128,8 +128,18 @@ def test_a_stale_tab_is_refused_and_the_stored_answer_kept(locked_app, browser):
     tab_b.get_by_role("button", name="← Back").click()
     tab_b.get_by_text("Your answer was Mostly similar").wait_for(timeout=30_000)
     wait_for_app(tab_b)  # the rerun drawn whole: a key pressed while it runs may reach the old buttons
-    tab_b.keyboard.press("4")  # "Same meaning"
-    tab_b.get_by_text("Your answer was Mostly similar").wait_for(state="hidden", timeout=30_000)
+    # "Same meaning". Now and then (about one run in three under load) the page still held a stale copy
+    # of the revisited pair's buttons from before the refusal, and the key reached that one and was lost:
+    # as a person would, press it once more then (the stored answer must still change exactly once)
+    answer_changed = tab_b.get_by_text("Your answer was Mostly similar")
+    for _ in range(2):
+        tab_b.keyboard.press("4")
+        try:
+            answer_changed.wait_for(state="hidden", timeout=15_000)
+            break
+        except Exception:
+            wait_for_app(tab_b)
+    answer_changed.wait_for(state="hidden", timeout=30_000)
     tab_b.wait_for_selector(".st-key-answer-0-1 button", timeout=30_000)
     with read_session(engine) as s:
         assert s.execute(select(Label.level).where(Label.annotator_id == aid)).scalars().all() == [3]

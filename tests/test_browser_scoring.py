@@ -60,7 +60,7 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
 
     from db.engine import read_session
     from db.models import ScoreRun
-    from tests.browser import start_app, stop_app
+    from tests.browser import start_app, stop_app, wait_for_shown_text
 
     engine = init_db(db_url)
     add_pairs(engine, "d", sentence_pairs(3))
@@ -80,7 +80,7 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
             page.get_by_role("textbox", name="Model").first.fill("someone/no-such-model")
             started = time.monotonic()
             page.get_by_role("button", name="Create run").click()
-            page.get_by_text(sentence.format("someone/no-such-model")).wait_for(timeout=40_000)
+            wait_for_shown_text(page, sentence.format("someone/no-such-model"), timeout=40_000)
             assert time.monotonic() - started < 20  # before: the hub client's retries, about a minute
 
             page.get_by_text("New baseline run").click()
@@ -90,7 +90,7 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
             page.keyboard.press("Tab")
             started = time.monotonic()
             page.get_by_role("button", name="Create baseline run").click()
-            page.get_by_text(sentence.format("someone/no-such-encoder")).wait_for(timeout=40_000)
+            wait_for_shown_text(page, sentence.format("someone/no-such-encoder"), timeout=40_000)
             assert time.monotonic() - started < 20  # before: created, then failed in the worker
             wait_for_app(page)
             assert page.locator("[data-testid='stAlert']").filter(has_text="Hugging Face").count() == 1
