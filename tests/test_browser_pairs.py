@@ -9,7 +9,7 @@ from db import annotation as ann
 from db.engine import read_session
 from db.export import export_frame
 from db.models import GoldPair
-from tests.browser import ARTIFACTS, wait_for_app
+from tests.browser import ARTIFACTS, choose_option, wait_for_app
 from tests.test_pairs_browser import TEXTS, build
 
 pytestmark = pytest.mark.browser
@@ -26,20 +26,8 @@ def test_find_a_pair_mark_it_gold_open_it_in_review_and_export_the_campaign(engi
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
 
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     def choose(label, option):
-        wait_for_app(page)
-        for attempt in range(5):  # a click that lands while the page redraws leaves the list closed: again
-            page.get_by_role("combobox", name=label).click()
-            try:
-                page.get_by_role("option", name=option, exact=True).click(timeout=6_000)
-                break
-            except PlaywrightTimeout:
-                page.keyboard.press("Escape")
-        else:
-            raise AssertionError(f"the list of {label!r} never opened")
-        wait_for_app(page)
+        choose_option(page, page.get_by_role("combobox", name=label), option)
 
     page.goto(f"{app_server.url}/pairs")
     wait_for_app(page)
