@@ -57,7 +57,7 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
     except StatsError as error:
         errors["Fleiss' kappa"] = str(error)
     if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
-        rows = labels_on_scale(common.labels(url, dataset_ids), scale)
+        rows = common.label_views(url, dataset_ids, scale)[0]
         measures = ("binary",) if binarised else ALPHA_LEVELS
         found = level_agreement(count_patterns(level_counts(rows["pair_id"], rows["level"])), measures=measures)
         for measure in measures:

@@ -518,7 +518,6 @@ class PluieScorer:
     def _last_logprobs(self, rows: list[list[int]], prefix=None):
         """log p(answer) at the last position of each row (float32, shape (len(rows), 2))."""
         import torch
-        DynamicCache = from_transformers("DynamicCache")
 
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
