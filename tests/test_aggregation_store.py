@@ -8,6 +8,7 @@ from db.datasets import import_pairs
 from db.export import export_frame, export_labels, pair_aggregation
 from db.review import adjudicate, review_queue
 from pluie_core.aggregation import AggregationError
+from tests.test_publish import export_page
 
 
 @pytest.fixture
@@ -84,16 +85,7 @@ def test_the_published_folder_carries_the_method_fitted_once_and_the_card_names_
 
 
 def test_the_export_page_offers_the_methods(store, db_url, monkeypatch, tmp_path):
-    from streamlit.testing.v1 import AppTest
-
-    from tests.paths import REPO
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.run()
-    at.switch_page("pages/export.py")
-    at.run()
+    at = export_page(db_url, tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert "posterior" not in at.dataframe[0].value.columns
     at.selectbox(key="export-aggregation").set_value("dawid_skene").run()

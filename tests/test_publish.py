@@ -197,20 +197,10 @@ def test_parquet_download_keeps_the_types(engine):
 
 
 def test_the_export_page_writes_the_folder_and_refuses_a_missing_licence(engine, db_url, tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    from tests.paths import REPO
-
     import datasets
 
     build(engine)
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.run()
-    at.switch_page("pages/export.py")
-    at.run()
+    at = export_page(db_url, tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert {"Download CSV", "Download JSONL", "Download Parquet"} <= {b.label for b in at.get("download_button")}
     folder = at.text_input[0].value
@@ -225,3 +215,18 @@ def test_the_export_page_writes_the_folder_and_refuses_a_missing_licence(engine,
     assert "36 pairs written to" in at.success[0].value
     back = datasets.load_from_disk(folder)["train"]
     assert back.num_rows == 36 and back["final_source"].count("adjudicated") == 2
+
+
+def export_page(db_url, tmp_path, monkeypatch):
+    """The Export page run through the app's frame (AppTest) on the test's store, its data folder in tmp_path."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.paths import REPO
+
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/export.py")
+    return at.run()

@@ -15,7 +15,7 @@ from db.datasets import import_pairs
 from db.engine import StoreUnavailable, retry_when_busy
 from db.publish import PublishError, publish_dataset
 from pluie_core.places import publish_roots
-from tests.test_publish import build
+from tests.test_publish import build, export_page
 
 
 def mode(path) -> int:
@@ -82,18 +82,8 @@ def test_publishing_from_the_page_stays_inside_the_allowed_folders(engine, tmp_p
 
 
 def test_the_export_page_refuses_a_folder_outside_the_data_folder(engine, db_url, tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    from tests.paths import REPO
-
     build(engine)
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.run()
-    at.switch_page("pages/export.py")
-    at.run()
+    at = export_page(db_url, tmp_path, monkeypatch)
     at.text_input[0].set_value(str(tmp_path / "data" / ".." / "stolen"))
     at.text_input[2].set_value("cc-by-4.0")
     at.button[0].click()
