@@ -34,6 +34,7 @@ from db.models import (
     TrainingPair,
     utcnow,
 )
+from pluie_core.aggregation import wants_another
 from pluie_core.auth import hash_token, new_token
 from pluie_core.guidelines import (
     DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, pick_training_pairs, serving_order,
@@ -41,6 +42,9 @@ from pluie_core.guidelines import (
 from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS, majority_binary
 from pluie_core.quality import gold_check_count, gold_positions
+
+
+ADAPTIVE_CONFIDENCE = 0.9  # the vote share a pair's binarised label needs before adaptive overlap stops it
 
 
 class CampaignError(ValueError):
@@ -162,8 +166,14 @@ def create_campaign(
     informative_run_id: Optional[int] = None,
     selection: Optional[Mapping[str, Any]] = None,
     distribution: str = "share",
+    overlap_max: Optional[int] = None,
+    confidence: float = ADAPTIVE_CONFIDENCE,
 ) -> int:
     """Create a campaign, draw its training pairs and lay out its queue. Returns its id.
+
+    ``overlap_max`` makes the overlap adaptive: every pair gets ``overlap`` annotators (the minimum),
+    then one more at a time, up to ``overlap_max``, while the vote share of its binarised majority is
+    below ``confidence`` (pluie_core.aggregation.wants_another); None keeps the overlap fixed.
 
     ``selection`` (pluie_core.pair_selection) takes part of the datasets: a range, gold-label and
     score filters, a random sample drawn with ``seed``; None takes every pair, and the pairs imported
@@ -176,6 +186,13 @@ def create_campaign(
         raise CampaignError("Choose at least one dataset.")
     if quota < 1 or overlap < 1 or n_training < 0:
         raise CampaignError("Pairs per annotator and annotators per pair must be at least 1; training pairs at least 0.")
+    if overlap_max is not None:
+        if int(overlap_max) < overlap:
+            raise CampaignError("The most annotators per pair cannot be fewer than the least.")
+        if not 0.5 < float(confidence) <= 1.0:
+            raise CampaignError("The confidence asked of a pair's label must be above 50% and at most 100% "
+                                "(a majority of two sides is always at least 50%).")
+        overlap_max, confidence = int(overlap_max), float(confidence)
     if pair_order not in PAIR_ORDERS:
         raise CampaignError(f"Unknown pair order {pair_order!r}.")
     if pair_order == "informative" and informative_run_id is None:
@@ -207,7 +224,8 @@ def create_campaign(
             name=name, quota=quota, overlap=overlap, n_training=n_training,
             guidelines=default_guidelines() if guidelines is None else guidelines,
             pair_order=pair_order, seed=seed, informative_run_id=informative_run_id, active=True,
-            selection=selection, distribution=distribution,
+            selection=selection, distribution=distribution, overlap_max=overlap_max,
+            confidence=confidence if overlap_max is not None else None,
         )
         session.add(campaign)
         session.flush()
@@ -219,8 +237,15 @@ def create_campaign(
         queue = sorted(set(pair_ids) - set(training))
         ranks = _serving_ranks(session, campaign, queue)
         session.execute(insert(CampaignPair), [
-            {"campaign_id": campaign.id, "pair_id": p, "rank": ranks[p], "n_assigned": 0} for p in queue])
+            {"campaign_id": campaign.id, "pair_id": p, "rank": ranks[p], "n_assigned": 0,
+             "n_wanted": _first_wanted(campaign)} for p in queue])
         return campaign.id
+
+
+def _first_wanted(campaign: Campaign) -> Optional[int]:
+    """The annotators a new queue pair wants: the minimum under adaptive overlap, None (the campaign's
+    fixed overlap) otherwise."""
+    return campaign.overlap if campaign.overlap_max is not None else None
 
 
 def _selected_pairs(session: Session, dataset_ids: Sequence[int], selection: Optional[dict]) -> list[int]:
@@ -285,7 +310,8 @@ def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence
         start = (session.scalar(select(func.max(CampaignPair.rank)).where(CampaignPair.campaign_id == campaign_id)) or 0) + 1
         ranks = _serving_ranks(session, campaign, sorted(pair_ids))
         session.execute(insert(CampaignPair), [
-            {"campaign_id": campaign_id, "pair_id": p, "rank": start + r, "n_assigned": 0} for p, r in ranks.items()])
+            {"campaign_id": campaign_id, "pair_id": p, "rank": start + r, "n_assigned": 0,
+             "n_wanted": _first_wanted(campaign)} for p, r in ranks.items()])
         added += len(ranks)
     return added
 
@@ -338,6 +364,13 @@ def fully_labelled_pairs(session: Session, campaign: Campaign) -> int:
     labels lie on its queue pairs and on the pairs served as gold checks (a pair served as an ordinary
     one never becomes a check), so the checks' pairs are the ones left out."""
     checks = select(Assignment.pair_id).where(Assignment.campaign_id == campaign.id, Assignment.is_gold.is_(True))
+    if campaign.overlap_max is not None:  # adaptive: answered as many times as the pair wants now
+        answers = (select(Label.pair_id, func.count().label("n")).where(
+            Label.campaign_id == campaign.id, counted_label(), Label.pair_id.not_in(checks))
+            .group_by(Label.pair_id).subquery())
+        return int(session.scalar(select(func.count()).select_from(CampaignPair).join(
+            answers, answers.c.pair_id == CampaignPair.pair_id).where(
+            CampaignPair.campaign_id == campaign.id, answers.c.n >= CampaignPair.n_wanted)))
     answered = (select(Label.pair_id)
                 .where(Label.campaign_id == campaign.id, counted_label(), Label.pair_id.not_in(checks))
                 .group_by(Label.pair_id).having(func.count() >= campaign.overlap).subquery())
@@ -628,7 +661,9 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
     already_mine = exists().where(
         Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
         Assignment.pair_id == CampaignPair.pair_id)
-    has_slot = and_(CampaignPair.campaign_id == campaign.id, CampaignPair.n_assigned < campaign.overlap)
+    # a fixed overlap is the campaign's; an adaptive one, each pair's own (its n_wanted, raised by record_label)
+    wanted = CampaignPair.n_wanted if campaign.overlap_max is not None else campaign.overlap
+    has_slot = and_(CampaignPair.campaign_id == campaign.id, CampaignPair.n_assigned < wanted)
     # "share": the pairs assigned fewest times first, so annotators get different pairs while there
     # are enough; "overlap": the serving order alone, so each pair is filled before the next
     order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"
@@ -732,14 +767,38 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
                 pair_id=assignment.pair_id, annotator_id=annotator_id, campaign_id=assignment.campaign_id,
                 level=level, source_on_top=assignment.source_on_top, is_training=is_training,
                 seconds_spent=seconds, comment=comment, flagged=flagged))
-            return
-        changed = session.execute(update(Label).where(mine, Label.level == replacing).values(
-            level=level, seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds, updated_at=utcnow(),
-            comment=comment, flagged=flagged))
-        if changed.rowcount != 1:
-            now = "no answer" if stored is None else f"“{LEVELS[stored]}”"
-            raise StaleAnswerError(f"This answer was changed in another tab or window (it is now {now}): "
-                                   "the answer you just gave was not saved.")
+        else:
+            changed = session.execute(update(Label).where(mine, Label.level == replacing).values(
+                level=level, seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds, updated_at=utcnow(),
+                comment=comment, flagged=flagged))
+            if changed.rowcount != 1:
+                now = "no answer" if stored is None else f"“{LEVELS[stored]}”"
+                raise StaleAnswerError(f"This answer was changed in another tab or window (it is now {now}): "
+                                       "the answer you just gave was not saved.")
+        if not is_training and not assignment.is_gold:
+            _adapt_overlap(session, assignment.campaign_id, assignment.pair_id)
+
+
+def _adapt_overlap(session: Session, campaign_id: int, pair_id: int) -> None:
+    """Adaptive overlap, in the transaction of the answer that may change it: a queue pair holding the
+    answers it asked for gets one more annotator while its label is not yet confident (wants_another).
+    The pair's row is locked before its answers are counted (PostgreSQL: two answers to one pair at
+    once are counted one after the other, so neither misses the other's; SQLite's write lock already
+    orders them). A raise is never taken back: the slot may already be served."""
+    campaign = session.get(Campaign, campaign_id)
+    if campaign.overlap_max is None:
+        return
+    row = session.execute(select(CampaignPair.n_wanted).where(
+        CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id).with_for_update()).first()
+    if row is None or row.n_wanted is None:
+        return
+    session.flush()  # the answer just added or changed is counted
+    levels = session.scalars(select(Label.level).where(
+        Label.campaign_id == campaign_id, Label.pair_id == pair_id, counted_label())).all()
+    if wants_another(levels, row.n_wanted, campaign.overlap_max, campaign.confidence):
+        session.execute(update(CampaignPair).where(
+            CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id,
+            CampaignPair.n_wanted == row.n_wanted).values(n_wanted=row.n_wanted + 1))
 
 
 # ---------------------------------------------------------------- training feedback

@@ -77,7 +77,11 @@ class Campaign(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     quota: Mapped[int] = mapped_column(Integer, default=50)  # pairs per annotator, training excluded
-    overlap: Mapped[int] = mapped_column(Integer, default=1)  # annotators per pair
+    overlap: Mapped[int] = mapped_column(Integer, default=1)  # annotators per pair (adaptive: the minimum)
+    # adaptive overlap (db.annotation.adaptive_overlap): a pair gets one more annotator, up to overlap_max,
+    # while the vote share of its binarised majority is below `confidence`; None: a fixed overlap
+    overlap_max: Mapped[Optional[int]] = mapped_column(Integer)
+    confidence: Mapped[Optional[float]] = mapped_column(Float)
     n_training: Mapped[int] = mapped_column(Integer, default=5)
     guidelines: Mapped[str] = mapped_column(Text, default="")
     # "random" (seeded), "least_labelled" or "informative"
@@ -141,14 +145,17 @@ class CampaignPair(Base):
     __tablename__ = "campaign_pairs"
     __table_args__ = (
         # covering indexes: finding the next free pair reads the index only
-        Index("ix_campaign_pairs_rank", "campaign_id", "rank", "n_assigned", "pair_id"),
-        Index("ix_campaign_pairs_fill", "campaign_id", "n_assigned", "rank", "pair_id"),
+        Index("ix_campaign_pairs_rank", "campaign_id", "rank", "n_assigned", "pair_id", "n_wanted"),
+        Index("ix_campaign_pairs_fill", "campaign_id", "n_assigned", "rank", "pair_id", "n_wanted"),
     )
 
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
     rank: Mapped[int] = mapped_column(Integer)  # 0 = served first
     n_assigned: Mapped[int] = mapped_column(Integer, default=0)
+    # adaptive overlap: the annotators this pair wants now (from the minimum up to the maximum);
+    # None in a campaign with a fixed overlap
+    n_wanted: Mapped[Optional[int]] = mapped_column(Integer)
 
 
 class Annotator(Base):

@@ -89,7 +89,8 @@ def _campaign_facts(session, campaign_id: int) -> dict:
     return {"name": campaign.name, "datasets": list(datasets), "selection": selection,
             "selection_text": describe_selection(campaign.selection, run.name if run else None),
             "sample": selection.get("sample"), "seed": campaign.seed, "quota": campaign.quota,
-            "overlap": campaign.overlap, "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
+            "overlap": campaign.overlap, "overlap_max": campaign.overlap_max, "confidence": campaign.confidence,
+            "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
             "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate),
             "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair))}
 

@@ -275,6 +275,10 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         last_hour = campaign_label_counts(session, campaign_id, since=now - dt.timedelta(hours=1))["labels"]
         queue_size = session.scalar(select(func.count()).select_from(CampaignPair)
                                     .where(CampaignPair.campaign_id == campaign_id))
+        # adaptive overlap: how many annotators each pair wants now (its n_wanted)
+        wanted = (pd.Series(dict(session.execute(select(CampaignPair.pair_id, CampaignPair.n_wanted).where(
+            CampaignPair.campaign_id == campaign_id)).all()), dtype=float)
+            if campaign.overlap_max is not None else None)
         n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
             select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign_id)))
 
@@ -313,7 +317,8 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
 
     # the rule of db.annotation.fully_labelled_pairs (queue pairs answered `overlap` times), on the labels read
     # here: the ordinary ones are the queue pairs' (a pair served as an ordinary one never becomes a check)
-    full = int((ordinary.groupby("pair_id").size() >= campaign.overlap).sum())
+    answered = ordinary.groupby("pair_id").size()
+    full = int((answered >= (campaign.overlap if wanted is None else wanted.reindex(answered.index))).sum())
     hours = (now - first_label).total_seconds() / 3600 if first_label is not None else 0.0
     # α of every label counted (answers to gold checks included), as the Agreement page and the card compute it
     agreement = agreement_figures(count_patterns(level_counts(labels["pair_id"], labels["level"])))
@@ -329,6 +334,13 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "gold checks answered": len(answers),
         "annotators flagged": int((table["flags"] != "").sum()) if len(table) else 0,
     }
+    if wanted is not None:  # where adaptive overlap sent the budget
+        figures["adaptive"] = {
+            "given more annotators": int((wanted > campaign.overlap).sum()),
+            "at the maximum": int((wanted >= campaign.overlap_max).sum()),
+            "annotators wanted": int(wanted.sum()),
+            "annotators at a fixed maximum": int(queue_size * campaign.overlap_max),
+        }
     return LiveCampaign(table, figures, median)
 
 

@@ -56,7 +56,8 @@ def new_campaign_form() -> None:
         chosen = st.multiselect("Datasets", datasets, format_func=lambda d: f"{d[1]} ({d[2]:,} pairs)")
         c1, c2, c3, c4 = st.columns(4)
         quota = c1.number_input("Pairs per annotator", min_value=1, value=50, step=1)
-        overlap = c2.number_input("Annotators per pair", min_value=1, value=1, step=1)
+        overlap = c2.number_input("Annotators per pair", min_value=1, value=1, step=1,
+                                  help="With adaptive overlap below: the least each pair gets.")
         n_training = c3.number_input("Training pairs", min_value=0, value=5, step=1,
                                      help="The same for everyone, shown first, not counted in results.")
         seed = c4.number_input("Seed", min_value=0, value=0, step=1)
@@ -67,6 +68,18 @@ def new_campaign_form() -> None:
         distribution = st.radio("Share the pairs among annotators", list(DISTRIBUTIONS), format_func=DISTRIBUTIONS.get,
                                 help="With several annotators per pair: share the work (different pairs for "
                                      "each while there are enough), or have them label the same pairs first.")
+        a1, a2, a3 = st.columns([2, 1, 1])
+        adaptive = a1.checkbox(
+            "Adaptive overlap: enough annotators per pair", value=False,
+            help="Each pair gets the annotators per pair above, then one more at a time while fewer than the "
+                 "confidence of its answers agree on the binarised label (Same meaning / Mostly similar against "
+                 "the two others; Don't know left out), up to the most below. Confident pairs stop early and "
+                 "the labels go where people disagree.")
+        overlap_max = a2.number_input("Most annotators per pair", min_value=1, value=5, step=1,
+                                      help="Adaptive overlap only: no pair gets more.")
+        confidence = a3.number_input("Confidence", min_value=0.51, max_value=1.0, value=ann.ADAPTIVE_CONFIDENCE,
+                                     step=0.05, format="%.2f",
+                                     help="Adaptive overlap only: the share of a pair's answers that must agree.")
         selection = pair_selection_inputs()
         guidelines = st.text_area("Guidelines (Markdown)", value=default_guidelines(), height=300)
         if st.form_submit_button("Create campaign", type="primary"):
@@ -74,7 +87,8 @@ def new_campaign_form() -> None:
                 created = ann.create_campaign(engine, name, [d[0] for d in chosen], quota=int(quota), overlap=int(overlap),
                                     n_training=int(n_training), guidelines=guidelines, pair_order=order,
                                     seed=int(seed), informative_run_id=run[0] if run else None,
-                                    selection=selection, distribution=distribution)
+                                    selection=selection, distribution=distribution,
+                                    overlap_max=int(overlap_max) if adaptive else None, confidence=float(confidence))
                 st.session_state["campaign-created"] = (name.strip(), created)
                 st.rerun()
             except ann.CampaignError as exc:
@@ -137,9 +151,16 @@ def annotators_section(campaign) -> None:
                    "continues with the same labels.")
 
 
+def overlap_text(campaign) -> str:
+    if campaign.overlap_max is None:
+        return f"{campaign.overlap} annotator(s) per pair"
+    return (f"{campaign.overlap}–{campaign.overlap_max} annotators per pair (adaptive: more while under "
+            f"{campaign.confidence:.0%} agreement)")
+
+
 def settings_section(campaign, counts: dict) -> None:
     st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
-             f"{campaign.quota} pairs per annotator · {campaign.overlap} annotator(s) per pair")
+             f"{campaign.quota} pairs per annotator · {overlap_text(campaign)}")
     runs = dict(ann.score_run_choices(engine, kind=None))
     chosen = describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))
     st.write(f"Pairs: {user_text(chosen)} · "
@@ -212,8 +233,10 @@ campaign = by_id[chosen_id]
 counts = ann.campaign_overview(engine, campaign.id)
 COUNT_HELP = {
     "pairs in queue": "The pairs served as ordinary pairs: the campaign's pairs less its training pairs (and gold checks).",
-    "pairs fully labelled": f"Queue pairs answered by {campaign.overlap} annotator(s), the campaign's annotators per "
-                            "pair; a pair served but not yet answered does not count.",
+    "pairs fully labelled": (f"Queue pairs answered by {campaign.overlap} annotator(s), the campaign's annotators per pair"
+                             if campaign.overlap_max is None else "Queue pairs answered by as many annotators as they "
+                             "want now (adaptive overlap: confident pairs stop at the least)")
+                            + "; a pair served but not yet answered does not count.",
     "labels": f"Labels given in this campaign: {LABELS_COUNTED}. The same count on every page.",
     "training pairs": "Shown first to everyone, the same for all, not counted in results.",
 }

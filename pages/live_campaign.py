@@ -49,13 +49,23 @@ def live_view(campaign_id: int) -> None:
     row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1),
                   help="The labels, counted alike, over the hours since the campaign's first one.")
     row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
-                  help=f"Queue pairs not yet answered by {campaign.overlap} annotator(s) (served but unanswered pairs "
-                       "count as short) / the pairs in the queue.")
+                  help=(f"Queue pairs not yet answered by {campaign.overlap} annotator(s)" if campaign.overlap_max is None
+                        else "Queue pairs not yet answered by as many annotators as they want now (adaptive overlap)")
+                  + " (served but unanswered pairs count as short) / the pairs in the queue.")
     for column, name, key in ((row[4], "α ordinal so far", "ordinal"), (row[5], "α binarised so far", "binary")):
         figure = f["agreement"][key]
         column.metric(name, number(figure.get("alpha"), 3), help=AGREEMENT_RULE + (
             f" 95% CI [{figure['ci_low']:.3f}, {figure['ci_high']:.3f}] over {figure['n_items']:,} pairs."
             if figure.get("alpha") is not None else f" Not defined yet: {figure.get('why', '')}"))
+    if "adaptive" in f:
+        a = f["adaptive"]
+        st.caption(
+            f"Adaptive overlap ({campaign.overlap}–{campaign.overlap_max} annotators per pair, until "
+            f"{campaign.confidence:.0%} of a pair's answers agree on the binarised label): "
+            f"{a['given more annotators']:,} pairs were given more than {campaign.overlap}, "
+            f"{a['at the maximum']:,} reached {campaign.overlap_max}; the queue wants "
+            f"{a['annotators wanted']:,} answers now, against {a['annotators at a fixed maximum']:,} "
+            f"at a fixed overlap of {campaign.overlap_max}.")
     flagged = data.annotators[data.annotators["flags"] != ""]
     if len(flagged):
         # names are the annotators' own text: every Markdown character escaped, shown as typed

@@ -219,3 +219,25 @@ def aggregate(labels: pd.DataFrame, method: str = DEFAULT_METHOD, scale: str = "
         if known.any():
             gold_accuracy = float((held[known].astype(int) == gold[known]).mean())
     return Aggregation(method, scale, pairs, probas, annotators, anchored, gold_accuracy, settings)
+
+
+# ---------------------------------------------------------------- adaptive overlap
+
+def binary_vote_share(levels) -> float:
+    """The posterior adaptive overlap reads per pair: the majority method's posterior on the binarised
+    scale, i.e. the share of the pair's usable labels on the larger side (0.5-1). "Don't know" and missing
+    labels are left out, as everywhere; a pair with no usable label has nothing to be confident about: 0."""
+    binary = np.asarray(binarise_levels(list(levels)), dtype=float)
+    binary = binary[~np.isnan(binary)]
+    if not len(binary):
+        return 0.0
+    yes = float(binary.mean())
+    return max(yes, 1.0 - yes)
+
+
+def wants_another(levels, n_wanted: int, overlap_max: int, confidence: float) -> bool:
+    """Adaptive overlap's rule for one pair: once it holds the answers it asked for (``levels``, one per
+    annotator, "Don't know" included), it asks for one more annotator while it is under ``overlap_max``
+    and binary_vote_share is below ``confidence``."""
+    levels = list(levels)
+    return len(levels) >= n_wanted and n_wanted < overlap_max and binary_vote_share(levels) < confidence

@@ -92,7 +92,7 @@ def _campaign_lines(campaign: Optional[dict]) -> list[str]:
              f"- **{campaign['name']}**, on {', '.join(campaign['datasets']) or 'no dataset any more'}.",
              f"- Pairs taken: {campaign['selection_text']}; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
                f"{campaign['n_queue']:,} pairs in the queue.",
-             f"- {campaign['overlap']} annotator(s) per pair, {campaign['quota']:,} pairs per annotator, seed "
+             f"- {_overlap_text(campaign)}, {campaign['quota']:,} pairs per annotator, seed "
              f"{campaign['seed']} (serving order and sample).",
              f"- Gold checks: {campaign['n_gold_pairs']:,} gold pairs; share of gold checks {rate:.0%}"
              + (f" (each annotator is served {campaign['checks_per_annotator']:,} "
@@ -193,3 +193,10 @@ def dataset_card(facts: dict) -> str:
         if aggregation else [])
     lines += ["", "## Columns", ""] + [f"- `{name}`: {text}" for name, text in column_help] + [""]
     return "\n".join(lines)
+
+
+def _overlap_text(campaign: dict) -> str:
+    if campaign.get("overlap_max") is None:
+        return f"{campaign['overlap']} annotator(s) per pair"
+    return (f"adaptive overlap: {campaign['overlap']} to {campaign['overlap_max']} annotators per pair (one more "
+            f"while fewer than {campaign['confidence']:.0%} of a pair's answers agreed on the binarised label)")
