@@ -2,6 +2,7 @@
 
     python bench/worker.py                    # CPU: random 6 layers, hidden 512, 32k vocab; 600 MRPC pairs; FS-DIRECT
     python bench/worker.py --size mistral-7b --device cuda --pairs 6000
+    python bench/worker.py --model demo --pairs 300   # real weights: the demo judge (SmolLM2-135M GGUF)
 
 The model is random (no download possible here) with the sizes of bench/scorer.py's presets, and
 is saved to a temporary directory so that the scorer and the worker load it the way a user's local
@@ -131,7 +132,7 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
         command += ["--claim-size", str(args.claim_size)]
     if not overlap:
         command.append("--no-overlap")
-    log_path = model_dir.parent / f"worker-{label}-{name}.log"
+    log_path = Path(args.log_dir) / f"worker-{label}-{name}.log"
     started = time.perf_counter()
     cpu_samples = []  # (UTC time as the store writes it, CPU seconds the worker has used)
     with open(log_path, "wb") as log_file:
@@ -194,6 +195,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="cpu-small",
                         help="cpu-small: 6 layers, hidden 512, 32k vocab; mistral-7b: Mistral-7B's sizes (a GPU)")
+    parser.add_argument("--model", help="real weights instead of a random model: a hub id, a directory, a .gguf "
+                                        "file, or 'demo' (the demo judge installed by make run)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 (default cpu)")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
                         help="default: bfloat16 on cuda, float32 on cpu")
@@ -220,8 +223,15 @@ def main(argv=None) -> None:
     sources, hypotheses = read_mrpc(args.pairs)
     with tempfile.TemporaryDirectory(prefix="pluie-bench-") as directory:
         model_dir = Path(directory) / "model"
+        args.log_dir = directory
         started = time.perf_counter()
-        described = save_model(args, sources, hypotheses, model_dir)
+        if args.model:  # loaded by the scorer and the worker from where it lies, as a user's model is
+            from pluie_core.gguf_files import demo_model_path
+
+            model_dir = Path(str(demo_model_path() or "demo") if args.model == "demo" else args.model)
+            described = f"{model_dir.name} (real weights)"
+        else:
+            described = save_model(args, sources, hypotheses, model_dir)
         print(f"model: {described} on {args.device}, saved in {time.perf_counter() - started:.1f}s; "
               f"{len(sources)} MRPC pairs, template {args.template}", flush=True)
         scorer_runs = [scorer_rate(args, model_dir, sources, hypotheses)]

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable
+from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable, import_locked
 from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
 
@@ -200,6 +200,28 @@ def _input_device(model):
     return model.get_input_embeddings().weight.device
 
 
+def grouped_attention_on_cpu() -> None:
+    """Let transformers' SDPA attention run grouped-query attention on the CPU without copying the keys
+    and values once per query head (``enable_gqa``). transformers does that only without a mask, since
+    CUDA's fast kernels need none; a PLUIE batch always has one (its left padding), so on CPU it copied
+    every layer's keys and values 3× for SmolLM2 (9 query heads, 3 key/value heads) before attending.
+    torch's CPU kernel takes grouped heads with a mask and gives the same numbers (bench/scorer.py:
+    the scores still equal the papers' two-pass formula). CUDA and other devices keep transformers' rule.
+    Installed once per process, for every model loaded after it (PluieScorer and the LLM judges)."""
+    sdpa = import_locked("transformers.integrations.sdpa_attention")
+    original = sdpa.use_gqa_in_sdpa
+    if getattr(original, "pluie_cpu", False):
+        return
+
+    def use_gqa_in_sdpa(attention_mask, key, value):
+        if key.device.type == "cpu" and key.shape[-1] == value.shape[-1]:
+            return True
+        return original(attention_mask, key, value)
+
+    use_gqa_in_sdpa.pluie_cpu = True
+    sdpa.use_gqa_in_sdpa = use_gqa_in_sdpa
+
+
 def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization=None, owner: str = "PluieScorer"):
     """The model a scorer or judge works with, as ``(model, tokenizer, device, dtype, name)``.
 
@@ -208,6 +230,8 @@ def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization
     ``tokenizer``, or a ``(model, tokenizer)`` tuple. A loaded model is moved to ``device`` / ``dtype``
     unless accelerate placed or quantised it; ``device`` is where the inputs go."""
     import torch
+
+    grouped_attention_on_cpu()
 
     if isinstance(model, tuple) and len(model) == 2:
         model, tokenizer = model
