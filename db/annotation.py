@@ -34,6 +34,8 @@ from db.models import (
     TrainingPair,
     utcnow,
 )
+from pluie_core.aggregation import DEFAULT_METHOD as DEFAULT_AGGREGATION
+from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 from pluie_core.aggregation import wants_another
 from pluie_core.auth import hash_token, new_token
 from pluie_core.guidelines import (
@@ -142,6 +144,11 @@ def _has_scores(run_id):
 def list_campaigns(engine: Engine) -> list[Campaign]:
     with read_session(engine) as session:
         return list(session.scalars(select(Campaign).order_by(Campaign.created_at.desc(), Campaign.id.desc())))
+
+
+def campaign_aggregation(campaign: Campaign) -> str:
+    """The aggregation method a campaign's final labels use by default (majority until it chooses)."""
+    return campaign.aggregation or DEFAULT_AGGREGATION
 
 
 def get_campaign(engine: Engine, campaign_id: int) -> Campaign:
@@ -332,7 +339,12 @@ def reorder_campaign(engine: Engine, campaign_id: int) -> None:
 
 
 def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[str] = None,
-                    active: Optional[bool] = None) -> None:
+                    active: Optional[bool] = None, aggregation: Optional[str] = None) -> None:
+    """Change a campaign's guidelines, whether it is open, or ``aggregation``: the method of
+    pluie_core.aggregation its final labels use by default (Export, publish, Live campaign)."""
+    if aggregation is not None and aggregation not in AGGREGATION_METHODS:
+        raise CampaignError(f"{aggregation!r} is not an aggregation method; choose one of "
+                            f"{', '.join(AGGREGATION_METHODS)}.")
     with write_session(engine) as session:
         campaign = session.get(Campaign, campaign_id)
         if campaign is None:
@@ -341,6 +353,8 @@ def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[st
             campaign.guidelines = guidelines
         if active is not None:
             campaign.active = active
+        if aggregation is not None:
+            campaign.aggregation = None if aggregation == DEFAULT_AGGREGATION else aggregation
 
 
 def campaign_label_counts(session: Session, campaign_id: int, since=None) -> dict[str, int]:

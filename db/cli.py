@@ -18,6 +18,7 @@ from db.datasets import list_datasets
 from db.engine import database_url, init_db
 from db.export import PAIR_SCOPES
 from db.publish import PublishError, publish_dataset
+from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="only this campaign's pairs and the labels given in it (by name or id)")
     publish.add_argument("--pairs", choices=list(PAIR_SCOPES), default="all",
                          help="every pair (default), the labelled pairs or the adjudicated pairs")
+    publish.add_argument("--aggregation", choices=list(AGGREGATION_METHODS),
+                         help="add the method's aggregated labels, posterior and uncertainty (default: the "
+                              "campaign's method when --campaign names one that chose one, else none)")
     publish.add_argument("--title", help="the card's title (default: the datasets' or the campaign's names)")
     publish.add_argument("--include-training", action="store_true",
                          help="also publish the labels of annotators' training trials")
@@ -66,10 +70,14 @@ def publish_store(args) -> Path:
         if args.dataset:
             datasets = list_datasets(engine)
             ids = list(dict.fromkeys(_by_name_or_id(datasets, name, "dataset") for name in args.dataset))
-        campaign_id = None if args.campaign is None else _by_name_or_id(list_campaigns(engine), args.campaign,
-                                                                         "campaign")
+        campaigns = list_campaigns(engine)
+        campaign_id = None if args.campaign is None else _by_name_or_id(campaigns, args.campaign, "campaign")
+        aggregation = getattr(args, "aggregation", None)
+        if aggregation is None and campaign_id is not None:
+            aggregation = next(c.aggregation for c in campaigns if c.id == campaign_id)  # None: majority only
         result = publish_dataset(engine, args.folder, ids, licence=args.licence, title=args.title,
                                  include_training=args.include_training, campaign_id=campaign_id, pairs=args.pairs,
+                                 aggregation=aggregation,
                                  progress=lambda done, total: print(f"{done} of {total} pairs", file=sys.stderr))
     finally:
         engine.dispose()

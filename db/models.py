@@ -82,6 +82,8 @@ class Campaign(Base):
     # while the vote share of its binarised majority is below `confidence`; None: a fixed overlap
     overlap_max: Mapped[Optional[int]] = mapped_column(Integer)
     confidence: Mapped[Optional[float]] = mapped_column(Float)
+    # how the campaign's final labels are aggregated (pluie_core.aggregation.METHODS); None: majority, the default
+    aggregation: Mapped[Optional[str]] = mapped_column(String(20))
     n_training: Mapped[int] = mapped_column(Integer, default=5)
     guidelines: Mapped[str] = mapped_column(Text, default="")
     # "random" (seeded), "least_labelled" or "informative"

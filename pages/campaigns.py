@@ -5,6 +5,7 @@ import streamlit as st
 from db import annotation as ann
 from db.analysis import LABELS_COUNTED
 from pages.shared import admin_page, user_text
+from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
 from pluie_core.labels import LEVELS
@@ -169,6 +170,14 @@ def settings_section(campaign, counts: dict) -> None:
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
         ann.update_campaign(engine, campaign.id, active=active)
+    method = st.selectbox(
+        "Final labels by", METHODS, index=METHODS.index(ann.campaign_aggregation(campaign)),
+        format_func=METHOD_NAMES.get, key=f"aggregation-{campaign.id}",
+        help="How this campaign's labels become a pair's final label where no reviewer decided: the default of "
+             "Export, publishing (and `python -m db publish --campaign`) and Live campaign's reliabilities. Majority "
+             "until you choose; Dawid–Skene, GLAD and MACE weigh each annotator by their estimated reliability.")
+    if method != ann.campaign_aggregation(campaign):
+        ann.update_campaign(engine, campaign.id, aggregation=method)
         st.rerun()
     if campaign.pair_order == "informative" and st.button("Recompute the order from the latest scores"):
         ann.reorder_campaign(engine, campaign.id)

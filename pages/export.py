@@ -23,7 +23,8 @@ if not datasets:
 
 names = {d.name: d.id for d in datasets}
 chosen = st.multiselect("Datasets", list(names), default=list(names))
-campaigns = {c.id: c.name for c in list_campaigns(engine)}
+campaign_list = list_campaigns(engine)
+campaigns = {c.id: c.name for c in campaign_list}
 left, right = st.columns(2)
 campaign_id = left.selectbox("Campaign", [None, *campaigns], format_func=lambda i: "None: whole datasets" if i is None
                              else campaigns[i], help="Only the pairs of this campaign (its queue, gold pairs and the "
@@ -42,7 +43,10 @@ PREVIEW_ROWS = 50
 left, right = st.columns(2)
 layout = left.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True)
 AGGREGATIONS = {None: "None: the majority rule only", **{m: METHOD_NAMES[m] for m in METHODS}}
-method = right.selectbox("Aggregation", list(AGGREGATIONS), format_func=AGGREGATIONS.get, key="export-aggregation",
+# a campaign's own choice (Campaigns → Final labels by) is the default when the export is that campaign's
+default_method = next((c.aggregation for c in campaign_list if c.id == campaign_id), None)
+method = right.selectbox("Aggregation", list(AGGREGATIONS), format_func=AGGREGATIONS.get,
+                         index=list(AGGREGATIONS).index(default_method), key=f"export-aggregation-{campaign_id}",
                          help="Adds `aggregation`, `aggregated_level` / `aggregated_label`, `posterior` (the "
                               "probability of that level) and `uncertainty` (1 - the largest probability), fitted "
                               "over the five levels on the labels exported; the final level then follows the "

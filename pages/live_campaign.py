@@ -21,7 +21,8 @@ if not campaigns:
 by_id = {c.id: c for c in campaigns}
 c1, c3, c2 = st.columns([3, 1, 1])
 chosen = c1.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
-method = c3.selectbox("Reliability by", METHODS, format_func=METHOD_NAMES.get, key="live-aggregation",
+method = c3.selectbox("Reliability by", METHODS, format_func=METHOD_NAMES.get, key=f"live-aggregation-{chosen}",
+                      index=METHODS.index(ann.campaign_aggregation(by_id[chosen])),
                       help="The estimated chance that each annotator gives the true label (pluie_core.aggregation; "
                            "refitted only when new labels come in).")
 every = c2.selectbox("Refresh every", [5, 15, 60, None], index=1,

@@ -206,3 +206,40 @@ def test_the_organiser_asks_for_adaptive_overlap_and_sees_where_the_labels_went(
     card = publish_dataset(engine, tmp_path / "card", licence="mit", campaign_id=made.id, n_boot=50).card
     assert ("adaptive overlap: 2 to 3 annotators per pair (one more while fewer than 80% of a pair's answers "
             "agreed on the binarised label)") in card
+
+
+def test_a_campaign_chooses_its_aggregation_and_export_publish_and_live_follow(db_url, engine, monkeypatch, tmp_path):
+    """Campaigns → Final labels by: stored on the campaign (majority until it chooses), then the default of the
+    Export page for that campaign, of Live campaign's reliabilities and of `python -m db publish --campaign`."""
+    from streamlit.testing.v1 import AppTest
+
+    from db.cli import main as db_main
+    from tests.paths import REPO
+
+    cid = campaign(engine, n_pairs=6, overlap=2, overlap_max=None)
+    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
+    for i, person in enumerate(people):
+        answer_all(engine, person, lambda p: (p + i) % 4)
+    assert ann.campaign_aggregation(ann.get_campaign(engine, cid)) == "majority"
+    with pytest.raises(ann.CampaignError, match="not an aggregation method"):
+        ann.update_campaign(engine, cid, aggregation="mean")
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
+    at.switch_page("pages/campaigns.py").run()
+    at.selectbox(key=f"aggregation-{cid}").set_value("dawid_skene").run()
+    assert not at.exception and ann.get_campaign(engine, cid).aggregation == "dawid_skene"
+    at.switch_page("pages/export.py").run()
+    next(s for s in at.selectbox if s.label == "Campaign").set_value(cid).run()
+    assert at.selectbox(key=f"export-aggregation-{cid}").value == "dawid_skene"
+    assert not at.exception and (at.dataframe[0].value["aggregation"] == "dawid_skene").all()
+    at.switch_page("pages/live_campaign.py").run()
+    assert not at.exception and at.selectbox(key=f"live-aggregation-{cid}").value == "dawid_skene"
+    folder = tmp_path / "published"
+    assert db_main(["publish", str(folder), "--licence", "mit", "--campaign", "c0", "--db", db_url]) == 0
+    assert "Dawid–Skene over the five levels" in (folder / "README.md").read_text()
+    import pandas as pd
+    assert (pd.read_parquet(folder / "data")["aggregation"] == "dawid_skene").all()

@@ -88,7 +88,7 @@ def test_the_export_page_offers_the_methods(store, db_url, monkeypatch, tmp_path
     at = export_page(db_url, tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert "posterior" not in at.dataframe[0].value.columns
-    at.selectbox(key="export-aggregation").set_value("dawid_skene").run()
+    at.selectbox(key="export-aggregation-None").set_value("dawid_skene").run()
     assert not at.exception, at.exception
     shown = at.dataframe[0].value
     assert {"aggregation", "aggregated_level", "posterior", "uncertainty"} <= set(shown.columns)

@@ -1,4 +1,5 @@
-"""adaptive overlap: a campaign may ask for enough annotators per pair instead of a fixed number
+"""adaptive overlap (a campaign may ask for enough annotators per pair instead of a fixed number) and
+the campaign's aggregation method
 
 Revision ID: 0011
 Revises: 0010
@@ -8,7 +9,9 @@ Create Date: 2026-11-24 01:00:00.000000
 annotators per pair and a pair gets one more, up to `overlap_max`, while the vote share of its
 binarised majority is below `confidence` (db.annotation.adaptive_overlap). `campaign_pairs.n_wanted`
 holds how many annotators each pair wants now; the queue's covering indexes carry it, so finding the
-next free pair still reads the index only. Existing campaigns keep their fixed overlap (NULLs).
+next free pair still reads the index only. `campaigns.aggregation`: the method of pluie_core.aggregation
+the campaign's final labels use by default (Export, publish, Live campaign); NULL is majority, as before.
+Existing campaigns keep their fixed overlap and the majority rule (NULLs).
 """
 from alembic import op
 import sqlalchemy as sa
@@ -24,6 +27,7 @@ def upgrade() -> None:
     with op.batch_alter_table('campaigns', schema=None) as batch_op:
         batch_op.add_column(sa.Column('overlap_max', sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column('confidence', sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column('aggregation', sa.String(length=20), nullable=True))
     with op.batch_alter_table('campaign_pairs', schema=None) as batch_op:
         batch_op.add_column(sa.Column('n_wanted', sa.Integer(), nullable=True))
         batch_op.drop_index('ix_campaign_pairs_rank')
@@ -42,5 +46,6 @@ def downgrade() -> None:
         batch_op.create_index('ix_campaign_pairs_rank', ['campaign_id', 'rank', 'n_assigned', 'pair_id'], unique=False)
         batch_op.drop_column('n_wanted')
     with op.batch_alter_table('campaigns', schema=None) as batch_op:
+        batch_op.drop_column('aggregation')
         batch_op.drop_column('confidence')
         batch_op.drop_column('overlap_max')
