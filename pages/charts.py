@@ -83,7 +83,8 @@ def threshold_curve(curve: pd.DataFrame, x: str, x_title: str, colours: dict, ma
     browser: one row per point, not one per point and figure."""
     figures = list(colours)
     lines = alt.Chart(curve[[x, *figures]]).transform_fold(figures, as_=["figure", "value"]).mark_line().encode(
-        x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False)), y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1.02])),
+        x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False)),
+        y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1.02])),
         color=_colour("figure", colours, "figure"),
         tooltip=[alt.Tooltip("figure:N"), alt.Tooltip(f"{x}:Q", title=x_title, format=".4g"),
                  alt.Tooltip("value:Q", format=".3f")])
@@ -94,7 +95,8 @@ def class_histogram(bars: pd.DataFrame, colours: dict, x_title: str, title: str,
     """Bars binned on the server (class, start, end, count), the classes overlaid, not stacked."""
     shown = {name: colour for name, colour in colours.items() if name in set(bars["class"])}
     columns = alt.Chart(bars).mark_bar(opacity=0.65).encode(
-        x=alt.X("start:Q", title=x_title, scale=alt.Scale(zero=False)), x2="end:Q", y=alt.Y("count:Q", title="count", stack=None), y2=alt.datum(0),
+        x=alt.X("start:Q", title=x_title, scale=alt.Scale(zero=False)), x2="end:Q",
+        y=alt.Y("count:Q", title="count", stack=None), y2=alt.datum(0),  # bars from 0, not ranges at a height
         color=_colour("class", shown, "class"),
         tooltip=["class:N", alt.Tooltip("start:Q", title="from", format=".4g"),
                  alt.Tooltip("end:Q", title="to", format=".4g"), "count:Q"])
@@ -121,7 +123,7 @@ def class_scatter(points: pd.DataFrame, colours: dict, shapes: dict, titles: dic
 def grouped_bars(long: pd.DataFrame, title: str) -> alt.Chart:
     """Bars of r per metric (x), one per method side by side (long: metric, method, r)."""
     methods, metrics = list(dict.fromkeys(long["method"])), list(dict.fromkeys(long["metric"]))
-    slanted = max(map(len, metrics)) > 20  # run names in full, slanted when long
+    slanted = max(map(len, metrics), default=0) > 20  # run names in full, slanted when long
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("metric:N", sort=metrics, title="metric", axis=alt.Axis(labelAngle=-30 if slanted else 0, labelLimit=0)),
         xOffset=alt.XOffset("method:N", sort=methods), y=alt.Y("r:Q", title="r"),
