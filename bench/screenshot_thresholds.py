@@ -49,8 +49,8 @@ def main(argv=None) -> int:
                 page = browser.new_page(viewport={"width": 1400, "height": 1150}, device_scale_factor=1)
                 page.goto(server.url + "/thresholds")
                 wait_for_app(page, timeout=90_000)
-                page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=90_000)
-                page.wait_for_timeout(1500)  # let plotly finish its first layout pass
+                page.wait_for_selector("[data-testid='stVegaLiteChart'] :is(canvas, svg)", timeout=90_000)
+                page.wait_for_timeout(1500)  # let Vega finish its first layout pass
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=args.out)
                 browser.close()

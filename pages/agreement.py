@@ -3,15 +3,13 @@ with a bootstrap interval) on the five-level scale and binarised, a per-annotato
 each annotator and the majority agree with a score run."""
 import numpy as np
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from pluie_core.analysis import (
     RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_scales,
 )
 from db.analysis import LABELS_COUNTED
-from pages import analysis_common as common
+from pages import analysis_common as common, charts
 from pluie_core.agreement import AGREEMENT_RULE, N_BOOT, count_patterns, level_counts
 from pluie_core.agreement import agreement_figures as level_agreement
 from pages.shared import admin_page, user_text
@@ -24,8 +22,6 @@ admin_page()
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}
 ALPHA_LEVELS = ("nominal", "ordinal", "interval")
-KAPPA_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
-HEATMAP_MIN_HEIGHT, HEATMAP_MARGIN = 360, 70  # px: the colour bar then has 220 px, 55 per tick
 
 st.title("Agreement")
 selection = common.sidebar(run="optional", reference=False)
@@ -105,18 +101,9 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
                 "Krippendorff's interval α above measures their agreement.")
         return
-    text = pairwise.kappa.map(lambda k: "" if pd.isna(k) else f"{k:.2f}") + "<br>n=" + pairwise.n_shared.astype(str)
-    heatmap = go.Figure(go.Heatmap(
-        z=pairwise.kappa.to_numpy(), x=pairwise.kappa.columns, y=pairwise.kappa.index, text=text.to_numpy(),
-        texttemplate="%{text}", zmin=-1, zmax=1, colorscale="RdBu",
-        # five labelled ticks, the title beside the bar: with two or three annotators the plot is short,
-        # and plotly's default ticks and top title then overlap
-        colorbar=dict(title=dict(text="κ", side="right"), tickvals=KAPPA_TICKS, ticktext=[f"{t:g}" for t in KAPPA_TICKS]),
-        hovertemplate="%{y} × %{x}: %{text}<extra></extra>"))
-    heatmap.update_layout(title=f"Cohen's κ per pair of annotators ({name}); n = items both labelled",
-                          yaxis_autorange="reversed", margin=dict(t=HEATMAP_MARGIN, b=HEATMAP_MARGIN),
-                          height=max(HEATMAP_MIN_HEIGHT, 160 + 45 * len(pairwise.kappa)))
-    st.plotly_chart(heatmap, key=f"kappa_{name}")
+    heatmap = charts.kappa_heatmap(pairwise.kappa, pairwise.n_shared,
+                                   f"Cohen's κ per pair of annotators ({name}); n = items both labelled")
+    st.altair_chart(heatmap, key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
 
@@ -160,10 +147,10 @@ else:
     who = st.selectbox("Confusion matrix of", versus["annotator"].tolist(), index=len(versus) - 1, key="agreement_confusion")
     row = versus[versus["annotator"] == who].iloc[0]
     cells = np.array([[row["tn"], row["fp"]], [row["fn"], row["tp"]]])
-    confusion = px.imshow(cells, text_auto=True, color_continuous_scale="Blues",
-                          x=["model: non-paraphrase", "model: paraphrase"], y=["human: non-paraphrase", "human: paraphrase"],
-                          title=f"{who} against {run['name']} (n = {int(row['n'])})")
-    st.plotly_chart(confusion, key="confusion")
+    confusion = charts.confusion_matrix(cells, ["model: non-paraphrase", "model: paraphrase"],
+                                        ["human: non-paraphrase", "human: paraphrase"],
+                                        f"{who} against {run['name']} (n = {int(row['n'])})")
+    st.altair_chart(confusion, key="confusion")
 
 with figures_block:
     if view == "Binarised":

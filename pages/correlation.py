@@ -3,11 +3,10 @@ scores, the mean level of the labels, imported annotators' mean, or a numeric me
 bootstrap intervals; a paired bootstrap test of whether two runs' correlations differ; and the
 system-level correlation when the pairs carry a system / model column (the Revisiting paper)."""
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from db import evaluation_reads as reads
-from pages import analysis_common as common
+from pages import analysis_common as common, charts
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.correlation import (
     COLUMNS, METHODS, compare_correlations, correlate, graded_reference, system_level, system_means,
@@ -144,15 +143,14 @@ common.download_csv(table[COLUMNS], "correlation.csv")
 
 pivot = table.pivot(index="metric", columns="method", values="r").reindex(columns=list(METHODS)).reset_index()
 long = pivot.melt(id_vars="metric", var_name="method", value_name="r")
-st.plotly_chart(px.bar(long, x="metric", y="r", color="method", barmode="group", title="Correlation per run"),
-                key="correlation_bars")
+st.altair_chart(charts.grouped_bars(long, "Correlation per run"), key="correlation_bars")
 
 if system_column is None:
     shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
-    points = data[[shown_run, "reference"]].dropna()
+    points = data[[shown_run, "reference"]].dropna().set_axis(["y", "x"], axis=1)
     drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-    st.plotly_chart(px.scatter(drawn, x="reference", y=shown_run, opacity=0.4,
-                               title=f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)"),
+    st.altair_chart(charts.scatter(drawn, {"x": "reference", "y": shown_run},
+                                   f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)"),
                     key="correlation_scatter")
 
 st.subheader("Do two runs correlate differently?")

@@ -2,12 +2,11 @@
 the Pearson correlation inside each class (the paper's figure 2 and table 4), and the mean ± standard
 deviation of every score per class (table 1)."""
 import numpy as np
-import plotly.express as px
-import plotly.graph_objects as go
+import pandas as pd
 import streamlit as st
 
 from pluie_core.analysis import natural_threshold
-from pages import analysis_common as common
+from pages import analysis_common as common, charts
 from pages.shared import admin_page, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
@@ -35,27 +34,21 @@ if data["class"].nunique() < 2:
 
 points = data.reset_index()[["pair_id", "dataset", score, EDIT, "class"]]
 bins = st.slider("Histogram bins", 10, 200, 50, key="distribution_bins")
-# binned here: plotly's own binning sends every score to the browser (100,000 at 100,000 pairs)
+# binned here: the browser gets the bars (at most 200 per class), not every score (100,000 at 100,000 pairs)
 edges = np.histogram_bin_edges(points[score], bins)
-histogram = go.Figure([go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=np.histogram(group[score], edges)[0], width=np.diff(edges),
-                              name=name, marker_color=COLOURS.get(name), opacity=0.65)
-                       for name, group in points.groupby("class")])
-histogram.update_layout(barmode="overlay", bargap=0, title=f"{score} per class", xaxis_title=score, yaxis_title="count",
-                        legend_title="class")
+bars = pd.concat([pd.DataFrame({"class": name, "start": edges[:-1], "end": edges[1:],
+                                "count": np.histogram(group[score], edges)[0]}) for name, group in points.groupby("class")])
 natural = natural_threshold(selection.run["kind"])
-if natural is not None:
-    histogram.add_vline(x=natural, line_color="#d62728", annotation_text="natural threshold")
-st.plotly_chart(histogram, key="histogram")
+marks = [] if natural is None else [(natural, "#d62728", "natural threshold", False)]
+st.altair_chart(charts.class_histogram(bars, COLOURS, score, f"{score} per class", marks), key="histogram")
 common.download_csv(points, f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
 
 st.subheader("Score against edit distance")
 drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-scatter = px.scatter(drawn, x=EDIT, y=score, color="class", symbol="class", color_discrete_map=COLOURS,
-                     symbol_map={"paraphrase": "circle", "non-paraphrase": "square"}, opacity=0.6,
-                     hover_data=["pair_id", "dataset"], title=f"{score} against the normalised Levenshtein distance")
-if natural is not None:
-    scatter.add_hline(y=natural, line_color="#d62728")
-st.plotly_chart(scatter, key="scatter")
+scatter = charts.class_scatter(
+    drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS, {"paraphrase": "circle", "non-paraphrase": "square"},
+    {"x": EDIT, "y": score}, f"{score} against the normalised Levenshtein distance", level=natural)
+st.altair_chart(scatter, key="scatter")
 if len(points) > MAX_POINTS:
     st.caption(f"{MAX_POINTS:,} of {len(points):,} pairs drawn (a seeded sample); the correlations use them all.")
 

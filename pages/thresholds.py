@@ -5,11 +5,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from pluie_core.analysis import natural_threshold
-from pages import analysis_common as common
+from pages import analysis_common as common, charts
 from pages.shared import admin_page, user_text
 from pluie_core.stats import (
     PAPER_PER_CLASS, StatsError, StatsWarning, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve,
@@ -66,18 +65,17 @@ x = "rank" if by_rank else "threshold"
 # one point per distinct score is 100,000 points a line at 100,000 pairs: the browser draws an even
 # sample of the curve (the download has every point)
 drawn = curve.iloc[np.unique(np.linspace(0, len(curve) - 1, MAX_POINTS).astype(int))] if len(curve) > MAX_POINTS else curve
-long = drawn.melt(id_vars=["threshold", "rank"], value_vars=FIGURES, var_name="figure", value_name="value")
-figure = px.line(long, x=x, y="value", color="figure", color_discrete_map=COLOURS,
-                 labels={"threshold": score, "rank": "rank of the pair", "value": ""},
-                 title=f"{score}: classification quality by threshold")
-marks = [("best", best["threshold"], "#2ca02c")] + ([("natural", natural, "#d62728")] if natural is not None else [])
-for name, threshold, colour in marks:
+marks = []  # (x, colour, label, dashed)
+for name, threshold, colour in [("best", best["threshold"], "#2ca02c"), ("natural", natural, "#d62728")]:
+    if threshold is None:
+        continue
     position = curve.loc[curve["threshold"] >= threshold, "rank"].min() if by_rank else threshold
     if pd.notna(position):
-        figure.add_vline(x=position, line_dash="dash", line_color=colour,
-                         annotation_text=f"{name} {threshold:.3g}", annotation_position="top left")
-figure.update_yaxes(range=[0, 1.02])
-st.plotly_chart(figure, key="threshold_curve")
+        marks.append((position, colour, f"{name} {threshold:.3g}", True))
+figure = charts.threshold_curve(drawn, x, score if x == "threshold" else "rank of the pair",
+                                {name: COLOURS[name] for name in FIGURES}, marks,
+                                f"{score}: classification quality by threshold")
+st.altair_chart(figure, key="threshold_curve")
 common.download_csv(curve, f"threshold_curve_{common.file_stem(score)}.csv", "Download curve data (CSV)")
 
 st.subheader("Natural against best threshold")

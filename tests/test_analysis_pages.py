@@ -13,10 +13,11 @@ from pluie_core.analysis import Reference, edit_distances, label_matrix, referen
 from db.datasets import import_pairs
 from pluie_core.stats import (
     best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
-    fleiss_kappa, format_p, human_disagreements, krippendorff_alpha, metrics_at, roc_auc,
+    fleiss_kappa, format_p, human_disagreements, krippendorff_alpha, metrics_at, roc_auc, threshold_curve,
 )
 from tests.analysis_store import build_store
 from tests.paths import REPO
+from tests.vega import charts, layer
 
 ANALYSIS_PAGES = ["agreement", "thresholds", "distributions", "disagreements"]
 
@@ -86,6 +87,17 @@ def test_agreement_shows_the_kappas_and_alphas_stats_computes(open_page, engine,
     pairwise = at.dataframe[0].value.set_index(["annotator_a", "annotator_b"])
     assert pairwise.loc[("ann1", "ann2"), "kappa"] == pytest.approx(
         cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic"))
+    # the heatmap: every cell reads its κ and the items both labelled, on a red-blue scale from -1 to 1
+    heatmap = charts(at)["Cohen's κ per pair of annotators (five-level); n = items both labelled"]
+    cells = layer(heatmap, "text")["frame"].set_index(["row", "column"])
+    kappa = cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic")
+    shared = int((matrix["ann1"].notna() & matrix["ann2"].notna()).sum())
+    assert cells.loc[("ann2", "ann1"), "kappa"] == pytest.approx(kappa)
+    assert cells.loc[("ann1", "ann2"), "text"] == f"{kappa:.2f}\nn={shared}"
+    assert len(cells) == 16 and pd.isna(cells.loc[("ann3", "ann3"), "kappa"])
+    colour = layer(heatmap, "rect")["encoding"]["color"]
+    assert colour["field"] == "kappa" and colour["scale"] == {"domain": [-1, 1], "scheme": "redblue"}
+    assert layer(heatmap, "rect")["encoding"]["y"]["sort"] == ["ann1", "ann2", "ann3", "ann4"]  # the first on top
     summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
     assert list(summary["annotator"]) == ["ann1", "ann2", "ann3", "ann4"]
 
@@ -102,6 +114,14 @@ def test_agreement_compares_humans_with_the_chosen_run(open_page, engine, store)
     agreement = ((scores[kept] >= 0).astype(float) == binary.loc[kept, "ann1"]).mean()
     assert versus.set_index("annotator").loc["ann1", "accuracy"] == pytest.approx(agreement)
     assert versus["annotator"].iloc[-1] == "majority"
+    majority = versus.set_index("annotator").loc["majority"]
+    confusion = charts(at)[f"majority against PLUIE stand-in (n = {int(majority['n'])})"]
+    cells = layer(confusion, "text")["frame"].set_index(["row", "column"])["count"]
+    assert cells.to_dict() == {("human: non-paraphrase", "model: non-paraphrase"): majority["tn"],
+                               ("human: non-paraphrase", "model: paraphrase"): majority["fp"],
+                               ("human: paraphrase", "model: non-paraphrase"): majority["fn"],
+                               ("human: paraphrase", "model: paraphrase"): majority["tp"]}
+    assert layer(confusion, "rect")["encoding"]["color"]["scale"] == {"scheme": "blues"}
 
 
 def test_agreement_on_raw_biosses_scores_uses_their_own_scale(open_page, engine, store):
@@ -148,6 +168,25 @@ def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, en
     assert list(compare.index) == ["best (a posteriori)", "natural"]
     mbd = at.dataframe[-1].value
     assert ("PLUIE stand-in", "accuracy") in mbd.index and "natural" in mbd.columns
+
+    # the curve (200 pairs: every point drawn), the paper's colours, the best and natural thresholds marked
+    curve = threshold_curve(scores, mrpc["gold_label"])
+    figure = charts(at)["PLUIE stand-in: classification quality by threshold"]
+    lines = layer(figure, "line")
+    assert lines["transform"][0]["fold"] == ["accuracy", "f1", "precision", "recall"]
+    for column in ("threshold", "accuracy", "f1", "precision", "recall"):
+        assert lines["frame"][column].tolist() == pytest.approx(curve[column].tolist(), nan_ok=True)
+    assert lines["encoding"]["color"]["scale"]["range"] == ["#f28e2b", "#1f77b4", "#9467bd", "#222222"]
+    assert lines["encoding"]["x"]["title"] == "PLUIE stand-in"
+    marks = layer(figure, "text")["frame"].set_index("label")
+    assert marks.loc[f"best {best['threshold']:.3g}", "position"] == pytest.approx(best["threshold"])
+    assert marks.loc["natural 0", ["position", "colour"]].tolist() == [0, "#d62728"]
+    at.radio(key="threshold_x").set_value("Rank")
+    figure = charts(rerun(at))["PLUIE stand-in: classification quality by threshold"]
+    assert layer(figure, "line")["encoding"]["x"] | {"scale": None} == {
+        "field": "rank", "type": "quantitative", "title": "rank of the pair", "scale": None}
+    marks = layer(figure, "text")["frame"].set_index("label")
+    assert marks.loc["natural 0", "position"] == curve.loc[curve["threshold"] >= 0, "rank"].min()
 
 
 def test_thresholds_against_the_human_majority(open_page, engine, store):
@@ -225,6 +264,29 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     summary = at.dataframe[1].value
     assert summary.loc[(summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"].iloc[0] \
         == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
+
+    # the histogram binned on the server (50 bins over both classes), the classes overlaid in their colours
+    figures = charts(at)
+    bars = layer(figures["Levenshtein similarity per class"], "bar")
+    edges = np.histogram_bin_edges(mrpc["score"], 50)
+    for label, name in ((1, "paraphrase"), (0, "non-paraphrase")):
+        drawn = bars["frame"][bars["frame"]["class"] == name]
+        assert drawn["count"].tolist() == np.histogram(mrpc.loc[mrpc["gold_label"] == label, "score"], edges)[0].tolist()
+        assert drawn["start"].tolist() == pytest.approx(edges[:-1].tolist())
+    assert bars["encoding"]["y"]["stack"] is None and bars["encoding"]["color"]["scale"]["range"] == ["#1f77b4", "#ff7f0e"]
+    scatter = layer(figures["Levenshtein similarity against the normalised Levenshtein distance"], "point")
+    points = scatter["frame"].set_index("pair_id")
+    assert len(points) == len(mrpc) and points["x"].to_dict() == pytest.approx(mrpc["distance"].to_dict())
+    assert points["y"].to_dict() == pytest.approx(mrpc["score"].to_dict())
+    assert scatter["encoding"]["shape"]["scale"]["range"] == ["circle", "square"]
+    assert [t["field"] for t in scatter["encoding"]["tooltip"]] == ["pair_id", "dataset", "y", "x", "class"]
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    figures = charts(rerun(at))
+    natural = layer(figures["PLUIE stand-in per class"], "text")["frame"]
+    assert natural[["position", "label"]].values.tolist() == [[0, "natural threshold"]]
+    assert len(layer(figures["PLUIE stand-in against the normalised Levenshtein distance"], "rule")["frame"]) == 1
+    at.selectbox(key="analysis_run").set_value("Levenshtein similarity")
+    rerun(at)
 
     at.multiselect(key=f"distribution_table_runs_{store['lev_run']}").set_value(["Levenshtein similarity", "PLUIE stand-in"])
     rerun(at)

@@ -12,6 +12,7 @@ from db.datasets import import_pairs
 from pluie_core.baselines import chrf, levenshtein
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS, REPO
+from tests.vega import charts, layer
 
 
 @pytest.fixture
@@ -77,6 +78,16 @@ def test_gold_scores_give_scipys_coefficients(page, store):
         assert row["r"] == pytest.approx(function(scores[metric], pairs["gold_label"]).statistic)
         assert row["n"] == 300 and row["ci_low"] < row["r"] < row["ci_high"]
     assert shown.loc[("levenshtein", "pearson"), "direction"].startswith("lower")
+    # the bars are the table's r, side by side per run; the scatter the chosen run against the gold scores
+    figures = charts(at)
+    bars = layer(figures["Correlation per run"], "bar")
+    drawn = bars["frame"].set_index(["metric", "method"])["r"]
+    assert drawn.to_dict() == pytest.approx(shown["r"].to_dict())
+    assert bars["encoding"]["xOffset"]["field"] == "method" and bars["encoding"]["x"]["field"] == "metric"
+    scatter = layer(figures["chrF against the reference (300 of 300 pairs)"], "point")
+    assert scatter["frame"]["x"].tolist() == pytest.approx(pairs["gold_label"].tolist())
+    assert scatter["frame"]["y"].tolist() == pytest.approx(list(scores["chrF"]))
+    assert (scatter["encoding"]["x"]["title"], scatter["encoding"]["y"]["title"]) == ("reference", "chrF")
 
 
 def test_mean_level_excludes_dont_know(page, store):

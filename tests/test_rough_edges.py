@@ -351,7 +351,7 @@ def test_10_the_guidelines_mark_differences_as_the_labelling_view_does(store):
 
 
 def test_10_the_kappa_heatmap_colour_bar_has_room_for_its_labels(store):
-    import json
+    from tests.vega import charts, layer
 
     engine = store
     frame = pd.DataFrame(sentence_pairs(6), columns=["source", "hypothesis"])
@@ -359,13 +359,12 @@ def test_10_the_kappa_heatmap_colour_bar_has_room_for_its_labels(store):
     frame["annotator:B"] = [0, 1, 3, 3, 2, 1]
     import_pairs(engine, "two people", frame, annotator_scale="levels")
     at = open_page("agreement")
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    bar = spec["data"][0]["colorbar"]
-    layout = spec["layout"]
-    assert bar["title"]["side"] == "right"  # not above the bar, on the top label
-    ticks = bar["tickvals"]
-    plot_height = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
-    assert plot_height / (len(ticks) - 1) >= 40  # px between two labels of about 12 px: no overlap
+    heatmap = charts(at)["Cohen's κ per pair of annotators (five-level); n = items both labelled"]
+    legend = layer(heatmap, "rect")["encoding"]["color"]["legend"]
+    assert legend["values"] == [-1, -0.5, 0, 0.5, 1]  # five labelled ticks, whatever the number of annotators
+    # px between two labels of about 12 px: no overlap, though two annotators make a short plot
+    assert legend["gradientLength"] / (len(legend["values"]) - 1) >= 40
+    assert heatmap["height"] >= legend["gradientLength"] + 100  # the whole bar below the title, its labels in the figure
 
 
 @pytest.mark.browser
