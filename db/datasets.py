@@ -332,9 +332,16 @@ def _contiguous_ranges(session) -> dict[int, tuple[int, int, int]]:
     """(first id, last id, pairs) of each dataset whose pair ids are one unbroken run, as an import
     writes them: every id from the first to the last is one of its pairs, so its labels, scores and
     work are counted as ranges of the pair_id indexes. Read from the dataset_id index alone."""
-    rows = session.execute(select(Pair.dataset_id, func.min(Pair.id), func.max(Pair.id), func.count())
-                           .group_by(Pair.dataset_id)).all()
-    return {int(d): (int(a), int(b), int(n)) for d, a, b, n in rows if n == b - a + 1}
+    found = {}
+    for dataset_id in session.scalars(select(Dataset.id)):
+        of_dataset = Pair.dataset_id == dataset_id  # three seeks in its index (one GROUP BY over all: 0.5 s at 1M)
+        first, last, n = session.execute(select(
+            select(func.min(Pair.id)).where(of_dataset).scalar_subquery(),
+            select(func.max(Pair.id)).where(of_dataset).scalar_subquery(),
+            select(func.count()).select_from(Pair).where(of_dataset).scalar_subquery())).one()
+        if n and n == last - first + 1:
+            found[int(dataset_id)] = (int(first), int(last), int(n))
+    return found
 
 
 def datasets_overview(engine: Engine) -> pd.DataFrame:
