@@ -50,12 +50,18 @@ LABEL_COLUMNS = ["pair_id", "annotator_id", "annotator", "level", "value", "engl
                  "dataset_id", "dataset"]
 
 
+def raw_rows(session, statement) -> list[tuple]:
+    """The driver's plain tuples of a Core select, read straight from the cursor: SQLAlchemy's Row
+    objects cost seconds at 3,000,000 rows. For columns the driver returns as they are (numbers, text)."""
+    result = session.connection().execute(statement)
+    return result.cursor.fetchall() if result.cursor is not None else [tuple(row) for row in result]
+
+
 def _frame(session, statement, columns: list[str]) -> pd.DataFrame:
     """Rows of a Core select as a DataFrame. The driver's plain tuples are read straight from the
     cursor: building a frame from 300,000 SQLAlchemy Row objects costs seconds, from tuples a tenth
     of that. Every column read here is a number or text the driver returns as is."""
-    result = session.connection().execute(statement)
-    rows = result.cursor.fetchall() if result.cursor is not None else [tuple(row) for row in result]
+    rows = raw_rows(session, statement)
     return pd.DataFrame.from_records(rows, columns=columns, nrows=len(rows))
 
 
@@ -63,8 +69,7 @@ def _numbers(session, statement, columns: list[str], integers: Iterable[str] = (
     """Rows of a Core select of numbers only as a DataFrame, the fast way: every value into one float
     array (None -> NaN) without a Python object per cell, then ``integers`` (id columns, never
     missing) as int64. A third of _frame's time at 3,000,000 labels (bench/analysis.py at 1M pairs)."""
-    result = session.connection().execute(statement)
-    rows = result.cursor.fetchall() if result.cursor is not None else [tuple(row) for row in result]
+    rows = raw_rows(session, statement)
     values = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=len(rows) * len(columns))
     frame = pd.DataFrame(values.reshape(len(rows), len(columns)), columns=columns)
     for column in integers:

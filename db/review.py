@@ -17,7 +17,7 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
-from db.analysis import analysis_choices, counted_label, pair_detail
+from db.analysis import analysis_choices, counted_label, pair_detail, raw_rows
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
 from db.models import Adjudication, Dataset, Label, Pair
@@ -73,9 +73,8 @@ def _of_datasets(session, pair_ids: np.ndarray, dataset_ids: Optional[list[int]]
     every dataset): read from the pairs' dataset_id index."""
     if dataset_ids is None or set(session.scalars(select(Dataset.id))) <= set(dataset_ids):
         return np.ones(len(pair_ids), dtype=bool)
-    chosen = session.connection().execute(
-        select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))).scalars().all()
-    return np.isin(pair_ids, np.asarray(chosen, dtype=np.int64))
+    chosen = raw_rows(session, select(Pair.id).where(Pair.dataset_id.in_(dataset_ids)))
+    return np.isin(pair_ids, np.fromiter(itertools.chain.from_iterable(chosen), dtype=np.int64, count=len(chosen)))
 
 
 def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.Series:
@@ -97,8 +96,7 @@ def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> p
     times as long at 3,000,000 labels)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
-        rows = session.connection().execute(select(Label.pair_id, Label.level).where(
-            counted_label(), Label.level.is_not(None))).all()
+        rows = raw_rows(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None)))
         values = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
         values = values[_of_datasets(session, values[:, 0], dataset_ids)] if len(values) else values
     return pd.DataFrame({"pair_id": values[:, 0], "level": values[:, 1]})
