@@ -28,6 +28,7 @@ import importlib
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,6 +83,9 @@ DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.pl
                    "streamlit.elements.vega_charts")
 
 
+WARMED_UP = "serve: the pages' modules are loaded"  # bench/pages.py waits for this line
+
+
 def page_imports(repo: Path = REPO) -> list[str]:
     """The modules app.py and pages/*.py import (read from their source, so a page's new import is
     warmed with no list to keep in step), then the ones Streamlit imports to draw (DRAWING_MODULES)."""
@@ -107,11 +111,13 @@ def warm_up(modules: list[str]) -> threading.Thread:
     """Import `modules` on a background thread (the first page's run finds them loaded, or waits
     only for the rest); one that cannot be imported is left to the page that needs it to report."""
     def load() -> None:
+        started = time.monotonic()
         for name in modules:
             try:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the page that imports it says what is wrong
                 pass
+        print(f"{WARMED_UP} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 
     thread = threading.Thread(target=load, name="pluie-warm-up", daemon=True)
     thread.start()
