@@ -428,12 +428,13 @@ def _joined_figures(session, dataset_ids: list[int], live_runs) -> dict[int, dic
 
 
 def store_totals(engine: Engine) -> dict[str, int]:
-    """The store's datasets, pairs, labels (training-trial labels aside) and scores, counted from indexes."""
+    """The store's datasets, pairs, labels (training-trial labels aside: one pass over the labels' rows,
+    0.4 s at 3,000,000) and scores (counted from indexes)."""
     with read_session(engine) as session:
         return {
             "datasets": session.scalar(select(func.count(Dataset.id))) or 0,
             "pairs": session.scalar(select(func.count(Pair.id))) or 0,
-            "labels": (session.scalar(select(func.count(Label.id))) or 0) - int(_training_labels(session).sum()),
+            "labels": session.scalar(select(func.count(Label.id)).where(counted_label())) or 0,
             "scores": session.scalar(select(func.count(Score.id))) or 0,
         }
 
