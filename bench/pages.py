@@ -4,12 +4,14 @@ function takes (bench/analysis.py times the functions).
     python bench/pages.py [--pairs 100000] [--labels 300000] [--annotators 20] [--db path.db]
 
 Builds the store bench/analysis.py builds (an existing --db file is reused: the default is the same
-file), starts the app on it (`streamlit run app.py`, PLUIE_NO_WORKER=1, no admin password, so the
-pages are open), and opens every page in headless Chromium (/usr/bin/chromium) twice: a first visit
-on the freshly started server, then again. A page is done when Streamlit's script has stopped (the
-`stApp` element's `data-test-script-state` reads `notRunning`), its title is drawn and the DOM has not
-changed for 1.5 s (0.5 s for the pages that redraw themselves: Scoring, Live campaign); the time
-reported is from opening the address to the last change of the DOM, the quiet period not included.
+file), starts the app on it as `make run` does (scripts/serve.py, with its warm-up; PLUIE_NO_WORKER=1,
+PLUIE_DEMO_RUN=0, no admin password, so the pages are open), and opens every page in headless Chromium
+(/usr/bin/chromium) twice: a first visit on the freshly started server (once its warm-up has loaded the
+pages' modules, as when a person opens the address a few seconds after `make run`), then again. A page
+is done when Streamlit's script has stopped (the `stApp` element's `data-test-script-state` reads
+`notRunning`), its title is drawn and the DOM has not changed for 1.5 s (0.5 s for the pages that
+redraw themselves: Scoring, Live campaign); the time reported is from opening the address to the last
+change of the DOM, the quiet period not included.
 Prints a table and exits 1 when a page is over --limit seconds (2 by default).
 """
 from __future__ import annotations
@@ -99,7 +101,13 @@ def main(argv=None) -> int:
     # no admin password: the pages are open (the app says so in the sidebar)
     env = {key: "" for key in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH")}
     log = Path(args.db).with_suffix(".streamlit.log")
-    server = start_app(f"sqlite:///{Path(args.db).resolve()}", log, extra_env=env, app=Path(args.app).resolve())
+    server = start_app(f"sqlite:///{Path(args.db).resolve()}", log, extra_env=env, app=Path(args.app).resolve(),
+                       like_make_run=True)  # a copy without scripts/serve.py: `streamlit run`
+    launcher = Path(args.app).resolve().parent / "scripts" / "serve.py"
+    warms_up = launcher.exists() and "modules are loaded" in launcher.read_text()  # not in older copies
+    deadline = time.monotonic() + 120  # as a person would: open the first page once the server has warmed up
+    while warms_up and "modules are loaded" not in log.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.2)
     times: dict[str, list[float]] = {title: [] for title, _, _ in pages}
     try:
         with sync_playwright() as p:

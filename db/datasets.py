@@ -317,66 +317,119 @@ def list_datasets(engine: Engine) -> list[Dataset]:
         return list(session.scalars(select(Dataset).order_by(Dataset.name)))
 
 
-def datasets_overview(engine: Engine) -> pd.DataFrame:
-    """One row per dataset: size, gold labels, how far labelling and scoring have gone."""
-    with read_session(engine) as session:
-        base = session.execute(
-            select(
-                Dataset.id,
-                Dataset.name,
-                Dataset.source_format,
-                Dataset.label_kind,
-                Dataset.created_at,
-                Dataset.description,
-                func.count(Pair.id),
-                func.count(Pair.gold_label),
-            )
-            .outerjoin(Pair, Pair.dataset_id == Dataset.id)
-            .group_by(Dataset.id)
-            .order_by(Dataset.name)
-        ).all()
-        def per_dataset(count, joins, condition):
-            query = select(Pair.dataset_id, count)
-            for target, on in joins:
-                query = query.join(target, on)
-            return dict(session.execute(query.where(condition).group_by(Pair.dataset_id)).all())
+OVERVIEW_COLUMNS = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
+                    "scores", "scores queued", "imported", "description"]
 
-        # both label figures in one pass over the labels (each pass took a second at 300,000 labels)
-        label_counts = session.execute(
-            select(Pair.dataset_id, func.count(func.distinct(Label.pair_id)), func.count(Label.id))
-            .join(Label, Label.pair_id == Pair.id).where(counted_label()).group_by(Pair.dataset_id)).all()
-        labelled = {dataset_id: n for dataset_id, n, _ in label_counts}
-        n_labels = {dataset_id: n for dataset_id, _, n in label_counts}
-        # failed and cancelled runs leave the figures: their pairs will not be scored unless retried
-        live_run = ScoreRun.status.in_(("active", "paused"))
-        queued = per_dataset(func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id),
-                                                       (ScoreRun, ScoreRun.id == WorkItem.run_id)], live_run)
-        scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id),
-                                                    (ScoreRun, ScoreRun.id == Score.run_id)], live_run)
-    rows = []
-    for ds_id, name, fmt, kind, created, description, n_pairs, n_gold in base:
-        rows.append(
-            {
-                "id": ds_id,
-                "dataset": name,
-                "format": fmt,
+
+def _training_labels(session) -> pd.Series:
+    """How many training-trial labels each pair has (only pairs with some): a few per campaign, read
+    in one pass over the labels' rows (no index holds is_training)."""
+    pair_ids = session.connection().execute(select(Label.pair_id).where(Label.is_training.is_(True))).scalars().all()
+    return pd.Series(pair_ids, dtype="int64").value_counts()
+
+
+def _contiguous_ranges(session) -> dict[int, tuple[int, int, int]]:
+    """(first id, last id, pairs) of each dataset whose pair ids are one unbroken run, as an import
+    writes them: every id from the first to the last is one of its pairs, so its labels, scores and
+    work are counted as ranges of the pair_id indexes. Read from the dataset_id index alone."""
+    found = {}
+    for dataset_id in session.scalars(select(Dataset.id)):
+        of_dataset = Pair.dataset_id == dataset_id  # three seeks in its index (one GROUP BY over all: 0.5 s at 1M)
+        first, last, n = session.execute(select(
+            select(func.min(Pair.id)).where(of_dataset).scalar_subquery(),
+            select(func.max(Pair.id)).where(of_dataset).scalar_subquery(),
+            select(func.count()).select_from(Pair).where(of_dataset).scalar_subquery())).one()
+        if n and n == last - first + 1:
+            found[int(dataset_id)] = (int(first), int(last), int(n))
+    return found
+
+
+def datasets_overview(engine: Engine) -> pd.DataFrame:
+    """One row per dataset: size, gold labels, how far labelling and scoring have gone.
+
+    Counted from indexes: a dataset whose pairs have consecutive ids (one import, or imports with no
+    other dataset's between them) has its labels, scores and queued work counted as ranges of the
+    pair_id indexes, its gold labels over its rows' id range; training-trial labels (the only ones
+    not counted) are read once and taken off. About a second at 1,000,000 pairs and 3,000,000 labels,
+    where joining every label and score to its pair took seven (bench/pages.py). A dataset whose ids
+    interleave with another's (added to after another import) is counted through the joins."""
+    live_runs = select(ScoreRun.id).where(ScoreRun.status.in_(("active", "paused")))
+    with read_session(engine) as session:
+        datasets = session.execute(
+            select(Dataset.id, Dataset.name, Dataset.source_format, Dataset.label_kind, Dataset.created_at,
+                   Dataset.description).order_by(Dataset.name)).all()
+        ranges = _contiguous_ranges(session)
+        training = _training_labels(session)
+        # training labels of a pair that has no other label: the pair is not labelled
+        only_training = pd.Series(dtype="int64")
+        if len(training):
+            totals = dict(session.execute(select(Label.pair_id, func.count()).where(
+                Label.pair_id.in_([int(p) for p in training.index])).group_by(Label.pair_id)).all())
+            only_training = training[[totals.get(int(p), 0) == n for p, n in training.items()]]
+        figures: dict[int, dict[str, int]] = {}
+        for dataset_id, (first, last, n_pairs) in ranges.items():
+            labels = select(Label.pair_id, func.count().label("n")).where(
+                Label.pair_id.between(first, last)).group_by(Label.pair_id).subquery()
+            labelled, n_labels = session.execute(select(func.count(), func.coalesce(func.sum(labels.c.n), 0))).one()
+            in_range = training[(training.index >= first) & (training.index <= last)]
+            alone = only_training[(only_training.index >= first) & (only_training.index <= last)]
+            figures[dataset_id] = {
                 "pairs": n_pairs,
-                "gold labels": n_gold,
-                "label kind": kind or "",
-                "labelled pairs": labelled.get(ds_id, 0),
-                "labels": n_labels.get(ds_id, 0),
-                "scores": scored.get(ds_id, 0),
-                "scores queued": queued.get(ds_id, 0),
-                "imported": created,
-                "description": description or "",
+                "gold labels": session.scalar(select(func.count(Pair.gold_label)).where(Pair.id.between(first, last))),
+                "labelled pairs": int(labelled) - len(alone),
+                "labels": int(n_labels) - int(in_range.sum()),
+                # failed and cancelled runs leave the figures: their pairs will not be scored unless retried
+                "scores": session.scalar(select(func.count()).where(
+                    Score.run_id.in_(live_runs), Score.pair_id.between(first, last))),
+                "scores queued": session.scalar(select(func.count()).where(
+                    WorkItem.run_id.in_(live_runs), WorkItem.pair_id.between(first, last))),
             }
-        )
-    columns = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
-               "scores", "scores queued", "imported", "description"]
-    return pd.DataFrame(rows, columns=columns)
+        others = [int(d.id) for d in datasets if int(d.id) not in ranges]
+        if others:
+            figures.update(_joined_figures(session, others, live_runs))
+    rows = []
+    for ds_id, name, fmt, kind, created, description in datasets:
+        found = figures.get(int(ds_id), {})
+        rows.append({
+            "id": ds_id, "dataset": name, "format": fmt, "pairs": found.get("pairs", 0),
+            "gold labels": found.get("gold labels", 0), "label kind": kind or "",
+            "labelled pairs": found.get("labelled pairs", 0), "labels": found.get("labels", 0),
+            "scores": found.get("scores", 0), "scores queued": found.get("scores queued", 0),
+            "imported": created, "description": description or "",
+        })
+    return pd.DataFrame(rows, columns=OVERVIEW_COLUMNS)
+
+
+def _joined_figures(session, dataset_ids: list[int], live_runs) -> dict[int, dict[str, int]]:
+    """datasets_overview's figures of datasets whose pair ids are not one run, through joins to the pairs."""
+    def per_dataset(count, joins, condition=None):
+        query = select(Pair.dataset_id, count).where(Pair.dataset_id.in_(dataset_ids))
+        for target, on in joins:
+            query = query.join(target, on)
+        if condition is not None:
+            query = query.where(condition)
+        return dict(session.execute(query.group_by(Pair.dataset_id)).all())
+
+    sizes = session.execute(select(Pair.dataset_id, func.count(Pair.id), func.count(Pair.gold_label))
+                            .where(Pair.dataset_id.in_(dataset_ids)).group_by(Pair.dataset_id)).all()
+    label_counts = session.execute(
+        select(Pair.dataset_id, func.count(func.distinct(Label.pair_id)), func.count(Label.id))
+        .join(Label, Label.pair_id == Pair.id).where(Pair.dataset_id.in_(dataset_ids), counted_label())
+        .group_by(Pair.dataset_id)).all()
+    queued = per_dataset(func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id)],
+                         WorkItem.run_id.in_(live_runs))
+    scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id)], Score.run_id.in_(live_runs))
+    figures = {int(d): {"pairs": int(n), "gold labels": int(g)} for d, n, g in sizes}
+    for dataset_id, labelled, n_labels in label_counts:
+        figures[int(dataset_id)].update({"labelled pairs": int(labelled), "labels": int(n_labels)})
+    for dataset_id, found in figures.items():
+        found["scores"], found["scores queued"] = scored.get(dataset_id, 0), queued.get(dataset_id, 0)
+    return figures
 
 
 def store_totals(engine: Engine) -> dict[str, int]:
+    """The store's datasets, pairs, labels (training-trial labels aside: one pass over the labels' rows,
+    0.4 s at 3,000,000) and scores (counted from indexes)."""
     with read_session(engine) as session:
         return {
             "datasets": session.scalar(select(func.count(Dataset.id))) or 0,

@@ -9,21 +9,23 @@ unique (pair, revision) makes the store itself refuse the second of two simultan
 """
 from __future__ import annotations
 
+import itertools
 from typing import Iterable, Optional
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
-from db.analysis import analysis_choices, labels_long, pair_detail
+from db.analysis import analysis_choices, counted_label, pair_detail, raw_rows
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
-from db.models import Adjudication, Label, Pair
+from db.models import Adjudication, Dataset, Label, Pair
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
 
 __all__ = ["ReviewError", "StaleReviewError", "review_queue", "review_item", "adjudicate",
-           "current_adjudications", "flag_counts", "ADJUDICATION_COLUMNS"]
+           "current_adjudications", "flag_counts", "level_rows", "ADJUDICATION_COLUMNS"]
 
 ADJUDICATION_COLUMNS = ["pair_id", "revision", "level", "reviewer", "note", "created_at"]
 MAX_NOTE = 2000
@@ -66,16 +68,38 @@ def current_adjudications(engine_or_session, dataset_ids: Optional[Iterable[int]
     return frame.set_index("pair_id")
 
 
+def _of_datasets(session, pair_ids: np.ndarray, dataset_ids: Optional[list[int]]) -> np.ndarray:
+    """Which of ``pair_ids`` belong to the datasets (all of them when dataset_ids is None or names
+    every dataset): read from the pairs' dataset_id index."""
+    if dataset_ids is None or set(session.scalars(select(Dataset.id))) <= set(dataset_ids):
+        return np.ones(len(pair_ids), dtype=bool)
+    chosen = raw_rows(session, select(Pair.id).where(Pair.dataset_id.in_(dataset_ids)))
+    return np.isin(pair_ids, np.fromiter(itertools.chain.from_iterable(chosen), dtype=np.int64, count=len(chosen)))
+
+
 def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.Series:
     """How many annotators flagged each pair (training answers aside), indexed by pair_id; only
-    flagged pairs. Read through the labels' pair index, flagged rows only: cheap next to labels_long."""
-    query = (select(Label.pair_id, func.count()).where(Label.flagged.is_(True), Label.is_training.is_(False))
-             .group_by(Label.pair_id))
-    if dataset_ids is not None:
-        query = query.where(Label.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_([int(d) for d in dataset_ids]))))
+    flagged pairs. One pass over the labels' rows, counted here: a GROUP BY made SQLite walk the
+    pair index and fetch every label's row out of order (2.4 s at 300,000 labels, 20 s at 3M)."""
+    dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
-        rows = session.execute(query).all()
-    return pd.Series(dict(rows), dtype=int, name="n_flags").rename_axis("pair_id")
+        pair_ids = np.asarray(session.connection().execute(
+            select(Label.pair_id).where(Label.flagged.is_(True), Label.is_training.is_(False))).scalars().all(),
+            dtype=np.int64)
+        pair_ids = pair_ids[_of_datasets(session, pair_ids, dataset_ids)] if len(pair_ids) else pair_ids
+    return pd.Series(pair_ids, dtype="int64").value_counts().sort_index().rename("n_flags").rename_axis("pair_id")
+
+
+def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
+    """pair_id and level (0-4) of every label on the five-level scale (training answers aside) of
+    the datasets: all the review queue reads of the labels (labels_long's nine columns took three
+    times as long at 3,000,000 labels)."""
+    dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
+    with read_session(engine) as session:
+        rows = raw_rows(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None)))
+        values = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
+        values = values[_of_datasets(session, values[:, 0], dataset_ids)] if len(values) else values
+    return pd.DataFrame({"pair_id": values[:, 0], "level": values[:, 1]})
 
 
 def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending",
@@ -91,8 +115,7 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     if show not in ("pending", "adjudicated", "flagged", "all"):
         raise ReviewError("Show pending, adjudicated, flagged or all pairs.")
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
-    labels = labels_long(engine, dataset_ids)
-    queue = disagreement_queue(labels, flag_counts(engine, dataset_ids))
+    queue = disagreement_queue(level_rows(engine, dataset_ids), flag_counts(engine, dataset_ids))
     decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
     queue["final_level"] = decided["level"].round().astype("Int64")
     queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())

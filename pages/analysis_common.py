@@ -19,6 +19,11 @@ from pluie_core.stats import StatsError
 # dataset renamed); "Reload data" reads everything again at once.
 CACHE_SECONDS = 600
 CACHE_ENTRIES = 8  # per read: a campaign that runs makes a new key with every label
+# The large frames (labels, their matrices, pairs, scores) are kept as they are (st.cache_resource), one
+# object shared by every run and session: st.cache_data pickles a frame when it stores it and unpickles it
+# on every hit (3 s and a second per run of Agreement at 300,000 labels). Read-only, then: a page that
+# changes one works on a copy (scored_frame copies the pairs), as every function of pluie_core does.
+shared_frame = st.cache_resource(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 REFERENCES = {"gold": "Gold labels", "majority": "Human majority", "annotator": "One annotator"}
 
 
@@ -45,12 +50,12 @@ def choices(url: str, preference_runs: bool = False) -> analysis.AnalysisChoices
     return found
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_frame
 def labels(url: str, dataset_ids: tuple[int, ...]) -> pd.DataFrame:
     return analysis.labels_long(get_engine(), dataset_ids, annotators=choices(url).annotators)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_frame
 def label_views(url: str, dataset_ids: tuple[int, ...], scale: str) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
     """The labels on one scale, their items x annotators matrix and (five-level scale) its binarised
     view: half a second at 300,000 labels, on every run of the Agreement page before."""
@@ -59,17 +64,17 @@ def label_views(url: str, dataset_ids: tuple[int, ...], scale: str) -> tuple[pd.
     return rows, matrix, core.agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_frame
 def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False) -> pd.DataFrame:
     return analysis.pairs_frame(get_engine(), dataset_ids, texts=texts)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_frame
 def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> pd.DataFrame:
     return analysis.scores_wide(get_engine(), run_ids, dataset_ids)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+@shared_frame
 def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
     return core.edit_distances(pairs(url, dataset_ids, texts=True))
 
@@ -128,6 +133,8 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
         chosen_reference = _reference_picker(ds, dataset_ids) if reference else None
         if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
             st.cache_data.clear()
+            for read in (labels, label_views, pairs, scores, edit_distances):
+                read.clear()
     if run == "required" and chosen_run is None:
         st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
         st.stop()

@@ -50,9 +50,9 @@ def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
 
 
 # The bootstraps (a second or more at 100,000 pairs) are cached on their inputs, so that a widget
-# further down does not compute them again; the spinner says what is being computed meanwhile.
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
-               show_spinner="Computing the correlations and their bootstrap intervals…")
+# further down does not compute them again; the coefficients alone (n_boot 0) are shown first, and a
+# spinner says what is being computed meanwhile.
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int) -> pd.DataFrame:
     if systems is None:
         return correlate(scores, reference, n_boot=n_boot)
@@ -126,19 +126,28 @@ if data["reference"].notna().sum() == 0:
 if data["reference"].nunique() == 2:
     st.warning("The reference has only two values (binary labels): these are point-biserial correlations.")
 
-try:
-    systems = None if system_column is None else groups(selection.url, selection.dataset_ids, system_column)
-    table = correlations(data[chosen_runs], data["reference"], systems, n_boot)
-except StatsError as error:
-    fail(error)
-
 direction = runs.set_index("name")["higher_is_similar"]
 st.caption(f"Reference: {REFERENCES[kind].lower()}{f' ({user_text(column)})' if column else ''}. {n_boot:,} bootstrap resamples, "
            "95% percentile intervals. A distance (lower = more similar) correlates negatively.")
-shown = table.assign(direction=table["metric"].map(lambda m: "higher = similar" if direction.get(m, True)
-                                                   else "lower = similar (distance)"))
-st.dataframe(shown, hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")}, placeholder="—")
+correlation_table = st.empty()
+
+
+def show_table(table: pd.DataFrame) -> None:
+    shown = table.assign(direction=table["metric"].map(lambda m: "higher = similar" if direction.get(m, True)
+                                                       else "lower = similar (distance)"))
+    correlation_table.dataframe(shown, hide_index=True, width="stretch", placeholder="—", column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")})
+
+
+try:
+    systems = None if system_column is None else groups(selection.url, selection.dataset_ids, system_column)
+    if systems is None:  # the coefficients at once, their intervals once the bootstrap is done
+        show_table(correlations(data[chosen_runs], data["reference"], None, 0))
+    with st.spinner(f"Computing the bootstrap intervals of the correlations ({n_boot:,} resamples)…"):
+        table = correlations(data[chosen_runs], data["reference"], systems, n_boot)
+except StatsError as error:
+    fail(error)
+show_table(table)
 common.download_csv(table[COLUMNS], "correlation.csv")
 
 pivot = table.pivot(index="metric", columns="method", values="r").reindex(columns=list(METHODS)).reset_index()

@@ -58,9 +58,17 @@ def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -
     if not levels.isin([*ORDINAL_LEVELS, DONT_KNOW]).all():
         raise ValueError("Labels must be levels of the scale (0-4); found other values.")
     # counts of each level per pair: one bincount over (pair, level) cells (a crosstab costs seconds at 300k labels)
-    pair_ids, pair_index = np.unique(known["pair_id"].to_numpy(dtype=np.int64), return_inverse=True)
-    counts = np.bincount(pair_index * len(LEVELS) + levels.to_numpy(), minlength=len(pair_ids) * len(LEVELS))
-    counts = counts.reshape(len(pair_ids), len(LEVELS))
+    pairs = known["pair_id"].to_numpy(dtype=np.int64)
+    if pairs.min() >= 0 and pairs.max() <= 4 * len(pairs) + 100_000:
+        # ids of a store (dense, from 1): count straight into a row per id, no sort (3M labels: 1 s less)
+        counts = np.bincount(pairs * len(LEVELS) + levels.to_numpy(), minlength=(pairs.max() + 1) * len(LEVELS))
+        counts = counts.reshape(-1, len(LEVELS))
+        pair_ids = np.flatnonzero(counts.any(axis=1))
+        counts = counts[pair_ids]
+    else:
+        pair_ids, pair_index = np.unique(pairs, return_inverse=True)
+        counts = np.bincount(pair_index * len(LEVELS) + levels.to_numpy(), minlength=len(pair_ids) * len(LEVELS))
+        counts = counts.reshape(len(pair_ids), len(LEVELS))
     ordinal = counts[:, list(ORDINAL_LEVELS)]
     present = ordinal > 0
     n_flags = np.zeros(len(pair_ids), dtype=int)

@@ -16,11 +16,19 @@ start. Set an admin password to listen on every interface, or name the address y
 On a fresh store, the first start also creates a PLUIE run on the demonstration judge (SmolLM2-135M,
 installed by `make run`; db.runs.ensure_first_start_runs), so PLUIE scores appear beside the
 baselines with nobody typing a model id; PLUIE_DEMO_RUN=0 leaves it out (the tests do).
+
+Warm start: right before Streamlit starts, a thread imports what app.py and its pages import
+(scipy.stats, sklearn.metrics, pandas, sqlalchemy, the charting library, pyarrow for the tables...,
+about 2 s on 2 cores), so the first person to open a page does not wait for them (bench/pages.py).
 """
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,6 +78,52 @@ def _address_chosen(argv: list[str]) -> bool:
     return False
 
 
+# what Streamlit itself imports on a page's first table or chart, beside what the pages name
+DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.plotly_chart",
+                   "streamlit.elements.vega_charts")
+
+
+WARMED_UP = "serve: the pages' modules are loaded"  # bench/pages.py waits for this line
+
+
+def page_imports(repo: Path = REPO) -> list[str]:
+    """The modules app.py and pages/*.py import (read from their source, so a page's new import is
+    warmed with no list to keep in step), then the ones Streamlit imports to draw (DRAWING_MODULES)."""
+    found: dict[str, None] = {}
+    for path in [repo / "app.py", *sorted((repo / "pages").glob("*.py"))]:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(dict.fromkeys(alias.name for alias in node.names))
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found[node.module] = None
+                folder = repo.joinpath(*node.module.split("."))  # `from db import review`: a module of ours
+                found.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names
+                                           if (folder / f"{alias.name}.py").exists()))
+    found.update(dict.fromkeys(DRAWING_MODULES))
+    return [name for name in found if name != "streamlit"]
+
+
+def warm_up(modules: list[str]) -> threading.Thread:
+    """Import `modules` on a background thread (the first page's run finds them loaded, or waits
+    only for the rest); one that cannot be imported is left to the page that needs it to report."""
+    def load() -> None:
+        started = time.monotonic()
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the page that imports it says what is wrong
+                pass
+        print(f"{WARMED_UP} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=load, name="pluie-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def demo_run_wanted() -> bool:
     return os.environ.get("PLUIE_DEMO_RUN", "").strip().lower() not in ("0", "false", "no")
 
@@ -87,6 +141,7 @@ def main(argv: list[str]) -> int:
     if notice:
         print(notice, file=sys.stderr, flush=True)
     sys.argv = ["streamlit", "run", str(REPO / "app.py"), *argv]
+    warm_up(page_imports())
     return streamlit_cli.main(prog_name="streamlit")
 
 

@@ -48,13 +48,19 @@ class AppServer:
 
 
 def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60,
-              app: Path = REPO / "app.py") -> AppServer:
+              app: Path = REPO / "app.py", like_make_run: bool = False) -> AppServer:
+    """``like_make_run``: start it as `make run` does (scripts/serve.py beside ``app``: Streamlit in
+    the launcher's process, after its warm-up thread has started), without the demo run."""
     port = free_port()
     env = {**os.environ, "PLUIE_DB_URL": db_url, "PLUIE_NO_WORKER": "1", **(extra_env or {})}
+    launcher = [sys.executable, "-m", "streamlit", "run", str(app)]
+    if like_make_run and (app.parent / "scripts" / "serve.py").exists():
+        launcher = [sys.executable, str(app.parent / "scripts" / "serve.py")]
+        env["PLUIE_DEMO_RUN"] = "0"
     handle = log.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+        [*launcher, "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false"],
         cwd=app.parent, env=env, stdout=handle, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"

@@ -398,3 +398,25 @@ def test_cached_figures_follow_new_labels_at_once(open_page, store, engine):
         int(before.split(" · ")[1].split()[0].replace(",", "")) + 150
     assert after.split(" · ")[3].startswith(f"{int(before.split(' · ')[3].split()[0]) + 1} annotators")
     assert metric(at, "Fleiss' κ") != fleiss
+
+
+def test_the_large_reads_are_one_shared_frame_per_store_state(open_page, store, engine):
+    """Issue 20: labels, their matrices, pairs and scores are kept as they are, not pickled on every
+    hit (a second per run of Agreement at 300,000 labels): two runs get the very same frame, a new
+    label gives a new one, and the pages leave them as they found them."""
+    from db.analysis import add_labels
+    from pages import analysis_common as common
+
+    key = common.store_key()
+    dataset_ids = tuple(int(i) for i in common.choices(key).datasets["id"])
+    labels = common.labels(key, dataset_ids)
+    views = common.label_views(key, dataset_ids, "levels")
+    kept = labels.copy(), [view.copy() for view in views]
+    for name in ANALYSIS_PAGES:  # every analysis page, drawn on these very frames
+        open_page(name)
+    assert common.labels(key, dataset_ids) is labels and common.label_views(key, dataset_ids, "levels") is views
+    pd.testing.assert_frame_equal(labels, kept[0])
+    for view, copy in zip(views, kept[1]):
+        pd.testing.assert_frame_equal(view, copy)
+    add_labels(engine, pd.DataFrame({"pair_id": pairs_frame(engine).index[:3], "annotator": "late", "level": 1}))
+    assert len(common.labels(common.store_key(), dataset_ids)) == len(labels) + 3

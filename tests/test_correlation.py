@@ -41,6 +41,14 @@ def test_correlations_on_stsb_test_equal_scipy(stsb):
     assert r["levenshtein", "pearson"] < 0 < r["chrf", "pearson"]  # a distance correlates negatively
 
 
+def test_without_resamples_the_coefficients_come_alone(stsb):
+    """Issue 20: the Correlation page shows the coefficients at once (n_boot 0), the intervals after."""
+    alone = correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=0)
+    full = correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=200)
+    assert alone[["metric", "method", "r", "n"]].equals(full[["metric", "method", "r", "n"]])
+    assert alone[["ci_low", "ci_high"]].isna().all().all() and full[["ci_low", "ci_high"]].notna().all().all()
+
+
 def test_intervals_widen_as_n_shrinks(stsb):
     widths = []
     for n in (30, 100, 400, len(stsb)):

@@ -219,3 +219,45 @@ def test_the_install_says_what_it_does_as_it_goes(tmp_path):
     missing.write_text(f"{tmp_path / 'no-such-project'}\n")
     failed = subprocess.run([sys.executable, script, str(missing)], capture_output=True, text=True, timeout=300)
     assert failed.returncode != 0 and "pip failed" in failed.stdout and "no-such-project" in failed.stdout
+
+
+def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(monkeypatch):
+    """Issue 20: the first page opened on a fresh server does not wait for scipy, pandas, the charts...:
+    scripts/serve.py imports what app.py and the pages import on a thread started before Streamlit."""
+    import importlib.util
+    import sys
+    import threading
+
+    import streamlit.web.cli
+    import worker as worker_module
+
+    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    wanted = serve.page_imports()
+    # read from the pages' own source: the statistics, the store's reads, the drawing libraries
+    assert {"pluie_core.stats", "pluie_core.evaluation.correlation", "db.datasets", "db.review", "pandas",
+            "pyarrow"} <= set(wanted)
+    assert "streamlit" not in wanted
+
+    seen = {}
+
+    def fake_streamlit(prog_name):  # what runs where Streamlit would start: the warm-up is under way
+        seen["threads"] = [t.name for t in threading.enumerate()]
+        seen["argv"] = list(sys.argv)
+        return 0
+
+    loaded = []
+    monkeypatch.setattr(serve, "page_imports", lambda: ["json", "not_a_module_anywhere", "colorsys"])
+    monkeypatch.setattr(serve.importlib, "import_module", lambda name: loaded.append(name) or __import__(name))
+    monkeypatch.setattr(worker_module, "ensure_worker_running", lambda **kwargs: None)
+    monkeypatch.setattr(streamlit.web.cli, "main", fake_streamlit)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    assert serve.main(["--server.address", "127.0.0.1"]) == 0
+    assert "pluie-warm-up" in seen["threads"] or loaded  # started before Streamlit (or already done)
+    assert seen["argv"][:2] == ["streamlit", "run"]
+    [thread] = [t for t in threading.enumerate() if t.name == "pluie-warm-up"] or [None]
+    if thread is not None:
+        thread.join(10)
+    # every module asked for, one that cannot be imported skipped without stopping the rest
+    assert loaded == ["json", "not_a_module_anywhere", "colorsys"]

@@ -291,3 +291,25 @@ def test_the_page_orders_the_queue_by_a_methods_uncertainty(review_page, engine)
     queue = review_queue(engine, aggregation="majority")
     assert [int(i) for i in queue.index] == sorted(
         [ids[k] for k in EXPECTED_ORDER], key=lambda p: (-queue.at[p, "uncertainty"], p))
+
+
+def test_queue_reads_flags_and_levels_of_the_chosen_datasets_only_training_aside(engine):
+    """Issue 20: the queue reads the labels' pair and level and the flagged rows in one pass each;
+    the chosen datasets, flags and training answers count as before."""
+    ids = build(engine)
+    other = pd.DataFrame({"external_id": ["o1", "o2"], "source": ["A b.", "C d."], "hypothesis": ["B a.", "D c."],
+                          "annotator:ann": [0, 1], "annotator:bob": [3, 1]})
+    import_pairs(engine, "other", other, annotator_scale="levels")
+    others = [pair_ids(engine)[name] for name in ("o1", "o2")]
+    with engine.begin() as conn:
+        flag = sa.update(Label).where(Label.pair_id.in_([ids["agree"], others[1]])).values(flagged=True)
+        conn.execute(flag)
+        # a training answer neither disagrees nor flags
+        conn.execute(sa.update(Label).where(Label.pair_id == ids["wide-same"]).values(is_training=True, flagged=True))
+    toy = review_queue(engine, [1], "all")
+    assert list(toy.index) == [ids["agree"], *[ids[n] for n in EXPECTED_ORDER if n != "wide-same"]]
+    assert toy.loc[ids["agree"], "n_flags"] == 2
+    both = review_queue(engine, None, "all")
+    assert set(both.index) == set(toy.index) | set(others)
+    assert both.loc[others[1], "n_flags"] == 2 and both.loc[others[0], "n_flags"] == 0
+    assert list(review_queue(engine, [2], "flagged").index) == [others[1]]

@@ -232,3 +232,32 @@ def test_a_campaign_of_the_previous_release_keeps_its_queue_and_gets_no_gold_che
     assert (item.pair_id, item.out_of) == (1, 2)
     ann.record_label(engine, 1, item.position, 3, 1.0)
     assert ann.serve_next(engine, 1).pair_id == 2
+
+
+def test_overview_counts_interleaved_datasets_and_leaves_training_labels_out(engine):
+    """Issue 20: the overview counts from the pair_id indexes over each dataset's run of ids; a dataset
+    added to after another's import (ids interleaved) and training-trial labels (one pair with only a
+    training label, one with both) give the same figures as counting every label row by row."""
+    with write_session(engine) as s:
+        s.add(ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"))
+    import_pairs(engine, "a", frame([("a1", "x", 1), ("a2", "x", None), ("a3", "x", 0)]))
+    import_pairs(engine, "b", frame([("b1", "x", 1), ("b2", "x", 0)]))
+    import_pairs(engine, "a", frame([("a4", "x", 1)]), append=True)  # a's ids: 1-3 and 6
+    import_pairs(engine, "c", frame([("c1", "x", None), ("c2", "x", None), ("c3", "x", 1)]))
+    with write_session(engine) as s:
+        ids = {src: pid for src, pid in s.execute(sa.select(Pair.source, Pair.id))}
+        people = [Annotator(name=n) for n in ("p", "q")]
+        s.add_all(people)
+        s.flush()
+        p, q = (a.id for a in people)
+        s.add_all([Label(pair_id=ids[pair], annotator_id=who, level=1, is_training=training)
+                   for pair, who, training in [("a1", p, False), ("a1", q, False), ("a4", p, False),
+                                               ("a2", q, True), ("b1", p, True), ("b1", q, False),
+                                               ("c1", p, False), ("c3", p, True), ("c3", q, True)]])
+        s.add_all([Score(run_id=1, pair_id=ids[pair], value=0.1) for pair in ("a3", "a4", "b2", "c2")])
+    overview = datasets_overview(engine).set_index("dataset")
+    figures = overview[["pairs", "gold labels", "labelled pairs", "labels", "scores", "scores queued"]]
+    assert figures.loc["a"].tolist() == [4, 3, 2, 3, 2, 4]
+    assert figures.loc["b"].tolist() == [2, 2, 1, 1, 1, 2]
+    assert figures.loc["c"].tolist() == [3, 1, 1, 1, 1, 3]
+    assert store_totals(engine) == {"datasets": 3, "pairs": 9, "labels": 5, "scores": 4}

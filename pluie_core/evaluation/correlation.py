@@ -232,7 +232,8 @@ def correlate(
 
     ``scores``: a DataFrame (one column per metric) or a Series, aligned with ``reference`` on
     the index; or a mapping / arrays of the same length as ``reference``. Distances keep their sign
-    (a distance correlates negatively with similarity judgments)."""
+    (a distance correlates negatively with similarity judgments). ``n_boot=0``: the coefficients
+    alone, their intervals NaN (what a page shows while the bootstrap runs)."""
     _check_confidence(confidence)
     for method in methods:
         _check_method(method)
@@ -243,13 +244,15 @@ def correlate(
         x, y = _valid(frame[metric].to_numpy(), y_all, f"{metric} score")
         # metrics scored on the same pairs share their resamples (and the reference's ranks in them)
         kept = (~(np.isnan(frame[metric].to_numpy()) | np.isnan(y_all))).tobytes()
-        if kept not in shared:
+        if kept not in shared and n_boot != 0:
             shared[kept] = _Resamples(len(x), n_boot, max_resample, seed)
-        resamples = shared[kept]
+        resamples = shared.get(kept)
         for method in methods:
             r = _coefficient(x, y, method)
-            boots = resamples.statistic(x, y, method, y_key=0)
-            low, high = _interval(r, resamples.deviations(boots, r), confidence)
+            low, high = float("nan"), float("nan")
+            if resamples is not None:
+                boots = resamples.statistic(x, y, method, y_key=0)
+                low, high = _interval(r, resamples.deviations(boots, r), confidence)
             rows.append({"metric": metric, "method": method, "r": r, "ci_low": low, "ci_high": high, "n": len(x)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
