@@ -184,6 +184,8 @@ class Label(Base):
     __table_args__ = (
         UniqueConstraint("annotator_id", "pair_id", name="uq_labels_annotator_pair"),
         Index("ix_labels_pair", "pair_id"),
+        # db.analysis.store_version reads the latest updated_at on every page run: a seek, not a scan
+        Index("ix_labels_updated_at", "updated_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -11,7 +11,9 @@ binarised majority is below `confidence` (db.annotation.adaptive_overlap). `camp
 holds how many annotators each pair wants now; the queue's covering indexes carry it, so finding the
 next free pair still reads the index only. `campaigns.aggregation`: the method of pluie_core.aggregation
 the campaign's final labels use by default (Export, publish, Live campaign); NULL is majority, as before.
-Existing campaigns keep their fixed overlap and the majority rule (NULLs).
+Existing campaigns keep their fixed overlap and the majority rule (NULLs). `ix_labels_updated_at`:
+db.analysis.store_version reads the latest labels.updated_at on every page run (a scan of every label
+without it: 0.5 s at 3,000,000 labels).
 """
 from alembic import op
 import sqlalchemy as sa
@@ -24,6 +26,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.create_index('ix_labels_updated_at', 'labels', ['updated_at'], unique=False)
     with op.batch_alter_table('campaigns', schema=None) as batch_op:
         batch_op.add_column(sa.Column('overlap_max', sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column('confidence', sa.Float(), nullable=True))
@@ -39,6 +42,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index('ix_labels_updated_at', table_name='labels')
     with op.batch_alter_table('campaign_pairs', schema=None) as batch_op:
         batch_op.drop_index('ix_campaign_pairs_rank')
         batch_op.drop_index('ix_campaign_pairs_fill')
