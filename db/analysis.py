@@ -314,7 +314,7 @@ def store_version(engine: Engine) -> tuple:
     labels): it changes when pairs, labels, reviewers' decisions, scores, annotators, datasets or
     preferences are added or removed, or a run changes, so a cache keyed on it shows them at once.
     A label changed in place (an answer changed through Back, with its comment and flag) moves
-    labels' latest updated_at (a scan of that one column: tens of milliseconds at 300,000 labels)."""
+    labels' latest updated_at (a seek on ix_labels_updated_at)."""
     from db.models import Adjudication, Preference
 
     counted = [(Pair.id, None), (Label.id, Label.updated_at), (Score.id, None), (ScoreRun.id, ScoreRun.updated_at),
