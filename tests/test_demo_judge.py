@@ -9,6 +9,7 @@ is float32 noise between a full sequence and the cached-prefix batch (~1e-4 on ~
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -30,6 +31,17 @@ SOURCES = ["Amrozi accused his brother , whom he called \" the witness \" , of d
 HYPOTHESES = ["Referring to him as only \" the witness \" , Amrozi accused his brother of deliberately distorting his evidence .",
               "The cat drinks milk."]
 TOLERANCE = 1e-3  # float32 forward passes of ~600 tokens; a wrong token or position is off by far more
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _every_core():
+    """conftest.py keeps torch on one thread (worker processes run beside the tests elsewhere); here the
+    forward passes of a 135M model on prompts of ~600 tokens run alone: they get the machine's cores
+    (up to 4), the same arithmetic in less time. The suite's setting comes back after the module."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
