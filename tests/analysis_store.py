@@ -6,7 +6,6 @@ as the worker's baseline stores it (lower = more similar)."""
 from __future__ import annotations
 
 import copy
-import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -20,6 +19,7 @@ from db.models import Annotator, Label
 from pluie_core.analysis import edit_distances
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS
+from tests.store_fixtures import load_sqlite_copy
 
 ANNOTATORS = {"ann1": "native", "ann2": "advanced", "ann3": "good", "ann4": "poor"}
 
@@ -78,10 +78,5 @@ def load_built_store(engine, built_analysis_store) -> dict:
     give, without reading the datasets and writing the labels again. Returns build_store's dict (a
     copy: a test may change it)."""
     path, built = built_analysis_store
-    source, raw = sqlite3.connect(path), engine.raw_connection()
-    try:
-        source.backup(raw.driver_connection)
-    finally:
-        raw.close()
-        source.close()
+    load_sqlite_copy(engine, path)
     return copy.deepcopy(built)

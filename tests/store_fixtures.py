@@ -117,3 +117,17 @@ def sentence_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
         hypothesis = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + f" {i}"
         pairs.append((source, hypothesis))
     return pairs
+
+
+def load_sqlite_copy(engine, path) -> None:
+    """Copy the SQLite store at ``path`` (closed, its WAL checkpointed) into ``engine``'s store through
+    the engine's own connection (SQLite's online backup, page by page): the same rows and ids, for
+    tests that each want their own copy of a store built once."""
+    import sqlite3
+
+    source, raw = sqlite3.connect(path), engine.raw_connection()
+    try:
+        source.backup(raw.driver_connection)
+    finally:
+        raw.close()
+        source.close()
