@@ -5,8 +5,11 @@ a PLUIE run so that the natural threshold 0 is exercised), and the normalised Le
 as the worker's baseline stores it (lower = more similar)."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pandas as pd
+import pytest
 from sqlalchemy import update
 
 from db.analysis import add_score_run, pairs_frame
@@ -16,6 +19,7 @@ from db.models import Annotator, Label
 from pluie_core.analysis import edit_distances
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS
+from tests.store_fixtures import load_sqlite_copy
 
 ANNOTATORS = {"ann1": "native", "ann2": "advanced", "ann3": "good", "ann4": "poor"}
 
@@ -53,3 +57,26 @@ def build_store(engine, n_mrpc: int = 200) -> dict:
     # the baseline as the worker stores it: a distance, lower = more similar
     distance = add_score_run(engine, "levenshtein", 1 - similarity, kind="baseline", higher_is_similar=False)
     return {"mrpc": mrpc, "lev_run": lev, "pluie_run": pluie, "distance_run": distance, "pairs": pairs}
+
+
+@pytest.fixture(scope="session")
+def built_analysis_store(tmp_path_factory):
+    """build_store's store, built once per session into a SQLite file: (its path, what build_store
+    returned). The `store` fixtures of the analysis tests load a copy into each test's own store."""
+    from db import init_db
+
+    path = tmp_path_factory.mktemp("analysis") / "built.db"
+    engine = init_db(f"sqlite:///{path}")
+    built = build_store(engine)
+    engine.dispose()  # the last connection closed: the WAL is checkpointed into the file
+    return path, built
+
+
+def load_built_store(engine, built_analysis_store) -> dict:
+    """Copy the session's built store into this test's empty store (SQLite's online backup, page by
+    page, through the engine's own connection): the same rows and ids as build_store(engine) would
+    give, without reading the datasets and writing the labels again. Returns build_store's dict (a
+    copy: a test may change it)."""
+    path, built = built_analysis_store
+    load_sqlite_copy(engine, path)
+    return copy.deepcopy(built)

@@ -79,11 +79,15 @@ def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: fl
 
 
 def stop_app(server: AppServer) -> None:
+    """Stop the server. Its graceful shutdown waits on the sessions of browser tabs (seconds, each
+    test); nothing is asked of it afterwards (no worker, SQLite commits are durable), so it gets a
+    moment and is then killed."""
     server.process.terminate()
     try:
-        server.process.wait(timeout=10)
+        server.process.wait(timeout=1)
     except subprocess.TimeoutExpired:
         server.process.kill()
+        server.process.wait(timeout=10)
 
 
 @pytest.fixture
@@ -98,14 +102,24 @@ def app_server(db_url, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def browser():
+def chromium():
+    """One headless Chromium for the session (tests use `browser`)."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         pytest.fail("headless Chromium is missing: apt-get install chromium chromium-driver (make test does it)")
     with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The session's Chromium; the tabs and contexts a test opens are closed after it (left open,
+    each kept reconnecting to its test's stopped server for the rest of the session)."""
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 def wait_for_app(page, timeout: float = 30_000) -> None:

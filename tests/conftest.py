@@ -1,10 +1,13 @@
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 # shared fixtures, registered once for the whole session (a session fixture imported into several
-# modules would run once per module): browser + app_server, tiny models, the SQLite/PostgreSQL stores
-pytest_plugins = ["tests.browser", "tests.tiny_models", "tests.store_fixtures"]
+# modules would run once per module): browser + app_server, tiny models, the SQLite/PostgreSQL stores,
+# the analysis tests' built store
+pytest_plugins = ["tests.browser", "tests.tiny_models", "tests.store_fixtures", "tests.analysis_store"]
 
 # keep torch and BLAS from fighting over the two cores the suite runs on
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -22,10 +25,26 @@ def db_url(tmp_path):
     return f"sqlite:///{tmp_path / 'store.db'}"
 
 
-@pytest.fixture
-def engine(db_url):
+@pytest.fixture(scope="session")
+def migrated_sqlite_file(tmp_path_factory):
+    """A SQLite file that init_db brought from empty to the newest revision, once per session
+    (the migrations take about half a second; a few hundred tests want a fresh store)."""
     from db import init_db
 
+    path = tmp_path_factory.mktemp("migrated") / "template.db"
+    init_db(f"sqlite:///{path}").dispose()  # the last connection closed: the WAL is checkpointed and gone
+    assert not Path(f"{path}-wal").exists()
+    return path
+
+
+@pytest.fixture
+def engine(db_url, migrated_sqlite_file):
+    """The store at db_url, migrated: a copy of the session's freshly migrated file, opened by
+    init_db like any store (it checks the revision, finds it at head and sets the file mode). The
+    migrations from an empty file are run by the tests that call init_db themselves."""
+    from db import init_db
+
+    shutil.copyfile(migrated_sqlite_file, db_url.removeprefix("sqlite:///"))
     engine = init_db(db_url)
     yield engine
     engine.dispose()

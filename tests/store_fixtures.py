@@ -53,12 +53,12 @@ def postgres_server():
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def fresh_postgres_database(server_url: str) -> str:
-    """Create an empty database on the server and return its URL."""
+def fresh_postgres_database(server_url: str, template: str | None = None) -> str:
+    """Create an empty database on the server (or a copy of the database ``template``) and return its URL."""
     name = f"pluie_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     admin.dispose()
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
@@ -70,14 +70,29 @@ def drop_postgres_database(server_url: str, url: str) -> None:
     admin.dispose()
 
 
+@pytest.fixture(scope="session")
+def migrated_postgres_template(postgres_server):
+    """The name of a PostgreSQL database that init_db brought from empty to the newest revision, once
+    per session: store_url's databases are created from it (CREATE DATABASE ... TEMPLATE)."""
+    from db import init_db
+
+    url = fresh_postgres_database(postgres_server)
+    init_db(url).dispose()  # no connection left open: PostgreSQL copies a template nobody is using
+    yield make_url(url).database
+    drop_postgres_database(postgres_server, url)
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request, tmp_path):
-    """A fresh, empty store URL: a SQLite file, then a PostgreSQL database."""
+    """A fresh store URL: a SQLite file, then a PostgreSQL database, each a copy of one that init_db
+    migrated from empty in this session (the tests open it with init_db, which finds it at the newest
+    revision; the migrations take about half a second a store, a second on PostgreSQL)."""
     if request.param == "sqlite":
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite_file"), tmp_path / "store.db")
         yield f"sqlite:///{tmp_path / 'store.db'}"
         return
     server = request.getfixturevalue("postgres_server")
-    url = fresh_postgres_database(server)
+    url = fresh_postgres_database(server, template=request.getfixturevalue("migrated_postgres_template"))
     try:
         yield url
     finally:
@@ -117,3 +132,17 @@ def sentence_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
         hypothesis = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + f" {i}"
         pairs.append((source, hypothesis))
     return pairs
+
+
+def load_sqlite_copy(engine, path) -> None:
+    """Copy the SQLite store at ``path`` (closed, its WAL checkpointed) into ``engine``'s store through
+    the engine's own connection (SQLite's online backup, page by page): the same rows and ids, for
+    tests that each want their own copy of a store built once."""
+    import sqlite3
+
+    source, raw = sqlite3.connect(path), engine.raw_connection()
+    try:
+        source.backup(raw.driver_connection)
+    finally:
+        raw.close()
+        source.close()

@@ -14,12 +14,12 @@ from pluie_core.analysis import (
 )
 from pluie_core.labels import binarise_levels, majority_binary
 from pluie_core.stats import StatsError, cohen_kappa, human_vs_model, human_vs_model_table
-from tests.analysis_store import ANNOTATORS, build_store
+from tests.analysis_store import ANNOTATORS, load_built_store
 
 
 @pytest.fixture
-def store(engine):
-    return build_store(engine)
+def store(engine, built_analysis_store):
+    return load_built_store(engine, built_analysis_store)  # build_store(engine), built once per session
 
 
 def test_labels_long_has_every_imported_label_with_its_annotator(engine, store):

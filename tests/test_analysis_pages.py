@@ -15,7 +15,7 @@ from pluie_core.stats import (
     best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
     fleiss_kappa, format_p, human_disagreements, krippendorff_alpha, metrics_at, roc_auc, threshold_curve,
 )
-from tests.analysis_store import build_store
+from tests.analysis_store import load_built_store
 from tests.paths import REPO
 from tests.vega import charts, layer
 
@@ -56,8 +56,8 @@ def only_dataset(at, name):
 
 
 @pytest.fixture
-def store(engine):
-    return build_store(engine)
+def store(engine, built_analysis_store):
+    return load_built_store(engine, built_analysis_store)  # build_store(engine), built once per session
 
 
 @pytest.mark.parametrize("name", ANALYSIS_PAGES)

@@ -56,7 +56,7 @@ def admin_creates_campaign(page, url: str) -> list[str]:
     page.get_by_role("option", name="mrpc-test-30 (30 pairs)").click()
     page.keyboard.press("Escape")
     for label, value in (("Pairs per annotator", QUOTA), ("Annotators per pair", OVERLAP)):
-        page.get_by_label(label).fill(str(value))
+        page.get_by_role("spinbutton", name=label, exact=True).fill(str(value))
         page.keyboard.press("Tab")
     page.get_by_text("Overlap first:").click()  # both label the same pairs (sharing the work is the default)
     page.get_by_role("button", name="Create campaign").click()

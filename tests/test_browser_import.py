@@ -1,14 +1,42 @@
-"""A real browser: upload a CSV, map its columns, import, and find the dataset on the home page."""
-import pytest
+"""A real browser: upload a CSV, map its columns, import, and find the dataset on the home page.
 
-from db import init_db
+The import tests share one server and its store (a server's start and first page take seconds): each
+imports a file of its own into a dataset of its own name, and checks that dataset and what the store
+gained by it, so that each passes alone and in any order."""
+import pytest
+from sqlalchemy import select
+
+from db import init_db, read_session
 from db.datasets import store_totals
-from tests.browser import ARTIFACTS, wait_for_app
+from db.models import Dataset, Pair
+from tests.browser import ARTIFACTS, start_app, stop_app, wait_for_app
 
 pytestmark = pytest.mark.browser
 
 
-def test_upload_map_import_and_see_it_on_home(app_server, browser, tmp_path):
+@pytest.fixture(scope="module")
+def import_app(tmp_path_factory):
+    """The app on a free port, against a SQLite file of this module's (PLUIE_NO_WORKER=1)."""
+    directory = tmp_path_factory.mktemp("import_app")
+    db_url = f"sqlite:///{directory / 'store.db'}"
+    init_db(db_url).dispose()
+    server = start_app(db_url, directory / "streamlit.log")
+    yield server
+    stop_app(server)
+
+
+def dataset_pairs(engine, name: str) -> list[tuple]:
+    """(source, gold label) of the pairs of the dataset ``name``, in import order."""
+    with read_session(engine) as session:
+        return [tuple(r) for r in session.execute(
+            select(Pair.source, Pair.gold_label).join(Dataset, Dataset.id == Pair.dataset_id)
+            .where(Dataset.name == name).order_by(Pair.id))]
+
+
+def test_upload_map_import_and_see_it_on_home(import_app, browser, tmp_path):
+    app_server = import_app
+    engine = init_db(app_server.db_url)
+    before = store_totals(engine)
     csv = tmp_path / "team_pairs.csv"
     csv.write_text(
         "first,second,gold\n"
@@ -47,8 +75,9 @@ def test_upload_map_import_and_see_it_on_home(app_server, browser, tmp_path):
     grid = page.locator("[data-testid='stDataFrame']")
     grid.wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
-    engine = init_db(app_server.db_url)
-    assert store_totals(engine)["pairs"] == 3
+    assert store_totals(engine)["pairs"] == before["pairs"] + 3
+    assert len(dataset_pairs(engine, "browser pairs")) == 3
+    engine.dispose()
     # the data grid draws on a canvas; its accessible table mirrors the cells
     cell = grid.locator("[role='gridcell']", has_text="browser pairs")
     cell.first.wait_for(state="attached", timeout=30_000)
@@ -58,8 +87,6 @@ def test_upload_map_import_and_see_it_on_home(app_server, browser, tmp_path):
 def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, tmp_path, browser):
     """Streamlit runs files of a pages/ folder on their own until app.py has run once; the first
     visit of a fresh server to /export must still meet the login, and without a password the frame."""
-    from tests.browser import start_app, stop_app
-
     init_db(db_url).dispose()
     server = start_app(db_url, tmp_path / "locked.log", extra_env={"PLUIE_ADMIN_PASSWORD": "s3cret"})
     try:
@@ -81,10 +108,13 @@ def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, 
         stop_app(server)
 
 
-def test_a_benchmark_imported_with_every_row_kept(app_server, browser):
+def test_a_benchmark_imported_with_every_row_kept(import_app, browser):
     """PARAPHRASUS's simp file through the import page with "Keep every row": its 600 pairs."""
     from tests.paths import DATASETS
 
+    app_server = import_app
+    engine = init_db(app_server.db_url)
+    before = store_totals(engine)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
     wait_for_app(page)
@@ -97,19 +127,17 @@ def test_a_benchmark_imported_with_every_row_kept(app_server, browser):
     page.get_by_text("Duplicates kept").wait_for(timeout=30_000)
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 600 pairs").wait_for(timeout=30_000)
-    engine = init_db(app_server.db_url)
-    assert store_totals(engine)["pairs"] == 600
+    assert store_totals(engine)["pairs"] == before["pairs"] + 600
+    assert len(dataset_pairs(engine, "onestop_parallel_all_pairs")) == 600
     engine.dispose()
 
 
-def test_nul_bytes_and_word_labels_are_said_in_the_preview(app_server, browser, tmp_path):
+def test_nul_bytes_and_word_labels_are_said_in_the_preview(import_app, browser, tmp_path):
     """The preview names the line that lost a NUL and the label words read as 1 / 0; the import
     stores the clean pairs."""
-    from sqlalchemy import select
-
-    from db import read_session
-    from db.models import Pair
-
+    app_server = import_app
+    engine = init_db(app_server.db_url)
+    before = store_totals(engine)
     csv = tmp_path / "nul.csv"
     csv.write_bytes(b"sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
                     b"A man is\x00 sleeping.,A man sleeps.,yes\n")
@@ -121,24 +149,19 @@ def test_nul_bytes_and_word_labels_are_said_in_the_preview(app_server, browser, 
     page.get_by_text("The label is written as words, read as numbers: 'yes' as 1 and 'No' as 0.").wait_for()
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 2 pairs").wait_for(timeout=30_000)
-    engine = init_db(app_server.db_url)
-    with read_session(engine) as session:
-        stored = session.execute(select(Pair.source, Pair.gold_label).order_by(Pair.id)).all()
-    assert [tuple(r) for r in stored] == [("The cat drinks water.", 0.0), ("A man is sleeping.", 1.0)]
+    assert dataset_pairs(engine, "nul") == [("The cat drinks water.", 0.0), ("A man is sleeping.", 1.0)]
+    assert store_totals(engine)["pairs"] == before["pairs"] + 2
     engine.dispose()
 
 
-def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(app_server, browser, tmp_path):
+def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(import_app, browser, tmp_path):
     """Issue 23: a date column imports (ISO text in the metadata); the preview says which sheets and
     formula rows were left aside; a zip bomb named .xlsx gets one sentence, no traceback, no pair."""
     import datetime
 
-    from sqlalchemy import select
-
-    from db import read_session
-    from db.models import Pair
     from tests.test_malformed_input import _bomb, _workbook
 
+    app_server = import_app
     book = _workbook(tmp_path / "dated.xlsx", [
         ["source", "hypothesis", "when"],
         ["The cat drinks water.", "The cat drinks milk.", datetime.datetime(2024, 1, 5, 10, 30)],
@@ -162,6 +185,8 @@ def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(app
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 1 pairs").wait_for(timeout=30_000)
     with read_session(engine) as session:
-        stored = session.execute(select(Pair.source, Pair.meta).order_by(Pair.id.desc()).limit(1)).one()
-    assert tuple(stored) == ("The cat drinks water.", {"when": "2024-01-05T10:30:00"})
+        stored = session.execute(select(Pair.source, Pair.meta).join(Dataset, Dataset.id == Pair.dataset_id)
+                                 .where(Dataset.name == "dated")).all()
+    assert [tuple(r) for r in stored] == [("The cat drinks water.", {"when": "2024-01-05T10:30:00"})]
+    assert store_totals(engine)["pairs"] == before["pairs"] + 1
     engine.dispose()

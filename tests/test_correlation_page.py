@@ -1,6 +1,8 @@
 """AppTest: the Correlation page on a real SQLite store (STS-B test pairs with their gold scores and
 five-level labels, BIOSSES with its annotators' raw scores, a two-pair dataset), checking its figures
 against scipy on the same values and its one-sentence refusals."""
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,10 +15,29 @@ from pluie_core.baselines import chrf, levenshtein
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS, REPO
 from tests.vega import charts, layer
+from tests.store_fixtures import load_sqlite_copy
+
+
+@pytest.fixture(scope="module")
+def built_store(tmp_path_factory):
+    """The store, built once for the module into a SQLite file; each test gets a copy (`store`)."""
+    from db import init_db
+
+    path = tmp_path_factory.mktemp("correlation") / "built.db"
+    engine = init_db(f"sqlite:///{path}")
+    built = build_store(engine)
+    engine.dispose()  # the last connection closed: the WAL is checkpointed into the file
+    return path, built
 
 
 @pytest.fixture
-def store(engine):
+def store(engine, built_store):
+    path, built = built_store
+    load_sqlite_copy(engine, path)
+    return copy.deepcopy(built)
+
+
+def build_store(engine):
     stsb = load_pairs(DATASETS / "stsbenchmark" / "sts-test.csv").head(300)
     import_pairs(engine, "STS-B", stsb)
     import_pairs(engine, "BIOSSES", load_pairs(DATASETS / "biosses" / "biosses_pairs_with_annotator_scores.tsv"))

@@ -9,6 +9,7 @@ is float32 noise between a full sequence and the cached-prefix batch (~1e-4 on ~
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -30,6 +31,20 @@ SOURCES = ["Amrozi accused his brother , whom he called \" the witness \" , of d
 HYPOTHESES = ["Referring to him as only \" the witness \" , Amrozi accused his brother of deliberately distorting his evidence .",
               "The cat drinks milk."]
 TOLERANCE = 1e-3  # float32 forward passes of ~600 tokens; a wrong token or position is off by far more
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _every_core():
+    """conftest.py keeps torch on one thread (worker processes run beside the tests elsewhere); here the
+    forward passes of a 135M model on prompts of ~600 tokens run alone: they get the machine's cores
+    (up to 4), the same arithmetic in less time. Not on a machine already busy with other work, where
+    threads that wait for a core make each pass slower (12 s on one thread, 24-34 s on two, measured
+    at a load of 9 on two cores). The suite's setting comes back after the module."""
+    before, cores = torch.get_num_threads(), len(os.sched_getaffinity(0))
+    if os.getloadavg()[0] < cores - 0.5:  # this test process itself counts for about 1
+        torch.set_num_threads(min(4, cores))
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
