@@ -291,12 +291,15 @@ def test_claims_hold_a_few_seconds_of_work_in_whole_batches(tmp_path):
     seconds, step = worker_module.CLAIM_SECONDS, worker_module.MIN_CLAIM
     for rate in (0.5, 30.0, 333.0, 1e6):
         automatic._rates[1] = rate
-        expected = min(max(step, int(rate * seconds) // step * step), worker_module.MAX_CLAIM)
+        sorted_enough = min(worker_module.SORT_BATCHES * step, rate * worker_module.SORT_SECONDS)
+        expected = min(max(step, int(max(rate * seconds, sorted_enough)) // step * step), worker_module.MAX_CLAIM)
         assert automatic._claim_size(1) == expected
     assert automatic._claim_size(1) == worker_module.MAX_CLAIM and automatic._claim_size(2) == worker_module.FIRST_CLAIM
     batched = worker_module.ScoringWorker(engine, device="cpu", batch_size=50)
-    batched._rates[1] = 30.0
-    assert batched._claim_size(1) == int(30.0 * seconds) // 50 * 50  # whole batches of the scorer
+    batched._rates[1] = 30.0  # 8 batches of 50 are 13 s of work (under SORT_SECONDS): more than 6 s of it
+    assert batched._claim_size(1) == worker_module.SORT_BATCHES * 50
+    batched._rates[1] = 500.0  # 6 s of work is more than 8 batches
+    assert batched._claim_size(1) == int(500.0 * seconds) // 50 * 50  # whole batches of the scorer
     batched._rates[1] = 0.1
     assert batched._claim_size(1) == 50
     assert worker_module.ScoringWorker(engine, device="cpu", claim_size=7)._claim_size(1) == 7
