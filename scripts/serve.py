@@ -79,8 +79,7 @@ def _address_chosen(argv: list[str]) -> bool:
 
 
 # what Streamlit itself imports on a page's first table or chart, beside what the pages name
-DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.plotly_chart",
-                   "streamlit.elements.vega_charts")
+DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.vega_charts")
 
 
 WARMED_UP = "serve: the pages' modules are loaded"  # bench/pages.py waits for this line
