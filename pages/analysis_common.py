@@ -225,7 +225,8 @@ def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV
     """A CSV of the table (texts that a spreadsheet would run as formulas are marked, as in the export)."""
     data = frame.reset_index() if index else frame
     # encoded when the button is clicked (a callable): 100,000 rows took a second on every run of the page
-    st.download_button(label, lambda: to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}")
+    st.download_button(label, lambda: to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}",
+                       on_click="ignore")  # a download reruns nothing
 
 
 def file_stem(text: str) -> str:

@@ -91,9 +91,11 @@ def download(encode):
 
 
 c1, c2, c3 = st.columns(3)
-c1.download_button("Download CSV", download(to_csv_bytes), f"{stem}.csv", "text/csv", type="primary")
-c2.download_button("Download JSONL", download(to_jsonl_bytes), f"{stem}.jsonl", "application/jsonl")
-c3.download_button("Download Parquet", download(to_parquet_bytes), f"{stem}.parquet", "application/vnd.apache.parquet")
+# on_click="ignore": a download reruns nothing (a rerun started with the click could race it and lose it)
+c1.download_button("Download CSV", download(to_csv_bytes), f"{stem}.csv", "text/csv", type="primary", on_click="ignore")
+c2.download_button("Download JSONL", download(to_jsonl_bytes), f"{stem}.jsonl", "application/jsonl", on_click="ignore")
+c3.download_button("Download Parquet", download(to_parquet_bytes), f"{stem}.parquet", "application/vnd.apache.parquet",
+                   on_click="ignore")
 
 st.subheader("Publish as a dataset")
 st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "
