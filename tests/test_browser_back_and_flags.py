@@ -31,6 +31,14 @@ def test_back_marks_the_earlier_answer_and_live_campaign_shows_who_is_flagged(st
     page.get_by_role("button", name="← Back").click()
     page.get_by_text("Your answer was").wait_for(timeout=20_000)
     page.wait_for_function("() => document.querySelector('.st-key-answer-2-1 button')", timeout=20_000)
+    # the marking is a style drawn with the buttons' run: wait for the run to end (under load the buttons
+    # can be in the page a moment before their style), then read every button's look
+    wait_for_app(page)
+    try:
+        page.wait_for_function("() => { const b = document.querySelector('.st-key-answer-2-1 button');"
+                               " return b && getComputedStyle(b).borderTopWidth === '3px'; }", timeout=20_000)
+    except Exception:  # noqa: BLE001 - the assertion below says what the buttons look like
+        pass
     looks = page.evaluate("""() => [0,1,2,3,4].map(i => {
         const b = document.querySelector(`.st-key-answer-${i}-1 button`), s = getComputedStyle(b);
         const label = b.querySelector('p');
