@@ -25,3 +25,31 @@ def make_dataset(engine, name: str, texts: list[tuple[str, str]], label_kind=Non
 
 def numbered_pairs(n: int, prefix: str = "") -> list[tuple[str, str]]:
     return [(f"{prefix}Source sentence number {i}.", f"{prefix}Hypothesis sentence {i} here.") for i in range(n)]
+
+
+def label_at_once(engine, annotator_ids, level_of) -> list[Exception]:
+    """Each annotator labels their whole queue in a thread of their own, the first two in a second tab too
+    (another thread on the same link), answering level_of(pair_id, annotator_id); returns the errors raised
+    (an answer the other tab gave first is not one)."""
+    import threading
+
+    from db import annotation as ann
+
+    errors = []
+
+    def work(aid):
+        try:
+            while (item := ann.serve_next(engine, aid)) is not None:
+                try:
+                    ann.record_label(engine, aid, item.position, level_of(item.pair_id, aid), 0.1)
+                except ann.StaleAnswerError:
+                    pass  # the other tab answered it first
+        except Exception as exc:  # noqa: BLE001 - returned to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(aid,)) for aid in list(annotator_ids) + list(annotator_ids)[:2]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

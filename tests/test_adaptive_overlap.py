@@ -2,7 +2,6 @@
 not yet confident, between the campaign's least and most annotators per pair, on a real store."""
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 import pytest
@@ -13,7 +12,7 @@ from db import quality as qual
 from db.engine import init_db, read_session
 from db.models import Assignment, CampaignPair, Label
 from pluie_core.aggregation import binary_vote_share, wants_another
-from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.annotation_fixtures import label_at_once, make_dataset, numbered_pairs
 
 
 def test_the_rule_reads_the_binarised_vote_share():
@@ -127,23 +126,8 @@ def test_adaptive_overlap_holds_with_annotators_at_once(store_url):
     engine = init_db(store_url)
     cid = campaign(engine, n_pairs=30, overlap=2, overlap_max=5, confidence=0.9, distribution="share", quota=30)
     people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(8)]
-    errors = []
-
-    def work(aid):
-        try:
-            while (item := ann.serve_next(engine, aid)) is not None:
-                try:  # a pair's answers disagree often: by pair and person
-                    ann.record_label(engine, aid, item.position, (item.pair_id * 7 + aid * 3) % 5, 0.1)
-                except ann.StaleAnswerError:
-                    pass  # the other tab answered it first
-        except Exception as exc:  # noqa: BLE001 - surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(aid,)) for aid in people + people[:2]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # a pair's answers disagree often: by pair and person
+    errors = label_at_once(engine, people, lambda pair_id, aid: (pair_id * 7 + aid * 3) % 5)
     assert not errors
     want = wanted(engine, cid)
     with read_session(engine) as s:

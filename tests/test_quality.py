@@ -19,7 +19,7 @@ from db.engine import read_session, write_session
 from db.models import Assignment, CampaignPair, GoldPair, Label
 from pluie_core import quality
 from pluie_core.agreement import agreement_figures, count_patterns, level_counts
-from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.annotation_fixtures import label_at_once, make_dataset, numbered_pairs
 from tests.store_fixtures import sentence_pairs
 
 
@@ -287,30 +287,12 @@ def test_the_load_test_counts_what_the_store_holds(tmp_path):
 def test_gold_checks_under_concurrent_annotators(store_url):
     """Six annotators (two in two tabs at once) label in parallel threads on SQLite and PostgreSQL: each
     gets their checks, none twice, and the queue's overlap holds."""
-    import threading
-
     from db import init_db
 
     engine = init_db(store_url)
     cid, _, gold_ids = gold_campaign(engine, quota=8, rate=0.2, n_gold=3, n_pairs=40, overlap=2)
     people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(6)]
-    errors = []
-
-    def work(aid):
-        try:
-            while (item := ann.serve_next(engine, aid)) is not None:
-                try:
-                    ann.record_label(engine, aid, item.position, 2, 1.0)
-                except ann.StaleAnswerError:
-                    pass  # the other tab answered it first
-        except Exception as exc:  # noqa: BLE001 - surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(aid,)) for aid in people + people[:2]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = label_at_once(engine, people, lambda pair_id, aid: 2)
     assert not errors
     with read_session(engine) as s:
         rows = s.execute(select(Assignment.annotator_id, Assignment.pair_id, Assignment.is_gold)).all()
