@@ -20,7 +20,7 @@ REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw"
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"
-MAX_POINTS = 5_000  # points drawn in the scatter; the statistics use every pair
+MAX_POINTS = 1_500  # points drawn in the scatter (the browser draws 5,000 in about a second); the statistics use every pair
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)

@@ -19,7 +19,8 @@ baselines with nobody typing a model id; PLUIE_DEMO_RUN=0 leaves it out (the tes
 
 Warm start: right before Streamlit starts, a thread imports what app.py and its pages import
 (scipy.stats, sklearn.metrics, pandas, sqlalchemy, the charting library, pyarrow for the tables...,
-about 2 s on 2 cores), so the first person to open a page does not wait for them (bench/pages.py).
+torch for the GPU reading: about 3.5 s on 2 cores), so the first person to open a page does not
+wait for them (bench/pages.py).
 """
 from __future__ import annotations
 
@@ -78,8 +79,11 @@ def _address_chosen(argv: list[str]) -> bool:
     return False
 
 
-# what Streamlit itself imports on a page's first table or chart, beside what the pages name
-DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.vega_charts")
+# what Streamlit itself imports on a page's first table or chart, beside what the pages name; and torch,
+# which app.py's reading of the GPUs (pages.run_forms.read_hardware, on a thread of its own) imports with
+# the first page: 1.5 s on an idle machine, taken from that page while it drew (Datasets, first visit:
+# 5.4 s, bench/pages.py)
+DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.vega_charts", "torch")
 
 
 WARMED_UP = "serve: the pages' modules are loaded"  # bench/pages.py waits for this line

@@ -237,7 +237,7 @@ def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(mo
     wanted = serve.page_imports()
     # read from the pages' own source: the statistics, the store's reads, the drawing libraries
     assert {"pluie_core.stats", "pluie_core.evaluation.correlation", "db.datasets", "db.review", "pandas",
-            "pyarrow"} <= set(wanted)
+            "pyarrow", "torch"} <= set(wanted)
     assert "streamlit" not in wanted
 
     seen = {}
