@@ -14,6 +14,7 @@ from pages.shared import (
     FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, preload_views, require_organiser,
     run_page,
 )
+from pages.analysis_common import read_ahead
 from pages.run_forms import read_hardware
 from pluie_core.auth import admin_password_configured
 from worker import ensure_worker_running
@@ -74,6 +75,16 @@ navigation = st.navigation(pages, position="hidden")
 # every page is registered above, so the address asked for (/import_pairs...) stays while the
 # login form is drawn, and is the page drawn once the password is right
 require_organiser()
+
+
+@st.cache_resource(show_spinner=False)
+def read_ahead_once():
+    # once per server process, with its first admin page: the analysis pages' default frames are read
+    # on a thread while the person looks at this page (pages.analysis_common.read_ahead)
+    return read_ahead()
+
+
+read_ahead_once()
 with st.sidebar:
     for section, section_pages in pages.items():
         st.caption(section)

@@ -1,0 +1,109 @@
+"""Issue 20: what the app does so that a page opened in the browser does not wait. The admin pages ask
+the browser for Streamlit's table and chart modules before the page needs them; the first admin page
+starts reading the analysis pages' default frames on a thread of its own (tests check what is done,
+bench/pages.py how fast)."""
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import streamlit
+from streamlit.testing.v1 import AppTest
+
+from db import analysis
+from tests.analysis_store import load_built_store
+from tests.paths import REPO
+
+STATIC_JS = Path(streamlit.__file__).parent / "static" / "static" / "js"
+
+
+@pytest.fixture
+def app_env(db_url, monkeypatch):
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.setenv("PLUIE_DEMO_RUN", "0")
+
+
+def preload_scripts(at) -> list[str]:
+    return [element.value for element in at.sidebar.get("html") if "import(base + name)" in element.value]
+
+
+def test_admin_pages_ask_the_browser_for_the_table_and_chart_modules(engine, app_env):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    [script] = preload_scripts(at)
+    names = re.search(r"for \(const name of (\[.*?\])\)", script).group(1)
+    wanted = sorted(name.strip('"') for name in names.strip("[]").split(", "))
+    # the module files of this Streamlit build, each one that exists
+    assert len(wanted) == 3
+    assert {name.split(".")[0] for name in wanted} == {"DataFrame", "ArrowVegaLiteChart", "embed"}
+    assert all((STATIC_JS / name).is_file() for name in wanted)
+    # its element takes no room above the menu
+    assert "{display:none}" in script and "pluie-preload" in script
+
+
+def test_a_labelling_link_asks_for_nothing(engine, app_env):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params["token"] = "not-a-token"
+    at.run()
+    assert not preload_scripts(at)
+
+
+def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, built_analysis_store, monkeypatch):
+    load_built_store(engine, built_analysis_store)
+    from pages import analysis_common as common
+
+    for read in (common.labels, common.label_views, common.pairs, common.scores, common.edit_distances):
+        read.clear()
+    common.choices.clear()
+    calls = {"labels_long": 0, "pairs_frame": 0, "scores_wide": 0}
+
+    def counted(name):
+        original = getattr(analysis, name)
+
+        def read(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return read
+
+    for name in calls:
+        monkeypatch.setattr(analysis, name, counted(name))
+
+    common.read_ahead().join(120)
+    # labels, the pairs without and with their texts (edit distances), the first run's scores
+    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 1}
+
+    # what a page then reads with the sidebar's defaults is what was read ahead: no second read,
+    # and the same rows as a read of the store now
+    url = common.store_key()
+    choices = common.choices(url)
+    dataset_ids = tuple(int(i) for i in choices.datasets["id"])
+    first_run = (int(choices.runs["id"].iloc[0]),)
+    labels = common.labels(url, dataset_ids)
+    scores = common.scores(url, first_run, dataset_ids)
+    common.edit_distances(url, dataset_ids)
+    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 1}
+    pd.testing.assert_frame_equal(labels, analysis.labels_long(engine, dataset_ids, annotators=choices.annotators))
+    pd.testing.assert_frame_equal(scores, analysis.scores_wide(engine, first_run, dataset_ids))
+
+    # the Agreement page, opened with its defaults, reads no label again
+    at = AppTest.from_file(str(REPO / "pages" / "agreement.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Agreement"
+    assert calls["labels_long"] == 2  # the assert_frame_equal read above, and nothing more
+
+
+def test_read_ahead_on_an_empty_store_reads_nothing_and_fails_nowhere(engine, app_env, monkeypatch, caplog):
+    from pages import analysis_common as common
+
+    common.choices.clear()
+    read = []
+    monkeypatch.setattr(analysis, "labels_long", lambda *args, **kwargs: read.append(args))
+    with caplog.at_level("DEBUG", logger="pages.analysis_common"):
+        thread = common.read_ahead()
+        thread.join(60)
+    assert not thread.is_alive()
+    assert read == []  # no dataset: nothing to read
+    assert not [r for r in caplog.records if "reading ahead failed" in r.getMessage()]
