@@ -11,8 +11,7 @@ st.navigation is called on every run, so the pages/ folder is never listed on it
 import streamlit as st
 
 from pages.shared import (
-    FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, preload_views, require_organiser,
-    run_page,
+    FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser, run_page,
 )
 from pages.analysis_common import read_ahead
 from pages.run_forms import read_hardware
@@ -21,8 +20,6 @@ from worker import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
 st.session_state[FRAMED] = True  # see pages.shared._through_app
-if "token" not in st.query_params:
-    preload_views()  # the admin pages' tables and charts: loaded by the browser while the page computes
 get_engine()  # opens the store and applies pending migrations before any page draws
 
 

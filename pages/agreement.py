@@ -17,7 +17,7 @@ from pluie_core.stats import (
     StatsError, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, pairwise_kappa,
 )
 
-admin_page()
+admin_page("table", "chart")
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}

@@ -83,8 +83,8 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 
 def read_ahead() -> threading.Thread:
-    """Read what the analysis pages draw first (every dataset, the first score run: the sidebar's
-    defaults) into the shared frames, once, on a thread of its own started with the server's first
+    """Read what the analysis pages draw first (every dataset, the first score run and every run: the
+    sidebars' defaults) into the shared frames, once, on a thread of its own started with the server's first
     admin page: the first visit to Agreement, Thresholds... then finds the labels, pairs, scores and
     edit distances read (a second or two at 100,000 pairs and 300,000 labels, bench/pages.py). The
     thread runs at a lower priority than the pages where the system allows it (Linux: per thread);
@@ -105,8 +105,9 @@ def read_ahead() -> threading.Thread:
             for scale in core.label_scales(read_labels):
                 label_views(url, dataset_ids, scale)
             pairs(url, dataset_ids)
-            if not ds.runs.empty:
-                scores(url, (int(ds.runs["id"].iloc[0]),), dataset_ids)
+            run_ids = tuple(int(i) for i in ds.runs["id"])
+            for chosen in {run_ids[:1], run_ids} - {()}:  # the first run (most pages), every run (Correlation)
+                scores(url, chosen, dataset_ids)
             edit_distances(url, dataset_ids)
         except Exception:  # noqa: BLE001 - the page that reads it reports what is wrong, in its words
             logging.getLogger(__name__).debug("reading ahead failed", exc_info=True)

@@ -11,7 +11,7 @@ from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines
 from pluie_core.labels import LEVELS
 from pluie_core.pair_selection import describe_selection
 
-engine = admin_page()
+engine = admin_page("table")
 st.title("Labelling campaigns")
 if not admin_password_configured():
     st.caption("No admin password is configured, so this page is open to anyone who can reach the app.")

@@ -13,7 +13,7 @@ from pluie_core.evaluation.correlation import (
 )
 from pluie_core.stats import StatsError, format_p
 
-admin_page()
+admin_page("table", "chart")
 
 REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw": "Mean of imported annotator values",
               "meta": "A metadata column"}

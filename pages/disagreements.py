@@ -13,7 +13,7 @@ from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements
 
-engine = admin_page()
+engine = admin_page("table")
 
 MODES = {"model": "Model against the reference", "humans": "Humans among themselves"}
 MAX_LISTED = 500  # pairs offered for inspection; the CSV has them all

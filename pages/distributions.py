@@ -10,7 +10,7 @@ from pages import analysis_common as common, charts
 from pages.shared import admin_page, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
-admin_page()
+admin_page("table", "chart")
 
 CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}
 COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}

@@ -14,7 +14,7 @@ from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.places import publish_roots
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 
-engine = admin_page()
+engine = admin_page("table")
 st.title("Export")
 datasets = list_datasets(engine)
 if not datasets:

@@ -6,7 +6,7 @@ from db.datasets import datasets_overview, delete_dataset, store_totals
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 
-engine = admin_page()
+engine = admin_page("table")
 st.title("PLUIE Lab")
 st.caption("Label sentence pairs, score them with PLUIE, and see where people and the metric agree.")
 

@@ -12,7 +12,7 @@ from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 
-engine = admin_page()
+engine = admin_page("table")
 st.title("Live campaign")
 campaigns = ann.list_campaigns(engine)
 if not campaigns:
@@ -92,10 +92,10 @@ def live_view(campaign_id: int) -> None:
 live_view(campaign.id)
 
 st.subheader("Quality checks")
-st.caption(f"Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum; a median time per "
-           f"pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
-           f"Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
-           f"each at most once per person, numbered like the other pairs and not counted in the quota.")
+st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum; a median time per "
+           "pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
+           "Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
+           "each at most once per person, numbered like the other pairs and not counted in the quota.")
 with st.form("quality-settings"):
     s = st.columns(4)
     rate = s[0].number_input("Share of gold checks", 0.0, 0.5, float(campaign.gold_rate), 0.05)

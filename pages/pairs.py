@@ -11,7 +11,7 @@ from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, browse_pairs
 from pages.shared import admin_page, user_text
 from pluie_core.labels import LEVELS
 
-engine = admin_page()
+engine = admin_page("table")
 PAGE, SEARCH, FLASH, OPEN_IN_REVIEW = "pairs-page", "pairs-search", "pairs-flash", "review-open-pair"
 PAGE_SIZE = 50
 SIDES = {"side-1": "Paraphrase (side only)", "side-0": "Not a paraphrase (side only)"}

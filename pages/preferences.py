@@ -13,7 +13,7 @@ from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES, agreement_table
 from pluie_core.io import PairFileError
 
-engine = admin_page()
+engine = admin_page("table")
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)

@@ -15,7 +15,7 @@ from pluie_core.diff import diff_html
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 
-engine = admin_page()
+engine = admin_page("table")
 BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
        "line-height:1.7;font-size:1.15rem;white-space:pre-wrap;overflow-wrap:anywhere")
 CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"

@@ -15,7 +15,7 @@ from pluie_core.evaluation.paraphrasus import (
 )
 from pluie_core.io import PairFileError
 
-engine = admin_page()
+engine = admin_page("table")
 st.title("PARAPHRASUS scorecard")
 st.caption("Errors as the PARAPHRASUS paper defines them: Classify! = share of wrong predictions, Minimize! = share "
            "of pairs predicted paraphrase, Maximize! = share predicted non-paraphrase; each challenge is the "

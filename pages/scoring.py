@@ -11,7 +11,7 @@ from pages.shared import admin_page, user_text
 from pluie_core.baselines import BASELINES
 from worker import ensure_worker_running
 
-engine = admin_page()
+engine = admin_page("table")
 REFRESH_SECONDS = 2
 
 st.title("Scoring")

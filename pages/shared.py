@@ -27,29 +27,31 @@ PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not show
                "the server's log. Reload the page to try again.")
 
 
-# The browser's table and chart code (Streamlit loads each the first time a page draws one: about 0.6 s
+# The browser's table and chart code: Streamlit loads each the first time a page draws one (about 0.6 s
 # of the browser's time for a table, 0.3 s for a chart, on 2 cores). preload_views starts loading them
 # while the server still computes the page, rather than after (bench/pages.py).
-VIEW_MODULES = ("DataFrame", "ArrowVegaLiteChart", "embed")
+VIEW_MODULES = {"table": ("DataFrame",), "chart": ("ArrowVegaLiteChart", "embed")}
 
 
 @functools.cache
-def _view_modules() -> tuple:
-    """The file names of VIEW_MODULES in this Streamlit's build (hashed names), those found once each."""
+def _view_modules(kinds: tuple) -> tuple:
+    """The file names of the kinds' modules in this Streamlit's build (hashed names), those found once each."""
     folder = Path(st.__file__).parent / "static" / "static" / "js"
-    found = [sorted(folder.glob(f"{stem}.*.js")) for stem in VIEW_MODULES]
+    found = [sorted(folder.glob(f"{stem}.*.js")) for kind in kinds for stem in VIEW_MODULES[kind]]
     return tuple(files[0].name for files in found if len(files) == 1)
 
 
-def preload_views() -> None:
-    """Ask the browser to load the table and chart modules now (an invisible element in the sidebar).
-    Loading a module twice is a no-op, so later runs cost nothing; a Streamlit build whose files are
-    named otherwise gets no hint, not an error."""
-    names = _view_modules()
+def preload_views(*kinds: str) -> None:
+    """Ask the browser to load the modules of the views a page is about to draw ("table", "chart") now,
+    with an invisible element: a page calls it first thing, before it computes. Loading a module twice
+    is a no-op, so later runs cost nothing; a page draws only what it asks for (a module the page does
+    not draw would cost the browser its time for nothing); a Streamlit build whose files are named
+    otherwise gets no hint, not an error."""
+    names = _view_modules(tuple(sorted(kinds)))
     if not names:
         return
     st.sidebar.html(
-        # the element's own container is hidden (no gap above the menu); the script has run by then
+        # the element's own container is hidden (no gap in the sidebar); the script has run by then
         "<style>[data-testid=stElementContainer]:has(#pluie-preload){display:none}</style><span id=pluie-preload></span>"
         "<script>(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
         " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
@@ -228,15 +230,19 @@ def require_organiser() -> None:
     st.stop()
 
 
-def admin_page():
+def admin_page(*views: str):
     """First line of every organiser's page: annotators (a ?token= link) see a sentence and
     nothing else and, when an admin password is configured, visitors who have not logged in see
-    the login form. app.py does the same already; this keeps each page closed on its own too."""
+    the login form. app.py does the same already; this keeps each page closed on its own too.
+    ``views``: what the page draws, "table" (st.dataframe) and "chart" (st.altair_chart), for the
+    browser to load while the page computes (preload_views)."""
     _through_app()
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")
         st.stop()
     require_organiser()
+    if views:
+        preload_views(*views)
     return get_engine()
 
 

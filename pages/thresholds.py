@@ -14,7 +14,7 @@ from pluie_core.stats import (
     PAPER_PER_CLASS, StatsError, StatsWarning, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve,
 )
 
-admin_page()
+admin_page("table", "chart")
 
 FIGURES = ["accuracy", "f1", "precision", "recall"]
 MAX_POINTS = 400  # points of each curve drawn: more than a chart's width in pixels needs (2,000 took the browser a second)

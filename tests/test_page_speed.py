@@ -28,26 +28,40 @@ def preload_scripts(at) -> list[str]:
     return [element.value for element in at.sidebar.get("html") if "import(base + name)" in element.value]
 
 
-def test_admin_pages_ask_the_browser_for_the_table_and_chart_modules(engine, app_env):
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.run()
-    assert not at.exception
+def preloaded(at) -> list[str]:
+    """The module files a page asked the browser for."""
     [script] = preload_scripts(at)
     names = re.search(r"for \(const name of (\[.*?\])\)", script).group(1)
-    wanted = sorted(name.strip('"') for name in names.strip("[]").split(", "))
-    # the module files of this Streamlit build, each one that exists
-    assert len(wanted) == 3
-    assert {name.split(".")[0] for name in wanted} == {"DataFrame", "ArrowVegaLiteChart", "embed"}
-    assert all((STATIC_JS / name).is_file() for name in wanted)
-    # its element takes no room above the menu
-    assert "{display:none}" in script and "pluie-preload" in script
+    assert "{display:none}" in script and "pluie-preload" in script  # its element takes no room
+    return sorted(name.strip('"') for name in names.strip("[]").split(", "))
+
+
+@pytest.mark.parametrize("page, stems", [
+    ("thresholds", {"DataFrame", "ArrowVegaLiteChart", "embed"}),  # its curve and its tables
+    ("home", {"DataFrame"}),  # Datasets: a table, no chart
+])
+def test_a_page_asks_the_browser_for_the_views_it_draws(engine, app_env, page, stems):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception
+    wanted = preloaded(at)
+    assert {name.split(".")[0] for name in wanted} == stems
+    assert all((STATIC_JS / name).is_file() for name in wanted)  # files of this Streamlit build
+
+
+def test_a_page_without_tables_or_charts_asks_for_none(engine, app_env):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/import_pairs.py").run()
+    assert not at.exception and not preload_scripts(at)
 
 
 def test_a_labelling_link_asks_for_nothing(engine, app_env):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["token"] = "not-a-token"
     at.run()
-    assert not preload_scripts(at)
+    assert not preload_scripts(at) and not [e for e in at.get("html") if "import(base + name)" in e.value]
 
 
 def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, built_analysis_store, monkeypatch):
@@ -71,8 +85,9 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
         monkeypatch.setattr(analysis, name, counted(name))
 
     common.read_ahead().join(120)
-    # labels, the pairs without and with their texts (edit distances), the first run's scores
-    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 1}
+    # labels, the pairs without and with their texts (edit distances), the first run's scores and
+    # every run's (Correlation's default)
+    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
 
     # what a page then reads with the sidebar's defaults is what was read ahead: no second read,
     # and the same rows as a read of the store now
@@ -82,8 +97,10 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     first_run = (int(choices.runs["id"].iloc[0]),)
     labels = common.labels(url, dataset_ids)
     scores = common.scores(url, first_run, dataset_ids)
+    every_run = common.scores(url, tuple(int(i) for i in choices.runs["id"]), dataset_ids)
     common.edit_distances(url, dataset_ids)
-    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 1}
+    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
+    assert len(choices.runs) > 1 and list(every_run.columns) == choices.runs["name"].tolist()
     pd.testing.assert_frame_equal(labels, analysis.labels_long(engine, dataset_ids, annotators=choices.annotators))
     pd.testing.assert_frame_equal(scores, analysis.scores_wide(engine, first_run, dataset_ids))
 
