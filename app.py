@@ -73,15 +73,6 @@ navigation = st.navigation(pages, position="hidden")
 # login form is drawn, and is the page drawn once the password is right
 require_organiser()
 
-
-@st.cache_resource(show_spinner=False)
-def read_ahead_once():
-    # once per server process, with its first admin page: the analysis pages' default frames are read
-    # on a thread while the person looks at this page (pages.analysis_common.read_ahead)
-    return read_ahead()
-
-
-read_ahead_once()
 with st.sidebar:
     for section, section_pages in pages.items():
         st.caption(section)
@@ -96,3 +87,13 @@ else:
     st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
                        "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")
 run_page(navigation)  # any unexpected error: one sentence here, its traceback in the server's log
+
+
+@st.cache_resource(show_spinner=False)
+def read_ahead_once():
+    # once per server process, after its first admin page has run: the analysis pages' default frames
+    # are read on a thread while the person looks at that page (pages.analysis_common.read_ahead)
+    return read_ahead()
+
+
+read_ahead_once()
