@@ -84,11 +84,12 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
-    sidebars' defaults) into the shared frames, once, on a thread of its own started with the server's first
-    admin page: the first visit to Agreement, Thresholds... then finds the labels, pairs, scores and
-    edit distances read (a second or two at 100,000 pairs and 300,000 labels, bench/pages.py). The
-    thread runs at a lower priority than the pages where the system allows it (Linux: per thread);
-    a store that changes meanwhile gives new keys, so nothing stale is ever shown."""
+    sidebars' defaults) into the shared frames on a thread of its own; app.py starts it once, when the
+    server's first admin page has run. The first visit to Agreement, Thresholds... then finds the labels,
+    pairs, scores and edit distances read (a second or two at 100,000 pairs and 300,000 labels,
+    bench/pages.py). The thread runs at a lower priority than the pages where the system allows it
+    (Linux: per thread); a store that changes meanwhile gives new keys, so nothing stale is ever shown,
+    and the frames leave the cache as every shared frame does (CACHE_SECONDS, CACHE_ENTRIES)."""
     def read() -> None:
         try:
             if hasattr(os, "setpriority"):
