@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+import threading
 import time
 import tomllib
 from contextlib import contextmanager
@@ -211,12 +212,20 @@ def alembic_config(engine: Engine):
     return config
 
 
+# Alembic keeps the running migration's context in module globals (alembic.context, alembic.op): two
+# threads of one process migrating at once (two stores opened together, or a page's first read on the
+# app's read-ahead thread while another thread opens a store) overwrite each other's and fail with a
+# KeyError. One at a time per process, then; another process is kept out by the database's own locks.
+_MIGRATING = threading.Lock()
+
+
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision. Run at every start: a user's database is
     upgraded in place, never recreated."""
     from alembic import command
 
-    command.upgrade(alembic_config(engine), "head")
+    with _MIGRATING:
+        command.upgrade(alembic_config(engine), "head")
 
 
 def init_db(url: Optional[str] = None) -> Engine:

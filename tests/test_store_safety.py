@@ -211,3 +211,35 @@ def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_s
     assert ann.progress(engine, aid).done == 0
     at.button(key="answer-3-0").click().run()  # the same pair, the same key: saved now
     assert not at.error and ann.progress(engine, aid).done == 1
+
+
+def test_stores_opened_on_several_threads_at_once_are_all_migrated(tmp_path):
+    """Alembic keeps a running migration's context in module globals: threads of one process that
+    open fresh stores at the same moment (the app's read-ahead thread and a page, or two sessions'
+    first runs) must each get a fully migrated store, not a KeyError from the other's context."""
+    import threading
+
+    from sqlalchemy import inspect as schema
+
+    from db import init_db
+
+    urls = [f"sqlite:///{tmp_path / f'store{i}.db'}" for i in range(8)]
+    start, errors, engines = threading.Barrier(len(urls)), [], []
+
+    def open_store(url):
+        start.wait()
+        try:
+            engines.append(init_db(url))
+        except Exception as error:  # noqa: BLE001 - collected and reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_store, args=(url,)) for url in urls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    assert len(engines) == len(urls)
+    for engine in engines:
+        assert {"pairs", "labels", "campaigns"} <= set(schema(engine).get_table_names())
+        engine.dispose()
