@@ -7,7 +7,7 @@ import pytest
 
 from db.engine import init_db
 from db.runs import create_run
-from tests.browser import wait_for_app  # app_server, browser: tests/conftest.py plugin
+from tests.browser import choose_option, wait_for_app  # app_server, browser: tests/conftest.py plugin
 from tests.paths import REPO
 from tests.store_fixtures import add_pairs, sentence_pairs
 
@@ -86,9 +86,9 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
             wait_for_shown_text(page, sentence.format("someone/no-such-model"), timeout=40_000)
             assert time.monotonic() - started < 20  # before: the hub client's retries, about a minute
 
+            wait_for_app(page)  # the run that showed it has ended: nothing redraws under the next clicks
             page.get_by_text("New baseline run").click()
-            page.get_by_role("combobox", name="Baseline", exact=True).click()
-            page.get_by_role("option", name="S3C cosine (s3c)").click()
+            choose_option(page, page.get_by_role("combobox", name="Baseline", exact=True), "S3C cosine (s3c)")
             page.get_by_role("textbox", name="Baseline model", exact=True).fill("someone/no-such-encoder")
             page.keyboard.press("Tab")
             started = time.monotonic()
