@@ -65,7 +65,7 @@ def _frame(session, statement, columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=columns, nrows=len(rows))
 
 
-def _numbers(session, statement, columns: list[str], integers: Iterable[str] = ()) -> pd.DataFrame:
+def number_frame(session, statement, columns: list[str], integers: Iterable[str] = ()) -> pd.DataFrame:
     """Rows of a Core select of numbers only as a DataFrame, the fast way: every value into one float
     array (None -> NaN) without a Python object per cell, then ``integers`` (id columns, never
     missing) as int64. A third of _frame's time at 3,000,000 labels (bench/analysis.py at 1M pairs)."""
@@ -81,14 +81,14 @@ def _ids(values: Optional[Iterable[int]]) -> Optional[list[int]]:
     return None if values is None else [int(v) for v in values]
 
 
-def _pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
+def pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
     """dataset_id of every pair (of the given datasets), indexed by pair_id. Read from the
     dataset_id index alone: joining labels or scores to the pairs table instead reads the pairs'
     texts, page by page, and costs three times as much."""
     query = select(Pair.id, Pair.dataset_id)
     if dataset_ids is not None:
         query = query.where(Pair.dataset_id.in_(dataset_ids))
-    frame = _numbers(session, query, ["pair_id", "dataset_id"], integers=["pair_id", "dataset_id"])
+    frame = number_frame(session, query, ["pair_id", "dataset_id"], integers=["pair_id", "dataset_id"])
     return pd.Series(frame["dataset_id"].to_numpy(), index=frame["pair_id"].to_numpy())
 
 
@@ -164,11 +164,11 @@ def labels_long(
     if annotator_ids is not None:
         query = query.where(Label.annotator_id.in_(annotator_ids))
     with read_session(engine) as session:
-        labels = _numbers(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent"],
+        labels = number_frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent"],
                           integers=["pair_id", "annotator_id"])
-        pair_datasets = _pair_datasets(session, dataset_ids)
+        dataset_of_pair = pair_datasets(session, dataset_ids)
         dataset_names = dict(session.execute(select(Dataset.id, Dataset.name)).all())
-    labels["dataset_id"] = pair_datasets.reindex(labels["pair_id"]).to_numpy()
+    labels["dataset_id"] = dataset_of_pair.reindex(labels["pair_id"]).to_numpy()
     labels = labels[labels["dataset_id"].notna()].reset_index(drop=True)
     labels["dataset_id"] = labels["dataset_id"].astype(int)
     if annotators is None:
@@ -196,7 +196,7 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
         query = query.where(Pair.dataset_id.in_(dataset_ids))
     with read_session(engine) as session:
         pairs = (_frame(session, query, names) if texts
-                 else _numbers(session, query, names, integers=["pair_id", "dataset_id"]))
+                 else number_frame(session, query, names, integers=["pair_id", "dataset_id"]))
         datasets = _frame(session, select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min,
                                           Dataset.label_max), ["dataset_id", "dataset", "label_kind", "label_min", "label_max"])
     pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce").astype(float)
@@ -211,9 +211,9 @@ def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[It
     run_ids, dataset_ids = _ids(run_ids), _ids(dataset_ids)
     query = select(Score.pair_id, Score.run_id, Score.value).where(Score.run_id.in_(run_ids))
     with read_session(engine) as session:
-        scores = _numbers(session, query, ["pair_id", "run_id", "value"], integers=["pair_id", "run_id"])
+        scores = number_frame(session, query, ["pair_id", "run_id", "value"], integers=["pair_id", "run_id"])
         if dataset_ids is not None:
-            scores = scores[scores["pair_id"].isin(_pair_datasets(session, dataset_ids).index)]
+            scores = scores[scores["pair_id"].isin(pair_datasets(session, dataset_ids).index)]
         run_names = dict(session.execute(select(ScoreRun.id, ScoreRun.name).where(ScoreRun.id.in_(run_ids))).all())
     wide = scores.pivot(index="pair_id", columns="run_id", values="value").astype(float)
     wide = wide.reindex(columns=[r for r in run_ids if r in run_names])

@@ -9,7 +9,6 @@ unique (pair, revision) makes the store itself refuse the second of two simultan
 """
 from __future__ import annotations
 
-import itertools
 from typing import Iterable, Optional
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
-from db.analysis import analysis_choices, counted_label, pair_detail, raw_rows
+from db.analysis import analysis_choices, counted_label, number_frame, pair_datasets, pair_detail
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
 from db.models import Adjudication, Dataset, Label, Pair
@@ -73,8 +72,7 @@ def _of_datasets(session, pair_ids: np.ndarray, dataset_ids: Optional[list[int]]
     every dataset): read from the pairs' dataset_id index."""
     if dataset_ids is None or set(session.scalars(select(Dataset.id))) <= set(dataset_ids):
         return np.ones(len(pair_ids), dtype=bool)
-    chosen = raw_rows(session, select(Pair.id).where(Pair.dataset_id.in_(dataset_ids)))
-    return np.isin(pair_ids, np.fromiter(itertools.chain.from_iterable(chosen), dtype=np.int64, count=len(chosen)))
+    return np.isin(pair_ids, pair_datasets(session, dataset_ids).index)
 
 
 def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.Series:
@@ -96,10 +94,11 @@ def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> p
     times as long at 3,000,000 labels)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
-        rows = raw_rows(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None)))
-        values = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
-        values = values[_of_datasets(session, values[:, 0], dataset_ids)] if len(values) else values
-    return pd.DataFrame({"pair_id": values[:, 0], "level": values[:, 1]})
+        levels = number_frame(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None)),
+                              ["pair_id", "level"], integers=["pair_id", "level"])
+        if len(levels):
+            levels = levels[_of_datasets(session, levels["pair_id"].to_numpy(), dataset_ids)].reset_index(drop=True)
+    return levels
 
 
 def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending",
