@@ -50,13 +50,18 @@ def preload_views(*kinds: str) -> None:
     names = _view_modules(tuple(sorted(kinds)))
     if not names:
         return
-    st.sidebar.html(
-        # the element's own container is hidden (no gap in the sidebar); the script has run by then
-        "<style>[data-testid=stElementContainer]:has(#pluie-preload){display:none}</style><span id=pluie-preload></span>"
-        "<script>(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
-        " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
-        f" for (const name of {json.dumps(list(names))}) import(base + name).catch(() => {{}});}})();</script>",
-        unsafe_allow_javascript=True)
+    with st.sidebar:
+        page_script("(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
+                    " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
+                    f" for (const name of {json.dumps(list(names))}) import(base + name).catch(() => {{}});}})();",
+                    "pluie-preload")
+
+
+def page_script(script: str, marker: str) -> None:
+    """Run JavaScript in the page itself (st.html runs it there, not in a frame) from an element that
+    takes no room: the element's own container, found by ``marker`` (an id), is hidden once drawn."""
+    st.html(f"<style>[data-testid=stElementContainer]:has(#{marker}){{display:none}}</style>"
+            f"<span id={marker}></span><script>{script}</script>", unsafe_allow_javascript=True)
 
 
 def run_page(page) -> None:
@@ -195,12 +200,9 @@ def keep_login_cookie() -> None:
     if in_step:
         return
     expires = admin_session_expiry(want) if want else 0  # 0: 1970, which deletes the cookie
-    script = (f"<script>document.cookie = {json.dumps(ADMIN_COOKIE)} + '=' + {json.dumps(want or '')}"
-              f" + '; expires=' + new Date({int(expires or 0) * 1000}).toUTCString() + '; path=/; SameSite=Strict'"
-              " + (location.protocol === 'https:' ? '; Secure' : '');</script>")
-    st.html("<style>.st-key-pluie-login-cookie {display: none;}</style>")
-    with st.container(key="pluie-login-cookie"):
-        st.html(script, unsafe_allow_javascript=True)
+    page_script(f"document.cookie = {json.dumps(ADMIN_COOKIE)} + '=' + {json.dumps(want or '')}"
+                f" + '; expires=' + new Date({int(expires or 0) * 1000}).toUTCString() + '; path=/; SameSite=Strict'"
+                " + (location.protocol === 'https:' ? '; Secure' : '');", "pluie-login-cookie")
 
 
 def require_organiser() -> None:
