@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 import pandas as pd
 from sqlalchemy import Engine, func, select
 
-from db.analysis import _frame, _ids, _pair_datasets
+from db.analysis import _frame, _ids, pair_datasets
 from db.engine import read_session
 from db.models import Campaign, Dataset, Label, Pair, Preference
 from pluie_core.evaluation.correlation import mean_levels
@@ -41,7 +41,7 @@ def label_means(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sca
     with read_session(engine) as session:
         labels = _frame(session, query, ["pair_id", "value"])
         if dataset_ids is not None:
-            labels = labels[labels["pair_id"].isin(_pair_datasets(session, dataset_ids).index)]
+            labels = labels[labels["pair_id"].isin(pair_datasets(session, dataset_ids).index)]
     labels["value"] = pd.to_numeric(labels["value"], errors="coerce").astype(float)
     if scale == "levels":
         return mean_levels(labels, level_col="value").rename("reference")
