@@ -37,7 +37,9 @@ def binarise(level: Optional[int]) -> Optional[int]:
 
 def _level_array(levels) -> np.ndarray:
     if isinstance(levels, (pd.DataFrame, pd.Series)):  # nullable columns (Int64 with <NA>) become NaN
-        values = levels.to_numpy(dtype=float, na_value=np.nan)
+        dtypes = levels.dtypes if isinstance(levels, pd.DataFrame) else [levels.dtype]
+        plain = all(dtype == np.float64 for dtype in dtypes)  # already NaN for missing: no copy
+        values = levels.to_numpy() if plain else levels.to_numpy(dtype=float, na_value=np.nan)
     else:
         values = np.asarray(levels, dtype=float)
     known = values[~np.isnan(values)]
@@ -48,8 +50,8 @@ def _level_array(levels) -> np.ndarray:
 
 def _like(levels, values: np.ndarray):
     """``values`` with the DataFrame / Series shape and labels of ``levels`` when it is one."""
-    if isinstance(levels, pd.DataFrame):
-        return pd.DataFrame(values, index=levels.index, columns=levels.columns)
+    if isinstance(levels, pd.DataFrame):  # values is new: no copy (20,000,000 cells at 1,000,000 pairs)
+        return pd.DataFrame(values, index=levels.index, columns=levels.columns, copy=False)
     if isinstance(levels, pd.Series):
         return pd.Series(values, index=levels.index, name=levels.name)
     return values
@@ -67,7 +69,7 @@ def binarise_levels(levels):
     """``binarise`` element-wise and vectorised: 0 / 1 -> 0, 2 / 3 -> 1, Don't know or missing -> NaN.
     Keeps the DataFrame / Series shape and labels when given one."""
     values = _level_array(levels)
-    binary = np.where(np.isnan(values) | (values == DONT_KNOW), np.nan, (values >= 2).astype(float))
+    binary = np.where(values < DONT_KNOW, values >= 2, np.nan)  # NaN fails both comparisons: stays missing
     return _like(levels, binary)
 
 

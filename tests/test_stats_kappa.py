@@ -59,3 +59,55 @@ def test_human_vs_model_kappa_and_confusion_equal_sklearn():
     assert result["confusion"].tolist() == [[int(((human == h) & (predicted == p)).sum()) for p in (0, 1)] for h in (0, 1)]
     with pytest.raises(StatsError, match="same single class"):
         human_vs_model(np.ones(5), np.ones(5), threshold=0.0)
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+@pytest.mark.parametrize("block_cells", [None, 64])
+def test_pairwise_kappa_from_one_matrix_product_equals_sklearn_pair_by_pair(weights, block_cells, monkeypatch):
+    """pairwise_kappa builds every pair's confusion matrix from one indicator matrix product over the
+    whole scale (in blocks of items): each κ must still be sklearn's on that pair's shared items over
+    that pair's own range, the percent agreement and counts theirs, and the notes the same."""
+    from pluie_core import stats
+
+    if block_cells:
+        monkeypatch.setattr(stats, "_CONFUSION_CELLS", block_cells)  # many blocks of 1,024 items
+    rng = np.random.default_rng(11)
+    truth = rng.integers(-2, 4, 5000)
+    matrix = np.stack([np.clip(truth + rng.integers(-1, 2, 5000), -2 + k % 2, 3) for k in range(5)], axis=1).astype(float)
+    matrix[rng.random(matrix.shape) < 0.4] = np.nan
+    matrix[:, 3] = np.where(np.arange(5000) < 2500, np.nan, matrix[:, 3])
+    matrix[:, 4] = np.where(np.arange(5000) < 2500, matrix[:, 4], np.nan)  # shares nothing with annotator 3
+    matrix[:, 1] = np.where(np.isnan(matrix[:, 1]), np.nan, 1.0)  # one level only
+    result = pairwise_kappa(matrix, weights)
+    rows = result.table.set_index(["annotator_a", "annotator_b"])
+    for i in range(5):
+        for j in range(i + 1, 5):
+            both = ~np.isnan(matrix[:, i]) & ~np.isnan(matrix[:, j])
+            row = rows.loc[(i, j)]
+            assert row["n_shared"] == both.sum() == result.n_shared.iloc[i, j]
+            if not both.any():
+                assert row["note"] == "No labelled item in common." and np.isnan(row["kappa"])
+                continue
+            a, b = matrix[both, i].astype(int), matrix[both, j].astype(int)
+            assert row["percent_agreement"] == pytest.approx(np.mean(a == b), abs=1e-15)
+            expected = sklearn_kappa(a, b, weights, np.arange(min(a.min(), b.min()), max(a.max(), b.max()) + 1))
+            if np.isfinite(expected):
+                assert row["kappa"] == pytest.approx(expected, abs=1e-12) and row["note"] == ""
+            else:
+                assert np.isnan(row["kappa"]) and "undefined" in row["note"]
+    assert np.diag(result.n_shared.to_numpy()).tolist() == (~np.isnan(matrix)).sum(axis=0).tolist()
+
+
+def test_pairwise_kappa_on_a_wide_raw_scale_pairs_annotators_one_by_one():
+    """Beyond 64 levels between the lowest and highest value the indicator matrix would be too wide:
+    the tables come pair by pair, and κ is still sklearn's."""
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 100, 400)
+    matrix = np.stack([truth + rng.integers(-3, 4, 400) for _ in range(3)], axis=1).astype(float)
+    matrix[rng.random(matrix.shape) < 0.2] = np.nan
+    result = pairwise_kappa(matrix, "quadratic")
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        both = ~np.isnan(matrix[:, i]) & ~np.isnan(matrix[:, j])
+        a, b = matrix[both, i].astype(int), matrix[both, j].astype(int)
+        expected = sklearn_kappa(a, b, "quadratic", np.arange(min(a.min(), b.min()), max(a.max(), b.max()) + 1))
+        assert result.kappa.iloc[i, j] == pytest.approx(expected, abs=1e-12)
