@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, and_, func, select, union
 
-from db.analysis import _frame, analysis_choices
+from db.analysis import _frame, annotator_choices
 from db.engine import read_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
@@ -75,7 +75,7 @@ def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Op
 
 def _annotator_names(engine: Engine) -> dict[int, str]:
     """Annotator id -> the name every page shows (unique across the store)."""
-    people = analysis_choices(engine).annotators
+    people = annotator_choices(engine)
     return dict(zip(people["id"].astype(int), people["annotator"]))
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
-from db.analysis import analysis_choices, counted_label, number_frame, pair_datasets, pair_detail
+from db.analysis import annotator_choices, counted_label, number_frame, pair_datasets, pair_detail
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import check_length
 from db.models import Adjudication, Dataset, Label, Pair
@@ -141,7 +141,7 @@ def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
     level, level_name, english_level, seconds_spent, comment, flagged), every score, the majority level, the
     decision in force (None, or a dict of ADJUDICATION_COLUMNS) and the pair's history of
     decisions (a frame, newest first)."""
-    people = analysis_choices(engine).annotators
+    people = annotator_choices(engine)
     detail = pair_detail(engine, pair_id, people)
     if detail is None:
         return None

@@ -11,7 +11,7 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from db import analysis
+from db import analysis, review
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
@@ -77,6 +77,15 @@ def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> 
     return analysis.scores_wide(get_engine(), run_ids, dataset_ids)
 
 
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
+def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
+    """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
+    3,000,000 labels, and asked again at every ← / →. Read again when the store's state changes (a
+    decision, a new label, an answer changed in place); read ahead for every dataset. Streamlit keys it on
+    the arguments as passed (a default left out is another key): callers pass all four."""
+    return review.review_queue(get_engine(), list(dataset_ids), show, aggregation=order)
+
+
 @shared_frame
 def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
     return core.edit_distances(pairs(url, dataset_ids, texts=True))
@@ -84,7 +93,7 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
-    sidebars' defaults) into the shared frames on a thread of its own; app.py starts it once, when the
+    sidebars' defaults) and the Review page's queue into the shared frames on a thread of its own; app.py starts it once, when the
     server's first admin page has run. The first visit to Agreement, Thresholds... then finds the labels,
     pairs, scores and edit distances read (a second or two at 100,000 pairs and 300,000 labels,
     bench/pages.py). The thread runs at a lower priority than the pages where the system allows it
@@ -102,6 +111,7 @@ def read_ahead() -> threading.Thread:
             dataset_ids = tuple(int(i) for i in ds.datasets["id"])
             if not dataset_ids:
                 return
+            review_queue(url, tuple(sorted(dataset_ids)), "pending", None)  # the Review page's first view (as it asks)
             read_labels = labels(url, dataset_ids)
             for scale in core.label_scales(read_labels):
                 label_views(url, dataset_ids, scale)

@@ -40,14 +40,7 @@ order = st.sidebar.selectbox("Order", list(ORDERS), format_func=ORDERS.get, key=
                                   "aggregation method: the pairs a method is least sure of come first.")
 
 
-@st.cache_data(ttl=60, max_entries=common.CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
-def review_queue(key: str, dataset_ids: list, show: str, order):
-    """Seconds at 300,000 labels, and asked again at every ← / →: read again when the store's state
-    changes (a decision, a new label, an answer changed in place)."""
-    return review.review_queue(engine, dataset_ids, show, aggregation=order)
-
-
-queue = review_queue(common.store_key(), [names[n] for n in chosen], show, order)
+queue = common.review_queue(common.store_key(), tuple(sorted(names[n] for n in chosen)), show, order)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):

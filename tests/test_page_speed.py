@@ -112,6 +112,42 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert calls["labels_long"] == 2  # the assert_frame_equal read above, and nothing more
 
 
+def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, app_env, built_analysis_store, monkeypatch):
+    """The Review page's queue (3 s at 1,000,000 pairs) is read ahead for every dataset, pending pairs in
+    review order, as the page opens; the page then draws it without reading it again, and a decision
+    (a new store state) gives a queue read afresh."""
+    from db import review
+    from pages import analysis_common as common
+
+    load_built_store(engine, built_analysis_store)
+    common.review_queue.clear()
+    common.choices.clear()
+    computed = []
+    original = review.review_queue
+
+    def counted(*args, **kwargs):
+        computed.append(args[1:])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(review, "review_queue", counted)
+    common.read_ahead().join(120)
+    assert len(computed) == 1
+    expected = original(engine)
+    assert len(expected) > 0
+
+    at = AppTest.from_file(str(REPO / "pages" / "review.py"), default_timeout=60)
+    at.run()
+    assert not at.exception and len(computed) == 1
+    first = int(expected.index[0])
+    assert f"Pair {first} ·" in " ".join(c.value for c in at.caption)  # the queue's first pair, on screen
+    assert f"Pair 1 of {len(expected):,}" in at.get("progress")[0].proto.text
+
+    review.adjudicate(engine, first, 2, "Ada")
+    at.run()
+    assert not at.exception and len(computed) == 2  # the store changed: the queue is read again
+    assert f"Pair 1 of {len(expected) - 1:,}" in at.get("progress")[0].proto.text
+
+
 def test_read_ahead_on_an_empty_store_reads_nothing_and_fails_nowhere(engine, app_env, monkeypatch, caplog):
     from pages import analysis_common as common
 
