@@ -2,26 +2,20 @@
 with a bootstrap interval) on the five-level scale and binarised, a per-annotator summary, and how
 each annotator and the majority agree with a score run."""
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-from pluie_core.analysis import (
-    RAW_SCALE_NO_BINARY, agreement_matrix, annotator_summary, label_scales,
-)
+from pluie_core.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_scales
 from db.analysis import LABELS_COUNTED
 from pages import analysis_common as common, charts
-from pluie_core.agreement import AGREEMENT_RULE, N_BOOT, count_patterns, level_counts
-from pluie_core.agreement import agreement_figures as level_agreement
+from pluie_core.agreement import AGREEMENT_RULE
 from pages.shared import admin_page, user_text
-from pluie_core.stats import (
-    StatsError, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, pairwise_kappa,
-)
+from pluie_core.stats import human_vs_model_table
 
 admin_page("table", "chart")
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}
-ALPHA_LEVELS = ("nominal", "ordinal", "interval")
+ALPHA_LEVELS = common.ALPHA_LEVELS
 
 st.title("Agreement")
 selection = common.sidebar(run="optional", reference=False)
@@ -38,48 +32,12 @@ weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=Tru
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
-               show_spinner="Computing Fleiss' κ, Krippendorff's α with its bootstrap intervals and the pairwise κ…")
-def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
-    """Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ of one view, cached:
-    on a large campaign they take a second, and other widgets of the page should not wait for them."""
-    # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
-    view = common.label_views(url, dataset_ids, scale)[2 if binarised else 1]
-    view = view if binarised else agreement_matrix(view, scale)
-    values = view.to_numpy()
-    figures, errors = [], {}
-    try:
-        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view))})
-    except StatsError as error:
-        errors["Fleiss' kappa"] = str(error)
-    if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
-        rows = common.label_views(url, dataset_ids, scale)[0]
-        measures = ("binary",) if binarised else ALPHA_LEVELS
-        found = level_agreement(count_patterns(level_counts(rows["pair_id"], rows["level"])), measures=measures)
-        for measure in measures:
-            figure = dict(found[measure])
-            if figure.get("alpha") is None:
-                errors[f"Krippendorff's alpha ({measure})"] = figure.get("why")
-            else:
-                figures.append({"measure": f"Krippendorff's alpha ({measure})", "value": figure.pop("alpha"), **figure})
-    else:
-        for level in ALPHA_LEVELS:
-            try:
-                found = krippendorff_alpha_ci(view.T, level, n_boot=N_BOOT, seed=0)
-                figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
-            except StatsError as error:
-                errors[f"Krippendorff's alpha ({level})"] = str(error)
-    whole = bool(np.all(np.isnan(values) | (values == np.round(values))))
-    pairwise = pairwise_kappa(view, weights) if whole else None
-    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
-
-
 def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
     """Fleiss' κ, Krippendorff's α (three levels), the pairwise κ heatmap and table of one view."""
     if matrix.shape[1] < 2:
         st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
         return
-    found = agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
+    found = common.agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
     shown = found["figures"].set_index("measure")
     alphas = {"binary": "Krippendorff's α binarised"} if binarised else {lv: f"Krippendorff's α {lv}" for lv in ALPHA_LEVELS}
     labels_shown = {"Fleiss' kappa": "Fleiss' κ", **{f"Krippendorff's alpha ({lv})": name for lv, name in alphas.items()}}

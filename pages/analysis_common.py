@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -15,7 +16,9 @@ from db import analysis, review
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
-from pluie_core.stats import StatsError
+from pluie_core.agreement import N_BOOT, count_patterns, level_counts
+from pluie_core.agreement import agreement_figures as level_agreement
+from pluie_core.stats import StatsError, category_counts, fleiss_kappa, krippendorff_alpha_ci, pairwise_kappa
 
 # Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs
 # show up at once. The time limit covers what the key does not see (an answer changed in place, a
@@ -77,6 +80,48 @@ def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> 
     return analysis.scores_wide(get_engine(), run_ids, dataset_ids)
 
 
+ALPHA_LEVELS = ("nominal", "ordinal", "interval")
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
+               show_spinner="Computing Fleiss' κ, Krippendorff's α with its bootstrap intervals and the pairwise κ…")
+def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
+    """The Agreement page's Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ
+    of one view, cached: on a large campaign they take seconds (2 s at 3,000,000 labels), and other
+    widgets of the page should not wait for them. Its default view is read ahead. Streamlit keys it
+    on the arguments as passed: callers pass all five."""
+    # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
+    view = label_views(url, dataset_ids, scale)[2 if binarised else 1]
+    view = view if binarised else core.agreement_matrix(view, scale)
+    values = view.to_numpy()
+    figures, errors = [], {}
+    try:
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view))})
+    except StatsError as error:
+        errors["Fleiss' kappa"] = str(error)
+    if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
+        rows = label_views(url, dataset_ids, scale)[0]
+        measures = ("binary",) if binarised else ALPHA_LEVELS
+        found = level_agreement(count_patterns(level_counts(rows["pair_id"], rows["level"])), measures=measures)
+        for measure in measures:
+            figure = dict(found[measure])
+            if figure.get("alpha") is None:
+                errors[f"Krippendorff's alpha ({measure})"] = figure.get("why")
+            else:
+                figures.append({"measure": f"Krippendorff's alpha ({measure})", "value": figure.pop("alpha"), **figure})
+    else:
+        for level in ALPHA_LEVELS:
+            try:
+                found = krippendorff_alpha_ci(view.T, level, n_boot=N_BOOT, seed=0)
+                figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
+            except StatsError as error:
+                errors[f"Krippendorff's alpha ({level})"] = str(error)
+    # five-level labels are whole by construction; values imported on their own scale may not be
+    whole = scale == "levels" or bool(np.all(np.isnan(values) | (values == np.round(values))))
+    pairwise = pairwise_kappa(view, weights) if whole else None
+    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
+
+
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
 def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
     """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
@@ -115,6 +160,8 @@ def read_ahead() -> threading.Thread:
             read_labels = labels(url, dataset_ids)
             for scale in core.label_scales(read_labels):
                 label_views(url, dataset_ids, scale)
+            # the Agreement page's first view: the first scale, not binarised, unweighted κ
+            agreement_figures(url, dataset_ids, core.label_scales(read_labels)[0], False, None)
             pairs(url, dataset_ids)
             run_ids = tuple(int(i) for i in ds.runs["id"])
             for chosen in {run_ids[:1], run_ids} - {()}:  # the first run (most pages), every run (Correlation)

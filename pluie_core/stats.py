@@ -514,20 +514,27 @@ def human_vs_model_table(
     if isinstance(model_scores, pd.Series):
         model_scores = model_scores.reindex(binary_matrix.index)
     scores = _as_float_array(model_scores)
+    scored = ~np.isnan(scores)
     columns = {name: binary_matrix[name] for name in binary_matrix.columns}
     columns["majority"] = majority_binary_vector(binary_matrix)
     rows = []
     for name, labels in columns.items():
         row = {"annotator": name, "n": 0, "kappa": np.nan, "accuracy": np.nan, "tn": 0, "fp": 0, "fn": 0, "tp": 0, "note": ""}
+        labels = _as_float_array(labels)
+        if labels.shape == scores.shape:  # the pairs this annotator labelled (a few of a large campaign's) only:
+            kept = scored & ~np.isnan(labels)  # human_vs_model leaves out the rest, and reads them no more
+            labels, row_scores = labels[kept], scores[kept]
+        else:
+            row_scores = scores  # human_vs_model says what is wrong
         try:
-            result = human_vs_model(labels, scores, threshold, higher_is_positive)
+            result = human_vs_model(labels, row_scores, threshold, higher_is_positive)
             row.update(n=result["n"], kappa=result["kappa"], accuracy=result["accuracy"])
             row.update(zip(("tn", "fp", "fn", "tp"), map(int, result["confusion"].ravel())))
         except StatsError as error:
             row["note"] = str(error)
-            keep = ~np.isnan(scores) & ~np.isnan(_as_float_array(labels))
+            keep = ~np.isnan(row_scores) & ~np.isnan(labels) if labels.shape == row_scores.shape else np.zeros(0, bool)
             if keep.any():  # κ undefined but accuracy and the counts still are
-                human, predicted = _as_float_array(labels)[keep].astype(int), _predict(scores[keep], threshold, higher_is_positive)
+                human, predicted = labels[keep].astype(int), _predict(row_scores[keep], threshold, higher_is_positive)
                 cells = confusion_matrix(human, predicted, labels=[0, 1]).ravel()
                 row.update(n=int(keep.sum()), accuracy=float(np.mean(human == predicted)))
                 row.update(zip(("tn", "fp", "fn", "tp"), map(int, cells)))

@@ -71,7 +71,11 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     for read in (common.labels, common.label_views, common.pairs, common.scores, common.edit_distances):
         read.clear()
     common.choices.clear()
+    common.agreement_figures.clear()
     calls = {"labels_long": 0, "pairs_frame": 0, "scores_wide": 0}
+    kappas = []
+    pairwise_kappa = common.pairwise_kappa
+    monkeypatch.setattr(common, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
 
     def counted(name):
         original = getattr(analysis, name)
@@ -88,6 +92,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     # labels, the pairs without and with their texts (edit distances), the first run's scores and
     # every run's (Correlation's default)
     assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
+    assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
 
     # what a page then reads with the sidebar's defaults is what was read ahead: no second read,
     # and the same rows as a read of the store now
@@ -110,6 +115,10 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert not at.exception
     assert at.title[0].value == "Agreement"
     assert calls["labels_long"] == 2  # the assert_frame_equal read above, and nothing more
+    assert kappas == [(None,)]  # nor its figures
+    assert "Fleiss' κ" in [m.label for m in at.metric] and at.metric[0].value != "—"
+    at.radio(key="agreement_weights").set_value("Quadratic").run()
+    assert not at.exception and kappas == [(None,), ("quadratic",)]  # another view is computed when asked
 
 
 def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, app_env, built_analysis_store, monkeypatch):
