@@ -132,6 +132,19 @@ def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", 
 
 
 @shared_frame
+def reference_labels(url: str, dataset_ids: tuple[int, ...], kind: str, annotator: Optional[str], gold_cut: float) -> pd.Series:
+    """The reference labels (0 / 1, NaN where none) of every pair of the datasets, indexed by pair_id:
+    the gold labels cut, the human majority or one annotator. A third of a run of the Thresholds
+    page at 1,000,000 pairs, where it was computed twice a run before."""
+    return core.reference_labels(pairs(url, dataset_ids), labels(url, dataset_ids), core.Reference(kind, annotator, gold_cut))
+
+
+def reference_for(url: str, dataset_ids: tuple[int, ...], chosen: core.Reference) -> pd.Series:
+    """reference_labels of a core.Reference (read-only, shared)."""
+    return reference_labels(url, dataset_ids, chosen.kind, chosen.annotator, float(chosen.gold_cut))
+
+
+@shared_frame
 def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
     return core.edit_distances(pairs(url, dataset_ids, texts=True))
 
@@ -163,6 +176,7 @@ def read_ahead() -> threading.Thread:
             # the Agreement page's first view: the first scale, not binarised, unweighted κ
             agreement_figures(url, dataset_ids, core.label_scales(read_labels)[0], False, None)
             pairs(url, dataset_ids)
+            reference_labels(url, dataset_ids, "gold", None, 0.5)  # the sidebar's default reference
             run_ids = tuple(int(i) for i in ds.runs["id"])
             for chosen in {run_ids[:1], run_ids} - {()}:  # the first run (most pages), every run (Correlation)
                 scores(url, chosen, dataset_ids)
@@ -229,7 +243,7 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
         chosen_reference = _reference_picker(ds, dataset_ids) if reference else None
         if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
             st.cache_data.clear()
-            for read in (labels, label_views, pairs, scores, edit_distances):
+            for read in (labels, label_views, pairs, scores, reference_labels, edit_distances):
                 read.clear()
     if run == "required" and chosen_run is None:
         st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
@@ -240,7 +254,7 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
 def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Series:
     """The selection's reference labels, or a sentence saying why there are none (and the page stops)."""
     try:
-        return core.reference_labels(pair_frame, labels(selection.url, selection.dataset_ids), selection.reference)
+        return reference_for(selection.url, selection.dataset_ids, selection.reference).reindex(pair_frame.index)
     except StatsError as error:
         st.info(user_text(error))
         st.stop()
@@ -275,8 +289,7 @@ def _threshold_reference(selection: Selection) -> tuple[Optional[pd.Series], str
         chosen = selection.choices.datasets[selection.choices.datasets["id"].isin(selection.dataset_ids)]
         reference = core.Reference("gold" if chosen["n_gold"].sum() > 0 else "majority")
     try:
-        frame = pairs(selection.url, selection.dataset_ids)
-        return core.reference_labels(frame, labels(selection.url, selection.dataset_ids), reference), reference.describe()
+        return reference_for(selection.url, selection.dataset_ids, reference), reference.describe()
     except StatsError:
         return None, reference.describe()
 

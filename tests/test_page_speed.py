@@ -73,8 +73,10 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     common.choices.clear()
     common.agreement_figures.clear()
     calls = {"labels_long": 0, "pairs_frame": 0, "scores_wide": 0}
-    kappas = []
-    pairwise_kappa = common.pairwise_kappa
+    common.reference_labels.clear()
+    kappas, references = [], []
+    pairwise_kappa, reference_labels = common.pairwise_kappa, common.core.reference_labels
+    monkeypatch.setattr(common.core, "reference_labels", lambda *args: references.append(args[2]) or reference_labels(*args))
     monkeypatch.setattr(common, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
 
     def counted(name):
@@ -93,6 +95,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     # every run's (Correlation's default)
     assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
     assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
+    assert [r.kind for r in references] == ["gold"]  # the sidebars' default reference
 
     # what a page then reads with the sidebar's defaults is what was read ahead: no second read,
     # and the same rows as a read of the store now
@@ -119,6 +122,15 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert "Fleiss' κ" in [m.label for m in at.metric] and at.metric[0].value != "—"
     at.radio(key="agreement_weights").set_value("Quadratic").run()
     assert not at.exception and kappas == [(None,), ("quadratic",)]  # another view is computed when asked
+
+    # Thresholds, opened with its defaults (gold labels), finds its reference read: twice a run before
+    at = AppTest.from_file(str(REPO / "pages" / "thresholds.py"), default_timeout=60)
+    at.run()
+    assert not at.exception and at.title[0].value == "Thresholds" and [r.kind for r in references] == ["gold"]
+    at.radio(key="analysis_reference").set_value("majority").run()
+    assert not at.exception and [r.kind for r in references] == ["gold", "majority"]  # computed once, when asked
+    at.run()
+    assert [r.kind for r in references] == ["gold", "majority"]
 
 
 def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, app_env, built_analysis_store, monkeypatch):
