@@ -70,8 +70,15 @@ def label_views(url: str, dataset_ids: tuple[int, ...], scale: str) -> tuple[pd.
     return rows, matrix, core.agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
 
 
-@shared_frame
 def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False) -> pd.DataFrame:
+    """The pairs of the datasets (db.analysis.pairs_frame), read-only. One cache entry however it is
+    called: Streamlit keys a cached function on its arguments as passed, so pairs(url, ids) and
+    pairs(url, ids, texts=False) would each read a million pairs."""
+    return _pairs(url, tuple(dataset_ids), bool(texts))
+
+
+@shared_frame
+def _pairs(url: str, dataset_ids: tuple[int, ...], texts: bool) -> pd.DataFrame:
     return analysis.pairs_frame(get_engine(), dataset_ids, texts=texts)
 
 
@@ -243,7 +250,7 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
         chosen_reference = _reference_picker(ds, dataset_ids) if reference else None
         if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
             st.cache_data.clear()
-            for read in (labels, label_views, pairs, scores, reference_labels, edit_distances):
+            for read in (labels, label_views, _pairs, scores, reference_labels, edit_distances):
                 read.clear()
     if run == "required" and chosen_run is None:
         st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")

@@ -68,7 +68,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     load_built_store(engine, built_analysis_store)
     from pages import analysis_common as common
 
-    for read in (common.labels, common.label_views, common.pairs, common.scores, common.edit_distances):
+    for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances):
         read.clear()
     common.choices.clear()
     common.agreement_figures.clear()
@@ -127,6 +127,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     at = AppTest.from_file(str(REPO / "pages" / "thresholds.py"), default_timeout=60)
     at.run()
     assert not at.exception and at.title[0].value == "Thresholds" and [r.kind for r in references] == ["gold"]
+    assert calls["pairs_frame"] == 2  # its pairs too (asked for as pairs(..., texts=False): the same entry)
     at.radio(key="analysis_reference").set_value("majority").run()
     assert not at.exception and [r.kind for r in references] == ["gold", "majority"]  # computed once, when asked
     at.run()
