@@ -18,7 +18,10 @@ from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
 from pluie_core.agreement import agreement_figures as level_agreement
-from pluie_core.stats import StatsError, category_counts, fleiss_kappa, krippendorff_alpha_ci, pairwise_kappa
+from pluie_core.stats import (
+    StatsError, best_threshold, category_counts, fleiss_kappa, krippendorff_alpha_ci, metrics_at, pairwise_kappa, roc_auc,
+    threshold_curve,
+)
 
 # Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs
 # show up at once. The time limit covers what the key does not see (an answer changed in place, a
@@ -129,6 +132,41 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
     return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
 
 
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
+               show_spinner="Computing the curve, the best threshold, ROC AUC and each dataset's best threshold…")
+def threshold_figures(url: str, dataset_ids: tuple[int, ...], run_id: int, kind: str, annotator: Optional[str],
+                      gold_cut: float, higher: bool, natural: Optional[float]):
+    """The Thresholds page's figures of one run against one reference (core.Reference's kind,
+    annotator and gold_cut): the curve, the best threshold, ROC AUC and, over several datasets,
+    each one's best threshold, ROC AUC and accuracy at the ``natural`` threshold (None when the run
+    has none); per_dataset is None for one dataset. Three seconds at 1,000,000 pairs: cached on the
+    store's state and the choices, and the default (first run, gold labels) is read ahead. Streamlit
+    keys it on the arguments as passed: callers pass all eight."""
+    values = scores(url, (run_id,), dataset_ids).iloc[:, 0]
+    data = pairs(url, dataset_ids)[["dataset"]].assign(
+        score=values, reference=reference_labels(url, dataset_ids, kind, annotator, gold_cut))
+    data = data.dropna(subset=["score", "reference"])
+    curve = threshold_curve(data["score"], data["reference"], higher)
+    best, auc = best_threshold(data["score"], data["reference"], higher), roc_auc(data["score"], data["reference"], higher)
+    if data["dataset"].nunique() < 2:
+        return curve, best, auc, None
+    per_dataset = []
+    for name, group in data.groupby("dataset"):
+        row = {"dataset": name, "n": len(group)}
+        try:
+            found = best_threshold(group["score"], group["reference"], higher)
+            row |= {"best threshold": found["threshold"], "tied from": found["tie_low"], "tied to": found["tie_high"],
+                    "accuracy": found["accuracy"], "f1": found["f1"],
+                    "precision": found["precision"], "recall": found["recall"],
+                    "roc_auc": roc_auc(group["score"], group["reference"], higher)}
+            if natural is not None:
+                row["accuracy at natural"] = metrics_at(group["score"], group["reference"], natural, higher)["accuracy"]
+        except StatsError as error:
+            row["note"] = str(error)
+        per_dataset.append(row)
+    return curve, best, auc, pd.DataFrame(per_dataset)
+
+
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
 def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
     """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
@@ -158,12 +196,16 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
-    sidebars' defaults) and the Review page's queue into the shared frames on a thread of its own; app.py starts it once, when the
-    server's first admin page has run. The first visit to Agreement, Thresholds... then finds the labels,
-    pairs, scores and edit distances read (a second or two at 100,000 pairs and 300,000 labels,
-    bench/pages.py). The thread runs at a lower priority than the pages where the system allows it
-    (Linux: per thread); a store that changes meanwhile gives new keys, so nothing stale is ever shown,
-    and the frames leave the cache as every shared frame does (CACHE_SECONDS, CACHE_ENTRIES)."""
+    sidebars' defaults) into the shared caches on a thread of its own: the Review page's queue, the
+    labels and their matrices, Agreement's first figures, the pairs, the gold reference, the scores,
+    Thresholds' first figures and the edit distances. app.py starts it once, when the server's first
+    admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
+    reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
+    alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
+    page that needs it says what is wrong, in its words. The thread runs at a lower priority than the
+    pages where the system allows it (Linux: per thread); a store that changes meanwhile gives new keys,
+    so nothing stale is ever shown, and the entries leave the cache as every entry does
+    (CACHE_SECONDS, CACHE_ENTRIES)."""
     def read() -> None:
         try:
             if hasattr(os, "setpriority"):
@@ -173,23 +215,41 @@ def read_ahead() -> threading.Thread:
         try:
             url = store_key()
             ds = choices(url)
-            dataset_ids = tuple(int(i) for i in ds.datasets["id"])
-            if not dataset_ids:
-                return
-            review_queue(url, tuple(sorted(dataset_ids)), "pending", None)  # the Review page's first view (as it asks)
-            read_labels = labels(url, dataset_ids)
-            for scale in core.label_scales(read_labels):
-                label_views(url, dataset_ids, scale)
-            # the Agreement page's first view: the first scale, not binarised, unweighted κ
-            agreement_figures(url, dataset_ids, core.label_scales(read_labels)[0], False, None)
-            pairs(url, dataset_ids)
-            reference_labels(url, dataset_ids, "gold", None, 0.5)  # the sidebar's default reference
-            run_ids = tuple(int(i) for i in ds.runs["id"])
-            for chosen in {run_ids[:1], run_ids} - {()}:  # the first run (most pages), every run (Correlation)
-                scores(url, chosen, dataset_ids)
-            edit_distances(url, dataset_ids)
-        except Exception:  # noqa: BLE001 - the page that reads it reports what is wrong, in its words
+        except Exception:  # noqa: BLE001
             logging.getLogger(__name__).debug("reading ahead failed", exc_info=True)
+            return
+        dataset_ids = tuple(int(i) for i in ds.datasets["id"])
+        if not dataset_ids:
+            return
+        run_ids = tuple(int(i) for i in ds.runs["id"])
+        first = ds.runs.iloc[0] if len(ds.runs) else None
+
+        def label_frames() -> None:
+            for scale in core.label_scales(labels(url, dataset_ids)):
+                label_views(url, dataset_ids, scale)
+
+        steps = [
+            lambda: review_queue(url, tuple(sorted(dataset_ids)), "pending", None),  # as the Review page asks
+            label_frames,
+            # the Agreement page's first view: the first scale, not binarised, unweighted κ
+            lambda: agreement_figures(url, dataset_ids, core.label_scales(labels(url, dataset_ids))[0], False, None),
+            lambda: pairs(url, dataset_ids),
+            lambda: reference_labels(url, dataset_ids, "gold", None, 0.5),  # the sidebars' default reference
+        ]
+        if first is not None:
+            steps += [
+                lambda: scores(url, run_ids[:1], dataset_ids),  # the first run (most pages)
+                lambda: threshold_figures(url, dataset_ids, int(first["id"]), "gold", None, 0.5,
+                                          bool(first["higher_is_similar"]), core.natural_threshold(first["kind"])),
+                lambda: scores(url, run_ids, dataset_ids),  # every run (Correlation)
+            ]
+        steps.append(lambda: edit_distances(url, dataset_ids))
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - the page that reads it reports what is wrong, in its words
+                logging.getLogger(__name__).debug("reading ahead failed", exc_info=True)
+
 
     thread = threading.Thread(target=read, name="pluie-read-ahead", daemon=True)
     thread.start()

@@ -10,9 +10,7 @@ import streamlit as st
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common, charts
 from pages.shared import admin_page, user_text
-from pluie_core.stats import (
-    PAPER_PER_CLASS, StatsError, StatsWarning, best_threshold, metrics_at, mixed_balanced_draw, roc_auc, threshold_curve,
-)
+from pluie_core.stats import PAPER_PER_CLASS, StatsError, StatsWarning, metrics_at, mixed_balanced_draw
 
 admin_page("table", "chart")
 
@@ -34,16 +32,11 @@ if data.empty:
 
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
-               show_spinner="Computing the curve, the best threshold and ROC AUC…")
-def curve_figures(scores: pd.Series, reference: pd.Series, higher: bool):
-    """Cached on the values: a widget further down the page does not compute them again."""
-    return (threshold_curve(scores, reference, higher), best_threshold(scores, reference, higher),
-            roc_auc(scores, reference, higher))
-
-
+reference = selection.reference
 try:
-    curve, best, auc = curve_figures(data[score], data["reference"], higher)
+    curve, best, auc, per_dataset = common.threshold_figures(
+        selection.url, selection.dataset_ids, int(run["id"]), reference.kind, reference.annotator,
+        float(reference.gold_cut), higher, natural)
 except StatsError as error:
     st.info(user_text(error))
     st.stop()
@@ -85,31 +78,8 @@ compare = pd.DataFrame(rows).T[["threshold", "tie_low", "tie_high", "accuracy", 
 st.dataframe(compare, width="stretch", placeholder="—")
 common.download_csv(compare, "natural_vs_best.csv", index=True)
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
-               show_spinner="Finding each dataset's best threshold…")
-def per_dataset_figures(data: pd.DataFrame, score: str, higher: bool, natural) -> pd.DataFrame:
-    """Each dataset's best threshold, ROC AUC and accuracy at the natural threshold; cached on the
-    values as the curve is (0.4 s a run at 1,000,000 pairs)."""
-    per_dataset = []
-    for name, group in data.groupby("dataset"):
-        row = {"dataset": name, "n": len(group)}
-        try:
-            found = best_threshold(group[score], group["reference"], higher)
-            row |= {"best threshold": found["threshold"], "tied from": found["tie_low"], "tied to": found["tie_high"],
-                    "accuracy": found["accuracy"], "f1": found["f1"],
-                    "precision": found["precision"], "recall": found["recall"],
-                    "roc_auc": roc_auc(group[score], group["reference"], higher)}
-            if natural is not None:
-                row["accuracy at natural"] = metrics_at(group[score], group["reference"], natural, higher)["accuracy"]
-        except StatsError as error:
-            row["note"] = str(error)
-        per_dataset.append(row)
-    return pd.DataFrame(per_dataset)
-
-
-if data["dataset"].nunique() > 1:
+if per_dataset is not None:
     st.subheader("Per dataset")
-    per_dataset = per_dataset_figures(data[[score, "reference", "dataset"]], score, higher, natural)
     st.dataframe(per_dataset, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(per_dataset, "thresholds_per_dataset.csv")
 

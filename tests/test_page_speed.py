@@ -74,6 +74,10 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     common.agreement_figures.clear()
     calls = {"labels_long": 0, "pairs_frame": 0, "scores_wide": 0}
     common.reference_labels.clear()
+    common.threshold_figures.clear()
+    curves = []
+    threshold_curve = common.threshold_curve
+    monkeypatch.setattr(common, "threshold_curve", lambda *args: curves.append(len(args[0])) or threshold_curve(*args))
     kappas, references = [], []
     pairwise_kappa, reference_labels = common.pairwise_kappa, common.core.reference_labels
     monkeypatch.setattr(common.core, "reference_labels", lambda *args: references.append(args[2]) or reference_labels(*args))
@@ -96,6 +100,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
     assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
     assert [r.kind for r in references] == ["gold"]  # the sidebars' default reference
+    assert len(curves) == 1  # Thresholds' first figures: the first run against gold labels
 
     # what a page then reads with the sidebar's defaults is what was read ahead: no second read,
     # and the same rows as a read of the store now
@@ -128,8 +133,10 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     at.run()
     assert not at.exception and at.title[0].value == "Thresholds" and [r.kind for r in references] == ["gold"]
     assert calls["pairs_frame"] == 2  # its pairs too (asked for as pairs(..., texts=False): the same entry)
+    assert len(curves) == 1 and at.metric[0].label == "ROC AUC"  # and its curve, drawn without computing it again
     at.radio(key="analysis_reference").set_value("majority").run()
     assert not at.exception and [r.kind for r in references] == ["gold", "majority"]  # computed once, when asked
+    assert len(curves) == 2
     at.run()
     assert [r.kind for r in references] == ["gold", "majority"]
 
