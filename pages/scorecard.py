@@ -28,13 +28,17 @@ def datasets(url: str) -> pd.DataFrame:
     return benchmark_datasets(engine)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
+@common.shared_frame
 def pairs_and_scores(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFrame:
+    """The benchmark's pairs and scores, kept as they are (read-only; pluie_core's scorecard works on
+    its own copy): st.cache_data pickled the million-row frame when it stored it and unpickled it on
+    every run of the page."""
     return scorecard_frame(engine, dataset_ids, run_ids)
 
 
 if st.sidebar.button("Reload data", help="Read the store again (new scores show up within a minute anyway)."):
     st.cache_data.clear()
+    pairs_and_scores.clear()
 table = datasets(url)
 with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all()):
     st.caption("The PARAPHRASUS files (ms-mrpc.json, paws-x-test.json, the NLI files in both directions, …) are "
