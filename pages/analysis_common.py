@@ -229,10 +229,10 @@ def read_ahead() -> threading.Thread:
                 label_views(url, dataset_ids, scale)
 
         steps = [
-            lambda: review_queue(url, tuple(sorted(dataset_ids)), "pending", None),  # as the Review page asks
             label_frames,
             # the Agreement page's first view: the first scale, not binarised, unweighted κ
             lambda: agreement_figures(url, dataset_ids, core.label_scales(labels(url, dataset_ids))[0], False, None),
+            lambda: review_queue(url, tuple(sorted(dataset_ids)), "pending", None),  # as the Review page asks
             lambda: pairs(url, dataset_ids),
             lambda: reference_labels(url, dataset_ids, "gold", None, 0.5),  # the sidebars' default reference
         ]
