@@ -231,3 +231,27 @@ def test_import_and_reads_give_the_same_answer_on_every_store(store_url, tmp_pat
         assert label_means(engine).to_dict() == {first: 2.0}  # Don't know (4) left out
     finally:
         engine.dispose()
+
+
+def test_preference_kappa_is_sklearns_on_random_choices_and_nan_where_it_is_undefined():
+    """κ of the choices comes from a confusion matrix of their codes (sklearn validated 500,000 strings a
+    run): it must be cohen_kappa_score with labels A, B, tie, NaN where sklearn's is undefined."""
+    import warnings
+
+    from pluie_core.evaluation.preference import CHOICES, _kappa
+
+    rng = np.random.default_rng(0)
+    undefined = 0
+    for _ in range(300):
+        n, kinds = int(rng.integers(1, 60)), int(rng.integers(1, 4))
+        human = rng.choice(CHOICES[:kinds], n)
+        metric = np.where(rng.random(n) < 0.5, human, rng.choice(CHOICES[:kinds], n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = cohen_kappa_score(human.astype(str), metric.astype(str), labels=list(CHOICES))
+        if np.isnan(expected):
+            assert np.isnan(_kappa(human, metric))
+            undefined += 1
+        else:
+            assert _kappa(human, metric) == pytest.approx(expected, abs=1e-12)
+    assert 10 < undefined < 200  # both kinds of case were met
