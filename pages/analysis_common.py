@@ -196,9 +196,9 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
-    sidebars' defaults) into the shared caches on a thread of its own: the Review page's queue, the
-    labels and their matrices, Agreement's first figures, the pairs, the gold reference, the scores,
-    Thresholds' first figures and the edit distances. app.py starts it once, when the server's first
+    sidebars' defaults) into the shared caches on a thread of its own, in this order: the labels and
+    their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
+    the first run's scores, Thresholds' first figures, every run's scores and the edit distances. app.py starts it once, when the server's first
     admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
     reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
     alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
