@@ -53,9 +53,10 @@ def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
 # further down does not compute them again; the coefficients alone (n_boot 0) are shown first, and a
 # spinner says what is being computed meanwhile.
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int) -> pd.DataFrame:
+def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int, coefficients=None) -> pd.DataFrame:
+    """``coefficients``: the n_boot 0 table of the same data, whose r the bootstrap's table reuses."""
     if systems is None:
-        return correlate(scores, reference, n_boot=n_boot)
+        return correlate(scores, reference, n_boot=n_boot, coefficients=coefficients)
     return system_level(scores, reference, systems, n_boot=n_boot)
 
 
@@ -141,10 +142,12 @@ def show_table(table: pd.DataFrame) -> None:
 
 try:
     systems = None if system_column is None else groups(selection.url, selection.dataset_ids, system_column)
+    first = None
     if systems is None:  # the coefficients at once, their intervals once the bootstrap is done
-        show_table(correlations(data[chosen_runs], data["reference"], None, 0))
+        first = correlations(data[chosen_runs], data["reference"], None, 0)
+        show_table(first)
     with st.spinner(f"Computing the bootstrap intervals of the correlations ({n_boot:,} resamples)…"):
-        table = correlations(data[chosen_runs], data["reference"], systems, n_boot)
+        table = correlations(data[chosen_runs], data["reference"], systems, n_boot, first)
 except StatsError as error:
     fail(error)
 show_table(table)

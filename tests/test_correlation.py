@@ -47,6 +47,12 @@ def test_without_resamples_the_coefficients_come_alone(stsb):
     full = correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=200)
     assert alone[["metric", "method", "r", "n"]].equals(full[["metric", "method", "r", "n"]])
     assert alone[["ci_low", "ci_high"]].isna().all().all() and full[["ci_low", "ci_high"]].notna().all().all()
+    # the page then hands the coefficients to the bootstrap's call, which takes them as they are
+    reused = correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=200, coefficients=alone)
+    pd.testing.assert_frame_equal(reused, full)
+    planted = alone.assign(r=alone["r"] + 1.0)  # and does take them: nothing computed again
+    assert (correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=0, coefficients=planted)["r"]
+            == planted["r"]).all()
 
 
 def test_intervals_widen_as_n_shrinks(stsb):

@@ -225,6 +225,7 @@ def correlate(
     confidence: float = 0.95,
     max_resample: int = 1000,
     seed: int = 0,
+    coefficients: Optional[pd.DataFrame] = None,
 ) -> pd.DataFrame:
     """Correlation of each metric with the reference: one row per (metric, method) with columns
     metric, method, r (scipy's coefficient), ci_low, ci_high (percentile bootstrap interval at
@@ -233,13 +234,17 @@ def correlate(
     ``scores``: a DataFrame (one column per metric) or a Series, aligned with ``reference`` on
     the index; or a mapping / arrays of the same length as ``reference``. Distances keep their sign
     (a distance correlates negatively with similarity judgments). ``n_boot=0``: the coefficients
-    alone, their intervals NaN (what a page shows while the bootstrap runs)."""
+    alone, their intervals NaN (what a page shows while the bootstrap runs). ``coefficients``: that table,
+    already computed for these same scores and reference: its r are taken as they are, not computed
+    again (on a million pairs, scipy's three coefficients of each run take about a second)."""
     _check_confidence(confidence)
     for method in methods:
         _check_method(method)
     frame, reference = _aligned(scores, reference)
     y_all = reference.to_numpy()
     rows, shared = [], {}
+    known = None if coefficients is None else dict(zip(zip(coefficients["metric"], coefficients["method"]),
+                                                        coefficients["r"]))
     for metric in frame.columns:
         x, y = _valid(frame[metric].to_numpy(), y_all, f"{metric} score")
         # metrics scored on the same pairs share their resamples (and the reference's ranks in them)
@@ -248,7 +253,8 @@ def correlate(
             shared[kept] = _Resamples(len(x), n_boot, max_resample, seed)
         resamples = shared.get(kept)
         for method in methods:
-            r = _coefficient(x, y, method)
+            r = known.get((metric, method)) if known else None
+            r = _coefficient(x, y, method) if r is None else float(r)
             low, high = float("nan"), float("nan")
             if resamples is not None:
                 boots = resamples.statistic(x, y, method, y_key=0)
