@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from db import analysis, review
+from db import analysis, evaluation_reads, review
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
+from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
 from pluie_core.stats import (
     StatsError, best_threshold, category_counts, fleiss_kappa, krippendorff_alpha_ci, metrics_at, pairwise_kappa, roc_auc,
@@ -167,6 +168,30 @@ def threshold_figures(url: str, dataset_ids: tuple[int, ...], run_id: int, kind:
     return curve, best, auc, pd.DataFrame(per_dataset)
 
 
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def preference_datasets(url: str) -> pd.DataFrame:
+    return evaluation_reads.preference_datasets(get_engine())
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def preferences(url: str, dataset_ids: tuple) -> pd.DataFrame:
+    return evaluation_reads.preferences_frame(get_engine(), dataset_ids)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
+               show_spinner="Calibrating each run's ties and comparing its choices with the people's…")
+def preference_agreement(url: str, dataset_ids: tuple, run_ids: tuple, chosen: tuple, direction: dict) -> pd.DataFrame:
+    """The Preferences page's table: every chosen run's agreement with the human choices (a second or
+    more at 500,000 items, so cached: the key is the store's state, so a new score or choice shows at
+    once). Its default (every preference dataset, every run) is read ahead. Streamlit keys it on the
+    arguments as passed: callers pass all five."""
+    items = preferences(url, dataset_ids)
+    found = scores(url, run_ids, dataset_ids).reindex(columns=list(chosen))
+    side_a = found.reindex(items["pair_a_id"]).reset_index(drop=True)
+    side_b = found.reindex(items["pair_b_id"]).reset_index(drop=True)
+    return agreement_table(items["preferred"].tolist(), side_a, side_b, direction, list(chosen))
+
+
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
 def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
     """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
@@ -198,7 +223,8 @@ def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
     sidebars' defaults) into the shared caches on a thread of its own, in this order: the labels and
     their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
-    the first run's scores, Thresholds' first figures, every run's scores and the edit distances. app.py starts it once, when the server's first
+    the first run's scores, Thresholds' first figures, every run's scores, the edit distances and the
+    Preferences page's first table. app.py starts it once, when the server's first
     admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
     reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
     alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
@@ -244,6 +270,7 @@ def read_ahead() -> threading.Thread:
                 lambda: scores(url, run_ids, dataset_ids),  # every run (Correlation)
             ]
         steps.append(lambda: edit_distances(url, dataset_ids))
+        steps.append(lambda: _preference_defaults(url))
         for step in steps:
             try:
                 step()
@@ -254,6 +281,19 @@ def read_ahead() -> threading.Thread:
     thread = threading.Thread(target=read, name="pluie-read-ahead", daemon=True)
     thread.start()
     return thread
+
+
+def _preference_defaults(url: str) -> None:
+    """The Preferences page's first view: every preference dataset, every run (LLM-choice runs too)."""
+    available = preference_datasets(url)
+    runs = choices(url, preference_runs=True).runs
+    if available.empty or runs.empty:
+        return
+    dataset_ids = tuple(int(i) for i in available["id"])
+    names = runs["name"].tolist()
+    preferences(url, dataset_ids)
+    preference_agreement(url, dataset_ids, tuple(int(i) for i in runs.set_index("name").loc[names, "id"]), tuple(names),
+                         runs.set_index("name")["higher_is_similar"].astype(bool).to_dict())
 
 
 @dataclass

@@ -2,28 +2,17 @@
 tie), and see how often each score run makes the same choice (*-PLUIE section 3.2, table 2):
 pairwise accuracy with tie calibration, Cramér's V and Cohen's κ. The pairs (source, A) and
 (source, B) are ordinary pairs of the dataset, scored by the ordinary runs."""
-import pandas as pd
 import streamlit as st
 
-from db import evaluation_reads as reads
 from db.datasets import ImportRejected
 from db.preferences import import_preference_file
 from pages import analysis_common as common
-from pages.shared import admin_page, get_engine, user_text
-from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES, agreement_table
+from pages.shared import admin_page, user_text
+from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES
 from pluie_core.io import PairFileError
 
 engine = admin_page("table")
-
-
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def preference_datasets(url: str) -> pd.DataFrame:
-    return reads.preference_datasets(get_engine())
-
-
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def preferences(url: str, dataset_ids: tuple) -> pd.DataFrame:
-    return reads.preferences_frame(get_engine(), dataset_ids)
+preference_datasets, preferences = common.preference_datasets, common.preferences  # cached, read ahead
 
 
 st.title("Preference agreement")
@@ -67,23 +56,9 @@ if not chosen:
     st.info("Choose at least one score run.")
     st.stop()
 
-
-
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
-               show_spinner="Calibrating each run's ties and comparing its choices with the people's…")
-def agreement(url: str, dataset_ids: tuple, run_ids: tuple, chosen: tuple, direction: dict) -> pd.DataFrame:
-    """Every chosen run's agreement with the human choices (1.2 s a run at 500,000 items before it was
-    cached: the key is the store's state, so a new score or choice shows at once)."""
-    items = preferences(url, dataset_ids)
-    scores = common.scores(url, run_ids, dataset_ids).reindex(columns=list(chosen))
-    side_a = scores.reindex(items["pair_a_id"]).reset_index(drop=True)
-    side_b = scores.reindex(items["pair_b_id"]).reset_index(drop=True)
-    return agreement_table(items["preferred"].tolist(), side_a, side_b, direction, list(chosen))
-
-
 direction = runs.set_index("name")["higher_is_similar"].astype(bool).to_dict()
-table = agreement(url, dataset_ids, tuple(int(i) for i in runs.set_index("name").loc[chosen, "id"]), tuple(chosen),
-                  direction)
+table = common.preference_agreement(url, dataset_ids, tuple(int(i) for i in runs.set_index("name").loc[chosen, "id"]),
+                                    tuple(chosen), direction)
 st.dataframe(table, hide_index=True, width="stretch", column_config={
     "accuracy": st.column_config.NumberColumn("pair accuracy (ε = 0)", format="%.3f"),
     "epsilon": st.column_config.NumberColumn("ε (tie calibration)", format="%.4g"),

@@ -255,3 +255,23 @@ def test_preference_kappa_is_sklearns_on_random_choices_and_nan_where_it_is_unde
         else:
             assert _kappa(human, metric) == pytest.approx(expected, abs=1e-12)
     assert 10 < undefined < 200  # both kinds of case were met
+
+
+def test_the_preferences_pages_first_view_is_read_ahead(engine, preference_store, open_preferences, monkeypatch):
+    """The read-ahead computes the Preferences page's default table (every preference dataset, every
+    run): the page then draws it without calibrating any run again."""
+    from pages import analysis_common as common
+
+    for cached in (common.preference_datasets, common.preferences, common.preference_agreement, common.choices):
+        cached.clear()
+    calibrated = []
+    agreement_table = common.agreement_table
+    monkeypatch.setattr(common, "agreement_table",
+                        lambda *args: calibrated.append(tuple(args[4])) or agreement_table(*args))
+    common.read_ahead().join(60)
+    assert calibrated == [("hand distance", "hand score")]
+    at = open_preferences()
+    assert calibrated == [("hand distance", "hand score")]  # nothing computed again
+    assert at.dataframe[0].value.set_index("metric").loc["hand score", "accuracy_calibrated"] == 6 / 8
+    at.multiselect(key="preference_runs").set_value(["hand score"]).run()
+    assert not at.exception and calibrated[-1] == ("hand score",)  # another choice is computed when asked
