@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from db import analysis, evaluation_reads, review
+from db import analysis, evaluation, evaluation_reads, review
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
+from pluie_core.evaluation.paraphrasus import CHALLENGES, PARTS
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
 from pluie_core.stats import (
@@ -192,6 +193,37 @@ def preference_agreement(url: str, dataset_ids: tuple, run_ids: tuple, chosen: t
     return agreement_table(items["preferred"].tolist(), side_a, side_b, direction, list(chosen))
 
 
+@shared_frame
+def scorecard_pairs(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFrame:
+    """The Scorecard page's pairs and scores of a benchmark's datasets (db.evaluation.scorecard_frame),
+    kept as they are (read-only; pluie_core's scorecard works on its own copy): st.cache_data pickled
+    the million-row frame when it stored it and unpickled it on every run of the page. Its default
+    (the first benchmark in the paper's order, every run) is read ahead."""
+    return evaluation.scorecard_frame(get_engine(), dataset_ids, run_ids)
+
+
+def in_paper_order(members: pd.DataFrame) -> pd.DataFrame:
+    """A benchmark's datasets as the PARAPHRASUS paper's Table 2 orders them: by challenge, then its
+    datasets ("paraphrasus/mrpc" counts as mrpc), then the others by name."""
+    def order(row) -> tuple:
+        short = row["name"].rsplit("/", 1)[-1]
+        return (CHALLENGES.index(row["challenge"]) if row["challenge"] in CHALLENGES else len(CHALLENGES),
+                list(PARTS).index(short) if short in PARTS else len(PARTS), row["name"])
+
+    return members.loc[sorted(members.index, key=lambda i: order(members.loc[i]))]
+
+
+def _scorecard_defaults(url: str) -> None:
+    """The Scorecard page's first view: the first benchmark (by name), every run."""
+    table = evaluation.benchmark_datasets(get_engine())
+    benchmarks = sorted(table["benchmark"].dropna().unique())
+    runs = choices(url).runs
+    if not benchmarks or runs.empty:
+        return
+    members = in_paper_order(table[table["benchmark"] == benchmarks[0]])
+    scorecard_pairs(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
+
+
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
 def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
     """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
@@ -223,8 +255,8 @@ def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
     sidebars' defaults) into the shared caches on a thread of its own, in this order: the labels and
     their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
-    the first run's scores, Thresholds' first figures, every run's scores, the edit distances and the
-    Preferences page's first table. app.py starts it once, when the server's first
+    the first run's scores, Thresholds' first figures, every run's scores, the edit distances, the
+    Preferences page's first table and the Scorecard page's pairs. app.py starts it once, when the server's first
     admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
     reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
     alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
@@ -271,6 +303,7 @@ def read_ahead() -> threading.Thread:
             ]
         steps.append(lambda: edit_distances(url, dataset_ids))
         steps.append(lambda: _preference_defaults(url))
+        steps.append(lambda: _scorecard_defaults(url))
         for step in steps:
             try:
                 step()

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from db.datasets import ImportRejected
-from db.evaluation import PARAPHRASUS, assign_challenge, benchmark_datasets, import_benchmark, scorecard_frame
+from db.evaluation import PARAPHRASUS, assign_challenge, benchmark_datasets, import_benchmark
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.analysis import natural_threshold
@@ -28,12 +28,7 @@ def datasets(url: str) -> pd.DataFrame:
     return benchmark_datasets(engine)
 
 
-@common.shared_frame
-def pairs_and_scores(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFrame:
-    """The benchmark's pairs and scores, kept as they are (read-only; pluie_core's scorecard works on
-    its own copy): st.cache_data pickled the million-row frame when it stored it and unpickled it on
-    every run of the page."""
-    return scorecard_frame(engine, dataset_ids, run_ids)
+pairs_and_scores = common.scorecard_pairs  # kept as they are, and read ahead
 
 
 if st.sidebar.button("Reload data", help="Read the store again (new scores show up within a minute anyway)."):
@@ -99,13 +94,7 @@ with st.sidebar:
 members = table[table["benchmark"] == chosen]
 
 
-def paper_order(row) -> tuple:
-    short = row["name"].rsplit("/", 1)[-1]
-    return (CHALLENGES.index(row["challenge"]) if row["challenge"] in CHALLENGES else len(CHALLENGES),
-            list(PARTS).index(short) if short in PARTS else len(PARTS), row["name"])
-
-
-members = members.loc[sorted(members.index, key=lambda i: paper_order(members.loc[i]))]
+members = common.in_paper_order(members)
 # Table 2's columns under the datasets' short names ("paraphrasus/mrpc" -> "mrpc") when they stay distinct
 short_names = {n: n.rsplit("/", 1)[-1] for n in members["name"]}
 if len(set(short_names.values())) < len(short_names):

@@ -354,6 +354,26 @@ def test_page_shows_every_dataset_the_averages_and_err(benchmark_store, raw, pag
     assert "paraphrase when the score is ≤ 0.4 (given)" in " ".join(c.value for c in at.caption)
 
 
+def test_the_scorecards_pairs_are_read_ahead_and_the_page_reads_them_no_more(benchmark_store, page, monkeypatch):
+    """The read-ahead reads the Scorecard page's first view (the first benchmark in the paper's order,
+    every run): the page then draws its scorecard without reading the benchmark's pairs again."""
+    from db import evaluation
+    from pages import analysis_common as common
+
+    url, _, _ = benchmark_store
+    monkeypatch.setenv("PLUIE_DB_URL", url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    common.scorecard_pairs.clear()
+    common.choices.clear()
+    read = []
+    scorecard_frame_ = evaluation.scorecard_frame
+    monkeypatch.setattr(evaluation, "scorecard_frame", lambda *args: read.append(args[1]) or scorecard_frame_(*args))
+    common.read_ahead().join(120)
+    assert len(read) == 1 and len(read[0]) == 10  # the ten datasets of PARAPHRASUS
+    at = page(url)
+    assert len(read) == 1 and "Err̄" in [m.label for m in at.metric]
+
+
 def test_page_says_why_a_dataset_cannot_join_a_challenge(engine, db_url, page):
     import_pairs(engine, "mixed", pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["a b", "b c", "c d"],
                                                 "label": [1.0, 0.0, 0.0]}))
