@@ -219,13 +219,14 @@ def alembic_config(engine: Engine):
 _MIGRATING = threading.Lock()
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest revision. Run at every start: a user's database is
-    upgraded in place, never recreated."""
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to the newest revision (or to ``revision``: the tests build older stores
+    this way). Run at every start: a user's database is upgraded in place, never recreated. Every
+    migration of the process goes through here, one at a time (_MIGRATING)."""
     from alembic import command
 
     with _MIGRATING:
-        command.upgrade(alembic_config(engine), "head")
+        command.upgrade(alembic_config(engine), revision)
 
 
 def init_db(url: Optional[str] = None) -> Engine:

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis, evaluation, evaluation_reads, review
+from db.engine import database_url
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
@@ -262,8 +263,8 @@ def read_ahead() -> threading.Thread:
     alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
     page that needs it says what is wrong, in its words. The thread runs at a lower priority than the
     pages where the system allows it (Linux: per thread); a store that changes meanwhile gives new keys,
-    so nothing stale is ever shown, and the entries leave the cache as every entry does
-    (CACHE_SECONDS, CACHE_ENTRIES)."""
+    so nothing stale is ever shown; it stops when the app is pointed at another store; and the entries
+    leave the cache as every entry does (CACHE_SECONDS, CACHE_ENTRIES)."""
     def read() -> None:
         try:
             if hasattr(os, "setpriority"):
@@ -271,6 +272,7 @@ def read_ahead() -> threading.Thread:
         except OSError:
             pass
         try:
+            read_from = database_url()
             url = store_key()
             ds = choices(url)
         except Exception:  # noqa: BLE001
@@ -305,6 +307,8 @@ def read_ahead() -> threading.Thread:
         steps.append(lambda: _preference_defaults(url))
         steps.append(lambda: _scorecard_defaults(url))
         for step in steps:
+            if database_url() != read_from:  # the app now uses another store: nothing more to read of this one
+                return
             try:
                 step()
             except Exception:  # noqa: BLE001 - the page that reads it reports what is wrong, in its words

@@ -183,13 +183,11 @@ def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engi
 
 
 def test_the_0009_store_upgrades_with_no_comment_flag_or_feedback(db_url):
-    from alembic import command
-
     from db import init_db
-    from db.engine import alembic_config, make_engine
+    from db.engine import make_engine, migrate
 
     old = make_engine(db_url)
-    command.upgrade(alembic_config(old), "0009")
+    migrate(old, "0009")
     with old.begin() as conn:
         conn.exec_driver_sql("INSERT INTO datasets (id, name, description, source_format, created_at) "
                              "VALUES (1, 'kept', '', 'csv', '2026-01-01')")

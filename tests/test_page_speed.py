@@ -177,6 +177,31 @@ def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, a
     assert f"Pair 1 of {len(expected) - 1:,}" in at.get("progress")[0].proto.text
 
 
+def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(engine, app_env, built_analysis_store, monkeypatch,
+                                                                   tmp_path):
+    """A read-ahead that outlives its store (the app pointed at another one: in the tests, the next
+    test's) reads no more of it: it would open the other store on its own thread meanwhile."""
+    load_built_store(engine, built_analysis_store)
+    from pages import analysis_common as common
+
+    for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances):
+        read.clear()
+    common.choices.clear()
+    read = []
+    labels_long = analysis.labels_long
+
+    def labels_then_elsewhere(*args, **kwargs):
+        read.append("labels")
+        monkeypatch.setenv("PLUIE_DB_URL", f"sqlite:///{tmp_path / 'another.db'}")
+        return labels_long(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "labels_long", labels_then_elsewhere)
+    monkeypatch.setattr(analysis, "pairs_frame", lambda *args, **kwargs: read.append("pairs"))
+    monkeypatch.setattr(analysis, "scores_wide", lambda *args, **kwargs: read.append("scores"))
+    common.read_ahead().join(60)
+    assert read == ["labels"]
+
+
 def test_read_ahead_on_an_empty_store_reads_nothing_and_fails_nowhere(engine, app_env, monkeypatch, caplog):
     from pages import analysis_common as common
 

@@ -501,13 +501,12 @@ def test_9_the_campaign_form_takes_a_sample(store):
 
 def test_9_campaigns_of_an_older_store_keep_how_they_served(db_url):
     import sqlalchemy as sa
-    from alembic import command
 
     from db import init_db
-    from db.engine import alembic_config, make_engine
+    from db.engine import make_engine, migrate
 
     old = make_engine(db_url)
-    command.upgrade(alembic_config(old), "0002")
+    migrate(old, "0002")
     with old.begin() as conn:
         for i, order in enumerate(("random", "least_labelled", "informative")):
             conn.exec_driver_sql(

@@ -150,13 +150,12 @@ def test_deleting_a_dataset_cascades(engine):
 
 
 def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_url):
-    from alembic import command
     from alembic.script import ScriptDirectory
 
-    from db.engine import alembic_config, make_engine
+    from db.engine import alembic_config, make_engine, migrate
 
     old = make_engine(db_url)
-    command.upgrade(alembic_config(old), "0001")  # the schema as the first release left it
+    migrate(old, "0001")  # the schema as the first release left it
     with old.begin() as conn:
         conn.exec_driver_sql(
             "INSERT INTO datasets (name, description, source_format, created_at) VALUES ('kept', '', 'csv', '2026-01-01')")
@@ -194,14 +193,13 @@ def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_ur
 def test_a_campaign_of_the_previous_release_keeps_its_queue_and_gets_no_gold_checks(db_url):
     """Migration 0009 (quality checks) on a store left at 0008 (the release before it): the campaign, its annotator and their
     assignment stay; the campaign has no gold checks and the default flag settings."""
-    from alembic import command
 
     from db import annotation as ann
-    from db.engine import alembic_config, make_engine
+    from db.engine import make_engine, migrate
     from db.models import Assignment, Campaign
 
     old = make_engine(db_url)
-    command.upgrade(alembic_config(old), "0008")
+    migrate(old, "0008")
     with old.begin() as conn:
         conn.exec_driver_sql("INSERT INTO datasets (id, name, description, source_format, created_at) "
                              "VALUES (1, 'kept', '', 'csv', '2026-01-01')")
