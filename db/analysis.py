@@ -22,6 +22,7 @@ from sqlalchemy import Engine, exists, func, insert, select
 from db.engine import read_session, write_session
 from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
 from pluie_core.labels import LEVELS
+from pluie_core.stats import cell_table
 
 __all__ = [
     "AnalysisChoices",
@@ -223,16 +224,14 @@ def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[It
         if dataset_ids is not None:
             scores = scores[scores["pair_id"].isin(pair_datasets(session, dataset_ids).index)]
         run_names = dict(session.execute(select(ScoreRun.id, ScoreRun.name).where(ScoreRun.id.in_(run_ids))).all())
-    # pivot's table (pairs sorted, the runs in the order asked), written cell by cell into one array: a
-    # run scores a pair once (uq_scores_run_pair), and pivot's unstack took 0.5 s at 2,000,000 scores
+    # pivot's table (pairs sorted, the runs in the order asked) without pivot's unstack (0.5 s at
+    # 2,000,000 scores); a run scores a pair once (uq_scores_run_pair)
     runs = [r for r in run_ids if r in run_names]
     scores = scores[scores["run_id"].isin(runs)]
     rows, pair_ids = pd.factorize(scores["pair_id"], sort=True)
     columns = scores["run_id"].map({r: j for j, r in enumerate(runs)}).to_numpy(dtype=np.int64)
-    values = np.full((len(pair_ids), len(runs)), np.nan)
-    values[rows, columns] = scores["value"].to_numpy(dtype=float)
-    return pd.DataFrame(values, index=pd.Index(np.asarray(pair_ids, dtype=np.int64), name="pair_id"),
-                        columns=[run_names[r] for r in runs], copy=False)
+    return cell_table(rows, np.asarray(pair_ids, dtype=np.int64), columns, [run_names[r] for r in runs],
+                      scores["value"], index_name="pair_id")
 
 
 def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame] = None) -> dict:

@@ -89,14 +89,21 @@ def levels_to_matrix(
         matrix = rows.pivot(index=item_col, columns=annotator_col, values=level_col).astype(float)
         matrix.columns.name = annotator_col
         return matrix
-    # The same table as DataFrame.pivot (rows and columns sorted), written cell by cell into one array:
-    # pivot's unstack took 2 s for 3,000,000 labels. A cell labelled twice keeps its last row.
-    cells = items.astype(np.int64) * len(people_names) + people
+    return cell_table(items, item_names, people, people_names, labels_long[level_col], item_col, annotator_col)
+
+
+def cell_table(rows: np.ndarray, row_names, columns: np.ndarray, column_names, values, index_name=None,
+               columns_name=None) -> pd.DataFrame:
+    """DataFrame.pivot's table, written cell by cell into one float array (pivot's unstack took 2 s for
+    3,000,000 labels): ``rows`` / ``columns`` are each value's position in ``row_names`` /
+    ``column_names`` (pd.factorize codes, all found); a cell given twice keeps its last value, every
+    other cell is NaN."""
+    cells = np.asarray(rows, dtype=np.int64) * len(column_names) + np.asarray(columns, dtype=np.int64)
     last = ~pd.Series(cells).duplicated(keep="last").to_numpy()
-    values = np.full(len(item_names) * len(people_names), np.nan)
-    values[cells[last]] = _as_float_array(labels_long[level_col])[last]
-    return pd.DataFrame(values.reshape(len(item_names), len(people_names)), copy=False,
-                        index=pd.Index(item_names, name=item_col), columns=pd.Index(people_names, name=annotator_col))
+    table = np.full(len(row_names) * len(column_names), np.nan)
+    table[cells[last]] = _as_float_array(values)[last]
+    return pd.DataFrame(table.reshape(len(row_names), len(column_names)), copy=False,
+                        index=pd.Index(row_names, name=index_name), columns=pd.Index(column_names, name=columns_name))
 
 
 def _as_float_array(data) -> np.ndarray:
@@ -173,10 +180,10 @@ def _kappa(a: np.ndarray, b: np.ndarray, weights: Optional[str]) -> float:
     # scale even when a middle level was never used.
     low = min(a.min(), b.min())
     n = int(max(a.max(), b.max()) - low + 1)
-    return _kappa_from_confusion(np.bincount((a - low) * n + (b - low), minlength=n * n).reshape(n, n), weights)
+    return kappa_from_confusion(np.bincount((a - low) * n + (b - low), minlength=n * n).reshape(n, n), weights)
 
 
-def _kappa_from_confusion(confusion: np.ndarray, weights: Optional[str]) -> float:
+def kappa_from_confusion(confusion: np.ndarray, weights: Optional[str]) -> float:
     """sklearn's cohen_kappa_score formula on a confusion matrix whose rows and columns are consecutive
     integer levels: the same value, without its input validation, which cost seconds over the
     hundreds of pairs of a 20-annotator campaign. Levels nobody used add nothing to either sum."""
@@ -260,7 +267,7 @@ def pairwise_kappa(labels: pd.DataFrame, weights: Optional[str] = None) -> Pairw
             if n_shared[i, j]:
                 agreement = float(np.trace(tables[i, j]) / n_shared[i, j])
                 try:
-                    value = _kappa_from_confusion(tables[i, j], weights)
+                    value = kappa_from_confusion(tables[i, j], weights)
                 except StatsError as error:
                     note = str(error)
             else:
