@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from pluie_core.formats.common import PairFileError
-from pluie_core.stats import StatsError
+from pluie_core.stats import StatsError, kappa_from_confusion
 
 __all__ = ["CHOICES", "PREFERENCE_COLUMNS", "load_preferences", "preferences_from_table", "parse_preferred",
            "metric_decisions", "tie_calibration", "preference_agreement", "agreement_table"]
@@ -203,8 +203,6 @@ def _kappa(human: np.ndarray, metric: np.ndarray) -> float:
     """sklearn's cohen_kappa_score(human, metric, labels=CHOICES), NaN where undefined (a single category
     on both sides): the same formula on a confusion matrix of the choices' codes (pluie_core.stats),
     without sklearn's validation of every string (0.5 s a run at 500,000 items; the tests compare)."""
-    from pluie_core.stats import _kappa_from_confusion
-
     codes = {choice: i for i, choice in enumerate(CHOICES)}
     a = pd.Series(np.asarray(human, dtype=object)).map(codes).to_numpy(dtype=float)
     b = pd.Series(np.asarray(metric, dtype=object)).map(codes).to_numpy(dtype=float)
@@ -214,7 +212,7 @@ def _kappa(human: np.ndarray, metric: np.ndarray) -> float:
     confusion = np.bincount(a[both].astype(int) * len(CHOICES) + b[both].astype(int),
                             minlength=len(CHOICES) ** 2).reshape(len(CHOICES), len(CHOICES))
     try:
-        return _kappa_from_confusion(confusion, None)
+        return kappa_from_confusion(confusion, None)
     except StatsError:
         return float("nan")
 
