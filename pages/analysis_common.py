@@ -18,7 +18,7 @@ from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
-from pluie_core.evaluation.paraphrasus import CHALLENGES, PARTS
+from pluie_core.evaluation.paraphrasus import in_paper_order
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
 from pluie_core.stats import (
@@ -201,17 +201,6 @@ def scorecard_pairs(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFram
     the million-row frame when it stored it and unpickled it on every run of the page. Its default
     (the first benchmark in the paper's order, every run) is read ahead."""
     return evaluation.scorecard_frame(get_engine(), dataset_ids, run_ids)
-
-
-def in_paper_order(members: pd.DataFrame) -> pd.DataFrame:
-    """A benchmark's datasets as the PARAPHRASUS paper's Table 2 orders them: by challenge, then its
-    datasets ("paraphrasus/mrpc" counts as mrpc), then the others by name."""
-    def order(row) -> tuple:
-        short = row["name"].rsplit("/", 1)[-1]
-        return (CHALLENGES.index(row["challenge"]) if row["challenge"] in CHALLENGES else len(CHALLENGES),
-                list(PARTS).index(short) if short in PARTS else len(PARTS), row["name"])
-
-    return members.loc[sorted(members.index, key=lambda i: order(members.loc[i]))]
 
 
 def _scorecard_defaults(url: str) -> None:

@@ -11,7 +11,8 @@ from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.analysis import natural_threshold
 from pluie_core.evaluation.paraphrasus import (
-    CHALLENGES, PARTS, DecisionRule, ScorecardError, calibrate, read_benchmark, scorecard, sort_files,
+    CHALLENGES, PARTS, DecisionRule, ScorecardError, calibrate, in_paper_order, read_benchmark, scorecard,
+    sort_files,
 )
 from pluie_core.io import PairFileError
 
@@ -28,12 +29,9 @@ def datasets(url: str) -> pd.DataFrame:
     return benchmark_datasets(engine)
 
 
-pairs_and_scores = common.scorecard_pairs  # kept as they are, and read ahead
-
-
 if st.sidebar.button("Reload data", help="Read the store again (new scores show up within a minute anyway)."):
     st.cache_data.clear()
-    pairs_and_scores.clear()
+    common.scorecard_pairs.clear()
 table = datasets(url)
 with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all()):
     st.caption("The PARAPHRASUS files (ms-mrpc.json, paws-x-test.json, the NLI files in both directions, …) are "
@@ -94,7 +92,7 @@ with st.sidebar:
 members = table[table["benchmark"] == chosen]
 
 
-members = common.in_paper_order(members)
+members = in_paper_order(members)
 # Table 2's columns under the datasets' short names ("paraphrasus/mrpc" -> "mrpc") when they stay distinct
 short_names = {n: n.rsplit("/", 1)[-1] for n in members["name"]}
 if len(set(short_names.values())) < len(short_names):
@@ -105,7 +103,7 @@ if run_name is None:
     st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when the benchmark's pairs are scored.")
     st.stop()
 run = runs[runs["name"] == run_name].iloc[0]
-frame = pairs_and_scores(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
+frame = common.scorecard_pairs(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
 higher = bool(run["higher_is_similar"])
 natural = natural_threshold(run["kind"])
 classify = members.loc[members["challenge"] == "Classify!", "name"].tolist()

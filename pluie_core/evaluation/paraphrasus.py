@@ -369,21 +369,28 @@ def _prepared(frame: pd.DataFrame, score: str, challenges, dataset_col: str, lab
     return data
 
 
+def paper_order(name: str, challenge) -> tuple:
+    """Sort key of a dataset in the paper's order: by challenge (those in none last), then the paper's
+    datasets in Table 2's order (a name such as "paraphrasus/mrpc" counts as mrpc), then the others by
+    name."""
+    short = name.rsplit("/", 1)[-1]
+    return (CHALLENGES.index(challenge) if challenge in CHALLENGES else len(CHALLENGES),
+            list(PARTS).index(short) if short in PARTS else len(PARTS), name)
+
+
+def in_paper_order(datasets: pd.DataFrame, name_col: str = "name", challenge_col: str = "challenge") -> pd.DataFrame:
+    """The rows of a table of datasets (one per dataset) in the paper's order (``paper_order``)."""
+    return datasets.loc[sorted(datasets.index, key=lambda i: paper_order(datasets.at[i, name_col],
+                                                                          datasets.at[i, challenge_col]))]
+
+
 def _ordered_datasets(data: pd.DataFrame) -> list[tuple[str, str]]:
-    """(dataset, challenge) in the paper's order: by challenge, then the paper's datasets in Table 2's
-    order (a name such as "paraphrasus/mrpc" counts as mrpc), then the others by name."""
-    part_order = list(PARTS)
-
-    def key(item):
-        name, challenge = item
-        short = name.rsplit("/", 1)[-1]
-        return (CHALLENGES.index(challenge), part_order.index(short) if short in PARTS else len(part_order), name)
-
+    """(dataset, challenge) in the paper's order (``paper_order``)."""
     pairs = data[["dataset", "challenge"]].drop_duplicates()
     clash = pairs["dataset"].duplicated()
     if clash.any():
         raise ScorecardError(f"{pairs.loc[clash, 'dataset'].iloc[0]} is assigned to two challenges; give it one.")
-    return sorted(map(tuple, pairs.to_numpy()), key=key)
+    return sorted(map(tuple, pairs.to_numpy()), key=lambda item: paper_order(*item))
 
 
 def _errors(challenge: str, labels: np.ndarray, predicted: np.ndarray) -> np.ndarray:
