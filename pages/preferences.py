@@ -12,12 +12,11 @@ from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES
 from pluie_core.io import PairFileError
 
 engine = admin_page("table")
-preference_datasets, preferences = common.preference_datasets, common.preferences  # cached, read ahead
 
 
 st.title("Preference agreement")
 url = common.store_key()
-with st.expander("Import preference data", expanded=preference_datasets(url).empty):
+with st.expander("Import preference data", expanded=common.preference_datasets(url).empty):
     st.markdown("A file with one row per choice: **source**, **candidate_a**, **candidate_b** and **preferred** "
                 "(A, B or tie; both / neither count as tie), as CSV, TSV, JSON, JSONL or Excel, optional "
                 "**system_a** / **system_b** naming the candidates' systems; or a ParaReval JSONL file. Each "
@@ -34,7 +33,7 @@ with st.expander("Import preference data", expanded=preference_datasets(url).emp
             st.success(f"Imported {done.n_preferences:,} preferences as {done.n_pairs:,} pairs in "
                        f"'{user_text(done.dataset_name)}'; {done.n_queued:,} scores queued.")
 
-available = preference_datasets(url)
+available = common.preference_datasets(url)
 if available.empty:
     st.info("No preference data yet: import a file above.")
     st.stop()
@@ -45,7 +44,7 @@ if not names:
     st.info("Choose at least one preference dataset.")
     st.stop()
 dataset_ids = tuple(int(i) for i in available.loc[available["name"].isin(names), "id"])
-items = preferences(url, dataset_ids)
+items = common.preferences(url, dataset_ids)
 human = items["preferred"].value_counts(normalize=True).reindex(list(CHOICES), fill_value=0)
 st.caption(f"{len(items):,} human choices: " + ", ".join(f"{c} {share:.0%}" for c, share in human.items()))
 if runs.empty:
