@@ -372,12 +372,16 @@ class PluieScorer:
         (the cached prefix included, as its keys and values are in memory for every row);
         None = automatic (16,384 on CPU; on GPU from the free memory and the model's size).
     prefix_cache: reuse the KV cache of the template's shared prefix (same scores, less work).
+    packed: on CPU, run the pairs that reuse the prefix through pluie_core.packed (tokens packed without
+        padding, the prefix attended once for the whole batch) where it knows the model's layers
+        (Llama, Mistral, Qwen2); same scores, less time. False keeps the model's own forward for all.
     max_new_tokens: length bound of the INDIRECT generation step (default: the template's).
     """
 
     def __init__(self, model, template="fs-direct", answers=None, device=None, dtype=None, batch_size=None,
                  tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None,
-                 device_map=None, quantization: str | None = None, max_batch_tokens: int | None = None):
+                 device_map=None, quantization: str | None = None, max_batch_tokens: int | None = None,
+                 packed: bool = True):
         import torch
 
         try:
@@ -401,6 +405,8 @@ class PluieScorer:
         self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         self._prefix = None  # (token ids, per-layer (key, value)), built on first use
+        self.packed = packed
+        self._packed = None  # pluie_core.packed.PackedForward (or False: not this model), built on first use
         self.last_run = {}  # how many prompts of the last call took the cached / uncached path
         self._set_answers(answers)
 
@@ -539,10 +545,29 @@ class PluieScorer:
         return {"logits_to_keep": 1} if self._keeps_logits else {}
 
     # ------------------------------------------------------------------ forward passes
+    def _packed_pass(self, rows: list[list[int]], prefix):
+        """The packed forward for this batch of prefixed rows, or None where the generic path applies."""
+        if prefix is None or not self.packed:
+            return None
+        if self._packed is None:
+            from pluie_core.packed import packed_forward
+
+            self._packed = packed_forward(self.model, self.device) or False
+        if self._packed is False or not self._packed.fits(rows, len(prefix[0])):
+            return None
+        return self._packed
+
     def _last_logprobs(self, rows: list[list[int]], prefix=None):
         """log p(answer) at the last position of each row (float32, shape (len(rows), 2))."""
         import torch
 
+        packed = self._packed_pass(rows, prefix)
+        if packed is not None:
+            with torch.inference_mode():
+                logits = packed.last_logits(rows, prefix[1], len(prefix[0]))
+                logprobs = torch.log_softmax(logits.float(), dim=-1)
+                self.last_run["packed"] = self.last_run.get("packed", 0) + len(rows)
+                return logprobs[:, list(self.answer_ids)].cpu().numpy()
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)

@@ -145,6 +145,7 @@ def test_one_pass_equals_the_two_pass_formula_for_every_template(demo, template,
     scores = scorer.score(sources, hypotheses, fields=fields or None)
     if template != "direct":
         assert scorer.last_run["cached"] == pairs  # the shared prefix's KV cache was used
+        assert scorer.last_run["packed"] == pairs  # through pluie_core.packed's CPU pass (a Llama model)
     reference = [two_pass(model, tokenizer, scorer.template.messages(s, h, **{k: v[i] for k, v in fields.items()}),
                           scorer.answers) for i, (s, h) in enumerate(zip(sources, hypotheses))]
     np.testing.assert_allclose(scores, reference, atol=TOLERANCE, rtol=0)

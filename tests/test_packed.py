@@ -1,0 +1,155 @@
+"""pluie_core.packed: the packed CPU pass gives the generic path's scores, and only where it knows the model.
+
+The generic path (the model's own forward, the shared prefix as a cache) is itself checked against the
+papers' two-pass formula in test_scorer.py and, on real weights, test_demo_judge.py; here the two paths
+score the same pairs on the same weights."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from pluie_core.packed import packed_forward
+from pluie_core.scorer import PluieScorer
+
+SOURCES = [
+    "Have you ever seen a tsunami ?",
+    "The cat drinks water.",
+    "Amrozi accused his brother of deliberately distorting his evidence .",
+    "x",
+    "The Jidanul River is a tributary of the Jiul de Vest River in Romania, and it is a long one .",
+    "He said the foodservice pie business does n't fit the company 's long-term growth strategy .",
+    "Yucaipa owned Dominick 's before selling the chain to Safeway in 1998 for $ 2.5 billion .",
+]
+HYPOTHESES = [
+    "Have you ever seen a tiramisu ?",
+    "The cat drinks milk.",
+    "Amrozi accused his brother of twisting his testimony.",
+    "The Indian Malayalam film 'Pennmakkal', released in 1966.",
+    "A river.",
+    "The foodservice pie business does not fit our long-term growth strategy , he said .",
+    "Yucaipa bought Dominick 's in 1995 for $ 693 million and sold it to Safeway for $ 1.8 billion in 1998 .",
+]
+
+
+def both_paths(model, tokenizer, **kwargs):
+    packed = PluieScorer((model, tokenizer), **kwargs)
+    generic = PluieScorer((model, tokenizer), packed=False, **kwargs)
+    return packed, generic
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral", "qwen2"])
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_packed_pass_equals_the_models_own_forward(tiny_model_builder, arch, batch_size):
+    path = tiny_model_builder(arch=arch)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    packed, generic = both_paths(model, tokenizer, template="fs-direct", batch_size=batch_size)
+    expected, expected_logprobs = generic.score(SOURCES, HYPOTHESES, return_logprobs=True)
+    assert "packed" not in generic.last_run
+    scores, logprobs = packed.score(SOURCES, HYPOTHESES, return_logprobs=True)
+    assert packed.last_run["packed"] == len(SOURCES) == packed.last_run["cached"]
+    assert packed.last_run["batches"] == (1 if batch_size is None else 3)
+    np.testing.assert_allclose(logprobs, expected_logprobs, atol=2e-5, rtol=0)
+    np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
+    assert np.ptp(scores) > 100 * 2e-5  # different pairs, different scores: the comparison means something
+    # symmetric mode goes through the same pass, both directions
+    np.testing.assert_allclose(packed.score(SOURCES, HYPOTHESES, symmetric=True),
+                               generic.score(SOURCES, HYPOTHESES, symmetric=True), atol=2e-5, rtol=0)
+
+
+def test_the_model_keeps_one_copy_of_its_weights_and_its_own_forward(tiny_model_builder):
+    path = tiny_model_builder(arch="llama")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    ids = torch.tensor([tokenizer("The cat drinks water.")["input_ids"]])
+    with torch.no_grad():
+        before = model(input_ids=ids).logits
+    weights = {name: p.detach().clone() for name, p in model.named_parameters()}
+    packed = packed_forward(model, torch.device("cpu"))
+    assert packed is not None
+    attention, mlp = model.model.layers[0].self_attn, model.model.layers[0].mlp
+    qkv, gate_up = packed.fused[0][0][0], packed.fused[0][1][0]
+    # the model's parameters are views of the concatenations: nothing is held twice
+    assert attention.q_proj.weight.data_ptr() == qkv.data_ptr()
+    assert attention.v_proj.weight.untyped_storage().data_ptr() == qkv.untyped_storage().data_ptr()
+    assert mlp.up_proj.weight.untyped_storage().data_ptr() == gate_up.untyped_storage().data_ptr()
+    for name, p in model.named_parameters():
+        assert torch.equal(p, weights[name]), name
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, before)
+
+
+def test_biases_in_attention_and_mlp_are_applied(tiny_model_builder):
+    """Llama with attention_bias and mlp_bias (the tiny builder's models have none): every bias counts."""
+    from transformers import LlamaConfig
+
+    path = tiny_model_builder(arch="llama")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    base = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    config = LlamaConfig(**{**base.config.to_dict(), "attention_bias": True, "mlp_bias": True})
+    torch.manual_seed(1)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.normal_(0, 0.5)
+    packed, generic = both_paths(model, tokenizer, template="fs-direct")
+    scores = packed.score(SOURCES, HYPOTHESES)
+    assert packed.last_run["packed"] == len(SOURCES)
+    np.testing.assert_allclose(scores, generic.score(SOURCES, HYPOTHESES), atol=2e-5, rtol=0)
+
+
+def test_models_it_does_not_know_take_the_generic_path(tiny_model_builder):
+    # another architecture
+    path = tiny_model_builder(arch="gpt_neox")
+    scorer = PluieScorer(str(path), template="fs-direct")
+    scorer.score(SOURCES[:2], HYPOTHESES[:2])
+    assert scorer.last_run["cached"] == 2 and "packed" not in scorer.last_run
+    # float64 weights (the flash kernel's merge is checked in float32 / bfloat16 only)
+    path = tiny_model_builder(arch="llama")
+    scorer = PluieScorer(str(path), template="fs-direct", dtype=torch.float64)
+    scorer.score(SOURCES[:2], HYPOTHESES[:2])
+    assert "packed" not in scorer.last_run
+    # a layer with more in it than the pass runs (Qwen3's query / key norms)
+    from transformers import Qwen3Config
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    qwen3 = AutoModelForCausalLM.from_config(Qwen3Config(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16), dtype=torch.float32)
+    assert packed_forward(qwen3, torch.device("cpu")) is None
+    # the packed pass is switched off
+    scorer = PluieScorer(str(path), template="fs-direct", packed=False)
+    scorer.score(SOURCES[:2], HYPOTHESES[:2])
+    assert "packed" not in scorer.last_run
+
+
+def test_a_sliding_window_shorter_than_the_prompt_keeps_the_models_own_attention(tiny_model_builder):
+    path = tiny_model_builder(arch="mistral")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, sliding_window=64)
+    packed, generic = both_paths(model, tokenizer, template="fs-direct")
+    scores = packed.score(SOURCES, HYPOTHESES)
+    assert packed.last_run["cached"] == len(SOURCES) and "packed" not in packed.last_run
+    np.testing.assert_array_equal(scores, generic.score(SOURCES, HYPOTHESES))
+    # a window longer than every prompt changes nothing: the packed pass runs
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, sliding_window=4096)
+    packed, generic = both_paths(model, tokenizer, template="fs-direct")
+    scores = packed.score(SOURCES, HYPOTHESES)
+    assert packed.last_run["packed"] == len(SOURCES)
+    np.testing.assert_allclose(scores, generic.score(SOURCES, HYPOTHESES), atol=2e-5, rtol=0)
+
+
+def test_bfloat16_weights_take_the_packed_pass_within_bfloat16_rounding(tiny_model_builder):
+    path = tiny_model_builder(arch="llama")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    packed, generic = both_paths(model, tokenizer, template="fs-direct", dtype=torch.bfloat16)
+    scores = packed.score(SOURCES, HYPOTHESES)
+    assert packed.last_run["packed"] == len(SOURCES)
+    expected = generic.score(SOURCES, HYPOTHESES)
+    # bfloat16 keeps 8 bits of mantissa: the two arrangements round differently, by about 1% of the scores
+    np.testing.assert_allclose(scores, expected, atol=0.05 * np.abs(expected).max(), rtol=0)
+    assert np.corrcoef(scores, expected)[0, 1] > 0.99
