@@ -144,18 +144,22 @@ class PackedForward:
             lse_own = lse_own.view(count, kv_heads, groups, width).permute(0, 3, 1, 2)
             lse_own = lse_own.reshape(count * width, kv_heads, groups)[slots]
 
-            # softmax over [prefix, own] from its two halves
-            top = torch.maximum(lse_prefix, lse_own)
-            w_prefix, w_own = torch.exp(lse_prefix - top), torch.exp(lse_own - top)
-            total = w_prefix + w_own
-            mixed = out_prefix * (w_prefix / total)[..., None] + out_own * (w_own / total)[..., None]
-            hidden = hidden + attention.o_proj(mixed.reshape(tokens, heads * head_dim).to(hidden.dtype))
+            # softmax over [prefix, own] from its two halves: the prefix's share of the whole is
+            # e^lse_prefix / (e^lse_prefix + e^lse_own) = sigmoid(lse_prefix - lse_own)
+            share = torch.sigmoid(lse_prefix - lse_own)[..., None]
+            mixed = torch.lerp(out_own, out_prefix, share.to(out_own.dtype))
+            hidden = self._add_linear(hidden, mixed.reshape(tokens, heads * head_dim).to(hidden.dtype), attention.o_proj)
 
             x = layer.post_attention_layernorm(hidden)
             gate_up = torch.nn.functional.linear(x, *gate_up_weight)
             half = gate_up.shape[1] // 2
-            hidden = hidden + mlp.down_proj(mlp.act_fn(gate_up[:, :half]) * gate_up[:, half:])
+            hidden = self._add_linear(hidden, mlp.act_fn(gate_up[:, :half]).mul_(gate_up[:, half:]), mlp.down_proj)
         return self.base.norm(hidden[last])
+
+    def _add_linear(self, residual, x, linear):
+        """``residual + linear(x)``, the sum done by the matrix multiply itself (one pass less)."""
+        out = self.torch.addmm(residual, x, linear.weight.t())
+        return out if linear.bias is None else out.add_(linear.bias)
 
     def last_logits(self, rows: list[list[int]], prefix_kv, prefix_length: int):
         """The output layer's logits at each row's last token: (len(rows), vocab)."""
