@@ -22,6 +22,9 @@ This module does that, and:
   (pairs that do not take the uncached path);
 - asks the model for the last position's logits only (``logits_to_keep=1``) and does the
   log-softmax in float32;
+- on CPU, for Llama / Mistral / Qwen2 models, runs the pairs that reuse the prefix through
+  pluie_core.packed instead of the model's own forward: their tokens packed without padding, the
+  prefix attended once per batch for all of them (same scores, about 1.2x faster on 2 cores);
 - bounds each batch by a pair count *and* a token budget (rows × padded length, the cached prefix
   included): long pairs go in small batches, short ones in large ones; both are automatic unless
   given, and halve on out-of-memory;
