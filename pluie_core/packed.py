@@ -85,6 +85,12 @@ class PackedForward:
             start = end
         return weight, bias
 
+    def current(self) -> bool:
+        """Whether the model's weights are still the views this pass made (not moved or cast since)."""
+        layer = self.layers[0]
+        return (layer.self_attn.q_proj.weight.data_ptr() == self.fused[0][0][0].data_ptr()
+                and layer.mlp.gate_proj.weight.data_ptr() == self.fused[0][1][0].data_ptr())
+
     # ------------------------------------------------------------------ the pass
     def fits(self, rows: list[list[int]], prefix_length: int) -> bool:
         """Whether this batch is within what the packed pass computes exactly (a sliding window
@@ -209,4 +215,8 @@ def packed_forward(model, device) -> PackedForward | None:
         extra = names - set(expected) - {"", "self_attn", "mlp", "mlp.act_fn"}
         if extra:
             return None
-    return PackedForward(model)
+    existing = getattr(model, "_pluie_packed", None)
+    if existing is not None and existing.current():
+        return existing  # another scorer on the same weights (e.g. the worker's runs of one model): one copy
+    model._pluie_packed = PackedForward(model)
+    return model._pluie_packed

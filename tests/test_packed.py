@@ -79,6 +79,14 @@ def test_the_model_keeps_one_copy_of_its_weights_and_its_own_forward(tiny_model_
         assert torch.equal(p, weights[name]), name
     with torch.no_grad():
         assert torch.equal(model(input_ids=ids).logits, before)
+    # a second scorer on the same weights reuses the pass (no second concatenation)
+    assert packed_forward(model, torch.device("cpu")) is packed
+    # weights moved or cast since: the pass is built again on the new ones
+    model.to(torch.bfloat16)
+    again = packed_forward(model, torch.device("cpu"))
+    assert again is not packed and again.fused[0][0][0].dtype == torch.bfloat16
+    assert model.model.layers[0].self_attn.k_proj.weight.untyped_storage().data_ptr() == \
+        again.fused[0][0][0].untyped_storage().data_ptr()
 
 
 def test_biases_in_attention_and_mlp_are_applied(tiny_model_builder):
