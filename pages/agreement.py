@@ -4,12 +4,11 @@ each annotator and the majority agree with a score run."""
 import numpy as np
 import streamlit as st
 
-from pluie_core.analysis import RAW_SCALE_NO_BINARY, annotator_summary, label_scales
+from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales
 from db.analysis import LABELS_COUNTED
 from pages import analysis_common as common, charts
 from pluie_core.agreement import AGREEMENT_RULE
 from pages.shared import admin_page, user_text
-from pluie_core.stats import human_vs_model_table
 
 admin_page("table", "chart")
 
@@ -83,24 +82,11 @@ if run is not None:
         threshold = common.threshold_input(selection, "agreement_threshold")
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, higher: bool):
-    """The annotators' summary and, on the five-level scale with a run, each annotator's and the majority's
-    agreement with the run at ``threshold``: a second a run at 3,000,000 labels, so cached on what
-    they depend on (the store's state first)."""
-    rows, _, binary = common.label_views(url, dataset_ids, scale)
-    versus = None
-    if run_id is not None and scale == "levels":
-        run_scores = common.scores(url, (run_id,), dataset_ids).iloc[:, 0]
-        versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, higher)
-    return annotator_summary(rows, scale, versus, binary), versus
-
-
 st.subheader("Annotators")
-summary, versus = people_tables(selection.url, selection.dataset_ids, scale,
-                                None if run_scores is None else int(run["id"]),
-                                None if run_scores is None else float(threshold),
-                                bool(run is not None and run["higher_is_similar"]))
+summary, versus = common.people_tables(selection.url, selection.dataset_ids, scale,
+                                       None if run_scores is None else int(run["id"]),
+                                       None if run_scores is None else float(threshold),
+                                       bool(run is not None and run["higher_is_similar"]))
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),

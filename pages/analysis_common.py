@@ -22,8 +22,8 @@ from pluie_core.evaluation.paraphrasus import in_paper_order
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
 from pluie_core.stats import (
-    StatsError, best_threshold, category_counts, fleiss_kappa, krippendorff_alpha_ci, metrics_at, pairwise_kappa, roc_auc,
-    threshold_curve,
+    StatsError, best_threshold, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, metrics_at,
+    pairwise_kappa, roc_auc, threshold_curve,
 )
 
 # Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs
@@ -245,7 +245,7 @@ def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
     sidebars' defaults) into the shared caches on a thread of its own, in this order: the labels and
     their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
-    the first run's scores, Thresholds' first figures, every run's scores, the edit distances, the
+    the first run's scores, Agreement's annotator tables, Thresholds' first figures, every run's scores, the edit distances, the
     Preferences page's first table and the Scorecard page's pairs. app.py starts it once, when the server's first
     admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
     reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
@@ -288,10 +288,13 @@ def read_ahead() -> threading.Thread:
         if first is not None:
             steps += [
                 lambda: scores(url, run_ids[:1], dataset_ids),  # the first run (most pages)
+                lambda: _agreement_people_defaults(url, ds, dataset_ids),  # Agreement's annotator tables
                 lambda: threshold_figures(url, dataset_ids, int(first["id"]), "gold", None, 0.5,
                                           bool(first["higher_is_similar"]), core.natural_threshold(first["kind"])),
                 lambda: scores(url, run_ids, dataset_ids),  # every run (Correlation)
             ]
+        if first is None:
+            steps.append(lambda: _agreement_people_defaults(url, ds, dataset_ids))
         steps.append(lambda: edit_distances(url, dataset_ids))
         steps.append(lambda: _preference_defaults(url))
         steps.append(lambda: _scorecard_defaults(url))
@@ -307,6 +310,33 @@ def read_ahead() -> threading.Thread:
     thread = threading.Thread(target=read, name="pluie-read-ahead", daemon=True)
     thread.start()
     return thread
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, higher: bool):
+    """The Agreement page's annotators' summary and, on the five-level scale with a run, each annotator's
+    and the majority's agreement with the run at ``threshold``: a second a run at 3,000,000 labels, so
+    cached on what they depend on (the store's state first). Its default view is read ahead. Streamlit
+    keys it on the arguments as passed: callers pass all six."""
+    rows, _, binary = label_views(url, dataset_ids, scale)
+    versus = None
+    if run_id is not None and scale == "levels":
+        run_scores = scores(url, (run_id,), dataset_ids).iloc[:, 0]
+        versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, higher)
+    return core.annotator_summary(rows, scale, versus, binary), versus
+
+
+def _agreement_people_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> None:
+    """The Agreement page's first tables: the first scale, the first run at its default threshold."""
+    scale = core.label_scales(labels(url, dataset_ids))[0]
+    if ds.runs.empty:
+        people_tables(url, dataset_ids, scale, None, None, False)
+        return
+    run = ds.runs.iloc[0]
+    if scores(url, (int(run["id"]),), dataset_ids).get(run["name"]) is None:
+        return  # the page says there is no score yet and draws no run table
+    rule = default_threshold_rule(Selection(url, ds, dataset_ids, run, None))
+    people_tables(url, dataset_ids, scale, int(run["id"]), float(rule.value), bool(run["higher_is_similar"]))
 
 
 def _preference_defaults(url: str) -> None:
@@ -427,6 +457,15 @@ def _threshold_reference(selection: Selection) -> tuple[Optional[pd.Series], str
         return None, reference.describe()
 
 
+def default_threshold_rule(selection: Selection):
+    """The default threshold of the chosen run (pluie_core.analysis.default_threshold), before any the
+    user set: what threshold_input shows, and what the read-ahead computes Agreement's tables at."""
+    run = selection.run
+    values = scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"], pd.Series(dtype=float))
+    reference, reference_name = _threshold_reference(selection) if core.natural_threshold(run["kind"]) is None else (None, "")
+    return core.default_threshold(run["kind"], values, reference, bool(run["higher_is_similar"]), reference_name)
+
+
 def threshold_input(selection: Selection, key: str) -> float:
     """The threshold at which the chosen run calls a pair a paraphrase, by one rule on every page
     (pluie_core.analysis.default_threshold): PLUIE's natural 0; for a metric without one, the
@@ -434,9 +473,7 @@ def threshold_input(selection: Selection, key: str) -> float:
     or on another page. A caption says which."""
     run = selection.run
     run_id = int(run["id"])
-    values = scores(selection.url, (run_id,), selection.dataset_ids).get(run["name"], pd.Series(dtype=float))
-    reference, reference_name = _threshold_reference(selection) if core.natural_threshold(run["kind"]) is None else (None, "")
-    rule = core.default_threshold(run["kind"], values, reference, bool(run["higher_is_similar"]), reference_name)
+    rule = default_threshold_rule(selection)
     user = st.session_state.setdefault(USER_THRESHOLDS, {})
     widget = f"{key}_{run_id}"  # one widget per run: a threshold typed for one run means nothing for another
 

@@ -82,6 +82,13 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     pairwise_kappa, reference_labels = common.pairwise_kappa, common.core.reference_labels
     monkeypatch.setattr(common.core, "reference_labels", lambda *args: references.append(args[2]) or reference_labels(*args))
     monkeypatch.setattr(common, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
+    common.people_tables.clear()
+    summaries, versus = [], []
+    annotator_summary, human_vs_model_table = common.core.annotator_summary, common.human_vs_model_table
+    monkeypatch.setattr(common.core, "annotator_summary",
+                        lambda *args: summaries.append(args[1]) or annotator_summary(*args))
+    monkeypatch.setattr(common, "human_vs_model_table",
+                        lambda *args: versus.append(args[2:]) or human_vs_model_table(*args))
 
     def counted(name):
         original = getattr(analysis, name)
@@ -101,6 +108,8 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
     assert [r.kind for r in references] == ["gold"]  # the sidebars' default reference
     assert len(curves) == 1  # Thresholds' first figures: the first run against gold labels
+    # Agreement's annotator tables: the five levels, the first run at its default threshold
+    assert summaries == ["levels"] and len(versus) == 1
 
     # what a page then reads with the sidebar's defaults is what was read ahead: no second read,
     # and the same rows as a read of the store now
@@ -124,6 +133,8 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert at.title[0].value == "Agreement"
     assert calls["labels_long"] == 2  # the assert_frame_equal read above, and nothing more
     assert kappas == [(None,)]  # nor its figures
+    assert summaries == ["levels"] and len(versus) == 1  # nor its annotator tables
+    assert versus[0] == (float(at.sidebar.number_input[0].value), True)  # at the threshold the page shows
     assert "Fleiss' κ" in [m.label for m in at.metric] and at.metric[0].value != "—"
     at.radio(key="agreement_weights").set_value("Quadratic").run()
     assert not at.exception and kappas == [(None,), ("quadratic",)]  # another view is computed when asked
