@@ -245,9 +245,9 @@ def read_ahead() -> threading.Thread:
     """Read what the analysis pages draw first (every dataset, the first score run and every run: the
     sidebars' defaults) into the shared caches on a thread of its own, in this order: the labels and
     their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
-    the first run's scores, Agreement's annotator tables, Thresholds' first figures, every run's scores, the edit distances, the
-    Preferences page's first table and the Scorecard page's pairs. app.py starts it once, when the server's first
-    admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
+    the first run's scores, Thresholds' first figures, every run's scores, the edit distances, the
+    Preferences page's first table, the Scorecard page's pairs and Agreement's annotator tables.
+    app.py starts it once, when the server's first admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
     reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
     alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
     page that needs it says what is wrong, in its words. The thread runs at a lower priority than the
@@ -288,16 +288,15 @@ def read_ahead() -> threading.Thread:
         if first is not None:
             steps += [
                 lambda: scores(url, run_ids[:1], dataset_ids),  # the first run (most pages)
-                lambda: _agreement_people_defaults(url, ds, dataset_ids),  # Agreement's annotator tables
                 lambda: threshold_figures(url, dataset_ids, int(first["id"]), "gold", None, 0.5,
                                           bool(first["higher_is_similar"]), core.natural_threshold(first["kind"])),
                 lambda: scores(url, run_ids, dataset_ids),  # every run (Correlation)
             ]
-        if first is None:
-            steps.append(lambda: _agreement_people_defaults(url, ds, dataset_ids))
         steps.append(lambda: edit_distances(url, dataset_ids))
         steps.append(lambda: _preference_defaults(url))
         steps.append(lambda: _scorecard_defaults(url))
+        # last: a second or two at 1M labels, which would otherwise delay every step above
+        steps.append(lambda: _agreement_people_defaults(url, ds, dataset_ids))
         for step in steps:
             if database_url() != read_from:  # the app now uses another store: nothing more to read of this one
                 return
