@@ -154,7 +154,8 @@ class PackedForward:
             # e^lse_prefix / (e^lse_prefix + e^lse_own) = sigmoid(lse_prefix - lse_own)
             share = torch.sigmoid(lse_prefix - lse_own)[..., None]
             mixed = torch.lerp(out_own, out_prefix, share.to(out_own.dtype))
-            hidden = self._add_linear(hidden, mixed.reshape(tokens, heads * head_dim).to(hidden.dtype), attention.o_proj)
+            mixed = mixed.reshape(tokens, heads * head_dim).to(hidden.dtype)
+            hidden = self._add_linear(hidden, mixed, attention.o_proj)
 
             x = layer.post_attention_layernorm(hidden)
             gate_up = torch.nn.functional.linear(x, *gate_up_weight)

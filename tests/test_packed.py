@@ -12,22 +12,14 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from pluie_core.packed import packed_forward
 from pluie_core.scorer import PluieScorer
+from tests import test_scorer as scorer_tests
 
-SOURCES = [
-    "Have you ever seen a tsunami ?",
-    "The cat drinks water.",
-    "Amrozi accused his brother of deliberately distorting his evidence .",
-    "x",
-    "The Jidanul River is a tributary of the Jiul de Vest River in Romania, and it is a long one .",
+# test_scorer's pairs, and two longer MRPC pairs so that a batch's rows differ in length
+SOURCES = scorer_tests.SOURCES + [
     "He said the foodservice pie business does n't fit the company 's long-term growth strategy .",
     "Yucaipa owned Dominick 's before selling the chain to Safeway in 1998 for $ 2.5 billion .",
 ]
-HYPOTHESES = [
-    "Have you ever seen a tiramisu ?",
-    "The cat drinks milk.",
-    "Amrozi accused his brother of twisting his testimony.",
-    "The Indian Malayalam film 'Pennmakkal', released in 1966.",
-    "A river.",
+HYPOTHESES = scorer_tests.HYPOTHESES + [
     "The foodservice pie business does not fit our long-term growth strategy , he said .",
     "Yucaipa bought Dominick 's in 1995 for $ 693 million and sold it to Safeway for $ 1.8 billion in 1998 .",
 ]
@@ -37,6 +29,14 @@ def both_paths(model, tokenizer, **kwargs):
     packed = PluieScorer((model, tokenizer), **kwargs)
     generic = PluieScorer((model, tokenizer), packed=False, **kwargs)
     return packed, generic
+
+
+def scored_both_ways(model, tokenizer, **kwargs):
+    """FS-DIRECT scores of the pairs by the packed pass and by the generic path, and the packed scorer's
+    last_run (which path its pairs took)."""
+    packed, generic = both_paths(model, tokenizer, template="fs-direct", **kwargs)
+    scores = packed.score(SOURCES, HYPOTHESES)
+    return scores, generic.score(SOURCES, HYPOTHESES), packed.last_run
 
 
 @pytest.mark.parametrize("arch", ["llama", "mistral", "qwen2"])
@@ -103,10 +103,9 @@ def test_biases_in_attention_and_mlp_are_applied(tiny_model_builder):
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
                 p.normal_(0, 0.5)
-    packed, generic = both_paths(model, tokenizer, template="fs-direct")
-    scores = packed.score(SOURCES, HYPOTHESES)
-    assert packed.last_run["packed"] == len(SOURCES)
-    np.testing.assert_allclose(scores, generic.score(SOURCES, HYPOTHESES), atol=2e-5, rtol=0)
+    scores, expected, last_run = scored_both_ways(model, tokenizer)
+    assert last_run["packed"] == len(SOURCES)
+    np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
 
 
 def test_models_it_does_not_know_take_the_generic_path(tiny_model_builder):
@@ -134,30 +133,23 @@ def test_models_it_does_not_know_take_the_generic_path(tiny_model_builder):
     assert "packed" not in scorer.last_run
 
 
-def test_a_sliding_window_shorter_than_the_prompt_keeps_the_models_own_attention(tiny_model_builder):
+@pytest.mark.parametrize("window, packed", [(64, False), (4096, True)])
+def test_a_sliding_window_shorter_than_the_prompt_keeps_the_models_own_attention(tiny_model_builder, window, packed):
+    """Mistral attends through a window: shorter than the prompts, the model's own attention applies it;
+    longer than every prompt, it changes nothing and the packed pass runs."""
     path = tiny_model_builder(arch="mistral")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, sliding_window=64)
-    packed, generic = both_paths(model, tokenizer, template="fs-direct")
-    scores = packed.score(SOURCES, HYPOTHESES)
-    assert packed.last_run["cached"] == len(SOURCES) and "packed" not in packed.last_run
-    np.testing.assert_array_equal(scores, generic.score(SOURCES, HYPOTHESES))
-    # a window longer than every prompt changes nothing: the packed pass runs
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, sliding_window=4096)
-    packed, generic = both_paths(model, tokenizer, template="fs-direct")
-    scores = packed.score(SOURCES, HYPOTHESES)
-    assert packed.last_run["packed"] == len(SOURCES)
-    np.testing.assert_allclose(scores, generic.score(SOURCES, HYPOTHESES), atol=2e-5, rtol=0)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, sliding_window=window)
+    scores, expected, last_run = scored_both_ways(model, AutoTokenizer.from_pretrained(path))
+    assert last_run["cached"] == len(SOURCES) and last_run.get("packed", 0) == (len(SOURCES) if packed else 0)
+    np.testing.assert_allclose(scores, expected, atol=2e-5 if packed else 0, rtol=0)
 
 
 def test_bfloat16_weights_take_the_packed_pass_within_bfloat16_rounding(tiny_model_builder):
     path = tiny_model_builder(arch="llama")
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    packed, generic = both_paths(model, tokenizer, template="fs-direct", dtype=torch.bfloat16)
-    scores = packed.score(SOURCES, HYPOTHESES)
-    assert packed.last_run["packed"] == len(SOURCES)
-    expected = generic.score(SOURCES, HYPOTHESES)
+    scores, expected, last_run = scored_both_ways(model, tokenizer, dtype=torch.bfloat16)
+    assert last_run["packed"] == len(SOURCES)
     # bfloat16 keeps 8 bits of mantissa: the two arrangements round differently, by about 1% of the scores
     np.testing.assert_allclose(scores, expected, atol=0.05 * np.abs(expected).max(), rtol=0)
     assert np.corrcoef(scores, expected)[0, 1] > 0.99
