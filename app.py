@@ -72,7 +72,6 @@ navigation = st.navigation(pages, position="hidden")
 # every page is registered above, so the address asked for (/import_pairs...) stays while the
 # login form is drawn, and is the page drawn once the password is right
 require_organiser()
-
 with st.sidebar:
     for section, section_pages in pages.items():
         st.caption(section)

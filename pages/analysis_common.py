@@ -247,8 +247,9 @@ def read_ahead() -> threading.Thread:
     their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
     the first run's scores, Thresholds' first figures, every run's scores, the edit distances, the
     Preferences page's first table, the Scorecard page's pairs and Agreement's annotator tables.
-    app.py starts it once, when the server's first admin page has run; the first visit to Agreement, Thresholds... then finds them (about 20 s of
-    reading and computing at 1,000,000 pairs and 3,000,000 labels, bench/pages.py). Each step stands
+    app.py starts it once, when the server's first admin page has run; the first visit to Agreement,
+    Thresholds... then finds them (about 20 s of reading and computing at 1,000,000 pairs and 3,000,000
+    labels, bench/pages.py). Each step stands
     alone: one that fails (no labels yet, a reference with one class) leaves the others to run, and the
     page that needs it says what is wrong, in its words. The thread runs at a lower priority than the
     pages where the system allows it (Linux: per thread); a store that changes meanwhile gives new keys,

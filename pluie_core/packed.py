@@ -42,7 +42,7 @@ class PackedForward:
 
         self.torch = torch
         self.model = model
-        self.config = config = model.config
+        config = model.config
         self.base = model.model
         self.layers = list(self.base.layers)
         first = self.layers[0].self_attn
@@ -203,13 +203,14 @@ def packed_forward(model, device) -> PackedForward | None:
     module = sys.modules.get(type(layers[0].self_attn).__module__)
     if module is None or not hasattr(module, "apply_rotary_pos_emb"):
         return None
-    expected = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-                "mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm")
+    linears = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+               "mlp.up_proj", "mlp.down_proj")
+    expected = linears + ("input_layernorm", "post_attention_layernorm")
     for layer in layers:
         modules = dict(layer.named_modules())
         if not set(expected) <= set(modules) or not hasattr(layer.self_attn, "scaling"):
             return None
-        if any(type(modules[name]) is not torch.nn.Linear for name in expected[:7]):
+        if any(type(modules[name]) is not torch.nn.Linear for name in linears):
             return None  # quantised or adapted linear layers compute something else
         names = set(modules)
         # anything else in the layer (Qwen3's q / k norms, an adapter...) is work this pass would skip
