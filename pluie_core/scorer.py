@@ -536,6 +536,12 @@ class PluieScorer:
         """Run the prefix once; keep its per-layer keys and values (batch of one)."""
         import torch
 
+        packed = self._packed_model()
+        if packed is not None:
+            with torch.inference_mode():
+                cache = packed.encode_prefix(list(prefix_ids))
+            if cache is not None:
+                return list(prefix_ids), cache
         ids = torch.tensor([prefix_ids], device=self.device)
         with torch.inference_mode():
             out = self.model(input_ids=ids, use_cache=True, **self._keep_last())
@@ -548,17 +554,22 @@ class PluieScorer:
         return {"logits_to_keep": 1} if self._keeps_logits else {}
 
     # ------------------------------------------------------------------ forward passes
-    def _packed_pass(self, rows: list[list[int]], prefix):
-        """The packed forward for this batch of prefixed rows, or None where the generic path applies."""
-        if prefix is None or not self.packed:
+    def _packed_model(self):
+        """pluie_core.packed's pass for this model (built on first use), or None where it does not apply."""
+        if not self.packed:
             return None
         if self._packed is None:
             from pluie_core.packed import packed_forward
 
             self._packed = packed_forward(self.model, self.device) or False
-        if self._packed is False or not self._packed.fits(rows, len(prefix[0])):
+        return self._packed or None
+
+    def _packed_pass(self, rows: list[list[int]], prefix):
+        """The packed forward for this batch of prefixed rows, or None where the generic path applies."""
+        packed = self._packed_model() if prefix is not None else None
+        if packed is None or not packed.fits(rows, len(prefix[0])):
             return None
-        return self._packed
+        return packed
 
     def _last_logprobs(self, rows: list[list[int]], prefix=None):
         """log p(answer) at the last position of each row (float32, shape (len(rows), 2))."""

@@ -153,3 +153,62 @@ def test_bfloat16_weights_take_the_packed_pass_within_bfloat16_rounding(tiny_mod
     # bfloat16 keeps 8 bits of mantissa: the two arrangements round differently, by about 1% of the scores
     np.testing.assert_allclose(scores, expected, atol=0.05 * np.abs(expected).max(), rtol=0)
     assert np.corrcoef(scores, expected)[0, 1] > 0.99
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral", "qwen2"])
+def test_the_prefix_is_encoded_by_the_packed_pass_as_the_models_own_cache(tiny_model_builder, arch):
+    path = tiny_model_builder(arch=arch)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    scorer = PluieScorer((model, AutoTokenizer.from_pretrained(path)), template="fs-direct")
+    ids = scorer._encode(scorer.prompts(SOURCES[:1], HYPOTHESES[:1])[0])[:300]
+    with torch.inference_mode():
+        expected = model(input_ids=torch.tensor([ids]), use_cache=True).past_key_values.layers
+        cache = packed_forward(model, torch.device("cpu")).encode_prefix(ids)
+    assert len(cache) == len(expected) == model.config.num_hidden_layers
+    for (keys, values), layer in zip(cache, expected):
+        assert keys.shape == layer.keys.shape == (1, model.config.num_key_value_heads, len(ids), 16)
+        torch.testing.assert_close(keys, layer.keys, atol=1e-5, rtol=0)
+        torch.testing.assert_close(values, layer.values, atol=1e-5, rtol=0)
+    # the scorer's own prefix comes from it
+    prefix_ids, prefix_kv = scorer._shared_prefix()
+    with torch.inference_mode():
+        own = packed_forward(model, torch.device("cpu")).encode_prefix(prefix_ids)
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(prefix_kv, own))
+
+
+@pytest.mark.parametrize("kernels", ["torch.matmul", "oneDNN on the model's weights", "oneDNN blocked copies"])
+def test_every_matrix_multiply_kernel_gives_the_generic_scores(tiny_model_builder, monkeypatch, kernels):
+    """The linear layers run through oneDNN where torch has it (blocked weight copies for a small model),
+    else torch's matmul: the three give the same scores."""
+    import pluie_core.packed as packed_module
+
+    if not packed_module.onednn_works(torch, torch.float32):
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    if kernels == "torch.matmul":
+        monkeypatch.setattr(packed_module, "onednn_works", lambda torch, dtype: False)
+    elif kernels == "oneDNN on the model's weights":
+        monkeypatch.setattr(packed_module, "PREPACK_BYTES", 0)
+    path = tiny_model_builder(arch="llama")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    scores, expected, last_run = scored_both_ways(model, AutoTokenizer.from_pretrained(path))
+    assert last_run["packed"] == len(SOURCES)
+    np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
+    built = model._pluie_packed
+    assert built.onednn == (kernels != "torch.matmul")
+    assert built.prepacked == (kernels == "oneDNN blocked copies")
+    if built.prepacked:
+        assert built.compute[0][2][0].is_mkldnn and not model.model.layers[0].mlp.gate_proj.weight.is_mkldnn
+
+
+def test_weights_changed_in_place_rebuild_the_blocked_copies(tiny_model_builder):
+    path = tiny_model_builder(arch="llama")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    first = packed_forward(model, torch.device("cpu"))
+    assert packed_forward(model, torch.device("cpu")) is first
+    with torch.no_grad():
+        model.model.layers[1].mlp.down_proj.weight.mul_(3)
+    changed = packed_forward(model, torch.device("cpu"))
+    assert (changed is not first) == first.prepacked
+    scores, expected, _ = scored_both_ways(model, tokenizer)
+    np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
