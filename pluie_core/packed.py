@@ -13,7 +13,7 @@ the model's own weights, norms, rotary embedding and activation, differently arr
 - the batch's new tokens are packed into one ``(tokens, hidden)`` matrix with no padding, so every
   linear layer is one matrix multiply over real tokens only (q, k and v in one, gate and up in one:
   their weights are concatenated once, and the model's parameters become views of the concatenation,
-  so nothing is held twice);
+  so they are not held twice);
 - attention splits each query's context in two: the shared prefix, the same keys for every pair, is
   one attention call over all the batch's queries at once (grouped heads side by side, no mask); the
   pair's own tokens are a small causal attention per row. The two are merged exactly by their
