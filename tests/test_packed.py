@@ -206,9 +206,13 @@ def test_weights_changed_in_place_rebuild_the_blocked_copies(tiny_model_builder)
     tokenizer = AutoTokenizer.from_pretrained(path)
     first = packed_forward(model, torch.device("cpu"))
     assert packed_forward(model, torch.device("cpu")) is first
-    with torch.no_grad():
-        model.model.layers[1].mlp.down_proj.weight.mul_(3)
-    changed = packed_forward(model, torch.device("cpu"))
-    assert (changed is not first) == first.prepacked
-    scores, expected, _ = scored_both_ways(model, tokenizer)
-    np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
+    # a weight of its own, then one that is a view of a concatenation (q / k / v, gate / up)
+    for weight in (model.model.layers[1].mlp.down_proj.weight, model.model.layers[0].self_attn.k_proj.weight,
+                   model.model.layers[1].mlp.up_proj.weight):
+        with torch.no_grad():
+            weight.mul_(3)
+        changed = packed_forward(model, torch.device("cpu"))
+        assert (changed is not first) == first.prepacked
+        scores, expected, _ = scored_both_ways(model, tokenizer)
+        np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
+        first = changed
