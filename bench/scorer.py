@@ -311,6 +311,9 @@ def report_flops(model, scorer, sources, hypotheses, ours_times: dict, papers_ti
     timed = [(name, ours, times) for name, times in ours_times.items()] + [("papers' method", papers, papers_time)]
     for name, flops, (seconds, cpu) in timed:
         line = f"{name + ':':16s} {flops / seconds / 1e9:6.1f} GFLOP/s = {flops / seconds / rate:5.1%} of the machine"
+        if len(MATMUL_BEST) > 1:  # and against each library's own best, the slower one's included
+            line += " (" + ", ".join(f"{flops / seconds / value:.1%} of {library}'s"
+                                     for library, value in MATMUL_BEST.items()) + ")"
         if device.type == "cpu":
             line += (f"; {flops / cpu / 1e9:6.1f} GFLOP per CPU-second = {flops / cpu / cpu_rate:5.1%} of the "
                      "matmuls' (load-independent)")
