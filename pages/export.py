@@ -60,7 +60,8 @@ choice = {"include_training": include_training, **scope}
 size = export_size(engine, ids, layout=layout, **choice)
 choice["aggregation"] = method
 with st.spinner(f"Fitting {METHOD_NAMES[method]} on every label exported…" if method else "Reading the first rows…"):
-    preview = read(engine, ids, limit=PREVIEW_ROWS, **choice)
+    # a small export is read whole: the preview is then the file itself (below)
+    preview = read(engine, ids, **choice) if size <= PREVIEW_ROWS else read(engine, ids, limit=PREVIEW_ROWS, **choice)
 if layout == "wide":
     st.caption(
         f"{size:,} pairs · columns: `pair_id` (the id Review, Pairs and gold marking use), `external_id` "
@@ -86,7 +87,12 @@ stem = (re.sub(r"[^\w.-]+", "_", stem).strip("_") or "pluie_lab_export") + ("" i
 
 
 def download(encode):
-    """The file's bytes, read and encoded when the button is clicked (on Streamlit's own thread)."""
+    """The file's bytes, read and encoded when the button is clicked (on Streamlit's own thread); for a
+    small export, whose preview holds every row, encoded with the page. A file the page holds outlives a
+    rerun that races the click, where a deferred callable goes with the run that made it and a click
+    still holding its id fails (Streamlit: "Deferred file ... not found", seen once in CI)."""
+    if size <= PREVIEW_ROWS:
+        return encode(preview)
     return lambda: encode(read(engine, ids, **choice))
 
 

@@ -183,6 +183,29 @@ def test_export_page_previews_without_building_the_whole_table(app, engine, monk
     assert len(at.dataframe[0].value) == 50 and at.dataframe[0].value["source"].tolist()[:2] == ["s0", "s1"]
     assert any(c.value.startswith("60 pairs ·") for c in at.caption)
     assert any("The first 50 pairs; the files hold all 60" in c.value for c in at.caption)
+    # the files are made on the click: the buttons hold a deferred call, not bytes
+    assert all(b.proto.deferred_file_id and not b.proto.url for b in at.get("download_button"))
+
+
+def test_a_small_export_is_read_once_and_its_files_come_with_the_page(app, engine, monkeypatch):
+    """Up to 50 rows the preview is the whole export: one read, and the buttons hold the files (a deferred
+    call goes with the run that made it, and a click racing a rerun lost one in CI)."""
+    import db.export
+
+    import_pairs(engine, "small", pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["x", "y", "z"],
+                                                "label": [1, 0, 1]}))
+    real, limits = db.export.export_frame, []
+
+    def recording(*args, **kwargs):
+        limits.append(kwargs.get("limit"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(db.export, "export_frame", recording)
+    at = app("pages/export.py")
+    assert limits == [None]
+    assert at.dataframe[0].value["source"].tolist() == ["a", "b", "c"]
+    buttons = at.get("download_button")
+    assert len(buttons) == 3 and all(b.proto.url and not b.proto.deferred_file_id for b in buttons)
 
 
 def test_home_page_counts_new_labels_at_once(app, engine):
