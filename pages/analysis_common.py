@@ -500,11 +500,17 @@ def threshold_input(selection: Selection, key: str) -> float:
     return float(threshold)
 
 
+SMALL_DOWNLOAD_ROWS = 1_000  # tables up to this size get their CSV with the page (download_csv)
+
+
 def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV", index: bool = False) -> None:
     """A CSV of the table (texts that a spreadsheet would run as formulas are marked, as in the export)."""
     data = frame.reset_index() if index else frame
-    # encoded when the button is clicked (a callable): 100,000 rows took a second on every run of the page
-    st.download_button(label, lambda: to_csv_bytes(data), file_name, "text/csv", key=f"csv_{file_name}",
+    # a large table is encoded when the button is clicked (a callable): 100,000 rows took a second on every
+    # run of the page; a small one with the page, as its file then outlives a rerun that races the click
+    # (a deferred call goes with the run that made it; see pages/export.py)
+    contents = to_csv_bytes(data) if len(data) <= SMALL_DOWNLOAD_ROWS else (lambda: to_csv_bytes(data))
+    st.download_button(label, contents, file_name, "text/csv", key=f"csv_{file_name}",
                        on_click="ignore")  # a download reruns nothing
 
 

@@ -220,3 +220,19 @@ def test_home_page_counts_new_labels_at_once(app, engine):
     at.run()
     assert next(m.value for m in at.metric if m.label == "Labels") == "2"
     assert at.dataframe[0].value["labels"].tolist() == [2]
+
+
+def test_csv_downloads_of_small_tables_come_with_the_page_and_large_ones_on_the_click():
+    def page():
+        import pandas as pd
+
+        from pages.analysis_common import SMALL_DOWNLOAD_ROWS, download_csv
+
+        download_csv(pd.DataFrame({"a": range(SMALL_DOWNLOAD_ROWS)}), "small.csv")
+        download_csv(pd.DataFrame({"a": range(SMALL_DOWNLOAD_ROWS + 1)}), "large.csv")
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    assert not at.exception
+    small, large = at.get("download_button")
+    assert small.proto.url and not small.proto.deferred_file_id
+    assert large.proto.deferred_file_id and not large.proto.url
