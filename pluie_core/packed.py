@@ -124,11 +124,8 @@ class PackedForward:
         """A count of in-place changes to the weights (load_state_dict, copy_...): a blocked copy made
         before one of them would be stale. Each parameter counts its own (a view made through ``.data``
         does not share its base's count), and so does each concatenation."""
-        names = ("q_proj", "k_proj", "v_proj", "o_proj")
-        parameters = [getattr(layer.self_attn, name).weight for layer in self.layers for name in names]
-        parameters += [getattr(layer.mlp, name).weight for layer in self.layers
-                       for name in ("gate_proj", "up_proj", "down_proj")]
-        return sum(weight._version for weight in parameters) + sum(weight._version for weight, _ in self._linears())
+        concatenations = [weight for pair in self.fused for weight, _ in pair]
+        return sum(tensor._version for tensor in [*self.model.parameters(), *concatenations])
 
     def current(self) -> bool:
         """Whether the model's weights are still the views this pass made (not moved, cast or changed in

@@ -164,13 +164,12 @@ def test_every_admin_page_refuses_visitors_on_its_own(name, engine, db_url, monk
     assert [e.value for e in token.error] == ["This link opens the labelling view only."]
 
 
-def test_export_page_previews_without_building_the_whole_table(app, engine, monkeypatch):
-    """At 100,000 pairs the whole wide table took seconds on every visit: the page counts the rows and
-    reads the first 50 only; the files are built when a download is clicked."""
+def export_page_reads(app, engine, monkeypatch, sources: list[str]):
+    """The Export page on a dataset of these sources, and the ``limit`` of each export_frame read it made."""
     import db.export
 
-    import_pairs(engine, "big", pd.DataFrame({"source": [f"s{i}" for i in range(60)],
-                                              "hypothesis": [f"h{i}" for i in range(60)], "label": [1] * 60}))
+    import_pairs(engine, "exported", pd.DataFrame({"source": sources, "hypothesis": [f"h-{s}" for s in sources],
+                                                   "label": [1] * len(sources)}))
     real, limits = db.export.export_frame, []
 
     def recording(*args, **kwargs):
@@ -178,7 +177,13 @@ def test_export_page_previews_without_building_the_whole_table(app, engine, monk
         return real(*args, **kwargs)
 
     monkeypatch.setattr(db.export, "export_frame", recording)
-    at = app("pages/export.py")
+    return app("pages/export.py"), limits
+
+
+def test_export_page_previews_without_building_the_whole_table(app, engine, monkeypatch):
+    """At 100,000 pairs the whole wide table took seconds on every visit: the page counts the rows and
+    reads the first 50 only; the files are built when a download is clicked."""
+    at, limits = export_page_reads(app, engine, monkeypatch, [f"s{i}" for i in range(60)])
     assert limits == [50]
     assert len(at.dataframe[0].value) == 50 and at.dataframe[0].value["source"].tolist()[:2] == ["s0", "s1"]
     assert any(c.value.startswith("60 pairs ·") for c in at.caption)
@@ -190,18 +195,7 @@ def test_export_page_previews_without_building_the_whole_table(app, engine, monk
 def test_a_small_export_is_read_once_and_its_files_come_with_the_page(app, engine, monkeypatch):
     """Up to 50 rows the preview is the whole export: one read, and the buttons hold the files (a deferred
     call goes with the run that made it, and a click racing a rerun lost one in CI)."""
-    import db.export
-
-    import_pairs(engine, "small", pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["x", "y", "z"],
-                                                "label": [1, 0, 1]}))
-    real, limits = db.export.export_frame, []
-
-    def recording(*args, **kwargs):
-        limits.append(kwargs.get("limit"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(db.export, "export_frame", recording)
-    at = app("pages/export.py")
+    at, limits = export_page_reads(app, engine, monkeypatch, ["a", "b", "c"])
     assert limits == [None]
     assert at.dataframe[0].value["source"].tolist() == ["a", "b", "c"]
     buttons = at.get("download_button")
