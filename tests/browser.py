@@ -123,11 +123,15 @@ def browser(chromium):
 
 
 def wait_for_app(page, timeout: float = 30_000) -> None:
-    """Wait until Streamlit has finished running the script for the current page."""
+    """Wait until Streamlit has finished running the script for the current page. The status widget's
+    running icon shows only a moment into a run, so the app's own script state is read too: without it,
+    a wait right after a click could return while the run it started was still drawing (a download
+    clicked then came from the run before)."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')"
-        " && document.querySelector('[data-testid=\"stMain\"]') !== null",
+        " && document.querySelector('[data-testid=\"stMain\"]') !== null"
+        " && document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'",
         timeout=timeout,
     )
 
