@@ -13,7 +13,7 @@ import streamlit as st
 from pages.shared import (
     FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser, run_page,
 )
-from pages.analysis_common import read_ahead
+from pages.analysis_common import read_ahead_once
 from pages.run_forms import read_hardware
 from pluie_core.auth import admin_password_configured
 from worker import ensure_worker_running
@@ -89,10 +89,11 @@ run_page(navigation)  # any unexpected error: one sentence here, its traceback i
 
 
 @st.cache_resource(show_spinner=False)
-def read_ahead_once():
-    # once per server process, after its first admin page has run: the analysis pages' default frames
-    # are read on a thread while the person looks at that page (pages.analysis_common.read_ahead)
-    return read_ahead()
+def read_ahead_after_first_page():
+    # once per server process, after its first admin page has run, unless scripts/serve.py (make run) did
+    # it for this store as the server started: the analysis pages' default frames are read on a thread
+    # while the person looks at that page (pages.analysis_common.read_ahead)
+    return read_ahead_once()
 
 
-read_ahead_once()
+read_ahead_after_first_page()

@@ -13,11 +13,13 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis, evaluation, evaluation_reads, review
+from db.datasets import datasets_overview, store_totals
 from db.engine import database_url
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
+from pluie_core.evaluation.correlation import compare_correlations, correlate, graded_reference, system_level
 from pluie_core.evaluation.paraphrasus import in_paper_order
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
@@ -214,6 +216,68 @@ def _scorecard_defaults(url: str) -> None:
     scorecard_pairs(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
 
 
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Counting pairs, labels and scores…")
+def store_overview(url: str):
+    """The Datasets page's figures (the store's totals, each dataset's progress): seconds at 300,000 labels,
+    read again when the store's state (the key) changes; read ahead."""
+    return store_totals(get_engine()), datasets_overview(get_engine())
+
+
+# The Correlation page's reads and figures (here, so that its first view is read ahead). The bootstraps
+# (a second or more at 100,000 pairs) are cached on their inputs, so that a widget further down does not
+# compute them again; the page shows the coefficients alone (n_boot 0) first, with a spinner meanwhile.
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def graded_values(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
+    """The Correlation page's graded reference, as read: gold scores, a metadata column, or the mean of the
+    labels (``levels``, of a campaign or all) or of imported annotators' values (``raw``)."""
+    if kind == "gold":
+        return pairs(url, dataset_ids)["gold_label"].rename("reference")
+    if kind == "meta":
+        return evaluation_reads.meta_column(get_engine(), column, dataset_ids)
+    return evaluation_reads.label_means(get_engine(), dataset_ids, kind, campaign_id)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int, coefficients=None) -> pd.DataFrame:
+    """``coefficients``: the n_boot 0 table of the same data, whose r the bootstrap's table reuses."""
+    if systems is None:
+        return correlate(scores, reference, n_boot=n_boot, coefficients=coefficients)
+    return system_level(scores, reference, systems, n_boot=n_boot)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
+               show_spinner="Comparing the two runs (paired bootstrap)…")
+def correlation_difference(a: pd.Series, b: pd.Series, reference: pd.Series, method: str, n_boot: int,
+                           max_resample: int = 1000) -> dict:
+    return compare_correlations(a, b, reference, method, n_boot=n_boot, max_resample=max_resample)
+
+
+CORRELATION_BOOT = 1000  # the Correlation page's default number of resamples
+GOLD_SCORES = "gold scores"  # the default reference's name (the Correlation page's REFERENCES["gold"], lower case)
+
+
+def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> None:
+    """The Correlation page's first view: gold scores against every run with scores, the coefficients and
+    their bootstrap intervals, and the first two runs' paired test on the first coefficient."""
+    from pluie_core.evaluation.correlation import METHODS
+
+    if ds.runs.empty:
+        return
+    # as the page builds them: the pairs with every run's scores, then the reference
+    data = scored_frame(Selection(url, ds, dataset_ids, None, None), ds.runs["name"].tolist())
+    data["reference"] = graded_reference(graded_values(url, dataset_ids, "gold", None, None),
+                                         GOLD_SCORES).reindex(data.index)
+    names = [name for name in ds.runs["name"] if data[name].notna().sum() > 0]
+    if not names or data["reference"].notna().sum() == 0:
+        return
+    first = correlations(data[names], data["reference"], None, 0)
+    correlations(data[names], data["reference"], None, CORRELATION_BOOT, first)
+    if len(names) >= 2:
+        direction = ds.runs.set_index("name")["higher_is_similar"]
+        a, b = (data[name] * (1 if direction.get(name, True) else -1) for name in names[:2])
+        correlation_difference(a, b, data["reference"], next(iter(METHODS)), CORRELATION_BOOT)
+
+
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
 def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
     """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
@@ -279,6 +343,7 @@ def read_ahead() -> threading.Thread:
                 label_views(url, dataset_ids, scale)
 
         steps = [
+            lambda: store_overview(url),  # the Datasets page, the first page opened
             label_frames,
             # the Agreement page's first view: the first scale, not binarised, unweighted κ
             lambda: agreement_figures(url, dataset_ids, core.label_scales(labels(url, dataset_ids))[0], False, None),
@@ -296,6 +361,7 @@ def read_ahead() -> threading.Thread:
         steps.append(lambda: edit_distances(url, dataset_ids))
         steps.append(lambda: _preference_defaults(url))
         steps.append(lambda: _scorecard_defaults(url))
+        steps.append(lambda: _correlation_defaults(url, ds, dataset_ids))
         # last: a second or two at 1M labels, which would otherwise delay every step above
         steps.append(lambda: _agreement_people_defaults(url, ds, dataset_ids))
         for step in steps:
@@ -307,9 +373,36 @@ def read_ahead() -> threading.Thread:
                 logging.getLogger(__name__).debug("reading ahead failed", exc_info=True)
 
 
-    thread = threading.Thread(target=read, name="pluie-read-ahead", daemon=True)
+    thread = threading.Thread(target=read, name=READ_AHEAD_THREAD, daemon=True)
     thread.start()
     return thread
+
+
+READ_AHEAD_THREAD = "pluie-read-ahead"
+
+
+class _NotFromReadAhead(logging.Filter):
+    """Streamlit warns of a "missing ScriptRunContext" for every cached read made off a page's run: the
+    read-ahead thread's are made so on purpose (for no session), so that warning is left out of the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != READ_AHEAD_THREAD
+
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NotFromReadAhead())
+_read_ahead_started: dict[str, threading.Thread] = {}
+_read_ahead_lock = threading.Lock()
+
+
+def read_ahead_once() -> threading.Thread:
+    """:func:`read_ahead`, once per store in this server process, whoever asks first: scripts/serve.py as
+    the server starts (`make run`: the first visits find their figures), or app.py after the first admin
+    page has run (a server started with `streamlit run app.py`). The thread, running or done."""
+    with _read_ahead_lock:
+        url = database_url()
+        if url not in _read_ahead_started:
+            _read_ahead_started[url] = read_ahead()
+        return _read_ahead_started[url]
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)

@@ -9,7 +9,7 @@ from db import evaluation_reads as reads
 from pages import analysis_common as common, charts
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.correlation import (
-    COLUMNS, METHODS, compare_correlations, correlate, graded_reference, system_level, system_means,
+    COLUMNS, METHODS, graded_reference, system_means,
 )
 from pluie_core.stats import StatsError, format_p
 
@@ -34,36 +34,10 @@ def campaigns(url: str) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def reference_values(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
-    if kind == "gold":
-        return common.pairs(url, dataset_ids)["gold_label"].rename("reference")
-    if kind == "meta":
-        return reads.meta_column(get_engine(), column, dataset_ids)
-    return reads.label_means(get_engine(), dataset_ids, kind, campaign_id)
-
-
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
     if column == SOURCE:
         return common.pairs(url, dataset_ids, texts=True)["source"]
     return reads.meta_column(get_engine(), column, dataset_ids)
-
-
-# The bootstraps (a second or more at 100,000 pairs) are cached on their inputs, so that a widget
-# further down does not compute them again; the coefficients alone (n_boot 0) are shown first, and a
-# spinner says what is being computed meanwhile.
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int, coefficients=None) -> pd.DataFrame:
-    """``coefficients``: the n_boot 0 table of the same data, whose r the bootstrap's table reuses."""
-    if systems is None:
-        return correlate(scores, reference, n_boot=n_boot, coefficients=coefficients)
-    return system_level(scores, reference, systems, n_boot=n_boot)
-
-
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES,
-               show_spinner="Comparing the two runs (paired bootstrap)…")
-def difference(a: pd.Series, b: pd.Series, reference: pd.Series, method: str, n_boot: int, max_resample: int = 1000) -> dict:
-    return compare_correlations(a, b, reference, method, n_boot=n_boot, max_resample=max_resample)
 
 
 def fail(error: Exception):
@@ -93,7 +67,8 @@ with st.sidebar:
         if not keys:
             fail(ValueError("These pairs carry no metadata column: choose another reference."))
         column = st.selectbox("Column", keys, key="correlation_reference_column")
-    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=1000, key="correlation_boot")
+    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=common.CORRELATION_BOOT,
+                              key="correlation_boot")
 
 chosen_runs = st.multiselect("Score runs", runs["name"].tolist(), default=runs["name"].tolist(), key="correlation_runs")
 if not chosen_runs:
@@ -116,7 +91,7 @@ if unscored:
         st.info("None of these runs has scored these datasets yet.")
         st.stop()
 try:
-    reference = graded_reference(reference_values(selection.url, selection.dataset_ids, kind, campaign_id, column),
+    reference = graded_reference(common.graded_values(selection.url, selection.dataset_ids, kind, campaign_id, column),
                                  column or REFERENCES[kind].lower())
 except StatsError as error:
     fail(error)
@@ -144,10 +119,10 @@ try:
     systems = None if system_column is None else groups(selection.url, selection.dataset_ids, system_column)
     first = None
     if systems is None:  # the coefficients at once, their intervals once the bootstrap is done
-        first = correlations(data[chosen_runs], data["reference"], None, 0)
+        first = common.correlations(data[chosen_runs], data["reference"], None, 0)
         show_table(first)
     with st.spinner(f"Computing the bootstrap intervals of the correlations ({n_boot:,} resamples)…"):
-        table = correlations(data[chosen_runs], data["reference"], systems, n_boot, first)
+        table = common.correlations(data[chosen_runs], data["reference"], systems, n_boot, first)
 except StatsError as error:
     fail(error)
 show_table(table)
@@ -177,11 +152,12 @@ method = how.selectbox("Coefficient", list(METHODS), key="correlation_method")
 oriented = {name: data[name] * (1 if direction.get(name, True) else -1) for name in (first, second)}
 try:
     if system_column is None:
-        found = difference(oriented[first], oriented[second], data["reference"], method, n_boot)
+        found = common.correlation_difference(oriented[first], oriented[second], data["reference"], method, n_boot)
     else:
         means = system_means(pd.DataFrame(oriented), data["reference"],
                              groups(selection.url, selection.dataset_ids, system_column))
-        found = difference(means[first], means[second], means["reference"], method, n_boot, len(means))
+        found = common.correlation_difference(means[first], means[second], means["reference"], method, n_boot,
+                                              len(means))
 except StatsError as error:
     fail(error)
 a, b, c = st.columns(3)

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from db.analysis import LABELS_COUNTED
-from db.datasets import datasets_overview, delete_dataset, store_totals
+from db.datasets import delete_dataset
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 
@@ -11,13 +11,7 @@ st.title("PLUIE Lab")
 st.caption("Label sentence pairs, score them with PLUIE, and see where people and the metric agree.")
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner="Counting pairs, labels and scores…")
-def overview_of(key: str):
-    """The figures below, read again when the store's state (the key) changes: seconds at 300,000 labels."""
-    return store_totals(engine), datasets_overview(engine)
-
-
-totals, overview = overview_of(common.store_key())
+totals, overview = common.store_overview(common.store_key())  # read ahead, cached on the store's state
 cols = st.columns(4)
 for col, (name, value) in zip(cols, totals.items()):
     col.metric(name.capitalize(), f"{value:,}", help=f"Labels: {LABELS_COUNTED}." if name == "labels" else None)
