@@ -102,6 +102,9 @@ def test_make_run_starts_one_worker_with_the_server_and_stops_it_with_the_server
         page.get_by_text("PLUIE Lab").first.wait_for(timeout=30_000)
         page.close()
         assert worker_children(process.pid) == [worker_pid]
+        # the server's warm-up has read the pages' first figures (none in an empty store), and says so
+        wait_until(lambda: "serve: the pages' first figures are read" in (tmp_path / "server.log").read_text(), 60,
+                   "the warm-up's read-ahead", tmp_path / "server.log")
 
         # it serves the store: registered, with a heartbeat (importing torch and pandas can take
         # longer than 10 s on a loaded machine; a few seconds on an idle one)
