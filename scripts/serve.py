@@ -85,7 +85,9 @@ def _address_chosen(argv: list[str]) -> bool:
 # which app.py's reading of the GPUs (pages.run_forms.read_hardware, on a thread of its own) imports with
 # the first page: 1.5 s on an idle machine, taken from that page while it drew (Datasets, first visit:
 # 5.4 s, bench/pages.py)
-DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.vega_charts", "torch")
+# streamlit.emojis: what set_page_config imports to check the page icon (☔), a regular expression of every
+# emoji compiled as it loads: 0.3 s of the first page's run (bench/pages.py)
+DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.vega_charts", "streamlit.emojis", "torch")
 
 
 WARMED_UP = "serve: the pages' modules are loaded"
