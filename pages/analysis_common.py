@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis, evaluation, evaluation_reads, review
-from db.datasets import datasets_overview, store_totals
+from db import datasets as dataset_reads
 from db.engine import database_url
 from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
@@ -220,7 +220,7 @@ def _scorecard_defaults(url: str) -> None:
 def store_overview(url: str):
     """The Datasets page's figures (the store's totals, each dataset's progress): seconds at 300,000 labels,
     read again when the store's state (the key) changes; read ahead."""
-    return store_totals(get_engine()), datasets_overview(get_engine())
+    return dataset_reads.store_totals(get_engine()), dataset_reads.datasets_overview(get_engine())
 
 
 # The Correlation page's reads and figures (here, so that its first view is read ahead). The bootstraps

@@ -21,7 +21,7 @@ Warm start: right before Streamlit starts, a thread imports what app.py and its 
 (scipy.stats, sklearn.metrics, pandas, sqlalchemy, the charting library, pyarrow for the tables...,
 torch for the GPU reading: about 3.5 s on 2 cores), so the first person to open a page does not
 wait for them (bench/pages.py); then, once Streamlit's runtime is up, the same thread reads what the
-pages draw first from the store (read_ahead_at_start: about 4 s at 100,000 pairs, 20 s at 1,000,000),
+pages draw first from the store (read_ahead_at_start: about 5 s at 100,000 pairs, 35 s at 1,000,000),
 and says so ("the pages' first figures are read").
 """
 from __future__ import annotations
@@ -138,9 +138,9 @@ def warm_up(modules: list[str], read_store: bool = True) -> threading.Thread:
 def read_ahead_at_start(timeout: float = 60.0) -> None:
     """Once Streamlit's runtime is up (its caches are the pages'), read the pages' first figures from the
     store (pages.analysis_common.read_ahead: the Datasets page's counts, the analysis pages' default views;
-    about 4 s at 100,000 pairs and 300,000 labels, on a thread at a lower priority), so that the first
-    person to open a page finds them instead of waiting, or sharing the 2 cores with that reading, while
-    their page draws. A store that cannot be read is left to the pages to report."""
+    about 5 s at 100,000 pairs and 300,000 labels, 35 s at 1,000,000, on a thread at a lower priority), so
+    that the first person to open a page finds them instead of waiting, or sharing the 2 cores with that
+    reading, while their page draws. A store that cannot be read is left to the pages to report."""
     from streamlit.runtime import Runtime
 
     started = time.monotonic()

@@ -240,14 +240,16 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     for cached in (common.store_overview, common.graded_values, common.correlations, common.correlation_difference,
                    common.choices, common._pairs, common.scores):
         cached.clear()
+    from db import datasets
+
     counted = {"store_totals": 0, "correlate": 0, "compare_correlations": 0}
-    for name in counted:
-        original = getattr(common, name)
+    for module, name in ((datasets, "store_totals"), (common, "correlate"), (common, "compare_correlations")):
+        original = getattr(module, name)
 
         def count(*args, _name=name, _original=original, **kwargs):
             counted[_name] += 1
             return _original(*args, **kwargs)
-        monkeypatch.setattr(common, name, count)
+        monkeypatch.setattr(module, name, count)
 
     common.read_ahead().join(120)
     runs = common.choices(common.store_key()).runs
