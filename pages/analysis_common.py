@@ -19,7 +19,7 @@ from pluie_core import analysis as core
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
-from pluie_core.evaluation.correlation import compare_correlations, correlate, graded_reference, system_level
+from pluie_core.evaluation.correlation import METHODS, compare_correlations, correlate, graded_reference, system_level
 from pluie_core.evaluation.paraphrasus import in_paper_order
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
@@ -259,8 +259,6 @@ GOLD_SCORES = "gold scores"  # the default reference's name (the Correlation pag
 def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> None:
     """The Correlation page's first view: gold scores against every run with scores, the coefficients and
     their bootstrap intervals, and the first two runs' paired test on the first coefficient."""
-    from pluie_core.evaluation.correlation import METHODS
-
     if ds.runs.empty:
         return
     # as the page builds them: the pairs with every run's scores, then the reference

@@ -115,10 +115,10 @@ def page_imports(repo: Path = REPO) -> list[str]:
     return [name for name in found if name != "streamlit"]
 
 
-def warm_up(modules: list[str], read_store: bool = True) -> threading.Thread:
+def warm_up(modules: list[str]) -> threading.Thread:
     """Import `modules` on a background thread (the first page's run finds them loaded, or waits
     only for the rest); one that cannot be imported is left to the page that needs it to report.
-    Then (``read_store``) read what the pages draw first (read_ahead_at_start)."""
+    Then read what the pages draw first (read_ahead_at_start)."""
     def load() -> None:
         started = time.monotonic()
         for name in modules:
@@ -127,8 +127,7 @@ def warm_up(modules: list[str], read_store: bool = True) -> threading.Thread:
             except Exception:  # noqa: BLE001 - the page that imports it says what is wrong
                 pass
         print(f"{WARMED_UP} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        if read_store:
-            read_ahead_at_start()
+        read_ahead_at_start()
 
     thread = threading.Thread(target=load, name="pluie-warm-up", daemon=True)
     thread.start()
