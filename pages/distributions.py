@@ -17,6 +17,16 @@ COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}
 EDIT = "normalised edit distance"
 MAX_POINTS = 1_500  # points drawn in the scatter (the browser draws 5,000 in about a second); the statistics use every pair
 
+
+@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
+def per_class_tables(tables: pd.DataFrame, table_runs: list, dataset_col):
+    """The two tables below (0.25 s a run at 100,000 pairs), cached on their inputs: the Pearson r of each
+    score with the edit distance inside each class, and each score's mean and standard deviation per class."""
+    correlation = edit_distance_correlation(tables, table_runs, EDIT, label_col="class", dataset_col=dataset_col)
+    summary = class_summary(tables, [*table_runs, EDIT], label_col="class", dataset_col=dataset_col)
+    return correlation, summary
+
+
 st.title("Distributions")
 selection = common.sidebar(run="required", reference=True)
 score = selection.run["name"]
@@ -62,14 +72,14 @@ tables = common.scored_frame(selection, table_runs)
 tables[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(tables.index)
 tables["class"] = tables["reference"].map(CLASSES)
 
-correlation = edit_distance_correlation(tables, table_runs, EDIT, label_col="class", dataset_col=dataset_col)
+correlation, summary = per_class_tables(tables[[*dict.fromkeys([*table_runs, EDIT, "class", "dataset"])]], table_runs,
+                                        dataset_col)
 st.markdown("**Pearson r between each score and the edit distance inside each class** (paper, table 4)")
 st.dataframe(correlation.assign(p_value=correlation["p_value"].map(format_p)), hide_index=True, width="stretch",
              column_config={"r": st.column_config.NumberColumn(format="%.3f")}, placeholder="—")
 common.download_csv(correlation, "edit_distance_correlation.csv")
 
 st.markdown("**Mean ± standard deviation per class** (paper, table 1)")
-summary = class_summary(tables, [*table_runs, EDIT], label_col="class", dataset_col=dataset_col)
 summary["mean ± std"] = common.plus_minus(summary["mean"], summary["std"])
 st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
 common.download_csv(summary, "class_summary.csv")
