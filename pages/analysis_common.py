@@ -253,7 +253,22 @@ def correlation_difference(a: pd.Series, b: pd.Series, reference: pd.Series, met
 
 
 CORRELATION_BOOT = 1000  # the Correlation page's default number of resamples
-GOLD_SCORES = "gold scores"  # the default reference's name (the Correlation page's REFERENCES["gold"], lower case)
+GRADED_REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels",
+                     "raw": "Mean of imported annotator values", "meta": "A metadata column"}
+
+
+def graded(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
+    """The Correlation page's graded reference, checked and named (graded_reference: StatsError when it
+    cannot be one)."""
+    return graded_reference(graded_values(url, dataset_ids, kind, campaign_id, column),
+                            column or GRADED_REFERENCES[kind].lower())
+
+
+def oriented(data: pd.DataFrame, names, runs: pd.DataFrame) -> dict:
+    """The runs' scores with a distance negated, so that every correlation measures agreement with the
+    humans: name -> scores."""
+    direction = runs.set_index("name")["higher_is_similar"]
+    return {name: data[name] * (1 if direction.get(name, True) else -1) for name in names}
 
 
 def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> None:
@@ -263,16 +278,14 @@ def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: t
         return
     # as the page builds them: the pairs with every run's scores, then the reference
     data = scored_frame(Selection(url, ds, dataset_ids, None, None), ds.runs["name"].tolist())
-    data["reference"] = graded_reference(graded_values(url, dataset_ids, "gold", None, None),
-                                         GOLD_SCORES).reindex(data.index)
+    data["reference"] = graded(url, dataset_ids, "gold", None, None).reindex(data.index)
     names = [name for name in ds.runs["name"] if data[name].notna().sum() > 0]
     if not names or data["reference"].notna().sum() == 0:
         return
     first = correlations(data[names], data["reference"], None, 0)
     correlations(data[names], data["reference"], None, CORRELATION_BOOT, first)
     if len(names) >= 2:
-        direction = ds.runs.set_index("name")["higher_is_similar"]
-        a, b = (data[name] * (1 if direction.get(name, True) else -1) for name in names[:2])
+        a, b = oriented(data, names[:2], ds.runs).values()
         correlation_difference(a, b, data["reference"], next(iter(METHODS)), CORRELATION_BOOT)
 
 

@@ -9,14 +9,13 @@ from db import evaluation_reads as reads
 from pages import analysis_common as common, charts
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.correlation import (
-    COLUMNS, METHODS, graded_reference, system_means,
+    COLUMNS, METHODS, system_means,
 )
 from pluie_core.stats import StatsError, format_p
 
 admin_page("table", "chart")
 
-REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels", "raw": "Mean of imported annotator values",
-              "meta": "A metadata column"}
+REFERENCES = common.GRADED_REFERENCES
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"
@@ -91,8 +90,7 @@ if unscored:
         st.info("None of these runs has scored these datasets yet.")
         st.stop()
 try:
-    reference = graded_reference(common.graded_values(selection.url, selection.dataset_ids, kind, campaign_id, column),
-                                 column or REFERENCES[kind].lower())
+    reference = common.graded(selection.url, selection.dataset_ids, kind, campaign_id, column)
 except StatsError as error:
     fail(error)
 data["reference"] = reference.reindex(data.index)
@@ -149,7 +147,7 @@ first = left.selectbox("Run", chosen_runs, index=0, key="correlation_first")
 second = right.selectbox("against", chosen_runs, index=1, key="correlation_second")
 method = how.selectbox("Coefficient", list(METHODS), key="correlation_method")
 # a distance is negated so that both correlations measure agreement with the humans
-oriented = {name: data[name] * (1 if direction.get(name, True) else -1) for name in (first, second)}
+oriented = common.oriented(data, (first, second), runs)
 try:
     if system_column is None:
         found = common.correlation_difference(oriented[first], oriented[second], data["reference"], method, n_boot)
