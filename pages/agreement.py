@@ -58,9 +58,8 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
                 "Krippendorff's interval α above measures their agreement.")
         return
-    heatmap = charts.kappa_heatmap(pairwise.kappa, pairwise.n_shared,
-                                   f"Cohen's κ per pair of annotators ({name}); n = items both labelled")
-    st.altair_chart(heatmap, key=f"kappa_{name}")
+    charts.draw("kappa_heatmap", pairwise.kappa, pairwise.n_shared,
+                f"Cohen's κ per pair of annotators ({name}); n = items both labelled", key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch", placeholder="—")
     common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
 
@@ -106,10 +105,9 @@ else:
     who = st.selectbox("Confusion matrix of", versus["annotator"].tolist(), index=len(versus) - 1, key="agreement_confusion")
     row = versus[versus["annotator"] == who].iloc[0]
     cells = np.array([[row["tn"], row["fp"]], [row["fn"], row["tp"]]])
-    confusion = charts.confusion_matrix(cells, ["model: non-paraphrase", "model: paraphrase"],
-                                        ["human: non-paraphrase", "human: paraphrase"],
-                                        f"{who} against {run['name']} (n = {int(row['n'])})")
-    st.altair_chart(confusion, key="confusion")
+    charts.draw("confusion_matrix", cells, ["model: non-paraphrase", "model: paraphrase"],
+                ["human: non-paraphrase", "human: paraphrase"], f"{who} against {run['name']} (n = {int(row['n'])})",
+                key="confusion")
 
 with figures_block:
     if view == "Binarised":

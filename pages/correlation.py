@@ -128,15 +128,14 @@ common.download_csv(table[COLUMNS], "correlation.csv")
 
 pivot = table.pivot(index="metric", columns="method", values="r").reindex(columns=list(METHODS)).reset_index()
 long = pivot.melt(id_vars="metric", var_name="method", value_name="r")
-st.altair_chart(charts.grouped_bars(long, "Correlation per run"), key="correlation_bars")
+charts.draw("grouped_bars", long, "Correlation per run", key="correlation_bars")
 
 if system_column is None:
     shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
     points = data[[shown_run, "reference"]].dropna().set_axis(["y", "x"], axis=1)
     drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-    st.altair_chart(charts.scatter(drawn, {"x": "reference", "y": shown_run},
-                                   f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)"),
-                    key="correlation_scatter")
+    charts.draw("scatter", drawn, {"x": "reference", "y": shown_run},
+                f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)", key="correlation_scatter")
 
 st.subheader("Do two runs correlate differently?")
 if len(chosen_runs) < 2:

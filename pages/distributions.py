@@ -50,15 +50,14 @@ bars = pd.concat([pd.DataFrame({"class": name, "start": edges[:-1], "end": edges
                                 "count": np.histogram(group[score], edges)[0]}) for name, group in points.groupby("class")])
 natural = natural_threshold(selection.run["kind"])
 marks = [] if natural is None else [(natural, "#d62728", "natural threshold", False)]
-st.altair_chart(charts.class_histogram(bars, COLOURS, score, f"{score} per class", marks), key="histogram")
+charts.draw("class_histogram", bars, COLOURS, score, f"{score} per class", marks, key="histogram")
 common.download_csv(points, f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
 
 st.subheader("Score against edit distance")
 drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-scatter = charts.class_scatter(
+charts.draw("class_scatter",
     drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS, {"paraphrase": "circle", "non-paraphrase": "square"},
-    {"x": EDIT, "y": score}, f"{score} against the normalised Levenshtein distance", level=natural)
-st.altair_chart(scatter, key="scatter")
+    {"x": EDIT, "y": score}, f"{score} against the normalised Levenshtein distance", level=natural, key="scatter")
 if len(points) > MAX_POINTS:
     st.caption(f"{MAX_POINTS:,} of {len(points):,} pairs drawn (a seeded sample); the correlations use them all.")
 

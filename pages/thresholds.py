@@ -65,10 +65,9 @@ for name, threshold, colour in [("best", best["threshold"], "#2ca02c"), ("natura
     position = curve.loc[curve["threshold"] >= threshold, "rank"].min() if by_rank else threshold
     if pd.notna(position):
         marks.append((position, colour, f"{name} {threshold:.3g}", True))
-figure = charts.threshold_curve(drawn, x, score if x == "threshold" else "rank of the pair",
-                                {name: COLOURS[name] for name in FIGURES}, marks,
-                                f"{score}: classification quality by threshold")
-st.altair_chart(figure, key="threshold_curve")
+charts.draw("threshold_curve", drawn, x, score if x == "threshold" else "rank of the pair",
+            {name: COLOURS[name] for name in FIGURES}, marks, f"{score}: classification quality by threshold",
+            key="threshold_curve")
 common.download_csv(curve, f"threshold_curve_{common.file_stem(score)}.csv", "Download curve data (CSV)")
 
 st.subheader("Natural against best threshold")

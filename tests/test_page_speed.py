@@ -275,3 +275,40 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     # another view (500 resamples) is computed when asked
     at.sidebar.select_slider(key="correlation_boot").set_value(500).run()
     assert not at.exception and counted["correlate"] == 3
+
+
+def test_a_figure_is_built_once_for_the_same_inputs_and_drawn_the_same(engine, app_env, built_analysis_store,
+                                                                       monkeypatch):
+    """Building and validating a page's Altair charts took most of a rerun of the Agreement page: the
+    Vega-Lite spec is cached on the figure's inputs. A rerun builds no chart and draws the same spec;
+    other inputs (another annotator's confusion matrix) build that one figure."""
+    from pages import charts
+    from tests.vega import charts as drawn_charts
+
+    load_built_store(engine, built_analysis_store)
+    charts._spec.clear()
+    built = []
+    for name in ("kappa_heatmap", "confusion_matrix"):
+        original = getattr(charts, name)
+        monkeypatch.setattr(charts, name, lambda *args, _name=name, _original=original: built.append(_name)
+                            or _original(*args))
+    at = AppTest.from_file(str(REPO / "pages" / "agreement.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    first = drawn_charts(at)
+    assert sorted(built) == ["confusion_matrix", "kappa_heatmap"] and len(first) == 2
+    at.run()
+    assert not at.exception and len(built) == 2
+    again = drawn_charts(at)
+    assert again.keys() == first.keys()
+    for title, spec in first.items():
+        frame, frame_again = spec.pop("frame", None), again[title].pop("frame", None)
+        for layer, layer_again in zip(spec.get("layer", []), again[title].get("layer", [])):
+            pd.testing.assert_frame_equal(layer.pop("frame"), layer_again.pop("frame"))
+        assert spec == again[title] and (frame is None) == (frame_again is None)
+    heatmap = next(spec for title, spec in again.items() if title.startswith("Cohen's κ"))
+    assert len(heatmap["layer"]) == 2  # the cells and their κ and n, as the page drew them before
+    who = at.selectbox(key="agreement_confusion")
+    at.selectbox(key="agreement_confusion").set_value(who.options[0]).run()
+    assert not at.exception and sorted(built) == ["confusion_matrix", "confusion_matrix", "kappa_heatmap"]
+    assert any(title.startswith(f"{who.options[0]} against") for title in drawn_charts(at))
