@@ -236,7 +236,7 @@ def admin_page(*views: str):
     """First line of every organiser's page: annotators (a ?token= link) see a sentence and
     nothing else and, when an admin password is configured, visitors who have not logged in see
     the login form. app.py does the same already; this keeps each page closed on its own too.
-    ``views``: what the page draws, "table" (st.dataframe) and "chart" (st.altair_chart), for the
+    ``views``: what the page draws, "table" (st.dataframe) and "chart" (a Vega-Lite chart: charts.draw), for the
     browser to load while the page computes (preload_views)."""
     _through_app()
     if "token" in st.query_params:
