@@ -26,14 +26,15 @@ scales = label_scales(labels)
 scale = scales[0] if len(scales) == 1 else st.radio(
     "Labels", scales, format_func=SCALE_NAMES.get, horizontal=True, key="agreement_scale",
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
-rows, matrix, binary = common.label_views(selection.url, selection.dataset_ids, scale)
+rows = common.label_views(selection.url, selection.dataset_ids, scale)[0]
+n_pairs, n_annotators = rows["pair_id"].nunique(), rows["annotator"].nunique()
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
 
 
 def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
     """Fleiss' κ, Krippendorff's α (three levels), the pairwise κ heatmap and table of one view."""
-    if matrix.shape[1] < 2:
+    if n_annotators < 2:
         st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
         return
     found = common.agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
@@ -58,6 +59,9 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
                 "Krippendorff's interval α above measures their agreement.")
         return
+    if found["annotators"] > len(pairwise.kappa):
+        st.caption(f"Cohen's κ for the {len(pairwise.kappa)} annotators with the most labels, of {found['annotators']:,} "
+                   "(most pairs of a large crowd have no pair labelled in common).")
     charts.draw("kappa_heatmap", pairwise.kappa, pairwise.n_shared,
                 f"Cohen's κ per pair of annotators ({name}); n = items both labelled", key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch", placeholder="—")
@@ -67,7 +71,7 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
 # one view at a time: each costs a second on a large campaign, and tabs would compute both
 view = st.radio("View", [SCALE_NAMES[scale], "Binarised"], horizontal=True, key="agreement_view")
 shown_scale = "Binarised: 0–1 non-paraphrase, 2–3 paraphrase" if view == "Binarised" else SCALE_NAMES[scale]
-st.caption(f"{shown_scale} · {len(rows):,} labels · {matrix.shape[0]:,} pairs · {matrix.shape[1]} annotators"
+st.caption(f"{shown_scale} · {len(rows):,} labels · {n_pairs:,} pairs · {n_annotators:,} annotators"
            + (f" · Don't know counts as missing. Labels: {LABELS_COUNTED}." if scale == "levels" else ""))
 # filled in last: the bootstraps take seconds on a large store, the tables below do not wait for them
 figures_block = st.container()

@@ -24,8 +24,8 @@ from pluie_core.evaluation.paraphrasus import in_paper_order
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.agreement import agreement_figures as level_agreement
 from pluie_core.stats import (
-    StatsError, best_threshold, category_counts, fleiss_kappa, human_vs_model_table, krippendorff_alpha_ci, metrics_at,
-    pairwise_kappa, roc_auc, threshold_curve,
+    StatsError, best_threshold, category_counts, fleiss_kappa, human_vs_model_by_annotator, item_slots,
+    krippendorff_alpha_ci, levels_to_matrix, metrics_at, pairwise_kappa, roc_auc, threshold_curve,
 )
 
 # Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs
@@ -71,11 +71,13 @@ def labels(url: str, dataset_ids: tuple[int, ...]) -> pd.DataFrame:
 
 @shared_frame
 def label_views(url: str, dataset_ids: tuple[int, ...], scale: str) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
-    """The labels on one scale, their items x annotators matrix and (five-level scale) its binarised
-    view: half a second at 300,000 labels, on every run of the Agreement page before."""
+    """The labels on one scale, their values as the agreement statistics take them and (five-level scale)
+    binarised, as rows (``pluie_core.analysis.agreement_values``: pair_id, annotator, value). Rows, not
+    an items x annotators matrix: a campaign of thousands of annotators would make that matrix billions
+    of cells. Half a second at 300,000 labels, on every run of the Agreement page before it was shared."""
     rows = core.labels_on_scale(labels(url, dataset_ids), scale)
-    matrix = core.label_matrix(rows, scale)
-    return rows, matrix, core.agreement_matrix(matrix, scale, binarised=True) if scale == "levels" else None
+    return (rows, core.agreement_values(rows, scale),
+            core.agreement_values(rows, scale, binarised=True) if scale == "levels" else None)
 
 
 def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False) -> pd.DataFrame:
@@ -96,6 +98,9 @@ def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> 
 
 
 ALPHA_LEVELS = ("nominal", "ordinal", "interval")
+# Cohen's κ for every pair of annotators, up to this many (those with the most labels): 1,225 pairs. A
+# campaign of 6,000 annotators has 18,000,000 pairs, nearly all with no pair labelled in common.
+PAIRWISE_ANNOTATORS = 50
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
@@ -107,11 +112,10 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
     on the arguments as passed: callers pass all five."""
     # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
     view = label_views(url, dataset_ids, scale)[2 if binarised else 1]
-    view = view if binarised else core.agreement_matrix(view, scale)
-    values = view.to_numpy()
+    values = view["value"].to_numpy()
     figures, errors = [], {}
-    try:
-        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(view))})
+    try:  # counts per pair: who gave which label does not matter
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(item_slots(view, level_col="value")))})
     except StatsError as error:
         errors["Fleiss' kappa"] = str(error)
     if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
@@ -125,16 +129,23 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
             else:
                 figures.append({"measure": f"Krippendorff's alpha ({measure})", "value": figure.pop("alpha"), **figure})
     else:
+        matrix = levels_to_matrix(view, level_col="value")  # values imported on their own scale (BIOSSES: 5 people)
         for level in ALPHA_LEVELS:
             try:
-                found = krippendorff_alpha_ci(view.T, level, n_boot=N_BOOT, seed=0)
+                found = krippendorff_alpha_ci(matrix.T, level, n_boot=N_BOOT, seed=0)
                 figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
             except StatsError as error:
                 errors[f"Krippendorff's alpha ({level})"] = str(error)
     # five-level labels are whole by construction; values imported on their own scale may not be
     whole = scale == "levels" or bool(np.all(np.isnan(values) | (values == np.round(values))))
-    pairwise = pairwise_kappa(view, weights) if whole else None
-    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise}
+    counts = view["annotator"].value_counts()
+    annotators = len(counts)
+    if annotators > PAIRWISE_ANNOTATORS:  # the most prolific ones, ties by name: a heatmap a person can read
+        counts = counts.rename_axis("annotator").reset_index(name="n").sort_values(
+            ["n", "annotator"], ascending=[False, True], kind="stable")
+        view = view[view["annotator"].isin(counts["annotator"].iloc[:PAIRWISE_ANNOTATORS])]
+    pairwise = pairwise_kappa(levels_to_matrix(view, level_col="value"), weights) if whole else None
+    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise, "annotators": annotators}
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
@@ -426,7 +437,9 @@ def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, h
     versus = None
     if run_id is not None and scale == "levels":
         run_scores = scores(url, (run_id,), dataset_ids).iloc[:, 0]
-        versus = human_vs_model_table(binary, run_scores.reindex(binary.index), threshold, higher)
+        # every annotator on the scale, those whose labels are all Don't know too (a row that says so)
+        versus = human_vs_model_by_annotator(binary, run_scores, threshold, higher,
+                                             annotators=list(pd.factorize(rows["annotator"], sort=True)[1]))
     return core.annotator_summary(rows, scale, versus, binary), versus
 
 

@@ -7,11 +7,11 @@ import streamlit as st
 from db.analysis import pair_detail
 from db.export import pair_aggregation
 from pluie_core.aggregation import METHOD_NAMES, METHODS
-from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_matrix, label_scales
+from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
-from pluie_core.stats import disagreements, human_disagreements
+from pluie_core.stats import disagreements, human_disagreements, item_slots
 
 engine = admin_page("table")
 
@@ -49,8 +49,9 @@ else:
     if "levels" not in label_scales(labels):
         st.info("No five-level labels on these datasets yet. " + (RAW_SCALE_NO_BINARY if len(labels) else ""))
         st.stop()
-    matrix = label_matrix(labels, "levels")
-    split = human_disagreements(matrix.reindex(pairs.index).dropna(how="all"))
+    # per pair, who gave which label does not matter: slots, not a pairs x annotators matrix (a crowd's is huge)
+    slots = item_slots(labels_on_scale(labels, "levels"))
+    split = human_disagreements(slots.reindex(pairs.index).dropna(how="all"))
     table = split.join(pairs.drop(columns=["reference"], errors="ignore"))
     method = st.sidebar.selectbox("Posterior by", [None, *METHODS], key="disagreement_aggregation",
                                   format_func=lambda m: "None" if m is None else METHOD_NAMES[m],

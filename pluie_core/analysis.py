@@ -16,7 +16,9 @@ import pandas as pd
 
 from pluie_core.baselines import levenshtein
 from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
-from pluie_core.stats import StatsError, best_threshold, cohen_kappa, levels_to_matrix, majority_binary_vector
+from pluie_core.stats import (
+    StatsError, best_threshold, cohen_kappa, item_slots, levels_to_matrix, majority_binary_vector,
+)
 
 
 def edit_distances(pairs: pd.DataFrame) -> pd.Series:
@@ -73,6 +75,25 @@ def agreement_matrix(matrix: pd.DataFrame, scale: str = "levels", binarised: boo
     return binarise_levels(matrix) if binarised else ordinal_levels(matrix)
 
 
+def agreement_values(labels: pd.DataFrame, scale: str = "levels", binarised: bool = False) -> pd.DataFrame:
+    """``agreement_matrix(label_matrix(labels, scale), scale, binarised)`` as rows: ``pair_id``, ``annotator``,
+    ``value``, one row per pair and annotator that has a value there (the last label wins, as in the
+    matrix; Don't know and missing values leave no row). Its size is the labels', not pairs x annotators:
+    a campaign of 6,000 annotators over 100,000 pairs is 600,000,000 cells as a matrix."""
+    if scale != "levels" and binarised:
+        raise StatsError(RAW_SCALE_NO_BINARY)
+    rows = labels_on_scale(labels, scale)
+    column = "level" if scale == "levels" else "value"
+    rows = rows[["pair_id", "annotator", column]].dropna(subset=["pair_id", "annotator"])
+    rows = rows.drop_duplicates(["pair_id", "annotator"], keep="last")
+    values = rows[column].to_numpy(dtype=float, na_value=np.nan)
+    if scale == "levels":
+        values = binarise_levels(values) if binarised else ordinal_levels(values)
+    kept = ~np.isnan(values)
+    return pd.DataFrame({"pair_id": rows["pair_id"].to_numpy()[kept], "annotator": rows["annotator"].to_numpy()[kept],
+                         "value": values[kept]})
+
+
 @dataclass(frozen=True)
 class Reference:
     """What a metric (or a person) is compared against: "gold" labels, the human "majority"
@@ -124,8 +145,11 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
         raise StatsError("No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first.")
     if "levels" not in label_scales(chosen):
         raise StatsError(RAW_SCALE_NO_BINARY)
-    binary = binarise_levels(label_matrix(chosen, "levels"))
-    vector = majority_binary_vector(binary) if reference.kind == "majority" else binary.iloc[:, 0]
+    binary = agreement_values(chosen, "levels", binarised=True)
+    if reference.kind == "majority":  # per pair: who gave which label does not matter
+        vector = majority_binary_vector(item_slots(binary, level_col="value"))
+    else:
+        vector = binary.set_index("pair_id")["value"]
     return vector.reindex(pairs.index).rename("reference")
 
 
@@ -191,16 +215,6 @@ def default_threshold(run_kind: str, scores: pd.Series, reference: Optional[pd.S
 # --------------------------------------------------------------------------- per-annotator summary
 
 
-def _majority_of_others(binary: np.ndarray, n_positive: np.ndarray, n_negative: np.ndarray, column: int,
-                        rows: np.ndarray) -> np.ndarray:
-    """The majority binary label of the annotators other than ``column`` on ``rows`` (NaN on a tie or
-    when no one else labelled): majority_binary_vector's rule, from the per-item totals."""
-    own = binary[rows, column]
-    positive = n_positive[rows] - (own == 1)
-    negative = n_negative[rows] - (own == 0)
-    return np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
-
-
 def annotator_summary(
     labels: pd.DataFrame,
     scale: str = "levels",
@@ -210,8 +224,8 @@ def annotator_summary(
     """One row per annotator: english_level, labels, dont_know_rate, median_seconds, kappa_vs_others
     (binarised κ against the majority of the other annotators), and with ``versus_model`` (from
     stats.human_vs_model_table) kappa_vs_model / accuracy_vs_model / n_vs_model. Binarised figures
-    are NaN on a raw scale; ``note`` says why a figure is missing. ``binary``: the binarised label
-    matrix when the caller has it already."""
+    are NaN on a raw scale; ``note`` says why a figure is missing. ``binary``: the binarised labels as
+    rows (``agreement_values(labels, "levels", binarised=True)``) when the caller has them already."""
     rows = labels_on_scale(labels, scale)
     grouped = rows.groupby("annotator", sort=True)
     table = pd.DataFrame({
@@ -227,18 +241,29 @@ def annotator_summary(
         table["note"] = "Raw-scale labels: no binarisation, so no binarised κ."
         return table.reset_index()
     if binary is None:
-        binary = binarise_levels(label_matrix(rows, "levels"))
-    values = binary.to_numpy()
-    n_positive, n_negative = (values == 1).sum(axis=1), (values == 0).sum(axis=1)
-    notes = {}
-    for position, name in enumerate(binary.columns):
-        rows = np.flatnonzero(~np.isnan(values[:, position]))  # only where this annotator has a label
-        own, others = values[rows, position], _majority_of_others(values, n_positive, n_negative, position, rows)
-        table.loc[name, "n_vs_others"] = int((~np.isnan(others)).sum())
+        binary = agreement_values(rows, "levels", binarised=True)
+    # each label against the majority of the pair's other labels (majority_binary_vector's rule: NaN on a
+    # tie or when no one else labelled), from the pair's totals: at the labels' size, not pairs x annotators
+    items, _ = pd.factorize(binary["pair_id"])
+    own = binary["value"].to_numpy(dtype=float)
+    positive = np.bincount(items, weights=own == 1)[items] - (own == 1)
+    negative = np.bincount(items, weights=own == 0)[items] - (own == 0)
+    others = np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
+    people, names = pd.factorize(binary["annotator"])
+    order = np.argsort(people, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(people, minlength=len(names)))])
+    where = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
+    notes, n_vs_others, kappas = {}, [], []
+    for name in table.index:
+        chosen = where.get(name, np.zeros(0, dtype=np.int64))  # only where this annotator has a label
+        n_vs_others.append(int((~np.isnan(others[chosen])).sum()))
         try:
-            table.loc[name, "kappa_vs_others"] = cohen_kappa(own, others)
+            kappas.append(cohen_kappa(own[chosen], others[chosen]))
         except StatsError as error:
+            kappas.append(np.nan)
             notes[name] = str(error)
+    table["kappa_vs_others"] = np.array(kappas, dtype=float)
+    table["n_vs_others"] = np.array(n_vs_others, dtype=np.int64)
     if versus_model is not None:
         versus = versus_model.set_index("annotator")
         table["kappa_vs_model"] = versus["kappa"]

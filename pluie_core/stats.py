@@ -32,6 +32,7 @@ __all__ = [
     "StatsError",
     "StatsWarning",
     "levels_to_matrix",
+    "item_slots",
     "binarise_matrix",
     "majority_binary_vector",
     "category_counts",
@@ -45,6 +46,7 @@ __all__ = [
     "krippendorff_alpha_ci_from_patterns",
     "human_vs_model",
     "human_vs_model_table",
+    "human_vs_model_by_annotator",
     "threshold_curve",
     "best_threshold",
     "metrics_at",
@@ -90,6 +92,33 @@ def levels_to_matrix(
         matrix.columns.name = annotator_col
         return matrix
     return cell_table(items, item_names, people, people_names, labels_long[level_col], item_col, annotator_col)
+
+
+def item_slots(
+    labels_long: pd.DataFrame,
+    item_col: str = "pair_id",
+    annotator_col: str = "annotator",
+    level_col: str = "level",
+) -> pd.DataFrame:
+    """Long rows -> items x slots: each item's labels side by side in its first columns (one per annotator,
+    the last row winning where one labelled it twice, as in ``levels_to_matrix``), NaN after; items in
+    the matrix's order. What counts per item (Fleiss' κ's category counts, the majority, a split between
+    paraphrase and not) is the same as on ``levels_to_matrix``'s items x annotators matrix, at the
+    labels' size: a campaign of 6,000 annotators over 100,000 pairs is 600,000,000 cells as a matrix of
+    annotators, 300,000 and a few as slots. Who gave which label is not kept."""
+    missing = [c for c in (item_col, annotator_col, level_col) if c not in labels_long.columns]
+    if missing:
+        raise StatsError(f"The label table has no column {', '.join(map(repr, missing))}.")
+    rows = labels_long[[item_col, annotator_col, level_col]].dropna(subset=[item_col, annotator_col])
+    rows = rows.drop_duplicates([item_col, annotator_col], keep="last")
+    items, item_names = pd.factorize(rows[item_col], sort=True)
+    order = np.argsort(items, kind="stable")
+    counts = np.bincount(items, minlength=len(item_names))
+    starts = np.cumsum(counts) - counts
+    slots = np.empty(len(items), dtype=np.int64)
+    slots[order] = np.arange(len(items)) - np.repeat(starts, counts)
+    width = int(counts.max()) if len(counts) else 0
+    return cell_table(items, item_names, slots, range(width), rows[level_col], item_col, "slot")
 
 
 def cell_table(rows: np.ndarray, row_names, columns: np.ndarray, column_names, values, index_name=None,
@@ -512,40 +541,69 @@ def human_vs_model(human_binary, model_scores, threshold: float = 0.0, higher_is
     }
 
 
+def _versus_row(name, labels: np.ndarray, scores: np.ndarray, threshold: float, higher_is_positive: bool) -> dict:
+    """One row of ``human_vs_model_table``: ``labels`` and ``scores`` of the same pairs (NaN = none)."""
+    row = {"annotator": name, "n": 0, "kappa": np.nan, "accuracy": np.nan, "tn": 0, "fp": 0, "fn": 0, "tp": 0, "note": ""}
+    if labels.shape == scores.shape:  # the pairs this annotator labelled (a few of a large campaign's) only:
+        kept = ~np.isnan(scores) & ~np.isnan(labels)  # human_vs_model leaves out the rest, and reads them no more
+        labels, scores = labels[kept], scores[kept]
+    try:
+        result = human_vs_model(labels, scores, threshold, higher_is_positive)
+        row.update(n=result["n"], kappa=result["kappa"], accuracy=result["accuracy"])
+        row.update(zip(("tn", "fp", "fn", "tp"), map(int, result["confusion"].ravel())))
+    except StatsError as error:
+        row["note"] = str(error)
+        keep = ~np.isnan(scores) & ~np.isnan(labels) if labels.shape == scores.shape else np.zeros(0, bool)
+        if keep.any():  # κ undefined but accuracy and the counts still are
+            human, predicted = labels[keep].astype(int), _predict(scores[keep], threshold, higher_is_positive)
+            cells = confusion_matrix(human, predicted, labels=[0, 1]).ravel()
+            row.update(n=int(keep.sum()), accuracy=float(np.mean(human == predicted)))
+            row.update(zip(("tn", "fp", "fn", "tp"), map(int, cells)))
+    return row
+
+
 def human_vs_model_table(
     binary_matrix: pd.DataFrame, model_scores, threshold: float = 0.0, higher_is_positive: bool = True
 ) -> pd.DataFrame:
     """``human_vs_model`` for every annotator (columns of an items x annotators 0/1 matrix) and for
     the majority label. ``model_scores`` is aligned with the matrix rows (by index for a Series).
-    Columns: annotator, n, kappa, accuracy, tn, fp, fn, tp, note (why κ is NaN)."""
+    Columns: annotator, n, kappa, accuracy, tn, fp, fn, tp, note (why κ is NaN).
+    ``human_vs_model_by_annotator`` gives the same table from the labels as rows."""
     if isinstance(model_scores, pd.Series):
         model_scores = model_scores.reindex(binary_matrix.index)
     scores = _as_float_array(model_scores)
-    scored = ~np.isnan(scores)
-    columns = {name: binary_matrix[name] for name in binary_matrix.columns}
-    columns["majority"] = majority_binary_vector(binary_matrix)
+    values = _as_float_array(binary_matrix)
+    if scores.shape != values.shape[:1]:  # each row says what is wrong
+        columns = [*(values[:, i] for i in range(values.shape[1])), _as_float_array(majority_binary_vector(values))]
+        names = [*binary_matrix.columns, "majority"]
+        return pd.DataFrame([_versus_row(n, c, scores, threshold, higher_is_positive) for n, c in zip(names, columns)])
+    rows, columns = np.nonzero(~np.isnan(values))
+    labels = pd.DataFrame({"pair_id": rows, "annotator": np.asarray(binary_matrix.columns, dtype=object)[columns],
+                           "value": values[rows, columns]})
+    return human_vs_model_by_annotator(labels, pd.Series(scores), threshold, higher_is_positive,
+                                       annotators=list(binary_matrix.columns))
+
+
+def human_vs_model_by_annotator(labels: pd.DataFrame, model_scores: pd.Series, threshold: float = 0.0,
+                                higher_is_positive: bool = True, annotators: Optional[Sequence] = None) -> pd.DataFrame:
+    """``human_vs_model_table`` from the binarised labels as rows (``pair_id``, ``annotator``, ``value`` 0/1,
+    one per pair and annotator; pluie_core.analysis.agreement_values), at the labels' size rather than
+    pairs x annotators. ``model_scores`` is indexed by pair_id. One row per annotator (``annotators``' order,
+    sorted names by default), then the majority label of every pair's labels."""
+    items = labels["pair_id"].to_numpy()
+    values = _as_float_array(labels["value"])
+    scores = _as_float_array(model_scores.reindex(items))
+    people, names = pd.factorize(labels["annotator"], sort=True)
+    order = np.argsort(people, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(people, minlength=len(names)))])
+    where = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
     rows = []
-    for name, labels in columns.items():
-        row = {"annotator": name, "n": 0, "kappa": np.nan, "accuracy": np.nan, "tn": 0, "fp": 0, "fn": 0, "tp": 0, "note": ""}
-        labels = _as_float_array(labels)
-        if labels.shape == scores.shape:  # the pairs this annotator labelled (a few of a large campaign's) only:
-            kept = scored & ~np.isnan(labels)  # human_vs_model leaves out the rest, and reads them no more
-            labels, row_scores = labels[kept], scores[kept]
-        else:
-            row_scores = scores  # human_vs_model says what is wrong
-        try:
-            result = human_vs_model(labels, row_scores, threshold, higher_is_positive)
-            row.update(n=result["n"], kappa=result["kappa"], accuracy=result["accuracy"])
-            row.update(zip(("tn", "fp", "fn", "tp"), map(int, result["confusion"].ravel())))
-        except StatsError as error:
-            row["note"] = str(error)
-            keep = ~np.isnan(row_scores) & ~np.isnan(labels) if labels.shape == row_scores.shape else np.zeros(0, bool)
-            if keep.any():  # κ undefined but accuracy and the counts still are
-                human, predicted = labels[keep].astype(int), _predict(row_scores[keep], threshold, higher_is_positive)
-                cells = confusion_matrix(human, predicted, labels=[0, 1]).ravel()
-                row.update(n=int(keep.sum()), accuracy=float(np.mean(human == predicted)))
-                row.update(zip(("tn", "fp", "fn", "tp"), map(int, cells)))
-        rows.append(row)
+    for name in (names if annotators is None else annotators):
+        chosen = where.get(name, np.zeros(0, dtype=np.int64))
+        rows.append(_versus_row(name, values[chosen], scores[chosen], threshold, higher_is_positive))
+    majority = majority_binary_vector(item_slots(labels, level_col="value"))
+    rows.append(_versus_row("majority", _as_float_array(majority),
+                            _as_float_array(model_scores.reindex(majority.index)), threshold, higher_is_positive))
     return pd.DataFrame(rows)
 
 

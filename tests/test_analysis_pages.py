@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from db.analysis import add_score_run, labels_long, pairs_frame, scores_wide
 from db.export import pair_aggregation
 from pluie_core.analysis import Reference, edit_distances, label_matrix, reference_labels
+from pluie_core.labels import majority_binary
 from db.datasets import import_pairs
 from pluie_core.stats import (
     best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
@@ -420,3 +421,63 @@ def test_the_large_reads_are_one_shared_frame_per_store_state(open_page, store, 
         pd.testing.assert_frame_equal(view, copy)
     add_labels(engine, pd.DataFrame({"pair_id": pairs_frame(engine).index[:3], "annotator": "late", "level": 1}))
     assert len(common.labels(common.store_key(), dataset_ids)) == len(labels) + 3
+
+
+def test_agreement_and_disagreements_of_a_crowd_read_the_labels_not_a_matrix_of_everyone(open_page, engine):
+    """A campaign of many annotators who each label a few pairs (6,030 on 100,000 pairs in bench/serving.py's
+    store): the Agreement page never settled when every statistic went through a pairs x annotators matrix
+    (600,000,000 cells there, pairwise κ over 18,000,000 pairs of people). Here 120 annotators, 3 labels a
+    pair: the figures equal the matrix-based ones computed by hand, and pairwise κ covers the 50 annotators
+    with the most labels, as the page says."""
+    from db.analysis import add_labels
+
+    rng = np.random.default_rng(7)
+    n_pairs, people = 400, [f"crowd{i:03d}" for i in range(120)]
+    import_pairs(engine, "crowd", pd.DataFrame({"source": [f"s {i} a" for i in range(n_pairs)],
+                                                 "hypothesis": [f"s {i} b" for i in range(n_pairs)]}))
+    ids = pairs_frame(engine).index.to_numpy()
+    # three different people per pair; the first 20 people label far more than the rest
+    weights = np.r_[np.full(20, 8.0), np.ones(100)]
+    rows = [(pair, who) for pair in ids for who in rng.choice(people, 3, replace=False, p=weights / weights.sum())]
+    labels = pd.DataFrame(rows, columns=["pair_id", "annotator"])
+    labels["level"] = rng.choice([0, 1, 2, 3, 4], len(labels), p=[0.2, 0.2, 0.25, 0.25, 0.1])
+    add_labels(engine, labels)
+    scores = pd.Series(rng.normal(size=len(ids)), index=ids)
+    add_score_run(engine, "crowd score", scores, kind="pluie")  # natural threshold 0
+
+    seen = sorted(labels["annotator"].unique())
+    assert 100 < len(seen) <= 120
+    at = open_page("agreement")
+    assert f"{len(labels):,} labels · {n_pairs:,} pairs · {len(seen)} annotators" in "\n".join(c.value for c in at.caption)
+    matrix = label_matrix(labels_long(engine), "levels").replace(4, np.nan)  # 400 x 120: small enough by hand
+    assert metric(at, "Fleiss' κ") == f"{fleiss_kappa(category_counts(matrix, (0, 1, 2, 3))):.3f}"
+    counts = matrix.notna().sum()  # the labels κ counts (Don't know is missing)
+    assert f"Cohen's κ for the 50 annotators with the most labels, of {len(seen)}" in "\n".join(c.value for c in at.caption)
+    pairwise = at.dataframe[0].value
+    shown = set(pairwise["annotator_a"]) | set(pairwise["annotator_b"])
+    assert len(pairwise) == 50 * 49 // 2
+    assert len(shown) == 50 and min(counts[list(shown)]) >= max(counts[list(set(seen) - shown)])
+    a, b = pairwise.iloc[0][["annotator_a", "annotator_b"]]
+    if pairwise.iloc[0]["n_shared"]:
+        assert pairwise.iloc[0]["kappa"] == pytest.approx(cohen_kappa(matrix[a], matrix[b]), nan_ok=True)
+    summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
+    assert sorted(summary["annotator"]) == seen and summary["labels"].sum() == len(labels)
+
+    at.selectbox(key="analysis_run").set_value("crowd score")
+    versus = next(d.value for d in rerun(at).dataframe if "tp" in d.value.columns).set_index("annotator")
+    binary = binarise_matrix(matrix, cut=2)
+    assert len(versus) == len(seen) + 1 and versus.index[-1] == "majority"
+    for who in (seen[0], seen[-1]):
+        kept = binary[who].notna()
+        accuracy = ((scores.reindex(binary.index)[kept] >= 0).astype(float) == binary.loc[kept, who]).mean()
+        assert versus.loc[who, "accuracy"] == pytest.approx(accuracy) and versus.loc[who, "n"] == kept.sum()
+    majority = matrix.apply(lambda row: majority_binary(int(x) for x in row.dropna()), axis=1).dropna().astype(float)
+    assert versus.loc["majority", "n"] == len(majority)
+    assert versus.loc["majority", "accuracy"] == pytest.approx(((scores.reindex(majority.index) >= 0) == majority).mean())
+
+    at = open_page("disagreements")
+    at.radio(key="disagreement_mode").set_value("humans")
+    table = rerun(at).dataframe[0].value
+    expected = human_disagreements(label_matrix(labels_long(engine), "levels"))
+    assert len(table) == len(expected) > 0
+    assert table["n_paraphrase"].tolist() == expected["n_paraphrase"].tolist()

@@ -84,11 +84,11 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     monkeypatch.setattr(common, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
     common.people_tables.clear()
     summaries, versus = [], []
-    annotator_summary, human_vs_model_table = common.core.annotator_summary, common.human_vs_model_table
+    annotator_summary, by_annotator = common.core.annotator_summary, common.human_vs_model_by_annotator
     monkeypatch.setattr(common.core, "annotator_summary",
                         lambda *args: summaries.append(args[1]) or annotator_summary(*args))
-    monkeypatch.setattr(common, "human_vs_model_table",
-                        lambda *args: versus.append(args[2:]) or human_vs_model_table(*args))
+    monkeypatch.setattr(common, "human_vs_model_by_annotator",
+                        lambda *args, **kwargs: versus.append(args[2:]) or by_annotator(*args, **kwargs))
 
     def counted(name):
         original = getattr(analysis, name)

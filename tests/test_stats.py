@@ -683,3 +683,33 @@ def test_mbd_breaks_ties_between_best_thresholds_like_best_threshold():
     table = S.mixed_balanced_draw(data, ["s"], n_draws=2, per_class=2).set_index(["at", "figure"])
     assert table.loc[("best", "threshold"), "mean"] == 2.0
     assert table.loc[("best", "accuracy"), "mean"] == 0.75
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_per_pair_figures_and_each_annotator_against_the_model_read_the_same_from_rows(seed):
+    """Issue 20 (a crowd: thousands of annotators): slots per pair and rows per label give what the
+    pairs x annotators matrix gives: the counts of Fleiss' κ, the majority, the human splits, and each
+    annotator's and the majority's agreement with the model (duplicates: the last label wins)."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    labels = pd.DataFrame({"pair_id": rng.integers(0, 80, n), "annotator": rng.choice([f"a{i}" for i in range(15)], n),
+                           "level": rng.choice([0, 1, 2, 3, 4], n).astype(float)})
+    matrix, slots = S.levels_to_matrix(labels), S.item_slots(labels)
+    assert slots.shape[0] == matrix.shape[0] and slots.shape[1] == matrix.notna().sum(axis=1).max() < matrix.shape[1]
+    assert S.category_counts(slots, range(5)).equals(S.category_counts(matrix, range(5)))
+    binary = binarise_levels(matrix)
+    pd.testing.assert_series_equal(S.majority_binary_vector(binarise_levels(slots)), S.majority_binary_vector(binary))
+    pd.testing.assert_frame_equal(S.human_disagreements(slots), S.human_disagreements(matrix))
+
+    scores = pd.Series(rng.normal(size=80))
+    rows = binary.stack().rename("value").reset_index()  # pair_id, annotator, value: the labels with a value
+    table = S.human_vs_model_by_annotator(rows, scores, 0.2).set_index("annotator")
+    for name in binary.columns:
+        kept = binary[name].notna()
+        expected = S.human_vs_model(binary.loc[kept, name], scores.reindex(binary.index)[kept], 0.2)
+        assert table.loc[name, "n"] == expected["n"] and table.loc[name, "kappa"] == pytest.approx(expected["kappa"])
+    majority = S.majority_binary_vector(binary).dropna()
+    expected = S.human_vs_model(majority, scores.reindex(majority.index), 0.2)
+    assert table.loc["majority", ["tn", "fp", "fn", "tp"]].tolist() == expected["confusion"].ravel().tolist()
+    pd.testing.assert_frame_equal(S.human_vs_model_table(binary, scores.reindex(binary.index), 0.2),
+                                  table.reset_index(), check_dtype=False)
