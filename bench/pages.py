@@ -2,6 +2,7 @@
 function takes (bench/analysis.py times the functions).
 
     python bench/pages.py [--pairs 100000] [--labels 300000] [--annotators 20] [--db path.db]
+    python bench/pages.py --db crowd.db --as-is   # another store, as it is (e.g. bench/serving.py's campaign)
 
 Builds the store bench/analysis.py builds (an existing --db file is reused: the default is the same
 file), starts the app on it as `make run` does (scripts/serve.py, with its warm-up; PLUIE_NO_WORKER=1,
@@ -104,6 +105,9 @@ def main(argv=None) -> int:
     parser.add_argument("--labels", type=int, default=300_000)
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--db", default="data/bench_analysis.db", help="the store (built when missing)")
+    parser.add_argument("--as-is", action="store_true",
+                        help="time --db as it is: build nothing, add nothing (bench/serving.py --db's campaign of "
+                             "6,000 annotators, a copy of a real store)")
     parser.add_argument("--limit", type=float, default=2.0, help="seconds allowed per page")
     parser.add_argument("--only", default="", help="comma-separated page titles to time (default: every page)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds before a page counts as stuck")
@@ -113,7 +117,11 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
-    build_store(args.db, args.pairs, args.labels, args.annotators)
+    if args.as_is:
+        if not Path(args.db).is_file():
+            parser.error(f"--as-is: no store at {args.db}")
+    else:
+        build_store(args.db, args.pairs, args.labels, args.annotators)
     pages = [p for p in PAGES if not args.only or p[0].lower() in {w.strip().lower() for w in args.only.split(",")}]
     # no admin password: the pages are open (the app says so in the sidebar)
     env = {key: "" for key in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH")}
@@ -145,7 +153,8 @@ def main(argv=None) -> int:
             browser.close()
     finally:
         stop_app(server)
-    print(f"\n{args.pairs:,} pairs, {args.labels:,} labels; seconds until the page stops changing where a "
+    size = f"the store {args.db} as it is" if args.as_is else f"{args.pairs:,} pairs, {args.labels:,} labels"
+    print(f"\n{size}; seconds until the page stops changing where a "
           "person can see it (and until its last DOM change of any kind, a table's hidden copy included)")
     if ready:
         print(f"first visits once the server said \"{ready}\", {ready_after:.1f} s after it first answered")
