@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, and_, func, select, union
 
-from db.analysis import _frame, annotator_choices
+from db.analysis import _frame, annotator_choices, number_frame
 from db.engine import read_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
@@ -234,17 +234,17 @@ def pair_aggregation(engine: Engine, dataset_ids: Optional[Iterable[int]] = None
     aside). With a campaign, its gold pairs' known levels anchor Dawid–Skene (known binary answers
     when ``scale`` is binary) and are held out for the other methods."""
     with read_session(engine) as session:
-        rows = session.execute(
-            select(Label.pair_id, Label.annotator_id, Label.level)
-            .where(Label.level.is_not(None), Label.pair_id.in_(select(Pair.id).where(
-                *pair_conditions(dataset_ids, campaign_id, pairs, include_training))),
-                *label_conditions(campaign_id, include_training))).all()
+        # numbers only, read as such: a frame of SQLAlchemy rows took 1.1 s of 1.9 at 300,000 labels
+        labels = number_frame(session, select(Label.pair_id, Label.annotator_id, Label.level)
+                              .where(Label.level.is_not(None), Label.pair_id.in_(select(Pair.id).where(
+                                  *pair_conditions(dataset_ids, campaign_id, pairs, include_training))),
+                                  *label_conditions(campaign_id, include_training)),
+                              ["pair_id", "annotator", "level"], integers=("pair_id", "annotator", "level"))
         gold = None
         if campaign_id is not None:
             known = session.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label)
                                     .where(GoldPair.campaign_id == int(campaign_id))).all()
             gold = pd.Series({p: (b if scale == "binary" else lv) for p, lv, b in known}, dtype=float).dropna()
-    labels = pd.DataFrame(rows, columns=["pair_id", "annotator", "level"])
     return aggregate(labels, method, scale, gold=gold)
 
 
