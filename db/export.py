@@ -91,7 +91,8 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
                  *, campaign_id: Optional[int] = None, pairs: str = "all",
                  pair_id_range: Optional[tuple[int, int]] = None, limit: Optional[int] = None,
                  annotator_names: Optional[dict[int, str]] = None,
-                 aggregation: Optional[str] = None, fitted: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+                 aggregation: Optional[str] = None, fitted: Optional[pd.DataFrame] = None,
+                 annotator_columns: bool = True) -> pd.DataFrame:
     """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
     pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
@@ -124,6 +125,9 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     decided (final_source names the method). With ``pair_id_range`` or ``limit``, pass ``fitted``
     (pair_aggregation(...).pairs over every pair in scope), or it is fitted on every pair in scope first:
     a fit needs every label, not a chunk's.
+
+    ``annotator_columns=False`` leaves the `annotator:<name>` columns out (every other column stays): a
+    crowd's wide table would have one per annotator (export_annotator_count, WIDE_ANNOTATOR_COLUMNS).
     """
     if aggregation is not None and pair_id_range is not None and fitted is None:
         raise ValueError("An aggregation method is fitted on every label at once, not on a range of pairs.")
@@ -164,8 +168,9 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         names = annotator_names if annotator_names is not None else _annotator_names(engine)
         labels["raw"] = labels["level"].where(labels["level"].notna(), labels["value"]).astype(float)
         labels["column"] = ANNOTATOR_PREFIX + labels["annotator_id"].map(names)
-        wide = labels.pivot(index="pair_id", columns="column", values="raw")
-        out = out.join(wide[sorted(wide.columns)].apply(_whole_numbers))
+        if annotator_columns:
+            wide = labels.pivot(index="pair_id", columns="column", values="raw")
+            out = out.join(wide[sorted(wide.columns)].apply(_whole_numbers))
         out["n_labels"] = labels.groupby("pair_id").size().reindex(out.index).fillna(0).astype(int)
         majority, binary = _majorities(labels.dropna(subset=["level"]))
         out["majority_level"] = majority.reindex(out.index).astype("Int64")
@@ -334,6 +339,28 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                               method=aggregation).pairs
     columns = aggregation_columns(fitted, aggregation, pd.Index(labels["pair_id"]))
     return pd.concat([labels[LONG_COLUMNS], columns.reset_index(drop=True)], axis=1)
+
+
+# Beyond this many annotators, the Export page's wide file leaves out their columns (the long one has every
+# label): 6,030 annotators over 100,000 pairs made a table of 603,000,000 cells, 53 s and 13 GB to build.
+WIDE_ANNOTATOR_COLUMNS = 200
+
+
+def export_annotator_count(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
+                           *, campaign_id: Optional[int] = None, pairs: str = "all",
+                           above: Optional[int] = None) -> int:
+    """How many annotators have a label in what export_frame takes for the same choices: the number of
+    its `annotator:<name>` columns. With ``above``, a store whose annotators number at most that many in
+    all answers that number, an upper bound, without reading a label (0.3 s at 300,000 labels)."""
+    with read_session(engine) as session:
+        if above is not None:
+            everyone = int(session.execute(select(func.count(Annotator.id))).scalar_one())
+            if everyone <= above:
+                return everyone
+        conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
+        query = (select(func.count(func.distinct(Label.annotator_id))).join(Pair, Pair.id == Label.pair_id)
+                 .where(*conditions, *label_conditions(campaign_id, include_training)))
+        return int(session.execute(query).scalar_one())
 
 
 def export_size(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,

@@ -1,13 +1,16 @@
 """Export: pairs with every raw label, the aggregated and binarised labels and every score (wide), or
 one row per label with everything collected about it (long), as CSV, JSONL or Parquet; and a dataset
 folder ready to publish (Parquet + Arrow + dataset card, db.publish)."""
+import functools
 import re
 
 import streamlit as st
 
 from db.annotation import list_campaigns
 from db.datasets import list_datasets
-from db.export import PAIR_SCOPES, export_frame, export_labels, export_size
+from db.export import (
+    PAIR_SCOPES, WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame, export_labels, export_size,
+)
 from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
@@ -55,6 +58,14 @@ method = right.selectbox("Aggregation", list(AGGREGATIONS), format_func=AGGREGAT
 ids = [names[n] for n in chosen]
 read = export_frame if layout == "wide" else export_labels
 choice = {"include_training": include_training, **scope}
+people = export_annotator_count(engine, ids, above=WIDE_ANNOTATOR_COLUMNS, **choice) if layout == "wide" else 0
+crowd = people > WIDE_ANNOTATOR_COLUMNS
+if crowd:  # a column per annotator: hundreds of millions of cells, minutes and gigabytes to build
+    read = functools.partial(export_frame, annotator_columns=False)
+    st.info(f"These pairs have labels from {people:,} annotators: one "
+            f"`annotator:<name>` column each (over {WIDE_ANNOTATOR_COLUMNS}) would make a table too large to build, "
+            "so this wide file leaves them out and keeps the counts, majority, aggregated and final labels. "
+            "The long layout (one row per label) has every label with its annotator.")
 # the page shows a count and the first rows; the whole table is built only when a download asks for it
 # (a callable runs on the click): at 100,000 pairs building and encoding it took seconds on every visit
 size = export_size(engine, ids, layout=layout, **choice)
@@ -65,8 +76,10 @@ with st.spinner(f"Fitting {METHOD_NAMES[method]} on every label exported…" if 
 if layout == "wide":
     st.caption(
         f"{size:,} pairs · columns: `pair_id` (the id Review, Pairs and gold marking use), `external_id` "
-        "(the file's own), gold `label`, one `annotator:<name>` column per annotator (level 0–4, "
-        "4 = Don't know, or the imported value), `majority_level` / `majority_label` (Don't know ignored; a tie "
+        "(the file's own), gold `label`, "
+        + ("" if crowd else "one `annotator:<name>` column per annotator (level 0–4, 4 = Don't know, or the "
+           "imported value), ")
+        + "`majority_level` / `majority_label` (Don't know ignored; a tie "
         "across the paraphrase boundary gives none), `binary_label`, one `score:<run>` column per score run"
         + (", `n_training_labels` (labels from a training trial, counted in the majority)." if include_training else ".")
     )
@@ -79,7 +92,8 @@ else:
     )
 if size > len(preview):
     st.caption(f"The first {len(preview):,} {'pairs' if layout == 'wide' else 'labels'}; the files hold all "
-               f"{size:,}" + (" (an annotator column shows when one of these pairs has their label)." if layout == "wide" else "."))
+               f"{size:,}" + (" (an annotator column shows when one of these pairs has their label)."
+                              if layout == "wide" and not crowd else "."))
 st.dataframe(preview, hide_index=True, width="stretch", placeholder="—")
 stem = campaigns[campaign_id] if campaign_id is not None else "pluie_lab_export" if len(chosen) > 1 else chosen[0]
 stem = (re.sub(r"[^\w.-]+", "_", stem).strip("_") or "pluie_lab_export") + ("" if pairs == "all" else f"_{pairs}") + (

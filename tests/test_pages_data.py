@@ -202,6 +202,35 @@ def test_a_small_export_is_read_once_and_its_files_come_with_the_page(app, engin
     assert len(buttons) == 3 and all(b.proto.url and not b.proto.deferred_file_id for b in buttons)
 
 
+def test_the_wide_export_of_a_crowd_leaves_out_its_annotator_columns_and_says_so(app, engine):
+    """A column per annotator: 6,030 annotators over 100,000 pairs made a 603,000,000-cell table (53 s and
+    13 GB to build, minutes more to encode) on a download's click. Beyond WIDE_ANNOTATOR_COLUMNS the wide
+    file keeps every other column; the long layout has every label."""
+    from db.analysis import add_labels
+    from db.export import WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame
+
+    sources = [f"s{i}" for i in range(60)]
+    import_pairs(engine, "crowd", pd.DataFrame({"source": sources, "hypothesis": [f"h-{s}" for s in sources],
+                                                "label": [1] * 60}))
+    people = WIDE_ANNOTATOR_COLUMNS + 1
+    add_labels(engine, pd.DataFrame({"pair_id": [1 + i % 60 for i in range(people)],
+                                     "annotator": [f"p{i:03d}" for i in range(people)], "level": [3] * people}))
+    assert export_annotator_count(engine) == people
+    whole, slim = export_frame(engine), export_frame(engine, annotator_columns=False)
+    kept = [c for c in whole.columns if not c.startswith("annotator:")]
+    assert len(whole.columns) - len(kept) == people and list(slim.columns) == kept
+    pd.testing.assert_frame_equal(slim, whole[kept])
+
+    at = app("pages/export.py")
+    assert any(f"labels from {people:,} annotators" in i.value for i in at.info)
+    preview = at.dataframe[0].value
+    assert not [c for c in preview.columns if c.startswith("annotator:")]
+    assert preview["n_labels"].tolist() == whole["n_labels"].tolist()[:50]
+    layout = next(r for r in at.radio if r.label == "Layout")
+    layout.set_value("long").run()
+    assert not at.info and len(at.dataframe[0].value) == 50 and "annotator" in at.dataframe[0].value.columns
+
+
 def test_home_page_counts_new_labels_at_once(app, engine):
     """The Datasets page's figures are cached on the store's state: a label written after a visit
     shows on the next run of the page."""
