@@ -134,17 +134,20 @@ def preferences(engine, choices, dataset_ids, runs):
 
 
 def agreement(engine, choices, dataset_ids, runs, view="levels"):
+    """As the page computes them: the labels as rows (values, binarised), pairwise κ on the annotators'
+    matrix (20 here; the page takes the 50 with the most labels), Fleiss' κ on each pair's labels."""
     labels = analysis.labels_long(engine, dataset_ids, annotators=choices.annotators)
-    matrix = core.label_matrix(labels, "levels")
-    binary = core.agreement_matrix(matrix, "levels", binarised=True)
-    views = {"levels": (core.agreement_matrix(matrix, "levels"), "quadratic"), "binarised": (binary, None)}
+    rows = core.labels_on_scale(labels, "levels")
+    binary = core.agreement_values(rows, "levels", binarised=True)
+    views = {"levels": (core.agreement_values(rows, "levels"), "quadratic"), "binarised": (binary, None)}
     for view, weights in [views[view]]:  # the page draws one view at a time
-        stats.pairwise_kappa(view, weights)
-        stats.fleiss_kappa(stats.category_counts(view))
+        matrix = stats.levels_to_matrix(view, level_col="value")
+        stats.pairwise_kappa(matrix, weights)
+        stats.fleiss_kappa(stats.category_counts(stats.item_slots(view, level_col="value")))
         for level in ("nominal", "ordinal", "interval"):
-            stats.krippendorff_alpha_ci(view.T, level, n_boot=200)
+            stats.krippendorff_alpha_ci(matrix.T, level, n_boot=200)
     scores = analysis.scores_wide(engine, runs["id"][:1], dataset_ids).iloc[:, 0]
-    versus = stats.human_vs_model_table(binary, scores.reindex(binary.index), 0.0)
+    versus = stats.human_vs_model_by_annotator(binary, scores, 0.0)
     core.annotator_summary(labels, "levels", versus, binary)
 
 
@@ -181,7 +184,7 @@ def disagreements(engine, choices, dataset_ids, runs):
     data = pairs.join(analysis.scores_wide(engine, runs["id"][:1], dataset_ids))
     data["reference"] = core.reference_labels(pairs, labels, core.Reference("majority"))
     found = stats.disagreements(data, runs["name"].iloc[0], "reference", 0.0)
-    stats.human_disagreements(core.label_matrix(labels, "levels"))
+    stats.human_disagreements(stats.item_slots(core.labels_on_scale(labels, "levels")))
     analysis.pair_detail(engine, int(found.index[0]), choices.annotators)
 
 
