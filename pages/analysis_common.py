@@ -129,10 +129,11 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
             else:
                 figures.append({"measure": f"Krippendorff's alpha ({measure})", "value": figure.pop("alpha"), **figure})
     else:
-        matrix = levels_to_matrix(view, level_col="value")  # values imported on their own scale (BIOSSES: 5 people)
+        # values imported on their own scale: α counts the values of each pair, whoever gave them (slots)
+        slots = item_slots(view, level_col="value")
         for level in ALPHA_LEVELS:
             try:
-                found = krippendorff_alpha_ci(matrix.T, level, n_boot=N_BOOT, seed=0)
+                found = krippendorff_alpha_ci(slots.T, level, n_boot=N_BOOT, seed=0)
                 figures.append({"measure": f"Krippendorff's alpha ({level})", "value": found.pop("alpha"), **found})
             except StatsError as error:
                 errors[f"Krippendorff's alpha ({level})"] = str(error)

@@ -700,6 +700,9 @@ def test_per_pair_figures_and_each_annotator_against_the_model_read_the_same_fro
     binary = binarise_levels(matrix)
     pd.testing.assert_series_equal(S.majority_binary_vector(binarise_levels(slots)), S.majority_binary_vector(binary))
     pd.testing.assert_frame_equal(S.human_disagreements(slots), S.human_disagreements(matrix))
+    for level in ("nominal", "interval"):  # α and its seeded bootstrap count each pair's values, whoever gave them
+        assert S.krippendorff_alpha_ci(slots.T, level, n_boot=50, seed=0) == pytest.approx(
+            S.krippendorff_alpha_ci(matrix.T, level, n_boot=50, seed=0))
 
     scores = pd.Series(rng.normal(size=80))
     rows = binary.stack().rename("value").reset_index()  # pair_id, annotator, value: the labels with a value
