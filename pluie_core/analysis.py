@@ -17,7 +17,7 @@ import pandas as pd
 from pluie_core.baselines import levenshtein
 from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
 from pluie_core.stats import (
-    StatsError, best_threshold, cohen_kappa, item_slots, levels_to_matrix, majority_binary_vector,
+    StatsError, best_threshold, cohen_kappa, item_slots, levels_to_matrix, majority_binary_vector, positions_by,
 )
 
 
@@ -249,10 +249,7 @@ def annotator_summary(
     positive = np.bincount(items, weights=own == 1)[items] - (own == 1)
     negative = np.bincount(items, weights=own == 0)[items] - (own == 0)
     others = np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
-    people, names = pd.factorize(binary["annotator"])
-    order = np.argsort(people, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(people, minlength=len(names)))])
-    where = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
+    where = positions_by(binary["annotator"])
     notes, n_vs_others, kappas = {}, [], []
     for name in table.index:
         chosen = where.get(name, np.zeros(0, dtype=np.int64))  # only where this annotator has a label
