@@ -114,8 +114,9 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
     view = label_views(url, dataset_ids, scale)[2 if binarised else 1]
     values = view["value"].to_numpy()
     figures, errors = [], {}
-    try:  # counts per pair: who gave which label does not matter
-        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(item_slots(view, level_col="value")))})
+    slots = item_slots(view, level_col="value")  # each pair's values side by side: what Fleiss' κ and α count
+    try:
+        figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(slots))})
     except StatsError as error:
         errors["Fleiss' kappa"] = str(error)
     if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
@@ -129,8 +130,7 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
             else:
                 figures.append({"measure": f"Krippendorff's alpha ({measure})", "value": figure.pop("alpha"), **figure})
     else:
-        # values imported on their own scale: α counts the values of each pair, whoever gave them (slots)
-        slots = item_slots(view, level_col="value")
+        # values imported on their own scale: α counts the values of each pair, whoever gave them
         for level in ALPHA_LEVELS:
             try:
                 found = krippendorff_alpha_ci(slots.T, level, n_boot=N_BOOT, seed=0)
