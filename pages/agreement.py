@@ -59,6 +59,10 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
                 "Krippendorff's interval α above measures their agreement.")
         return
+    if pairwise.table.empty:
+        st.info("No two annotators have a label here to compare (Don't know counts as missing), so there is no "
+                "Cohen's κ.")
+        return
     if found["annotators"] > len(pairwise.kappa):
         st.caption(f"Cohen's κ for the {len(pairwise.kappa)} annotators with the most labels, of {found['annotators']:,} "
                    "(most pairs of a large crowd have no pair labelled in common).")

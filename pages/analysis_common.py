@@ -146,7 +146,8 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
             ["n", "annotator"], ascending=[False, True], kind="stable")
         view = view[view["annotator"].isin(counts["annotator"].iloc[:PAIRWISE_ANNOTATORS])]
     pairwise = pairwise_kappa(levels_to_matrix(view, level_col="value"), weights) if whole else None
-    return {"figures": pd.DataFrame(figures), "errors": errors, "pairwise": pairwise, "annotators": annotators}
+    figures = pd.DataFrame(figures) if figures else pd.DataFrame(columns=["measure", "value"])  # every label missing
+    return {"figures": figures, "errors": errors, "pairwise": pairwise, "annotators": annotators}
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,

@@ -173,7 +173,9 @@ def category_counts(matrix, categories: Optional[Sequence] = None) -> pd.DataFra
     values = _as_float_array(matrix)
     if categories is None:
         categories = np.unique(values[~np.isnan(values)]).tolist()
-    counts = np.stack([(values == c).sum(axis=1) for c in categories], axis=1)
+    counts = np.zeros((len(values), len(categories)), dtype=np.int64)  # no category at all: every cell missing
+    for column, category in enumerate(categories):
+        counts[:, column] = (values == category).sum(axis=1)
     index = matrix.index if isinstance(matrix, pd.DataFrame) else None
     return pd.DataFrame(counts, index=index, columns=list(categories))
 
@@ -320,7 +322,7 @@ def fleiss_kappa(counts) -> float:
     category proportions pool all ratings (the usual generalisation; identical to Fleiss' formula
     when every item has the same number of raters)."""
     counts = _as_float_array(counts)
-    if counts.ndim != 2 or counts.size == 0:
+    if counts.ndim != 2:
         raise StatsError("Fleiss' κ needs an items x categories table of counts.")
     if (counts < 0).any() or np.isnan(counts).any() or (counts != np.round(counts)).any():
         raise StatsError("Fleiss' κ needs whole, non-negative counts.")

@@ -383,6 +383,24 @@ def test_agreement_with_a_single_annotator_says_agreement_needs_two(open_page, e
     assert list(summary["annotator"]) == ["only"] and summary["labels"].iloc[0] == 3
 
 
+def test_agreement_when_every_label_is_dont_know_says_why_each_figure_is_missing(open_page, engine):
+    """Don't know counts as missing: a dataset labelled only with it has no value to count. The page
+    crashed here ("need at least one array to stack", Fleiss' κ's category counts of no category)."""
+    import_pairs(engine, "unsure", pd.DataFrame({"source": ["a b", "c d", "e f"], "hypothesis": ["a c", "c e", "e g"],
+                                                 "annotator:x": [4, 4, 4], "annotator:y": [4, 4, 4]}),
+                 annotator_scale="levels")
+    at = open_page("agreement")
+    for view in ("Five-level scale", "Binarised"):
+        at.radio(key="agreement_view").set_value(view)
+        rerun(at)
+        figures = {m.label: (m.value, m.help) for m in at.metric}
+        assert figures["Fleiss' κ"] == ("—", "Fleiss' κ needs at least one item labelled by two or more annotators.")
+        assert all(value == "—" and "two or more annotators" in why for value, why in figures.values())
+        assert "no Cohen's κ" in messages(at) and not at.get("vega_lite_chart")
+    summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
+    assert summary["dont_know_rate"].tolist() == [1.0, 1.0]
+
+
 def test_cached_figures_follow_new_labels_at_once(open_page, store, engine):
     """The pages' reads are cached (a second on a large store) under a key of the store's state:
     labels that arrive show on the next run of the page, not a minute later."""

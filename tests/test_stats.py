@@ -257,6 +257,11 @@ def test_fleiss_kappa_user_errors():
         S.fleiss_kappa([[1, 0], [0, 1]])
     with pytest.raises(StatsError, match="whole, non-negative"):
         S.fleiss_kappa([[1.5, 1]])
+    # no value at all (every label Don't know): no category to count, said as such
+    counts = S.category_counts(pd.DataFrame({"a": [NaN, NaN], "b": [NaN, NaN]}))
+    assert counts.shape == (2, 0)
+    with pytest.raises(StatsError, match="two or more"):
+        S.fleiss_kappa(counts)
 
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", 4 observers x 12 units, values 1-5
