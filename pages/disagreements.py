@@ -44,7 +44,10 @@ if mode == "model":
     shown = ["dataset", score, "reference label", "model label", "confidence", "source", "hypothesis"]
     st.caption(f"{shown_score} at threshold {threshold:g} against {reference}: pairs where they differ, "
                "most confident first (confidence = distance of the score from the threshold).")
-    empty = f"No disagreement: {shown_score} and {reference} agree on every pair with both."
+    both = int((pairs[score].notna() & pairs["reference"].notna()).sum())
+    empty = (f"No disagreement: {shown_score} and {reference} agree on every pair with both." if both else
+             f"No pair of these datasets has both a {shown_score} score and a label from {reference} yet "
+             "(Don't know counts as missing).")
 else:
     if "levels" not in label_scales(labels):
         st.info("No five-level labels on these datasets yet. " + (RAW_SCALE_NO_BINARY if len(labels) else ""))

@@ -399,6 +399,12 @@ def test_agreement_when_every_label_is_dont_know_says_why_each_figure_is_missing
         assert "no Cohen's κ" in messages(at) and not at.get("vega_lite_chart")
     summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
     assert summary["dont_know_rate"].tolist() == [1.0, 1.0]
+    # no majority label anywhere: the model has nothing to disagree with, and the page says that, not "agree"
+    add_score_run(engine, "PLUIE doubt", pd.Series([0.5, -1.0, 2.0], index=pairs_frame(engine).index), kind="pluie")
+    at = open_page("disagreements")
+    at.radio(key="analysis_reference").set_value("majority")
+    assert ("No pair of these datasets has both a PLUIE doubt score and a label from the human majority yet"
+            in messages(rerun(at)))
 
 
 def test_cached_figures_follow_new_labels_at_once(open_page, store, engine):
