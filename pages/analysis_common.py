@@ -139,13 +139,9 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
                 errors[f"Krippendorff's alpha ({level})"] = str(error)
     # five-level labels are whole by construction; values imported on their own scale may not be
     whole = scale == "levels" or bool(np.all(np.isnan(values) | (values == np.round(values))))
-    counts = view["annotator"].value_counts()
-    annotators = len(counts)
-    if annotators > PAIRWISE_ANNOTATORS:  # the most prolific ones, ties by name: a heatmap a person can read
-        counts = counts.rename_axis("annotator").reset_index(name="n").sort_values(
-            ["n", "annotator"], ascending=[False, True], kind="stable")
-        view = view[view["annotator"].isin(counts["annotator"].iloc[:PAIRWISE_ANNOTATORS])]
-    pairwise = pairwise_kappa(levels_to_matrix(view, level_col="value"), weights) if whole else None
+    annotators = view["annotator"].nunique()
+    shown = core.most_labelled(view, PAIRWISE_ANNOTATORS)  # a heatmap a person can read
+    pairwise = pairwise_kappa(levels_to_matrix(shown, level_col="value"), weights) if whole else None
     figures = pd.DataFrame(figures) if figures else pd.DataFrame(columns=["measure", "value"])  # every label missing
     return {"figures": figures, "errors": errors, "pairwise": pairwise, "annotators": annotators}
 
@@ -441,7 +437,7 @@ def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, h
         run_scores = scores(url, (run_id,), dataset_ids).iloc[:, 0]
         # every annotator on the scale, those whose labels are all Don't know too (a row that says so)
         versus = human_vs_model_by_annotator(binary, run_scores, threshold, higher,
-                                             annotators=list(pd.factorize(rows["annotator"], sort=True)[1]))
+                                             annotators=sorted(rows["annotator"].unique()))
     return core.annotator_summary(rows, scale, versus, binary), versus
 
 

@@ -94,6 +94,17 @@ def agreement_values(labels: pd.DataFrame, scale: str = "levels", binarised: boo
                          "value": values[kept]})
 
 
+def most_labelled(values: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The rows of ``values`` (agreement_values) of the ``limit`` annotators with the most of them, ties by
+    name; all of them when there are at most ``limit`` annotators."""
+    counts = values["annotator"].value_counts()
+    if len(counts) <= limit:
+        return values
+    counts = counts.rename_axis("annotator").reset_index(name="n").sort_values(
+        ["n", "annotator"], ascending=[False, True], kind="stable")
+    return values[values["annotator"].isin(counts["annotator"].iloc[:limit])]
+
+
 @dataclass(frozen=True)
 class Reference:
     """What a metric (or a person) is compared against: "gold" labels, the human "majority"

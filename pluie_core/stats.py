@@ -74,6 +74,12 @@ class StatsWarning(UserWarning):
 # --------------------------------------------------------------------------- label matrices
 
 
+def _require_columns(frame: pd.DataFrame, columns, what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise StatsError(f"{what} has no column {', '.join(map(repr, missing))}.")
+
+
 def levels_to_matrix(
     labels_long: pd.DataFrame,
     item_col: str = "pair_id",
@@ -82,9 +88,7 @@ def levels_to_matrix(
 ) -> pd.DataFrame:
     """Long rows (pair_id, annotator, level) -> items x annotators DataFrame of levels (float, NaN = not
     labelled). When an annotator labelled a pair twice, the last row wins."""
-    missing = [c for c in (item_col, annotator_col, level_col) if c not in labels_long.columns]
-    if missing:
-        raise StatsError(f"The label table has no column {', '.join(map(repr, missing))}.")
+    _require_columns(labels_long, (item_col, annotator_col, level_col), "The label table")
     items, item_names = pd.factorize(labels_long[item_col], sort=True)
     people, people_names = pd.factorize(labels_long[annotator_col], sort=True)
     if (items < 0).any() or (people < 0).any():  # a missing item or annotator: pandas' own pivot decides
@@ -107,9 +111,7 @@ def item_slots(
     paraphrase and not) is the same as on ``levels_to_matrix``'s items x annotators matrix, at the
     labels' size: a campaign of 6,000 annotators over 100,000 pairs is 600,000,000 cells as a matrix of
     annotators, 300,000 and a few as slots. Who gave which label is not kept."""
-    missing = [c for c in (item_col, annotator_col, level_col) if c not in labels_long.columns]
-    if missing:
-        raise StatsError(f"The label table has no column {', '.join(map(repr, missing))}.")
+    _require_columns(labels_long, (item_col, annotator_col, level_col), "The label table")
     rows = labels_long[[item_col, annotator_col, level_col]].dropna(subset=[item_col, annotator_col])
     rows = rows.drop_duplicates([item_col, annotator_col], keep="last")
     items, item_names = pd.factorize(rows[item_col], sort=True)
@@ -837,9 +839,7 @@ def mixed_balanced_draw(
     interval over draws), mean_ci_halfwidth (1.96 x standard error of the mean, the "±" of the paper's
     table 3), n_draws, per_class (the number drawn)."""
     score_cols = list(score_cols)
-    missing = [c for c in (*score_cols, label_col, dataset_col) if c not in df.columns]
-    if missing:
-        raise StatsError(f"The table has no column {', '.join(map(repr, missing))}.")
+    _require_columns(df, (*score_cols, label_col, dataset_col), "The table")
     if not score_cols:
         raise StatsError("Choose at least one score for the mixed balanced draw.")
     if n_draws < 1:
