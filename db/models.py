@@ -101,6 +101,16 @@ class Campaign(Base):
     gold_min_accuracy: Mapped[float] = mapped_column(Float, default=0.7, server_default="0.7")
     fast_fraction: Mapped[float] = mapped_column(Float, default=1 / 3, server_default="0.3333333333333333")
     streak_length: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
+    # flags that rest on the labels themselves (pluie_core.quality.annotator_flags): κ against the others
+    # below kappa_min, the campaign's reliability estimate below reliability_min; a gold accuracy resting on
+    # fewer than min_gold_checks answered checks reads "too few checks", not a verdict
+    kappa_min: Mapped[float] = mapped_column(Float, default=0.2, server_default="0.2")
+    reliability_min: Mapped[float] = mapped_column(Float, default=0.5, server_default="0.5")
+    min_gold_checks: Mapped[int] = mapped_column(Integer, default=5, server_default="5")
+    # adaptive overlap's model (db.adaptive): the last background fit of Dawid–Skene over the binarised
+    # labels (class priors, each annotator's confusion matrix, how many labels it saw); None: not fitted yet,
+    # the vote share decides
+    adaptive_fit: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -158,6 +168,9 @@ class CampaignPair(Base):
     # adaptive overlap: the annotators this pair wants now (from the minimum up to the maximum);
     # None in a campaign with a fixed overlap
     n_wanted: Mapped[Optional[int]] = mapped_column(Integer)
+    # adaptive overlap: the probability of the pair's binary label as last computed (from the campaign's
+    # fitted model once there is one, else the vote share); None before its first answer
+    posterior: Mapped[Optional[float]] = mapped_column(Float)
 
 
 class Annotator(Base):
