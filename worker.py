@@ -59,6 +59,8 @@ MAX_CLAIM = 4096
 SORT_BATCHES = 8
 SORT_SECONDS = 30.0
 HEARTBEAT_SECONDS = 5.0
+# how often the worker refits adaptive overlap's model of the campaigns whose labels changed (db.adaptive)
+REFIT_SECONDS = 5.0
 # Distinct models kept loaded; a worker serving runs of more models reloads past this.
 MODEL_CACHE_SIZE = 2
 
@@ -265,6 +267,30 @@ class _LeaseKeeper(threading.Thread):
                 log.warning("lease renewal failed: %s", _first_line(exc))
 
 
+class _AdaptiveRefitter(threading.Thread):
+    """Refits adaptive overlap's model of every open adaptive campaign whose labels changed
+    (db.adaptive.refit_due) every ``interval`` seconds, beside the scoring: an answer's transaction reads
+    the last fit, so the decision "one more annotator" follows the campaign's model within seconds."""
+
+    def __init__(self, worker: "ScoringWorker", interval: float):
+        super().__init__(daemon=True, name="adaptive-refit")
+        self.worker = worker
+        self.interval = interval
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        from db import adaptive  # pandas and the aggregation models: only a worker that refits needs them
+        while not self.halt.wait(self.interval):
+            try:
+                for refit in adaptive.refit_due(self.worker.engine):
+                    log.info("campaign %d: adaptive model refitted on %d labels (%s); %d pairs given one more "
+                             "annotator, %d unserved slots taken back", refit.campaign_id, refit.n_labels,
+                             "decides" if refit.decides else "too few labels per annotator to decide",
+                             refit.raised, refit.lowered)
+            except Exception as exc:  # the store is briefly unreachable: try again next tick
+                log.warning("adaptive refit failed: %s", _first_line(exc))
+
+
 class ScoringWorker:
     def __init__(
         self,
@@ -279,6 +305,7 @@ class ScoringWorker:
         poll_seconds: float = 2.0,
         run_ids: Optional[Sequence[int]] = None,
         parent_pid: Optional[int] = None,
+        refit_seconds: Optional[float] = REFIT_SECONDS,
     ):
         self.engine = engine
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -290,6 +317,7 @@ class ScoringWorker:
         self.poll_seconds = poll_seconds
         self.run_ids = list(run_ids) if run_ids else None
         self.parent_pid = parent_pid
+        self.refit_seconds = refit_seconds  # adaptive overlap's refits (None: this worker does none)
         self.current_batch: Optional[queue.Batch] = None
         self.pairs_done = 0
         self.pairs_per_second: Optional[float] = None
@@ -318,6 +346,9 @@ class ScoringWorker:
         queue.register_worker(self.engine, self.worker_id, socket.gethostname(), os.getpid(), self.device)
         keeper = _LeaseKeeper(self)
         keeper.start()
+        refitter = _AdaptiveRefitter(self, self.refit_seconds) if self.refit_seconds else None
+        if refitter is not None:
+            refitter.start()
         if self.overlap:
             self._store = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         log.info("worker %s started on %s (%s)", self.worker_id, self.device,
@@ -343,6 +374,9 @@ class ScoringWorker:
             finally:
                 keeper.halt.set()
                 keeper.join(timeout=10)
+                if refitter is not None:
+                    refitter.halt.set()
+                    refitter.join(timeout=30)
                 queue.stop_worker(self.engine, self.worker_id)
                 log.info("worker %s stopped after %d pairs", self.worker_id, self.pairs_done)
         return self.pairs_done
@@ -628,6 +662,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--runs", default=None, help="comma-separated run ids to serve (default: all)")
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-default-runs", action="store_true", help="do not create the baseline runs")
+    parser.add_argument("--refit-seconds", type=float, default=REFIT_SECONDS,
+                        help="how often adaptive campaigns whose labels changed get their model refitted "
+                             "(0: this worker refits none)")
     parser.add_argument("--nice", type=int, default=0,
                         help="lower this process's CPU priority by N (the app's worker: 10, below the server's)")
     args = parser.parse_args(argv)
@@ -648,7 +685,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     worker = ScoringWorker(
         engine, batch_size=args.batch_size, claim_size=args.claim_size, overlap=not args.no_overlap,
         lease_seconds=args.lease_seconds, device=args.device,
-        poll_seconds=args.poll_seconds, parent_pid=args.parent_pid,
+        poll_seconds=args.poll_seconds, parent_pid=args.parent_pid, refit_seconds=args.refit_seconds or None,
         run_ids=[int(r) for r in args.runs.split(",") if r.strip()] if args.runs else None,
     )
     signal.signal(signal.SIGTERM, worker.request_stop)

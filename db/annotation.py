@@ -36,7 +36,7 @@ from db.models import (
 )
 from pluie_core.aggregation import DEFAULT_METHOD as DEFAULT_AGGREGATION
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
-from pluie_core.aggregation import wants_another
+from pluie_core.aggregation import pair_posterior, wants_another
 from pluie_core.auth import hash_token, new_token
 from pluie_core.guidelines import (
     DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, pick_training_pairs, serving_order,
@@ -795,10 +795,13 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
 
 def _adapt_overlap(session: Session, campaign_id: int, pair_id: int) -> None:
     """Adaptive overlap, in the transaction of the answer that may change it: a queue pair holding the
-    answers it asked for gets one more annotator while its label is not yet confident (wants_another).
-    The pair's row is locked before its answers are counted (PostgreSQL: two answers to one pair at
-    once are counted one after the other, so neither misses the other's; SQLite's write lock already
-    orders them). A raise is never taken back: the slot may already be served."""
+    answers it asked for gets one more annotator while it holds fewer usable answers than the campaign's
+    least ("Don't know" never counts) or its posterior is below the campaign's confidence (wants_another;
+    the posterior is the campaign's fitted model's, db.adaptive, once it decides, else the vote share).
+    The pair's posterior is kept beside its queue row. The pair's row is locked before its answers are
+    counted (PostgreSQL: two answers to one pair at once are counted one after the other, so neither
+    misses the other's; SQLite's write lock already orders them). A raise is never taken back here:
+    the slot may already be served (db.adaptive.refit_campaign may lower an unserved one)."""
     campaign = session.get(Campaign, campaign_id)
     if campaign.overlap_max is None:
         return
@@ -807,12 +810,17 @@ def _adapt_overlap(session: Session, campaign_id: int, pair_id: int) -> None:
     if row is None or row.n_wanted is None:
         return
     session.flush()  # the answer just added or changed is counted
-    levels = session.scalars(select(Label.level).where(
+    answers = session.execute(select(Label.annotator_id, Label.level).where(
         Label.campaign_id == campaign_id, Label.pair_id == pair_id, counted_label())).all()
-    if wants_another(levels, row.n_wanted, campaign.overlap_max, campaign.confidence):
-        session.execute(update(CampaignPair).where(
-            CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id,
-            CampaignPair.n_wanted == row.n_wanted).values(n_wanted=row.n_wanted + 1))
+    annotators, levels = [a for a, _ in answers], [lv for _, lv in answers]
+    posterior = pair_posterior(annotators, levels, campaign.adaptive_fit)
+    values: dict[str, Any] = {"posterior": posterior}
+    if wants_another(levels, row.n_wanted, campaign.overlap_max, campaign.confidence, least=campaign.overlap,
+                     posterior=posterior):
+        values["n_wanted"] = row.n_wanted + 1
+    session.execute(update(CampaignPair).where(
+        CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id,
+        CampaignPair.n_wanted == row.n_wanted).values(**values))
 
 
 # ---------------------------------------------------------------- training feedback

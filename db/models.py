@@ -110,7 +110,8 @@ class Campaign(Base):
     # adaptive overlap's model (db.adaptive): the last background fit of Dawid–Skene over the binarised
     # labels (class priors, each annotator's confusion matrix, how many labels it saw); None: not fitted yet,
     # the vote share decides
-    adaptive_fit: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    # (deferred: serving loads the campaign row on every pair; only an answer to an adaptive campaign reads it)
+    adaptive_fit: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, deferred=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
