@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -13,13 +13,14 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from db.analysis import counted_label
-from db.annotation import CampaignError, campaign_label_counts
+from db.annotation import CampaignError, campaign_aggregation, campaign_label_counts
 from db.engine import read_session, write_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
 from pluie_core import quality
 from pluie_core.agreement import agreement_figures, count_patterns, level_counts
+from pluie_core.aggregation import METHOD_NAMES
 from pluie_core.labels import DONT_KNOW, LEVELS
 
 
@@ -38,16 +39,27 @@ def _campaign(session: Session, campaign_id: int, lock: bool = False) -> Campaig
 
 
 def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, gold_min_accuracy: float,
-                         fast_fraction: float, streak_length: int) -> None:
-    """The share of gold checks in each queue and the flag thresholds (pluie_core.quality.check_settings)."""
-    try:
-        quality.check_settings(gold_rate, gold_min_accuracy, fast_fraction, streak_length)
-    except quality.QualityError as exc:
-        raise CampaignError(str(exc)) from None
+                         fast_fraction: float, streak_length: int, kappa_min: Optional[float] = None,
+                         reliability_min: Optional[float] = None, min_gold_checks: Optional[int] = None) -> None:
+    """The share of gold checks in each queue and the flag thresholds (pluie_core.quality.check_settings):
+    minimum gold accuracy, "too fast" fraction, streak length, minimum κ against the others, minimum
+    reliability (the campaign's aggregation method) and the gold checks needed before gold accuracy
+    judges. The last three left out (None) keep the campaign's values. A value out of bounds is refused
+    with a sentence (CampaignError) and nothing changes."""
     with write_session(engine) as session:
         campaign = _campaign(session, campaign_id, lock=True)
+        kappa_min = campaign.kappa_min if kappa_min is None else kappa_min
+        reliability_min = campaign.reliability_min if reliability_min is None else reliability_min
+        min_gold_checks = campaign.min_gold_checks if min_gold_checks is None else min_gold_checks
+        try:
+            quality.check_settings(gold_rate, gold_min_accuracy, fast_fraction, streak_length,
+                                   kappa_min, reliability_min, min_gold_checks)
+        except quality.QualityError as exc:
+            raise CampaignError(str(exc)) from None
         campaign.gold_rate, campaign.gold_min_accuracy = float(gold_rate), float(gold_min_accuracy)
         campaign.fast_fraction, campaign.streak_length = float(fast_fraction), int(streak_length)
+        campaign.kappa_min, campaign.reliability_min = float(kappa_min), float(reliability_min)
+        campaign.min_gold_checks = int(min_gold_checks)
 
 
 def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> int:
@@ -243,10 +255,17 @@ def _alpha_value(figure: dict) -> float:
     return float("nan") if figure.get("alpha") is None else float(figure["alpha"])
 
 
-def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None) -> LiveCampaign:
+def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None,
+                  fit_reliability: Optional[Callable[[str, int], pd.DataFrame]] = None) -> LiveCampaign:
     """What the live view shows. Per annotator: progress (ordinary pairs labelled / quota), median seconds
-    per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others),
-    gold accuracy (binarised and exact), longest streak, last activity (UTC) and flags. For the campaign:
+    per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others)
+    and the shared labels it rests on (pluie_core.quality.shared_labels), reliability by the campaign's
+    aggregation method (db.annotation.campaign_aggregation; ``reliability_fit``) and the labels in that
+    fit, gold accuracy (binarised and exact), longest streak, last activity (UTC), flags and the checks
+    not judged yet for too little evidence (pluie_core.quality.annotator_checks, with the campaign's
+    thresholds). ``fit_reliability(method, n_labels)``: where the reliability comes from (the live page
+    passes its cache, keyed by the count of labels, so one fit serves the flags and the reliability column);
+    by default fitted here, after the reads. For the campaign:
     labels (db.analysis.counted_label: every label but the training trial's, answers to gold checks
     included, as on every page), in the last hour and per hour since the first, pairs still short of
     their overlap (answered: db.annotation.fully_labelled_pairs' rule), and Krippendorff's α so far
@@ -281,6 +300,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
             if campaign.overlap_max is not None else None)
         n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
             select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign_id)))
+        method = campaign_aggregation(campaign)
 
     labels = labels.sort_values("id", kind="stable")
     if not gold_served.empty:
@@ -296,23 +316,33 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "median s per pair": grouped["seconds"].median(),
         "Don't know rate": grouped["dont_know"].mean(),
         "κ vs others": quality.kappa_against_others(ordinary),
+        "shared labels": quality.shared_labels(ordinary),
     }).join(quality.gold_accuracy(answers)).join(
         quality.longest_streaks(labels["annotator"].to_numpy(), labels["level"].to_numpy()).rename("longest streak"))
     ids = [p.id for p in people]
     table = table.reindex(ids)
     table["labelled"] = table["labelled"].fillna(0).astype(int)
     table["gold answered"] = table["gold answered"].fillna(0).astype(int)
+    table["shared labels"] = table["shared labels"].fillna(0).astype(int)
+    fitted = (fit_reliability or (lambda m, n: reliability_fit(engine, campaign_id, m)))(method, len(labels))
+    table.insert(table.columns.get_loc("shared labels") + 1, "reliability",
+                 fitted["reliability"].reindex(table.index).astype(float))
+    table.insert(table.columns.get_loc("reliability") + 1, "labels in fit",
+                 fitted["n_labels"].reindex(table.index).fillna(0).astype(int))
     table.insert(0, "annotator", [p.display_name or p.name for p in people])
     table.insert(1, "progress", [f"{n:,} / {campaign.quota:,}" for n in table["labelled"]])
     table["gold checks due"] = n_checks
     table["last activity"] = [last.get(i) for i in ids]
     table["status"] = ["revoked" if p.revoked_at else "active" for p in people]
     median = float(ordinary["seconds"].median()) if ordinary["seconds"].notna().any() else float("nan")
-    table["flags"] = quality.annotator_flags(
+    checks = quality.annotator_checks(
         table, median, gold_min_accuracy=campaign.gold_min_accuracy, fast_fraction=campaign.fast_fraction,
-        streak_length=campaign.streak_length) if len(table) else pd.Series(dtype=str)
+        streak_length=campaign.streak_length, kappa_min=campaign.kappa_min, reliability_min=campaign.reliability_min,
+        min_gold_checks=campaign.min_gold_checks, method=METHOD_NAMES[method])
+    table = table.join(checks)
     # who is flagged and why, next to the name: the last column of a wide table is off-screen
-    table = table[["annotator", "progress", "flags"] + [c for c in table.columns if c not in ("annotator", "progress", "flags")]]
+    first = ["annotator", "progress", *quality.FLAG_COLUMNS]
+    table = table[first + [c for c in table.columns if c not in first]]
     table.index.name = "annotator id"
 
     # the rule of db.annotation.fully_labelled_pairs (queue pairs answered `overlap` times), on the labels read
@@ -344,9 +374,15 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     return LiveCampaign(table, figures, median)
 
 
-def annotator_reliability(engine: Engine, campaign_id: int, method: str = "majority") -> pd.Series:
+def reliability_fit(engine: Engine, campaign_id: int, method: str = "majority") -> pd.DataFrame:
     """Each annotator's estimated reliability (pluie_core.aggregation, ``method`` over the five levels)
-    from the labels given in the campaign (gold-check answers included; the gold pairs' known levels
-    anchor Dawid–Skene), indexed by annotator id like campaign_live's table."""
+    and the labels it rests on (``n_labels``: their labels in the fit, Don't know left out), from the
+    labels given in the campaign (gold-check answers included; the gold pairs' known levels anchor
+    Dawid–Skene), indexed by annotator id like campaign_live's table."""
     from db.export import pair_aggregation  # db.export reads through db.review, which does not need this module
-    return pair_aggregation(engine, campaign_id=int(campaign_id), method=method).annotators["reliability"]
+    return pair_aggregation(engine, campaign_id=int(campaign_id), method=method).annotators[["reliability", "n_labels"]]
+
+
+def annotator_reliability(engine: Engine, campaign_id: int, method: str = "majority") -> pd.Series:
+    """reliability_fit's ``reliability`` alone."""
+    return reliability_fit(engine, campaign_id, method)["reliability"]

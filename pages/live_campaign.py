@@ -11,6 +11,7 @@ from pages.shared import admin_page, user_text
 from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
+from pluie_core.quality import MAX_MIN_GOLD_CHECKS, MIN_KAPPA_LABELS, MIN_RELIABILITY_LABELS
 
 engine = admin_page("table")
 st.title("Live campaign")
@@ -24,15 +25,16 @@ chosen = c1.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].na
 method = c3.selectbox("Reliability by", METHODS, format_func=METHOD_NAMES.get, key=f"live-aggregation-{chosen}",
                       index=METHODS.index(ann.campaign_aggregation(by_id[chosen])),
                       help="The estimated chance that each annotator gives the true label (pluie_core.aggregation; "
-                           "refitted only when new labels come in).")
+                           "refitted only when new labels come in). The reliability flag always uses the "
+                           "campaign's own method (chosen on Export).")
 every = c2.selectbox("Refresh every", [5, 15, 60, None], index=1,
                      format_func=lambda s: "never (manual)" if s is None else f"{s} s")
 campaign = ann.get_campaign(engine, chosen)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reliability(_engine, campaign_id: int, method: str, n_labels: int) -> pd.Series:
-    return qual.annotator_reliability(_engine, campaign_id, method)  # n_labels: refit when labels come in
+def reliability(_engine, campaign_id: int, method: str, n_labels: int) -> pd.DataFrame:
+    return qual.reliability_fit(_engine, campaign_id, method)  # n_labels: refit when labels come in
 
 
 def number(value, digits=2) -> str:
@@ -41,7 +43,8 @@ def number(value, digits=2) -> str:
 
 @st.fragment(run_every=every)
 def live_view(campaign_id: int) -> None:
-    data = qual.campaign_live(engine, campaign_id)
+    # one cached fit of the campaign's method serves its reliability flags and, by default, the column
+    data = qual.campaign_live(engine, campaign_id, fit_reliability=lambda m, n: reliability(engine, campaign_id, m, n))
     f = data.figures
     row = st.columns(6)
     row[0].metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
@@ -73,10 +76,17 @@ def live_view(campaign_id: int) -> None:
         st.warning("Flagged: " + "; ".join(f"{user_text(name)} ({why})" for name, why in zip(flagged["annotator"], flagged["flags"])))
     st.caption(f"Median time per pair: {number(data.campaign_median_seconds, 1)} s · gold checks answered: "
                f"{f['gold checks answered']:,} · annotators flagged: {f['annotators flagged']:,}. "
-               "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs.")
+               "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs. "
+               "Each flag says its value, its threshold and what it rests on; “not judged yet”: checks resting "
+               f"on too little (fewer than {campaign.min_gold_checks} gold checks answered, "
+               f"{MIN_KAPPA_LABELS} shared labels for κ, {MIN_RELIABILITY_LABELS} labels in the reliability fit).")
+    due = int(data.annotators["gold checks due"].iloc[0]) if len(data.annotators) else 0
+    if 0 < due < campaign.min_gold_checks:
+        st.caption(f"Each annotator is served {due} gold check(s), fewer than the {campaign.min_gold_checks} needed "
+                   "to judge gold accuracy: raise the share of checks (or add gold pairs), or lower the minimum.")
     table = data.annotators.drop(columns=["labelled"])
-    table.insert(table.columns.get_loc("κ vs others") + 1, "reliability",
-                 reliability(engine, campaign_id, method, f["labels"]).reindex(table.index))
+    if method != ann.campaign_aggregation(campaign):  # the column by another method than the flags'
+        table["reliability"] = reliability(engine, campaign_id, method, f["labels"])["reliability"].reindex(table.index)
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
         "Don't know rate": st.column_config.NumberColumn(format="percent"),
@@ -85,6 +95,11 @@ def live_view(campaign_id: int) -> None:
         "κ vs others": st.column_config.NumberColumn(format="%.3f"),
         "reliability": st.column_config.NumberColumn(format="%.2f", help=f"{METHOD_NAMES[method]}: the estimated "
                                                      "chance this annotator gives the true label."),
+        "shared labels": st.column_config.NumberColumn(help="Their labels (Don't know aside) on pairs someone "
+                                                       "else labelled too: what κ vs others rests on."),
+        "labels in fit": st.column_config.NumberColumn(help="Their labels (Don't know aside) in the reliability "
+                                                       "fit: what the reliability rests on."),
+        "not judged yet": st.column_config.TextColumn(help="Checks resting on too little to flag anyone yet."),
         "median s per pair": st.column_config.NumberColumn(format="%.1f"),
     }, placeholder="—")
 
@@ -92,7 +107,10 @@ def live_view(campaign_id: int) -> None:
 live_view(campaign.id)
 
 st.subheader("Quality checks")
-st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum; a median time per "
+st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum, once enough checks are "
+           f"answered; κ vs others under its minimum (on {MIN_KAPPA_LABELS}+ shared labels); the reliability "
+           f"estimated by the campaign's aggregation method ({METHOD_NAMES[ann.campaign_aggregation(campaign)]}) "
+           f"under its minimum (on {MIN_RELIABILITY_LABELS}+ labels in the fit); a median time per "
            "pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
            "Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
            "each at most once per person, numbered like the other pairs and not counted in the quota.")
@@ -102,10 +120,22 @@ with st.form("quality-settings"):
     minimum = s[1].number_input("Minimum gold accuracy", 0.0, 1.0, float(campaign.gold_min_accuracy), 0.05)
     fast = s[2].number_input("Too fast: under this × the median time", 0.05, 0.95, float(campaign.fast_fraction), 0.05)
     streak = s[3].number_input("Streak length", 2, 1000, int(campaign.streak_length), 1)
+    s = st.columns(4)
+    kappa_min = s[0].number_input("Minimum κ vs others", -1.0, 1.0, float(campaign.kappa_min), 0.05,
+                                  help="Flag an annotator whose κ against the others is under this, "
+                                       f"once it rests on {MIN_KAPPA_LABELS} shared labels.")
+    reliability_min = s[1].number_input("Minimum reliability", 0.0, 1.0, float(campaign.reliability_min), 0.05,
+                                        help="Flag an annotator whose reliability (the campaign's aggregation "
+                                             f"method) is under this, once it rests on {MIN_RELIABILITY_LABELS} "
+                                             "labels in the fit.")
+    min_checks = s[2].number_input("Minimum gold checks to judge", 1, MAX_MIN_GOLD_CHECKS,
+                                   int(campaign.min_gold_checks), 1,
+                                   help="Gold accuracy on fewer answered checks reads “too few checks”, not a flag.")
     if st.form_submit_button("Save the quality settings"):
         try:
             qual.set_quality_settings(engine, campaign.id, gold_rate=rate, gold_min_accuracy=minimum,
-                                      fast_fraction=fast, streak_length=int(streak))
+                                      fast_fraction=fast, streak_length=int(streak), kappa_min=kappa_min,
+                                      reliability_min=reliability_min, min_gold_checks=int(min_checks))
             st.success("Saved: new pairs served follow the new share; the flags use the new thresholds.")
         except ann.CampaignError as exc:
             st.error(user_text(exc))

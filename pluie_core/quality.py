@@ -10,9 +10,18 @@ The rules, documented in the README:
 - Gold accuracy: binarised (the answer on the known side of the paraphrase boundary) over every check
   answered, and exact (the known level) over the checks whose level is known. "Don't know" counts as a
   miss: a check has a clear answer.
-- Flags: gold accuracy (binarised) below the campaign's minimum; a median time per pair under
-  ``fast_fraction`` (1/3 by default) of the campaign's median; a streak of ``streak_length`` (10) or more
-  identical answers in a row.
+- Flags (``annotator_checks``), each text saying its value, its threshold and what it rests on:
+  gold accuracy (binarised) below the campaign's minimum, once the annotator has answered at least
+  ``min_gold_checks`` (5) checks (before that it reads "too few checks (2 of 5 needed)", not a verdict);
+  κ against the others below ``kappa_min`` (0.2), on at least ``MIN_KAPPA_LABELS`` shared labels; the
+  reliability estimated by the campaign's aggregation method below ``reliability_min`` (0.5), on at least
+  ``MIN_RELIABILITY_LABELS`` labels in the fit; a median time per pair under ``fast_fraction`` (1/3 by
+  default) of the campaign's median; a streak of ``streak_length`` (10) or more identical answers in a row.
+  A check resting on less than its minimum is listed under "not judged yet" and never flags.
+- The two fixed minimums, 30 labels each: at 30 binarised labels the standard error of a κ near 0.5 is
+  about 0.18, so an annotator answering at random (κ ≈ 0) stays under 0.2 most of the time while a
+  careful one (κ ≈ 0.6) falls under it about once in a hundred; 30 labels also bound the error of a
+  reliability share to about ±0.09. Below them, one bad afternoon would decide.
 """
 from __future__ import annotations
 
@@ -26,6 +35,9 @@ import pandas as pd
 from pluie_core.labels import DONT_KNOW, ORDINAL_LEVELS
 
 MAX_GOLD_RATE = 0.5
+MIN_KAPPA_LABELS = 30  # shared labels (the annotator's, on pairs someone else labelled) before κ may flag
+MIN_RELIABILITY_LABELS = 30  # the annotator's labels in the aggregation's fit before reliability may flag
+MAX_MIN_GOLD_CHECKS = 100
 
 
 class QualityError(ValueError):
@@ -50,7 +62,11 @@ def gold_positions(quota: int, n_checks: int, seed: str) -> frozenset[int]:
     return frozenset(random.Random(seed).sample(range(quota + n_checks), n_checks))
 
 
-def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: float, streak_length: int) -> None:
+def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: float, streak_length: int,
+                   kappa_min: float = 0.2, reliability_min: float = 0.5, min_gold_checks: int = 5) -> None:
+    """Refuse a setting out of bounds with a sentence (QualityError): the share of checks 0-0.5, the
+    minimum gold accuracy and reliability 0-1, the minimum κ -1-1, the "too fast" fraction strictly
+    between 0 and 1, a streak of at least 2, and 1 to 100 gold checks (whole) before gold accuracy judges."""
     if not 0 <= gold_rate <= MAX_GOLD_RATE:
         raise QualityError(f"The share of gold checks must lie between 0 and {MAX_GOLD_RATE:g}.")
     if not 0 <= gold_min_accuracy <= 1:
@@ -59,6 +75,13 @@ def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: fl
         raise QualityError("The “too fast” fraction of the median time must lie strictly between 0 and 1.")
     if int(streak_length) < 2:
         raise QualityError("A streak needs at least 2 identical answers in a row.")
+    if not -1 <= kappa_min <= 1:
+        raise QualityError("The minimum κ against the others must lie between -1 and 1.")
+    if not 0 <= reliability_min <= 1:
+        raise QualityError("The minimum reliability must lie between 0 and 1.")
+    if not (float(min_gold_checks).is_integer() and 1 <= min_gold_checks <= MAX_MIN_GOLD_CHECKS):
+        raise QualityError(f"The number of gold checks needed to judge gold accuracy must be a whole number "
+                           f"from 1 to {MAX_MIN_GOLD_CHECKS}.")
 
 
 def gold_answer(level=None, *, binary=None) -> tuple[Optional[int], int]:
@@ -155,17 +178,100 @@ def kappa_against_others(labels: pd.DataFrame) -> pd.Series:
     return pd.Series(kappa, index=cells.index)
 
 
+def shared_labels(labels: pd.DataFrame) -> pd.Series:
+    """How many labels each annotator's κ against the others rests on: their binarised labels (Don't know
+    left out) on pairs that at least one other annotator labelled too (not Don't know); 0 where none.
+    ``labels``: as kappa_against_others."""
+    known = labels[labels["level"].isin(ORDINAL_LEVELS)]
+    if known.empty:
+        return pd.Series(dtype=int)
+    on_shared = known.groupby("pair_id")["annotator"].transform("size").to_numpy() > 1
+    return pd.Series(on_shared.astype(int)).groupby(known["annotator"].to_numpy()).sum()
+
+
+def _below(value: float, threshold: float, percent: bool = False) -> str:
+    """"value < threshold", with one more digit where rounding would show them equal; a minus sign."""
+    for digits in (0, 1, 2) if percent else (2, 3, 4):
+        shown = [f"{v:.{digits}%}" if percent else f"{v:.{digits}f}" for v in (value, threshold)]
+        if shown[0] != shown[1]:
+            break
+    return " < ".join(shown).replace("-", "−")
+
+
+FLAG_COLUMNS = ("flags", "not judged yet")
+
+
+def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,
+                     fast_fraction: float, streak_length: int, kappa_min: float = 0.2, reliability_min: float = 0.5,
+                     min_gold_checks: int = 5, method: str = "Majority vote") -> pd.DataFrame:
+    """Each annotator's flags and the checks not judged yet, as two strings ("; "-joined, "" = none)
+    indexed like ``table`` (the live table: columns ``gold answered``, ``gold accuracy``, ``median s per
+    pair``, ``longest streak``, and where present ``κ vs others`` with ``shared labels`` and
+    ``reliability`` with ``labels in fit``; a check whose columns are absent is skipped). ``method``: the
+    name of the aggregation method the reliability comes from, said in its flag.
+
+    Each flag says its value, its threshold and what it rests on, e.g. "κ vs others −0.39 < 0.20 (on 48
+    shared labels)", "reliability 0.36 < 0.50 (Dawid–Skene, on 50 labels)", "gold accuracy 40% < 70%
+    (2 of 5 checks right)". A check with some evidence but less than its minimum (``min_gold_checks``
+    answered checks, ``MIN_KAPPA_LABELS`` shared labels, ``MIN_RELIABILITY_LABELS`` labels in the fit) is
+    no verdict: it is listed under "not judged yet", e.g. "gold 1 of 2 right: too few checks (2 of 5
+    needed)"; a check with no evidence at all says nothing."""
+    n = len(table)
+    flags: list[list[str]] = [[] for _ in range(n)]
+    unjudged: list[list[str]] = [[] for _ in range(n)]
+
+    def column(name: str) -> np.ndarray:
+        return pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float) if name in table else np.full(n, np.nan)
+
+    def count(values: np.ndarray, i: int) -> int:
+        return int(values[i]) if np.isfinite(values[i]) else 0
+
+    answered, accuracy = column("gold answered"), column("gold accuracy")
+    for i in range(n):
+        checks = count(answered, i)
+        if not checks or not np.isfinite(accuracy[i]):
+            continue
+        right = int(round(accuracy[i] * checks))
+        if checks < min_gold_checks:
+            unjudged[i].append(f"gold {right} of {checks} right: too few checks ({checks} of {int(min_gold_checks)} needed)")
+        elif accuracy[i] < gold_min_accuracy:
+            flags[i].append(f"gold accuracy {_below(accuracy[i], gold_min_accuracy, percent=True)} "
+                            f"({right} of {checks} checks right)")
+    for value_column, count_column, minimum, threshold in (("κ vs others", "shared labels", MIN_KAPPA_LABELS, kappa_min),
+                                                           ("reliability", "labels in fit", MIN_RELIABILITY_LABELS,
+                                                            reliability_min)):
+        if value_column not in table or count_column not in table:
+            continue
+        values, counts = column(value_column), column(count_column)
+        for i in range(n):
+            k = count(counts, i)
+            if value_column == "κ vs others":
+                evidence, too_few = f"on {k:,} shared labels", "too few shared labels"
+            else:
+                evidence, too_few = f"{method}, on {k:,} labels", "too few labels in the fit"
+            if not k:
+                continue
+            if k < minimum:
+                unjudged[i].append(f"{value_column}: {too_few} ({k:,} of {minimum} needed)")
+            elif not np.isfinite(values[i]):
+                unjudged[i].append(f"{value_column}: not defined ({evidence})")
+            elif values[i] < threshold:
+                flags[i].append(f"{value_column} {_below(values[i], threshold)} ({evidence})")
+    medians, streaks = column("median s per pair"), column("longest streak")
+    for i in range(n):
+        if np.isfinite(campaign_median) and medians[i] < fast_fraction * campaign_median:
+            flags[i].append(f"faster than {fast_fraction:.2g} × median "
+                            f"({medians[i]:.1f} s vs {campaign_median:.1f} s per pair)")
+        if np.isfinite(streaks[i]) and streaks[i] >= streak_length:
+            flags[i].append(f"{int(streak_length)}+ same answers in a row (longest {int(streaks[i])})")
+    return pd.DataFrame({"flags": ["; ".join(f) for f in flags], "not judged yet": ["; ".join(u) for u in unjudged]},
+                        index=table.index)
+
+
 def annotator_flags(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,
-                    fast_fraction: float, streak_length: int) -> pd.Series:
-    """The flags of each annotator as one string ("" = none), from the live table's columns
-    ``gold accuracy``, ``median s per pair`` and ``longest streak``."""
-    flags = pd.Series([[] for _ in range(len(table))], index=table.index, dtype=object)
-    low_gold = table["gold accuracy"].notna() & (table["gold accuracy"] < gold_min_accuracy)
-    fast = np.isfinite(campaign_median) & (table["median s per pair"] < fast_fraction * campaign_median)
-    streak = table["longest streak"].fillna(0) >= streak_length
-    for mask, text in ((low_gold, f"gold accuracy < {gold_min_accuracy:.0%}"),
-                       (fast, f"faster than {fast_fraction:.2g} × median"),
-                       (streak, f"{int(streak_length)}+ same answers in a row")):
-        for key in table.index[mask.to_numpy()]:
-            flags[key].append(text)
-    return flags.map("; ".join)
+                    fast_fraction: float, streak_length: int, kappa_min: float = 0.2, reliability_min: float = 0.5,
+                    min_gold_checks: int = 5, method: str = "Majority vote") -> pd.Series:
+    """The flags of each annotator as one string ("" = none): annotator_checks' ``flags``."""
+    return annotator_checks(table, campaign_median, gold_min_accuracy=gold_min_accuracy, fast_fraction=fast_fraction,
+                            streak_length=streak_length, kappa_min=kappa_min, reliability_min=reliability_min,
+                            min_gold_checks=min_gold_checks, method=method)["flags"]

@@ -92,7 +92,8 @@ def test_no_gold_rate_serves_as_before(engine):
 def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(60))
     cid = ann.create_campaign(engine, "Pilot", [ds], quota=12, overlap=1, n_training=0, seed=1)
-    qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.6, fast_fraction=1 / 3, streak_length=50)
+    qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.6, fast_fraction=1 / 3, streak_length=50,
+                              min_gold_checks=4)  # each answers 4 checks: enough to judge
     checks = dict(zip(pairs[40:48], [0, 1, 2, 3, 3, 2, 1, 0]))
     qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": list(checks), "level": list(checks.values())}))
     good, sloppy = (ann.create_annotator(engine, cid, name)[0] for name in ("good", "sloppy"))
@@ -116,7 +117,8 @@ def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
     assert live.loc["sloppy", "gold answered"] == len(sloppy_answers) == 4
     assert live.loc["sloppy", "gold accuracy"] == pytest.approx(np.mean(side))
     assert live.loc["sloppy", "gold exact accuracy"] == 0.0
-    assert ("gold accuracy < 60%" in live.loc["sloppy", "flags"]) == (np.mean(side) < 0.6)
+    assert live.loc["sloppy", "flags"] == (f"gold accuracy {np.mean(side):.0%} < 60% ({sum(side)} of 4 checks right)"
+                                           if np.mean(side) < 0.6 else "")
     assert list(live["progress"]) == ["12 / 12", "12 / 12"]
 
 
@@ -133,8 +135,9 @@ def test_speed_and_streak_flags(engine):
     seconds = [9.0 + n % 3 for n in range(1, 16)] + [1.0] * 15 + [8.0] * 15
     assert live.campaign_median_seconds == np.median(seconds) == 8.0
     assert table.loc["fast", "median s per pair"] == 1.0 < 8.0 / 3
-    assert table.loc["fast", "flags"] == "faster than 0.33 × median"
-    assert table.loc["stuck", "longest streak"] == 7 and table.loc["stuck", "flags"] == "6+ same answers in a row"
+    assert table.loc["fast", "flags"] == "faster than 0.33 × median (1.0 s vs 8.0 s per pair)"
+    assert table.loc["stuck", "longest streak"] == 7
+    assert table.loc["stuck", "flags"] == "6+ same answers in a row (longest 7)"
     assert table.loc["careful", "flags"] == "" and table.loc["careful", "longest streak"] == 1
     assert live.figures["annotators flagged"] == 2
 
