@@ -19,7 +19,10 @@ from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
 )
 from db.review import _in_force, current_adjudications
-from pluie_core.aggregation import DEFAULT_METHOD, Aggregation, aggregate
+from pluie_core.aggregation import (
+    DEFAULT_CONFIDENCE, DEFAULT_METHOD, DEFAULT_MIN_LABELS, Aggregation, aggregate, check_method, check_thresholds,
+    model_final_levels,
+)
 from pluie_core.labels import LEVELS, level_name
 from pluie_core.review import final_labels, majority_levels
 
@@ -91,7 +94,8 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
                  *, campaign_id: Optional[int] = None, pairs: str = "all",
                  pair_id_range: Optional[tuple[int, int]] = None, limit: Optional[int] = None,
                  annotator_names: Optional[dict[int, str]] = None,
-                 aggregation: Optional[str] = None, fitted: Optional[pd.DataFrame] = None,
+                 aggregation: Optional[str] = None, fitted: Optional[Aggregation] = None,
+                 confidence: float = DEFAULT_CONFIDENCE, min_labels: int = DEFAULT_MIN_LABELS,
                  annotator_columns: bool = True) -> pd.DataFrame:
     """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
     pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
@@ -107,7 +111,8 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     final_level / final_label / final_binary / final_source (db.review, pluie_core.review): a
     reviewer's decision where one is in force ("adjudicated"), else the majority level
     ("majority"), else none ("none"); adjudicated_by, adjudicated_at, adjudication_note say who,
-    when and why.
+    when and why. With a model ``aggregation`` (dawid_skene, glad, mace), its level where it is sure
+    enough (final_source then names the method; pluie_core.aggregation.model_final_levels).
 
     n_flags, flagged_by, comments (VOICE_COLUMNS): how many annotators flagged the pair, who
     (names joined by "; "), and every comment given with a label, one "name: comment" per line.
@@ -120,17 +125,23 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
 
     ``aggregation`` (a method of pluie_core.aggregation: majority, dawid_skene, glad, mace) adds
     AGGREGATION_COLUMNS after binary_label: the method, its level over the five levels, that level's
-    posterior and the pair's uncertainty (1 - the largest probability), fitted on every label the
-    export takes (pair_aggregation); the final level then comes from the method where no reviewer
-    decided (final_source names the method). With ``pair_id_range`` or ``limit``, pass ``fitted``
-    (pair_aggregation(...).pairs over every pair in scope), or it is fitted on every pair in scope first:
-    a fit needs every label, not a chunk's.
+    posterior and the pair's uncertainty (1 - the largest probability), unrounded, fitted on every label
+    the export takes (pair_aggregation). Where no reviewer decided, a model method's level is the final
+    one only where its posterior is at least ``confidence`` and the fit's median annotator has at least
+    ``min_labels`` labels (pluie_core.aggregation.model_final_levels, DEFAULT_CONFIDENCE and
+    DEFAULT_MIN_LABELS); elsewhere the majority rule decides, and final_source says which rule did.
+    With ``pair_id_range`` or ``limit``, pass ``fitted`` (pair_aggregation(...) over every pair in
+    scope, the Aggregation), or it is fitted on every pair in scope first: a fit needs every label, not
+    a chunk's.
 
     ``annotator_columns=False`` leaves the `annotator:<name>` columns out (every other column stays): a
     crowd's wide table would have one per annotator (export_annotator_count, WIDE_ANNOTATOR_COLUMNS).
     """
     if aggregation is not None and pair_id_range is not None and fitted is None:
         raise ValueError("An aggregation method is fitted on every label at once, not on a range of pairs.")
+    if aggregation is not None:
+        check_method(aggregation)
+        confidence, min_labels = check_thresholds(confidence, min_labels)
     scope = pairs
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     with read_session(engine) as session:
@@ -187,10 +198,11 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         if include_training:
             out["n_training_labels"] = 0
     if aggregation is not None:
-        fitted = fitted if fitted is not None else pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
-                                  method=aggregation).pairs
-        out = out.join(aggregation_columns(fitted, aggregation, out.index))
-    out = _with_final_labels(out, decided, aggregation)
+        if fitted is None:
+            fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
+                                      method=aggregation)
+        out = out.join(aggregation_columns(fitted.pairs, aggregation, out.index))
+    out = _with_final_labels(out, decided, aggregation, fitted, confidence, min_labels)
     out = out.join(_voices(labels, names, out.index))
     if not scores.empty:
         wide_scores = scores.pivot(index="pair_id", columns="run", values="value")
@@ -215,14 +227,28 @@ FINAL_COLUMNS = ["final_level", "final_label", "final_binary", "final_source", "
                  "adjudication_note"]
 
 
-def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame, aggregation: Optional[str] = None) -> pd.DataFrame:
+def _final_table(majority: pd.Series, adjudicated: pd.Series, aggregation: Optional[str] = None,
+                 fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
+                 min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+    """pluie_core.review.final_labels of the pairs of ``majority`` (their majority levels): the reviewer's
+    level (``adjudicated``), else a model method's sure level (pluie_core.aggregation.model_final_levels,
+    from ``fitted``), else the majority level."""
+    if aggregation is None or aggregation == DEFAULT_METHOD or fitted is None:
+        return final_labels(majority, adjudicated)
+    fit = fitted.pairs.reindex(majority.index)
+    rule = model_final_levels(majority, fit["label"], fit["posterior"], fitted.annotators["n_labels"], aggregation,
+                              confidence, min_labels)
+    return final_labels(rule["level"], adjudicated, rule["source"])
+
+
+def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame, aggregation: Optional[str] = None,
+                       fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
+                       min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
     """FINAL_COLUMNS after binary_label (or n_training_labels): the reviewer's decision, else the
-    majority (or the ``aggregation`` method's level, final_source then naming the method)."""
+    majority, or the ``aggregation`` method's level where it is sure enough (_final_table; final_source
+    then names the method)."""
     in_force = decided[decided["level"].notna()].reindex(out.index)
-    by_method = aggregation is not None and aggregation != DEFAULT_METHOD
-    final = final_labels(out["aggregated_level"] if by_method else out["majority_level"], in_force["level"])
-    if by_method:
-        final["final_source"] = final["final_source"].replace("majority", aggregation)
+    final = _final_table(out["majority_level"], in_force["level"], aggregation, fitted, confidence, min_labels)
     final["adjudicated_by"] = in_force["reviewer"]
     final["adjudicated_at"] = pd.to_datetime(in_force["created_at"])
     final["adjudication_note"] = in_force["note"]
@@ -261,9 +287,46 @@ def aggregation_columns(fitted: pd.DataFrame, method: str, index: pd.Index) -> p
         "aggregation": method,
         "aggregated_level": level,
         "aggregated_label": level.map(lambda v: level_name(None if pd.isna(v) else int(v))),
-        "posterior": fitted["posterior"].astype(float).round(4),
-        "uncertainty": fitted["uncertainty"].astype(float).round(4),
+        "posterior": fitted["posterior"].astype(float),
+        "uncertainty": fitted["uncertainty"].astype(float),
     }, index=index)
+
+
+def final_decisions(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
+                    *, campaign_id: Optional[int] = None, pairs: str = "all", aggregation: Optional[str] = None,
+                    fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
+                    min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+    """export_frame's final_level / final_label / final_binary / final_source of every pair it takes for
+    the same choices, indexed by pair_id, from the labels' levels, the decisions in force and the fit
+    (``fitted``, else fitted here) alone: no table of texts, annotators and scores is built."""
+    dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
+    if aggregation is not None:
+        check_method(aggregation)
+        confidence, min_labels = check_thresholds(confidence, min_labels)
+        if fitted is None:
+            fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
+                                      method=aggregation)
+    conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
+    with read_session(engine) as session:
+        ids = number_frame(session, select(Pair.id).where(*conditions), ["pair_id"], integers=["pair_id"])["pair_id"]
+        labels = number_frame(session, select(Label.pair_id, Label.level)
+                              .where(Label.level.is_not(None), Label.pair_id.in_(select(Pair.id).where(*conditions)),
+                                     *label_conditions(campaign_id, include_training)),
+                              ["pair_id", "level"], integers=("pair_id",))
+        decided = current_adjudications(session, dataset_ids)
+    index = pd.Index(ids.to_numpy(), name="pair_id")
+    majority = _majorities(labels)[0].reindex(index).astype("Float64")
+    adjudicated = decided["level"][decided["level"].notna()].reindex(index)
+    return _final_table(majority, adjudicated, aggregation, fitted, confidence, min_labels)
+
+
+def final_source_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
+                        **choice) -> dict[str, int]:
+    """How many pairs each rule decided ({final_source: pairs}, pluie_core.review.FINAL_SOURCES that
+    occur) among those export_frame takes for the same choices (final_decisions' keywords: campaign_id,
+    pairs, aggregation, fitted, confidence, min_labels): its final_source column, counted."""
+    final = final_decisions(engine, dataset_ids, include_training, **choice)
+    return {str(source): int(n) for source, n in final["final_source"].value_counts().items()}
 
 
 VOICE_COLUMNS = ["n_flags", "flagged_by", "comments"]
@@ -290,7 +353,9 @@ LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "an
 
 def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                   include_training: bool = False, *, campaign_id: Optional[int] = None,
-                  pairs: str = "all", limit: Optional[int] = None, aggregation: Optional[str] = None) -> pd.DataFrame:
+                  pairs: str = "all", limit: Optional[int] = None, aggregation: Optional[str] = None,
+                  fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
+                  min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
     """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
     hypothesis; annotator (the name every page shows), display_name (the one they chose),
     link_name (the one their personal link was made under), campaign, english_level; level (an
@@ -301,7 +366,9 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     flagged (they flagged the pair for review), created_at, updated_at (UTC).
     ``campaign_id`` and ``pairs`` restrict the pairs and labels as in export_frame; ``limit`` keeps the
     first labels only (a preview); ``aggregation`` adds export_frame's AGGREGATION_COLUMNS of the
-    label's pair to every row."""
+    label's pair to every row, then the pair's final_level and final_source as export_frame gives them
+    (``fitted``, ``confidence``, ``min_labels``: as there)."""
+    dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     query = (
         select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
                Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
@@ -335,9 +402,16 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     labels["sentence_on_top"] = on_top.where(labels["source_on_top"].notna(), None)
     if aggregation is None:
         return labels[LONG_COLUMNS]
-    fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
-                              method=aggregation).pairs
-    columns = aggregation_columns(fitted, aggregation, pd.Index(labels["pair_id"]))
+    check_method(aggregation)
+    if fitted is None:
+        fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
+                                  method=aggregation)
+    on_pairs = pd.Index(labels["pair_id"])
+    columns = aggregation_columns(fitted.pairs, aggregation, on_pairs)
+    final = final_decisions(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
+                            aggregation=aggregation, fitted=fitted, confidence=confidence, min_labels=min_labels)
+    for column in ("final_level", "final_source"):  # a pair's labels share its row of ``final``
+        columns[column] = final[column].reindex(on_pairs).array
     return pd.concat([labels[LONG_COLUMNS], columns.reset_index(drop=True)], axis=1)
 
 

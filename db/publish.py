@@ -37,6 +37,7 @@ from db.models import (
     Annotator, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
     utcnow,
 )
+from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check_thresholds, median_labels
 from pluie_core.places import confined, data_dir
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
@@ -172,7 +173,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     title: Optional[str] = None, include_training: bool = False, campaign_id: Optional[int] = None,
                     pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
                     progress: Optional[Callable[[int, int], None]] = None,
-                    within: Optional[Iterable[Path]] = None, aggregation: Optional[str] = None) -> PublishResult:
+                    within: Optional[Iterable[Path]] = None, aggregation: Optional[str] = None,
+                    confidence: float = DEFAULT_CONFIDENCE, min_labels: int = DEFAULT_MIN_LABELS) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
     ``title``: the card's name (the datasets' names by default); ``campaign_id``: only that
@@ -183,7 +185,9 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     pluie_core.places.publish_roots(): the data folder and the configured ones); None: anywhere.
     ``aggregation``: a pluie_core.aggregation method, fitted once over every label in scope before
     the chunks are written (export_frame's AGGREGATION_COLUMNS); the card names it, its settings and
-    the reliabilities' spread."""
+    the reliabilities' spread. ``confidence`` and ``min_labels``: when a model method's level is final
+    (export_frame, pluie_core.aggregation.model_final_levels); the card states both and how many pairs
+    each rule decided."""
     try:
         licence = check_licence(licence)
     except ValueError as exc:
@@ -235,6 +239,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     fit = None
     if aggregation is not None:
         try:
+            confidence, min_labels = check_thresholds(confidence, min_labels)
             fit = pair_aggregation(engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs,
                                    method=aggregation)
         except ValueError as exc:
@@ -252,7 +257,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         """A chunk of the export's rows, with the training trial's labels or without (what α counts)."""
         return export_frame(engine, [dataset_id], training, campaign_id=campaign_id, pairs=pairs,
                             pair_id_range=(first, last), annotator_names=names, aggregation=aggregation,
-                            fitted=None if fit is None else fit.pairs)
+                            fitted=fit, confidence=confidence, min_labels=min_labels)
 
     writer = stream = None
     try:
@@ -301,7 +306,9 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
             "final_sources": sources, "final_levels": finals, "agreement": agreement, "runs": runs,
             "include_training": include_training, "created_at": utcnow(), "data_file": DATA_FILE,
             "pairs": pairs, "campaign": campaign, "n_gold_answers": n_gold_answers,
-            "aggregation": None if fit is None else {"method": aggregation, "text": fit.describe()},
+            "aggregation": None if fit is None else {
+                "method": aggregation, "text": fit.describe(), "confidence": confidence, "min_labels": min_labels,
+                "median_labels": median_labels(fit.annotators["n_labels"])},
         }
         card = dataset_card(facts)
         (partial / "README.md").write_text(card, encoding="utf-8")

@@ -10,10 +10,13 @@ from db.annotation import list_campaigns
 from db.datasets import list_datasets
 from db.export import (
     PAIR_SCOPES, WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame, export_labels, export_size,
+    final_source_counts, pair_aggregation,
 )
 from db.publish import PublishError, default_folder, publish_dataset
 from pages.shared import admin_page, user_text
-from pluie_core.aggregation import METHOD_NAMES, METHODS
+from pluie_core.aggregation import (
+    DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, METHOD_NAMES, METHODS, MODEL_METHODS, final_rule_text, median_labels,
+)
 from pluie_core.places import publish_roots
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 
@@ -53,8 +56,21 @@ method = right.selectbox("Aggregation", list(AGGREGATIONS), format_func=AGGREGAT
                          help="Adds `aggregation`, `aggregated_level` / `aggregated_label`, `posterior` (the "
                               "probability of that level) and `uncertainty` (1 - the largest probability), fitted "
                               "over the five levels on the labels exported; the final level then follows the "
-                              "method where no reviewer decided. With a campaign, its gold answers anchor "
-                              "Dawid–Skene and are held out for the others.")
+                              "method where no reviewer decided, when it is sure enough (below). With a campaign, "
+                              "its gold answers anchor Dawid–Skene and are held out for the others.")
+thresholds = {}
+if method in MODEL_METHODS:  # when the model's level is final: both thresholds are the user's
+    left, right = st.columns(2)
+    thresholds["confidence"] = left.number_input(
+        "Confidence a model's level needs (posterior at least)", min_value=0.0, max_value=1.0,
+        value=DEFAULT_CONFIDENCE, step=0.05, format="%.2f", key="export-confidence",
+        help="Where the method's posterior for its level is lower, the majority rule decides the final level "
+             "(or none does): a reviewer's decision wins over both.")
+    thresholds["min_labels"] = int(right.number_input(
+        "Labels per annotator in the fit (median, at least)", min_value=0, value=DEFAULT_MIN_LABELS, step=1,
+        key="export-min-labels",
+        help="With fewer labels for the median annotator, the method cannot learn the annotators: the majority "
+             "rule decides every pair no reviewer settled."))
 ids = [names[n] for n in chosen]
 read = export_frame if layout == "wide" else export_labels
 choice = {"include_training": include_training, **scope}
@@ -71,8 +87,14 @@ if crowd:  # a column per annotator: hundreds of millions of cells, minutes and 
 size = export_size(engine, ids, layout=layout, **choice)
 choice["aggregation"] = method
 with st.spinner(f"Fitting {METHOD_NAMES[method]} on every label exported…" if method else "Reading the first rows…"):
+    if method is not None:  # fitted once, for the preview, the counts and the downloads
+        choice.update(thresholds, fitted=pair_aggregation(engine, ids, include_training, campaign_id=campaign_id,
+                                                          pairs=pairs, method=method))
     # a small export is read whole: the preview is then the file itself (below)
     preview = read(engine, ids, **choice) if size <= PREVIEW_ROWS else read(engine, ids, limit=PREVIEW_ROWS, **choice)
+if method in MODEL_METHODS:
+    st.info(final_rule_text(final_source_counts(engine, ids, **choice), method,
+                            median=median_labels(choice["fitted"].annotators["n_labels"]), **thresholds))
 if layout == "wide":
     st.caption(
         f"{size:,} pairs · columns: `pair_id` (the id Review, Pairs and gold marking use), `external_id` "
@@ -136,6 +158,7 @@ if publish:
     try:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
                                  campaign_id=campaign_id, pairs=pairs, aggregation=method, within=publish_roots(),
+                                 **thresholds,
                                  progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
     except PublishError as exc:
         bar.empty()

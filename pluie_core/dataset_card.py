@@ -12,6 +12,7 @@ from typing import Optional
 
 import yaml
 
+from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, MODEL_METHODS, final_rule_text
 from pluie_core.agreement import agreement_figures, count_patterns  # noqa: F401 (the card's figures, re-exported)
 from pluie_core.labels import LEVELS
 
@@ -61,7 +62,9 @@ COLUMN_HELP = [
     ("majority_level, majority_label", "the majority rule (below)"),
     ("binary_label", "the majority of the binarised labels (a tie gives none)"),
     ("final_level, final_label, final_binary", "the pair's final level, its name, and its binarisation"),
-    ("final_source", "how the final level was reached: adjudicated, majority or none"),
+    ("final_source", "which rule set the final level: adjudicated (a reviewer), dawid_skene, glad or mace (the "
+                     "aggregation method's level, where its posterior reached the confidence: see How the final "
+                     "labels were reached), majority (the majority rule) or none (no rule gave a level)"),
     ("adjudicated_by, adjudicated_at, adjudication_note", "who settled the pair, when (UTC), and why"),
     ("n_flags, flagged_by", "how many annotators flagged the pair for review, and who"),
     ("comments", "the annotators' comments on the pair, one “name: comment” per line"),
@@ -111,7 +114,9 @@ def dataset_card(facts: dict) -> str:
     (labels that answer a gold check), campaign (the campaign the rows are restricted to: name,
     datasets, selection_text, sample, seed, quota, overlap, n_training, n_queue, n_gold_pairs,
     gold_rate, checks_per_annotator), aggregation (method, text: pluie_core.aggregation's
-    Aggregation.describe, the method, its settings and the reliabilities' spread)."""
+    Aggregation.describe, the method, its settings and the reliabilities' spread; for a model method,
+    confidence and min_labels, the thresholds its level had to reach to be final, and median_labels,
+    the fit's median labels per annotator)."""
     aggregation = facts.get("aggregation")
     header = {
         "license": facts["licence"],
@@ -156,12 +161,10 @@ def dataset_card(facts: dict) -> str:
               "## How the final labels were reached", "",
               "A reviewer settled pairs whose labels disagree (PLUIE Lab's review queue: pairs across the paraphrase "
               "boundary first, then by spread of levels), with a note; the annotators' own labels are kept as given. "
-              "Elsewhere the final level is the majority level." if not aggregation else
-              f"Elsewhere the final level is the label of the aggregation method: {aggregation['text']} Its "
-              "`posterior` is the probability of that level and `uncertainty` 1 − the largest probability "
-              "(PLUIE Lab's pluie_core.aggregation, with crowd-kit 1.4.2).", "",
+              + _final_rule(aggregation, facts["final_sources"]), "",
               "| final_source | pairs |", "|---|---|"]
-    shown = ("adjudicated", aggregation["method"] if aggregation else "majority", "none")
+    model = bool(aggregation) and aggregation["method"] in MODEL_METHODS
+    shown = ("adjudicated", *((aggregation["method"],) if model else ()), "majority", "none")
     lines += [f"| {source} | {facts['final_sources'].get(source, 0):,} |" for source in shown]
     lines += ["", "| final level | pairs |", "|---|---|"]
     lines += [f"| {level} {LEVELS[level]} | {facts['final_levels'].get(level, 0):,} |" for level in range(4)]
@@ -187,12 +190,28 @@ def dataset_card(facts: dict) -> str:
     else:
         lines.append("No score run is included.")
     column_help = COLUMN_HELP + ([
-        ("aggregation", "the aggregation method that gives the final level where no reviewer decided"),
+        ("aggregation", "the aggregation method (where no reviewer decided, its level is the final one when it is "
+                        "sure enough: see final_source)"),
         ("aggregated_level, aggregated_label", "the method's level of the pair and its name"),
         ("posterior, uncertainty", "the probability of that level, and 1 − the largest probability")]
         if aggregation else [])
     lines += ["", "## Columns", ""] + [f"- `{name}`: {text}" for name, text in column_help] + [""]
     return "\n".join(lines)
+
+
+def _final_rule(aggregation: Optional[dict], sources: dict) -> str:
+    """How a pair without a reviewer's decision got its final level: the majority rule, or an aggregation
+    method's level where it was sure enough (its thresholds, and how many pairs each rule decided)."""
+    if not aggregation:
+        return "Elsewhere the final level is the majority level."
+    text = (f"Aggregation method: {aggregation['text']} Its `posterior` is the probability of its level and "
+            "`uncertainty` 1 − the largest probability (PLUIE Lab's pluie_core.aggregation, with crowd-kit 1.4.2).")
+    if aggregation["method"] not in MODEL_METHODS:
+        return "Elsewhere the final level is the majority level. " + text
+    return text + " " + final_rule_text(sources, aggregation["method"],
+                                        aggregation.get("confidence", DEFAULT_CONFIDENCE),
+                                        aggregation.get("min_labels", DEFAULT_MIN_LABELS),
+                                        aggregation.get("median_labels", 0.0))
 
 
 def _overlap_text(campaign: dict) -> str:

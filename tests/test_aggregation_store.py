@@ -37,6 +37,10 @@ def test_the_export_carries_the_methods_posterior_and_a_reviewer_still_wins(stor
     wide = export_frame(engine, aggregation="dawid_skene").set_index("pair_id")
     row = wide.loc[last]
     assert row["aggregation"] == "dawid_skene" and row["aggregated_level"] == 3 and row["majority_level"] == 0
+    # 17 pairs: the median annotator has fewer labels in the fit than DEFAULT_MIN_LABELS (20), so the
+    # majority rule decides; with the minimum lowered, the model's sure level is final
+    assert (row["final_level"], row["final_source"]) == (0, "majority")
+    row = export_frame(engine, aggregation="dawid_skene", min_labels=10).set_index("pair_id").loc[last]
     assert row["final_level"] == 3 and row["final_source"] == "dawid_skene"
     assert row["posterior"] > 0.9 and row["uncertainty"] == pytest.approx(1 - row["posterior"], abs=1e-3)
     # the same figures as the library on the same labels
@@ -79,7 +83,7 @@ def test_the_published_folder_carries_the_method_fitted_once_and_the_card_names_
     whole = export_frame(engine, aggregation="dawid_skene").set_index("pair_id")
     # fitted on every label, not per chunk of 5 pairs: the same posteriors as the export in one piece
     np.testing.assert_allclose(rows["posterior"].to_numpy(), whole.loc[rows.index, "posterior"].to_numpy())
-    assert rows["final_source"].isin(["dawid_skene", "adjudicated", "none"]).all()
+    assert rows["final_source"].isin(["dawid_skene", "adjudicated", "majority", "none"]).all()
     assert "Dawid–Skene over the five levels (n_iter=100, tol=1e-05); annotator reliability" in result.card
     assert "| dawid_skene |" in result.card and "`posterior`" in result.card
 
