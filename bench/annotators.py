@@ -47,8 +47,8 @@ from db import annotation as ann  # noqa: E402
 from db import quality as qual  # noqa: E402
 from db.datasets import import_pairs  # noqa: E402
 from db.engine import init_db, make_engine, read_session  # noqa: E402
-from db.models import Assignment, CampaignPair, Label  # noqa: E402
-from pluie_core.aggregation import wants_another  # noqa: E402
+from db.models import Assignment, Campaign, CampaignPair, Label  # noqa: E402
+from pluie_core.aggregation import pair_posterior, wants_another  # noqa: E402
 
 
 GOLD_PAIRS = 200
@@ -164,12 +164,18 @@ def check_store(url: str, campaign_id: int, results: list[dict]) -> dict:
         stuck, raised = 0, 0
         if campaign.overlap_max is not None:  # no pair left unconfident below the most with all its answers in
             levels: dict[int, list] = {}
-            for pair_id, level in session.execute(select(Label.pair_id, Label.level).where(
+            who: dict[int, list] = {}
+            for pair_id, aid, level in session.execute(select(Label.pair_id, Label.annotator_id, Label.level).where(
                     Label.campaign_id == campaign_id, Label.is_training.is_(False))):
                 levels.setdefault(pair_id, []).append(level)
+                who.setdefault(pair_id, []).append(aid)
+            # the posterior the answers were decided by: the campaign's model once fitted (db.adaptive), else the vote share
+            fit = session.scalar(select(Campaign.adaptive_fit).where(Campaign.id == campaign_id))
             for pair_id, n_wanted in session.execute(select(CampaignPair.pair_id, CampaignPair.n_wanted).where(
                     CampaignPair.campaign_id == campaign_id)):
-                stuck += wants_another(levels.get(pair_id, []), n_wanted, campaign.overlap_max, campaign.confidence)
+                answers = levels.get(pair_id, [])
+                stuck += wants_another(answers, n_wanted, campaign.overlap_max, campaign.confidence,
+                                       least=campaign.overlap, posterior=pair_posterior(who.get(pair_id, []), answers, fit))
                 raised += n_wanted > campaign.overlap
         checks = session.scalar(select(func.count()).select_from(Assignment).where(
             Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)))
@@ -189,6 +195,21 @@ def percentiles(values: list[float]) -> str:
     return f"p50 {np.percentile(ms, 50):6.1f} ms   p95 {np.percentile(ms, 95):6.1f} ms   max {ms.max():7.1f} ms"
 
 
+def refitter(url: str, stop, interval: float, out) -> None:
+    """Adaptive overlap's model refitted while everyone labels, as the app's worker does (db.adaptive)."""
+    from db import adaptive
+    from db.engine import make_engine
+    engine = make_engine(url)
+    refits, failures = 0, 0
+    while not stop.wait(interval):
+        try:
+            refits += len(adaptive.refit_due(engine))
+        except Exception:  # noqa: BLE001 - the store busy past its timeout: the next tick tries again
+            failures += 1
+    out.put({"refits": refits, "failures": failures})
+    engine.dispose()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotators", type=int, default=20)
@@ -202,7 +223,9 @@ def main(argv=None) -> int:
     parser.add_argument("--overlap-max", type=int, default=None,
                         help="adaptive overlap: --overlap annotators per pair, then more up to this many")
     parser.add_argument("--confidence", type=float, default=ann.ADAPTIVE_CONFIDENCE,
-                        help="adaptive overlap: the vote share a pair's binarised label needs to stop")
+                        help="adaptive overlap: the posterior a pair's binarised label needs to stop")
+    parser.add_argument("--refit-seconds", type=float, default=2.0,
+                        help="adaptive overlap: how often its model is refitted while they label (0: never)")
     parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,12 +237,29 @@ def main(argv=None) -> int:
         ready = context.Barrier(len(people))
         processes = [context.Process(target=annotator, args=(url, a, args.seconds, args.think, args.back, i, out, ready))
                      for i, a in enumerate(people)]
+        refits = {"refits": 0, "failures": 0}
+        stop, refit_out = context.Event(), context.Queue()
+        background = (context.Process(target=refitter, args=(url, stop, args.refit_seconds, refit_out))
+                      if args.overlap_max is not None and args.refit_seconds > 0 else None)
         started = time.monotonic()
+        if background is not None:
+            background.start()
         for process in processes:
             process.start()
         results = [out.get() for _ in processes]
         for process in processes:
             process.join()
+        if background is not None:
+            stop.set()
+            refits = refit_out.get()
+            background.join()
+            # the fit of the last answers, as the worker makes it within seconds: a pair its answers left
+            # unconfident asks for one more annotator then (else it would count as stuck)
+            from db import adaptive
+            from db.engine import make_engine
+            last = make_engine(url)
+            adaptive.refit_campaign(last, campaign_id)
+            last.dispose()
         elapsed = time.monotonic() - started
         labelling = max(r["ended"] for r in results) - min(r["began"] for r in results)
         figures = check_store(url, campaign_id, results)
@@ -239,7 +279,8 @@ def main(argv=None) -> int:
     if args.overlap_max is not None:
         print(f"adaptive overlap {args.overlap}-{args.overlap_max} at {args.confidence:.0%}: "
               f"{figures['given more annotators']:,} pairs given more annotators · left unconfident with "
-              f"every answer in (stuck) {figures['stuck']}")
+              f"every answer in (stuck) {figures['stuck']} · model refitted {refits['refits']} times in the background "
+              f"({refits['failures']} refits failed)")
     first = next((r["first_error"] for r in results if r["first_error"]), "")
     if first:
         print(f"first other error: {first}")

@@ -20,7 +20,7 @@ from db.models import (
 )
 from pluie_core import quality
 from pluie_core.agreement import agreement_figures, count_patterns, level_counts
-from pluie_core.aggregation import METHOD_NAMES
+from pluie_core.aggregation import METHOD_NAMES, fit_decides
 from pluie_core.labels import DONT_KNOW, LEVELS
 
 
@@ -298,6 +298,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         wanted = (pd.Series(dict(session.execute(select(CampaignPair.pair_id, CampaignPair.n_wanted).where(
             CampaignPair.campaign_id == campaign_id)).all()), dtype=float)
             if campaign.overlap_max is not None else None)
+        fit = campaign.adaptive_fit if campaign.overlap_max is not None else None  # deferred: read here only
         n_checks = quality.gold_check_count(campaign.quota, campaign.gold_rate, session.scalar(
             select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign_id)))
         method = campaign_aggregation(campaign)
@@ -370,6 +371,13 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
             "at the maximum": int((wanted >= campaign.overlap_max).sum()),
             "annotators wanted": int(wanted.sum()),
             "annotators at a fixed maximum": int(queue_size * campaign.overlap_max),
+        }
+        # what decides "one more annotator" now (db.adaptive): the worker's last fit, or the vote share
+        figures["adaptive model"] = {
+            "fitted": fit is not None, "decides": fit_decides(fit),
+            "n_labels": int(fit["n_labels"]) if fit else 0,
+            "median labels per annotator": float(fit["median_labels"]) if fit else 0.0,
+            "fitted at": fit.get("fitted_at") if fit else None,
         }
     return LiveCampaign(table, figures, median)
 

@@ -72,15 +72,17 @@ def new_campaign_form() -> None:
         a1, a2, a3 = st.columns([2, 1, 1])
         adaptive = a1.checkbox(
             "Adaptive overlap: enough annotators per pair", value=False,
-            help="Each pair gets the annotators per pair above, then one more at a time while fewer than the "
-                 "confidence of its answers agree on the binarised label (Same meaning / Mostly similar against "
-                 "the two others; Don't know left out), up to the most below. Confident pairs stop early and "
-                 "the labels go where people disagree.")
+            help="Each pair gets the annotators per pair above (answers other than Don't know), then one more at "
+                 "a time while the probability of its binarised label (Same meaning / Mostly similar against the "
+                 "two others) is below the confidence, up to the most below. That probability is the campaign's "
+                 "model (Dawid–Skene, refitted by the worker as answers arrive, weighing each annotator by their "
+                 "estimated reliability), and the share of agreeing answers until the model has enough labels. "
+                 "Confident pairs stop early and the labels go where people disagree.")
         overlap_max = a2.number_input("Most annotators per pair", min_value=1, value=5, step=1,
                                       help="Adaptive overlap only: no pair gets more.")
         confidence = a3.number_input("Confidence", min_value=0.51, max_value=1.0, value=ann.ADAPTIVE_CONFIDENCE,
                                      step=0.05, format="%.2f",
-                                     help="Adaptive overlap only: the share of a pair's answers that must agree.")
+                                     help="Adaptive overlap only: the probability a pair's binarised label needs before it stops.")
         selection = pair_selection_inputs()
         guidelines = st.text_area("Guidelines (Markdown)", value=default_guidelines(), height=300)
         if st.form_submit_button("Create campaign", type="primary"):
@@ -175,7 +177,9 @@ def settings_section(campaign, counts: dict) -> None:
         format_func=METHOD_NAMES.get, key=f"aggregation-{campaign.id}",
         help="How this campaign's labels become a pair's final label where no reviewer decided: the default of "
              "Export, publishing (and `python -m db publish --campaign`) and Live campaign's reliabilities. Majority "
-             "until you choose; Dawid–Skene, GLAD and MACE weigh each annotator by their estimated reliability.")
+             "until you choose; Dawid–Skene, GLAD and MACE weigh each annotator by their estimated reliability, and "
+             "decide a pair only where they are sure enough (Export: confidence and labels per annotator); the "
+             "majority rule decides the others.")
     if method != ann.campaign_aggregation(campaign):
         ann.update_campaign(engine, campaign.id, aggregation=method)
         st.rerun()

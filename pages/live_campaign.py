@@ -9,7 +9,7 @@ from db import quality as qual
 from db.analysis import LABELS_COUNTED
 from pages.shared import admin_page, user_text
 from pluie_core.agreement import AGREEMENT_RULE
-from pluie_core.aggregation import METHOD_NAMES, METHODS
+from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 from pluie_core.quality import MAX_MIN_GOLD_CHECKS, MIN_KAPPA_LABELS, MIN_RELIABILITY_LABELS
 
@@ -65,11 +65,23 @@ def live_view(campaign_id: int) -> None:
         a = f["adaptive"]
         st.caption(
             f"Adaptive overlap ({campaign.overlap}–{campaign.overlap_max} annotators per pair, until "
-            f"{campaign.confidence:.0%} of a pair's answers agree on the binarised label): "
+            f"the posterior of a pair's binarised label reaches {campaign.confidence:.0%}): "
             f"{a['given more annotators']:,} pairs were given more than {campaign.overlap}, "
             f"{a['at the maximum']:,} reached {campaign.overlap_max}; the queue wants "
             f"{a['annotators wanted']:,} answers now, against {a['annotators at a fixed maximum']:,} "
             f"at a fixed overlap of {campaign.overlap_max}.")
+        model = f["adaptive model"]
+        if model["decides"]:
+            st.caption(f"“One more annotator” is decided by the campaign's model: Dawid–Skene over the binarised "
+                       f"labels, refitted by the worker as answers arrive (last fit {model['fitted at']} UTC, on "
+                       f"{model['n_labels']:,} labels); a pair stops once that posterior reaches "
+                       f"{campaign.confidence:.0%} and it holds {campaign.overlap} answers other than Don't know.")
+        else:
+            st.caption("“One more annotator” is decided by the vote share until the campaign's model decides: the worker "
+                       f"refits it as answers arrive, and it takes over once the median annotator has "
+                       f"{ADAPTIVE_MIN_LABELS} labels in it"
+                       + (f" (now {model['median labels per annotator']:g}, on {model['n_labels']:,} labels)."
+                          if model["fitted"] else " (not fitted yet: is the worker running?)."))
     flagged = data.annotators[data.annotators["flags"] != ""]
     if len(flagged):
         # names are the annotators' own text: every Markdown character escaped, shown as typed
