@@ -5,7 +5,20 @@ each annotator's estimated reliability, by one of four methods.
   paraphrase boundary gives no label). Its posterior is the vote share of the label. The default.
 - ``dawid_skene`` (Dawid & Skene, 1979), ``glad`` (Whitehill et al., 2009), ``mace`` (Hovy et al., 2013):
   crowd-kit's implementations (``crowdkit.aggregation``), called with the settings in ``SETTINGS``;
-  nothing here re-implements them.
+  nothing here re-implements them (MACE is mended, see below).
+
+MACE in crowd-kit 1.4.2 (``crowdkit/aggregation/classification/mace.py``) is not a function of the labels
+alone. ``fit`` codes workers and labels by first appearance (``pd.factorize``), but ``_e_step`` sums the
+strategy counts with ``groupby(["worker", "label"]).unstack()``, i.e. in sorted order, and the M-step reads
+that table's ``.values`` as if by first appearance: one annotator's counts go to another, one level's to
+another, so renaming the annotators or shuffling the rows changes levels and posteriors; and
+``_initialize`` seeds every restart with ``random_state`` itself, so the 10 restarts are one run ten times.
+``mace_class()`` is crowd-kit's MACE with three small overrides: it fits the labels in a canonical order
+(``_canonical_order``: annotators coded by their sorted (pair, label) answers, rows sorted), reindexes the
+counts by worker and label, and starts restart k > 0 from its own draw, seeded by (random_state, k);
+restart 0 is crowd-kit's, and crowd-kit still keeps the restart with the best marginal likelihood.
+Annotators with the same answers share a start, so they share an estimate. The results are mapped back to
+the real pair and annotator ids.
 
 Each runs over the five levels (scale ``levels``: classes 0-3) or over the binarised labels (scale
 ``binary``: 0 / 1). "Don't know" and missing labels are left out, as in every other figure.
@@ -32,6 +45,7 @@ probability that they are not spamming (1 - crowd-kit's ``spamming_[:, 0]``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -165,9 +179,80 @@ def _glad(data: pd.DataFrame, settings: dict):
     return model.probas_, model.labels_, reliability.astype(float)
 
 
-def _mace(data: pd.DataFrame, settings: dict):
+def _canonical_order(data: pd.DataFrame):
+    """``data`` (task, worker, label) in an order that owes nothing to the annotators' ids or the rows'
+    order: each annotator coded 0..n-1 by their answers (the sorted (pair, label) list; annotators with the
+    same answers are interchangeable), the rows sorted by (code, pair id, label). Returns that frame (worker:
+    the code), the real id of each code, and per code the first code with the same answers."""
+    tasks, _ = pd.factorize(data["task"], sort=True)
+    labels, label_values = pd.factorize(data["label"], sort=True)
+    workers, worker_ids = pd.factorize(data["worker"])
+    answers = tasks.astype(np.int64) * len(label_values) + labels
+    rows = np.lexsort((answers, workers))
+    bounds = np.cumsum(np.bincount(workers, minlength=len(worker_ids)))[:-1]
+    signatures = [tuple(a.tolist()) for a in np.split(answers[rows], bounds)]
+    by_answers = sorted(range(len(worker_ids)), key=signatures.__getitem__)
+    code = np.empty(len(worker_ids), dtype=np.int64)
+    code[by_answers] = np.arange(len(worker_ids))
+    ties = np.arange(len(worker_ids))
+    for i in range(1, len(worker_ids)):
+        if signatures[by_answers[i]] == signatures[by_answers[i - 1]]:
+            ties[i] = ties[i - 1]
+    rows = np.lexsort((answers, code[workers]))
+    frame = pd.DataFrame({"task": data["task"].to_numpy()[rows], "worker": code[workers][rows],
+                          "label": data["label"].to_numpy()[rows]})
+    return frame, worker_ids[by_answers], ties
+
+
+@lru_cache(maxsize=None)
+def mace_class():
+    """crowd-kit's MACE with the two defects of 1.4.2 mended (see the module text): fitted on the labels in
+    canonical order (_canonical_order), its expected counts read by worker and label, one random start per
+    restart. Fitted attributes as crowd-kit's, in the order of ``data``, plus ``log_marginal_likelihood_``
+    (of the restart kept). Built on first use: crowd-kit takes seconds to import."""
+    import scipy.stats as sps
     from crowdkit.aggregation import MACE
-    model = MACE(**settings)
+
+    class CanonicalMACE(MACE):
+        def fit(self, data: pd.DataFrame) -> "CanonicalMACE":
+            frame, worker_ids, self._ties = _canonical_order(data)
+            self._restart = 0
+            super().fit(frame)
+            # back to crowd-kit's order: workers, labels and tasks by first appearance in ``data``
+            rows = pd.Index(worker_ids).get_indexer(pd.factorize(data["worker"])[1])
+            columns = pd.Index(pd.factorize(frame["label"])[1]).get_indexer(pd.factorize(data["label"])[1])
+            self.spamming_, self.thetas_ = self.spamming_[rows], self.thetas_[np.ix_(rows, columns)]
+            tasks, label_names = pd.unique(data["task"]), pd.factorize(data["label"])[1]
+            self.probas_ = self.probas_.loc[tasks, label_names]
+            self.labels_ = self.labels_.loc[tasks]
+            return self
+
+        def _initialize(self, n_workers: int, n_labels: int) -> None:
+            super()._initialize(n_workers, n_labels)  # restart 0 keeps crowd-kit's start, seeded by random_state
+            restart, self._restart = self._restart, self._restart + 1
+            if restart and isinstance(self.random_state, (int, np.integer)):  # crowd-kit reuses that seed
+                rng = np.random.default_rng([int(self.random_state), restart])
+                draw = sps.uniform(1, 1 + self.default_noise)
+                spamming = draw.rvs(size=(n_workers, 2), random_state=rng)
+                thetas = draw.rvs(size=(n_workers, n_labels), random_state=rng)
+                self.spamming_ = spamming / spamming.sum(axis=1, keepdims=True)
+                self.thetas_ = thetas / thetas.sum(axis=1, keepdims=True)
+            # annotators with the same answers start alike, so each ends with the same estimate whatever its id
+            self.spamming_, self.thetas_ = self.spamming_[self._ties], self.thetas_[self._ties]
+
+        def _e_step(self, annotation, task_names, worker_names, label_names, tasks, workers, labels):
+            likelihood, marginals, strategy, knowing = super()._e_step(
+                annotation, task_names, worker_names, label_names, tasks, workers, labels)
+            # crowd-kit's counts come by sorted (worker, label); its M-step reads them by first appearance
+            strategy = strategy.reindex(index=worker_names, columns=label_names, fill_value=0.0)
+            self.log_marginal_likelihood_ = float(likelihood)
+            return likelihood, marginals, strategy, knowing
+
+    return CanonicalMACE
+
+
+def _mace(data: pd.DataFrame, settings: dict):
+    model = mace_class()(**settings)
     model.fit(data)
     _, worker_names = pd.factorize(data["worker"])
     reliability = pd.Series(1.0 - model.spamming_[:, 0], index=worker_names, dtype=float)
@@ -221,12 +306,119 @@ def aggregate(labels: pd.DataFrame, method: str = DEFAULT_METHOD, scale: str = "
     return Aggregation(method, scale, pairs, probas, annotators, anchored, gold_accuracy, settings)
 
 
+# ---------------------------------------------------------------- when a model's level is final
+
+# A model's level (Dawid–Skene, GLAD, MACE) becomes a pair's final level only where the model is sure of
+# it and the fit had labels enough to learn the annotators from: the level's posterior is at least
+# ``confidence`` (DEFAULT_CONFIDENCE) and the median annotator has at least ``min_labels``
+# (DEFAULT_MIN_LABELS) labels in the fit. Elsewhere the majority rule decides, else no rule does; a
+# reviewer's decision wins over all (pluie_core.review.final_labels). Both thresholds are the user's to
+# change (Export page, export_frame / export_labels / publish_dataset). Why 20: over the five levels
+# Dawid–Skene estimates a 4 x 4 confusion matrix per annotator; with fewer labels than its 16 cells the
+# estimate rests on next to nothing, and its posteriors look surer than they are (a rule of thumb, a little
+# over one label per cell, not a derived bound).
+DEFAULT_CONFIDENCE = 0.8
+DEFAULT_MIN_LABELS = 20
+MODEL_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m != "majority")
+
+
+def check_thresholds(confidence: float, min_labels: int) -> tuple[float, int]:
+    """The two thresholds of model_final_levels, checked: a confidence between 0 and 1, a whole number
+    of labels, 0 or more."""
+    try:
+        confidence = float(confidence)
+    except (TypeError, ValueError):
+        confidence = float("nan")
+    if not 0.0 <= confidence <= 1.0:
+        raise AggregationError("The confidence a model's level needs is a probability between 0 and 1.")
+    try:
+        whole = not isinstance(min_labels, bool) and float(min_labels) == int(min_labels) >= 0
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole:
+        raise AggregationError("The labels the median annotator needs in the fit are a whole number, 0 or more.")
+    return confidence, int(min_labels)
+
+
+def median_labels(labels_per_annotator) -> float:
+    """The median of the annotators' label counts in a fit (Aggregation.annotators["n_labels"]); 0 with none."""
+    counts = pd.to_numeric(pd.Series(labels_per_annotator, dtype=float), errors="coerce").dropna()
+    return float(counts.median()) if len(counts) else 0.0
+
+
+def model_final_levels(majority: pd.Series, levels: pd.Series, posterior: pd.Series, labels_per_annotator,
+                       method: Optional[str], confidence: float = DEFAULT_CONFIDENCE,
+                       min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+    """Each pair's level before review, and the rule that gave it. ``majority``: the majority levels
+    (pluie_core.labels.majority_level, NaN when none), indexed by pair; ``levels`` and ``posterior``: the
+    method's level of each pair and its probability (Aggregation.pairs' label and posterior, reindexed
+    like ``majority``); ``labels_per_annotator``: the fit's labels per annotator
+    (Aggregation.annotators["n_labels"]). The method's level is taken where its posterior is at least
+    ``confidence`` and the median of ``labels_per_annotator`` is at least ``min_labels``; elsewhere the
+    majority level, else none. ``method`` None or "majority": the majority rule throughout.
+    Returns a frame indexed like ``majority``: level (Int64), source (the method's name, "majority" or
+    "none"); pluie_core.review.final_labels(level, adjudicated, source) then lets a reviewer win."""
+    confidence, min_labels = check_thresholds(confidence, min_labels)
+    if method is not None:
+        check_method(method)
+    base = pd.to_numeric(majority, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    trusted = np.zeros(len(base), dtype=bool)
+    model = np.full(len(base), np.nan)
+    if method in MODEL_METHODS and median_labels(labels_per_annotator) >= min_labels:
+        model = pd.to_numeric(levels.reindex(majority.index), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        sure = pd.to_numeric(posterior.reindex(majority.index), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            trusted = ~np.isnan(model) & (sure >= confidence)
+    level = np.where(trusted, model, base)
+    source = np.where(trusted, method or "", np.where(np.isnan(base), "none", "majority"))
+    return pd.DataFrame({"level": pd.array(level, dtype="Float64").astype("Int64"),
+                         "source": pd.Series(source, index=majority.index, dtype=object)}, index=majority.index)
+
+
+def _share_text(value: float) -> str:
+    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
+
+
+def final_rule_text(counts: dict, method: Optional[str], confidence: float = DEFAULT_CONFIDENCE,
+                    min_labels: int = DEFAULT_MIN_LABELS, median: float = 0.0) -> str:
+    """Which rule decided how many pairs, in words, for the Export page and the dataset card. ``counts``:
+    {final_source: pairs} (export_frame's final_source column counted); with a model method, the two
+    thresholds and ``median``, the fit's median labels per annotator (median_labels), are said too."""
+    def n(source: str) -> int:
+        return int(counts.get(source, 0))
+
+    def pairs(k: int) -> str:
+        return f"{k:,} pair{'' if k == 1 else 's'}"
+
+    tail = f"{n('none'):,} undecided, a reviewer {n('adjudicated'):,}."
+    if method not in MODEL_METHODS:
+        return f"The majority rule decided {pairs(n('majority'))}, {tail}"
+    name, share = METHOD_NAMES[method], _share_text(float(confidence))
+    rule = (f"{name}'s level is final where its posterior is at least {share} and the median annotator has at "
+            f"least {int(min_labels):,} labels in the fit (here {float(median):g}")
+    rule += ("); elsewhere the majority rule decides, and a reviewer's decision wins over both. "
+             if median >= min_labels else
+             f": too few, so {name} decides no pair); the majority rule decides, and a reviewer's decision wins. ")
+    return rule + (f"{name} decided {pairs(n(method))} (posterior ≥ {share}), the majority rule {n('majority'):,}, "
+                   + tail)
+
+
 # ---------------------------------------------------------------- adaptive overlap
 
+# The fitted model adaptive overlap reads (fit_adaptive_model): Dawid–Skene over the binarised labels.
+# Its confusion matrices are smoothed by ADAPTIVE_PSEUDOCOUNT per cell (crowd-kit's own M-step has no
+# prior: an annotator who has agreed with every pair so far would get an error rate of 1e-8 and settle any
+# pair alone); an annotator the fit has not seen reads the pooled matrix of everyone. The fit decides only
+# once the median annotator in it has ADAPTIVE_MIN_LABELS labels; before that, the vote share does.
+ADAPTIVE_PSEUDOCOUNT = 1.0
+ADAPTIVE_MIN_LABELS = 10
+
+
 def binary_vote_share(levels) -> float:
-    """The posterior adaptive overlap reads per pair: the majority method's posterior on the binarised
-    scale, i.e. the share of the pair's usable labels on the larger side (0.5-1). "Don't know" and missing
-    labels are left out, as everywhere; a pair with no usable label has nothing to be confident about: 0."""
+    """The posterior adaptive overlap reads per pair before the campaign's model is fitted: the majority
+    method's posterior on the binarised scale, i.e. the share of the pair's usable labels on the larger
+    side (0.5-1). "Don't know" and missing labels are left out, as everywhere; a pair with no usable label
+    has nothing to be confident about: 0."""
     binary = np.asarray(binarise_levels(list(levels)), dtype=float)
     binary = binary[~np.isnan(binary)]
     if not len(binary):
@@ -235,9 +427,117 @@ def binary_vote_share(levels) -> float:
     return max(yes, 1.0 - yes)
 
 
-def wants_another(levels, n_wanted: int, overlap_max: int, confidence: float) -> bool:
+def usable_count(levels) -> int:
+    """How many of a pair's answers say something: its labels other than "Don't know" (and missing)."""
+    return int(np.isin(np.asarray(list(levels), dtype=float), ORDINAL_LEVELS).sum())
+
+
+def fit_adaptive_model(labels: pd.DataFrame) -> Optional[dict]:
+    """Adaptive overlap's model of a campaign: Dawid–Skene over the binarised labels (crowd-kit's fit),
+    from one row per label (pair_id, annotator, level 0-4). Returns a JSON-ready dict: ``priors`` [p(0),
+    p(1)], ``confusion`` {annotator (as text): [[p(0|0), p(1|0)], [p(0|1), p(1|1)]]} (row: the true class,
+    column: the label given; each annotator's expected counts under the fit's posteriors plus
+    ADAPTIVE_PSEUDOCOUNT per cell), ``pooled`` (the same over every annotator, for one the fit has not
+    seen), ``n_labels`` and ``median_labels`` (labels per annotator, the median). None when no usable label."""
+    data = crowd_frame(labels, "binary")
+    if data.empty:
+        return None
+    result = aggregate(labels, "dawid_skene", "binary")
+    probas = result.probabilities.reindex(columns=[0, 1], fill_value=0.0)
+    p_true = probas.reindex(data["task"]).to_numpy(dtype=float)  # labels x true class
+    given = data["label"].to_numpy(dtype=int)
+    # expected counts: true class k, label given l, per annotator
+    cells = pd.DataFrame({"worker": data["worker"].astype(str).to_numpy(),
+                          "k0_l0": p_true[:, 0] * (given == 0), "k0_l1": p_true[:, 0] * (given == 1),
+                          "k1_l0": p_true[:, 1] * (given == 0), "k1_l1": p_true[:, 1] * (given == 1)})
+    counts = cells.groupby("worker").sum()
+
+    def confusion(row) -> list[list[float]]:
+        c = np.asarray(row, dtype=float).reshape(2, 2) + ADAPTIVE_PSEUDOCOUNT
+        return (c / c.sum(axis=1, keepdims=True)).tolist()
+
+    per_annotator = data.groupby("worker").size()
+    return {
+        "priors": [float(v) for v in probas.mean().clip(1e-6, 1 - 1e-6)],
+        "confusion": {str(w): confusion(row) for w, row in counts.iterrows()},
+        "pooled": confusion(counts.sum()),
+        "n_labels": int(len(data)),
+        "median_labels": float(per_annotator.median()),
+    }
+
+
+def model_posterior(fit: dict, annotators, levels) -> float:
+    """The probability of a pair's more probable binary label under a fitted model (fit_adaptive_model),
+    from its answers (``annotators`` and ``levels`` side by side; Don't know left out): the Dawid–Skene
+    E-step for one pair. 0 when no answer is usable."""
+    log_p = np.log(np.asarray(fit["priors"], dtype=float))
+    usable = 0
+    for annotator, level in zip(annotators, levels):
+        if level is None or (isinstance(level, float) and np.isnan(level)) or int(level) not in ORDINAL_LEVELS:
+            continue
+        given = int(int(level) >= 2)
+        matrix = np.asarray(fit["confusion"].get(str(annotator), fit["pooled"]), dtype=float)
+        log_p = log_p + np.log(matrix[:, given])
+        usable += 1
+    if not usable:
+        return 0.0
+    p = np.exp(log_p - log_p.max())
+    return float(p.max() / p.sum())
+
+
+def fit_decides(fit: Optional[dict]) -> bool:
+    """Whether a fitted model is trusted to decide adaptive overlap: it exists and the median annotator
+    in it has at least ADAPTIVE_MIN_LABELS labels."""
+    return fit is not None and fit.get("median_labels", 0) >= ADAPTIVE_MIN_LABELS
+
+
+def pair_posterior(annotators, levels, fit: Optional[dict] = None) -> float:
+    """What adaptive overlap reads per pair: the fitted model's posterior once it decides (fit_decides),
+    else the binarised vote share."""
+    return model_posterior(fit, annotators, levels) if fit_decides(fit) else binary_vote_share(levels)
+
+
+def pair_posteriors(labels: pd.DataFrame, fit: Optional[dict] = None) -> pd.DataFrame:
+    """pair_posterior and usable_count for many pairs at once, from one row per label (pair_id,
+    annotator, level 0-4): a frame indexed by pair_id with ``posterior``, ``n_answers`` (Don't know
+    included) and ``n_usable``. The same values as the per-pair functions (tests/test_adaptive_model.py)."""
+    levels = pd.to_numeric(labels["level"], errors="coerce").to_numpy(dtype=float)
+    pair_ids = labels["pair_id"].to_numpy()
+    usable = np.isin(levels, ORDINAL_LEVELS)
+    given = (levels >= 2).astype(int)
+    frame = pd.DataFrame({"pair_id": pair_ids, "usable": usable.astype(int), "one": usable & (given == 1)})
+    if fit_decides(fit):
+        names = labels["annotator"].astype(str).to_numpy()
+        known = {name: np.log(np.asarray(m, dtype=float)) for name, m in fit["confusion"].items()}
+        pooled = np.log(np.asarray(fit["pooled"], dtype=float))
+        matrices = np.stack([known.get(name, pooled) for name in names]) if len(names) else np.zeros((0, 2, 2))
+        rows = np.arange(len(names))
+        frame["l0"] = np.where(usable, matrices[rows, 0, given] if len(names) else 0.0, 0.0)
+        frame["l1"] = np.where(usable, matrices[rows, 1, given] if len(names) else 0.0, 0.0)
+    grouped = frame.groupby("pair_id")
+    out = pd.DataFrame({"n_answers": grouped.size(), "n_usable": grouped["usable"].sum()})
+    if fit_decides(fit):
+        log_p = grouped[["l0", "l1"]].sum().to_numpy() + np.log(np.asarray(fit["priors"], dtype=float))
+        p = np.exp(log_p - log_p.max(axis=1, keepdims=True))
+        posterior = p.max(axis=1) / p.sum(axis=1)
+    else:
+        ones = grouped["one"].sum().to_numpy(dtype=float)
+        n = out["n_usable"].to_numpy(dtype=float)
+        share = np.divide(ones, n, out=np.zeros(len(n)), where=n > 0)
+        posterior = np.maximum(share, 1.0 - share)
+    out["posterior"] = np.where(out["n_usable"].to_numpy() > 0, posterior, 0.0)
+    return out
+
+
+def wants_another(levels, n_wanted: int, overlap_max: int, confidence: float, least: int = 1,
+                  posterior: Optional[float] = None) -> bool:
     """Adaptive overlap's rule for one pair: once it holds the answers it asked for (``levels``, one per
     annotator, "Don't know" included), it asks for one more annotator while it is under ``overlap_max``
-    and binary_vote_share is below ``confidence``."""
+    and either holds fewer than ``least`` usable answers ("Don't know" never counts towards the least) or
+    its ``posterior`` (pair_posterior; by default the binarised vote share) is below ``confidence``."""
     levels = list(levels)
-    return len(levels) >= n_wanted and n_wanted < overlap_max and binary_vote_share(levels) < confidence
+    if len(levels) < n_wanted or n_wanted >= overlap_max:
+        return False
+    if usable_count(levels) < least:
+        return True
+    return (binary_vote_share(levels) if posterior is None else posterior) < confidence
