@@ -68,7 +68,10 @@ def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold
     checks["label"] = [i % 2 for i in range(GOLD_PAIRS)]
     import_pairs(engine, f"load checks {tag}", checks, label_kind="binary")
     datasets = {name: i for i, name, _ in ann.dataset_choices(engine)}
-    campaign_id = ann.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"]], quota=quota,
+    # the checks are pairs of the campaign's own datasets (a campaign's gold checks come from them); marked
+    # gold, they leave its queue
+    campaign_id = ann.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"], datasets[f"load checks {tag}"]],
+                                      quota=quota,
                                       overlap=overlap, n_training=5, seed=1, overlap_max=overlap_max,
                                       confidence=confidence)
     qual.set_quality_settings(engine, campaign_id, gold_rate=gold_rate, gold_min_accuracy=0.7,
@@ -197,8 +200,11 @@ def percentiles(values: list[float]) -> str:
 
 def refitter(url: str, stop, interval: float, out) -> None:
     """Adaptive overlap's model refitted while everyone labels, as the app's worker does (db.adaptive)."""
+    import os
+
     from db import adaptive
     from db.engine import make_engine
+    os.nice(10)  # as the app's worker runs (scripts/serve.py: --nice 10), below the annotators' server
     engine = make_engine(url)
     refits, failures = 0, 0
     while not stop.wait(interval):
