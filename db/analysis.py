@@ -14,19 +14,21 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
+import zlib
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, exists, func, insert, select
+from sqlalchemy import Engine, case, exists, func, insert, select, union
 
 from db.engine import read_session, write_session
-from db.models import Annotator, Campaign, Dataset, Label, Pair, Score, ScoreRun
+from db.models import Annotator, Campaign, CampaignDataset, Dataset, GoldPair, Label, Pair, Score, ScoreRun
 from pluie_core.labels import LEVELS
 from pluie_core.stats import cell_table
 
 __all__ = [
     "AnalysisChoices",
     "analysis_choices",
+    "campaign_choices",
     "labels_long",
     "pairs_frame",
     "scores_wide",
@@ -98,7 +100,7 @@ def pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
 
 @dataclass
 class AnalysisChoices:
-    datasets: pd.DataFrame  # id, name, label_kind, label_min, label_max, n_pairs, n_gold
+    datasets: pd.DataFrame  # id, name, label_kind, label_min, label_max, n_pairs, n_gold, n_gold_other
     runs: pd.DataFrame  # id, name, kind, model, higher_is_similar, status, n_scores (runs with scores only)
     annotators: pd.DataFrame  # id, annotator (unique key), name, dataset_id, campaign_id, english_level, has_labels
 
@@ -118,9 +120,11 @@ def analysis_choices(engine: Engine) -> AnalysisChoices:
         datasets = _frame(
             session,
             select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min, Dataset.label_max,
-                   func.count(Pair.id), func.count(Pair.gold_label))
+                   func.count(Pair.id), func.count(Pair.gold_label),
+                   # gold labels other than 0 and 1: a dataset of unknown kind with none is binary
+                   func.count(case((Pair.gold_label.not_in([0.0, 1.0]), 1))))
             .outerjoin(Pair, Pair.dataset_id == Dataset.id).group_by(Dataset.id).order_by(Dataset.name),
-            ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold"],
+            ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold", "n_gold_other"],
         )
         runs = _frame(
             session,
@@ -154,6 +158,31 @@ def annotator_choices(engine: Engine) -> pd.DataFrame:
     return annotators.drop(columns=["display_name", "scope"])
 
 
+def campaign_choices(engine: Engine) -> pd.DataFrame:
+    """The campaigns a page can be scoped to, the campaign in progress first: id, name, active,
+    last_label (the id of its latest label, training answers too: labels are numbered as they are given,
+    so the highest is its latest activity; None when it has none) and dataset_ids (a tuple: its datasets
+    and those of its gold pairs). Ordered by latest activity, then the newest created. Each campaign's
+    latest label is a seek on the labels' campaign index, not a scan of its labels."""
+    latest = (select(func.max(Label.id)).where(Label.campaign_id == Campaign.id).correlate(Campaign)
+              .scalar_subquery())
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(Campaign.id, Campaign.name, Campaign.active, latest)
+            .order_by(latest.is_(None), latest.desc(), Campaign.created_at.desc(), Campaign.id.desc())).all()
+        members = session.execute(union(
+            select(CampaignDataset.campaign_id, CampaignDataset.dataset_id),
+            select(GoldPair.campaign_id, Pair.dataset_id).join(Pair, Pair.id == GoldPair.pair_id))).all()
+    datasets: dict[int, list[int]] = {}
+    for campaign_id, dataset_id in members:
+        datasets.setdefault(int(campaign_id), []).append(int(dataset_id))
+    return pd.DataFrame({
+        "id": [int(r[0]) for r in rows], "name": [r[1] for r in rows], "active": [bool(r[2]) for r in rows],
+        "last_label": [None if r[3] is None else int(r[3]) for r in rows],
+        "dataset_ids": [tuple(sorted(datasets.get(int(r[0]), []))) for r in rows],
+    }, columns=["id", "name", "active", "last_label", "dataset_ids"])
+
+
 # --------------------------------------------------------------------------- reads
 
 
@@ -162,16 +191,20 @@ def labels_long(
     dataset_ids: Optional[Iterable[int]] = None,
     annotator_ids: Optional[Iterable[int]] = None,
     annotators: Optional[pd.DataFrame] = None,
+    campaign_id: Optional[int] = None,
 ) -> pd.DataFrame:
     """One row per (non-training) label: pair_id, annotator_id, annotator (unique key), level (0-4
     float, NaN for an imported value on its own scale), value (the raw imported value, NaN for
     labels given in the app), english_level, seconds_spent, dataset_id, dataset.
-    ``annotators`` (from ``analysis_choices``) saves the query that names them."""
+    ``annotators`` (from ``analysis_choices``) saves the query that names them. ``campaign_id``: only
+    the labels given in that campaign (another campaign on the same pairs, a pilot, is never mixed in)."""
     dataset_ids, annotator_ids = _ids(dataset_ids), _ids(annotator_ids)
     query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent).where(
         counted_label())
     if annotator_ids is not None:
         query = query.where(Label.annotator_id.in_(annotator_ids))
+    if campaign_id is not None:
+        query = query.where(Label.campaign_id == int(campaign_id))
     with read_session(engine) as session:
         labels = number_frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent"],
                           integers=["pair_id", "annotator_id"])
@@ -191,9 +224,12 @@ def labels_long(
     return labels[LABEL_COLUMNS]
 
 
-def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, texts: bool = False) -> pd.DataFrame:
+def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, texts: bool = False,
+                campaign_id: Optional[int] = None) -> pd.DataFrame:
     """Pairs indexed by pair_id: dataset_id, dataset, label_kind, label_min, label_max, gold_label
-    (float, NaN when none); with ``texts`` also external_id, source and hypothesis."""
+    (float, NaN when none); with ``texts`` also external_id, source and hypothesis. ``campaign_id``:
+    only that campaign's pairs (db.export.campaign_pairs: its queue, its gold pairs, the pairs labelled
+    in it)."""
     dataset_ids = _ids(dataset_ids)
     columns = [Pair.id, Pair.dataset_id, Pair.gold_label]
     names = ["pair_id", "dataset_id", "gold_label"]
@@ -203,6 +239,10 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
     query = select(*columns).order_by(Pair.id)
     if dataset_ids is not None:
         query = query.where(Pair.dataset_id.in_(dataset_ids))
+    if campaign_id is not None:
+        from db.export import campaign_pairs  # db.export reads through this module
+
+        query = query.where(Pair.id.in_(campaign_pairs(campaign_id)))
     with read_session(engine) as session:
         pairs = (_frame(session, query, names) if texts
                  else number_frame(session, query, names, integers=["pair_id", "dataset_id"]))
@@ -323,18 +363,22 @@ def add_labels(engine: Engine, labels: pd.DataFrame, english_levels: Optional[Ma
 
 def store_version(engine: Engine) -> tuple:
     """A cheap fingerprint of what the analysis pages read (counts and last ids, ~25 ms at 300,000
-    labels): it changes when pairs, labels, reviewers' decisions, scores, annotators, datasets or
-    preferences are added or removed, or a run changes, so a cache keyed on it shows them at once.
+    labels): it changes when pairs, labels, reviewers' decisions, scores, annotators, datasets,
+    campaigns or preferences are added or removed, or a run changes, so a cache keyed on it shows them at once.
     A label changed in place (an answer changed through Back, with its comment and flag) moves
-    labels' latest updated_at (a seek on ix_labels_updated_at)."""
+    labels' latest updated_at (a seek on ix_labels_updated_at). A dataset renamed changes none of
+    those: the datasets' names (a few rows) are read whole and their checksum ends the tuple."""
     from db.models import Adjudication, Preference
 
     counted = [(Pair.id, None), (Label.id, Label.updated_at), (Score.id, None), (ScoreRun.id, ScoreRun.updated_at),
-               (Annotator.id, None), (Dataset.id, None), (Adjudication.id, None), (Preference.id, None)]
+               (Annotator.id, None), (Dataset.id, None), (Adjudication.id, None), (Preference.id, None),
+               (Campaign.id, None)]
     columns = []
     for key, changed in counted:
         columns += [select(func.count()).select_from(key.table).scalar_subquery(), select(func.max(key)).scalar_subquery()]
         if changed is not None:
             columns.append(select(func.max(changed)).scalar_subquery())
     with read_session(engine) as session:
-        return tuple(session.execute(select(*columns)).one())
+        figures = tuple(session.execute(select(*columns)).one())
+        names = session.execute(select(Dataset.id, Dataset.name).order_by(Dataset.id)).all()
+    return figures + (zlib.crc32(repr([tuple(row) for row in names]).encode("utf-8")),)

@@ -43,7 +43,7 @@ from pluie_core.guidelines import (
 )
 from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS, majority_binary
-from pluie_core.quality import gold_check_count, gold_positions
+from pluie_core.quality import gold_check_count, serve_check_now
 
 
 ADAPTIVE_CONFIDENCE = 0.9  # the vote share a pair's binarised label needs before adaptive overlap stops it
@@ -91,10 +91,15 @@ class TrainingFeedback:
 
 @dataclass(frozen=True)
 class Progress:
+    """An annotator's counter, as they and the organiser see it (progress, annotator_progress)."""
+
     training_done: int
     training_total: int
-    done: int  # labelled pairs of the queue (training excluded)
+    done: int  # answered pairs after the training trial, gold checks included (invisible as such)
+    # out of: the quota and the gold checks planned; once finished, what was served (= done: the counter is full)
     quota: int
+    finished: bool = False  # nothing left to serve them now: their quota and its checks, or all they could reach
+    queue_ran_out: bool = False  # finished before the quota: the queue had no more pairs for them
 
 
 @dataclass(frozen=True)
@@ -115,16 +120,23 @@ class AnnotatorView:
 
 # ---------------------------------------------------------------- campaigns (admin)
 
-def dataset_choices(engine: Engine) -> list[tuple[int, str, int]]:
-    """(id, name, number of pairs) of every dataset."""
+def dataset_choices(engine: Engine, campaign_id: Optional[int] = None) -> list[tuple[int, str, int]]:
+    """(id, name, number of pairs) of every dataset, or only of a campaign's datasets."""
+    query = (select(Dataset.id, Dataset.name, func.count(Pair.id)).outerjoin(Pair, Pair.dataset_id == Dataset.id)
+             .group_by(Dataset.id, Dataset.name).order_by(Dataset.name))
+    if campaign_id is not None:
+        query = query.where(Dataset.id.in_(select(CampaignDataset.dataset_id).where(
+            CampaignDataset.campaign_id == campaign_id)))
     with read_session(engine) as session:
-        rows = session.execute(
-            select(Dataset.id, Dataset.name, func.count(Pair.id))
-            .outerjoin(Pair, Pair.dataset_id == Dataset.id)
-            .group_by(Dataset.id, Dataset.name)
-            .order_by(Dataset.name)
-        )
-        return [(i, n, c) for i, n, c in rows]
+        return [(i, n, c) for i, n, c in session.execute(query)]
+
+
+def campaigns_of_dataset(engine: Engine, dataset_id: int) -> list[tuple[int, str]]:
+    """(id, name) of the campaigns that label this dataset (its pairs may be their gold checks), newest first."""
+    with read_session(engine) as session:
+        return [tuple(r) for r in session.execute(
+            select(Campaign.id, Campaign.name).join(CampaignDataset, CampaignDataset.campaign_id == Campaign.id)
+            .where(CampaignDataset.dataset_id == dataset_id).order_by(Campaign.created_at.desc(), Campaign.id.desc()))]
 
 
 def score_run_choices(engine: Engine, kind: Optional[str] = "pluie") -> list[tuple[int, str]]:
@@ -405,15 +417,12 @@ def campaign_overview(engine: Engine, campaign_id: int) -> dict[str, int]:
 
 
 def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
-    """One row per annotator of the campaign, for the admin's table."""
+    """One row per annotator of the campaign, for the admin's table; ``labelled``: the annotator's own
+    counter (annotator_progress: gold checks included, full once nothing is left for them)."""
     with read_session(engine) as session:
-        n_training = _training_size(session, campaign_id)
-        quota = session.get(Campaign, campaign_id).quota
-        done = dict(session.execute(
-            select(Assignment.annotator_id, func.count())
-            .where(Assignment.campaign_id == campaign_id, Assignment.done_at.is_not(None),
-                   Assignment.position >= n_training, Assignment.is_gold.is_(False))
-            .group_by(Assignment.annotator_id)).all())
+        campaign = session.get(Campaign, campaign_id)
+        ids = list(session.scalars(select(Annotator.id).where(Annotator.campaign_id == campaign_id)))
+        counters = _progress(session, campaign, ids)
         last = dict(session.execute(
             select(Assignment.annotator_id, func.max(Assignment.done_at))
             .where(Assignment.campaign_id == campaign_id).group_by(Assignment.annotator_id)).all())
@@ -421,7 +430,7 @@ def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
         for a in session.scalars(select(Annotator).where(Annotator.campaign_id == campaign_id).order_by(Annotator.id)):
             rows.append({
                 "id": a.id, "name": a.name, "display name": a.display_name or "",
-                "English": a.english_level or "", "labelled": f"{done.get(a.id, 0)} / {quota}",
+                "English": a.english_level or "", "labelled": f"{counters[a.id].done} / {counters[a.id].quota}",
                 "last answer": last.get(a.id), "status": "revoked" if a.revoked_at else "active",
             })
         return rows
@@ -556,11 +565,50 @@ def _training_size(session: Session, campaign_id: int) -> int:
 
 
 def _gold_checks(session: Session, campaign: Campaign) -> int:
-    """Gold checks each annotator of the campaign gets (pluie_core.quality.gold_check_count)."""
+    """Gold checks planned for each annotator of the campaign: those of a full quota
+    (pluie_core.quality.gold_check_count). A person whose queue runs out first gets the share of what
+    they got (_checks_left)."""
     if not campaign.gold_rate:
         return 0
     n_gold = session.scalar(select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign.id))
     return gold_check_count(campaign.quota, campaign.gold_rate, n_gold)
+
+
+def _checks_left(session: Session, campaign: Campaign, annotator_id: int, pairs: int, gold_served: int,
+                 planned: int) -> int:
+    """The gold checks still due to an annotator whose ordinary pairs, served and still reachable, number
+    ``pairs``: the share of checks of those pairs (gold_check_count, never more than the ``planned`` of a
+    full quota) less the checks served, and never more than the gold pairs they have not been served."""
+    due = min(planned, gold_check_count(pairs, campaign.gold_rate, planned)) - gold_served
+    if due <= 0:
+        return 0
+    unseen = session.scalar(select(func.count()).select_from(GoldPair).where(
+        GoldPair.campaign_id == campaign.id,
+        ~exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
+                        Assignment.pair_id == GoldPair.pair_id)))
+    return min(due, int(unseen))
+
+
+def _has_slot(campaign: Campaign):
+    """A queue row of the campaign with a slot left: a fixed overlap is the campaign's; an adaptive one,
+    each pair's own (its n_wanted, raised by record_label)."""
+    wanted = CampaignPair.n_wanted if campaign.overlap_max is not None else campaign.overlap
+    return and_(CampaignPair.campaign_id == campaign.id, CampaignPair.n_assigned < wanted)
+
+
+def _already_mine(campaign: Campaign, annotator_id: int):
+    return exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
+                          Assignment.pair_id == CampaignPair.pair_id)
+
+
+def _reachable(session: Session, campaign: Campaign, annotator_id: int, limit: int) -> int:
+    """How many queue pairs this annotator could be served now (a slot left, never served to them),
+    counted up to ``limit`` (the quota left: reading further would not change what is served)."""
+    if limit <= 0:
+        return 0
+    found = (select(CampaignPair.pair_id).where(_has_slot(campaign), ~_already_mine(campaign, annotator_id))
+             .limit(int(limit)).subquery())
+    return int(session.scalar(select(func.count()).select_from(found)))
 
 
 def _served(session: Session, campaign: Campaign, n_training: int, assignment: Assignment,
@@ -575,22 +623,90 @@ def _served(session: Session, campaign: Campaign, n_training: int, assignment: A
         position=assignment.position, pair_id=pair.id, top=top, bottom=bottom,
         source_on_top=assignment.source_on_top, is_training=is_training,
         number=assignment.position + 1 if is_training else assignment.position - n_training + 1,
-        # gold checks are numbered like any pair (invisible as such): out of quota + checks
+        # gold checks are numbered like any pair (invisible as such): out of quota + checks planned
         out_of=n_training if is_training else campaign.quota + _gold_checks(session, campaign), level=level,
         comment=comment, flagged=bool(flagged),
     )
 
 
 def progress(engine: Engine, annotator_id: int) -> Progress:
+    """The annotator's counter (annotator_progress)."""
     with read_session(engine) as session:
         annotator = session.get(Annotator, annotator_id)
         campaign = session.get(Campaign, annotator.campaign_id)
-        n_training = _training_size(session, campaign.id)
-        done = select(func.count()).select_from(Assignment).where(
-            Assignment.annotator_id == annotator_id, Assignment.done_at.is_not(None))
-        training_done = session.scalar(done.where(Assignment.position < n_training))
-        queue_done = session.scalar(done.where(Assignment.position >= n_training))  # gold checks included
-        return Progress(training_done, n_training, queue_done, campaign.quota + _gold_checks(session, campaign))
+        return _progress(session, campaign, [annotator_id])[annotator_id]
+
+
+def annotator_progress(engine: Engine, campaign_id: int) -> dict[int, Progress]:
+    """Every annotator's counter, by annotator id, the same the annotator sees (the organiser's progress
+    column): answered pairs after the training trial, gold checks included, out of the quota and the checks
+    planned; once nothing is left to serve them (finished), out of what was served, so the counter is full."""
+    with read_session(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        ids = list(session.scalars(select(Annotator.id).where(Annotator.campaign_id == campaign_id)))
+        return _progress(session, campaign, ids)
+
+
+def _progress(session: Session, campaign: Campaign, annotator_ids: Sequence[int]) -> dict[int, Progress]:
+    """The counters of these annotators of the campaign, in a few grouped reads on covering indexes
+    whatever their number (the Live campaign view reads thousands): finished is what _reserve would
+    decide now (no pair open, the training trial done, no queue pair they could get within their quota,
+    no check still due: _checks_left). Positions run 0, 1, 2... and a pair is reserved only when none
+    is open, so only an annotator's last pair can be open."""
+    ids = list(annotator_ids)
+    n_training = _training_size(session, campaign.id)
+    planned = _gold_checks(session, campaign)
+    whose = (Assignment.annotator_id == ids[0] if len(ids) == 1 else  # the page's own counter, or the campaign's
+             Assignment.annotator_id.in_(select(Annotator.id).where(Annotator.campaign_id == campaign.id)))
+    last = (select(Assignment.annotator_id, func.count().label("n"), func.max(Assignment.position).label("p"))
+            .where(whose).group_by(Assignment.annotator_id).subquery())
+    served = {aid: (int(n), int(p), bool(is_open)) for aid, n, p, is_open in session.execute(
+        select(last.c.annotator_id, last.c.n, last.c.p, Assignment.done_at.is_(None)).join(Assignment, and_(
+            Assignment.annotator_id == last.c.annotator_id, Assignment.position == last.c.p)))}
+    checks = select(Assignment.annotator_id, func.count()).where(
+        Assignment.campaign_id == campaign.id, Assignment.is_gold.is_(True), whose).group_by(Assignment.annotator_id)
+    gold_served = dict(session.execute(checks).all())
+    rows = {}
+    for aid in ids:
+        n, _, is_open = served.get(aid, (0, -1, False))
+        rows[aid] = (n, int(gold_served.get(aid, 0)), is_open)
+    # who might have nothing left: no pair open, the training trial done, their quota not reached
+    # (a queue pair to get?) or reached (only checks still due)
+    waiting = [aid for aid, (n, _, is_open) in rows.items() if not is_open and n >= n_training]
+    short = [aid for aid in waiting if rows[aid][0] - n_training - rows[aid][1] < campaign.quota]
+    reachable: set[int] = set()
+    if len(ids) == 1:
+        reachable = {aid for aid in short if _reachable(session, campaign, aid, 1)}
+    elif short:
+        open_pairs = session.scalar(select(func.count()).select_from(CampaignPair).where(_has_slot(campaign)))
+        # an annotator served fewer pairs than there are open ones can surely get one; the others are counted
+        unsure = {aid for aid in short if rows[aid][0] >= open_pairs}
+        reachable = set(short) - unsure
+        if unsure and open_pairs:
+            open_mine = dict(session.execute(select(Assignment.annotator_id, func.count()).join(CampaignPair, and_(
+                CampaignPair.campaign_id == Assignment.campaign_id, CampaignPair.pair_id == Assignment.pair_id))
+                .where(Assignment.campaign_id == campaign.id, _has_slot(campaign)).group_by(Assignment.annotator_id)).all())
+            reachable |= {aid for aid in unsure if open_pairs - open_mine.get(aid, 0) > 0}
+    candidates = {aid for aid in waiting if aid not in reachable}
+    n_gold, gold_seen = 0, {}
+    if planned and candidates:  # the checks still due can be served only from gold pairs not served to them yet
+        n_gold = session.scalar(select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign.id))
+        gold_seen = dict(session.execute(checks.join(GoldPair, and_(
+            GoldPair.campaign_id == Assignment.campaign_id, GoldPair.pair_id == Assignment.pair_id))).all())
+    result = {}
+    for aid, (n, gold, is_open) in rows.items():
+        answered = n - int(is_open)  # all but the last, when it is open
+        training_done = min(answered, n_training)
+        done = answered - training_done  # answered after the training trial, checks included
+        finished = ran_out = False
+        if aid in candidates:
+            ordinary = n - n_training - gold
+            due = min(planned, gold_check_count(ordinary, campaign.gold_rate, planned)) - gold if planned else 0
+            finished = due <= 0 or n_gold - gold_seen.get(aid, 0) <= 0
+            ran_out = finished and ordinary < campaign.quota
+        result[aid] = Progress(training_done, n_training, done, done if finished else campaign.quota + planned,
+                               finished, ran_out)
+    return result
 
 
 def _open_assignment(session: Session, annotator_id: int) -> Optional[Assignment]:
@@ -629,24 +745,40 @@ def serve_next(engine: Engine, annotator_id: int) -> Optional[ServedPair]:
 
 
 def _reserve(session: Session, campaign: Campaign, annotator_id: int, n_training: int) -> Optional[Assignment]:
+    """The next pair for this annotator. After the training trial: an ordinary pair of the queue up to the
+    quota, and gold checks (outside the quota) served within the pairs they can actually get: at each step a
+    check comes with the chance of the checks still due among the steps left (pluie_core.quality.
+    serve_check_now), the checks due being the share of checks of the ordinary pairs served and still
+    reachable (_checks_left). So a queue that empties before the quota gives fewer checks, spread over
+    what the person got; those still due once it is empty are served at the end."""
     served, gold_served = session.execute(
         select(func.count(), func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0))
         .where(Assignment.annotator_id == annotator_id)).one()
+    served, gold_served = int(served), int(gold_served)
     is_gold = False
     if served < n_training:
         pair_id = session.scalar(select(TrainingPair.pair_id).where(
             TrainingPair.campaign_id == campaign.id, TrainingPair.position == served))
     else:
-        step = served - n_training  # gold checks sit at steps drawn per annotator, outside the quota
-        n_checks = _gold_checks(session, campaign)
+        step = served - n_training
+        ordinary = step - gold_served
+        quota_left = campaign.quota - ordinary
+        planned = _gold_checks(session, campaign)
         pair_id = None
-        if n_checks and step in gold_positions(campaign.quota, n_checks, f"{campaign.seed}:{annotator_id}"):
-            pair_id = _reserve_gold_pair(session, campaign, annotator_id, step)
-            is_gold = pair_id is not None
-        if pair_id is None:
-            if step - int(gold_served) >= campaign.quota:
-                return None
-            pair_id = _reserve_queue_pair(session, campaign, annotator_id)
+        if not planned:
+            pair_id = _reserve_queue_pair(session, campaign, annotator_id) if quota_left > 0 else None
+        else:
+            pairs_left = _reachable(session, campaign, annotator_id, quota_left)
+            checks_left = _checks_left(session, campaign, annotator_id, ordinary + pairs_left, gold_served, planned)
+            if serve_check_now(checks_left, pairs_left, f"check:{campaign.seed}:{annotator_id}:{step}"):
+                pair_id = _reserve_gold_pair(session, campaign, annotator_id, step)
+                is_gold = pair_id is not None
+            elif pairs_left:
+                pair_id = _reserve_queue_pair(session, campaign, annotator_id)
+                if pair_id is None and _checks_left(session, campaign, annotator_id, ordinary, gold_served, planned):
+                    # the pairs left were taken meanwhile (another annotator): a check still due instead
+                    pair_id = _reserve_gold_pair(session, campaign, annotator_id, step)
+                    is_gold = pair_id is not None
     if pair_id is None:
         return None
     assignment = Assignment(campaign_id=campaign.id, annotator_id=annotator_id, pair_id=pair_id,
@@ -672,12 +804,9 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
     """Take one slot of the first pair in serving order that still has one and that this annotator
     has not seen. The conditional UPDATE is the guard: on PostgreSQL, where two transactions may
     pick the same pair, the loser updates no row and tries the next pair."""
-    already_mine = exists().where(
-        Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
-        Assignment.pair_id == CampaignPair.pair_id)
+    already_mine = _already_mine(campaign, annotator_id)
     # a fixed overlap is the campaign's; an adaptive one, each pair's own (its n_wanted, raised by record_label)
-    wanted = CampaignPair.n_wanted if campaign.overlap_max is not None else campaign.overlap
-    has_slot = and_(CampaignPair.campaign_id == campaign.id, CampaignPair.n_assigned < wanted)
+    has_slot = _has_slot(campaign)
     # "share": the pairs assigned fewest times first, so annotators get different pairs while there
     # are enough; "overlap": the serving order alone, so each pair is filled before the next
     order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"

@@ -19,8 +19,9 @@ from db.engine import read_session, write_session
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
 from db.annotation import add_pairs_to_campaigns
 from db.limits import check_length
-from db.queue import enqueue_pairs
+from db.queue import enqueue_pairs, forget_compute_time
 from pluie_core.io import MAX_SENTENCE_CHARS
+from pluie_core.wording import counted
 
 ANNOTATOR_PREFIX = "annotator:"
 # columns of a pairs frame that are not free metadata
@@ -54,9 +55,9 @@ def text_hash(source: str, hypothesis: str, occurrence: int = 0) -> str:
 def duplicates_note(keep_duplicates: bool, n_pairs: int, n_repeats: int) -> str:
     """The line an import adds to the dataset's description to record its choice on duplicates."""
     if keep_duplicates:
-        return (f"Imported {n_pairs:,} pairs with duplicates kept: every row is a pair, "
-                f"{n_repeats:,} exact repeats included.")
-    return (f"Imported {n_pairs:,} pairs with duplicates skipped: an exact repeat of a pair is imported once "
+        return (f"Imported {counted(n_pairs, 'pair')} with duplicates kept: every row is a pair, "
+                f"{counted(n_repeats, 'exact repeat')} included.")
+    return (f"Imported {counted(n_pairs, 'pair')} with duplicates skipped: an exact repeat of a pair is imported once "
             f"({n_repeats:,} skipped).")
 
 
@@ -262,7 +263,7 @@ def import_pairs(
         note = duplicates_note(keep_duplicates, len(pair_ids),
                                repeats_kept if keep_duplicates else skipped + dropped_by_reader)
         if keep_duplicates and dropped_by_reader:  # read without keep_duplicates: those are gone
-            note += f" {dropped_by_reader:,} repeats had been dropped when the file was read."
+            note += (f" {counted(dropped_by_reader, 'repeat')} had been dropped when the file was read.")
         dataset.description = f"{dataset.description}\n\n{note}" if dataset.description else note
 
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
@@ -308,8 +309,46 @@ def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_recor
 
 
 def delete_dataset(engine: Engine, dataset_id: int) -> None:
+    """Delete a dataset: its pairs go with it, and their labels, scores and queued work (the cascades),
+    and their share of each run's compute time (db.queue.forget_compute_time), in one transaction. A
+    worker scoring its pairs finds their leases gone between two pieces and moves on."""
     with write_session(engine) as session:
+        forget_compute_time(session, select(Pair.id).where(Pair.dataset_id == dataset_id))
         session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+
+
+class RenameRefused(ValueError):
+    """A dataset name that cannot be given; the message says why, in a sentence."""
+
+
+def rename_dataset(engine: Engine, dataset_id: int, new_name: str) -> str:
+    """Give a dataset another name (the names must stay unique: the files of PAWS-X, PAWS and STS-B
+    are all called "dev"); its pairs, labels, scores and campaigns are untouched. The same rules as an
+    import's name: not empty (spaces around it dropped), at most NAME_LENGTH characters, no NUL. A
+    name another dataset has is refused with a sentence, before and, for two renames at the same
+    moment, by the store's unique index. Returns the name given."""
+    from sqlalchemy.exc import IntegrityError
+
+    name = (new_name or "").strip()
+    if not name:
+        raise RenameRefused("Give the dataset a name.")
+    check_length("The dataset name", name, RenameRefused)
+    if _has_nul(name):
+        raise RenameRefused("The dataset name contains a NUL character (0x00): remove it.")
+    taken = f"Another dataset is named “{name}” already: choose another name."
+    try:
+        with write_session(engine) as session:
+            dataset = session.get(Dataset, int(dataset_id))
+            if dataset is None:
+                raise RenameRefused("This dataset no longer exists (it was deleted).")
+            if dataset.name != name:
+                if session.scalar(select(Dataset.id).where(Dataset.name == name, Dataset.id != dataset.id)) is not None:
+                    raise RenameRefused(taken)
+                dataset.name = name
+                session.flush()
+    except IntegrityError:
+        raise RenameRefused(taken) from None
+    return name
 
 
 def list_datasets(engine: Engine) -> list[Dataset]:

@@ -17,7 +17,9 @@ renamed when complete: an error leaves no folder behind.
 from __future__ import annotations
 
 import shutil
+import tempfile
 import uuid
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -34,8 +36,8 @@ from db.export import (
     export_frame, gold_check_answers, pair_aggregation, label_conditions, pair_conditions,
 )
 from db.models import (
-    Annotator, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
-    utcnow,
+    Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun,
+    TrainingPair, utcnow,
 )
 from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check_thresholds, median_labels
 from pluie_core.places import confined, data_dir
@@ -43,11 +45,15 @@ from pluie_core.dataset_card import agreement_figures, check_licence, count_patt
 from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import gold_check_count
 
-__all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE"]
+__all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE", "ZIP_DOWNLOAD_LIMIT", "dataset_zip",
+           "folder_bytes"]
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 ROWS_STREAM = ".rows.arrow"  # the rows as an Arrow stream while the folder is written, for the Arrow copy
 DEFAULT_CHUNK = 20_000  # pairs per chunk: a few tens of MB of rows, and under every driver's bound-parameter limit
+# the largest folder (bytes of its files) the Export page offers as one .zip download: a browser download
+# is sent from the server's memory, whole (Streamlit's download button holds bytes)
+ZIP_DOWNLOAD_LIMIT = 1 << 30
 
 
 class PublishError(ValueError):
@@ -75,7 +81,8 @@ def _scope(session, dataset_ids: Optional[list[int]], conditions: list) -> list[
 def _campaign_facts(session, campaign_id: int) -> dict:
     """What the card says of the campaign an export is restricted to: its datasets, its selection
     (pluie_core.pair_selection: range, filters, sample size and seed), its queue and training trial,
-    overlap, quota, and its gold checks (gold pairs and the share of checks)."""
+    overlap, quota, and its gold checks (gold pairs, the share of checks, the checks planned per annotator
+    and those served to each annotator who was served a pair after the training trial)."""
     campaign = session.get(Campaign, int(campaign_id))
     if campaign is None:
         raise PublishError("This campaign does not exist (any more): choose another.")
@@ -87,13 +94,19 @@ def _campaign_facts(session, campaign_id: int) -> dict:
     def count(model):
         return int(session.scalar(select(func.count()).select_from(model).where(model.campaign_id == campaign.id)))
 
+    # the checks served to each annotator who got a pair after the training trial
+    served = session.execute(
+        select(Assignment.annotator_id, func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0))
+        .where(Assignment.campaign_id == campaign.id, Assignment.position >= count(TrainingPair))
+        .group_by(Assignment.annotator_id).order_by(Assignment.annotator_id)).all()
     return {"name": campaign.name, "datasets": list(datasets), "selection": selection,
             "selection_text": describe_selection(campaign.selection, run.name if run else None),
             "sample": selection.get("sample"), "seed": campaign.seed, "quota": campaign.quota,
             "overlap": campaign.overlap, "overlap_max": campaign.overlap_max, "confidence": campaign.confidence,
             "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
             "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate),
-            "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair))}
+            "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair)),
+            "checks_served": [int(n) for _, n in served]}
 
 
 def _annotator_columns(session, conditions: list, labels: list, names: dict[int, str]):
@@ -349,3 +362,34 @@ def default_folder(stem: str) -> Path:
     """Where the export page offers to write a dataset folder: <data dir>/published/<stem>-<UTC time>
     (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files)."""
     return data_dir() / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"
+
+
+def folder_bytes(folder) -> int:
+    """The bytes of the files in a published folder (what its .zip holds before compression)."""
+    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def dataset_zip(folder) -> bytes:
+    """A published dataset folder as one .zip file, for a download from the browser: its entries lie
+    in a top folder of the folder's name, so that unzipped it is the folder again (README.md, the
+    Parquet file, the Arrow copy), read by datasets.load_dataset and load_from_disk. The archive is
+    written file by file, each copied in small pieces, into a temporary file beside the folder (on the disk that
+    held the folder; nothing is left behind) and read back once: memory holds the finished archive,
+    never the files too. The Parquet file goes in as it is (already compressed), the rest deflated.
+    The Export page offers it up to ZIP_DOWNLOAD_LIMIT bytes of files."""
+    folder = Path(folder)
+    if not folder.is_dir() or folder.is_symlink():
+        raise PublishError(f"The folder {folder} is not there any more: publish the dataset again.")
+    files = sorted(path for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+    try:
+        spool = tempfile.TemporaryFile(dir=folder.parent, prefix=f".{folder.name}.zip-")
+    except OSError:  # a folder this server may not write beside: the system's temporary folder
+        spool = tempfile.TemporaryFile(prefix="pluie-dataset-zip-")
+    with spool:
+        with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+            for path in files:
+                stored = path.suffix == ".parquet"
+                archive.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}",
+                              compress_type=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED)
+        spool.seek(0)
+        return spool.read()

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from db.analysis import counted_label
-from db.annotation import CampaignError, campaign_aggregation, campaign_label_counts
+from db.annotation import CampaignError, annotator_progress, campaign_aggregation, campaign_label_counts
 from db.engine import read_session, write_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
@@ -156,12 +156,29 @@ def _gold_rows(answers: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def _campaign_datasets(session: Session, campaign: Campaign) -> dict[int, str]:
+    """The campaign's datasets, id: name."""
+    return dict(session.execute(select(Dataset.id, Dataset.name).join(
+        CampaignDataset, CampaignDataset.dataset_id == Dataset.id).where(
+        CampaignDataset.campaign_id == campaign.id).order_by(Dataset.name)).all())
+
+
+def _not_the_campaigns(campaign: Campaign, own: dict[int, str]) -> str:
+    return f"not one of the datasets of “{campaign.name}” ({', '.join(own.values()) or 'none any more'})"
+
+
 def _add_gold(session: Session, campaign: Campaign, rows: list[dict]) -> int:
     ids = [r["pair_id"] for r in rows]
-    known = set(session.scalars(select(Pair.id).where(Pair.id.in_(ids))))
+    known = dict(session.execute(select(Pair.id, Pair.dataset_id).where(Pair.id.in_(ids))).all())
     missing = [p for p in ids if p not in known]
     if missing:
         raise CampaignError(f"There is no pair {missing[0]} in the store: no gold pair was marked.")
+    own = _campaign_datasets(session, campaign)
+    outside = [p for p in ids if known[p] not in own]
+    if outside:  # a check belongs to the campaign: a pair of its own datasets, in their language and kind
+        name = session.get(Dataset, known[outside[0]]).name
+        raise CampaignError(f"Pair {outside[0]} is in “{name}”, {_not_the_campaigns(campaign, own)}: it cannot be a "
+                            "check of this campaign. No gold pair was marked.")
     training = set(session.scalars(select(TrainingPair.pair_id).where(
         TrainingPair.campaign_id == campaign.id, TrainingPair.pair_id.in_(ids))))
     if training:
@@ -185,15 +202,19 @@ def _add_gold(session: Session, campaign: Campaign, rows: list[dict]) -> int:
 
 
 def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int = 0, seed: int = 0) -> int:
-    """Take gold pairs from a dataset's gold labels (pluie_core.quality.gold_from_labels: binary labels
-    give the side, a score its band of the four levels): a random sample of ``n`` (seeded; 0 = all) of
-    its labelled pairs that are neither training pairs of the campaign, already served in it, nor gold
-    already. All or nothing. Returns the number of pairs marked."""
+    """Take gold pairs from a dataset of the campaign's (refused with a sentence otherwise) by its gold
+    labels (known_answers: binary labels give the side, a score its band of the four levels): a random
+    sample of ``n`` (seeded; 0 = all) of its labelled pairs that are neither training pairs of the
+    campaign, already served in it, nor gold already. All or nothing. Returns the number of pairs marked."""
     with write_session(engine) as session:
         campaign = _campaign(session, campaign_id, lock=True)
         dataset = session.get(Dataset, dataset_id)
         if dataset is None:
             raise CampaignError("This dataset does not exist (any more).")
+        own = _campaign_datasets(session, campaign)
+        if dataset.id not in own:
+            raise CampaignError(f"“{dataset.name}” is {_not_the_campaigns(campaign, own)}: no gold pair was marked. "
+                                "A campaign's gold checks come from its own datasets.")
         gold = dict(session.execute(select(Pair.id, Pair.gold_label).where(
             Pair.dataset_id == dataset_id, Pair.gold_label.is_not(None),
             Pair.id.not_in(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id)),
@@ -202,14 +223,62 @@ def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int 
         if not gold:
             raise CampaignError(f"“{dataset.name}” has no gold-labelled pair left to use as a check "
                                 "(training pairs and pairs already served or gold are left out).")
-        try:
-            answers = quality.gold_from_labels(pd.Series(gold), dataset.label_kind, dataset.label_min, dataset.label_max)
-        except quality.QualityError as exc:
-            raise CampaignError(str(exc)) from None
+        answers = _known_answers(session, dataset, pd.Series(gold))
         if n and n < len(answers):
             answers = answers.sample(n=int(n), random_state=int(seed))
         answers = answers.rename_axis("pair_id").reset_index()
         return _add_gold(session, campaign, _gold_rows(answers))
+
+
+def _known_answers(session: Session, dataset: Dataset, gold_labels: pd.Series) -> pd.DataFrame:
+    """pluie_core.quality.gold_from_labels on the dataset's own scale: a score is cut into four bands of
+    its stated range, or else of the range of all its gold labels (so a pair's answer never depends on
+    which others are taken). A dataset without gold labels is refused with a sentence (CampaignError)."""
+    try:
+        return quality.gold_from_labels(gold_labels, dataset.label_kind, *_score_range(session, dataset))
+    except quality.QualityError as exc:
+        raise CampaignError(str(exc)) from None
+
+
+def _score_range(session: Session, dataset: Dataset) -> tuple:
+    """(low, high) of a score dataset's scale: its stated range, or else that of all its gold labels."""
+    low, high = dataset.label_min, dataset.label_max
+    if dataset.label_kind == "score" and (low is None or high is None):
+        lowest, highest = session.execute(select(func.min(Pair.gold_label), func.max(Pair.gold_label)).where(
+            Pair.dataset_id == dataset.id)).one()
+        low, high = (lowest if low is None else low), (highest if high is None else high)
+    return low, high
+
+
+@dataclass(frozen=True)
+class KnownAnswer:
+    """A pair's own gold label as a gold check's known answer (known_answer)."""
+
+    level: Optional[int]  # 0-3, None where only the side is known (binary labels)
+    binary_label: int
+    text: str  # e.g. "Gold label 4.83 (a score on 0–5): Same meaning"
+
+
+def known_answer(engine: Engine, pair_id: int) -> Optional[KnownAnswer]:
+    """The known answer a pair's own gold label gives (as gold_from_dataset reads it), with the sentence
+    saying so; None where the pair has no gold label, or its dataset none that maps to an answer."""
+    with read_session(engine) as session:
+        pair = session.get(Pair, int(pair_id))
+        if pair is None or pair.gold_label is None:
+            return None
+        dataset = session.get(Dataset, pair.dataset_id)
+        try:
+            answer = _known_answers(session, dataset, pd.Series({pair.id: pair.gold_label}))
+        except CampaignError:
+            return None
+        low, high = _score_range(session, dataset)
+        kind = f"a score on {low:g}–{high:g}" if dataset.label_kind == "score" else "binary"
+    if answer.empty:
+        return None
+    level, binary = answer["level"].iloc[0], int(answer["binary_label"].iloc[0])
+    level = None if pd.isna(level) else int(level)
+    said = LEVELS[level] if level is not None else ("Paraphrase (side only)" if binary else "Not a paraphrase (side only)")
+    return KnownAnswer(level, binary, f"Gold label {pair.gold_label:g} ({kind}): {said}")
 
 
 def remove_gold_pairs(engine: Engine, campaign_id: int, pair_ids) -> int:
@@ -222,20 +291,30 @@ def remove_gold_pairs(engine: Engine, campaign_id: int, pair_ids) -> int:
 
 
 def gold_pairs(engine: Engine, campaign_id: int) -> pd.DataFrame:
-    """The campaign's gold pairs: pair, dataset, texts, known answer, how often served as a check."""
+    """The campaign's gold pairs: pair, dataset, the file's id (external_id), texts, known answer, how
+    often served as a check, and ``name``: the pair in a line (dataset, ids, the start of its sentences)."""
     with read_session(engine) as session:
         served = (select(Assignment.pair_id, func.count().label("n")).where(
             Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)).group_by(Assignment.pair_id).subquery())
         rows = session.execute(
-            select(GoldPair.pair_id, Dataset.name, Pair.source, Pair.hypothesis, GoldPair.level, GoldPair.binary_label,
-                   func.coalesce(served.c.n, 0))
+            select(GoldPair.pair_id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, GoldPair.level,
+                   GoldPair.binary_label, func.coalesce(served.c.n, 0))
             .join(Pair, Pair.id == GoldPair.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
             .outerjoin(served, served.c.pair_id == GoldPair.pair_id)
             .where(GoldPair.campaign_id == campaign_id).order_by(GoldPair.pair_id)).all()
-    frame = pd.DataFrame(rows, columns=["pair_id", "dataset", "source", "hypothesis", "level", "binary_label", "served"])
+    frame = pd.DataFrame(rows, columns=["pair_id", "dataset", "external_id", "source", "hypothesis", "level",
+                                       "binary_label", "served"])
     frame["known answer"] = [LEVELS[int(lv)] if pd.notna(lv) else ("paraphrase" if b else "not a paraphrase")
                              for lv, b in zip(frame["level"], frame["binary_label"])]
+    frame["name"] = [f"{d} · id {e or '—'} · pair {p} · {_start(s)} / {_start(h)}" for p, d, e, s, h in
+                     zip(frame["pair_id"], frame["dataset"], frame["external_id"], frame["source"], frame["hypothesis"])]
     return frame
+
+
+def _start(text: str, n: int = 40) -> str:
+    """The start of a sentence, on one line."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 1].rstrip() + "…"
 
 
 def _frame(session: Session, query, columns: list[str]) -> pd.DataFrame:
@@ -257,11 +336,14 @@ def _alpha_value(figure: dict) -> float:
 
 def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None,
                   fit_reliability: Optional[Callable[[str, int], pd.DataFrame]] = None) -> LiveCampaign:
-    """What the live view shows. Per annotator: progress (ordinary pairs labelled / quota), median seconds
+    """What the live view shows. Per annotator: progress (the annotator's own counter, db.annotation.
+    annotator_progress: pairs answered after training, gold checks included, out of the quota and the
+    checks planned, or out of what was served once nothing is left for them), median seconds
     per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others)
     and the shared labels it rests on (pluie_core.quality.shared_labels), reliability by the campaign's
     aggregation method (db.annotation.campaign_aggregation; ``reliability_fit``) and the labels in that
-    fit, gold accuracy (binarised and exact), longest streak, last activity (UTC), flags and the checks
+    fit, gold accuracy (binarised and exact), the gold checks planned (those of a full quota) and served,
+    longest streak, last activity (UTC), flags and the checks
     not judged yet for too little evidence (pluie_core.quality.annotator_checks, with the campaign's
     thresholds). ``fit_reliability(method, n_labels)``: where the reliability comes from (the live page
     passes its cache, keyed by the count of labels, so one fit serves the flags and the reliability column);
@@ -331,8 +413,10 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     table.insert(table.columns.get_loc("reliability") + 1, "labels in fit",
                  fitted["n_labels"].reindex(table.index).fillna(0).astype(int))
     table.insert(0, "annotator", [p.display_name or p.name for p in people])
-    table.insert(1, "progress", [f"{n:,} / {campaign.quota:,}" for n in table["labelled"]])
-    table["gold checks due"] = n_checks
+    counters = annotator_progress(engine, campaign_id)  # the same counter the annotator sees
+    table.insert(1, "progress", [f"{counters[i].done:,} / {counters[i].quota:,}" if i in counters else "—" for i in ids])
+    table["gold checks planned"] = n_checks
+    table["gold checks served"] = gold_served.groupby("annotator").size().reindex(ids).fillna(0).astype(int).to_numpy()
     table["last activity"] = [last.get(i) for i in ids]
     table["status"] = ["revoked" if p.revoked_at else "active" for p in people]
     median = float(ordinary["seconds"].median()) if ordinary["seconds"].notna().any() else float("nan")
@@ -363,6 +447,9 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "α binarised (so far)": _alpha_value(agreement["binary"]),
         "agreement": agreement,
         "gold checks answered": len(answers),
+        # per annotator who has started the queue (a pair answered after training, or a check served)
+        "gold checks served": [int(n) for i, n in zip(ids, table["gold checks served"])
+                               if n or (i in counters and counters[i].done)],
         "annotators flagged": int((table["flags"] != "").sum()) if len(table) else 0,
     }
     if wanted is not None:  # where adaptive overlap sent the budget

@@ -75,26 +75,35 @@ def _of_datasets(session, pair_ids: np.ndarray, dataset_ids: Optional[list[int]]
     return np.isin(pair_ids, pair_datasets(session, dataset_ids).index)
 
 
-def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.Series:
-    """How many annotators flagged each pair (training answers aside), indexed by pair_id; only
-    flagged pairs. One pass over the labels' rows, counted here: a GROUP BY made SQLite walk the
+def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
+                campaign_id: Optional[int] = None) -> pd.Series:
+    """How many annotators flagged each pair (training answers aside; with ``campaign_id``, in that
+    campaign only), indexed by pair_id; only flagged pairs. One pass over the labels' rows, counted here: a GROUP BY made SQLite walk the
     pair index and fetch every label's row out of order (2.4 s at 300,000 labels, 20 s at 3M)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
         pair_ids = np.asarray(session.connection().execute(
-            select(Label.pair_id).where(Label.flagged.is_(True), Label.is_training.is_(False))).scalars().all(),
+            select(Label.pair_id).where(Label.flagged.is_(True), Label.is_training.is_(False),
+                                        *_in_campaign(campaign_id))).scalars().all(),
             dtype=np.int64)
         pair_ids = pair_ids[_of_datasets(session, pair_ids, dataset_ids)] if len(pair_ids) else pair_ids
     return pd.Series(pair_ids, dtype="int64").value_counts().sort_index().rename("n_flags").rename_axis("pair_id")
 
 
-def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
+def _in_campaign(campaign_id: Optional[int]) -> list:
+    """The condition on labels of one campaign (none: every label)."""
+    return [] if campaign_id is None else [Label.campaign_id == int(campaign_id)]
+
+
+def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
+               campaign_id: Optional[int] = None) -> pd.DataFrame:
     """pair_id and level (0-4) of every label on the five-level scale (training answers aside) of
-    the datasets: all the review queue reads of the labels (labels_long's nine columns took three
-    times as long at 3,000,000 labels)."""
+    the datasets (with ``campaign_id``, the labels given in that campaign): all the review queue reads
+    of the labels (labels_long's nine columns took three times as long at 3,000,000 labels)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
-        levels = number_frame(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None)),
+        levels = number_frame(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None),
+                                                                                *_in_campaign(campaign_id)),
                               ["pair_id", "level"], integers=["pair_id", "level"])
         if len(levels):
             levels = levels[_of_datasets(session, levels["pair_id"].to_numpy(), dataset_ids)].reset_index(drop=True)
@@ -102,7 +111,7 @@ def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> p
 
 
 def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending",
-                 aggregation: Optional[str] = None) -> pd.DataFrame:
+                 aggregation: Optional[str] = None, campaign_id: Optional[int] = None) -> pd.DataFrame:
     """The pairs whose five-level labels disagree and the pairs an annotator flagged (training
     labels aside), in review order (pluie_core.review.disagreement_queue: flagged first, then across
     the paraphrase boundary, then by spread), with majority_level (the rule that holds without a
@@ -110,11 +119,13 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     adjudicated). ``show``: "pending" (no decision in force), "adjudicated", "flagged" (flagged
     pairs, decided or not) or "all". ``aggregation`` (a pluie_core.aggregation method) adds the
     method's aggregated_level, posterior and uncertainty (db.export.pair_aggregation, over the five
-    levels) and orders the queue by uncertainty, the least certain pair first (then pair id)."""
+    levels) and orders the queue by uncertainty, the least certain pair first (then pair id).
+    ``campaign_id``: the labels and flags given in that campaign only (a pilot's never mix into the main
+    round's queue)."""
     if show not in ("pending", "adjudicated", "flagged", "all"):
         raise ReviewError("Show pending, adjudicated, flagged or all pairs.")
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
-    queue = disagreement_queue(level_rows(engine, dataset_ids), flag_counts(engine, dataset_ids))
+    queue = disagreement_queue(level_rows(engine, dataset_ids, campaign_id), flag_counts(engine, dataset_ids, campaign_id))
     decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
     queue["final_level"] = decided["level"].round().astype("Int64")
     queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())
@@ -127,7 +138,8 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
         queue = queue[queue["n_flags"] > 0]
     if aggregation is not None:
         from db.export import pair_aggregation  # db.export imports this module
-        fitted = pair_aggregation(engine, dataset_ids, method=aggregation).pairs.reindex(queue.index)
+        fitted = pair_aggregation(engine, dataset_ids, campaign_id=campaign_id,
+                                  method=aggregation).pairs.reindex(queue.index)
         queue["aggregated_level"] = pd.to_numeric(fitted["label"], errors="coerce").astype("Float64").astype("Int64")
         queue["posterior"] = fitted["posterior"].astype(float)
         queue["uncertainty"] = fitted["uncertainty"].astype(float)

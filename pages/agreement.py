@@ -4,7 +4,7 @@ each annotator and the majority agree with a score run."""
 import numpy as np
 import streamlit as st
 
-from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales
+from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
 from db.analysis import LABELS_COUNTED
 from pages import analysis_common as common, charts
 from pluie_core.agreement import AGREEMENT_RULE
@@ -18,15 +18,18 @@ ALPHA_LEVELS = common.ALPHA_LEVELS
 
 st.title("Agreement")
 selection = common.sidebar(run="optional", reference=False)
-labels = common.labels(selection.url, selection.dataset_ids)
+labels = common.labels(selection.url, selection.dataset_ids, selection.campaign_id)
 if labels.empty:
-    st.info("No human labels on these datasets yet: label some pairs, or import per-annotator labels.")
+    st.info("No human labels on these datasets yet: label some pairs, or import per-annotator labels."
+            if selection.campaign_id is None else "No label in this campaign yet.")
     st.stop()
 scales = label_scales(labels)
 scale = scales[0] if len(scales) == 1 else st.radio(
     "Labels", scales, format_func=SCALE_NAMES.get, horizontal=True, key="agreement_scale",
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
-rows = common.label_views(selection.url, selection.dataset_ids, scale)[0]
+if scale == "raw":  # values on each dataset's own scale (BIOSSES 0–4, another 1–5): one scale at a time
+    selection = common.one_scale(selection, "raw", set(labels_on_scale(labels, "raw")["dataset_id"]))
+rows = common.label_views(selection.url, selection.dataset_ids, scale, selection.campaign_id)[0]
 n_pairs, n_annotators = rows["pair_id"].nunique(), rows["annotator"].nunique()
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
@@ -37,7 +40,8 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
     if n_annotators < 2:
         st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
         return
-    found = common.agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights)
+    found = common.agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights,
+                                     selection.campaign_id)
     shown = found["figures"].set_index("measure")
     alphas = {"binary": "Krippendorff's α binarised"} if binarised else {lv: f"Krippendorff's α {lv}" for lv in ALPHA_LEVELS}
     labels_shown = {"Fleiss' kappa": "Fleiss' κ", **{f"Krippendorff's alpha ({lv})": name for lv, name in alphas.items()}}
@@ -93,7 +97,7 @@ st.subheader("Annotators")
 summary, versus = common.people_tables(selection.url, selection.dataset_ids, scale,
                                        None if run_scores is None else int(run["id"]),
                                        None if run_scores is None else float(threshold),
-                                       bool(run is not None and run["higher_is_similar"]))
+                                       bool(run is not None and run["higher_is_similar"]), selection.campaign_id)
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),

@@ -1,11 +1,12 @@
-"""What the analysis pages share: the sidebar (datasets, score run, reference), reads cached per store
-URL, the model threshold input and CSV downloads."""
+"""What the analysis pages share: the sidebar (the scope — a campaign or datasets, pages.scope —, score
+run, reference, one reference scale at a time), reads cached per store URL, the model threshold input and
+CSV downloads."""
 from __future__ import annotations
 
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -16,6 +17,7 @@ from db import analysis, evaluation, evaluation_reads, review
 from db import datasets as dataset_reads
 from db.engine import database_url
 from pluie_core import analysis as core
+from pages import scope as scopes
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
@@ -64,32 +66,42 @@ def choices(url: str, preference_runs: bool = False) -> analysis.AnalysisChoices
     return found
 
 
-@shared_frame
-def labels(url: str, dataset_ids: tuple[int, ...]) -> pd.DataFrame:
-    return analysis.labels_long(get_engine(), dataset_ids, annotators=choices(url).annotators)
+def labels(url: str, dataset_ids: tuple[int, ...], campaign_id: Optional[int] = None) -> pd.DataFrame:
+    """The labels of the datasets (db.analysis.labels_long), with ``campaign_id`` those given in that
+    campaign only; read-only. One cache entry however it is called (campaign_id left out or None)."""
+    return _labels(url, tuple(dataset_ids), None if campaign_id is None else int(campaign_id))
 
 
 @shared_frame
-def label_views(url: str, dataset_ids: tuple[int, ...], scale: str) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
-    """The labels on one scale, their values as the agreement statistics take them and (five-level scale)
-    binarised, as rows (``pluie_core.analysis.agreement_values``: pair_id, annotator, value). Rows, not
+def _labels(url: str, dataset_ids: tuple[int, ...], campaign_id: Optional[int]) -> pd.DataFrame:
+    return analysis.labels_long(get_engine(), dataset_ids, annotators=choices(url).annotators, campaign_id=campaign_id)
+
+
+labels.clear = _labels.clear  # as the cached reads: labels.clear() empties its cache
+
+
+@shared_frame
+def label_views(url: str, dataset_ids: tuple[int, ...], scale: str,
+                campaign_id: Optional[int] = None) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
+    """The labels on one scale (of a campaign, with ``campaign_id``), their values as the agreement
+    statistics take them and (five-level scale) binarised, as rows (``pluie_core.analysis.agreement_values``: pair_id, annotator, value). Rows, not
     an items x annotators matrix: a campaign of thousands of annotators would make that matrix billions
     of cells. Half a second at 300,000 labels, on every run of the Agreement page before it was shared."""
-    rows = core.labels_on_scale(labels(url, dataset_ids), scale)
+    rows = core.labels_on_scale(labels(url, dataset_ids, campaign_id), scale)
     return (rows, core.agreement_values(rows, scale),
             core.agreement_values(rows, scale, binarised=True) if scale == "levels" else None)
 
 
-def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False) -> pd.DataFrame:
-    """The pairs of the datasets (db.analysis.pairs_frame), read-only. One cache entry however it is
-    called: Streamlit keys a cached function on its arguments as passed, so pairs(url, ids) and
-    pairs(url, ids, texts=False) would each read a million pairs."""
-    return _pairs(url, tuple(dataset_ids), bool(texts))
+def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False, campaign_id: Optional[int] = None) -> pd.DataFrame:
+    """The pairs of the datasets (db.analysis.pairs_frame; with ``campaign_id`` that campaign's pairs
+    only), read-only. One cache entry however it is called: Streamlit keys a cached function on its
+    arguments as passed, so pairs(url, ids) and pairs(url, ids, texts=False) would each read a million pairs."""
+    return _pairs(url, tuple(dataset_ids), bool(texts), None if campaign_id is None else int(campaign_id))
 
 
 @shared_frame
-def _pairs(url: str, dataset_ids: tuple[int, ...], texts: bool) -> pd.DataFrame:
-    return analysis.pairs_frame(get_engine(), dataset_ids, texts=texts)
+def _pairs(url: str, dataset_ids: tuple[int, ...], texts: bool, campaign_id: Optional[int]) -> pd.DataFrame:
+    return analysis.pairs_frame(get_engine(), dataset_ids, texts=texts, campaign_id=campaign_id)
 
 
 @shared_frame
@@ -105,13 +117,13 @@ PAIRWISE_ANNOTATORS = 50
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
                show_spinner="Computing Fleiss' κ, Krippendorff's α with its bootstrap intervals and the pairwise κ…")
-def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights) -> dict:
+def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights, campaign_id=None) -> dict:
     """The Agreement page's Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ
     of one view, cached: on a large campaign they take seconds (2 s at 3,000,000 labels), and other
     widgets of the page should not wait for them. Its default view is read ahead. Streamlit keys it
-    on the arguments as passed: callers pass all five."""
+    on the arguments as passed: callers pass all six (``campaign_id``: the labels of that campaign only)."""
     # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
-    view = label_views(url, dataset_ids, scale)[2 if binarised else 1]
+    view = label_views(url, dataset_ids, scale, campaign_id)[2 if binarised else 1]
     values = view["value"].to_numpy()
     figures, errors = [], {}
     slots = item_slots(view, level_col="value")  # each pair's values side by side: what Fleiss' κ and α count
@@ -120,7 +132,7 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
     except StatsError as error:
         errors["Fleiss' kappa"] = str(error)
     if scale == "levels":  # the five-level labels: pluie_core.agreement, as on Live campaign and the dataset card
-        rows = label_views(url, dataset_ids, scale)[0]
+        rows = label_views(url, dataset_ids, scale, campaign_id)[0]
         measures = ("binary",) if binarised else ALPHA_LEVELS
         found = level_agreement(count_patterns(level_counts(rows["pair_id"], rows["level"])), measures=measures)
         for measure in measures:
@@ -149,16 +161,17 @@ def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool,
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
                show_spinner="Computing the curve, the best threshold, ROC AUC and each dataset's best threshold…")
 def threshold_figures(url: str, dataset_ids: tuple[int, ...], run_id: int, kind: str, annotator: Optional[str],
-                      gold_cut: float, higher: bool, natural: Optional[float]):
+                      gold_cut: float, higher: bool, natural: Optional[float], campaign_id: Optional[int] = None):
     """The Thresholds page's figures of one run against one reference (core.Reference's kind,
     annotator and gold_cut): the curve, the best threshold, ROC AUC and, over several datasets,
     each one's best threshold, ROC AUC and accuracy at the ``natural`` threshold (None when the run
     has none); per_dataset is None for one dataset. Three seconds at 1,000,000 pairs: cached on the
     store's state and the choices, and the default (first run, gold labels) is read ahead. Streamlit
-    keys it on the arguments as passed: callers pass all eight."""
+    keys it on the arguments as passed: callers pass all nine (``campaign_id``: that campaign's pairs and
+    labels only)."""
     values = scores(url, (run_id,), dataset_ids).iloc[:, 0]
-    data = pairs(url, dataset_ids)[["dataset"]].assign(
-        score=values, reference=reference_labels(url, dataset_ids, kind, annotator, gold_cut))
+    data = pairs(url, dataset_ids, False, campaign_id)[["dataset"]].assign(
+        score=values, reference=reference_labels(url, dataset_ids, kind, annotator, gold_cut, campaign_id))
     data = data.dropna(subset=["score", "reference"])
     curve = threshold_curve(data["score"], data["reference"], higher)
     best, auc = best_threshold(data["score"], data["reference"], higher), roc_auc(data["score"], data["reference"], higher)
@@ -238,9 +251,10 @@ def store_overview(url: str):
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
 def graded_values(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
     """The Correlation page's graded reference, as read: gold scores, a metadata column, or the mean of the
-    labels (``levels``, of a campaign or all) or of imported annotators' values (``raw``)."""
+    labels (``levels``, of a campaign or all) or of imported annotators' values (``raw``); with a campaign,
+    its pairs' and its labels' only."""
     if kind == "gold":
-        return pairs(url, dataset_ids)["gold_label"].rename("reference")
+        return pairs(url, dataset_ids, False, campaign_id)["gold_label"].rename("reference")
     if kind == "meta":
         return evaluation_reads.meta_column(get_engine(), column, dataset_ids)
     return evaluation_reads.label_means(get_engine(), dataset_ids, kind, campaign_id)
@@ -280,14 +294,17 @@ def oriented(data: pd.DataFrame, names, runs: pd.DataFrame) -> dict:
     return {name: data[name] * (1 if direction.get(name, True) else -1) for name in names}
 
 
-def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> None:
-    """The Correlation page's first view: gold scores against every run with scores, the coefficients and
-    their bootstrap intervals, and the first two runs' paired test on the first coefficient."""
+def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...],
+                          campaign_id: Optional[int] = None) -> None:
+    """The Correlation page's first view: gold scores against every run with scores (the datasets of the
+    first gold scale), the coefficients and their bootstrap intervals, and the first two runs' paired
+    test on the first coefficient."""
     if ds.runs.empty:
         return
     # as the page builds them: the pairs with every run's scores, then the reference
-    data = scored_frame(Selection(url, ds, dataset_ids, None, None), ds.runs["name"].tolist())
-    data["reference"] = graded(url, dataset_ids, "gold", None, None).reindex(data.index)
+    dataset_ids = first_scale(Selection(url, ds, dataset_ids, None, None, campaign_id), "gold")
+    data = scored_frame(Selection(url, ds, dataset_ids, None, None, campaign_id), ds.runs["name"].tolist())
+    data["reference"] = graded(url, dataset_ids, "gold", campaign_id, None).reindex(data.index)
     names = [name for name in ds.runs["name"] if data[name].notna().sum() > 0]
     if not names or data["reference"].notna().sum() == 0:
         return
@@ -299,25 +316,31 @@ def _correlation_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: t
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")
-def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None) -> pd.DataFrame:
-    """The Review page's queue (db.review.review_queue; dataset ids sorted): 3 s at 1,000,000 pairs and
-    3,000,000 labels, and asked again at every ← / →. Read again when the store's state changes (a
-    decision, a new label, an answer changed in place); read ahead for every dataset. Streamlit keys it on
-    the arguments as passed (a default left out is another key): callers pass all four."""
-    return review.review_queue(get_engine(), list(dataset_ids), show, aggregation=order)
+def review_queue(url: str, dataset_ids: tuple[int, ...], show: str = "pending", order: Optional[str] = None,
+                 campaign_id: Optional[int] = None) -> pd.DataFrame:
+    """The Review page's queue (db.review.review_queue; dataset ids sorted; with ``campaign_id`` the labels
+    given in that campaign only): 3 s at 1,000,000 pairs and 3,000,000 labels, and asked again at every
+    ← / →. Read again when the store's state changes (a decision, a new label, an answer changed in
+    place); read ahead for the default scope. Streamlit keys it on the arguments as passed (a default left
+    out is another key): callers pass all five."""
+    return review.review_queue(get_engine(), list(dataset_ids), show, aggregation=order, campaign_id=campaign_id)
 
 
 @shared_frame
-def reference_labels(url: str, dataset_ids: tuple[int, ...], kind: str, annotator: Optional[str], gold_cut: float) -> pd.Series:
-    """The reference labels (0 / 1, NaN where none) of every pair of the datasets, indexed by pair_id:
-    the gold labels cut, the human majority or one annotator. A third of a run of the Thresholds
-    page at 1,000,000 pairs, where it was computed twice a run before."""
-    return core.reference_labels(pairs(url, dataset_ids), labels(url, dataset_ids), core.Reference(kind, annotator, gold_cut))
+def reference_labels(url: str, dataset_ids: tuple[int, ...], kind: str, annotator: Optional[str], gold_cut: float,
+                     campaign_id: Optional[int] = None) -> pd.Series:
+    """The reference labels (0 / 1, NaN where none) of every pair of the datasets (of a campaign, with
+    ``campaign_id``: its pairs, its labels), indexed by pair_id: the gold labels cut, the human majority
+    or one annotator. A third of a run of the Thresholds page at 1,000,000 pairs, where it was computed
+    twice a run before. Callers pass all six. Gold labels read no label."""
+    people = None if kind == "gold" else labels(url, dataset_ids, campaign_id)
+    return core.reference_labels(pairs(url, dataset_ids, False, campaign_id), people, core.Reference(kind, annotator, gold_cut))
 
 
-def reference_for(url: str, dataset_ids: tuple[int, ...], chosen: core.Reference) -> pd.Series:
+def reference_for(url: str, dataset_ids: tuple[int, ...], chosen: core.Reference,
+                  campaign_id: Optional[int] = None) -> pd.Series:
     """reference_labels of a core.Reference (read-only, shared)."""
-    return reference_labels(url, dataset_ids, chosen.kind, chosen.annotator, float(chosen.gold_cut))
+    return reference_labels(url, dataset_ids, chosen.kind, chosen.annotator, float(chosen.gold_cut), campaign_id)
 
 
 @shared_frame
@@ -326,8 +349,9 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 
 def read_ahead() -> threading.Thread:
-    """Read what the analysis pages draw first (every dataset, the first score run and every run: the
-    sidebars' defaults) into the shared caches on a thread of its own, in this order: the labels and
+    """Read what the analysis pages draw first (the scope they open on — the campaign in progress, or
+    every dataset —, the first score run and every run, gold labels of the first scale: the sidebars'
+    defaults) into the shared caches on a thread of its own, in this order: the labels and
     their matrices, Agreement's first figures, the Review page's queue, the pairs, the gold reference,
     the first run's scores, Thresholds' first figures, every run's scores, the edit distances, the
     Preferences page's first table, the Scorecard page's pairs and Agreement's annotator tables.
@@ -352,38 +376,49 @@ def read_ahead() -> threading.Thread:
         except Exception:  # noqa: BLE001
             logging.getLogger(__name__).debug("reading ahead failed", exc_info=True)
             return
-        dataset_ids = tuple(int(i) for i in ds.datasets["id"])
+        if ds.datasets.empty:
+            return
+        try:  # the scope the pages open on (pages.scope): the campaign in progress, or every dataset
+            scope = scopes.resolve(scopes.campaigns(url), scopes.default(scopes.campaigns(url)), dataset_names(ds))
+        except Exception:  # noqa: BLE001
+            logging.getLogger(__name__).debug("reading ahead failed", exc_info=True)
+            return
+        dataset_ids, campaign = scope.dataset_ids, scope.campaign_id
         if not dataset_ids:
             return
+        # the reference pages' first view: gold labels, of the first gold scale when the datasets have several
+        gold_ids = first_scale(Selection(url, ds, dataset_ids, None, None, campaign), "gold")
         run_ids = tuple(int(i) for i in ds.runs["id"])
         first = ds.runs.iloc[0] if len(ds.runs) else None
 
         def label_frames() -> None:
-            for scale in core.label_scales(labels(url, dataset_ids)):
-                label_views(url, dataset_ids, scale)
+            for scale in core.label_scales(labels(url, dataset_ids, campaign)):
+                label_views(url, dataset_ids, scale, campaign)
 
         steps = [
             lambda: store_overview(url),  # the Datasets page, the first page opened
             label_frames,
             # the Agreement page's first view: the first scale, not binarised, unweighted κ
-            lambda: agreement_figures(url, dataset_ids, core.label_scales(labels(url, dataset_ids))[0], False, None),
-            lambda: review_queue(url, tuple(sorted(dataset_ids)), "pending", None),  # as the Review page asks
-            lambda: pairs(url, dataset_ids),
-            lambda: reference_labels(url, dataset_ids, "gold", None, 0.5),  # the sidebars' default reference
+            lambda: agreement_figures(url, dataset_ids, core.label_scales(labels(url, dataset_ids, campaign))[0],
+                                      False, None, campaign),
+            lambda: review_queue(url, tuple(sorted(dataset_ids)), "pending", None, campaign),  # as the Review page asks
+            lambda: pairs(url, gold_ids, False, campaign),
+            lambda: reference_labels(url, gold_ids, "gold", None, 0.5, campaign),  # the sidebars' default reference
         ]
         if first is not None:
             steps += [
-                lambda: scores(url, run_ids[:1], dataset_ids),  # the first run (most pages)
-                lambda: threshold_figures(url, dataset_ids, int(first["id"]), "gold", None, 0.5,
-                                          bool(first["higher_is_similar"]), core.natural_threshold(first["kind"])),
-                lambda: scores(url, run_ids, dataset_ids),  # every run (Correlation)
+                lambda: scores(url, run_ids[:1], gold_ids),  # the first run (most pages)
+                lambda: threshold_figures(url, gold_ids, int(first["id"]), "gold", None, 0.5,
+                                          bool(first["higher_is_similar"]), core.natural_threshold(first["kind"]),
+                                          campaign),
+                lambda: scores(url, run_ids, gold_ids),  # every run (Correlation)
             ]
-        steps.append(lambda: edit_distances(url, dataset_ids))
+        steps.append(lambda: edit_distances(url, gold_ids))
         steps.append(lambda: _preference_defaults(url))
         steps.append(lambda: _scorecard_defaults(url))
-        steps.append(lambda: _correlation_defaults(url, ds, dataset_ids))
+        steps.append(lambda: _correlation_defaults(url, ds, dataset_ids, campaign))
         # last: a second or two at 1M labels, which would otherwise delay every step above
-        steps.append(lambda: _agreement_people_defaults(url, ds, dataset_ids))
+        steps.append(lambda: _agreement_people_defaults(url, ds, dataset_ids, campaign))
         for step in steps:
             if database_url() != read_from:  # the app now uses another store: nothing more to read of this one
                 return
@@ -426,12 +461,12 @@ def read_ahead_once() -> threading.Thread:
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
-def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, higher: bool):
+def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, higher: bool, campaign_id=None):
     """The Agreement page's annotators' summary and, on the five-level scale with a run, each annotator's
     and the majority's agreement with the run at ``threshold``: a second a run at 3,000,000 labels, so
     cached on what they depend on (the store's state first). Its default view is read ahead. Streamlit
-    keys it on the arguments as passed: callers pass all six."""
-    rows, _, binary = label_views(url, dataset_ids, scale)
+    keys it on the arguments as passed: callers pass all seven (``campaign_id``: its labels only)."""
+    rows, _, binary = label_views(url, dataset_ids, scale, campaign_id)
     versus = None
     if run_id is not None and scale == "levels":
         run_scores = scores(url, (run_id,), dataset_ids).iloc[:, 0]
@@ -441,17 +476,18 @@ def people_tables(url: str, dataset_ids: tuple, scale: str, run_id, threshold, h
     return core.annotator_summary(rows, scale, versus, binary), versus
 
 
-def _agreement_people_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> None:
+def _agreement_people_defaults(url: str, ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...],
+                               campaign_id: Optional[int] = None) -> None:
     """The Agreement page's first tables: the first scale, the first run at its default threshold."""
-    scale = core.label_scales(labels(url, dataset_ids))[0]
+    scale = core.label_scales(labels(url, dataset_ids, campaign_id))[0]
     if ds.runs.empty:
-        people_tables(url, dataset_ids, scale, None, None, False)
+        people_tables(url, dataset_ids, scale, None, None, False, campaign_id)
         return
     run = ds.runs.iloc[0]
     if scores(url, (int(run["id"]),), dataset_ids).get(run["name"]) is None:
         return  # the page says there is no score yet and draws no run table
-    rule = default_threshold_rule(Selection(url, ds, dataset_ids, run, None))
-    people_tables(url, dataset_ids, scale, int(run["id"]), float(rule.value), bool(run["higher_is_similar"]))
+    rule = default_threshold_rule(Selection(url, ds, dataset_ids, run, None, campaign_id))
+    people_tables(url, dataset_ids, scale, int(run["id"]), float(rule.value), bool(run["higher_is_similar"]), campaign_id)
 
 
 def _preference_defaults(url: str) -> None:
@@ -474,15 +510,19 @@ class Selection:
     dataset_ids: tuple[int, ...]
     run: Optional[pd.Series]  # a row of choices.runs, None when no run is chosen
     reference: Optional[core.Reference]
+    campaign_id: Optional[int] = None  # the scope's campaign (its pairs and labels only); None: whole datasets
 
 
-def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]) -> core.Reference:
+def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...],
+                      campaign_id: Optional[int] = None) -> core.Reference:
     kind = st.radio("Reference", list(REFERENCES), format_func=REFERENCES.get, key="analysis_reference",
                     help="What the metric is compared against: gold labels, the binarised majority of the "
                          "annotators (Don't know ignored, ties give none) or one annotator.")
     annotator = None
     if kind == "annotator":
         people = ds.annotators[ds.annotators["dataset_id"].isin(dataset_ids) | ds.annotators["dataset_id"].isna()]
+        if campaign_id is not None:  # the campaign's own people
+            people = people[people["campaign_id"] == campaign_id]
         people = people[people["has_labels"]]
         if people.empty:
             st.warning("No one has labelled these datasets yet.")
@@ -498,41 +538,86 @@ def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]
     return core.Reference(kind, annotator, cut)
 
 
+def dataset_names(ds: analysis.AnalysisChoices) -> dict[int, str]:
+    """id -> name of every dataset, in the sidebars' order (by name)."""
+    return dict(zip(ds.datasets["id"].astype(int), ds.datasets["name"]))
+
+
 def sidebar(run: str = "required", reference: bool = True) -> Selection:
-    """Draws the shared filters and stops the page with a sentence when there is nothing to show.
-    ``run``: "required", "optional" or "none"."""
+    """Draws the shared filters — the scope (pages.scope: a campaign or whole datasets, the same on every
+    page), the run, the reference — and stops the page with a sentence when there is nothing to show.
+    With a reference, datasets whose references are on different scales are shown one scale at a time
+    (one_scale). ``run``: "required", "optional" or "none"."""
     url = store_key()
     ds = choices(url)
     if ds.datasets.empty:
         st.info("No dataset yet: import sentence pairs on the Import page first.")
         st.stop()
     with st.sidebar:
-        names = st.multiselect("Datasets", ds.datasets["name"].tolist(), default=ds.datasets["name"].tolist(),
-                               key="analysis_datasets")
-        if not names:
-            st.warning("Choose at least one dataset.")
+        scope = scopes.pick(url, dataset_names(ds))
+        if not scope.dataset_ids:
+            st.warning("Choose at least one dataset." if scope.campaign_id is None else
+                       "This campaign has no dataset any more: choose another campaign, or whole datasets.")
             st.stop()
-        dataset_ids = tuple(int(i) for i in ds.datasets.loc[ds.datasets["name"].isin(names), "id"])
+        dataset_ids = scope.dataset_ids
         chosen_run = None
         if run != "none" and not ds.runs.empty:
             options = ds.runs["name"].tolist() + ([None] if run == "optional" else [])
             name = st.selectbox("Score run", options, key="analysis_run", format_func=lambda n: n or "None")
             chosen_run = ds.runs[ds.runs["name"] == name].iloc[0] if name else None
-        chosen_reference = _reference_picker(ds, dataset_ids) if reference else None
+        chosen_reference = _reference_picker(ds, dataset_ids, scope.campaign_id) if reference else None
         if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
             st.cache_data.clear()
-            for read in (labels, label_views, _pairs, scores, reference_labels, edit_distances):
+            for read in (_labels, label_views, _pairs, scores, reference_labels, edit_distances):
                 read.clear()
     if run == "required" and chosen_run is None:
         st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
         st.stop()
-    return Selection(url, ds, dataset_ids, chosen_run, chosen_reference)
+    selection = Selection(url, ds, dataset_ids, chosen_run, chosen_reference, scope.campaign_id)
+    return one_scale(selection, chosen_reference.kind) if reference else selection
+
+
+SCALE_WIDGET = "analysis_reference_scale"
+
+
+def scale_groups(selection: Selection, kind: str, present=None) -> list:
+    """The selection's datasets grouped by the scale of the reference ``kind`` (pluie_core.analysis.
+    reference_scale_groups: gold, majority, annotator; levels, raw, meta). ``present``: the ids of the
+    datasets that have the reference at all (the others are left out), when known."""
+    chosen = selection.choices.datasets[selection.choices.datasets["id"].isin(selection.dataset_ids)]
+    if present is not None and chosen["id"].isin(present).any():
+        chosen = chosen[chosen["id"].isin(present)]
+    return core.reference_scale_groups(chosen, kind)
+
+
+def first_scale(selection: Selection, kind: str) -> tuple[int, ...]:
+    """The dataset ids one_scale first shows (what the read-ahead reads)."""
+    groups = scale_groups(selection, kind)
+    return groups[0][1] if len(groups) > 1 else selection.dataset_ids
+
+
+def one_scale(selection: Selection, kind: str, present=None) -> Selection:
+    """The selection narrowed to datasets whose reference shares one scale: when the chosen datasets'
+    references are on several (PAWS-X's 0/1 and STS-B's 0–5), the page says so in one sentence and
+    shows one scale at a time (a choice above the figures), never one figure over them all. The
+    selection as it is when they share one."""
+    groups = scale_groups(selection, kind, present)
+    if len(groups) < 2:
+        return selection
+    st.info(user_text(core.scales_sentence(groups, dataset_names(selection.choices))))
+    options = [scale.describe() for scale, _ in groups]
+    if st.session_state.get(SCALE_WIDGET) not in options:  # another reference's scales: start at the first
+        st.session_state.pop(SCALE_WIDGET, None)
+    shown = st.radio("Reference scale", options, horizontal=True, key=SCALE_WIDGET,
+                     help="Figures are computed over pairs whose reference shares one scale.")
+    return replace(selection, dataset_ids=groups[options.index(shown)][1])
 
 
 def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Series:
     """The selection's reference labels, or a sentence saying why there are none (and the page stops)."""
     try:
-        return reference_for(selection.url, selection.dataset_ids, selection.reference).reindex(pair_frame.index)
+        return reference_for(selection.url, selection.dataset_ids, selection.reference,
+                             selection.campaign_id).reindex(pair_frame.index)
     except StatsError as error:
         st.info(user_text(error))
         st.stop()
@@ -541,7 +626,7 @@ def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Seri
 def scored_frame(selection: Selection, run_names: Optional[list[str]] = None, texts: bool = False) -> pd.DataFrame:
     """Pairs of the chosen datasets with the reference (0/1) and the scores of the chosen run (or
     ``run_names``), one column per run."""
-    frame = pairs(selection.url, selection.dataset_ids, texts=texts).copy()
+    frame = pairs(selection.url, selection.dataset_ids, texts, selection.campaign_id).copy()
     runs = selection.choices.runs
     names = run_names if run_names is not None else ([selection.run["name"]] if selection.run is not None else [])
     if names:
@@ -561,15 +646,20 @@ USER_THRESHOLDS = "analysis_user_thresholds"  # run id -> the threshold the user
 def _threshold_reference(selection: Selection) -> tuple[Optional[pd.Series], str]:
     """The reference the default threshold is found against: the page's own, or (on a page
     without a reference picker) the Thresholds page's default: gold labels when the chosen datasets
-    have some, else the human majority."""
-    reference = selection.reference
+    have some (on datasets of several gold scales, those of the first scale, as Thresholds first shows
+    them), else the human majority."""
+    reference, dataset_ids, name = selection.reference, selection.dataset_ids, None
     if reference is None:
         chosen = selection.choices.datasets[selection.choices.datasets["id"].isin(selection.dataset_ids)]
         reference = core.Reference("gold" if chosen["n_gold"].sum() > 0 else "majority")
+        groups = scale_groups(selection, reference.kind)
+        if len(groups) > 1:
+            dataset_ids, name = groups[0][1], f"{reference.describe()} ({groups[0][0].describe()})"
+    name = name or reference.describe()
     try:
-        return reference_for(selection.url, selection.dataset_ids, reference), reference.describe()
+        return reference_for(selection.url, dataset_ids, reference, selection.campaign_id), name
     except StatsError:
-        return None, reference.describe()
+        return None, name
 
 
 def default_threshold_rule(selection: Selection):

@@ -9,13 +9,15 @@ import streamlit as st
 
 from db import annotation as ann
 from db.engine import StoreUnavailable
-from pages.shared import annotator_page, user_text
+from pages.shared import annotator_page, page_script, user_text
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
 
 # Four grey answers and a light-blue "Don't know", as in the paper, so colour biases no choice.
-# The keys' containers carry st-key-<key> classes: answer-<level>-<position>.
+# The keys' containers carry st-key-<key> classes: answer-<level>-<position>. Streamlit rings its main area
+# (focusable, for keyboard scrolling) once a key is pressed after a click on the page's background: here the
+# keys 1-5 answer, and that grey frame around the whole page meant nothing, so it is not drawn.
 STYLE = """<style>
 div[class*="st-key-answer-"] button {background:#e6e6e6; color:#222; border:1px solid #c4c4c4;}
 div[class*="st-key-answer-"] button:hover {background:#d6d6d6; color:#000; border-color:#9e9e9e;}
@@ -24,9 +26,25 @@ div[class*="st-key-answer-4-"] button:hover {background:#9ccddd;}
 .pluie-pair {font-size:1.35rem; line-height:1.6; margin:0.5rem 0 1rem 0;}
 .pluie-sentence {padding:0.8rem 1rem; border:1px solid #ddd; border-radius:0.5rem; margin:0.4rem 0;
   white-space:pre-wrap; overflow-wrap:anywhere;}
+main[data-testid="stMain"]:focus-visible::before {content:none;}
 </style>"""
 
 ERROR_KEY = "answer-error"  # a refused answer's sentence, drawn by the run that follows its callback
+# Inside the comment box the keys 1-5 are text; Ctrl+1-5 (⌘+1-5 on a Mac) answer from there: the box
+# gives up the cursor, which sends its comment, then the answer's button is pressed, so the comment is
+# saved with the answer. Installed once per tab (the listener outlives the runs).
+ANSWER_FROM_COMMENT = (
+    "(() => { if (window.pluieAnswerFromComment) return; window.pluieAnswerFromComment = true;"
+    " document.addEventListener('keydown', (event) => {"
+    "   if (!(event.ctrlKey || event.metaKey) || event.altKey || event.shiftKey) return;"
+    "   const digit = /^(?:Digit|Numpad)([1-5])$/.exec(event.code);"
+    "   const box = digit && event.target.closest && event.target.closest('[class*=\"st-key-comment-\"]');"
+    "   if (!box) return;"
+    "   const button = document.querySelector(`[class*=\"st-key-answer-${Number(digit[1]) - 1}-\"] button`);"
+    "   if (!button || button.disabled) return;"
+    "   event.preventDefault(); event.stopPropagation();"
+    "   event.target.blur(); button.click();"
+    " }, true); })();")
 
 engine = annotator_page()
 token = st.query_params.get("token")
@@ -144,8 +162,10 @@ else:
     item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
 progress = ann.progress(engine, aid)
 if item is None:
-    st.progress(min(1.0, progress.done / max(progress.quota, 1)), text=f"{progress.done} / {progress.quota}")
-    if progress.done >= progress.quota:
+    # nothing left for them: the counter is out of what was served, so the bar ends full
+    st.progress(1.0 if progress.finished else min(1.0, progress.done / max(progress.quota, 1)),
+                text=f"{progress.done} / {progress.quota}")
+    if progress.finished and not progress.queue_ran_out:
         st.title("Thank you!")
         st.success(f"You have labelled your {progress.done} pairs. Your answers are saved; you can close this page.")
     elif not view.campaign_active:
@@ -180,11 +200,13 @@ if item.level is not None:
 if not item.is_training:  # the annotator's voice, saved with the answer
     note, flag = st.columns([4, 1], vertical_alignment="bottom")
     note.text_input("Comment (optional)", value=item.comment or "", key=f"comment-{item.position}",
-                    max_chars=ann.MAX_COMMENT, placeholder="e.g. ungrammatical, typo in B",
-                    help="Saved with your answer. While you type here, keys are text: click outside "
-                         "the box (or press Tab) to answer with keys 1–5 again.")
+                    max_chars=ann.MAX_COMMENT, placeholder="e.g. ungrammatical, typo in B · Ctrl+1–5 answers from here",
+                    help="Saved with your answer. While you type here, keys 1–5 are text: press Ctrl+1–5 "
+                         "(⌘+1–5 on a Mac) to answer from the box, or click outside it (or press Tab) and "
+                         "answer with 1–5 again.")
     flag.checkbox("Flag this pair", value=item.flagged, key=f"flag-{item.position}",
                   help="Something is wrong with this pair: it goes to the organiser's review.")
+    page_script(ANSWER_FROM_COMMENT, "pluie-comment-keys")  # Ctrl/⌘+1-5 answer from inside the box
 
 for level, (column, name) in enumerate(zip(st.columns(len(LEVELS)), LEVELS)):
     column.button(name, key=f"answer-{level}-{item.position}", shortcut=str(level + 1),

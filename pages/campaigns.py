@@ -4,6 +4,8 @@ import streamlit as st
 
 from db import annotation as ann
 from db.analysis import LABELS_COUNTED
+from db.engine import StoreUnavailable
+from pages import keep
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.auth import admin_password_configured
@@ -23,27 +25,87 @@ def personal_link(token: str) -> str:
     return f"{here.removesuffix('/campaigns')}/?token={token}"
 
 
-def pair_selection_inputs() -> dict:
-    """Which pairs of the datasets the campaign takes (inside the form); empty = every pair."""
+# The New campaign form's widgets: kept for this browser across page changes and reloads until the
+# campaign exists (pages.keep); plain widgets, not an st.form, whose values would reach the server only
+# when submitted. "Create campaign" belongs to one filling of the form (done()["new-batch"]): a double
+# click creates the campaign once.
+NEW = "new-campaign-"
+NEW_FIELDS = ["name", "datasets", "quota", "overlap", "training", "seed", "order", "run", "distribution", "adaptive",
+              "overlap-max", "confidence", "from", "to", "sample", "gold-min", "gold-max", "score-run", "score-min",
+              "score-max", "guidelines"]
+
+
+def new(field: str) -> str:
+    return NEW + field
+
+
+# What the page's callbacks record once their write is made goes in this plain dict, never through
+# st.session_state: each st.session_state access in a callback is a point where a newer click (the
+# second of a double click) ends the callback, after the write, losing the links (shown only once) and
+# letting the second click write again. Read before the write, filled after it with no Streamlit call.
+DONE = "campaigns-done"
+
+
+def done() -> dict:
+    return st.session_state.setdefault(DONE, {"new-batch": 0, "links-batch": {}})
+
+
+def by_id(options: list):
+    """A kept choice (a tuple whose first item is an id) as the same item of today's options, if still offered."""
+    ids = {option[0]: option for option in options}
+    return lambda kept: ids.get(kept[0]) if kept else None
+
+
+def pair_selection_inputs() -> None:
+    """Which pairs of the datasets the campaign takes (part of the form); empty = every pair."""
     scored = ann.score_run_choices(engine, kind=None)
+    for field, default in (("from", 1), ("to", 0), ("sample", 0), ("gold-min", None), ("gold-max", None),
+                           ("score-min", None), ("score-max", None)):
+        keep.kept(new(field), default)
+    keep.kept(new("score-run"), None, adapt=by_id(scored))
     with st.expander("Which pairs (default: every pair of the chosen datasets)"):
         st.caption("Applied in this order: a range (positions in import order, dataset by dataset), the gold-label "
                    "and score filters, then a random sample drawn with the seed. A campaign that takes part of its "
                    "datasets does not take the pairs imported into them later.")
         c1, c2, c3 = st.columns(3)
-        start = c1.number_input("From pair", min_value=1, value=1, step=1)
-        end = c2.number_input("To pair (0 = the last)", min_value=0, value=0, step=1)
-        sample = c3.number_input("Random sample of (0 = every pair kept)", min_value=0, value=0, step=1)
+        c1.number_input("From pair", min_value=1, step=1, key=new("from"))
+        c2.number_input("To pair (0 = the last)", min_value=0, step=1, key=new("to"))
+        c3.number_input("Random sample of (0 = every pair kept)", min_value=0, step=1, key=new("sample"))
         g1, g2 = st.columns(2)
-        gold_min = g1.number_input("Gold label at least", value=None, placeholder="any")
-        gold_max = g2.number_input("Gold label at most", value=None, placeholder="any")
+        g1.number_input("Gold label at least", value=None, placeholder="any", key=new("gold-min"))
+        g2.number_input("Gold label at most", value=None, placeholder="any", key=new("gold-max"))
         s1, s2, s3 = st.columns(3)
-        score_run = s1.selectbox("Score filter: run", scored, index=None, format_func=lambda r: r[1],
-                                 placeholder="No score filter" if scored else "No run has scores yet")
-        score_min = s2.number_input("Score at least", value=None, placeholder="any")
-        score_max = s3.number_input("Score at most", value=None, placeholder="any")
-    return {"start": int(start), "end": int(end), "sample": int(sample), "gold_min": gold_min, "gold_max": gold_max,
-            "score_run": score_run[0] if score_run else None, "score_min": score_min, "score_max": score_max}
+        s1.selectbox("Score filter: run", scored, index=None, format_func=lambda r: r[1], key=new("score-run"),
+                     placeholder="No score filter" if scored else "No run has scores yet")
+        s2.number_input("Score at least", value=None, placeholder="any", key=new("score-min"))
+        s3.number_input("Score at most", value=None, placeholder="any", key=new("score-max"))
+
+
+def create_campaign(batch: int) -> None:
+    """"Create campaign" (a callback): from the form's values; the form is emptied once the campaign exists."""
+    record = done()
+    if record["new-batch"] != batch:  # the second click of a double click: created already
+        return
+    value = {field: st.session_state.get(new(field)) for field in NEW_FIELDS}  # every read before the write
+    run, score_run = value["run"], value["score-run"]
+    selection = {"start": int(value["from"]), "end": int(value["to"]), "sample": int(value["sample"]),
+                 "gold_min": value["gold-min"], "gold_max": value["gold-max"],
+                 "score_run": score_run[0] if score_run else None,
+                 "score_min": value["score-min"], "score_max": value["score-max"]}
+    name = value["name"] or ""
+    try:
+        created = ann.create_campaign(engine, name, [d[0] for d in value["datasets"] or []],
+                                      quota=int(value["quota"]), overlap=int(value["overlap"]),
+                                      n_training=int(value["training"]), guidelines=value["guidelines"] or "",
+                                      pair_order=value["order"], seed=int(value["seed"]),
+                                      informative_run_id=run[0] if run else None, selection=selection,
+                                      distribution=value["distribution"],
+                                      overlap_max=int(value["overlap-max"]) if value["adaptive"] else None,
+                                      confidence=float(value["confidence"]))
+    except (ann.CampaignError, StoreUnavailable) as exc:  # the form keeps what was typed
+        record["new-error"] = str(exc)
+        return
+    record.update({"new-batch": batch + 1, "created": (name.strip(), created), "reset": True})
 
 
 def new_campaign_form() -> None:
@@ -52,50 +114,73 @@ def new_campaign_form() -> None:
         st.info("Import a dataset first: a campaign serves the pairs of one or more datasets.")
         return
     runs = ann.score_run_choices(engine)
-    with st.form("new-campaign"):
-        name = st.text_input("Name")
-        chosen = st.multiselect("Datasets", datasets, format_func=lambda d: f"{d[1]} ({d[2]:,} pairs)")
-        c1, c2, c3, c4 = st.columns(4)
-        quota = c1.number_input("Pairs per annotator", min_value=1, value=50, step=1)
-        overlap = c2.number_input("Annotators per pair", min_value=1, value=1, step=1,
-                                  help="With adaptive overlap below: the least each pair gets.")
-        n_training = c3.number_input("Training pairs", min_value=0, value=5, step=1,
-                                     help="The same for everyone, shown first, not counted in results.")
-        seed = c4.number_input("Seed", min_value=0, value=0, step=1)
-        order = st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get,
-                         help="The order of the queue: the pairs served first.")
-        run = st.selectbox("PLUIE run for the “most informative” order", runs, index=None,
-                           format_func=lambda r: r[1], placeholder="No score run" if not runs else "Choose a run")
-        distribution = st.radio("Share the pairs among annotators", list(DISTRIBUTIONS), format_func=DISTRIBUTIONS.get,
-                                help="With several annotators per pair: share the work (different pairs for "
-                                     "each while there are enough), or have them label the same pairs first.")
-        a1, a2, a3 = st.columns([2, 1, 1])
-        adaptive = a1.checkbox(
-            "Adaptive overlap: enough annotators per pair", value=False,
-            help="Each pair gets the annotators per pair above (answers other than Don't know), then one more at "
-                 "a time while the probability of its binarised label (Same meaning / Mostly similar against the "
-                 "two others) is below the confidence, up to the most below. That probability is the campaign's "
-                 "model (Dawid–Skene, refitted by the worker as answers arrive, weighing each annotator by their "
-                 "estimated reliability), and the share of agreeing answers until the model has enough labels. "
-                 "Confident pairs stop early and the labels go where people disagree.")
-        overlap_max = a2.number_input("Most annotators per pair", min_value=1, value=5, step=1,
-                                      help="Adaptive overlap only: no pair gets more.")
-        confidence = a3.number_input("Confidence", min_value=0.51, max_value=1.0, value=ann.ADAPTIVE_CONFIDENCE,
-                                     step=0.05, format="%.2f",
-                                     help="Adaptive overlap only: the probability a pair's binarised label needs before it stops.")
-        selection = pair_selection_inputs()
-        guidelines = st.text_area("Guidelines (Markdown)", value=default_guidelines(), height=300)
-        if st.form_submit_button("Create campaign", type="primary"):
-            try:
-                created = ann.create_campaign(engine, name, [d[0] for d in chosen], quota=int(quota), overlap=int(overlap),
-                                    n_training=int(n_training), guidelines=guidelines, pair_order=order,
-                                    seed=int(seed), informative_run_id=run[0] if run else None,
-                                    selection=selection, distribution=distribution,
-                                    overlap_max=int(overlap_max) if adaptive else None, confidence=float(confidence))
-                st.session_state["campaign-created"] = (name.strip(), created)
-                st.rerun()
-            except ann.CampaignError as exc:
-                st.error(user_text(exc))
+    if done().pop("reset", False):  # the campaign exists: its form starts afresh
+        keep.forget(*map(new, NEW_FIELDS))
+    for field, default in (("name", ""), ("quota", 50), ("overlap", 1), ("training", 5), ("seed", 0),
+                           ("order", next(iter(PAIR_ORDERS))), ("distribution", next(iter(DISTRIBUTIONS))),
+                           ("adaptive", False), ("overlap-max", 5), ("confidence", ann.ADAPTIVE_CONFIDENCE),
+                           ("guidelines", default_guidelines())):
+        keep.kept(new(field), default, typed=field in ("name", "guidelines"))
+    keep.kept(new("datasets"), [], adapt=lambda kept: [d for d in datasets if d[0] in {k[0] for k in kept}])
+    keep.kept(new("run"), None, adapt=by_id(runs))
+    st.text_input("Name", key=new("name"))
+    st.multiselect("Datasets", datasets, format_func=lambda d: f"{d[1]} ({d[2]:,} pairs)", key=new("datasets"))
+    c1, c2, c3, c4 = st.columns(4)
+    c1.number_input("Pairs per annotator", min_value=1, step=1, key=new("quota"))
+    c2.number_input("Annotators per pair", min_value=1, step=1, key=new("overlap"),
+                    help="With adaptive overlap below: the least each pair gets.")
+    c3.number_input("Training pairs", min_value=0, step=1, key=new("training"),
+                    help="The same for everyone, shown first, not counted in results.")
+    c4.number_input("Seed", min_value=0, step=1, key=new("seed"))
+    st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get, key=new("order"),
+             help="The order of the queue: the pairs served first.")
+    st.selectbox("PLUIE run for the “most informative” order", runs, index=None, key=new("run"),
+                 format_func=lambda r: r[1], placeholder="No score run" if not runs else "Choose a run")
+    st.radio("Share the pairs among annotators", list(DISTRIBUTIONS), format_func=DISTRIBUTIONS.get,
+             key=new("distribution"), help="With several annotators per pair: share the work (different pairs for "
+                                           "each while there are enough), or have them label the same pairs first.")
+    a1, a2, a3 = st.columns([2, 1, 1])
+    a1.checkbox(
+        "Adaptive overlap: enough annotators per pair", key=new("adaptive"),
+        help="Each pair gets the annotators per pair above (answers other than Don't know), then one more at "
+             "a time while the probability of its binarised label (Same meaning / Mostly similar against the "
+             "two others) is below the confidence, up to the most below. That probability is the campaign's "
+             "model (Dawid–Skene, refitted by the worker as answers arrive, weighing each annotator by their "
+             "estimated reliability), and the share of agreeing answers until the model has enough labels. "
+             "Confident pairs stop early and the labels go where people disagree.")
+    a2.number_input("Most annotators per pair", min_value=1, step=1, key=new("overlap-max"),
+                    help="Adaptive overlap only: no pair gets more.")
+    a3.number_input("Confidence", min_value=0.51, max_value=1.0, step=0.05, format="%.2f", key=new("confidence"),
+                    help="Adaptive overlap only: the probability a pair's binarised label needs before it stops.")
+    pair_selection_inputs()
+    st.text_area("Guidelines (Markdown)", height=300, key=new("guidelines"))
+    batch = done()["new-batch"]
+    st.button("Create campaign", type="primary", key=f"{NEW}create-{batch}", on_click=create_campaign, args=(batch,))
+    if done().get("new-error"):
+        st.error(user_text(done().pop("new-error")))
+    st.caption("What you fill in here is kept on this browser (page changes and reloads) until the campaign is created.")
+    keep.save()
+
+
+def create_links(campaign_id: int, batch: int) -> None:
+    """"Create personal links" (a callback): once per batch of names, which then leave the box (they
+    are in the list of links); a refusal (no name, a name taken) leaves them there."""
+    record = done()
+    if record["links-batch"].get(campaign_id, 0) != batch:  # the second click of a double click
+        return
+    names = st.session_state.get(f"new-annotators-{campaign_id}-{batch}") or ""
+    wanted = [n.strip() for n in names.splitlines() if n.strip()]
+    if not wanted:
+        record["links-error"] = "Write at least one name."
+        return
+    link = personal_link("")  # the page's address, read before the write too
+    try:
+        made = ann.create_annotators(engine, campaign_id, wanted)
+    except (ann.CampaignError, StoreUnavailable) as exc:
+        record["links-error"] = str(exc)
+        return
+    record["new-links"] = [(n, link + token) for _, n, token in made]
+    record["links-batch"][campaign_id] = batch + 1
 
 
 def annotators_section(campaign) -> None:
@@ -106,26 +191,23 @@ def annotators_section(campaign) -> None:
     else:
         st.caption("No annotator yet.")
 
-    links = st.session_state.get("new-links")
+    links = done().get("new-links")
     if links:
         st.warning("Copy these personal links now: they are shown only once (the store keeps only a hash).")
         st.code("\n".join(f"{name}: {link}" for name, link in links), language=None)
         if st.button("I have copied them", key="links-copied"):
-            st.session_state.pop("new-links")
+            done().pop("new-links")
             st.rerun()
 
-    with st.form("add-annotators", clear_on_submit=True):
-        names = st.text_area("New annotators, one name per line (for you; they choose their display name)")
-        if st.form_submit_button("Create personal links"):
-            try:
-                wanted = [n.strip() for n in names.splitlines() if n.strip()]
-                if not wanted:
-                    raise ann.CampaignError("Write at least one name.")
-                st.session_state["new-links"] = [
-                    (n, personal_link(token)) for _, n, token in ann.create_annotators(engine, campaign.id, wanted)]
-                st.rerun()
-            except ann.CampaignError as exc:
-                st.error(user_text(exc))
+    # one form per batch of links: a double click submits the same batch twice, and only its first
+    # submission creates anyone; a refusal keeps the names in the box
+    batch = done()["links-batch"].get(campaign.id, 0)
+    with st.form(f"add-annotators-{campaign.id}-{batch}"):
+        st.text_area("New annotators, one name per line (for you; they choose their display name)",
+                     key=f"new-annotators-{campaign.id}-{batch}")
+        st.form_submit_button("Create personal links", on_click=create_links, args=(campaign.id, batch))
+    if done().get("links-error"):
+        st.error(user_text(done().pop("links-error")))
 
     active = {r["id"]: r["name"] for r in rows if r["status"] == "active"}
     if active:
@@ -146,7 +228,7 @@ def annotators_section(campaign) -> None:
                            format_func=lambda i: f"{everyone[i]} (#{i})",
                            help="The annotator keeps their labels and their place; their old link stops working.")
         if c2.button("New link", disabled=who is None):
-            st.session_state["new-links"] = [(everyone[who], personal_link(ann.new_link(engine, who)))]
+            done()["new-links"] = [(everyone[who], personal_link(ann.new_link(engine, who)))]
             st.session_state["relinked"] = everyone[who]
             st.rerun()
     if st.session_state.get("relinked"):
@@ -231,8 +313,8 @@ def pairs_kept(counts: dict) -> str:
 
 
 campaigns = ann.list_campaigns(engine)
-if st.session_state.get("campaign-created"):
-    created_name, created_id = st.session_state.pop("campaign-created")
+if done().get("created"):
+    created_name, created_id = done().pop("created")
     st.success(f"Campaign “{user_text(created_name)}” created: {pairs_kept(ann.campaign_overview(engine, created_id))}. "
                "Add its annotators below.")
 with st.expander("New campaign", expanded=not campaigns):

@@ -28,11 +28,6 @@ def meta_keys(url: str, dataset_ids: tuple) -> list:
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
-def campaigns(url: str) -> pd.DataFrame:
-    return reads.labelled_campaigns(get_engine())
-
-
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
 def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
     if column == SOURCE:
         return common.pairs(url, dataset_ids, texts=True)["source"]
@@ -55,19 +50,27 @@ with st.sidebar:
     kind = st.radio("Graded reference", list(REFERENCES), format_func=REFERENCES.get, key="correlation_reference",
                     help="Gold scores (STS-B 0–5, SICK 1–5, BIOSSES' annotators' mean); the mean level of the "
                          "labels on the five-level scale (Don't know excluded); imported annotators' values on "
-                         "their own scale; or a numeric column the file carried.")
-    campaign_id, column = None, None
-    if kind == "levels":
-        labelled = campaigns(selection.url)
-        names = ["All labels"] + labelled["name"].tolist()
-        chosen = st.selectbox("Campaign", names, key="correlation_campaign")
-        campaign_id = None if chosen == "All labels" else int(labelled.set_index("name").loc[chosen, "id"])
+                         "their own scale; or a numeric column the file carried. With a campaign as the "
+                         "scope, its pairs and the labels given in it only.")
+    campaign_id, column = selection.campaign_id, None  # the scope's: a campaign's labels, or every label
     if kind == "meta":
         if not keys:
             fail(ValueError("These pairs carry no metadata column: choose another reference."))
         column = st.selectbox("Column", keys, key="correlation_reference_column")
     n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=common.CORRELATION_BOOT,
                               key="correlation_boot")
+
+if kind != "gold":  # which datasets have this reference at all (gold: those with gold labels)
+    try:
+        found = common.graded_values(selection.url, selection.dataset_ids, kind, campaign_id, column).dropna()
+    except StatsError as error:
+        fail(error)
+    present = set(common.pairs(selection.url, selection.dataset_ids, False, campaign_id)["dataset_id"]
+                  .reindex(found.index).dropna().astype(int))
+else:
+    present = None
+# one scale at a time: PAWS-X's 0/1 and STS-B's 0–5 on one axis is no correlation of either
+selection = common.one_scale(selection, kind, present)
 
 chosen_runs = st.multiselect("Score runs", runs["name"].tolist(), default=runs["name"].tolist(), key="correlation_runs")
 if not chosen_runs:

@@ -24,7 +24,7 @@ CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
 st.title("Disagreements")
 mode = st.radio("Disagreements between", list(MODES), format_func=MODES.get, horizontal=True, key="disagreement_mode")
 selection = common.sidebar(run="required" if mode == "model" else "optional", reference=mode == "model")
-labels = common.labels(selection.url, selection.dataset_ids)
+labels = common.labels(selection.url, selection.dataset_ids, selection.campaign_id)
 pairs = common.scored_frame(selection, texts=True)
 labelled_by = st.sidebar.multiselect("Only pairs labelled by", sorted(labels["annotator"].unique()), key="disagreement_annotators")
 if labelled_by:
@@ -61,7 +61,8 @@ else:
                                   help="Adds each pair's posterior (the probability of its aggregated label, "
                                        "binarised labels) and uncertainty (1 - the largest probability).")
     if method is not None:
-        fitted = pair_aggregation(engine, selection.dataset_ids, method=method, scale="binary").pairs
+        fitted = pair_aggregation(engine, selection.dataset_ids, campaign_id=selection.campaign_id, method=method,
+                                  scale="binary").pairs
         table = table.join(fitted[["posterior", "uncertainty"]])
     shown = ["dataset", "n_labels", "n_paraphrase", "n_non_paraphrase", "n_dont_know", "spread", "minority_share",
              *(["posterior", "uncertainty"] if method else []), *([score] if score else []), "source", "hypothesis"]

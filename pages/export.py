@@ -12,13 +12,16 @@ from db.export import (
     PAIR_SCOPES, WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame, export_labels, export_size,
     final_source_counts, pair_aggregation,
 )
-from db.publish import PublishError, default_folder, publish_dataset
+from db.publish import ZIP_DOWNLOAD_LIMIT, PublishError, dataset_zip, default_folder, folder_bytes, publish_dataset
+from pages import analysis_common as common
+from pages import scope as scopes
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import (
     DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, METHOD_NAMES, METHODS, MODEL_METHODS, final_rule_text, median_labels,
 )
 from pluie_core.places import publish_roots
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
+from pluie_core.wording import counted
 
 engine = admin_page("table")
 st.title("Export")
@@ -28,13 +31,15 @@ if not datasets:
     st.stop()
 
 names = {d.name: d.id for d in datasets}
-chosen = st.multiselect("Datasets", list(names), default=list(names))
 campaign_list = list_campaigns(engine)
 campaigns = {c.id: c.name for c in campaign_list}
 left, right = st.columns(2)
-campaign_id = left.selectbox("Campaign", [None, *campaigns], format_func=lambda i: "None: whole datasets" if i is None
-                             else campaigns[i], help="Only the pairs of this campaign (its queue, gold pairs and the "
-                             "pairs labelled in it) and only the labels given in it.")
+# the scope of every page (pages.scope): a campaign — only its pairs (its queue, gold pairs and the pairs
+# labelled in it) and only the labels given in it — or whole datasets
+shared_scope = scopes.pick(common.store_key(), {d.id: d.name for d in datasets}, where=left)
+campaign_id = shared_scope.campaign_id if shared_scope.campaign_id in campaigns else None
+# a campaign's export is its pairs, whichever dataset holds them (a gold pair from elsewhere too)
+chosen = list(names) if campaign_id is not None else [d.name for d in datasets if d.id in shared_scope.dataset_ids]
 pairs = right.radio("Pairs", list(PAIR_SCOPES), format_func=lambda k: PAIR_SCOPES[k].capitalize(), horizontal=True,
                     help="Labelled: at least one label (of the campaign, when one is chosen). Adjudicated: a "
                          "reviewer's final level is in force.")
@@ -140,18 +145,22 @@ c3.download_button("Download Parquet", download(to_parquet_bytes), f"{stem}.parq
                    on_click="ignore")
 
 st.subheader("Publish as a dataset")
+ZIP_NOW_BYTES = 32 * 1024 * 1024  # a published folder up to this is zipped with the page, a larger one on the click
 st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "
            "as Parquet and Arrow, and a dataset card (README.md) written from the store — protocol, scale and "
            "binarisation, pairs, annotators, labels per pair, the campaign (its selection and gold checks), Krippendorff's α with 95% intervals, how the final "
-           "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory.")
+           "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory; "
+           "then offered here as a .zip download too.")
 # the suggested folder is stamped once per session and export: a default that changed with every
 # rerun (its timestamp) would make a new widget and drop what the form showed
 suggested = st.session_state.setdefault(f"publish_folder_{stem}", str(default_folder(stem.removesuffix("_labels"))))
 with st.form("publish"):
     folder = st.text_input("Folder (on the server; a new one)", value=suggested)
     title = st.text_input("Title", value=campaigns[campaign_id] if campaign_id is not None else ", ".join(chosen))
-    licence = st.text_input("Licence", placeholder="cc-by-4.0", help="A licence identifier as the Hugging Face Hub "
-                            "writes it: cc-by-4.0, cc-by-sa-4.0, cc0-1.0, mit, other…")
+    # empty until the organiser types one: a grey identifier in the box read as a licence already chosen
+    licence = st.text_input("Licence (required)", placeholder="Required: type an identifier such as cc-by-4.0 or mit",
+                            help="A licence identifier as the Hugging Face Hub writes it: cc-by-4.0, cc-by-sa-4.0, "
+                                 "cc0-1.0, mit, other…")
     publish = st.form_submit_button("Write the dataset folder", type="primary")
 if publish:
     bar = st.progress(0.0, text="Writing…")
@@ -159,11 +168,22 @@ if publish:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
                                  campaign_id=campaign_id, pairs=pairs, aggregation=method, within=publish_roots(),
                                  **thresholds,
-                                 progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {total:,} pairs"))
+                                 progress=lambda done, total: bar.progress(done / total,
+                                                                           text=f"{done:,} / {counted(total, 'pair')}"))
     except PublishError as exc:
         bar.empty()
         st.error(user_text(exc))
     else:
-        st.success(f"{result.n_pairs:,} pairs written to {user_text(result.folder)}.")
+        st.success(f"{counted(result.n_pairs, 'pair')} written to {user_text(result.folder)}.")
+        # the folder as one .zip from the browser (db.publish.dataset_zip): built now when small (the page holds
+        # the bytes, as for the small exports above), on the click when larger, not offered past the limit
+        folder_size = folder_bytes(result.folder)
+        if folder_size <= ZIP_DOWNLOAD_LIMIT:
+            st.download_button("Download the dataset (.zip)", dataset_zip(result.folder) if folder_size <= ZIP_NOW_BYTES
+                               else functools.partial(dataset_zip, result.folder), f"{result.folder.name}.zip",
+                               "application/zip", type="primary", icon=":material/download:", on_click="ignore")
+        else:
+            st.info(f"The folder holds {folder_size / 1e9:,.1f} GB: too large to send through the browser in one piece "
+                    f"(over {ZIP_DOWNLOAD_LIMIT / 1e9:,.1f} GB). Copy it from the server.")
         with st.expander("Dataset card (README.md)"):
             st.code(result.card, language="markdown")

@@ -2,9 +2,11 @@
 import streamlit as st
 
 from db.analysis import LABELS_COUNTED
-from db.datasets import delete_dataset
+from db.datasets import RenameRefused, delete_dataset, rename_dataset
+from db.limits import NAME_LENGTH
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
+from pluie_core.wording import one_line
 
 engine = admin_page("table")
 st.title("PLUIE Lab")
@@ -23,6 +25,8 @@ if overview.empty:
 
 overview["labelling"] = overview["labelled pairs"] / overview["pairs"].clip(lower=1)
 overview["scoring"] = overview["scores"] / overview["scores queued"].clip(lower=1)
+# a cell shows no line breaks: the description and the note each import added under it stay apart
+overview["description"] = overview["description"].map(one_line)
 st.dataframe(
     overview,
     hide_index=True,
@@ -46,3 +50,27 @@ with st.expander("Delete a dataset"):
         delete_dataset(engine, int(overview.loc[overview["dataset"] == choice, "id"].iloc[0]))
         st.success(f"Deleted {user_text(choice)}.")
         st.rerun()
+
+RENAMED = "datasets-renamed"  # the sentence of a rename just made, shown by the run that follows it
+names = dict(zip(overview["id"].astype(int), overview["dataset"]))
+with st.expander("Rename a dataset"):
+    # several benchmark files are all called "dev" (PAWS-X, PAWS, STS-B): the name is the dataset's
+    # everywhere (sidebars, exports, the card), its pairs, labels, scores and campaigns stay as they are
+    with st.form("rename-dataset"):
+        which = st.selectbox("Dataset to rename", list(names), index=None, format_func=names.get,
+                             placeholder="Choose a dataset", key="rename-dataset-which")
+        new_name = st.text_input("New name", max_chars=NAME_LENGTH, key="rename-dataset-name",
+                                 placeholder="e.g. paws-x-en-dev", help="Unique among the datasets.")
+        if st.form_submit_button("Rename"):
+            if which is None:
+                st.error("Choose the dataset to rename.")
+            else:
+                try:
+                    given = rename_dataset(engine, which, new_name)
+                except RenameRefused as exc:
+                    st.error(user_text(exc))
+                else:
+                    st.session_state[RENAMED] = f"“{names[which]}” is now called “{given}”."
+                    st.rerun()
+    if st.session_state.get(RENAMED):
+        st.success(user_text(st.session_state.pop(RENAMED)))

@@ -1,13 +1,17 @@
-"""Import: upload a file, preview it, map its columns, validate, then commit — all or nothing."""
+"""Import: upload a file, preview it, map its columns, validate, then commit — all or nothing, unless
+the organiser asks to skip invalid rows (then each row left out is listed with its reason)."""
 import io
+import re
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from db.datasets import ImportRejected, import_pairs
 from db.engine import StoreUnavailable
 from pages.shared import admin_page, user_text
 from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
+from pluie_core.wording import counted
 
 engine = admin_page()
 st.title("Import pairs")
@@ -30,14 +34,16 @@ def named_buffer(data: bytes, name: str) -> io.BytesIO:
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def parse(data: bytes, name: str, format: str, columns: tuple | None, keep_duplicates: bool = False):
+def parse(data: bytes, name: str, format: str, columns: tuple | None, keep_duplicates: bool = False,
+          skip_invalid: bool = False):
     mapping = None
     if columns is not None:
         mapping = {k: v for k, v in columns if k != "annotators" and v}
         annotators = dict(dict(columns).get("annotators") or ())
         if annotators:
             mapping["annotators"] = annotators
-    frame = load_pairs(named_buffer(data, name), format=format, columns=mapping, keep_duplicates=keep_duplicates)
+    frame = load_pairs(named_buffer(data, name), format=format, columns=mapping, keep_duplicates=keep_duplicates,
+                       skip_invalid=skip_invalid)
     return frame, dict(frame.attrs)
 
 
@@ -51,9 +57,24 @@ keep_duplicates = st.radio(
     help="A benchmark counts its repeated pairs (PARAPHRASUS's PAWS-X test: 2,000 rows); a labelling campaign "
          "needs each pair once. The choice is recorded in the dataset's description.",
 ) == "Keep every row (for benchmarks)"
+skip_invalid = st.checkbox(
+    "Skip invalid rows instead of refusing the file", value=False, key="import-skip-invalid",
+    help="By default a file is imported whole or not at all: one empty sentence, or a label that is not a number "
+         "or is outside the scale, refuses it. Ticked, such rows are left out and listed below with the reason, "
+         "and the dataset's description records them.")
+ROW_PROBLEM = re.compile(r"^(Line|Record|Row) \d+: ")  # a refusal that names one row of the file
+
+
+def refused(exc: Exception) -> None:
+    st.error(user_text(exc))
+    if not skip_invalid and ROW_PROBLEM.match(str(exc)):
+        st.caption("To import the other rows, tick “Skip invalid rows instead of refusing the file” above: "
+                   "the rows left out are listed with their reason.")
+
+
 data = uploaded.getvalue()
 try:
-    detected, attrs = parse(data, uploaded.name, "auto", None, keep_duplicates)
+    detected, attrs = parse(data, uploaded.name, "auto", None, keep_duplicates, skip_invalid)
     error = None
 except PairFileError as exc:
     detected, attrs, error = None, {}, exc
@@ -102,12 +123,13 @@ if generic:
         ("annotators", tuple((c, c) for c in annotator_cols)),
     )
     try:
-        pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping, keep_duplicates)
+        pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping, keep_duplicates,
+                             skip_invalid)
     except PairFileError as exc:
-        st.error(user_text(exc))
+        refused(exc)
         st.stop()
 elif error is not None:
-    st.error(user_text(error))
+    refused(error)
     st.stop()
 
 st.subheader(f"{next(steps)} · Validation")
@@ -124,10 +146,18 @@ shown = set(table.attrs.get("warnings") or []) if generic else set()
 for warning in attrs.get("warnings") or []:
     if warning not in shown:
         st.warning(user_text(warning))
+skipped_rows = attrs.get("skipped_rows") or []
+if skipped_rows:  # asked for: each row left out, and why (the warning above counts them)
+    with st.expander(f"Invalid rows left out ({len(skipped_rows):,})", expanded=True):
+        st.dataframe(pd.DataFrame(skipped_rows).rename(columns={"row": str(attrs.get("row_word") or "Row").lower()}),
+                     hide_index=True, width="stretch")
 if attrs.get("duplicates"):
     with st.expander("Duplicate pairs (kept)" if keep_duplicates else "Duplicate pairs (skipped)"):
         st.dataframe(attrs["duplicates"][:200], width="stretch", placeholder="—")
-st.dataframe(pairs.head(10), hide_index=True, width="stretch", placeholder="—")
+# the short columns first: after two long sentences, the id and the label were off to the right (PAWS-X)
+first = [c for c in ("external_id", "label") if c in pairs.columns]
+st.dataframe(pairs.head(10)[first + [c for c in pairs.columns if c not in first]], hide_index=True, width="stretch",
+             placeholder="—")
 
 st.subheader(f"{next(steps)} · Import")
 name = st.text_input("Dataset name", value=Path(uploaded.name).stem)
@@ -144,6 +174,11 @@ append = st.checkbox(
 )
 if st.button("Import", type="primary"):
     try:
+        if skipped_rows:  # the dataset says what its file held that it does not
+            left_out = (f"{counted(len(skipped_rows), 'invalid row')} of {uploaded.name} left out at import: "
+                        + "; ".join(f"{attrs.get('row_word') or 'Row'} {r['row']}: {r['why']}" for r in skipped_rows[:20])
+                        + (f"; and {len(skipped_rows) - 20:,} more." if len(skipped_rows) > 20 else ""))
+            description = f"{description}\n\n{left_out}" if description.strip() else left_out
         result = import_pairs(
             engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append,
             keep_duplicates=keep_duplicates,
@@ -151,11 +186,11 @@ if st.button("Import", type="primary"):
     except (ImportRejected, StoreUnavailable) as exc:  # all or nothing: nothing was imported
         st.error(user_text(exc))
     else:
-        skipped = f", {result.n_skipped_duplicates} already there" if result.n_skipped_duplicates else ""
+        skipped = f", {result.n_skipped_duplicates:,} already there" if result.n_skipped_duplicates else ""
         if result.n_kept_duplicates:
-            skipped += f" ({result.n_kept_duplicates:,} exact repeats kept)"
+            skipped += f" ({counted(result.n_kept_duplicates, 'exact repeat')} kept)"
         st.success(
-            f"Imported {result.n_pairs:,} pairs into “{user_text(result.dataset_name)}”{skipped}; "
-            f"{result.n_labels:,} annotator labels; {result.n_queued:,} scores queued."
+            f"Imported {counted(result.n_pairs, 'pair')} into “{user_text(result.dataset_name)}”{skipped}; "
+            f"{counted(result.n_labels, 'annotator label')}; {counted(result.n_queued, 'score')} queued."
         )
         st.page_link("pages/home.py", label="See it on the home page", icon=":material/dataset:")

@@ -7,11 +7,13 @@ import streamlit as st
 from db import annotation as ann
 from db import quality as qual
 from db.analysis import LABELS_COUNTED
+from pages import analysis_common as common
+from pages import scope as scopes
 from pages.shared import admin_page, user_text
 from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
-from pluie_core.quality import MAX_MIN_GOLD_CHECKS, MIN_KAPPA_LABELS, MIN_RELIABILITY_LABELS
+from pluie_core.quality import MAX_MIN_GOLD_CHECKS, MIN_KAPPA_LABELS, MIN_RELIABILITY_LABELS, served_checks_text
 
 engine = admin_page("table")
 st.title("Live campaign")
@@ -21,7 +23,11 @@ if not campaigns:
     st.stop()
 by_id = {c.id: c for c in campaigns}
 c1, c3, c2 = st.columns([3, 1, 1])
-chosen = c1.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
+# the session's scope (pages.scope): the campaign chosen on any page, else the one with the latest label
+chosen = scopes.pick_campaign(common.store_key(), c1,
+                              lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)") if i in by_id else str(i))
+if chosen not in by_id:  # created since the scope's list was read
+    chosen = campaigns[0].id
 method = c3.selectbox("Reliability by", METHODS, format_func=METHOD_NAMES.get, key=f"live-aggregation-{chosen}",
                       index=METHODS.index(ann.campaign_aggregation(by_id[chosen])),
                       help="The estimated chance that each annotator gives the true label (pluie_core.aggregation; "
@@ -46,19 +52,20 @@ def live_view(campaign_id: int) -> None:
     # one cached fit of the campaign's method serves its reliability flags and, by default, the column
     data = qual.campaign_live(engine, campaign_id, fit_reliability=lambda m, n: reliability(engine, campaign_id, m, n))
     f = data.figures
-    row = st.columns(6)
-    row[0].metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
-                  f"({f['gold checks answered']:,} answers to gold checks). The same count on every page.")
-    row[1].metric("In the last hour", f"{f['labels in the last hour']:,}", help="Labels given in the last hour, counted alike.")
-    row[2].metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1),
-                  help="The labels, counted alike, over the hours since the campaign's first one.")
-    row[3].metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
-                  help=(f"Queue pairs not yet answered by {campaign.overlap} annotator(s)" if campaign.overlap_max is None
-                        else "Queue pairs not yet answered by as many annotators as they want now (adaptive overlap)")
-                  + " (served but unanswered pairs count as short) / the pairs in the queue.")
-    for column, name, key in ((row[4], "α ordinal so far", "ordinal"), (row[5], "α binarised so far", "binary")):
+    # the tiles wrap onto another row where the page is narrow: six columns cut their values at 800 px
+    tiles = st.container(horizontal=True, key="live-tiles")
+    tiles.metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
+                 f"({f['gold checks answered']:,} answers to gold checks). The same count on every page.")
+    tiles.metric("In the last hour", f"{f['labels in the last hour']:,}", help="Labels given in the last hour, counted alike.")
+    tiles.metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1),
+                 help="The labels, counted alike, over the hours since the campaign's first one.")
+    tiles.metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
+                 help=(f"Queue pairs not yet answered by {campaign.overlap} annotator(s)" if campaign.overlap_max is None
+                       else "Queue pairs not yet answered by as many annotators as they want now (adaptive overlap)")
+                 + " (served but unanswered pairs count as short) / the pairs in the queue.")
+    for name, key in (("α ordinal so far", "ordinal"), ("α binarised so far", "binary")):
         figure = f["agreement"][key]
-        column.metric(name, number(figure.get("alpha"), 3), help=AGREEMENT_RULE + (
+        tiles.metric(name, number(figure.get("alpha"), 3), help=AGREEMENT_RULE + (
             f" 95% CI [{figure['ci_low']:.3f}, {figure['ci_high']:.3f}] over {figure['n_items']:,} pairs."
             if figure.get("alpha") is not None else f" Not defined yet: {figure.get('why', '')}"))
     if "adaptive" in f:
@@ -92,9 +99,15 @@ def live_view(campaign_id: int) -> None:
                "Each flag says its value, its threshold and what it rests on; “not judged yet”: checks resting "
                f"on too little (fewer than {campaign.min_gold_checks} gold checks answered, "
                f"{MIN_KAPPA_LABELS} shared labels for κ, {MIN_RELIABILITY_LABELS} labels in the reliability fit).")
-    due = int(data.annotators["gold checks due"].iloc[0]) if len(data.annotators) else 0
+    due = int(data.annotators["gold checks planned"].iloc[0]) if len(data.annotators) else 0
+    if due or any(f["gold checks served"]):
+        st.caption(f"Gold checks: {due} planned per annotator (the share of a full quota); served so far: "
+                   f"{served_checks_text(f['gold checks served'])}. Checks are served within the pairs each "
+                   "person gets: one whose queue runs out before the quota gets the share of what they got. "
+                   "Progress is each annotator's own counter, checks included; it reads full (e.g. 24 / 24) once "
+                   "nothing is left for them.")
     if 0 < due < campaign.min_gold_checks:
-        st.caption(f"Each annotator is served {due} gold check(s), fewer than the {campaign.min_gold_checks} needed "
+        st.caption(f"Each annotator is planned {due} gold check(s), fewer than the {campaign.min_gold_checks} needed "
                    "to judge gold accuracy: raise the share of checks (or add gold pairs), or lower the minimum.")
     table = data.annotators.drop(columns=["labelled"])
     if method != ann.campaign_aggregation(campaign):  # the column by another method than the flags'
@@ -125,7 +138,9 @@ st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under 
            f"under its minimum (on {MIN_RELIABILITY_LABELS}+ labels in the fit); a median time per "
            "pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
            "Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
-           "each at most once per person, numbered like the other pairs and not counted in the quota.")
+           "each at most once per person, numbered like the other pairs and not counted in the quota; they are "
+           "spread over the pairs each person can actually get, so a queue that runs out early gives fewer. "
+           "Gold pairs come from the campaign's own datasets.")
 with st.form("quality-settings"):
     s = st.columns(4)
     rate = s[0].number_input("Share of gold checks", 0.0, 0.5, float(campaign.gold_rate), 0.05)
@@ -155,13 +170,16 @@ with st.form("quality-settings"):
 gold_box = st.container()  # filled after the forms below: a pair just marked is counted and listed at once
 left, right = st.columns(2)
 with left.form("gold-from-dataset"):
-    datasets = ann.dataset_choices(engine)
+    datasets = ann.dataset_choices(engine, campaign_id=campaign.id)  # the campaign's own: its checks are its
     dataset = st.selectbox("Take gold pairs from a dataset's gold labels", datasets, format_func=lambda d: d[1],
-                           help="Binary labels give the side (paraphrase or not); a score its quarter of the "
-                                "range as a level (lowest quarter Very different ... highest Same meaning).")
+                           help="One of the campaign's datasets. Binary labels give the side (paraphrase or not); "
+                                "a score its quarter of the range as a level (lowest quarter Very different ... "
+                                "highest Same meaning).")
     n = st.number_input("How many (0 = every gold-labelled pair)", min_value=0, value=20, step=1)
     if st.form_submit_button("Add these gold pairs"):
         try:
+            if dataset is None:
+                raise ann.CampaignError("This campaign has no dataset any more to take gold pairs from.")
             added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
             st.success(f"{added:,} gold pairs added.")
         except ann.CampaignError as exc:
@@ -186,7 +204,8 @@ with gold_box:
         st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True,
                      placeholder="—")
 if len(gold):
-    drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist())
+    names = dict(zip(gold["pair_id"], gold["name"]))
+    drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist(), format_func=names.get)
     if st.button("Remove", disabled=not drop):
         qual.remove_gold_pairs(engine, campaign.id, drop)
         st.rerun()

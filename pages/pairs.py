@@ -1,6 +1,9 @@
 """Pairs: any pair of a dataset, before or after labelling. Search by text or id (the pair id or the
 file's own id), filter by gold label, label state and a run's score, one page at a time (db.pairs);
-from a pair: mark it as a campaign's gold check (db.quality), or open it in Review."""
+from a pair: mark it as a gold check of a campaign on its dataset (db.quality; the known answer starts
+from the pair's own gold label), or open it in Review."""
+import functools
+
 import pandas as pd
 import streamlit as st
 
@@ -15,6 +18,7 @@ engine = admin_page("table")
 PAGE, SEARCH, FLASH, OPEN_IN_REVIEW = "pairs-page", "pairs-search", "pairs-flash", "review-open-pair"
 PAGE_SIZE = 50
 SIDES = {"side-1": "Paraphrase (side only)", "side-0": "Not a paraphrase (side only)"}
+ANSWERS = [0, 1, 2, 3, *SIDES]  # a known answer: a level, or only the side
 
 st.title("Pairs")
 datasets = list_datasets(engine)
@@ -55,11 +59,24 @@ if result.total == 0:
 first = result.page * PAGE_SIZE
 st.caption(f"{result.total:,} {'pair matches' if result.total == 1 else 'pairs match'} · {first + 1:,}–{first + len(result.rows):,} · page {result.page + 1:,} "
            f"of {result.n_pages:,}. pair_id is the id Review, Disagreements, the export and gold checks use; "
-           "external_id is the file's own.")
+           "external_id is the file's own. Click a row to open that pair below.")
 rows = result.rows.astype({"external_id": object}).fillna({"external_id": "—", "final_level": "—"})
+PICK = f"pairs-pick-{result.page}"  # the pair shown under "A pair" (its picker), one per page of the table
+
+
+def open_row(table_key: str, pair_ids: list) -> None:
+    """A row clicked in the table: that pair is the one shown under "A pair"."""
+    chosen_rows = st.session_state[table_key].selection.rows
+    if chosen_rows:
+        st.session_state[PICK] = pair_ids[chosen_rows[0]]
+
+
+table_key = f"pairs-table-{dataset_id}-{result.page}-{hash(search)}"  # a new search or page: nothing selected
 st.dataframe(rows if run else rows.drop(columns="score"), hide_index=True, width="stretch", column_config={
     "pair_id": st.column_config.NumberColumn("pair_id", format="%d"),
-    "score": st.column_config.NumberColumn(run[1] if run else "score", format="%.3f")})
+    "score": st.column_config.NumberColumn(run[1] if run else "score", format="%.3f")},
+    key=table_key, on_select=functools.partial(open_row, table_key, [int(i) for i in result.rows["pair_id"]]),
+    selection_mode="single-row")
 
 
 def turn(step: int) -> None:
@@ -72,7 +89,7 @@ forward.button("Next page →", disabled=result.page >= result.n_pages - 1, on_c
 
 st.subheader("A pair")
 by_id = result.rows.set_index("pair_id")
-pair_id = st.selectbox("Pair", list(by_id.index), key=f"pairs-pick-{result.page}", format_func=lambda i: (
+pair_id = st.selectbox("Pair", list(by_id.index), key=PICK, help="Or click a row of the table.", format_func=lambda i: (
     f"{i} · id {by_id.loc[i, 'external_id'] or '—'} · {by_id.loc[i, 'source'][:70]}"))
 chosen = by_id.loc[pair_id]
 st.text(f"Source:     {chosen['source']}\nHypothesis: {chosen['hypothesis']}")
@@ -82,14 +99,21 @@ if st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:")
     st.session_state[OPEN_IN_REVIEW] = int(pair_id)
     st.switch_page("pages/review.py")
 
-campaigns = {c.id: c.name for c in ann.list_campaigns(engine)}
+campaigns = dict(ann.campaigns_of_dataset(engine, dataset_id))  # a check belongs to a campaign of its dataset
 if not campaigns:
-    st.caption("Create a campaign (Campaigns) to mark pairs as its gold checks.")
+    st.caption(f"No campaign labels “{user_text(names[dataset_id])}”: a pair becomes a gold check only of a "
+               "campaign on its own dataset (create one under Campaigns).")
     st.stop()
+own = qual.known_answer(engine, int(pair_id))  # the pair's own gold label, as a known answer
 with st.form("pairs-gold"):
     g1, g2 = st.columns(2)
-    campaign_id = g1.selectbox("Mark as a gold check of", list(campaigns), format_func=campaigns.get)
-    answer = g2.selectbox("Known answer", [0, 1, 2, 3, *SIDES], format_func=lambda a: SIDES.get(a) or LEVELS[a])
+    campaign_id = g1.selectbox("Mark as a gold check of", list(campaigns), format_func=campaigns.get,
+                               help="The campaigns that label this pair's dataset.")
+    start = None if own is None else (own.level if own.level is not None else f"side-{own.binary_label}")
+    answer = g2.selectbox("Known answer", ANSWERS, format_func=lambda a: SIDES.get(a) or LEVELS[a],
+                          index=0 if start is None else ANSWERS.index(start), key=f"pairs-known-{pair_id}")
+    g2.caption(own.text + " (change it if you know better)." if own is not None
+               else "This pair has no gold label of its own: choose its known answer.")
     if st.form_submit_button("Mark as gold"):
         known = ({"binary_label": [int(answer[-1])]} if answer in SIDES else {"level": [answer]})
         try:

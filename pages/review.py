@@ -10,6 +10,8 @@ from db import review
 from db.datasets import list_datasets
 from db.engine import StoreUnavailable
 from pages import analysis_common as common
+from pages import scope as scopes
+from pages import keep
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.aggregation import METHOD_NAMES, METHODS
@@ -22,15 +24,19 @@ CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
 SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "flagged": "Flagged by an annotator", "all": "All"}
 PAIR, POSITION, FLASH, ERROR = "review-pair", "review-position", "review-flash", "review-error"
 OPEN, SINGLE = "review-open-pair", "review-single"  # a pair asked for by the Pairs page (or ?pair=N)
+REOPENED = "review-reopened"  # the pair whose final level was just withdrawn: "Not yet decided" opens on it
 
 st.title("Review")
 datasets = list_datasets(engine)
 if not datasets:
     st.info("Nothing to review yet: import a dataset and collect labels first.")
     st.stop()
-names = {d.name: d.id for d in datasets}
-reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it.")
-chosen = st.sidebar.multiselect("Datasets", list(names), default=list(names), key="review-datasets")
+keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (pages.keep)
+reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it. "
+                                 "Remembered on this browser until it is closed.")
+# the scope of every page (pages.scope): a campaign (its labels and flags only) or whole datasets
+store_key = common.store_key()  # the store's state, read once a run
+scope = scopes.pick(store_key, {d.id: d.name for d in datasets})
 show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")
 ORDERS = {None: "Review order (flagged, across the boundary, spread)",
           **{m: f"Least certain first: {METHOD_NAMES[m]}" for m in METHODS}}
@@ -40,7 +46,7 @@ order = st.sidebar.selectbox("Order", list(ORDERS), format_func=ORDERS.get, key=
                                   "aggregation method: the pairs a method is least sure of come first.")
 
 
-queue = common.review_queue(common.store_key(), tuple(sorted(names[n] for n in chosen)), show, order)
+queue = common.review_queue(store_key, tuple(sorted(scope.dataset_ids)), show, order, scope.campaign_id)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):
@@ -50,6 +56,10 @@ if "pair" in st.query_params:
     del st.query_params["pair"]  # asked once: ← / → move on from it
 if wanted is not None and str(wanted).strip().isdigit():
     st.session_state[SINGLE] = int(wanted)
+if show == "pending" and st.session_state.get(REOPENED) is not None:  # just withdrawn: open on it
+    reopened = st.session_state.pop(REOPENED)
+    if reopened in queue.index and st.session_state.get(SINGLE) is None:
+        st.session_state[PAIR] = reopened
 if st.session_state.get(SINGLE) in queue.index:  # in the list: shown at its place in it
     st.session_state[PAIR] = st.session_state.pop(SINGLE)
 single = st.session_state.get(SINGLE)
@@ -92,6 +102,9 @@ def decide(pair: int, level, seen: int, advance: bool) -> None:
     st.session_state[FLASH] = f"Pair {pair}: final level {done}."
     if advance:  # in a queue that keeps decided pairs, move on by hand
         move(1)
+    if level is None:
+        st.session_state[REOPENED] = pair
+    keep.forget(f"note-{pair}")  # saved with the decision: no draft left to bring back
 
 
 def move(step: int) -> None:
@@ -142,6 +155,7 @@ with scores_column:
         st.dataframe(item["scores"], hide_index=True, width="stretch", placeholder="—")
 
 LEAVE_NOTE = "While the note box has the cursor, keys type into it: press Tab or click outside it, and 1–4 set the level again."
+keep.kept(f"note-{pair_id}", "", typed=True)  # a half-typed note survives a page change and a reload
 st.text_input("Note (optional): why this level", key=f"note-{pair_id}", max_chars=review.MAX_NOTE,
               placeholder="Type, then press Tab (or click outside the box) before the keys 1–4")
 if not (reviewer or "").strip():
@@ -161,3 +175,4 @@ st.caption("Keys: 1–4 set the final level (the note is saved with it) · ← /
 if len(item["history"]):
     with st.expander(f"History of this pair's final level ({len(item['history'])})"):
         st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch", placeholder="—")
+keep.save()  # remembers the reviewer and the note for this browser (a hidden element)

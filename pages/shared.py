@@ -243,6 +243,9 @@ def admin_page(*views: str):
         st.error("This link opens the labelling view only.")
         st.stop()
     require_organiser()
+    from pages.keep import remember  # pages.keep draws through this module
+
+    remember()  # what this browser keeps (reviewer, notes, New campaign), before a page change drops it
     if views:
         preload_views(*views)
     return get_engine()

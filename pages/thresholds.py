@@ -36,7 +36,7 @@ reference = selection.reference
 try:
     curve, best, auc, per_dataset = common.threshold_figures(
         selection.url, selection.dataset_ids, int(run["id"]), reference.kind, reference.annotator,
-        float(reference.gold_cut), higher, natural)
+        float(reference.gold_cut), higher, natural, selection.campaign_id)
 except StatsError as error:
     st.info(user_text(error))
     st.stop()

@@ -142,6 +142,89 @@ def gold_binary(pairs: pd.DataFrame, gold_cut: float = 0.5) -> pd.Series:
     return binary.rename("reference")
 
 
+@dataclass(frozen=True)
+class ReferenceScale:
+    """The scale the values of a reference are on: "binary" (0/1), "levels" (the app's five-level
+    scale), "range" (numbers from ``low`` to ``high``, STS-B's 0–5), "own" (a scale only the
+    ``dataset`` knows: its own, never pooled with another's) or "none" (no dataset has the reference)."""
+
+    kind: str
+    low: Optional[float] = None
+    high: Optional[float] = None
+    dataset: Optional[str] = None
+
+    def describe(self) -> str:
+        if self.kind == "binary":
+            return "binary 0/1"
+        if self.kind == "levels":
+            return "the five-level scale"
+        if self.kind == "range":
+            return f"scores {self.low:g}–{self.high:g}"
+        if self.kind == "none":
+            return "no reference"
+        return f"{self.dataset}'s own scale"
+
+
+# the references of the five-level labels (the human majority, one annotator, the mean level): one scale
+# for every dataset
+HUMAN_REFERENCES = ("majority", "annotator", "levels")
+# where the values come from the dataset itself: gold labels (0/1 or a score) and imported annotators' values
+DATASET_REFERENCES = ("gold", "raw")
+
+
+def _dataset_scale(row) -> Optional[ReferenceScale]:
+    """A dataset's gold scale (a row of AnalysisChoices.datasets): its label_kind and range, or, a kind
+    unknown, binary when every gold label is 0 or 1 (as gold_binary reads it), else its own."""
+    if row["label_kind"] == "binary":
+        return ReferenceScale("binary")
+    if row["label_kind"] == "score" and pd.notna(row["label_min"]) and pd.notna(row["label_max"]):
+        return ReferenceScale("range", float(row["label_min"]), float(row["label_max"]))
+    if pd.isna(row["label_kind"]) and row.get("n_gold", 0) and not row.get("n_gold_other", 1):
+        return ReferenceScale("binary")
+    return ReferenceScale("own", dataset=str(row["name"]))
+
+
+def reference_scale_groups(datasets: pd.DataFrame, reference: str) -> list[tuple[ReferenceScale, tuple[int, ...]]]:
+    """The datasets grouped by the scale of ``reference``'s values, so that a figure is only ever
+    computed over pairs whose reference shares one scale (PAWS-X's 0/1 and STS-B's 0–5 on one axis gave a
+    correlation of 0.04 where STS-B alone gives 0.87): [(scale, dataset ids in the frame's order)], binary
+    first, then the five-level scale, score ranges from the lowest, datasets on their own scale by name.
+
+    ``datasets``: id, name, label_kind, label_min, label_max, n_gold and n_gold_other (gold labels other
+    than 0 and 1), as db.analysis.analysis_choices reads them. ``reference``: "gold" and "raw" (imported
+    annotators' values, on their dataset's scale) follow each dataset's scale; "majority", "annotator" and
+    "levels" are the five-level labels, one scale everywhere; "meta" (a metadata column) is each dataset's
+    own. Gold: a dataset without a gold label is left out; when none has one, one group of them all (the
+    page then says there is no reference)."""
+    if datasets.empty:
+        return []
+    ids = tuple(int(i) for i in datasets["id"])
+    if reference in HUMAN_REFERENCES:
+        return [(ReferenceScale("levels"), ids)]
+    rows = datasets
+    if reference == "gold" and "n_gold" in datasets:
+        rows = datasets[datasets["n_gold"].fillna(0) > 0]
+        if rows.empty:
+            return [(ReferenceScale("none"), ids)]
+    groups: dict[ReferenceScale, list[int]] = {}
+    for _, row in rows.iterrows():
+        scale = (_dataset_scale(row) if reference in DATASET_REFERENCES
+                 else ReferenceScale("own", dataset=str(row["name"])))
+        groups.setdefault(scale, []).append(int(row["id"]))
+    order = {"binary": 0, "levels": 1, "range": 2, "own": 3}
+    ranked = sorted(groups, key=lambda s: (order[s.kind], s.low if s.low is not None else 0.0,
+                                           s.high if s.high is not None else 0.0, s.dataset or ""))
+    return [(scale, tuple(groups[scale])) for scale in ranked]
+
+
+def scales_sentence(groups: list[tuple[ReferenceScale, tuple[int, ...]]], names: dict) -> str:
+    """Why a page shows one scale at a time, in one sentence: each scale with its datasets
+    (``names``: dataset id -> name)."""
+    parts = "; ".join(f"{scale.describe()}: {', '.join(str(names.get(i, i)) for i in ids)}" for scale, ids in groups)
+    return (f"These datasets' references are on different scales ({parts}): no figure pools them, so "
+            "one scale is shown at a time.")
+
+
 def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Reference) -> pd.Series:
     """The reference as 0/1 per pair (index pair_id, NaN where there is none). Raises StatsError
     with a sentence for the page when the reference does not exist for these pairs."""

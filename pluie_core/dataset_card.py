@@ -15,6 +15,8 @@ import yaml
 from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, MODEL_METHODS, final_rule_text
 from pluie_core.agreement import agreement_figures, count_patterns  # noqa: F401 (the card's figures, re-exported)
 from pluie_core.labels import LEVELS
+from pluie_core.quality import served_checks_text
+from pluie_core.wording import counted
 
 __all__ = ["LICENCE_PATTERN", "check_licence", "count_patterns", "agreement_figures", "dataset_card",
            "size_category"]
@@ -44,11 +46,34 @@ def size_category(n: int) -> str:
 def _alpha_text(figure: dict) -> str:
     if figure.get("alpha") is None:
         return f"not defined ({figure.get('why', 'too few labels')})"
-    return f"{figure['alpha']:.3f} (95% CI {figure['ci_low']:.3f} – {figure['ci_high']:.3f}, {figure['n_items']:,} pairs)"
+    return (f"{figure['alpha']:.3f} (95% CI {figure['ci_low']:.3f} – {figure['ci_high']:.3f}, "
+            f"{counted(figure['n_items'], 'pair')})")
 
 
 def _share(value: Optional[float]) -> str:
     return "—" if value is None else f"{value:.1%}"
+
+
+# a Hugging Face model id: "org/name", or a bare name such as roberta-large (pluie_core.hub's rule)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def model_text(model: Optional[str]) -> str:
+    """How the card names a run's model: a Hugging Face id as it is; a model on the server's disk (a
+    folder or a GGUF file: an absolute path, ~/..., a path of several folders) by its last name only, so
+    that no path of the server's file system is published."""
+    model = (model or "").strip()
+    if not model or _HUB_ID.match(model):
+        return model
+    name = re.split(r"[\\/]+", model.rstrip("/\\"))[-1]
+    return f"{name} (a local copy)" if name else "a local model"
+
+
+def _paragraphs(text: str) -> list[str]:
+    """The paragraphs of a dataset's description (the organiser's text, then the note each import added
+    below it), each on one line."""
+    blocks = re.split(r"\n\s*\n", (text or "").strip())
+    return [p for p in (" ".join(line.strip() for line in b.splitlines() if line.strip()) for b in blocks) if p]
 
 
 COLUMN_HELP = [
@@ -98,10 +123,18 @@ def _campaign_lines(campaign: Optional[dict]) -> list[str]:
              f"- {_overlap_text(campaign)}, {campaign['quota']:,} pairs per annotator, seed "
              f"{campaign['seed']} (serving order and sample).",
              f"- Gold checks: {campaign['n_gold_pairs']:,} gold pairs; share of gold checks {rate:.0%}"
-             + (f" (each annotator is served {campaign['checks_per_annotator']:,} "
-                f"check{'' if campaign['checks_per_annotator'] == 1 else 's'} besides their quota, "
-                "each gold pair at most once)" if rate else " (none served)") + "."]
+             + _checks_text(rate, campaign.get("checks_per_annotator", 0), campaign.get("checks_served", [])) + "."]
     return lines
+
+
+def _checks_text(rate: float, planned: int, served: list) -> str:
+    """What was planned and what was served: checks go within the pairs each person gets, so one whose
+    queue ran out before the quota got fewer than planned."""
+    if not rate and not any(served):
+        return " (none served)"
+    plan = (f"{planned:,} planned per annotator besides their quota, each gold pair at most once, served within "
+            "the pairs each person got (fewer where the queue ran out first)" if rate else "none planned now")
+    return f" ({plan}; served: {served_checks_text(served)})"
 
 
 def dataset_card(facts: dict) -> str:
@@ -113,7 +146,7 @@ def dataset_card(facts: dict) -> str:
     optional: pairs ("all", "labelled", "adjudicated": which pairs the rows are), n_gold_answers
     (labels that answer a gold check), campaign (the campaign the rows are restricted to: name,
     datasets, selection_text, sample, seed, quota, overlap, n_training, n_queue, n_gold_pairs,
-    gold_rate, checks_per_annotator), aggregation (method, text: pluie_core.aggregation's
+    gold_rate, checks_per_annotator: planned, checks_served: per annotator), aggregation (method, text: pluie_core.aggregation's
     Aggregation.describe, the method, its settings and the reliabilities' spread; for a model method,
     confidence and min_labels, the thresholds its level had to reach to be final, and median_labels,
     the fit's median labels per annotator)."""
@@ -134,16 +167,21 @@ def dataset_card(facts: dict) -> str:
              'load_dataset("path/to/this/folder")   # the Parquet file, as the Hub reads it',
              'load_from_disk("path/to/this/folder") # the same rows as Arrow (a DatasetDict with a train split)',
              "```", "", "## Contents", "",
-             f"- **{facts['n_pairs']:,} pairs** from {len(facts['datasets'])} dataset(s):"]
+             f"- **{counted(facts['n_pairs'], 'pair')}** from {counted(len(facts['datasets']), 'dataset')}:"]
     for d in facts["datasets"]:
-        described = f" — {d['description'].strip()}" if d.get("description", "").strip() else ""
-        lines.append(f"  - {d['name']}: {d['n_pairs']:,} pairs{described}")
+        # the description, and the notes imports added under it, inside the dataset's list item: the
+        # paragraphs after the first are indented under it (unindented, they would end the list)
+        first, *rest = _paragraphs(d.get("description")) or [""]
+        lines.append(f"  - {d['name']}: {counted(d['n_pairs'], 'pair')}" + (f" — {first}" if first else ""))
+        for paragraph in rest:
+            lines += ["", f"    {paragraph}"]
     lines += _scope_lines(facts)
     by_level = ", ".join(f"{n} {level}" for level, n in facts["annotators"].items()) or "none"
-    lines += [f"- **{facts['n_annotators']} annotators** (English level: {by_level}), **{facts['n_labels']:,} labels**"
+    lines += [f"- **{counted(facts['n_annotators'], 'annotator')}** (English level: {by_level}), "
+              f"**{counted(facts['n_labels'], 'label')}**"
               + (", training-trial labels included" if facts.get("include_training") else " (training-trial labels left out)")
               + ".",
-              "- Labels per pair: " + (", ".join(f"{k} label{'s' if k != 1 else ''}: {n:,} pairs"
+              "- Labels per pair: " + (", ".join(f"{counted(k, 'label')}: {counted(n, 'pair')}"
                                                   for k, n in sorted(facts["labels_per_pair"].items())) or "none") + ".",
               f"- Answers to gold checks: {facts.get('n_gold_answers', 0):,} of these labels answer a campaign's "
               "gold check (a pair with a known answer, mixed into an annotator's pairs to check their attention); "
@@ -159,18 +197,25 @@ def dataset_card(facts: dict) -> str:
               "the same side of the paraphrase boundary goes to the lower median of the tied levels, a tie across "
               "the boundary gives no label.", "",
               "## How the final labels were reached", "",
-              "A reviewer settled pairs whose labels disagree (PLUIE Lab's review queue: pairs across the paraphrase "
-              "boundary first, then by spread of levels), with a note; the annotators' own labels are kept as given. "
-              + _final_rule(aggregation, facts["final_sources"]), "",
-              "| final_source | pairs |", "|---|---|"]
+              "**A reviewer's decision wins.** Where a reviewer settled a pair (PLUIE Lab's review queue: pairs whose "
+              "labels disagree, across the paraphrase boundary first, then by spread of levels, and pairs an "
+              "annotator flagged), their level is the pair's final level, whatever its labels and any rule say "
+              "(`final_source` adjudicated; `adjudicated_by`, `adjudicated_at` and `adjudication_note` say who, when "
+              "and why); the annotators' own labels are kept as given. "
+              + _final_rule(aggregation, facts["final_sources"]), ""]
     model = bool(aggregation) and aggregation["method"] in MODEL_METHODS
+    # every value final_source can take in this file, each with its count (0 included), and any other counted
     shown = ("adjudicated", *((aggregation["method"],) if model else ()), "majority", "none")
+    shown += tuple(sorted(set(facts["final_sources"]) - set(shown)))
+    lines += ["`final_source` takes these values in this file: " + ", ".join(shown) + ".", "",
+              "| final_source | pairs |", "|---|---|"]
     lines += [f"| {source} | {facts['final_sources'].get(source, 0):,} |" for source in shown]
     lines += ["", "| final level | pairs |", "|---|---|"]
     lines += [f"| {level} {LEVELS[level]} | {facts['final_levels'].get(level, 0):,} |" for level in range(4)]
     agreement = facts["agreement"]
     lines += ["", "## Agreement", "",
-              f"Over the {agreement['n_pairs']:,} pairs with two or more labels on levels 0–3 (Don't know left out; "
+              f"Over the {counted(agreement['n_pairs'], 'pair')} with two or more labels on levels 0–3 "
+              "(Don't know left out; "
               "every label except the training trial's, answers to gold checks included, as on every page of PLUIE Lab); "
               f"95% intervals from {agreement['n_boot']:,} bootstrap resamples of pairs.", "",
               f"- Krippendorff's α, ordinal, four levels: {_alpha_text(agreement['ordinal'])}",
@@ -183,10 +228,13 @@ def dataset_card(facts: dict) -> str:
                   "|---|---|---|---|---|---|---|---|"]
         for run in facts["runs"]:
             answers = " / ".join(str(a) for a in (run.get("answers") or [])) or "—"
-            lines.append(f"| score:{run['name']} | {run['kind']} | {run.get('model') or '—'} | {run.get('template') or '—'} | "
+            lines.append(f"| score:{run['name']} | {run['kind']} | {model_text(run.get('model')) or '—'} | "
+                         f"{run.get('template') or '—'} | "
                          f"{run.get('direction') or '—'} | {answers} | {'yes' if run['higher_is_similar'] else 'no'} | "
                          f"{run['n_scores']:,} |")
-        lines += ["", "A PLUIE score is log p(answer₁) − log p(answer₂) for the template's question (> 0: paraphrase)."]
+        if any(run["kind"] == "pluie" for run in facts["runs"]):  # said only where a PLUIE column is there
+            lines += ["", "A PLUIE score is log p(answer₁) − log p(answer₂) for the template's question "
+                          "(> 0: paraphrase)."]
     else:
         lines.append("No score run is included.")
     column_help = COLUMN_HELP + ([
@@ -199,15 +247,20 @@ def dataset_card(facts: dict) -> str:
     return "\n".join(lines)
 
 
+MAJORITY_ELSEWHERE = ("Elsewhere the majority rule sets the final level (`final_source` majority); where it gives "
+                      "none (no label but Don't know, or a tie across the paraphrase boundary), the pair has no "
+                      "final level (`final_source` none).")
+
+
 def _final_rule(aggregation: Optional[dict], sources: dict) -> str:
     """How a pair without a reviewer's decision got its final level: the majority rule, or an aggregation
     method's level where it was sure enough (its thresholds, and how many pairs each rule decided)."""
     if not aggregation:
-        return "Elsewhere the final level is the majority level."
+        return MAJORITY_ELSEWHERE
     text = (f"Aggregation method: {aggregation['text']} Its `posterior` is the probability of its level and "
             "`uncertainty` 1 − the largest probability (PLUIE Lab's pluie_core.aggregation, with crowd-kit 1.4.2).")
     if aggregation["method"] not in MODEL_METHODS:
-        return "Elsewhere the final level is the majority level. " + text
+        return MAJORITY_ELSEWHERE + " " + text
     return text + " " + final_rule_text(sources, aggregation["method"],
                                         aggregation.get("confidence", DEFAULT_CONFIDENCE),
                                         aggregation.get("min_labels", DEFAULT_MIN_LABELS),

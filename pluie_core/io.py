@@ -27,6 +27,10 @@ df.attrs
     notes        [str, ...]: how the file was read where it could surprise, e.g. labels
                  written as words ("yes" read as 1, "no" as 0)
     n_rows_read  pairs read from the file, before duplicates were dropped
+    skipped_rows [{"row": n, "why": str}, ...]: with skip_invalid=True only, the rows that could
+                 not be pairs (an empty or too long sentence, a label that is not a number or is
+                 outside the dataset's scale), left out and listed, numbered like duplicates
+    row_word     "Line", "Record" or "Row": what those numbers count
 
 Label conventions per dataset are documented beside each reader in
 pluie_core/formats/corpora.py: MRPC Quality and PAWS label are 0/1; STS-B keeps its 0-5 score;
@@ -63,19 +67,21 @@ naming the line / record and the problem; nothing is returned half-read.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
 
 from pluie_core.export_format import FORMULA_TRIGGERS, TEXT_MARKER
 from pluie_core.formats import corpora, tables
-from pluie_core.formats.common import PairFileError, RawTable, listed as _listed, size_text as _megabytes
+from pluie_core.formats.common import PairFileError, RawTable, listed as _listed, places as _places, size_text as _megabytes
 from pluie_core.formats.tables import MAX_EXPANDED_BYTES, MAX_EXPANSION_RATIO, MAX_JSON_DEPTH
+from pluie_core.wording import counted
 
 __all__ = ["load_pairs", "read_table", "guess_columns", "PairFileError", "FORMATS", "MAX_BYTES",
            "MAX_EXPANDED_BYTES", "MAX_EXPANSION_RATIO", "MAX_JSON_DEPTH", "MAX_SENTENCE_CHARS"]
@@ -116,7 +122,7 @@ SPREADSHEET_MARKER = re.compile(
 
 
 def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
-               max_bytes: int = MAX_BYTES, keep_duplicates: bool = False) -> pd.DataFrame:
+               max_bytes: int = MAX_BYTES, keep_duplicates: bool = False, skip_invalid: bool = False) -> pd.DataFrame:
     """Read a pair file (path, or binary file object with .name such as a Streamlit upload).
 
     `format` is "auto" (sniffed from the content, the file name as a hint) or one of FORMATS.
@@ -125,14 +131,17 @@ def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = N
     names are recognised (see guess_columns). Exact repeats of a (source, hypothesis) pair are
     dropped, the first kept, unless `keep_duplicates` is True (every row kept: a benchmark's
     own count); either way attrs["duplicates"] lists them. Raises PairFileError for any problem
-    in the file.
+    in the file: all or nothing, the first invalid row refuses the file, unless `skip_invalid` is
+    True: then the rows that cannot be pairs (an empty or too long sentence, a label that is not a
+    number or outside the scale) are left out and listed in attrs["skipped_rows"] (a file with no
+    valid row is still refused).
     """
     raw = _read_raw(path_or_buffer, format, max_bytes)
     if columns is None:
         mapping = guess_columns(raw.table) if raw.format in GENERIC_FORMATS else _own_columns(raw.table)
     else:
         mapping = _checked_mapping(columns, raw.table)
-    return _pairs_from(raw, mapping, bool(keep_duplicates))
+    return _pairs_from(raw, mapping, bool(keep_duplicates), bool(skip_invalid))
 
 
 def read_table(path_or_buffer, format: str = "auto", max_bytes: int = MAX_BYTES) -> pd.DataFrame:
@@ -387,8 +396,21 @@ def _checked_mapping(columns: dict, table: pd.DataFrame) -> dict:
     return {**{k: v for k, v in columns.items() if k != "annotators" and v is not None}, "annotators": dict(annotators)}
 
 
-def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> pd.DataFrame:
+def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, skip_invalid: bool = False) -> pd.DataFrame:
     table = raw.table
+    skipped: Optional[dict] = {} if skip_invalid else None  # position -> why, when invalid rows are skipped
+
+    def invalid(bad: np.ndarray, why: Callable[[int], str]) -> None:
+        """Rows that cannot be pairs: the first refuses the file, or (skip_invalid) each is set aside
+        with the reason it would have been refused for (the first found, when several)."""
+        if not bad.any():
+            return
+        if skipped is None:
+            i = int(np.argmax(bad))
+            raise PairFileError(f"{raw.where(i)}: {why(i)}")
+        for i in np.flatnonzero(bad):
+            skipped.setdefault(int(i), why(int(i)))
+
     for key in ("source", "hypothesis"):
         if key not in mapping:
             raise PairFileError(
@@ -401,22 +423,17 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
     out: dict = {}
     for key, what in (("source", "source sentence"), ("hypothesis", "hypothesis")):
         text = _text(table[mapping[key]])
-        empty = (text == "").to_numpy()
-        if empty.any():
-            i = int(np.argmax(empty))
-            if (i, mapping[key]) in raw.uncomputed:
-                raise PairFileError(f"{raw.where(i)}: the {what} is a formula with no computed value; open and save "
-                                    "the workbook in a spreadsheet application (Excel, LibreOffice) to compute it.")
-            raise PairFileError(f"{raw.where(i)}: the {what} is empty.")
+        invalid((text == "").to_numpy(), lambda i, key=key, what=what: (
+            f"the {what} is a formula with no computed value; open and save the workbook in a spreadsheet "
+            "application (Excel, LibreOffice) to compute it." if (i, mapping[key]) in raw.uncomputed
+            else f"the {what} is empty."))
         lengths = text.str.len().to_numpy()
-        if len(lengths) and lengths.max() > MAX_SENTENCE_CHARS:
-            i = int(np.argmax(lengths > MAX_SENTENCE_CHARS))
-            raise PairFileError(f"{raw.where(i)}: the {what} has {int(lengths[i]):,} characters; "
-                                f"the limit is {MAX_SENTENCE_CHARS:,}.")
+        invalid(lengths > MAX_SENTENCE_CHARS, lambda i, what=what, lengths=lengths: (
+            f"the {what} has {int(lengths[i]):,} characters; the limit is {MAX_SENTENCE_CHARS:,}."))
         out[key] = text
     label_column = mapping.get("label")
     words: dict = {}  # label words read as numbers, per column: {what: {word as written: number}}
-    out["label"] = _numbers(table[label_column], raw, "label", words) if label_column is not None else np.nan
+    out["label"] = _numbers(table[label_column], raw, "label", words, invalid) if label_column is not None else np.nan
     id_column = mapping.get("external_id")
     if id_column is not None:
         ids = _text(table[id_column])
@@ -424,7 +441,8 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
     else:
         out["external_id"] = pd.Series(None, index=table.index, dtype=object)
     for annotator, column in mapping["annotators"].items():
-        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}", words)
+        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}", words,
+                                                          invalid)
     used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
     for column in table.columns:
         if column not in used:
@@ -432,7 +450,19 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
             out[name if name not in out else f"original_{name}"] = table[column]
     pairs = pd.DataFrame(out, index=table.index)
 
-    _check_ranges(pairs, raw)
+    _check_ranges(pairs, raw, invalid)
+    n_read, skipped_rows, skip_warnings = int(len(pairs)), [], []
+    if skipped:
+        if len(skipped) == len(pairs):
+            first = min(skipped)
+            raise PairFileError(f"No row of the file is a valid pair: {raw.where(first)}: {skipped[first]}")
+        kept = np.setdiff1d(np.arange(len(pairs)), np.fromiter(skipped, dtype=int))
+        skipped_rows = [{"row": int(raw.rows[i]), "why": skipped[i]} for i in sorted(skipped)]
+        skip_warnings = [f"{counted(len(skipped), 'invalid row')} left out, as asked: "
+                         f"{_places(raw.row_word, [r['row'] for r in skipped_rows])} (each with its reason below)."]
+        pairs = pairs.iloc[kept]
+        raw = copy.copy(raw)  # the kept rows' numbers, for the duplicates' (positions in pairs from here on)
+        raw.rows = raw.rows[kept]
     label_kind, label_range = _label_kind(pairs["label"], raw)
     duplicated, duplicates, warnings = _duplicates(pairs, raw, keep_duplicates)
     result = (pairs if keep_duplicates else pairs.loc[~duplicated]).reset_index(drop=True)
@@ -441,10 +471,13 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False) -> 
         "label_kind": label_kind,
         "duplicates": duplicates,
         "keep_duplicates": keep_duplicates,
-        "warnings": list(raw.warnings) + warnings,
+        "warnings": list(raw.warnings) + skip_warnings + warnings,
         "notes": _word_notes(words),
-        "n_rows_read": int(len(pairs)),
+        "n_rows_read": n_read,
+        "row_word": raw.row_word,
     }
+    if skip_invalid:
+        result.attrs["skipped_rows"] = skipped_rows
     if label_kind == "score":
         result.attrs["label_range"] = label_range
     return result
@@ -463,9 +496,11 @@ def _duplicates(pairs: pd.DataFrame, raw: RawTable,
     originals = first_positions[group[repeats]]
     duplicates = [{"row": int(raw.rows[r]), "duplicate_of": int(raw.rows[o])} for r, o in zip(repeats, originals)]
     if keep:
-        warnings = [f"{len(duplicates)} exact duplicate pairs were kept (every row of the file is a pair)."]
+        warnings = [f"{counted(len(duplicates), 'exact duplicate pair')} "
+                    f"{'was' if len(duplicates) == 1 else 'were'} kept (every row of the file is a pair)."]
     else:
-        warnings = [f"{len(duplicates)} exact duplicate pairs were skipped (the first of each is kept)."]
+        warnings = [f"{counted(len(duplicates), 'exact duplicate pair')} "
+                    f"{'was' if len(duplicates) == 1 else 'were'} skipped (the first of each is kept)."]
     labels = pairs["label"].to_numpy(dtype=float)
     same = (labels[repeats] == labels[originals]) | (np.isnan(labels[repeats]) & np.isnan(labels[originals]))
     if not same.all():
@@ -522,9 +557,11 @@ def _text(values: pd.Series) -> pd.Series:
     return values.map(as_text).astype(object)
 
 
-def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None) -> pd.Series:
+def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None,
+             invalid: Optional[Callable] = None) -> pd.Series:
     """Numbers from cells (binary label words such as yes/no read as 1/0, each word met recorded
-    in words[what]); empty or NA cells are missing."""
+    in words[what]); empty or NA cells are missing. A cell that is not a number refuses the file,
+    or is handed to ``invalid`` (rows set aside) and read as missing."""
     seen: dict = {}
 
     def as_number(v):
@@ -549,11 +586,17 @@ def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] 
     numbers = pd.to_numeric(cells, errors="coerce").astype(float)
     bad = (numbers.isna() & cells.notna()).to_numpy() | np.isinf(numbers.to_numpy())
     if bad.any():
-        i = int(np.argmax(bad))
-        written = str(values.iloc[i]).strip()
-        shown = repr(written) if len(written) <= 40 else repr(written[:30]) + f" (… {len(written):,} characters)"
-        kind = "is too large" if np.isinf(numbers.iloc[i]) and written.lstrip("+-").isdigit() else "is not a number"
-        raise PairFileError(f"{raw.where(i)}: the {what} {shown} {kind}.")
+        def why(i: int) -> str:
+            written = str(values.iloc[i]).strip()
+            shown = repr(written) if len(written) <= 40 else repr(written[:30]) + f" (… {len(written):,} characters)"
+            kind = "is too large" if np.isinf(numbers.iloc[i]) and written.lstrip("+-").isdigit() else "is not a number"
+            return f"the {what} {shown} {kind}."
+
+        if invalid is None:
+            i = int(np.argmax(bad))
+            raise PairFileError(f"{raw.where(i)}: {why(i)}")
+        invalid(bad, why)
+        numbers = numbers.where(~bad)
     if seen and words is not None:
         words[what] = seen
     return numbers
@@ -569,7 +612,7 @@ def _word_notes(words: dict) -> list[str]:
     return notes
 
 
-def _check_ranges(pairs: pd.DataFrame, raw: RawTable) -> None:
+def _check_ranges(pairs: pd.DataFrame, raw: RawTable, invalid: Optional[Callable] = None) -> None:
     checks = [("label", "label", raw.label_range)]
     if raw.annotator_range:
         checks += [(c, f"label of annotator {c[len(ANNOTATOR_PREFIX):]}", raw.annotator_range)
@@ -587,8 +630,13 @@ def _check_ranges(pairs: pd.DataFrame, raw: RawTable) -> None:
             expected = f"between {low:g} and {high:g}"
         outside = outside.to_numpy()
         if outside.any():
-            i = int(np.argmax(outside))
-            raise PairFileError(f"{raw.where(i)}: the {what} {values.iloc[i]:g} is outside the dataset's scale; expected {expected}.")
+            def why(i: int, values=values, what=what, expected=expected) -> str:
+                return f"the {what} {values.iloc[i]:g} is outside the dataset's scale; expected {expected}."
+
+            if invalid is None:
+                i = int(np.argmax(outside))
+                raise PairFileError(f"{raw.where(i)}: {why(i)}")
+            invalid(outside, why)
 
 
 def _label_kind(labels: pd.Series, raw: RawTable) -> tuple[Optional[str], Optional[tuple[float, float]]]:

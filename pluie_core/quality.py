@@ -4,9 +4,13 @@ Pure functions on plain values and DataFrames (no database), so every figure of 
 recomputed in a notebook. Labels are on the five-level scale (pluie_core.labels): 0-3, 4 = Don't know.
 
 The rules, documented in the README:
-- A campaign with gold rate r mixes ``gold_check_count(quota, r, n_gold)`` checks into each annotator's
-  queue (r is the share of the pairs served after the training trial that are checks), at positions drawn
-  per annotator (``gold_positions``); checks never count in the quota.
+- A campaign with gold rate r plans ``gold_check_count(quota, r, n_gold)`` checks for each annotator
+  (r is the share of the pairs served after the training trial that are checks); checks never count in
+  the quota. They are served within the pairs the annotator can actually get: at each step
+  (``serve_check_now``) a check comes with the chance of the checks still due among the steps left, the
+  checks due being the share r of the ordinary pairs served and still reachable (the quota left, or the
+  queue left when it is shorter). A queue that empties early thus gives fewer checks, spread over the
+  pairs the person got, and those still due when it has emptied are served at the end.
 - Gold accuracy: binarised (the answer on the known side of the paraphrase boundary) over every check
   answered, and exact (the known level) over the checks whose level is known. "Don't know" counts as a
   miss: a check has a clear answer.
@@ -45,21 +49,38 @@ class QualityError(ValueError):
 
 
 def gold_check_count(quota: int, rate: float, n_gold: int) -> int:
-    """How many gold checks an annotator with this quota gets: the share ``rate`` of the pairs served
+    """How many gold checks go with ``quota`` ordinary pairs: the share ``rate`` of the pairs served
     after training, i.e. round(quota * rate / (1 - rate)), and never more than the gold pairs there are
-    (each is served to a person at most once)."""
+    (each is served to a person at most once). Of the campaign's quota: the checks planned per annotator;
+    of the pairs a person got and can still get: the checks due (serve_check_now)."""
     if rate <= 0 or n_gold <= 0:
         return 0
     return min(int(n_gold), int(math.floor(quota * rate / (1 - rate) + 0.5)))
 
 
-def gold_positions(quota: int, n_checks: int, seed: str) -> frozenset[int]:
-    """The steps (0-based, counted after the training trial) at which this annotator is served a check:
-    ``n_checks`` of the ``quota + n_checks`` steps, drawn with ``seed`` (the campaign's seed and the
-    annotator), so each person's checks fall at different places."""
-    if n_checks <= 0:
-        return frozenset()
-    return frozenset(random.Random(seed).sample(range(quota + n_checks), n_checks))
+def serve_check_now(checks_left: int, pairs_left: int, seed: str) -> bool:
+    """Whether the next step serves a check: with the chance ``checks_left / (checks_left + pairs_left)``
+    (the checks still due, the ordinary pairs the annotator can still get), drawn with ``seed`` (the
+    campaign's seed, the annotator and the step), so each person's checks fall at different places and
+    a run is reproducible. Decided step by step, the checks are spread uniformly over the steps left; with
+    no pair left, every check still due is served (at the end)."""
+    if checks_left <= 0:
+        return False
+    if pairs_left <= 0:
+        return True
+    return random.Random(seed).random() * (checks_left + pairs_left) < checks_left
+
+
+def served_checks_text(counts) -> str:
+    """The checks actually served per annotator, in words: "4 to each of the 3 annotators", "2–5 per
+    annotator (3 annotators, 11 in all)", "none (no annotator yet)". ``counts``: one count per annotator."""
+    counts = [int(c) for c in counts]
+    if not counts:
+        return "none (no annotator yet)"
+    low, high, n = min(counts), max(counts), len(counts)
+    if low == high:
+        return f"{low:,} to {'the one annotator' if n == 1 else f'each of the {n:,} annotators'}"
+    return f"{low:,}–{high:,} per annotator ({n:,} annotators, {sum(counts):,} in all)"
 
 
 def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: float, streak_length: int,

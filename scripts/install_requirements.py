@@ -14,6 +14,11 @@ import sys
 import time
 
 
+def packages(n: int) -> str:
+    """1 package, 2 packages (this script runs before anything is installed: it imports nothing of the app)."""
+    return f"{n} package{'' if n == 1 else 's'}"
+
+
 def install(requirements: str, what: str = "packages", *pip_options: str) -> int:
     started = time.monotonic()
     print(f"Installing the {what} of {requirements} into {sys.prefix} (a first install takes a few minutes: "
@@ -30,7 +35,7 @@ def install(requirements: str, what: str = "packages", *pip_options: str) -> int
         elif line.startswith("Requirement already satisfied"):
             satisfied += 1
         elif line.startswith("Installing collected packages"):
-            print(f"  installing {collected} packages...", flush=True)
+            print(f"  installing {packages(collected)}...", flush=True)
     code = process.wait()
     seconds = time.monotonic() - started
     if code != 0:

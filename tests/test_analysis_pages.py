@@ -301,7 +301,10 @@ def test_disagreements_list_the_most_confident_first_with_the_diff(open_page, en
     at = open_page("disagreements")
     at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
     rerun(at)
+    # issue 35: MRPC's gold is 0/1, BIOSSES' a 0–4 score: one scale at a time, MRPC's (binary) first
+    assert "references are on different scales (binary 0/1: MRPC; scores 0–4: BIOSSES)" in messages(at)
     pairs = pairs_frame(engine)
+    pairs = pairs[pairs["dataset"] == "MRPC"]
     frame = pairs.join(scores_wide(engine, [store["pluie_run"]]))
     frame["reference"] = reference_labels(pairs, labels_long(engine), Reference("gold"))
     expected = disagreements(frame, "PLUIE stand-in", "reference", 0.0)

@@ -183,7 +183,7 @@ def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(imp
     page.get_by_text("The workbook has 2 sheets: only the first, 'Sheet', was read ('Notes' was left aside).").wait_for()
     page.get_by_text("Row 3 held only formulas with no computed value and was left out").wait_for()
     page.get_by_role("button", name="Import").click()
-    page.get_by_text("Imported 1 pairs").wait_for(timeout=30_000)
+    page.get_by_text("Imported 1 pair into").wait_for(timeout=30_000)
     with read_session(engine) as session:
         stored = session.execute(select(Pair.source, Pair.meta).join(Dataset, Dataset.id == Pair.dataset_id)
                                  .where(Dataset.name == "dated")).all()

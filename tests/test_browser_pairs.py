@@ -59,6 +59,9 @@ def test_find_a_pair_mark_it_gold_open_it_in_review_and_export_the_campaign(engi
     page.goto(f"{app_server.url}/export")
     wait_for_app(page)
     page.get_by_role("heading", name="Export").wait_for(timeout=30_000)
+    # issue 35: the page opens on the campaign in progress; whole datasets is every pair of the store
+    choose("Campaign", "Whole datasets (every label)")
+    wait_for_app(page)
     page.get_by_text("35 pairs ·").wait_for(timeout=30_000)
     choose("Campaign", "Pilot")
     page.get_by_text("Labelled pairs").click()

@@ -160,24 +160,41 @@ def test_system_level_and_the_difference_test(page, store):
 
 
 def test_mean_level_of_one_campaign(page, store, engine):
+    """The scope (issue 35): the page opens on the campaign with the latest label, and its mean level is
+    that campaign's labels alone; the other labels of the same pairs join only when whole datasets are asked for."""
     from sqlalchemy import select, update
 
     from db.engine import write_session
-    from db.models import Annotator, Campaign, Label
+    from db.models import Annotator, Campaign, CampaignDataset, Dataset, Label
 
     with write_session(engine) as session:
         campaign = Campaign(name="round 2")
         session.add(campaign)
         session.flush()
+        stsb = session.scalar(select(Dataset.id).where(Dataset.name == "STS-B"))
+        session.add(CampaignDataset(campaign_id=campaign.id, dataset_id=stsb))
         p2 = session.scalar(select(Annotator.id).where(Annotator.name == "p2"))
         session.execute(update(Label).where(Label.annotator_id == p2).values(campaign_id=campaign.id))
-    at = on(page, "STS-B", correlation_reference="levels", correlation_campaign="round 2")
+        campaign_id = campaign.id
+    at = run(page)
+    assert at.sidebar.selectbox(key="scope_campaign").value == campaign_id  # the campaign in progress
+    at.select_slider(key="correlation_boot").set_value(200)
+    at.radio(key="correlation_reference").set_value("levels")
+    run(at)
     labels = store["labels"]
     mean = labels[(labels["annotator"] == "p2") & (labels["level"] != 4)].set_index("pair_id")["level"]
     pairs = store["pairs"].loc[mean.index]
     row = table(at).loc[("chrF", "kendall")]
     assert row["n"] == len(mean)
     assert row["r"] == pytest.approx(scipy_stats.kendalltau(chrf(pairs.source, pairs.hypothesis), mean).statistic)
+
+    at.sidebar.selectbox(key="scope_campaign").set_value(0)  # whole datasets: every label, asked for
+    at = on(at, "STS-B")
+    every = labels[labels["level"] != 4].groupby("pair_id")["level"].mean()
+    assert table(at).loc[("chrF", "kendall"), "n"] == len(every) > len(mean)
+    pairs = store["pairs"].loc[every.index]
+    assert table(at).loc[("chrF", "kendall"), "r"] == pytest.approx(
+        scipy_stats.kendalltau(chrf(pairs.source, pairs.hypothesis), every).statistic)
 
 
 def test_a_dataset_without_the_reference_says_so(page):

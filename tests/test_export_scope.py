@@ -111,11 +111,12 @@ def test_the_published_campaign_has_pair_ids_and_a_card_that_names_it(campaign_s
     for line in ["pretty_name: Pilot 40", "## Campaign", "- **Pilot 40**, on demo.",
                  "Pairs taken: a random sample of 20 (seed 4); of those, 2 training pairs",
                  "and 18 pairs in the queue", "2 annotator(s) per pair, 6 pairs per annotator, seed 4",
-                 "Gold checks: 2 gold pairs; share of gold checks 25% (each annotator is served 2 checks",
+                 "Gold checks: 2 gold pairs; share of gold checks 25% (2 planned per annotator besides their quota",
+                 "; served: 2 to each of the 2 annotators).",
                  f"Answers to gold checks: {answers:,} of these labels",
                  "only the pairs with at least one label", "- `pair_id`: "]:
         assert line in card, line
-    assert f"**{len(s['labelled']):,} pairs** from 1 dataset(s):" in card and "other:" not in card
+    assert f"**{len(s['labelled']):,} pairs** from 1 dataset:" in card and "other:" not in card
 
     whole = publish_dataset(engine, tmp_path / "whole", licence="mit", n_boot=50)
     assert whole.n_pairs == 68 and "## Campaign" not in whole.card and "Rows:" not in whole.card

@@ -70,7 +70,8 @@ def careless_campaign(engine):
     randy, who answers at random but gets both his checks right."""
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(40))
     gds, _ = make_dataset(engine, "checks", numbered_pairs(2, "Check "), label_kind="binary", gold=[1, 0])
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=40, overlap=4, n_training=0, seed=3)
+    # the checks: a dataset of the campaign's own (its checks come from its datasets); marked gold, they leave the queue
+    cid = ann.create_campaign(engine, "Pilot", [ds, gds], quota=40, overlap=4, n_training=0, seed=3)
     ann.update_campaign(engine, cid, aggregation="dawid_skene")
     qual.set_quality_settings(engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3,
                               streak_length=10)  # the new thresholds at their defaults

@@ -116,9 +116,9 @@ def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_build
     model = str(tiny_model_builder())
     kept, skipped = tmp_path / "kept.csv", tmp_path / "skipped.csv"
     assert main(["score", str(path), "--model", model, "--no-progress", "--keep-duplicates", "-o", str(kept)]) == 0
-    assert "warning: 1 exact duplicate pairs were kept" in capsys.readouterr().err
+    assert "warning: 1 exact duplicate pair was kept" in capsys.readouterr().err
     assert main(["score", str(path), "--model", model, "--no-progress", "-o", str(skipped)]) == 0
-    assert "warning: 1 exact duplicate pairs were skipped" in capsys.readouterr().err
+    assert "warning: 1 exact duplicate pair was skipped" in capsys.readouterr().err
     kept, skipped = pd.read_csv(kept), pd.read_csv(skipped)
     pd.testing.assert_frame_equal(kept[["source", "hypothesis", "label"]], pairs, check_dtype=False)
     assert len(skipped) == 2
@@ -284,4 +284,4 @@ def test_keeping_duplicates_of_a_file_read_without_them_says_so(store, tmp_path)
     result = import_pairs(store, "r", load_pairs(path), keep_duplicates=True)  # the reader dropped the repeat
     assert result.n_pairs == 2
     assert description(store, "r") == ("Imported 2 pairs with duplicates kept: every row is a pair, 0 exact repeats "
-                                       "included. 1 repeats had been dropped when the file was read.")
+                                       "included. 1 repeat had been dropped when the file was read.")

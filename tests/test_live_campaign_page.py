@@ -24,7 +24,8 @@ def live_page() -> AppTest:
 def test_live_page_shows_the_store_and_sets_the_checks(store):
     ds, pairs = make_dataset(store, "demo", numbered_pairs(40))
     gds, gold_ids = make_dataset(store, "checks", numbered_pairs(6, "Check "), label_kind="binary", gold=[1, 0] * 3)
-    cid = ann.create_campaign(store, "Pilot", [ds], quota=6, overlap=2, n_training=1)
+    # the checks: a dataset of the campaign's own (its checks come from its datasets); marked gold, they leave the queue
+    cid = ann.create_campaign(store, "Pilot", [ds, gds], quota=6, overlap=2, n_training=1)
     people = [ann.create_annotator(store, cid, name)[0] for name in ("alice", "bob")]
     ann.set_annotator_profile(store, people[0], "Alice A.", "native")
 
@@ -64,7 +65,7 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     # 6 + 6 ordinary answers and 2 + 2 answers to gold checks: every page counts both
     assert metrics["Labels"] == "16" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
     table = at.dataframe[0].value.set_index("annotator")
-    assert list(table.index) == ["Alice A.", "bob"] and list(table["progress"]) == ["6 / 6", "6 / 6"]
+    assert list(table.index) == ["Alice A.", "bob"] and list(table["progress"]) == ["8 / 8", "8 / 8"]  # 6 + 2 checks: their own counter
     # who is flagged and why: in a warning above the table, and the table's third column (not off-screen)
     assert list(at.dataframe[0].value.columns[:3]) == ["annotator", "progress", "flags"]
     assert f"Flagged: bob ({table.loc['bob', 'flags']})" in [w.value for w in at.warning]

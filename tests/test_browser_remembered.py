@@ -1,0 +1,189 @@
+"""Issue 35, items 5 and 6, in a real browser: what the app remembers for a browser survives a page
+change and a reload (a new Streamlit session), and the organiser's forms survive a slip."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import ARTIFACTS, wait_for_app
+from tests.test_browser_review import wait_for_pair
+from tests.test_review import build
+
+pytestmark = pytest.mark.browser
+
+
+def value_of(page, label: str) -> str:
+    return page.get_by_label(label, exact=True).input_value()
+
+
+def test_5_the_reviewer_and_a_half_typed_note_survive_a_page_change_and_a_reload(engine, app_server, browser):
+    ids = build(engine)
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{app_server.url}/review")
+    wait_for_app(page)
+    wait_for_pair(page, "cross-3", ids["cross-3"])
+    page.get_by_label("Reviewer", exact=True).fill("Lena")
+    page.keyboard.press("Enter")
+    page.get_by_text("Give your name as reviewer").wait_for(state="hidden", timeout=30_000)
+    note = "Note (optional): why this level"
+    page.get_by_label(note).fill("two of three")  # half-typed: never sent, the box keeps the cursor
+
+    page.reload()
+    wait_for_app(page)
+    wait_for_pair(page, "cross-3", ids["cross-3"])
+    assert value_of(page, "Reviewer") == "Lena"
+    assert value_of(page, note) == "two of three"
+
+    page.get_by_label(note).fill("two of three say same meaning")
+    page.get_by_role("link", name="Campaigns").click()  # a page change, straight from the box
+    try:
+        page.get_by_role("heading", name="Labelling campaigns").wait_for(timeout=30_000)
+    except Exception:
+        page.screenshot(path="/tmp/fail.png", full_page=True)
+        print(page.url, page.get_by_role("link", name="Campaigns").count())
+        raise
+    wait_for_app(page)
+    page.get_by_role("link", name="Review").click()
+    wait_for_app(page)
+    wait_for_pair(page, "cross-3", ids["cross-3"])
+    assert value_of(page, "Reviewer") == "Lena"
+    assert value_of(page, note) == "two of three say same meaning"
+
+    other = context.new_page()  # another tab of the same browser knows the reviewer too
+    other.goto(f"{app_server.url}/review")
+    wait_for_app(other)
+    wait_for_pair(other, "cross-3", ids["cross-3"])
+    assert value_of(other, "Reviewer") == "Lena"
+    other.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "review-remembered.png"), full_page=True)
+
+    page.get_by_role("heading", name="Review").click()  # leave the box: 4 decides, the note goes with it
+    page.keyboard.press("4")
+    page.get_by_text("final level “Same meaning”").wait_for(timeout=30_000)
+    wait_for_pair(page, "cross-2", ids["cross-2"])
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT reviewer, note FROM adjudications").all() == [
+            ("Lena", "two of three say same meaning")]
+    page.reload()  # the note was used: the next pair's box is empty, the reviewer is still known
+    wait_for_app(page)
+    wait_for_pair(page, "cross-2", ids["cross-2"])
+    assert value_of(page, "Reviewer") == "Lena" and value_of(page, note) == ""
+    context.close()
+
+
+def test_6_a_double_click_on_create_personal_links_creates_the_people_once(engine, app_server, browser):
+    from db import annotation as ann
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
+    cid = ann.create_campaign(engine, "Pilot", [ds], quota=3, n_training=0)
+    page = browser.new_context(viewport={"width": 1280, "height": 1200}).new_page()
+    page.goto(f"{app_server.url}/campaigns")
+    wait_for_app(page)
+    page.get_by_label("New annotators").fill("Alice\nBob")
+    page.get_by_role("button", name="Create personal links").dblclick()
+    page.get_by_text("shown only once").wait_for(timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(1_000)  # a second run, if the second click started one, has drawn by now
+    wait_for_app(page)
+    code = page.locator("[data-testid='stCode']").inner_text()
+    assert "Alice" in code and "Bob" in code and code.count("?token=") == 2
+    assert page.get_by_text("Write at least one name").count() == 0
+    assert sorted(r["name"] for r in ann.annotator_rows(engine, cid)) == ["Alice", "Bob"]
+
+
+def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, browser):
+    from db import annotation as ann
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    make_dataset(engine, "demo", numbered_pairs(10))
+    page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+    page.goto(f"{app_server.url}/campaigns")
+    wait_for_app(page)
+    page.get_by_label("Name", exact=True).fill("Half-filled")
+    page.keyboard.press("Tab")
+    wait_for_app(page)
+    page.locator("[data-testid='stMultiSelect'] input").click()
+    page.get_by_role("option", name="demo (10 pairs)").click()
+    page.keyboard.press("Escape")
+    wait_for_app(page)
+    quota = page.get_by_role("spinbutton", name="Pairs per annotator", exact=True)
+    quota.fill("7")
+    quota.press("Tab")
+    wait_for_app(page)
+    page.get_by_text("Overlap first:").click()
+    wait_for_app(page)
+    guidelines = page.get_by_label("Guidelines (Markdown)")
+    guidelines.fill("Be kind to the cat.")  # half-typed: never sent, the box keeps the cursor
+
+    page.reload()
+    wait_for_app(page)
+    page.get_by_label("Name", exact=True).wait_for(timeout=30_000)
+    assert page.get_by_label("Name", exact=True).input_value() == "Half-filled"
+    assert page.locator("[data-testid='stMultiSelect']").inner_text().count("demo (10 pairs)") == 1
+    assert page.get_by_role("spinbutton", name="Pairs per annotator", exact=True).input_value() == "7"
+    assert page.get_by_label("Overlap first:").is_checked()
+    assert page.get_by_label("Guidelines (Markdown)").input_value() == "Be kind to the cat."
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "new-campaign-kept.png"), full_page=True)
+
+    page.get_by_role("button", name="Create campaign").dblclick()  # once, however many clicks
+    page.get_by_text("Campaign “Half-filled” created").wait_for(timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(1_000)
+    wait_for_app(page)
+    assert page.get_by_text("already").count() == 0
+    (made,) = ann.list_campaigns(engine)
+    assert (made.name, made.quota, made.distribution, made.guidelines) == ("Half-filled", 7, "overlap",
+                                                                           "Be kind to the cat.")
+    page.reload()  # created: the form starts afresh
+    wait_for_app(page)
+    page.locator("[data-testid='stExpander'] summary", has_text="New campaign").click()  # closed once one exists
+    page.get_by_label("Name", exact=True).wait_for(timeout=30_000)
+    assert page.get_by_label("Name", exact=True).input_value() == ""
+
+
+def test_6_ctrl_and_a_number_answer_from_inside_the_comment_box(engine, app_server, browser):
+    from db import annotation as ann
+    from db.export import export_labels
+    from pluie_core.labels import ENGLISH_LEVELS
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+    from tests.test_browser_annotation import wait_progress
+
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
+    cid = ann.create_campaign(engine, "Pilot", [ds], quota=3, n_training=0)
+    aid, token = ann.create_annotator(engine, cid, "Ann")
+    ann.set_annotator_profile(engine, aid, "Ann", ENGLISH_LEVELS[-1])
+    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    page.goto(f"{app_server.url}/?token={token}")
+    wait_for_app(page)
+    wait_progress(page, "0 / 3", 0)
+    comment = page.get_by_role("textbox", name="Comment (optional)")
+    comment.click()
+    page.keyboard.type("typo in B 2")  # a digit in the box is text
+    page.keyboard.press("Control+3")  # answers "Mostly similar" from inside the box, with the comment
+    wait_progress(page, "1 / 3", 1)
+    labels = export_labels(engine)
+    assert labels[["level", "comment"]].values.tolist() == [[2, "typo in B 2"]]
+
+
+def test_6_a_click_on_a_row_of_the_pairs_table_opens_that_pair(engine, app_server, browser):
+    from tests.test_pairs_browser import TEXTS, build
+
+    ds, ids, _ = build(engine)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/pairs")
+    wait_for_app(page)
+    page.get_by_text("30 pairs match").wait_for(timeout=30_000)
+    shown = page.locator("[data-testid='stText']")
+    shown.first.wait_for(timeout=30_000)
+    assert TEXTS[0][0] in shown.inner_text()  # the first pair, before any click
+    grid = page.locator("[data-testid='stDataFrame']").first
+    box = grid.bounding_box()
+    row_height, header = 35, 35
+    page.mouse.click(box["x"] + 15, box["y"] + header + 3 * row_height + row_height / 2)  # the 4th row
+    page.wait_for_function("t => [...document.querySelectorAll('[data-testid=\"stText\"]')].some(e => e.innerText.includes(t))",
+                           arg=TEXTS[3][0], timeout=30_000)
+    wait_for_app(page)
+    assert page.get_by_text(f"Pair {ids[3]} ·").count() == 1
