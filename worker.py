@@ -7,12 +7,23 @@ pluie_core.
 Several workers may share one queue (several GPUs, or several machines on PostgreSQL). A worker
 that is killed loses nothing: its leases expire and another worker (or its restart) takes the
 items again; scores are written only under a held lease, so no pair is scored twice.
-SIGTERM / SIGINT: the batch in hand is finished and written, then the worker exits.
+SIGTERM / SIGINT: the piece in hand is finished and written, the rest of the claim handed back, then
+the worker exits.
 
-The model never waits for the store: a claim holds a few seconds of work (the scorer cuts it into
-its own batches, bounded by pairs and tokens), and while the model scores one claim a store thread
-writes the scores of the previous one and fetches the next (`--no-overlap`: one after the other).
-Every claim the worker holds, the one fetched ahead included, has its lease renewed until it is
+Runs are served in turn (db.queue.claim_batch): each claim goes to the next run with work after the one
+claimed last, so a fast baseline and a slow judge both progress; after a long model load (over
+CLAIM_SECONDS / LOAD_TURNS) the worker stays on that run for LOAD_TURNS times the load. A claim is
+sized for the run it holds: about CLAIM_SECONDS of work at that run's own rate (FIRST_CLAIM pairs
+while its rate is unknown).
+
+The model never waits for the store: the worker sorts a claim's pairs by length and feeds the metric
+pieces of about PIECE_SECONDS of work (whole batches of the scorer, which cuts them into its own
+batches, bounded by pairs and tokens); each piece's scores are written at once by a store thread
+while the model scores the next piece, and the next claim is fetched while it scores this one
+(`--no-overlap`: one after the other). Before each piece the worker checks that it still holds the
+claim's items and that their run is still active: pairs or a run deleted, a run paused or cancelled,
+items taken over by another worker are dropped at once (what it no longer owns is not handed back).
+Every item the worker holds, the claim fetched ahead included, has its lease renewed until it is
 written or handed back.
 """
 from __future__ import annotations
@@ -50,6 +61,14 @@ DEFAULT_LEASE_SECONDS = 120.0
 # (a run's first claim, before its rate is known, is FIRST_CLAIM pairs).
 CLAIM_SECONDS = 6.0
 FIRST_CLAIM = 32
+# A claim is scored in pieces of about PIECE_SECONDS of work at the run's rate (whole batches of the
+# scorer), each written as soon as it is scored: the Scoring page's count moves every few seconds, a
+# lost lease or a paused run is noticed between two pieces, and a killed worker loses one piece at most.
+PIECE_SECONDS = 2.0
+# After loading a model (not in the cache) for longer than CLAIM_SECONDS / LOAD_TURNS, the worker keeps
+# to that run for LOAD_TURNS times the load's duration before taking its turn among the others: serving
+# in turn more models than MODEL_CACHE_SIZE spends at most about 1 / (LOAD_TURNS + 1) of the time loading.
+LOAD_TURNS = 4.0
 MIN_CLAIM = 16
 MAX_CLAIM = 4096
 # a claim of at least SORT_BATCHES of the scorer's batches, as long as that is at most SORT_SECONDS of work: the
@@ -92,6 +111,7 @@ class Metric:
     score: ScoreFn
     model_key: Optional[tuple] = None
     weights: Optional[tuple] = None  # (model, tokenizer)
+    batch: Optional[Callable[[], Optional[int]]] = None  # the scorer's pairs per batch now (pieces are whole batches)
 
 
 def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
@@ -158,7 +178,8 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
         values = [(f + b) / 2 for f, b in zip(forward, backward)]
         return values, [{"forward": f, "backward": b} for f, b in zip(forward, backward)]
 
-    return Metric(score_pluie, model_key, (scorer.model, scorer.tokenizer))
+    return Metric(score_pluie, model_key, (scorer.model, scorer.tokenizer),
+                  batch=lambda: scorer.batch_size or scorer._auto_batch)
 
 
 def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key: tuple, weights,
@@ -184,8 +205,9 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
     except Exception as exc:
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
 
+    batch = lambda: judge.batch_size or judge._auto_batch  # noqa: E731
     if judge.kind == "choice":
-        return Metric(choice_metric(run, judge, engine), model_key, (judge.model, judge.tokenizer))
+        return Metric(choice_metric(run, judge, engine), model_key, (judge.model, judge.tokenizer), batch)
 
     def one_direction(sources, hypotheses):
         result = judge.score(sources, hypotheses)
@@ -201,7 +223,7 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
                    for f, b, fd, bd in zip(forward, backward, forward_details, backward_details)]
         return values, details
 
-    return Metric(score_judge, model_key, (judge.model, judge.tokenizer))
+    return Metric(score_judge, model_key, (judge.model, judge.tokenizer), batch)
 
 
 def choice_metric(run: ScoreRun, judge, engine) -> ScoreFn:
@@ -255,11 +277,16 @@ class _LeaseKeeper(threading.Thread):
         interval = min(HEARTBEAT_SECONDS, w.lease_seconds / 3)
         while not self.halt.wait(interval):
             try:
-                item_ids = w.held_item_ids()  # the claim being scored, the one fetched ahead, the one being written
+                item_ids = w.held_item_ids()  # the claim being scored, the one fetched ahead, the pieces being written
                 if item_ids:
                     held = queue.renew_lease(w.engine, w.worker_id, item_ids, w.lease_seconds)
-                    if held < len(item_ids):
-                        log.warning("lost the lease on %d items", len(item_ids) - held)
+                    if held < len(item_ids):  # deleted, or taken over after an expiry: forgotten, said once
+                        still = queue.held_items(w.engine, w.worker_id, item_ids, active_only=False)
+                        lost = [i for i in item_ids if i not in still]
+                        w.forget_items(lost)
+                        if lost:
+                            log.warning("lost the lease on %d items (their pairs or run deleted, or another "
+                                        "worker took them): they are no longer scored here", len(lost))
                 batch = w.current_batch
                 queue.heartbeat(w.engine, w.worker_id,
                                 current_run_id=batch.run_id if batch else (w._last_run_id if item_ids else None))
@@ -322,10 +349,12 @@ class ScoringWorker:
         self.pairs_done = 0
         self.pairs_per_second: Optional[float] = None
         self._metrics: OrderedDict[int, Metric] = OrderedDict()
-        self._last_run_id: Optional[int] = None
+        self._last_run_id: Optional[int] = None  # the run scored last
+        self._last_claimed: Optional[int] = None  # the run of the latest claim (the next claim goes to the next run)
+        self._stay: tuple[Optional[int], float] = (None, 0.0)  # (run, until): keep to a run whose model just loaded
         self._stop = threading.Event()
-        self._rates: dict[int, float] = {}  # run id -> pairs / s of its scoring (claim sizes)
-        self._held: list[queue.Batch] = []  # claims not yet written or handed back
+        self._rates: dict[int, float] = {}  # run id -> pairs / s of its scoring (claim and piece sizes)
+        self._held: set[int] = set()  # items claimed and not yet written, handed back or lost
         self._held_lock = threading.Lock()
         self._store: Any = _Inline()  # where store work runs: a one-thread executor when overlapping
         self._ahead: Optional[Future] = None  # the next claim, fetched while the model scores
@@ -395,15 +424,14 @@ class ScoringWorker:
         leftover = self.held_item_ids()
         if leftover:
             queue.release_batch(self.engine, self.worker_id, leftover)
-        with self._held_lock:
-            self._held.clear()
+        self.forget_items(leftover)
         self.current_batch = None
 
     def _report_error(self, message: str) -> None:
         try:
-            if self.current_batch is not None:
+            if self.current_batch is not None:  # its items not written yet (those written are done: untouched)
                 queue.release_batch(self.engine, self.worker_id, self.current_batch.item_ids, error=message)
-                self._forget(self.current_batch)
+                self.forget_items(self.current_batch.item_ids)
                 self.current_batch = None
             queue.heartbeat(self.engine, self.worker_id, last_error=message)
         except Exception:
@@ -411,54 +439,101 @@ class ScoringWorker:
 
     # ------------------------------------------------------------------ one claim
     def step(self, prefetch: bool = False) -> Optional[int]:
-        """Take the next claim (fetched ahead, or claimed now), score it and hand its scores to
-        the store. With `prefetch`, the claim after it is fetched while the model scores, and the
-        scores are written while the model scores that one; else they are written before this
-        returns. Returns the pairs scored, or None when idle."""
+        """Take the next claim (fetched ahead, or claimed now) and score it in pieces, each piece's
+        scores handed to the store as soon as they are computed (_score_pieces). With `prefetch`, the
+        claim after it is fetched while the model scores, and each piece is written while the model
+        scores the next; else it is written before the next is scored. Returns the pairs scored, or
+        None when idle."""
         batch = self._next_claim()
         if batch is None:
             self._flush_writes()  # idle means every score is written
             return None
         self.current_batch = batch
-        if batch.run_id != self._last_run_id:  # a run taken: "loading the model" until its first scores are written
-            queue.heartbeat(self.engine, self.worker_id, current_run_id=batch.run_id, new_run=True)
-        self._last_run_id = batch.run_id
+        loading = batch.run_id not in self._metrics
+        if loading:  # "loading the model" while it loads (its rate cleared), and only then
+            self._in_store(self._say, batch.run_id, None).result()
+        elif batch.run_id != self._last_run_id:  # its turn again: scoring at its own rate (0: not measured yet)
+            self._in_store(self._say, batch.run_id, self._rates.get(batch.run_id, 0.0))
+        started = time.monotonic()
         try:
-            metric = self._metric(batch.run_id)
+            score = self._metric(batch.run_id)
         except ModelLoadError as exc:
             log.error("run %d failed: %s", batch.run_id, exc)
             self._in_store(queue.fail_run, self.engine, batch.run_id, str(exc)).result()
-            self._forget(batch)
+            self.forget_items(batch.item_ids)
             self.current_batch = None
             queue.heartbeat(self.engine, self.worker_id, last_error=f"run {batch.run_id}: {exc}")
             return 0
+        if loading:  # loaded: scoring now
+            log.info("run %d: ready to score after %.1f s of loading", batch.run_id, time.monotonic() - started)
+            stay = LOAD_TURNS * (time.monotonic() - started)
+            if stay > CLAIM_SECONDS:  # a long load: kept to this run a few times its duration before the others' turns
+                self._stay = (batch.run_id, time.monotonic() + stay)
+            self._in_store(self._say, batch.run_id, self._rates.get(batch.run_id, 0.0))
+        self._last_run_id = batch.run_id
         if prefetch:  # the model is loaded: fetch the next claim while it scores this one
-            self._ahead = self._in_store(self._claim, self._claim_size(batch.run_id), batch.run_id)
-        started = time.monotonic()
-        try:
-            values, details = metric([i.source for i in batch.items], [i.hypothesis for i in batch.items])
-            compute_seconds = time.monotonic() - started  # the metric alone: the run's recorded compute time
-        except Exception as exc:
-            message = f"run {batch.run_id}: scoring failed: {_first_line(exc)}"
-            log.exception(message)
-            self.current_batch = None
-            self._in_store(self._hand_back, batch, message).result()
-            return 0
-        rate = len(batch.items) / max(time.monotonic() - started, 1e-6)
-        previous = self._rates.get(batch.run_id)
-        self._rates[batch.run_id] = rate if previous is None else 0.5 * previous + 0.5 * rate
-        self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
-        scored = [
-            queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
-            for k, (item, value) in enumerate(zip(batch.items, values))
-        ]
+            self._ahead = self._in_store(self._claim)
+        return self._score_pieces(batch, score, prefetch)
+
+    def _score_pieces(self, batch: queue.Batch, score: ScoreFn, prefetch: bool) -> int:
+        """Score a claim piece by piece: its pairs sorted by length (longest first, as the scorer sorts
+        its batches), cut into pieces of about PIECE_SECONDS of work, each written at once under the
+        held lease. Before each piece: the items no longer held or of a run no longer active are
+        dropped (a paused, cancelled or failed run's go back to the queue; deleted ones or those
+        another worker took are left alone), and a stop hands the rest back. Returns the pairs scored."""
+        metric = self._metrics.get(batch.run_id)
+        todo = sorted(batch.items, key=lambda i: -(len(i.source) + len(i.hypothesis)))
+        done = 0
+        while todo:
+            if self.stopping:  # SIGTERM: the piece in hand was written; the rest goes back at once
+                self._in_store(self._hand_back, batch.run_id, [i.item_id for i in todo], None)
+                break
+            live = queue.held_items(self.engine, self.worker_id, [i.item_id for i in todo])
+            if len(live) < len(todo):
+                gone = [i.item_id for i in todo if i.item_id not in live]
+                log.info("run %d: %d pairs of the claim are no longer to be scored here (deleted, run paused, "
+                         "cancelled or gone, or taken by another worker): dropped", batch.run_id, len(gone))
+                self._in_store(self._hand_back, batch.run_id, gone, None)  # only what is still ours moves
+                todo = [i for i in todo if i.item_id in live]
+                if not todo:
+                    break
+            size = self._piece_size(batch.run_id, metric)
+            piece, todo = todo[:size], todo[size:]
+            self.current_batch = queue.Batch(batch.run_id, batch.worker_id, piece + todo, batch.lease_expires_at)
+            started = time.monotonic()
+            try:
+                values, details = score([i.source for i in piece], [i.hypothesis for i in piece])
+                compute_seconds = time.monotonic() - started  # the metric alone: the run's recorded compute time
+            except Exception as exc:
+                message = f"run {batch.run_id}: scoring failed: {_first_line(exc)}"
+                log.exception(message)
+                self.current_batch = None
+                self._in_store(self._hand_back, batch.run_id, [i.item_id for i in piece + todo], message).result()
+                return done
+            rate = len(piece) / max(compute_seconds, 1e-6)
+            previous = self._rates.get(batch.run_id)
+            self._rates[batch.run_id] = rate if previous is None else 0.5 * previous + 0.5 * rate
+            self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
+            scored = [queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
+                      for k, (item, value) in enumerate(zip(piece, values))]
+            # the Workers table shows the rate of the run being scored, not an average over every run served
+            write = self._in_store(self._write, batch.run_id, scored, self._rates[batch.run_id], compute_seconds)
+            if prefetch:
+                self._writes = [w for w in self._writes if not w.done()] + [write]
+            else:
+                write.result()
+            done += len(piece)
         self.current_batch = None
-        # the Workers table shows the rate of the run being scored, not an average over every run served
-        write = self._in_store(self._write, batch, scored, self._rates[batch.run_id], compute_seconds)
-        if not prefetch:
-            return write.result()
-        self._writes = [w for w in self._writes if not w.done()] + [write]
-        return len(scored)
+        return done
+
+    def _piece_size(self, run_id: int, metric: Optional[Metric]) -> int:
+        """Pairs per piece: about PIECE_SECONDS of the run's measured rate in whole batches of its scorer
+        (FIRST_CLAIM / 2 while its rate is unknown: a first claim writes twice)."""
+        step = (metric.batch() if metric is not None and metric.batch else None) or self.batch_size or MIN_CLAIM
+        rate = self._rates.get(run_id)
+        if rate is None:
+            return max(step, FIRST_CLAIM // 2)
+        return max(step, int(rate * PIECE_SECONDS) // step * step)
 
     def _in_store(self, fn: Callable, *args) -> Future:
         """Run store work where it runs: on the store thread (in order), or here and now."""
@@ -468,12 +543,13 @@ class ScoringWorker:
         if self._ahead is not None:
             ahead, self._ahead = self._ahead, None
             return ahead.result()
-        return self._in_store(self._claim, self._claim_size(self._last_run_id), self._last_run_id).result()
+        return self._in_store(self._claim).result()
 
     def _claim_size(self, run_id: Optional[int]) -> int:
-        """Pairs per claim: the one given, else about CLAIM_SECONDS of the run's measured rate, so
-        that the scorer fills its own batches whatever their size, and at least SORT_BATCHES of them
-        where that is at most SORT_SECONDS of work, so that its length sort has pairs to sort."""
+        """Pairs per claim of the run `run_id`: the one given, else about CLAIM_SECONDS of that run's
+        measured rate, so that the scorer fills its own batches whatever their size, and at least
+        SORT_BATCHES of them where that is at most SORT_SECONDS of work, so that the length sort has
+        pairs to sort; FIRST_CLAIM while the run's rate is unknown."""
         if self.claim_size:
             return self.claim_size
         rate = self._rates.get(run_id) if run_id is not None else None
@@ -485,51 +561,66 @@ class ScoringWorker:
         return max(step, int(size) // step * step)
 
     # store work (on the store thread when overlapping)
-    def _claim(self, size: int, prefer_run_id: Optional[int]) -> Optional[queue.Batch]:
+    def _claim(self) -> Optional[queue.Batch]:
+        """The next claim: the run in turn after the one claimed last (the run whose model was just
+        loaded, during its stay), sized for that run (claim_batch picks the run, then asks the size)."""
+        stay_run, until = self._stay
         batch = queue.claim_batch(
-            self.engine, self.worker_id, size, self.lease_seconds,
-            prefer_run_id=prefer_run_id, run_ids=self.run_ids,
+            self.engine, self.worker_id, self._claim_size, self.lease_seconds,
+            prefer_run_id=stay_run if time.monotonic() < until else None,
+            after_run_id=self._last_claimed, run_ids=self.run_ids,
         )
         if batch is not None:
+            self._last_claimed = batch.run_id
             with self._held_lock:
-                self._held.append(batch)
+                self._held.update(batch.item_ids)
         return batch
 
-    def _write(self, batch: queue.Batch, scored: list, rate: Optional[float], compute_seconds: float = 0.0) -> int:
-        """Write the scores of the items still held, and the seconds the metric spent on them; if the
-        store refuses, hand the claim back."""
+    def _say(self, run_id: int, rate: Optional[float]) -> None:
+        """The heartbeat of a run taken: rate None while its model loads ("loading the model"), else the
+        rate it is scored at (0 until measured: "scoring")."""
+        queue.heartbeat(self.engine, self.worker_id, current_run_id=run_id, new_run=rate is None,
+                        pairs_per_second=rate)
+
+    def _write(self, run_id: int, scored: list, rate: Optional[float], compute_seconds: float = 0.0) -> int:
+        """Write the scores of a piece's items still held, and the seconds the metric spent on them; if
+        the store refuses, hand the piece back."""
+        item_ids = [s.item_id for s in scored]
         try:
-            written = queue.complete_batch(self.engine, self.worker_id, batch.run_id, scored,
+            written = queue.complete_batch(self.engine, self.worker_id, run_id, scored,
                                            compute_seconds=compute_seconds)
         except Exception as exc:
-            message = f"run {batch.run_id}: writing scores failed: {_first_line(exc)}"
+            message = f"run {run_id}: writing scores failed: {_first_line(exc)}"
             log.exception(message)
-            self._hand_back(batch, message)
+            self._hand_back(run_id, item_ids, message)
             return 0
-        self._forget(batch)
+        self.forget_items(item_ids)
         self.pairs_done += written
         queue.heartbeat(
-            self.engine, self.worker_id, current_run_id=batch.run_id,
+            self.engine, self.worker_id, current_run_id=run_id,
             pairs_done=self.pairs_done, pairs_per_second=rate,
         )
         return written
 
-    def _hand_back(self, batch: queue.Batch, error: str) -> None:
+    def _hand_back(self, run_id: int, item_ids: Sequence[int], error: Optional[str]) -> None:
+        """Release the items of `item_ids` this worker still holds (the others are left alone)."""
         try:
-            queue.release_batch(self.engine, self.worker_id, batch.item_ids, error=error)
-            queue.heartbeat(self.engine, self.worker_id, last_error=error)
+            queue.release_batch(self.engine, self.worker_id, item_ids, error=error)
+            if error is not None:
+                queue.heartbeat(self.engine, self.worker_id, last_error=error)
         except Exception:  # the store is unreachable: the lease expires and the items come back
-            log.exception("could not hand back the items of run %d", batch.run_id)
+            log.exception("could not hand back the items of run %d", run_id)
         finally:
-            self._forget(batch)
+            self.forget_items(item_ids)
 
-    def _forget(self, batch: queue.Batch) -> None:
+    def forget_items(self, item_ids: Sequence[int]) -> None:
+        """Stop renewing these items' leases: written, handed back, or lost."""
         with self._held_lock:
-            self._held = [b for b in self._held if b is not batch]
+            self._held.difference_update(item_ids)
 
     def held_item_ids(self) -> list[int]:
         with self._held_lock:
-            return [i for b in self._held for i in b.item_ids]
+            return sorted(self._held)
 
     def _flush_writes(self) -> None:
         writes, self._writes = self._writes, []

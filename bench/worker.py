@@ -3,6 +3,7 @@
     python bench/worker.py                    # CPU: random 6 layers, hidden 512, 32k vocab; 600 MRPC pairs; FS-DIRECT
     python bench/worker.py --size mistral-7b --device cuda --pairs 6000
     python bench/worker.py --model demo --pairs 300   # real weights: the demo judge (SmolLM2-135M GGUF)
+    python bench/worker.py --model demo --pairs 2000 --mixed   # a fast baseline and the PLUIE run together
 
 The model is random (no download possible here) with the sizes of bench/scorer.py's presets, and
 is saved to a temporary directory so that the scorer and the worker load it the way a user's local
@@ -14,9 +15,15 @@ lengths are realistic.
 2. The worker: the pairs imported into a fresh store (SQLite; PostgreSQL too when
    PLUIE_TEST_POSTGRES_URL is set) through the app's import, one PLUIE run created as the Scoring
    page does, and `worker.py --exit-when-idle` started as a process. Its steady-state rate is read
-   from the store: the pairs of every claim after the first, over the time between the first
-   claim's scores landing and the last one's (the start-up, the model load and the first claim,
-   which builds the prefix cache, are outside it; the whole run's time is printed too).
+   from the store: the pairs of every write after the first (the worker writes each piece of a claim
+   as soon as it is scored), over the time between the first write landing and the last one (the
+   start-up, the model load and the first piece, which builds the prefix cache, are outside it; the
+   whole run's time is printed too).
+3. `--mixed`: instead of 2, the pairs imported into a fresh store with two runs on them, Levenshtein
+   (thousands of pairs a second) and the PLUIE run, and one `worker.py --exit-when-idle` serving both, as
+   a fresh `make run` serves the baselines and the demo run. Printed: the seconds from the worker's start
+   to the first score of each run (the runs are served in turn: neither waits for the other), and the
+   PLUIE run's steady-state rate as in 2, against the scorer alone.
 
 The ratio worker / scorer is what the worker's own work (claims, writes, leases, heartbeats, and
 scoring claims rather than all pairs at once) costs. The scorer is timed before and after each
@@ -154,7 +161,7 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
     engine.dispose()
     written = sum(n for _, n in claims)
     if written != len(sources) or len(claims) < 3:
-        raise SystemExit(f"{written} of {len(sources)} pairs written in {len(claims)} claims: use more pairs")
+        raise SystemExit(f"{written} of {len(sources)} pairs written in {len(claims)} writes: use more pairs")
     span = (claims[-1][0] - claims[0][0]).total_seconds()
     steady = sum(n for _, n in claims[1:]) / span
     sizes = [n for _, n in claims]
@@ -162,9 +169,80 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
     per_cpu = f"; {sum(sizes[1:]) / cpu_span:.2f} pairs per CPU-second" if cpu_span else ""
     print(f"worker.py, {label}, {'overlap' if overlap else 'no overlap'}: {len(sources)} pairs in {total:7.2f}s "
           f"from start to exit ({len(sources) / total:.2f} pairs/s); steady state {steady:8.2f} pairs/s over "
-          f"{sum(sizes[1:])} pairs in {span:.2f}s{per_cpu} ({len(claims)} claims of {min(sizes)}-{max(sizes)} pairs, "
+          f"{sum(sizes[1:])} pairs in {span:.2f}s{per_cpu} ({len(claims)} writes of {min(sizes)}-{max(sizes)} pairs, "
           f"first {sizes[0]})", flush=True)
     return steady, (sum(sizes[1:]) / cpu_span if cpu_span else None)
+
+
+def mixed_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, repetition: int = 0):
+    """A fast baseline (Levenshtein) and the PLUIE run on the same pairs, one worker process serving
+    both: the seconds from its start to each run's first score, and the PLUIE run's steady state (its
+    pairs after its first write, over the time from its first write to its last)."""
+    import pandas as pd
+    from sqlalchemy import func, select
+
+    from db.datasets import import_pairs
+    from db.engine import init_db, read_session
+    from db.models import Dataset, Score
+    from db.runs import create_run
+
+    engine = init_db(url)
+    name = f"mrpc-mixed-{repetition + 1}"
+    import_pairs(engine, name, pd.DataFrame({"source": sources, "hypothesis": hypotheses}))
+    with read_session(engine) as session:
+        dataset_id = session.scalar(select(Dataset.id).where(Dataset.name == name))
+    fast = create_run(engine, name=f"bench levenshtein {name}", kind="baseline", model="levenshtein",
+                      dataset_ids=[dataset_id])
+    run = create_run(engine, name=f"bench {name}", model=str(model_dir), template=args.template,
+                     device=args.device, dtype=args.dtype, batch_size=args.batch_size, dataset_ids=[dataset_id])
+    command = [sys.executable, str(REPO / "worker.py"), "--db", url, "--no-default-runs", "--exit-when-idle",
+               "--runs", f"{fast},{run}", "--device", args.device, "--poll-seconds", "0.2"]
+    if args.claim_size:
+        command += ["--claim-size", str(args.claim_size)]
+    log_path = Path(args.log_dir) / f"worker-{label}-{name}.log"
+    started_at, started, started_clock = utcnow(), time.perf_counter(), time.time()
+    with open(log_path, "wb") as log_file:
+        code = subprocess.run(command, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT).returncode
+    total = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"the worker failed (exit {code}); its log:\n{log_path.read_text()[-3000:]}")
+    with read_session(engine) as session:
+        first = dict(session.execute(select(Score.run_id, func.min(Score.created_at))
+                                     .where(Score.run_id.in_([fast, run])).group_by(Score.run_id)).all())
+        writes = session.execute(
+            select(Score.created_at, func.count()).where(Score.run_id == run)
+            .group_by(Score.created_at).order_by(Score.created_at)
+        ).all()
+    engine.dispose()
+    written = sum(n for _, n in writes)
+    if written != len(sources) or len(writes) < 3:
+        raise SystemExit(f"{written} of {len(sources)} pairs written in {len(writes)} writes: use more pairs")
+    span = (writes[-1][0] - writes[0][0]).total_seconds()
+    steady = sum(n for _, n in writes[1:]) / span
+    to_first = {r: (first[r] - started_at).total_seconds() for r in (fast, run)}
+    loaded = ready_after(log_path, run, started_clock)  # the worker's log: "run N: ready to score after X s of loading"
+    load = f" (its model ready {loaded[0]:.1f}s after the start, {loaded[1]:.1f}s of loading: first score " \
+           f"{to_first[run] - loaded[0]:.1f}s after it)" if loaded else " (its model load included)"
+    print(f"worker.py, {label}, mixed (Levenshtein + PLUIE, {len(sources)} pairs each): first score of "
+          f"Levenshtein after {to_first[fast]:.1f}s, of PLUIE after {to_first[run]:.1f}s from the worker's start"
+          f"{load}; PLUIE's steady state {steady:8.2f} pairs/s over {sum(n for _, n in writes[1:])} "
+          f"pairs in {span:.2f}s ({len(writes)} writes of {min(n for _, n in writes)}-{max(n for _, n in writes)} "
+          f"pairs, first {writes[0][1]}); both runs done {total:.1f}s after the start", flush=True)
+    return steady, None
+
+
+def ready_after(log_path: Path, run_id: int, started_clock: float):
+    """(seconds from the start, seconds of loading) of the worker's "run N: ready to score after X s of
+    loading" line for the run, read from its log (local time stamps), or None."""
+    import datetime as dt
+    import re
+
+    for line in log_path.read_text(errors="replace").splitlines():
+        found = re.match(rf"(\S+ \S+) \S+ INFO run {run_id}: ready to score after ([0-9.]+) s", line)
+        if found:
+            at = dt.datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            return at - started_clock, float(found[2])
+    return None
 
 
 def utcnow():
@@ -205,6 +283,9 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-size", type=int, help="the scorer's pairs per forward pass (default: automatic)")
     parser.add_argument("--claim-size", type=int, help="the worker's pairs per claim (default: automatic)")
     parser.add_argument("--no-overlap", action="store_true", help="also run the worker without the overlap")
+    parser.add_argument("--mixed", action="store_true",
+                        help="the mixed case instead: a Levenshtein run and the PLUIE run served by one worker "
+                             "(seconds to each run's first score, PLUIE's steady rate against the scorer)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="worker runs per store and mode, each between two scorer timings (median reported)")
     parser.add_argument("--threads", type=int,
@@ -241,6 +322,10 @@ def main(argv=None) -> None:
             for repetition in range(args.repeat):
                 measured = []
                 for label, url, _clean_up in found:
+                    if args.mixed:
+                        measured.append((f"{label}, mixed", mixed_rate(args, label, url, model_dir, sources,
+                                                                       hypotheses, repetition)))
+                        continue
                     for overlap in (True, False) if args.no_overlap else (True,):
                         mode = f"{label}, {'overlap' if overlap else 'no overlap'}"
                         measured.append((mode, worker_rate(args, label, url, model_dir, sources, hypotheses,

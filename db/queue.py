@@ -8,12 +8,17 @@ in a BEGIN IMMEDIATE transaction, which serialises writers), renews the lease wh
 and writes the scores in the same transaction that marks the items done, but only for items
 whose lease it still holds. An item whose lease expired (its worker died) is claimable again.
 The unique (run, pair) constraint on scores is the last guard against a double score.
+
+Runs are served in turn: a worker's next claim goes to the first active run with work after the run
+it claimed last, in run order, wrapping round (claim_batch's ``after_run_id``), so a run created while
+others still have work is scored from the next claim on. The run is chosen before the claim's size,
+which the worker gives per run (a claim holds a few seconds of work at that run's own rate).
 """
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import pandas as pd
 from sqlalchemy import Engine, and_, exists, func, insert, literal, or_, select, update
@@ -120,41 +125,43 @@ def _claimable(now: dt.datetime):
 def claim_batch(
     engine: Engine,
     worker_id: str,
-    batch_size: int,
+    batch_size: Union[int, Callable[[int], int]],
     lease_seconds: float,
     prefer_run_id: Optional[int] = None,
     run_ids: Optional[Sequence[int]] = None,
+    after_run_id: Optional[int] = None,
 ) -> Optional[Batch]:
     """Lease up to `batch_size` claimable items of one active run to `worker_id`, or None when
-    there is nothing to do. The run the worker already has loaded (`prefer_run_id`) comes first,
-    then the oldest run; `run_ids` restricts the worker to some runs."""
+    there is nothing to do. ``batch_size``: pairs, or a function of the chosen run's id giving them (a
+    claim sized for the run it holds). Which run: `prefer_run_id` while it has work (a worker stays on
+    a run whose model it has just loaded), else the first run with work after `after_run_id` (the run
+    the worker claimed last) in run order, wrapping round, so that every run with work gets a claim in
+    turn; with neither, the oldest run. `run_ids` restricts the worker to some runs."""
     now = utcnow()
     with write_session(engine) as session:
-        candidates = (
-            select(WorkItem.run_id)
-            .join(ScoreRun, ScoreRun.id == WorkItem.run_id)
-            .where(ScoreRun.status == "active", _claimable(now))
-        )
-        if run_ids is not None:
-            candidates = candidates.where(WorkItem.run_id.in_(list(run_ids)))
-        run_id = None
-        if prefer_run_id is not None:
-            run_id = session.scalar(candidates.where(WorkItem.run_id == prefer_run_id).limit(1))
-        if run_id is None:
-            run_id = session.scalar(candidates.order_by(WorkItem.run_id).limit(1))
-        if run_id is None:
+        runs = runs_with_work(session, now, run_ids)
+        if not runs:
             return None
-
-        # SKIP LOCKED: concurrent PostgreSQL workers take disjoint items without waiting;
-        # SQLite ignores the clause (the IMMEDIATE transaction already excludes other writers).
-        item_ids = session.scalars(
-            select(WorkItem.id)
-            .where(WorkItem.run_id == run_id, _claimable(now))
-            .order_by(WorkItem.id)
-            .limit(batch_size)
-            .with_for_update(skip_locked=True)
-        ).all()
-        if not item_ids:
+        if prefer_run_id in runs:
+            runs.remove(prefer_run_id)
+            runs.insert(0, prefer_run_id)
+        elif after_run_id is not None:
+            later = [r for r in runs if r > after_run_id]
+            runs = later + [r for r in runs if r <= after_run_id]
+        for run_id in runs:  # the next in turn, or the one after when other workers hold all of its items
+            size = batch_size(run_id) if callable(batch_size) else batch_size
+            # SKIP LOCKED: concurrent PostgreSQL workers take disjoint items without waiting;
+            # SQLite ignores the clause (the IMMEDIATE transaction already excludes other writers).
+            item_ids = session.scalars(
+                select(WorkItem.id)
+                .where(WorkItem.run_id == run_id, _claimable(now))
+                .order_by(WorkItem.id)
+                .limit(max(1, int(size)))
+                .with_for_update(skip_locked=True)
+            ).all()
+            if item_ids:
+                break
+        else:
             return None
         expires = now + dt.timedelta(seconds=lease_seconds)
         session.execute(
@@ -173,6 +180,18 @@ def claim_batch(
     return Batch(run_id=run_id, worker_id=worker_id, items=items, lease_expires_at=expires)
 
 
+def runs_with_work(session: Session, now: dt.datetime, run_ids: Optional[Sequence[int]] = None) -> list[int]:
+    """The active runs with a claimable item, in run order: two index seeks per run (a pending item, an
+    expired lease), whatever the number of items each run has done."""
+    of_run = WorkItem.run_id == ScoreRun.id
+    pending = select(WorkItem.id).where(of_run, WorkItem.status == "pending").exists()
+    expired = select(WorkItem.id).where(of_run, WorkItem.status == "claimed", WorkItem.lease_expires_at < now).exists()
+    query = select(ScoreRun.id).where(ScoreRun.status == "active", or_(pending, expired)).order_by(ScoreRun.id)
+    if run_ids is not None:
+        query = query.where(ScoreRun.id.in_(list(run_ids)))
+    return list(session.scalars(query))
+
+
 def _held(worker_id: str, item_ids: Sequence[int]):
     return and_(WorkItem.id.in_(list(item_ids)), WorkItem.status == "claimed", WorkItem.lease_owner == worker_id)
 
@@ -187,6 +206,19 @@ def renew_lease(engine: Engine, worker_id: str, item_ids: Sequence[int], lease_s
             update(WorkItem).where(_held(worker_id, item_ids)).values(lease_expires_at=expires)
         )
         return result.rowcount or 0
+
+
+def held_items(engine: Engine, worker_id: str, item_ids: Sequence[int], active_only: bool = True) -> set[int]:
+    """The items of `item_ids` this worker still holds (not deleted, not taken over by another worker
+    after its lease expired), and with `active_only` only those of a run still active (not paused,
+    cancelled or failed): what it may go on scoring. A read, cheap enough between two pieces of a claim."""
+    if not item_ids:
+        return set()
+    query = select(WorkItem.id).where(_held(worker_id, item_ids))
+    if active_only:
+        query = query.join(ScoreRun, ScoreRun.id == WorkItem.run_id).where(ScoreRun.status == "active")
+    with read_session(engine) as session:
+        return set(session.scalars(query))
 
 
 def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem],
@@ -225,6 +257,31 @@ def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence
                 compute_seconds=ScoreRun.compute_seconds + float(compute_seconds) * len(held) / len(by_item),
                 timed_pairs=ScoreRun.timed_pairs + len(held), updated_at=ScoreRun.updated_at))
         return len(held)
+
+
+def forget_compute_time(session: Session, pair_ids) -> None:
+    """Before the pairs `pair_ids` (ids, or a SELECT of them) are deleted, in the same transaction: take
+    their scores out of each run's compute time, so the Scoring page's figures stop counting them at
+    once (their scores and queued work go with them through the cascades). A run's compute seconds are
+    kept per run, not per score, so the deleted scores take their share of them: seconds per pair stays
+    what it was, pairs timed and compute seconds fall by the deleted pairs' share."""
+    gone = dict(session.execute(
+        select(Score.run_id, func.count()).where(Score.pair_id.in_(pair_ids)).group_by(Score.run_id)).all())
+    if not gone:
+        return
+    totals = dict(session.execute(
+        select(Score.run_id, func.count()).where(Score.run_id.in_(list(gone))).group_by(Score.run_id)).all())
+    timed = session.execute(select(ScoreRun.id, ScoreRun.timed_pairs, ScoreRun.compute_seconds)
+                            .where(ScoreRun.id.in_(list(gone)), ScoreRun.timed_pairs > 0)).all()
+    for run_id, pairs, seconds in timed:
+        # every score written since compute time is kept was timed: then exactly the deleted ones go
+        drop = min(pairs, round(pairs * gone[run_id] / totals[run_id]))
+        if drop:  # as increments, so that a batch written meanwhile still adds its own
+            session.execute(update(ScoreRun).where(ScoreRun.id == run_id).values(
+                timed_pairs=ScoreRun.timed_pairs - drop,
+                compute_seconds=ScoreRun.compute_seconds - (float(seconds or 0.0) if drop == pairs
+                                                             else float(seconds or 0.0) * drop / pairs),
+                updated_at=ScoreRun.updated_at))
 
 
 def _stored_value(value) -> Optional[float]:
@@ -289,8 +346,8 @@ def heartbeat(
     new_run: bool = False,
 ) -> None:
     """Record that the worker is alive, and what it is doing when given. ``pairs_per_second`` is the
-    rate of its current run; ``new_run`` says it has just taken a run (and is loading its model): its
-    rate is unknown until it writes that run's first scores."""
+    rate of its current run (0 while not measured yet); ``new_run`` says it is loading the model of the
+    run it has just taken: its rate is cleared until the model is loaded."""
     values: dict[str, Any] = {"heartbeat_at": utcnow(), "current_run_id": current_run_id}
     if pairs_done is not None:
         values["pairs_done"] = pairs_done
@@ -354,9 +411,9 @@ def uses_model(kind: str, options: Optional[dict]) -> bool:
 def worker_states(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS,
                   workers: Optional[list[Worker]] = None) -> dict[str, str]:
     """What each live worker is doing, as it reports it: "idle"; "loading the model" (it has taken a
-    run that uses a model, holds a claim of it, and has written none of its scores yet: the heartbeat
-    of a new run clears its rate until the first write); "starting" (the same for a run without a
-    model, briefly); or "scoring"."""
+    run that uses a model, holds a claim of it, and loads the model: the heartbeat of a run whose model
+    loads clears its rate, the next one, once it is loaded, gives it, 0 until measured); "starting" (the
+    same for a run without a model, briefly); or "scoring"."""
     now = utcnow()
     workers = alive_workers(engine, within_seconds) if workers is None else workers
     with read_session(engine) as session:
@@ -376,7 +433,7 @@ def worker_states(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS,
 
 def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS) -> pd.DataFrame:
     """The live workers, for the scoring page: where they run, what they do (worker_states), how fast
-    on their current run (pairs / s of that run's latest claims, not an average over every run they
+    on their current run (pairs / s of that run's latest pieces, not an average over every run they
     served), the last error."""
     now = utcnow()
     workers = alive_workers(engine, within_seconds)

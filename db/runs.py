@@ -253,7 +253,8 @@ def _set_status(engine: Engine, run_id: int, status: str, from_statuses: Sequenc
 
 
 def pause_run(engine: Engine, run_id: int) -> None:
-    """Workers stop claiming the run's items (a batch in flight is still written)."""
+    """Workers stop claiming the run's items, and a worker scoring a claim of it stops within a piece
+    (a few seconds of work), handing the rest back to the queue; the piece being written is still written."""
     _set_status(engine, run_id, "paused", ("active",))
 
 

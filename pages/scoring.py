@@ -84,8 +84,8 @@ def live_progress():
         st.dataframe(workers, hide_index=True, width="stretch", placeholder="—", column_config={
             "state": st.column_config.TextColumn(help="What the worker reports: loading the model of a run it has "
                                                       "just taken, scoring, or idle."),
-            "pairs / s": st.column_config.NumberColumn(help="The rate of its current run's latest claims (— while it "
-                                                            "loads the model).")})
+            "pairs / s": st.column_config.NumberColumn(help="The rate of its current run's latest pieces (— while it "
+                                                            "loads the model, or before its first piece).")})
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
