@@ -160,6 +160,21 @@ def forget(*keys: str) -> None:
     st.session_state[_FORGET] = [*st.session_state.get(_FORGET, []), *keys]
 
 
+def keep_browser() -> None:
+    """Give a page that keeps values outside its widgets (pages.scope) this browser's id cookie, as
+    save() does, where the browser has none yet: the next session (a reload) then finds them."""
+    browser = browser_id()
+    if st.session_state.get(_HAD_ID) or st.session_state.get("_pluie_browser_cookie_sent"):
+        return
+    st.session_state["_pluie_browser_cookie_sent"] = True
+    from pages.shared import page_script
+
+    tail = "'; path=/; SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '')"
+    with st.sidebar:
+        page_script(f"document.cookie = {json.dumps(BROWSER_COOKIE)} + '=' + {json.dumps(browser)} + {tail};",
+                    "pluie-keep-browser")
+
+
 def save() -> None:
     """After a page has drawn its kept widgets: remember their values, and give the page the script
     that keeps this browser's id and the text being typed in its kept boxes (a hidden element)."""

@@ -61,6 +61,11 @@ def test_the_scope_follows_the_person_and_no_figure_pools_two_scales(engine, app
         if title == "Live campaign":
             assert metric(page, "Labels") == f"{n_pilot:,}"
     page.screenshot(path=str(ARTIFACTS / "scope-export.png"), full_page=True)
+    # a reload is a new session of the same browser: the scope is still the one chosen
+    page.reload()
+    wait_for_app(page)
+    page.get_by_role("heading", name="Export").wait_for(timeout=30_000)
+    assert campaign_shown(page) == "Pilot"
 
     # whole datasets, asked for on Export: both datasets, a binary and a 0–5 reference
     choose_option(page, page.get_by_role("combobox", name="Campaign"), "Whole datasets (every label)")
