@@ -146,3 +146,20 @@ def load_sqlite_copy(engine, path) -> None:
     finally:
         raw.close()
         source.close()
+
+
+@pytest.fixture
+def app_store(db_url, engine, monkeypatch):
+    """The app (AppTest) opened on this test's SQLite store: no worker started, no organiser password,
+    the pages' cached engine and data cleared before and after (they are cached per process)."""
+    import streamlit as st
+
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield engine
+    st.cache_resource.clear()
+    st.cache_data.clear()

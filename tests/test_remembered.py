@@ -5,7 +5,6 @@ The reloads (a new browser session) are tested in a real browser: tests/test_bro
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from db.review import adjudicate
@@ -17,16 +16,8 @@ APP = str(REPO / "app.py")
 
 
 @pytest.fixture
-def store(db_url, engine, monkeypatch):
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
-    st.cache_resource.clear()  # the pages' engine is cached per process: open this test's store
-    st.cache_data.clear()
-    yield engine
-    st.cache_resource.clear()
-    st.cache_data.clear()
+def store(app_store):
+    return app_store  # tests.store_fixtures: the app on this test's store
 
 
 def rerun(at: AppTest) -> AppTest:
