@@ -50,6 +50,12 @@ class Dataset(Base):
     # the benchmark it is part of (None: not in a benchmark)
     challenge: Mapped[Optional[str]] = mapped_column(String(20))
     benchmark: Mapped[Optional[str]] = mapped_column(String(200))
+    # a large import is written in short transactions out of sight (db.datasets): "importing" until its
+    # last one, None for a dataset everyone sees; import_seen: when it last wrote (a crash's leftover is
+    # removed once it is stale); import_target: the dataset an append's pairs move into at the end
+    import_state: Mapped[Optional[str]] = mapped_column(String(20))
+    import_seen: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+    import_target: Mapped[Optional[int]] = mapped_column(Integer)
 
     pairs: Mapped[list["Pair"]] = relationship(back_populates="dataset", cascade="all, delete-orphan", passive_deletes=True)
 
@@ -112,6 +118,10 @@ class Campaign(Base):
     # the vote share decides
     # (deferred: serving loads the campaign row on every pair; only an answer to an adaptive campaign reads it)
     adaptive_fit: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, deferred=True)
+    # raised by every save of the quality settings / the guidelines: a save from a form drawn at an older
+    # revision is refused (two organisers never silently undo each other's changes)
+    settings_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    guidelines_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
