@@ -144,6 +144,7 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
     if judge_for_run_kind(run.kind) is not None:
         return load_judge(run, device, batch_size, model_key, weights, placement, engine)
     try:
+        from pluie_core import chat_render
         from pluie_core.scorer import PluieScorer
 
         scorer = PluieScorer(
@@ -153,6 +154,7 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
             device=None if weights else run.device or device,
             dtype=None if weights else run.dtype,
             batch_size=run.batch_size or batch_size,
+            render_seconds=chat_render.RENDER_SECONDS,  # the model's chat template is its code: bounded, in a child
             **({} if weights else placement),  # a sharded / quantised model loads once, shared by its runs
         )
     except ValueError as exc:  # PluieError / TemplateError: already a sentence for the user
@@ -187,6 +189,7 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
     """An output-based LLM judge run (pluie_core.judges): the parsed answer is the value (None when
     it cannot be parsed), the generated text goes to the details. An LLM-choice run scores each pair
     against its partner in the run's preference items (choice_metric)."""
+    from pluie_core import chat_render
     from pluie_core.judges import LLMJudge, judge_for_run_kind
 
     if judge_for_run_kind(run.kind).kind == "choice" and engine is None:
@@ -197,7 +200,7 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
             weights or run.model, kind=judge_for_run_kind(run.kind).kind,
             template=run.template_spec if run.template == "custom" else run.template or None,
             device=None if weights else run.device or device, dtype=None if weights else run.dtype,
-            batch_size=run.batch_size or batch_size,
+            batch_size=run.batch_size or batch_size, render_seconds=chat_render.RENDER_SECONDS,
             **({} if weights else placement or {}),  # a sharded / quantised model loads once
         )
     except ValueError as exc:  # JudgeError / PluieError: already a sentence for the user
@@ -773,6 +776,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.exit(2, f"worker: cannot open the store {database_url(args.db)!r}: {_first_line(exc)}\n")
     if not args.no_default_runs:
         ensure_default_runs(engine)
+    from db.publish import remove_leftovers  # a publish killed mid-way left its hidden folder (issue 38.7)
+
+    for folder in remove_leftovers(data_dir() / "published"):
+        logging.getLogger("pluie_lab.worker").info("removed %s, left by a publish that was killed", folder.name)
     worker = ScoringWorker(
         engine, batch_size=args.batch_size, claim_size=args.claim_size, overlap=not args.no_overlap,
         lease_seconds=args.lease_seconds, device=args.device,

@@ -14,7 +14,14 @@ remembered; at the end the store is read back and compared with them:
 - adaptive overlap (--overlap-max): a pair served to more annotators than it wants now or than the
   most, or left unconfident below the most with every answer in ("stuck"), counts against the bar;
 - "database is locked" errors, and any other error (first message shown);
-- p50 / p95 of serving (a page run's serve_next) and of storing (record_label).
+- p50 / p95 of serving (a page run's serve_next) and of storing (record_label);
+- the store going away (a server restarted, a network cut): every store call is bounded (PostgreSQL:
+  connect, TCP and statement timeouts; SQLite: its busy timeout) and inside the error handling, so an
+  outage is counted ("store unreachable", and how long the errors lasted) and everyone goes on until the
+  store is back or the time is up; a process that dies anyway is reported, never waited for. An outage
+  alone does not fail the bar (an answer that was refused is not lost), but an answer whose commit it cut
+  may be stored unacknowledged, which counts as duplicated. A store that cannot be read back at the end
+  is said in one line, with what was measured, and the run fails.
 
 The campaign is a real one: 5 training pairs, quota 1,000, overlap 2, share of the work, gold checks
 (a share of 10%, from 200 gold pairs), so checks are served too.
@@ -29,8 +36,10 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import queue
 import random
 import sys
+import threading
 import tempfile
 import time
 import uuid
@@ -46,12 +55,36 @@ from sqlalchemy import func, select  # noqa: E402
 from db import annotation as ann  # noqa: E402
 from db import quality as qual  # noqa: E402
 from db.datasets import import_pairs  # noqa: E402
-from db.engine import init_db, make_engine, read_session  # noqa: E402
+from db.engine import StoreUnavailable, init_db, make_engine, read_session  # noqa: E402
 from db.models import Assignment, Campaign, CampaignPair, Label  # noqa: E402
 from pluie_core.aggregation import pair_posterior, wants_another  # noqa: E402
 
 
 GOLD_PAIRS = 200
+READY_TIMEOUT = 300.0  # seconds every annotator process has to start and connect before the others go on alone
+REPORT_GRACE = 120.0  # seconds past the labelling time a process has to report before it counts as hung (--grace)
+CHECK_TIMEOUT = 600.0  # seconds the store has to be read back at the end (a server that stopped answering)
+OUTAGE_PAUSE = 0.2  # seconds an annotator waits after finding the store gone, before trying again
+# PostgreSQL: no store call waits for ever on a server that went away (libpq's own defaults wait as long as TCP does)
+POSTGRES_BOUNDS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
+                   "keepalives_count": "3", "tcp_user_timeout": "10000", "options": "-c statement_timeout=60000"}
+
+
+def bounded(url: str) -> str:
+    """The store URL with POSTGRES_BOUNDS added (those the URL does not set itself); SQLite as it is (its busy
+    timeout, PLUIE_DB_BUSY_TIMEOUT, bounds its waits already)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return url
+    extra = {key: value for key, value in POSTGRES_BOUNDS.items() if key not in parsed.query}
+    return parsed.update_query_dict(extra).render_as_string(hide_password=False)
+
+
+def store_gone(exc: Exception) -> bool:
+    """The store's server could not be reached (db.engine.StoreUnavailable for a lost server)."""
+    return isinstance(exc, StoreUnavailable) and exc.transient and not exc.busy
 
 
 def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold_rate: float,
@@ -85,15 +118,20 @@ def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold
 
 
 def annotator(url: str, annotator_id: int, seconds: float, think: float, back: float, seed: int, out, ready) -> None:
-    """One person: serve, think, answer; sometimes back to an earlier pair to change the answer."""
+    """One person: serve, think, answer; sometimes back to an earlier pair to change the answer. Every store
+    call is inside the error handling, and the result is reported whatever happens."""
     rng = random.Random(seed)
-    engine = make_engine(url)
     expected: dict[int, int] = {}  # pair -> last acknowledged level
     result = {"annotator": annotator_id, "sent": 0, "changes": 0, "locked": 0, "stale": 0, "errors": 0,
-              "first_error": "", "serve": [], "store": []}
+              "unreachable": 0, "outage": [], "first_error": "", "serve": [], "store": [], "expected": expected,
+              "began": time.time()}
 
     def failed(exc: Exception) -> None:
-        if "database is locked" in str(exc) or getattr(exc, "busy", False):  # db.engine.StoreUnavailable
+        if store_gone(exc):  # an outage: counted apart, and a short pause before the next try
+            result["unreachable"] += 1
+            result["outage"] = [result["outage"][0] if result["outage"] else time.time(), time.time()]
+            time.sleep(OUTAGE_PAUSE)
+        elif "database is locked" in str(exc) or getattr(exc, "busy", False):  # db.engine.StoreUnavailable
             result["locked"] += 1
         elif isinstance(exc, ann.StaleAnswerError):
             result["stale"] += 1
@@ -101,10 +139,34 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
             result["errors"] += 1
             result["first_error"] = result["first_error"] or f"{type(exc).__name__}: {str(exc)[:300]}"
 
-    with engine.connect():
-        pass
-    ready.wait()  # everyone starts together, once every process has imported and connected
-    result["began"] = time.time()
+    engine = None
+    try:
+        engine = make_engine(url)
+        with read_session(engine) as session:  # connected, and through the store's error handling
+            session.execute(select(1))
+    except Exception as exc:  # noqa: BLE001 - counted and reported; the labelling below tries again
+        failed(exc)
+    try:
+        try:
+            ready.wait(READY_TIMEOUT)  # everyone starts together, once every process has imported and connected
+        except threading.BrokenBarrierError:  # another process never came: go on without it
+            pass
+        result["began"] = time.time()
+        out.put({"labelling": annotator_id})  # the labelling time runs from here (collect's deadline)
+        if engine is not None:
+            label(engine, annotator_id, seconds, think, back, rng, result, expected, failed)
+    except Exception as exc:  # noqa: BLE001 - whatever it was, it is reported with the rest
+        failed(exc)
+    finally:
+        result["ended"] = time.time()
+        if engine is not None:
+            engine.dispose()
+        out.put(result)
+
+
+def label(engine, annotator_id: int, seconds: float, think: float, back: float, rng: random.Random, result: dict,
+          expected: dict, failed) -> None:
+    """The labelling loop of one person, until the time is up or their queue is done."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -118,7 +180,11 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
             break
         time.sleep(think * rng.uniform(0.5, 1.5))
         if item.position > 0 and rng.random() < back:
-            earlier = ann.served_at(engine, annotator_id, rng.randrange(item.position))
+            try:
+                earlier = ann.served_at(engine, annotator_id, rng.randrange(item.position))
+            except Exception as exc:  # noqa: BLE001
+                failed(exc)
+                continue
             if earlier is None or earlier.level is None:
                 continue
             level = rng.randrange(5)
@@ -141,10 +207,6 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
             result["changes"] += item.level is not None
         except Exception as exc:  # noqa: BLE001
             failed(exc)
-    result["ended"] = time.time()
-    engine.dispose()
-    result["expected"] = expected
-    out.put(result)
 
 
 def check_store(url: str, campaign_id: int, results: list[dict]) -> dict:
@@ -207,13 +269,53 @@ def refitter(url: str, stop, interval: float, out) -> None:
     os.nice(10)  # as the app's worker runs (scripts/serve.py: --nice 10), below the annotators' server
     engine = make_engine(url)
     refits, failures = 0, 0
-    while not stop.wait(interval):
+    try:
+        while not stop.wait(interval):
+            try:
+                refits += len(adaptive.refit_due(engine))
+            except Exception:  # noqa: BLE001 - the store busy past its timeout, or gone: the next tick tries again
+                failures += 1
+    finally:
+        out.put({"refits": refits, "failures": failures})
+        engine.dispose()
+
+
+def collect(out, processes: dict, seconds: float, grace: float) -> tuple[list[dict], int, int]:
+    """The annotators' results (``processes``: annotator id -> process): (results, processes that ended
+    without one, processes still running without one ``grace`` seconds after the labelling time, stopped
+    then: a store call that never returns). Never waits for a process that cannot report any more."""
+    results: list[dict] = []
+    deadline = time.monotonic() + READY_TIMEOUT + seconds + grace
+    labelling = False
+    while len(results) < len(processes):
         try:
-            refits += len(adaptive.refit_due(engine))
-        except Exception:  # noqa: BLE001 - the store busy past its timeout: the next tick tries again
-            failures += 1
-    out.put({"refits": refits, "failures": failures})
-    engine.dispose()
+            message = out.get(timeout=1.0)
+            if "labelling" not in message:
+                results.append(message)
+            elif not labelling:  # the labelling time runs from the first to begin
+                labelling, deadline = True, time.monotonic() + seconds + grace
+            continue
+        except queue.Empty:
+            pass
+        if all(not process.is_alive() for process in processes.values()):
+            try:  # what was put just before the process ended
+                while len(results) < len(processes):
+                    message = out.get(timeout=1.0)
+                    if "labelling" not in message:
+                        results.append(message)
+            except queue.Empty:
+                break
+        if time.monotonic() > deadline:
+            break
+    for process in processes.values():
+        process.join(max(1.0, min(10.0, deadline - time.monotonic())))
+    reported = {r["annotator"] for r in results}
+    hung = [a for a, process in processes.items() if process.is_alive() and a not in reported]
+    for process in processes.values():
+        if process.is_alive():
+            process.terminate()
+            process.join(10)
+    return results, len(processes) - len(reported) - len(hung), len(hung)
 
 
 def main(argv=None) -> int:
@@ -233,16 +335,22 @@ def main(argv=None) -> int:
     parser.add_argument("--refit-seconds", type=float, default=2.0,
                         help="adaptive overlap: how often its model is refitted while they label (0: never)")
     parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
+    parser.add_argument("--grace", type=float, default=REPORT_GRACE,
+                        help="seconds past the labelling time an annotator process has to report (default 120)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        url = args.db or f"sqlite:///{Path(tmp) / 'load.db'}"
-        campaign_id, people = build_campaign(url, args.annotators, args.pairs, args.overlap, args.gold_rate,
-                                              args.quota, args.overlap_max, args.confidence)
+        url = bounded(args.db or f"sqlite:///{Path(tmp) / 'load.db'}")
+        try:
+            campaign_id, people = build_campaign(url, args.annotators, args.pairs, args.overlap, args.gold_rate,
+                                                  args.quota, args.overlap_max, args.confidence)
+        except Exception as exc:  # noqa: BLE001 - one line, not a traceback: nothing was measured yet
+            print(f"The campaign could not be set up in the store, so nothing was measured: {first_line(exc)}")
+            return 1
         context = mp.get_context("spawn")
         out = context.Queue()
         ready = context.Barrier(len(people))
-        processes = [context.Process(target=annotator, args=(url, a, args.seconds, args.think, args.back, i, out, ready))
-                     for i, a in enumerate(people)]
+        processes = {a: context.Process(target=annotator, args=(url, a, args.seconds, args.think, args.back, i, out, ready))
+                     for i, a in enumerate(people)}
         refits = {"refits": 0, "failures": 0}
         stop, refit_out = context.Event(), context.Queue()
         background = (context.Process(target=refitter, args=(url, stop, args.refit_seconds, refit_out))
@@ -250,52 +358,109 @@ def main(argv=None) -> int:
         started = time.monotonic()
         if background is not None:
             background.start()
-        for process in processes:
+        for process in processes.values():
             process.start()
-        results = [out.get() for _ in processes]
-        for process in processes:
-            process.join()
+        results, died, hung = collect(out, processes, args.seconds, args.grace)
+        problems = []  # what keeps the store's figures from being checked, in words
         if background is not None:
             stop.set()
-            refits = refit_out.get()
-            background.join()
+            try:
+                refits = refit_out.get(timeout=args.grace)
+            except queue.Empty:
+                problems.append("the background refits did not report")
+            background.join(10)
+            if background.is_alive():
+                background.terminate()
             # the fit of the last answers, as the worker makes it within seconds: a pair its answers left
             # unconfident asks for one more annotator then (else it would count as stuck)
             from db import adaptive
-            from db.engine import make_engine
             last = make_engine(url)
-            adaptive.refit_campaign(last, campaign_id)
-            last.dispose()
+            try:
+                within(CHECK_TIMEOUT, adaptive.refit_campaign, last, campaign_id)
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"the last refit failed ({first_line(exc)})")
+            finally:
+                last.dispose()
         elapsed = time.monotonic() - started
-        labelling = max(r["ended"] for r in results) - min(r["began"] for r in results)
-        figures = check_store(url, campaign_id, results)
+        labelling = (max(r["ended"] for r in results) - min(r["began"] for r in results)) if results else 0.0
+        try:
+            figures = within(CHECK_TIMEOUT, check_store, url, campaign_id, results)
+        except Exception as exc:  # noqa: BLE001 - the store gone at the end: said, with what was measured
+            figures = None
+            problems.append(f"the store could not be read back ({first_line(exc)}), so lost and duplicated "
+                            "answers were not checked")
     sent = sum(r["sent"] for r in results)
     locked = sum(r["locked"] for r in results)
     errors = sum(r["errors"] for r in results)
     stale = sum(r["stale"] for r in results)
+    unreachable = sum(r["unreachable"] for r in results)
     store = "SQLite" if url.startswith("sqlite") else url.split(":", 1)[0]
     print(f"{store}: {len(people)} annotators for {args.seconds:g} s (think {args.think:g} s, back {args.back:.0%}), "
           f"{elapsed:.1f} s wall, {labelling:.1f} s labelling")
-    print(f"labels stored {figures['stored']:,} · answers sent {sent:,} (+{sum(r['changes'] for r in results):,} "
-          f"changes through Back; {figures['gold checks']:,} gold checks served) · "
-          f"{figures['stored'] / labelling:.1f} labels/s")
-    print(f"lost {figures['lost']} · duplicated {figures['duplicated']} (unacknowledged {figures['unacknowledged']}, "
-          f"served twice {figures['served twice']}, over overlap {figures['over overlap']}) · "
-          f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
-    if args.overlap_max is not None:
+    if died or hung:
+        print(f"{died} annotator processes ended without reporting, {hung} still running at the deadline "
+              "(stopped): their answers count as unacknowledged")
+    if figures is not None:
+        print(f"labels stored {figures['stored']:,} · answers sent {sent:,} (+{sum(r['changes'] for r in results):,} "
+              f"changes through Back; {figures['gold checks']:,} gold checks served) · "
+              + (f"{figures['stored'] / labelling:.1f} labels/s" if labelling > 0 else "no labelling time"))
+        print(f"lost {figures['lost']} · duplicated {figures['duplicated']} (unacknowledged {figures['unacknowledged']}, "
+              f"served twice {figures['served twice']}, over overlap {figures['over overlap']}) · "
+              f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
+    else:
+        print(f"answers sent {sent:,} (+{sum(r['changes'] for r in results):,} changes through Back) · "
+              f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
+    windows = [r["outage"] for r in results if r["outage"]]
+    if unreachable:
+        print(f"store unreachable {unreachable:,} times, from the first such error to the last "
+              f"{max(w[1] for w in windows) - min(w[0] for w in windows):.1f} s (answers refused meanwhile, "
+              "not lost)")
+    if args.overlap_max is not None and figures is not None:
         print(f"adaptive overlap {args.overlap}-{args.overlap_max} at {args.confidence:.0%}: "
               f"{figures['given more annotators']:,} pairs given more annotators · left unconfident with "
               f"every answer in (stuck) {figures['stuck']} · model refitted {refits['refits']} times in the background "
               f"({refits['failures']} refits failed)")
+    for problem in problems:
+        print(f"not checked: {problem}")
     first = next((r["first_error"] for r in results if r["first_error"]), "")
     if first:
         print(f"first other error: {first}")
     print(f"serving  {percentiles([t for r in results for t in r['serve']])}")
     print(f"storing  {percentiles([t for r in results for t in r['store']])}")
-    ok = (figures["lost"] == figures["duplicated"] == locked == errors == stale == figures["stuck"] == 0
+    ok = (figures is not None and not problems and died == hung == 0
+          and figures["lost"] == figures["duplicated"] == locked == errors == stale == figures["stuck"] == 0
           and figures["stored"] == sent)
     print("bar met: 0 lost, 0 duplicated, 0 locked" if ok else "BAR NOT MET")
     return 0 if ok else 1
+
+
+def within(seconds: float, fn, *args):
+    """fn(*args) on a thread of its own, given up (TimeoutError) after ``seconds``: a call to a server that
+    stopped answering (no timeout of the driver's fires while its machine still acknowledges) never
+    holds the summary back."""
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer from the store in {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def first_line(exc: Exception) -> str:
+    """An error in one line: a StoreUnavailable's sentence, else its type and first line."""
+    if isinstance(exc, StoreUnavailable):
+        return str(exc)
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
 
 
 if __name__ == "__main__":

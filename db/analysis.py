@@ -91,6 +91,8 @@ def pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
     query = select(Pair.id, Pair.dataset_id)
     if dataset_ids is not None:
         query = query.where(Pair.dataset_id.in_(dataset_ids))
+    else:  # not a large import still being written (db.datasets.import_pair_chunks)
+        query = query.where(Pair.dataset_id.not_in(select(Dataset.id).where(Dataset.import_state.is_not(None))))
     frame = number_frame(session, query, ["pair_id", "dataset_id"], integers=["pair_id", "dataset_id"])
     return pd.Series(frame["dataset_id"].to_numpy(), index=frame["pair_id"].to_numpy())
 
@@ -123,7 +125,8 @@ def analysis_choices(engine: Engine) -> AnalysisChoices:
                    func.count(Pair.id), func.count(Pair.gold_label),
                    # gold labels other than 0 and 1: a dataset of unknown kind with none is binary
                    func.count(case((Pair.gold_label.not_in([0.0, 1.0]), 1))))
-            .outerjoin(Pair, Pair.dataset_id == Dataset.id).group_by(Dataset.id).order_by(Dataset.name),
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id).where(Dataset.import_state.is_(None))
+            .group_by(Dataset.id).order_by(Dataset.name),
             ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold", "n_gold_other"],
         )
         runs = _frame(
@@ -149,6 +152,7 @@ def annotator_choices(engine: Engine) -> pd.DataFrame:
                    exists().where(Label.annotator_id == Annotator.id, Label.is_training.is_(False)))
             .outerjoin(Dataset, Dataset.id == Annotator.dataset_id)
             .outerjoin(Campaign, Campaign.id == Annotator.campaign_id)
+            .where(Dataset.import_state.is_(None))  # not those of a large import still being written
             .order_by(Annotator.name, Annotator.id),
             ["id", "name", "display_name", "dataset_id", "campaign_id", "english_level", "scope", "has_labels"],
         )
@@ -239,6 +243,8 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
     query = select(*columns).order_by(Pair.id)
     if dataset_ids is not None:
         query = query.where(Pair.dataset_id.in_(dataset_ids))
+    else:  # not a large import still being written
+        query = query.where(Pair.dataset_id.not_in(select(Dataset.id).where(Dataset.import_state.is_not(None))))
     if campaign_id is not None:
         from db.export import campaign_pairs  # db.export reads through this module
 

@@ -9,6 +9,7 @@ an annotator's place is the store, so closing the browser and coming back resume
 from __future__ import annotations
 
 import random
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from db.analysis import counted_label
 from db.engine import read_session, retry_when_busy, write_session
-from db.limits import check_length
+from db.limits import INT_MAX, NAME_LENGTH, _invisible, check_whole, clean_name
 from db.models import (
     Annotator,
     Assignment,
@@ -39,7 +40,8 @@ from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 from pluie_core.aggregation import pair_posterior, wants_another
 from pluie_core.auth import hash_token, new_token
 from pluie_core.guidelines import (
-    DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, pick_training_pairs, serving_order,
+    DISTRIBUTIONS, PAIR_ORDERS, GuidelinesError, check_guidelines, default_guidelines, guidelines_change,
+    pick_training_pairs, serving_order,
 )
 from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS, majority_binary
@@ -47,6 +49,10 @@ from pluie_core.quality import gold_check_count, serve_check_now
 
 
 ADAPTIVE_CONFIDENCE = 0.9  # the vote share a pair's binarised label needs before adaptive overlap stops it
+# the bounds of a campaign's numbers (the store's INTEGER holds 2**31 - 1; these are what makes sense)
+MAX_QUOTA = 1_000_000  # pairs per annotator
+MAX_OVERLAP = 1_000  # annotators per pair, the least and the most
+MAX_TRAINING = 10_000  # training pairs
 
 
 class CampaignError(ValueError):
@@ -55,6 +61,11 @@ class CampaignError(ValueError):
 
 class StaleAnswerError(CampaignError):
     """The answer stored for a pair is no longer the one the page showed (another tab or window)."""
+
+
+class StaleFormError(CampaignError):
+    """A form drawn at an older revision of what it saves (a campaign's quality settings, its guidelines):
+    another organiser saved since. Nothing was written; the message says what changed."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,7 @@ class AnnotatorView:
 def dataset_choices(engine: Engine, campaign_id: Optional[int] = None) -> list[tuple[int, str, int]]:
     """(id, name, number of pairs) of every dataset, or only of a campaign's datasets."""
     query = (select(Dataset.id, Dataset.name, func.count(Pair.id)).outerjoin(Pair, Pair.dataset_id == Dataset.id)
-             .group_by(Dataset.id, Dataset.name).order_by(Dataset.name))
+             .where(Dataset.import_state.is_(None)).group_by(Dataset.id, Dataset.name).order_by(Dataset.name))
     if campaign_id is not None:
         query = query.where(Dataset.id.in_(select(CampaignDataset.dataset_id).where(
             CampaignDataset.campaign_id == campaign_id)))
@@ -197,16 +208,18 @@ def create_campaign(
     ``selection`` (pluie_core.pair_selection) takes part of the datasets: a range, gold-label and
     score filters, a random sample drawn with ``seed``; None takes every pair, and the pairs imported
     into the datasets later. ``distribution`` says how the queue is shared (DISTRIBUTIONS)."""
-    name = (name or "").strip()
-    if not name:
+    if not (name or "").strip():
         raise CampaignError("Give the campaign a name.")
-    check_length("The campaign name", name, CampaignError)
+    name = clean_name("The campaign name", name, CampaignError)
     if not dataset_ids:
         raise CampaignError("Choose at least one dataset.")
-    if quota < 1 or overlap < 1 or n_training < 0:
-        raise CampaignError("Pairs per annotator and annotators per pair must be at least 1; training pairs at least 0.")
+    quota = check_whole("Pairs per annotator", quota, CampaignError, 1, MAX_QUOTA)
+    overlap = check_whole("Annotators per pair", overlap, CampaignError, 1, MAX_OVERLAP)
+    n_training = check_whole("Training pairs", n_training, CampaignError, 0, MAX_TRAINING)
+    seed = check_whole("The seed", seed, CampaignError, 0, INT_MAX)
     if overlap_max is not None:
-        if int(overlap_max) < overlap:
+        overlap_max = check_whole("The most annotators per pair", overlap_max, CampaignError, 1, MAX_OVERLAP)
+        if overlap_max < overlap:
             raise CampaignError("The most annotators per pair cannot be fewer than the least.")
         if not 0.5 < float(confidence) <= 1.0:
             raise CampaignError("The confidence asked of a pair's label must be above 50% and at most 100% "
@@ -218,6 +231,10 @@ def create_campaign(
         raise CampaignError("The “most informative” order needs a PLUIE score run to read the scores from.")
     if distribution not in DISTRIBUTIONS:
         raise CampaignError(f"Unknown way of sharing the pairs {distribution!r}.")
+    selection = dict(selection) if selection else selection
+    for key, what, low in (("start", "The first pair", 1), ("end", "The last pair", 0), ("sample", "The sample", 0)):
+        if selection and selection.get(key) is not None:
+            selection[key] = check_whole(what, selection[key], CampaignError, low, INT_MAX)
     try:
         selection = clean_selection(selection)
     except SelectionError as exc:
@@ -227,7 +244,7 @@ def create_campaign(
     with write_session(engine) as session:
         if session.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
             raise CampaignError(f"A campaign called “{name}” already exists.")
-        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(dataset_ids))))
+        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(dataset_ids), Dataset.import_state.is_(None))))
         if known != set(dataset_ids):
             raise CampaignError("One of the chosen datasets no longer exists; reload the page and choose again.")
         if informative_run_id is not None and session.get(ScoreRun, informative_run_id) is None:
@@ -241,7 +258,7 @@ def create_campaign(
                 f"{held} {len(pair_ids):,} pairs: not enough for {n_training} training pairs and a queue.")
         campaign = Campaign(
             name=name, quota=quota, overlap=overlap, n_training=n_training,
-            guidelines=default_guidelines() if guidelines is None else guidelines,
+            guidelines=default_guidelines() if guidelines is None else _checked_guidelines(guidelines),
             pair_order=pair_order, seed=seed, informative_run_id=informative_run_id, active=True,
             selection=selection, distribution=distribution, overlap_max=overlap_max,
             confidence=confidence if overlap_max is not None else None,
@@ -350,23 +367,47 @@ def reorder_campaign(engine: Engine, campaign_id: int) -> None:
         )
 
 
+def _checked_guidelines(text: str) -> str:
+    try:
+        return check_guidelines(text)
+    except GuidelinesError as exc:
+        raise CampaignError(str(exc)) from None
+
+
 def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[str] = None,
-                    active: Optional[bool] = None, aggregation: Optional[str] = None) -> None:
+                    active: Optional[bool] = None, aggregation: Optional[str] = None,
+                    guidelines_revision: Optional[int] = None, seen_guidelines: Optional[str] = None) -> int:
     """Change a campaign's guidelines, whether it is open, or ``aggregation``: the method of
-    pluie_core.aggregation its final labels use by default (Export, publish, Live campaign)."""
+    pluie_core.aggregation its final labels use by default (Export, publish, Live campaign).
+
+    Each save of the guidelines raises their revision by one. ``guidelines_revision`` is the revision the
+    organiser's editor was drawn at: when another save came since, nothing is written and StaleFormError
+    says what changed (from ``seen_guidelines``, the text the editor was drawn with, when given). None (the
+    CLI, scripts) saves without that check. Guidelines over MAX_GUIDELINES characters, or holding a NUL, are
+    refused with a sentence. Returns the guidelines' revision after the call."""
     if aggregation is not None and aggregation not in AGGREGATION_METHODS:
         raise CampaignError(f"{aggregation!r} is not an aggregation method; choose one of "
                             f"{', '.join(AGGREGATION_METHODS)}.")
+    if guidelines is not None:
+        guidelines = _checked_guidelines(guidelines)
     with write_session(engine) as session:
-        campaign = session.get(Campaign, campaign_id)
+        # locked (PostgreSQL; SQLite locks at BEGIN): a concurrent save waits, then reads this one's revision
+        campaign = session.get(Campaign, campaign_id, with_for_update=guidelines is not None)
         if campaign is None:
             raise CampaignError("This campaign does not exist (any more).")
         if guidelines is not None:
+            if guidelines_revision is not None and int(guidelines_revision) != campaign.guidelines_revision:
+                what = (guidelines_change(seen_guidelines, campaign.guidelines) if seen_guidelines is not None
+                        else f"now {len(campaign.guidelines or ''):,} characters")
+                raise StaleFormError(f"Another organiser saved these guidelines since you opened them ({what}). "
+                                     "Your changes were not saved; the editor now shows theirs: make your changes again.")
             campaign.guidelines = guidelines
+            campaign.guidelines_revision += 1
         if active is not None:
             campaign.active = active
         if aggregation is not None:
             campaign.aggregation = None if aggregation == DEFAULT_AGGREGATION else aggregation
+        return campaign.guidelines_revision
 
 
 def campaign_label_counts(session: Session, campaign_id: int, since=None) -> dict[str, int]:
@@ -439,8 +480,21 @@ def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
 # ---------------------------------------------------------------- annotators and access
 
 def _same_name(name: str) -> str:
-    # "Alice", " alice " and "ALICE" are one name to the people reading the tables
+    # "Alice", " alice " and "ALICE" are one name to the people reading the tables, and so are "Zoë" typed
+    # two ways (NFC) and "s\u200bam" (invisible characters): a name stored before names were cleaned too
+    name = unicodedata.normalize("NFC", "".join(c for c in name if not _invisible(c)))
     return " ".join(name.split()).casefold()
+
+
+def _shown(name: str) -> str:
+    """The start of a refused name, for its sentence: control characters as U+FFFD, never sent on."""
+    return "".join(c if c.isprintable() or c == " " else "\ufffd" for c in name[:30])
+
+
+def person_name(what: str, name: Optional[str]) -> str:
+    """A person's name as the store keeps it (db.limits.clean_name: NFC, invisible characters removed, no
+    control character, at most 200 characters), with its spaces collapsed; CampaignError otherwise."""
+    return " ".join(clean_name(what, " ".join(str(name or "").split()), CampaignError).split())
 
 
 def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) -> list[tuple[int, str, str]]:
@@ -450,12 +504,11 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
     included), refuses the whole list, so that no two rows of the results share a name; a lost
     link is replaced with new_link, which keeps the annotator and their labels."""
     names = [" ".join((n or "").split()) for n in names]
-    names = [n for n in names if n]
+    names = [person_name(f"The annotator name “{_shown(n)}…”", n) for n in names if n]
     if not names:
         raise CampaignError("Give the annotator a name (for you; they choose their display name).")
     seen: dict[str, str] = {}
     for name in names:
-        check_length(f"The annotator name “{name[:30]}…”", name, CampaignError)
         if _same_name(name) in seen:
             raise CampaignError(f"“{seen[_same_name(name)]}” is in the list twice: "
                                 "give each annotator a name of their own.")
@@ -539,12 +592,11 @@ def annotator_view(engine: Engine, annotator_id: int) -> AnnotatorView:
 
 
 def set_annotator_profile(engine: Engine, annotator_id: int, display_name: str, english_level: str) -> None:
-    display_name = (display_name or "").strip()
-    if not display_name:
+    if not (display_name or "").strip():
         raise CampaignError("Please enter a name to be shown with your labels.")
+    display_name = person_name("Your name", display_name)
     if english_level not in ENGLISH_LEVELS:
         raise CampaignError("Please choose your English level: " + ", ".join(ENGLISH_LEVELS) + ".")
-    display_name = " ".join(display_name.split())[:200]
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id)
         session.get(Campaign, annotator.campaign_id, with_for_update=True)  # one profile at a time (PostgreSQL)

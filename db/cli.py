@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import unicodedata
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -17,6 +18,7 @@ from db.annotation import list_campaigns
 from db.datasets import list_datasets
 from db.engine import database_url, init_db
 from db.export import PAIR_SCOPES
+from db.limits import _invisible, clean_name
 from db.publish import PublishError, publish_dataset
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 
@@ -49,8 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _same_name(name: str) -> str:
+    """A name as the store keeps it (db.limits.clean_name), for a name stored before names were cleaned too."""
+    return unicodedata.normalize("NFC", "".join(c for c in name if not _invisible(c))).strip()
+
+
 def _by_name_or_id(items, wanted: str, what: str) -> int:
-    by_name = {item.name: item.id for item in items} | {str(item.id): item.id for item in items}
+    """The id of the item named ``wanted`` (typed as the store keeps names: "Zoë" typed in either Unicode
+    form finds it; a control character is refused), or of the item whose id it is."""
+    wanted = clean_name(f"The {what} name", wanted, ValueError)
+    by_name = {_same_name(item.name): item.id for item in items} | {str(item.id): item.id for item in items}
     if wanted not in by_name:
         known = ", ".join(item.name for item in items) or "none yet"
         raise ValueError(f"No {what} {wanted!r} in the store (its {what}s: {known}).")

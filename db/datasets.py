@@ -6,26 +6,41 @@ import datetime
 import hashlib
 import json
 import math
+import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Iterable, Optional
 
 import pandas as pd
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, delete, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from db.analysis import counted_label
 from db.engine import read_session, write_session
-from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem
+from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem, utcnow
 from db.annotation import add_pairs_to_campaigns
-from db.limits import check_length
-from db.queue import enqueue_pairs, forget_compute_time
+from db.limits import check_length, clean_name
+from db.queue import CHOICE_RUN_KINDS, enqueue_pairs, forget_compute_time, runs_in_scope
 from pluie_core.io import MAX_SENTENCE_CHARS
 from pluie_core.wording import counted
 
 ANNOTATOR_PREFIX = "annotator:"
 # columns of a pairs frame that are not free metadata
 _KNOWN_COLUMNS = {"source", "hypothesis", "label", "external_id"}
+
+
+# A frame of this many rows or more is imported in short transactions out of sight (import_pair_chunks),
+# CHUNK_ROWS pairs each (about a fifth of a second on SQLite: an annotator's answer waits no longer);
+# a hidden import that has not written for STALE_AFTER is a crash's leftover, removed by the next import
+# or the next start (remove_stale_imports).
+STAGED_FROM = 20_000
+CHUNK_ROWS = 5_000
+STALE_AFTER = datetime.timedelta(minutes=10)
+# A pair's free metadata (the file's other columns), as JSON text: a 45 MB cell was stored whole before.
+MAX_META_CHARS = 100_000
+# datasets everyone sees: not a large import still being written (Dataset.import_state)
+VISIBLE = Dataset.import_state.is_(None)
+HIDDEN_DATASETS = select(Dataset.id).where(Dataset.import_state.is_not(None))
 
 
 class ImportRejected(ValueError):
@@ -129,10 +144,9 @@ def import_pairs(
     `session`: write inside the caller's transaction (several imports that land together) instead
     of one of its own.
     """
-    name = (name or "").strip()
-    if not name:
+    if not str(name or "").strip():
         raise ImportRejected("Give the dataset a name.")
-    check_length("The dataset name", name, ImportRejected)
+    name = clean_name("The dataset name", name, ImportRejected)
     for column in ("source", "hypothesis"):
         if column not in pairs.columns:
             raise ImportRejected(f"The pairs have no {column!r} column.")
@@ -145,36 +159,19 @@ def import_pairs(
     source_format = source_format or attrs.get("format") or ""
     label_kind = label_kind or attrs.get("label_kind")
     label_range = label_range or attrs.get("label_range")
-    annotator_columns = [c for c in pairs.columns if str(c).startswith(ANNOTATOR_PREFIX)]
-    meta_columns = [c for c in pairs.columns if c not in _KNOWN_COLUMNS and c not in annotator_columns]
-
-    sources = pairs["source"].astype(str).str.strip()
-    hypotheses = pairs["hypothesis"].astype(str).str.strip()
-    for column, values in (("source", sources), ("hypothesis", hypotheses)):
-        empty = values.eq("") | pairs[column].isna()
-        if empty.any():
-            row = int(empty.to_numpy().nonzero()[0][0]) + 1
-            raise ImportRejected(f"Pair {row}: the {column} is empty.")
-        long = values.str.len().to_numpy() > MAX_SENTENCE_CHARS
-        if long.any():
-            row = int(long.nonzero()[0][0])
-            check_length(f"Pair {row + 1}: the {column}", values.iloc[row], ImportRejected, MAX_SENTENCE_CHARS)
-
-    # plain lists: per-row pandas indexing would dominate the import's time
-    source_list, hypothesis_list = sources.tolist(), hypotheses.tolist()
-    hashes = [text_hash(s, h) for s, h in zip(source_list, hypothesis_list)]
-    n = len(pairs)
-    labels = [_as_float(v) for v in pairs["label"].tolist()] if "label" in pairs.columns else [None] * n
-    external_ids = [_id_text(v) for v in pairs["external_id"].tolist()] if "external_id" in pairs.columns else [None] * n
-    for i, external_id in enumerate(external_ids):
-        check_length(f"Pair {i + 1}: the pair id", external_id, ImportRejected)
-    for column in annotator_columns:
-        check_length("The annotator name", str(column)[len(ANNOTATOR_PREFIX):].strip(), ImportRejected)
-    meta_records = pairs[meta_columns].to_dict("records") if meta_columns else [None] * n
-    _refuse_nul(name, description, source_list, hypothesis_list, external_ids, meta_records, annotator_columns)
+    if session is None and len(pairs) >= STAGED_FROM:  # short transactions, out of sight until the last
+        return import_pair_chunks(
+            engine, name, _frame_chunks(pairs), description=description, source_format=source_format,
+            label_kind=label_kind, label_range=label_range, annotator_scale=annotator_scale, append=append,
+            keep_duplicates=keep_duplicates, total=len(pairs),
+            dropped_by_reader=0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or []))
+    checked = _validated(pairs, 0, name, description)
+    source_list, hypothesis_list, hashes = checked.sources, checked.hypotheses, checked.hashes
+    labels, external_ids, meta_records = checked.labels, checked.external_ids, checked.metas
+    annotator_columns = checked.annotator_columns
 
     with nullcontext(session) if session is not None else write_session(engine) as session:
-        dataset = session.scalar(select(Dataset).where(Dataset.name == name))
+        dataset = session.scalar(select(Dataset).where(Dataset.name == name, VISIBLE))
         if dataset is not None and not append:
             raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")
         if dataset is None:
@@ -207,8 +204,6 @@ def import_pairs(
                 repeats_kept += 1
             existing.add(digest)
             meta = meta_records[i]
-            if meta is not None:
-                meta = {str(k): _clean(v) for k, v in meta.items() if _clean(v) is not None} or None
             rows.append(
                 {
                     "dataset_id": dataset.id,
@@ -230,34 +225,11 @@ def import_pairs(
 
         n_labels, annotator_names = 0, []
         for column in annotator_columns:
-            annotator_name = str(column)[len(ANNOTATOR_PREFIX):].strip() or "unnamed"
-            annotator = session.scalar(
-                select(Annotator).where(Annotator.dataset_id == dataset.id, Annotator.name == annotator_name)
-            )
-            if annotator is None:
-                annotator = Annotator(name=annotator_name, dataset_id=dataset.id, is_external=True)
-                session.add(annotator)
-                session.flush()
+            annotator_name = _annotator_name(column)
+            annotator_id = _annotator_id(session, dataset.id, annotator_name)
             annotator_names.append(annotator_name)
-            values = pairs[column].tolist()
-            label_rows = []
-            for pair_id, i in zip(pair_ids, row_index):
-                value = _as_float(values[i])
-                if value is None:
-                    continue
-                level = None
-                if annotator_scale == "levels":
-                    if value not in (0, 1, 2, 3, 4):
-                        raise ImportRejected(
-                            f"Pair {i + 1}: {annotator_name}'s label {value:g} is not a level of the scale (0-4)."
-                        )
-                    level = int(value)
-                label_rows.append(
-                    {"pair_id": pair_id, "annotator_id": annotator.id, "level": level, "value": value, "is_training": False}
-                )
-            if label_rows:
-                session.execute(insert(Label), label_rows)
-                n_labels += len(label_rows)
+            n_labels += _insert_labels(session, annotator_id, annotator_name, checked.annotator_values[column],
+                                       pair_ids, row_index, annotator_scale, 0)
 
         dropped_by_reader = 0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or [])
         note = duplicates_note(keep_duplicates, len(pair_ids),
@@ -281,11 +253,337 @@ def import_pairs(
         )
 
 
+@dataclass
+class _Checked:
+    """One frame's pairs, validated, as plain lists (per-row pandas indexing would dominate the time)."""
+    sources: list
+    hypotheses: list
+    hashes: list
+    labels: list
+    external_ids: list
+    metas: list
+    annotator_columns: list
+    annotator_values: dict
+
+
+def _validated(pairs: pd.DataFrame, offset: int, name: str, description: str) -> _Checked:
+    """Check a frame's pairs before anything is written (pair numbers start after `offset`): empty or
+    too long sentences, ids, annotator names, NUL characters, non-finite numbers, the metadata's size."""
+    annotator_columns = [c for c in pairs.columns if str(c).startswith(ANNOTATOR_PREFIX)]
+    meta_columns = [c for c in pairs.columns if c not in _KNOWN_COLUMNS and c not in annotator_columns]
+    sources = pairs["source"].astype(str).str.strip()
+    hypotheses = pairs["hypothesis"].astype(str).str.strip()
+    for column, values in (("source", sources), ("hypothesis", hypotheses)):
+        empty = values.eq("") | pairs[column].isna()
+        if empty.any():
+            row = int(empty.to_numpy().nonzero()[0][0]) + 1
+            raise ImportRejected(f"Pair {offset + row}: the {column} is empty.")
+        long = values.str.len().to_numpy() > MAX_SENTENCE_CHARS
+        if long.any():
+            row = int(long.nonzero()[0][0])
+            check_length(f"Pair {offset + row + 1}: the {column}", values.iloc[row], ImportRejected, MAX_SENTENCE_CHARS)
+    source_list, hypothesis_list = sources.tolist(), hypotheses.tolist()
+    n = len(pairs)
+    labels = _numbers(pairs["label"].tolist(), offset, "the label") if "label" in pairs.columns else [None] * n
+    external_ids = [_id_text(v) for v in pairs["external_id"].tolist()] if "external_id" in pairs.columns else [None] * n
+    for i, external_id in enumerate(external_ids):
+        check_length(f"Pair {offset + i + 1}: the pair id", external_id, ImportRejected)
+    annotator_values = {}
+    for column in annotator_columns:
+        annotator_name = _annotator_name(column)
+        annotator_values[column] = _numbers(pairs[column].tolist(), offset, f"{annotator_name}'s label")
+    metas = [None] * n
+    if meta_columns:
+        metas = [{str(k): _clean(v) for k, v in record.items() if _clean(v) is not None} or None
+                 for record in pairs[meta_columns].to_dict("records")]
+        for i, meta in enumerate(metas):
+            _check_meta(offset + i + 1, meta)
+    _refuse_nul(name, description, source_list, hypothesis_list, external_ids, metas, annotator_columns, offset)
+    return _Checked(source_list, hypothesis_list, [text_hash(s, h) for s, h in zip(source_list, hypothesis_list)],
+                    labels, external_ids, metas, annotator_columns, annotator_values)
+
+
+def _numbers(values: list, offset: int, what: str) -> list:
+    """Labels as floats (None when missing); infinity is refused with the value as the frame holds it."""
+    numbers = [_as_float(v) for v in values]
+    for i, number in enumerate(numbers):
+        if number is not None and not math.isfinite(number):
+            raise ImportRejected(f"Pair {offset + i + 1}: {what} {str(values[i])[:40]!r} is not a finite number.")
+    return numbers
+
+
+def _check_meta(pair: int, meta: Optional[dict]) -> None:
+    """A pair's metadata (its other columns) is at most MAX_META_CHARS characters as JSON."""
+    if not meta:
+        return
+    sizes = {key: len(json.dumps(value, ensure_ascii=False, default=str)) for key, value in meta.items()}
+    if sum(sizes.values()) + 4 * len(sizes) > MAX_META_CHARS:
+        key = max(sizes, key=sizes.get)
+        raise ImportRejected(f"Pair {pair}: the column {key!r} holds {sizes[key]:,} characters; a pair's other "
+                             f"columns (kept as metadata) may hold {MAX_META_CHARS:,} in all.")
+
+
+def _annotator_name(column) -> str:
+    raw = str(column)[len(ANNOTATOR_PREFIX):]
+    return clean_name("The annotator name", raw, ImportRejected) if raw.strip() else "unnamed"
+
+
+def _annotator_id(session: Session, dataset_id: int, name: str) -> int:
+    """The external annotator of that name in the dataset, created when new."""
+    annotator = session.scalar(select(Annotator).where(Annotator.dataset_id == dataset_id, Annotator.name == name))
+    if annotator is None:
+        annotator = Annotator(name=name, dataset_id=dataset_id, is_external=True)
+        session.add(annotator)
+        session.flush()
+    return annotator.id
+
+
+def _insert_labels(session: Session, annotator_id: int, annotator_name: str, values: list, pair_ids: list,
+                   row_index: list, annotator_scale: str, offset: int) -> int:
+    label_rows = []
+    for pair_id, i in zip(pair_ids, row_index):
+        value = values[i]
+        if value is None:
+            continue
+        level = None
+        if annotator_scale == "levels":
+            if value not in (0, 1, 2, 3, 4):
+                raise ImportRejected(
+                    f"Pair {offset + i + 1}: {annotator_name}'s label {value:g} is not a level of the scale (0-4).")
+            level = int(value)
+        label_rows.append({"pair_id": pair_id, "annotator_id": annotator_id, "level": level, "value": value,
+                           "is_training": False})
+    if label_rows:
+        session.execute(insert(Label), label_rows)
+    return len(label_rows)
+
+
+def _frame_chunks(pairs: pd.DataFrame, size: Optional[int] = None):
+    size = size or CHUNK_ROWS
+    for start in range(0, len(pairs), size):
+        yield pairs.iloc[start:start + size]
+
+
+def left_out_note(file_name: str, row_word: Optional[str], skipped_rows: list[dict]) -> str:
+    """The words a dataset's description keeps of the invalid rows an import left out (skip_invalid)."""
+    return (f"{counted(len(skipped_rows), 'invalid row')} of {file_name} left out at import: "
+            + "; ".join(f"{row_word or 'Row'} {r['row']}: {r['why']}" for r in skipped_rows[:20])
+            + (f"; and {len(skipped_rows) - 20:,} more." if len(skipped_rows) > 20 else ""))
+
+
+def import_pair_chunks(
+    engine: Engine,
+    name: str,
+    chunks: Iterable[pd.DataFrame],
+    *,
+    description: str = "",
+    source_format: Optional[str] = None,
+    label_kind: Optional[str] = None,
+    label_range: Optional[tuple[float, float]] = None,
+    annotator_scale: str = "raw",
+    append: bool = False,
+    keep_duplicates: bool = False,
+    progress: Optional[Callable[[int, Optional[int]], None]] = None,
+    total: Optional[int] = None,
+    dropped_by_reader: int = 0,
+    file_name: str = "the file",
+) -> ImportResult:
+    """import_pairs for a large import, given as frames of pairs (pluie_core.io.read_pair_chunks, or a
+    frame cut in pieces): each frame is written in a short transaction of its own into a hidden dataset
+    (import_state "importing", seen by no listing, page, campaign or worker), then one short transaction
+    makes it the dataset `name` (or, with `append`, moves its pairs into that dataset) and queues its
+    work. All or nothing as import_pairs: a refusal or any error removes what was written; a crash
+    leaves a hidden dataset that remove_stale_imports removes once stale. `progress(rows done, total)`
+    is called after each frame (`total`: the rows expected, e.g. PairChunks.n_rows, or None).
+
+    Repeats are skipped (or kept, `keep_duplicates`) as import_pairs does, looked up in the store (the
+    dataset's unique index on the pairs' hashes), so memory does not grow with the rows.
+    `dropped_by_reader`: repeats the file reader already dropped (they count as skipped). Rows a reader
+    read with skip_invalid left out (attrs["skipped_rows"] of PairChunks, known at the end) are recorded
+    in the description as left_out_note words them, `file_name` naming the file."""
+    if not str(name or "").strip():
+        raise ImportRejected("Give the dataset a name.")
+    name = clean_name("The dataset name", name, ImportRejected)
+    if annotator_scale not in ("raw", "levels"):
+        raise ImportRejected("annotator_scale must be 'raw' or 'levels'.")
+    attrs = getattr(chunks, "attrs", None)  # PairChunks: the format known at once, the labels' kind at the end
+    remove_stale_imports(engine)
+    with write_session(engine) as session:
+        target = session.scalar(select(Dataset).where(Dataset.name == name, VISIBLE))
+        if target is not None and not append:
+            raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")
+        target_id = None if target is None else target.id
+        hidden = Dataset(name=f".importing-{uuid.uuid4().hex}", description="", import_state="importing",
+                         import_seen=utcnow(), import_target=target_id,
+                         source_format=source_format or (attrs or {}).get("format") or "")
+        session.add(hidden)
+        session.flush()
+        hidden_id = hidden.id
+    try:
+        return _staged_import(engine, name, chunks, hidden_id, target_id, description=description,
+                              label_kind=label_kind, label_range=label_range, annotator_scale=annotator_scale,
+                              keep_duplicates=keep_duplicates, progress=progress, total=total,
+                              dropped_by_reader=dropped_by_reader, attrs=attrs, file_name=file_name)
+    except BaseException:
+        discard_import(engine, hidden_id)
+        raise
+
+
+def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, label_kind, label_range,
+                   annotator_scale, keep_duplicates, progress, total, dropped_by_reader, attrs,
+                   file_name="the file") -> ImportResult:
+    owners = [hidden_id] if target_id is None else [hidden_id, target_id]
+    annotators: dict = {}  # column -> (name, id): the target's own when it has one of that name
+    next_occurrence: dict[str, int] = {}  # keep_duplicates: the next free number of a repeated pair
+    position = n_pairs = skipped = repeats_kept = n_labels = 0
+    for frame in chunks:
+        if len(frame) == 0:
+            continue
+        for column in ("source", "hypothesis"):
+            if column not in frame.columns:
+                raise ImportRejected(f"The pairs have no {column!r} column.")
+        checked = _validated(frame, position, name, description)
+        with write_session(engine) as session:
+            alive = session.execute(update(Dataset).where(Dataset.id == hidden_id, Dataset.import_state == "importing")
+                                    .values(import_seen=utcnow())).rowcount
+            if not alive:
+                raise ImportRejected("The import stopped writing for too long and was cleared away; nothing was "
+                                     "imported: import the file again.")
+            known = set()
+            for start in range(0, len(checked.hashes), 500):
+                known.update(session.scalars(select(Pair.text_hash).where(
+                    Pair.dataset_id.in_(owners), Pair.text_hash.in_(checked.hashes[start:start + 500]))))
+            rows, row_index = [], []
+            for i, digest in enumerate(checked.hashes):
+                if digest in known:
+                    if not keep_duplicates:
+                        skipped += 1
+                        continue
+                    occurrence = next_occurrence.get(digest, 1)
+                    while True:
+                        candidate = text_hash(checked.sources[i], checked.hypotheses[i], occurrence)
+                        if candidate not in known and session.scalar(select(Pair.id).where(
+                                Pair.dataset_id.in_(owners), Pair.text_hash == candidate).limit(1)) is None:
+                            break
+                        occurrence += 1
+                    next_occurrence[digest] = occurrence + 1
+                    digest = candidate
+                    repeats_kept += 1
+                known.add(digest)
+                rows.append({"dataset_id": hidden_id, "external_id": checked.external_ids[i],
+                             "source": checked.sources[i], "hypothesis": checked.hypotheses[i], "text_hash": digest,
+                             "gold_label": checked.labels[i], "meta": checked.metas[i]})
+                row_index.append(i)
+            pair_ids = []
+            if rows:
+                result = session.execute(insert(Pair).returning(Pair.id, sort_by_parameter_order=True), rows)
+                pair_ids = [r[0] for r in result]
+            for column in checked.annotator_columns:
+                if column not in annotators:  # an annotator the dataset added to has already keeps its id
+                    annotator_name = _annotator_name(column)
+                    owner = hidden_id
+                    if target_id is not None and session.scalar(select(Annotator.id).where(
+                            Annotator.dataset_id == target_id, Annotator.name == annotator_name)) is not None:
+                        owner = target_id
+                    annotators[column] = (annotator_name, _annotator_id(session, owner, annotator_name))
+                annotator_name, annotator_id = annotators[column]
+                n_labels += _insert_labels(session, annotator_id, annotator_name, checked.annotator_values[column],
+                                           pair_ids, row_index, annotator_scale, position)
+        position += len(frame)
+        n_pairs += len(pair_ids)
+        if progress is not None:
+            progress(position, total)
+    if position == 0:
+        raise ImportRejected("There are no pairs to import.")
+    if attrs is not None:  # a file read in chunks: what its rows showed, complete now
+        label_kind = label_kind or attrs.get("label_kind")
+        label_range = label_range or attrs.get("label_range")
+        if attrs.get("skipped_rows"):
+            left_out = left_out_note(file_name, attrs.get("row_word"), attrs["skipped_rows"])
+            description = f"{description}\n\n{left_out}" if description.strip() else left_out
+    note = duplicates_note(keep_duplicates, n_pairs, repeats_kept if keep_duplicates else skipped + dropped_by_reader)
+    if keep_duplicates and dropped_by_reader:
+        note += f" {counted(dropped_by_reader, 'repeat')} had been dropped when the file was read."
+    with write_session(engine) as session:  # the one short transaction that shows it
+        hidden = session.get(Dataset, hidden_id)
+        if hidden is None or hidden.import_state != "importing":
+            raise ImportRejected("The import stopped writing for too long and was cleared away; nothing was "
+                                 "imported: import the file again.")
+        scope = hidden_id if target_id is None else target_id
+        n_queued = _queue_all(session, hidden_id, scope)
+        if target_id is None:
+            if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
+                raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")
+            text = f"{description}\n\n{note}" if description else note
+            session.execute(update(Dataset).where(Dataset.id == hidden_id).values(
+                name=name, description=text, import_state=None, import_seen=None, created_at=utcnow(),
+                label_kind=label_kind, label_min=float(label_range[0]) if label_range else None,
+                label_max=float(label_range[1]) if label_range else None))
+            dataset_id = hidden_id
+        else:
+            target = session.get(Dataset, target_id)
+            if target is None or target.import_state is not None:
+                raise ImportRejected(f"The dataset {name!r} was deleted during the import; nothing was imported.")
+            pair_ids = list(session.scalars(select(Pair.id).where(Pair.dataset_id == hidden_id).order_by(Pair.id)))
+            session.execute(update(Pair).where(Pair.dataset_id == hidden_id).values(dataset_id=target_id))
+            session.execute(update(Annotator).where(Annotator.dataset_id == hidden_id).values(dataset_id=target_id))
+            target.description = f"{target.description}\n\n{note}" if target.description else note
+            if pair_ids:
+                add_pairs_to_campaigns(session, target_id, pair_ids)
+            session.execute(delete(Dataset).where(Dataset.id == hidden_id))
+            dataset_id = target_id
+    return ImportResult(dataset_id=dataset_id, dataset_name=name, n_pairs=n_pairs, n_skipped_duplicates=skipped,
+                        n_labels=n_labels, annotators=[n for n, _ in annotators.values()], n_queued=n_queued,
+                        n_kept_duplicates=repeats_kept)
+
+
+def _queue_all(session: Session, dataset_id: int, scope_id: int) -> int:
+    """Queue every pair of a hidden import for each run in scope of the dataset it lands in (one
+    INSERT ... SELECT per run: about 1.5 s per million pairs on SQLite). LLM-choice runs score only
+    pairs a preference links: new pairs have none yet."""
+    total, n_pairs = 0, None
+    for run_id in runs_in_scope(session, scope_id):
+        if session.scalar(select(ScoreRun.kind).where(ScoreRun.id == run_id)) in CHOICE_RUN_KINDS:
+            continue
+        session.execute(insert(WorkItem).from_select(
+            ["run_id", "pair_id", "status", "attempts"],
+            select(literal(run_id), Pair.id, literal("pending"), literal(0)).where(Pair.dataset_id == dataset_id)))
+        if n_pairs is None:  # counted (psycopg gives no row count for INSERT ... SELECT)
+            n_pairs = session.scalar(select(func.count(Pair.id)).where(Pair.dataset_id == dataset_id)) or 0
+        total += n_pairs
+    return total
+
+
+def discard_import(engine: Engine, dataset_id: int) -> None:
+    """Remove a hidden import's pairs (their labels and any work go with them) in short transactions,
+    then the hidden dataset itself; a dataset everyone sees is never touched."""
+    while True:
+        with write_session(engine) as session:
+            if session.scalar(select(Dataset.id).where(Dataset.id == dataset_id, Dataset.import_state.is_not(None))) is None:
+                return
+            some = select(Pair.id).where(Pair.dataset_id == dataset_id).limit(CHUNK_ROWS).scalar_subquery()
+            if not session.execute(delete(Pair).where(Pair.id.in_(some))).rowcount:
+                session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+                return
+
+
+def remove_stale_imports(engine: Engine, older_than: datetime.timedelta = STALE_AFTER) -> int:
+    """Remove the hidden datasets of imports that have not written for `older_than` (a crash or a kill
+    left them); an import still writing is left alone. Returns how many were removed."""
+    with read_session(engine) as session:
+        stale = list(session.scalars(select(Dataset.id).where(
+            Dataset.import_state.is_not(None), Dataset.import_seen < utcnow() - older_than)))
+    for dataset_id in stale:
+        discard_import(engine, dataset_id)
+    return len(stale)
+
+
 def _has_nul(value) -> bool:
     return isinstance(value, str) and "\x00" in value
 
 
-def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_records, annotator_columns) -> None:
+def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_records, annotator_columns,
+                offset: int = 0) -> None:
     """No store holds a NUL character in text (PostgreSQL refuses it, SQLite would keep it): refuse
     it here, before any write, with the same sentence on every store. Files read with
     pluie_core.io.load_pairs never get here with one: it removes them."""
@@ -299,13 +597,13 @@ def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_recor
     for what, values in (("source", sources), ("hypothesis", hypotheses), ("pair id", external_ids)):
         for i, value in enumerate(values):
             if _has_nul(value):
-                raise ImportRejected(f"Pair {i + 1}: the {what} contains a NUL character (0x00); {advice}")
+                raise ImportRejected(f"Pair {offset + i + 1}: the {what} contains a NUL character (0x00); {advice}")
     for i, meta in enumerate(meta_records):
         if meta is not None:
             for key, value in meta.items():
                 if _has_nul(str(key)) or _has_nul(value):
                     raise ImportRejected(
-                        f"Pair {i + 1}: the column {str(key)!r} contains a NUL character (0x00); {advice}")
+                        f"Pair {offset + i + 1}: the column {str(key)!r} contains a NUL character (0x00); {advice}")
 
 
 def delete_dataset(engine: Engine, dataset_id: int) -> None:
@@ -324,22 +622,21 @@ class RenameRefused(ValueError):
 def rename_dataset(engine: Engine, dataset_id: int, new_name: str) -> str:
     """Give a dataset another name (the names must stay unique: the files of PAWS-X, PAWS and STS-B
     are all called "dev"); its pairs, labels, scores and campaigns are untouched. The same rules as an
-    import's name: not empty (spaces around it dropped), at most NAME_LENGTH characters, no NUL. A
+    import's name (db.limits.clean_name): not empty, at most NAME_LENGTH characters, no control character. A
     name another dataset has is refused with a sentence, before and, for two renames at the same
     moment, by the store's unique index. Returns the name given."""
     from sqlalchemy.exc import IntegrityError
 
-    name = (new_name or "").strip()
-    if not name:
+    if not str(new_name or "").strip():
         raise RenameRefused("Give the dataset a name.")
-    check_length("The dataset name", name, RenameRefused)
-    if _has_nul(name):
+    if _has_nul(new_name):  # the sentence the Pairs page's rename has given since it exists
         raise RenameRefused("The dataset name contains a NUL character (0x00): remove it.")
+    name = clean_name("The dataset name", new_name, RenameRefused)
     taken = f"Another dataset is named “{name}” already: choose another name."
     try:
         with write_session(engine) as session:
             dataset = session.get(Dataset, int(dataset_id))
-            if dataset is None:
+            if dataset is None or dataset.import_state is not None:
                 raise RenameRefused("This dataset no longer exists (it was deleted).")
             if dataset.name != name:
                 if session.scalar(select(Dataset.id).where(Dataset.name == name, Dataset.id != dataset.id)) is not None:
@@ -353,7 +650,7 @@ def rename_dataset(engine: Engine, dataset_id: int, new_name: str) -> str:
 
 def list_datasets(engine: Engine) -> list[Dataset]:
     with read_session(engine) as session:
-        return list(session.scalars(select(Dataset).order_by(Dataset.name)))
+        return list(session.scalars(select(Dataset).where(VISIBLE).order_by(Dataset.name)))
 
 
 OVERVIEW_COLUMNS = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
@@ -372,7 +669,7 @@ def _contiguous_ranges(session) -> dict[int, tuple[int, int, int]]:
     writes them: every id from the first to the last is one of its pairs, so its labels, scores and
     work are counted as ranges of the pair_id indexes. Read from the dataset_id index alone."""
     found = {}
-    for dataset_id in session.scalars(select(Dataset.id)):
+    for dataset_id in session.scalars(select(Dataset.id).where(VISIBLE)):
         of_dataset = Pair.dataset_id == dataset_id  # three seeks in its index (one GROUP BY over all: 0.5 s at 1M)
         first, last, n = session.execute(select(
             select(func.min(Pair.id)).where(of_dataset).scalar_subquery(),
@@ -396,7 +693,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
     with read_session(engine) as session:
         datasets = session.execute(
             select(Dataset.id, Dataset.name, Dataset.source_format, Dataset.label_kind, Dataset.created_at,
-                   Dataset.description).order_by(Dataset.name)).all()
+                   Dataset.description).where(VISIBLE).order_by(Dataset.name)).all()
         ranges = _contiguous_ranges(session)
         training = _training_labels(session)
         # training labels of a pair that has no other label: the pair is not labelled
@@ -471,9 +768,13 @@ def store_totals(engine: Engine) -> dict[str, int]:
     0.4 s at 3,000,000) and scores (counted from indexes)."""
     with read_session(engine) as session:
         return {
-            "datasets": session.scalar(select(func.count(Dataset.id))) or 0,
-            "pairs": session.scalar(select(func.count(Pair.id))) or 0,
-            "labels": session.scalar(select(func.count(Label.id)).where(counted_label())) or 0,
+            "datasets": session.scalar(select(func.count(Dataset.id)).where(VISIBLE)) or 0,
+            # all of them less a hidden import's (a seek in the dataset_id index): the count stays an index's
+            "pairs": (session.scalar(select(func.count(Pair.id))) or 0)
+            - (session.scalar(select(func.count(Pair.id)).where(Pair.dataset_id.in_(HIDDEN_DATASETS))) or 0),
+            "labels": (session.scalar(select(func.count(Label.id)).where(counted_label())) or 0)
+            - (session.scalar(select(func.count(Label.id)).where(counted_label(), Label.pair_id.in_(
+                select(Pair.id).where(Pair.dataset_id.in_(HIDDEN_DATASETS))))) or 0),
             "scores": session.scalar(select(func.count(Score.id))) or 0,
         }
 

@@ -8,12 +8,14 @@ works (PostgreSQL for teams).
 A SQLite store is made readable by its owner only (0600; SQLite gives its -wal and -shm files the
 same mode). A write that cannot be done because the store is busy past its busy timeout
 (PLUIE_DB_BUSY_TIMEOUT seconds, default 30), full, read-only or failing raises StoreUnavailable,
-whose message is one sentence for the person who asked, never the SQL or the file's path.
+whose message is one sentence for the person who asked, never the SQL or the file's path; so does
+any read or write that finds the store's server gone (refused, dropped, timed out).
 """
 from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 import threading
 import time
@@ -22,10 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, String, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, InternalError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, InternalError, OperationalError
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.functions import GenericFunction
 
 from pluie_core.places import data_dir
 
@@ -40,13 +44,15 @@ def default_url() -> str:
 
 
 class StoreUnavailable(RuntimeError):
-    """The store could not take a write (busy, full, read-only, failing disk); the message is one
-    sentence for the user. Nothing of the transaction was written."""
+    """The store could not take a write (busy, full, read-only, failing disk), or its server could not
+    be reached for a read or a write; the message is one sentence for the user. Nothing of the
+    transaction was written (unless the server went away during the commit itself: then it cannot tell)."""
 
-    def __init__(self, message: str, reason: str, busy: bool = False):
+    def __init__(self, message: str, reason: str, busy: bool = False, transient: bool = False):
         super().__init__(message)
         self.reason = reason  # a few words: "the store is busy"
         self.busy = busy  # another writer held the lock: trying again later may work
+        self.transient = busy or transient  # trying again in a moment may work (busy, or its server gone)
 
 
 def busy_timeout() -> float:
@@ -61,8 +67,29 @@ def busy_timeout() -> float:
     return seconds
 
 
+# what the drivers say when the store's server is gone: refused, dropped, timed out, shutting down (psycopg 3
+# and 2); SQLAlchemy also marks an error that cost it its connection (connection_invalidated)
+_LOST = re.compile(r"connection failed|connection refused|could not connect|server closed the connection"
+                   r"|connection (is|already) closed|consuming input failed|sending query failed"
+                   r"|could not (receive|send) data|timeout expired|connection timed out|connection reset"
+                   r"|terminating connection|database system is (shutting down|starting up|in recovery)"
+                   r"|could not translate host name|no route to host|network is unreachable|ssl syscall error")
+
+
+def _unreachable(exc: DBAPIError) -> Optional[StoreUnavailable]:
+    """The sentence for a store whose server cannot be reached, or None for any other database error."""
+    if not (exc.connection_invalidated or (isinstance(exc, (OperationalError, InterfaceError))
+                                           and _LOST.search(str(exc.orig).lower()))):
+        return None
+    return StoreUnavailable("The store cannot be reached just now: try again in a moment, and tell the person "
+                            "who runs the app if it lasts.", "the store cannot be reached", transient=True)
+
+
 def _unavailable(exc: DBAPIError) -> Optional[StoreUnavailable]:
     """The sentence for a store that cannot take a write, or None for any other database error."""
+    lost = _unreachable(exc)
+    if lost is not None:
+        return lost
     if not isinstance(exc, (OperationalError, InternalError)):  # a constraint, a bad value...: not the store's state
         return None
     text = str(exc.orig).lower()
@@ -121,6 +148,29 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def _lower(text):
+    return None if text is None else str(text).lower()
+
+
+class unicode_lower(GenericFunction):
+    """``lower()`` of every letter, not of ASCII only: PostgreSQL's own lower() (the one its ILIKE applies
+    to both sides in a UTF-8 database), and on SQLite, whose lower() leaves "É" as it is, Python's
+    str.lower registered on every connection as pluie_lower. So "été" finds "ÉTÉ" on both stores alike."""
+    type = String()
+    identifier = "unicode_lower"  # func.lower stays SQL's own lower()
+    name = "lower"
+    inherit_cache = True
+
+
+@compiles(unicode_lower, "sqlite")
+def _unicode_lower_on_sqlite(element, compiler, **kw):
+    return f"pluie_lower({compiler.process(element.clauses, **kw)})"
+
+
+# seconds a PostgreSQL connection attempt may take before the store counts as unreachable
+CONNECT_TIMEOUT = 10
+
+
 def make_engine(url: Optional[str] = None) -> Engine:
     """An engine with the settings the app relies on. For SQLite: WAL (readers never wait for
     the worker's writes), foreign keys on, a busy timeout, and transactions that begin
@@ -128,7 +178,11 @@ def make_engine(url: Optional[str] = None) -> Engine:
     url = database_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        # a server that cannot be reached answers within seconds (StoreUnavailable), not after the system's
+        # TCP timeout of about two minutes; a connect_timeout in the URL wins
+        connect_args = {} if "connect_timeout" in parsed.query or parsed.get_backend_name() != "postgresql" \
+            else {"connect_timeout": CONNECT_TIMEOUT}
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
     if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
         _owner_only(Path(parsed.database))
@@ -146,6 +200,7 @@ def make_engine(url: Optional[str] = None) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+        dbapi_connection.create_function("pluie_lower", 1, _lower, deterministic=True)  # see unicode_lower
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):
@@ -157,15 +212,22 @@ def make_engine(url: Optional[str] = None) -> Engine:
 
 @contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
-    with Session(engine, expire_on_commit=False) as session:
-        yield session
+    """A session for reads. A store whose server cannot be reached raises StoreUnavailable."""
+    try:
+        with Session(engine, expire_on_commit=False) as session:
+            yield session
+    except DBAPIError as exc:
+        lost = _unreachable(exc)
+        if lost is None:
+            raise
+        raise lost from None
 
 
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
     """One transaction that commits at the end, or rolls everything back on any error:
     nothing is ever half-written. On SQLite it takes the write lock at BEGIN. A store that cannot
-    take the write (busy past its timeout, full, read-only) raises StoreUnavailable."""
+    take the write (busy past its timeout, full, read-only, its server gone) raises StoreUnavailable."""
     try:
         with engine.connect() as connection:
             if is_sqlite(engine):
@@ -232,4 +294,7 @@ def migrate(engine: Engine, revision: str = "head") -> None:
 def init_db(url: Optional[str] = None) -> Engine:
     engine = make_engine(url)
     migrate(engine)
+    from db.datasets import remove_stale_imports  # a crash's hidden half-import (db.datasets imports this module)
+
+    remove_stale_imports(engine)
     return engine

@@ -69,7 +69,8 @@ def benchmark_datasets(engine: Engine) -> pd.DataFrame:
             session,
             select(Dataset.id, Dataset.name, Dataset.benchmark, Dataset.challenge, Dataset.label_kind,
                    func.count(Pair.id), func.count(Pair.gold_label))
-            .outerjoin(Pair, Pair.dataset_id == Dataset.id).group_by(Dataset.id).order_by(Dataset.name),
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id).where(Dataset.import_state.is_(None))
+            .group_by(Dataset.id).order_by(Dataset.name),
             ["id", "name", "benchmark", "challenge", "label_kind", "n_pairs", "n_gold"],
         )
 

@@ -54,7 +54,8 @@ def meta_keys(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sampl
     dataset_ids = _ids(dataset_ids)
     keys: dict[str, None] = {}
     with read_session(engine) as session:
-        ids = dataset_ids if dataset_ids is not None else list(session.scalars(select(Dataset.id)))
+        ids = dataset_ids if dataset_ids is not None else list(session.scalars(
+            select(Dataset.id).where(Dataset.import_state.is_(None))))
         for dataset_id in ids:
             for meta in session.scalars(select(Pair.meta).where(Pair.dataset_id == dataset_id)
                                         .order_by(Pair.id).limit(sample)):

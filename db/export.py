@@ -64,6 +64,8 @@ def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Op
     conditions = []
     if dataset_ids is not None:
         conditions.append(Pair.dataset_id.in_([int(d) for d in dataset_ids]))
+    else:  # not a large import still being written (db.datasets.import_pair_chunks)
+        conditions.append(Pair.dataset_id.not_in(select(Dataset.id).where(Dataset.import_state.is_not(None))))
     if campaign_id is not None:
         conditions.append(Pair.id.in_(campaign_pairs(campaign_id, include_training)))
     if pairs == "labelled":

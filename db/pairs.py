@@ -12,24 +12,33 @@ import pandas as pd
 from sqlalchemy import Engine, func, or_, select
 
 from db.analysis import _frame
-from db.engine import read_session
+from db.engine import read_session, unicode_lower
+from db.limits import INT_MAX, check_length
 from db.models import Campaign, GoldPair, Label, Pair, Score
 from db.review import _in_force
 from pluie_core.labels import LEVELS, ORDINAL_LEVELS
 
-__all__ = ["LABEL_STATES", "GOLD_FILTERS", "PairSearch", "PairsPage", "browse_pairs", "PAGE_COLUMNS"]
+__all__ = ["LABEL_STATES", "GOLD_FILTERS", "PairSearch", "PairSearchError", "PairsPage", "browse_pairs",
+           "PAGE_COLUMNS", "MAX_TEXT", "MAX_REF"]
 
 LABEL_STATES = {"any": "Any", "unlabelled": "Unlabelled", "labelled": "Labelled",
                 "disagreement": "Labels disagree", "adjudicated": "Adjudicated"}
 GOLD_FILTERS = {"any": "Any", "with": "With a gold label", "without": "Without a gold label"}
+MAX_TEXT = 1000  # characters of the text to find (SQLite refuses a LIKE pattern past 50,000 bytes)
+MAX_REF = 200  # characters of an id: the file's own ids are at most this long (db.limits.NAME_LENGTH)
 PAGE_COLUMNS = ["pair_id", "external_id", "source", "hypothesis", "gold_label", "labels", "state", "final_level",
                 "score", "gold check in"]
 
 
+class PairSearchError(ValueError):
+    """A search the store cannot run as typed (too long, a NUL character); the message says why, in a sentence."""
+
+
 @dataclass(frozen=True)
 class PairSearch:
-    """What the organiser looks for. ``text``: a piece of either sentence (case aside); ``pair_ref``:
-    a pair id or the file's own id (either matches); ``gold``: GOLD_FILTERS, with optional bounds
+    """What the organiser looks for. ``text``: a piece of either sentence, at most MAX_TEXT characters
+    (case aside, for every letter: lower() on both sides, as PostgreSQL's ILIKE, on both stores);
+    ``pair_ref``: a pair id or the file's own id (either matches; at most MAX_REF characters); ``gold``: GOLD_FILTERS, with optional bounds
     (which keep pairs with a gold label only); ``state``: LABEL_STATES, over labels outside training
     trials (disagreement: two different levels of 0-3, as Review's queue; adjudicated: a reviewer's
     final level in force); ``run_id``: the run whose score the page shows, with optional bounds."""
@@ -56,18 +65,29 @@ def _escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def _typed(what: str, value: Optional[str], limit: int) -> str:
+    """What the organiser typed, spaces around it dropped, or PairSearchError: no store can hold a NUL
+    in text (PostgreSQL refuses it as a parameter), and a text past ``limit`` is no search."""
+    value = (value or "").strip()
+    if "\x00" in value:
+        raise PairSearchError(f"{what} cannot hold a NUL character (U+0000).")
+    check_length(what, value, PairSearchError, limit)
+    return value
+
+
 def _conditions(dataset_id: int, search: PairSearch) -> list:
     if search.state not in LABEL_STATES or search.gold not in GOLD_FILTERS:
         raise ValueError("Unknown filter.")
     conditions = [Pair.dataset_id == int(dataset_id)]
-    text = (search.text or "").strip()
+    text = _typed("The text to find", search.text, MAX_TEXT)
     if text:
-        pattern = f"%{_escaped(text)}%"
-        conditions.append(or_(Pair.source.ilike(pattern, escape="\\"), Pair.hypothesis.ilike(pattern, escape="\\")))
-    ref = (search.pair_ref or "").strip()
+        pattern = unicode_lower(f"%{_escaped(text)}%")
+        conditions.append(or_(*(unicode_lower(side).like(pattern, escape="\\")
+                                for side in (Pair.source, Pair.hypothesis))))
+    ref = _typed("The id", search.pair_ref, MAX_REF)
     if ref:
         matches = [Pair.external_id == ref]
-        if ref.isdigit():
+        if ref.isascii() and ref.isdigit() and int(ref) <= INT_MAX:  # past it, no pair has that id
             matches.append(Pair.id == int(ref))
         conditions.append(or_(*matches))
     if search.gold == "without":

@@ -12,7 +12,7 @@ from sqlalchemy.orm import aliased
 
 from db.datasets import ImportRejected, _clean, text_hash
 from db.engine import read_session, write_session
-from db.limits import check_length
+from db.limits import check_length, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, ScoreRun
 from db.queue import CHOICE_RUN_KINDS, enqueue_missing, enqueue_pairs
 from pluie_core.evaluation.preference import CHOICES, PREFERENCE_COLUMNS
@@ -35,10 +35,11 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     as a new dataset. A (source, candidate) met twice is one pair, linked from both items. Pair
     metadata: ``candidate`` (A or B, where first met), ``system`` (from system_a / system_b) and the
     item's other columns; the preference row keeps them too."""
-    name = (name or "").strip()
-    if not name:
+    if not (name or "").strip():
         raise ImportRejected("Give the dataset a name.")
-    check_length("The dataset name", name, ImportRejected)
+    name = clean_name("The dataset name", name, ImportRejected)
+    if "\x00" in (description or ""):  # PostgreSQL keeps no NUL in text
+        raise ImportRejected("The description cannot hold a NUL character (U+0000): remove it, then import again.")
     missing = [c for c in PREFERENCE_COLUMNS if c not in items.columns]
     if missing:
         raise ImportRejected(f"The preference items have no {', '.join(missing)} column.")

@@ -12,12 +12,19 @@ out chunk by chunk (``chunk_size`` pairs of one dataset at a time, through expor
 pyarrow ParquetWriter and, batch for batch, an Arrow stream that `datasets` maps into memory and
 writes out as its shards. What the card needs (counts per level, labels per pair,
 final-label sources) is gathered on the way. The folder is written under a temporary name and
-renamed when complete: an error leaves no folder behind.
+renamed when complete: an error leaves no folder behind. A publish killed before it could clean up
+(kill -9, a power cut) leaves its hidden folder, named after its writer (host, process), which the next
+publish into the same parent folder removes once that writer is gone (remove_leftovers).
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -46,7 +53,7 @@ from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import gold_check_count
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE", "ZIP_DOWNLOAD_LIMIT", "dataset_zip",
-           "folder_bytes"]
+           "folder_bytes", "remove_leftovers"]
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 ROWS_STREAM = ".rows.arrow"  # the rows as an Arrow stream while the folder is written, for the Arrow copy
@@ -54,6 +61,12 @@ DEFAULT_CHUNK = 20_000  # pairs per chunk: a few tens of MB of rows, and under e
 # the largest folder (bytes of its files) the Export page offers as one .zip download: a browser download
 # is sent from the server's memory, whole (Streamlit's download button holds bytes)
 ZIP_DOWNLOAD_LIMIT = 1 << 30
+# A folder being written: .<name>.partial-<host>-<pid>-<tag> (host: a hash of the writer's host name); an
+# older release wrote .<name>.partial-<tag>. A leftover is removed when its writer is not alive on this host,
+# or when none of its files changed for LEFTOVER_IDLE seconds (a writer on another host, a pid reused, or an
+# older release's): a live publish writes its files chunk after chunk, far more often than that.
+PARTIAL = re.compile(r"^\..+\.partial-(?:(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-)?[0-9a-f]{8}$")
+LEFTOVER_IDLE = 24 * 3600
 
 
 class PublishError(ValueError):
@@ -72,7 +85,8 @@ class PublishResult:
 def _scope(session, dataset_ids: Optional[list[int]], conditions: list) -> list[tuple]:
     """(id, name, description, pairs in scope) of the datasets; ``conditions``: export.pair_conditions."""
     query = (select(Dataset.id, Dataset.name, Dataset.description, func.count(Pair.id))
-             .outerjoin(Pair, and_(Pair.dataset_id == Dataset.id, *conditions)).group_by(Dataset.id).order_by(Dataset.id))
+             .outerjoin(Pair, and_(Pair.dataset_id == Dataset.id, *conditions)).where(Dataset.import_state.is_(None))
+             .group_by(Dataset.id).order_by(Dataset.id))
     if dataset_ids is not None:
         query = query.where(Dataset.id.in_(dataset_ids))
     return session.execute(query).all()
@@ -182,6 +196,64 @@ def _pair_id_chunks(session, dataset_id: int, chunk_size: int, conditions: list)
         last = ids[-1]
 
 
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _partial_name(folder: Path) -> Path:
+    """Where ``folder`` is written until complete: hidden, beside it, named after this writer."""
+    return folder.parent / f".{folder.name}.partial-{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process (or no pid at all: then not ours to judge)
+        return True
+    return True
+
+
+def _last_change(path: Path) -> float:
+    """The newest modification time of a folder and everything in it."""
+    newest = path.lstat().st_mtime
+    for root, folders, files in os.walk(path):
+        for name in folders + files:
+            try:
+                newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+            except OSError:
+                pass
+    return newest
+
+
+def remove_leftovers(parent, idle: float = LEFTOVER_IDLE) -> list[Path]:
+    """Remove the hidden folders that publishes killed mid-way left in ``parent`` (see PARTIAL): those
+    whose writer, on this host, is no longer alive, and those none of whose files changed for ``idle``
+    seconds. A folder another publish is writing now is kept. Returns the folders removed; what cannot be
+    read or removed is left as it is (this is housekeeping: it never stops a publish)."""
+    removed = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    here, now = _host(), time.time()
+    for path in entries:
+        found = PARTIAL.match(path.name)
+        try:
+            if not found or path.is_symlink() or not path.is_dir():
+                continue
+            writer_gone = found["host"] == here and not _alive(int(found["pid"]))
+            if not writer_gone and now - _last_change(path) < idle:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    return removed
+
+
 def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]] = None, *, licence: str,
                     title: Optional[str] = None, include_training: bool = False, campaign_id: Optional[int] = None,
                     pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
@@ -264,7 +336,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         folder.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PublishError(f"The folder {folder.parent} cannot be created ({exc.strerror}).") from None
-    partial = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
+    remove_leftovers(folder.parent)  # what publishes killed mid-way left here
+    partial = _partial_name(folder)
 
     def rows(dataset_id: int, first: int, last: int, training: bool):
         """A chunk of the export's rows, with the training trial's labels or without (what α counts)."""

@@ -4,6 +4,7 @@ is db.annotation's (_reserve)."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -13,8 +14,9 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from db.analysis import counted_label
-from db.annotation import CampaignError, annotator_progress, campaign_aggregation, campaign_label_counts
+from db.annotation import CampaignError, StaleFormError, annotator_progress, campaign_aggregation, campaign_label_counts
 from db.engine import read_session, write_session
+from db.limits import check_whole
 from db.models import (
     Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
@@ -38,16 +40,72 @@ def _campaign(session: Session, campaign_id: int, lock: bool = False) -> Campaig
     return campaign
 
 
+# the quality settings a campaign keeps (Campaign's columns), and how a sentence names and writes each
+QUALITY_SETTINGS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "gold_rate": ("share of gold checks", lambda v: f"{v * 100:.3g}%"),
+    "gold_min_accuracy": ("minimum gold accuracy", lambda v: f"{v:.3g}"),
+    "fast_fraction": ("“too fast” fraction", lambda v: f"{v:.3g}"),
+    "streak_length": ("streak length", lambda v: f"{v:d}"),
+    "kappa_min": ("minimum κ vs others", lambda v: f"{v:.3g}"),
+    "reliability_min": ("minimum reliability", lambda v: f"{v:.3g}"),
+    "min_gold_checks": ("gold checks needed to judge", lambda v: f"{v:d}"),
+}
+MAX_STREAK_LENGTH = 1000  # the page's bound: a streak longer than any quota flags no one
+
+
+def quality_settings(campaign: Campaign) -> dict:
+    """The campaign's quality settings as stored, by QUALITY_SETTINGS's names: what a form is drawn with."""
+    return {name: getattr(campaign, name) for name in QUALITY_SETTINGS}
+
+
+def _number(what: str, value) -> float:
+    """``value`` as a finite float, or CampaignError with a sentence (a range is check_settings's)."""
+    try:
+        number = float("nan") if isinstance(value, bool) or value is None else float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    if not math.isfinite(number):
+        raise CampaignError(f"{what} must be a number; got {value[:40] if isinstance(value, str) else value!r}.")
+    return number
+
+
+def _settings_changes(seen: dict, now: dict) -> str:
+    """ "share of gold checks 10% → 20%, minimum gold accuracy 0.7 → 0.8": the settings that differ."""
+    return ", ".join(f"{label} {shown(seen[name])} → {shown(now[name])}" for name, (label, shown) in
+                     QUALITY_SETTINGS.items() if name in seen and seen[name] != now[name])
+
+
 def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, gold_min_accuracy: float,
                          fast_fraction: float, streak_length: int, kappa_min: Optional[float] = None,
-                         reliability_min: Optional[float] = None, min_gold_checks: Optional[int] = None) -> None:
+                         reliability_min: Optional[float] = None, min_gold_checks: Optional[int] = None,
+                         revision: Optional[int] = None, seen: Optional[dict] = None) -> int:
     """The share of gold checks in each queue and the flag thresholds (pluie_core.quality.check_settings):
     minimum gold accuracy, "too fast" fraction, streak length, minimum κ against the others, minimum
     reliability (the campaign's aggregation method) and the gold checks needed before gold accuracy
-    judges. The last three left out (None) keep the campaign's values. A value out of bounds is refused
-    with a sentence (CampaignError) and nothing changes."""
+    judges. The last three left out (None) keep the campaign's values. A value that is not a number, or
+    out of bounds, is refused with a sentence (CampaignError) and nothing changes.
+
+    Each save raises the campaign's settings_revision by one. ``revision`` is the revision the organiser's
+    form was drawn at: when another save came since, nothing is written and StaleFormError says which
+    settings changed (from ``seen``, the values the form was drawn with: quality_settings). None (the CLI,
+    scripts) saves without that check. Returns the settings' revision after the save."""
+    gold_rate = _number("The share of gold checks", gold_rate)
+    gold_min_accuracy = _number("The minimum gold accuracy", gold_min_accuracy)
+    fast_fraction = _number("The “too fast” fraction of the median time", fast_fraction)
+    streak_length = check_whole("The streak length", streak_length, CampaignError, low=2, high=MAX_STREAK_LENGTH)
+    kappa_min = None if kappa_min is None else _number("The minimum κ against the others", kappa_min)
+    reliability_min = None if reliability_min is None else _number("The minimum reliability", reliability_min)
+    if min_gold_checks is not None:
+        min_gold_checks = check_whole("The number of gold checks needed to judge gold accuracy", min_gold_checks,
+                                      CampaignError, low=1, high=quality.MAX_MIN_GOLD_CHECKS)
     with write_session(engine) as session:
+        # locked (PostgreSQL; SQLite locks at BEGIN): a concurrent save waits, then reads this one's revision
         campaign = _campaign(session, campaign_id, lock=True)
+        if revision is not None and int(revision) != campaign.settings_revision:
+            changes = _settings_changes(seen or {}, quality_settings(campaign))
+            raise StaleFormError("Another organiser saved these settings since you opened them"
+                                 + (f": {changes}." if changes else ".")
+                                 + " Your changes were not saved; the form now shows theirs: make your changes again.")
         kappa_min = campaign.kappa_min if kappa_min is None else kappa_min
         reliability_min = campaign.reliability_min if reliability_min is None else reliability_min
         min_gold_checks = campaign.min_gold_checks if min_gold_checks is None else min_gold_checks
@@ -60,6 +118,8 @@ def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, 
         campaign.fast_fraction, campaign.streak_length = float(fast_fraction), int(streak_length)
         campaign.kappa_min, campaign.reliability_min = float(kappa_min), float(reliability_min)
         campaign.min_gold_checks = int(min_gold_checks)
+        campaign.settings_revision += 1
+        return campaign.settings_revision
 
 
 def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> int:
@@ -94,8 +154,13 @@ def resolve_pair_refs(session: Session, campaign_id: int, refs: list) -> list[in
                 kind, text = name, text[len(prefix):].strip()
         if not text:
             raise CampaignError(f"Line {i}: give a pair id or the file's id of the pair.")
+        if "\x00" in text:  # no store compares it alike (PostgreSQL refuses it)
+            raise CampaignError(f"Line {i}: an id cannot hold a NUL character (U+0000).")
         typed.append((i, kind, text))
-    numbers = {int(t) for _, kind, t in typed if kind != "external" and t.isdigit()}
+    # a pair id is ASCII digits within an INTEGER (2**31 - 1, db.limits.INT_MAX); past it, no pair has it
+    number = {t: int(t) for _, kind, t in typed
+              if kind != "external" and t.isascii() and t.isdigit() and int(t) < 2**31}
+    numbers = set(number.values())
     known = set(session.scalars(select(Pair.id).where(Pair.id.in_(numbers)))) if numbers else set()
     in_campaign = select(CampaignDataset.dataset_id).where(CampaignDataset.campaign_id == campaign_id)
     external: dict[str, list[int]] = {}
@@ -106,7 +171,7 @@ def resolve_pair_refs(session: Session, campaign_id: int, refs: list) -> list[in
             external.setdefault(external_id, []).append(pair_id)
     resolved = []
     for i, kind, text in typed:
-        by_id = int(text) if kind != "external" and text.isdigit() and int(text) in known else None
+        by_id = number[text] if kind != "external" and number.get(text) in known else None
         by_file = external.get(text, []) if kind != "pair" else []
         if kind == "pair" and by_id is None:
             raise CampaignError(f"Line {i}: there is no pair {text} in the store.")

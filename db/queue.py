@@ -25,7 +25,7 @@ from sqlalchemy import Engine, and_, exists, func, insert, literal, or_, select,
 from sqlalchemy.orm import Session
 
 from db.engine import read_session, write_session
-from db.models import Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
+from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
 from pluie_core.judges import RUN_KINDS as _JUDGE_RUN_KINDS
 
 # An item that failed this many claims with an error (not a crash) is given up as failed.
@@ -69,6 +69,8 @@ def enqueue_missing(session: Session, run_id: int) -> int:
     has_scope = session.scalar(select(exists(scoped)))
     already = select(WorkItem.id).where(WorkItem.run_id == run_id, WorkItem.pair_id == Pair.id)
     pairs = select(literal(run_id), Pair.id, literal("pending"), literal(0)).where(~exists(already))
+    # a large import still being written is queued by its last transaction (db.datasets.import_pair_chunks)
+    pairs = pairs.where(Pair.dataset_id.not_in(select(Dataset.id).where(Dataset.import_state.is_not(None))))
     if has_scope:
         pairs = pairs.where(Pair.dataset_id.in_(scoped))
     if session.scalar(select(ScoreRun.kind).where(ScoreRun.id == run_id)) in CHOICE_RUN_KINDS:

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from db.analysis import annotator_choices, counted_label, number_frame, pair_datasets, pair_detail
 from db.engine import read_session, retry_when_busy, write_session
-from db.limits import check_length
+from db.limits import NAME_LENGTH, clean_name
 from db.models import Adjudication, Dataset, Label, Pair
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
@@ -182,11 +182,12 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
     majority rule), as ``reviewer`` with an optional ``note``; all or nothing. ``seen_revision`` is
     the revision the reviewer's page showed (0 when the pair had none): when another reviewer has
     decided since, nothing is written and StaleReviewError says so. Returns the new revision."""
-    reviewer = (reviewer or "").strip()
-    if not reviewer:
+    if not (reviewer or "").strip():
         raise ReviewError("Give your name as reviewer: every decision says who took it.")
-    check_length("The reviewer's name", reviewer, ReviewError)
+    reviewer = clean_name("The reviewer's name", reviewer, ReviewError)
     note = (note or "").strip()
+    if "\x00" in note:  # no store keeps it alike (PostgreSQL refuses it in text)
+        raise ReviewError("A note cannot hold a NUL character (U+0000): remove it, then decide again.")
     if len(note) > MAX_NOTE:
         raise ReviewError(f"A note has at most {MAX_NOTE:,} characters.")
     if level is not None:

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from db.engine import read_session, write_session
-from db.limits import check_length
+from db.limits import check_length, check_whole, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
 from db.queue import CHOICE_RUN_KINDS, alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
@@ -30,6 +30,19 @@ DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b 
                           if b.default_run)
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
+MAX_BATCH_SIZE = 100_000  # pairs per forward pass
+MAX_ANSWER = 100  # characters of an answer word
+MAX_OPTION = 500  # characters of a baseline's option value (a model id or path, a number, a word)
+
+
+def _no_control(text: str, sentence: str) -> None:
+    """RunError(``sentence``, which names the character) when ``text`` holds a control character: a model,
+    an answer word or an option ends up in the worker's log and on a command line, and PostgreSQL keeps no NUL."""
+    import unicodedata
+
+    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise RunError(sentence.format(f"U+{ord(bad):04X}"))
 
 
 class RunError(ValueError):
@@ -64,23 +77,33 @@ def create_run(
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
+    _no_control(model, "The model contains a control character ({}): give a model id or a path on one line.")
+    check_length("The model", model, RunError, 500)
     if kind not in RUN_KINDS:
         raise RunError(f"Unknown run kind {kind!r}: use one of {', '.join(RUN_KINDS)}.")
     if direction not in DIRECTIONS:
         raise RunError(f"Direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}.")
     # no answer words: the template's own (Yes / No for the English built-ins)
     answers = [a.strip() for a in answers if a and a.strip()] if answers else []
+    for answer in answers:
+        _no_control(answer, "The answer words contain a control character ({}): give two plain words.")
+        check_length("An answer word", answer, RunError, MAX_ANSWER)
     if kind == "pluie" and answers and len(answers) != 2:
         raise RunError("Give exactly two answer words: the 'paraphrase' answer first (e.g. Yes), then the other (e.g. No).")
     if kind == "pluie" and answers and answers[0] == answers[1]:
         raise RunError("The two answer words must differ.")
-    if batch_size is not None and batch_size < 1:
-        raise RunError("The batch size must be a positive whole number.")
+    if batch_size is not None:
+        batch_size = check_whole("The batch size", batch_size, RunError, 1, MAX_BATCH_SIZE)
     if kind in CHOICE_RUN_KINDS and direction != "forward":
         raise RunError("An LLM-choice run asks each candidate first against its partner (the item's other pair is "
                        "asked the other way round): leave the direction forward.")
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
+    for key, value in (options or {}).items():
+        if isinstance(value, str):
+            what = f"Option {key}" if str(key).isprintable() else "An option"
+            _no_control(value, what + " contains a control character ({}): give its value on one line.")
+            check_length(what, value, RunError, MAX_OPTION)
     options = _check_options(kind, model, options)
     if kind in JUDGE_RUN_KINDS:  # the judge's own template unless one is named; checked before anything is written
         template = template or JUDGE_RUN_KINDS[kind].default_template
@@ -90,14 +113,14 @@ def create_run(
         check_run_model(model, template, template_spec, answers or None)
     if kind == "baseline" and check_model:
         check_baseline_model(model, options)
-    name = (name or "").strip() or (_default_baseline_name(model, options) if kind == "baseline"
-                                    else _default_name(model, template, direction, kind))
+    name = clean_name("The run name", name, RunError) if (name or "").strip() else (
+        _default_baseline_name(model, options) if kind == "baseline" else _default_name(model, template, direction, kind))
     check_length("The run name", name, RunError)
-    check_length("The model", model, RunError, 500)
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
             raise RunError(f"A run named {name!r} already exists; choose another name.")
-        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(list(dataset_ids)))))
+        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(list(dataset_ids)),
+                                                             Dataset.import_state.is_(None))))
         missing = set(dataset_ids) - known
         if missing:
             raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
@@ -400,7 +423,8 @@ def latest_scores(engine: Engine, run_id: int, limit: int = 20) -> pd.DataFrame:
 def dataset_names(engine: Engine) -> dict[int, str]:
     """Dataset id -> name, for choosing a run's scope."""
     with read_session(engine) as session:
-        return dict(session.execute(select(Dataset.id, Dataset.name).order_by(Dataset.name)).all())
+        return dict(session.execute(select(Dataset.id, Dataset.name).where(Dataset.import_state.is_(None))
+                                    .order_by(Dataset.name)).all())
 
 
 def preference_dataset_names(engine: Engine) -> dict[int, str]:

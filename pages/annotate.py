@@ -3,13 +3,14 @@ sentence above the other, word differences in yellow, five answers (keys 1-5), b
 the guidelines one click away. The annotator is whoever the link's token says, on every run: the
 page never takes a pair or an annotator from anywhere else, so a link opens only its own queue.
 """
+import dataclasses
 import time
 
 import streamlit as st
 
 from db import annotation as ann
 from db.engine import StoreUnavailable
-from pages.shared import annotator_page, page_script, user_text
+from pages.shared import PAGE_LOG, annotator_page, page_script, user_text
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
@@ -30,6 +31,8 @@ main[data-testid="stMain"]:focus-visible::before {content:none;}
 </style>"""
 
 ERROR_KEY = "answer-error"  # a refused answer's sentence, drawn by the run that follows its callback
+SAVED_KEY = "answer-saved"  # (position, level) of the answer the callback just saved
+LAST_KEY = "annotate-last"  # (token, what the last run read): drawn again while the store cannot be reached
 # Inside the comment box the keys 1-5 are text; Ctrl+1-5 (⌘+1-5 on a Mac) answer from there: the box
 # gives up the cursor, which sends its comment, then the answer's button is pressed, so the comment is
 # saved with the answer. Installed once per tab (the listener outlives the runs).
@@ -46,15 +49,64 @@ ANSWER_FROM_COMMENT = (
     "   event.target.blur(); button.click();"
     " }, true); })();")
 
+
+def again(exc: StoreUnavailable) -> str:
+    """When pressing an answer again may work."""
+    return "in a moment" if exc.transient else "once the person who runs the app has fixed it"
+
+
+def read_screen(token: str | None):
+    """Everything this run draws from the store, read at once: (view, training feedback, pair, progress),
+    None for a link that is not valid. The pair is the one to answer (or the one gone back to); feedback
+    replaces it just after a training answer; none of the three for a profile still to give."""
+    annotator = ann.annotator_for_token(engine, token)
+    if annotator is None:
+        return None
+    view = ann.annotator_view(engine, annotator.id)
+    aid = view.annotator_id
+    if view.needs_profile:
+        return view, None, None, None
+    feedback = None
+    if st.session_state.get(f"feedback-{aid}") is not None:
+        feedback = ann.training_feedback(engine, aid, st.session_state[f"feedback-{aid}"])
+        if feedback is not None:
+            return view, feedback, None, None
+        st.session_state.pop(f"feedback-{aid}")  # no feedback for this pair: straight on
+    revisit = st.session_state.get(f"revisit-{aid}")
+    if not view.campaign_active:
+        item = None  # a closed campaign takes no answers (record_label refuses them): no pair to answer
+    else:
+        item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
+    return view, None, item, ann.progress(engine, aid)
+
+
 engine = annotator_page()
 token = st.query_params.get("token")
-annotator = ann.annotator_for_token(engine, token)
-if annotator is None:
+refused = st.session_state.pop(ERROR_KEY, None)
+saved = st.session_state.pop(SAVED_KEY, None)
+try:
+    screen = read_screen(token)
+except StoreUnavailable as exc:
+    # the store went away (during the answer, or since): the last screen of this link stays, its keys
+    # with it, and says why; an answer pressed again is sent again
+    last = st.session_state.get(LAST_KEY)
+    if last is None or last[0] != token or last[1] is None:
+        st.error(user_text(refused or exc))
+        st.stop()
+    screen = last[1]
+    item = screen[2]
+    if saved is not None and item is not None and saved[0] == item.position:
+        screen = (*screen[:2], dataclasses.replace(item, level=saved[1]), screen[3])
+        refused = refused or (f"Your answer “{LEVELS[saved[1]]}” is saved, but the next pair cannot be shown "
+                              f"because {exc.reason}: press it again {again(exc)}.")
+    refused = refused or str(exc)
+st.session_state[LAST_KEY] = (token, screen)
+if screen is None:
     # an answer refused because the link was replaced or revoked says so itself; one sentence either way
-    st.error(st.session_state.pop(ERROR_KEY, None)
+    st.error(refused
              or "This link is not valid, or it has been revoked. Ask the person who sent it to you for a new one.")
     st.stop()
-view = ann.annotator_view(engine, annotator.id)
+view, feedback, item, progress = screen
 aid = view.annotator_id
 revisit_key, clock_key = f"revisit-{aid}", f"shown-{aid}"
 feedback_key = f"feedback-{aid}"  # the training pair just answered, whose feedback is on screen
@@ -69,13 +121,14 @@ if view.needs_profile:
     st.title(user_text(view.campaign_name))
     st.write("Welcome, and thank you for helping. Before you start, please tell us who you are.")
     with st.form("profile"):
-        display_name = st.text_input("Your name, as shown with your labels", value=view.display_name or "")
+        display_name = st.text_input("Your name, as shown with your labels", value=view.display_name or "",
+                                     max_chars=ann.NAME_LENGTH)
         english = st.radio("Your English level", ENGLISH_LEVELS, index=None, horizontal=True)
         if st.form_submit_button("Start", type="primary"):
             try:
                 ann.set_annotator_profile(engine, aid, display_name, english)
                 st.rerun()
-            except ann.CampaignError as exc:
+            except (ann.CampaignError, StoreUnavailable) as exc:
                 st.error(user_text(exc))
     with st.expander("Guidelines", expanded=True):
         st.markdown(guidelines_markdown(view.guidelines), unsafe_allow_html=True)
@@ -97,17 +150,23 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
                          replacing=shown_level, token=link,
                          comment=st.session_state.get(f"comment-{position}"),
                          flagged=st.session_state.get(f"flag-{position}", False))
+        st.session_state[SAVED_KEY] = (position, level)
         st.session_state.pop(f"revisit-{annotator_id}", None)
         if is_training:
             st.session_state[f"feedback-{annotator_id}"] = position
             # a second key press now lands on nothing
             st.session_state[f"shown-{annotator_id}"] = (None, time.monotonic())
+        else:  # pressed again (the next pair could not be shown), the time is not counted twice
+            st.session_state[f"shown-{annotator_id}"] = (position, time.monotonic())
     except ann.CampaignError as exc:
         st.session_state[ERROR_KEY] = str(exc)
     except StoreUnavailable as exc:  # the pair and its answers stay on screen: the same key sends it again
-        when = "in a moment" if exc.busy else "once the person who runs the app has fixed it"
         st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: "
-                                       f"press it again {when}.")
+                                       f"press it again {again(exc)}.")
+    except Exception:  # a callback runs outside the page's guard (pages.shared.run_page): never a traceback
+        PAGE_LOG.exception("An answer on the labelling page failed")
+        st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because something went "
+                                       "wrong on the server (the details are in its log): press it again in a moment.")
 
 
 def go_back(position: int) -> None:
@@ -145,22 +204,13 @@ header, guide = st.columns([5, 1], vertical_alignment="center")
 header.subheader(user_text(view.campaign_name))
 with guide:
     show_guidelines()
-refused = st.session_state.pop(ERROR_KEY, None)
 if refused:
     st.error(user_text(refused))
-if st.session_state.get(feedback_key) is not None:
-    feedback = ann.training_feedback(engine, aid, st.session_state[feedback_key])
-    if feedback is not None:
-        show_training_feedback(feedback)
-        st.stop()
-    st.session_state.pop(feedback_key)  # no feedback for this pair: straight on
+if feedback is not None:
+    show_training_feedback(feedback)
+    st.stop()
 
 revisit = st.session_state.get(revisit_key)
-if not view.campaign_active:
-    item = None  # a closed campaign takes no answers (record_label refuses them): no pair to answer
-else:
-    item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
-progress = ann.progress(engine, aid)
 if item is None:
     # nothing left for them: the counter is out of what was served, so the bar ends full
     st.progress(1.0 if progress.finished else min(1.0, progress.done / max(progress.quota, 1)),

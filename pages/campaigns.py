@@ -12,6 +12,7 @@ from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
 from pluie_core.labels import LEVELS
 from pluie_core.pair_selection import describe_selection
+from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 st.title("Labelling campaigns")
@@ -68,9 +69,10 @@ def pair_selection_inputs() -> None:
                    "and score filters, then a random sample drawn with the seed. A campaign that takes part of its "
                    "datasets does not take the pairs imported into them later.")
         c1, c2, c3 = st.columns(3)
-        c1.number_input("From pair", min_value=1, step=1, key=new("from"))
-        c2.number_input("To pair (0 = the last)", min_value=0, step=1, key=new("to"))
-        c3.number_input("Random sample of (0 = every pair kept)", min_value=0, step=1, key=new("sample"))
+        c1.number_input("From pair", min_value=1, max_value=ann.INT_MAX, step=1, key=new("from"))
+        c2.number_input("To pair (0 = the last)", min_value=0, max_value=ann.INT_MAX, step=1, key=new("to"))
+        c3.number_input("Random sample of (0 = every pair kept)", min_value=0, max_value=ann.INT_MAX, step=1,
+                        key=new("sample"))
         g1, g2 = st.columns(2)
         g1.number_input("Gold label at least", value=None, placeholder="any", key=new("gold-min"))
         g2.number_input("Gold label at most", value=None, placeholder="any", key=new("gold-max"))
@@ -123,15 +125,15 @@ def new_campaign_form() -> None:
         keep.kept(new(field), default, typed=field in ("name", "guidelines"))
     keep.kept(new("datasets"), [], adapt=lambda kept: [d for d in datasets if d[0] in {k[0] for k in kept}])
     keep.kept(new("run"), None, adapt=by_id(runs))
-    st.text_input("Name", key=new("name"))
+    st.text_input("Name", key=new("name"), max_chars=ann.NAME_LENGTH)
     st.multiselect("Datasets", datasets, format_func=lambda d: f"{d[1]} ({d[2]:,} pairs)", key=new("datasets"))
     c1, c2, c3, c4 = st.columns(4)
-    c1.number_input("Pairs per annotator", min_value=1, step=1, key=new("quota"))
-    c2.number_input("Annotators per pair", min_value=1, step=1, key=new("overlap"),
+    c1.number_input("Pairs per annotator", min_value=1, max_value=ann.MAX_QUOTA, step=1, key=new("quota"))
+    c2.number_input("Annotators per pair", min_value=1, max_value=ann.MAX_OVERLAP, step=1, key=new("overlap"),
                     help="With adaptive overlap below: the least each pair gets.")
-    c3.number_input("Training pairs", min_value=0, step=1, key=new("training"),
+    c3.number_input("Training pairs", min_value=0, max_value=ann.MAX_TRAINING, step=1, key=new("training"),
                     help="The same for everyone, shown first, not counted in results.")
-    c4.number_input("Seed", min_value=0, step=1, key=new("seed"))
+    c4.number_input("Seed", min_value=0, max_value=ann.INT_MAX, step=1, key=new("seed"))
     st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get, key=new("order"),
              help="The order of the queue: the pairs served first.")
     st.selectbox("PLUIE run for the “most informative” order", runs, index=None, key=new("run"),
@@ -148,7 +150,7 @@ def new_campaign_form() -> None:
              "model (Dawid–Skene, refitted by the worker as answers arrive, weighing each annotator by their "
              "estimated reliability), and the share of agreeing answers until the model has enough labels. "
              "Confident pairs stop early and the labels go where people disagree.")
-    a2.number_input("Most annotators per pair", min_value=1, step=1, key=new("overlap-max"),
+    a2.number_input("Most annotators per pair", min_value=1, max_value=ann.MAX_OVERLAP, step=1, key=new("overlap-max"),
                     help="Adaptive overlap only: no pair gets more.")
     a3.number_input("Confidence", min_value=0.51, max_value=1.0, step=0.05, format="%.2f", key=new("confidence"),
                     help="Adaptive overlap only: the probability a pair's binarised label needs before it stops.")
@@ -268,13 +270,54 @@ def settings_section(campaign, counts: dict) -> None:
     if campaign.pair_order == "informative" and st.button("Recompute the order from the latest scores"):
         ann.reorder_campaign(engine, campaign.id)
         st.success("Pairs not yet served now follow the latest scores.")
+    guidelines_editor(campaign)
+
+
+# The guidelines editor is drawn from the store at a revision, kept per campaign in st.session_state with the text
+# it was drawn with; a save names that revision, so an editor opened before another organiser's save is refused
+# (db.annotation.update_campaign says what changed) instead of silently undoing it.
+def draw_guidelines(drawn) -> None:
+    """The editor, and the revision it saves over, set from the campaign as stored."""
+    st.session_state[f"guide-{drawn.id}"] = drawn.guidelines
+    st.session_state[f"guide-drawn-{drawn.id}"] = {"revision": drawn.guidelines_revision, "text": drawn.guidelines}
+
+
+def save_guidelines(campaign_id: int) -> None:
+    """"Save the guidelines" (a callback: it runs before the editor is drawn, so it may redraw it)."""
+    drawn, text = st.session_state[f"guide-drawn-{campaign_id}"], st.session_state[f"guide-{campaign_id}"]
+    try:
+        ann.update_campaign(engine, campaign_id, guidelines=text, guidelines_revision=drawn["revision"],
+                            seen_guidelines=drawn["text"])
+        outcome = {"success": "Saved: annotators see the new guidelines from their next pair."}
+        st.session_state.pop(f"guide-unsaved-{campaign_id}", None)
+    except ann.StaleFormError as exc:  # the editor shows theirs; the refused text stays on the page to copy
+        outcome = {"error": str(exc)}
+        st.session_state[f"guide-unsaved-{campaign_id}"] = text
+    except (ann.CampaignError, StoreUnavailable) as exc:  # the editor keeps what was typed
+        st.session_state[f"guide-outcome-{campaign_id}"] = {"error": str(exc)}
+        return
+    draw_guidelines(ann.get_campaign(engine, campaign_id))
+    st.session_state[f"guide-outcome-{campaign_id}"] = outcome
+
+
+def guidelines_editor(campaign) -> None:
+    if f"guide-drawn-{campaign.id}" not in st.session_state or f"guide-{campaign.id}" not in st.session_state:
+        draw_guidelines(campaign)  # first drawn (or the page left and opened again): from the store
+    drawn = st.session_state[f"guide-drawn-{campaign.id}"]
     edit, preview = st.columns(2)
-    text = edit.text_area("Guidelines (Markdown)", value=campaign.guidelines, height=400, key=f"guide-{campaign.id}")
+    text = edit.text_area("Guidelines (Markdown)", height=400, key=f"guide-{campaign.id}")
     with preview.container(border=True, height=430):
         st.markdown(guidelines_markdown(text), unsafe_allow_html=True)
-    if text != campaign.guidelines and edit.button("Save the guidelines", type="primary"):
-        ann.update_campaign(engine, campaign.id, guidelines=text)
-        st.success("Saved: annotators see the new guidelines from their next pair.")
+    if text != drawn["text"]:
+        edit.button("Save the guidelines", type="primary", on_click=save_guidelines, args=(campaign.id,))
+    outcome = st.session_state.pop(f"guide-outcome-{campaign.id}", {})
+    if "success" in outcome:
+        edit.success(outcome["success"])
+    if "error" in outcome:
+        edit.error(user_text(outcome["error"]))
+    if f"guide-unsaved-{campaign.id}" in st.session_state:  # until a save goes through
+        with edit.expander("Your text that was not saved, to copy", expanded=True):
+            st.code(st.session_state[f"guide-unsaved-{campaign.id}"], language=None, wrap_lines=True)
 
 
 def training_section(campaign) -> None:
@@ -288,7 +331,7 @@ def training_section(campaign) -> None:
                    "pair, then continue. Training answers are never counted in the results.")
         wanted = []
         for row in pairs.itertuples():
-            st.text(f"{row.position + 1}. Source: {row.source}\nHypothesis: {row.hypothesis}")  # as text
+            st.text(visible_text(f"{row.position + 1}. Source: {row.source}\nHypothesis: {row.hypothesis}"))  # as text, marked
             level, why = st.columns([1, 3])
             expected = level.selectbox("Expected level", [None, 0, 1, 2, 3],
                                        format_func=lambda v: "— none —" if v is None else LEVELS[v],

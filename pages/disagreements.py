@@ -12,6 +12,7 @@ from pages import analysis_common as common
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements, item_slots
+from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 
@@ -74,7 +75,8 @@ if table.empty:
     st.info(empty)
     st.stop()
 table = table[shown]
-st.dataframe(table.head(MAX_LISTED), width="stretch", column_config={
+marked = {side: table[side].head(MAX_LISTED).map(visible_text, na_action="ignore") for side in ("source", "hypothesis")}
+st.dataframe(table.head(MAX_LISTED).assign(**marked), width="stretch", column_config={  # the CSV keeps them as stored
     "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")}, placeholder="—")
 common.download_csv(table, f"disagreements_{mode}.csv", index=True)
 if len(table) > MAX_LISTED:

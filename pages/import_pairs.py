@@ -7,10 +7,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from db.datasets import ImportRejected, import_pairs
+from db.datasets import ImportRejected, import_pair_chunks, import_pairs, left_out_note
 from db.engine import StoreUnavailable
 from pages.shared import admin_page, user_text
-from pluie_core.io import GENERIC_FORMATS, PairFileError, guess_columns, load_pairs, read_table
+from pluie_core.io import (GENERIC_FORMATS, PairFileError, guess_columns, large_file, load_pairs, read_pair_chunks,
+                            read_table)
+from pluie_core.visible import hidden_note
 from pluie_core.wording import counted
 
 engine = admin_page()
@@ -36,20 +38,35 @@ def named_buffer(data: bytes, name: str) -> io.BytesIO:
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
 def parse(data: bytes, name: str, format: str, columns: tuple | None, keep_duplicates: bool = False,
           skip_invalid: bool = False):
-    mapping = None
-    if columns is not None:
-        mapping = {k: v for k, v in columns if k != "annotators" and v}
-        annotators = dict(dict(columns).get("annotators") or ())
-        if annotators:
-            mapping["annotators"] = annotators
+    mapping = as_mapping(columns)
+    if large_file(data):  # its first rows here: every row is checked as it is written (import_pair_chunks)
+        chunks = read_pair_chunks(named_buffer(data, name), format=format, columns=mapping, chunk_rows=PREVIEW_ROWS,
+                                  skip_invalid=skip_invalid)
+        frame = next(iter(chunks))
+        return frame, {**chunks.attrs, "n_rows": chunks.n_rows, "large": True}
     frame = load_pairs(named_buffer(data, name), format=format, columns=mapping, keep_duplicates=keep_duplicates,
                        skip_invalid=skip_invalid)
     return frame, dict(frame.attrs)
 
 
+def as_mapping(columns: tuple | None) -> dict | None:
+    if columns is None:
+        return None
+    mapping = {k: v for k, v in columns if k != "annotators" and v}
+    annotators = dict(dict(columns).get("annotators") or ())
+    if annotators:
+        mapping["annotators"] = annotators
+    return mapping
+
+
 @st.cache_data(show_spinner=False, max_entries=4)
 def raw_table(data: bytes, name: str):
+    if large_file(data):  # the preview reads the first rows only
+        return read_pair_chunks(named_buffer(data, name), chunk_rows=PREVIEW_ROWS).head_table()
     return read_table(named_buffer(data, name))
+
+
+PREVIEW_ROWS = 1_000  # of a large file, read for the preview and the checks before the import
 
 
 keep_duplicates = st.radio(
@@ -135,11 +152,17 @@ elif error is not None:
 st.subheader(f"{next(steps)} · Validation")
 annotators = [c.split(":", 1)[1] for c in pairs.columns if str(c).startswith("annotator:")]
 cols = st.columns(4)
-cols[0].metric("Pairs", f"{len(pairs):,}")
-cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped", f"{len(attrs.get('duplicates') or []):,}")
+large = bool(attrs.get("large"))
+cols[0].metric("Rows" if large else "Pairs", f"{attrs['n_rows'] if large else len(pairs):,}")
+cols[1].metric("Duplicates kept" if keep_duplicates else "Duplicates skipped",
+               "at import" if large else f"{len(attrs.get('duplicates') or []):,}")
 cols[2].metric("Gold labels", f"{int(pairs['label'].notna().sum()) if 'label' in pairs else 0:,}")
 cols[3].metric("Annotators", f"{len(annotators):,}")
 st.write(f"Format: **{attrs.get('format', '?')}** · labels: **{attrs.get('label_kind') or 'none'}**")
+if large:
+    st.info(f"A large file: the figures and the table here are of its first {len(pairs):,} rows. The import reads "
+            "and checks every row as it writes it, out of sight until the last; a problem in any row refuses "
+            "the whole file and nothing is kept.")
 for note in attrs.get("notes") or []:  # they quote the file's words and columns
     st.info(user_text(note))
 shown = set(table.attrs.get("warnings") or []) if generic else set()
@@ -158,6 +181,8 @@ if attrs.get("duplicates"):
 first = [c for c in ("external_id", "label") if c in pairs.columns]
 st.dataframe(pairs.head(10)[first + [c for c in pairs.columns if c not in first]], hide_index=True, width="stretch",
              placeholder="—")
+if note := hidden_note([*pairs["source"], *pairs["hypothesis"]]):  # bidi controls, zero-width spaces: kept, marked
+    st.caption(note)
 
 st.subheader(f"{next(steps)} · Import")
 name = st.text_input("Dataset name", value=Path(uploaded.name).stem)
@@ -174,19 +199,27 @@ append = st.checkbox(
 )
 if st.button("Import", type="primary"):
     try:
-        if skipped_rows:  # the dataset says what its file held that it does not
-            left_out = (f"{counted(len(skipped_rows), 'invalid row')} of {uploaded.name} left out at import: "
-                        + "; ".join(f"{attrs.get('row_word') or 'Row'} {r['row']}: {r['why']}" for r in skipped_rows[:20])
-                        + (f"; and {len(skipped_rows) - 20:,} more." if len(skipped_rows) > 20 else ""))
-            description = f"{description}\n\n{left_out}" if description.strip() else left_out
-        result = import_pairs(
-            engine, name, pairs, description=description, annotator_scale="levels" if levels else "raw", append=append,
-            keep_duplicates=keep_duplicates,
-        )
-    except (ImportRejected, StoreUnavailable) as exc:  # all or nothing: nothing was imported
+        scale = "levels" if levels else "raw"
+        if large:  # written in short transactions, with a bar of the rows written
+            bar = st.progress(0.0, text="Writing the pairs…")
+            chunks = read_pair_chunks(named_buffer(data, uploaded.name), format=attrs.get("format") or "auto",
+                                      columns=as_mapping(mapping) if generic else None, skip_invalid=skip_invalid)
+            result = import_pair_chunks(
+                engine, name, chunks, description=description, annotator_scale=scale, append=append,
+                keep_duplicates=keep_duplicates, total=chunks.n_rows, file_name=uploaded.name,
+                progress=lambda done, total: bar.progress(min(1.0, done / max(total or done, 1)),
+                                                          text=f"{done:,} of {total or done:,} rows written"))
+        else:
+            if skipped_rows:  # the dataset says what its file held that it does not
+                left_out = left_out_note(uploaded.name, attrs.get("row_word"), skipped_rows)
+                description = f"{description}\n\n{left_out}" if description.strip() else left_out
+            result = import_pairs(engine, name, pairs, description=description, annotator_scale=scale, append=append,
+                                  keep_duplicates=keep_duplicates)
+    except (ImportRejected, StoreUnavailable, PairFileError) as exc:  # all or nothing: nothing was imported
         st.error(user_text(exc))
     else:
-        skipped = f", {result.n_skipped_duplicates:,} already there" if result.n_skipped_duplicates else ""
+        repeats = "duplicates skipped" if large else "already there"  # a large file's own repeats are found at import
+        skipped = f", {result.n_skipped_duplicates:,} {repeats}" if result.n_skipped_duplicates else ""
         if result.n_kept_duplicates:
             skipped += f" ({counted(result.n_kept_duplicates, 'exact repeat')} kept)"
         st.success(

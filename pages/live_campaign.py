@@ -7,6 +7,7 @@ import streamlit as st
 from db import annotation as ann
 from db import quality as qual
 from db.analysis import LABELS_COUNTED
+from db.engine import StoreUnavailable
 from pages import analysis_common as common
 from pages import scope as scopes
 from pages.shared import admin_page, user_text
@@ -14,6 +15,7 @@ from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 from pluie_core.quality import MAX_MIN_GOLD_CHECKS, MIN_KAPPA_LABELS, MIN_RELIABILITY_LABELS, served_checks_text
+from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 st.title("Live campaign")
@@ -141,31 +143,63 @@ st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under 
            "each at most once per person, numbered like the other pairs and not counted in the quota; they are "
            "spread over the pairs each person can actually get, so a queue that runs out early gives fewer. "
            "Gold pairs come from the campaign's own datasets.")
+
+
+# The settings form is drawn from the store at a revision, kept per campaign in st.session_state with the values
+# it was drawn with; a save names that revision, so a form drawn before another organiser's save is refused
+# (db.quality.set_quality_settings says what changed) instead of silently undoing it.
+def setting_key(campaign_id: int, name: str) -> str:
+    return f"quality-{campaign_id}-{name}"
+
+
+def draw_settings(drawn) -> None:
+    """The form's fields, and the revision it saves over, set from the campaign as stored."""
+    values = qual.quality_settings(drawn)
+    for name, value in values.items():
+        st.session_state[setting_key(drawn.id, name)] = value
+    st.session_state[f"quality-drawn-{drawn.id}"] = {"revision": drawn.settings_revision, "seen": values}
+
+
+def save_settings(campaign_id: int) -> None:
+    """"Save the quality settings" (a callback: it runs before the form is drawn, so it may redraw it)."""
+    drawn = st.session_state[f"quality-drawn-{campaign_id}"]
+    values = {name: st.session_state[setting_key(campaign_id, name)] for name in qual.QUALITY_SETTINGS}
+    try:
+        qual.set_quality_settings(engine, campaign_id, **values, revision=drawn["revision"], seen=drawn["seen"])
+        outcome = ("success", "Saved: new pairs served follow the new share; the flags use the new thresholds.")
+    except ann.StaleFormError as exc:  # theirs is in the store: the form shows it, to make one's changes again
+        outcome = ("error", str(exc))
+    except (ann.CampaignError, StoreUnavailable) as exc:  # the form keeps what was typed
+        st.session_state[f"quality-outcome-{campaign_id}"] = ("error", str(exc))
+        return
+    draw_settings(ann.get_campaign(engine, campaign_id))
+    st.session_state[f"quality-outcome-{campaign_id}"] = outcome
+
+
+if f"quality-drawn-{campaign.id}" not in st.session_state or any(
+        setting_key(campaign.id, name) not in st.session_state for name in qual.QUALITY_SETTINGS):
+    draw_settings(campaign)  # first drawn (or the page left and opened again): from the store
 with st.form("quality-settings"):
     s = st.columns(4)
-    rate = s[0].number_input("Share of gold checks", 0.0, 0.5, float(campaign.gold_rate), 0.05)
-    minimum = s[1].number_input("Minimum gold accuracy", 0.0, 1.0, float(campaign.gold_min_accuracy), 0.05)
-    fast = s[2].number_input("Too fast: under this × the median time", 0.05, 0.95, float(campaign.fast_fraction), 0.05)
-    streak = s[3].number_input("Streak length", 2, 1000, int(campaign.streak_length), 1)
+    s[0].number_input("Share of gold checks", 0.0, 0.5, step=0.05, key=setting_key(campaign.id, "gold_rate"))
+    s[1].number_input("Minimum gold accuracy", 0.0, 1.0, step=0.05, key=setting_key(campaign.id, "gold_min_accuracy"))
+    s[2].number_input("Too fast: under this × the median time", 0.01, 0.99, step=0.05,
+                      key=setting_key(campaign.id, "fast_fraction"))
+    s[3].number_input("Streak length", 2, qual.MAX_STREAK_LENGTH, step=1, key=setting_key(campaign.id, "streak_length"))
     s = st.columns(4)
-    kappa_min = s[0].number_input("Minimum κ vs others", -1.0, 1.0, float(campaign.kappa_min), 0.05,
-                                  help="Flag an annotator whose κ against the others is under this, "
-                                       f"once it rests on {MIN_KAPPA_LABELS} shared labels.")
-    reliability_min = s[1].number_input("Minimum reliability", 0.0, 1.0, float(campaign.reliability_min), 0.05,
-                                        help="Flag an annotator whose reliability (the campaign's aggregation "
-                                             f"method) is under this, once it rests on {MIN_RELIABILITY_LABELS} "
-                                             "labels in the fit.")
-    min_checks = s[2].number_input("Minimum gold checks to judge", 1, MAX_MIN_GOLD_CHECKS,
-                                   int(campaign.min_gold_checks), 1,
-                                   help="Gold accuracy on fewer answered checks reads “too few checks”, not a flag.")
-    if st.form_submit_button("Save the quality settings"):
-        try:
-            qual.set_quality_settings(engine, campaign.id, gold_rate=rate, gold_min_accuracy=minimum,
-                                      fast_fraction=fast, streak_length=int(streak), kappa_min=kappa_min,
-                                      reliability_min=reliability_min, min_gold_checks=int(min_checks))
-            st.success("Saved: new pairs served follow the new share; the flags use the new thresholds.")
-        except ann.CampaignError as exc:
-            st.error(user_text(exc))
+    s[0].number_input("Minimum κ vs others", -1.0, 1.0, step=0.05, key=setting_key(campaign.id, "kappa_min"),
+                      help="Flag an annotator whose κ against the others is under this, "
+                           f"once it rests on {MIN_KAPPA_LABELS} shared labels.")
+    s[1].number_input("Minimum reliability", 0.0, 1.0, step=0.05, key=setting_key(campaign.id, "reliability_min"),
+                      help="Flag an annotator whose reliability (the campaign's aggregation "
+                           f"method) is under this, once it rests on {MIN_RELIABILITY_LABELS} "
+                           "labels in the fit.")
+    s[2].number_input("Minimum gold checks to judge", 1, MAX_MIN_GOLD_CHECKS, step=1,
+                      key=setting_key(campaign.id, "min_gold_checks"),
+                      help="Gold accuracy on fewer answered checks reads “too few checks”, not a flag.")
+    st.form_submit_button("Save the quality settings", on_click=save_settings, args=(campaign.id,))
+    if outcome := st.session_state.pop(f"quality-outcome-{campaign.id}", None):
+        (st.success if outcome[0] == "success" else st.error)(user_text(outcome[1]))
 
 gold_box = st.container()  # filled after the forms below: a pair just marked is counted and listed at once
 left, right = st.columns(2)
@@ -201,7 +235,8 @@ gold = qual.gold_pairs(engine, campaign.id)
 with gold_box:
     st.write(f"**Gold pairs: {len(gold):,}**")
     if len(gold):
-        st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]], hide_index=True,
+        st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]].assign(
+            source=gold["source"].map(visible_text), hypothesis=gold["hypothesis"].map(visible_text)), hide_index=True,
                      placeholder="—")
 if len(gold):
     names = dict(zip(gold["pair_id"], gold["name"]))

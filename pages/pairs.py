@@ -10,9 +10,10 @@ import streamlit as st
 from db import annotation as ann
 from db import quality as qual
 from db.datasets import list_datasets
-from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, browse_pairs
+from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, PairSearchError, browse_pairs
 from pages.shared import admin_page, user_text
 from pluie_core.labels import LEVELS
+from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 PAGE, SEARCH, FLASH, OPEN_IN_REVIEW = "pairs-page", "pairs-search", "pairs-flash", "review-open-pair"
@@ -28,6 +29,7 @@ if not datasets:
 names = {d.id: d.name for d in datasets}
 dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="pairs-dataset")
 c1, c2 = st.columns([3, 2])
+# no max_chars: Streamlit would cut a pasted text short without a word; db.pairs says what the limit is
 text = c1.text_input("Text contains", key="pairs-text", placeholder="a word or phrase of either sentence")
 ref = c2.text_input("Id", key="pairs-id", placeholder="the pair id, or the file's own id")
 f1, f2, f3, f4 = st.columns(4)
@@ -48,7 +50,11 @@ search = PairSearch(text=text, pair_ref=ref, gold=gold, gold_min=gold_min, gold_
                     score_max=score_max if run else None)
 if st.session_state.get(SEARCH) != (dataset_id, search):  # a new search starts on its first page
     st.session_state[SEARCH], st.session_state[PAGE] = (dataset_id, search), 0
-result = browse_pairs(engine, dataset_id, search, page=st.session_state.get(PAGE, 0), page_size=PAGE_SIZE)
+try:
+    result = browse_pairs(engine, dataset_id, search, page=st.session_state.get(PAGE, 0), page_size=PAGE_SIZE)
+except PairSearchError as exc:  # too long, or a NUL: what the box can hold, or a forged message
+    st.error(user_text(exc))
+    st.stop()
 st.session_state[PAGE] = result.page
 
 if st.session_state.get(FLASH):
@@ -61,6 +67,7 @@ st.caption(f"{result.total:,} {'pair matches' if result.total == 1 else 'pairs m
            f"of {result.n_pages:,}. pair_id is the id Review, Disagreements, the export and gold checks use; "
            "external_id is the file's own. Click a row to open that pair below.")
 rows = result.rows.astype({"external_id": object}).fillna({"external_id": "—", "final_level": "—"})
+rows[["external_id", "source", "hypothesis"]] = rows[["external_id", "source", "hypothesis"]].map(visible_text)  # marks, not bidi
 PICK = f"pairs-pick-{result.page}"  # the pair shown under "A pair" (its picker), one per page of the table
 
 
@@ -90,9 +97,9 @@ forward.button("Next page →", disabled=result.page >= result.n_pages - 1, on_c
 st.subheader("A pair")
 by_id = result.rows.set_index("pair_id")
 pair_id = st.selectbox("Pair", list(by_id.index), key=PICK, help="Or click a row of the table.", format_func=lambda i: (
-    f"{i} · id {by_id.loc[i, 'external_id'] or '—'} · {by_id.loc[i, 'source'][:70]}"))
+    visible_text(f"{i} · id {by_id.loc[i, 'external_id'] or '—'} · {by_id.loc[i, 'source'][:70]}")))
 chosen = by_id.loc[pair_id]
-st.text(f"Source:     {chosen['source']}\nHypothesis: {chosen['hypothesis']}")
+st.text(visible_text(f"Source:     {chosen['source']}\nHypothesis: {chosen['hypothesis']}"))  # as stored, marked
 st.caption(f"Pair {pair_id} · {chosen['labels']} label(s) · {chosen['state']}"
            + (" · a gold check (see the table)" if chosen["gold check in"] else ""))
 if st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:"):

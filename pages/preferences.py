@@ -5,6 +5,7 @@ pairwise accuracy with tie calibration, Cramér's V and Cohen's κ. The pairs (s
 import streamlit as st
 
 from db.datasets import ImportRejected
+from db.limits import NAME_LENGTH
 from db.preferences import import_preference_file
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
@@ -22,7 +23,7 @@ with st.expander("Import preference data", expanded=common.preference_datasets(u
                 "**system_a** / **system_b** naming the candidates' systems; or a ParaReval JSONL file. Each "
                 "(source, candidate) becomes a pair of a new dataset that every active score run scores.")
     upload = st.file_uploader("Preference file", key="preference_upload")
-    name = st.text_input("Dataset name", key="preference_name", placeholder="the file's name")
+    name = st.text_input("Dataset name", key="preference_name", placeholder="the file's name", max_chars=NAME_LENGTH)
     if st.button("Import", type="primary", disabled=upload is None, key="preference_import"):
         try:
             done = import_preference_file(engine, upload, name.strip() or upload.name.rsplit(".", 1)[0])

@@ -16,6 +16,7 @@ from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
+from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
@@ -32,7 +33,7 @@ if not datasets:
     st.info("Nothing to review yet: import a dataset and collect labels first.")
     st.stop()
 keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (pages.keep)
-reviewer = st.sidebar.text_input("Reviewer", key="reviewer", help="Your name: every decision records who took it. "
+reviewer = st.sidebar.text_input("Reviewer", key="reviewer", max_chars=review.NAME_LENGTH, help="Your name: every decision records who took it. "
                                  "Remembered on this browser until it is closed.")
 # the scope of every page (pages.scope): a campaign (its labels and flags only) or whole datasets
 store_key = common.store_key()  # the store's state, read once a run
@@ -140,7 +141,7 @@ if len(voiced):  # the annotators' own words, as text
     with st.container(border=True, key="review-voice"):
         st.markdown(f"**From the annotators** · flagged by {item['n_flags']} of {len(item['labels'])}")
         for who, comment, flagged in zip(voiced["annotator"], voiced["comment"], voiced["flagged"]):
-            st.text(f"{'⚑ flagged · ' if flagged else ''}{who}: {comment or '(no comment)'}")
+            st.text(visible_text(f"{'⚑ flagged · ' if flagged else ''}{who}: {comment or '(no comment)'}"))
 
 labels_column, scores_column = st.columns([3, 2])
 with labels_column:

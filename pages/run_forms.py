@@ -6,7 +6,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import streamlit as st
 import yaml
 
-from db.runs import DIRECTIONS, RunError, check_run_placement, create_run, dataset_names, preference_dataset_names
+from db.limits import NAME_LENGTH
+from db.runs import (
+    DIRECTIONS, MAX_ANSWER, MAX_BATCH_SIZE, RunError, check_run_placement, create_run, dataset_names,
+    preference_dataset_names,
+)
 from pages.shared import user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.gguf_files import demo_model_path
@@ -73,7 +77,7 @@ def pluie_run_form(engine, expanded: bool) -> None:
                          help=f"{DEMO_NAME[0].upper()}{DEMO_NAME[1:]}: {demo}. Near chance, for trying the app.")
         with st.form("new_run"):
             model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2, /path/to/model or model.gguf",
-                                  help="A Hugging Face chat model id, a local directory, or a .gguf file (or a "
+                                  max_chars=500, help="A Hugging Face chat model id, a local directory, or a .gguf file (or a "
                                        "directory holding one).", key="new_run_model")
             st.caption("Checked when you create the run: a local directory holds a config.json; a .gguf file has an "
                        "architecture transformers can load and a chat template; a hub id is in the local Hugging "
@@ -84,19 +88,19 @@ def pluie_run_form(engine, expanded: bool) -> None:
             pasted = st.text_area("Custom template (YAML or JSON)", placeholder="turns:\n  - {role: user, content: ...}")
             uploaded = st.file_uploader("…or a template file", type=["yaml", "yml", "json"])
             left, right = st.columns(2)
-            yes_word = left.text_input("Paraphrase answer", placeholder="template's (Yes)")
-            no_word = right.text_input("Other answer", placeholder="template's (No)")
+            yes_word = left.text_input("Paraphrase answer", placeholder="template's (Yes)", max_chars=MAX_ANSWER)
+            no_word = right.text_input("Other answer", placeholder="template's (No)", max_chars=MAX_ANSWER)
             direction = st.radio("Direction", DIRECTIONS, horizontal=True,
                                  help="forward scores (source, hypothesis); symmetric averages both orders.")
             device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"])
             placement = st.selectbox("Placement", list(PLACEMENTS), key="new_run_placement",
                                      help="A model too big for one GPU is sharded (accelerate) or loaded in 8 / 4 bits "
                                           "(bitsandbytes); the worker loads it once for all its runs.")
-            batch_size = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1)
+            batch_size = st.number_input("Batch size (0 = automatic)", min_value=0, max_value=MAX_BATCH_SIZE, value=0, step=1)
             datasets = dataset_names(engine)
             chosen = st.multiselect("Datasets (none = all, including future imports)", list(datasets),
                                     format_func=datasets.get)
-            name = st.text_input("Run name (optional)")
+            name = st.text_input("Run name (optional)", max_chars=NAME_LENGTH)
             submitted = st.form_submit_button("Create run")
         if submitted:
             try:
@@ -141,7 +145,7 @@ def baseline_run_form(engine) -> None:
         datasets = dataset_names(engine)
         scope = st.multiselect("Baseline datasets (none = all, including future imports)", list(datasets),
                                format_func=datasets.get)
-        baseline_name = st.text_input("Baseline run name (optional)")
+        baseline_name = st.text_input("Baseline run name (optional)", max_chars=NAME_LENGTH)
         if st.button("Create baseline run"):
             try:
                 with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
@@ -169,7 +173,7 @@ def judge_run_form(engine) -> None:
                     "chosen scores the preference data imported later.")
         with st.form("new_judge_run"):
             judge_model = st.text_input("Model", placeholder="mistralai/Mistral-7B-Instruct-v0.2, /path/to/model or model.gguf",
-                                        key="judge_model",
+                                        key="judge_model", max_chars=500,
                                         help="Loaded as for PLUIE runs; a PLUIE run of the same model shares its weights.")
             judge_templates = [n for n, t in BUILTIN_JUDGE_TEMPLATES.items() if (t.kind == "choice") == choosing]
             judge_template = st.selectbox(
@@ -180,13 +184,14 @@ def judge_run_form(engine) -> None:
             judge_direction = "forward" if choosing else st.radio("Direction", DIRECTIONS, horizontal=True,
                                                                    key="judge_direction")
             judge_device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"], key="judge_device")
-            judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, value=0, step=1, key="judge_batch")
+            judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, max_value=MAX_BATCH_SIZE, value=0,
+                                          step=1, key="judge_batch")
             names = preference_dataset_names(engine) if choosing else dataset_names(engine)
             judge_datasets = st.multiselect(
                 "Preference datasets (none = all, including future imports)" if choosing
                 else "Datasets (none = all, including future imports)", list(names), format_func=names.get,
                 key="judge_datasets")
-            judge_name = st.text_input("Run name (optional)", key="judge_name")
+            judge_name = st.text_input("Run name (optional)", key="judge_name", max_chars=NAME_LENGTH)
             judge_submitted = st.form_submit_button("Create judge run")
         st.caption(" · ".join(f"**{j.title}** {j.description}" for j in judges.values())
                    + " · LLM-choice asks, for each candidate of a preference item, “this one (A) or the other (B)?”; "

@@ -5,7 +5,6 @@ import datetime as dt
 import functools
 import json
 import logging
-import re
 from pathlib import Path
 
 import streamlit as st
@@ -21,6 +20,7 @@ from pluie_core.auth import (
     issue_admin_session,
     try_admin_password,
 )
+from pluie_core.visible import markdown_text
 
 PAGE_LOG = logging.getLogger("pluie_lab.pages")
 PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not shown in full: the details are in "
@@ -78,16 +78,6 @@ def run_page(page) -> None:
         st.error(PAGE_FAILED)
 
 
-# Markdown signs that act anywhere in a line (an underscore unless between letters or digits: snake_case stays)
-_INLINE_SIGNS = re.compile(r"[\\`*\[\]<$~&|]|(?<![^\W_])_|_(?![^\W_])")
-# signs that act at the start of a line: headings, lists, quotes, setext underlines, ordered lists
-_LINE_STARTS = re.compile(r"(?m)^([ \t]*)([#\-+=>]|\d+(?=[.)]))")
-# what Markdown and Streamlit act on even when escaped: http(s)://, www., e-mail addresses (links),
-# and :name: / :name[ (emoji, icons, coloured text); a word joiner after them stops that
-_UNESCAPABLE = re.compile(r"(?i)(?:https?|www)(?=[:.])|@|:(?=[\w+\-/])")
-_LINE_BREAKS = re.compile(r"\r\n?|\n")
-
-
 def user_text(value) -> str:
     """Text a user typed or imported — dataset, campaign, run and annotator names, external ids,
     reviewer names and notes, file and column names, folders, and messages that quote any of
@@ -105,14 +95,12 @@ def user_text(value) -> str:
     or digits, and # - + = > or "1." at a line's start) are backslash-escaped; an invisible word
     joiner (U+2060) follows `http`, `https` and `www` before ':' / '.', every '@', and ':' before
     a letter, since Markdown makes links of addresses, and Streamlit emoji, icons and colours of
-    :name:, even when escaped; line breaks stay line breaks. App text around it stays Markdown. (Tables of
-    st.dataframe, selectbox options and st.text show text as text already.) None shows as ""."""
-    text = "" if value is None else str(value)
-    text = _UNESCAPABLE.sub(lambda found: found.group(0) + "\u2060", text)
-    text = _INLINE_SIGNS.sub(lambda found: "\\" + found.group(0), text)
-    text = _LINE_STARTS.sub(lambda found: found.group(1) + (
-        found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), text)
-    return _LINE_BREAKS.sub("\\\\\n", text)
+    :name:, even when escaped; line breaks stay line breaks. Bidi controls and invisible characters
+    (a right-to-left override, zero-width spaces) are shown as a mark, ⟨U+202E⟩, never applied. App text
+    around it stays Markdown. (Tables of st.dataframe, selectbox options and st.text show text as text
+    already: pass them through pluie_core.visible.visible_text for the marks.) None shows as "".
+    The implementation is pluie_core.visible.markdown_text, which the dataset card uses too."""
+    return markdown_text(value)
 
 
 @st.cache_resource(show_spinner=False)

@@ -2,6 +2,11 @@
 and the agreement figures it reports, from plain facts: no database here (db.publish gathers the
 facts from the store while it streams the rows out).
 
+Text a user typed or imported (title, dataset names and descriptions, campaign and run names, models,
+templates, English levels) goes into the card's Markdown through _text (pluie_core.visible.markdown_text,
+the escaping every page uses): it reads as typed on the Hub, and no HTML, link, image or math is made of
+it. The YAML header is written by yaml.safe_dump, which quotes whatever needs quoting.
+
 Agreement is pluie_core.agreement's, the one computation of α every page uses: from per-pair counts
 of each level (count_patterns), gathered chunk by chunk.
 """
@@ -16,6 +21,7 @@ from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, MODEL
 from pluie_core.agreement import agreement_figures, count_patterns  # noqa: F401 (the card's figures, re-exported)
 from pluie_core.labels import LEVELS
 from pluie_core.quality import served_checks_text
+from pluie_core.visible import markdown_text
 from pluie_core.wording import counted
 
 __all__ = ["LICENCE_PATTERN", "check_licence", "count_patterns", "agreement_figures", "dataset_card",
@@ -41,6 +47,20 @@ def size_category(n: int) -> str:
         if n < limit:
             return name
     return "10M<n<100M"
+
+
+_LINE_BREAK = re.compile(r"[ \t]*(?:\r\n?|\n)[ \t]*")
+
+
+def _text(value) -> str:
+    """User text in the card's Markdown, on one line (a heading, a list item, a table cell): escaped as the
+    pages escape it, so it reads as typed and makes no markup; its line breaks become spaces."""
+    return markdown_text(_LINE_BREAK.sub(" ", "" if value is None else str(value)))
+
+
+def _heading(value) -> str:
+    """User text as an ATX heading's text: _text, and a closing run of # kept as text."""
+    return re.sub(r"#+$", lambda found: "\\#" * len(found.group(0)), _text(value))
 
 
 def _alpha_text(figure: dict) -> str:
@@ -105,7 +125,7 @@ def _scope_lines(facts: dict) -> list[str]:
     campaign, pairs = facts.get("campaign"), facts.get("pairs", "all")
     parts = []
     if campaign:
-        parts.append(f"the pairs and labels of the labelling campaign “{campaign['name']}” (below)")
+        parts.append(f"the pairs and labels of the labelling campaign “{_text(campaign['name'])}” (below)")
     if pairs in PAIRS_TEXT:
         parts.append(PAIRS_TEXT[pairs])
     return [f"- Rows: {'; '.join(parts)}."] if parts else []
@@ -117,8 +137,10 @@ def _campaign_lines(campaign: Optional[dict]) -> list[str]:
         return []
     rate = campaign.get("gold_rate") or 0.0
     lines = ["", "## Campaign", "",
-             f"- **{campaign['name']}**, on {', '.join(campaign['datasets']) or 'no dataset any more'}.",
-             f"- Pairs taken: {campaign['selection_text']}; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
+             f"- **{_text(campaign['name'])}**, on "
+             f"{', '.join(_text(name) for name in campaign['datasets']) or 'no dataset any more'}.",
+             # the selection's text names a score run
+             f"- Pairs taken: {_text(campaign['selection_text'])}; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
                f"{campaign['n_queue']:,} pairs in the queue.",
              f"- {_overlap_text(campaign)}, {campaign['quota']:,} pairs per annotator, seed "
              f"{campaign['seed']} (serving order and sample).",
@@ -160,7 +182,7 @@ def dataset_card(facts: dict) -> str:
         "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": facts["data_file"]}]}],
     }
     lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
-             f"# {facts['title']}", "",
+             f"# {_heading(facts['title'])}", "",
              f"Sentence pairs labelled for paraphrase on the five-level scale of the ParaPLUIE protocol, exported "
              f"from PLUIE Lab on {facts['created_at']:%Y-%m-%d %H:%M} UTC. Licence: **{facts['licence']}**.", "",
              "```python", "from datasets import load_dataset, load_from_disk",
@@ -172,11 +194,11 @@ def dataset_card(facts: dict) -> str:
         # the description, and the notes imports added under it, inside the dataset's list item: the
         # paragraphs after the first are indented under it (unindented, they would end the list)
         first, *rest = _paragraphs(d.get("description")) or [""]
-        lines.append(f"  - {d['name']}: {counted(d['n_pairs'], 'pair')}" + (f" — {first}" if first else ""))
+        lines.append(f"  - {_text(d['name'])}: {counted(d['n_pairs'], 'pair')}" + (f" — {_text(first)}" if first else ""))
         for paragraph in rest:
-            lines += ["", f"    {paragraph}"]
+            lines += ["", f"    {_text(paragraph)}"]
     lines += _scope_lines(facts)
-    by_level = ", ".join(f"{n} {level}" for level, n in facts["annotators"].items()) or "none"
+    by_level = ", ".join(f"{n} {_text(level)}" for level, n in facts["annotators"].items()) or "none"
     lines += [f"- **{counted(facts['n_annotators'], 'annotator')}** (English level: {by_level}), "
               f"**{counted(facts['n_labels'], 'label')}**"
               + (", training-trial labels included" if facts.get("include_training") else " (training-trial labels left out)")
@@ -227,9 +249,9 @@ def dataset_card(facts: dict) -> str:
         lines += ["| column | kind | model | template | direction | answers | higher is similar | pairs scored |",
                   "|---|---|---|---|---|---|---|---|"]
         for run in facts["runs"]:
-            answers = " / ".join(str(a) for a in (run.get("answers") or [])) or "—"
-            lines.append(f"| score:{run['name']} | {run['kind']} | {model_text(run.get('model')) or '—'} | "
-                         f"{run.get('template') or '—'} | "
+            answers = " / ".join(_text(a) for a in (run.get("answers") or [])) or "—"
+            lines.append(f"| score:{_text(run['name'])} | {run['kind']} | {_text(model_text(run.get('model'))) or '—'} | "
+                         f"{_text(run.get('template')) or '—'} | "
                          f"{run.get('direction') or '—'} | {answers} | {'yes' if run['higher_is_similar'] else 'no'} | "
                          f"{run['n_scores']:,} |")
         if any(run["kind"] == "pluie" for run in facts["runs"]):  # said only where a PLUIE column is there

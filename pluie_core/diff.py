@@ -4,12 +4,17 @@
 Tokens are words (letters/digits, with inner apostrophes or hyphens: "don't", "well-known"),
 numbers with decimal parts ("3.5", "1,000") and single punctuation marks. Comparison is
 case-sensitive. The rendered HTML keeps each sentence's original spacing.
+
+The diff is of the text as stored; bidi controls and invisible characters (pluie_core.visible) are
+then drawn in place as visible marks, never applied: a right-to-left override cannot make a sentence
+read otherwise than the model reads it, nor move the highlight onto another word.
 """
 from __future__ import annotations
 
 import difflib
-import html
 import re
+
+from pluie_core.visible import visible_html
 
 __all__ = ["word_diff", "diff_html", "tokenize", "MARK_STYLE"]
 
@@ -60,27 +65,28 @@ def word_diff(a: str, b: str) -> tuple[list[tuple[str, str]], list[tuple[str, st
 
 
 def _render(tokens: list[tuple[str, str]], tags: list[str], trailing: str) -> str:
-    """HTML of one sentence: every piece escaped, each run of differing tokens with the same tag in
+    """HTML of one sentence: every piece escaped (hidden characters shown as marks), each run of differing tokens with the same tag in
     one <mark> (the spaces inside the run included, the space before it not)."""
     parts, open_tag = [], None
     for (space, token), tag in zip(tokens, tags):
         if open_tag and tag != open_tag:
             parts.append("</mark>")
             open_tag = None
-        parts.append(html.escape(space, quote=True))
+        parts.append(visible_html(space))
         if tag != "equal" and tag != open_tag:
             parts.append(f'<mark class="pluie-diff pluie-diff-{tag}" style="{MARK_STYLE}">')
             open_tag = tag
-        parts.append(html.escape(token, quote=True))
+        parts.append(visible_html(token))
     if open_tag:
         parts.append("</mark>")
-    parts.append(html.escape(trailing, quote=True))
+    parts.append(visible_html(trailing))
     return "".join(parts)
 
 
 def diff_html(a: str, b: str) -> tuple[str, str]:
     """The two sentences as HTML with their differing words highlighted in yellow:
     ``<mark class="pluie-diff pluie-diff-{tag}" style="background:#fff176">``. All text is escaped,
-    so markup in a sentence is shown as text, never run."""
+    so markup in a sentence is shown as text, never run; bidi controls and invisible characters
+    show as marks (``<span class="pluie-hidden-char">⟨U+202E⟩</span>``), in place, never applied."""
     tokens_a, tags_a, tokens_b, tags_b, trailing_a, trailing_b = _diff_tokens(a, b)
     return _render(tokens_a, tags_a, trailing_a), _render(tokens_b, tags_b, trailing_b)

@@ -33,6 +33,52 @@ DISTRIBUTIONS: dict[str, str] = {
 }
 
 
+# the most characters a campaign's guidelines hold: about 40 printed pages, far past any protocol's, and short
+# of what would slow every annotator's page (the guidelines are drawn with each pair)
+MAX_GUIDELINES = 100_000
+
+
+class GuidelinesError(ValueError):
+    """Guidelines the store cannot keep; the message says why, in a sentence."""
+
+
+def check_guidelines(text: str) -> str:
+    """``text`` as a campaign's guidelines, or GuidelinesError with a sentence: at most MAX_GUIDELINES
+    characters, and no NUL (PostgreSQL keeps none in a text; SQLite would, and the store would then
+    differ by backend). Line breaks, tabs and any other character stay as typed: they are Markdown."""
+    text = str(text)
+    if len(text) > MAX_GUIDELINES:
+        raise GuidelinesError(f"The guidelines have {len(text):,} characters; the limit is {MAX_GUIDELINES:,}.")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise GuidelinesError(f"The guidelines contain a NUL character (U+0000) on line {line:,}, which the store "
+                              "cannot keep; remove it (it often comes with text pasted from a binary file).")
+    return text
+
+
+def guidelines_change(before: str, after: str) -> str:
+    """What changed from one version of the guidelines to the next, in a few words: "now 1,204 characters,
+    was 1,180; 2 lines changed, 1 added" (difflib over the lines)."""
+    import difflib
+
+    old, new = (before or "").splitlines(), (after or "").splitlines()
+    changed = added = removed = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag != "equal":
+            common = min(i2 - i1, j2 - j1)
+            changed, added, removed = changed + common, added + (j2 - j1 - common), removed + (i2 - i1 - common)
+    counts = [f"{n:,} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed")) if n]
+    if counts:  # "1 line changed, 2 added"
+        first = counts[0].split(" ", 1)
+        counts[0] = f"{first[0]} line{'' if first[0] == '1' else 's'} {first[1]}"
+    return (f"now {_characters(len(after or ''))}, was {len(before or ''):,}"
+            + (f"; {', '.join(counts)}" if counts else ""))
+
+
+def _characters(n: int) -> str:
+    return f"{n:,} character{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class WorkedExample:
     first: str

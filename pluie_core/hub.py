@@ -15,6 +15,7 @@ got ``ImportError: cannot import name 'AutoTokenizer' from 'transformers'``.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import threading
 import time
@@ -184,3 +185,21 @@ def on_this_machine(name: str) -> bool:
                 and any(isinstance(try_to_load_from_cache(name, f), str) for f in WEIGHT_FILES))
     except ValueError:  # not a valid hub id after all
         return False
+
+
+def pickle_refusal(name: str, exc: BaseException, folder=None) -> str | None:
+    """One sentence for torch's refusal to unpickle weights that hold more than tensors (its weights-only
+    loader, which transformers uses for .bin weights), in place of torch's message, which advises turning
+    that safety off; None when ``exc`` (or what it was raised from) is anything else. ``folder``: where
+    the model's files are, to name the file."""
+    for _ in range(8):  # the exception, and what it was raised from
+        if exc is None or (isinstance(exc, pickle.UnpicklingError) and str(exc).startswith("Weights only load failed")):
+            break
+        exc = exc.__cause__ or exc.__context__
+    if exc is None or not isinstance(exc, pickle.UnpicklingError):
+        return None
+    files = sorted(p.name for p in Path(folder).glob("*.bin")) if folder and Path(folder).is_dir() else []
+    named = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more" if files else "a .bin file"
+    return (f"The weights of {name} are a pickle file ({named}) that holds more than tensors; PLUIE Lab does not "
+            "load such a file, since unpickling it can run code. If you trust its source, convert the weights to "
+            "safetensors; otherwise choose another model.")

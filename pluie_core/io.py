@@ -68,6 +68,7 @@ naming the line / record and the problem; nothing is returned half-read.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
 import re
@@ -80,10 +81,11 @@ import pandas as pd
 from pluie_core.export_format import FORMULA_TRIGGERS, TEXT_MARKER
 from pluie_core.formats import corpora, tables
 from pluie_core.formats.common import PairFileError, RawTable, listed as _listed, places as _places, size_text as _megabytes
-from pluie_core.formats.tables import MAX_EXPANDED_BYTES, MAX_EXPANSION_RATIO, MAX_JSON_DEPTH
+from pluie_core.formats.tables import MAX_COLUMNS, MAX_EXPANDED_BYTES, MAX_EXPANSION_RATIO, MAX_JSON_DEPTH
 from pluie_core.wording import counted
 
-__all__ = ["load_pairs", "read_table", "guess_columns", "PairFileError", "FORMATS", "MAX_BYTES",
+__all__ = ["load_pairs", "read_table", "read_pair_chunks", "PairChunks", "guess_columns", "PairFileError", "FORMATS",
+           "MAX_BYTES", "MAX_COLUMNS",
            "MAX_EXPANDED_BYTES", "MAX_EXPANSION_RATIO", "MAX_JSON_DEPTH", "MAX_SENTENCE_CHARS"]
 
 # Limits on what a file may hold (README, "Limits"): its size as uploaded; for an Excel workbook,
@@ -396,7 +398,11 @@ def _checked_mapping(columns: dict, table: pd.DataFrame) -> dict:
     return {**{k: v for k, v in columns.items() if k != "annotators" and v is not None}, "annotators": dict(annotators)}
 
 
-def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, skip_invalid: bool = False) -> pd.DataFrame:
+def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, skip_invalid: bool = False,
+                words: Optional[dict] = None, part: bool = False) -> pd.DataFrame:
+    """The pairs of a raw table. `part`: the table is one chunk of a file read in chunks (PairChunks):
+    repeats are left to the import, a chunk whose rows are all invalid is empty (the file as a whole
+    decides), and `words` gathers the label words of every chunk."""
     table = raw.table
     skipped: Optional[dict] = {} if skip_invalid else None  # position -> why, when invalid rows are skipped
 
@@ -432,7 +438,7 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
             f"the {what} has {int(lengths[i]):,} characters; the limit is {MAX_SENTENCE_CHARS:,}."))
         out[key] = text
     label_column = mapping.get("label")
-    words: dict = {}  # label words read as numbers, per column: {what: {word as written: number}}
+    words = {} if words is None else words  # label words read as numbers, per column: {what: {word: number}}
     out["label"] = _numbers(table[label_column], raw, "label", words, invalid) if label_column is not None else np.nan
     id_column = mapping.get("external_id")
     if id_column is not None:
@@ -453,18 +459,18 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     _check_ranges(pairs, raw, invalid)
     n_read, skipped_rows, skip_warnings = int(len(pairs)), [], []
     if skipped:
-        if len(skipped) == len(pairs):
+        if len(skipped) == len(pairs) and not part:
             first = min(skipped)
             raise PairFileError(f"No row of the file is a valid pair: {raw.where(first)}: {skipped[first]}")
         kept = np.setdiff1d(np.arange(len(pairs)), np.fromiter(skipped, dtype=int))
         skipped_rows = [{"row": int(raw.rows[i]), "why": skipped[i]} for i in sorted(skipped)]
-        skip_warnings = [f"{counted(len(skipped), 'invalid row')} left out, as asked: "
-                         f"{_places(raw.row_word, [r['row'] for r in skipped_rows])} (each with its reason below)."]
+        skip_warnings = [] if part else [_skip_warning(raw.row_word, skipped_rows)]
         pairs = pairs.iloc[kept]
         raw = copy.copy(raw)  # the kept rows' numbers, for the duplicates' (positions in pairs from here on)
         raw.rows = raw.rows[kept]
     label_kind, label_range = _label_kind(pairs["label"], raw)
-    duplicated, duplicates, warnings = _duplicates(pairs, raw, keep_duplicates)
+    duplicated, duplicates, warnings = (np.zeros(len(pairs), dtype=bool), [], []) if part else \
+        _duplicates(pairs, raw, keep_duplicates)
     result = (pairs if keep_duplicates else pairs.loc[~duplicated]).reset_index(drop=True)
     result.attrs = {
         "format": raw.format,
@@ -481,6 +487,11 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     if label_kind == "score":
         result.attrs["label_range"] = label_range
     return result
+
+
+def _skip_warning(row_word: str, skipped_rows: list[dict]) -> str:
+    return (f"{counted(len(skipped_rows), 'invalid row')} left out, as asked: "
+            f"{_places(row_word, [r['row'] for r in skipped_rows])} (each with its reason below).")
 
 
 def _duplicates(pairs: pd.DataFrame, raw: RawTable,
@@ -589,7 +600,9 @@ def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] 
         def why(i: int) -> str:
             written = str(values.iloc[i]).strip()
             shown = repr(written) if len(written) <= 40 else repr(written[:30]) + f" (… {len(written):,} characters)"
-            kind = "is too large" if np.isinf(numbers.iloc[i]) and written.lstrip("+-").isdigit() else "is not a number"
+            kind = "is not a number"
+            if np.isinf(numbers.iloc[i]) and written.lower().lstrip("+-") not in ("inf", "infinity"):
+                kind = "is too large"  # 1e400, or hundreds of digits: no float holds it
             return f"the {what} {shown} {kind}."
 
         if invalid is None:
@@ -657,3 +670,268 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- large files, a chunk of rows at a time ------------------------------------------------
+
+STREAM_FORMATS = ("csv", "tsv", "jsonl")  # JSON, Excel and the corpora files are read whole
+CHUNK_ROWS = 5_000
+LARGE_FILE_ROWS = 20_000  # a file with this many lines is read in chunks by the Import page
+_HEAD_BYTES = 64 * 1024
+
+
+def large_file(data: bytes) -> bool:
+    """Whether the Import page reads this upload in chunks: a CSV, TSV or JSONL file of at least
+    LARGE_FILE_ROWS lines (the others, and every corpus file, are read whole)."""
+    return data.count(b"\n") + 1 >= LARGE_FILE_ROWS and stream_format(data) is not None
+
+
+def stream_format(path_or_buffer, format: str = "auto") -> Optional[str]:
+    """The format of a file that read_pair_chunks can read a chunk at a time ("csv", "tsv",
+    "jsonl"), or None: read it whole with load_pairs. Sniffed from the first 64 KB as load_pairs
+    sniffs the whole."""
+    if format not in FORMATS:
+        raise PairFileError(f"Unknown format {format!r}; choose one of: {', '.join(FORMATS)}.")
+    if format != "auto":
+        return format if format in STREAM_FORMATS else None
+    if isinstance(path_or_buffer, (bytes, bytearray)):
+        head, name = bytes(path_or_buffer[:_HEAD_BYTES]), ""
+    elif isinstance(path_or_buffer, (str, os.PathLike)):
+        if not Path(path_or_buffer).is_file():
+            raise PairFileError(f"There is no file at {str(path_or_buffer)!r}.")
+        with open(path_or_buffer, "rb") as file:
+            head, name = file.read(_HEAD_BYTES), Path(path_or_buffer).name
+    else:
+        path_or_buffer.seek(0)
+        head, name = path_or_buffer.read(_HEAD_BYTES), os.path.basename(str(getattr(path_or_buffer, "name", "") or ""))
+        path_or_buffer.seek(0)
+    if not head.strip() or head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")) or head.count(b"\x00") * 4 >= len(head):
+        return None  # empty, a workbook or UTF-16: load_pairs says what it is
+    text = head.decode("utf-8", errors="ignore").lstrip("\ufeff")
+    start = text.lstrip()
+    if start.startswith("["):
+        return None
+    if start.startswith("{"):
+        first = start.split("\n", 1)[0]
+        try:
+            single = isinstance(json.loads(first), dict)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            single = False
+        if name.lower().endswith(".jsonl") or single:
+            found = _sniff_jsonl(start)
+            return found if found in STREAM_FORMATS else None
+        return None
+    if start.startswith("<"):
+        return None
+    found = _sniff(text, name)
+    return found if found in STREAM_FORMATS else None
+
+
+class PairChunks:
+    """A large CSV, TSV or JSONL pair file read a chunk of rows at a time: the memory it takes is a
+    chunk's, whatever the number of rows (the file's bytes are read as they are parsed).
+
+        chunks = read_pair_chunks("big.csv")          # the header is read and checked at once
+        chunks.n_rows                                  # its rows, counted in a first pass
+        for frame in chunks: ...                       # frames of at most chunk_rows pairs
+
+    Each frame has load_pairs's columns, read by the same rules (load_pairs's own code runs on each
+    chunk), except that exact repeats are not dropped: the import skips them against the store
+    (db.datasets.import_pair_chunks), where the whole file is. `attrs` is load_pairs's, filled in as
+    the chunks are read and complete after the last: format, label_kind, label_range (the values of
+    every chunk), warnings, notes, n_rows_read, row_word, skipped_rows (skip_invalid), and
+    keep_duplicates True with no duplicates listed (the import counts them). A problem in the file
+    raises PairFileError from the chunk that holds it."""
+
+    def __init__(self, path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
+                 chunk_rows: int = CHUNK_ROWS, skip_invalid: bool = False, max_bytes: int = MAX_BYTES):
+        found = stream_format(path_or_buffer, format)
+        if found is None:
+            raise PairFileError("This file is read whole (load_pairs): only CSV, TSV and JSONL are read in chunks.")
+        self.format, self.chunk_rows, self.skip_invalid = found, max(1, int(chunk_rows)), bool(skip_invalid)
+        self.row_word = "Line"
+        if isinstance(path_or_buffer, (str, os.PathLike)):
+            self._path, self._data = Path(path_or_buffer), None
+            size = self._path.stat().st_size
+            if size > max_bytes:
+                raise PairFileError(f"The file is {_megabytes(size)}; the limit is {_megabytes(max_bytes)}.")
+        else:
+            data = path_or_buffer if isinstance(path_or_buffer, (bytes, bytearray)) else None
+            if data is None:
+                path_or_buffer.seek(0)
+                data = path_or_buffer.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                raise PairFileError(f"The file is larger than the limit of {_megabytes(max_bytes)}.")
+            self._path, self._data = None, bytes(data)
+        self.delimiter = "\t" if found == "tsv" else ","
+        self.quoted = found == "csv"
+        self.columns, self.n_rows = self._first_pass()
+        empty = pd.DataFrame(columns=self.columns)
+        self.mapping = guess_columns(empty) if columns is None else _checked_mapping(columns, empty)
+        self.attrs: dict = {"format": found, "label_kind": None, "duplicates": [], "keep_duplicates": True,
+                            "warnings": [], "notes": [], "n_rows_read": 0, "row_word": self.row_word}
+        if self.skip_invalid:
+            self.attrs["skipped_rows"] = []
+
+    def _text(self):
+        binary = open(self._path, "rb") if self._path is not None else io.BytesIO(self._data)
+        return io.TextIOWrapper(binary, encoding="utf-8-sig", newline="\n" if self.format == "jsonl" else "")
+
+    def _rows(self, quoted: Optional[bool] = None):
+        """(fields, line) of a delimited file, the header first."""
+        with self._text() as text:
+            yield from tables.iter_delimited_rows(text, self.delimiter, self.quoted if quoted is None else quoted)
+
+    def _records(self):
+        """(record, line) of a JSONL file."""
+        with self._text() as text:
+            number = 0
+            try:
+                for number, line in enumerate(text, start=1):
+                    if not line.strip():
+                        continue
+                    record = tables.parse_json(line, f"Line {number}")
+                    if not isinstance(record, dict):
+                        raise PairFileError(f"Line {number}: expected a JSON object, found {tables._json_kind(record)}.")
+                    tables.check_json_depth(record, f"Line {number}")
+                    if len(record) > tables.MAX_COLUMNS:
+                        tables.check_width(len(record), f"Line {number}")
+                    yield record, number
+            except UnicodeDecodeError:
+                raise PairFileError(f"Line {number + 1}: the file is not UTF-8 text; save it as UTF-8 and try "
+                                    "again.") from None
+
+    def _first_pass(self) -> tuple[list, int]:
+        """The columns (the header is checked before any row is read) and the number of rows. A TSV
+        is read quoted when every row reads quoted as wide as its header, as read_table decides."""
+        if self.format == "jsonl":
+            names: dict = {}
+            n = 0
+            for record, number in self._records():
+                n += 1
+                for key in record:
+                    if key not in names:
+                        names[key] = None
+                        if len(names) > tables.MAX_COLUMNS:
+                            tables.check_width(len(names), "The file's records together")
+            if not n:
+                raise PairFileError("The file has no rows.")
+            return list(names), n
+        if self.format == "csv":
+            with self._text() as text:
+                header = text.readline().lstrip("\r\n")
+            self.delimiter = ";" if ";" in header and "," not in header else ","
+        rows = self._rows(quoted=self.delimiter != "\t")
+        header = next(rows, None)
+        if header is None:
+            raise PairFileError("The file has no rows.")
+        tables.check_width(len(header[0]))
+        names = tables.header_names(header[0])
+        n, same_width = 0, True
+        try:
+            for fields, _ in rows:
+                n += 1
+                same_width = same_width and len(fields) == len(header[0])
+        except PairFileError:
+            if self.delimiter != "\t":
+                raise
+            same_width = False
+        if self.delimiter == "\t":
+            self.quoted = same_width
+            if not same_width:
+                n = sum(1 for _ in self._rows()) - 1
+        if not n:
+            raise PairFileError(f"The file has a header ({', '.join(names)}) but no rows.")
+        return names, n
+
+    def raw_chunks(self):
+        """The file's rows as RawTables of at most chunk_rows rows, with its own column names."""
+        if self.format == "jsonl":
+            batch: list = []
+            for record, number in self._records():
+                batch.append((record, number))
+                if len(batch) == self.chunk_rows:
+                    yield self._json_chunk(batch)
+                    batch = []
+            if batch:
+                yield self._json_chunk(batch)
+            return
+        rows = self._rows()
+        header = next(rows)
+        width = len(header[0])
+        batch = []
+        for fields, line in rows:
+            if len(fields) > width:
+                raise PairFileError(
+                    f"Line {line}: the row has {len(fields)} fields but the header has {width}. "
+                    f"A {'comma' if self.delimiter == ',' else 'tab'} inside a sentence must be quoted.")
+            batch.append((fields + [""] * (width - len(fields)) if len(fields) < width else fields, line))
+            if len(batch) == self.chunk_rows:
+                yield self._table_chunk(batch)
+                batch = []
+        if batch:
+            yield self._table_chunk(batch)
+
+    def _table_chunk(self, batch) -> RawTable:
+        table = pd.DataFrame([fields for fields, _ in batch], columns=self.columns, dtype=object)
+        lines = np.asarray([line for _, line in batch], dtype=np.int64)
+        return _without_nul(RawTable(table, self.format, lines, "Line", spreadsheet_text=True))
+
+    def _json_chunk(self, batch) -> RawTable:
+        table = pd.DataFrame.from_records([r for r, _ in batch]).astype(object).reindex(columns=self.columns)
+        lines = np.asarray([n for _, n in batch], dtype=np.int64)
+        return _without_nul(RawTable(table, "jsonl", lines, "Line"))
+
+    def head_table(self) -> pd.DataFrame:
+        """The first chunk as read_table returns a file: its own column names, for a preview."""
+        raw = next(iter(self.raw_chunks()))
+        table = raw.table.apply(_strip_spreadsheet_marker) if raw.spreadsheet_text else raw.table.copy()
+        table.attrs["format"] = self.format
+        table.attrs["warnings"] = list(raw.warnings)
+        return table
+
+    def __iter__(self):
+        for key in ("source", "hypothesis"):
+            if key not in self.mapping:
+                raise PairFileError(f"No {key} column: name one in the column mapping. The file's columns are: "
+                                    f"{', '.join(map(str, self.columns))}.")
+        words: dict = {}
+        low, high, binary, any_label, n_kept = np.inf, -np.inf, True, False, 0
+        skipped_rows: list = []
+        for raw in self.raw_chunks():
+            frame = _pairs_from(raw, self.mapping, keep_duplicates=True, skip_invalid=self.skip_invalid,
+                                words=words, part=True)
+            self.attrs["n_rows_read"] += frame.attrs["n_rows_read"]
+            for warning in frame.attrs["warnings"]:
+                if warning not in self.attrs["warnings"]:
+                    self.attrs["warnings"].append(warning)
+            skipped_rows += frame.attrs.get("skipped_rows") or []
+            known = frame["label"].dropna()
+            if len(known):
+                any_label = True
+                low, high = min(low, float(known.min())), max(high, float(known.max()))
+                binary = binary and bool(known.isin([0.0, 1.0]).all())
+            self.attrs["notes"] = _word_notes(words)
+            if skipped_rows:
+                self.attrs["skipped_rows"] = skipped_rows
+            n_kept += len(frame)
+            if len(frame):
+                frame.attrs = {k: v for k, v in self.attrs.items() if k != "skipped_rows"}
+                yield frame
+        if skipped_rows:
+            if not n_kept:
+                first = skipped_rows[0]
+                raise PairFileError(f"No row of the file is a valid pair: {self.row_word} {first['row']}: {first['why']}")
+            self.attrs["warnings"].append(_skip_warning(self.row_word, skipped_rows))
+        if any_label:
+            self.attrs["label_kind"] = "binary" if binary else "score"
+            if not binary:
+                self.attrs["label_range"] = (low, high)
+
+
+def read_pair_chunks(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
+                     chunk_rows: int = CHUNK_ROWS, skip_invalid: bool = False, max_bytes: int = MAX_BYTES) -> PairChunks:
+    """A CSV, TSV or JSONL pair file as PairChunks (see there); PairFileError at once for a header
+    that cannot be read (too many columns, a column named twice, no sentence columns), later from
+    the chunk that holds any other problem."""
+    return PairChunks(path_or_buffer, format, columns, chunk_rows, skip_invalid, max_bytes)

@@ -50,6 +50,7 @@ from typing import Callable, Optional
 import numpy as np
 import yaml
 
+from pluie_core import chat_render
 from pluie_core.inputs import sentence_pairs
 from pluie_core.scorer import PluieError, PluieScorer, greedy_generate, load_or_adopt
 from pluie_core.templates import (
@@ -361,11 +362,13 @@ class LLMJudge:
     template: a built-in judge template name, a PLUIE template (yes-no only), a mapping or a file;
         default: the kind's own (``yes-no``, ``likert``, ``choice``).
     max_new_tokens: length bound of the generated answer (default: the template's).
+    render_seconds: render the model's chat template in a child process, each prompt within this many
+        seconds (pluie_core.chat_render, as PluieScorer); None renders it here, unbounded.
     """
 
     def __init__(self, model, kind: Optional[str] = None, template=None, device=None, dtype=None,
                  batch_size=None, tokenizer=None, max_new_tokens: Optional[int] = None, device_map=None,
-                 quantization: Optional[str] = None):
+                 quantization: Optional[str] = None, render_seconds: Optional[float] = None):
         import torch
 
         if kind is None and template is None:
@@ -389,15 +392,30 @@ class LLMJudge:
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         eos = [self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)]
         self.eos_ids = sorted({i for e in eos for i in (e if isinstance(e, (list, tuple)) else [e]) if isinstance(i, int)})
+        self.render_seconds = render_seconds
+        # the chat template takes the template's turns (and, bounded, in time): said now, not at the first pair
+        self.prompt_text(self.template.messages(*("Xq zv",) * len(_TEXTS[self.kind]),
+                                                **{f: "Xq zv" for f in self.template.fields}))
 
     # ------------------------------------------------------------------ prompts and generation
     def prompt_text(self, messages) -> str:
+        return self.prompt_texts([messages])[0]
+
+    def prompt_texts(self, conversations) -> list[str]:
+        """Each conversation through the model's chat template, then the template's answer prefix: here,
+        or with render_seconds in a child process, each within that bound (pluie_core.chat_render)."""
         try:
-            chat = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            if self.render_seconds is None:
+                chats = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+                         for c in conversations]
+            else:
+                chats = chat_render.render(self.tokenizer, conversations, True, self.model_name, self.render_seconds)
+        except chat_render.ChatTemplateError as exc:  # ran past its bound: already a sentence
+            raise JudgeError(str(exc)) from None
         except Exception as exc:  # jinja2 errors from the model's own template
             raise JudgeError(f"The chat template of {self.model_name} refuses the {self.template.name!r} template's "
                              f"turns: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}.") from None
-        return chat + self.template.answer_prefix
+        return [chat + self.template.answer_prefix for chat in chats]
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -441,8 +459,8 @@ class LLMJudge:
         return self.tokenizer.decode(tokens[:end], skip_special_tokens=True).strip(), min(end + 1, len(tokens))
 
     def _answers(self, rows: list[tuple], fields: dict, progress) -> list[str]:
-        prompts = [self._encode(self.prompt_text(self.template.messages(*row, **PluieScorer._row(fields, i))))
-                   for i, row in enumerate(rows)]
+        prompts = [self._encode(text) for text in self.prompt_texts(
+            [self.template.messages(*row, **PluieScorer._row(fields, i)) for i, row in enumerate(rows)])]
         bar = PluieScorer._progress(progress, len(prompts), self.template.name)
         texts = self.generate(prompts, bar)
         bar(0, close=True)
@@ -451,7 +469,8 @@ class LLMJudge:
     def prompts(self, *columns, fields=None) -> list[str]:
         """The exact prompt texts the model answers (for inspection)."""
         rows, fields = self._check(columns, fields)
-        return [self.prompt_text(self.template.messages(*row, **PluieScorer._row(fields, i))) for i, row in enumerate(rows)]
+        return self.prompt_texts([self.template.messages(*row, **PluieScorer._row(fields, i))
+                                  for i, row in enumerate(rows)])
 
     # ------------------------------------------------------------------ public API
     def parse(self, text: str):

@@ -86,14 +86,13 @@ def served_checks_text(counts) -> str:
 def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: float, streak_length: int,
                    kappa_min: float = 0.2, reliability_min: float = 0.5, min_gold_checks: int = 5) -> None:
     """Refuse a setting out of bounds with a sentence (QualityError): the share of checks 0-0.5, the
-    minimum gold accuracy and reliability 0-1, the minimum κ -1-1, the "too fast" fraction strictly
-    between 0 and 1, a streak of at least 2, and 1 to 100 gold checks (whole) before gold accuracy judges."""
+    minimum gold accuracy and reliability 0-1, the minimum κ -1-1, the "too fast" fraction 0.01-0.99, a streak of at least 2, and 1 to 100 gold checks (whole) before gold accuracy judges."""
     if not 0 <= gold_rate <= MAX_GOLD_RATE:
         raise QualityError(f"The share of gold checks must lie between 0 and {MAX_GOLD_RATE:g}.")
     if not 0 <= gold_min_accuracy <= 1:
         raise QualityError("The minimum gold accuracy must lie between 0 and 1.")
-    if not 0 < fast_fraction < 1:
-        raise QualityError("The “too fast” fraction of the median time must lie strictly between 0 and 1.")
+    if not 0.01 <= fast_fraction <= 0.99:  # the Live campaign form's own range: a stored value always fits it
+        raise QualityError("The “too fast” fraction of the median time must lie between 0.01 and 0.99.")
     if int(streak_length) < 2:
         raise QualityError("A streak needs at least 2 identical answers in a row.")
     if not -1 <= kappa_min <= 1:

@@ -28,7 +28,9 @@ This module does that, and:
 - bounds each batch by a pair count *and* a token budget (rows × padded length, the cached prefix
   included): long pairs go in small batches, short ones in large ones; both are automatic unless
   given, and halve on out-of-memory;
-- for INDIRECT-like templates, first generates the explanation (batched, greedy, bounded length).
+- for INDIRECT-like templates, first generates the explanation (batched, greedy, bounded length);
+- with ``render_seconds`` (the worker, and check_model always), renders the model's chat template, which
+  is code that comes with the model, in a child process, each prompt bounded in time (pluie_core.chat_render).
 
 bf16 on GPU, float32 on CPU by default.
 """
@@ -42,7 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable, import_locked
+from pluie_core import chat_render
+from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable, import_locked, pickle_refusal
 from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
 
@@ -165,10 +168,10 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
     gguf = _find_gguf(name)
     if gguf is not None:
         _gguf_metadata(gguf)  # an architecture transformers cannot dequantise: one sentence, before loading
-        source, local_only, placed = str(gguf.parent), True, {"gguf_file": gguf.name}
+        source, local_only, placed, folder = str(gguf.parent), True, {"gguf_file": gguf.name}, None
     else:
         location = _locate(name)
-        source = location.source
+        source, folder = location.source, Path(location.config_path).parent
         # a model on this machine is read from it alone: no minute of retries when the hub is unreachable
         local_only = location.where == "directory" or not hub_usable()
         placed = {}
@@ -186,6 +189,9 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
                      else AutoTokenizer.from_pretrained(source, local_files_only=local_only))
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=local_only, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
+        refused = pickle_refusal(name, exc, folder)  # never torch's advice to load it unsafely
+        if refused:
+            raise PluieError(refused) from None
         raise PluieError(
             f"Could not load the model {name!r}: {_first_line(exc)}. Check the model id or directory; "
             "without internet access the model must already be in the Hugging Face cache or on disk."
@@ -287,10 +293,13 @@ def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
     GGUFReader, which does not load the weights); a hub id is in the local Hugging Face cache, or on
     the hub when the hub may be used and answers (pluie_core.hub.find_model: seconds, not a minute,
     without internet); its tokenizer loads and has a chat template that accepts the template's turns;
-    each answer word is one token right after the prompt. Returns sentences saying what was checked;
-    raises PluieError with the reason otherwise. (Whether the weights load and fit in memory is only
-    known when a worker loads them.)"""
+    each answer word is one token right after the prompt. The chat template is the model's own code:
+    it is rendered in a child process, each render within chat_render.RENDER_SECONDS
+    (pluie_core.chat_render), so a template that loops cannot hold the caller (the server). Returns
+    sentences saying what was checked; raises PluieError with the reason otherwise. (Whether the
+    weights load and fit in memory is only known when a worker loads them.)"""
     gguf = _find_gguf(name)
+    chat_render.warm()  # the renderer starts while the tokenizer loads
     if gguf is not None:
         checked = [_gguf_metadata(gguf).describe() + " that transformers can dequantise"]
         try:
@@ -316,7 +325,7 @@ def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
                 raise PluieError(f"Could not load the tokenizer of {name!r}: {_first_line(again)}. Check the "
                                  "model id or directory.") from None
         checked = [location.described()]
-    checker = PluieScorer._without_weights(tokenizer, template, answers, str(name))
+    checker = PluieScorer._without_weights(tokenizer, template, answers, str(name), chat_render.RENDER_SECONDS)
     first, second = checker.answers
     return checked + ["its tokenizer has a chat template",
                       f"the answers {first!r} and {second!r} are one token each"]
@@ -379,12 +388,15 @@ class PluieScorer:
         padding, the prefix attended once for the whole batch) where it knows the model's layers
         (Llama, Mistral, Qwen2); same scores, less time. False keeps the model's own forward for all.
     max_new_tokens: length bound of the INDIRECT generation step (default: the template's).
+    render_seconds: render the model's chat template in a child process, each prompt within this many
+        seconds (pluie_core.chat_render; the worker's bound, as a template is code that comes with the
+        model); None renders it here, unbounded.
     """
 
     def __init__(self, model, template="fs-direct", answers=None, device=None, dtype=None, batch_size=None,
                  tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None,
                  device_map=None, quantization: str | None = None, max_batch_tokens: int | None = None,
-                 packed: bool = True):
+                 packed: bool = True, render_seconds: float | None = None):
         import torch
 
         try:
@@ -392,6 +404,7 @@ class PluieScorer:
         except TemplateError as exc:
             raise PluieError(str(exc)) from None
         self.device_map, self.quantization = device_map, quantization
+        self.render_seconds = render_seconds
         self.model, self.tokenizer, self.device, self.dtype, self.model_name = load_or_adopt(
             model, tokenizer, device, dtype, device_map, quantization, owner="PluieScorer")
         self.model.eval()
@@ -414,7 +427,8 @@ class PluieScorer:
         self._set_answers(answers)
 
     @classmethod
-    def _without_weights(cls, tokenizer, template, answers, model_name: str) -> "PluieScorer":
+    def _without_weights(cls, tokenizer, template, answers, model_name: str,
+                         render_seconds: float | None = None) -> "PluieScorer":
         """The prompt-building half of a scorer (template, chat template, answer tokens) on a
         tokenizer alone: what check_model needs. It cannot score."""
         checker = cls.__new__(cls)
@@ -422,7 +436,7 @@ class PluieScorer:
             checker.template = get_template(template)
         except TemplateError as exc:
             raise PluieError(str(exc)) from None
-        checker.tokenizer, checker.model_name = tokenizer, model_name
+        checker.tokenizer, checker.model_name, checker.render_seconds = tokenizer, model_name, render_seconds
         checker._check_chat_template()
         checker._set_answers(answers)
         return checker
@@ -447,20 +461,34 @@ class PluieScorer:
             raise PluieError(f"The answers {self.answers} map to the same token; choose two different words.")
 
     # ------------------------------------------------------------------ prompts
-    def _chat(self, messages, add_generation_prompt: bool) -> str:
+    def _chats(self, conversations, add_generation_prompt: bool) -> list[str]:
+        """Each conversation through the model's chat template: here, or with render_seconds in a child
+        process, each within that bound (pluie_core.chat_render)."""
         try:
-            return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=add_generation_prompt
-            )
+            if self.render_seconds is None:
+                return [self.tokenizer.apply_chat_template(c, tokenize=False,
+                                                           add_generation_prompt=add_generation_prompt)
+                        for c in conversations]
+            return chat_render.render(self.tokenizer, conversations, add_generation_prompt, self.model_name,
+                                      self.render_seconds)
+        except chat_render.ChatTemplateError as exc:  # ran past its bound: already a sentence
+            raise PluieError(str(exc)) from None
         except Exception as exc:  # jinja2 TemplateError from the model's own template, e.g. roles it refuses
             raise PluieError(
                 f"The chat template of {self.model_name} refuses the {self.template.name!r} template's turns: "
                 f"{_first_line(exc)}. Use a template whose roles this model accepts (many refuse 'system')."
             ) from None
 
+    def _chat(self, messages, add_generation_prompt: bool) -> str:
+        return self._chats([messages], add_generation_prompt)[0]
+
     def prompt_text(self, messages) -> str:
         """The scored prompt: chat-templated turns, generation prompt, then any fixed answer prefix."""
-        return self._chat(messages, add_generation_prompt=True) + self.template.answer_prefix
+        return self.prompt_texts([messages])[0]
+
+    def prompt_texts(self, conversations) -> list[str]:
+        """prompt_text of each conversation (one request to the renderer for all of them)."""
+        return [text + self.template.answer_prefix for text in self._chats(conversations, add_generation_prompt=True)]
 
     def _encode(self, text: str) -> list[int]:
         # The chat template already writes BOS etc. (as apply_chat_template(tokenize=True) assumes).
@@ -711,8 +739,9 @@ class PluieScorer:
     def generate_explanations(self, sources, hypotheses, fields=None, progress=False) -> list[str]:
         """INDIRECT's first step: the model's greedy answer to the turns before ``{generated}``."""
         sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
-        prompts = [self._encode(self._chat(self.template.messages(s, h, **self._row(fields, i)), True))
-                   for i, (s, h) in enumerate(zip(sources, hypotheses))]
+        prompts = [self._encode(text) for text in self._chats(
+            [self.template.messages(s, h, **self._row(fields, i)) for i, (s, h) in enumerate(zip(sources, hypotheses))],
+            add_generation_prompt=True)]
         texts = [""] * len(prompts)
         order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
         eos = {i for i in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
@@ -742,11 +771,11 @@ class PluieScorer:
     def prompts(self, sources, hypotheses, fields=None, explanations=None) -> list[str]:
         """The exact prompt texts that are scored (for inspection)."""
         sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
-        return [
-            self.prompt_text(self.template.messages(
-                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i)))
+        return self.prompt_texts([
+            self.template.messages(
+                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))
             for i, (s, h) in enumerate(zip(sources, hypotheses))
-        ]
+        ])
 
     def score(self, sources, hypotheses, symmetric: bool = False, progress=False, fields=None,
               return_logprobs: bool = False):
@@ -770,11 +799,11 @@ class PluieScorer:
             explanations = self.generate_explanations([p[0] for p in pairs], [p[1] for p in pairs], fields,
                                                       progress=lambda done, _total: None)
             bar(len(pairs))
-        prompts = [
-            self._encode(self.prompt_text(self.template.messages(
-                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))))
+        prompts = [self._encode(text) for text in self.prompt_texts([
+            self.template.messages(
+                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))
             for i, (s, h) in enumerate(pairs)
-        ]
+        ])]
         logprobs = self._logprobs(prompts, bar)
         bar(0, close=True)
         if symmetric:

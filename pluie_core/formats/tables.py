@@ -6,6 +6,7 @@ import csv
 import datetime
 import io
 import json
+import math
 import re
 import zipfile
 from typing import Optional
@@ -28,6 +29,9 @@ _RATIO_CHECKED_FROM = 1024 * 1024  # small parts (styles, themes) may compress v
 # JSON nested deeper than this is refused: Python's parser and every later step (the preview,
 # the store's JSON) recurse, and no pair file needs it.
 MAX_JSON_DEPTH = 100
+# A table wider than this is refused as soon as its header is read (check_width): a 20,000-column,
+# one-row CSV took 47 s and 468 MB to be read whole before.
+MAX_COLUMNS = 1000
 
 
 def delimited_rows(text: str, delimiter: str, quoted: bool) -> tuple[list[list[str]], np.ndarray]:
@@ -37,14 +41,23 @@ def delimited_rows(text: str, delimiter: str, quoted: bool) -> tuple[list[list[s
     `quoted=False` reads fields literally (QUOTE_NONE), as the paraphrase corpora need: MRPC,
     STS-B and PAWS have unbalanced double quotes inside sentences.
     """
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    for fields, start in iter_delimited_rows(io.StringIO(text, newline=""), delimiter, quoted):
+        rows.append(fields)
+        starts.append(start)
+    return rows, np.asarray(starts, dtype=np.int64)
+
+
+def iter_delimited_rows(lines, delimiter: str, quoted: bool):
+    """delimited_rows one row at a time, from any iterable of lines (a text file opened with
+    newline=""): (fields, the line the row starts on), blank lines skipped."""
     reader = csv.reader(
-        io.StringIO(text, newline=""),
+        lines,
         delimiter=delimiter,
         quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
         strict=quoted,
     )
-    rows: list[list[str]] = []
-    starts: list[int] = []
     previous_end = 0
     try:
         for fields in reader:
@@ -52,8 +65,7 @@ def delimited_rows(text: str, delimiter: str, quoted: bool) -> tuple[list[list[s
             previous_end = reader.line_num
             if not fields or (len(fields) == 1 and not fields[0].strip()):
                 continue
-            rows.append(fields)
-            starts.append(start)
+            yield fields, start
     except csv.Error as error:
         if "unexpected end of data" in str(error):
             raise PairFileError(f"Line {previous_end + 1}: a quoted field starts here and its closing quote is missing.") from None
@@ -61,7 +73,16 @@ def delimited_rows(text: str, delimiter: str, quoted: bool) -> tuple[list[list[s
             f"Line {previous_end + 1}: the file cannot be read as "
             f"{'CSV' if delimiter == ',' else 'delimited text'} ({error})."
         ) from None
-    return rows, np.asarray(starts, dtype=np.int64)
+    except UnicodeDecodeError:  # a file read as it streams (pluie_core.io.read_pair_chunks)
+        raise PairFileError(f"Line {previous_end + 1}: the file is not UTF-8 text; save it as UTF-8 and try again.") from None
+
+
+def check_width(n_columns: int, where: str = "The file") -> None:
+    """Refuse a table wider than MAX_COLUMNS before its rows are read: no pair file needs that many
+    columns, and each one costs time and memory on every row."""
+    if n_columns > MAX_COLUMNS:
+        raise PairFileError(f"{where} has {n_columns:,} columns; the limit is {MAX_COLUMNS:,} (two sentences, a label, "
+                            "an id, the annotators and the other columns kept as metadata).")
 
 
 def header_names(fields: list[str], where: str = "Line 1") -> list[str]:
@@ -77,6 +98,8 @@ def header_names(fields: list[str], where: str = "Line 1") -> list[str]:
 def read_delimited_table(text: str, delimiter: str, format_name: str) -> RawTable:
     """A CSV (quoted fields) or TSV whose first line is a header. A TSV is read literally,
     like the corpora, unless its quotes all look like a writer's quoting (pandas, Excel)."""
+    header = next(iter_delimited_rows(io.StringIO(text, newline=""), delimiter, delimiter != "\t"), None)
+    check_width(len(header[0]) if header else 0)  # before the rows are read
     quoted = delimiter != "\t" or _tsv_is_quoted(text)
     rows, starts = delimited_rows(text, delimiter, quoted=quoted)
     if not rows:
@@ -123,7 +146,7 @@ def parse_json(text: str, where: str = ""):
         return PairFileError(f"{where}: {text}" if where else text[0].upper() + text[1:])
 
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_json_float, parse_constant=_json_constant)
     except json.JSONDecodeError as error:
         if where:
             raise sentence(f"this line is not valid JSON ({error.msg}, column {error.colno}).") from None
@@ -132,6 +155,18 @@ def parse_json(text: str, where: str = ""):
         raise sentence(f"the JSON is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.") from None
     except ValueError:  # an integer past Python's limit on digits (4,300)
         raise sentence("the JSON holds a number with too many digits to read.") from None
+
+
+def _json_float(text: str):
+    """A JSON number as a float, or as the text the file wrote when no float holds it (1e400 would be
+    infinity): the label check then quotes "1e400", not "inf"."""
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
+def _json_constant(text: str):
+    """JavaScript's NaN (read as missing), Infinity and -Infinity (kept as written: not a number)."""
+    return None if text == "NaN" else text
 
 
 def check_json_depth(value, where: str, limit: int = MAX_JSON_DEPTH) -> None:
@@ -160,6 +195,7 @@ def read_json_records(records: list, format_name: str = "json") -> RawTable:
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise PairFileError(f"Record {number}: expected an object with named fields, found {_json_kind(record)}.")
+    check_records_width(records, "Record")
     table = pd.DataFrame.from_records(records)
     table = table.astype(object)
     return RawTable(table, format_name, np.arange(1, len(records) + 1, dtype=np.int64), "Record")
@@ -175,6 +211,8 @@ def parse_jsonl(text: str) -> tuple[list[dict], np.ndarray]:
         if not isinstance(record, dict):
             raise PairFileError(f"Line {number}: expected a JSON object, found {_json_kind(record)}.")
         check_json_depth(record, f"Line {number}")
+        if len(record) > MAX_COLUMNS:
+            check_width(len(record), f"Line {number}")
         records.append(record)
         lines.append(number)
     if not records:
@@ -182,8 +220,21 @@ def parse_jsonl(text: str) -> tuple[list[dict], np.ndarray]:
     return records, np.asarray(lines, dtype=np.int64)
 
 
+def check_records_width(records: list[dict], row_word: str, numbers=None) -> None:
+    """check_width for records: one with too many fields is named, and so are all of them together
+    (their fields make the table's columns)."""
+    names: set = set()
+    for i, record in enumerate(records):
+        if len(record) > MAX_COLUMNS:
+            check_width(len(record), f"{row_word} {int(numbers[i]) if numbers is not None else i + 1}")
+        names.update(record)
+        if len(names) > MAX_COLUMNS:
+            check_width(len(names), "The file's records together")
+
+
 def read_jsonl_table(text: str) -> RawTable:
     records, lines = parse_jsonl(text)
+    check_records_width(records, "Line", lines)
     table = pd.DataFrame.from_records(records).astype(object)
     return RawTable(table, "jsonl", lines, "Line")
 
@@ -220,6 +271,7 @@ def read_excel_table(data: bytes) -> RawTable:
         raise PairFileError("The first sheet of the workbook has no rows.")
     header_at = filled[0]
     width = max(max((c + 1 for c, v in enumerate(row) if v is not None), default=0) for row in grid)
+    check_width(width, "The first sheet")
     header = grid[header_at] + [None] * (width - len(grid[header_at]))
     names = header_names(["" if v is None else str(_cell(v)) for v in header[:width]], f"Row {header_at + 1}")
     body = [r for r in filled if r > header_at]
