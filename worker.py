@@ -129,10 +129,14 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
             options = baseline.check_options(run.options)
             if any(o.name == "model" for o in baseline.options):  # load its model now (cached): a bad one fails the run
                 baseline.function(["."], ["."], **options)
-        except ValueError as exc:
-            raise ModelLoadError(_first_line(exc)) from exc
         except Exception as exc:  # not a model of the right kind, out of memory, a missing package...
-            raise ModelLoadError(f"The {run.model} baseline could not load its model: {_first_line(exc)}") from exc
+            from pluie_core.hub import pickle_refusal  # a pickle torch refuses: our sentence, not its advice
+
+            refused = pickle_refusal(str((run.options or {}).get("model") or run.model), exc)
+            if refused is None and isinstance(exc, ValueError):
+                refused = _first_line(exc)
+            raise ModelLoadError(refused or f"The {run.model} baseline could not load its model: "
+                                            f"{_first_line(exc)}") from exc
         return Metric(lambda sources, hypotheses: (
             [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
 

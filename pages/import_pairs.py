@@ -12,7 +12,7 @@ from db.engine import StoreUnavailable
 from pages.shared import admin_page, user_text
 from pluie_core.io import (GENERIC_FORMATS, PairFileError, guess_columns, large_file, load_pairs, read_pair_chunks,
                             read_table)
-from pluie_core.visible import hidden_note
+from pluie_core.visible import hidden_note, visible_frame
 from pluie_core.wording import counted
 
 engine = admin_page()
@@ -109,7 +109,7 @@ if generic:
     st.subheader(f"{next(steps)} · Preview")
     for warning in table.attrs.get("warnings") or []:  # what reading the file left aside (sheets, formulas)
         st.warning(user_text(warning))
-    st.dataframe(table.head(10), hide_index=True, width="stretch", placeholder="—")
+    st.dataframe(visible_frame(table.head(10)), hide_index=True, width="stretch", placeholder="—")
     st.subheader(f"{next(steps)} · Map the columns")
     guess = guess_columns(table)
     options = [""] + [str(c) for c in table.columns]
@@ -179,8 +179,8 @@ if attrs.get("duplicates"):
         st.dataframe(attrs["duplicates"][:200], width="stretch", placeholder="—")
 # the short columns first: after two long sentences, the id and the label were off to the right (PAWS-X)
 first = [c for c in ("external_id", "label") if c in pairs.columns]
-st.dataframe(pairs.head(10)[first + [c for c in pairs.columns if c not in first]], hide_index=True, width="stretch",
-             placeholder="—")
+st.dataframe(visible_frame(pairs.head(10)[first + [c for c in pairs.columns if c not in first]]), hide_index=True,
+             width="stretch", placeholder="—")
 if note := hidden_note([*pairs["source"], *pairs["hypothesis"]]):  # bidi controls, zero-width spaces: kept, marked
     st.caption(note)
 

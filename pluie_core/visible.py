@@ -124,3 +124,17 @@ def hidden_note(texts: Iterable[Optional[str]]) -> Optional[str]:
     return (f"{counted(n, 'sentence')} {'holds' if n == 1 else 'hold'} invisible or direction-changing characters "
             f"(zero-width spaces, bidi controls): {they} {are} imported as {they} {are}, and shown with marks such "
             "as ⟨U+202E⟩ in their place, never applied.")
+
+
+def visible_frame(frame):
+    """A copy of a pandas frame for a table on screen: every text cell (and column name) with its hidden
+    characters marked (visible_text); numbers and missing cells as they are. The data itself is untouched."""
+    from pandas.api.types import is_numeric_dtype
+
+    shown = frame.copy()
+    shown.columns = [visible_text(c) if isinstance(c, str) else c for c in shown.columns]
+    for position in range(shown.shape[1]):
+        values = shown.iloc[:, position]
+        if not is_numeric_dtype(values):  # object or pandas' string dtype
+            shown.isetitem(position, values.map(lambda v: visible_text(v) if isinstance(v, str) else v))
+    return shown

@@ -128,6 +128,10 @@ def test_the_import_preview_counts_the_sentences_it_will_show_marked(app_store, 
     at.run()
     assert not at.exception, at.exception
     assert [c.value for c in at.caption if "invisible" in c.value] == [hidden_note([f"{RLO}x", "s\u200bam"])]
+    # the preview tables (the file as read, the pairs it gives) show the marks, never the characters
+    tables = [frame.value.to_csv(index=False) for frame in at.dataframe]
+    assert len(tables) >= 2 and all(RLO not in t and "\u200b" not in t for t in tables)
+    assert all("⟨U+202E⟩ihg fed cba" in t and "s⟨U+200B⟩am" in t for t in tables)
 
 
 def test_the_annotate_page_shows_the_mark_and_the_store_keeps_the_override(app_store, monkeypatch):
