@@ -10,7 +10,8 @@ import pandas as pd
 from sqlalchemy import Engine, func, select, update
 
 from db.analysis import _frame, scores_wide
-from db.datasets import ImportResult, import_pairs
+from db.datasets import ImportRejected, ImportResult, import_pairs
+from db.limits import NAME_LENGTH, clean_name
 from db.engine import read_session, write_session
 from db.models import Dataset, Pair
 from pluie_core.evaluation.paraphrasus import PARTS, check_dataset
@@ -26,8 +27,9 @@ def import_benchmark(engine: Engine, frames: Mapping[str, pd.DataFrame], *, benc
     one dataset per part named "<prefix>/<part>" (prefix: the benchmark's name in lower case), each
     with its challenge and the benchmark's name. All of them land, with their queued scores, or
     none does (ImportRejected, e.g. when a dataset of that name exists)."""
-    benchmark = (benchmark or "").strip() or PARAPHRASUS
-    prefix = (prefix or benchmark.lower()).strip()
+    benchmark = clean_name("The benchmark's name", benchmark, ImportRejected) if str(benchmark or "").strip() \
+        else PARAPHRASUS
+    prefix = clean_name("The datasets' prefix", prefix or benchmark.lower(), ImportRejected, NAME_LENGTH - 20)
     results = []
     with write_session(engine) as session:
         for part, frame in frames.items():
@@ -53,9 +55,9 @@ def assign_challenge(engine: Engine, dataset_id: int, challenge: Optional[str], 
         if challenge is None:
             dataset.challenge, dataset.benchmark = None, None
             return
-        benchmark = (benchmark or "").strip()
-        if not benchmark:
+        if not str(benchmark or "").strip():
             raise ValueError("Give the benchmark a name.")
+        benchmark = clean_name("The benchmark's name", benchmark, ValueError)
         labels = session.scalars(select(Pair.gold_label).where(Pair.dataset_id == dataset.id)).all()
         check_dataset(dataset.name, challenge, labels, dataset.label_kind)
         dataset.challenge, dataset.benchmark = challenge, benchmark

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import Engine, and_, case, func, select
 
 from db.engine import read_session
+from db.limits import clean_name
 from db.export import (
     AGGREGATION_COLUMNS, ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names,
     export_frame, gold_check_answers, pair_aggregation, label_conditions, pair_conditions,
@@ -297,6 +298,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         raise PublishError(f"{folder} already exists and is not an empty folder: choose a new folder.")
     if pairs not in PAIR_SCOPES:
         raise PublishError("Publish every pair, the labelled pairs or the adjudicated pairs.")
+    if title is not None and str(title).strip():  # the card's name: a name's rules (NFC, no control character)
+        title = clean_name("The title", title, PublishError)
     ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     restricted = campaign_id is not None or pairs != "all"
     with read_session(engine) as session:

@@ -287,3 +287,25 @@ def test_the_campaign_form_and_the_profile_form_say_what_is_out_of_bounds(store)
     assert not at.exception
     assert [e.value for e in at.error] == ["Your name contains a control character (U+0000); names are plain text "
                                            "on one line."]
+
+
+def test_a_benchmarks_name_and_a_cards_title_are_bounded_and_clean_on_both_stores(store_url, tmp_path):
+    """The Scorecard's benchmark name (a 200-character column: PostgreSQL refused a longer one with a driver
+    error) and the Export page's card title follow a name's rules: the same sentence on both stores."""
+    from db.evaluation import assign_challenge
+    from db.publish import PublishError, publish_dataset
+
+    engine = init_db(store_url)
+    dataset_id, _ = make_dataset(engine, "d", numbered_pairs(6), label_kind="binary", gold=[i % 2 for i in range(6)])
+    with pytest.raises(ValueError, match="The benchmark's name has 300 characters; the limit is 200"):
+        assign_challenge(engine, dataset_id, "Classify!", "b" * 300)
+    with pytest.raises(ValueError, match=r"control character \(U\+001B\)"):
+        assign_challenge(engine, dataset_id, "Classify!", "bench\x1b[31m")
+    with read_session(engine) as session:
+        assert session.get(Dataset, dataset_id).benchmark is None  # nothing written
+    assign_challenge(engine, dataset_id, "Classify!", "Ben\u200bch")
+    with read_session(engine) as session:
+        assert session.get(Dataset, dataset_id).benchmark == "Bench"
+    with pytest.raises(PublishError, match=r"The title contains a control character \(U\+0007\)"):
+        publish_dataset(engine, tmp_path / "out", licence="mit", title="My\x07 dataset")
+    assert not (tmp_path / "out").exists()
