@@ -5,6 +5,7 @@ import streamlit as st
 from db import annotation as ann
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
+from db.limits import clean_name
 from pages import keep
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
@@ -107,7 +108,8 @@ def create_campaign(batch: int) -> None:
     except (ann.CampaignError, StoreUnavailable) as exc:  # the form keeps what was typed
         record["new-error"] = str(exc)
         return
-    record.update({"new-batch": batch + 1, "created": (name.strip(), created), "reset": True})
+    # the name as the store keeps it (NFC, invisible characters removed), not as typed
+    record.update({"new-batch": batch + 1, "created": (clean_name("", name, ValueError), created), "reset": True})
 
 
 def new_campaign_form() -> None:
