@@ -15,17 +15,20 @@ from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
 
-# Four grey answers and a light-blue "Don't know", as in the paper, so colour biases no choice.
+# Four grey answers and a light-blue "Don't know", as in the paper, so colour biases no choice; in a dark
+# theme dark grey and dark blue (light-dark() reads the color-scheme Streamlit sets for its theme).
 # The keys' containers carry st-key-<key> classes: answer-<level>-<position>. Streamlit rings its main area
 # (focusable, for keyboard scrolling) once a key is pressed after a click on the page's background: here the
 # keys 1-5 answer, and that grey frame around the whole page meant nothing, so it is not drawn.
 STYLE = """<style>
-div[class*="st-key-answer-"] button {background:#e6e6e6; color:#222; border:1px solid #c4c4c4;}
-div[class*="st-key-answer-"] button:hover {background:#d6d6d6; color:#000; border-color:#9e9e9e;}
-div[class*="st-key-answer-4-"] button {background:#add8e6; border-color:#8fc1d4;}
-div[class*="st-key-answer-4-"] button:hover {background:#9ccddd;}
+div[class*="st-key-answer-"] button {background:light-dark(#e6e6e6, #3a3a3a); color:light-dark(#222, #ededed);
+  border:1px solid light-dark(#c4c4c4, #5a5a5a);}
+div[class*="st-key-answer-"] button:hover {background:light-dark(#d6d6d6, #4a4a4a); color:light-dark(#000, #fff);
+  border-color:light-dark(#9e9e9e, #7a7a7a);}
+div[class*="st-key-answer-4-"] button {background:light-dark(#add8e6, #1f4f63); border-color:light-dark(#8fc1d4, #3d7891);}
+div[class*="st-key-answer-4-"] button:hover {background:light-dark(#9ccddd, #2a6079);}
 .pluie-pair {font-size:1.35rem; line-height:1.6; margin:0.5rem 0 1rem 0;}
-.pluie-sentence {padding:0.8rem 1rem; border:1px solid #ddd; border-radius:0.5rem; margin:0.4rem 0;
+.pluie-sentence {padding:0.8rem 1rem; border:1px solid light-dark(#ddd, #444); border-radius:0.5rem; margin:0.4rem 0;
   white-space:pre-wrap; overflow-wrap:anywhere;}
 main[data-testid="stMain"]:focus-visible::before {content:none;}
 </style>"""
@@ -269,5 +272,5 @@ back.button("← Back", key="back", disabled=item.position == 0, on_click=go_bac
 if revisit is not None:
     resume.button("Return to my current pair", key="resume", on_click=lambda: st.session_state.pop(revisit_key, None))
 if item.level is not None:  # back on an answered pair: the answer given stands out (a dark border and a tick)
-    st.html(f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid #222 !important; "
+    st.html(f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid light-dark(#222, #f0f0f0) !important; "
             f"font-weight:700;}} div.st-key-answer-{item.level}-{item.position} button p::before {{content:'✓ ';}}</style>")

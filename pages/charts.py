@@ -157,8 +157,9 @@ def _spec(figure: str, *args, **kwargs) -> dict:
 
 def draw(figure: str, *args, key: str, **kwargs) -> None:
     """Draw this module's figure (a function's name and its arguments) as st.altair_chart would, its spec
-    cached on those arguments."""
+    cached on those arguments. Streamlit's chart theme: axes, titles and legends follow the app's light or
+    dark theme."""
     if _convert_altair_to_vega_lite_spec is None:
-        st.altair_chart(globals()[figure](*args, **kwargs), key=key)
+        st.altair_chart(globals()[figure](*args, **kwargs), key=key, theme="streamlit")
     else:
-        st.vega_lite_chart(spec=_spec(figure, *args, **kwargs), key=key)
+        st.vega_lite_chart(spec=_spec(figure, *args, **kwargs), key=key, theme="streamlit")

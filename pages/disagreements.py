@@ -18,9 +18,10 @@ engine = admin_page("table")
 
 MODES = {"model": "Model against the reference", "humans": "Humans among themselves"}
 MAX_LISTED = 500  # pairs offered for inspection; the CSV has them all
-BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
+BOX = ("border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
+       "background:light-dark(#fafbfc,#1f1e1c);"  # light-dark(): the theme Streamlit chose
        "line-height:1.7;font-size:1.05rem")
-CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
+CAPTION = "font-size:0.8rem;color:light-dark(#57606a,#9aa3ad);margin-bottom:2px"
 
 st.title("Disagreements")
 mode = st.radio("Disagreements between", list(MODES), format_func=MODES.get, horizontal=True, key="disagreement_mode")

@@ -19,9 +19,10 @@ from pluie_core.labels import LEVELS
 from pluie_core.visible import visible_text
 
 engine = admin_page("table")
-BOX = ("border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;background:#fafbfc;"
+BOX = ("border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
+       "background:light-dark(#fafbfc,#1f1e1c);"  # light-dark(): the theme Streamlit chose
        "line-height:1.7;font-size:1.15rem;white-space:pre-wrap;overflow-wrap:anywhere")
-CAPTION = "font-size:0.8rem;color:#57606a;margin-bottom:2px"
+CAPTION = "font-size:0.8rem;color:light-dark(#57606a,#9aa3ad);margin-bottom:2px"
 SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "flagged": "Flagged by an annotator", "all": "All"}
 PAIR, POSITION, FLASH, ERROR = "review-pair", "review-position", "review-flash", "review-error"
 OPEN, SINGLE = "review-open-pair", "review-single"  # a pair asked for by the Pairs page (or ?pair=N)

@@ -21,7 +21,9 @@ __all__ = ["word_diff", "diff_html", "tokenize", "MARK_STYLE"]
 # a word may carry combining accents (decomposed "é"), which \w alone does not match
 _WORD = r"(?:\w|[\u0300-\u036f])+"
 _TOKEN = re.compile(rf"\d+(?:[.,]\d+)+|{_WORD}(?:['’\-]{_WORD})*|[^\w\s]")
-MARK_STYLE = "background:#fff176"  # inline, so the highlight shows without any stylesheet
+# inline, so the highlight shows without any stylesheet; light-dark() picks the colours of the theme the page
+# is in (its CSS color-scheme, which Streamlit sets), the plain yellow first for a browser without it
+MARK_STYLE = "background:#fff176;background:light-dark(#fff176,#5e5300);color:light-dark(#000,#f5f0c8)"
 
 # difflib opcode -> tag on (sentence a, sentence b)
 _TAGS = {"equal": ("equal", "equal"), "replace": ("replace", "replace"), "delete": ("delete", None), "insert": (None, "insert")}
@@ -85,7 +87,7 @@ def _render(tokens: list[tuple[str, str]], tags: list[str], trailing: str) -> st
 
 def diff_html(a: str, b: str) -> tuple[str, str]:
     """The two sentences as HTML with their differing words highlighted in yellow:
-    ``<mark class="pluie-diff pluie-diff-{tag}" style="background:#fff176">``. All text is escaped,
+    ``<mark class="pluie-diff pluie-diff-{tag}" style="{MARK_STYLE}">``. All text is escaped,
     so markup in a sentence is shown as text, never run; bidi controls and invisible characters
     show as marks (``<span class="pluie-hidden-char">⟨U+202E⟩</span>``), in place, never applied."""
     tokens_a, tags_a, tokens_b, tags_b, trailing_a, trailing_b = _diff_tokens(a, b)

@@ -30,7 +30,10 @@ __all__ = ["visible_text", "visible_html", "markdown_text", "count_marked", "hid
 # invisible characters outside category Cf: the combining grapheme joiner and the Hangul fillers
 # (variation selectors are left alone: they choose an emoji's look, and show nothing by themselves)
 _INVISIBLE_OTHERS = "\u034f\u115f\u1160\u3164\uffa0"
+# amber on cream in a light theme, on dark brown in a dark one (light-dark(): the page's color-scheme)
 HIDDEN_STYLE = ("font:0.7em/1 monospace;color:#7a4a00;background:#fff3d6;border:1px solid #d9a441;"
+                "color:light-dark(#7a4a00,#ffd591);background:light-dark(#fff3d6,#3d2c0a);"
+                "border-color:light-dark(#d9a441,#a57a2c);"
                 "border-radius:3px;padding:0 2px;margin:0 1px;vertical-align:0.15em;white-space:nowrap")
 
 

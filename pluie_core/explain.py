@@ -1,0 +1,137 @@
+"""Why this score: how much each word of a pair moves its PLUIE score.
+
+    >>> from pluie_core.explain import word_contributions
+    >>> explanation = word_contributions(scorer, "The cat drinks water.", "The cat drinks milk.")
+    >>> explanation.score, [(w.word, w.contribution) for w in explanation.hypothesis_words]
+
+A word's contribution is the pair's score minus the score of the same pair with that word left out
+(leave-one-out occlusion), so it is in the score's own unit, log p(answer₁) − log p(answer₂):
+positive, the word pushes towards answer₁ ("Yes": same meaning) and leaving it out lowers the
+score; negative, it pushes towards answer₂ ("No").
+
+Words are the tokens of pluie_core.diff (the word diff's own), so the spans fall on the diff's
+tokens; its punctuation tokens are listed but not left out. The pair and every variant with one word
+left out go through one call of the scorer (``scorer.score``), so they share its batches and its
+cached prompt prefix: n_words + 1 pairs cost what a batch of that many pairs costs.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pluie_core.diff import tokenize
+from pluie_core.scorer import PluieError
+
+__all__ = ["MAX_WORDS", "Explanation", "TokenContribution", "word_contributions", "without_word", "sentence_tokens"]
+
+MAX_WORDS = 200  # per sentence: each word is one more pair to score
+_WORDLIKE = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class TokenContribution:
+    """One token of a sentence: its text, its span ``sentence[start:end]``, whether it is a word, and
+    its contribution (None for punctuation, and for the only word of a one-word sentence)."""
+
+    token: str
+    start: int
+    end: int
+    is_word: bool
+    contribution: float | None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The pair's score and, for each sentence, its tokens in order (one per pluie_core.diff.tokenize
+    token, so they line up with pluie_core.diff.word_diff's lists)."""
+
+    source: str
+    hypothesis: str
+    score: float
+    source_tokens: tuple[TokenContribution, ...]
+    hypothesis_tokens: tuple[TokenContribution, ...]
+
+    @property
+    def source_words(self) -> list[TokenContribution]:
+        return [t for t in self.source_tokens if t.is_word]
+
+    @property
+    def hypothesis_words(self) -> list[TokenContribution]:
+        return [t for t in self.hypothesis_tokens if t.is_word]
+
+
+def sentence_tokens(sentence: str) -> list[tuple[str, int, int, bool]]:
+    """(token, start, end, is_word) of each pluie_core.diff token of a sentence. A word holds a letter
+    or a digit ("don't", "3.5"); a token without one is punctuation."""
+    tokens, end = [], 0
+    for space, token in tokenize(sentence):
+        start = end + len(space)
+        end = start + len(token)
+        tokens.append((token, start, end, bool(_WORDLIKE.search(token))))
+    return tokens
+
+
+def without_word(sentence: str, start: int, end: int) -> str:
+    """The sentence with ``sentence[start:end]`` left out, as a person would delete it: the
+    whitespace on both sides of it becomes the whitespace that was before it, or none where the word
+    touched its neighbour ("world." -> ".", "(hello" -> "("), began the sentence or ended it. So no
+    double space, and no space left dangling before punctuation that followed the word directly;
+    a space that was before punctuation in the sentence itself ("word ," tokenised text) stays.
+    Nothing else changes (no re-capitalisation)."""
+    left, right = sentence[:start], sentence[end:]
+    left_core, right_core = left.rstrip(), right.lstrip()
+    space_before, space_after = left[len(left_core):], right[: len(right) - len(right_core)]
+    joint = space_before if (left_core and right_core and space_before and space_after) else ""
+    return left_core + joint + right_core
+
+
+def _checked(name: str, sentence) -> list[tuple[str, int, int, bool]]:
+    if not isinstance(sentence, str):
+        raise PluieError(f"The {name} is not a text (got {sentence!r}); give both sentences of the pair.")
+    tokens = sentence_tokens(sentence)
+    words = sum(is_word for *_, is_word in tokens)
+    if words > MAX_WORDS:
+        raise PluieError(f"The {name} has {words:,} words; word contributions are computed for sentences of "
+                         f"at most {MAX_WORDS} words.")
+    return tokens
+
+
+def word_contributions(scorer, source: str, hypothesis: str, symmetric: bool = False,
+                       fields: dict | None = None) -> Explanation:
+    """The PLUIE score of (source, hypothesis) and how much each word of either sentence moves it.
+
+    scorer: a pluie_core.scorer.PluieScorer (the pair's run's model, template and answers).
+    contribution = score(pair) − score(pair with that word left out, see ``without_word``), in the
+    score's unit: > 0 the word pushes towards answer₁ ("Yes"), < 0 towards answer₂ ("No"). Each
+    contribution is what ``scorer.score`` gives the variant on its own, up to the float rounding
+    that batching changes (tests/test_explain.py).
+    Punctuation tokens are not left out (contribution None). The only word of a one-word sentence
+    is not left out either (None): without it the sentence has no word left to mean anything.
+    symmetric, fields: as for ``scorer.score`` (fields: one value per name, used for every variant).
+    Raises PluieError when a sentence has more than MAX_WORDS words (or the scorer refuses the pair).
+    One call of ``scorer.score`` on the pair and its variants (INDIRECT-like templates generate an
+    explanation for each of them).
+    """
+    sides = {"source": (source, _checked("source", source)),
+             "hypothesis": (hypothesis, _checked("hypothesis", hypothesis))}
+    sources, hypotheses, slots = [source], [hypothesis], {}
+    for name, (sentence, tokens) in sides.items():
+        if sum(is_word for *_, is_word in tokens) < 2:
+            continue
+        for i, (_token, start, end, is_word) in enumerate(tokens):
+            if is_word:
+                ablated = without_word(sentence, start, end)
+                slots[name, i] = len(sources)
+                sources.append(ablated if name == "source" else source)
+                hypotheses.append(ablated if name == "hypothesis" else hypothesis)
+    repeated = {key: [value] * len(sources) for key, value in (fields or {}).items()}
+    scores = scorer.score(sources, hypotheses, symmetric=symmetric, fields=repeated or None)
+    full = float(scores[0])
+
+    def listed(name: str) -> tuple[TokenContribution, ...]:
+        return tuple(
+            TokenContribution(token, start, end, is_word,
+                              full - float(scores[slots[name, i]]) if (name, i) in slots else None)
+            for i, (token, start, end, is_word) in enumerate(sides[name][1]))
+
+    return Explanation(source, hypothesis, full, listed("source"), listed("hypothesis"))
