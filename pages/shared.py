@@ -16,6 +16,7 @@ from pluie_core.auth import (
     admin_password_configured,
     admin_session_expiry,
     admin_session_hours,
+    client_address,
     end_admin_session,
     issue_admin_session,
     try_admin_password,
@@ -161,8 +162,13 @@ def organiser_session_end() -> "dt.datetime | None":
 def log_in(password: str) -> "str | None":
     """Log this browser in; None when done, else the sentence to show (a wrong password, or too
     many attempts from this address: pluie_core.auth.LoginGuard slows guessing down)."""
-    address = st.context.ip_address  # None from the server's own machine (and not a str under AppTest)
-    refused = try_admin_password(password, address if isinstance(address, str) and address else "localhost")
+    peer = st.context.ip_address  # None from the server's own machine (and not a str under AppTest)
+    forwarded = ", ".join(st.context.headers.get_all("X-Forwarded-For")) if st.context.headers else ""
+    try:
+        address = client_address(peer if isinstance(peer, str) and peer else None, forwarded)
+    except ValueError as exc:  # trusted proxies that are not addresses
+        return str(exc)
+    refused = try_admin_password(password, address)
     if refused:
         return refused
     st.session_state[ADMIN_TOKEN] = issue_admin_session()[0]

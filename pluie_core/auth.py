@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import logging
 import math
 import os
@@ -66,6 +67,17 @@ def admin_password_configured() -> bool:
     return bool(os.environ.get("PLUIE_ADMIN_PASSWORD")) or _configured_hash() is not None
 
 
+def _bcrypt_input(password: str) -> bytes:
+    """What bcrypt is given for this password. bcrypt reads at most 72 bytes (and the bcrypt package
+    refuses more), so a longer password is first hashed with SHA-256 and given as its 44-character
+    base64 text: every byte of it counts, and the hashes of passwords of up to 72 bytes are those
+    bcrypt always made (hashes already configured keep working)."""
+    raw = password.encode("utf-8")
+    if len(raw) <= 72:
+        return raw
+    return base64.b64encode(hashlib.sha256(raw).digest())
+
+
 def check_admin_password(password: str) -> bool:
     """True when the password matches the configured one. With none configured there is
     nothing to check against, and the admin pages are open (the app says so)."""
@@ -77,7 +89,7 @@ def check_admin_password(password: str) -> bool:
     if plain:
         return hmac.compare_digest(password.encode("utf-8"), plain.encode("utf-8"))
     try:
-        return bcrypt.checkpw(password.encode("utf-8"), _configured_hash().encode("utf-8"))
+        return bcrypt.checkpw(_bcrypt_input(password), _configured_hash().encode("utf-8"))
     except ValueError:  # a malformed hash in the configuration matches nothing
         return False
 
@@ -88,56 +100,83 @@ login_log = logging.getLogger("pluie_lab.login")
 
 
 class LoginGuard:
-    """Slows down, then locks out, repeated wrong admin passwords, per client and overall.
+    """Slows down repeated wrong admin passwords, per address and per account, without locking out
+    the people who know the password.
 
-    A client (its IP address; every browser on the server's own machine is one client) has
-    `free` wrong passwords within `window` seconds that cost nothing; after each further one it
-    must wait before the next try, twice as long each time (1 s, 2 s, 4 s ...) up to `longest`
-    (15 minutes: a lockout). Overall, every client together has `overall_free` wrong passwords
-    within the window, after which everyone waits the same way, so that guessing from many
-    addresses is slowed down too. A try while waiting is refused without checking the password.
-    The right password clears that client's failures. The counts live in the server's memory (a
-    restart forgets them); every failure and refusal is logged (logger `pluie_lab.login`)."""
+    Per address (the client's IP address, see client_address): `free` wrong passwords within `window`
+    seconds cost nothing; after each further one that address waits before its next try, twice as
+    long each time (1 s, 2 s, 4 s ...) up to `longest` (15 minutes). Per account (the account being
+    guessed; today the one admin): after `account_free` wrong passwords within the window, from all
+    addresses together, an address that has itself failed within the window also waits for the
+    account, twice as long after each further failure (1 s, 2 s ...) up to `account_longest`, so that
+    guessing from many addresses is slowed down too. An address with no recent failure is never made
+    to wait: its password is checked at once, so no guesser can lock the team out. A try while waiting
+    is refused without checking the password. The right password clears that address's failures.
 
-    def __init__(self, free: int = 5, overall_free: int = 50, window: float = 900.0, longest: float = 900.0,
-                 clock: Callable[[], float] = time.monotonic):
-        self.free, self.overall_free, self.window, self.longest, self.clock = free, overall_free, window, longest, clock
+    The counts live in the server's memory (a restart forgets them), on a clock that only goes forward
+    (a clock stepped back does not lengthen a wait); every failure and refusal is logged (logger
+    `pluie_lab.login`)."""
+
+    def __init__(self, free: int = 5, account_free: int = 20, window: float = 900.0, longest: float = 900.0,
+                 account_longest: float = 60.0, clock: Callable[[], float] = time.monotonic):
+        self.free, self.account_free, self.window, self.longest = free, account_free, window, longest
+        self.account_longest, self.clock = account_longest, clock
         self._lock = threading.Lock()
         self._clients: dict[str, deque] = {}
-        self._everyone: deque = deque()
+        self._accounts: dict[str, deque] = {}
+        self._last_reading: Optional[float] = None
+        self._stepped_back = 0.0
 
     def clear(self) -> None:
         with self._lock:
             self._clients.clear()
-            self._everyone.clear()
+            self._accounts.clear()
+
+    def _now(self) -> float:
+        """The clock, made to only go forward: a step back is added back, so waits go on from there."""
+        reading = self.clock()
+        if self._last_reading is not None and reading < self._last_reading:
+            self._stepped_back += self._last_reading - reading
+        self._last_reading = reading
+        return reading + self._stepped_back
 
     def _forget_old(self, times: deque, now: float) -> deque:
         while times and times[0] <= now - self.window:
             times.popleft()
         return times
 
-    def _until(self, times: deque, free: int) -> float:
+    @staticmethod
+    def _until(times: deque, free: int, longest: float) -> float:
         if len(times) <= free:
             return 0.0
-        return times[-1] + min(2.0 ** (len(times) - free - 1), self.longest)
+        return times[-1] + min(2.0 ** (len(times) - free - 1), longest)
 
-    def wait(self, client: str) -> int:
+    def _wait(self, client: str, account: str, now: float) -> int:
+        mine = self._forget_old(self._clients.get(client, deque()), now)
+        until = self._until(mine, self.free, self.longest)
+        if mine:  # only an address that has failed lately waits for the account
+            tries = self._forget_old(self._accounts.get(account, deque()), now)
+            until = max(until, self._until(tries, self.account_free, self.account_longest))
+        return max(0, math.ceil(until - now))
+
+    def wait(self, client: str, account: str = "admin") -> int:
         """Whole seconds this client must wait before its next try (0: it may try now)."""
         with self._lock:
-            now = self.clock()
-            mine = self._forget_old(self._clients.get(client, deque()), now)
-            everyone = self._forget_old(self._everyone, now)
-            return max(0, math.ceil(max(self._until(mine, self.free), self._until(everyone, self.overall_free)) - now))
+            return self._wait(client, account, self._now())
 
-    def failed(self, client: str) -> int:
+    def failed(self, client: str, account: str = "admin") -> int:
         """Count a wrong password from this client; the seconds it must now wait."""
         with self._lock:
-            now = self.clock()
+            now = self._now()
+            if len(self._clients) > 10_000:  # forged or many addresses: forget those quiet for a window
+                for quiet in [c for c, times in self._clients.items() if not self._forget_old(times, now)]:
+                    del self._clients[quiet]
             self._clients.setdefault(client, deque()).append(now)
-            self._everyone.append(now)
-        waiting = self.wait(client)
-        login_log.warning("wrong admin password from %s (%d from there, %d in all, in the last %d s); next try "
-                          "in %d s", client, len(self._clients[client]), len(self._everyone), self.window, waiting)
+            self._accounts.setdefault(account, deque()).append(now)
+            waiting = self._wait(client, account, now)
+            from_there, in_all = len(self._clients[client]), len(self._accounts[account])
+        login_log.warning("wrong admin password from %s (%d from there, %d for the account, in the last %d s); "
+                          "next try in %d s", client, from_there, in_all, self.window, waiting)
         return waiting
 
     def refused(self, client: str, waiting: int) -> None:
@@ -151,23 +190,95 @@ class LoginGuard:
 LOGIN_GUARD = LoginGuard()  # one per server process: every session's log-in goes through it
 
 
-def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUARD) -> Optional[str]:
+def trusted_proxies() -> list:
+    """The reverse proxies whose X-Forwarded-For is believed: PLUIE_TRUSTED_PROXIES (addresses or
+    networks, separated by commas), else `[login] trusted_proxies` in pluie_lab.toml; none by default."""
+    raw = os.environ.get("PLUIE_TRUSTED_PROXIES")
+    if raw is None:
+        config = Path(CONFIG_FILE)
+        if config.is_file():
+            with config.open("rb") as fh:
+                raw = tomllib.load(fh).get("login", {}).get("trusted_proxies", [])
+        else:
+            raw = []
+    entries = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
+    networks = []
+    for entry in entries:
+        text = str(entry).strip()
+        if not text:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            raise ValueError(f"The trusted proxies must be IP addresses or networks, not {text[:60]!r} "
+                             "(PLUIE_TRUSTED_PROXIES or [login] trusted_proxies in pluie_lab.toml).") from None
+    return networks
+
+
+def _forwarded_host(entry: str) -> str:
+    """The address in one X-Forwarded-For entry ("1.2.3.4", "1.2.3.4:5678", "[::1]:80", "::1")."""
+    entry = entry.strip()
+    if entry.startswith("[") and "]" in entry:
+        return entry[1:entry.index("]")]
+    if entry.count(":") == 1:
+        return entry.split(":")[0]
+    return entry
+
+
+def _address(text: str) -> "ipaddress.IPv4Address | ipaddress.IPv6Address | None":
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def client_address(peer: Optional[str], forwarded: Optional[str], proxies: Optional[list] = None) -> str:
+    """The address a login attempt is counted against. ``peer``: the connection's address as the server
+    reports it (None: this machine); ``forwarded``: the X-Forwarded-For header, if any.
+
+    The header is believed only when the peer is one of the configured trusted proxies (trusted_proxies):
+    then the address is the last one it names that is not itself a trusted proxy. Otherwise it is the peer.
+    Streamlit's server already replaces the address of a connection from this machine by the header's, so
+    a peer that is one of the header's addresses is taken to be this machine: a client cannot pick its own
+    count by forging the header."""
+    proxies = trusted_proxies() if proxies is None else proxies
+    named = [_forwarded_host(entry) for entry in (forwarded or "").split(",") if entry.strip()]
+    if peer is None or peer in named:
+        peer = "127.0.0.1"
+
+    def trusted(text: str) -> bool:
+        address = _address(text)
+        return address is not None and any(address in network for network in proxies)
+
+    if named and trusted(peer):
+        client = next((host for host in reversed(named) if not trusted(host)), named[0])
+    else:
+        client = peer
+    address = _address(client)
+    if address is None:
+        return client[:100]  # not an address (a proxy's own text): still one count of its own
+    return "localhost" if address.is_loopback else str(address)
+
+
+def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUARD,
+                       account: str = "admin") -> Optional[str]:
     """None when the password is right and this client may try now; else the sentence to show:
     the password is wrong, or there were too many attempts and how long to wait."""
-    waiting = guard.wait(client)
+    waiting = guard.wait(client, account)
     if waiting:
         guard.refused(client, waiting)
         return f"Too many attempts: try again in {waiting} s."
     if check_admin_password(password):
         guard.succeeded(client)
         return None
-    waiting = guard.failed(client)
+    waiting = guard.failed(client, account)
     return f"Wrong password; too many attempts: try again in {waiting} s." if waiting else "Wrong password."
 
 
 def hash_admin_password(password: str) -> str:
-    """The value to put in PLUIE_ADMIN_PASSWORD_HASH or `[admin] password_hash`."""
-    return bcrypt.hashpw(password.encode("utf-8"), bcrypt.gensalt()).decode("ascii")
+    """The value to put in PLUIE_ADMIN_PASSWORD_HASH or `[admin] password_hash` (a password of any
+    length: one over bcrypt's 72 bytes is pre-hashed, see _bcrypt_input)."""
+    return bcrypt.hashpw(_bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
 
 
 # ---------------------------------------------------------------- organiser sessions
@@ -248,8 +359,11 @@ def admin_session_expiry(token: Optional[str], now: Optional[float] = None) -> O
     if not hmac.compare_digest(signature.encode("utf-8"), expected.encode("utf-8")):
         return None
     now = time.time() if now is None else now
-    end = min(expires, issued + admin_session_hours() * 3600)  # a shortened lifetime applies at once
-    if not issued - 60 <= now < end or signature in _logged_out():
+    lifetime = admin_session_hours() * 3600
+    end = min(expires, issued + lifetime)  # a shortened lifetime applies at once
+    # issued "in the future": the server's clock was stepped back since. Only this server can sign, so
+    # the session holds, unless the step is longer than a whole session (then nothing it says is sure)
+    if not issued - lifetime <= now < end or signature in _logged_out():
         return None
     return float(end)
 
