@@ -33,6 +33,7 @@ __all__ = [
     "pairs_frame",
     "scores_wide",
     "pair_detail",
+    "pairs_detail",
     "add_score_run",
     "add_labels",
     "counted_label",
@@ -316,6 +317,37 @@ def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame]
                                               "seconds_spent", "comment", "flagged"]]
     pair = dict(zip(("dataset", "external_id", "source", "hypothesis", "gold_label"), row))
     return {"pair": pair, "labels": labels.reset_index(drop=True), "scores": scores}
+
+
+def pairs_detail(engine: Engine, pair_ids: Iterable[int], campaign_id: Optional[int] = None,
+                 annotators: Optional[pd.DataFrame] = None) -> dict:
+    """Several pairs with every label and every score, in one read per table (the pairs a chart's
+    selection lists): {"pairs": DataFrame indexed by pair_id in the order asked (dataset, external_id,
+    source, hypothesis, gold_label; pairs that do not exist left out), "labels": DataFrame (pair_id,
+    annotator, level, level_name, value), "scores": DataFrame (pair_id, run, value)}. ``campaign_id``:
+    only the labels given in that campaign, as the analysis pages scoped to it count them."""
+    pair_ids = list(dict.fromkeys(int(p) for p in pair_ids))
+    with read_session(engine) as session:
+        pairs = _frame(session, select(Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis,
+                                       Pair.gold_label).join(Dataset, Dataset.id == Pair.dataset_id)
+                       .where(Pair.id.in_(pair_ids)),
+                       ["pair_id", "dataset", "external_id", "source", "hypothesis", "gold_label"])
+        scores = _frame(session, select(Score.pair_id, ScoreRun.name, Score.value)
+                        .join(ScoreRun, ScoreRun.id == Score.run_id).where(Score.pair_id.in_(pair_ids))
+                        .order_by(Score.pair_id, ScoreRun.name), ["pair_id", "run", "value"])
+        query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value).where(
+            Label.pair_id.in_(pair_ids), counted_label())
+        if campaign_id is not None:
+            query = query.where(Label.campaign_id == int(campaign_id))
+        labels = _frame(session, query, ["pair_id", "annotator_id", "level", "value"])
+    if annotators is None:
+        annotators = annotator_choices(engine)
+    labels.insert(1, "annotator", labels["annotator_id"].map(annotators.set_index("id")["annotator"]))
+    labels["level_name"] = labels["level"].map(lambda level: LEVELS[int(level)] if pd.notna(level) else "")
+    labels = labels.sort_values(["pair_id", "annotator"])[["pair_id", "annotator", "level", "level_name", "value"]]
+    pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce").astype(float)
+    pairs = pairs.set_index("pair_id").reindex([p for p in pair_ids if p in set(pairs["pair_id"])])
+    return {"pairs": pairs, "labels": labels.reset_index(drop=True), "scores": scores}
 
 
 # --------------------------------------------------------------------------- bulk writes (tests, bench, scripts)

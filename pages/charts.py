@@ -1,165 +1,261 @@
-"""The analysis pages' figures, drawn with Vega-Lite (Altair, which Streamlit ships): plotly.js cost
-about a second of the browser's time on every page that drew a chart, whatever its size (bench/pages.py).
+"""The analysis pages' figures, drawn with plotly (the product's stack): each with the modebar's zoom,
+pan and "download plot as PNG" (twice the screen's size, for a paper). The pair scatters are WebGL
+(Scattergl): every pair up to MAX_SCATTER_POINTS, each point naming its pair, its two sentences
+(shortened), its label and scores on hover; a box or lasso selection lists the pairs under the chart
+(list_pairs), as selecting bars of a class histogram does.
 
-The data of every figure is small (binned, sampled or a handful of rows, ≤ 5,000 rows: Vega-Lite's
-usual limit, which Streamlit's own Arrow transport does not apply). Names a user chose (score runs,
-annotators) are values or titles here, never Vega-Lite field names, in which '.' and '[' mean something."""
+Plotly renders titles, tick labels, legends and hover texts as a little HTML (<b>, <br>, <a>): every
+text a user chose or imported (run and annotator names, sentences) goes through _text, which escapes
+it, and plotly shows the escaped text as typed."""
 from __future__ import annotations
 
-import altair as alt
+import html
+from typing import Optional
+
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-try:  # the conversion st.altair_chart does (Streamlit's own, private: streamlit is pinned in requirements.txt)
-    from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec
-except ImportError:  # another Streamlit: draw() then hands the Altair chart to st.altair_chart, uncached
-    _convert_altair_to_vega_lite_spec = None
+from pluie_core.diff import diff_html
 
-# px of a whole figure, titles and axes included (Streamlit fits the plot into it), as the plotly figures had
+# px of a whole figure, titles and axes included
 HEIGHT = 450
 ROW_HEIGHT, MIN_HEATMAP_ROWS, HEATMAP_FRAME = 45, 220, 140  # px: ≥ 55 px per tick of the κ colour bar
 KAPPA_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
-PLOTLY_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3")  # the colours the figures had
+PLOTLY_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3")  # plotly's own first colours
+MAX_SCATTER_POINTS = 100_000  # pairs a scatter draws (WebGL); beyond, a seeded sample the page states
+HOVER_CHARS = 80  # characters of each sentence a point's hover shows
+LISTED = 50  # selected pairs listed under a chart, the first ones
+CONFIG = {"displaylogo": False, "scrollZoom": False,
+          "toImageButtonOptions": {"format": "png", "scale": 2, "height": None, "width": None}}
+OPEN_IN_REVIEW = "review-open-pair"  # the Review page opens this pair (pages/review.py's OPEN)
+BOX = ("border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
+       "line-height:1.6;font-size:1.02rem")  # as the Review page draws a pair
+CAPTION = "font-size:0.8rem;color:light-dark(#57606a,#9aa3ad);margin-bottom:2px"
 
 
-def _colour(field: str, colours: dict, title: str) -> alt.Color:
-    """A nominal colour with a fixed colour per value (classes, figures), in this order."""
-    return alt.Color(f"{field}:N", title=title, scale=alt.Scale(domain=list(colours), range=list(colours.values())))
+def _text(value, limit: Optional[int] = None) -> str:
+    """User text as plotly shows it as typed: shortened to ``limit`` characters (…), HTML escaped."""
+    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    if limit is not None and len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    return html.escape(text, quote=False)
 
 
-def _ink(dark: str):
-    """White text where the cell is dark (a Vega expression), black elsewhere. A colour field without a
-    scale beside the cells' colour scale breaks Vega-Lite's layering (nothing is drawn)."""
-    return alt.condition(dark, alt.value("white"), alt.value("black"))
+def _layout(figure: go.Figure, title: str, height: int = HEIGHT, **layout) -> go.Figure:
+    figure.update_layout(title={"text": _text(title)}, height=height, margin={"t": 60}, **layout)
+    return figure
 
 
-def _rules(marks: list, axis: str, label_align: str = "right") -> list:
-    """Dashed or plain lines across the plot at given positions, each with its colour and a label at the
-    top ("best 0.42", "natural threshold"): marks are (position, colour, label, dashed) tuples."""
-    if not marks:
-        return []
-    frame = pd.DataFrame(marks, columns=["position", "colour", "label", "dashed"])
-    base = alt.Chart(frame).encode(**{axis: alt.X("position:Q") if axis == "x" else alt.Y("position:Q")},
-                                   color=alt.Color("colour:N", scale=None))
-    layers = [base.transform_filter("datum.dashed").mark_rule(strokeDash=[6, 4], strokeWidth=1.5),
-              base.transform_filter("!datum.dashed").mark_rule(strokeWidth=1.5)]
-    if axis == "x":
-        layers.append(base.mark_text(align=label_align, baseline="top", dx=-4 if label_align == "right" else 4, dy=2)
-                      .encode(y=alt.value(0), text="label:N"))
-    return layers
+def _marks(figure: go.Figure, marks: list, label_side: str = "left") -> None:
+    """Dashed or plain vertical lines at given positions, each in its colour with its label at the top
+    ("best 0.42", "natural threshold"): marks are (position, colour, label, dashed) tuples."""
+    for position, colour, label, dashed in marks:
+        figure.add_vline(x=float(position), line_color=colour, line_width=1.5, line_dash="dash" if dashed else "solid",
+                         annotation_text=_text(label), annotation_font_color=colour,
+                         annotation_position=f"top {label_side}")
 
 
-def kappa_heatmap(kappa: pd.DataFrame, n_shared: pd.DataFrame, title: str) -> alt.LayerChart:
+def _hover(points: pd.DataFrame, titles: dict) -> tuple[np.ndarray, str]:
+    """customdata and hovertemplate of pair points: pair_id first (what a selection reads), then the
+    sentences shortened, then every other column but x and y, each under its title."""
+    shown = [c for c in points.columns if c not in ("x", "y")]
+    shown = sorted(shown, key=lambda c: (c != "pair_id", c not in ("source", "hypothesis")))
+    data = pd.DataFrame({c: points[c].map(lambda v: _text(v, HOVER_CHARS)) if c in ("source", "hypothesis")
+                         else points[c].astype(object).map(lambda v: v if isinstance(v, (int, np.integer)) else _text(v))
+                         if points[c].dtype == object else points[c] for c in shown})
+    lines = [f"{_text(titles.get(c, c))}: %{{customdata[{i}]}}" for i, c in enumerate(shown)]
+    lines += [f"{_text(titles['x'])}: %{{x:.4g}}", f"{_text(titles['y'])}: %{{y:.4g}}"]
+    return data.to_numpy(dtype=object), "<br>".join(lines) + "<extra></extra>"
+
+
+def kappa_heatmap(kappa: pd.DataFrame, n_shared: pd.DataFrame, title: str) -> go.Figure:
     """Cohen's κ per pair of annotators on a red-white-blue scale from −1 to 1, each cell reading its κ
     and the number of items both labelled; the first annotator on top."""
-    names = [str(name) for name in kappa.index]
-    cells = pd.DataFrame([(str(a), str(b), kappa.iat[i, j], int(n_shared.iat[i, j]))
-                          for i, a in enumerate(kappa.index) for j, b in enumerate(kappa.columns)],
-                         columns=["row", "column", "kappa", "n"])
-    cells["text"] = cells["kappa"].map(lambda k: "" if pd.isna(k) else f"{k:.2f}") + "\nn=" + cells["n"].astype(str)
+    names = [_text(name) for name in kappa.index]
+    values = kappa.to_numpy(dtype=float)
+    shared = n_shared.to_numpy().astype(int)
+    text = [[("" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}") + f"<br>n={shared[i, j]}"
+             for j in range(len(names))] for i in range(len(names))]
     rows = max(MIN_HEATMAP_ROWS, ROW_HEIGHT * len(names))  # the cells' height; the colour bar as tall
-    base = alt.Chart(cells).encode(
-        x=alt.X("column:O", sort=names, title=None, axis=alt.Axis(labelLimit=0)),
-        y=alt.Y("row:O", sort=names, title=None, axis=alt.Axis(labelLimit=0)),
-        tooltip=[alt.Tooltip("row:N", title="annotator"), alt.Tooltip("column:N", title="with"),
-                 alt.Tooltip("kappa:Q", title="κ", format=".2f"), alt.Tooltip("n:Q", title="items both labelled")])
-    colour = alt.Color("kappa:Q", title="κ", scale=alt.Scale(scheme="redblue", domain=[-1, 1]),
-                       legend=alt.Legend(values=list(KAPPA_TICKS), gradientLength=rows, format="g"))
-    return alt.layer(base.mark_rect().encode(color=colour),
-                     base.mark_text(lineBreak="\n").encode(text="text:N", color=_ink("abs(datum.kappa) > 0.5"))
-                     ).properties(title=title, height=rows + HEATMAP_FRAME)
+    figure = go.Figure(go.Heatmap(
+        z=np.where(np.isnan(values), None, values), x=names, y=names, text=text, texttemplate="%{text}",
+        customdata=shared, colorscale="RdBu", zmin=-1, zmax=1,
+        colorbar={"title": {"text": "κ"}, "tickvals": list(KAPPA_TICKS), "lenmode": "pixels", "len": rows},
+        hovertemplate="annotator %{y}<br>with %{x}<br>κ %{z:.2f}<br>items both labelled %{customdata}<extra></extra>"))
+    return _layout(figure, title, rows + HEATMAP_FRAME, yaxis={"autorange": "reversed", "type": "category"},
+                   xaxis={"type": "category"})
 
 
-def confusion_matrix(cells, columns: list, rows: list, title: str) -> alt.LayerChart:
+def confusion_matrix(cells, columns: list, rows: list, title: str) -> go.Figure:
     """A 2 × 2 count matrix in blues, each cell reading its count; rows[0] on top."""
-    frame = pd.DataFrame([(rows[i], columns[j], int(cells[i][j])) for i in range(len(rows)) for j in range(len(columns))],
-                         columns=["row", "column", "count"])
-    middle = (frame["count"].min() + frame["count"].max()) / 2
-    base = alt.Chart(frame).encode(x=alt.X("column:O", sort=columns, title=None, axis=alt.Axis(labelAngle=0, labelLimit=0)),
-                                   y=alt.Y("row:O", sort=rows, title=None, axis=alt.Axis(labelLimit=0)),
-                                   tooltip=["row:N", "column:N", "count:Q"])
-    return alt.layer(base.mark_rect().encode(color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"))),
-                     base.mark_text(fontSize=14).encode(text="count:Q", color=_ink(f"datum.count > {middle}"))
-                     ).properties(title=title, height=HEIGHT)
+    counts = np.asarray(cells, dtype=float).astype(int)
+    figure = go.Figure(go.Heatmap(z=counts, x=list(columns), y=list(rows), text=counts, texttemplate="%{text}",
+                                  textfont={"size": 14}, colorscale="Blues", showscale=True,
+                                  hovertemplate="%{y}<br>%{x}<br>count %{z}<extra></extra>"))
+    return _layout(figure, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"type": "category"})
 
 
-def threshold_curve(curve: pd.DataFrame, x: str, x_title: str, colours: dict, marks: list, title: str) -> alt.LayerChart:
+def threshold_curve(curve: pd.DataFrame, x: str, x_title: str, colours: dict, marks: list, title: str) -> go.Figure:
     """One line per figure (the keys of colours, columns of curve) against x, from 0 to 1.02, with the
-    marked thresholds as dashed lines labelled at the top left. The curve is folded into lines in the
-    browser: one row per point, not one per point and figure."""
-    figures = list(colours)
-    lines = alt.Chart(curve[[x, *figures]]).transform_fold(figures, as_=["figure", "value"]).mark_line().encode(
-        x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False)),
-        y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1.02])),
-        color=_colour("figure", colours, "figure"),
-        tooltip=[alt.Tooltip("figure:N"), alt.Tooltip(f"{x}:Q", title=x_title, format=".4g"),
-                 alt.Tooltip("value:Q", format=".3f")])
-    return alt.layer(lines, *_rules(marks, "x")).properties(title=title, height=HEIGHT)
+    marked thresholds as dashed lines labelled at the top left."""
+    figure = go.Figure([go.Scatter(x=curve[x], y=curve[name], mode="lines", name=name, line={"color": colour},
+                                   hovertemplate=f"{name}<br>{_text(x_title)} %{{x:.4g}}<br>%{{y:.3f}}<extra></extra>")
+                        for name, colour in colours.items()])
+    _marks(figure, marks, "left")
+    return _layout(figure, title, xaxis={"title": {"text": _text(x_title)}}, yaxis={"range": [0, 1.02]},
+                   legend={"title": {"text": "figure"}})
 
 
-def class_histogram(bars: pd.DataFrame, colours: dict, x_title: str, title: str, marks: list) -> alt.LayerChart:
-    """Bars binned on the server (class, start, end, count), the classes overlaid, not stacked."""
-    shown = {name: colour for name, colour in colours.items() if name in set(bars["class"])}
-    columns = alt.Chart(bars).mark_bar(opacity=0.65).encode(
-        x=alt.X("start:Q", title=x_title, scale=alt.Scale(zero=False)), x2="end:Q",
-        y=alt.Y("count:Q", title="count", stack=None), y2=alt.datum(0),  # bars from 0, not ranges at a height
-        color=_colour("class", shown, "class"),
-        tooltip=["class:N", alt.Tooltip("start:Q", title="from", format=".4g"),
-                 alt.Tooltip("end:Q", title="to", format=".4g"), "count:Q"])
-    return alt.layer(columns, *_rules(marks, "x", label_align="left")).properties(title=title, height=HEIGHT)
+def class_histogram(bars: pd.DataFrame, colours: dict, x_title: str, title: str, marks: list) -> go.Figure:
+    """Bars binned on the server (class, start, end, count), the classes overlaid, not stacked. Each bar
+    carries (class, start, end): selecting it names the pairs behind it (bin_pairs)."""
+    traces = []
+    for name, colour in colours.items():
+        group = bars[bars["class"] == name]
+        if group.empty:
+            continue
+        traces.append(go.Bar(
+            x=(group["start"] + group["end"]) / 2, width=group["end"] - group["start"], y=group["count"], name=name,
+            marker={"color": colour}, opacity=0.65, customdata=group[["class", "start", "end"]].to_numpy(dtype=object),
+            hovertemplate="%{customdata[0]}<br>from %{customdata[1]:.4g} to %{customdata[2]:.4g}<br>"
+                          "count %{y}<extra></extra>"))
+    figure = go.Figure(traces)
+    _marks(figure, marks, "right")
+    return _layout(figure, title, barmode="overlay", bargap=0, xaxis={"title": {"text": _text(x_title)}},
+                   yaxis={"title": {"text": "count"}}, legend={"title": {"text": "class"}}, clickmode="event+select")
 
 
 def class_scatter(points: pd.DataFrame, colours: dict, shapes: dict, titles: dict, title: str,
-                  level=None, level_colour: str = "#d62728") -> alt.LayerChart:
-    """Points x, y per class (colour and shape by class), with the other columns of points in the
-    tooltip; a horizontal line at y = level if given. titles: the axis title of x and y."""
-    shown = [name for name in colours if name in set(points["class"])]
-    dots = alt.Chart(points).mark_point(filled=True, opacity=0.6).encode(
-        x=alt.X("x:Q", title=titles["x"], scale=alt.Scale(zero=False)),
-        y=alt.Y("y:Q", title=titles["y"], scale=alt.Scale(zero=False)),
-        color=_colour("class", {name: colours[name] for name in shown}, "class"),
-        shape=alt.Shape("class:N", title="class", scale=alt.Scale(domain=shown, range=[shapes[n] for n in shown])),
-        tooltip=[alt.Tooltip(f"{c}:{'Q' if c in ('x', 'y') else 'N'}", title=titles.get(c, c)) for c in points.columns])
-    layers = [dots]
+                  level=None, level_colour: str = "#d62728") -> go.Figure:
+    """Points x, y per class (colour and shape by class, WebGL), the other columns of points on hover
+    (pair_id first: a selection reads it); a horizontal line at y = level if given. titles: the axis
+    title of x and y (and of other columns, else their name)."""
+    traces = []
+    for name, colour in colours.items():
+        group = points[points["class"] == name]
+        if group.empty:
+            continue
+        customdata, template = _hover(group, titles)
+        traces.append(go.Scattergl(x=group["x"], y=group["y"], mode="markers", name=name, customdata=customdata,
+                                   marker={"color": colour, "symbol": shapes[name], "opacity": 0.6},
+                                   hovertemplate=template))
+    figure = go.Figure(traces)
     if level is not None:
-        layers.append(alt.Chart(pd.DataFrame({"y": [level]})).mark_rule(color=level_colour, strokeWidth=1.5).encode(y="y:Q"))
-    return alt.layer(*layers).properties(title=title, height=HEIGHT)
+        figure.add_hline(y=float(level), line_color=level_colour, line_width=1.5)
+    return _layout(figure, title, xaxis={"title": {"text": _text(titles["x"])}},
+                   yaxis={"title": {"text": _text(titles["y"])}}, legend={"title": {"text": "class"}}, dragmode="select")
 
 
-def grouped_bars(long: pd.DataFrame, title: str) -> alt.Chart:
+def grouped_bars(long: pd.DataFrame, title: str) -> go.Figure:
     """Bars of r per metric (x), one per method side by side (long: metric, method, r)."""
     methods, metrics = list(dict.fromkeys(long["method"])), list(dict.fromkeys(long["metric"]))
     slanted = max(map(len, metrics), default=0) > 20  # run names in full, slanted when long
-    return alt.Chart(long).mark_bar().encode(
-        x=alt.X("metric:N", sort=metrics, title="metric", axis=alt.Axis(labelAngle=-30 if slanted else 0, labelLimit=0)),
-        xOffset=alt.XOffset("method:N", sort=methods), y=alt.Y("r:Q", title="r"),
-        color=_colour("method", dict(zip(methods, PLOTLY_COLOURS)), "method"),
-        tooltip=["metric:N", "method:N", alt.Tooltip("r:Q", format=".3f")]).properties(title=title, height=HEIGHT)
+    figure = go.Figure([go.Bar(x=[_text(m) for m in group["metric"]], y=group["r"], name=method,
+                               marker={"color": colour}, hovertemplate=f"%{{x}}<br>{method}<br>r %{{y:.3f}}<extra></extra>")
+                        for (method, group), colour in zip(((m, long[long["method"] == m]) for m in methods),
+                                                           PLOTLY_COLOURS)])
+    return _layout(figure, title, barmode="group", legend={"title": {"text": "method"}},
+                   xaxis={"title": {"text": "metric"}, "type": "category", "tickangle": -30 if slanted else 0,
+                          "categoryorder": "array", "categoryarray": [_text(m) for m in metrics]},
+                   yaxis={"title": {"text": "r"}})
 
 
-def scatter(points: pd.DataFrame, titles: dict, title: str, opacity: float = 0.4) -> alt.Chart:
-    """Points x, y in one colour (points: columns x and y; titles: their axis titles)."""
-    return alt.Chart(points[["x", "y"]]).mark_point(filled=True, opacity=opacity, color=PLOTLY_COLOURS[0]).encode(
-        x=alt.X("x:Q", title=titles["x"], scale=alt.Scale(zero=False)),
-        y=alt.Y("y:Q", title=titles["y"], scale=alt.Scale(zero=False)),
-        tooltip=[alt.Tooltip("x:Q", title=titles["x"]), alt.Tooltip("y:Q", title=titles["y"])]
-    ).properties(title=title, height=HEIGHT)
+def scatter(points: pd.DataFrame, titles: dict, title: str, opacity: float = 0.4) -> go.Figure:
+    """Points x, y in one colour (WebGL; points: columns x and y, and pair_id, sentences... shown on
+    hover; titles: the axis titles)."""
+    customdata, template = _hover(points, titles)
+    figure = go.Figure(go.Scattergl(x=points["x"], y=points["y"], mode="markers", customdata=customdata,
+                                    marker={"color": PLOTLY_COLOURS[0], "opacity": opacity}, hovertemplate=template))
+    return _layout(figure, title, xaxis={"title": {"text": _text(titles["x"])}},
+                   yaxis={"title": {"text": _text(titles["y"])}}, dragmode="select")
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _spec(figure: str, *args, **kwargs) -> dict:
-    """The Vega-Lite spec (data as Arrow, as st.altair_chart sends it) of the figure built by this module's
-    function named figure. Building and validating the Altair charts took half of every rerun of the
-    Agreement page at 100,000 pairs (0.114 s a rerun, 0.052 s with the specs cached; AppTest), the same
-    figures each time."""
-    return _convert_altair_to_vega_lite_spec(globals()[figure](*args, **kwargs))
+def _figure(figure: str, *args, **kwargs) -> go.Figure:
+    """The figure built by this module's function named figure, cached on its arguments: a rerun
+    (a widget moved elsewhere on the page) builds no figure again."""
+    return globals()[figure](*args, **kwargs)
 
 
-def draw(figure: str, *args, key: str, **kwargs) -> None:
-    """Draw this module's figure (a function's name and its arguments) as st.altair_chart would, its spec
-    cached on those arguments. Streamlit's chart theme: axes, titles and legends follow the app's light or
-    dark theme."""
-    if _convert_altair_to_vega_lite_spec is None:
-        st.altair_chart(globals()[figure](*args, **kwargs), key=key, theme="streamlit")
-    else:
-        st.vega_lite_chart(spec=_spec(figure, *args, **kwargs), key=key, theme="streamlit")
+def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
+    """Draw this module's figure (a function's name and its arguments) with st.plotly_chart, built once
+    for the same arguments. Streamlit's chart theme (the app's light or dark theme); the modebar's zoom
+    and PNG download. ``select``: the selection modes ("box", "lasso", "points") that rerun the page
+    with the selection, returned; none: nothing is selectable, None returned."""
+    config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key}}
+    if not select:
+        st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit", config=config)
+        return None
+    return st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit",
+                           config=config, on_select="rerun", selection_mode=tuple(select))
+
+
+# --------------------------------------------------------------------------- what a selection names
+
+
+def selected_pair_ids(event) -> list[int]:
+    """The pair ids of the points a selection event (st.plotly_chart's state) holds, in order, once
+    each: the first value of each point's customdata (the pair scatters put pair_id there)."""
+    found = []
+    for point in ((event or {}).get("selection") or {}).get("points") or []:
+        data = point.get("customdata")
+        if data:
+            try:
+                found.append(int(data[0]))
+            except (TypeError, ValueError):
+                continue
+    return list(dict.fromkeys(found))
+
+
+def selected_bins(event) -> list[tuple]:
+    """(class, start, end) of the histogram bars a selection event holds (class_histogram's customdata)."""
+    found = []
+    for point in ((event or {}).get("selection") or {}).get("points") or []:
+        data = point.get("customdata")
+        if data and len(data) >= 3:
+            found.append((str(data[0]), float(data[1]), float(data[2])))
+    return list(dict.fromkeys(found))
+
+
+def bin_pairs(points: pd.DataFrame, score: str, bins: list[tuple], last_edge: float) -> list[int]:
+    """The pair ids behind selected histogram bars (class, start, end), as np.histogram counted them:
+    start ≤ score < end, the last bin closed at last_edge. points: pair_id, class and the score."""
+    chosen = pd.Series(False, index=points.index)
+    for name, start, end in bins:
+        upper = points[score] <= end if np.isclose(end, last_edge) else points[score] < end
+        chosen |= (points["class"] == name) & (points[score] >= start) & upper
+    return points.loc[chosen, "pair_id"].astype(int).tolist()
+
+
+def list_pairs(pair_ids: list[int], read, key: str) -> None:
+    """The selected pairs under a chart, the first LISTED of them: each pair's id and dataset, its
+    sentences with the words that differ marked (as Review shows a pair), every label and every score,
+    and a button that opens it in Review. read(ids) -> db.analysis.pairs_detail's dict (one read)."""
+    from pages.shared import user_text
+
+    if not pair_ids:
+        st.caption("Select points (box or lasso) or bars in the chart to list their pairs here.")
+        return
+    shown = pair_ids[:LISTED]
+    st.markdown(f"**{len(pair_ids):,} pair{'s' if len(pair_ids) != 1 else ''} selected**"
+                + (f" · the first {LISTED} listed" if len(pair_ids) > LISTED else ""))
+    found = read(tuple(shown))
+    labels, scores = found["labels"].groupby("pair_id"), found["scores"].groupby("pair_id")
+    for pair_id, pair in found["pairs"].iterrows():
+        source, hypothesis = diff_html(pair["source"], pair["hypothesis"])
+        with st.container(border=False, key=f"{key}-pair-{pair_id}"):
+            st.html(f"<div style='{BOX}' data-testid='selected-pair'><div style='{CAPTION}'>Pair {int(pair_id)} · "
+                    f"{html.escape(str(pair['dataset']))} · source</div><div>{source}</div>"
+                    f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
+            given = labels.get_group(pair_id) if pair_id in labels.groups else found["labels"].iloc[:0]
+            named = [f"{user_text(r.annotator)}: {r.level_name or f'{r.value:g}'}" for r in given.itertuples()]
+            gold = pair["gold_label"]
+            run_scores = scores.get_group(pair_id) if pair_id in scores.groups else found["scores"].iloc[:0]
+            st.caption(f"Pair {int(pair_id)} · gold label {'—' if pd.isna(gold) else f'{gold:g}'} · labels: "
+                       + (" · ".join(named) or "none") + " · scores: "
+                       + (" · ".join(f"{user_text(r.run)} {r.value:.4g}" for r in run_scores.itertuples()) or "none"))
+            if st.button("Open in Review", key=f"{key}-review-{pair_id}", icon=":material/gavel:"):
+                st.session_state[OPEN_IN_REVIEW] = int(pair_id)
+                st.switch_page("pages/review.py")

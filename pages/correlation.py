@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from db import evaluation_reads as reads
+from db.analysis import pairs_detail
 from pages import analysis_common as common, charts
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.evaluation.correlation import (
@@ -19,7 +20,7 @@ REFERENCES = common.GRADED_REFERENCES
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"
-MAX_POINTS = 1_500  # points drawn in the scatter (the browser draws 5,000 in about a second); the statistics use every pair
+MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
@@ -137,8 +138,13 @@ if system_column is None:
     shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
     points = data[[shown_run, "reference"]].dropna().set_axis(["y", "x"], axis=1)
     drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-    charts.draw("scatter", drawn, {"x": "reference", "y": shown_run},
-                f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)", key="correlation_scatter")
+    texts = common.pairs(selection.url, selection.dataset_ids, True, campaign_id)[["source", "hypothesis"]]
+    drawn = drawn.join(texts).rename_axis("pair_id").reset_index()  # on hover: the pair and its sentences
+    picked = charts.draw("scatter", drawn, {"x": "reference", "y": shown_run, "pair_id": "pair"},
+                         f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)",
+                         key="correlation_scatter", select=("box", "lasso"))
+    charts.list_pairs(charts.selected_pair_ids(picked), lambda ids: pairs_detail(
+        get_engine(), ids, campaign_id, annotators=selection.choices.annotators), "correlation_scatter")
 
 st.subheader("Do two runs correlate differently?")
 if len(chosen_runs) < 2:

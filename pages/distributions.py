@@ -5,9 +5,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from db.analysis import pairs_detail
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common, charts
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, get_engine, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
 admin_page("table", "chart")
@@ -15,7 +16,7 @@ admin_page("table", "chart")
 CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}
 COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}
 EDIT = "normalised edit distance"
-MAX_POINTS = 1_500  # points drawn in the scatter (the browser draws 5,000 in about a second); the statistics use every pair
+MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
 
 @st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
@@ -30,7 +31,7 @@ def per_class_tables(tables: pd.DataFrame, table_runs: list, dataset_col):
 st.title("Distributions")
 selection = common.sidebar(run="required", reference=True)
 score = selection.run["name"]
-data = common.scored_frame(selection, texts=False)
+data = common.scored_frame(selection, texts=True)  # the sentences: on hover and in the selected pairs
 data[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(data.index)
 data = data.dropna(subset=[score, "reference"])
 if data.empty:
@@ -42,7 +43,15 @@ if data["class"].nunique() < 2:
     st.warning(f"Every pair here is a {data['class'].iloc[0]} according to {user_text(selection.reference.describe())}: "
                "the per-class figures below show a single class.")
 
-points = data.reset_index()[["pair_id", "dataset", score, EDIT, "class"]]
+points = data.reset_index()[["pair_id", "dataset", score, EDIT, "class", "source", "hypothesis"]]
+columns = ["pair_id", "dataset", score, EDIT, "class"]  # the download's
+
+
+def read_pairs(pair_ids: tuple):
+    """The selected pairs with every label (those of the scope's campaign) and score: one read."""
+    return pairs_detail(get_engine(), pair_ids, selection.campaign_id, annotators=selection.choices.annotators)
+
+
 bins = st.slider("Histogram bins", 10, 200, 50, key="distribution_bins")
 # binned here: the browser gets the bars (at most 200 per class), not every score (100,000 at 100,000 pairs)
 edges = np.histogram_bin_edges(points[score], bins)
@@ -50,16 +59,20 @@ bars = pd.concat([pd.DataFrame({"class": name, "start": edges[:-1], "end": edges
                                 "count": np.histogram(group[score], edges)[0]}) for name, group in points.groupby("class")])
 natural = natural_threshold(selection.run["kind"])
 marks = [] if natural is None else [(natural, "#d62728", "natural threshold", False)]
-charts.draw("class_histogram", bars, COLOURS, score, f"{score} per class", marks, key="histogram")
-common.download_csv(points, f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
+picked = charts.draw("class_histogram", bars, COLOURS, score, f"{score} per class", marks, key="histogram",
+                     select=("points", "box"))
+charts.list_pairs(charts.bin_pairs(points, score, charts.selected_bins(picked), edges[-1]), read_pairs, "histogram")
+common.download_csv(points[columns], f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
 
 st.subheader("Score against edit distance")
 drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-charts.draw("class_scatter",
-    drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS, {"paraphrase": "circle", "non-paraphrase": "square"},
-    {"x": EDIT, "y": score}, f"{score} against the normalised Levenshtein distance", level=natural, key="scatter")
+picked = charts.draw(
+    "class_scatter", drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS,
+    {"paraphrase": "circle", "non-paraphrase": "square"}, {"x": EDIT, "y": score, "pair_id": "pair"},
+    f"{score} against the normalised Levenshtein distance", level=natural, key="scatter", select=("box", "lasso"))
 if len(points) > MAX_POINTS:
     st.caption(f"{MAX_POINTS:,} of {len(points):,} pairs drawn (a seeded sample); the correlations use them all.")
+charts.list_pairs(charts.selected_pair_ids(picked), read_pairs, "scatter")
 
 st.subheader("Per class: correlation with edit distance, mean and standard deviation")
 runs = selection.choices.runs["name"].tolist()

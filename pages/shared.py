@@ -29,9 +29,10 @@ PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not show
 
 
 # The browser's table and chart code: Streamlit loads each the first time a page draws one (about 0.6 s
-# of the browser's time for a table, 0.3 s for a chart, on 2 cores). preload_views starts loading them
-# while the server still computes the page, rather than after (bench/pages.py).
-VIEW_MODULES = {"table": ("DataFrame",), "chart": ("ArrowVegaLiteChart", "embed")}
+# of the browser's time for a table; plotly's chunk, 4.7 MB, about a second for a chart, on 2 cores).
+# preload_views starts loading them while the server still computes the page, rather than after
+# (bench/pages.py). "chart": pages/charts.py draws every figure with plotly.
+VIEW_MODULES = {"table": ("DataFrame",), "chart": ("PlotlyChart",)}
 
 
 @functools.cache
@@ -230,7 +231,7 @@ def admin_page(*views: str):
     """First line of every organiser's page: annotators (a ?token= link) see a sentence and
     nothing else and, when an admin password is configured, visitors who have not logged in see
     the login form. app.py does the same already; this keeps each page closed on its own too.
-    ``views``: what the page draws, "table" (st.dataframe) and "chart" (a Vega-Lite chart: charts.draw), for the
+    ``views``: what the page draws, "table" (st.dataframe) and "chart" (a plotly chart: charts.draw), for the
     browser to load while the page computes (preload_views)."""
     _through_app()
     if "token" in st.query_params:

@@ -18,7 +18,7 @@ from pluie_core.stats import (
 )
 from tests.analysis_store import load_built_store
 from tests.paths import REPO
-from tests.vega import charts, layer
+from tests.figures import charts, marks, trace, traces
 
 ANALYSIS_PAGES = ["agreement", "thresholds", "distributions", "disagreements"]
 
@@ -90,15 +90,17 @@ def test_agreement_shows_the_kappas_and_alphas_stats_computes(open_page, engine,
         cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic"))
     # the heatmap: every cell reads its κ and the items both labelled, on a red-blue scale from -1 to 1
     heatmap = charts(at)["Cohen's κ per pair of annotators (five-level); n = items both labelled"]
-    cells = layer(heatmap, "text")["frame"].set_index(["row", "column"])
+    cells = trace(heatmap, "heatmap")
     kappa = cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic")
     shared = int((matrix["ann1"].notna() & matrix["ann2"].notna()).sum())
-    assert cells.loc[("ann2", "ann1"), "kappa"] == pytest.approx(kappa)
-    assert cells.loc[("ann1", "ann2"), "text"] == f"{kappa:.2f}\nn={shared}"
-    assert len(cells) == 16 and pd.isna(cells.loc[("ann3", "ann3"), "kappa"])
-    colour = layer(heatmap, "rect")["encoding"]["color"]
-    assert colour["field"] == "kappa" and colour["scale"] == {"domain": [-1, 1], "scheme": "redblue"}
-    assert layer(heatmap, "rect")["encoding"]["y"]["sort"] == ["ann1", "ann2", "ann3", "ann4"]  # the first on top
+    assert cells["x"] == cells["y"] == ["ann1", "ann2", "ann3", "ann4"]
+    assert cells["z"][1][0] == pytest.approx(kappa)  # row ann2, column ann1
+    assert cells["text"][0][1] == f"{kappa:.2f}<br>n={shared}" and cells["texttemplate"] == "%{text}"
+    assert len(cells["z"]) == 4 and all(len(row) == 4 for row in cells["z"]) and cells["z"][2][2] is None
+    # red (-1) through white to blue (1), the first annotator on top
+    assert (cells["zmin"], cells["zmax"]) == (-1, 1)
+    assert cells["colorscale"][0][1] == "rgb(103,0,31)" and cells["colorscale"][-1][1] == "rgb(5,48,97)"
+    assert heatmap["layout"]["yaxis"]["autorange"] == "reversed"
     summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
     assert list(summary["annotator"]) == ["ann1", "ann2", "ann3", "ann4"]
 
@@ -117,12 +119,14 @@ def test_agreement_compares_humans_with_the_chosen_run(open_page, engine, store)
     assert versus["annotator"].iloc[-1] == "majority"
     majority = versus.set_index("annotator").loc["majority"]
     confusion = charts(at)[f"majority against PLUIE stand-in (n = {int(majority['n'])})"]
-    cells = layer(confusion, "text")["frame"].set_index(["row", "column"])["count"]
-    assert cells.to_dict() == {("human: non-paraphrase", "model: non-paraphrase"): majority["tn"],
-                               ("human: non-paraphrase", "model: paraphrase"): majority["fp"],
-                               ("human: paraphrase", "model: non-paraphrase"): majority["fn"],
-                               ("human: paraphrase", "model: paraphrase"): majority["tp"]}
-    assert layer(confusion, "rect")["encoding"]["color"]["scale"] == {"scheme": "blues"}
+    matrix = trace(confusion, "heatmap")
+    cells = {(row, column): matrix["z"][i][j] for i, row in enumerate(matrix["y"]) for j, column in enumerate(matrix["x"])}
+    assert cells == {("human: non-paraphrase", "model: non-paraphrase"): majority["tn"],
+                     ("human: non-paraphrase", "model: paraphrase"): majority["fp"],
+                     ("human: paraphrase", "model: non-paraphrase"): majority["fn"],
+                     ("human: paraphrase", "model: paraphrase"): majority["tp"]}
+    assert matrix["text"] == matrix["z"] and matrix["colorscale"][-1][1] == "rgb(8,48,107)"  # plotly's Blues
+    assert confusion["layout"]["yaxis"]["autorange"] == "reversed"  # human: non-paraphrase on top
 
 
 def test_agreement_on_raw_biosses_scores_uses_their_own_scale(open_page, engine, store):
@@ -173,21 +177,23 @@ def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, en
     # the curve (200 pairs: every point drawn), the paper's colours, the best and natural thresholds marked
     curve = threshold_curve(scores, mrpc["gold_label"])
     figure = charts(at)["PLUIE stand-in: classification quality by threshold"]
-    lines = layer(figure, "line")
-    assert lines["transform"][0]["fold"] == ["accuracy", "f1", "precision", "recall"]
-    for column in ("threshold", "accuracy", "f1", "precision", "recall"):
-        assert lines["frame"][column].tolist() == pytest.approx(curve[column].tolist(), nan_ok=True)
-    assert lines["encoding"]["color"]["scale"]["range"] == ["#f28e2b", "#1f77b4", "#9467bd", "#222222"]
-    assert lines["encoding"]["x"]["title"] == "PLUIE stand-in"
-    marks = layer(figure, "text")["frame"].set_index("label")
-    assert marks.loc[f"best {best['threshold']:.3g}", "position"] == pytest.approx(best["threshold"])
-    assert marks.loc["natural 0", ["position", "colour"]].tolist() == [0, "#d62728"]
+    lines = traces(figure, "scatter")
+    assert [line["name"] for line in lines] == ["accuracy", "f1", "precision", "recall"]
+    for line in lines:
+        assert line["mode"] == "lines" and line["x"] == pytest.approx(curve["threshold"].tolist())
+        assert [float("nan") if v is None else v for v in line["y"]] == pytest.approx(curve[line["name"]].tolist(),
+                                                                                     nan_ok=True)
+    assert [line["line"]["color"] for line in lines] == ["#f28e2b", "#1f77b4", "#9467bd", "#222222"]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "PLUIE stand-in"
+    assert figure["layout"]["yaxis"]["range"] == [0, 1.02]
+    shown = marks(figure)
+    assert shown[f"best {best['threshold']:.3g}"][0] == pytest.approx(best["threshold"])
+    assert shown["natural 0"] == (0, "#d62728", "dash")
     at.radio(key="threshold_x").set_value("Rank")
     figure = charts(rerun(at))["PLUIE stand-in: classification quality by threshold"]
-    assert layer(figure, "line")["encoding"]["x"] | {"scale": None} == {
-        "field": "rank", "type": "quantitative", "title": "rank of the pair", "scale": None}
-    marks = layer(figure, "text")["frame"].set_index("label")
-    assert marks.loc["natural 0", "position"] == curve.loc[curve["threshold"] >= 0, "rank"].min()
+    assert figure["layout"]["xaxis"]["title"]["text"] == "rank of the pair"
+    assert traces(figure, "scatter")[0]["x"] == pytest.approx(curve["rank"].tolist())
+    assert marks(figure)["natural 0"][0] == curve.loc[curve["threshold"] >= 0, "rank"].min()
 
 
 def test_thresholds_against_the_human_majority(open_page, engine, store):
@@ -268,24 +274,30 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
 
     # the histogram binned on the server (50 bins over both classes), the classes overlaid in their colours
     figures = charts(at)
-    bars = layer(figures["Levenshtein similarity per class"], "bar")
+    histogram = figures["Levenshtein similarity per class"]
     edges = np.histogram_bin_edges(mrpc["score"], 50)
-    for label, name in ((1, "paraphrase"), (0, "non-paraphrase")):
-        drawn = bars["frame"][bars["frame"]["class"] == name]
-        assert drawn["count"].tolist() == np.histogram(mrpc.loc[mrpc["gold_label"] == label, "score"], edges)[0].tolist()
-        assert drawn["start"].tolist() == pytest.approx(edges[:-1].tolist())
-    assert bars["encoding"]["y"]["stack"] is None and bars["encoding"]["color"]["scale"]["range"] == ["#1f77b4", "#ff7f0e"]
-    scatter = layer(figures["Levenshtein similarity against the normalised Levenshtein distance"], "point")
-    points = scatter["frame"].set_index("pair_id")
+    for label, name, colour in ((1, "paraphrase", "#1f77b4"), (0, "non-paraphrase", "#ff7f0e")):
+        drawn = trace(histogram, "bar", name)
+        assert drawn["y"] == np.histogram(mrpc.loc[mrpc["gold_label"] == label, "score"], edges)[0].tolist()
+        assert [row[1] for row in drawn["customdata"]] == pytest.approx(edges[:-1].tolist())  # each bar's start
+        assert drawn["marker"]["color"] == colour
+    assert histogram["layout"]["barmode"] == "overlay"  # the classes overlaid, not stacked
+    scatter = figures["Levenshtein similarity against the normalised Levenshtein distance"]
+    assert {t["type"] for t in scatter["data"]} == {"scattergl"}  # WebGL: every pair drawn
+    points = pd.concat([pd.DataFrame({"pair_id": [row[0] for row in t["customdata"]], "x": t["x"], "y": t["y"],
+                                      "symbol": t["marker"]["symbol"]}) for t in scatter["data"]]).set_index("pair_id")
     assert len(points) == len(mrpc) and points["x"].to_dict() == pytest.approx(mrpc["distance"].to_dict())
     assert points["y"].to_dict() == pytest.approx(mrpc["score"].to_dict())
-    assert scatter["encoding"]["shape"]["scale"]["range"] == ["circle", "square"]
-    assert [t["field"] for t in scatter["encoding"]["tooltip"]] == ["pair_id", "dataset", "y", "x", "class"]
+    assert [t["marker"]["symbol"] for t in scatter["data"]] == ["circle", "square"]
+    hover = scatter["data"][0]["hovertemplate"]
+    assert [line.split(":")[0] for line in hover.split("<br>")] == [
+        "pair", "source", "hypothesis", "dataset", "class", "normalised edit distance", "Levenshtein similarity"]
     at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
     figures = charts(rerun(at))
-    natural = layer(figures["PLUIE stand-in per class"], "text")["frame"]
-    assert natural[["position", "label"]].values.tolist() == [[0, "natural threshold"]]
-    assert len(layer(figures["PLUIE stand-in against the normalised Levenshtein distance"], "rule")["frame"]) == 1
+    assert list(marks(figures["PLUIE stand-in per class"])) == ["natural threshold"]
+    assert marks(figures["PLUIE stand-in per class"])["natural threshold"][0] == 0
+    level = figures["PLUIE stand-in against the normalised Levenshtein distance"]["layout"]["shapes"]
+    assert [(s["y0"], s["y1"], s["line"]["color"]) for s in level] == [(0, 0, "#d62728")]
     at.selectbox(key="analysis_run").set_value("Levenshtein similarity")
     rerun(at)
 
@@ -399,7 +411,7 @@ def test_agreement_when_every_label_is_dont_know_says_why_each_figure_is_missing
         figures = {m.label: (m.value, m.help) for m in at.metric}
         assert figures["Fleiss' κ"] == ("—", "Fleiss' κ needs at least one item labelled by two or more annotators.")
         assert all(value == "—" and "two or more annotators" in why for value, why in figures.values())
-        assert "no Cohen's κ" in messages(at) and not at.get("vega_lite_chart")
+        assert "no Cohen's κ" in messages(at) and not at.get("plotly_chart")
     summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
     assert summary["dont_know_rate"].tolist() == [1.0, 1.0]
     # no majority label anywhere: the model has nothing to disagree with, and the page says that, not "agree"

@@ -14,7 +14,7 @@ from db.datasets import import_pairs
 from pluie_core.baselines import chrf, levenshtein
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS, REPO
-from tests.vega import charts, layer
+from tests.figures import charts, trace, traces
 from tests.store_fixtures import load_sqlite_copy
 
 
@@ -101,14 +101,16 @@ def test_gold_scores_give_scipys_coefficients(page, store):
     assert shown.loc[("levenshtein", "pearson"), "direction"].startswith("lower")
     # the bars are the table's r, side by side per run; the scatter the chosen run against the gold scores
     figures = charts(at)
-    bars = layer(figures["Correlation per run"], "bar")
-    drawn = bars["frame"].set_index(["metric", "method"])["r"]
-    assert drawn.to_dict() == pytest.approx(shown["r"].to_dict())
-    assert bars["encoding"]["xOffset"]["field"] == "method" and bars["encoding"]["x"]["field"] == "metric"
-    scatter = layer(figures["chrF against the reference (300 of 300 pairs)"], "point")
-    assert scatter["frame"]["x"].tolist() == pytest.approx(pairs["gold_label"].tolist())
-    assert scatter["frame"]["y"].tolist() == pytest.approx(list(scores["chrF"]))
-    assert (scatter["encoding"]["x"]["title"], scatter["encoding"]["y"]["title"]) == ("reference", "chrF")
+    bars = figures["Correlation per run"]
+    drawn = {(metric, bar["name"]): r for bar in traces(bars, "bar") for metric, r in zip(bar["x"], bar["y"])}
+    assert drawn == pytest.approx(shown["r"].to_dict())
+    assert bars["layout"]["barmode"] == "group"  # one bar per method, side by side, per run (x)
+    figure = figures["chrF against the reference (300 of 300 pairs)"]
+    scatter = trace(figure, "scattergl")
+    assert scatter["x"] == pytest.approx(pairs["gold_label"].tolist())
+    assert scatter["y"] == pytest.approx(list(scores["chrF"]))
+    assert [row[0] for row in scatter["customdata"]] == list(pairs.index)  # each point names its pair
+    assert (figure["layout"]["xaxis"]["title"]["text"], figure["layout"]["yaxis"]["title"]["text"]) == ("reference", "chrF")
 
 
 def test_mean_level_excludes_dont_know(page, store):

@@ -37,7 +37,7 @@ def preloaded(at) -> list[str]:
 
 
 @pytest.mark.parametrize("page, stems", [
-    ("thresholds", {"DataFrame", "ArrowVegaLiteChart", "embed"}),  # its curve and its tables
+    ("thresholds", {"DataFrame", "PlotlyChart"}),  # its curve (plotly) and its tables
     ("home", {"DataFrame"}),  # Datasets: a table, no chart
 ])
 def test_a_page_asks_the_browser_for_the_views_it_draws(engine, app_env, page, stems):
@@ -286,14 +286,13 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
 
 def test_a_figure_is_built_once_for_the_same_inputs_and_drawn_the_same(engine, app_env, built_analysis_store,
                                                                        monkeypatch):
-    """Building and validating a page's Altair charts took most of a rerun of the Agreement page: the
-    Vega-Lite spec is cached on the figure's inputs. A rerun builds no chart and draws the same spec;
+    """A page's figures are cached on their inputs: a rerun builds no figure and draws the same one;
     other inputs (another annotator's confusion matrix) build that one figure."""
     from pages import charts
-    from tests.vega import charts as drawn_charts
+    from tests.figures import charts as drawn_charts
 
     load_built_store(engine, built_analysis_store)
-    charts._spec.clear()
+    charts._figure.clear()
     built = []
     for name in ("kappa_heatmap", "confusion_matrix"):
         original = getattr(charts, name)
@@ -308,13 +307,10 @@ def test_a_figure_is_built_once_for_the_same_inputs_and_drawn_the_same(engine, a
     assert not at.exception and len(built) == 2
     again = drawn_charts(at)
     assert again.keys() == first.keys()
-    for title, spec in first.items():
-        frame, frame_again = spec.pop("frame", None), again[title].pop("frame", None)
-        for layer, layer_again in zip(spec.get("layer", []), again[title].get("layer", [])):
-            pd.testing.assert_frame_equal(layer.pop("frame"), layer_again.pop("frame"))
-        assert spec == again[title] and (frame is None) == (frame_again is None)
-    heatmap = next(spec for title, spec in again.items() if title.startswith("Cohen's κ"))
-    assert len(heatmap["layer"]) == 2  # the cells and their κ and n, as the page drew them before
+    for title, figure in first.items():
+        assert figure == again[title]
+    heatmap = next(figure for title, figure in again.items() if title.startswith("Cohen's κ"))
+    assert [t["type"] for t in heatmap["data"]] == ["heatmap"] and heatmap["data"][0]["texttemplate"] == "%{text}"
     who = at.selectbox(key="agreement_confusion")
     at.selectbox(key="agreement_confusion").set_value(who.options[0]).run()
     assert not at.exception and sorted(built) == ["confusion_matrix", "confusion_matrix", "kappa_heatmap"]

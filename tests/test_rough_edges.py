@@ -346,7 +346,7 @@ def test_10_the_guidelines_mark_differences_as_the_labelling_view_does(store):
 
 
 def test_10_the_kappa_heatmap_colour_bar_has_room_for_its_labels(store):
-    from tests.vega import charts, layer
+    from tests.figures import charts, trace
 
     engine = store
     frame = pd.DataFrame(sentence_pairs(6), columns=["source", "hypothesis"])
@@ -355,11 +355,11 @@ def test_10_the_kappa_heatmap_colour_bar_has_room_for_its_labels(store):
     import_pairs(engine, "two people", frame, annotator_scale="levels")
     at = open_page("agreement")
     heatmap = charts(at)["Cohen's κ per pair of annotators (five-level); n = items both labelled"]
-    legend = layer(heatmap, "rect")["encoding"]["color"]["legend"]
-    assert legend["values"] == [-1, -0.5, 0, 0.5, 1]  # five labelled ticks, whatever the number of annotators
+    bar = trace(heatmap, "heatmap")["colorbar"]
+    assert bar["tickvals"] == [-1, -0.5, 0, 0.5, 1]  # five labelled ticks, whatever the number of annotators
     # px between two labels of about 12 px: no overlap, though two annotators make a short plot
-    assert legend["gradientLength"] / (len(legend["values"]) - 1) >= 40
-    assert heatmap["height"] >= legend["gradientLength"] + 100  # the whole bar below the title, its labels in the figure
+    assert bar["lenmode"] == "pixels" and bar["len"] / (len(bar["tickvals"]) - 1) >= 40
+    assert heatmap["layout"]["height"] >= bar["len"] + 100  # the whole bar below the title, its labels in the figure
 
 
 @pytest.mark.browser
