@@ -49,7 +49,7 @@ if str(REPO) not in sys.path:  # `python /path/to/worker.py` from another direct
     sys.path.insert(0, str(REPO))
 
 from db.engine import database_url, init_db  # noqa: E402
-from db import queue  # noqa: E402
+from db import explanations, queue  # noqa: E402
 from db.models import ScoreRun  # noqa: E402
 from db.runs import ensure_default_runs, ensure_first_start_runs  # noqa: E402
 from pluie_core.places import data_dir  # noqa: E402
@@ -80,6 +80,9 @@ SORT_SECONDS = 30.0
 HEARTBEAT_SECONDS = 5.0
 # how often the worker refits adaptive overlap's model of the campaigns whose labels changed (db.adaptive)
 REFIT_SECONDS = 5.0
+# "Why this score" (db.explanations): one scorer call on the pair and each of its variants, not renewed
+# while it runs: a lease long enough for a few hundred pairs on a CPU
+EXPLANATION_LEASE_SECONDS = 900.0
 # Distinct models kept loaded; a worker serving runs of more models reloads past this.
 MODEL_CACHE_SIZE = 2
 
@@ -112,6 +115,7 @@ class Metric:
     model_key: Optional[tuple] = None
     weights: Optional[tuple] = None  # (model, tokenizer)
     batch: Optional[Callable[[], Optional[int]]] = None  # the scorer's pairs per batch now (pieces are whole batches)
+    scorer: Any = None  # a PLUIE run's PluieScorer: "why this score" (explain_requested) uses it
 
 
 def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
@@ -185,7 +189,7 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
         return values, [{"forward": f, "backward": b} for f, b in zip(forward, backward)]
 
     return Metric(score_pluie, model_key, (scorer.model, scorer.tokenizer),
-                  batch=lambda: scorer.batch_size or scorer._auto_batch)
+                  batch=lambda: scorer.batch_size or scorer._auto_batch, scorer=scorer)
 
 
 def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key: tuple, weights,
@@ -392,6 +396,7 @@ class ScoringWorker:
         try:
             while not self.stopping:
                 try:
+                    self.explain_requested()  # between claims: a page waits on these
                     scored = self.step(prefetch=self.overlap and not once)
                 except Exception as exc:  # e.g. the store is briefly unreachable: report, wait, go on
                     log.exception("batch failed")
@@ -401,7 +406,8 @@ class ScoringWorker:
                 if once:
                     break
                 if scored is None:
-                    if exit_when_idle and queue.pending_count(self.engine, self.run_ids) == 0:
+                    if (exit_when_idle and queue.pending_count(self.engine, self.run_ids) == 0
+                            and explanations.explanations_waiting(self.engine, self.run_ids) == 0):
                         break
                     self._stop.wait(self.poll_seconds)
         finally:
@@ -443,6 +449,39 @@ class ScoringWorker:
             queue.heartbeat(self.engine, self.worker_id, last_error=message)
         except Exception:
             log.exception("could not report the error to the store")
+
+    # ------------------------------------------------------------------ why this score
+    def explain_requested(self) -> int:
+        """Compute the "why this score" requests waiting (db.explanations), those of runs whose model is
+        loaded first, loading a run's model as a claim of it would: each pair with every word left out,
+        scored by the run's own scorer in the run's direction (pluie_core.explain). A request that
+        cannot be computed stores its sentence. Returns the explanations stored."""
+        from pluie_core.explain import directed_contributions
+
+        done = 0
+        while not self.stopping:
+            claimed = explanations.claim_explanation(self.engine, self.worker_id, EXPLANATION_LEASE_SECONDS,
+                                                     prefer_run_ids=list(self._metrics), run_ids=self.run_ids)
+            if claimed is None:
+                return done
+            try:
+                self._metric(claimed.run_id)
+                scorer = self._metrics[claimed.run_id].scorer
+                if scorer is None:
+                    raise ModelLoadError(f"run {claimed.run_id} is not a PLUIE run: it has no log p(yes) − log p(no)")
+                result = directed_contributions(scorer, claimed.source, claimed.hypothesis, claimed.direction)
+            except (ModelLoadError, ValueError) as exc:  # ValueError: PluieError, a sentence already
+                explanations.fail_explanation(self.engine, self.worker_id, claimed.id, _first_line(exc))
+                continue
+            except Exception as exc:  # out of memory...
+                log.exception("run %d: why this score of pair %d failed", claimed.run_id, claimed.pair_id)
+                explanations.fail_explanation(self.engine, self.worker_id, claimed.id,
+                                              f"The model could not score the pair's variants: {_first_line(exc)}")
+                continue
+            if explanations.store_explanation(self.engine, self.worker_id, claimed.id, result):
+                done += 1
+                log.info("run %d: why this score of pair %d stored", claimed.run_id, claimed.pair_id)
+        return done
 
     # ------------------------------------------------------------------ one claim
     def step(self, prefetch: bool = False) -> Optional[int]:

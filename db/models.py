@@ -377,3 +377,23 @@ class Adjudication(Base):
     reviewer: Mapped[str] = mapped_column(String(NAME_LENGTH))
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Explanation(Base):
+    """"Why this score" of a pair under a PLUIE run (db.explanations): requested from a page ("queued"),
+    computed by a worker with the run's model under a lease ("claimed"), then kept ("done": ``result`` is
+    pluie_core.explain.explanation_to_json's dict) or "failed" (``error``: a sentence for the user)."""
+
+    __tablename__ = "explanations"
+    __table_args__ = (UniqueConstraint("run_id", "pair_id", name="uq_explanations_run_pair"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("score_runs.id", ondelete="CASCADE"))
+    pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)  # queued, claimed, done, failed
+    result: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    error: Mapped[Optional[str]] = mapped_column(Text)
+    lease_owner: Mapped[Optional[str]] = mapped_column(String(100))
+    lease_expires_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+    requested_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    done_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)

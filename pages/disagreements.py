@@ -9,6 +9,7 @@ from db.export import pair_aggregation
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
 from pages import analysis_common as common
+from pages.explain_view import why_this_score
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements, item_slots
@@ -111,5 +112,6 @@ for column, title, table, empty in zip(st.columns(2), ("Labels", "Scores"), (det
             st.caption(empty)
         else:
             st.dataframe(table, hide_index=True, width="stretch", placeholder="—")
+why_this_score(common.get_engine(), pair_id, detail["pair"]["source"], detail["pair"]["hypothesis"], key="disagreements")
 common.download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
                     f"pair_{pair_id}.csv", "Download this pair's labels and scores (CSV)")

@@ -11,6 +11,7 @@ from db import annotation as ann
 from db import quality as qual
 from db.datasets import list_datasets
 from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, PairSearchError, browse_pairs
+from pages.explain_view import why_this_score
 from pages.shared import admin_page, user_text
 from pluie_core.labels import LEVELS
 from pluie_core.visible import visible_text
@@ -105,6 +106,7 @@ st.caption(f"Pair {pair_id} · {chosen['labels']} label(s) · {chosen['state']}"
 if st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:"):
     st.session_state[OPEN_IN_REVIEW] = int(pair_id)
     st.switch_page("pages/review.py")
+why_this_score(engine, pair_id, chosen["source"], chosen["hypothesis"], key="pairs")
 
 campaigns = dict(ann.campaigns_of_dataset(engine, dataset_id))  # a check belongs to a campaign of its dataset
 if not campaigns:

@@ -12,6 +12,7 @@ from db.engine import StoreUnavailable
 from pages import analysis_common as common
 from pages import scope as scopes
 from pages import keep
+from pages.explain_view import why_this_score
 from pages.shared import admin_page, user_text
 from pluie_core.diff import diff_html
 from pluie_core.aggregation import METHOD_NAMES, METHODS
@@ -178,3 +179,5 @@ if len(item["history"]):
     with st.expander(f"History of this pair's final level ({len(item['history'])})"):
         st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch", placeholder="—")
 keep.save()  # remembers the reviewer and the note for this browser (a hidden element)
+# last: while it waits for the worker, everything above is on screen already
+why_this_score(engine, pair_id, pair["source"], pair["hypothesis"], key="review")

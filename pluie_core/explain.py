@@ -16,13 +16,16 @@ cached prompt prefix: n_words + 1 pairs cost what a batch of that many pairs cos
 """
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
-from pluie_core.diff import tokenize
+from pluie_core.diff import tokenize, word_diff
 from pluie_core.scorer import PluieError
+from pluie_core.visible import visible_html
 
-__all__ = ["MAX_WORDS", "Explanation", "TokenContribution", "word_contributions", "without_word", "sentence_tokens"]
+__all__ = ["MAX_WORDS", "Explanation", "TokenContribution", "word_contributions", "without_word", "sentence_tokens",
+           "directed_contributions", "explanation_to_json", "explanation_from_json", "explanation_html"]
 
 MAX_WORDS = 200  # per sentence: each word is one more pair to score
 _WORDLIKE = re.compile(r"\w")
@@ -135,3 +138,86 @@ def word_contributions(scorer, source: str, hypothesis: str, symmetric: bool = F
             for i, (token, start, end, is_word) in enumerate(sides[name][1]))
 
     return Explanation(source, hypothesis, full, listed("source"), listed("hypothesis"))
+
+
+# ---------------------------------------------------------------- a run's direction, storage, drawing
+def directed_contributions(scorer, source: str, hypothesis: str, direction: str = "forward") -> Explanation:
+    """word_contributions as a PLUIE run of that ``direction`` scores the pair (worker.load_metric):
+    "forward" scores (source, hypothesis), "backward" (hypothesis, source), "symmetric" the mean of both.
+    The result's source and hypothesis are the pair's own, whatever the direction."""
+    if direction == "backward":
+        turned = word_contributions(scorer, hypothesis, source)
+        return Explanation(source, hypothesis, turned.score, turned.hypothesis_tokens, turned.source_tokens)
+    return word_contributions(scorer, source, hypothesis, symmetric=direction == "symmetric")
+
+
+def explanation_to_json(explanation: Explanation) -> dict:
+    """A plain dict for a JSON column: the sentences, the score and each token as
+    [token, start, end, is_word, contribution]."""
+    def rows(tokens):
+        return [[t.token, t.start, t.end, t.is_word, t.contribution] for t in tokens]
+
+    return {"source": explanation.source, "hypothesis": explanation.hypothesis, "score": explanation.score,
+            "source_tokens": rows(explanation.source_tokens), "hypothesis_tokens": rows(explanation.hypothesis_tokens)}
+
+
+def explanation_from_json(data: dict) -> Explanation:
+    """The Explanation that explanation_to_json stored."""
+    def tokens(rows):
+        return tuple(TokenContribution(str(t), int(s), int(e), bool(w), None if c is None else float(c))
+                     for t, s, e, w, c in rows)
+
+    return Explanation(data["source"], data["hypothesis"], float(data["score"]),
+                       tokens(data["source_tokens"]), tokens(data["hypothesis_tokens"]))
+
+
+# a diverging scale, translucent so the text stays readable on either theme: blue pushes towards answer₁
+# ("Yes", same meaning), red towards answer₂; light-dark() picks the theme's shade (as pluie_core.diff)
+_TOWARDS_FIRST = ("33,102,172", "96,165,250")
+_TOWARDS_SECOND = ("178,24,43", "248,113,113")
+# the word diff's changed tokens, underlined (the colour is the contribution's)
+_CHANGED = "text-decoration:underline 2px;text-decoration-color:light-dark(#b08800,#e3c000);text-underline-offset:4px"
+
+
+def _shade(contribution: float, largest: float) -> str:
+    strength = 0.12 + 0.68 * min(abs(contribution) / largest, 1.0) if largest > 0 else 0.0
+    light, dark = _TOWARDS_FIRST if contribution >= 0 else _TOWARDS_SECOND
+    return (f"background:rgba({light},{strength:.2f});"
+            f"background:light-dark(rgba({light},{strength:.2f}),rgba({dark},{strength:.2f}));"
+            "border-radius:3px;padding:0 1px")
+
+
+def explanation_html(explanation: Explanation, answers: tuple[str, str] = ("Yes", "No")) -> tuple[str, str]:
+    """The two sentences as HTML, each word coloured by its contribution (``<span class="pluie-why
+    pluie-why-first|second" title="+0.412 ..." style=...>``): blue pushes the score towards answers[0],
+    red towards answers[1], the stronger the colour the larger the share of the largest contribution of
+    the pair; the number on hover. The word diff's changed words are underlined. All text is escaped and
+    hidden characters show as marks (pluie_core.visible.visible_html), as in pluie_core.diff."""
+    tags = [[tag for _, tag in side] for side in word_diff(explanation.source, explanation.hypothesis)]
+    contributions = [t.contribution for t in explanation.source_tokens + explanation.hypothesis_tokens
+                     if t.contribution is not None]
+    largest = max((abs(c) for c in contributions), default=0.0)
+
+    def render(sentence: str, tokens, changed: list[str]) -> str:
+        parts, end = [], 0
+        for k, token in enumerate(tokens):
+            parts.append(visible_html(sentence[end:token.start]))
+            text = visible_html(sentence[token.start:token.end])
+            underline = _CHANGED if k < len(changed) and changed[k] != "equal" else ""
+            if token.contribution is None:
+                parts.append(f'<span style="{underline}">{text}</span>' if underline else text)
+            else:
+                c = token.contribution
+                towards = answers[0] if c >= 0 else answers[1]
+                title = (f"{c:+.3f}: pushes the score towards “{towards}”; leaving this word out moves the score "
+                         f"by {-c:+.3f}")
+                side = "first" if c >= 0 else "second"
+                parts.append(f'<span class="pluie-why pluie-why-{side}" data-contribution="{c:.6g}" '
+                             f'title="{html.escape(title, quote=True)}" style="{_shade(c, largest)};{underline}">'
+                             f'{text}</span>')
+            end = token.end
+        parts.append(visible_html(sentence[end:]))
+        return "".join(parts)
+
+    return (render(explanation.source, explanation.source_tokens, tags[0]),
+            render(explanation.hypothesis, explanation.hypothesis_tokens, tags[1]))
