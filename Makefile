@@ -37,5 +37,7 @@ run: install
 	@echo "Starting PLUIE Lab on http://localhost:$(PORT) (another port: make run PORT=8502)"
 	$(PY) scripts/serve.py --server.port $(PORT) $(ARGS)
 
+# two test processes (pytest-xdist): the suite waits on browsers and servers as much as it computes, and
+# two processes on the two cores CI has take about 12 minutes where one takes about 17
 test: install-dev
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
