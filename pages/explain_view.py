@@ -23,6 +23,8 @@ from pluie_core.explain import explanation_html
 
 WAIT_SECONDS = 60.0  # how long the page waits for the worker before saying it has not answered
 POLL_SECONDS = 0.5
+NO_WORKER = ("No worker is running, so nothing computes it: start one (`python worker.py`) and press the button "
+             "again. The request is kept.")
 BOX = ("border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
        "background:light-dark(#fafbfc,#1f1e1c);line-height:1.9;font-size:1.1rem;white-space:pre-wrap;"
        "overflow-wrap:anywhere")
@@ -36,6 +38,9 @@ def _wait(engine, run: expl.PluieRun, pair_id: int, n_words: int):
     except (expl.ExplanationError, StoreUnavailable) as exc:
         st.error(user_text(exc))
         return None
+    if state is not None and state.status in ("queued", "claimed") and not alive_workers(engine):
+        st.warning(NO_WORKER)  # nothing would answer: no reason to keep the person waiting
+        return state
     deadline = time.monotonic() + WAIT_SECONDS
     with st.spinner(f"Asking the worker to score the pair with each word left out ({n_words} words, run "
                     f"{user_text(run.name)})…"):
@@ -44,8 +49,7 @@ def _wait(engine, run: expl.PluieRun, pair_id: int, n_words: int):
             state = expl.explanation(engine, run.id, pair_id)
     if state is not None and state.status in ("queued", "claimed"):
         if not alive_workers(engine):
-            st.warning("No worker is running, so nothing computes it: start one (`python worker.py`) and press "
-                       "the button again. The request is kept.")
+            st.warning(NO_WORKER)
         else:
             st.info(f"The worker has not finished within {WAIT_SECONDS:.0f} s (it may be loading the model or "
                     "scoring other pairs first): press the button again in a moment. The request is kept.")
