@@ -15,7 +15,7 @@ from db import annotation as ann
 from db import init_db, read_session
 from db.cli import main as db_main
 from db.datasets import ImportRejected
-from db.models import Adjudication, Annotator, Campaign, Dataset, ScoreRun
+from db.models import Adjudication, Dataset, ScoreRun
 from db import pairs
 from db.pairs import PairSearch, browse_pairs
 from db.preferences import import_preferences
@@ -23,25 +23,11 @@ from db.review import ReviewError, adjudicate
 from db.runs import RunError, create_run
 from pages.shared import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.test_store_limits import _counts, _refused  # the store as it was, and the sentence
 from tests.test_annotation_pages import APP, store  # noqa: F401 (store: the pages' store fixture)
 
 BIG = 2**53 - 1  # the largest whole number a browser's number box sends exactly
 ESC = "a\x1b[31m"  # an escape sequence: red text in a terminal that prints the log
-
-
-def _counts(engine) -> dict:
-    with read_session(engine) as session:
-        return {table.__tablename__: session.scalar(sa.select(sa.func.count()).select_from(table))
-                for table in (Campaign, Annotator, ScoreRun, Adjudication, Dataset)}
-
-
-def _refused(engine, error, call, sentence):
-    """``call`` raises ``error`` with exactly ``sentence`` and the store holds what it held."""
-    before = _counts(engine)
-    with pytest.raises(error) as caught:
-        call()
-    assert str(caught.value) == sentence
-    assert _counts(engine) == before
 
 
 # ---------------------------------------------------------------- item 1: numbers and NUL, both stores
