@@ -173,10 +173,13 @@ def scatter(points: pd.DataFrame, titles: dict, title: str, opacity: float = 0.4
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _figure(figure: str, *args, **kwargs) -> go.Figure:
+def _figure(figure: str, *args, **kwargs) -> dict:
     """The figure built by this module's function named figure, cached on its arguments: a rerun
-    (a widget moved elsewhere on the page) builds no figure again."""
-    return globals()[figure](*args, **kwargs)
+    (a widget moved elsewhere on the page) builds no figure again. Cached as its dict, which keeps its
+    keys' order through the cache's pickling (a go.Figure comes back with its layout's keys reordered):
+    the chart's spec, hence its widget id, is the same on the run that built it and on the runs after,
+    and the selection made on a freshly built chart is not dropped with the id it was sent under."""
+    return globals()[figure](*args, **kwargs).to_dict()
 
 
 def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
