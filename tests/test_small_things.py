@@ -8,30 +8,13 @@ import importlib.util
 import io
 
 import pandas as pd
-import pytest
-from streamlit.testing.v1 import AppTest
 
 from db.datasets import duplicates_note, import_pairs
 from pluie_core.io import load_pairs
 from pluie_core.wording import counted, one_line
 from tests.paths import DATASETS, REPO
+from tests.test_pages_data import app  # noqa: F401 (the app on a fresh store, a page at a time)
 
-APP = str(REPO / "app.py")
-
-
-@pytest.fixture
-def app(db_url, engine, monkeypatch):
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-
-    def make(page=None):
-        at = AppTest.from_file(APP, default_timeout=60).run()
-        if page:
-            at.switch_page(page).run()
-        assert not at.exception, at.exception
-        return at
-
-    return make
 
 
 def test_counts_of_one_are_singular():
