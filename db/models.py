@@ -56,6 +56,7 @@ class Dataset(Base):
     import_state: Mapped[Optional[str]] = mapped_column(String(20))
     import_seen: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
     import_target: Mapped[Optional[int]] = mapped_column(Integer)
+    created_by: Mapped[str] = mapped_column(String(NAME_LENGTH), default="", server_default="")  # who imported it
 
     pairs: Mapped[list["Pair"]] = relationship(back_populates="dataset", cascade="all, delete-orphan", passive_deletes=True)
 
@@ -122,6 +123,7 @@ class Campaign(Base):
     # revision is refused (two organisers never silently undo each other's changes)
     settings_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     guidelines_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_by: Mapped[str] = mapped_column(String(NAME_LENGTH), default="", server_default="")
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -282,6 +284,7 @@ class ScoreRun(Base):
     timed_pairs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+    created_by: Mapped[str] = mapped_column(String(NAME_LENGTH), default="", server_default="")
 
 
 class RunDataset(Base):
@@ -397,3 +400,41 @@ class Explanation(Base):
     lease_expires_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
     requested_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     done_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class Account(Base):
+    """A person who signs in (db.accounts): a role (pluie_core.roles), a bcrypt password hash and/or the
+    identity provider's e-mail, an invitation (sha256 of a link's token, shown once) until a password is
+    set. Raising ``session_epoch`` ends every session of the account (a changed password or role, logging
+    out everywhere); ``disabled_at``: cannot sign in, and what it did keeps its name."""
+
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
+    email: Mapped[Optional[str]] = mapped_column(String(320), unique=True)
+    role: Mapped[str] = mapped_column(String(20))
+    password_hash: Mapped[Optional[str]] = mapped_column(Text)
+    invite_hash: Mapped[Optional[str]] = mapped_column(String(64), unique=True)
+    invite_expires_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(NAME_LENGTH), default="", server_default="")
+    disabled_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class Activity(Base):
+    """Who did what, when (db.access.record): a campaign's settings or guidelines saved, an account
+    added or changed, a run paused... ``subject`` names the kind of thing ("campaign", "account", "run",
+    "dataset") and ``subject_id`` its row; ``summary`` is the sentence the pages and the export show."""
+
+    __tablename__ = "activity"
+    __table_args__ = (Index("ix_activity_subject", "subject", "subject_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    action: Mapped[str] = mapped_column(String(60))
+    subject: Mapped[str] = mapped_column(String(40))
+    subject_id: Mapped[Optional[int]] = mapped_column(Integer)
+    summary: Mapped[str] = mapped_column(Text, default="", server_default="")

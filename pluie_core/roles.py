@@ -1,0 +1,92 @@
+"""People and roles, without a database: who may do what in PLUIE Lab.
+
+Four roles, each able to do what the ones before it can (the order of ROLES):
+
+- viewer: reads the pages (datasets, pairs, the analysis views);
+- reviewer: also decides pairs' final levels on Review and asks "why this score";
+- organiser: also imports and deletes datasets, starts and stops runs, runs campaigns (links,
+  guidelines, quality settings), exports and publishes;
+- owner: also adds people, changes their roles and ends their sessions (the Accounts page, `python -m db
+  accounts`).
+
+An Actor is whoever a write is done for: a signed-in account, or OPEN — a store used without accounts
+(the app on this machine with no account and no admin password, the command line, the worker, a script),
+where everything is allowed, as it always was. db.access holds the actor of the running code and every
+write path checks it there (require), so a hidden button is never the only guard.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+ROLES = ("viewer", "reviewer", "organiser", "owner")
+ROLE_HELP = {
+    "viewer": "reads the datasets, pairs and analysis pages",
+    "reviewer": "also decides pairs' final levels (Review) and asks why a score",
+    "organiser": "also imports, scores, runs campaigns, exports and publishes",
+    "owner": "also adds people and changes their roles (Accounts)",
+}
+# what a write needs: the least role, and how the refusal names it
+ACTIONS: dict[str, tuple[str, str]] = {
+    "read": ("viewer", "read these pages"),
+    "review": ("reviewer", "decide final levels"),
+    "explain": ("reviewer", "ask why a score"),
+    "organise": ("organiser", "import, score, run campaigns, export or publish"),
+    "own": ("owner", "manage accounts"),
+}
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who a write is done for. ``name``: the account's name ("" when nobody is signed in on a store
+    without accounts); ``role``: one of ROLES, or "" for nobody (refused everything)."""
+
+    name: str
+    role: str
+    account_id: Optional[int] = None
+
+    @property
+    def signed_in(self) -> bool:
+        return self.account_id is not None
+
+
+OPEN = Actor("", "owner")  # a store used without accounts: everything allowed, nobody named
+NOBODY = Actor("", "")  # accounts are in force and nobody is signed in: nothing allowed
+
+
+class NotAllowed(PermissionError):
+    """A write refused for the role of whoever asked; the message is the sentence to show."""
+
+
+def check_role(role: str) -> str:
+    """``role`` as stored, or ValueError with a sentence naming the roles."""
+    cleaned = str(role or "").strip().lower()
+    if cleaned not in ROLES:
+        raise ValueError(f"{role!r} is not a role; the roles are {', '.join(ROLES)}.")
+    return cleaned
+
+
+def rank(role: str) -> int:
+    """0 for viewer ... 3 for owner; -1 for nobody or an unknown role."""
+    return ROLES.index(role) if role in ROLES else -1
+
+
+def can(actor: Actor, action: str) -> bool:
+    least, _ = ACTIONS[action]
+    return rank(actor.role) >= rank(least)
+
+
+def require(actor: Actor, action: str) -> Actor:
+    """``actor`` when its role allows ``action`` (a key of ACTIONS), else NotAllowed with a sentence."""
+    if can(actor, action):
+        return actor
+    least, doing = ACTIONS[action]
+    if not actor.role:
+        raise NotAllowed(f"Sign in to {doing}.")
+    return _refuse(actor, least, doing)
+
+
+def _refuse(actor: Actor, least: str, doing: str) -> Actor:
+    raise NotAllowed(f"{actor.name or 'This account'} is a {actor.role}: only an {least} or above can {doing}."
+                     if least[0] in "aeiou" else
+                     f"{actor.name or 'This account'} is a {actor.role}: only a {least} or above can {doing}.")
