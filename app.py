@@ -2,20 +2,21 @@
 
     streamlit run app.py
 
-Access: a personal labelling link (?token=...) opens the labelling page and nothing else; without
-a token the admin pages need the admin password when one is configured (pluie_core.auth). A login
-lasts its configured time across reloads and tabs (a signed cookie, pages.shared), and the page a
-visitor asked for is the one drawn once they have logged in.
+Access: a personal labelling link (?token=...) opens the labelling page and nothing else, an invitation
+link (?invite=...) the page where a new account sets its password. Otherwise, once the store has accounts
+(or an admin password is configured, which becomes the owner account "admin"), a visitor signs in
+(pages.signin) and sees the pages their role may open (pluie_core.roles.PAGE_ROLES); a page opened by its
+address that the role may not open is refused. A store without accounts or admin password is open to
+whoever reaches it, as the sidebar says. The page a visitor asked for is the one drawn once signed in.
 st.navigation is called on every run, so the pages/ folder is never listed on its own.
 """
 import streamlit as st
 
-from pages.shared import (
-    FRAMED, get_engine, keep_login_cookie, log_out, organiser_session_end, require_organiser, run_page,
-)
+from pages.shared import FRAMED, get_engine, run_page, user_text
+from pages.signin import MENU, keep_login_cookie, log_out, refuse_page, require_signin, session_end
 from pages.analysis_common import read_ahead_once
 from pages.run_forms import read_hardware
-from pluie_core.auth import admin_password_configured
+from pluie_core.roles import can_open
 from worker import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
@@ -37,54 +38,44 @@ if "token" in st.query_params:
     # an annotator: their own queue only (the page checks the token and says when it is not valid)
     run_page(st.navigation([st.Page("pages/annotate.py", title="Labelling", default=True)], position="hidden"))
     st.stop()
+if "invite" in st.query_params:
+    # a new account's invitation: set a password, nothing else (the page checks the link)
+    run_page(st.navigation([st.Page("pages/invitation.py", title="Invitation", default=True)], position="hidden"))
+    st.stop()
 
 
 # url paths are the file names (the default): a custom path that differs from the file name
 # makes the browser's first request for it land on "Page not found", because pages/ exists.
-pages = {
-    "Data": [
-        st.Page("pages/home.py", title="Datasets", icon=":material/dataset:", default=True),
-        st.Page("pages/pairs.py", title="Pairs", icon=":material/manage_search:"),
-        st.Page("pages/import_pairs.py", title="Import", icon=":material/upload_file:"),
-        st.Page("pages/export.py", title="Export", icon=":material/download:"),
-    ],
-    "Metric": [
-        st.Page("pages/scoring.py", title="Scoring", icon=":material/speed:"),
-    ],
-    "Labelling": [
-        st.Page("pages/campaigns.py", title="Campaigns", icon=":material/label:"),
-        st.Page("pages/review.py", title="Review", icon=":material/gavel:"),
-        st.Page("pages/live_campaign.py", title="Live campaign", icon=":material/monitoring:"),
-    ],
-    "Analysis": [
-        st.Page("pages/agreement.py", title="Agreement", icon=":material/groups:"),
-        st.Page("pages/thresholds.py", title="Thresholds", icon=":material/tune:"),
-        st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
-        st.Page("pages/disagreements.py", title="Disagreements", icon=":material/compare_arrows:"),
-        st.Page("pages/scorecard.py", title="Scorecard", icon=":material/scoreboard:"),
-        st.Page("pages/correlation.py", title="Correlation", icon=":material/scatter_plot:"),
-        st.Page("pages/preferences.py", title="Preferences", icon=":material/thumbs_up_down:"),
-    ],
-}
+pages = {section: [(key, st.Page(f"pages/{key}.py", title=title, icon=f":material/{icon}:", default=key == "home"))
+                   for key, title, icon in entries]
+         for section, entries in MENU.items()}
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the
 # browser never flashes the raw pages/ file list while the first run starts (annotators included).
-navigation = st.navigation(pages, position="hidden")
+navigation = st.navigation({section: [page for _, page in entries] for section, entries in pages.items()},
+                           position="hidden")
 # every page is registered above, so the address asked for (/import_pairs...) stays while the
-# login form is drawn, and is the page drawn once the password is right
-require_organiser()
+# sign-in form is drawn, and is the page drawn once signed in
+actor = require_signin()
 with st.sidebar:
-    for section, section_pages in pages.items():
-        st.caption(section)
-        for page in section_pages:
-            st.page_link(page)
-if admin_password_configured():
+    for section, entries in pages.items():
+        allowed = [page for key, page in entries if can_open(actor, key)]
+        if allowed:
+            st.caption(section)
+            for page in allowed:
+                st.page_link(page)
+if actor.signed_in:
+    ends = session_end()
+    st.sidebar.caption(f"Signed in as {user_text(actor.name)} ({actor.role})")
     st.sidebar.button("Log out", key="log-out", on_click=log_out, icon=":material/logout:",
-                      help=f"Logged in until {organiser_session_end():%Y-%m-%d %H:%M} UTC on this browser.")
-    with st.sidebar:  # last, where its hidden element shifts nothing
-        keep_login_cookie()
+                      help=f"Signed in until {ends:%Y-%m-%d %H:%M} UTC." if ends else None)
 else:
-    st.sidebar.caption("No admin password is configured: anyone who can reach this app can use these pages. "
-                       "Set PLUIE_ADMIN_PASSWORD or PLUIE_ADMIN_PASSWORD_HASH to protect them.")
+    st.sidebar.caption("No admin password is configured and no account exists: anyone who can reach this app can "
+                       "use these pages. Add an owner (python -m db accounts add NAME --role owner --password-stdin) "
+                       "or set PLUIE_ADMIN_PASSWORD to protect them.")
+with st.sidebar:  # last, where its hidden element shifts nothing
+    keep_login_cookie()
+asked = next(key for entries in pages.values() for key, page in entries if page is navigation)
+refuse_page(actor, asked)  # a page opened by its address that the role may not open: one sentence
 run_page(navigation)  # any unexpected error: one sentence here, its traceback in the server's log
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 
@@ -79,9 +80,17 @@ def _clean_email(email: Optional[str]) -> Optional[str]:
     if not text:
         return None
     check_length("The e-mail", text, AccountError, 320)
-    if "@" not in text or text.startswith("@") or text.endswith("@") or any(c.isspace() for c in text):
+    if "@" not in text or text.startswith("@") or text.endswith("@") \
+            or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
         raise AccountError(f"{text!r} is not an e-mail address.")
     return text
+
+
+def _role(role: str) -> str:
+    try:
+        return check_role(role)
+    except ValueError as exc:
+        raise AccountError(str(exc)) from None
 
 
 def _hash_password(password: str) -> str:
@@ -140,7 +149,7 @@ def add_account(engine: Engine, name: str, role: str, *, email: Optional[str] = 
     """A new account (an owner's act, except a store's first account). Without a password the person
     signs in through an invitation link (invite) or the identity provider (``email``)."""
     name = clean_name("The account name", name, AccountError)
-    role = check_role(role)
+    role = _role(role)
     email = _clean_email(email)
     password_hash = _hash_password(password) if password is not None else None
     try:
@@ -171,6 +180,8 @@ def invite(engine: Engine, account_id: int, hours: float = INVITE_HOURS) -> str:
     with write_session(engine) as session:
         access.require("own")
         row = _row(session, account_id)
+        if row.disabled_at is not None:
+            raise AccountError(f"{row.name} is disabled: enable the account first.")
         row.invite_hash = hash_token(token)
         row.invite_expires_at = utcnow() + dt.timedelta(hours=hours)
         access.record(session, "invitation made", "account", row.id, f"an invitation link for {row.name}")
@@ -199,6 +210,8 @@ def accept_invitation(engine: Engine, token: str, password: str) -> AccountInfo:
         row.invite_hash = None
         row.invite_expires_at = None
         row.session_epoch += 1
+        with access.acting_as(actor_for(_info(row))):  # whoever opened the link is the account itself
+            access.record(session, "password set", "account", row.id, f"{row.name} set a password from an invitation")
         return _info(row)
 
 
@@ -222,7 +235,7 @@ def _other_active_owners(session, account_id: int) -> int:
 
 
 def set_role(engine: Engine, account_id: int, role: str) -> AccountInfo:
-    role = check_role(role)
+    role = _role(role)
     with write_session(engine) as session:
         access.require("own")
         row = _row(session, account_id)
@@ -261,7 +274,9 @@ def end_sessions(engine: Engine, account_id: int) -> None:
     with write_session(engine) as session:
         if access.current_actor().account_id != account_id:
             access.require("own")
-        _row(session, account_id).session_epoch += 1
+        row = _row(session, account_id)
+        row.session_epoch += 1
+        access.record(session, "sessions ended", "account", row.id, f"every session of {row.name} ended")
 
 
 _NO_SUCH = bcrypt.hashpw(b"no such account", bcrypt.gensalt()).decode("ascii")
@@ -300,16 +315,19 @@ def ensure_owner_from_admin_password(engine: Engine) -> Optional[AccountInfo]:
     configured = _configured_admin_hash()
     if configured is None:
         return None
-    with write_session(engine) as session:
-        if session.scalar(select(func.count()).select_from(Account)) > 0:
-            return None
-        row = Account(name=OWNER_FROM_ADMIN, role="owner", password_hash=configured, created_at=utcnow(),
-                      created_by="the configured admin password")
-        session.add(row)
-        session.flush()
-        access.record(session, "account added", "account", row.id,
-                      f"{OWNER_FROM_ADMIN} added as owner, from the configured admin password")
-        return _info(row)
+    try:
+        with write_session(engine) as session:
+            if session.scalar(select(func.count()).select_from(Account)) > 0:
+                return None
+            row = Account(name=OWNER_FROM_ADMIN, role="owner", password_hash=configured, created_at=utcnow(),
+                          created_by="the configured admin password")
+            session.add(row)
+            session.flush()
+            access.record(session, "account added", "account", row.id,
+                          f"{OWNER_FROM_ADMIN} added as owner, from the configured admin password")
+            return _info(row)
+    except IntegrityError:  # two servers started at once on one store: the other made it
+        return None
 
 
 def password_fingerprint(engine: Engine, account_id: int) -> Optional[str]:

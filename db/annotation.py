@@ -17,10 +17,12 @@ import pandas as pd
 from sqlalchemy import Engine, and_, case, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from db import access
 from db.analysis import counted_label
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import INT_MAX, NAME_LENGTH, _invisible, check_whole, clean_name
 from db.models import (
+    Activity,
     Annotator,
     Assignment,
     Campaign,
@@ -36,6 +38,7 @@ from db.models import (
     utcnow,
 )
 from pluie_core.aggregation import DEFAULT_METHOD as DEFAULT_AGGREGATION
+from pluie_core.aggregation import METHOD_NAMES as AGGREGATION_NAMES
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 from pluie_core.aggregation import pair_posterior, wants_another
 from pluie_core.auth import hash_token, new_token
@@ -207,7 +210,9 @@ def create_campaign(
 
     ``selection`` (pluie_core.pair_selection) takes part of the datasets: a range, gold-label and
     score filters, a random sample drawn with ``seed``; None takes every pair, and the pairs imported
-    into the datasets later. ``distribution`` says how the queue is shared (DISTRIBUTIONS)."""
+    into the datasets later. ``distribution`` says how the queue is shared (DISTRIBUTIONS).
+    Organisers only (db.access); the campaign records who created it."""
+    access.require("organise")
     if not (name or "").strip():
         raise CampaignError("Give the campaign a name.")
     name = clean_name("The campaign name", name, CampaignError)
@@ -261,7 +266,7 @@ def create_campaign(
             guidelines=default_guidelines() if guidelines is None else _checked_guidelines(guidelines),
             pair_order=pair_order, seed=seed, informative_run_id=informative_run_id, active=True,
             selection=selection, distribution=distribution, overlap_max=overlap_max,
-            confidence=confidence if overlap_max is not None else None,
+            confidence=confidence if overlap_max is not None else None, created_by=access.actor_name(),
         )
         session.add(campaign)
         session.flush()
@@ -275,6 +280,8 @@ def create_campaign(
         session.execute(insert(CampaignPair), [
             {"campaign_id": campaign.id, "pair_id": p, "rank": ranks[p], "n_assigned": 0,
              "n_wanted": _first_wanted(campaign)} for p in queue])
+        access.record(session, "create", "campaign", campaign.id,
+                      f"Created the campaign: {len(queue):,} pairs in the queue, {len(training):,} training pairs.")
         return campaign.id
 
 
@@ -355,6 +362,7 @@ def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence
 def reorder_campaign(engine: Engine, campaign_id: int) -> None:
     """Recompute the serving order, e.g. once the informative run has scored more pairs.
     Pairs already served keep their assignments; only what comes next changes."""
+    access.require("organise")
     with write_session(engine) as session:
         campaign = session.get(Campaign, campaign_id)
         if campaign is None:
@@ -365,6 +373,7 @@ def reorder_campaign(engine: Engine, campaign_id: int) -> None:
             update(CampaignPair),
             [{"campaign_id": campaign_id, "pair_id": p, "rank": r} for p, r in ranks.items()],
         )
+        access.record(session, "reorder", "campaign", campaign_id, "Recomputed the serving order from the latest scores.")
 
 
 def _checked_guidelines(text: str) -> str:
@@ -384,7 +393,9 @@ def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[st
     organiser's editor was drawn at: when another save came since, nothing is written and StaleFormError
     says what changed (from ``seen_guidelines``, the text the editor was drawn with, when given). None (the
     CLI, scripts) saves without that check. Guidelines over MAX_GUIDELINES characters, or holding a NUL, are
-    refused with a sentence. Returns the guidelines' revision after the call."""
+    refused with a sentence. Returns the guidelines' revision after the call. Organisers only (db.access);
+    each change is a line of the campaign's activity."""
+    access.require("organise")
     if aggregation is not None and aggregation not in AGGREGATION_METHODS:
         raise CampaignError(f"{aggregation!r} is not an aggregation method; choose one of "
                             f"{', '.join(AGGREGATION_METHODS)}.")
@@ -401,10 +412,19 @@ def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[st
                         else f"now {len(campaign.guidelines or ''):,} characters")
                 raise StaleFormError(f"Another organiser saved these guidelines since you opened them ({what}). "
                                      "Your changes were not saved; the editor now shows theirs: make your changes again.")
+            access.record(session, "guidelines", "campaign", campaign_id,
+                          f"Saved the guidelines: {guidelines_change(campaign.guidelines, guidelines)}.")
             campaign.guidelines = guidelines
             campaign.guidelines_revision += 1
+        if active is not None and bool(active) != campaign.active:
+            access.record(session, "open" if active else "close", "campaign", campaign_id,
+                          "Opened the campaign to annotators." if active else "Closed the campaign to annotators.")
         if active is not None:
             campaign.active = active
+        if aggregation is not None and aggregation != campaign_aggregation(campaign):
+            access.record(session, "aggregation", "campaign", campaign_id,
+                          f"Final labels by {AGGREGATION_NAMES[aggregation]} "
+                          f"(was {AGGREGATION_NAMES[campaign_aggregation(campaign)]}).")
         if aggregation is not None:
             campaign.aggregation = None if aggregation == DEFAULT_AGGREGATION else aggregation
         return campaign.guidelines_revision
@@ -502,7 +522,8 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
     Tokens are returned once and never stored (only their hashes are). All or nothing: a name
     given twice, or already used in the campaign (letter case and spacing aside, revoked links
     included), refuses the whole list, so that no two rows of the results share a name; a lost
-    link is replaced with new_link, which keeps the annotator and their labels."""
+    link is replaced with new_link, which keeps the annotator and their labels. Organisers only (db.access)."""
+    access.require("organise")
     names = [" ".join((n or "").split()) for n in names]
     names = [person_name(f"The annotator name “{_shown(n)}…”", n) for n in names if n]
     if not names:
@@ -532,6 +553,9 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
             session.add(annotator)
             session.flush()
             created.append((annotator.id, annotator.name, token))
+        access.record(session, "links", "campaign", campaign_id,
+                      f"Created {'a personal link' if len(created) == 1 else 'personal links'} for "
+                      f"{', '.join(name for _, name, _ in created)}.")
         return created
 
 
@@ -544,7 +568,8 @@ def create_annotator(engine: Engine, campaign_id: int, name: str) -> tuple[int, 
 def new_link(engine: Engine, annotator_id: int) -> str:
     """A new personal link for the same annotator, e.g. when theirs is lost: the old link stops
     working at once, the labels and the place in the queue stay theirs, and a revoked annotator
-    can label again. Returns the new token (shown once, only its hash is stored)."""
+    can label again. Returns the new token (shown once, only its hash is stored). Organisers only."""
+    access.require("organise")
     token = new_token()
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)
@@ -552,18 +577,22 @@ def new_link(engine: Engine, annotator_id: int) -> str:
             raise CampaignError("This annotator does not exist (any more).")
         annotator.token_hash = hash_token(token)
         annotator.revoked_at = None
+        access.record(session, "new link", "campaign", annotator.campaign_id,
+                      f"Replaced the link of {annotator.name}: the old one no longer works.")
     return token
 
 
 def revoke_annotator(engine: Engine, annotator_id: int) -> None:
     """The link stops working; a pair reserved but not answered goes back to the queue.
-    Labels already given stay."""
+    Labels already given stay. Organisers only (db.access)."""
+    access.require("organise")
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)  # after an answer being stored
         if annotator is None:
             raise CampaignError("This annotator does not exist.")
         if annotator.revoked_at is None:
             annotator.revoked_at = utcnow()
+            access.record(session, "revoke", "campaign", annotator.campaign_id, f"Revoked the link of {annotator.name}.")
         for assignment in session.scalars(select(Assignment).where(
                 Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None))):
             session.execute(update(CampaignPair).where(
@@ -1051,7 +1080,8 @@ def set_training_feedback(engine: Engine, campaign_id: int, feedback: Sequence[M
     position, expected_level (0-3 of the scale, or None) and explanation (at most MAX_EXPLANATION
     characters; "" or None for none). All or nothing: a row that names no training pair of the
     campaign, or a level off the scale, refuses the whole list. Returns the number of pairs updated.
-    Feedback is never part of the results, so it may change while the campaign runs."""
+    Feedback is never part of the results, so it may change while the campaign runs. Organisers only."""
+    access.require("organise")
     cleaned = []
     for row in feedback:
         position = int(row["position"])
@@ -1078,4 +1108,20 @@ def set_training_feedback(engine: Engine, campaign_id: int, feedback: Sequence[M
             session.execute(update(TrainingPair).where(
                 TrainingPair.campaign_id == campaign_id, TrainingPair.position == row["position"],
             ).values(expected_level=row["expected_level"], explanation=row["explanation"]))
+        if cleaned:
+            positions = ", ".join(str(r["position"] + 1) for r in cleaned)
+            access.record(session, "training", "campaign", campaign_id,
+                          f"Saved the feedback of training pair{'s' if len(cleaned) > 1 else ''} {positions}.")
         return len(cleaned)
+
+
+def campaign_activity(engine: Engine, campaign_id: int, limit: int = 20) -> pd.DataFrame:
+    """The campaign's latest activity, newest first: at (UTC), who (the account's name, "" where the store
+    had no accounts) and what (a sentence, which may quote names people typed)."""
+    limit = check_whole("The number of lines", limit, CampaignError, 1, 10_000)
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(Activity.at, Activity.actor, Activity.summary)
+            .where(Activity.subject == "campaign", Activity.subject_id == campaign_id)
+            .order_by(Activity.id.desc()).limit(limit)).all()
+    return pd.DataFrame(rows, columns=["at", "who", "what"])

@@ -4,23 +4,35 @@ the named datasets (by name or id; default: every dataset), optionally restricte
 and labels and to the labelled or adjudicated pairs, as the Export page offers. The store is the one the
 app uses (``--db URL``, else PLUIE_DB_URL, pluie_lab.toml, the data folder's pluie_lab.db). A mistake (an
 unknown dataset or campaign, a licence that is not an identifier, no store at that path, a folder that is
-not new or empty) prints one line on stderr, exits with status 1 and writes nothing."""
+not new or empty) prints one line on stderr, exits with status 1 and writes nothing.
+
+``python -m db accounts list|add|invite|role|disable|enable|password|end-sessions``: the Accounts page's
+changes (db.accounts). Whoever can open the store is its owner here: the changes are made as "command
+line", which the activity log and the accounts' "created by" show. Passwords are read from stdin (a
+terminal asks twice, unseen), never from the arguments, which other users of the machine can list. A
+mistake (an unknown account, a role that is not one, the last owner demoted) prints one line on stderr,
+exits with status 1 and leaves the store as it was."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 import unicodedata
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from db import access, accounts
 from db.annotation import list_campaigns
 from db.datasets import list_datasets
-from db.engine import database_url, init_db
+from db.engine import StoreUnavailable, database_url, init_db
 from db.export import PAIR_SCOPES
 from db.limits import _invisible, clean_name
 from db.publish import PublishError, publish_dataset
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
+from pluie_core.roles import ROLE_HELP, ROLES, Actor, NotAllowed
+
+COMMAND_LINE = Actor("command line", "owner")  # who the activity log names for changes made here
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,7 +60,35 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also publish the labels of annotators' training trials")
     publish.add_argument("--db", metavar="URL",
                          help="the store (default: PLUIE_DB_URL, pluie_lab.toml, else the data folder's pluie_lab.db)")
+    add_accounts_parser(commands)
     return parser
+
+
+def add_accounts_parser(commands) -> None:
+    roles = "; ".join(f"{role}: {ROLE_HELP[role]}" for role in ROLES)
+    group = commands.add_parser("accounts", help="the people who sign in to the app, and their roles",
+                                description=f"Accounts and roles ({roles}).")
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--db", metavar="URL",
+                       help="the store (default: PLUIE_DB_URL, pluie_lab.toml, else the data folder's pluie_lab.db)")
+    actions = group.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", parents=[store], help="every account: name, e-mail, role, how it signs in")
+    add = actions.add_parser("add", parents=[store], help="add a person (the store's first account needs no owner)")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--role", required=True, metavar="ROLE", help=", ".join(ROLES))
+    add.add_argument("--email", metavar="E", help="their e-mail, for signing in with the identity provider")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read their password from stdin (else: give them an invitation link, `invite NAME`)")
+    for action, help_text in (("invite", "print a new invitation link (works once, shown once) where NAME sets a "
+                                         "password; it replaces the last one"),
+                              ("disable", "NAME cannot sign in any more (their sessions end)"),
+                              ("enable", "NAME can sign in again"),
+                              ("password", "set NAME's password, read from stdin (their sessions end)"),
+                              ("end-sessions", "sign NAME out on every browser")):
+        actions.add_parser(action, parents=[store], help=help_text).add_argument("name", metavar="NAME")
+    role = actions.add_parser("role", parents=[store], help="change NAME's role (their sessions end)")
+    role.add_argument("name", metavar="NAME")
+    role.add_argument("role", metavar="ROLE", help=", ".join(ROLES))
 
 
 def _same_name(name: str) -> str:
@@ -95,11 +135,98 @@ def publish_store(args) -> Path:
     return result.folder
 
 
+def read_password(stdin: bool = True) -> str:
+    """A password from stdin: asked twice, unseen, at a terminal; else its first line."""
+    if sys.stdin.isatty():
+        first = getpass.getpass("Password: ")
+        if getpass.getpass("The same password again: ") != first:
+            raise ValueError("The two passwords differ; nothing was changed.")
+        return first
+    line = sys.stdin.readline()
+    if not line:
+        raise ValueError("No password on stdin; nothing was changed.")
+    return line.rstrip("\r\n")
+
+
+def _open_store(url_arg, create: bool):
+    """The store's engine; a SQLite path with no store refused unless ``create`` (a store's first account
+    may be added before the app first started)."""
+    url = database_url(url_arg)
+    parsed = make_url(url)
+    if not create and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+            and not Path(parsed.database).is_file():
+        raise ValueError(f"There is no store at {parsed.database}: give its URL with --db (or PLUIE_DB_URL).")
+    return init_db(url)
+
+
+def _named(engine, name: str) -> accounts.AccountInfo:
+    found = accounts.account_by_name(engine, name)
+    if found is None:
+        names = ", ".join(a.name for a in accounts.list_accounts(engine)) or "none yet"
+        raise ValueError(f"No account {name!r} in the store (its accounts: {names}).")
+    return found
+
+
+def _signs_in(info: accounts.AccountInfo) -> str:
+    ways = (["password"] if info.has_password else []) + (["invitation waiting"] if info.invite_expires_at else []) \
+        + ([f"provider ({info.email})"] if info.email else [])
+    return ", ".join(ways) or "not yet (invite them)"
+
+
+def accounts_command(args) -> None:
+    """One ``accounts`` action on the store, made as the command line (an owner)."""
+    engine = _open_store(args.db, create=args.action == "add")
+    try:
+        with access.acting_as(COMMAND_LINE):
+            _accounts_action(engine, args)
+    finally:
+        engine.dispose()
+
+
+def _accounts_action(engine, args) -> None:
+    if args.action == "list":
+        for info in accounts.list_accounts(engine):
+            state = "disabled" if not info.active else "active"
+            print("\t".join([info.name, info.email or "-", info.role, _signs_in(info), info.created_by or "-", state]))
+        return
+    if args.action == "add":
+        password = read_password() if args.password_stdin else None
+        info = accounts.add_account(engine, args.name, args.role, email=args.email, password=password)
+        print(f"added {info.name} as {info.role}", file=sys.stderr)
+        if not info.has_password and not info.email:
+            print(f"{info.name} has no password yet: `python -m db accounts invite {info.name}` prints their "
+                  "invitation link.", file=sys.stderr)
+        return
+    info = _named(engine, args.name)
+    if args.action == "invite":
+        token = accounts.invite(engine, info.id)
+        print(f"The invitation link of {info.name}, shown only this once (it works once, for "
+              f"{accounts.INVITE_HOURS:g} hours): the app's address followed by", file=sys.stderr)
+        print(f"/?invite={token}")
+    elif args.action == "role":
+        print(f"{info.name} is now a {accounts.set_role(engine, info.id, args.role).role}", file=sys.stderr)
+    elif args.action == "disable":
+        accounts.disable_account(engine, info.id)
+        print(f"{info.name} is disabled", file=sys.stderr)
+    elif args.action == "enable":
+        accounts.enable_account(engine, info.id)
+        print(f"{info.name} is enabled", file=sys.stderr)
+    elif args.action == "password":
+        accounts.set_password(engine, info.id, read_password())
+        print(f"the password of {info.name} is set; their sessions ended", file=sys.stderr)
+    elif args.action == "end-sessions":
+        accounts.end_sessions(engine, info.id)
+        print(f"every session of {info.name} ended", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        print(f"wrote {publish_store(args)}", file=sys.stderr)
-    except (PublishError, OSError, ValueError) as exc:
+        if args.command == "accounts":
+            accounts_command(args)
+        else:
+            print(f"wrote {publish_store(args)}", file=sys.stderr)
+    except (PublishError, OSError, ValueError, NotAllowed, StoreUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

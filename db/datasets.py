@@ -15,6 +15,7 @@ import pandas as pd
 from sqlalchemy import Engine, delete, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
+from db import access
 from db.analysis import counted_label
 from db.engine import read_session, write_session
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem, utcnow
@@ -142,8 +143,10 @@ def import_pairs(
     dataset's description. Rows the file reader already dropped as repeats (load_pairs without
     keep_duplicates, listed in attrs["duplicates"]) are counted as skipped there too.
     `session`: write inside the caller's transaction (several imports that land together) instead
-    of one of its own.
+    of one of its own. An organiser's write (db.access): refused with NotAllowed, nothing written, for
+    a role below; a new dataset records who imported it (``created_by``).
     """
+    access.require("organise")
     if not str(name or "").strip():
         raise ImportRejected("Give the dataset a name.")
     name = clean_name("The dataset name", name, ImportRejected)
@@ -182,6 +185,7 @@ def import_pairs(
                 label_kind=label_kind,
                 label_min=float(label_range[0]) if label_range else None,
                 label_max=float(label_range[1]) if label_range else None,
+                created_by=access.actor_name(),
             )
             session.add(dataset)
             session.flush()
@@ -400,7 +404,9 @@ def import_pair_chunks(
     dataset's unique index on the pairs' hashes), so memory does not grow with the rows.
     `dropped_by_reader`: repeats the file reader already dropped (they count as skipped). Rows a reader
     read with skip_invalid left out (attrs["skipped_rows"] of PairChunks, known at the end) are recorded
-    in the description as left_out_note words them, `file_name` naming the file."""
+    in the description as left_out_note words them, `file_name` naming the file. Refused (NotAllowed,
+    nothing written) below an organiser, as import_pairs."""
+    access.require("organise")
     if not str(name or "").strip():
         raise ImportRejected("Give the dataset a name.")
     name = clean_name("The dataset name", name, ImportRejected)
@@ -517,6 +523,7 @@ def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, l
             text = f"{description}\n\n{note}" if description else note
             session.execute(update(Dataset).where(Dataset.id == hidden_id).values(
                 name=name, description=text, import_state=None, import_seen=None, created_at=utcnow(),
+                created_by=access.actor_name(),
                 label_kind=label_kind, label_min=float(label_range[0]) if label_range else None,
                 label_max=float(label_range[1]) if label_range else None))
             dataset_id = hidden_id
@@ -609,10 +616,15 @@ def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_recor
 def delete_dataset(engine: Engine, dataset_id: int) -> None:
     """Delete a dataset: its pairs go with it, and their labels, scores and queued work (the cascades),
     and their share of each run's compute time (db.queue.forget_compute_time), in one transaction. A
-    worker scoring its pairs finds their leases gone between two pieces and moves on."""
+    worker scoring its pairs finds their leases gone between two pieces and moves on. An organiser's
+    write (NotAllowed below), recorded in the activity log."""
     with write_session(engine) as session:
+        access.require("organise")
+        name = session.scalar(select(Dataset.name).where(Dataset.id == dataset_id))
         forget_compute_time(session, select(Pair.id).where(Pair.dataset_id == dataset_id))
         session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+        if name is not None:
+            access.record(session, "delete dataset", "dataset", int(dataset_id), f"deleted the dataset “{name}”")
 
 
 class RenameRefused(ValueError):
@@ -624,9 +636,11 @@ def rename_dataset(engine: Engine, dataset_id: int, new_name: str) -> str:
     are all called "dev"); its pairs, labels, scores and campaigns are untouched. The same rules as an
     import's name (db.limits.clean_name): not empty, at most NAME_LENGTH characters, no control character. A
     name another dataset has is refused with a sentence, before and, for two renames at the same
-    moment, by the store's unique index. Returns the name given."""
+    moment, by the store's unique index. Returns the name given. An organiser's write (NotAllowed
+    below), recorded in the activity log."""
     from sqlalchemy.exc import IntegrityError
 
+    access.require("organise")
     if not str(new_name or "").strip():
         raise RenameRefused("Give the dataset a name.")
     if _has_nul(new_name):  # the sentence the Pairs page's rename has given since it exists
@@ -641,6 +655,7 @@ def rename_dataset(engine: Engine, dataset_id: int, new_name: str) -> str:
             if dataset.name != name:
                 if session.scalar(select(Dataset.id).where(Dataset.name == name, Dataset.id != dataset.id)) is not None:
                     raise RenameRefused(taken)
+                access.record(session, "rename dataset", "dataset", dataset.id, f"renamed “{dataset.name}” to “{name}”")
                 dataset.name = name
                 session.flush()
     except IntegrityError:
@@ -654,7 +669,7 @@ def list_datasets(engine: Engine) -> list[Dataset]:
 
 
 OVERVIEW_COLUMNS = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
-                    "scores", "scores queued", "imported", "description"]
+                    "scores", "scores queued", "imported", "imported by", "description"]
 
 
 def _training_labels(session) -> pd.Series:
@@ -693,7 +708,7 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
     with read_session(engine) as session:
         datasets = session.execute(
             select(Dataset.id, Dataset.name, Dataset.source_format, Dataset.label_kind, Dataset.created_at,
-                   Dataset.description).where(VISIBLE).order_by(Dataset.name)).all()
+                   Dataset.created_by, Dataset.description).where(VISIBLE).order_by(Dataset.name)).all()
         ranges = _contiguous_ranges(session)
         training = _training_labels(session)
         # training labels of a pair that has no other label: the pair is not labelled
@@ -724,14 +739,14 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
         if others:
             figures.update(_joined_figures(session, others, live_runs))
     rows = []
-    for ds_id, name, fmt, kind, created, description in datasets:
+    for ds_id, name, fmt, kind, created, created_by, description in datasets:
         found = figures.get(int(ds_id), {})
         rows.append({
             "id": ds_id, "dataset": name, "format": fmt, "pairs": found.get("pairs", 0),
             "gold labels": found.get("gold labels", 0), "label kind": kind or "",
             "labelled pairs": found.get("labelled pairs", 0), "labels": found.get("labels", 0),
             "scores": found.get("scores", 0), "scores queued": found.get("scores queued", 0),
-            "imported": created, "description": description or "",
+            "imported": created, "imported by": created_by or "", "description": description or "",
         })
     return pd.DataFrame(rows, columns=OVERVIEW_COLUMNS)
 

@@ -9,6 +9,7 @@ from typing import Iterable, Mapping, Optional
 import pandas as pd
 from sqlalchemy import Engine, func, select, update
 
+from db import access
 from db.analysis import _frame, scores_wide
 from db.datasets import ImportRejected, ImportResult, import_pairs
 from db.limits import NAME_LENGTH, clean_name
@@ -26,7 +27,9 @@ def import_benchmark(engine: Engine, frames: Mapping[str, pd.DataFrame], *, benc
     """Store the datasets ``pluie_core.evaluation.paraphrasus.read_benchmark`` read, every row kept,
     one dataset per part named "<prefix>/<part>" (prefix: the benchmark's name in lower case), each
     with its challenge and the benchmark's name. All of them land, with their queued scores, or
-    none does (ImportRejected, e.g. when a dataset of that name exists)."""
+    none does (ImportRejected, e.g. when a dataset of that name exists). An organiser's write (NotAllowed
+    below, nothing written)."""
+    access.require("organise")
     benchmark = clean_name("The benchmark's name", benchmark, ImportRejected) if str(benchmark or "").strip() \
         else PARAPHRASUS
     prefix = clean_name("The datasets' prefix", prefix or benchmark.lower(), ImportRejected, NAME_LENGTH - 20)
@@ -47,8 +50,10 @@ def import_benchmark(engine: Engine, frames: Mapping[str, pd.DataFrame], *, benc
 def assign_challenge(engine: Engine, dataset_id: int, challenge: Optional[str], benchmark: str = PARAPHRASUS) -> None:
     """Put a dataset in a benchmark's challenge (``challenge`` None takes it out). Raises
     pluie_core's ScorecardError with one sentence when the dataset breaks the challenge's rule
-    (positive gold labels in Minimize!, fewer than 3 pairs, ...); the store is then unchanged."""
+    (positive gold labels in Minimize!, fewer than 3 pairs, ...); the store is then unchanged. An
+    organiser's write (NotAllowed below)."""
     with write_session(engine) as session:
+        access.require("organise")
         dataset = session.get(Dataset, int(dataset_id))
         if dataset is None:
             raise ValueError(f"There is no dataset with id {dataset_id}; reload the page.")

@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 from sqlalchemy import Engine, and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from db import access
 from db.engine import read_session, retry_when_busy, write_session
 from db.models import Explanation as ExplanationRow
 from db.models import Pair, RunDataset, Score, ScoreRun, utcnow
@@ -110,6 +111,7 @@ def explanation(engine: Engine, run_id: int, pair_id: int) -> Optional[Explanati
 @retry_when_busy
 def _request(engine: Engine, run_id: int, pair_id: int) -> None:
     with write_session(engine) as session:
+        access.require("explain")
         run = session.get(ScoreRun, run_id)
         if run is None:
             raise ExplanationError(f"There is no run {run_id} (any more): it was deleted.")
@@ -133,7 +135,8 @@ def _request(engine: Engine, run_id: int, pair_id: int) -> None:
 def request_explanation(engine: Engine, run_id: int, pair_id: int) -> ExplanationState:
     """Ask for the explanation of the pair under the run: one request per (run, pair), however often
     asked (one already done is kept; one that failed is queued again). Raises ExplanationError, with a
-    sentence, for a run that is not a PLUIE run, a pair outside the run's datasets, or either gone."""
+    sentence, for a run that is not a PLUIE run, a pair outside the run's datasets, or either gone;
+    NotAllowed, nothing written, below a reviewer (db.access)."""
     run_id, pair_id = int(run_id), int(pair_id)
     try:
         _request(engine, run_id, pair_id)

@@ -10,6 +10,7 @@ import pandas as pd
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.orm import aliased
 
+from db import access
 from db.datasets import ImportRejected, _clean, text_hash
 from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
@@ -34,7 +35,9 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     """Store preference items (as ``pluie_core.evaluation.preference.load_preferences`` returns them)
     as a new dataset. A (source, candidate) met twice is one pair, linked from both items. Pair
     metadata: ``candidate`` (A or B, where first met), ``system`` (from system_a / system_b) and the
-    item's other columns; the preference row keeps them too."""
+    item's other columns; the preference row keeps them too. An organiser's write (NotAllowed below,
+    nothing written); the dataset records who imported it."""
+    access.require("organise")
     if not (name or "").strip():
         raise ImportRejected("Give the dataset a name.")
     name = clean_name("The dataset name", name, ImportRejected)
@@ -80,7 +83,8 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     with write_session(engine) as session:
         if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
             raise ImportRejected(f"A dataset named {name!r} already exists: choose another name.")
-        dataset = Dataset(name=name, description=description, source_format=SOURCE_FORMAT, label_kind=None)
+        dataset = Dataset(name=name, description=description, source_format=SOURCE_FORMAT, label_kind=None,
+                          created_by=access.actor_name())
         session.add(dataset)
         session.flush()
         result = session.execute(insert(Pair).returning(Pair.id, sort_by_parameter_order=True),
@@ -98,8 +102,11 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
 def import_preference_file(engine: Engine, path_or_buffer, name: Optional[str] = None,
                            description: str = "") -> PreferenceImport:
     """Read a preference file (``load_preferences``) and import it; named after the file unless a
-    name is given. Raises PairFileError for a bad file, ImportRejected when the store refuses it."""
+    name is given. Raises PairFileError for a bad file, ImportRejected when the store refuses it,
+    NotAllowed (before the file is read) below an organiser."""
     from pathlib import Path
+
+    access.require("organise")
 
     from pluie_core.evaluation.preference import load_preferences
 

@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from sqlalchemy import Engine, and_, case, func, select
 
-from db.engine import read_session
+from db import access
+from db.engine import read_session, write_session
 from db.limits import clean_name
 from db.export import (
     AGGREGATION_COLUMNS, ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names,
@@ -84,8 +85,9 @@ class PublishResult:
 
 
 def _scope(session, dataset_ids: Optional[list[int]], conditions: list) -> list[tuple]:
-    """(id, name, description, pairs in scope) of the datasets; ``conditions``: export.pair_conditions."""
-    query = (select(Dataset.id, Dataset.name, Dataset.description, func.count(Pair.id))
+    """(id, name, description, pairs in scope, imported by) of the datasets; ``conditions``:
+    export.pair_conditions."""
+    query = (select(Dataset.id, Dataset.name, Dataset.description, func.count(Pair.id), Dataset.created_by)
              .outerjoin(Pair, and_(Pair.dataset_id == Dataset.id, *conditions)).where(Dataset.import_state.is_(None))
              .group_by(Dataset.id).order_by(Dataset.id))
     if dataset_ids is not None:
@@ -143,10 +145,11 @@ def _annotator_columns(session, conditions: list, labels: list, names: dict[int,
 def _runs(session, conditions: list) -> list[dict]:
     rows = session.execute(
         select(ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.template, ScoreRun.direction, ScoreRun.answers,
-               ScoreRun.higher_is_similar, ScoreRun.status, func.count(Score.id))
+               ScoreRun.higher_is_similar, ScoreRun.status, func.count(Score.id), ScoreRun.created_by)
         .join(Score, Score.run_id == ScoreRun.id).join(Pair, Pair.id == Score.pair_id)
         .where(*conditions).group_by(ScoreRun.id).order_by(ScoreRun.name)).all()
-    keys = ["name", "kind", "model", "template", "direction", "answers", "higher_is_similar", "status", "n_scores"]
+    keys = ["name", "kind", "model", "template", "direction", "answers", "higher_is_similar", "status", "n_scores",
+            "created_by"]
     return [dict(zip(keys, row)) for row in rows]
 
 
@@ -273,7 +276,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     the chunks are written (export_frame's AGGREGATION_COLUMNS); the card names it, its settings and
     the reliabilities' spread. ``confidence`` and ``min_labels``: when a model method's level is final
     (export_frame, pluie_core.aggregation.model_final_levels); the card states both and how many pairs
-    each rule decided."""
+    each rule decided.
+
+    An organiser's act (db.access): NotAllowed, nothing written, below; a publish is recorded in the
+    activity log."""
+    access.require("organise")
     try:
         licence = check_licence(licence)
     except ValueError as exc:
@@ -389,8 +396,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         facts = {
             "title": (title or "").strip() or (campaign["name"] if campaign else ", ".join(row[1] for row in scope)),
             "licence": licence, "n_pairs": done, "n_labels": n_labels,
-            "datasets": [{"name": name, "n_pairs": n, "description": description or ""}
-                         for _, name, description, n in scope],
+            "datasets": [{"name": name, "n_pairs": n, "description": description or "", "imported_by": by or ""}
+                         for _, name, description, n, by in scope],
             "n_annotators": len(annotators), "annotators": english, "labels_per_pair": labels_per_pair,
             "final_sources": sources, "final_levels": finals, "agreement": agreement, "runs": runs,
             "include_training": include_training, "created_at": utcnow(), "data_file": DATA_FILE,
@@ -412,6 +419,10 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         if isinstance(exc, OSError) and exc.strerror:  # a read-only folder, a full disk...: one sentence
             raise PublishError(f"The folder {folder} cannot be written ({exc.strerror.lower()}).") from None
         raise
+    with write_session(engine) as session:  # the folder is there: say who published what, where
+        access.record(session, "publish", "dataset", scope[0][0] if len(scope) == 1 else None,
+                      f"published {', '.join(f'“{row[1]}”' for row in scope)} ({done:,} pairs, {licence}) "
+                      f"to {folder}")
     return PublishResult(folder, done, n_chunks, schema.names, card)
 
 

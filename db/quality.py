@@ -13,6 +13,7 @@ import pandas as pd
 from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
+from db import access
 from db.analysis import counted_label
 from db.annotation import CampaignError, StaleFormError, annotator_progress, campaign_aggregation, campaign_label_counts
 from db.engine import read_session, write_session
@@ -88,7 +89,9 @@ def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, 
     Each save raises the campaign's settings_revision by one. ``revision`` is the revision the organiser's
     form was drawn at: when another save came since, nothing is written and StaleFormError says which
     settings changed (from ``seen``, the values the form was drawn with: quality_settings). None (the CLI,
-    scripts) saves without that check. Returns the settings' revision after the save."""
+    scripts) saves without that check. Returns the settings' revision after the save. Organisers only
+    (db.access); the save is a line of the campaign's activity, naming what changed."""
+    access.require("organise")
     gold_rate = _number("The share of gold checks", gold_rate)
     gold_min_accuracy = _number("The minimum gold accuracy", gold_min_accuracy)
     fast_fraction = _number("The “too fast” fraction of the median time", fast_fraction)
@@ -114,10 +117,14 @@ def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, 
                                    kappa_min, reliability_min, min_gold_checks)
         except quality.QualityError as exc:
             raise CampaignError(str(exc)) from None
+        before = quality_settings(campaign)
         campaign.gold_rate, campaign.gold_min_accuracy = float(gold_rate), float(gold_min_accuracy)
         campaign.fast_fraction, campaign.streak_length = float(fast_fraction), int(streak_length)
         campaign.kappa_min, campaign.reliability_min = float(kappa_min), float(reliability_min)
         campaign.min_gold_checks = int(min_gold_checks)
+        changes = _settings_changes(before, quality_settings(campaign))
+        access.record(session, "quality", "campaign", campaign.id,
+                      f"Quality settings: {changes}." if changes else "Saved the quality settings, unchanged.")
         campaign.settings_revision += 1
         return campaign.settings_revision
 
@@ -129,7 +136,8 @@ def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> i
     known. All or nothing: an unknown pair, a training pair of the campaign, a pair already served to
     someone as an ordinary pair, or an answer off the scale refuses the whole list. A pair already gold
     gets the new answer. Gold pairs leave the campaign's queue (they are served as checks only).
-    Returns the number of pairs marked."""
+    Returns the number of pairs marked. Organisers only (db.access)."""
+    access.require("organise")
     if "pair" not in answers:
         rows = _gold_rows(answers)
     with write_session(engine) as session:
@@ -137,7 +145,10 @@ def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> i
         if "pair" in answers:
             rows = _gold_rows(answers.drop(columns="pair").assign(
                 pair_id=resolve_pair_refs(session, campaign.id, answers["pair"].tolist())))
-        return _add_gold(session, campaign, rows)
+        marked = _add_gold(session, campaign, rows)
+        access.record(session, "gold", "campaign", campaign.id,
+                      f"Marked {marked:,} pair{'' if marked == 1 else 's'} as gold checks by id.")
+        return marked
 
 
 def resolve_pair_refs(session: Session, campaign_id: int, refs: list) -> list[int]:
@@ -270,7 +281,9 @@ def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int 
     """Take gold pairs from a dataset of the campaign's (refused with a sentence otherwise) by its gold
     labels (known_answers: binary labels give the side, a score its band of the four levels): a random
     sample of ``n`` (seeded; 0 = all) of its labelled pairs that are neither training pairs of the
-    campaign, already served in it, nor gold already. All or nothing. Returns the number of pairs marked."""
+    campaign, already served in it, nor gold already. All or nothing. Returns the number of pairs marked.
+    Organisers only (db.access)."""
+    access.require("organise")
     with write_session(engine) as session:
         campaign = _campaign(session, campaign_id, lock=True)
         dataset = session.get(Dataset, dataset_id)
@@ -292,7 +305,10 @@ def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int 
         if n and n < len(answers):
             answers = answers.sample(n=int(n), random_state=int(seed))
         answers = answers.rename_axis("pair_id").reset_index()
-        return _add_gold(session, campaign, _gold_rows(answers))
+        marked = _add_gold(session, campaign, _gold_rows(answers))
+        access.record(session, "gold", "campaign", campaign.id,
+                      f"Took {marked:,} gold check{'' if marked == 1 else 's'} from “{dataset.name}”.")
+        return marked
 
 
 def _known_answers(session: Session, dataset: Dataset, gold_labels: pd.Series) -> pd.DataFrame:
@@ -347,12 +363,17 @@ def known_answer(engine: Engine, pair_id: int) -> Optional[KnownAnswer]:
 
 
 def remove_gold_pairs(engine: Engine, campaign_id: int, pair_ids) -> int:
-    """Stop serving these pairs as checks (answers already given stay, and no longer count)."""
+    """Stop serving these pairs as checks (answers already given stay, and no longer count).
+    Organisers only (db.access)."""
+    access.require("organise")
     with write_session(engine) as session:
         _campaign(session, campaign_id, lock=True)
         removed = session.execute(delete(GoldPair).where(
-            GoldPair.campaign_id == campaign_id, GoldPair.pair_id.in_([int(p) for p in pair_ids])))
-        return removed.rowcount
+            GoldPair.campaign_id == campaign_id, GoldPair.pair_id.in_([int(p) for p in pair_ids]))).rowcount
+        if removed:
+            access.record(session, "gold", "campaign", campaign_id,
+                          f"Stopped using {removed:,} pair{'' if removed == 1 else 's'} as gold checks.")
+        return removed
 
 
 def gold_pairs(engine: Engine, campaign_id: int) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
+from db import access
 from db.analysis import annotator_choices, counted_label, number_frame, pair_datasets, pair_detail
 from db.engine import read_session, retry_when_busy, write_session
 from db.limits import NAME_LENGTH, clean_name
@@ -181,7 +182,13 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
     """Set a pair's final level (0-3), or withdraw the decision in force (level None: back to the
     majority rule), as ``reviewer`` with an optional ``note``; all or nothing. ``seen_revision`` is
     the revision the reviewer's page showed (0 when the pair had none): when another reviewer has
-    decided since, nothing is written and StaleReviewError says so. Returns the new revision."""
+    decided since, nothing is written and StaleReviewError says so. Returns the new revision.
+
+    Reviewers and above only (db.access). Signed in, the decision is the account's, whatever ``reviewer``
+    says; on a store without accounts ``reviewer`` is the name kept, as typed on the Review page."""
+    actor = access.require("review")
+    if actor.signed_in:
+        reviewer = actor.name
     if not (reviewer or "").strip():
         raise ReviewError("Give your name as reviewer: every decision says who took it.")
     reviewer = clean_name("The reviewer's name", reviewer, ReviewError)

@@ -14,6 +14,7 @@ import pandas as pd
 from sqlalchemy import Engine, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from db import access
 from db.engine import read_session, write_session
 from db.limits import check_length, check_whole, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
@@ -73,7 +74,10 @@ def create_run(
     created when the check fails.
 
     options: a baseline's options (e.g. ``{"model": "roberta-large"}``, checked against the registry),
-    or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``."""
+    or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``.
+
+    An organiser's write (db.access): NotAllowed, nothing written, below; the run records who created it."""
+    access.require("organise")
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
@@ -135,6 +139,7 @@ def create_run(
             template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
             direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
             higher_is_similar=higher_is_similar, status="active", options=options or None,
+            created_by=access.actor_name(),
         )
         session.add(run)
         session.flush()
@@ -222,14 +227,16 @@ def _check_judge_template(kind: str, template: str, template_spec: Optional[dict
 
 def ensure_default_runs(engine: Engine) -> list[int]:
     """Create the baseline runs when they do not exist yet (idempotent, safe to call from several
-    processes at once). Returns the ids of the runs it created."""
+    processes at once). Returns the ids of the runs it created. The store makes them (OPEN), whoever
+    happens to open it first."""
     created = []
     for name, key, higher in DEFAULT_BASELINES:
         with read_session(engine) as session:
             if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
                 continue
         try:
-            created.append(create_run(engine, name=name, kind="baseline", model=key, higher_is_similar=higher))
+            with access.acting_as(access.OPEN):
+                created.append(create_run(engine, name=name, kind="baseline", model=key, higher_is_similar=higher))
         except (RunError, IntegrityError):
             pass  # another process created it meanwhile
     return created
@@ -249,7 +256,8 @@ def ensure_demo_run(engine: Engine) -> Optional[int]:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == DEMO_RUN_NAME)) is not None:
             return None
     try:
-        return create_run(engine, name=DEMO_RUN_NAME, kind="pluie", model=str(path), template=DEMO_TEMPLATE)
+        with access.acting_as(access.OPEN):  # the store's own run, whoever opened it first
+            return create_run(engine, name=DEMO_RUN_NAME, kind="pluie", model=str(path), template=DEMO_TEMPLATE)
     except (RunError, IntegrityError):
         return None  # another process created it meanwhile
 
@@ -265,39 +273,45 @@ def ensure_first_start_runs(engine: Engine, demo: bool = True) -> list[int]:
     return created
 
 
-def _set_status(engine: Engine, run_id: int, status: str, from_statuses: Sequence[str]) -> None:
+def _set_status(engine: Engine, run_id: int, status: str, from_statuses: Sequence[str], action: str) -> None:
+    """An organiser's write (NotAllowed below), recorded in the activity log as ``action`` ("pause run")."""
     with write_session(engine) as session:
-        current = session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
-        if current is None:
+        access.require("organise")
+        run = session.execute(select(ScoreRun.status, ScoreRun.name).where(ScoreRun.id == run_id)).first()
+        if run is None:
             raise RunError("This run no longer exists; reload the page.")
+        current, name = run
         if current not in from_statuses:
             raise RunError(f"A {current} run cannot be set to {status}.")
         session.execute(update(ScoreRun).where(ScoreRun.id == run_id).values(status=status, updated_at=utcnow()))
+        access.record(session, action, "run", int(run_id), f"run “{name}”: {current} → {status}")
 
 
 def pause_run(engine: Engine, run_id: int) -> None:
     """Workers stop claiming the run's items, and a worker scoring a claim of it stops within a piece
     (a few seconds of work), handing the rest back to the queue; the piece being written is still written."""
-    _set_status(engine, run_id, "paused", ("active",))
+    _set_status(engine, run_id, "paused", ("active",), "pause run")
 
 
 def resume_run(engine: Engine, run_id: int) -> None:
-    _set_status(engine, run_id, "active", ("paused",))
+    _set_status(engine, run_id, "active", ("paused",), "resume run")
 
 
 def cancel_run(engine: Engine, run_id: int) -> None:
     """Stop the run for good: no more claims and new pairs are no longer queued. Scores kept."""
-    _set_status(engine, run_id, "cancelled", ("active", "paused"))
+    _set_status(engine, run_id, "cancelled", ("active", "paused"), "cancel run")
 
 
 def retry_run(engine: Engine, run_id: int) -> None:
     """Score again what could not be scored: a failed or cancelled run becomes active (its error
     cleared, the pairs imported while it was stopped queued); the failed pairs of any run are
-    queued again."""
+    queued again. An organiser's write (NotAllowed below), recorded in the activity log."""
     with write_session(engine) as session:
-        current = session.scalar(select(ScoreRun.status).where(ScoreRun.id == run_id))
-        if current is None:
+        access.require("organise")
+        run = session.execute(select(ScoreRun.status, ScoreRun.name).where(ScoreRun.id == run_id)).first()
+        if run is None:
             raise RunError("This run no longer exists; reload the page.")
+        current, name = run
         failed_items = WorkItem.run_id == run_id, WorkItem.status == "failed"
         has_failed_items = session.scalar(select(func.count()).select_from(WorkItem).where(*failed_items)) > 0
         if current not in ("failed", "cancelled") and not has_failed_items:
@@ -308,6 +322,9 @@ def retry_run(engine: Engine, run_id: int) -> None:
                 update(ScoreRun).where(ScoreRun.id == run_id).values(status="active", error=None, updated_at=utcnow())
             )
             enqueue_missing(session, run_id)
+        access.record(session, "retry run", "run", int(run_id),
+                      f"run “{name}”: {current} → active" if current in ("failed", "cancelled")
+                      else f"run “{name}”: its failed pairs queued again")
 
 
 @dataclass
@@ -331,6 +348,7 @@ class RunProgress:
     timed_pairs: int = 0
     unparsed: int = 0  # scores without a value: an LLM judge's answers that could not be parsed
     starting: str = ""  # what a worker that has just taken the run does: "loading the model", "starting", or ""
+    created_by: str = ""  # the account that created it ("" on a store without accounts, and the store's own runs)
 
     @property
     def up_to_date(self) -> bool:
@@ -382,6 +400,7 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 item_error=item_error, options=run.options, compute_seconds=float(run.compute_seconds or 0.0),
                 timed_pairs=int(run.timed_pairs or 0), unparsed=int(unparsed.get(run.id, 0)),
                 starting=starting.get(run.id, "") if run.status == "active" else "",
+                created_by=run.created_by or "",
             )
         )
     return progress

@@ -17,7 +17,7 @@ from db import analysis, evaluation, evaluation_reads, review
 from db import datasets as dataset_reads
 from db.engine import database_url
 from pluie_core import analysis as core
-from pages import scope as scopes
+from pages import charts, scope as scopes
 from pages.shared import get_engine, user_text
 from pluie_core.export_format import to_csv_bytes
 from pluie_core.agreement import N_BOOT, count_patterns, level_counts
@@ -78,6 +78,12 @@ def _labels(url: str, dataset_ids: tuple[int, ...], campaign_id: Optional[int]) 
 
 
 labels.clear = _labels.clear  # as the cached reads: labels.clear() empties its cache
+
+
+@shared_frame
+def hover_labels(url: str, dataset_ids: tuple[int, ...], campaign_id: Optional[int] = None) -> pd.Series:
+    """pair_id -> every label of the pair as the scatters' hover names them (charts.labels_text), read-only."""
+    return charts.labels_text(labels(url, dataset_ids, campaign_id))
 
 
 @shared_frame
@@ -566,9 +572,10 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
             name = st.selectbox("Score run", options, key="analysis_run", format_func=lambda n: n or "None")
             chosen_run = ds.runs[ds.runs["name"] == name].iloc[0] if name else None
         chosen_reference = _reference_picker(ds, dataset_ids, scope.campaign_id) if reference else None
+        charts.download_choice()
         if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
             st.cache_data.clear()
-            for read in (_labels, label_views, _pairs, scores, reference_labels, edit_distances):
+            for read in (_labels, label_views, hover_labels, _pairs, scores, reference_labels, edit_distances):
                 read.clear()
     if run == "required" and chosen_run is None:
         st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")

@@ -19,8 +19,11 @@ from pluie_core.labels import ENGLISH_LEVELS, LEVELS
 # theme dark grey and dark blue (light-dark() reads the color-scheme Streamlit sets for its theme).
 # The keys' containers carry st-key-<key> classes: answer-<level>-<position>. Streamlit rings its main area
 # (focusable, for keyboard scrolling) once a key is pressed after a click on the page's background: here the
-# keys 1-5 answer, and that grey frame around the whole page meant nothing, so it is not drawn.
+# keys 1-5 answer, and that grey frame around the whole page meant nothing, so it is not drawn. The guidelines'
+# popover is drawn outside the app's element, where light-dark() sees no theme: its marks are a see-through
+# yellow under the popover's own text colour, readable on either theme.
 STYLE = """<style>
+body > div:not(#root) mark.pluie-diff {color:inherit !important; background:rgba(255, 214, 0, 0.4) !important;}
 div[class*="st-key-answer-"] button {background:light-dark(#e6e6e6, #3a3a3a); color:light-dark(#222, #ededed);
   border:1px solid light-dark(#c4c4c4, #5a5a5a);}
 div[class*="st-key-answer-"] button:hover {background:light-dark(#d6d6d6, #4a4a4a); color:light-dark(#000, #fff);

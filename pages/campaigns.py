@@ -1,15 +1,18 @@
 """Admin: labelling campaigns and their annotators (personal links, revocation, progress)."""
+import contextlib
+
 import pandas as pd
 import streamlit as st
 
 from db import annotation as ann
+from db import access
+from db.access import OPEN, NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
 from db.limits import clean_name
 from pages import keep
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
-from pluie_core.auth import admin_password_configured
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
 from pluie_core.labels import LEVELS
 from pluie_core.pair_selection import describe_selection
@@ -17,8 +20,8 @@ from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 st.title("Labelling campaigns")
-if not admin_password_configured():
-    st.caption("No admin password is configured, so this page is open to anyone who can reach the app.")
+if access.current_actor() == OPEN:
+    st.caption("No account and no admin password exist, so this page is open to anyone who can reach the app.")
 
 
 def personal_link(token: str) -> str:
@@ -105,7 +108,7 @@ def create_campaign(batch: int) -> None:
                                       distribution=value["distribution"],
                                       overlap_max=int(value["overlap-max"]) if value["adaptive"] else None,
                                       confidence=float(value["confidence"]))
-    except (ann.CampaignError, StoreUnavailable) as exc:  # the form keeps what was typed
+    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the form keeps what was typed
         record["new-error"] = str(exc)
         return
     # the name as the store keeps it (NFC, invisible characters removed), not as typed
@@ -180,7 +183,7 @@ def create_links(campaign_id: int, batch: int) -> None:
     link = personal_link("")  # the page's address, read before the write too
     try:
         made = ann.create_annotators(engine, campaign_id, wanted)
-    except (ann.CampaignError, StoreUnavailable) as exc:
+    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:
         record["links-error"] = str(exc)
         return
     record["new-links"] = [(n, link + token) for _, n, token in made]
@@ -219,9 +222,10 @@ def annotators_section(campaign) -> None:
         who = c1.selectbox("Revoke a link", list(active), index=None, format_func=lambda i: f"{active[i]} (#{i})",
                            placeholder="Choose an annotator")
         if c2.button("Revoke", disabled=who is None):
-            ann.revoke_annotator(engine, who)
-            st.session_state["revoked"] = active[who]
-            st.rerun()
+            with refused():
+                ann.revoke_annotator(engine, who)
+                st.session_state["revoked"] = active[who]
+                st.rerun()
     if st.session_state.get("revoked"):
         st.success(f"{user_text(st.session_state.pop('revoked'))}'s link no longer works; their labels are kept.")
 
@@ -232,12 +236,23 @@ def annotators_section(campaign) -> None:
                            format_func=lambda i: f"{everyone[i]} (#{i})",
                            help="The annotator keeps their labels and their place; their old link stops working.")
         if c2.button("New link", disabled=who is None):
-            done()["new-links"] = [(everyone[who], personal_link(ann.new_link(engine, who)))]
-            st.session_state["relinked"] = everyone[who]
-            st.rerun()
+            with refused():
+                done()["new-links"] = [(everyone[who], personal_link(ann.new_link(engine, who)))]
+                st.session_state["relinked"] = everyone[who]
+                st.rerun()
     if st.session_state.get("relinked"):
         st.success(f"{user_text(st.session_state.pop('relinked'))}'s old link no longer works; the new one above "
                    "continues with the same labels.")
+
+
+@contextlib.contextmanager
+def refused():
+    """Around a write made in the page's script: a refusal (the role, the campaign gone, the store away)
+    is shown as its sentence where the write was asked for."""
+    try:
+        yield
+    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:
+        st.error(user_text(exc))
 
 
 def overlap_text(campaign) -> str:
@@ -257,7 +272,8 @@ def settings_section(campaign, counts: dict) -> None:
     st.caption(pairs_kept(counts) + ".")
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
-        ann.update_campaign(engine, campaign.id, active=active)
+        with refused():
+            ann.update_campaign(engine, campaign.id, active=active)
     method = st.selectbox(
         "Final labels by", METHODS, index=METHODS.index(ann.campaign_aggregation(campaign)),
         format_func=METHOD_NAMES.get, key=f"aggregation-{campaign.id}",
@@ -267,11 +283,13 @@ def settings_section(campaign, counts: dict) -> None:
              "decide a pair only where they are sure enough (Export: confidence and labels per annotator); the "
              "majority rule decides the others.")
     if method != ann.campaign_aggregation(campaign):
-        ann.update_campaign(engine, campaign.id, aggregation=method)
-        st.rerun()
+        with refused():
+            ann.update_campaign(engine, campaign.id, aggregation=method)
+            st.rerun()
     if campaign.pair_order == "informative" and st.button("Recompute the order from the latest scores"):
-        ann.reorder_campaign(engine, campaign.id)
-        st.success("Pairs not yet served now follow the latest scores.")
+        with refused():
+            ann.reorder_campaign(engine, campaign.id)
+            st.success("Pairs not yet served now follow the latest scores.")
     guidelines_editor(campaign)
 
 
@@ -295,7 +313,7 @@ def save_guidelines(campaign_id: int) -> None:
     except ann.StaleFormError as exc:  # the editor shows theirs; the refused text stays on the page to copy
         outcome = {"error": str(exc)}
         st.session_state[f"guide-unsaved-{campaign_id}"] = text
-    except (ann.CampaignError, StoreUnavailable) as exc:  # the editor keeps what was typed
+    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the editor keeps what was typed
         st.session_state[f"guide-outcome-{campaign_id}"] = {"error": str(exc)}
         return
     draw_guidelines(ann.get_campaign(engine, campaign_id))
@@ -346,8 +364,18 @@ def training_section(campaign) -> None:
             try:
                 ann.set_training_feedback(engine, campaign.id, wanted)
                 st.success("Saved: annotators see this feedback after their next training answer.")
-            except ann.CampaignError as exc:
+            except (ann.CampaignError, NotAllowed) as exc:
                 st.error(user_text(exc))
+
+
+def activity_section(campaign) -> None:
+    """The campaign's latest changes: when, who, what (names as typed, so as text)."""
+    activity = ann.campaign_activity(engine, campaign.id, limit=20)
+    if activity.empty:
+        return
+    with st.expander(f"Recent activity ({len(activity)})"):
+        for at, who, what in activity.itertuples(index=False):
+            st.markdown(f"{at:%Y-%m-%d %H:%M} UTC · **{user_text(who) if who else 'no account'}** · {user_text(what)}")
 
 
 def pairs_kept(counts: dict) -> str:
@@ -370,6 +398,8 @@ if not campaigns:
 by_id = {c.id: c for c in campaigns}
 chosen_id = st.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
 campaign = by_id[chosen_id]
+if campaign.created_by:
+    st.caption(f"Created by {user_text(campaign.created_by)} on {campaign.created_at:%Y-%m-%d %H:%M} UTC.")
 counts = ann.campaign_overview(engine, campaign.id)
 COUNT_HELP = {
     "pairs in queue": "The pairs served as ordinary pairs: the campaign's pairs less its training pairs (and gold checks).",
@@ -388,3 +418,4 @@ st.subheader("Training pairs")
 training_section(campaign)
 st.subheader("Settings and guidelines")
 settings_section(campaign, counts)
+activity_section(campaign)

@@ -1,7 +1,7 @@
 """The analysis pages' figures, drawn with plotly (the product's stack): each with the modebar's zoom,
 pan and "download plot as PNG" (twice the screen's size, for a paper). The pair scatters are WebGL
 (Scattergl): every pair up to MAX_SCATTER_POINTS, each point naming its pair, its two sentences
-(shortened), its label and scores on hover; a box or lasso selection lists the pairs under the chart
+(shortened), every label and the scores on hover; a box or lasso selection lists the pairs under the chart
 (list_pairs), as selecting bars of a class histogram does.
 
 Plotly renders titles, tick labels, legends and hover texts as a little HTML (<b>, <br>, <a>): every
@@ -29,6 +29,13 @@ HOVER_CHARS = 80  # characters of each sentence a point's hover shows
 LISTED = 50  # selected pairs listed under a chart, the first ones
 CONFIG = {"displaylogo": False, "scrollZoom": False,
           "toImageButtonOptions": {"format": "png", "scale": 2, "height": None, "width": None}}
+# the modebar's camera downloads one format (plotly.js's toImageButtonOptions.format): the sidebar's
+# choice, kept for the session under FORMAT (the widget's own key is dropped on a page without it)
+FORMATS = {"PNG": "png", "SVG": "svg"}
+FORMAT, FORMAT_WIDGET = "figure-download-format", "figure-download-format-widget"
+CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}  # the binarised reference, as the figures name it
+CLASS_COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}
+HOVER_LABELS = 12  # labels a point's hover names, the first annotators' (by name); beyond, how many more
 OPEN_IN_REVIEW = "review-open-pair"  # the Review page opens this pair (pages/review.py's OPEN)
 BOX = ("border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
        "line-height:1.6;font-size:1.02rem")  # as the Review page draws a pair
@@ -185,14 +192,61 @@ def _figure(figure: str, *args, **kwargs) -> dict:
 def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
     """Draw this module's figure (a function's name and its arguments) with st.plotly_chart, built once
     for the same arguments. Streamlit's chart theme (the app's light or dark theme); the modebar's zoom
-    and PNG download. ``select``: the selection modes ("box", "lasso", "points") that rerun the page
-    with the selection, returned; none: nothing is selectable, None returned."""
-    config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key}}
+    and download, PNG or SVG as download_choice set it. ``select``: the selection modes ("box", "lasso",
+    "points") that rerun the page with the selection, returned; none: nothing is selectable, None returned."""
+    chosen = FORMATS.get(st.session_state.get(FORMAT), "png")
+    config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key, "format": chosen}}
     if not select:
         st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit", config=config)
         return None
     return st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit",
                            config=config, on_select="rerun", selection_mode=tuple(select))
+
+
+def download_choice() -> None:
+    """The sidebar's "Figure downloads: PNG / SVG", which the modebar's camera of every figure follows."""
+    if FORMAT_WIDGET not in st.session_state:
+        st.session_state[FORMAT_WIDGET] = st.session_state.get(FORMAT, "PNG")
+    st.radio("Figure downloads", list(FORMATS), horizontal=True, key=FORMAT_WIDGET,
+             on_change=lambda: st.session_state.update({FORMAT: st.session_state[FORMAT_WIDGET]}),
+             help="What the camera above each figure downloads: PNG (twice the screen's size) or SVG (vector, "
+                  "for a paper).")
+
+
+def labels_text(labels: pd.DataFrame) -> pd.Series:
+    """pair_id -> every label of the pair as a point's hover names it, "ann1: Same meaning · ann2: 3" (a
+    level's name, else the imported value), annotators by name, the first HOVER_LABELS and how many more.
+    labels: db.analysis.labels_long's rows (pair_id, annotator, level, value)."""
+    from pluie_core.labels import LEVELS
+
+    if labels.empty:
+        return pd.Series(dtype=object)
+    given = labels.sort_values(["pair_id", "annotator"], kind="stable")
+    rank = given.groupby("pair_id").cumcount().to_numpy()
+    given = given[rank < HOVER_LABELS]
+    level = given["level"].to_numpy()
+    names = np.asarray(LEVELS, dtype=object)[np.nan_to_num(level).astype(int)]
+    named = pd.Series(np.where(np.isnan(level), None, names), index=given.index)
+    own = named.isna()  # a value imported on its own scale
+    named[own] = given.loc[own, "value"].map(lambda value: "—" if pd.isna(value) else f"{value:g}")
+    parts, ids = (given["annotator"].astype(str) + ": " + named).to_numpy(), given["pair_id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])  # sorted: each pair's labels in a run
+    # joined run by run (a groupby's join took 1.3 s at 300,000 labels, this 0.1 s)
+    text = pd.Series([" · ".join(parts[a:b]) for a, b in zip(starts, np.r_[starts[1:], len(ids)])], index=ids[starts])
+    more = labels.groupby("pair_id").size().reindex(text.index) - HOVER_LABELS
+    return text.where(more <= 0, text + " · and " + more.astype(str) + " more")
+
+
+def selectable_class_histogram(points: pd.DataFrame, score: str, bins: int, title: str, marks: list, key: str,
+                               read) -> None:
+    """A score's histogram per class (points: pair_id, class and the score), binned here (the browser gets
+    at most ``bins`` bars a class, not every score); a bar clicked or boxed lists its pairs under it."""
+    edges = np.histogram_bin_edges(points[score], bins)
+    bars = pd.concat([pd.DataFrame({"class": name, "start": edges[:-1], "end": edges[1:],
+                                    "count": np.histogram(group[score], edges)[0]})
+                      for name, group in points.groupby("class")])
+    picked = draw("class_histogram", bars, CLASS_COLOURS, score, title, marks, key=key, select=("points", "box"))
+    list_pairs(bin_pairs(points, score, selected_bins(picked), edges[-1]), read, key)
 
 
 # --------------------------------------------------------------------------- what a selection names

@@ -139,7 +139,9 @@ if system_column is None:
     points = data[[shown_run, "reference"]].dropna().set_axis(["y", "x"], axis=1)
     drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
     texts = common.pairs(selection.url, selection.dataset_ids, True, campaign_id)[["source", "hypothesis"]]
-    drawn = drawn.join(texts).rename_axis("pair_id").reset_index()  # on hover: the pair and its sentences
+    labelled = common.hover_labels(selection.url, selection.dataset_ids, campaign_id)
+    drawn = drawn.join(texts).assign(labels=drawn.index.map(labelled).fillna("none"))
+    drawn = drawn.rename_axis("pair_id").reset_index()  # on hover: the pair, its sentences, every label
     picked = charts.draw("scatter", drawn, {"x": "reference", "y": shown_run, "pair_id": "pair"},
                          f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)",
                          key="correlation_scatter", select=("box", "lasso"))

@@ -1,7 +1,6 @@
 """Distributions: a score's histogram per class, the score against the normalised edit distance with
 the Pearson correlation inside each class (the paper's figure 2 and table 4), and the mean ± standard
 deviation of every score per class (table 1)."""
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -13,8 +12,7 @@ from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
 admin_page("table", "chart")
 
-CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}
-COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}
+CLASSES, COLOURS = charts.CLASSES, charts.CLASS_COLOURS
 EDIT = "normalised edit distance"
 MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
@@ -53,19 +51,15 @@ def read_pairs(pair_ids: tuple):
 
 
 bins = st.slider("Histogram bins", 10, 200, 50, key="distribution_bins")
-# binned here: the browser gets the bars (at most 200 per class), not every score (100,000 at 100,000 pairs)
-edges = np.histogram_bin_edges(points[score], bins)
-bars = pd.concat([pd.DataFrame({"class": name, "start": edges[:-1], "end": edges[1:],
-                                "count": np.histogram(group[score], edges)[0]}) for name, group in points.groupby("class")])
 natural = natural_threshold(selection.run["kind"])
 marks = [] if natural is None else [(natural, "#d62728", "natural threshold", False)]
-picked = charts.draw("class_histogram", bars, COLOURS, score, f"{score} per class", marks, key="histogram",
-                     select=("points", "box"))
-charts.list_pairs(charts.bin_pairs(points, score, charts.selected_bins(picked), edges[-1]), read_pairs, "histogram")
+charts.selectable_class_histogram(points, score, bins, f"{score} per class", marks, "histogram", read_pairs)
 common.download_csv(points[columns], f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
 
 st.subheader("Score against edit distance")
 drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
+labelled = common.hover_labels(selection.url, selection.dataset_ids, selection.campaign_id)
+drawn = drawn.assign(labels=drawn["pair_id"].map(labelled).fillna("none"))  # every label, on hover
 picked = charts.draw(
     "class_scatter", drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS,
     {"paraphrase": "circle", "non-paraphrase": "square"}, {"x": EDIT, "y": score, "pair_id": "pair"},

@@ -35,7 +35,7 @@ def _wait(engine, run: expl.PluieRun, pair_id: int, n_words: int):
     """Ask for the explanation and wait for the worker, up to WAIT_SECONDS; the state it ends in."""
     try:
         state = expl.request_explanation(engine, run.id, pair_id)
-    except (expl.ExplanationError, StoreUnavailable) as exc:
+    except (expl.ExplanationError, StoreUnavailable, PermissionError) as exc:  # PermissionError: NotAllowed (a role)
         st.error(user_text(exc))
         return None
     if state is not None and state.status in ("queued", "claimed") and not alive_workers(engine):

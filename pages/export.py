@@ -20,6 +20,7 @@ from pluie_core.aggregation import (
     DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, METHOD_NAMES, METHODS, MODEL_METHODS, final_rule_text, median_labels,
 )
 from pluie_core.places import publish_roots
+from pluie_core.roles import NotAllowed
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 from pluie_core.wording import counted
 
@@ -170,7 +171,7 @@ if publish:
                                  **thresholds,
                                  progress=lambda done, total: bar.progress(done / total,
                                                                            text=f"{done:,} / {counted(total, 'pair')}"))
-    except PublishError as exc:
+    except (PublishError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
         bar.empty()
         st.error(user_text(exc))
     else:

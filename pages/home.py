@@ -6,6 +6,7 @@ from db.datasets import RenameRefused, delete_dataset, rename_dataset
 from db.limits import NAME_LENGTH
 from pages import analysis_common as common
 from pages.shared import admin_page, user_text
+from pluie_core.roles import NotAllowed
 from pluie_core.wording import one_line
 
 engine = admin_page("table")
@@ -31,7 +32,9 @@ st.dataframe(
     overview,
     hide_index=True,
     width="stretch",
-    column_order=["dataset", "format", "pairs", "gold labels", "labels", "labelling", "scoring", "imported", "description"],
+    # who imported each dataset, where an account did (a store without accounts names nobody)
+    column_order=["dataset", "format", "pairs", "gold labels", "labels", "labelling", "scoring", "imported",
+                  *(["imported by"] if overview["imported by"].astype(bool).any() else []), "description"],
     column_config={
         "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
         "scoring": st.column_config.ProgressColumn(
@@ -47,9 +50,13 @@ with st.expander("Delete a dataset"):
     choice = st.selectbox("Dataset", overview["dataset"].tolist(), index=None, placeholder="Choose a dataset")
     confirm = st.checkbox("I understand its pairs, labels and scores are deleted too.")
     if st.button("Delete", disabled=not (choice and confirm)):
-        delete_dataset(engine, int(overview.loc[overview["dataset"] == choice, "id"].iloc[0]))
-        st.success(f"Deleted {user_text(choice)}.")
-        st.rerun()
+        try:
+            delete_dataset(engine, int(overview.loc[overview["dataset"] == choice, "id"].iloc[0]))
+        except NotAllowed as exc:  # the role of whoever asked (db.access): nothing deleted
+            st.error(user_text(exc))
+        else:
+            st.success(f"Deleted {user_text(choice)}.")
+            st.rerun()
 
 RENAMED = "datasets-renamed"  # the sentence of a rename just made, shown by the run that follows it
 names = dict(zip(overview["id"].astype(int), overview["dataset"]))
@@ -67,7 +74,7 @@ with st.expander("Rename a dataset"):
             else:
                 try:
                     given = rename_dataset(engine, which, new_name)
-                except RenameRefused as exc:
+                except (RenameRefused, NotAllowed) as exc:  # NotAllowed: the role of whoever asked
                     st.error(user_text(exc))
                 else:
                     st.session_state[RENAMED] = f"“{names[which]}” is now called “{given}”."

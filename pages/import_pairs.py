@@ -12,6 +12,7 @@ from db.engine import StoreUnavailable
 from pages.shared import admin_page, user_text
 from pluie_core.io import (GENERIC_FORMATS, PairFileError, guess_columns, large_file, load_pairs, read_pair_chunks,
                             read_table)
+from pluie_core.roles import NotAllowed
 from pluie_core.visible import hidden_note, visible_frame
 from pluie_core.wording import counted
 
@@ -215,7 +216,8 @@ if st.button("Import", type="primary"):
                 description = f"{description}\n\n{left_out}" if description.strip() else left_out
             result = import_pairs(engine, name, pairs, description=description, annotator_scale=scale, append=append,
                                   keep_duplicates=keep_duplicates)
-    except (ImportRejected, StoreUnavailable, PairFileError) as exc:  # all or nothing: nothing was imported
+    # all or nothing: nothing was imported; NotAllowed: the role of whoever asked (db.access)
+    except (ImportRejected, StoreUnavailable, PairFileError, NotAllowed) as exc:
         st.error(user_text(exc))
     else:
         repeats = "duplicates skipped" if large else "already there"  # a large file's own repeats are found at import

@@ -6,6 +6,7 @@ import streamlit as st
 
 from db import annotation as ann
 from db import quality as qual
+from db.access import NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
 from pages import analysis_common as common
@@ -169,7 +170,7 @@ def save_settings(campaign_id: int) -> None:
         outcome = ("success", "Saved: new pairs served follow the new share; the flags use the new thresholds.")
     except ann.StaleFormError as exc:  # theirs is in the store: the form shows it, to make one's changes again
         outcome = ("error", str(exc))
-    except (ann.CampaignError, StoreUnavailable) as exc:  # the form keeps what was typed
+    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the form keeps what was typed
         st.session_state[f"quality-outcome-{campaign_id}"] = ("error", str(exc))
         return
     draw_settings(ann.get_campaign(engine, campaign_id))
@@ -216,7 +217,7 @@ with left.form("gold-from-dataset"):
                 raise ann.CampaignError("This campaign has no dataset any more to take gold pairs from.")
             added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
             st.success(f"{added:,} gold pairs added.")
-        except ann.CampaignError as exc:
+        except (ann.CampaignError, NotAllowed) as exc:
             st.error(user_text(exc))
 with right.form("gold-by-id"):
     lines = st.text_area("Or mark pairs by id, one per line: pair id or the file's own id, known level (0-3 or its name)",
@@ -229,7 +230,7 @@ with right.form("gold-by-id"):
             added = qual.add_gold_pairs(engine, campaign.id, pd.DataFrame(
                 [p + [""] * (2 - len(p)) for p in parts], columns=["pair", "level"]))
             st.success(f"{added:,} gold pairs marked.")
-        except ann.CampaignError as exc:
+        except (ann.CampaignError, NotAllowed) as exc:
             st.error(user_text(exc))
 gold = qual.gold_pairs(engine, campaign.id)
 with gold_box:
@@ -242,6 +243,10 @@ if len(gold):
     names = dict(zip(gold["pair_id"], gold["name"]))
     drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist(), format_func=names.get)
     if st.button("Remove", disabled=not drop):
-        qual.remove_gold_pairs(engine, campaign.id, drop)
-        st.rerun()
+        try:
+            qual.remove_gold_pairs(engine, campaign.id, drop)
+        except (ann.CampaignError, NotAllowed) as exc:
+            st.error(user_text(exc))
+        else:
+            st.rerun()
 st.caption("Levels: " + " · ".join(f"{i} {name}" for i, name in enumerate(LEVELS[:4])))

@@ -127,7 +127,7 @@ with st.form("pairs-gold"):
         known = ({"binary_label": [int(answer[-1])]} if answer in SIDES else {"level": [answer]})
         try:
             qual.add_gold_pairs(engine, campaign_id, pd.DataFrame({"pair_id": [int(pair_id)], **known}))
-        except ann.CampaignError as exc:
+        except (ann.CampaignError, PermissionError) as exc:  # PermissionError: db.access.NotAllowed (a role)
             st.error(user_text(exc))
         else:
             st.session_state[FLASH] = (f"Pair {pair_id} is a gold check now (known answer: "

@@ -27,7 +27,7 @@ with st.expander("Import preference data", expanded=common.preference_datasets(u
     if st.button("Import", type="primary", disabled=upload is None, key="preference_import"):
         try:
             done = import_preference_file(engine, upload, name.strip() or upload.name.rsplit(".", 1)[0])
-        except (PairFileError, ImportRejected) as error:
+        except (PairFileError, ImportRejected, PermissionError) as error:  # PermissionError: db.access.NotAllowed
             st.error(user_text(error))
         else:
             st.cache_data.clear()

@@ -6,7 +6,7 @@ moves with ← / →. Decisions are kept apart from the annotators' labels (db.r
 export's final_level."""
 import streamlit as st
 
-from db import review
+from db import access, review
 from db.datasets import list_datasets
 from db.engine import StoreUnavailable
 from pages import analysis_common as common
@@ -34,9 +34,15 @@ datasets = list_datasets(engine)
 if not datasets:
     st.info("Nothing to review yet: import a dataset and collect labels first.")
     st.stop()
-keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (pages.keep)
-reviewer = st.sidebar.text_input("Reviewer", key="reviewer", max_chars=review.NAME_LENGTH, help="Your name: every decision records who took it. "
-                                 "Remembered on this browser until it is closed.")
+signed_in = access.current_actor()
+if signed_in.signed_in:  # every decision is the account's (db.review.adjudicate): no name to type
+    reviewer = signed_in.name
+    st.sidebar.markdown(f"Deciding as **{user_text(reviewer)}**")
+else:  # a store without accounts: the reviewer names themselves, as before
+    keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (pages.keep)
+    reviewer = st.sidebar.text_input("Reviewer", key="reviewer", max_chars=review.NAME_LENGTH,
+                                     help="Your name: every decision records who took it. "
+                                          "Remembered on this browser until it is closed.")
 # the scope of every page (pages.scope): a campaign (its labels and flags only) or whole datasets
 store_key = common.store_key()  # the store's state, read once a run
 scope = scopes.pick(store_key, {d.id: d.name for d in datasets})
@@ -98,7 +104,7 @@ def decide(pair: int, level, seen: int, advance: bool) -> None:
     try:
         review.adjudicate(engine, pair, level, st.session_state.get("reviewer", ""),
                           st.session_state.get(f"note-{pair}", ""), seen_revision=seen)
-    except (review.ReviewError, StoreUnavailable) as exc:  # the pair, the note and the keys stay on screen
+    except (review.ReviewError, access.NotAllowed, StoreUnavailable) as exc:  # the pair, the note and the keys stay
         st.session_state[ERROR] = str(exc)
         return
     done = "withdrawn: the majority rule applies again" if level is None else f"“{LEVELS[level]}”"

@@ -13,6 +13,7 @@ from db.runs import (
 )
 from pages.shared import user_text
 from pluie_core.baselines import BASELINES
+from pluie_core.roles import NotAllowed
 from pluie_core.gguf_files import demo_model_path
 from pluie_core.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
@@ -125,7 +126,7 @@ def pluie_run_form(engine, expanded: bool) -> None:
                 st.session_state["scoring_flash"] = ("Run created: the model passed the checks above; its pairs are "
                                                      "queued and a worker will pick them up.")
                 st.rerun()
-            except RunError as exc:
+            except (RunError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
                 st.error(user_text(exc))
 
 
@@ -156,7 +157,7 @@ def baseline_run_form(engine) -> None:
                 st.session_state["scoring_select"] = new_id
                 st.session_state["scoring_flash"] = "Baseline run created: a worker will score its pairs."
                 st.rerun()
-            except RunError as exc:
+            except (RunError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
                 st.error(user_text(exc))
 
 
@@ -207,5 +208,5 @@ def judge_run_form(engine) -> None:
                 st.session_state["scoring_select"] = new_id
                 st.session_state["scoring_flash"] = "Judge run created: its pairs are queued and a worker will pick them up."
                 st.rerun()
-            except RunError as exc:
+            except (RunError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
                 st.error(user_text(exc))

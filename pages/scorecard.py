@@ -55,7 +55,7 @@ with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all(
                     with st.spinner("Reading and storing the benchmark…"):
                         frames, _ = read_benchmark(uploads)
                         results = import_benchmark(engine, frames, benchmark=benchmark)
-                except (ScorecardError, PairFileError, ImportRejected) as error:
+                except (ScorecardError, PairFileError, ImportRejected, PermissionError) as error:  # NotAllowed: a role
                     st.error(user_text(error))
                 else:
                     st.cache_data.clear()
@@ -74,7 +74,7 @@ with st.expander("Put a dataset in a challenge"):
             try:
                 assign_challenge(engine, int(table.loc[table["name"] == name, "id"].iloc[0]),
                                  None if challenge not in CHALLENGES else challenge, benchmark)
-            except (ScorecardError, ValueError) as error:
+            except (ScorecardError, ValueError, PermissionError) as error:  # PermissionError: db.access.NotAllowed
                 st.error(user_text(error))
             else:
                 st.cache_data.clear()

@@ -9,6 +9,7 @@ from db.runs import (
 from pages.run_forms import baseline_run_form, judge_run_form, pluie_run_form
 from pages.shared import admin_page, user_text
 from pluie_core.baselines import BASELINES
+from pluie_core.roles import NotAllowed
 from worker import ensure_worker_running
 
 engine = admin_page("table")
@@ -45,6 +46,8 @@ def live_progress():
         else:
             label = (f"**{user_text(run.name)}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
                      f"time left {duration(run.seconds_left)}")
+        if run.created_by:  # the account that created it (a store without accounts names nobody)
+            label += f" · created by {user_text(run.created_by)}"
         if run.failed:
             label += f" · {run.failed:,} failed"
         if run.unparsed:  # an LLM judge's answers that could not be read: kept, counted, never dropped
@@ -118,7 +121,7 @@ if runs:
             try:
                 action(engine, run_id)
                 st.rerun()
-            except RunError as exc:
+            except (RunError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
                 st.error(user_text(exc))
     st.markdown("**Latest scored pairs**")
     latest_scores_table(run_id)

@@ -1,26 +1,18 @@
 """What every page shares: the store's engine (opened once per server process and URL), the
 first line of every page, which keeps the app's frame and its access rules in force, and
 user_text, through which every page shows text a user typed or imported."""
-import datetime as dt
 import functools
 import json
 import logging
+import sys
 from pathlib import Path
 
 import streamlit as st
 
-from db import database_url, init_db
+from db import access, database_url, init_db
 from db.engine import StoreUnavailable
-from pluie_core.auth import (
-    ADMIN_COOKIE,
-    admin_password_configured,
-    admin_session_expiry,
-    admin_session_hours,
-    client_address,
-    end_admin_session,
-    issue_admin_session,
-    try_admin_password,
-)
+from db.accounts import ensure_owner_from_admin_password
+from pluie_core.roles import OPEN
 from pluie_core.visible import markdown_text
 
 PAGE_LOG = logging.getLogger("pluie_lab.pages")
@@ -107,7 +99,13 @@ def user_text(value) -> str:
 
 @st.cache_resource(show_spinner=False)
 def _engine_for(url: str):
-    return init_db(url)
+    engine = init_db(url)
+    # a store from before accounts, with an admin password configured: the password becomes the owner
+    # account "admin" before anyone signs in (nothing when the store has accounts or no password is set);
+    # the server's own act, not the visitor's (whose resolver would need this engine)
+    with access.acting_as(OPEN):
+        ensure_owner_from_admin_password(engine)
+    return engine
 
 
 def get_engine():
@@ -135,109 +133,43 @@ def _through_app() -> None:
             st.rerun()
 
 
-ADMIN_TOKEN = "_pluie_admin_token"  # the organiser session token this browser session holds
-LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
+# the sign-in lives in pages.signin; these names stay importable from here for older code
+_SIGNIN_NAMES = ("ADMIN_TOKEN", "LOGGED_OUT", "log_in", "log_out", "keep_login_cookie", "require_signin",
+                 "signed_in_actor", "session_end")
 
 
-def _browser_cookie() -> "str | None":
-    """The login cookie as the browser sent it when this session began (AppTest has no browser)."""
-    value = st.context.cookies.get(ADMIN_COOKIE)
-    return value if isinstance(value, str) else None
+def __getattr__(name: str):
+    if name in _SIGNIN_NAMES:
+        from pages import signin
 
-
-def organiser_session_end() -> "dt.datetime | None":
-    """When this organiser's login ends (UTC), None when not logged in. The login is a signed,
-    expiring token (pluie_core.auth) held by the session and, for reloads and new tabs, by a
-    cookie that the browser sends when a session starts (st.context.cookies)."""
-    token = st.session_state.get(ADMIN_TOKEN)
-    if token is None and not st.session_state.get(LOGGED_OUT):
-        token = _browser_cookie()
-    end = admin_session_expiry(token)
-    if end is None:
-        st.session_state.pop(ADMIN_TOKEN, None)
-        return None
-    st.session_state[ADMIN_TOKEN] = token
-    return dt.datetime.fromtimestamp(end, dt.timezone.utc)
-
-
-def log_in(password: str) -> "str | None":
-    """Log this browser in; None when done, else the sentence to show (a wrong password, or too
-    many attempts from this address: pluie_core.auth.LoginGuard slows guessing down)."""
-    peer = st.context.ip_address  # None from the server's own machine (and not a str under AppTest)
-    forwarded = ", ".join(st.context.headers.get_all("X-Forwarded-For")) if st.context.headers else ""
-    try:
-        address = client_address(peer if isinstance(peer, str) and peer else None, forwarded)
-    except ValueError as exc:  # trusted proxies that are not addresses
-        return str(exc)
-    refused = try_admin_password(password, address)
-    if refused:
-        return refused
-    st.session_state[ADMIN_TOKEN] = issue_admin_session()[0]
-    st.session_state.pop(LOGGED_OUT, None)
-    return None
-
-
-def log_out() -> None:
-    end_admin_session(st.session_state.pop(ADMIN_TOKEN, None))  # refused from now on, cookie or not
-    st.session_state[LOGGED_OUT] = True
-
-
-def keep_login_cookie() -> None:
-    """Make the browser's cookie match this session's login: write it after a log-in, delete it
-    after a log-out. Streamlit cannot set a cookie from the server, so a short script in the page
-    does (st.html runs it in the page itself, so the cookie is the app's own; SameSite=Strict)."""
-    want = st.session_state.get(ADMIN_TOKEN)
-    had = _browser_cookie()
-    if want:
-        in_step = want == had
-    else:  # after a log-out, keep deleting: the cookie may have been written after this session began
-        in_step = had is None and not st.session_state.get(LOGGED_OUT)
-    if in_step:
-        return
-    expires = admin_session_expiry(want) if want else 0  # 0: 1970, which deletes the cookie
-    page_script(f"document.cookie = {json.dumps(ADMIN_COOKIE)} + '=' + {json.dumps(want or '')}"
-                f" + '; expires=' + new Date({int(expires or 0) * 1000}).toUTCString() + '; path=/; SameSite=Strict'"
-                " + (location.protocol === 'https:' ? '; Secure' : '');", "pluie-login-cookie")
+        return getattr(signin, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def require_organiser() -> None:
-    """Unless an admin password is configured and this browser is logged in, draw the login form
-    and stop. The form is drawn in place of the page asked for, which is the page drawn once the
-    password is right (the address, e.g. /import_pairs, never changes)."""
-    if not admin_password_configured():
-        return
-    try:
-        hours = admin_session_hours()
-        logged_in = organiser_session_end() is not None
-    except ValueError as exc:  # a session length or secret file that cannot be used
-        st.error(user_text(exc))
-        st.stop()
-    if logged_in:
-        return
-    keep_login_cookie()  # deletes a stale or logged-out cookie
-    st.title("PLUIE Lab")
-    with st.form("admin-login"):
-        password = st.text_input("Admin password", type="password")
-        if st.form_submit_button("Log in", type="primary"):
-            refused = log_in(password)
-            if refused is None:
-                st.rerun()
-            st.error(refused)
-    st.caption(f"A login lasts {hours:g} hours on this browser, reloads and new tabs included.")
-    st.stop()
+    """Unless this session may use the app's pages (signed in, or a store without accounts), draw the
+    sign-in form and stop (pages.signin.require_signin)."""
+    from pages.signin import require_signin
+
+    require_signin()
 
 
 def admin_page(*views: str):
     """First line of every organiser's page: annotators (a ?token= link) see a sentence and
-    nothing else and, when an admin password is configured, visitors who have not logged in see
-    the login form. app.py does the same already; this keeps each page closed on its own too.
+    nothing else and, when sign-in is needed (accounts, or an admin password), visitors who have not
+    signed in see the sign-in form (pages.signin), and a role that may not open the page a sentence.
+    app.py does the same already; this keeps each page closed on its own too.
     ``views``: what the page draws, "table" (st.dataframe) and "chart" (a plotly chart: charts.draw), for the
     browser to load while the page computes (preload_views)."""
     _through_app()
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")
         st.stop()
-    require_organiser()
+    from pages.signin import refuse_page, require_signin
+
+    # the page's own file names it (Streamlit runs each page with its __file__): its role is checked here
+    # too, for a page run on its own (a fresh server's first visit, see _through_app)
+    refuse_page(require_signin(), Path(sys._getframe(1).f_globals.get("__file__", "")).stem)
     from pages.keep import remember  # pages.keep draws through this module
 
     remember()  # what this browser keeps (reviewer, notes, New campaign), before a page change drops it

@@ -1,6 +1,7 @@
 """Thresholds: accuracy, F1, precision and recall of a score run against a reference as the decision
 threshold moves (the papers' figures 3-14), the natural against the a-posteriori best threshold, ROC
-AUC, per dataset, and the mixed balanced draw (MBD) of the paper's table 3."""
+AUC, the scores per class (a bar selected lists its pairs), per dataset, and the mixed balanced draw (MBD)
+of the paper's table 3."""
 import warnings
 
 import numpy as np
@@ -9,14 +10,16 @@ import streamlit as st
 
 from pluie_core.analysis import natural_threshold
 from pages import analysis_common as common, charts
-from pages.shared import admin_page, user_text
+from db.analysis import pairs_detail
+from pages.shared import admin_page, get_engine, user_text
 from pluie_core.stats import PAPER_PER_CLASS, StatsError, StatsWarning, metrics_at, mixed_balanced_draw
 
 admin_page("table", "chart")
 
 FIGURES = ["accuracy", "f1", "precision", "recall"]
 MAX_POINTS = 400  # points of each curve drawn: more than a chart's width in pixels needs (2,000 took the browser a second)
-COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#222222", "precision": "#9467bd"}  # the paper's table 3
+# the paper's table 3, but recall grey instead of its near-black (#222222), unseen on a dark theme
+COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#8c8c8c", "precision": "#9467bd"}
 
 st.title("Thresholds")
 selection = common.sidebar(run="required", reference=True)
@@ -69,6 +72,13 @@ charts.draw("threshold_curve", drawn, x, score if x == "threshold" else "rank of
             {name: COLOURS[name] for name in FIGURES}, marks, f"{score}: classification quality by threshold",
             key="threshold_curve")
 common.download_csv(curve, f"threshold_curve_{common.file_stem(score)}.csv", "Download curve data (CSV)")
+
+st.subheader("Scores per class")
+points = data.assign(**{"class": data["reference"].map(charts.CLASSES)}).rename_axis("pair_id").reset_index()
+charts.selectable_class_histogram(
+    points[["pair_id", "class", score]], score, st.slider("Histogram bins", 10, 200, 50, key="threshold_bins"),
+    f"{score} per class of the reference", marks if not by_rank else [], "threshold_histogram",
+    lambda ids: pairs_detail(get_engine(), ids, selection.campaign_id, annotators=selection.choices.annotators))
 
 st.subheader("Natural against best threshold")
 rows = {"best (a posteriori)": best} | ({"natural": at_natural} if at_natural else {})

@@ -13,6 +13,12 @@ Lifetime: PLUIE_ADMIN_SESSION_HOURS or `[admin] session_hours` (default 12 hours
 PLUIE_SECRET_KEY or `[admin] secret_key`, else a random one generated once and kept in
 <data dir>/secret_key (data dir: PLUIE_DATA_DIR, default ./data). Logging out ends that token
 for good on this server (<data dir>/logged_out_sessions), not only in the browser that had it.
+
+With accounts (db.accounts), a session token names its account ("a<id>.<issued>.<expires>.<nonce>.<sig>")
+and is signed with the server's secret and the account's fingerprint (its password hash, role and session
+epoch, db.accounts.password_fingerprint), so a changed password or role, a disabled account or "end
+sessions" ends it at once. The fingerprint comes from the store, which this module cannot read: the app
+registers where to find it (set_fingerprint_source, pages.signin) or a caller passes ``fingerprint_of``.
 """
 from __future__ import annotations
 
@@ -175,12 +181,12 @@ class LoginGuard:
             self._accounts.setdefault(account, deque()).append(now)
             waiting = self._wait(client, account, now)
             from_there, in_all = len(self._clients[client]), len(self._accounts[account])
-        login_log.warning("wrong admin password from %s (%d from there, %d for the account, in the last %d s); "
-                          "next try in %d s", client, from_there, in_all, self.window, waiting)
+        login_log.warning("wrong password for %s from %s (%d from there, %d for the account, in the last %d s); "
+                          "next try in %d s", account, client, from_there, in_all, self.window, waiting)
         return waiting
 
-    def refused(self, client: str, waiting: int) -> None:
-        login_log.warning("admin login from %s refused: too many attempts, %d s to wait", client, waiting)
+    def refused(self, client: str, waiting: int, account: str = "admin") -> None:
+        login_log.warning("login for %s from %s refused: too many attempts, %d s to wait", account, client, waiting)
 
     def succeeded(self, client: str) -> None:
         with self._lock:
@@ -260,19 +266,26 @@ def client_address(peer: Optional[str], forwarded: Optional[str], proxies: Optio
     return "localhost" if address.is_loopback else str(address)
 
 
-def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUARD,
-                       account: str = "admin") -> Optional[str]:
-    """None when the password is right and this client may try now; else the sentence to show:
-    the password is wrong, or there were too many attempts and how long to wait."""
+def try_password(check: Callable[[], bool], client: str, account: str, guard: LoginGuard = LOGIN_GUARD,
+                 wrong: str = "Wrong password") -> Optional[str]:
+    """None when ``check()`` says the password is right and this client may try now; else the sentence to
+    show: the password is wrong (``wrong``), or there were too many attempts and how long to wait. While
+    the client must wait, ``check`` is not called."""
     waiting = guard.wait(client, account)
     if waiting:
-        guard.refused(client, waiting)
+        guard.refused(client, waiting, account)
         return f"Too many attempts: try again in {waiting} s."
-    if check_admin_password(password):
+    if check():
         guard.succeeded(client)
         return None
     waiting = guard.failed(client, account)
-    return f"Wrong password; too many attempts: try again in {waiting} s." if waiting else "Wrong password."
+    return f"{wrong}; too many attempts: try again in {waiting} s." if waiting else f"{wrong}."
+
+
+def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUARD,
+                       account: str = "admin") -> Optional[str]:
+    """try_password for the configured admin password."""
+    return try_password(lambda: check_admin_password(password), client, account, guard)
 
 
 def hash_admin_password(password: str) -> str:
@@ -332,30 +345,73 @@ def _session_key() -> bytes:
     return hmac.new(session_secret(), context, hashlib.sha256).digest()
 
 
-def _signature(payload: str) -> str:
-    digest = hmac.new(_session_key(), payload.encode("utf-8"), hashlib.sha256).digest()
+def _account_key(fingerprint: str) -> bytes:
+    return hmac.new(session_secret(), b"pluie-account-session\0" + fingerprint.encode("utf-8"), hashlib.sha256).digest()
+
+
+def _signature(payload: str, key: Optional[bytes] = None) -> str:
+    digest = hmac.new(key or _session_key(), payload.encode("utf-8"), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def issue_admin_session(now: Optional[float] = None) -> tuple[str, float]:
-    """A new organiser session: (token, expiry as a Unix time). The token is safe in a cookie."""
+FingerprintSource = Callable[[int], Optional[str]]
+_FINGERPRINTS: Optional[FingerprintSource] = None
+
+
+def set_fingerprint_source(source: Optional[FingerprintSource]) -> None:
+    """Where admin_session_expiry finds an account's fingerprint (account id -> text, None when the account
+    cannot sign in) when its caller gives none: the app registers the store's (pages.signin)."""
+    global _FINGERPRINTS
+    _FINGERPRINTS = source
+
+
+def issue_admin_session(now: Optional[float] = None, account_id: Optional[int] = None,
+                        fingerprint: Optional[str] = None) -> tuple[str, float]:
+    """A new session: (token, expiry as a Unix time). The token is safe in a cookie. With ``account_id``
+    (and that account's ``fingerprint``) the token is the account's; without, the admin password's."""
     issued = int(time.time() if now is None else now)
     expires = issued + int(admin_session_hours() * 3600)
     payload = f"{issued}.{expires}.{secrets.token_urlsafe(12)}"
-    return f"{payload}.{_signature(payload)}", float(expires)
+    if account_id is None:
+        return f"{payload}.{_signature(payload)}", float(expires)
+    if fingerprint is None:
+        raise ValueError("An account's session needs the account's fingerprint.")
+    payload = f"a{int(account_id)}.{payload}"
+    return f"{payload}.{_signature(payload, _account_key(fingerprint))}", float(expires)
 
 
-def admin_session_expiry(token: Optional[str], now: Optional[float] = None) -> Optional[float]:
-    """When this organiser session ends (Unix time), or None when the token is not a valid,
-    unexpired one signed by this server under its current password, secret and lifetime."""
+def session_account(token: Optional[str]) -> Optional[int]:
+    """The account id a session token names (not checked: admin_session_expiry checks), None for a token
+    of the admin password or not a token."""
+    parts = (token or "").split(".")
+    if len(parts) != 5 or not parts[0].startswith("a") or not (parts[0][1:].isascii() and parts[0][1:].isdigit()):
+        return None
+    return int(parts[0][1:])
+
+
+def admin_session_expiry(token: Optional[str], now: Optional[float] = None,
+                         fingerprint_of: Optional[FingerprintSource] = None) -> Optional[float]:
+    """When this session ends (Unix time), or None when the token is not a valid, unexpired one signed by
+    this server under its current secret and lifetime and, for an account's token, the account's current
+    fingerprint (``fingerprint_of``, else the registered source), for the admin password's, the password."""
     if not token or len(token) > 200:
         return None
+    parts = token.split(".")
+    account_id = session_account(token)
+    if account_id is not None:
+        source = fingerprint_of or _FINGERPRINTS
+        fingerprint = source(account_id) if source is not None else None
+        if fingerprint is None:  # no such active account, or nowhere to ask
+            return None
+        key, parts = _account_key(fingerprint), parts[1:]
+    else:
+        key = None
     try:
-        issued_text, expires_text, nonce, signature = token.split(".")
+        issued_text, expires_text, nonce, signature = parts
         issued, expires = int(issued_text), int(expires_text)
     except ValueError:
         return None
-    expected = _signature(f"{issued_text}.{expires_text}.{nonce}")
+    expected = _signature(token.rsplit(".", 1)[0], key)
     if not hmac.compare_digest(signature.encode("utf-8"), expected.encode("utf-8")):
         return None
     now = time.time() if now is None else now
@@ -379,10 +435,10 @@ def _logged_out() -> set[str]:
     return {line.split()[1] for line in path.read_text().splitlines() if len(line.split()) == 2}
 
 
-def end_admin_session(token: Optional[str]) -> None:
+def end_admin_session(token: Optional[str], fingerprint_of: Optional[FingerprintSource] = None) -> None:
     """Log out: this token is refused from now on, even where a copy of it survives (a cookie
     not yet deleted, another tab). Kept in <data dir>/logged_out_sessions until it expires anyway."""
-    end = admin_session_expiry(token)
+    end = admin_session_expiry(token, fingerprint_of=fingerprint_of)
     if end is None:
         return
     path = _logged_out_file()

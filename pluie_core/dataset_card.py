@@ -161,10 +161,10 @@ def _checks_text(rate: float, planned: int, served: list) -> str:
 
 def dataset_card(facts: dict) -> str:
     """README.md of the dataset folder. ``facts``: title, licence, n_pairs, datasets (name,
-    n_pairs, description), annotators (count by English level: {level or "not given": n}),
+    n_pairs, description, optional imported_by: the account that imported it, "" when unknown), annotators (count by English level: {level or "not given": n}),
     n_annotators, n_labels, labels_per_pair ({k: pairs with k labels}), final_sources ({source: n}),
     final_levels ({level: n}), agreement (agreement_figures), runs (name, kind, model, template,
-    direction, answers, higher_is_similar, n_scores), include_training, created_at, data_file;
+    direction, answers, higher_is_similar, n_scores, optional created_by), include_training, created_at, data_file;
     optional: pairs ("all", "labelled", "adjudicated": which pairs the rows are), n_gold_answers
     (labels that answer a gold check), campaign (the campaign the rows are restricted to: name,
     datasets, selection_text, sample, seed, quota, overlap, n_training, n_queue, n_gold_pairs,
@@ -194,7 +194,8 @@ def dataset_card(facts: dict) -> str:
         # the description, and the notes imports added under it, inside the dataset's list item: the
         # paragraphs after the first are indented under it (unindented, they would end the list)
         first, *rest = _paragraphs(d.get("description")) or [""]
-        lines.append(f"  - {_text(d['name'])}: {counted(d['n_pairs'], 'pair')}" + (f" — {_text(first)}" if first else ""))
+        by = f" (imported by {_text(d['imported_by'])})" if d.get("imported_by") else ""
+        lines.append(f"  - {_text(d['name'])}: {counted(d['n_pairs'], 'pair')}{by}" + (f" — {_text(first)}" if first else ""))
         for paragraph in rest:
             lines += ["", f"    {_text(paragraph)}"]
     lines += _scope_lines(facts)
@@ -246,14 +247,17 @@ def dataset_card(facts: dict) -> str:
               f"all on the same side of the paraphrase boundary: {_share(agreement['unanimous_side'])}", "",
               "## Score runs", ""]
     if facts["runs"]:
-        lines += ["| column | kind | model | template | direction | answers | higher is similar | pairs scored |",
-                  "|---|---|---|---|---|---|---|---|"]
+        # who created each run, where an account did (a store without accounts names nobody)
+        named = any(run.get("created_by") for run in facts["runs"])
+        lines += ["| column | kind | model | template | direction | answers | higher is similar | pairs scored |"
+                  + (" created by |" if named else ""),
+                  "|---|---|---|---|---|---|---|---|" + ("---|" if named else "")]
         for run in facts["runs"]:
             answers = " / ".join(_text(a) for a in (run.get("answers") or [])) or "—"
             lines.append(f"| score:{_text(run['name'])} | {run['kind']} | {_text(model_text(run.get('model'))) or '—'} | "
                          f"{_text(run.get('template')) or '—'} | "
                          f"{run.get('direction') or '—'} | {answers} | {'yes' if run['higher_is_similar'] else 'no'} | "
-                         f"{run['n_scores']:,} |")
+                         f"{run['n_scores']:,} |" + (f" {_text(run.get('created_by')) or '—'} |" if named else ""))
         if any(run["kind"] == "pluie" for run in facts["runs"]):  # said only where a PLUIE column is there
             lines += ["", "A PLUIE score is log p(answer₁) − log p(answer₂) for the template's question "
                           "(> 0: paraphrase)."]

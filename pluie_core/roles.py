@@ -90,3 +90,18 @@ def _refuse(actor: Actor, least: str, doing: str) -> Actor:
     raise NotAllowed(f"{actor.name or 'This account'} is a {actor.role}: only an {least} or above can {doing}."
                      if least[0] in "aeiou" else
                      f"{actor.name or 'This account'} is a {actor.role}: only a {least} or above can {doing}.")
+
+
+# the least role that opens each page of the app (the key: the page's file name in pages/, its address);
+# app.py lists only the pages the actor may open and refuses the others when opened by their address
+PAGE_ROLES: dict[str, str] = {
+    "home": "viewer", "pairs": "viewer", "import_pairs": "organiser", "export": "organiser",
+    "scoring": "organiser", "campaigns": "organiser", "review": "reviewer", "live_campaign": "organiser",
+    "agreement": "viewer", "thresholds": "viewer", "distributions": "viewer", "disagreements": "viewer",
+    "scorecard": "viewer", "correlation": "viewer", "preferences": "viewer", "accounts": "owner",
+}
+
+
+def can_open(actor: Actor, page: str) -> bool:
+    """Whether ``actor`` may open the page ``page`` (a key of PAGE_ROLES; an unknown page: owners only)."""
+    return rank(actor.role) >= rank(PAGE_ROLES.get(page, "owner"))

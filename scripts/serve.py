@@ -1,12 +1,14 @@
 """Start PLUIE Lab as `make run` does: the scoring worker first, then the Streamlit server of app.py
-in this same process, so the worker scores from the start (no browser needed) and stops with it.
+(served through server.py, whose routes set the sign-in cookie HttpOnly: pages.session_cookie) in this
+same process, so the worker scores from the start (no browser needed) and stops with it.
 
     python scripts/serve.py [streamlit options, e.g. --server.port 8501]
 
 The worker is the one ensure_worker_running starts (none with PLUIE_NO_WORKER=1, none when one is
 alive on the store); app.py's own call then finds it and starts no second one. Its parent is this
 process, the server: when the server stops, the worker finishes its batch and exits.
-`streamlit run app.py` still works; the worker then starts with the first page a browser opens.
+`streamlit run app.py` still works; the worker then starts with the first page a browser opens, and a
+sign-in lasts the browser tab (no cookie routes).
 
 Safe by default: with no admin password configured (pluie_core.auth), the server listens on this
 machine only (localhost), since anyone who reaches it could use the admin pages, and says so at
@@ -44,16 +46,39 @@ LOCAL_ONLY = "localhost"
 
 def listening_options(argv: list[str]) -> tuple[list[str], str | None]:
     """Streamlit's options for this start and what to tell the person who started it: without an
-    admin password and without an address of their own choosing, listen on localhost only."""
+    admin password, without an account in the store (either means signing in) and without an address
+    of their own choosing, listen on localhost only."""
     from pluie_core.auth import admin_password_configured
 
-    if admin_password_configured() or _address_chosen(argv):
+    if admin_password_configured() or _address_chosen(argv) or _accounts_in_force():
         return argv, None
     port = _option(argv, "--server.port") or "8501"
     return [*argv, "--server.address", LOCAL_ONLY], (
         f"serve: no admin password is set, so PLUIE Lab listens on this machine only: http://localhost:{port}. "
-        "To open it to the network, set PLUIE_ADMIN_PASSWORD (or PLUIE_ADMIN_PASSWORD_HASH) and start again; "
+        "To open it to the network, set PLUIE_ADMIN_PASSWORD (or PLUIE_ADMIN_PASSWORD_HASH), or add an owner "
+        "account (python -m db accounts add NAME --role owner --password-stdin), and start again; "
         "to open it without a password, pass --server.address 0.0.0.0 (e.g. make run ARGS='--server.address 0.0.0.0').")
+
+
+def _accounts_in_force() -> bool:
+    """Whether the store has an active account, so that every visitor signs in; False when there is no
+    store yet or it cannot be read (then the safe answer: this machine only)."""
+    from sqlalchemy.engine import make_url
+
+    from db import database_url, init_db
+    from db.accounts import accounts_in_force
+
+    try:
+        url = make_url(database_url())
+        if url.get_backend_name() == "sqlite" and not Path(url.database or "").is_file():
+            return False  # not made here: a new store has no account
+        engine = init_db(url.render_as_string(hide_password=False))
+        try:
+            return accounts_in_force(engine)
+        finally:
+            engine.dispose()
+    except Exception:  # noqa: BLE001 - the pages say what is wrong with the store, in their words
+        return False
 
 
 def _option(argv: list[str], name: str) -> str | None:
@@ -172,7 +197,7 @@ def main(argv: list[str]) -> int:
     argv, notice = listening_options(argv)
     if notice:
         print(notice, file=sys.stderr, flush=True)
-    sys.argv = ["streamlit", "run", str(REPO / "app.py"), *argv]
+    sys.argv = ["streamlit", "run", str(REPO / "server.py"), *argv]  # app.py, with the cookie's routes
     warm_up(page_imports())
     return streamlit_cli.main(prog_name="streamlit")
 

@@ -50,10 +50,13 @@ class AppServer:
 def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60,
               app: Path = REPO / "app.py", like_make_run: bool = False) -> AppServer:
     """``like_make_run``: start it as `make run` does (scripts/serve.py beside ``app``: Streamlit in
-    the launcher's process, after its warm-up thread has started), without the demo run."""
+    the launcher's process, after its warm-up thread has started), without the demo run. Otherwise
+    through server.py when there is one beside ``app`` (app.py with the sign-in cookie's routes, as
+    `make run` serves it), else ``app`` itself."""
     port = free_port()
     env = {**os.environ, "PLUIE_DB_URL": db_url, "PLUIE_NO_WORKER": "1", **(extra_env or {})}
-    launcher = [sys.executable, "-m", "streamlit", "run", str(app)]
+    served = app.parent / "server.py" if app.name == "app.py" and (app.parent / "server.py").exists() else app
+    launcher = [sys.executable, "-m", "streamlit", "run", str(served)]
     if like_make_run and (app.parent / "scripts" / "serve.py").exists():
         launcher = [sys.executable, str(app.parent / "scripts" / "serve.py")]
         env["PLUIE_DEMO_RUN"] = "0"

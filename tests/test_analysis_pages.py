@@ -183,7 +183,7 @@ def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, en
         assert line["mode"] == "lines" and line["x"] == pytest.approx(curve["threshold"].tolist())
         assert [float("nan") if v is None else v for v in line["y"]] == pytest.approx(curve[line["name"]].tolist(),
                                                                                      nan_ok=True)
-    assert [line["line"]["color"] for line in lines] == ["#f28e2b", "#1f77b4", "#9467bd", "#222222"]
+    assert [line["line"]["color"] for line in lines] == ["#f28e2b", "#1f77b4", "#9467bd", "#8c8c8c"]  # grey: dark themes
     assert figure["layout"]["xaxis"]["title"]["text"] == "PLUIE stand-in"
     assert figure["layout"]["yaxis"]["range"] == [0, 1.02]
     shown = marks(figure)
@@ -291,7 +291,7 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     assert [t["marker"]["symbol"] for t in scatter["data"]] == ["circle", "square"]
     hover = scatter["data"][0]["hovertemplate"]
     assert [line.split(":")[0] for line in hover.split("<br>")] == [
-        "pair", "source", "hypothesis", "dataset", "class", "normalised edit distance", "Levenshtein similarity"]
+        "pair", "source", "hypothesis", "dataset", "class", "labels", "normalised edit distance", "Levenshtein similarity"]
     at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
     figures = charts(rerun(at))
     assert list(marks(figures["PLUIE stand-in per class"])) == ["natural threshold"]

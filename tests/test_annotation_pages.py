@@ -56,7 +56,7 @@ def test_admin_sets_up_a_campaign_and_its_links(store):
     at = app()
     at.switch_page("pages/campaigns.py").run()
     assert not at.exception
-    assert "No admin password is configured" in texts(at)
+    assert "No account and no admin password exist" in texts(at)
     # a user error is a sentence, not a traceback
     at.text_input[0].input("Pilot")
     at.button[0].click().run()  # the form's submit button
@@ -163,13 +163,13 @@ def test_admin_password_guards_every_page_without_a_token(store, monkeypatch, tm
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "correct horse")
     monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path))  # where the session secret is made
     at = app()
-    assert [t.label for t in at.text_input] == ["Admin password"]
+    assert [t.label for t in at.text_input] == ["Account", "Password"]  # an empty account: the admin password
     at.switch_page("pages/campaigns.py").run()  # the page asked for shows the login form instead
-    assert [t.label for t in at.text_input] == ["Admin password"] and "Labelling campaigns" not in texts(at)
-    at.text_input[0].input("wrong")
+    assert [t.label for t in at.text_input] == ["Account", "Password"] and "Labelling campaigns" not in texts(at)
+    at.text_input[1].input("wrong")
     at.button[0].click().run()
-    assert "Wrong password." in texts(at)
-    at.text_input[0].input("correct horse")
+    assert "Wrong account or password." in texts(at)
+    at.text_input[1].input("correct horse")
     at.button[0].click().run()
     assert "Labelling campaigns" in texts(at) and not at.exception
 

@@ -152,3 +152,73 @@ def open_page(db_url, engine, built_analysis_store, monkeypatch):
         return at
 
     return open_
+
+
+# ----------------------------------------------------------------- issue 40's leftovers (downloads, Thresholds, hover)
+
+
+def test_figure_downloads_are_png_or_svg_as_the_sidebar_says(open_page):
+    from tests.figures import config
+
+    at = open_page("distributions")
+    assert config(at, "scatter")["toImageButtonOptions"]["format"] == "png"
+    choice = next(r for r in at.sidebar.radio if r.label == "Figure downloads")
+    assert choice.options == ["PNG", "SVG"]
+    choice.set_value("SVG").run()
+    assert not at.exception, at.exception
+    assert {config(at, key)["toImageButtonOptions"]["format"] for key in ("scatter", "histogram")} == {"svg"}
+    assert config(at, "scatter")["toImageButtonOptions"]["filename"] == "scatter"
+    from pages.charts import FORMAT
+
+    assert at.session_state[FORMAT] == "SVG"  # kept for the session: every analysis page reads it
+    at = AppTest.from_file(str(REPO / "pages" / "thresholds.py"), default_timeout=60)
+    at.session_state[FORMAT] = "SVG"
+    at.run()
+    assert not at.exception, at.exception
+    assert next(r for r in at.sidebar.radio if r.label == "Figure downloads").value == "SVG"
+    drawn = [json.loads(e.proto.config)["toImageButtonOptions"] for e in at.get("plotly_chart")]
+    assert len(drawn) >= 2 and {d["format"] for d in drawn} == {"svg"}
+    assert "threshold_curve" in {d["filename"] for d in drawn}
+
+
+def test_the_thresholds_page_lists_the_pairs_of_a_selected_class_bar(open_page):
+    from tests.figures import charts, traces
+
+    at = open_page("thresholds")
+    [histogram] = [f for title, f in charts(at).items() if title.endswith("per class of the reference")]
+    bars = {t["name"]: t for t in traces(histogram, "bar")}
+    assert set(bars) == {"paraphrase", "non-paraphrase"}
+    [element] = [e for e in at.get("plotly_chart") if "threshold_histogram" in e.proto.id]
+    assert 0 in element.proto.selection_mode and 1 in element.proto.selection_mode  # a click, a box
+    assert "Select points" in "\n".join(c.value for c in at.caption)
+    counts = bars["paraphrase"]["y"]
+    fullest = int(np.argmax(counts))
+    chosen = bars["paraphrase"]["customdata"][fullest]
+    at.session_state["threshold_histogram"] = {"selection": {"points": [
+        {"curve_number": 0, "point_index": fullest, "customdata": chosen}], "point_indices": [fullest],
+        "box": [], "lasso": []}}
+    at.run()
+    assert not at.exception, at.exception
+    listed = [h.value for h in at.get("html") if "selected-pair" in h.value]
+    n = counts[fullest]
+    assert f"**{n} pair{'s' if n != 1 else ''} selected**" in [m.value for m in at.markdown]
+    assert len(listed) == min(n, 50) and listed
+
+
+def test_a_scatter_point_hovers_every_label_of_its_pair(open_page):
+    from tests.figures import charts, traces
+
+    at = open_page("distributions")
+    scatter = next(f for title, f in charts(at).items() if "against the normalised" in title)
+    template = traces(scatter, "scattergl")[0]["hovertemplate"]
+    labelled = {row[0]: row for t in traces(scatter, "scattergl") for row in t["customdata"]}
+    column = template.split("<br>").index(next(line for line in template.split("<br>") if line.startswith("labels:")))
+    with_four = [row[column] for row in labelled.values() if row[column].count(": ") == 4]
+    assert with_four, "no point names four annotators' labels"
+    assert all(name in with_four[0] for name in ("ann1: ", "ann2: ", "ann3: ", "ann4: "))
+    from pluie_core.labels import LEVELS
+
+    assert any(level in with_four[0] for level in LEVELS)
+    corr = open_page("correlation")
+    scatter = next(f for title, f in charts(corr).items() if "against the reference" in title)
+    assert "labels: %{customdata[" in traces(scatter, "scattergl")[0]["hovertemplate"]

@@ -105,19 +105,19 @@ def test_login_lands_on_the_page_asked_for(config, monkeypatch, db_url, engine):
     monkeypatch.setenv("PLUIE_DATA_DIR", str(config))
     monkeypatch.chdir(REPO)
     at = AppTest.from_file(APP, default_timeout=30).run()
-    assert [t.label for t in at.text_input] == ["Admin password"]
-    assert "A login lasts 12 hours on this browser" in at.caption[0].value
+    assert [t.label for t in at.text_input] == ["Account", "Password"]  # an empty account: the admin password
+    assert "A sign-in lasts 12 hours" in at.caption[0].value
     at.switch_page("pages/campaigns.py").run()  # e.g. a shared link to /campaigns
-    assert [t.label for t in at.text_input] == ["Admin password"] and [t.value for t in at.title] == ["PLUIE Lab"]
-    at.text_input[0].input("wrong")
+    assert [t.label for t in at.text_input] == ["Account", "Password"] and [t.value for t in at.title] == ["PLUIE Lab"]
+    at.text_input[1].input("wrong")
     at.button[0].click().run()
-    assert [e.value for e in at.error] == ["Wrong password."]
-    at.text_input[0].input("correct horse")
+    assert [e.value for e in at.error] == ["Wrong account or password."]
+    at.text_input[1].input("correct horse")
     at.button[0].click().run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Labelling campaigns"]  # the page asked for, not Datasets
     at.switch_page("pages/thresholds.py").run()  # and the login holds from page to page
-    assert "Admin password" not in [t.label for t in at.text_input] and not at.exception
+    assert "Password" not in [t.label for t in at.text_input] and not at.exception
 
 
 class Clock:
@@ -172,23 +172,24 @@ def test_the_login_form_says_too_many_attempts_and_logs_them(config, monkeypatch
     at.switch_page("pages/campaigns.py").run()
     answers = []
     for _ in range(7):
-        at.text_input[0].input("guess")
+        at.text_input[1].input("guess")
         at.button[0].click().run()
         answers.append([e.value for e in at.error])
-    assert answers == [["Wrong password."]] * 5 + [["Wrong password; too many attempts: try again in 1 s."],
-                                                   ["Too many attempts: try again in 1 s."]]
+    wrong = "Wrong account or password"
+    assert answers == [[f"{wrong}."]] * 5 + [[f"{wrong}; too many attempts: try again in 1 s."],
+                                            ["Too many attempts: try again in 1 s."]]
     clock.now += 1
-    at.text_input[0].input("guess")
+    at.text_input[1].input("guess")
     at.button[0].click().run()
-    assert [e.value for e in at.error] == ["Wrong password; too many attempts: try again in 2 s."]
-    at.text_input[0].input("correct horse")
+    assert [e.value for e in at.error] == [f"{wrong}; too many attempts: try again in 2 s."]
+    at.text_input[1].input("correct horse")
     at.button[0].click().run()
     assert [e.value for e in at.error] == ["Too many attempts: try again in 2 s."]  # not even checked
-    assert [t.label for t in at.text_input] == ["Admin password"]
+    assert [t.label for t in at.text_input] == ["Account", "Password"]
     clock.now += 2
-    at.text_input[0].input("correct horse")
+    at.text_input[1].input("correct horse")
     at.button[0].click().run()
-    assert not at.error and not at.exception and "Admin password" not in [t.label for t in at.text_input]
+    assert not at.error and not at.exception and "Password" not in [t.label for t in at.text_input]
     logged = [r.getMessage() for r in caplog.records if r.name == "pluie_lab.login"]
-    assert sum(m.startswith("wrong admin password from localhost") for m in logged) == 7
+    assert sum(m.startswith("wrong password for admin from localhost") for m in logged) == 7
     assert sum("refused: too many attempts" in m for m in logged) == 2

@@ -156,8 +156,8 @@ def test_every_admin_page_refuses_visitors_on_its_own(name, engine, db_url, monk
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
     page = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
     assert not page.exception
-    assert [t.label for t in page.text_input] == ["Admin password"]  # the login form, and nothing else
-    assert "secret pairs" not in text_of(page) and not page.dataframe and [b.label for b in page.button] == ["Log in"]
+    assert [t.label for t in page.text_input] == ["Account", "Password"]  # the sign-in form, and nothing else
+    assert "secret pairs" not in text_of(page) and not page.dataframe and [b.label for b in page.button] == ["Sign in"]
     token = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60)
     token.query_params["token"] = "anything"
     token.run()

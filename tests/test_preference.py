@@ -205,7 +205,7 @@ def test_the_new_pages_refuse_visitors_on_their_own(name, engine, db_url, monkey
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "s3cret")
     page = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
-    assert [t.label for t in page.text_input] == ["Admin password"]  # the login form, and nothing else
+    assert [t.label for t in page.text_input] == ["Account", "Password"]  # the sign-in form, and nothing else
     assert not page.dataframe and not page.file_uploader
 
 

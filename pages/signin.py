@@ -1,0 +1,262 @@
+"""Signing in: who is using the app, and the form that asks.
+
+A store with accounts (db.accounts), or with an admin password configured (which becomes the owner
+account "admin" on the first start: pages.shared.get_engine), asks every visitor to sign in with an
+account's name and password; an empty name is "admin", so a one-password setup signs in with the password
+alone. Guessing is slowed per address and per account (pluie_core.auth.LoginGuard). A sign-in is a signed,
+expiring session token naming the account (pluie_core.auth), signed with the account's fingerprint, so a
+changed password or role, a disabled account or "end sessions" ends it at once. The session holds it and,
+when the server has the cookie routes (server.py, pages.session_cookie), an HttpOnly cookie carries it
+across reloads and tabs; without them (plain `streamlit run app.py`, AppTest) it lasts this browser tab.
+A person may also sign in with the team's identity provider (pages.provider_signin), when configured.
+A store with neither accounts nor an admin password is open, as before: no sign-in at all (OPEN).
+
+current_actor_or_none is db.access's resolver (registered on import): the role every write checks.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import importlib
+import logging
+from types import ModuleType
+from typing import Optional
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from db import access, accounts
+from db.engine import StoreUnavailable
+from pluie_core import auth
+from pluie_core.roles import NOBODY, OPEN, Actor, can_open
+
+ADMIN_TOKEN = "_pluie_admin_token"  # the session token this browser session holds
+LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
+COOKIE_ACTION = "_pluie_cookie_action"  # what the browser's cookie is still to be told: ("over", token) / ("back", _)
+
+_log = logging.getLogger("pluie_lab.login")
+
+# the app's menu: (file in pages/, title, icon) by section; the file name is the page's key in
+# pluie_core.roles.PAGE_ROLES and its address (app.py draws the entries the actor may open)
+MENU = {
+    "Data": [("home", "Datasets", "dataset"), ("pairs", "Pairs", "manage_search"),
+             ("import_pairs", "Import", "upload_file"), ("export", "Export", "download")],
+    "Metric": [("scoring", "Scoring", "speed")],
+    "Labelling": [("campaigns", "Campaigns", "label"), ("review", "Review", "gavel"),
+                  ("live_campaign", "Live campaign", "monitoring")],
+    "Analysis": [("agreement", "Agreement", "groups"), ("thresholds", "Thresholds", "tune"),
+                 ("distributions", "Distributions", "bar_chart"), ("disagreements", "Disagreements", "compare_arrows"),
+                 ("scorecard", "Scorecard", "scoreboard"), ("correlation", "Correlation", "scatter_plot"),
+                 ("preferences", "Preferences", "thumbs_up_down")],
+    "Team": [("accounts", "Accounts", "manage_accounts")],
+}
+TITLES = {key: title for entries in MENU.values() for key, title, _ in entries}
+
+
+def _engine():
+    from pages.shared import get_engine  # pages.shared re-exports this module's functions
+
+    return get_engine()
+
+
+@functools.cache
+def _optional(name: str) -> Optional[ModuleType]:
+    """Another helper's module when it is there (pages.session_cookie, pages.provider_signin), else None."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        if exc.name != name:
+            _log.warning("%s cannot be imported: %s", name, exc)
+        return None
+
+
+def _cookies() -> Optional[ModuleType]:
+    """pages.session_cookie when the server has its routes (server.py), else None."""
+    module = _optional("pages.session_cookie")
+    return module if module is not None and module.routes_installed() else None
+
+
+def _provider() -> Optional[ModuleType]:
+    module = _optional("pages.provider_signin")
+    return module if module is not None and module.provider_configured() else None
+
+
+def _fingerprints(engine):
+    return functools.partial(accounts.password_fingerprint, engine)
+
+
+def sign_in_needed(engine) -> bool:
+    """Whether visitors must sign in: the store has an active account, or an admin password is configured."""
+    return auth.admin_password_configured() or accounts.accounts_in_force(engine)
+
+
+def _browser_token() -> Optional[str]:
+    """The session token the browser sent with this session's start (the HttpOnly cookie)."""
+    module = _optional("pages.session_cookie")
+    if module is None:
+        return None
+    token = module.cookie_token()
+    return token if isinstance(token, str) else None
+
+
+def _password_account(engine) -> Optional[accounts.AccountInfo]:
+    """The account this session is signed in as with a password (its token, or the browser's cookie)."""
+    token = st.session_state.get(ADMIN_TOKEN)
+    if token is None and not st.session_state.get(LOGGED_OUT):
+        token = _browser_token()
+    account_id = auth.session_account(token)
+    if account_id is None or auth.admin_session_expiry(token, fingerprint_of=_fingerprints(engine)) is None:
+        st.session_state.pop(ADMIN_TOKEN, None)
+        return None
+    st.session_state[ADMIN_TOKEN] = token
+    return accounts.account(engine, account_id)
+
+
+def _provider_account(engine) -> Optional[accounts.AccountInfo]:
+    if st.session_state.get(LOGGED_OUT):  # logged out here: the provider's cookie ends with its own log-out
+        return None
+    provider = _provider()
+    return provider.provider_account(engine) if provider is not None else None
+
+
+def signed_in_actor() -> Actor:
+    """Whoever uses this Streamlit session: the signed-in account (its role as stored now), NOBODY when
+    sign-in is needed and nobody is signed in, OPEN on a store without accounts or admin password."""
+    engine = _engine()
+    if not sign_in_needed(engine):
+        return OPEN
+    info = _password_account(engine) or _provider_account(engine)
+    return accounts.actor_for(info) if info is not None and info.active else NOBODY
+
+
+def current_actor_or_none() -> Optional[Actor]:
+    """db.access's resolver: the actor of the Streamlit session running this thread (callbacks included),
+    None outside a Streamlit script run (the worker, the command line, a test's own thread)."""
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    return signed_in_actor()
+
+
+access.set_resolver(current_actor_or_none)
+# where pluie_core.auth finds an account's fingerprint in this server process (the cookie routes use it)
+auth.set_fingerprint_source(lambda account_id: accounts.password_fingerprint(_engine(), account_id))
+
+
+def session_end() -> Optional[dt.datetime]:
+    """When this session's password sign-in ends (UTC), None without one."""
+    end = auth.admin_session_expiry(st.session_state.get(ADMIN_TOKEN), fingerprint_of=_fingerprints(_engine()))
+    return dt.datetime.fromtimestamp(end, dt.timezone.utc) if end is not None else None
+
+
+def _client() -> str:
+    peer = st.context.ip_address  # None from the server's own machine (and not a str under AppTest)
+    forwarded = ", ".join(st.context.headers.get_all("X-Forwarded-For")) if st.context.headers else ""
+    return auth.client_address(peer if isinstance(peer, str) and peer else None, forwarded)
+
+
+def log_in(password: str, name: str = "") -> Optional[str]:
+    """Sign this browser in as account ``name`` ("" is "admin"); None when done, else the sentence to show
+    (a wrong name or password, or too many attempts: pluie_core.auth.LoginGuard slows guessing down)."""
+    engine = _engine()
+    name = (name or "").strip() or accounts.OWNER_FROM_ADMIN
+    try:
+        client = _client()
+    except ValueError as exc:  # trusted proxies that are not addresses
+        return str(exc)
+    # the guard counts per account it knows; unknown names share one count (so they cannot fill memory)
+    counted = name if accounts.account_by_name(engine, name) is not None else "(an unknown account)"
+    found: list[Optional[accounts.AccountInfo]] = []
+
+    def right() -> bool:
+        found.append(accounts.check_password(engine, name, password or ""))
+        return found[-1] is not None
+
+    refused = auth.try_password(right, client, counted, wrong="Wrong account or password")
+    if refused:
+        return refused
+    info = found[-1]
+    token = auth.issue_admin_session(account_id=info.id, fingerprint=accounts.password_fingerprint(engine, info.id))[0]
+    st.session_state[ADMIN_TOKEN] = token
+    st.session_state.pop(LOGGED_OUT, None)
+    st.session_state[COOKIE_ACTION] = ("over", token)
+    return None
+
+
+def log_out() -> None:
+    """Sign this browser out (a button's callback): the token is refused from now on, cookie or not."""
+    engine = _engine()
+    by_provider = _provider_account(engine) is not None  # before LOGGED_OUT, which hides the provider's sign-in
+    auth.end_admin_session(st.session_state.pop(ADMIN_TOKEN, None), fingerprint_of=_fingerprints(engine))
+    st.session_state[LOGGED_OUT] = True
+    st.session_state[COOKIE_ACTION] = ("back", by_provider)
+
+
+def keep_login_cookie() -> None:
+    """Tell the browser's cookie what happened in this session: after a sign-in the server sets it
+    (pages.session_cookie.hand_over), after a log-out it clears it (hand_back), and a provider's sign-in
+    ends with its own log-out. Without the cookie routes, nothing to tell: the sign-in lasts this tab."""
+    action = st.session_state.pop(COOKIE_ACTION, None)
+    if action is None:
+        return
+    kind, detail = action
+    if kind == "back" and detail and _provider() is not None:
+        _provider().provider_log_out()  # a provider's sign-in has no cookie of ours to clear
+        return
+    cookies = _cookies()
+    if cookies is None:
+        return
+    if kind == "over":
+        cookies.hand_over(detail)
+    else:
+        cookies.hand_back()
+
+
+def require_signin() -> Actor:
+    """The actor of this session, or, when sign-in is needed and nobody is signed in, the sign-in form
+    drawn in place of the page asked for (which is the page drawn once signed in) and a stop."""
+    from pages.shared import user_text
+
+    try:
+        hours = auth.admin_session_hours()
+        actor = signed_in_actor()
+    except ValueError as exc:  # a session length or secret file that cannot be used
+        st.error(user_text(exc))
+        st.stop()
+    except StoreUnavailable as exc:  # the store cannot be reached: its one sentence, as on every page
+        st.error(str(exc))
+        st.stop()
+    if actor != NOBODY:
+        return actor
+    keep_login_cookie()  # a log-out's cookie is cleared from here
+    st.title("PLUIE Lab")
+    with st.form("sign-in"):
+        name = st.text_input("Account", placeholder=accounts.OWNER_FROM_ADMIN,
+                             help="Your account's name; leave it empty to sign in as admin.")
+        password = st.text_input("Password", type="password")
+        if st.form_submit_button("Sign in", type="primary"):
+            try:
+                refused = log_in(password, name)
+            except StoreUnavailable as exc:
+                refused = str(exc)
+            if refused is None:
+                st.rerun()
+            st.error(refused)
+    provider = _provider()
+    if provider is not None:
+        provider.provider_button()
+        refusal = getattr(provider, "provider_refusal", lambda: None)()
+        if refusal:
+            st.error(user_text(refusal))
+    if _cookies() is not None:
+        st.caption(f"A sign-in lasts {hours:g} hours on this browser, reloads and new tabs included.")
+    else:
+        st.caption(f"A sign-in lasts {hours:g} hours, in this browser tab only: a reload or a new tab asks again "
+                   "(make run keeps it across reloads).")
+    st.stop()
+
+
+def refuse_page(actor: Actor, page: str) -> None:
+    """When ``actor``'s role may not open the page ``page`` (a key of MENU), say so and stop."""
+    if page in TITLES and not can_open(actor, page):
+        st.error(f"Your role ({actor.role}) cannot open {TITLES[page]}: ask an owner.")
+        st.stop()

@@ -1,0 +1,14 @@
+"""The app as an ASGI application: app.py, plus the routes of the sign-in cookie (pages.session_cookie).
+
+Streamlit gives a page no way to set a cookie; a cookie written by the page's JavaScript could be read by
+any script on the page. Served from here (`streamlit run server.py`, as scripts/serve.py and `make run`
+do), the server itself sets it, HttpOnly. `streamlit run app.py` still works, with a sign-in that lasts
+the browser tab.
+"""
+from pathlib import Path
+
+import streamlit as st
+
+from pages import session_cookie
+
+app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes())
