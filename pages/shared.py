@@ -2,9 +2,9 @@
 first line of every page, which keeps the app's frame and its access rules in force, and
 user_text, through which every page shows text a user typed or imported."""
 import functools
+import inspect
 import json
 import logging
-import sys
 from pathlib import Path
 
 import streamlit as st
@@ -133,19 +133,6 @@ def _through_app() -> None:
             st.rerun()
 
 
-# the sign-in lives in pages.signin; these names stay importable from here for older code
-_SIGNIN_NAMES = ("ADMIN_TOKEN", "LOGGED_OUT", "log_in", "log_out", "keep_login_cookie", "require_signin",
-                 "signed_in_actor", "session_end")
-
-
-def __getattr__(name: str):
-    if name in _SIGNIN_NAMES:
-        from pages import signin
-
-        return getattr(signin, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def require_organiser() -> None:
     """Unless this session may use the app's pages (signed in, or a store without accounts), draw the
     sign-in form and stop (pages.signin.require_signin)."""
@@ -169,7 +156,8 @@ def admin_page(*views: str):
 
     # the page's own file names it (Streamlit runs each page with its __file__): its role is checked here
     # too, for a page run on its own (a fresh server's first visit, see _through_app)
-    refuse_page(require_signin(), Path(sys._getframe(1).f_globals.get("__file__", "")).stem)
+    caller = inspect.currentframe().f_back
+    refuse_page(require_signin(), Path(caller.f_globals.get("__file__", "")).stem)
     from pages.keep import remember  # pages.keep draws through this module
 
     remember()  # what this browser keeps (reviewer, notes, New campaign), before a page change drops it
