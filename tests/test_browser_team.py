@@ -1,0 +1,82 @@
+"""Issue 39 in a real browser, the way a team sets itself up: the owner signs in, adds a viewer on Team ›
+Accounts and hands over the invitation link (shown once); the viewer sets a password through it, signs in,
+sees only the reading pages and is refused Import by its address; the owner makes them an organiser, which
+ends their session, and once signed in again Import is theirs."""
+from __future__ import annotations
+
+import pytest
+
+from db import init_db
+from db.accounts import add_account
+from pluie_core.roles import ROLE_HELP
+from tests.browser import choose_option, start_app, stop_app, wait_for_app, wait_for_shown_text
+
+pytestmark = pytest.mark.browser
+READING = ("Datasets", "Pairs", "Agreement", "Distributions", "Correlation")
+ORGANISING = ("Import", "Export", "Scoring", "Campaigns")
+
+
+def sign_in(page, url: str, name: str, password: str) -> None:
+    page.goto(url)
+    page.get_by_label("Account", exact=True).fill(name)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.get_by_role("button", name="Log out").wait_for(timeout=30_000)
+    wait_for_app(page)
+
+
+def menu(page) -> set[str]:
+    # each link reads "<icon name>\n\n<title>": the title is its last line
+    return {text.strip().splitlines()[-1] for text in page.locator("[data-testid='stSidebar'] a").all_inner_texts()}
+
+
+def test_an_owner_invites_a_viewer_who_reads_only_until_made_an_organiser(tmp_path, browser):
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(db_url)
+    add_account(engine, "olive", "owner", password="olive's long password")
+    engine.dispose()
+    server = start_app(db_url, tmp_path / "streamlit.log", extra_env={"PLUIE_DATA_DIR": str(tmp_path)})
+    try:
+        owner = browser.new_context().new_page()
+        sign_in(owner, f"{server.url}/accounts", "olive", "olive's long password")
+        wait_for_shown_text(owner, "Signed in as olive (owner)")
+        owner.get_by_label("Name (what they sign in with)").fill("vic")
+        owner.get_by_role("button", name="Add and make an invitation link").click()
+        wait_for_shown_text(owner, "Copy the invitation link of vic now")
+        link = owner.locator("[data-testid='stCode'] code").first.inner_text().strip()
+        assert "/?invite=" in link and link.startswith(server.url)
+        owner.get_by_role("button", name="I have copied it").click()
+        owner.get_by_text("Copy the invitation link of vic now").wait_for(state="detached", timeout=30_000)
+        assert link.split("=", 1)[1] not in owner.inner_text("body")  # shown once
+
+        vic = browser.new_context().new_page()  # vic's own browser
+        vic.goto(link)
+        wait_for_shown_text(vic, "This invitation is for the account vic")
+        vic.get_by_label("Password", exact=True).fill("vic's own password")
+        vic.get_by_label("The same password again").fill("vic's own password")
+        vic.get_by_role("button", name="Set my password").click()
+        wait_for_shown_text(vic, "Your password is set: sign in as vic.")
+        sign_in(vic, server.url, "vic", "vic's own password")
+        wait_for_shown_text(vic, "Signed in as vic (viewer)")
+        seen = menu(vic)
+        assert set(READING) <= seen and not seen & {*ORGANISING, "Review", "Accounts"}, seen
+        vic.goto(f"{server.url}/import_pairs")  # a shared address of a page the role may not open
+        wait_for_shown_text(vic, "Your role (viewer) cannot open Import: ask an owner.")
+        assert vic.get_by_text("Pair file", exact=True).count() == 0  # no import form
+
+        owner.reload()
+        wait_for_app(owner)
+        choose_option(owner, owner.get_by_role("combobox", name="Account"), "vic (viewer)")
+        choose_option(owner, owner.get_by_role("combobox", name="Role").last, f"organiser: {ROLE_HELP['organiser']}")
+        owner.get_by_role("button", name="Change role").click()
+        wait_for_shown_text(owner, "The role of vic is now organiser; their sessions ended.")
+
+        vic.goto(f"{server.url}/import_pairs")  # the role change ended vic's sign-in, cookie and all
+        vic.get_by_label("Password", exact=True).wait_for(timeout=30_000)
+        assert vic.get_by_role("button", name="Log out").count() == 0
+        sign_in(vic, f"{server.url}/import_pairs", "vic", "vic's own password")
+        wait_for_shown_text(vic, "Signed in as vic (organiser)")
+        assert set(ORGANISING) <= menu(vic)
+        assert "cannot open Import" not in vic.inner_text("body")
+    finally:
+        stop_app(server)
