@@ -3,25 +3,10 @@ changes a role, is refused demoting the last owner) and the invitation page (?in
 set with a real invitation, a bad link's sentence), through the app (AppTest) signed in for real."""
 from __future__ import annotations
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from db import access, accounts
-from pluie_core.auth import LOGIN_GUARD
-from tests.paths import REPO
-
-APP = str(REPO / "app.py")
-
-
-@pytest.fixture
-def app_env(app_store, monkeypatch, tmp_path):
-    """The app on this test's SQLite store, with no admin password and a data dir of its own."""
-    for name in ("PLUIE_ADMIN_SESSION_HOURS", "PLUIE_SECRET_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path))
-    monkeypatch.chdir(REPO)
-    LOGIN_GUARD.clear()
-    return app_store
+from tests.test_signin import APP, app_env  # noqa: F401 - app_env: a fixture, used by name
 
 
 def accounts_page(engine) -> AppTest:
