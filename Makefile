@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 ARGS ?=
 
-.PHONY: run test install install-dev system-deps
+.PHONY: run test lint install install-dev system-deps
 
 # The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
 # requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
@@ -41,3 +41,7 @@ run: install
 # two processes on the two cores CI has take about 12 minutes where one takes about 17
 test: install-dev
 	$(PY) -m pytest -n 2
+
+# the linter's rules (ruff.toml), ruff from requirements-dev.txt: CI (.ci/run) runs it before the tests
+lint: $(VENV)/.dev
+	$(PY) -m ruff check .

@@ -14,10 +14,10 @@ import streamlit as st
 
 from pages.shared import FRAMED, get_engine, run_page, user_text
 from pages.signin import MENU, keep_login_cookie, log_out, refuse_page, require_signin, session_end
-from pages.analysis_common import read_ahead_once
+from pages.read_ahead import read_ahead_once
 from pages.run_forms import read_hardware
 from pluie_core.roles import can_open
-from worker import ensure_worker_running
+from worker_launch import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
 st.session_state[FRAMED] = True  # see pages.shared._through_app
@@ -83,7 +83,7 @@ run_page(navigation)  # any unexpected error: one sentence here, its traceback i
 def read_ahead_after_first_page():
     # once per server process, after its first admin page has run, unless scripts/serve.py (make run) did
     # it for this store as the server started: the analysis pages' default frames are read on a thread
-    # while the person looks at that page (pages.analysis_common.read_ahead)
+    # while the person looks at that page (pages.read_ahead: each page says what it opens on)
     return read_ahead_once()
 
 

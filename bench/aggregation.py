@@ -42,13 +42,14 @@ from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from db import adaptive  # noqa: E402
-from db import annotation as ann  # noqa: E402
-from db.datasets import import_pairs  # noqa: E402
-from db.engine import init_db, read_session  # noqa: E402
-from db.export import pair_aggregation  # noqa: E402
-from db.models import Pair  # noqa: E402
-from pluie_core.aggregation import METHODS, aggregate  # noqa: E402
+from db import adaptive
+from db import annotation as ann
+from db.datasets import import_pairs
+from db import init_db
+from db.engine import read_session
+from db.export import pair_aggregation
+from db.models import Pair
+from pluie_core.aggregation import METHODS, aggregate
 
 BIOSSES = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "biosses" / "biosses_pairs_with_annotator_scores.tsv"
 POOL = ["careful"] * 4 + ["biased", "careless", "unsure"]
@@ -167,7 +168,8 @@ def main() -> None:
     parser.add_argument("--least", type=int, default=2)
     parser.add_argument("--most", type=int, default=5)
     parser.add_argument("--confidence", type=float, default=0.8)
-    parser.add_argument("--refit-every", type=int, default=5, help="answers between two refits of the model (0: never, the vote share decides throughout)")
+    parser.add_argument("--refit-every", type=int, default=5,
+                        help="answers between two refits of the model (0: never, the vote share decides throughout)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--no-biosses", action="store_true")
     args = parser.parse_args()

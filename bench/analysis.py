@@ -22,16 +22,16 @@ import pandas as pd
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from db import analysis, evaluation, init_db  # noqa: E402
-from pluie_core import analysis as core  # noqa: E402
-from db.datasets import import_pairs  # noqa: E402
-from pluie_core import stats  # noqa: E402
-from pluie_core.evaluation import paraphrasus  # noqa: E402
-from pluie_core.labels import ENGLISH_LEVELS  # noqa: E402
-from db import evaluation_reads  # noqa: E402
-from db.preferences import add_preferences  # noqa: E402
-from pluie_core.evaluation.correlation import compare_correlations, correlate, system_level, system_means  # noqa: E402
-from pluie_core.evaluation.preference import agreement_table  # noqa: E402
+from db import analysis, evaluation, init_db
+from pluie_core import analysis as core
+from db.datasets import import_pairs
+from pluie_core import stats
+from pluie_core.evaluation import paraphrasus
+from pluie_core.labels import ENGLISH_LEVELS
+from db import evaluation_reads
+from db.preferences import add_preferences
+from pluie_core.evaluation.correlation import compare_correlations, correlate, system_level, system_means
+from pluie_core.evaluation.preference import agreement_table
 
 WORDS = ("the a cat dog sat on mat ran quickly slowly house river city old new big small red blue green "
          "man woman child bought sold saw found lost near far under over with without today yesterday").split()

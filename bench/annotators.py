@@ -50,14 +50,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import func, select  # noqa: E402
+from sqlalchemy import func, select
 
-from db import annotation as ann  # noqa: E402
-from db import quality as qual  # noqa: E402
-from db.datasets import import_pairs  # noqa: E402
-from db.engine import StoreUnavailable, init_db, make_engine, read_session  # noqa: E402
-from db.models import Assignment, Campaign, CampaignPair, Label  # noqa: E402
-from pluie_core.aggregation import pair_posterior, wants_another  # noqa: E402
+from db import annotation as ann
+from db import quality as qual
+from db.datasets import import_pairs
+from db import init_db
+from db.engine import StoreUnavailable, make_engine, read_session
+from db.models import Assignment, Campaign, CampaignPair, Label
+from pluie_core.aggregation import pair_posterior, wants_another
 
 
 GOLD_PAIRS = 200

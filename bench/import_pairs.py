@@ -10,9 +10,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from db import init_db  # noqa: E402
-from db.datasets import import_pairs  # noqa: E402
-from pluie_core.io import load_pairs  # noqa: E402
+from db import init_db
+from db.datasets import import_pairs
+from pluie_core.io import load_pairs
 
 path = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared/datasets/paws_wiki_final/dev.tsv"
 with tempfile.TemporaryDirectory() as tmp:

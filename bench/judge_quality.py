@@ -4,7 +4,7 @@ threshold 0 against MRPC's gold labels, per template (and Levenshtein beside it,
     python bench/judge_quality.py --model demo --pairs 300 --template fs-direct --template direct
 
 The pairs are MRPC test's first N (file order); the demo judge (SmolLM2-135M) is near chance here,
-as the README says: it shows the path working, not the metric's quality.
+as docs/operations.md says: it shows the path working, not the metric's quality.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.paths import DATASETS  # noqa: E402
+from tests.paths import DATASETS
 
 
 def read_mrpc_test(count: int):

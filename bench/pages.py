@@ -45,7 +45,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from tests.browser import CHROMIUM_ARGS, start_app, stop_app  # noqa: E402
+from tests.browser import CHROMIUM_ARGS, start_app, stop_app
 
 # (title, url path, quiet seconds): the app's admin pages in the sidebar's order
 PAGES = [

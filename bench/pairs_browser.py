@@ -20,7 +20,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.publish import build  # noqa: E402
+from bench.publish import build
 
 
 def timed(call, repeat: int = 3) -> tuple[float, object]:

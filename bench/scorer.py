@@ -45,10 +45,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pluie_core.judges import LLMJudge  # noqa: E402
-from pluie_core.scorer import PluieScorer  # noqa: E402
-from tests.paths import DATASETS  # noqa: E402
-from tests.tiny_models import build_tiny_tokenizer  # noqa: E402
+from pluie_core.judges import LLMJudge
+from pluie_core.scorer import PluieScorer
+from tests.paths import DATASETS
+from tests.tiny_models import build_tiny_tokenizer
 
 SIZES = {
     # name: (layers, hidden, heads, kv heads, intermediate, vocab)

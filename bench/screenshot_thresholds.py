@@ -14,13 +14,13 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from db import init_db  # noqa: E402
-from db.analysis import add_score_run, pairs_frame  # noqa: E402
-from db.datasets import import_pairs  # noqa: E402
-from pluie_core.analysis import edit_distances  # noqa: E402
-from pluie_core.io import load_pairs  # noqa: E402
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app, wait_for_app  # noqa: E402
-from tests.paths import DATASETS, REPO  # noqa: E402
+from db import init_db
+from db.analysis import add_score_run, pairs_frame
+from db.datasets import import_pairs
+from pluie_core.analysis import edit_distances
+from pluie_core.io import load_pairs
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app, wait_for_app
+from tests.paths import DATASETS, REPO
 
 
 def build_store(db_url: str) -> None:

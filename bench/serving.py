@@ -28,15 +28,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import insert, update  # noqa: E402
+from sqlalchemy import insert, update
 
-from db import annotation as ann  # noqa: E402
-from db import quality as qual  # noqa: E402
-from db.engine import init_db, write_session  # noqa: E402
-from db.models import (  # noqa: E402
+from db import annotation as ann
+from db import quality as qual
+from db import init_db
+from db.engine import write_session
+from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
-from pluie_core.auth import hash_token  # noqa: E402
+from pluie_core.auth import hash_token
 
 QUOTA, OVERLAP, TRAINING = 50, 4, 5
 GOLD_PAIRS, GOLD_RATE = 100, 0.1

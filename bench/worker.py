@@ -50,9 +50,9 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.scorer import SIZES, build_model, read_mrpc  # noqa: E402
-from pluie_core.scorer import PluieScorer  # noqa: E402
-from tests.tiny_models import build_tiny_tokenizer  # noqa: E402
+from bench.scorer import SIZES, build_model, read_mrpc
+from pluie_core.scorer import PluieScorer
+from tests.tiny_models import build_tiny_tokenizer
 
 
 def load_average() -> str:
@@ -120,7 +120,8 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
     from sqlalchemy import func, select
 
     from db.datasets import import_pairs
-    from db.engine import init_db, read_session
+    from db import init_db
+    from db.engine import read_session
     from db.models import Score
     from db.runs import create_run
 
@@ -182,7 +183,8 @@ def mixed_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses,
     from sqlalchemy import func, select
 
     from db.datasets import import_pairs
-    from db.engine import init_db, read_session
+    from db import init_db
+    from db.engine import read_session
     from db.models import Dataset, Score
     from db.runs import create_run
 

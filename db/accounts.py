@@ -29,7 +29,7 @@ from db import access
 from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
 from db.models import Account, utcnow
-from pluie_core.auth import _bcrypt_input, hash_token, new_token
+from pluie_core.auth import bcrypt_input, configured_hash, hash_token, new_token
 from pluie_core.roles import Actor, check_role
 
 __all__ = ["AccountError", "AccountInfo", "MIN_PASSWORD", "INVITE_HOURS", "accounts_in_force", "list_accounts",
@@ -97,7 +97,7 @@ def _hash_password(password: str) -> str:
     if len(password or "") < MIN_PASSWORD:
         raise AccountError(f"A password needs at least {MIN_PASSWORD} characters.")
     check_length("The password", password, AccountError, 1000)
-    return bcrypt.hashpw(_bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
+    return bcrypt.hashpw(bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
 
 
 def accounts_in_force(engine: Engine) -> bool:
@@ -291,7 +291,7 @@ def check_password(engine: Engine, name: str, password: str) -> Optional[Account
         if found is not None:
             stored = session.get(Account, found.id).password_hash
     try:
-        matches = bcrypt.checkpw(_bcrypt_input(password or ""), (stored or _NO_SUCH).encode("ascii"))
+        matches = bcrypt.checkpw(bcrypt_input(password or ""), (stored or _NO_SUCH).encode("ascii"))
     except ValueError:  # a malformed stored hash matches nothing
         matches = False
     if not matches or stored is None or found is None or not found.active:
@@ -300,12 +300,10 @@ def check_password(engine: Engine, name: str, password: str) -> Optional[Account
 
 
 def _configured_admin_hash() -> Optional[str]:
-    from pluie_core.auth import _configured_hash
-
     plain = os.environ.get("PLUIE_ADMIN_PASSWORD")
     if plain:
-        return bcrypt.hashpw(_bcrypt_input(plain), bcrypt.gensalt()).decode("ascii")
-    return _configured_hash()
+        return bcrypt.hashpw(bcrypt_input(plain), bcrypt.gensalt()).decode("ascii")
+    return configured_hash()
 
 
 def ensure_owner_from_admin_password(engine: Engine) -> Optional[AccountInfo]:

@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, bindparam, func, select, update
 
-from db.analysis import counted_label, raw_rows
+from db.analysis import counted_label
 from db.engine import read_session, write_session
 from db.models import Campaign, CampaignPair, Label, utcnow
+from db.queries import raw_rows
 from pluie_core.aggregation import fit_adaptive_model, fit_decides, pair_posteriors
 
 POSTERIOR_CHANGE = 1e-9  # a pair's stored posterior is rewritten only when it moved by more

@@ -11,7 +11,6 @@ datasets both have an annotator A), the column names of every label matrix.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 import zlib
@@ -21,6 +20,7 @@ import pandas as pd
 from sqlalchemy import Engine, case, exists, func, insert, select, union
 
 from db.engine import read_session, write_session
+from db.queries import as_ids, campaign_pairs, number_frame, query_frame
 from db.models import Annotator, Campaign, CampaignDataset, Dataset, GoldPair, Label, Pair, Score, ScoreRun
 from pluie_core.labels import LEVELS
 from pluie_core.stats import cell_table
@@ -52,37 +52,6 @@ def counted_label():
 
 LABEL_COLUMNS = ["pair_id", "annotator_id", "annotator", "level", "value", "english_level", "seconds_spent",
                  "dataset_id", "dataset"]
-
-
-def raw_rows(session, statement) -> list[tuple]:
-    """The driver's plain tuples of a Core select, read straight from the cursor: SQLAlchemy's Row
-    objects cost seconds at 3,000,000 rows. For columns the driver returns as they are (numbers, text)."""
-    result = session.connection().execute(statement)
-    return result.cursor.fetchall() if result.cursor is not None else [tuple(row) for row in result]
-
-
-def _frame(session, statement, columns: list[str]) -> pd.DataFrame:
-    """Rows of a Core select as a DataFrame. The driver's plain tuples are read straight from the
-    cursor: building a frame from 300,000 SQLAlchemy Row objects costs seconds, from tuples a tenth
-    of that. Every column read here is a number or text the driver returns as is."""
-    rows = raw_rows(session, statement)
-    return pd.DataFrame.from_records(rows, columns=columns, nrows=len(rows))
-
-
-def number_frame(session, statement, columns: list[str], integers: Iterable[str] = ()) -> pd.DataFrame:
-    """Rows of a Core select of numbers only as a DataFrame, the fast way: every value into one float
-    array (None -> NaN) without a Python object per cell, then ``integers`` (id columns, never
-    missing) as int64. A third of _frame's time at 3,000,000 labels (bench/analysis.py at 1M pairs)."""
-    rows = raw_rows(session, statement)
-    values = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=len(rows) * len(columns))
-    frame = pd.DataFrame(values.reshape(len(rows), len(columns)), columns=columns)
-    for column in integers:
-        frame[column] = frame[column].astype("int64")
-    return frame
-
-
-def _ids(values: Optional[Iterable[int]]) -> Optional[list[int]]:
-    return None if values is None else [int(v) for v in values]
 
 
 def pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
@@ -120,7 +89,7 @@ def _annotator_keys(annotators: pd.DataFrame) -> pd.Series:
 def analysis_choices(engine: Engine) -> AnalysisChoices:
     """The datasets, score runs (those with at least one score) and annotators the sidebars offer."""
     with read_session(engine) as session:
-        datasets = _frame(
+        datasets = query_frame(
             session,
             select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min, Dataset.label_max,
                    func.count(Pair.id), func.count(Pair.gold_label),
@@ -130,7 +99,7 @@ def analysis_choices(engine: Engine) -> AnalysisChoices:
             .group_by(Dataset.id).order_by(Dataset.name),
             ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold", "n_gold_other"],
         )
-        runs = _frame(
+        runs = query_frame(
             session,
             select(ScoreRun.id, ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.higher_is_similar,
                    ScoreRun.status, func.count(Score.id))
@@ -145,7 +114,7 @@ def annotator_choices(engine: Engine) -> pd.DataFrame:
     needs, without counting every pair of each dataset and every score of each run (0.4 s at
     1,000,000 pairs, on every run of the Review page)."""
     with read_session(engine) as session:
-        annotators = _frame(
+        annotators = query_frame(
             session,
             select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.dataset_id, Annotator.campaign_id,
                    Annotator.english_level, func.coalesce(Dataset.name, Campaign.name),
@@ -203,7 +172,7 @@ def labels_long(
     labels given in the app), english_level, seconds_spent, dataset_id, dataset.
     ``annotators`` (from ``analysis_choices``) saves the query that names them. ``campaign_id``: only
     the labels given in that campaign (another campaign on the same pairs, a pilot, is never mixed in)."""
-    dataset_ids, annotator_ids = _ids(dataset_ids), _ids(annotator_ids)
+    dataset_ids, annotator_ids = as_ids(dataset_ids), as_ids(annotator_ids)
     query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent).where(
         counted_label())
     if annotator_ids is not None:
@@ -235,7 +204,7 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
     (float, NaN when none); with ``texts`` also external_id, source and hypothesis. ``campaign_id``:
     only that campaign's pairs (db.export.campaign_pairs: its queue, its gold pairs, the pairs labelled
     in it)."""
-    dataset_ids = _ids(dataset_ids)
+    dataset_ids = as_ids(dataset_ids)
     columns = [Pair.id, Pair.dataset_id, Pair.gold_label]
     names = ["pair_id", "dataset_id", "gold_label"]
     if texts:
@@ -247,13 +216,11 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
     else:  # not a large import still being written
         query = query.where(Pair.dataset_id.not_in(select(Dataset.id).where(Dataset.import_state.is_not(None))))
     if campaign_id is not None:
-        from db.export import campaign_pairs  # db.export reads through this module
-
         query = query.where(Pair.id.in_(campaign_pairs(campaign_id)))
     with read_session(engine) as session:
-        pairs = (_frame(session, query, names) if texts
+        pairs = (query_frame(session, query, names) if texts
                  else number_frame(session, query, names, integers=["pair_id", "dataset_id"]))
-        datasets = _frame(session, select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min,
+        datasets = query_frame(session, select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min,
                                           Dataset.label_max), ["dataset_id", "dataset", "label_kind", "label_min", "label_max"])
     pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce").astype(float)
     pairs = pairs.merge(datasets, on="dataset_id", how="left").set_index("pair_id")
@@ -264,7 +231,7 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
 def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
     """Scores indexed by pair_id, one float column per run (named after the run); only pairs with
     at least one of these scores."""
-    run_ids, dataset_ids = _ids(run_ids), _ids(dataset_ids)
+    run_ids, dataset_ids = as_ids(run_ids), as_ids(dataset_ids)
     query = select(Score.pair_id, Score.run_id, Score.value).where(Score.run_id.in_(run_ids))
     with read_session(engine) as session:
         scores = number_frame(session, query, ["pair_id", "run_id", "value"], integers=["pair_id", "run_id"])
@@ -293,13 +260,13 @@ def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame]
         ).first()
         if row is None:
             return None
-        scores = _frame(
+        scores = query_frame(
             session,
             select(ScoreRun.name, ScoreRun.kind, Score.value).join(ScoreRun, ScoreRun.id == Score.run_id)
             .where(Score.pair_id == int(pair_id)).order_by(ScoreRun.name),
             ["run", "kind", "value"],
         )
-        labels = _frame(
+        labels = query_frame(
             session,
             select(Label.annotator_id, Label.level, Label.value, Label.seconds_spent, Label.comment, Label.flagged)
             .where(Label.pair_id == int(pair_id), Label.is_training.is_(False)),
@@ -328,18 +295,18 @@ def pairs_detail(engine: Engine, pair_ids: Iterable[int], campaign_id: Optional[
     only the labels given in that campaign, as the analysis pages scoped to it count them."""
     pair_ids = list(dict.fromkeys(int(p) for p in pair_ids))
     with read_session(engine) as session:
-        pairs = _frame(session, select(Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis,
+        pairs = query_frame(session, select(Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis,
                                        Pair.gold_label).join(Dataset, Dataset.id == Pair.dataset_id)
                        .where(Pair.id.in_(pair_ids)),
                        ["pair_id", "dataset", "external_id", "source", "hypothesis", "gold_label"])
-        scores = _frame(session, select(Score.pair_id, ScoreRun.name, Score.value)
+        scores = query_frame(session, select(Score.pair_id, ScoreRun.name, Score.value)
                         .join(ScoreRun, ScoreRun.id == Score.run_id).where(Score.pair_id.in_(pair_ids))
                         .order_by(Score.pair_id, ScoreRun.name), ["pair_id", "run", "value"])
         query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value).where(
             Label.pair_id.in_(pair_ids), counted_label())
         if campaign_id is not None:
             query = query.where(Label.campaign_id == int(campaign_id))
-        labels = _frame(session, query, ["pair_id", "annotator_id", "level", "value"])
+        labels = query_frame(session, query, ["pair_id", "annotator_id", "level", "value"])
     if annotators is None:
         annotators = annotator_choices(engine)
     labels.insert(1, "annotator", labels["annotator_id"].map(annotators.set_index("id")["annotator"]))

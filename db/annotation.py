@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 from db import access
 from db.analysis import counted_label
 from db.engine import read_session, retry_when_busy, write_session
-from db.limits import INT_MAX, NAME_LENGTH, _invisible, check_whole, clean_name
+from db.limits import NAME_LENGTH as NAME_LENGTH  # re-exported: the pages read ann.NAME_LENGTH
+from db.limits import INT_MAX, check_whole, clean_name, invisible
 from db.models import (
     Activity,
     Annotator,
@@ -502,7 +503,7 @@ def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
 def _same_name(name: str) -> str:
     # "Alice", " alice " and "ALICE" are one name to the people reading the tables, and so are "Zoë" typed
     # two ways (NFC) and "s\u200bam" (invisible characters): a name stored before names were cleaned too
-    name = unicodedata.normalize("NFC", "".join(c for c in name if not _invisible(c)))
+    name = unicodedata.normalize("NFC", "".join(c for c in name if not invisible(c)))
     return " ".join(name.split()).casefold()
 
 

@@ -25,9 +25,10 @@ from sqlalchemy.engine import make_url
 from db import access, accounts
 from db.annotation import list_campaigns
 from db.datasets import list_datasets
-from db.engine import StoreUnavailable, database_url, init_db
+from db import init_db
+from db.engine import StoreUnavailable, database_url
 from db.export import PAIR_SCOPES
-from db.limits import _invisible, clean_name
+from db.limits import invisible, clean_name
 from db.publish import PublishError, publish_dataset
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 from pluie_core.roles import ROLE_HELP, ROLES, Actor, NotAllowed
@@ -93,7 +94,7 @@ def add_accounts_parser(commands) -> None:
 
 def _same_name(name: str) -> str:
     """A name as the store keeps it (db.limits.clean_name), for a name stored before names were cleaned too."""
-    return unicodedata.normalize("NFC", "".join(c for c in name if not _invisible(c))).strip()
+    return unicodedata.normalize("NFC", "".join(c for c in name if not invisible(c))).strip()
 
 
 def _by_name_or_id(items, wanted: str, what: str) -> int:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from db import access
 from db.analysis import counted_label
 from db.engine import read_session, write_session
+from db.queries import clean_value
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem, utcnow
 from db.annotation import add_pairs_to_campaigns
 from db.limits import check_length, clean_name
@@ -77,37 +78,16 @@ def duplicates_note(keep_duplicates: bool, n_pairs: int, n_repeats: int) -> str:
             f"({n_repeats:,} skipped).")
 
 
-def _clean(value):
-    """A pandas cell as a JSON/SQL value: NaN/NA -> None, numpy scalars -> Python, dates and
-    times -> ISO text (2024-01-05T10:30:00); lists and objects stay as they are (JSON)."""
-    if value is None or isinstance(value, (dict, list, tuple)):
-        return list(value) if isinstance(value, tuple) else value
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    if isinstance(value, (datetime.date, datetime.time)):  # pandas' Timestamp too
-        return value.isoformat()
-    if isinstance(value, (datetime.timedelta, pd.Timedelta)):
-        return pd.Timedelta(value).isoformat()
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    if isinstance(value, float) and math.isinf(value):
-        return str(value)  # JSON has no infinity (PostgreSQL refuses it)
-    return value
-
-
 def _id_text(value) -> Optional[str]:
     """A pair id as text: JSON for a list or an object, never Python's repr."""
-    value = _clean(value)
+    value = clean_value(value)
     if value is None:
         return None
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
 
 
 def _as_float(value) -> Optional[float]:
-    value = _clean(value)
+    value = clean_value(value)
     if value is None:
         return None
     value = float(value)
@@ -298,7 +278,7 @@ def _validated(pairs: pd.DataFrame, offset: int, name: str, description: str) ->
         annotator_values[column] = _numbers(pairs[column].tolist(), offset, f"{annotator_name}'s label")
     metas = [None] * n
     if meta_columns:
-        metas = [{str(k): _clean(v) for k, v in record.items() if _clean(v) is not None} or None
+        metas = [{str(k): clean_value(v) for k, v in record.items() if clean_value(v) is not None} or None
                  for record in pairs[meta_columns].to_dict("records")]
         for i, meta in enumerate(metas):
             _check_meta(offset + i + 1, meta)

@@ -289,12 +289,3 @@ def migrate(engine: Engine, revision: str = "head") -> None:
 
     with _MIGRATING:
         command.upgrade(alembic_config(engine), revision)
-
-
-def init_db(url: Optional[str] = None) -> Engine:
-    engine = make_engine(url)
-    migrate(engine)
-    from db.datasets import remove_stale_imports  # a crash's hidden half-import (db.datasets imports this module)
-
-    remove_stale_imports(engine)
-    return engine

@@ -10,11 +10,12 @@ import pandas as pd
 from sqlalchemy import Engine, func, select, update
 
 from db import access
-from db.analysis import _frame, scores_wide
+from db.analysis import scores_wide
 from db.datasets import ImportRejected, ImportResult, import_pairs
 from db.limits import NAME_LENGTH, clean_name
 from db.engine import read_session, write_session
 from db.models import Dataset, Pair
+from db.queries import query_frame
 from pluie_core.evaluation.paraphrasus import PARTS, check_dataset
 
 __all__ = ["PARAPHRASUS", "import_benchmark", "assign_challenge", "benchmark_datasets", "scorecard_frame"]
@@ -72,7 +73,7 @@ def benchmark_datasets(engine: Engine) -> pd.DataFrame:
     """Every dataset with its benchmark and challenge (None when it has none): id, name, benchmark,
     challenge, label_kind, n_pairs, n_gold."""
     with read_session(engine) as session:
-        return _frame(
+        return query_frame(
             session,
             select(Dataset.id, Dataset.name, Dataset.benchmark, Dataset.challenge, Dataset.label_kind,
                    func.count(Pair.id), func.count(Pair.gold_label))
@@ -91,7 +92,7 @@ def scorecard_frame(engine: Engine, dataset_ids: Iterable[int], run_ids: Iterabl
     # decoding of every pair in Python)
     language = func.coalesce(Pair.meta["lang"].as_string(), Pair.meta["language"].as_string())
     with read_session(engine) as session:
-        pairs = _frame(session, select(Pair.id, Pair.dataset_id, Pair.gold_label, language)
+        pairs = query_frame(session, select(Pair.id, Pair.dataset_id, Pair.gold_label, language)
                        .where(Pair.dataset_id.in_(dataset_ids)).order_by(Pair.id),
                        ["pair_id", "dataset_id", "label", "language"])
         datasets = dict(session.execute(select(Dataset.id, Dataset.name).where(Dataset.id.in_(dataset_ids))).all())

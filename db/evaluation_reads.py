@@ -8,9 +8,10 @@ from typing import Iterable, Optional
 import pandas as pd
 from sqlalchemy import Engine, func, select
 
-from db.analysis import _frame, _ids, pair_datasets
+from db.analysis import pair_datasets
 from db.engine import read_session
 from db.models import Campaign, Dataset, Label, Pair, Preference
+from db.queries import as_ids, query_frame
 from pluie_core.evaluation.correlation import mean_levels
 
 __all__ = ["labelled_campaigns", "label_means", "meta_keys", "meta_column", "preference_datasets",
@@ -20,7 +21,7 @@ __all__ = ["labelled_campaigns", "label_means", "meta_keys", "meta_column", "pre
 def labelled_campaigns(engine: Engine) -> pd.DataFrame:
     """Campaigns with at least one (non-training) label: id, name, n_labels."""
     with read_session(engine) as session:
-        return _frame(session, select(Campaign.id, Campaign.name, func.count(Label.id))
+        return query_frame(session, select(Campaign.id, Campaign.name, func.count(Label.id))
                       .join(Label, Label.campaign_id == Campaign.id).where(Label.is_training.is_(False))
                       .group_by(Campaign.id).order_by(Campaign.name), ["id", "name", "n_labels"])
 
@@ -31,7 +32,7 @@ def label_means(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sca
     mean level, Don't know excluded (pluie_core.evaluation.correlation.mean_levels); for values
     imported on their own scale ("raw", e.g. BIOSSES' annotators) their mean. ``campaign_id``: only
     that campaign's labels. Training labels never count."""
-    dataset_ids = _ids(dataset_ids)
+    dataset_ids = as_ids(dataset_ids)
     column = Label.level if scale == "levels" else Label.value
     query = select(Label.pair_id, column).where(Label.is_training.is_(False), column.is_not(None))
     if scale != "levels":
@@ -39,7 +40,7 @@ def label_means(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sca
     if campaign_id is not None:
         query = query.where(Label.campaign_id == int(campaign_id))
     with read_session(engine) as session:
-        labels = _frame(session, query, ["pair_id", "value"])
+        labels = query_frame(session, query, ["pair_id", "value"])
         if dataset_ids is not None:
             labels = labels[labels["pair_id"].isin(pair_datasets(session, dataset_ids).index)]
     labels["value"] = pd.to_numeric(labels["value"], errors="coerce").astype(float)
@@ -51,7 +52,7 @@ def label_means(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sca
 def meta_keys(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sample: int = 200) -> list[str]:
     """The metadata columns the pairs carry (the file's extra columns, kept by the import), read
     from the first ``sample`` pairs of each dataset."""
-    dataset_ids = _ids(dataset_ids)
+    dataset_ids = as_ids(dataset_ids)
     keys: dict[str, None] = {}
     with read_session(engine) as session:
         ids = dataset_ids if dataset_ids is not None else list(session.scalars(
@@ -66,30 +67,30 @@ def meta_keys(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sampl
 def meta_column(engine: Engine, key: str, dataset_ids: Optional[Iterable[int]] = None) -> pd.Series:
     """One metadata column as text per pair (index pair_id; pairs without it are left out), read
     with the database's JSON extraction rather than by loading every pair's metadata."""
-    dataset_ids = _ids(dataset_ids)
+    dataset_ids = as_ids(dataset_ids)
     value = Pair.meta[key].as_string()
     query = select(Pair.id, value).where(value.is_not(None))
     if dataset_ids is not None:
         query = query.where(Pair.dataset_id.in_(dataset_ids))
     with read_session(engine) as session:
-        frame = _frame(session, query, ["pair_id", key])
+        frame = query_frame(session, query, ["pair_id", key])
     return pd.Series(frame[key].astype(str).to_numpy(), index=frame["pair_id"].to_numpy(), name=key)
 
 
 def preference_datasets(engine: Engine) -> pd.DataFrame:
     """Datasets holding preferences: id, name, n_preferences."""
     with read_session(engine) as session:
-        return _frame(session, select(Dataset.id, Dataset.name, func.count(Preference.id))
+        return query_frame(session, select(Dataset.id, Dataset.name, func.count(Preference.id))
                       .join(Preference, Preference.dataset_id == Dataset.id).group_by(Dataset.id)
                       .order_by(Dataset.name), ["id", "name", "n_preferences"])
 
 
 def preferences_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
     """One row per preference: preference_id, dataset_id, pair_a_id, pair_b_id, preferred."""
-    dataset_ids = _ids(dataset_ids)
+    dataset_ids = as_ids(dataset_ids)
     query = select(Preference.id, Preference.dataset_id, Preference.pair_a_id, Preference.pair_b_id,
                    Preference.preferred).order_by(Preference.id)
     if dataset_ids is not None:
         query = query.where(Preference.dataset_id.in_(dataset_ids))
     with read_session(engine) as session:
-        return _frame(session, query, ["preference_id", "dataset_id", "pair_a_id", "pair_b_id", "preferred"])
+        return query_frame(session, query, ["preference_id", "dataset_id", "pair_a_id", "pair_b_id", "preferred"])

@@ -11,14 +11,16 @@ from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, and_, func, select, union
+from sqlalchemy import Engine, and_, func, select
 
-from db.analysis import _frame, annotator_choices, number_frame
+from db.analysis import annotator_choices
 from db.engine import read_session
-from db.models import (
-    Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun, TrainingPair,
+from db.queries import (
+    adjudications_in_force, campaign_pairs, current_adjudications, label_conditions, number_frame, query_frame,
 )
-from db.review import _in_force, current_adjudications
+from db.models import (
+    Annotator, Assignment, Campaign, Dataset, GoldPair, Label, Pair, Score, ScoreRun,
+)
 from pluie_core.aggregation import (
     DEFAULT_CONFIDENCE, DEFAULT_METHOD, DEFAULT_MIN_LABELS, Aggregation, aggregate, check_method, check_thresholds,
     model_final_levels,
@@ -30,28 +32,6 @@ ANNOTATOR_PREFIX = "annotator:"
 SCORE_PREFIX = "score:"
 # which pairs an export takes, within its datasets (and campaign)
 PAIR_SCOPES = {"all": "every pair", "labelled": "labelled pairs", "adjudicated": "adjudicated pairs"}
-
-
-def label_conditions(campaign_id: Optional[int] = None, include_training: bool = False) -> list:
-    """The labels an export takes: training-trial labels only with ``include_training``; with a
-    campaign, only the labels given in it (gold-check answers included)."""
-    conditions = [] if include_training else [Label.is_training.is_(False)]
-    if campaign_id is not None:
-        conditions.append(Label.campaign_id == int(campaign_id))
-    return conditions
-
-
-def campaign_pairs(campaign_id: int, include_training: bool = False):
-    """The select of a campaign's pairs: its queue, its gold pairs, the pairs labelled in it (a gold
-    pair no longer used keeps its answers) and, with ``include_training``, its training pairs."""
-    campaign_id = int(campaign_id)
-    parts = [select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id),
-             select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id),
-             select(Label.pair_id).where(*label_conditions(campaign_id, include_training))]
-    if include_training:
-        parts.append(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id))
-    # never correlated with a query on labels that holds this condition
-    return union(*(part.correlate(None) for part in parts))
 
 
 def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Optional[int] = None,
@@ -73,7 +53,7 @@ def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Op
         conditions.append(select(Label.id).where(Label.pair_id == Pair.id, *label_conditions(campaign_id, include_training))
                           .correlate(Pair).exists())
     elif pairs == "adjudicated":
-        decided = _in_force().subquery()
+        decided = adjudications_in_force().subquery()
         conditions.append(Pair.id.in_(select(decided.c.pair_id).where(decided.c.level.is_not(None))))
     return conditions
 
@@ -152,17 +132,17 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         ).join(Dataset, Dataset.id == Pair.dataset_id).where(*conditions)
         if pair_id_range is not None:
             pair_query = pair_query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
-        # plain tuples from the cursor (db.analysis._frame): a frame of Row objects costs seconds per 100k pairs
+        # plain tuples from the cursor (db.queries.query_frame): a frame of Row objects costs seconds per 100k pairs
         pair_query = pair_query.order_by(Pair.dataset_id, Pair.id)
         if limit is not None:
             pair_query = pair_query.limit(int(limit))
-        pairs = _frame(session, pair_query,
+        pairs = query_frame(session, pair_query,
                        ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
         label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training,
                              Label.comment, Label.flagged).where(
             Label.pair_id.in_(ids), *label_conditions(campaign_id, include_training))
-        labels = _frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training",
+        labels = query_frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training",
                                                "comment", "flagged"])
         scores = pd.DataFrame(
             session.execute(

@@ -34,7 +34,7 @@ def check_whole(what: str, value, error: type[Exception], low: int = 0, high: in
     return number
 
 
-def _invisible(char: str) -> bool:
+def invisible(char: str) -> bool:
     """A character that changes nothing a person sees, or changes it unseen: format characters (zero-width
     spaces and joiners, bidi controls, the BOM, the soft hyphen) and the other default-ignorable ones."""
     import unicodedata
@@ -51,7 +51,7 @@ def clean_name(what: str, value: Optional[str], error: type[Exception], limit: i
     import unicodedata
 
     text = unicodedata.normalize("NFC", str(value or ""))
-    text = "".join(c for c in text if not _invisible(c)).strip()
+    text = "".join(c for c in text if not invisible(c)).strip()
     if not text:
         raise error(f"{what} is empty; give it a name.")
     for char in text:

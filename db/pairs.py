@@ -11,11 +11,10 @@ from typing import Optional
 import pandas as pd
 from sqlalchemy import Engine, func, or_, select
 
-from db.analysis import _frame
 from db.engine import read_session, unicode_lower
 from db.limits import INT_MAX, check_length
 from db.models import Campaign, GoldPair, Label, Pair, Score
-from db.review import _in_force
+from db.queries import adjudications_in_force, query_frame
 from pluie_core.labels import LEVELS, ORDINAL_LEVELS
 
 __all__ = ["LABEL_STATES", "GOLD_FILTERS", "PairSearch", "PairSearchError", "PairsPage", "browse_pairs",
@@ -109,7 +108,7 @@ def _conditions(dataset_id: int, search: PairSearch) -> list:
                   .correlate(Pair).scalar_subquery())
         conditions.append(spread > 0)
     elif search.state == "adjudicated":
-        decided = _in_force().subquery()
+        decided = adjudications_in_force().subquery()
         conditions.append(Pair.id.in_(select(decided.c.pair_id).where(decided.c.level.is_not(None))))
     if search.run_id is not None:
         for bound, compare in ((search.score_min, Score.value.__ge__), (search.score_max, Score.value.__le__)):
@@ -130,15 +129,15 @@ def browse_pairs(engine: Engine, dataset_id: int, search: PairSearch = PairSearc
         total = int(session.scalar(select(func.count()).select_from(Pair).where(*conditions)))
         n_pages = max(1, -(-total // page_size))
         page = min(max(int(page), 0), n_pages - 1)
-        rows = _frame(session, select(Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+        rows = query_frame(session, select(Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
                       .where(*conditions).order_by(Pair.id).limit(page_size).offset(page * page_size),
                       ["pair_id", "external_id", "source", "hypothesis", "gold_label"])
         ids = [int(i) for i in rows["pair_id"]]
-        labels = _frame(session, select(Label.pair_id, Label.level).where(
+        labels = query_frame(session, select(Label.pair_id, Label.level).where(
             Label.pair_id.in_(ids), Label.is_training.is_(False)), ["pair_id", "level"])
-        decided = _in_force(pair_ids=ids).subquery()
+        decided = adjudications_in_force(pair_ids=ids).subquery()
         final = dict(session.execute(select(decided.c.pair_id, decided.c.level).where(decided.c.level.is_not(None))).all())
-        gold = _frame(session, select(GoldPair.pair_id, Campaign.name).join(Campaign, Campaign.id == GoldPair.campaign_id)
+        gold = query_frame(session, select(GoldPair.pair_id, Campaign.name).join(Campaign, Campaign.id == GoldPair.campaign_id)
                       .where(GoldPair.pair_id.in_(ids)).order_by(Campaign.name), ["pair_id", "campaign"])
         scores = {} if search.run_id is None else dict(session.execute(select(Score.pair_id, Score.value).where(
             Score.run_id == int(search.run_id), Score.pair_id.in_(ids))).all())

@@ -11,10 +11,11 @@ from sqlalchemy import Engine, insert, select
 from sqlalchemy.orm import aliased
 
 from db import access
-from db.datasets import ImportRejected, _clean, text_hash
+from db.datasets import ImportRejected, text_hash
 from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, ScoreRun
+from db.queries import clean_value
 from db.queue import CHOICE_RUN_KINDS, enqueue_missing, enqueue_pairs
 from pluie_core.evaluation.preference import CHOICES, PREFERENCE_COLUMNS
 from pluie_core.io import MAX_SENTENCE_CHARS
@@ -69,15 +70,15 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
             check_length(f"Item {number}: candidate {side.upper()}", candidate, ImportRejected, MAX_SENTENCE_CHARS)
             key = (source, candidate)
             if key not in index_of:
-                meta = {"candidate": side.upper(), **{str(c): _clean(item[c]) for c in extra}}
-                system = _clean(item.get(f"system_{side}"))
+                meta = {"candidate": side.upper(), **{str(c): clean_value(item[c]) for c in extra}}
+                system = clean_value(item.get(f"system_{side}"))
                 if system is not None:
                     meta["system"] = str(system)
                 index_of[key] = len(pair_rows)
                 pair_rows.append({"source": source, "hypothesis": candidate, "text_hash": text_hash(source, candidate),
                                   "meta": {k: v for k, v in meta.items() if v is not None} or None})
             ends.append(index_of[key])
-        meta = {str(c): _clean(item[c]) for c in extra + [c for c in ("system_a", "system_b") if c in item]}
+        meta = {str(c): clean_value(item[c]) for c in extra + [c for c in ("system_a", "system_b") if c in item]}
         links.append((ends[0], ends[1], item["preferred"], {k: v for k, v in meta.items() if v is not None} or None))
 
     with write_session(engine) as session:

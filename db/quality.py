@@ -17,7 +17,9 @@ from db import access
 from db.analysis import counted_label
 from db.annotation import CampaignError, StaleFormError, annotator_progress, campaign_aggregation, campaign_label_counts
 from db.engine import read_session, write_session
+from db.export import pair_aggregation
 from db.limits import check_whole
+from db.queries import number_frame
 from db.models import (
     Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
@@ -403,19 +405,6 @@ def _start(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[:n - 1].rstrip() + "…"
 
 
-def _frame(session: Session, query, columns: list[str]) -> pd.DataFrame:
-    """A query's rows as numeric columns (None -> NaN), built column-wise: far faster than row-wise
-    construction for the hundreds of thousands of labels of a large campaign."""
-    # the driver's own tuples (numbers need no conversion), straight into one float array
-    rows = session.connection().execute(query).cursor.fetchall()
-    values = np.array(rows, dtype=float).reshape(len(rows), len(columns))  # None -> NaN
-    frame = pd.DataFrame(values, columns=columns)
-    for key in ("annotator", "pair_id"):  # ids are whole numbers, never missing
-        if key in frame:
-            frame[key] = frame[key].astype(np.int64)
-    return frame
-
-
 def _alpha_value(figure: dict) -> float:
     return float("nan") if figure.get("alpha") is None else float(figure["alpha"])
 
@@ -443,16 +432,18 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     now = now or utcnow()
     with read_session(engine) as session:
         campaign = _campaign(session, campaign_id)
-        labels = _frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
-                        .where(Label.campaign_id == campaign_id, counted_label()),
-                        ["id", "annotator", "pair_id", "level", "seconds"])
-        checks = _frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
-                        .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id)
-                              & (GoldPair.pair_id == Assignment.pair_id))
-                        .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)),
-                        ["annotator", "pair_id", "gold_level", "gold_binary"])
-        gold_served = _frame(session, select(Assignment.annotator_id, Assignment.pair_id).where(
-            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)), ["annotator", "pair_id"])
+        # numbers only, the ids as int64 (db.queries.number_frame)
+        id_columns = ["annotator", "pair_id"]
+        labels = number_frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
+                              .where(Label.campaign_id == campaign_id, counted_label()),
+                              ["id", "annotator", "pair_id", "level", "seconds"], integers=id_columns)
+        checks = number_frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
+                              .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id)
+                                    & (GoldPair.pair_id == Assignment.pair_id))
+                              .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)),
+                              ["annotator", "pair_id", "gold_level", "gold_binary"], integers=id_columns)
+        gold_served = number_frame(session, select(Assignment.annotator_id, Assignment.pair_id).where(
+            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)), ["annotator", "pair_id"], integers=id_columns)
         people = session.execute(select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.revoked_at)
                                  .where(Annotator.campaign_id == campaign_id).order_by(Annotator.id)).all()
         last = dict(session.execute(select(Label.annotator_id, func.max(Label.updated_at))
@@ -560,7 +551,6 @@ def reliability_fit(engine: Engine, campaign_id: int, method: str = "majority") 
     and the labels it rests on (``n_labels``: their labels in the fit, Don't know left out), from the
     labels given in the campaign (gold-check answers included; the gold pairs' known levels anchor
     Dawid–Skene), indexed by annotator id like campaign_live's table."""
-    from db.export import pair_aggregation  # db.export reads through db.review, which does not need this module
     return pair_aggregation(engine, campaign_id=int(campaign_id), method=method).annotators[["reliability", "n_labels"]]
 
 

@@ -13,21 +13,23 @@ from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from db import access
-from db.analysis import annotator_choices, counted_label, number_frame, pair_datasets, pair_detail
+from db.analysis import annotator_choices, counted_label, pair_datasets, pair_detail
 from db.engine import read_session, retry_when_busy, write_session
-from db.limits import NAME_LENGTH, clean_name
+from db.export import pair_aggregation
+from db.limits import NAME_LENGTH as NAME_LENGTH  # re-exported: pages/review.py reads review.NAME_LENGTH
+from db.limits import clean_name
 from db.models import Adjudication, Dataset, Label, Pair
+from db.queries import ADJUDICATION_COLUMNS, adjudications_in_force, current_adjudications, number_frame
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
 
 __all__ = ["ReviewError", "StaleReviewError", "review_queue", "review_item", "adjudicate",
            "current_adjudications", "flag_counts", "level_rows", "ADJUDICATION_COLUMNS"]
 
-ADJUDICATION_COLUMNS = ["pair_id", "revision", "level", "reviewer", "note", "created_at"]
 MAX_NOTE = 2000
 
 
@@ -37,35 +39,6 @@ class ReviewError(ValueError):
 
 class StaleReviewError(ReviewError):
     """The pair's final level changed since the reviewer's page showed it (another reviewer)."""
-
-
-def _in_force(dataset_ids: Optional[list[int]] = None, pair_ids: Optional[list[int]] = None):
-    """The select of each pair's highest revision (withdrawn decisions included, level NULL)."""
-    latest = select(Adjudication.pair_id, func.max(Adjudication.revision).label("revision")).group_by(Adjudication.pair_id)
-    if dataset_ids is not None:
-        latest = latest.where(Adjudication.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
-    if pair_ids is not None:
-        latest = latest.where(Adjudication.pair_id.in_(pair_ids))
-    latest = latest.subquery()
-    return (select(Adjudication.pair_id, Adjudication.revision, Adjudication.level, Adjudication.reviewer,
-                   Adjudication.note, Adjudication.created_at)
-            .join(latest, (latest.c.pair_id == Adjudication.pair_id) & (latest.c.revision == Adjudication.revision)))
-
-
-def current_adjudications(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,
-                          pair_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
-    """The decision in force on each adjudicated pair (of the given datasets / pairs), indexed by
-    pair_id: revision, level (NaN when the last decision withdrew it), reviewer, note, created_at."""
-    query = _in_force(None if dataset_ids is None else [int(d) for d in dataset_ids],
-                      None if pair_ids is None else [int(p) for p in pair_ids])
-    if isinstance(engine_or_session, Engine):
-        with read_session(engine_or_session) as session:
-            rows = session.execute(query).all()
-    else:
-        rows = engine_or_session.execute(query).all()
-    frame = pd.DataFrame(rows, columns=ADJUDICATION_COLUMNS)
-    frame["level"] = pd.to_numeric(frame["level"], errors="coerce").astype("Float64")
-    return frame.set_index("pair_id")
 
 
 def _of_datasets(session, pair_ids: np.ndarray, dataset_ids: Optional[list[int]]) -> np.ndarray:
@@ -138,7 +111,6 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     elif show == "flagged":
         queue = queue[queue["n_flags"] > 0]
     if aggregation is not None:
-        from db.export import pair_aggregation  # db.export imports this module
         fitted = pair_aggregation(engine, dataset_ids, campaign_id=campaign_id,
                                   method=aggregation).pairs.reindex(queue.index)
         queue["aggregated_level"] = pd.to_numeric(fitted["label"], errors="coerce").astype("Float64").astype("Int64")
@@ -207,7 +179,7 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
         with write_session(engine) as session:
             if session.get(Pair, int(pair_id)) is None:
                 raise ReviewError("This pair no longer exists (its dataset was deleted).")
-            in_force = session.execute(_in_force(pair_ids=[int(pair_id)])).first()
+            in_force = session.execute(adjudications_in_force(pair_ids=[int(pair_id)])).first()
             revision = 0 if in_force is None else int(in_force.revision)
             if revision != seen_revision and in_force is None:
                 raise StaleReviewError("This pair has no decision any more: your decision was not saved.")

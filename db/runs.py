@@ -190,7 +190,6 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
 def check_run_placement(engine: Engine, device_map=None, quantization: Optional[str] = None) -> None:
     """RunError with one sentence for a device map / quantisation that neither this machine nor a live
     worker's GPU can do (the worker that loads the model refuses it again if it cannot)."""
-    from db.queue import alive_workers
     from pluie_core.scorer import PluieError, check_placement
 
     if device_map is None and quantization is None:

@@ -6,7 +6,11 @@ import streamlit as st
 
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
 from db.analysis import LABELS_COUNTED
-from pages import analysis_common as common, charts
+from pages import charts, store_reads
+from pages.agreement_cache import ALPHA_LEVELS, agreement_figures, people_tables
+from pages.model_threshold import threshold_input
+from pages.selection import one_scale, sidebar
+from pages.tables import download_csv
 from pluie_core.agreement import AGREEMENT_RULE
 from pages.shared import admin_page, user_text
 
@@ -14,11 +18,10 @@ admin_page("table", "chart")
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}
-ALPHA_LEVELS = common.ALPHA_LEVELS
 
 st.title("Agreement")
-selection = common.sidebar(run="optional", reference=False)
-labels = common.labels(selection.url, selection.dataset_ids, selection.campaign_id)
+selection = sidebar(run="optional", reference=False)
+labels = store_reads.labels(selection.url, selection.dataset_ids, selection.campaign_id)
 if labels.empty:
     st.info("No human labels on these datasets yet: label some pairs, or import per-annotator labels."
             if selection.campaign_id is None else "No label in this campaign yet.")
@@ -28,8 +31,8 @@ scale = scales[0] if len(scales) == 1 else st.radio(
     "Labels", scales, format_func=SCALE_NAMES.get, horizontal=True, key="agreement_scale",
     help="Labels given on the app's five-level scale and values imported on their own scale are never mixed.")
 if scale == "raw":  # values on each dataset's own scale (BIOSSES 0–4, another 1–5): one scale at a time
-    selection = common.one_scale(selection, "raw", set(labels_on_scale(labels, "raw")["dataset_id"]))
-rows = common.label_views(selection.url, selection.dataset_ids, scale, selection.campaign_id)[0]
+    selection = one_scale(selection, "raw", set(labels_on_scale(labels, "raw")["dataset_id"]))
+rows = store_reads.label_views(selection.url, selection.dataset_ids, scale, selection.campaign_id)[0]
 n_pairs, n_annotators = rows["pair_id"].nunique(), rows["annotator"].nunique()
 weights = WEIGHTS[st.radio("Cohen's κ weighting", list(WEIGHTS), horizontal=True, key="agreement_weights",
                            help="Linear and quadratic κ count near misses on an ordered scale as partial agreement.")]
@@ -40,7 +43,7 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
     if n_annotators < 2:
         st.info("Agreement needs at least two annotators; only one has labelled these pairs.")
         return
-    found = common.agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights,
+    found = agreement_figures(selection.url, selection.dataset_ids, scale, binarised, weights,
                                      selection.campaign_id)
     shown = found["figures"].set_index("measure")
     alphas = {"binary": "Krippendorff's α binarised"} if binarised else {lv: f"Krippendorff's α {lv}" for lv in ALPHA_LEVELS}
@@ -57,7 +60,7 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
         if interval:
             col.caption(interval)
     if len(shown):
-        common.download_csv(found["figures"], f"agreement_{name}.csv", "Download Fleiss' κ and α (CSV)")
+        download_csv(found["figures"], f"agreement_{name}.csv", "Download Fleiss' κ and α (CSV)")
     pairwise = found["pairwise"]
     if pairwise is None:
         st.info("These values are not whole numbers, so Cohen's κ (which needs categories) is left out; "
@@ -73,7 +76,7 @@ def agreement_block(name: str, scale: str, binarised: bool, weights) -> None:
     charts.draw("kappa_heatmap", pairwise.kappa, pairwise.n_shared,
                 f"Cohen's κ per pair of annotators ({name}); n = items both labelled", key=f"kappa_{name}")
     st.dataframe(pairwise.table, hide_index=True, width="stretch", placeholder="—")
-    common.download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
+    download_csv(pairwise.table, f"pairwise_kappa_{name}.csv")
 
 
 # one view at a time: each costs a second on a large campaign, and tabs would compute both
@@ -86,15 +89,15 @@ figures_block = st.container()
 
 run, run_scores, versus = selection.run, None, None
 if run is not None:
-    run_scores = common.scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"])
+    run_scores = store_reads.scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"])
     if run_scores is None:
         st.info(f"No {user_text(run['name'])} score on these datasets yet.")
     else:
-        threshold = common.threshold_input(selection, "agreement_threshold")
+        threshold = threshold_input(selection, "agreement_threshold")
 
 
 st.subheader("Annotators")
-summary, versus = common.people_tables(selection.url, selection.dataset_ids, scale,
+summary, versus = people_tables(selection.url, selection.dataset_ids, scale,
                                        None if run_scores is None else int(run["id"]),
                                        None if run_scores is None else float(threshold),
                                        bool(run is not None and run["higher_is_similar"]), selection.campaign_id)
@@ -102,7 +105,7 @@ st.dataframe(summary, hide_index=True, width="stretch", column_config={
     "dont_know_rate": st.column_config.NumberColumn("Don't-know rate", format="percent"),
     "kappa_vs_others": st.column_config.NumberColumn("κ vs majority of the others", format="%.3f"),
 }, placeholder="—")
-common.download_csv(summary, "annotators.csv")
+download_csv(summary, "annotators.csv")
 
 st.subheader("Humans against the model")
 if run_scores is None:
@@ -113,7 +116,7 @@ else:
     st.caption(f"{user_text(run['name'])} calls a pair a paraphrase at score {'≥' if run['higher_is_similar'] else '≤'} {threshold:g}; "
                "binarised κ and accuracy per annotator and for the majority label (Don't know and ties left out).")
     st.dataframe(versus, hide_index=True, width="stretch", placeholder="—")
-    common.download_csv(versus, "humans_vs_model.csv")
+    download_csv(versus, "humans_vs_model.csv")
     who = st.selectbox("Confusion matrix of", versus["annotator"].tolist(), index=len(versus) - 1, key="agreement_confusion")
     row = versus[versus["annotator"] == who].iloc[0]
     cells = np.array([[row["tn"], row["fp"]], [row["fn"], row["tp"]]])

@@ -395,9 +395,10 @@ with st.expander("New campaign", expanded=not campaigns):
 if not campaigns:
     st.stop()
 
-by_id = {c.id: c for c in campaigns}
-chosen_id = st.selectbox("Campaign", list(by_id), format_func=lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)"))
-campaign = by_id[chosen_id]
+campaign_by_id = {c.id: c for c in campaigns}
+chosen_id = st.selectbox("Campaign", list(campaign_by_id),
+                         format_func=lambda i: campaign_by_id[i].name + ("" if campaign_by_id[i].active else " (closed)"))
+campaign = campaign_by_id[chosen_id]
 if campaign.created_by:
     st.caption(f"Created by {user_text(campaign.created_by)} on {campaign.created_at:%Y-%m-%d %H:%M} UTC.")
 counts = ann.campaign_overview(engine, campaign.id)

@@ -7,8 +7,14 @@ import streamlit as st
 
 from db import evaluation_reads as reads
 from db.analysis import pairs_detail
-from pages import analysis_common as common, charts
+from pages import charts, store_reads
+from pages.correlation_cache import (
+    CORRELATION_BOOT, GRADED_REFERENCES, correlation_difference, correlations, graded, graded_values,
+)
+from pages.selection import one_scale, scored_frame, sidebar
 from pages.shared import admin_page, get_engine, user_text
+from pages.tables import download_csv
+from pluie_core import analysis_figures
 from pluie_core.evaluation.correlation import (
     COLUMNS, METHODS, system_means,
 )
@@ -16,22 +22,22 @@ from pluie_core.stats import StatsError, format_p
 
 admin_page("table", "chart")
 
-REFERENCES = common.GRADED_REFERENCES
+REFERENCES = GRADED_REFERENCES
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"
 MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
+@st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner=False)
 def meta_keys(url: str, dataset_ids: tuple) -> list:
     return reads.meta_keys(get_engine(), dataset_ids)
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
+@st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner=False)
 def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
     if column == SOURCE:
-        return common.pairs(url, dataset_ids, texts=True)["source"]
+        return store_reads.pairs(url, dataset_ids, texts=True)["source"]
     return reads.meta_column(get_engine(), column, dataset_ids)
 
 
@@ -41,7 +47,7 @@ def fail(error: Exception):
 
 
 st.title("Correlation with graded judgments")
-selection = common.sidebar(run="none", reference=False)
+selection = sidebar(run="none", reference=False)
 runs = selection.choices.runs
 if runs.empty:
     st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
@@ -58,20 +64,20 @@ with st.sidebar:
         if not keys:
             fail(ValueError("These pairs carry no metadata column: choose another reference."))
         column = st.selectbox("Column", keys, key="correlation_reference_column")
-    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=common.CORRELATION_BOOT,
+    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=CORRELATION_BOOT,
                               key="correlation_boot")
 
 if kind != "gold":  # which datasets have this reference at all (gold: those with gold labels)
     try:
-        found = common.graded_values(selection.url, selection.dataset_ids, kind, campaign_id, column).dropna()
+        found = graded_values(selection.url, selection.dataset_ids, kind, campaign_id, column).dropna()
     except StatsError as error:
         fail(error)
-    present = set(common.pairs(selection.url, selection.dataset_ids, False, campaign_id)["dataset_id"]
+    present = set(store_reads.pairs(selection.url, selection.dataset_ids, False, campaign_id)["dataset_id"]
                   .reindex(found.index).dropna().astype(int))
 else:
     present = None
 # one scale at a time: PAWS-X's 0/1 and STS-B's 0–5 on one axis is no correlation of either
-selection = common.one_scale(selection, kind, present)
+selection = one_scale(selection, kind, present)
 
 chosen_runs = st.multiselect("Score runs", runs["name"].tolist(), default=runs["name"].tolist(), key="correlation_runs")
 if not chosen_runs:
@@ -85,7 +91,7 @@ if level == "System":
                                  help="A column of the imported file (system, model, …), or the source sentence "
                                       "(the Revisiting paper's eq. 1: candidates of one source grouped).")
 
-data = common.scored_frame(selection, chosen_runs)
+data = scored_frame(selection, chosen_runs)
 unscored = [name for name in chosen_runs if data[name].notna().sum() == 0]
 if unscored:
     st.caption(f"No score on these datasets yet, left out: {user_text(', '.join(unscored))}.")
@@ -94,7 +100,7 @@ if unscored:
         st.info("None of these runs has scored these datasets yet.")
         st.stop()
 try:
-    reference = common.graded(selection.url, selection.dataset_ids, kind, campaign_id, column)
+    reference = graded(selection.url, selection.dataset_ids, kind, campaign_id, column)
 except StatsError as error:
     fail(error)
 data["reference"] = reference.reindex(data.index)
@@ -121,14 +127,14 @@ try:
     systems = None if system_column is None else groups(selection.url, selection.dataset_ids, system_column)
     first = None
     if systems is None:  # the coefficients at once, their intervals once the bootstrap is done
-        first = common.correlations(data[chosen_runs], data["reference"], None, 0)
+        first = correlations(data[chosen_runs], data["reference"], None, 0)
         show_table(first)
     with st.spinner(f"Computing the bootstrap intervals of the correlations ({n_boot:,} resamples)…"):
-        table = common.correlations(data[chosen_runs], data["reference"], systems, n_boot, first)
+        table = correlations(data[chosen_runs], data["reference"], systems, n_boot, first)
 except StatsError as error:
     fail(error)
 show_table(table)
-common.download_csv(table[COLUMNS], "correlation.csv")
+download_csv(table[COLUMNS], "correlation.csv")
 
 pivot = table.pivot(index="metric", columns="method", values="r").reindex(columns=list(METHODS)).reset_index()
 long = pivot.melt(id_vars="metric", var_name="method", value_name="r")
@@ -138,8 +144,8 @@ if system_column is None:
     shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
     points = data[[shown_run, "reference"]].dropna().set_axis(["y", "x"], axis=1)
     drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-    texts = common.pairs(selection.url, selection.dataset_ids, True, campaign_id)[["source", "hypothesis"]]
-    labelled = common.hover_labels(selection.url, selection.dataset_ids, campaign_id)
+    texts = store_reads.pairs(selection.url, selection.dataset_ids, True, campaign_id)[["source", "hypothesis"]]
+    labelled = store_reads.hover_labels(selection.url, selection.dataset_ids, campaign_id)
     drawn = drawn.join(texts).assign(labels=drawn.index.map(labelled).fillna("none"))
     drawn = drawn.rename_axis("pair_id").reset_index()  # on hover: the pair, its sentences, every label
     picked = charts.draw("scatter", drawn, {"x": "reference", "y": shown_run, "pair_id": "pair"},
@@ -157,14 +163,14 @@ first = left.selectbox("Run", chosen_runs, index=0, key="correlation_first")
 second = right.selectbox("against", chosen_runs, index=1, key="correlation_second")
 method = how.selectbox("Coefficient", list(METHODS), key="correlation_method")
 # a distance is negated so that both correlations measure agreement with the humans
-oriented = common.oriented(data, (first, second), runs)
+oriented = analysis_figures.oriented(data, (first, second), runs)
 try:
     if system_column is None:
-        found = common.correlation_difference(oriented[first], oriented[second], data["reference"], method, n_boot)
+        found = correlation_difference(oriented[first], oriented[second], data["reference"], method, n_boot)
     else:
         means = system_means(pd.DataFrame(oriented), data["reference"],
                              groups(selection.url, selection.dataset_ids, system_column))
-        found = common.correlation_difference(means[first], means[second], means["reference"], method, n_boot,
+        found = correlation_difference(means[first], means[second], means["reference"], method, n_boot,
                                               len(means))
 except StatsError as error:
     fail(error)

@@ -8,9 +8,12 @@ from db.analysis import pair_detail
 from db.export import pair_aggregation
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
-from pages import analysis_common as common
+from pages import store_reads
+from pages.model_threshold import threshold_input
+from pages.selection import scored_frame, sidebar
+from pages.tables import download_csv
 from pages.explain_view import why_this_score
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, get_engine, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements, item_slots
 from pluie_core.visible import visible_text
@@ -26,9 +29,9 @@ CAPTION = "font-size:0.8rem;color:light-dark(#57606a,#9aa3ad);margin-bottom:2px"
 
 st.title("Disagreements")
 mode = st.radio("Disagreements between", list(MODES), format_func=MODES.get, horizontal=True, key="disagreement_mode")
-selection = common.sidebar(run="required" if mode == "model" else "optional", reference=mode == "model")
-labels = common.labels(selection.url, selection.dataset_ids, selection.campaign_id)
-pairs = common.scored_frame(selection, texts=True)
+selection = sidebar(run="required" if mode == "model" else "optional", reference=mode == "model")
+labels = store_reads.labels(selection.url, selection.dataset_ids, selection.campaign_id)
+pairs = scored_frame(selection, texts=True)
 labelled_by = st.sidebar.multiselect("Only pairs labelled by", sorted(labels["annotator"].unique()), key="disagreement_annotators")
 if labelled_by:
     pairs = pairs[pairs.index.isin(labels.loc[labels["annotator"].isin(labelled_by), "pair_id"])]
@@ -40,7 +43,7 @@ if mode == "model":
     if pairs[score].notna().sum() == 0:
         st.info(f"No {shown_score} score on these pairs yet.")
         st.stop()
-    threshold = common.threshold_input(selection, "disagreement_threshold")
+    threshold = threshold_input(selection, "disagreement_threshold")
     reference = user_text(selection.reference.describe())  # may name an annotator
     table = disagreements(pairs, score, "reference", threshold, bool(run["higher_is_similar"]))
     table = table.rename(columns={"reference": "reference label", "prediction": "model label"})
@@ -80,7 +83,7 @@ table = table[shown]
 marked = {side: table[side].head(MAX_LISTED).map(visible_text, na_action="ignore") for side in ("source", "hypothesis")}
 st.dataframe(table.head(MAX_LISTED).assign(**marked), width="stretch", column_config={  # the CSV keeps them as stored
     "source": st.column_config.TextColumn(width="medium"), "hypothesis": st.column_config.TextColumn(width="medium")}, placeholder="—")
-common.download_csv(table, f"disagreements_{mode}.csv", index=True)
+download_csv(table, f"disagreements_{mode}.csv", index=True)
 if len(table) > MAX_LISTED:
     st.caption(f"The first {MAX_LISTED} of {len(table):,} pairs are listed; the CSV has them all.")
 
@@ -97,7 +100,7 @@ def describe(rank: int) -> str:
 # one selector per mode: the humans' list never shows the place (or the pair) chosen in the model's list
 rank = st.selectbox("Pair", range(len(listed)), format_func=describe, key=f"disagreement_pair_{mode}")
 pair_id = int(listed.index[rank])
-detail = pair_detail(common.get_engine(), pair_id, selection.choices.annotators)
+detail = pair_detail(get_engine(), pair_id, selection.choices.annotators)
 source, hypothesis = diff_html(detail["pair"]["source"], detail["pair"]["hypothesis"])
 st.html(f"<div style='{BOX}'><div style='{CAPTION}'>Source</div><div>{source}</div>"
         f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
@@ -112,6 +115,6 @@ for column, title, table, empty in zip(st.columns(2), ("Labels", "Scores"), (det
             st.caption(empty)
         else:
             st.dataframe(table, hide_index=True, width="stretch", placeholder="—")
-why_this_score(common.get_engine(), pair_id, detail["pair"]["source"], detail["pair"]["hypothesis"], key="disagreements")
-common.download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
+why_this_score(get_engine(), pair_id, detail["pair"]["source"], detail["pair"]["hypothesis"], key="disagreements")
+download_csv(pd.concat([detail["labels"].assign(row="label"), detail["scores"].assign(row="score")]),
                     f"pair_{pair_id}.csv", "Download this pair's labels and scores (CSV)")

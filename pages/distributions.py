@@ -6,7 +6,9 @@ import streamlit as st
 
 from db.analysis import pairs_detail
 from pluie_core.analysis import natural_threshold
-from pages import analysis_common as common, charts
+from pages import charts, store_reads
+from pages.selection import scored_frame, sidebar
+from pages.tables import download_csv, file_stem, plus_minus
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
@@ -17,7 +19,7 @@ EDIT = "normalised edit distance"
 MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
+@st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner=False)
 def per_class_tables(tables: pd.DataFrame, table_runs: list, dataset_col):
     """The two tables below (0.25 s a run at 100,000 pairs), cached on their inputs: the Pearson r of each
     score with the edit distance inside each class, and each score's mean and standard deviation per class."""
@@ -27,10 +29,10 @@ def per_class_tables(tables: pd.DataFrame, table_runs: list, dataset_col):
 
 
 st.title("Distributions")
-selection = common.sidebar(run="required", reference=True)
+selection = sidebar(run="required", reference=True)
 score = selection.run["name"]
-data = common.scored_frame(selection, texts=True)  # the sentences: on hover and in the selected pairs
-data[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(data.index)
+data = scored_frame(selection, texts=True)  # the sentences: on hover and in the selected pairs
+data[EDIT] = store_reads.edit_distances(selection.url, selection.dataset_ids).reindex(data.index)
 data = data.dropna(subset=[score, "reference"])
 if data.empty:
     st.info(f"No pair of these datasets has both a {user_text(score)} score and a reference label yet.")
@@ -54,11 +56,11 @@ bins = st.slider("Histogram bins", 10, 200, 50, key="distribution_bins")
 natural = natural_threshold(selection.run["kind"])
 marks = [] if natural is None else [(natural, "#d62728", "natural threshold", False)]
 charts.selectable_class_histogram(points, score, bins, f"{score} per class", marks, "histogram", read_pairs)
-common.download_csv(points[columns], f"scores_per_class_{common.file_stem(score)}.csv", "Download the figures' data (CSV)")
+download_csv(points[columns], f"scores_per_class_{file_stem(score)}.csv", "Download the figures' data (CSV)")
 
 st.subheader("Score against edit distance")
 drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
-labelled = common.hover_labels(selection.url, selection.dataset_ids, selection.campaign_id)
+labelled = store_reads.hover_labels(selection.url, selection.dataset_ids, selection.campaign_id)
 drawn = drawn.assign(labels=drawn["pair_id"].map(labelled).fillna("none"))  # every label, on hover
 picked = charts.draw(
     "class_scatter", drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS,
@@ -74,8 +76,8 @@ table_runs = st.multiselect("Scores in the tables", runs, default=[score],
                             key=f"distribution_table_runs_{int(selection.run['id'])}")
 per_dataset = data["dataset"].nunique() > 1 and st.checkbox("Per dataset", value=True, key="distribution_per_dataset")
 dataset_col = "dataset" if per_dataset else None
-tables = common.scored_frame(selection, table_runs)
-tables[EDIT] = common.edit_distances(selection.url, selection.dataset_ids).reindex(tables.index)
+tables = scored_frame(selection, table_runs)
+tables[EDIT] = store_reads.edit_distances(selection.url, selection.dataset_ids).reindex(tables.index)
 tables["class"] = tables["reference"].map(CLASSES)
 
 correlation, summary = per_class_tables(tables[[*dict.fromkeys([*table_runs, EDIT, "class", "dataset"])]], table_runs,
@@ -83,9 +85,9 @@ correlation, summary = per_class_tables(tables[[*dict.fromkeys([*table_runs, EDI
 st.markdown("**Pearson r between each score and the edit distance inside each class** (paper, table 4)")
 st.dataframe(correlation.assign(p_value=correlation["p_value"].map(format_p)), hide_index=True, width="stretch",
              column_config={"r": st.column_config.NumberColumn(format="%.3f")}, placeholder="—")
-common.download_csv(correlation, "edit_distance_correlation.csv")
+download_csv(correlation, "edit_distance_correlation.csv")
 
 st.markdown("**Mean ± standard deviation per class** (paper, table 1)")
-summary["mean ± std"] = common.plus_minus(summary["mean"], summary["std"])
+summary["mean ± std"] = plus_minus(summary["mean"], summary["std"])
 st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
-common.download_csv(summary, "class_summary.csv")
+download_csv(summary, "class_summary.csv")

@@ -13,7 +13,7 @@ from db.export import (
     final_source_counts, pair_aggregation,
 )
 from db.publish import ZIP_DOWNLOAD_LIMIT, PublishError, dataset_zip, default_folder, folder_bytes, publish_dataset
-from pages import analysis_common as common
+from pages import store_reads
 from pages import scope as scopes
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import (
@@ -37,7 +37,7 @@ campaigns = {c.id: c.name for c in campaign_list}
 left, right = st.columns(2)
 # the scope of every page (pages.scope): a campaign — only its pairs (its queue, gold pairs and the pairs
 # labelled in it) and only the labels given in it — or whole datasets
-shared_scope = scopes.pick(common.store_key(), {d.id: d.name for d in datasets}, where=left)
+shared_scope = scopes.pick(store_reads.store_key(), {d.id: d.name for d in datasets}, where=left)
 campaign_id = shared_scope.campaign_id if shared_scope.campaign_id in campaigns else None
 # a campaign's export is its pairs, whichever dataset holds them (a gold pair from elsewhere too)
 chosen = list(names) if campaign_id is not None else [d.name for d in datasets if d.id in shared_scope.dataset_ids]
@@ -149,7 +149,8 @@ st.subheader("Publish as a dataset")
 ZIP_NOW_BYTES = 32 * 1024 * 1024  # a published folder up to this is zipped with the page, a larger one on the click
 st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "
            "as Parquet and Arrow, and a dataset card (README.md) written from the store — protocol, scale and "
-           "binarisation, pairs, annotators, labels per pair, the campaign (its selection and gold checks), Krippendorff's α with 95% intervals, how the final "
+           "binarisation, pairs, annotators, labels per pair, the campaign (its selection and gold checks), "
+           "Krippendorff's α with 95% intervals, how the final "
            "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory; "
            "then offered here as a .zip download too.")
 # the suggested folder is stamped once per session and export: a default that changed with every

@@ -4,7 +4,8 @@ import streamlit as st
 from db.analysis import LABELS_COUNTED
 from db.datasets import RenameRefused, delete_dataset, rename_dataset
 from db.limits import NAME_LENGTH
-from pages import analysis_common as common
+from pages import store_reads
+from pages.home_cache import store_overview
 from pages.shared import admin_page, user_text
 from pluie_core.roles import NotAllowed
 from pluie_core.wording import one_line
@@ -14,7 +15,7 @@ st.title("PLUIE Lab")
 st.caption("Label sentence pairs, score them with PLUIE, and see where people and the metric agree.")
 
 
-totals, overview = common.store_overview(common.store_key())  # read ahead, cached on the store's state
+totals, overview = store_overview(store_reads.store_key())  # read ahead, cached on the store's state
 cols = st.columns(4)
 for col, (name, value) in zip(cols, totals.items()):
     col.metric(name.capitalize(), f"{value:,}", help=f"Labels: {LABELS_COUNTED}." if name == "labels" else None)
@@ -38,7 +39,8 @@ st.dataframe(
     column_config={
         "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
         "scoring": st.column_config.ProgressColumn(
-            "scored", format="percent", min_value=0, max_value=1, help="scores written / scores queued, over the active and paused runs (failed and cancelled ones left out)"
+            "scored", format="percent", min_value=0, max_value=1,
+            help="scores written / scores queued, over the active and paused runs (failed and cancelled ones left out)"
         ),
         "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
         "labels": st.column_config.NumberColumn("labels", help=f"Labels of the dataset's pairs: {LABELS_COUNTED}."),

@@ -9,7 +9,7 @@ from db import quality as qual
 from db.access import NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
-from pages import analysis_common as common
+from pages import store_reads
 from pages import scope as scopes
 from pages.shared import admin_page, user_text
 from pluie_core.agreement import AGREEMENT_RULE
@@ -27,7 +27,7 @@ if not campaigns:
 by_id = {c.id: c for c in campaigns}
 c1, c3, c2 = st.columns([3, 1, 1])
 # the session's scope (pages.scope): the campaign chosen on any page, else the one with the latest label
-chosen = scopes.pick_campaign(common.store_key(), c1,
+chosen = scopes.pick_campaign(store_reads.store_key(), c1,
                               lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)") if i in by_id else str(i))
 if chosen not in by_id:  # created since the scope's list was read
     chosen = campaigns[0].id

@@ -64,7 +64,8 @@ if result.total == 0:
     st.info("No pair of this dataset matches: loosen the search or the filters.")
     st.stop()
 first = result.page * PAGE_SIZE
-st.caption(f"{result.total:,} {'pair matches' if result.total == 1 else 'pairs match'} · {first + 1:,}–{first + len(result.rows):,} · page {result.page + 1:,} "
+st.caption(f"{result.total:,} {'pair matches' if result.total == 1 else 'pairs match'} · "
+           f"{first + 1:,}–{first + len(result.rows):,} · page {result.page + 1:,} "
            f"of {result.n_pages:,}. pair_id is the id Review, Disagreements, the export and gold checks use; "
            "external_id is the file's own. Click a row to open that pair below.")
 rows = result.rows.astype({"external_id": object}).fillna({"external_id": "—", "final_level": "—"})

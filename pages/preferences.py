@@ -7,7 +7,9 @@ import streamlit as st
 from db.datasets import ImportRejected
 from db.limits import NAME_LENGTH
 from db.preferences import import_preference_file
-from pages import analysis_common as common
+from pages import store_reads
+from pages.preferences_cache import preference_agreement, preference_datasets, preferences
+from pages.tables import download_csv
 from pages.shared import admin_page, user_text
 from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES
 from pluie_core.io import PairFileError
@@ -16,8 +18,8 @@ engine = admin_page("table")
 
 
 st.title("Preference agreement")
-url = common.store_key()
-with st.expander("Import preference data", expanded=common.preference_datasets(url).empty):
+url = store_reads.store_key()
+with st.expander("Import preference data", expanded=preference_datasets(url).empty):
     st.markdown("A file with one row per choice: **source**, **candidate_a**, **candidate_b** and **preferred** "
                 "(A, B or tie; both / neither count as tie), as CSV, TSV, JSON, JSONL or Excel, optional "
                 "**system_a** / **system_b** naming the candidates' systems; or a ParaReval JSONL file. Each "
@@ -34,18 +36,18 @@ with st.expander("Import preference data", expanded=common.preference_datasets(u
             st.success(f"Imported {done.n_preferences:,} preferences as {done.n_pairs:,} pairs in "
                        f"'{user_text(done.dataset_name)}'; {done.n_queued:,} scores queued.")
 
-available = common.preference_datasets(url)
+available = preference_datasets(url)
 if available.empty:
     st.info("No preference data yet: import a file above.")
     st.stop()
-runs = common.choices(url, preference_runs=True).runs  # LLM-choice runs too
+runs = store_reads.choices(url, preference_runs=True).runs  # LLM-choice runs too
 names = st.multiselect("Preference datasets", available["name"].tolist(), default=available["name"].tolist(),
                        key="preference_datasets")
 if not names:
     st.info("Choose at least one preference dataset.")
     st.stop()
 dataset_ids = tuple(int(i) for i in available.loc[available["name"].isin(names), "id"])
-items = common.preferences(url, dataset_ids)
+items = preferences(url, dataset_ids)
 human = items["preferred"].value_counts(normalize=True).reindex(list(CHOICES), fill_value=0)
 st.caption(f"{len(items):,} human choices: " + ", ".join(f"{c} {share:.0%}" for c, share in human.items()))
 if runs.empty:
@@ -57,7 +59,7 @@ if not chosen:
     st.stop()
 
 direction = runs.set_index("name")["higher_is_similar"].astype(bool).to_dict()
-table = common.preference_agreement(url, dataset_ids, tuple(int(i) for i in runs.set_index("name").loc[chosen, "id"]),
+table = preference_agreement(url, dataset_ids, tuple(int(i) for i in runs.set_index("name").loc[chosen, "id"]),
                                     tuple(chosen), direction)
 st.dataframe(table, hide_index=True, width="stretch", column_config={
     "accuracy": st.column_config.NumberColumn("pair accuracy (ε = 0)", format="%.3f"),
@@ -71,4 +73,4 @@ st.caption("A run prefers the candidate it scores as more similar (higher; lower
            "when the two scores differ by at most ε. Tie calibration (Deutsch et al. 2023) picks the ε that "
            "maximises pairwise accuracy with ties counted; Cramér's V and κ compare the run's choices at that ε "
            "(A, B, tie) with the people's. Items whose two pairs are not both scored yet are left out (n).")
-common.download_csv(table[AGREEMENT_COLUMNS], "preference_agreement.csv")
+download_csv(table[AGREEMENT_COLUMNS], "preference_agreement.csv")

@@ -9,7 +9,8 @@ import streamlit as st
 from db import access, review
 from db.datasets import list_datasets
 from db.engine import StoreUnavailable
-from pages import analysis_common as common
+from pages import store_reads
+from pages.review_cache import review_queue
 from pages import scope as scopes
 from pages import keep
 from pages.explain_view import why_this_score
@@ -44,7 +45,7 @@ else:  # a store without accounts: the reviewer names themselves, as before
                                      help="Your name: every decision records who took it. "
                                           "Remembered on this browser until it is closed.")
 # the scope of every page (pages.scope): a campaign (its labels and flags only) or whole datasets
-store_key = common.store_key()  # the store's state, read once a run
+store_key = store_reads.store_key()  # the store's state, read once a run
 scope = scopes.pick(store_key, {d.id: d.name for d in datasets})
 show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")
 ORDERS = {None: "Review order (flagged, across the boundary, spread)",
@@ -55,7 +56,7 @@ order = st.sidebar.selectbox("Order", list(ORDERS), format_func=ORDERS.get, key=
                                   "aggregation method: the pairs a method is least sure of come first.")
 
 
-queue = common.review_queue(store_key, tuple(sorted(scope.dataset_ids)), show, order, scope.campaign_id)
+queue = review_queue(store_key, tuple(sorted(scope.dataset_ids)), show, order, scope.campaign_id)
 if st.session_state.get(FLASH):
     st.success(st.session_state.pop(FLASH))
 if st.session_state.get(ERROR):

@@ -7,7 +7,9 @@ import streamlit as st
 
 from db.datasets import ImportRejected
 from db.evaluation import PARAPHRASUS, assign_challenge, benchmark_datasets, import_benchmark
-from pages import analysis_common as common
+from pages import store_reads
+from pages.scorecard_cache import scorecard_pairs
+from pages.tables import download_csv, file_stem
 from pages.shared import admin_page, user_text
 from pluie_core.analysis import natural_threshold
 from pluie_core.evaluation.paraphrasus import (
@@ -21,17 +23,17 @@ st.title("PARAPHRASUS scorecard")
 st.caption("Errors as the PARAPHRASUS paper defines them: Classify! = share of wrong predictions, Minimize! = share "
            "of pairs predicted paraphrase, Maximize! = share predicted non-paraphrase; each challenge is the "
            "unweighted mean of its datasets, Err̄ the mean of the three challenges. Lower is better.")
-url = common.store_key()
+url = store_reads.store_key()
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner=False)
+@st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner=False)
 def datasets(url: str) -> pd.DataFrame:
     return benchmark_datasets(engine)
 
 
 if st.sidebar.button("Reload data", help="Read the store again (new scores show up within a minute anyway)."):
     st.cache_data.clear()
-    common.scorecard_pairs.clear()
+    scorecard_pairs.clear()
 table = datasets(url)
 with st.expander("Import the benchmark", expanded=table["benchmark"].isna().all()):
     st.caption("The PARAPHRASUS files (ms-mrpc.json, paws-x-test.json, the NLI files in both directions, …) are "
@@ -85,7 +87,7 @@ benchmarks = sorted(table["benchmark"].dropna().unique())
 if not benchmarks:
     st.info("No benchmark yet: import the PARAPHRASUS files above, or put datasets in challenges.")
     st.stop()
-runs = common.choices(url).runs
+runs = store_reads.choices(url).runs
 with st.sidebar:
     chosen = st.selectbox("Benchmark", benchmarks, key="scorecard_benchmark")
     run_name = st.selectbox("Score run", runs["name"].tolist(), key="scorecard_run") if not runs.empty else None
@@ -103,7 +105,7 @@ if run_name is None:
     st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when the benchmark's pairs are scored.")
     st.stop()
 run = runs[runs["name"] == run_name].iloc[0]
-frame = common.scorecard_pairs(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
+frame = scorecard_pairs(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
 higher = bool(run["higher_is_similar"])
 natural = natural_threshold(run["kind"])
 classify = members.loc[members["challenge"] == "Classify!", "name"].tolist()
@@ -152,13 +154,13 @@ st.dataframe(card.table2(run_name).rename(columns=short_names, level=1).round(1)
 shown = card.datasets.assign(error=(card.datasets["error"] * 100).round(1)).rename(columns={
     "error": "error %", "predicted_paraphrases": "predicted paraphrase", "unscored": "not scored yet"})
 st.dataframe(shown, hide_index=True, width="stretch", placeholder="—")
-common.download_csv(card.table(), f"scorecard_{common.file_stem(chosen)}_{common.file_stem(run_name)}.csv")
+download_csv(card.table(), f"scorecard_{file_stem(chosen)}_{file_stem(run_name)}.csv")
 if not card.languages.empty:
     st.subheader("Per language")
     st.caption("The paper's Tables 6-7: each dataset's error per language, for the pairs with a language field.")
     languages = card.languages.assign(error=card.languages["error"] * 100)
     st.dataframe(languages.pivot(index="dataset", columns="language", values="error").round(1), width="stretch", placeholder="—")
-    common.download_csv(card.languages, f"scorecard_languages_{common.file_stem(run_name)}.csv")
+    download_csv(card.languages, f"scorecard_languages_{file_stem(run_name)}.csv")
 
 st.subheader("Every score run (Table 2)")
 st.caption("One row per run with scores on every dataset: PLUIE runs at their natural threshold, the others "

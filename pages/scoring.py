@@ -10,7 +10,7 @@ from pages.run_forms import baseline_run_form, judge_run_form, pluie_run_form
 from pages.shared import admin_page, user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.roles import NotAllowed
-from worker import ensure_worker_running
+from worker_launch import ensure_worker_running
 
 engine = admin_page("table")
 REFRESH_SECONDS = 2

@@ -9,7 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from pluie_core.analysis import natural_threshold
-from pages import analysis_common as common, charts
+from pages import charts, store_reads
+from pages.selection import scored_frame, sidebar
+from pages.tables import download_csv, file_stem, plus_minus
+from pages.thresholds_cache import threshold_figures
 from db.analysis import pairs_detail
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.stats import PAPER_PER_CLASS, StatsError, StatsWarning, metrics_at, mixed_balanced_draw
@@ -22,11 +25,11 @@ MAX_POINTS = 400  # points of each curve drawn: more than a chart's width in pix
 COLOURS = {"accuracy": "#f28e2b", "f1": "#1f77b4", "recall": "#8c8c8c", "precision": "#9467bd"}
 
 st.title("Thresholds")
-selection = common.sidebar(run="required", reference=True)
+selection = sidebar(run="required", reference=True)
 run = selection.run
 score, higher = run["name"], bool(run["higher_is_similar"])
 natural = natural_threshold(run["kind"])
-data = common.scored_frame(selection).dropna(subset=[score, "reference"])
+data = scored_frame(selection).dropna(subset=[score, "reference"])
 st.caption(f"**{user_text(score)}** against {user_text(selection.reference.describe())} · {len(data):,} pairs with both a score and a "
            f"reference · {'higher' if higher else 'lower'} scores mean more similar.")
 if data.empty:
@@ -37,7 +40,7 @@ if data.empty:
 
 reference = selection.reference
 try:
-    curve, best, auc, per_dataset = common.threshold_figures(
+    curve, best, auc, per_dataset = threshold_figures(
         selection.url, selection.dataset_ids, int(run["id"]), reference.kind, reference.annotator,
         float(reference.gold_cut), higher, natural, selection.campaign_id)
 except StatsError as error:
@@ -71,7 +74,7 @@ for name, threshold, colour in [("best", best["threshold"], "#2ca02c"), ("natura
 charts.draw("threshold_curve", drawn, x, score if x == "threshold" else "rank of the pair",
             {name: COLOURS[name] for name in FIGURES}, marks, f"{score}: classification quality by threshold",
             key="threshold_curve")
-common.download_csv(curve, f"threshold_curve_{common.file_stem(score)}.csv", "Download curve data (CSV)")
+download_csv(curve, f"threshold_curve_{file_stem(score)}.csv", "Download curve data (CSV)")
 
 st.subheader("Scores per class")
 points = data.assign(**{"class": data["reference"].map(charts.CLASSES)}).rename_axis("pair_id").reset_index()
@@ -85,12 +88,12 @@ rows = {"best (a posteriori)": best} | ({"natural": at_natural} if at_natural el
 compare = pd.DataFrame(rows).T[["threshold", "tie_low", "tie_high", "accuracy", "f1", "precision", "recall",
                                  "tp", "fp", "tn", "fn", "n"]]
 st.dataframe(compare, width="stretch", placeholder="—")
-common.download_csv(compare, "natural_vs_best.csv", index=True)
+download_csv(compare, "natural_vs_best.csv", index=True)
 
 if per_dataset is not None:
     st.subheader("Per dataset")
     st.dataframe(per_dataset, hide_index=True, width="stretch", placeholder="—")
-    common.download_csv(per_dataset, "thresholds_per_dataset.csv")
+    download_csv(per_dataset, "thresholds_per_dataset.csv")
 
 st.subheader("Mixed balanced draw")
 st.caption("The paper's MBD: the same number of paraphrases and non-paraphrases drawn from every chosen dataset, "
@@ -105,12 +108,12 @@ seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key="mbd_seed")
 if not mbd_runs:
     st.info("Choose at least one score run for the mixed balanced draw.")
     st.stop()
-draw = common.scored_frame(selection, mbd_runs).dropna(subset=[*mbd_runs, "reference"])
+draw = scored_frame(selection, mbd_runs).dropna(subset=[*mbd_runs, "reference"])
 kinds = runs.set_index("name").loc[mbd_runs]
 given = {n: natural_threshold(k) for n, k in kinds["kind"].items() if natural_threshold(k) is not None}
 
 
-@st.cache_data(ttl=common.CACHE_SECONDS, max_entries=common.CACHE_ENTRIES, show_spinner="Drawing the balanced samples…")
+@st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner="Drawing the balanced samples…")
 def balanced_draw(draw: pd.DataFrame, runs: list, n_draws: int, seed: int, per_class: int, given: dict,
                   higher: dict) -> pd.DataFrame:
     """mixed_balanced_draw, cached on the values (0.3 s a run at 1,000,000 pairs)."""
@@ -130,10 +133,10 @@ if table.attrs["note"]:
     st.info(user_text(table.attrs["note"]))
 drawn = int(table["per_class"].iloc[0])
 table["at"] = table["at"].replace({"best": "best (a posteriori)", "given": "natural"})
-shown = table.assign(value=common.plus_minus(table["mean"], table["mean_ci_halfwidth"])
+shown = table.assign(value=plus_minus(table["mean"], table["mean_ci_halfwidth"])
                      + " [" + table["ci_low"].map("{:.3f}".format) + ", " + table["ci_high"].map("{:.3f}".format) + "]")
 shown = shown.pivot(index=["score", "figure"], columns="at", values="value").fillna("")
 st.caption(f"{int(n_draws)} draws of {drawn} pairs per class from each of "
            f"{draw['dataset'].nunique()} dataset(s).")
 st.dataframe(shown, width="stretch", placeholder="—")
-common.download_csv(table, "mixed_balanced_draw.csv")
+download_csv(table, "mixed_balanced_draw.csv")

@@ -63,17 +63,19 @@ def _admin_config() -> dict:
     return {}
 
 
-def _configured_hash() -> Optional[str]:
+def configured_hash() -> Optional[str]:
+    """The admin password's bcrypt hash as configured (PLUIE_ADMIN_PASSWORD_HASH, else pluie_lab.toml's
+    [admin] password_hash), None when there is none."""
     if os.environ.get("PLUIE_ADMIN_PASSWORD_HASH"):
         return os.environ["PLUIE_ADMIN_PASSWORD_HASH"]
     return _admin_config().get("password_hash") or None
 
 
 def admin_password_configured() -> bool:
-    return bool(os.environ.get("PLUIE_ADMIN_PASSWORD")) or _configured_hash() is not None
+    return bool(os.environ.get("PLUIE_ADMIN_PASSWORD")) or configured_hash() is not None
 
 
-def _bcrypt_input(password: str) -> bytes:
+def bcrypt_input(password: str) -> bytes:
     """What bcrypt is given for this password. bcrypt reads at most 72 bytes (and the bcrypt package
     refuses more), so a longer password is first hashed with SHA-256 and given as its 44-character
     base64 text: every byte of it counts, and the hashes of passwords of up to 72 bytes are those
@@ -95,7 +97,7 @@ def check_admin_password(password: str) -> bool:
     if plain:
         return hmac.compare_digest(password.encode("utf-8"), plain.encode("utf-8"))
     try:
-        return bcrypt.checkpw(_bcrypt_input(password), _configured_hash().encode("utf-8"))
+        return bcrypt.checkpw(bcrypt_input(password), configured_hash().encode("utf-8"))
     except ValueError:  # a malformed hash in the configuration matches nothing
         return False
 
@@ -290,8 +292,8 @@ def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUA
 
 def hash_admin_password(password: str) -> str:
     """The value to put in PLUIE_ADMIN_PASSWORD_HASH or `[admin] password_hash` (a password of any
-    length: one over bcrypt's 72 bytes is pre-hashed, see _bcrypt_input)."""
-    return bcrypt.hashpw(_bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
+    length: one over bcrypt's 72 bytes is pre-hashed, see bcrypt_input)."""
+    return bcrypt.hashpw(bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
 
 
 # ---------------------------------------------------------------- organiser sessions
@@ -340,7 +342,7 @@ def session_secret() -> bytes:
 
 def _session_key() -> bytes:
     # the configured password is part of the key: changing it ends every session
-    password = os.environ.get("PLUIE_ADMIN_PASSWORD") or _configured_hash() or ""
+    password = os.environ.get("PLUIE_ADMIN_PASSWORD") or configured_hash() or ""
     context = b"pluie-admin-session\0" + password.encode("utf-8")
     return hmac.new(session_secret(), context, hashlib.sha256).digest()
 

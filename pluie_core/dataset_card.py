@@ -140,7 +140,8 @@ def _campaign_lines(campaign: Optional[dict]) -> list[str]:
              f"- **{_text(campaign['name'])}**, on "
              f"{', '.join(_text(name) for name in campaign['datasets']) or 'no dataset any more'}.",
              # the selection's text names a score run
-             f"- Pairs taken: {_text(campaign['selection_text'])}; of those, {campaign['n_training']:,} training pairs (the same for everyone, shown first) and "
+             f"- Pairs taken: {_text(campaign['selection_text'])}; of those, {campaign['n_training']:,} training pairs "
+             "(the same for everyone, shown first) and "
                f"{campaign['n_queue']:,} pairs in the queue.",
              f"- {_overlap_text(campaign)}, {campaign['quota']:,} pairs per annotator, seed "
              f"{campaign['seed']} (serving order and sample).",
@@ -161,7 +162,8 @@ def _checks_text(rate: float, planned: int, served: list) -> str:
 
 def dataset_card(facts: dict) -> str:
     """README.md of the dataset folder. ``facts``: title, licence, n_pairs, datasets (name,
-    n_pairs, description, optional imported_by: the account that imported it, "" when unknown), annotators (count by English level: {level or "not given": n}),
+    n_pairs, description, optional imported_by: the account that imported it, "" when unknown),
+    annotators (count by English level: {level or "not given": n}),
     n_annotators, n_labels, labels_per_pair ({k: pairs with k labels}), final_sources ({source: n}),
     final_levels ({level: n}), agreement (agreement_figures), runs (name, kind, model, template,
     direction, answers, higher_is_similar, n_scores, optional created_by), include_training, created_at, data_file;

@@ -88,7 +88,7 @@ __all__ = ["load_pairs", "read_table", "read_pair_chunks", "PairChunks", "guess_
            "MAX_BYTES", "MAX_COLUMNS",
            "MAX_EXPANDED_BYTES", "MAX_EXPANSION_RATIO", "MAX_JSON_DEPTH", "MAX_SENTENCE_CHARS"]
 
-# Limits on what a file may hold (README, "Limits"): its size as uploaded; for an Excel workbook,
+# Limits on what a file may hold (docs/user-guide/import.md, "Limits"): its size as uploaded; for an Excel workbook,
 # what it expands to (pluie_core.formats.tables); JSON nesting; one sentence's length. The longest
 # sentence of the shared datasets (a ParaReval paragraph) has 1,876 characters.
 MAX_BYTES = 50 * 1024 * 1024

@@ -80,7 +80,7 @@ def level_name(level: Optional[int]) -> str:
 def majority_level(levels: Iterable[Optional[int]]) -> Optional[int]:
     """Aggregated five-level label of one pair.
 
-    Rules (documented in the README and used by the export):
+    Rules (documented in docs/user-guide/labels-and-export.md and used by the export):
     - "Don't know" and missing labels are ignored; a pair with no other label has none (None).
     - The most frequent level wins.
     - A tie between levels is broken by the median of the tied levels when they are on the

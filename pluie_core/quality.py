@@ -3,7 +3,7 @@
 Pure functions on plain values and DataFrames (no database), so every figure of the live view can be
 recomputed in a notebook. Labels are on the five-level scale (pluie_core.labels): 0-3, 4 = Don't know.
 
-The rules, documented in the README:
+The rules, documented in docs/user-guide/campaigns.md:
 - A campaign with gold rate r plans ``gold_check_count(quota, r, n_gold)`` checks for each annotator
   (r is the share of the pairs served after the training trial that are checks); checks never count in
   the quota. They are served within the pairs the annotator can actually get: at each step
@@ -86,7 +86,8 @@ def served_checks_text(counts) -> str:
 def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: float, streak_length: int,
                    kappa_min: float = 0.2, reliability_min: float = 0.5, min_gold_checks: int = 5) -> None:
     """Refuse a setting out of bounds with a sentence (QualityError): the share of checks 0-0.5, the
-    minimum gold accuracy and reliability 0-1, the minimum κ -1-1, the "too fast" fraction 0.01-0.99, a streak of at least 2, and 1 to 100 gold checks (whole) before gold accuracy judges."""
+    minimum gold accuracy and reliability 0-1, the minimum κ -1-1, the "too fast" fraction 0.01-0.99, a
+    streak of at least 2, and 1 to 100 gold checks (whole) before gold accuracy judges."""
     if not 0 <= gold_rate <= MAX_GOLD_RATE:
         raise QualityError(f"The share of gold checks must lie between 0 and {MAX_GOLD_RATE:g}.")
     if not 0 <= gold_min_accuracy <= 1:

@@ -858,7 +858,8 @@ def mixed_balanced_draw(
         raise StatsError("The mixed balanced draw needs at least one pair per class and dataset.")
 
     def shortfall(n: int) -> str:
-        short = [f"{d!r} ({'paraphrases' if l else 'non-paraphrases'}: {len(r)})" for d, l, r in groups if len(r) < n]
+        short = [f"{d!r} ({'paraphrases' if label else 'non-paraphrases'}: {len(r)})" for d, label, r in groups
+                 if len(r) < n]
         return ", ".join(short) or "the data"
 
     smallest = min(len(rows) for _, _, rows in groups) if groups else 0

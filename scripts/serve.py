@@ -161,7 +161,7 @@ def warm_up(modules: list[str]) -> threading.Thread:
 
 def read_ahead_at_start(timeout: float = 60.0) -> None:
     """Once Streamlit's runtime is up (its caches are the pages'), read the pages' first figures from the
-    store (pages.analysis_common.read_ahead: the Datasets page's counts, the analysis pages' default views;
+    store (pages.read_ahead.read_ahead: the Datasets page's counts, the analysis pages' default views;
     about 5 s at 100,000 pairs and 300,000 labels, 35 s at 1,000,000, on a thread at a lower priority), so
     that the first person to open a page finds them instead of waiting, or sharing the 2 cores with that
     reading, while their page draws. A store that cannot be read is left to the pages to report."""
@@ -173,7 +173,7 @@ def read_ahead_at_start(timeout: float = 60.0) -> None:
             return
         time.sleep(0.1)
     try:
-        from pages.analysis_common import read_ahead_once
+        from pages.read_ahead import read_ahead_once
 
         read_ahead_once().join()
     except Exception:  # noqa: BLE001 - the pages say what is wrong with the store, in their words
@@ -186,7 +186,7 @@ def demo_run_wanted() -> bool:
 
 
 def main(argv: list[str]) -> int:
-    from worker import ensure_worker_running
+    from worker_launch import ensure_worker_running
 
     try:
         ensure_worker_running(demo_run=demo_run_wanted())  # the first start's runs, then the worker

@@ -225,7 +225,7 @@ def test_the_admin_password_becomes_the_owner_admin(store, monkeypatch, how):
     assert not accounts.accounts_in_force(store)
     if how == "plain":
         monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", LONG)
-    else:  # the README's one-liner, given a password of up to 72 bytes
+    else:  # docs/operations.md's one-liner, given a password of up to 72 bytes
         monkeypatch.setenv("PLUIE_ADMIN_PASSWORD_HASH", bcrypt.hashpw(b"the team password", bcrypt.gensalt()).decode())
     password = LONG if how == "plain" else "the team password"
     made = accounts.ensure_owner_from_admin_password(store)

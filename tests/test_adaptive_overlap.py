@@ -11,7 +11,8 @@ from sqlalchemy import select
 from db import adaptive
 from db import annotation as ann
 from db import quality as qual
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.models import Assignment, Campaign, CampaignPair, Label
 from pluie_core.aggregation import binary_vote_share, pair_posterior, wants_another
 from tests.annotation_fixtures import label_at_once, make_dataset, numbered_pairs

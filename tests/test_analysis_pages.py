@@ -70,7 +70,7 @@ def test_every_page_on_an_empty_store_invites_an_import(open_page, name):
 def test_agreement_shows_the_kappas_and_alphas_stats_computes(open_page, engine, store):
     at = only_dataset(open_page("agreement"), "MRPC")
     labels = labels_long(engine)
-    # the README's rules of the five-level scale, applied here by hand: Don't know (4) is missing,
+    # docs/user-guide/labels-and-export.md's rules of the five-level scale, applied here by hand: Don't know (4) is missing,
     # 0-1 -> 0 and 2-3 -> 1; the statistics themselves take plain values
     matrix = label_matrix(labels[labels["dataset"] == "MRPC"], "levels").replace(4, np.nan)
     fleiss_levels = fleiss_kappa(category_counts(matrix, (0, 1, 2, 3)))
@@ -445,7 +445,7 @@ def test_the_large_reads_are_one_shared_frame_per_store_state(open_page, store, 
     hit (a second per run of Agreement at 300,000 labels): two runs get the very same frame, a new
     label gives a new one, and the pages leave them as they found them."""
     from db.analysis import add_labels
-    from pages import analysis_common as common
+    from pages import store_reads as common
 
     key = common.store_key()
     dataset_ids = tuple(int(i) for i in common.choices(key).datasets["id"])

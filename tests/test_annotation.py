@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from db import annotation as ann
-from db.engine import init_db, read_session, write_session
+from db import init_db
+from db.engine import read_session, write_session
 from db.models import Annotator, Assignment, CampaignPair, Label, Score, ScoreRun, TrainingPair
 from pluie_core.auth import check_admin_password, hash_token
 from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order

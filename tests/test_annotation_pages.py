@@ -123,7 +123,7 @@ def test_annotator_flow_profile_training_labels_back_and_thanks(store):
     assert "Your answer was **Slightly similar**" in texts(at)
     at.button(key="answer-3-2").click().run()
     with read_session(store) as s:
-        labels = {(l.level, l.is_training) for l in s.scalars(select(Label).where(Label.annotator_id == aid))}
+        labels = {(label.level, label.is_training) for label in s.scalars(select(Label).where(Label.annotator_id == aid))}
     assert labels == {(0, True), (4, True), (3, False)}
 
     at = app(token)  # a new browser session resumes at the same place
@@ -144,7 +144,7 @@ def test_a_token_opens_only_its_own_queue_and_never_admin_pages(store):
     assert "0 / 3" in at.get("progress")[0].proto.text  # B's own progress, not A's
     assert first_a.top not in texts(at) and first_a.bottom not in texts(at)  # overlap 1: A's pair is not B's
     assert "Campaigns" not in texts(at) and "score" not in texts(at).lower()
-    with pytest.raises(ValueError, match="Known pages: .*annotate.py'\]"):
+    with pytest.raises(ValueError, match=r"Known pages: .*annotate.py'\]"):
         at.switch_page("pages/campaigns.py")  # not even registered in an annotator's navigation
     direct = AppTest.from_file(str(REPO / "pages" / "campaigns.py"), default_timeout=30)
     direct.query_params["token"] = token_b

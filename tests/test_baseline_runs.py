@@ -56,7 +56,7 @@ def test_new_baselines_run_in_the_worker_and_reach_the_views_and_the_export(engi
 
 
 def test_run_options_are_checked_before_anything_is_stored(store_url):
-    from db.engine import init_db
+    from db import init_db
 
     engine = init_db(store_url)
     add_pairs(engine, "d", sentence_pairs(2))

@@ -23,7 +23,7 @@ from db.review import ReviewError, adjudicate
 from db.runs import RunError, create_run
 from pages.shared import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
-from tests.test_store_limits import _counts, _refused  # the store as it was, and the sentence
+from tests.test_store_limits import _refused  # the sentence
 from tests.test_annotation_pages import APP, store  # noqa: F401 (store: the pages' store fixture)
 
 BIG = 2**53 - 1  # the largest whole number a browser's number box sends exactly

@@ -5,10 +5,9 @@ import re
 
 import pytest
 
-from db.engine import init_db
+from db import init_db
 from db.runs import create_run
 from tests.browser import choose_option, wait_for_app  # app_server, browser: tests/conftest.py plugin
-from tests.paths import REPO
 from tests.store_fixtures import add_pairs, sentence_pairs
 
 

@@ -5,7 +5,6 @@ with fixed answers (a saved generation config) make the expected values known in
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +12,8 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.evaluation_reads import preferences_frame
 from db.models import Pair, Score, ScoreRun, WorkItem
 from db.preferences import add_preferences, import_preference_file, preference_partners

@@ -94,7 +94,7 @@ def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(t
     from db import annotation as ann
     from db.cli import main as db_main
     from db.datasets import import_pairs
-    from db.engine import init_db
+    from db import init_db
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     engine = init_db(url)

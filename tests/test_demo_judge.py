@@ -22,7 +22,7 @@ from db.runs import DEFAULT_BASELINES, RunError, create_run, ensure_first_start_
 from pluie_core.cli import main as cli_main
 from pluie_core.gguf_files import DEMO_RUN_NAME, demo_model_path
 from pluie_core.judges import LLMJudge, parse_likert, parse_yes_no
-from pluie_core.scorer import PluieError, PluieScorer, check_model, greedy_generate
+from pluie_core.scorer import PluieError, PluieScorer, check_model
 from tests.store_fixtures import add_pairs
 from tests.test_scorer import model_loss
 
@@ -306,7 +306,7 @@ def test_serve_creates_the_demo_run_on_first_start_unless_opted_out(tmp_path, mo
     """scripts/serve.py (make run) makes the first start's runs before its worker starts."""
     import importlib.util
 
-    import worker as worker_module
+    import worker_launch as launcher
     from db import init_db
     from tests.paths import REPO
 
@@ -318,7 +318,7 @@ def test_serve_creates_the_demo_run_on_first_start_unless_opted_out(tmp_path, mo
         url = f"sqlite:///{tmp_path / f'store{setting}.db'}"
         monkeypatch.setenv("PLUIE_DB_URL", url)
         monkeypatch.setenv("PLUIE_DEMO_RUN", setting)
-        assert worker_module.ensure_worker_running(demo_run=serve.demo_run_wanted()) is None
+        assert launcher.ensure_worker_running(demo_run=serve.demo_run_wanted()) is None
         engine = init_db(url)
         assert (DEMO_RUN_NAME in _run_names(engine)) is expected
         assert len(_run_names(engine)) == (len(DEFAULT_BASELINES) + 1 if expected else 0)  # no worker, no demo: none

@@ -5,7 +5,7 @@ On the tiny model and on the demo judge the variants are compared with ``scorer.
 variant alone. With ``batch_size=1`` every variant goes through the same forward pass, of the same
 shape, as when scored alone: equal to the last bit (``==``). With the scorer's own batches the rows are
 packed together, which changes the order of float32 sums: equal to 1e-6 on the tiny model, and to
-1e-4 on the demo judge (its batched scores are its single scores to ~2e-5: README, tests/test_packed.py).
+1e-4 on the demo judge (its batched scores are its single scores to ~2e-5: docs/library.md, tests/test_packed.py).
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.models import Score, ScoreRun
 from db.runs import RunError, compute_times, create_run, runs_progress, scores_by_pair
 from pluie_core.judges import (

@@ -179,15 +179,15 @@ def test_with_a_password_or_a_chosen_address_the_server_listens_as_asked(monkeyp
 
 def test_a_second_call_in_the_same_process_starts_no_second_worker(tmp_path, monkeypatch):
     """The app page's call finds the worker the launcher started, before it has registered."""
-    import worker as worker_module
+    import worker_launch as launcher
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.delenv("PLUIE_NO_WORKER", raising=False)
-    monkeypatch.delenv(worker_module.STARTED_WORKER_ENV, raising=False)
-    first = worker_module.ensure_worker_running(url, log_path=tmp_path / "worker.log")
+    monkeypatch.delenv(launcher.STARTED_WORKER_ENV, raising=False)
+    first = launcher.ensure_worker_running(url, log_path=tmp_path / "worker.log")
     try:
         assert first is not None
-        assert worker_module.ensure_worker_running(url) is None  # at once: not registered yet
+        assert launcher.ensure_worker_running(url) is None  # at once: not registered yet
         engine = init_db(url)
         assert queue.alive_workers(engine) == []
         engine.dispose()
@@ -195,7 +195,7 @@ def test_a_second_call_in_the_same_process_starts_no_second_worker(tmp_path, mon
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=60)
     # that worker has gone: the next call starts one again
-    second = worker_module.ensure_worker_running(url, log_path=tmp_path / "worker.log")
+    second = launcher.ensure_worker_running(url, log_path=tmp_path / "worker.log")
     assert second is not None
     second.send_signal(signal.SIGTERM)
     second.wait(timeout=60)
@@ -232,7 +232,7 @@ def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(mo
     import threading
 
     import streamlit.web.cli
-    import worker as worker_module
+    import worker_launch as launcher
 
     spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
     serve = importlib.util.module_from_spec(spec)
@@ -253,7 +253,7 @@ def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(mo
     loaded = []
     monkeypatch.setattr(serve, "page_imports", lambda: ["json", "not_a_module_anywhere", "colorsys"])
     monkeypatch.setattr(serve.importlib, "import_module", lambda name: loaded.append(name) or __import__(name))
-    monkeypatch.setattr(worker_module, "ensure_worker_running", lambda **kwargs: None)
+    monkeypatch.setattr(launcher, "ensure_worker_running", lambda **kwargs: None)
     monkeypatch.setattr(streamlit.web.cli, "main", fake_streamlit)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     assert serve.main(["--server.address", "127.0.0.1"]) == 0

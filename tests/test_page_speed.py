@@ -66,28 +66,31 @@ def test_a_labelling_link_asks_for_nothing(engine, app_env):
 
 def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, built_analysis_store, monkeypatch):
     load_built_store(engine, built_analysis_store)
-    from pages import analysis_common as common
+    from pages import agreement_cache, thresholds_cache
+    from pages import store_reads as common
+    from pages.read_ahead import read_ahead
+    from pluie_core import analysis_figures as figures
 
     for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances):
         read.clear()
     common.choices.clear()
-    common.agreement_figures.clear()
+    agreement_cache.agreement_figures.clear()
     calls = {"labels_long": 0, "pairs_frame": 0, "scores_wide": 0}
     common.reference_labels.clear()
-    common.threshold_figures.clear()
+    thresholds_cache.threshold_figures.clear()
     curves = []
-    threshold_curve = common.threshold_curve
-    monkeypatch.setattr(common, "threshold_curve", lambda *args: curves.append(len(args[0])) or threshold_curve(*args))
+    threshold_curve = figures.threshold_curve
+    monkeypatch.setattr(figures, "threshold_curve", lambda *args: curves.append(len(args[0])) or threshold_curve(*args))
     kappas, references = [], []
-    pairwise_kappa, reference_labels = common.pairwise_kappa, common.core.reference_labels
+    pairwise_kappa, reference_labels = figures.pairwise_kappa, common.core.reference_labels
     monkeypatch.setattr(common.core, "reference_labels", lambda *args: references.append(args[2]) or reference_labels(*args))
-    monkeypatch.setattr(common, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
-    common.people_tables.clear()
+    monkeypatch.setattr(figures, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
+    agreement_cache.people_tables.clear()
     summaries, versus = [], []
-    annotator_summary, by_annotator = common.core.annotator_summary, common.human_vs_model_by_annotator
+    annotator_summary, by_annotator = common.core.annotator_summary, figures.human_vs_model_by_annotator
     monkeypatch.setattr(common.core, "annotator_summary",
                         lambda *args: summaries.append(args[1]) or annotator_summary(*args))
-    monkeypatch.setattr(common, "human_vs_model_by_annotator",
+    monkeypatch.setattr(figures, "human_vs_model_by_annotator",
                         lambda *args, **kwargs: versus.append(args[2:]) or by_annotator(*args, **kwargs))
 
     def counted(name):
@@ -101,7 +104,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     for name in calls:
         monkeypatch.setattr(analysis, name, counted(name))
 
-    common.read_ahead().join(120)
+    read_ahead().join(120)
     # labels, the pairs without and with their texts (edit distances), the first run's scores and
     # every run's (Correlation's default). Issue 35: MRPC's gold is 0/1, BIOSSES' a 0–4 score, so the
     # pages of a reference (and the read-ahead) show MRPC's scale first: the pairs, the first run's scores
@@ -162,11 +165,12 @@ def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, a
     review order, as the page opens; the page then draws it without reading it again, and a decision
     (a new store state) gives a queue read afresh."""
     from db import review
-    from pages import analysis_common as common
+    from pages import review_cache, store_reads
+    from pages.read_ahead import read_ahead
 
     load_built_store(engine, built_analysis_store)
-    common.review_queue.clear()
-    common.choices.clear()
+    review_cache.review_queue.clear()
+    store_reads.choices.clear()
     computed = []
     original = review.review_queue
 
@@ -175,7 +179,7 @@ def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, a
         return original(*args, **kwargs)
 
     monkeypatch.setattr(review, "review_queue", counted)
-    common.read_ahead().join(120)
+    read_ahead().join(120)
     assert len(computed) == 1
     expected = original(engine)
     assert len(expected) > 0
@@ -198,7 +202,8 @@ def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(engine, app_e
     """A read-ahead that outlives its store (the app pointed at another one: in the tests, the next
     test's) reads no more of it: it would open the other store on its own thread meanwhile."""
     load_built_store(engine, built_analysis_store)
-    from pages import analysis_common as common
+    from pages import store_reads as common
+    from pages.read_ahead import read_ahead
 
     for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances):
         read.clear()
@@ -214,18 +219,19 @@ def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(engine, app_e
     monkeypatch.setattr(analysis, "labels_long", labels_then_elsewhere)
     monkeypatch.setattr(analysis, "pairs_frame", lambda *args, **kwargs: read.append("pairs"))
     monkeypatch.setattr(analysis, "scores_wide", lambda *args, **kwargs: read.append("scores"))
-    common.read_ahead().join(60)
+    read_ahead().join(60)
     assert read == ["labels"]
 
 
 def test_read_ahead_on_an_empty_store_reads_nothing_and_fails_nowhere(engine, app_env, monkeypatch, caplog):
-    from pages import analysis_common as common
+    from pages import store_reads
+    from pages.read_ahead import read_ahead
 
-    common.choices.clear()
+    store_reads.choices.clear()
     read = []
     monkeypatch.setattr(analysis, "labels_long", lambda *args, **kwargs: read.append(args))
-    with caplog.at_level("DEBUG", logger="pages.analysis_common"):
-        thread = common.read_ahead()
+    with caplog.at_level("DEBUG", logger="pages.read_ahead"):
+        thread = read_ahead()
         thread.join(60)
     assert not thread.is_alive()
     assert read == []  # no dataset: nothing to read
@@ -238,17 +244,20 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     every run: the coefficients, their bootstrap intervals and the first two runs' paired test, 1.3 s at
     100,000 pairs) are read ahead too: the pages then compute none of it again, and show what a
     computation of the store now gives."""
-    from pages import analysis_common as common
+    from pages import correlation_cache, home_cache, store_reads
+    from pages.read_ahead import read_ahead
+    from pluie_core import analysis_figures
     from pluie_core.evaluation.correlation import correlate
 
     load_built_store(engine, built_analysis_store)
-    for cached in (common.store_overview, common.graded_values, common.correlations, common.correlation_difference,
-                   common.choices, common._pairs, common.scores):
+    for cached in (home_cache.store_overview, correlation_cache.graded_values, correlation_cache.correlations,
+                   correlation_cache.correlation_difference, store_reads.choices, store_reads._pairs, store_reads.scores):
         cached.clear()
     from db import datasets
 
     counted = {"store_totals": 0, "correlate": 0, "compare_correlations": 0}
-    for module, name in ((datasets, "store_totals"), (common, "correlate"), (common, "compare_correlations")):
+    for module, name in ((datasets, "store_totals"), (analysis_figures, "correlate"),
+                         (correlation_cache, "compare_correlations")):
         original = getattr(module, name)
 
         def count(*args, _name=name, _original=original, **kwargs):
@@ -256,8 +265,8 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
             return _original(*args, **kwargs)
         monkeypatch.setattr(module, name, count)
 
-    common.read_ahead().join(120)
-    runs = common.choices(common.store_key()).runs
+    read_ahead().join(120)
+    runs = store_reads.choices(store_reads.store_key()).runs
     assert len(runs) >= 2  # so the paired test is part of the first view
     assert counted == {"store_totals": 1, "correlate": 2, "compare_correlations": 1}  # n_boot 0, then 1000
 

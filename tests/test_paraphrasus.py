@@ -358,17 +358,18 @@ def test_the_scorecards_pairs_are_read_ahead_and_the_page_reads_them_no_more(ben
     """The read-ahead reads the Scorecard page's first view (the first benchmark in the paper's order,
     every run): the page then draws its scorecard without reading the benchmark's pairs again."""
     from db import evaluation
-    from pages import analysis_common as common
+    from pages import scorecard_cache, store_reads
+    from pages.read_ahead import read_ahead
 
     url, _, _ = benchmark_store
     monkeypatch.setenv("PLUIE_DB_URL", url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    common.scorecard_pairs.clear()
-    common.choices.clear()
+    scorecard_cache.scorecard_pairs.clear()
+    store_reads.choices.clear()
     read = []
     scorecard_frame_ = evaluation.scorecard_frame
     monkeypatch.setattr(evaluation, "scorecard_frame", lambda *args: read.append(args[1]) or scorecard_frame_(*args))
-    common.read_ahead().join(120)
+    read_ahead().join(120)
     assert len(read) == 1 and len(read[0]) == 10  # the ten datasets of PARAPHRASUS
     at = page(url)
     assert len(read) == 1 and "Err̄" in [m.label for m in at.metric]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.models import ScoreRun
 from db.runs import create_run, scores_by_pair
 from pluie_core.hardware import LLAMA_3_70B, MISTRAL_7B, PLACEMENTS, SMALL_MODEL, placement_label, suggest_model

@@ -260,15 +260,18 @@ def test_preference_kappa_is_sklearns_on_random_choices_and_nan_where_it_is_unde
 def test_the_preferences_pages_first_view_is_read_ahead(engine, preference_store, open_preferences, monkeypatch):
     """The read-ahead computes the Preferences page's default table (every preference dataset, every
     run): the page then draws it without calibrating any run again."""
-    from pages import analysis_common as common
+    from pages import preferences_cache, store_reads
+    from pages.read_ahead import read_ahead
+    from pluie_core import analysis_figures
 
-    for cached in (common.preference_datasets, common.preferences, common.preference_agreement, common.choices):
+    for cached in (preferences_cache.preference_datasets, preferences_cache.preferences,
+                   preferences_cache.preference_agreement, store_reads.choices):
         cached.clear()
     calibrated = []
-    agreement_table = common.agreement_table
-    monkeypatch.setattr(common, "agreement_table",
+    agreement_table = analysis_figures.agreement_table
+    monkeypatch.setattr(analysis_figures, "agreement_table",
                         lambda *args: calibrated.append(tuple(args[4])) or agreement_table(*args))
-    common.read_ahead().join(60)
+    read_ahead().join(60)
     assert calibrated == [("hand distance", "hand score")]
     at = open_preferences()
     assert calibrated == [("hand distance", "hand score")]  # nothing computed again

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import init_db, read_session, write_session
+from db import init_db
+from db.engine import read_session, write_session
 from db.models import Score, ScoreRun, WorkItem
 from db.runs import (
     DEFAULT_BASELINES, RunError, cancel_run, create_run, ensure_default_runs, pause_run, resume_run,

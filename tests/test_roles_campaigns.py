@@ -12,7 +12,7 @@ from db import annotation as ann
 from db import quality as qual
 from db import review
 from db.engine import read_session
-from db.models import Activity, Adjudication, Base, Campaign
+from db.models import Activity, Adjudication, Base
 from pluie_core.roles import OPEN, Actor, NotAllowed
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.paths import REPO
@@ -99,7 +99,7 @@ def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_s
         ann.create_annotators(engine, fixture[0], ["bob"])
     assert store_rows(engine) == before
     # the annotator's own writes need no account: the personal link works with accounts in force
-    cid, aid = fixture[0], fixture[3]
+    aid = fixture[3]
     with access.acting_as(access.NOBODY):
         ann.set_annotator_profile(engine, aid, "Ann", "good")
         item = ann.serve_next(engine, aid)

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
 from db import annotation as ann
-from db.datasets import datasets_overview, import_pairs
+from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import ScoreRun
 from db.queue import fail_run
@@ -286,7 +286,7 @@ def test_7_the_long_export_has_every_label_and_the_wide_one_integers_and_the_pag
     long = export_labels(engine, include_training=True)
     assert len(long) == n_labels and long["is_training"].sum() == 4
     with read_session(engine) as session:
-        stored = {(l.annotator_id, l.pair_id): l for l in session.scalars(select(Label))}
+        stored = {(label.annotator_id, label.pair_id): label for label in session.scalars(select(Label))}
         on_top = {(a.annotator_id, a.pair_id): a.source_on_top for a in session.scalars(select(Assignment))}
     alice_rows = long[long["annotator"] == "Alice"]
     assert len(alice_rows) == 5

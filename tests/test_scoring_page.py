@@ -14,7 +14,8 @@ import streamlit as st
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.models import ScoreRun, Worker
 from db import queue
 from db.runs import create_run, ensure_default_runs, latest_scores, pause_run

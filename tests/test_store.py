@@ -68,7 +68,7 @@ def test_import_stores_pairs_labels_metadata_and_annotators(engine):
         assert [p.external_id for p in pairs] == ["x1", "x2"]
         assert [p.gold_label for p in pairs] == [0.0, 1.0]
         assert pairs[0].meta == {"genre": "news"} and pairs[1].meta is None
-        levels = sorted((a.name, l.level) for l, a in s.execute(sa.select(Label, Annotator).join(Annotator)))
+        levels = sorted((a.name, label.level) for label, a in s.execute(sa.select(Label, Annotator).join(Annotator)))
         assert levels == [("A", 3), ("A", 4), ("B", 2)]
         assert all(a.is_external for a in s.scalars(sa.select(Annotator)))
 

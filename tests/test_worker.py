@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.models import Score, ScoreRun, WorkItem, Worker
 from db.runs import DEFAULT_BASELINES, create_run, scores_by_pair
 from tests.store_fixtures import add_pairs, sentence_pairs
@@ -189,16 +190,16 @@ def test_pairs_imported_during_an_active_run_are_scored_without_asking(tmp_path)
 
 
 def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
-    import worker as worker_module
+    import worker_launch as launcher
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.delenv("PLUIE_NO_WORKER", raising=False)
-    started = worker_module.ensure_worker_running(url, log_path=tmp_path / "worker.log")
+    started = launcher.ensure_worker_running(url, log_path=tmp_path / "worker.log")
     assert started is not None
     try:
         engine = init_db(url)
         wait_until(lambda: len(queue.alive_workers(engine)) == 1, 120, "the worker's heartbeat", tmp_path / "worker.log")
-        assert worker_module.ensure_worker_running(url) is None  # one is alive: no second one
+        assert launcher.ensure_worker_running(url) is None  # one is alive: no second one
         with read_session(engine) as session:  # the baseline runs exist from the first start
             assert session.scalar(select(func.count()).select_from(ScoreRun).where(ScoreRun.kind == "baseline")) == len(DEFAULT_BASELINES)
         monkeypatch.setenv("PLUIE_NO_WORKER", "1")
@@ -206,7 +207,7 @@ def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
     finally:
         started.send_signal(signal.SIGTERM)
         assert started.wait(timeout=60) == 0
-    assert worker_module.ensure_worker_running(url) is None  # switched off by PLUIE_NO_WORKER
+    assert launcher.ensure_worker_running(url) is None  # switched off by PLUIE_NO_WORKER
 
 
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "no-overlap"])

@@ -14,7 +14,8 @@ import pytest
 import worker as worker_module
 from db import queue
 from db.datasets import delete_dataset
-from db.engine import init_db, read_session
+from db import init_db
+from db.engine import read_session
 from db.models import Dataset, WorkItem
 from db.runs import create_run, pause_run, resume_run, runs_progress
 from pluie_core.baselines import BASELINES, Baseline, levenshtein

@@ -1,0 +1,34 @@
+"""The Scorecard page's (pages/scorecard.py) cached pairs and its first view, read ahead."""
+from __future__ import annotations
+
+import pandas as pd
+
+from db import evaluation
+from pages.read_ahead import Start, Step
+from pages.shared import get_engine
+from pages.store_reads import choices, shared_frame
+from pluie_core.evaluation.paraphrasus import in_paper_order
+
+
+@shared_frame
+def scorecard_pairs(url: str, dataset_ids: tuple, run_ids: tuple) -> pd.DataFrame:
+    """The Scorecard page's pairs and scores of a benchmark's datasets (db.evaluation.scorecard_frame),
+    kept as they are (read-only; pluie_core's scorecard works on its own copy): st.cache_data pickled
+    the million-row frame when it stored it and unpickled it on every run of the page. Its default
+    (the first benchmark in the paper's order, every run) is read ahead."""
+    return evaluation.scorecard_frame(get_engine(), dataset_ids, run_ids)
+
+
+def _first_scorecard(url: str) -> None:
+    """The first benchmark (by name), every run."""
+    table = evaluation.benchmark_datasets(get_engine())
+    benchmarks = sorted(table["benchmark"].dropna().unique())
+    runs = choices(url).runs
+    if not benchmarks or runs.empty:
+        return
+    members = in_paper_order(table[table["benchmark"] == benchmarks[0]])
+    scorecard_pairs(url, tuple(int(i) for i in members["id"]), tuple(int(i) for i in runs["id"]))
+
+
+def first_view(start: Start) -> list[Step]:
+    return [Step(90, lambda: _first_scorecard(start.url))]
