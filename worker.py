@@ -53,6 +53,7 @@ from db import explanations, queue
 from db.models import ScoreRun
 from db.runs import ensure_default_runs
 from pluie_core.places import data_dir
+from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from worker_launch import alive as _alive
 
 log = logging.getLogger("pluie.worker")
@@ -121,37 +122,53 @@ class Metric:
 
 def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
                 engine=None) -> Metric:
-    """The scoring function of a run: a baseline, or a PLUIE scorer whose model is loaded now
-    unless one of the `loaded` metrics already holds it. ``engine``: the store, which an LLM-choice
-    run reads its pairs' partners from."""
-    if run.kind == "baseline":
-        registry = baseline_registry()
-        try:
-            baseline = registry[run.model]
-        except KeyError:
-            raise ModelLoadError(f"Unknown baseline {run.model!r}; known: {', '.join(sorted(registry))}.")
-        try:  # the run's options (e.g. its model), checked before the first batch
-            options = baseline.check_options(run.options)
-            if any(o.name == "model" for o in baseline.options):  # load its model now (cached): a bad one fails the run
-                baseline.function(["."], ["."], **options)
-        except Exception as exc:  # not a model of the right kind, out of memory, a missing package...
-            from pluie_core.hub import pickle_refusal  # a pickle torch refuses: our sentence, not its advice
+    """The scoring function of a run, built by its kind's loader (``RunKind.loader`` in
+    pluie_core.run_kinds, a key of LOADERS): a baseline, an LLM judge, or a PLUIE scorer, whose model
+    is loaded now unless one of the `loaded` metrics already holds it. ``engine``: the store, which an
+    LLM-choice run reads its pairs' partners from."""
+    record = RUN_KINDS.get(run.kind)
+    if record is None:
+        raise ModelLoadError(f"Unknown run kind {run.kind!r}: this worker scores {', '.join(RUN_KINDS)}.")
+    return LOADERS[record.loader](run, device, batch_size, loaded, engine)
 
-            refused = pickle_refusal(str((run.options or {}).get("model") or run.model), exc)
-            if refused is None and isinstance(exc, ValueError):
-                refused = _first_line(exc)
-            raise ModelLoadError(refused or f"The {run.model} baseline could not load its model: "
-                                            f"{_first_line(exc)}") from exc
-        return Metric(lambda sources, hypotheses: (
-            [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
 
+def _shared_weights(run: ScoreRun, device: str, loaded: Sequence[Metric]) -> tuple[dict, tuple, Optional[tuple]]:
+    """(placement options, model key, weights of a `loaded` metric of the same model or None): runs of one
+    model (directions, templates, PLUIE and judges) share its loaded weights."""
     placement = {k: v for k, v in (run.options or {}).items() if k in ("device_map", "quantization") and v}
     model_key = (run.model, run.device or device, run.dtype, placement.get("device_map"), placement.get("quantization"))
-    weights = next((m.weights for m in loaded if m.model_key == model_key), None)
-    from pluie_core.judges import judge_for_run_kind
+    return placement, model_key, next((m.weights for m in loaded if m.model_key == model_key), None)
 
-    if judge_for_run_kind(run.kind) is not None:
-        return load_judge(run, device, batch_size, model_key, weights, placement, engine)
+
+def load_baseline(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
+                  engine=None) -> Metric:
+    """A baseline run: the metric of pluie_core.baselines.BASELINES that ``run.model`` names, with the
+    run's options (its model loaded now, so that a bad one fails the run)."""
+    registry = baseline_registry()
+    try:
+        baseline = registry[run.model]
+    except KeyError:
+        raise ModelLoadError(f"Unknown baseline {run.model!r}; known: {', '.join(sorted(registry))}.")
+    try:  # the run's options (e.g. its model), checked before the first batch
+        options = baseline.check_options(run.options)
+        if any(o.name == "model" for o in baseline.options):  # load its model now (cached): a bad one fails the run
+            baseline.function(["."], ["."], **options)
+    except Exception as exc:  # not a model of the right kind, out of memory, a missing package...
+        from pluie_core.hub import pickle_refusal  # a pickle torch refuses: our sentence, not its advice
+
+        refused = pickle_refusal(str((run.options or {}).get("model") or run.model), exc)
+        if refused is None and isinstance(exc, ValueError):
+            refused = _first_line(exc)
+        raise ModelLoadError(refused or f"The {run.model} baseline could not load its model: "
+                                        f"{_first_line(exc)}") from exc
+    return Metric(lambda sources, hypotheses: (
+        [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
+
+
+def load_pluie(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
+               engine=None) -> Metric:
+    """A PLUIE run: a PluieScorer of the run's model, template and answer words, in its direction."""
+    placement, model_key, weights = _shared_weights(run, device, loaded)
     try:
         from pluie_core import chat_render
         from pluie_core.scorer import PluieScorer
@@ -193,20 +210,22 @@ def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: S
                   batch=lambda: scorer.batch_size or scorer._auto_batch, scorer=scorer)
 
 
-def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key: tuple, weights,
-               placement: Optional[dict] = None, engine=None) -> Metric:
+def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
+               engine=None) -> Metric:
     """An output-based LLM judge run (pluie_core.judges): the parsed answer is the value (None when
     it cannot be parsed), the generated text goes to the details. An LLM-choice run scores each pair
     against its partner in the run's preference items (choice_metric)."""
     from pluie_core import chat_render
-    from pluie_core.judges import LLMJudge, judge_for_run_kind
+    from pluie_core.judges import LLMJudge
 
-    if judge_for_run_kind(run.kind).kind == "choice" and engine is None:
+    placement, model_key, weights = _shared_weights(run, device, loaded)
+    choosing = RUN_KINDS[run.kind].compares == PREFERENCE_ITEMS
+    if choosing and engine is None:
         raise ModelLoadError("An LLM-choice run reads its preference items from the store: load it with the engine.")
 
     try:
         judge = LLMJudge(
-            weights or run.model, kind=judge_for_run_kind(run.kind).kind,
+            weights or run.model, kind=RUN_KINDS[run.kind].judge,
             template=run.template_spec if run.template == "custom" else run.template or None,
             device=None if weights else run.device or device, dtype=None if weights else run.dtype,
             batch_size=run.batch_size or batch_size, render_seconds=chat_render.RENDER_SECONDS,
@@ -218,7 +237,7 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], model_key:
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
 
     batch = lambda: judge.batch_size or judge._auto_batch  # noqa: E731
-    if judge.kind == "choice":
+    if choosing:
         return Metric(choice_metric(run, judge, engine), model_key, (judge.model, judge.tokenizer), batch)
 
     def one_direction(sources, hypotheses):
@@ -269,6 +288,10 @@ def baseline_registry() -> dict[str, Callable]:
     from pluie_core.baselines import BASELINES
 
     return BASELINES
+
+
+# RunKind.loader -> the function that builds a run's Metric: (run, device, batch_size, loaded, engine)
+LOADERS: dict[str, Callable[..., Metric]] = {"pluie": load_pluie, "baseline": load_baseline, "judge": load_judge}
 
 
 def _first_line(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ uniformly from the four levels of the scale, and seven annotators (class-depende
 - 1 careless one: a level at random on every pair;
 - 1 unsure one: "Don't know" on 40% of the pairs, careful on the rest.
 
-Each campaign is served by db.annotation's serving path (``serve_next`` / ``record_label``): at each step an
+Each campaign is served by db.serving's path (``serve_next`` / ``record_label``): at each step an
 annotator who still has work is drawn at random and answers the pair served. Fixed overlap 3: every pair gets
 3 annotators. Adaptive overlap: ``--least`` (2), then one more annotator while the pair holds fewer usable
 answers than the least ("Don't know" does not count) or its binary label's posterior is below
@@ -43,7 +43,7 @@ from sqlalchemy import select
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from db import adaptive
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.datasets import import_pairs
 from db import init_db
 from db.engine import read_session
@@ -77,12 +77,12 @@ def run_campaign(folder: Path, n_pairs: int, seed: int, adaptive_overlap: bool, 
                           "hypothesis": [f"Hypothesis sentence {i} here." for i in range(n_pairs)],
                           "external_id": [str(i) for i in range(n_pairs)]})
     import_pairs(engine, "simulated", frame)
-    dataset_id = ann.dataset_choices(engine)[0][0]
+    dataset_id = camp.dataset_choices(engine)[0][0]
     options = dict(overlap=args.least, overlap_max=args.most, confidence=args.confidence) if adaptive_overlap \
         else dict(overlap=3)
-    cid = ann.create_campaign(engine, "campaign", [dataset_id], quota=n_pairs, n_training=0, seed=seed,
+    cid = camp.create_campaign(engine, "campaign", [dataset_id], quota=n_pairs, n_training=0, seed=seed,
                               distribution="share", **options)
-    people = {ann.create_annotator(engine, cid, f"{i}-{kind}")[0]: kind for i, kind in enumerate(POOL)}
+    people = {annotators.create_annotator(engine, cid, f"{i}-{kind}")[0]: kind for i, kind in enumerate(POOL)}
     with read_session(engine) as session:
         pair_ids = sorted(session.scalars(select(Pair.id).where(Pair.dataset_id == dataset_id)))
     pair_truth = {pid: int(level) for pid, level in zip(pair_ids, truth_levels)}
@@ -91,16 +91,16 @@ def run_campaign(folder: Path, n_pairs: int, seed: int, adaptive_overlap: bool, 
     start = time.perf_counter()
     while busy:
         aid = busy[int(rng.integers(len(busy)))]
-        item = ann.serve_next(engine, aid)
+        item = serving.serve_next(engine, aid)
         if item is None:
             busy.remove(aid)
             continue
-        ann.record_label(engine, aid, item.position, answer(rng, people[aid], pair_truth[item.pair_id]), 5.0)
+        serving.record_label(engine, aid, item.position, answer(rng, people[aid], pair_truth[item.pair_id]), 5.0)
         answers += 1
         if adaptive_overlap and args.refit_every and answers % args.refit_every == 0:
             refits += len(adaptive.refit_due(engine))
     seconds = time.perf_counter() - start
-    overview = ann.campaign_overview(engine, cid)
+    overview = camp.campaign_overview(engine, cid)
     return {"engine": engine, "campaign_id": cid, "truth": pair_truth, "labels": answers, "refits": refits,
             "seconds": seconds, "overview": overview}
 

@@ -1,7 +1,7 @@
 """Load test of the labelling store: N annotator processes label at once, as fast as key presses allow.
 
 Each process has its own engine (its own connections) and does what the labelling page does: serve the
-next pair (db.annotation.serve_next), wait a short "think time", store the answer (record_label); now and
+next pair (db.serving.serve_next), wait a short "think time", store the answer (record_label); now and
 then it goes back to an earlier pair and changes its answer (served_at, then record_label with
 ``replacing=`` the answer shown, as the page's Back does). Every answer the store acknowledged is
 remembered; at the end the store is read back and compared with them:
@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import func, select
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db.datasets import import_pairs
 from db import init_db
@@ -90,7 +90,7 @@ def store_gone(exc: Exception) -> bool:
 
 def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold_rate: float,
                    quota: int = 1000, overlap_max: int | None = None,
-                   confidence: float = ann.ADAPTIVE_CONFIDENCE) -> tuple[int, list[int]]:
+                   confidence: float = camp.ADAPTIVE_CONFIDENCE) -> tuple[int, list[int]]:
     engine = init_db(url)
     tag = uuid.uuid4().hex[:8]
     rng = np.random.default_rng(0)
@@ -101,19 +101,19 @@ def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold
                            for i in range(GOLD_PAIRS)], columns=["source", "hypothesis"])
     checks["label"] = [i % 2 for i in range(GOLD_PAIRS)]
     import_pairs(engine, f"load checks {tag}", checks, label_kind="binary")
-    datasets = {name: i for i, name, _ in ann.dataset_choices(engine)}
+    datasets = {name: i for i, name, _ in camp.dataset_choices(engine)}
     # the checks are pairs of the campaign's own datasets (a campaign's gold checks come from them); marked
     # gold, they leave its queue
-    campaign_id = ann.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"], datasets[f"load checks {tag}"]],
+    campaign_id = camp.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"], datasets[f"load checks {tag}"]],
                                       quota=quota,
                                       overlap=overlap, n_training=5, seed=1, overlap_max=overlap_max,
                                       confidence=confidence)
     qual.set_quality_settings(engine, campaign_id, gold_rate=gold_rate, gold_min_accuracy=0.7,
                               fast_fraction=1 / 3, streak_length=10)
     qual.gold_from_dataset(engine, campaign_id, datasets[f"load checks {tag}"])
-    people = [a for a, _, _ in ann.create_annotators(engine, campaign_id, [f"load{i}" for i in range(n_annotators)])]
+    people = [a for a, _, _ in annotators.create_annotators(engine, campaign_id, [f"load{i}" for i in range(n_annotators)])]
     for a in people:
-        ann.set_annotator_profile(engine, a, f"Load {a}", "good")
+        annotators.set_annotator_profile(engine, a, f"Load {a}", "good")
     engine.dispose()
     return campaign_id, people
 
@@ -134,7 +134,7 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
             time.sleep(OUTAGE_PAUSE)
         elif "database is locked" in str(exc) or getattr(exc, "busy", False):  # db.engine.StoreUnavailable
             result["locked"] += 1
-        elif isinstance(exc, ann.StaleAnswerError):
+        elif isinstance(exc, serving.StaleAnswerError):
             result["stale"] += 1
         else:
             result["errors"] += 1
@@ -172,7 +172,7 @@ def label(engine, annotator_id: int, seconds: float, think: float, back: float, 
     while time.monotonic() < deadline:
         try:
             started = time.perf_counter()
-            item = ann.serve_next(engine, annotator_id)
+            item = serving.serve_next(engine, annotator_id)
             result["serve"].append(time.perf_counter() - started)
         except Exception as exc:  # noqa: BLE001 - counted and reported
             failed(exc)
@@ -182,7 +182,7 @@ def label(engine, annotator_id: int, seconds: float, think: float, back: float, 
         time.sleep(think * rng.uniform(0.5, 1.5))
         if item.position > 0 and rng.random() < back:
             try:
-                earlier = ann.served_at(engine, annotator_id, rng.randrange(item.position))
+                earlier = serving.served_at(engine, annotator_id, rng.randrange(item.position))
             except Exception as exc:  # noqa: BLE001
                 failed(exc)
                 continue
@@ -191,7 +191,7 @@ def label(engine, annotator_id: int, seconds: float, think: float, back: float, 
             level = rng.randrange(5)
             try:
                 started = time.perf_counter()
-                ann.record_label(engine, annotator_id, earlier.position, level, 1.0, replacing=earlier.level)
+                serving.record_label(engine, annotator_id, earlier.position, level, 1.0, replacing=earlier.level)
                 result["store"].append(time.perf_counter() - started)
                 expected[earlier.pair_id] = level
                 result["changes"] += 1
@@ -201,7 +201,7 @@ def label(engine, annotator_id: int, seconds: float, think: float, back: float, 
         level = rng.randrange(5)
         try:
             started = time.perf_counter()
-            ann.record_label(engine, annotator_id, item.position, level, think, replacing=item.level)
+            serving.record_label(engine, annotator_id, item.position, level, think, replacing=item.level)
             result["store"].append(time.perf_counter() - started)
             expected[item.pair_id] = level
             result["sent"] += item.level is None
@@ -218,7 +218,7 @@ def check_store(url: str, campaign_id: int, results: list[dict]) -> dict:
         served_twice = session.scalar(select(func.count()).select_from(
             select(Assignment.annotator_id, Assignment.pair_id).where(Assignment.campaign_id == campaign_id)
             .group_by(Assignment.annotator_id, Assignment.pair_id).having(func.count() > 1).subquery()))
-        campaign = ann.get_campaign(engine, campaign_id)
+        campaign = camp.get_campaign(engine, campaign_id)
         # a fixed overlap is the campaign's; an adaptive one each pair's own (n_wanted), never over the most
         wanted = func.coalesce(CampaignPair.n_wanted, campaign.overlap)
         over_filled = session.scalar(select(func.count()).select_from(
@@ -331,7 +331,7 @@ def main(argv=None) -> int:
     parser.add_argument("--gold-rate", type=float, default=0.1)
     parser.add_argument("--overlap-max", type=int, default=None,
                         help="adaptive overlap: --overlap annotators per pair, then more up to this many")
-    parser.add_argument("--confidence", type=float, default=ann.ADAPTIVE_CONFIDENCE,
+    parser.add_argument("--confidence", type=float, default=camp.ADAPTIVE_CONFIDENCE,
                         help="adaptive overlap: the posterior a pair's binarised label needs to stop")
     parser.add_argument("--refit-seconds", type=float, default=2.0,
                         help="adaptive overlap: how often its model is refitted while they label (0: never)")

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--dir", default="data/bench_publish")
     args = parser.parse_args(argv)
-    from db import annotation as ann
+    from db import campaigns as camp
     from db import init_db
     from db.pairs import PairSearch, browse_pairs
     from db.publish import publish_dataset
@@ -48,9 +48,9 @@ def main(argv=None) -> int:
     build(db, args.pairs)
     engine = init_db(f"sqlite:///{db}")
     dataset = 1  # "bench A": half the pairs
-    campaign = next((c.id for c in ann.list_campaigns(engine) if c.name == "bench sample"), None)
+    campaign = next((c.id for c in camp.list_campaigns(engine) if c.name == "bench sample"), None)
     if campaign is None:
-        campaign = ann.create_campaign(engine, "bench sample", [dataset], quota=10, n_training=5, seed=3,
+        campaign = camp.create_campaign(engine, "bench sample", [dataset], quota=10, n_training=5, seed=3,
                                        selection={"sample": 40})
     searches = {
         "every pair": PairSearch(),

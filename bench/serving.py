@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert, update
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db import init_db
 from db.engine import write_session
@@ -60,7 +60,7 @@ def build_store(url: str, n_pairs: int, n_labels: int) -> tuple[int, float]:
             "dataset_id": dataset.id, "external_id": str(i), "source": f"The cat number {i} drinks water.",
             "hypothesis": f"Cat {i} quenches its thirst.", "text_hash": hashlib.sha1(str(i).encode()).hexdigest(),
         } for i in range(n_pairs)])
-    campaign_id = ann.create_campaign(engine, "bench", [dataset.id], quota=QUOTA, overlap=OVERLAP, n_training=TRAINING)
+    campaign_id = camp.create_campaign(engine, "bench", [dataset.id], quota=QUOTA, overlap=OVERLAP, n_training=TRAINING)
     with write_session(engine) as s:
         ranked = [p for p, in s.execute(CampaignPair.__table__.select()
                                         .with_only_columns(CampaignPair.pair_id).order_by(CampaignPair.rank))]
@@ -123,14 +123,14 @@ def time_serving(url: str, campaign_id: int, n_annotators: int = 30) -> dict[str
             for step in range(3):
                 for key in ("page run, new pair reserved", "page run, pair resumed"):
                     started = time.perf_counter()
-                    who = ann.annotator_for_token(engine, token)
-                    ann.annotator_view(engine, who.id)
-                    item = ann.serve_next(engine, who.id)
-                    ann.progress(engine, who.id)
+                    who = annotators.annotator_for_token(engine, token)
+                    annotators.annotator_view(engine, who.id)
+                    item = serving.serve_next(engine, who.id)
+                    serving.progress(engine, who.id)
                     timings[key].append(time.perf_counter() - started)
                 started = time.perf_counter()
                 # one answer in three comes with a comment and a flag (the annotator's voice)
-                ann.record_label(engine, who.id, item.position, step % 5, 2.0,
+                serving.record_label(engine, who.id, item.position, step % 5, 2.0,
                                  comment="typo in B" if step == 1 else None, flagged=step == 1)
                 timings["answer stored"].append(time.perf_counter() - started)
     engine.dispose()

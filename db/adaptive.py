@@ -1,7 +1,7 @@
 """Adaptive overlap's model, refitted in the background: the worker (worker.py) calls refit_due every few
 seconds, and each adaptive campaign whose labels changed since its last fit is refitted
 (pluie_core.aggregation.fit_adaptive_model: Dawid–Skene over the binarised labels) and stored on the
-campaign, where an answer's transaction reads it (db.annotation._adapt_overlap) to compute the pair's
+campaign, where an answer's transaction reads it (db.serving._adapt_overlap) to compute the pair's
 posterior. The refit also settles the pairs whose decision the new fit changes:
 
 - a pair with every answer it asked for in, whose posterior under the new fit is below the campaign's

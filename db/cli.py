@@ -23,7 +23,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from db import access, accounts
-from db.annotation import list_campaigns
+from db.campaigns import list_campaigns
 from db.datasets import list_datasets
 from db import init_db
 from db.engine import StoreUnavailable, database_url

@@ -20,7 +20,7 @@ from db.analysis import counted_label
 from db.engine import read_session, write_session
 from db.queries import clean_value
 from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem, utcnow
-from db.annotation import add_pairs_to_campaigns
+from db.campaigns import add_pairs_to_campaigns
 from db.limits import check_length, clean_name
 from db.queue import CHOICE_RUN_KINDS, enqueue_pairs, forget_compute_time, runs_in_scope
 from pluie_core.io import MAX_SENTENCE_CHARS

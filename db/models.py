@@ -85,7 +85,7 @@ class Campaign(Base):
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
     quota: Mapped[int] = mapped_column(Integer, default=50)  # pairs per annotator, training excluded
     overlap: Mapped[int] = mapped_column(Integer, default=1)  # annotators per pair (adaptive: the minimum)
-    # adaptive overlap (db.annotation.adaptive_overlap): a pair gets one more annotator, up to overlap_max,
+    # adaptive overlap (db.adaptive): a pair gets one more annotator, up to overlap_max,
     # while the vote share of its binarised majority is below `confidence`; None: a fixed overlap
     overlap_max: Mapped[Optional[int]] = mapped_column(Integer)
     confidence: Mapped[Optional[float]] = mapped_column(Float)

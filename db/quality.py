@@ -1,6 +1,6 @@
 """Quality checks and the live view of a campaign: gold pairs (writes, all or nothing) and the figures
 the organiser watches while people label. The statistics are pluie_core.quality's; serving the checks
-is db.annotation's (_reserve)."""
+is db.serving's (_reserve)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from db import access
 from db.analysis import counted_label
-from db.annotation import CampaignError, StaleFormError, annotator_progress, campaign_aggregation, campaign_label_counts
+from db.campaigns import CampaignError, StaleFormError, campaign_aggregation, campaign_label_counts
+from db.serving import annotator_progress
 from db.engine import read_session, write_session
 from db.export import pair_aggregation
 from db.limits import check_whole
@@ -411,12 +412,12 @@ def _alpha_value(figure: dict) -> float:
 
 def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None,
                   fit_reliability: Optional[Callable[[str, int], pd.DataFrame]] = None) -> LiveCampaign:
-    """What the live view shows. Per annotator: progress (the annotator's own counter, db.annotation.
+    """What the live view shows. Per annotator: progress (the annotator's own counter, db.serving.
     annotator_progress: pairs answered after training, gold checks included, out of the quota and the
     checks planned, or out of what was served once nothing is left for them), median seconds
     per pair, Don't-know rate, κ against the others (binarised, pluie_core.quality.kappa_against_others)
     and the shared labels it rests on (pluie_core.quality.shared_labels), reliability by the campaign's
-    aggregation method (db.annotation.campaign_aggregation; ``reliability_fit``) and the labels in that
+    aggregation method (db.campaigns.campaign_aggregation; ``reliability_fit``) and the labels in that
     fit, gold accuracy (binarised and exact), the gold checks planned (those of a full quota) and served,
     longest streak, last activity (UTC), flags and the checks
     not judged yet for too little evidence (pluie_core.quality.annotator_checks, with the campaign's
@@ -425,7 +426,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     by default fitted here, after the reads. For the campaign:
     labels (db.analysis.counted_label: every label but the training trial's, answers to gold checks
     included, as on every page), in the last hour and per hour since the first, pairs still short of
-    their overlap (answered: db.annotation.fully_labelled_pairs' rule), and Krippendorff's α so far
+    their overlap (answered: db.campaigns.fully_labelled_pairs' rule), and Krippendorff's α so far
     (pluie_core.agreement, over the same labels: ordinal levels, and binarised, with their intervals
     in ``figures["agreement"]``). Per annotator, progress, times, Don't-know rate and κ read their
     ordinary labels; answers to gold checks count in the gold figures."""
@@ -507,7 +508,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     table = table[first + [c for c in table.columns if c not in first]]
     table.index.name = "annotator id"
 
-    # the rule of db.annotation.fully_labelled_pairs (queue pairs answered `overlap` times), on the labels read
+    # the rule of db.campaigns.fully_labelled_pairs (queue pairs answered `overlap` times), on the labels read
     # here: the ordinary ones are the queue pairs' (a pair served as an ordinary one never becomes a check)
     answered = ordinary.groupby("pair_id").size()
     full = int((answered >= (campaign.overlap if wanted is None else wanted.reindex(answered.index))).sum())

@@ -26,12 +26,13 @@ from sqlalchemy.orm import Session
 
 from db.engine import read_session, write_session
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
-from pluie_core.judges import RUN_KINDS as _JUDGE_RUN_KINDS
+from pluie_core.run_kinds import preference_item_kinds, run_kind
 
 # An item that failed this many claims with an error (not a crash) is given up as failed.
 MAX_ATTEMPTS = 3
-# Runs that score only the pairs a preference links (LLM-choice: each candidate against its partner)
-CHOICE_RUN_KINDS = tuple(k for k, j in _JUDGE_RUN_KINDS.items() if j.kind == "choice")
+# Runs that score only the pairs a preference links (LLM-choice: each candidate against its partner;
+# the kinds that compare preference items, pluie_core.run_kinds)
+CHOICE_RUN_KINDS = preference_item_kinds()
 # A worker reports a heartbeat every few seconds; one silent for longer than this is taken for dead.
 WORKER_ALIVE_SECONDS = 20.0
 
@@ -406,8 +407,10 @@ def _held_runs(session: Session, now: dt.datetime) -> set[tuple[str, int]]:
 
 def uses_model(kind: str, options: Optional[dict]) -> bool:
     """Whether a run's worker loads a model before its first scores: PLUIE and the LLM judges, and
-    the baselines given a model (SBERT, BERTScore, S3C, NMTScore...)."""
-    return kind != "baseline" or bool((options or {}).get("model"))
+    the baselines given a model (SBERT, BERTScore, S3C, NMTScore...): the kind's ``needs_model``
+    (pluie_core.run_kinds), or a model its options name."""
+    record = run_kind(kind)
+    return record is None or record.needs_model or bool((options or {}).get("model"))
 
 
 def worker_states(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS,

@@ -18,14 +18,13 @@ from db import access
 from db.engine import read_session, write_session
 from db.limits import check_length, check_whole, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
-from db.queue import CHOICE_RUN_KINDS, alive_workers, enqueue_missing, worker_states
+from db.queue import alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
-from pluie_core.judges import RUN_KINDS as JUDGE_RUN_KINDS
+from pluie_core.run_kinds import DIRECTIONS, PREFERENCE_ITEMS, RUN_KINDS
 
-DIRECTIONS = ("forward", "backward", "symmetric")
-# PLUIE, the baselines, and the output-based LLM judges that score a pair (pluie_core.judges)
-# and LLM-choice, which scores the pairs of preference data (each candidate against its partner)
-RUN_KINDS = ("pluie", "baseline") + tuple(JUDGE_RUN_KINDS)
+# RUN_KINDS (pluie_core.run_kinds): PLUIE, the baselines, and the output-based LLM judges that score a
+# pair (pluie_core.judges) and LLM-choice, which scores the pairs of preference data (each candidate
+# against its partner); create_run accepts exactly its records.
 # (run name, baseline registry key, higher means more similar): one run per baseline of the registry
 DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items()
                           if b.default_run)
@@ -85,6 +84,7 @@ def create_run(
     check_length("The model", model, RunError, 500)
     if kind not in RUN_KINDS:
         raise RunError(f"Unknown run kind {kind!r}: use one of {', '.join(RUN_KINDS)}.")
+    spec = RUN_KINDS[kind]
     if direction not in DIRECTIONS:
         raise RunError(f"Direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}.")
     # no answer words: the template's own (Yes / No for the English built-ins)
@@ -92,13 +92,13 @@ def create_run(
     for answer in answers:
         _no_control(answer, "The answer words contain a control character ({}): give two plain words.")
         check_length("An answer word", answer, RunError, MAX_ANSWER)
-    if kind == "pluie" and answers and len(answers) != 2:
+    if spec.answers and answers and len(answers) != 2:
         raise RunError("Give exactly two answer words: the 'paraphrase' answer first (e.g. Yes), then the other (e.g. No).")
-    if kind == "pluie" and answers and answers[0] == answers[1]:
+    if spec.answers and answers and answers[0] == answers[1]:
         raise RunError("The two answer words must differ.")
     if batch_size is not None:
         batch_size = check_whole("The batch size", batch_size, RunError, 1, MAX_BATCH_SIZE)
-    if kind in CHOICE_RUN_KINDS and direction != "forward":
+    if direction not in spec.directions:  # a kind that compares preference items asks forward only
         raise RunError("An LLM-choice run asks each candidate first against its partner (the item's other pair is "
                        "asked the other way round): leave the direction forward.")
     if template == "custom" and not template_spec:
@@ -109,16 +109,15 @@ def create_run(
             _no_control(value, what + " contains a control character ({}): give its value on one line.")
             check_length(what, value, RunError, MAX_OPTION)
     options = _check_options(kind, model, options)
-    if kind in JUDGE_RUN_KINDS:  # the judge's own template unless one is named; checked before anything is written
-        template = template or JUDGE_RUN_KINDS[kind].default_template
+    template = template or spec.default_template or "fs-direct"  # the kind's own unless one is named
+    if spec.judge is not None:  # checked before anything is written
         _check_judge_template(kind, template, template_spec)
-    template = template or "fs-direct"
-    if kind == "pluie" and check_model:
+    if spec.loader == "pluie" and check_model:
         check_run_model(model, template, template_spec, answers or None)
-    if kind == "baseline" and check_model:
+    if spec.baseline and check_model:
         check_baseline_model(model, options)
     name = clean_name("The run name", name, RunError) if (name or "").strip() else (
-        _default_baseline_name(model, options) if kind == "baseline" else _default_name(model, template, direction, kind))
+        _default_baseline_name(model, options) if spec.baseline else _default_name(model, template, direction, kind))
     check_length("The run name", name, RunError)
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
@@ -128,15 +127,15 @@ def create_run(
         missing = set(dataset_ids) - known
         if missing:
             raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
-        if kind in CHOICE_RUN_KINDS:  # it compares the candidates of preference items: nothing else to score
+        if spec.compares == PREFERENCE_ITEMS:  # it compares the candidates of preference items: nothing else to score
             with_preferences = set(session.scalars(select(Preference.dataset_id).where(
                 Preference.dataset_id.in_(list(dataset_ids))).distinct()))
             if set(dataset_ids) - with_preferences:
                 raise RunError("An LLM-choice run compares the two candidates of preference items: choose "
                                "datasets imported as preference data (or none: every preference dataset).")
         run = ScoreRun(
-            name=name, kind=kind, model=model, template=template if kind != "baseline" else "",
-            template_spec=template_spec, answers=list(answers) if kind == "pluie" and answers else None,
+            name=name, kind=kind, model=model, template=template if spec.template else "",
+            template_spec=template_spec, answers=list(answers) if spec.answers and answers else None,
             direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
             higher_is_similar=higher_is_similar, status="active", options=options or None,
             created_by=access.actor_name(),
@@ -174,7 +173,7 @@ def check_baseline_model(key: str, options: Optional[dict[str, Any]]) -> list[st
 
 def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> dict[str, Any]:
     """A baseline's options checked against the registry; PLUIE's placement options as given."""
-    if kind == "baseline":
+    if RUN_KINDS[kind].baseline:
         if model not in BASELINES:
             raise RunError(f"Unknown baseline {model!r}; choose from {', '.join(BASELINES)}.")
         try:
@@ -211,7 +210,7 @@ def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
 def _default_name(model: str, template: str, direction: str, kind: str = "pluie") -> str:
     short = model.rstrip("/").split("/")[-1]
     stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
-    title = JUDGE_RUN_KINDS[kind].title if kind in JUDGE_RUN_KINDS else "PLUIE"
+    title = RUN_KINDS[kind].title
     return f"{title} {short} · {template} · {direction} · {stamp}"
 
 
@@ -219,7 +218,7 @@ def _check_judge_template(kind: str, template: str, template_spec: Optional[dict
     from pluie_core.judges import JudgeError, get_judge_template
 
     try:
-        get_judge_template(template_spec if template == "custom" else template, JUDGE_RUN_KINDS[kind].kind)
+        get_judge_template(template_spec if template == "custom" else template, RUN_KINDS[kind].judge)
     except JudgeError as exc:
         raise RunError(str(exc)) from None
 
@@ -377,7 +376,7 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
             )
         }
         recent = {run.id: _recent_times(session, run.id, since) for run in runs if run.status == "active"}
-        judge_runs = [run.id for run in runs if run.kind in JUDGE_RUN_KINDS]
+        judge_runs = [run.id for run in runs if run.kind in RUN_KINDS and RUN_KINDS[run.kind].judge is not None]
         unparsed = dict(session.execute(
             select(Score.run_id, func.count()).where(Score.run_id.in_(judge_runs), Score.value.is_(None))
             .group_by(Score.run_id)).all()) if judge_runs else {}

@@ -8,8 +8,9 @@ import time
 
 import streamlit as st
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import StoreUnavailable
+from db.limits import NAME_LENGTH
 from pages.shared import PAGE_LOG, annotator_page, page_script, user_text
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
@@ -65,16 +66,16 @@ def read_screen(token: str | None):
     """Everything this run draws from the store, read at once: (view, training feedback, pair, progress),
     None for a link that is not valid. The pair is the one to answer (or the one gone back to); feedback
     replaces it just after a training answer; none of the three for a profile still to give."""
-    annotator = ann.annotator_for_token(engine, token)
+    annotator = annotators.annotator_for_token(engine, token)
     if annotator is None:
         return None
-    view = ann.annotator_view(engine, annotator.id)
+    view = annotators.annotator_view(engine, annotator.id)
     aid = view.annotator_id
     if view.needs_profile:
         return view, None, None, None
     feedback = None
     if st.session_state.get(f"feedback-{aid}") is not None:
-        feedback = ann.training_feedback(engine, aid, st.session_state[f"feedback-{aid}"])
+        feedback = serving.training_feedback(engine, aid, st.session_state[f"feedback-{aid}"])
         if feedback is not None:
             return view, feedback, None, None
         st.session_state.pop(f"feedback-{aid}")  # no feedback for this pair: straight on
@@ -82,8 +83,8 @@ def read_screen(token: str | None):
     if not view.campaign_active:
         item = None  # a closed campaign takes no answers (record_label refuses them): no pair to answer
     else:
-        item = ann.served_at(engine, aid, revisit) if revisit is not None else ann.serve_next(engine, aid)
-    return view, None, item, ann.progress(engine, aid)
+        item = serving.served_at(engine, aid, revisit) if revisit is not None else serving.serve_next(engine, aid)
+    return view, None, item, serving.progress(engine, aid)
 
 
 engine = annotator_page()
@@ -128,13 +129,13 @@ if view.needs_profile:
     st.write("Welcome, and thank you for helping. Before you start, please tell us who you are.")
     with st.form("profile"):
         display_name = st.text_input("Your name, as shown with your labels", value=view.display_name or "",
-                                     max_chars=ann.NAME_LENGTH)
+                                     max_chars=NAME_LENGTH)
         english = st.radio("Your English level", ENGLISH_LEVELS, index=None, horizontal=True)
         if st.form_submit_button("Start", type="primary"):
             try:
-                ann.set_annotator_profile(engine, aid, display_name, english)
+                annotators.set_annotator_profile(engine, aid, display_name, english)
                 st.rerun()
-            except (ann.CampaignError, StoreUnavailable) as exc:
+            except (camp.CampaignError, StoreUnavailable) as exc:
                 st.error(user_text(exc))
     with st.expander("Guidelines", expanded=True):
         st.markdown(guidelines_markdown(view.guidelines), unsafe_allow_html=True)
@@ -152,7 +153,7 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
         return
     try:
         # only over the answer this page showed: another tab's answer is refused, not replaced
-        ann.record_label(engine, annotator_id, position, level, time.monotonic() - shown_at,
+        serving.record_label(engine, annotator_id, position, level, time.monotonic() - shown_at,
                          replacing=shown_level, token=link,
                          comment=st.session_state.get(f"comment-{position}"),
                          flagged=st.session_state.get(f"flag-{position}", False))
@@ -164,7 +165,7 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
             st.session_state[f"shown-{annotator_id}"] = (None, time.monotonic())
         else:  # pressed again (the next pair could not be shown), the time is not counted twice
             st.session_state[f"shown-{annotator_id}"] = (position, time.monotonic())
-    except ann.CampaignError as exc:
+    except camp.CampaignError as exc:
         st.session_state[ERROR_KEY] = str(exc)
     except StoreUnavailable as exc:  # the pair and its answers stay on screen: the same key sends it again
         st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: "
@@ -185,7 +186,7 @@ def pair_box(top: str, bottom: str) -> None:
             f'<div class="pluie-sentence" data-testid="pluie-bottom">{bottom_html}</div></div>')
 
 
-def show_training_feedback(feedback: ann.TrainingFeedback) -> None:
+def show_training_feedback(feedback: serving.TrainingFeedback) -> None:
     """After a training answer: the answer, the level the organiser expects and why; then on."""
     st.progress(feedback.number / feedback.out_of,
                 text=f"Training {feedback.number} / {feedback.out_of} — practice pairs, not counted")
@@ -256,7 +257,7 @@ if item.level is not None:
 if not item.is_training:  # the annotator's voice, saved with the answer
     note, flag = st.columns([4, 1], vertical_alignment="bottom")
     note.text_input("Comment (optional)", value=item.comment or "", key=f"comment-{item.position}",
-                    max_chars=ann.MAX_COMMENT, placeholder="e.g. ungrammatical, typo in B · Ctrl+1–5 answers from here",
+                    max_chars=serving.MAX_COMMENT, placeholder="e.g. ungrammatical, typo in B · Ctrl+1–5 answers from here",
                     help="Saved with your answer. While you type here, keys 1–5 are text: press Ctrl+1–5 "
                          "(⌘+1–5 on a Mac) to answer from the box, or click outside it (or press Tab) and "
                          "answer with 1–5 again.")

@@ -4,12 +4,12 @@ import contextlib
 import pandas as pd
 import streamlit as st
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db import access
 from db.access import OPEN, NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
-from db.limits import clean_name
+from db.limits import INT_MAX, NAME_LENGTH, clean_name
 from pages import keep
 from pages.shared import admin_page, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
@@ -63,7 +63,7 @@ def by_id(options: list):
 
 def pair_selection_inputs() -> None:
     """Which pairs of the datasets the campaign takes (part of the form); empty = every pair."""
-    scored = ann.score_run_choices(engine, kind=None)
+    scored = camp.score_run_choices(engine, kind=None)
     for field, default in (("from", 1), ("to", 0), ("sample", 0), ("gold-min", None), ("gold-max", None),
                            ("score-min", None), ("score-max", None)):
         keep.kept(new(field), default)
@@ -73,9 +73,9 @@ def pair_selection_inputs() -> None:
                    "and score filters, then a random sample drawn with the seed. A campaign that takes part of its "
                    "datasets does not take the pairs imported into them later.")
         c1, c2, c3 = st.columns(3)
-        c1.number_input("From pair", min_value=1, max_value=ann.INT_MAX, step=1, key=new("from"))
-        c2.number_input("To pair (0 = the last)", min_value=0, max_value=ann.INT_MAX, step=1, key=new("to"))
-        c3.number_input("Random sample of (0 = every pair kept)", min_value=0, max_value=ann.INT_MAX, step=1,
+        c1.number_input("From pair", min_value=1, max_value=INT_MAX, step=1, key=new("from"))
+        c2.number_input("To pair (0 = the last)", min_value=0, max_value=INT_MAX, step=1, key=new("to"))
+        c3.number_input("Random sample of (0 = every pair kept)", min_value=0, max_value=INT_MAX, step=1,
                         key=new("sample"))
         g1, g2 = st.columns(2)
         g1.number_input("Gold label at least", value=None, placeholder="any", key=new("gold-min"))
@@ -100,7 +100,7 @@ def create_campaign(batch: int) -> None:
                  "score_min": value["score-min"], "score_max": value["score-max"]}
     name = value["name"] or ""
     try:
-        created = ann.create_campaign(engine, name, [d[0] for d in value["datasets"] or []],
+        created = camp.create_campaign(engine, name, [d[0] for d in value["datasets"] or []],
                                       quota=int(value["quota"]), overlap=int(value["overlap"]),
                                       n_training=int(value["training"]), guidelines=value["guidelines"] or "",
                                       pair_order=value["order"], seed=int(value["seed"]),
@@ -108,7 +108,7 @@ def create_campaign(batch: int) -> None:
                                       distribution=value["distribution"],
                                       overlap_max=int(value["overlap-max"]) if value["adaptive"] else None,
                                       confidence=float(value["confidence"]))
-    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the form keeps what was typed
+    except (camp.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the form keeps what was typed
         record["new-error"] = str(exc)
         return
     # the name as the store keeps it (NFC, invisible characters removed), not as typed
@@ -116,29 +116,29 @@ def create_campaign(batch: int) -> None:
 
 
 def new_campaign_form() -> None:
-    datasets = ann.dataset_choices(engine)
+    datasets = camp.dataset_choices(engine)
     if not datasets:
         st.info("Import a dataset first: a campaign serves the pairs of one or more datasets.")
         return
-    runs = ann.score_run_choices(engine)
+    runs = camp.score_run_choices(engine)
     if done().pop("reset", False):  # the campaign exists: its form starts afresh
         keep.forget(*map(new, NEW_FIELDS))
     for field, default in (("name", ""), ("quota", 50), ("overlap", 1), ("training", 5), ("seed", 0),
                            ("order", next(iter(PAIR_ORDERS))), ("distribution", next(iter(DISTRIBUTIONS))),
-                           ("adaptive", False), ("overlap-max", 5), ("confidence", ann.ADAPTIVE_CONFIDENCE),
+                           ("adaptive", False), ("overlap-max", 5), ("confidence", camp.ADAPTIVE_CONFIDENCE),
                            ("guidelines", default_guidelines())):
         keep.kept(new(field), default, typed=field in ("name", "guidelines"))
     keep.kept(new("datasets"), [], adapt=lambda kept: [d for d in datasets if d[0] in {k[0] for k in kept}])
     keep.kept(new("run"), None, adapt=by_id(runs))
-    st.text_input("Name", key=new("name"), max_chars=ann.NAME_LENGTH)
+    st.text_input("Name", key=new("name"), max_chars=NAME_LENGTH)
     st.multiselect("Datasets", datasets, format_func=lambda d: f"{d[1]} ({d[2]:,} pairs)", key=new("datasets"))
     c1, c2, c3, c4 = st.columns(4)
-    c1.number_input("Pairs per annotator", min_value=1, max_value=ann.MAX_QUOTA, step=1, key=new("quota"))
-    c2.number_input("Annotators per pair", min_value=1, max_value=ann.MAX_OVERLAP, step=1, key=new("overlap"),
+    c1.number_input("Pairs per annotator", min_value=1, max_value=camp.MAX_QUOTA, step=1, key=new("quota"))
+    c2.number_input("Annotators per pair", min_value=1, max_value=camp.MAX_OVERLAP, step=1, key=new("overlap"),
                     help="With adaptive overlap below: the least each pair gets.")
-    c3.number_input("Training pairs", min_value=0, max_value=ann.MAX_TRAINING, step=1, key=new("training"),
+    c3.number_input("Training pairs", min_value=0, max_value=camp.MAX_TRAINING, step=1, key=new("training"),
                     help="The same for everyone, shown first, not counted in results.")
-    c4.number_input("Seed", min_value=0, max_value=ann.INT_MAX, step=1, key=new("seed"))
+    c4.number_input("Seed", min_value=0, max_value=INT_MAX, step=1, key=new("seed"))
     st.radio("Serve pairs", list(PAIR_ORDERS), format_func=PAIR_ORDERS.get, key=new("order"),
              help="The order of the queue: the pairs served first.")
     st.selectbox("PLUIE run for the “most informative” order", runs, index=None, key=new("run"),
@@ -155,7 +155,7 @@ def new_campaign_form() -> None:
              "model (Dawid–Skene, refitted by the worker as answers arrive, weighing each annotator by their "
              "estimated reliability), and the share of agreeing answers until the model has enough labels. "
              "Confident pairs stop early and the labels go where people disagree.")
-    a2.number_input("Most annotators per pair", min_value=1, max_value=ann.MAX_OVERLAP, step=1, key=new("overlap-max"),
+    a2.number_input("Most annotators per pair", min_value=1, max_value=camp.MAX_OVERLAP, step=1, key=new("overlap-max"),
                     help="Adaptive overlap only: no pair gets more.")
     a3.number_input("Confidence", min_value=0.51, max_value=1.0, step=0.05, format="%.2f", key=new("confidence"),
                     help="Adaptive overlap only: the probability a pair's binarised label needs before it stops.")
@@ -182,8 +182,8 @@ def create_links(campaign_id: int, batch: int) -> None:
         return
     link = personal_link("")  # the page's address, read before the write too
     try:
-        made = ann.create_annotators(engine, campaign_id, wanted)
-    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:
+        made = annotators.create_annotators(engine, campaign_id, wanted)
+    except (camp.CampaignError, NotAllowed, StoreUnavailable) as exc:
         record["links-error"] = str(exc)
         return
     record["new-links"] = [(n, link + token) for _, n, token in made]
@@ -191,7 +191,7 @@ def create_links(campaign_id: int, batch: int) -> None:
 
 
 def annotators_section(campaign) -> None:
-    rows = ann.annotator_rows(engine, campaign.id)
+    rows = annotators.annotator_rows(engine, campaign.id)
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch",
                      column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")}, placeholder="—")
@@ -223,7 +223,7 @@ def annotators_section(campaign) -> None:
                            placeholder="Choose an annotator")
         if c2.button("Revoke", disabled=who is None):
             with refused():
-                ann.revoke_annotator(engine, who)
+                annotators.revoke_annotator(engine, who)
                 st.session_state["revoked"] = active[who]
                 st.rerun()
     if st.session_state.get("revoked"):
@@ -237,7 +237,7 @@ def annotators_section(campaign) -> None:
                            help="The annotator keeps their labels and their place; their old link stops working.")
         if c2.button("New link", disabled=who is None):
             with refused():
-                done()["new-links"] = [(everyone[who], personal_link(ann.new_link(engine, who)))]
+                done()["new-links"] = [(everyone[who], personal_link(annotators.new_link(engine, who)))]
                 st.session_state["relinked"] = everyone[who]
                 st.rerun()
     if st.session_state.get("relinked"):
@@ -251,7 +251,7 @@ def refused():
     is shown as its sentence where the write was asked for."""
     try:
         yield
-    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:
+    except (camp.CampaignError, NotAllowed, StoreUnavailable) as exc:
         st.error(user_text(exc))
 
 
@@ -265,7 +265,7 @@ def overlap_text(campaign) -> str:
 def settings_section(campaign, counts: dict) -> None:
     st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
              f"{campaign.quota} pairs per annotator · {overlap_text(campaign)}")
-    runs = dict(ann.score_run_choices(engine, kind=None))
+    runs = dict(camp.score_run_choices(engine, kind=None))
     chosen = describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))
     st.write(f"Pairs: {user_text(chosen)} · "
              f"{DISTRIBUTIONS[campaign.distribution]}.")
@@ -273,29 +273,29 @@ def settings_section(campaign, counts: dict) -> None:
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
         with refused():
-            ann.update_campaign(engine, campaign.id, active=active)
+            camp.update_campaign(engine, campaign.id, active=active)
     method = st.selectbox(
-        "Final labels by", METHODS, index=METHODS.index(ann.campaign_aggregation(campaign)),
+        "Final labels by", METHODS, index=METHODS.index(camp.campaign_aggregation(campaign)),
         format_func=METHOD_NAMES.get, key=f"aggregation-{campaign.id}",
         help="How this campaign's labels become a pair's final label where no reviewer decided: the default of "
              "Export, publishing (and `python -m db publish --campaign`) and Live campaign's reliabilities. Majority "
              "until you choose; Dawid–Skene, GLAD and MACE weigh each annotator by their estimated reliability, and "
              "decide a pair only where they are sure enough (Export: confidence and labels per annotator); the "
              "majority rule decides the others.")
-    if method != ann.campaign_aggregation(campaign):
+    if method != camp.campaign_aggregation(campaign):
         with refused():
-            ann.update_campaign(engine, campaign.id, aggregation=method)
+            camp.update_campaign(engine, campaign.id, aggregation=method)
             st.rerun()
     if campaign.pair_order == "informative" and st.button("Recompute the order from the latest scores"):
         with refused():
-            ann.reorder_campaign(engine, campaign.id)
+            camp.reorder_campaign(engine, campaign.id)
             st.success("Pairs not yet served now follow the latest scores.")
     guidelines_editor(campaign)
 
 
 # The guidelines editor is drawn from the store at a revision, kept per campaign in st.session_state with the text
 # it was drawn with; a save names that revision, so an editor opened before another organiser's save is refused
-# (db.annotation.update_campaign says what changed) instead of silently undoing it.
+# (db.campaigns.update_campaign says what changed) instead of silently undoing it.
 def draw_guidelines(drawn) -> None:
     """The editor, and the revision it saves over, set from the campaign as stored."""
     st.session_state[f"guide-{drawn.id}"] = drawn.guidelines
@@ -306,17 +306,17 @@ def save_guidelines(campaign_id: int) -> None:
     """"Save the guidelines" (a callback: it runs before the editor is drawn, so it may redraw it)."""
     drawn, text = st.session_state[f"guide-drawn-{campaign_id}"], st.session_state[f"guide-{campaign_id}"]
     try:
-        ann.update_campaign(engine, campaign_id, guidelines=text, guidelines_revision=drawn["revision"],
+        camp.update_campaign(engine, campaign_id, guidelines=text, guidelines_revision=drawn["revision"],
                             seen_guidelines=drawn["text"])
         outcome = {"success": "Saved: annotators see the new guidelines from their next pair."}
         st.session_state.pop(f"guide-unsaved-{campaign_id}", None)
-    except ann.StaleFormError as exc:  # the editor shows theirs; the refused text stays on the page to copy
+    except camp.StaleFormError as exc:  # the editor shows theirs; the refused text stays on the page to copy
         outcome = {"error": str(exc)}
         st.session_state[f"guide-unsaved-{campaign_id}"] = text
-    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the editor keeps what was typed
+    except (camp.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the editor keeps what was typed
         st.session_state[f"guide-outcome-{campaign_id}"] = {"error": str(exc)}
         return
-    draw_guidelines(ann.get_campaign(engine, campaign_id))
+    draw_guidelines(camp.get_campaign(engine, campaign_id))
     st.session_state[f"guide-outcome-{campaign_id}"] = outcome
 
 
@@ -342,7 +342,7 @@ def guidelines_editor(campaign) -> None:
 
 def training_section(campaign) -> None:
     """Each training pair's expected level and explanation: what an annotator sees once they answered it."""
-    pairs = ann.training_pairs(engine, campaign.id)
+    pairs = camp.training_pairs(engine, campaign.id)
     if pairs.empty:
         st.caption("This campaign has no training trial.")
         return
@@ -357,20 +357,20 @@ def training_section(campaign) -> None:
                                        format_func=lambda v: "— none —" if v is None else LEVELS[v],
                                        index=0 if pd.isna(row.expected_level) else int(row.expected_level) + 1,
                                        key=f"expected-{campaign.id}-{row.position}")
-            explanation = why.text_input("Explanation", value=row.explanation, max_chars=ann.MAX_EXPLANATION,
+            explanation = why.text_input("Explanation", value=row.explanation, max_chars=camp.MAX_EXPLANATION,
                                          key=f"explain-{campaign.id}-{row.position}")
             wanted.append({"position": row.position, "expected_level": expected, "explanation": explanation})
         if st.form_submit_button("Save the training feedback"):
             try:
-                ann.set_training_feedback(engine, campaign.id, wanted)
+                camp.set_training_feedback(engine, campaign.id, wanted)
                 st.success("Saved: annotators see this feedback after their next training answer.")
-            except (ann.CampaignError, NotAllowed) as exc:
+            except (camp.CampaignError, NotAllowed) as exc:
                 st.error(user_text(exc))
 
 
 def activity_section(campaign) -> None:
     """The campaign's latest changes: when, who, what (names as typed, so as text)."""
-    activity = ann.campaign_activity(engine, campaign.id, limit=20)
+    activity = camp.campaign_activity(engine, campaign.id, limit=20)
     if activity.empty:
         return
     with st.expander(f"Recent activity ({len(activity)})"):
@@ -385,10 +385,10 @@ def pairs_kept(counts: dict) -> str:
             f"not counted) and {counts['pairs in queue']:,} are in the queue")
 
 
-campaigns = ann.list_campaigns(engine)
+campaigns = camp.list_campaigns(engine)
 if done().get("created"):
     created_name, created_id = done().pop("created")
-    st.success(f"Campaign “{user_text(created_name)}” created: {pairs_kept(ann.campaign_overview(engine, created_id))}. "
+    st.success(f"Campaign “{user_text(created_name)}” created: {pairs_kept(camp.campaign_overview(engine, created_id))}. "
                "Add its annotators below.")
 with st.expander("New campaign", expanded=not campaigns):
     new_campaign_form()
@@ -401,7 +401,7 @@ chosen_id = st.selectbox("Campaign", list(campaign_by_id),
 campaign = campaign_by_id[chosen_id]
 if campaign.created_by:
     st.caption(f"Created by {user_text(campaign.created_by)} on {campaign.created_at:%Y-%m-%d %H:%M} UTC.")
-counts = ann.campaign_overview(engine, campaign.id)
+counts = camp.campaign_overview(engine, campaign.id)
 COUNT_HELP = {
     "pairs in queue": "The pairs served as ordinary pairs: the campaign's pairs less its training pairs (and gold checks).",
     "pairs fully labelled": (f"Queue pairs answered by {campaign.overlap} annotator(s), the campaign's annotators per pair"

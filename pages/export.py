@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from db.annotation import list_campaigns
+from db.campaigns import list_campaigns
 from db.datasets import list_datasets
 from db.export import (
     PAIR_SCOPES, WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame, export_labels, export_size,

@@ -4,7 +4,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from db import annotation as ann
+from db import campaigns as camp
 from db import quality as qual
 from db.access import NotAllowed
 from db.analysis import LABELS_COUNTED
@@ -20,7 +20,7 @@ from pluie_core.visible import visible_text
 
 engine = admin_page("table")
 st.title("Live campaign")
-campaigns = ann.list_campaigns(engine)
+campaigns = camp.list_campaigns(engine)
 if not campaigns:
     st.info("No campaign yet: create one under Campaigns.")
     st.stop()
@@ -32,13 +32,13 @@ chosen = scopes.pick_campaign(store_reads.store_key(), c1,
 if chosen not in by_id:  # created since the scope's list was read
     chosen = campaigns[0].id
 method = c3.selectbox("Reliability by", METHODS, format_func=METHOD_NAMES.get, key=f"live-aggregation-{chosen}",
-                      index=METHODS.index(ann.campaign_aggregation(by_id[chosen])),
+                      index=METHODS.index(camp.campaign_aggregation(by_id[chosen])),
                       help="The estimated chance that each annotator gives the true label (pluie_core.aggregation; "
                            "refitted only when new labels come in). The reliability flag always uses the "
                            "campaign's own method (chosen on Export).")
 every = c2.selectbox("Refresh every", [5, 15, 60, None], index=1,
                      format_func=lambda s: "never (manual)" if s is None else f"{s} s")
-campaign = ann.get_campaign(engine, chosen)
+campaign = camp.get_campaign(engine, chosen)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -113,7 +113,7 @@ def live_view(campaign_id: int) -> None:
         st.caption(f"Each annotator is planned {due} gold check(s), fewer than the {campaign.min_gold_checks} needed "
                    "to judge gold accuracy: raise the share of checks (or add gold pairs), or lower the minimum.")
     table = data.annotators.drop(columns=["labelled"])
-    if method != ann.campaign_aggregation(campaign):  # the column by another method than the flags'
+    if method != camp.campaign_aggregation(campaign):  # the column by another method than the flags'
         table["reliability"] = reliability(engine, campaign_id, method, f["labels"])["reliability"].reindex(table.index)
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
@@ -137,7 +137,7 @@ live_view(campaign.id)
 st.subheader("Quality checks")
 st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum, once enough checks are "
            f"answered; κ vs others under its minimum (on {MIN_KAPPA_LABELS}+ shared labels); the reliability "
-           f"estimated by the campaign's aggregation method ({METHOD_NAMES[ann.campaign_aggregation(campaign)]}) "
+           f"estimated by the campaign's aggregation method ({METHOD_NAMES[camp.campaign_aggregation(campaign)]}) "
            f"under its minimum (on {MIN_RELIABILITY_LABELS}+ labels in the fit); a median time per "
            "pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
            "Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
@@ -168,12 +168,12 @@ def save_settings(campaign_id: int) -> None:
     try:
         qual.set_quality_settings(engine, campaign_id, **values, revision=drawn["revision"], seen=drawn["seen"])
         outcome = ("success", "Saved: new pairs served follow the new share; the flags use the new thresholds.")
-    except ann.StaleFormError as exc:  # theirs is in the store: the form shows it, to make one's changes again
+    except camp.StaleFormError as exc:  # theirs is in the store: the form shows it, to make one's changes again
         outcome = ("error", str(exc))
-    except (ann.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the form keeps what was typed
+    except (camp.CampaignError, NotAllowed, StoreUnavailable) as exc:  # the form keeps what was typed
         st.session_state[f"quality-outcome-{campaign_id}"] = ("error", str(exc))
         return
-    draw_settings(ann.get_campaign(engine, campaign_id))
+    draw_settings(camp.get_campaign(engine, campaign_id))
     st.session_state[f"quality-outcome-{campaign_id}"] = outcome
 
 
@@ -205,7 +205,7 @@ with st.form("quality-settings"):
 gold_box = st.container()  # filled after the forms below: a pair just marked is counted and listed at once
 left, right = st.columns(2)
 with left.form("gold-from-dataset"):
-    datasets = ann.dataset_choices(engine, campaign_id=campaign.id)  # the campaign's own: its checks are its
+    datasets = camp.dataset_choices(engine, campaign_id=campaign.id)  # the campaign's own: its checks are its
     dataset = st.selectbox("Take gold pairs from a dataset's gold labels", datasets, format_func=lambda d: d[1],
                            help="One of the campaign's datasets. Binary labels give the side (paraphrase or not); "
                                 "a score its quarter of the range as a level (lowest quarter Very different ... "
@@ -214,10 +214,10 @@ with left.form("gold-from-dataset"):
     if st.form_submit_button("Add these gold pairs"):
         try:
             if dataset is None:
-                raise ann.CampaignError("This campaign has no dataset any more to take gold pairs from.")
+                raise camp.CampaignError("This campaign has no dataset any more to take gold pairs from.")
             added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
             st.success(f"{added:,} gold pairs added.")
-        except (ann.CampaignError, NotAllowed) as exc:
+        except (camp.CampaignError, NotAllowed) as exc:
             st.error(user_text(exc))
 with right.form("gold-by-id"):
     lines = st.text_area("Or mark pairs by id, one per line: pair id or the file's own id, known level (0-3 or its name)",
@@ -230,7 +230,7 @@ with right.form("gold-by-id"):
             added = qual.add_gold_pairs(engine, campaign.id, pd.DataFrame(
                 [p + [""] * (2 - len(p)) for p in parts], columns=["pair", "level"]))
             st.success(f"{added:,} gold pairs marked.")
-        except (ann.CampaignError, NotAllowed) as exc:
+        except (camp.CampaignError, NotAllowed) as exc:
             st.error(user_text(exc))
 gold = qual.gold_pairs(engine, campaign.id)
 with gold_box:
@@ -245,7 +245,7 @@ if len(gold):
     if st.button("Remove", disabled=not drop):
         try:
             qual.remove_gold_pairs(engine, campaign.id, drop)
-        except (ann.CampaignError, NotAllowed) as exc:
+        except (camp.CampaignError, NotAllowed) as exc:
             st.error(user_text(exc))
         else:
             st.rerun()

@@ -7,7 +7,7 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from db import annotation as ann
+from db import campaigns as camp
 from db import quality as qual
 from db.datasets import list_datasets
 from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, PairSearchError, browse_pairs
@@ -41,7 +41,7 @@ gold = f2.selectbox("Gold label", list(GOLD_FILTERS), format_func=GOLD_FILTERS.g
 gold_min = f3.number_input("Gold label at least", value=None, placeholder="any", key="pairs-gold-min")
 gold_max = f4.number_input("Gold label at most", value=None, placeholder="any", key="pairs-gold-max")
 s1, s2, s3 = st.columns(3)
-runs = ann.score_run_choices(engine, kind=None)
+runs = camp.score_run_choices(engine, kind=None)
 run = s1.selectbox("Score of the run", runs, index=None, format_func=lambda r: r[1], key="pairs-run",
                    placeholder="No score shown" if runs else "No run has scores yet")
 score_min = s2.number_input("Score at least", value=None, placeholder="any", key="pairs-score-min", disabled=run is None)
@@ -109,7 +109,7 @@ if st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:")
     st.switch_page("pages/review.py")
 why_this_score(engine, pair_id, chosen["source"], chosen["hypothesis"], key="pairs")
 
-campaigns = dict(ann.campaigns_of_dataset(engine, dataset_id))  # a check belongs to a campaign of its dataset
+campaigns = dict(camp.campaigns_of_dataset(engine, dataset_id))  # a check belongs to a campaign of its dataset
 if not campaigns:
     st.caption(f"No campaign labels “{user_text(names[dataset_id])}”: a pair becomes a gold check only of a "
                "campaign on its own dataset (create one under Campaigns).")
@@ -128,7 +128,7 @@ with st.form("pairs-gold"):
         known = ({"binary_label": [int(answer[-1])]} if answer in SIDES else {"level": [answer]})
         try:
             qual.add_gold_pairs(engine, campaign_id, pd.DataFrame({"pair_id": [int(pair_id)], **known}))
-        except (ann.CampaignError, PermissionError) as exc:  # PermissionError: db.access.NotAllowed (a role)
+        except (camp.CampaignError, PermissionError) as exc:  # PermissionError: db.access.NotAllowed (a role)
             st.error(user_text(exc))
         else:
             st.session_state[FLASH] = (f"Pair {pair_id} is a gold check now (known answer: "

@@ -75,9 +75,9 @@ def configured_providers() -> list[Provider]:
         auth = st.secrets["auth"]
     except (KeyError, FileNotFoundError):  # no secrets file, an unreadable one, or no [auth] in it
         return []
-    from streamlit.auth_util import is_authlib_installed
+    from pages.private_api import authlib_installed
 
-    if not is_authlib_installed():
+    if not authlib_installed():
         SIGNIN_LOG.warning("[auth] is configured but Authlib is not installed: no provider sign-in")
         return []
     return providers_in(auth)

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from db import analysis
 from db.engine import database_url
+from pages import private_api
 from pages import scope as scopes
 from pages.selection import Selection, dataset_names, first_scale
 from pages.store_reads import choices, store_key
@@ -119,7 +120,9 @@ class _NotFromReadAhead(logging.Filter):
         return record.threadName != READ_AHEAD_THREAD
 
 
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NotFromReadAhead())
+_missing_context_log = private_api.missing_context_logger()  # None: a Streamlit that logs it elsewhere
+if _missing_context_log is not None:
+    _missing_context_log.addFilter(_NotFromReadAhead())
 _read_ahead_started: dict[str, threading.Thread] = {}
 _read_ahead_lock = threading.Lock()
 

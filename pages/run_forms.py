@@ -17,6 +17,7 @@ from pluie_core.roles import NotAllowed
 from pluie_core.gguf_files import demo_model_path
 from pluie_core.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
+from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
 CUSTOM = "custom (paste or upload)"
@@ -161,14 +162,20 @@ def baseline_run_form(engine) -> None:
                 st.error(user_text(exc))
 
 
+def judge_kinds() -> dict:
+    """The judge form's choices: the run kinds of pluie_core.run_kinds that are LLM judges, in the
+    registry's order, each with its pluie_core.judges entry (title, description)."""
+    return {k.name: JUDGES[k.judge] for k in RUN_KINDS.values() if k.judge is not None}
+
+
 def judge_run_form(engine) -> None:
-    with st.expander("New LLM judge run (LLM-Yes/No, LLM-Likert, LLM-choice)"):
-        judges = {j.run_kind: j for j in JUDGES.values()}
-        judge_kind = st.radio("Judge", list(judges), horizontal=True, format_func=lambda k: judges[k].title,
+    judges = judge_kinds()
+    with st.expander(f"New LLM judge run ({', '.join(RUN_KINDS[k].title for k in judges)})"):
+        judge_kind = st.radio("Judge", list(judges), horizontal=True, format_func=lambda k: RUN_KINDS[k].title,
                               key="judge_kind",
                               help="The model generates an answer that is parsed; one that cannot be parsed is "
                                    "stored without a value and counted as unparsed. LLM-choice scores preference data.")
-        choosing = judges[judge_kind].kind == "choice"
+        choosing = RUN_KINDS[judge_kind].compares == PREFERENCE_ITEMS
         if choosing and not preference_dataset_names(engine):
             st.info("No preference data yet (import it on the Preferences page): an LLM-choice run with no datasets "
                     "chosen scores the preference data imported later.")

@@ -10,6 +10,7 @@ from pages.run_forms import baseline_run_form, judge_run_form, pluie_run_form
 from pages.shared import admin_page, user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.roles import NotAllowed
+from pluie_core.run_kinds import RUN_KINDS
 from worker_launch import ensure_worker_running
 
 engine = admin_page("table")
@@ -54,7 +55,7 @@ def live_progress():
             label += f" · {run.unparsed:,} unparsed answers"
         if run.seconds_per_pair is not None:
             label += f" · {run.seconds_per_pair:.3g} s/pair compute"
-        if run.kind == "baseline" and run.model in BASELINES:  # which BLEU is which, among others
+        if run.kind in RUN_KINDS and RUN_KINDS[run.kind].baseline and run.model in BASELINES:  # which BLEU is which
             label += f" · {BASELINES[run.model].description}"
         if run.options:  # the model a baseline uses, a PLUIE model's placement
             label += " · " + user_text(", ".join(f"{k} {v}" for k, v in run.options.items()))

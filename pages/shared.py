@@ -12,6 +12,7 @@ import streamlit as st
 from db import access, database_url, init_db
 from db.engine import StoreUnavailable
 from db.accounts import ensure_owner_from_admin_password
+from pages import private_api
 from pluie_core.roles import OPEN
 from pluie_core.visible import markdown_text
 
@@ -29,10 +30,9 @@ VIEW_MODULES = {"table": ("DataFrame",), "chart": ("PlotlyChart",)}
 
 @functools.cache
 def _view_modules(kinds: tuple) -> tuple:
-    """The file names of the kinds' modules in this Streamlit's build (hashed names), those found once each."""
-    folder = Path(st.__file__).parent / "static" / "static" / "js"
-    found = [sorted(folder.glob(f"{stem}.*.js")) for kind in kinds for stem in VIEW_MODULES[kind]]
-    return tuple(files[0].name for files in found if len(files) == 1)
+    """The file names of the kinds' modules in this Streamlit's build (hashed names), those found once each
+    (pages.private_api.static_js_files)."""
+    return private_api.static_js_files(tuple(stem for kind in kinds for stem in VIEW_MODULES[kind]))
 
 
 def preload_views(*kinds: str) -> None:
@@ -123,9 +123,8 @@ def _through_app() -> None:
     Switch that mode off and, for a session that has never been through app.py, run the same URL
     again through it. (Streamlit's AppTest turns the mode back on before each of its runs; its
     sessions start on app.py, so they are never rerun here, which would drop a pending click.)"""
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # a Streamlit without the v1 pages mode
+    PagesManager = private_api.pages_manager()
+    if PagesManager is None:  # a Streamlit without the v1 pages mode (logged once by private_api)
         return
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False

@@ -23,10 +23,10 @@ from types import ModuleType
 from typing import Optional
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from db import access, accounts
 from db.engine import StoreUnavailable
+from pages import private_api
 from pluie_core import auth
 from pluie_core.roles import NOBODY, OPEN, Actor, can_open
 
@@ -131,8 +131,11 @@ def signed_in_actor() -> Actor:
 
 def current_actor_or_none() -> Optional[Actor]:
     """db.access's resolver: the actor of the Streamlit session running this thread (callbacks included),
-    None outside a Streamlit script run (the worker, the command line, a test's own thread)."""
-    if get_script_run_ctx(suppress_warning=True) is None:
+    None outside a Streamlit script run (the worker, the command line, a test's own thread). A Streamlit
+    without get_script_run_ctx (pages.private_api.script_run_ctx) cannot tell: every thread is then taken
+    for a script run, so a write off one is checked as the session's (refused, where accounts are in force)."""
+    get_script_run_ctx = private_api.script_run_ctx()
+    if get_script_run_ctx is not None and get_script_run_ctx(suppress_warning=True) is None:
         return None
     return signed_in_actor()
 

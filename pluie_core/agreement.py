@@ -20,7 +20,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pluie_core.labels import ORDINAL_LEVELS
-from pluie_core.stats import StatsError, krippendorff_alpha_ci_from_patterns
+from pluie_core.stats.errors import StatsError
+from pluie_core.stats.reliability import krippendorff_alpha_ci_from_patterns
 
 __all__ = ["AGREEMENT_RULE", "N_BOOT", "level_counts", "count_patterns", "agreement_figures"]
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from pluie_core.baselines import levenshtein
 from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
+from pluie_core.run_kinds import preference_item_kinds, run_kind as run_kind_record
 from pluie_core.stats import (
     StatsError, best_threshold, cohen_kappa, item_slots, levels_to_matrix, majority_binary_vector, positions_by,
 )
@@ -247,26 +248,17 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
     return vector.reindex(pairs.index).rename("reference")
 
 
-def _preference_only_kinds() -> tuple[str, ...]:
-    from pluie_core.judges import RUN_KINDS
-
-    return tuple(k for k, j in RUN_KINDS.items() if j.kind == "choice")
-
-
 # Runs whose scores only mean something within a preference item (LLM-choice: 1 when the candidate
-# was chosen over its partner): the pair-level views (thresholds, agreement, ...) leave them out.
-PREFERENCE_ONLY_KINDS = _preference_only_kinds()
+# was chosen over its partner; pluie_core.run_kinds): the pair-level views (thresholds, agreement, ...) leave them out.
+PREFERENCE_ONLY_KINDS = preference_item_kinds()
 
 
 def natural_threshold(run_kind: str) -> Optional[float]:
-    """PLUIE's natural threshold is 0 (log p(yes) = log p(no)); an LLM judge's is its registry's
-    (LLM-Yes/No 0.5: a Yes; LLM-Likert 4: good or excellent); baselines have none."""
-    from pluie_core.judges import judge_for_run_kind
-
-    if run_kind == "pluie":
-        return 0.0
-    judge = judge_for_run_kind(run_kind)
-    return judge.natural_threshold if judge is not None else None
+    """The run kind's natural threshold (pluie_core.run_kinds): PLUIE's is 0 (log p(yes) = log p(no)),
+    an LLM judge's its registry's (LLM-Yes/No 0.5: a Yes; LLM-Likert 4: good or excellent); baselines
+    have none."""
+    record = run_kind_record(run_kind)
+    return record.natural_threshold if record is not None else None
 
 
 @dataclass(frozen=True)

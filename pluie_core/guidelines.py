@@ -24,7 +24,7 @@ PAIR_ORDERS: dict[str, str] = {
 }
 
 
-# how a campaign's queue is shared among its annotators (db.annotation serves by it)
+# how a campaign's queue is shared among its annotators (db.serving serves by it)
 DISTRIBUTIONS: dict[str, str] = {
     "share": "Share the work: every pair gets its first annotator before any pair gets a second, so annotators "
              "get different pairs while the queue has enough; pairs get their further annotators after that",

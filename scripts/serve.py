@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import logging
 import os
 import sys
 import threading
@@ -112,7 +113,9 @@ def _address_chosen(argv: list[str]) -> bool:
 # 5.4 s, bench/pages.py)
 # streamlit.emojis: what set_page_config imports to check the page icon (☔), a regular expression of every
 # emoji compiled as it loads: 0.3 s of the first page's run (bench/pages.py)
-DRAWING_MODULES = ("pyarrow", "streamlit.elements.arrow", "streamlit.elements.vega_charts", "streamlit.emojis", "torch")
+# Streamlit's own modules among them are its internals: pages.private_api.drawing_modules (DRAWING_MODULES
+# there), those this Streamlit has, between these two.
+DRAWING_MODULES = ("pyarrow", "torch")
 
 
 WARMED_UP = "serve: the pages' modules are loaded"
@@ -121,7 +124,10 @@ READ_AHEAD = "serve: the pages' first figures are read"  # bench/pages.py waits 
 
 def page_imports(repo: Path = REPO) -> list[str]:
     """The modules app.py and pages/*.py import (read from their source, so a page's new import is
-    warmed with no list to keep in step), then the ones Streamlit imports to draw (DRAWING_MODULES)."""
+    warmed with no list to keep in step), then the ones Streamlit imports to draw (DRAWING_MODULES, with
+    Streamlit's own: pages.private_api.drawing_modules)."""
+    from pages.private_api import drawing_modules
+
     found: dict[str, None] = {}
     for path in [repo / "app.py", *sorted((repo / "pages").glob("*.py"))]:
         try:
@@ -136,7 +142,8 @@ def page_imports(repo: Path = REPO) -> list[str]:
                 folder = repo.joinpath(*node.module.split("."))  # `from db import review`: a module of ours
                 found.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names
                                            if (folder / f"{alias.name}.py").exists()))
-    found.update(dict.fromkeys(DRAWING_MODULES))
+    first, *rest = DRAWING_MODULES
+    found.update(dict.fromkeys([first, *drawing_modules(), *rest]))
     return [name for name in found if name != "streamlit"]
 
 
@@ -164,11 +171,17 @@ def read_ahead_at_start(timeout: float = 60.0) -> None:
     store (pages.read_ahead.read_ahead: the Datasets page's counts, the analysis pages' default views;
     about 5 s at 100,000 pairs and 300,000 labels, 35 s at 1,000,000, on a thread at a lower priority), so
     that the first person to open a page finds them instead of waiting, or sharing the 2 cores with that
-    reading, while their page draws. A store that cannot be read is left to the pages to report."""
-    from streamlit.runtime import Runtime
+    reading, while their page draws. A store that cannot be read is left to the pages to report, but
+    whatever stops the read-ahead itself (a broken import, a bug) is logged as a warning with its
+    traceback, and the server stays up. Without Streamlit's ``Runtime.exists`` (pages.private_api.runtime_exists)
+    it reads nothing: the read-ahead then starts after the first admin page."""
+    from pages.private_api import runtime_exists
 
+    exists = runtime_exists()
+    if exists is None:
+        return
     started = time.monotonic()
-    while not Runtime.exists():
+    while not exists():
         if time.monotonic() - started > timeout:
             return
         time.sleep(0.1)
@@ -176,7 +189,9 @@ def read_ahead_at_start(timeout: float = 60.0) -> None:
         from pages.read_ahead import read_ahead_once
 
         read_ahead_once().join()
-    except Exception:  # noqa: BLE001 - the pages say what is wrong with the store, in their words
+    except Exception:  # noqa: BLE001 - the server stays up; the pages read on their own
+        logging.getLogger("pluie_lab.serve").warning("the read-ahead at start failed: the pages read their "
+                                                     "figures when they are opened", exc_info=True)
         return
     print(f"{READ_AHEAD} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 

@@ -33,16 +33,16 @@ def label_at_once(engine, annotator_ids, level_of) -> list[Exception]:
     (an answer the other tab gave first is not one)."""
     import threading
 
-    from db import annotation as ann
+    from db import serving
 
     errors = []
 
     def work(aid):
         try:
-            while (item := ann.serve_next(engine, aid)) is not None:
+            while (item := serving.serve_next(engine, aid)) is not None:
                 try:
-                    ann.record_label(engine, aid, item.position, level_of(item.pair_id, aid), 0.1)
-                except ann.StaleAnswerError:
+                    serving.record_label(engine, aid, item.position, level_of(item.pair_id, aid), 0.1)
+                except serving.StaleAnswerError:
                     pass  # the other tab answered it first
         except Exception as exc:  # noqa: BLE001 - returned to the test
             errors.append(exc)

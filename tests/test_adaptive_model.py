@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from db import adaptive
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.models import CampaignPair
 from pluie_core.aggregation import (
@@ -103,8 +103,8 @@ def wanted(engine, campaign_id) -> dict[int, int]:
 
 def answer(engine, annotator_id, level_of, limit=None) -> list[int]:
     done = []
-    while (limit is None or len(done) < limit) and (item := ann.serve_next(engine, annotator_id)) is not None:
-        ann.record_label(engine, annotator_id, item.position, level_of(item.pair_id), 1.0)
+    while (limit is None or len(done) < limit) and (item := serving.serve_next(engine, annotator_id)) is not None:
+        serving.record_label(engine, annotator_id, item.position, level_of(item.pair_id), 1.0)
         done.append(item.pair_id)
     return done
 
@@ -115,12 +115,12 @@ def test_a_refit_stops_disputed_pairs_at_three_and_takes_back_unserved_slots(eng
     at 3 and takes back the fourth slots not yet served; the 1-to-1 pairs c has not reached are settled on a's
     word (the model trusts a over b), and an answer changed later is decided by the fit in its own transaction."""
     dataset_id, _ = make_dataset(engine, "d", numbered_pairs(40))
-    cid = ann.create_campaign(engine, "adaptive", [dataset_id], quota=40, overlap=2, overlap_max=5, confidence=0.8,
+    cid = camp.create_campaign(engine, "adaptive", [dataset_id], quota=40, overlap=2, overlap_max=5, confidence=0.8,
                               n_training=0, distribution="overlap")
     pairs = sorted(wanted(engine, cid))
     truth = {p: 3 if i % 2 else 0 for i, p in enumerate(pairs)}
     disputed = pairs[:12]
-    a, b, c, d = (ann.create_annotator(engine, cid, name)[0] for name in "abcd")
+    a, b, c, d = (annotators.create_annotator(engine, cid, name)[0] for name in "abcd")
     answer(engine, a, lambda p: truth[p])
     answer(engine, b, lambda p: 3 - truth[p] if p in disputed else truth[p])
     assert wanted(engine, cid) == {p: 3 if p in disputed else 2 for p in pairs}
@@ -141,8 +141,8 @@ def test_a_refit_stops_disputed_pairs_at_three_and_takes_back_unserved_slots(eng
     # b goes back on an agreed pair and contradicts a: 1 to 1, which the vote share would send to a third
     # annotator; under the fit a's word holds and the pair stays at 2
     agreed = pairs[20]
-    position = next(i.position for i in (ann.served_at(engine, b, k) for k in range(40)) if i.pair_id == agreed)
-    ann.record_label(engine, b, position, 3 - truth[agreed], 1.0, replacing=truth[agreed])
+    position = next(i.position for i in (serving.served_at(engine, b, k) for k in range(40)) if i.pair_id == agreed)
+    serving.record_label(engine, b, position, 3 - truth[agreed], 1.0, replacing=truth[agreed])
     assert wanted(engine, cid)[agreed] == 2
     with read_session(engine) as s:
         assert s.scalar(select(CampaignPair.posterior).where(CampaignPair.pair_id == agreed)) >= 0.8
@@ -156,9 +156,9 @@ def test_the_worker_refits_in_the_background(engine):
     import worker as worker_module
 
     dataset_id, _ = make_dataset(engine, "d", numbered_pairs(24))
-    cid = ann.create_campaign(engine, "adaptive", [dataset_id], quota=24, overlap=2, overlap_max=4, confidence=0.8,
+    cid = camp.create_campaign(engine, "adaptive", [dataset_id], quota=24, overlap=2, overlap_max=4, confidence=0.8,
                               n_training=0, distribution="overlap")
-    a, b = (ann.create_annotator(engine, cid, name)[0] for name in "ab")
+    a, b = (annotators.create_annotator(engine, cid, name)[0] for name in "ab")
     answer(engine, a, lambda p: 3)
     answer(engine, b, lambda p: 3 if p % 3 else 0)
     assert adaptive.adaptive_state(engine, cid) == {"fitted": False, "decides": False}

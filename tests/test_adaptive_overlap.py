@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from db import adaptive
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db import init_db
 from db.engine import read_session
@@ -33,14 +33,14 @@ def campaign(engine, n_pairs=12, **kwargs):
     dataset_id, _ = make_dataset(engine, f"d{kwargs.get('seed', 0)}", numbered_pairs(n_pairs))
     options = dict(quota=n_pairs, overlap=2, overlap_max=4, confidence=0.9, n_training=0, distribution="overlap")
     options.update(kwargs)
-    return ann.create_campaign(engine, f"c{kwargs.get('seed', 0)}", [dataset_id], **options)
+    return camp.create_campaign(engine, f"c{kwargs.get('seed', 0)}", [dataset_id], **options)
 
 
 def answer_all(engine, annotator_id, level_of) -> list[int]:
     """Label every pair served to this annotator with level_of(pair_id); returns the pairs answered."""
     done = []
-    while (item := ann.serve_next(engine, annotator_id)) is not None:
-        ann.record_label(engine, annotator_id, item.position, level_of(item.pair_id), 1.0)
+    while (item := serving.serve_next(engine, annotator_id)) is not None:
+        serving.record_label(engine, annotator_id, item.position, level_of(item.pair_id), 1.0)
         done.append(item.pair_id)
     return done
 
@@ -56,12 +56,12 @@ def test_confident_pairs_stop_at_the_least_and_disputed_ones_get_more(tmp_path):
     cid = campaign(engine)
     pairs = sorted(wanted(engine, cid))
     disputed = set(pairs[:4])
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(6)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(6)]
     # two annotators: agree everywhere but on the disputed pairs
     answer_all(engine, people[0], lambda p: 3)
     answer_all(engine, people[1], lambda p: 0 if p in disputed else 3)
     assert wanted(engine, cid) == {p: 3 if p in disputed else 2 for p in pairs}
-    assert ann.campaign_overview(engine, cid)["pairs fully labelled"] == len(pairs) - len(disputed)
+    assert camp.campaign_overview(engine, cid)["pairs fully labelled"] == len(pairs) - len(disputed)
     # the third annotator is served only the disputed pairs; Same meaning makes them 2 to 1 (67% < 90%)
     assert sorted(answer_all(engine, people[2], lambda p: 3)) == sorted(disputed)
     assert set(wanted(engine, cid).values()) == {2, 4}
@@ -72,7 +72,7 @@ def test_confident_pairs_stop_at_the_least_and_disputed_ones_get_more(tmp_path):
         served = Counter(s.scalars(select(Assignment.pair_id).where(Assignment.campaign_id == cid)))
     assert served == Counter({p: 4 if p in disputed else 2 for p in pairs})
     live = qual.campaign_live(engine, cid).figures
-    assert live["pairs short of their overlap"] == 0 and ann.campaign_overview(engine, cid)["pairs fully labelled"] == 12
+    assert live["pairs short of their overlap"] == 0 and camp.campaign_overview(engine, cid)["pairs fully labelled"] == 12
     assert live["adaptive"] == {"given more annotators": 4, "at the maximum": 4, "annotators wanted": 8 * 2 + 4 * 4,
                                 "annotators at a fixed maximum": 12 * 4}
 
@@ -81,15 +81,15 @@ def test_dont_know_is_missing_and_a_changed_answer_can_ask_for_more(tmp_path):
     engine = init_db(f"sqlite:///{tmp_path / 's.db'}")
     cid = campaign(engine, n_pairs=3, overlap_max=3)
     pairs = sorted(wanted(engine, cid))
-    a, b, c = (ann.create_annotator(engine, cid, n)[0] for n in "abc")
+    a, b, c = (annotators.create_annotator(engine, cid, n)[0] for n in "abc")
     answer_all(engine, a, lambda p: 4 if p == pairs[0] else 3)  # Don't know on the first pair
     answer_all(engine, b, lambda p: 3)
     # issue 36: Don't know never counts towards the least (2): the first pair holds one usable label and asks
     # for a third annotator (it used to stop on that one label); the others hold two agreeing labels and stop at 2
     assert wanted(engine, cid) == {pairs[0]: 3, pairs[1]: 2, pairs[2]: 2}
     # b goes back on the second pair and changes Same meaning to Very different: now 1 to 1, one more wanted
-    position = next(i.position for i in (ann.served_at(engine, b, k) for k in range(3)) if i.pair_id == pairs[1])
-    ann.record_label(engine, b, position, 0, 1.0, replacing=3)
+    position = next(i.position for i in (serving.served_at(engine, b, k) for k in range(3)) if i.pair_id == pairs[1])
+    serving.record_label(engine, b, position, 0, 1.0, replacing=3)
     assert wanted(engine, cid) == {pairs[0]: 3, pairs[1]: 3, pairs[2]: 2}
     assert sorted(answer_all(engine, c, lambda p: 0)) == [pairs[0], pairs[1]]
     assert wanted(engine, cid) == {pairs[0]: 3, pairs[1]: 3, pairs[2]: 2}  # at the most (3): no fourth
@@ -99,17 +99,17 @@ def test_a_fixed_campaign_is_as_before_and_bad_settings_are_refused(tmp_path):
     engine = init_db(f"sqlite:///{tmp_path / 's.db'}")
     cid = campaign(engine, overlap_max=None)
     assert set(wanted(engine, cid).values()) == {None}
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
     answer_all(engine, people[0], lambda p: 3)
     answer_all(engine, people[1], lambda p: 0)
     assert answer_all(engine, people[2], lambda p: 0) == []  # disagreement asks for no one under a fixed overlap
     assert "adaptive" not in qual.campaign_live(engine, cid).figures
     dataset_id, _ = make_dataset(engine, "other", numbered_pairs(5))
-    with pytest.raises(ann.CampaignError, match="cannot be fewer"):
-        ann.create_campaign(engine, "x", [dataset_id], overlap=3, overlap_max=2)
-    with pytest.raises(ann.CampaignError, match="above 50%"):
-        ann.create_campaign(engine, "x", [dataset_id], overlap=2, overlap_max=3, confidence=0.5)
-    assert [c.name for c in ann.list_campaigns(engine)] == ["c0"]  # nothing was written
+    with pytest.raises(camp.CampaignError, match="cannot be fewer"):
+        camp.create_campaign(engine, "x", [dataset_id], overlap=3, overlap_max=2)
+    with pytest.raises(camp.CampaignError, match="above 50%"):
+        camp.create_campaign(engine, "x", [dataset_id], overlap=2, overlap_max=3, confidence=0.5)
+    assert [c.name for c in camp.list_campaigns(engine)] == ["c0"]  # nothing was written
 
 
 def test_pairs_imported_later_join_an_adaptive_queue_at_the_least(tmp_path):
@@ -119,7 +119,7 @@ def test_pairs_imported_later_join_an_adaptive_queue_at_the_least(tmp_path):
     add_pairs(engine, "grows", numbered_pairs(4))
     from db.analysis import analysis_choices
     dataset_id = int(analysis_choices(engine).datasets["id"].iloc[0])
-    cid = ann.create_campaign(engine, "grow", [dataset_id], overlap=2, overlap_max=3, n_training=0)
+    cid = camp.create_campaign(engine, "grow", [dataset_id], overlap=2, overlap_max=3, n_training=0)
     add_pairs(engine, "grows", numbered_pairs(3, prefix="new "))
     assert sorted(wanted(engine, cid).values()) == [2] * 7
 
@@ -130,7 +130,7 @@ def test_adaptive_overlap_holds_with_annotators_at_once(store_url):
     annotator it did not ask for, nor left unconfident below the most with all its answers in."""
     engine = init_db(store_url)
     cid = campaign(engine, n_pairs=30, overlap=2, overlap_max=5, confidence=0.9, distribution="share", quota=30)
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(8)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(8)]
     # the campaign's model is refitted while they answer, as the worker does (issue 36): its raises and
     # take-backs race the answers and the reservations
     stop, refits = threading.Event(), []
@@ -200,12 +200,12 @@ def test_the_organiser_asks_for_adaptive_overlap_and_sees_where_the_labels_went(
     next(c for c in at.checkbox if c.label.startswith("Adaptive overlap")).check()
     next(b for b in at.button if b.label == "Create campaign").click().run()
     assert not at.exception
-    (made,) = ann.list_campaigns(engine)
+    (made,) = camp.list_campaigns(engine)
     assert (made.overlap, made.overlap_max, made.confidence) == (2, 3, 0.8)
     shown = "\n".join(m.value for m in at.markdown)
     assert "2–3 annotators per pair (adaptive: more while under 80% agreement)" in shown
 
-    people = [ann.create_annotator(engine, made.id, f"p{i}")[0] for i in range(3)]
+    people = [annotators.create_annotator(engine, made.id, f"p{i}")[0] for i in range(3)]
     answer_all(engine, people[0], lambda p: 3)
     answer_all(engine, people[1], lambda p: 0 if p % 3 == 0 else 3)
     disputed = sum(1 for p in wanted(engine, made.id) if p % 3 == 0)
@@ -228,12 +228,12 @@ def test_a_campaign_chooses_its_aggregation_and_export_publish_and_live_follow(d
     from tests.paths import REPO
 
     cid = campaign(engine, n_pairs=6, overlap=2, overlap_max=None)
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
     for i, person in enumerate(people):
         answer_all(engine, person, lambda p: (p + i) % 4)
-    assert ann.campaign_aggregation(ann.get_campaign(engine, cid)) == "majority"
-    with pytest.raises(ann.CampaignError, match="not an aggregation method"):
-        ann.update_campaign(engine, cid, aggregation="mean")
+    assert camp.campaign_aggregation(camp.get_campaign(engine, cid)) == "majority"
+    with pytest.raises(camp.CampaignError, match="not an aggregation method"):
+        camp.update_campaign(engine, cid, aggregation="mean")
     monkeypatch.setenv("PLUIE_DB_URL", db_url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path / "data"))
@@ -242,7 +242,7 @@ def test_a_campaign_chooses_its_aggregation_and_export_publish_and_live_follow(d
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
     at.switch_page("pages/campaigns.py").run()
     at.selectbox(key=f"aggregation-{cid}").set_value("dawid_skene").run()
-    assert not at.exception and ann.get_campaign(engine, cid).aggregation == "dawid_skene"
+    assert not at.exception and camp.get_campaign(engine, cid).aggregation == "dawid_skene"
     at.switch_page("pages/export.py").run()
     next(s for s in at.selectbox if s.label == "Campaign").set_value(cid).run()
     assert at.selectbox(key=f"export-aggregation-{cid}").value == "dawid_skene"

@@ -1,4 +1,4 @@
-"""Campaigns, annotators, serving and labels against a real SQLite file (db.annotation)."""
+"""Campaigns, annotators, serving and labels against a real SQLite file (db.campaigns, db.annotators, db.serving)."""
 from __future__ import annotations
 
 import threading
@@ -8,10 +8,10 @@ import bcrypt
 import pytest
 from sqlalchemy import select
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import init_db
 from db.engine import read_session, write_session
-from db.models import Annotator, Assignment, CampaignPair, Label, Score, ScoreRun, TrainingPair
+from db.models import Annotator, Assignment, Campaign, CampaignPair, Label, Score, ScoreRun, TrainingPair
 from pluie_core.auth import check_admin_password, hash_token
 from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -26,39 +26,39 @@ def label_everything(engine, annotator_id, level=2, limit=1000):
     """Answer whatever is served until the annotator is done; returns the pair ids served."""
     served = []
     for _ in range(limit):
-        item = ann.serve_next(engine, annotator_id)
+        item = serving.serve_next(engine, annotator_id)
         if item is None:
             return served
         served.append(item.pair_id)
         try:
-            ann.record_label(engine, annotator_id, item.position, level, 1.5)
-        except ann.StaleAnswerError:  # the same link in a second tab answered this pair first
+            serving.record_label(engine, annotator_id, item.position, level, 1.5)
+        except serving.StaleAnswerError:  # the same link in a second tab answered this pair first
             pass
     raise AssertionError("serving never ended")
 
 
 def test_campaign_validation_gives_sentences(engine, dataset):
     ds_id, _ = dataset
-    with pytest.raises(ann.CampaignError, match="name"):
-        ann.create_campaign(engine, "  ", [ds_id])
-    with pytest.raises(ann.CampaignError, match="dataset"):
-        ann.create_campaign(engine, "c", [])
-    with pytest.raises(ann.CampaignError, match="score run"):
-        ann.create_campaign(engine, "c", [ds_id], pair_order="informative")
-    with pytest.raises(ann.CampaignError, match="30 pairs"):
-        ann.create_campaign(engine, "c", [ds_id], n_training=30)
-    with pytest.raises(ann.CampaignError, match="no longer exists"):
-        ann.create_campaign(engine, "c", [ds_id, ds_id + 1])
-    with pytest.raises(ann.CampaignError, match="score run"):
-        ann.create_campaign(engine, "c", [ds_id], pair_order="informative", informative_run_id=99)
-    ann.create_campaign(engine, "c", [ds_id])
-    with pytest.raises(ann.CampaignError, match="already exists"):
-        ann.create_campaign(engine, "c", [ds_id])
+    with pytest.raises(camp.CampaignError, match="name"):
+        camp.create_campaign(engine, "  ", [ds_id])
+    with pytest.raises(camp.CampaignError, match="dataset"):
+        camp.create_campaign(engine, "c", [])
+    with pytest.raises(camp.CampaignError, match="score run"):
+        camp.create_campaign(engine, "c", [ds_id], pair_order="informative")
+    with pytest.raises(camp.CampaignError, match="30 pairs"):
+        camp.create_campaign(engine, "c", [ds_id], n_training=30)
+    with pytest.raises(camp.CampaignError, match="no longer exists"):
+        camp.create_campaign(engine, "c", [ds_id, ds_id + 1])
+    with pytest.raises(camp.CampaignError, match="score run"):
+        camp.create_campaign(engine, "c", [ds_id], pair_order="informative", informative_run_id=99)
+    camp.create_campaign(engine, "c", [ds_id])
+    with pytest.raises(camp.CampaignError, match="already exists"):
+        camp.create_campaign(engine, "c", [ds_id])
 
 
 def test_default_guidelines_hold_the_five_worked_examples(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]])
-    text = ann.get_campaign(engine, cid).guidelines
+    cid = camp.create_campaign(engine, "c", [dataset[0]])
+    text = camp.get_campaign(engine, cid).guidelines
     assert text == default_guidelines()
     assert "share a common meaning" in text
     for example, level in zip(WORKED_EXAMPLES, ["Very different", "Slightly similar", "Mostly similar",
@@ -69,7 +69,7 @@ def test_default_guidelines_hold_the_five_worked_examples(engine, dataset):
 
 
 def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=4, overlap=2, n_training=5, seed=3)
+    cid = camp.create_campaign(engine, "c", [dataset[0]], quota=4, overlap=2, n_training=5, seed=3)
     with read_session(engine) as s:
         training = list(s.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid)
                                   .order_by(TrainingPair.position)))
@@ -77,12 +77,12 @@ def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, da
     assert len(training) == 5 and not set(training) & queue and len(queue) == 25
     seen = []
     for name in ("a", "b"):
-        aid, _ = ann.create_annotator(engine, cid, name)
+        aid, _ = annotators.create_annotator(engine, cid, name)
         served = label_everything(engine, aid)
         assert served[:5] == training
         assert len(served) == 9  # 5 training + quota 4
         seen.append(served)
-        p = ann.progress(engine, aid)
+        p = serving.progress(engine, aid)
         assert (p.training_done, p.training_total, p.done, p.quota) == (5, 5, 4, 4)
     with read_session(engine) as s:
         flags = Counter(s.scalars(select(Label.is_training)))
@@ -95,10 +95,10 @@ def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, da
 ])
 def test_never_the_same_pair_twice_and_overlap_is_exact(engine, dataset, distribution, expected):
     # 25 queue pairs x overlap 2 = 50 slots, 7 annotators x quota 10 = 70 wanted: the queue runs dry
-    cid = ann.create_campaign(engine, "c", [dataset[0]], quota=10, overlap=2, n_training=5, distribution=distribution)
+    cid = camp.create_campaign(engine, "c", [dataset[0]], quota=10, overlap=2, n_training=5, distribution=distribution)
     per_annotator = []
     for i in range(7):
-        aid, _ = ann.create_annotator(engine, cid, f"a{i}")
+        aid, _ = annotators.create_annotator(engine, cid, f"a{i}")
         served = label_everything(engine, aid)[5:]
         assert len(served) == len(set(served))
         per_annotator.append(served)
@@ -112,87 +112,87 @@ def test_concurrent_annotators_never_over_assign(engine):
 
 
 def test_resume_serves_the_reserved_pair_again(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=2)
-    aid, _ = ann.create_annotator(engine, cid, "a")
-    first = ann.serve_next(engine, aid)
-    again = ann.serve_next(engine, aid)  # e.g. the browser was closed and opened again
+    cid = camp.create_campaign(engine, "c", [dataset[0]], n_training=2)
+    aid, _ = annotators.create_annotator(engine, cid, "a")
+    first = serving.serve_next(engine, aid)
+    again = serving.serve_next(engine, aid)  # e.g. the browser was closed and opened again
     assert again == first
-    ann.record_label(engine, aid, first.position, 0, 2.0)
-    second = ann.serve_next(engine, aid)
+    serving.record_label(engine, aid, first.position, 0, 2.0)
+    second = serving.serve_next(engine, aid)
     assert second.position == first.position + 1
     with read_session(engine) as s:
         assert len(s.scalars(select(Assignment.id)).all()) == 2
 
 
 def test_back_changes_the_answer_and_adds_time(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=0, quota=3)
-    aid, _ = ann.create_annotator(engine, cid, "a")
-    item = ann.serve_next(engine, aid)
+    cid = camp.create_campaign(engine, "c", [dataset[0]], n_training=0, quota=3)
+    aid, _ = annotators.create_annotator(engine, cid, "a")
+    item = serving.serve_next(engine, aid)
     assert not item.is_training and (item.number, item.out_of) == (1, 3)
-    ann.record_label(engine, aid, item.position, 1, 2.0)
-    ann.serve_next(engine, aid)
-    previous = ann.served_at(engine, aid, item.position)
+    serving.record_label(engine, aid, item.position, 1, 2.0)
+    serving.serve_next(engine, aid)
+    previous = serving.served_at(engine, aid, item.position)
     assert previous.level == 1 and previous.top == item.top  # same sentence on top as first shown
-    ann.record_label(engine, aid, item.position, 3, 4.0, replacing=1)  # "back" showed answer 1
+    serving.record_label(engine, aid, item.position, 3, 4.0, replacing=1)  # "back" showed answer 1
     with read_session(engine) as s:
         label = s.scalar(select(Label).where(Label.pair_id == item.pair_id))
     assert (label.level, label.seconds_spent, label.source_on_top) == (3, 6.0, item.source_on_top)
-    assert ann.progress(engine, aid).done == 1
+    assert serving.progress(engine, aid).done == 1
 
 
 def test_top_sentence_is_drawn_and_recorded(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=0, quota=25)
-    aid, _ = ann.create_annotator(engine, cid, "a")
+    cid = camp.create_campaign(engine, "c", [dataset[0]], n_training=0, quota=25)
+    aid, _ = annotators.create_annotator(engine, cid, "a")
     sides = []
     for _ in range(25):
-        item = ann.serve_next(engine, aid)
+        item = serving.serve_next(engine, aid)
         assert item.top.startswith("Source") == item.source_on_top
         sides.append(item.source_on_top)
-        ann.record_label(engine, aid, item.position, 0, 1)
+        serving.record_label(engine, aid, item.position, 0, 1)
     assert 0 < sum(sides) < 25  # both orders occur (chance of failure 2 x 2^-25)
 
 
 def test_record_label_refuses_foreign_positions_and_bad_levels(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]])
-    a, _ = ann.create_annotator(engine, cid, "a")
-    b, _ = ann.create_annotator(engine, cid, "b")
-    item = ann.serve_next(engine, a)
-    with pytest.raises(ann.CampaignError, match="not in your queue"):
-        ann.record_label(engine, b, item.position, 0, 1)  # b was never served anything
-    with pytest.raises(ann.CampaignError, match="scale"):
-        ann.record_label(engine, a, item.position, 7, 1)
+    cid = camp.create_campaign(engine, "c", [dataset[0]])
+    a, _ = annotators.create_annotator(engine, cid, "a")
+    b, _ = annotators.create_annotator(engine, cid, "b")
+    item = serving.serve_next(engine, a)
+    with pytest.raises(camp.CampaignError, match="not in your queue"):
+        serving.record_label(engine, b, item.position, 0, 1)  # b was never served anything
+    with pytest.raises(camp.CampaignError, match="scale"):
+        serving.record_label(engine, a, item.position, 7, 1)
 
 
 def test_tokens_are_hashed_and_revocation_closes_the_link(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]], n_training=0, overlap=1)
-    aid, token = ann.create_annotator(engine, cid, "a")
+    cid = camp.create_campaign(engine, "c", [dataset[0]], n_training=0, overlap=1)
+    aid, token = annotators.create_annotator(engine, cid, "a")
     assert len(token) >= 32
     with read_session(engine) as s:
         stored = s.get(Annotator, aid)
     assert stored.token_hash == hash_token(token) and token not in stored.token_hash
-    assert ann.annotator_for_token(engine, token).id == aid
-    assert ann.annotator_for_token(engine, token + "x") is None
-    assert ann.annotator_for_token(engine, "") is None
-    reserved = ann.serve_next(engine, aid)
-    ann.revoke_annotator(engine, aid)
-    assert ann.annotator_for_token(engine, token) is None
-    assert ann.serve_next(engine, aid) is None
-    with pytest.raises(ann.CampaignError, match="revoked"):
-        ann.record_label(engine, aid, reserved.position, 0, 1)
+    assert annotators.annotator_for_token(engine, token).id == aid
+    assert annotators.annotator_for_token(engine, token + "x") is None
+    assert annotators.annotator_for_token(engine, "") is None
+    reserved = serving.serve_next(engine, aid)
+    annotators.revoke_annotator(engine, aid)
+    assert annotators.annotator_for_token(engine, token) is None
+    assert serving.serve_next(engine, aid) is None
+    with pytest.raises(camp.CampaignError, match="revoked"):
+        serving.record_label(engine, aid, reserved.position, 0, 1)
     with read_session(engine) as s:  # the reserved slot went back to the queue
         assert s.scalar(select(CampaignPair.n_assigned).where(CampaignPair.pair_id == reserved.pair_id)) == 0
 
 
 def test_profile_requires_a_name_and_a_known_english_level(engine, dataset):
-    cid = ann.create_campaign(engine, "c", [dataset[0]])
-    aid, _ = ann.create_annotator(engine, cid, "a")
-    assert ann.annotator_view(engine, aid).needs_profile
-    with pytest.raises(ann.CampaignError, match="English"):
-        ann.set_annotator_profile(engine, aid, "Ann", "fluent")
-    with pytest.raises(ann.CampaignError, match="name"):
-        ann.set_annotator_profile(engine, aid, " ", "good")
-    ann.set_annotator_profile(engine, aid, "Ann", "native")
-    view = ann.annotator_view(engine, aid)
+    cid = camp.create_campaign(engine, "c", [dataset[0]])
+    aid, _ = annotators.create_annotator(engine, cid, "a")
+    assert annotators.annotator_view(engine, aid).needs_profile
+    with pytest.raises(camp.CampaignError, match="English"):
+        annotators.set_annotator_profile(engine, aid, "Ann", "fluent")
+    with pytest.raises(camp.CampaignError, match="name"):
+        annotators.set_annotator_profile(engine, aid, " ", "good")
+    annotators.set_annotator_profile(engine, aid, "Ann", "native")
+    view = annotators.annotator_view(engine, aid)
     assert (view.display_name, view.english_level, view.needs_profile) == ("Ann", "native", False)
 
 
@@ -206,16 +206,16 @@ def test_least_labelled_spreads_and_informative_puts_uncertain_first(engine):
         for pid, v in zip(pairs, values):
             s.add(Score(run_id=run.id, pair_id=pid, value=v))
         run_id = run.id
-    informative = ann.create_campaign(engine, "i", [ds], n_training=0, quota=8,
+    informative = camp.create_campaign(engine, "i", [ds], n_training=0, quota=8,
                                       pair_order="informative", informative_run_id=run_id)
-    aid, _ = ann.create_annotator(engine, informative, "a")
+    aid, _ = annotators.create_annotator(engine, informative, "a")
     served = label_everything(engine, aid)
     # model and gold disagree first, then closest to 0
     assert served[:4] == [pairs[7], pairs[6], pairs[1], pairs[2]] and served[-1] == pairs[3]
 
-    spread = ann.create_campaign(engine, "l", [ds], n_training=0, quota=4, overlap=2, pair_order="least_labelled")
-    a1, _ = ann.create_annotator(engine, spread, "a1")
-    a2, _ = ann.create_annotator(engine, spread, "a2")
+    spread = camp.create_campaign(engine, "l", [ds], n_training=0, quota=4, overlap=2, pair_order="least_labelled")
+    a1, _ = annotators.create_annotator(engine, spread, "a1")
+    a2, _ = annotators.create_annotator(engine, spread, "a2")
     assert set(label_everything(engine, a1)).isdisjoint(label_everything(engine, a2))
 
 
@@ -254,7 +254,7 @@ def test_the_serving_bench_builds_the_store_it_describes(tmp_path):
     with read_session(engine) as s:
         queue_labels = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
         assert sum(queue_labels.values()) == 4_000 and set(queue_labels.values()) == {OVERLAP}
-    assert ann.campaign_overview(engine, campaign_id)["pairs fully labelled"] == 1_000
+    assert camp.campaign_overview(engine, campaign_id)["pairs fully labelled"] == 1_000
     timings = time_serving(url, campaign_id, n_annotators=3)
     assert all(len(v) == 9 for v in timings.values())
     with read_session(engine) as s:  # the timed annotators got fresh pairs, never a full one
@@ -279,8 +279,8 @@ def _concurrent_serving_respects_overlap(engine):
     """Six annotators (two of them in two tabs at once) label everything they are served, in
     parallel: 30 pairs x overlap 2, no pair over its overlap, no one served a pair twice."""
     ds, _ = make_dataset(engine, "demo", numbered_pairs(30))
-    cid = ann.create_campaign(engine, "c", [ds], quota=12, overlap=2, n_training=0)
-    ids = [ann.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
+    cid = camp.create_campaign(engine, "c", [ds], quota=12, overlap=2, n_training=0)
+    ids = [annotators.create_annotator(engine, cid, f"a{i}")[0] for i in range(6)]
     results: list[list[int]] = []
     errors = []
 
@@ -313,20 +313,40 @@ def test_pairs_added_to_a_dataset_later_join_its_open_campaigns(engine):
 
     texts = numbered_pairs(12)
     first = import_pairs(engine, "growing", pd.DataFrame(texts, columns=["source", "hypothesis"]))
-    campaign_id = ann.create_campaign(engine, "grows", [first.dataset_id], quota=20, overlap=1, n_training=2)
-    assert ann.campaign_overview(engine, campaign_id)["pairs in queue"] == 10
+    campaign_id = camp.create_campaign(engine, "grows", [first.dataset_id], quota=20, overlap=1, n_training=2)
+    assert camp.campaign_overview(engine, campaign_id)["pairs in queue"] == 10
     later = numbered_pairs(4, prefix="Later: ")
     import_pairs(engine, "growing", pd.DataFrame(later, columns=["source", "hypothesis"]), append=True)
-    assert ann.campaign_overview(engine, campaign_id)["pairs in queue"] == 14
-    annotator_id, _ = ann.create_annotator(engine, campaign_id, "ann")
-    ann.set_annotator_profile(engine, annotator_id, "Ann", "native")
+    assert camp.campaign_overview(engine, campaign_id)["pairs in queue"] == 14
+    annotator_id, _ = annotators.create_annotator(engine, campaign_id, "ann")
+    annotators.set_annotator_profile(engine, annotator_id, "Ann", "native")
     served = []
-    while (item := ann.serve_next(engine, annotator_id)) is not None:
+    while (item := serving.serve_next(engine, annotator_id)) is not None:
         served.append(item.pair_id)
-        ann.record_label(engine, annotator_id, item.position, 2, 1.0)
+        serving.record_label(engine, annotator_id, item.position, 2, 1.0)
     with read_session(engine) as s:
         queued_last = s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)
                                 .order_by(CampaignPair.rank.desc()).limit(4)).all()
     # 2 training pairs, then the 10 first queued pairs, then the 4 new ones, each once
     assert len(served) == 16 and len(set(served)) == 16
     assert set(served[-4:]) == set(queued_last)
+
+
+def test_the_organisers_table_reads_the_counter_each_annotator_sees(engine, dataset):
+    """db.annotators.annotator_rows reads the counters through db.serving.progress_counters, the one
+    rule behind progress (the annotator's page) and annotator_progress (Live campaign)."""
+    cid = camp.create_campaign(engine, "c", [dataset[0]], quota=3, overlap=1, n_training=2)
+    busy, done, idle = (annotators.create_annotator(engine, cid, name)[0] for name in ("busy", "done", "idle"))
+    label_everything(engine, done)
+    for _ in range(3):  # two training pairs and one of the queue; the next one served and left open
+        item = serving.serve_next(engine, busy)
+        serving.record_label(engine, busy, item.position, 1, 1.0)
+    serving.serve_next(engine, busy)
+    with read_session(engine) as s:
+        counters = serving.progress_counters(s, s.get(Campaign, cid), [busy, done, idle])
+    assert counters == serving.annotator_progress(engine, cid)
+    assert all(counters[a] == serving.progress(engine, a) for a in (busy, done, idle))
+    assert [(c.training_done, c.done, c.quota, c.finished) for c in counters.values()] == [
+        (2, 1, 3, False), (2, 3, 3, True), (0, 0, 3, False)]
+    rows = {r["id"]: r["labelled"] for r in annotators.annotator_rows(engine, cid)}
+    assert rows == {busy: "1 / 3", done: "3 / 3", idle: "0 / 3"}

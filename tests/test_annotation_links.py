@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.models import Annotator, Assignment, Label
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -19,7 +19,7 @@ APP = str(REPO / "app.py")
 @pytest.fixture
 def campaign(engine):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(20))
-    return ann.create_campaign(engine, "Pilot", [ds], n_training=2, quota=3, overlap=1)
+    return camp.create_campaign(engine, "Pilot", [ds], n_training=2, quota=3, overlap=1)
 
 
 @pytest.fixture
@@ -50,39 +50,39 @@ def texts(at: AppTest) -> str:
 # ---------------------------------------------------------------- 2. a second tab never overwrites
 
 def test_a_stale_tab_cannot_replace_an_answer(engine, campaign):
-    aid, _ = ann.create_annotator(engine, campaign, "a")
-    shown_in_a = ann.serve_next(engine, aid)
-    shown_in_b = ann.serve_next(engine, aid)  # the same link open in a second tab: the same pair
+    aid, _ = annotators.create_annotator(engine, campaign, "a")
+    shown_in_a = serving.serve_next(engine, aid)
+    shown_in_b = serving.serve_next(engine, aid)  # the same link open in a second tab: the same pair
     assert shown_in_a == shown_in_b and shown_in_b.level is None
-    ann.record_label(engine, aid, shown_in_a.position, 1, 2.0)  # tab A answers
+    serving.record_label(engine, aid, shown_in_a.position, 1, 2.0)  # tab A answers
     before = store_rows(engine)
-    with pytest.raises(ann.StaleAnswerError, match="already answered in another tab.*“Slightly similar”"):
-        ann.record_label(engine, aid, shown_in_b.position, 3, 5.0)  # then tab B, on what it showed
+    with pytest.raises(serving.StaleAnswerError, match="already answered in another tab.*“Slightly similar”"):
+        serving.record_label(engine, aid, shown_in_b.position, 3, 5.0)  # then tab B, on what it showed
     assert store_rows(engine) == before  # nothing written: level 1, 2.0 s, one label
 
     # "back" is the one way to change it, and only over the answer that "back" showed
-    back_in_a = ann.served_at(engine, aid, shown_in_a.position)
-    back_in_b = ann.served_at(engine, aid, shown_in_a.position)
+    back_in_a = serving.served_at(engine, aid, shown_in_a.position)
+    back_in_b = serving.served_at(engine, aid, shown_in_a.position)
     assert back_in_a.level == back_in_b.level == 1
-    ann.record_label(engine, aid, back_in_a.position, 2, 1.0, replacing=back_in_a.level)
+    serving.record_label(engine, aid, back_in_a.position, 2, 1.0, replacing=back_in_a.level)
     before = store_rows(engine)
-    with pytest.raises(ann.StaleAnswerError, match="changed in another tab.*now “Mostly similar”"):
-        ann.record_label(engine, aid, back_in_b.position, 0, 1.0, replacing=back_in_b.level)
+    with pytest.raises(serving.StaleAnswerError, match="changed in another tab.*now “Mostly similar”"):
+        serving.record_label(engine, aid, back_in_b.position, 0, 1.0, replacing=back_in_b.level)
     assert store_rows(engine) == before
     with read_session(engine) as s:
         assert s.execute(select(Label.level, Label.seconds_spent)).all() == [(2, 3.0)]
     # a "change" of a pair never answered is refused as well: it is not what that tab showed
-    current = ann.serve_next(engine, aid)
-    with pytest.raises(ann.StaleAnswerError):
-        ann.record_label(engine, aid, current.position, 0, 1.0, replacing=2)
-    assert ann.progress(engine, aid).training_done == 1
+    current = serving.serve_next(engine, aid)
+    with pytest.raises(serving.StaleAnswerError):
+        serving.record_label(engine, aid, current.position, 0, 1.0, replacing=2)
+    assert serving.progress(engine, aid).training_done == 1
 
 
 def test_two_tabs_of_one_link_in_the_app(store, campaign):
     """Two AppTest sessions on one personal link stand for two tabs: B's answer to the pair that
     A has just answered is refused with a sentence, A's label stays, and B is shown the current pair."""
-    aid, token = ann.create_annotator(store, campaign, "a")
-    ann.set_annotator_profile(store, aid, "Ann", "good")
+    aid, token = annotators.create_annotator(store, campaign, "a")
+    annotators.set_annotator_profile(store, aid, "Ann", "good")
     tabs = []
     for _ in range(2):
         at = AppTest.from_file(APP, default_timeout=30)
@@ -105,65 +105,65 @@ def test_two_tabs_of_one_link_in_the_app(store, campaign):
 # ---------------------------------------------------------------- 8. names and new links
 
 def test_annotator_names_are_unique_within_a_campaign_all_or_nothing(engine, campaign):
-    created = ann.create_annotators(engine, campaign, ["Alice", "Bob"])
+    created = annotators.create_annotators(engine, campaign, ["Alice", "Bob"])
     assert [name for _, name, _ in created] == ["Alice", "Bob"]
-    with pytest.raises(ann.CampaignError, match="already has an annotator called “Alice”"):
-        ann.create_annotator(engine, campaign, "  alice ")
-    with pytest.raises(ann.CampaignError, match="already has an annotator called “Bob”"):
-        ann.create_annotators(engine, campaign, ["Carol", "BOB"])
-    with pytest.raises(ann.CampaignError, match="“Dan” is in the list twice"):
-        ann.create_annotators(engine, campaign, ["Dan", "Eve", "dan"])
+    with pytest.raises(camp.CampaignError, match="already has an annotator called “Alice”"):
+        annotators.create_annotator(engine, campaign, "  alice ")
+    with pytest.raises(camp.CampaignError, match="already has an annotator called “Bob”"):
+        annotators.create_annotators(engine, campaign, ["Carol", "BOB"])
+    with pytest.raises(camp.CampaignError, match="“Dan” is in the list twice"):
+        annotators.create_annotators(engine, campaign, ["Dan", "Eve", "dan"])
     with read_session(engine) as s:  # all or nothing: neither Carol nor Dan nor Eve was created
         assert s.scalars(select(Annotator.name).order_by(Annotator.id)).all() == ["Alice", "Bob"]
-    ann.revoke_annotator(engine, created[0][0])  # a revoked annotator keeps the name too
-    with pytest.raises(ann.CampaignError, match="Replace a lost link"):
-        ann.create_annotator(engine, campaign, "Alice")
-    other = ann.create_campaign(engine, "Other", [ann.dataset_choices(engine)[0][0]], n_training=0)
-    ann.create_annotator(engine, other, "Alice")  # another campaign is another list
+    annotators.revoke_annotator(engine, created[0][0])  # a revoked annotator keeps the name too
+    with pytest.raises(camp.CampaignError, match="Replace a lost link"):
+        annotators.create_annotator(engine, campaign, "Alice")
+    other = camp.create_campaign(engine, "Other", [camp.dataset_choices(engine)[0][0]], n_training=0)
+    annotators.create_annotator(engine, other, "Alice")  # another campaign is another list
 
 
 def test_display_names_are_unique_within_a_campaign(engine, campaign):
-    (a, _), (b, _) = ann.create_annotator(engine, campaign, "a"), ann.create_annotator(engine, campaign, "b")
-    ann.set_annotator_profile(engine, a, "Marie  Curie", "native")
-    with pytest.raises(ann.CampaignError, match="already goes by “marie curie”"):
-        ann.set_annotator_profile(engine, b, " marie curie", "good")
-    assert ann.annotator_view(engine, b).needs_profile
-    ann.set_annotator_profile(engine, a, "Marie Curie", "advanced")  # one's own name again is fine
-    ann.set_annotator_profile(engine, b, "Marie C.", "good")
-    assert ann.annotator_view(engine, a).display_name == "Marie Curie"
+    (a, _), (b, _) = annotators.create_annotator(engine, campaign, "a"), annotators.create_annotator(engine, campaign, "b")
+    annotators.set_annotator_profile(engine, a, "Marie  Curie", "native")
+    with pytest.raises(camp.CampaignError, match="already goes by “marie curie”"):
+        annotators.set_annotator_profile(engine, b, " marie curie", "good")
+    assert annotators.annotator_view(engine, b).needs_profile
+    annotators.set_annotator_profile(engine, a, "Marie Curie", "advanced")  # one's own name again is fine
+    annotators.set_annotator_profile(engine, b, "Marie C.", "good")
+    assert annotators.annotator_view(engine, a).display_name == "Marie Curie"
 
 
 def test_a_new_link_keeps_the_annotator_and_their_labels(engine, campaign):
-    aid, old = ann.create_annotator(engine, campaign, "Alice")
+    aid, old = annotators.create_annotator(engine, campaign, "Alice")
     for level in (0, 1, 2):
-        item = ann.serve_next(engine, aid)
-        ann.record_label(engine, aid, item.position, level, 1.0)
-    reserved = ann.serve_next(engine, aid)
-    new = ann.new_link(engine, aid)
-    assert new != old and ann.annotator_for_token(engine, old) is None
-    assert ann.annotator_for_token(engine, new).id == aid
-    assert ann.serve_next(engine, aid) == reserved  # the same place in the queue
-    ann.revoke_annotator(engine, aid)
-    again = ann.new_link(engine, aid)  # a new link also reopens a revoked annotator
-    assert ann.annotator_for_token(engine, new) is None and ann.annotator_for_token(engine, again).id == aid
+        item = serving.serve_next(engine, aid)
+        serving.record_label(engine, aid, item.position, level, 1.0)
+    reserved = serving.serve_next(engine, aid)
+    new = annotators.new_link(engine, aid)
+    assert new != old and annotators.annotator_for_token(engine, old) is None
+    assert annotators.annotator_for_token(engine, new).id == aid
+    assert serving.serve_next(engine, aid) == reserved  # the same place in the queue
+    annotators.revoke_annotator(engine, aid)
+    again = annotators.new_link(engine, aid)  # a new link also reopens a revoked annotator
+    assert annotators.annotator_for_token(engine, new) is None and annotators.annotator_for_token(engine, again).id == aid
     with read_session(engine) as s:
         assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [0, 1, 2]
         assert s.scalar(select(Annotator.name).where(Annotator.id == aid)) == "Alice"
         assert len(s.scalars(select(Annotator.id)).all()) == 1
-    assert ann.progress(engine, aid).done == 1 and ann.progress(engine, aid).training_done == 2
-    with pytest.raises(ann.CampaignError, match="does not exist"):
-        ann.new_link(engine, aid + 100)
+    assert serving.progress(engine, aid).done == 1 and serving.progress(engine, aid).training_done == 2
+    with pytest.raises(camp.CampaignError, match="does not exist"):
+        annotators.new_link(engine, aid + 100)
 
 
 def test_the_campaign_page_refuses_a_duplicate_and_issues_a_new_link(store, campaign):
-    aid, old = ann.create_annotator(store, campaign, "Alice")
+    aid, old = annotators.create_annotator(store, campaign, "Alice")
     at = AppTest.from_file(APP, default_timeout=30).run()
     at.switch_page("pages/campaigns.py").run()
     next(t for t in at.text_area if t.label.startswith("New annotators")).input("Bob\nalice")
     next(b for b in at.button if b.label == "Create personal links").click().run()
     assert not at.exception
     assert any("already has an annotator called “Alice”" in e.value for e in at.error)
-    assert [r["name"] for r in ann.annotator_rows(store, campaign)] == ["Alice"]  # Bob neither
+    assert [r["name"] for r in annotators.annotator_rows(store, campaign)] == ["Alice"]  # Bob neither
 
     lost = next(s for s in at.selectbox if s.label == "Replace a lost link")
     lost.select(aid)
@@ -173,7 +173,7 @@ def test_the_campaign_page_refuses_a_duplicate_and_issues_a_new_link(store, camp
     links = at.code[0].value
     assert links.startswith("Alice: ") and "?token=" in links
     token = links.split("?token=")[1].strip()
-    assert ann.annotator_for_token(store, token).id == aid and ann.annotator_for_token(store, old) is None
+    assert annotators.annotator_for_token(store, token).id == aid and annotators.annotator_for_token(store, old) is None
     assert "Alice's old link no longer works" in texts(at)
 
 
@@ -184,36 +184,36 @@ def test_an_answer_through_a_replaced_or_revoked_link_or_a_closed_campaign_store
 
     engine = init_db(store_url)
     ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
-    cid = ann.create_campaign(engine, "Pilot", [ds], n_training=0, quota=5)
-    aid, old = ann.create_annotator(engine, cid, "Alice")
-    first = ann.serve_next(engine, aid)
-    ann.record_label(engine, aid, first.position, 2, 1.0, token=old)  # its own link: stored
-    shown = ann.serve_next(engine, aid)  # the tab shows the next pair...
-    new = ann.new_link(engine, aid)  # ...and the organiser replaces the link ("Replace a lost link")
+    cid = camp.create_campaign(engine, "Pilot", [ds], n_training=0, quota=5)
+    aid, old = annotators.create_annotator(engine, cid, "Alice")
+    first = serving.serve_next(engine, aid)
+    serving.record_label(engine, aid, first.position, 2, 1.0, token=old)  # its own link: stored
+    shown = serving.serve_next(engine, aid)  # the tab shows the next pair...
+    new = annotators.new_link(engine, aid)  # ...and the organiser replaces the link ("Replace a lost link")
     before = store_rows(engine)
     for position, replacing in ((shown.position, None), (first.position, 2)):  # a new answer, or a change via back
-        with pytest.raises(ann.CampaignError) as refused:
-            ann.record_label(engine, aid, position, 1, 1.0, replacing=replacing, token=old)
-        assert str(refused.value) == ann.LINK_GONE
+        with pytest.raises(camp.CampaignError) as refused:
+            serving.record_label(engine, aid, position, 1, 1.0, replacing=replacing, token=old)
+        assert str(refused.value) == serving.LINK_GONE
     assert store_rows(engine) == before  # nothing written, the reservation still open
-    ann.record_label(engine, aid, shown.position, 1, 1.0, token=new)  # the new link answers the same pair
+    serving.record_label(engine, aid, shown.position, 1, 1.0, token=new)  # the new link answers the same pair
 
-    reserved = ann.serve_next(engine, aid)
-    ann.revoke_annotator(engine, aid)
+    reserved = serving.serve_next(engine, aid)
+    annotators.revoke_annotator(engine, aid)
     before = store_rows(engine)
-    with pytest.raises(ann.CampaignError, match="no longer valid"):
-        ann.record_label(engine, aid, reserved.position, 0, 1.0, token=new)
+    with pytest.raises(camp.CampaignError, match="no longer valid"):
+        serving.record_label(engine, aid, reserved.position, 0, 1.0, token=new)
     assert store_rows(engine) == before
 
-    again = ann.new_link(engine, aid)
-    reserved = ann.serve_next(engine, aid)
-    ann.update_campaign(engine, cid, active=False)  # the organiser closes the campaign
+    again = annotators.new_link(engine, aid)
+    reserved = serving.serve_next(engine, aid)
+    camp.update_campaign(engine, cid, active=False)  # the organiser closes the campaign
     before = store_rows(engine)
-    with pytest.raises(ann.CampaignError) as refused:
-        ann.record_label(engine, aid, reserved.position, 3, 1.0, token=again)
-    assert str(refused.value) == ann.CAMPAIGN_CLOSED and store_rows(engine) == before
-    ann.update_campaign(engine, cid, active=True)
-    ann.record_label(engine, aid, reserved.position, 3, 1.0, token=again)
+    with pytest.raises(camp.CampaignError) as refused:
+        serving.record_label(engine, aid, reserved.position, 3, 1.0, token=again)
+    assert str(refused.value) == serving.CAMPAIGN_CLOSED and store_rows(engine) == before
+    camp.update_campaign(engine, cid, active=True)
+    serving.record_label(engine, aid, reserved.position, 3, 1.0, token=again)
     with read_session(engine) as s:
         assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [2, 1, 3]
     engine.dispose()
@@ -222,17 +222,17 @@ def test_an_answer_through_a_replaced_or_revoked_link_or_a_closed_campaign_store
 def test_a_tab_open_on_a_replaced_link_cannot_answer_in_the_app(store, campaign):
     """The answer callback writes with what the page was drawn with: the annotator and the link. A tab
     still open on a link replaced meanwhile answers: one sentence, nothing stored."""
-    aid, old = ann.create_annotator(store, campaign, "a")
-    ann.set_annotator_profile(store, aid, "Ann", "good")
+    aid, old = annotators.create_annotator(store, campaign, "a")
+    annotators.set_annotator_profile(store, aid, "Ann", "good")
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["token"] = old
     at.run()
     at.button(key="answer-1-0").click().run()  # the first answer goes through
-    new = ann.new_link(store, aid)
+    new = annotators.new_link(store, aid)
     before = store_rows(store)
     at.button(key="answer-2-1").click().run()  # the tab still shows pair 2 of the old link
     assert not at.exception
-    assert [e.value for e in at.error] == [ann.LINK_GONE]
+    assert [e.value for e in at.error] == [serving.LINK_GONE]
     assert store_rows(store) == before
     fresh = AppTest.from_file(APP, default_timeout=30)
     fresh.query_params["token"] = new
@@ -241,9 +241,9 @@ def test_a_tab_open_on_a_replaced_link_cannot_answer_in_the_app(store, campaign)
     assert not fresh.error and "Training 2 / 2" not in fresh.get("progress")[0].proto.text
     with read_session(store) as s:
         assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [1, 2]
-    ann.update_campaign(store, campaign, active=False)  # closed while the tab is open: the same kind of refusal
+    camp.update_campaign(store, campaign, active=False)  # closed while the tab is open: the same kind of refusal
     before = store_rows(store)
     fresh.button(key="answer-0-2").click().run()
-    assert [e.value for e in fresh.error] == [ann.CAMPAIGN_CLOSED] and store_rows(store) == before
+    assert [e.value for e in fresh.error] == [serving.CAMPAIGN_CLOSED] and store_rows(store) == before
     # and no pair to answer while it is closed, the refusal the one sentence on the page
     assert not [b for b in fresh.button if (b.key or "").startswith("answer-")] and not fresh.info

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.models import Annotator, Campaign, Label
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -47,8 +47,8 @@ def pair_html(at: AppTest) -> str:
 
 def campaign_with_annotators(engine, n_annotators=2, **settings):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(20))
-    cid = ann.create_campaign(engine, "Pilot", [ds], **{"quota": 3, "n_training": 2, **settings})
-    return cid, [ann.create_annotator(engine, cid, f"person{i}") for i in range(n_annotators)]
+    cid = camp.create_campaign(engine, "Pilot", [ds], **{"quota": 3, "n_training": 2, **settings})
+    return cid, [annotators.create_annotator(engine, cid, f"person{i}") for i in range(n_annotators)]
 
 
 def test_admin_sets_up_a_campaign_and_its_links(store):
@@ -81,20 +81,20 @@ def test_admin_sets_up_a_campaign_and_its_links(store):
     code = at.code[0].value
     tokens = re.findall(r"\?token=([\w-]+)", code)
     assert len(tokens) == 2 and "Alice" in code and "only once" in texts(at)
-    assert [ann.annotator_for_token(store, t).name for t in tokens] == ["Alice", "Bob"]
+    assert [annotators.annotator_for_token(store, t).name for t in tokens] == ["Alice", "Bob"]
 
     guide = at.text_area(key=f"guide-{campaign.id}")
     guide.input("Be **kind** to the cat.").run()
     next(b for b in at.button if b.label == "Save the guidelines").click().run()
-    assert ann.get_campaign(store, campaign.id).guidelines == "Be **kind** to the cat."
-    assert ann.annotator_view(store, ann.annotator_for_token(store, tokens[1]).id).guidelines == "Be **kind** to the cat."
+    assert camp.get_campaign(store, campaign.id).guidelines == "Be **kind** to the cat."
+    assert annotators.annotator_view(store, annotators.annotator_for_token(store, tokens[1]).id).guidelines == "Be **kind** to the cat."
 
     revoke = next(s for s in at.selectbox if s.label == "Revoke a link")
     revoke.select(revoke.options[0])
     at.run()
     next(b for b in at.button if b.label == "Revoke").click().run()
     assert not at.exception
-    assert ann.annotator_for_token(store, tokens[0]) is None and ann.annotator_for_token(store, tokens[1])
+    assert annotators.annotator_for_token(store, tokens[0]) is None and annotators.annotator_for_token(store, tokens[1])
 
 
 def test_annotator_flow_profile_training_labels_back_and_thanks(store):
@@ -135,10 +135,10 @@ def test_annotator_flow_profile_training_labels_back_and_thanks(store):
 
 def test_a_token_opens_only_its_own_queue_and_never_admin_pages(store):
     cid, [(a, token_a), (b, token_b)] = campaign_with_annotators(store, overlap=1, n_training=0)
-    ann.set_annotator_profile(store, a, "A", "good")
-    ann.set_annotator_profile(store, b, "B", "native")
-    first_a = ann.serve_next(store, a)
-    ann.record_label(store, a, first_a.position, 3, 1)
+    annotators.set_annotator_profile(store, a, "A", "good")
+    annotators.set_annotator_profile(store, b, "B", "native")
+    first_a = serving.serve_next(store, a)
+    serving.record_label(store, a, first_a.position, 3, 1)
 
     at = app(token_b)
     assert "0 / 3" in at.get("progress")[0].proto.text  # B's own progress, not A's
@@ -155,7 +155,7 @@ def test_a_token_opens_only_its_own_queue_and_never_admin_pages(store):
         at = app(bad)
         assert "not valid, or it has been revoked" in texts(at)
         assert not at.button and not pair_html(at)
-    ann.revoke_annotator(store, a)
+    annotators.revoke_annotator(store, a)
     assert "revoked" in texts(app(token_a))
 
 
@@ -177,12 +177,12 @@ def test_admin_password_guards_every_page_without_a_token(store, monkeypatch, tm
 def test_markup_in_a_pair_is_shown_as_text(store):
     ds, _ = make_dataset(store, "evil", [("<img src=x onerror=alert(1)>", "<script>alert('x')</script> hello"),
                                           ("A plain sentence.", "Another plain sentence.")])
-    cid = ann.create_campaign(store, "xss", [ds], n_training=0, quota=2, pair_order="random", seed=0)
-    aid, token = ann.create_annotator(store, cid, "x")
-    ann.set_annotator_profile(store, aid, "X", "good")
+    cid = camp.create_campaign(store, "xss", [ds], n_training=0, quota=2, pair_order="random", seed=0)
+    aid, token = annotators.create_annotator(store, cid, "x")
+    annotators.set_annotator_profile(store, aid, "X", "good")
     at = app(token)
     while "onerror" not in pair_html(at):
-        at.button(key=f"answer-0-{ann.progress(store, aid).done}").click().run()
+        at.button(key=f"answer-0-{serving.progress(store, aid).done}").click().run()
     body = pair_html(at)
     assert "<img" not in body and "<script" not in body
     unmarked = html.unescape(re.sub(r"</?mark[^>]*>", "", body))  # the highlight aside, the text is the pair's

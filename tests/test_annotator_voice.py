@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.export import VOICE_COLUMNS, export_frame, export_labels
 from db.models import Assignment, Label, TrainingPair
@@ -22,14 +22,14 @@ APP = str(REPO / "app.py")
 
 def campaign(engine, n_annotators=2, **settings):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(12))
-    cid = ann.create_campaign(engine, "Pilot", [ds], **{"quota": 3, "n_training": 2, "overlap": 2,
+    cid = camp.create_campaign(engine, "Pilot", [ds], **{"quota": 3, "n_training": 2, "overlap": 2,
                                                          "distribution": "overlap", **settings})
-    return cid, [ann.create_annotator(engine, cid, f"person{i}") for i in range(n_annotators)]
+    return cid, [annotators.create_annotator(engine, cid, f"person{i}") for i in range(n_annotators)]
 
 
 def answer(engine, annotator_id, level, **voice):
-    item = ann.serve_next(engine, annotator_id)
-    ann.record_label(engine, annotator_id, item.position, level, 1.0, **voice)
+    item = serving.serve_next(engine, annotator_id)
+    serving.record_label(engine, annotator_id, item.position, level, 1.0, **voice)
     return item
 
 
@@ -46,20 +46,20 @@ def test_a_comment_and_a_flag_are_part_of_the_answer(engine):
     item = answer(engine, aid, 2, comment="  typo in B \x00 ", flagged=True)
     (row,) = label_rows(engine)
     assert (row.comment, row.flagged) == ("typo in B", True)  # trimmed, the NUL removed
-    shown = ann.served_at(engine, aid, item.position)  # back: the page shows them again
+    shown = serving.served_at(engine, aid, item.position)  # back: the page shows them again
     assert (shown.level, shown.comment, shown.flagged) == (2, "typo in B", True)
 
     # a change through "back" replaces the whole answer: level, comment and flag
-    ann.record_label(engine, aid, item.position, 3, 1.0, replacing=2, comment="", flagged=False)
+    serving.record_label(engine, aid, item.position, 3, 1.0, replacing=2, comment="", flagged=False)
     (row,) = label_rows(engine)
     assert (row.level, row.comment, row.flagged) == (3, None, False)
 
     # a comment too long is one sentence, and nothing is stored (the pair is still open)
-    nxt = ann.serve_next(engine, aid)
-    with pytest.raises(ann.CampaignError, match="at most 500 characters"):
-        ann.record_label(engine, aid, nxt.position, 1, 1.0, comment="x" * 501)
+    nxt = serving.serve_next(engine, aid)
+    with pytest.raises(camp.CampaignError, match="at most 500 characters"):
+        serving.record_label(engine, aid, nxt.position, 1, 1.0, comment="x" * 501)
     assert len(label_rows(engine)) == 1
-    assert ann.serve_next(engine, aid).position == nxt.position
+    assert serving.serve_next(engine, aid).position == nxt.position
     answer(engine, aid, 1)  # no comment, no flag: the default
     assert label_rows(engine)[-1][3:] == (None, False)
 
@@ -141,7 +141,7 @@ def test_both_exports_carry_the_comments_and_flags(engine, tmp_path):
 
 def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engine):
     cid, [(aid, _), _] = campaign(engine, n_training=3)
-    pairs = ann.training_pairs(engine, cid)
+    pairs = camp.training_pairs(engine, cid)
     assert pairs["position"].tolist() == [0, 1, 2] and pairs["expected_level"].isna().all()
 
     def stored():
@@ -155,10 +155,10 @@ def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engi
         ([{"position": 0, "expected_level": 2}, {"position": 7, "expected_level": 1}], "no training pair 8"),
         ([{"position": 1, "explanation": "y" * 1001}], "at most 1,000 characters"),
     ):
-        with pytest.raises(ann.CampaignError, match=message):
-            ann.set_training_feedback(engine, cid, bad)
+        with pytest.raises(camp.CampaignError, match=message):
+            camp.set_training_feedback(engine, cid, bad)
         assert stored() == before  # all or nothing
-    assert ann.set_training_feedback(engine, cid, [
+    assert camp.set_training_feedback(engine, cid, [
         {"position": 0, "expected_level": 3, "explanation": "  Same event, **other words**.  "},
         {"position": 1, "expected_level": None, "explanation": "Only the explanation here."},
         {"position": 2, "expected_level": float("nan"), "explanation": float("nan")},  # as a table gives it
@@ -166,17 +166,17 @@ def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engi
     assert stored() == [(0, 3, "Same event, **other words**."), (1, None, "Only the explanation here."),
                         (2, None, None)]
 
-    assert ann.training_feedback(engine, aid, 0) is None  # nothing before the answer
+    assert serving.training_feedback(engine, aid, 0) is None  # nothing before the answer
     first = answer(engine, aid, 2)
-    feedback = ann.training_feedback(engine, aid, first.position)
+    feedback = serving.training_feedback(engine, aid, first.position)
     assert (feedback.answer, feedback.expected_level, feedback.explanation) == (2, 3, "Same event, **other words**.")
     assert (feedback.number, feedback.out_of, feedback.top, feedback.bottom) == (1, 3, first.top, first.bottom)
     second = answer(engine, aid, 0)
-    assert ann.training_feedback(engine, aid, second.position).expected_level is None
+    assert serving.training_feedback(engine, aid, second.position).expected_level is None
     third = answer(engine, aid, 1)
-    assert ann.training_feedback(engine, aid, third.position) is None  # no feedback given for this one
+    assert serving.training_feedback(engine, aid, third.position) is None  # no feedback given for this one
     queued = answer(engine, aid, 1)
-    assert not queued.is_training and ann.training_feedback(engine, aid, queued.position) is None
+    assert not queued.is_training and serving.training_feedback(engine, aid, queued.position) is None
     # training answers stay out of the results, as before
     assert review_queue(engine, show="all").empty
     assert export_frame(engine)["n_labels"].sum() == 1
@@ -202,7 +202,7 @@ def test_the_0009_store_upgrades_with_no_comment_flag_or_feedback(db_url):
     old.dispose()
     engine = init_db(db_url)
     assert [tuple(r[2:]) for r in label_rows(engine)] == [(2, None, False)]
-    pairs = ann.training_pairs(engine, 1)
+    pairs = camp.training_pairs(engine, 1)
     assert pd.isna(pairs.loc[0, "expected_level"]) and pairs.loc[0, "explanation"] == ""
     engine.dispose()
 
@@ -232,23 +232,23 @@ def test_the_organiser_sets_training_feedback_on_campaigns(store):
     at.switch_page("pages/campaigns.py").run()
     assert not at.exception
     shown = [t.value for t in at.text]
-    pairs = ann.training_pairs(store, cid)
+    pairs = camp.training_pairs(store, cid)
     assert any(pairs.loc[0, "source"] in t and pairs.loc[0, "hypothesis"] in t for t in shown)  # the pair, as text
     at.selectbox(key=f"expected-{cid}-0").set_value(1)
     at.text_input(key=f"explain-{cid}-0").input("Only *part* of the meaning is shared.")
     at.text_input(key=f"explain-{cid}-1").input("x" * 10)
     next(b for b in at.button if b.label == "Save the training feedback").click().run()
     assert not at.exception and any("Saved: annotators see this feedback" in s.value for s in at.success)
-    saved = ann.training_pairs(store, cid)
+    saved = camp.training_pairs(store, cid)
     assert saved["expected_level"].tolist()[0] == 1 and pd.isna(saved["expected_level"].tolist()[1])
     assert saved["explanation"].tolist() == ["Only *part* of the meaning is shared.", "x" * 10]
 
 
 def test_the_annotator_sees_the_feedback_then_comments_and_flags_a_pair(store):
     cid, [(aid, token), _] = campaign(store, n_training=2)
-    ann.set_training_feedback(store, cid, [{"position": 0, "expected_level": 3,
+    camp.set_training_feedback(store, cid, [{"position": 0, "expected_level": 3,
                                             "explanation": "Same **event**, <i>other</i> words."}])
-    ann.set_annotator_profile(store, aid, "Ann", "good")
+    annotators.set_annotator_profile(store, aid, "Ann", "good")
     at = run_app(token)
     assert "Training 1 / 2" in at.get("progress")[0].proto.text
     assert not [t for t in at.text_input if t.key and t.key.startswith("comment-")]  # none on training pairs

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db import init_db, read_session
 from db.cli import main as db_main
 from db.datasets import ImportRejected
@@ -35,7 +35,7 @@ ESC = "a\x1b[31m"  # an escape sequence: red text in a terminal that prints the 
 def test_a_campaigns_numbers_past_their_bounds_are_a_sentence_on_both_stores(store_url):
     engine = init_db(store_url)
     ds, _ = make_dataset(engine, "d", numbered_pairs(12))
-    create = lambda **kw: ann.create_campaign(engine, "C", [ds], **{"quota": 5, "n_training": 2, **kw})  # noqa: E731
+    create = lambda **kw: camp.create_campaign(engine, "C", [ds], **{"quota": 5, "n_training": 2, **kw})  # noqa: E731
     for kwargs, sentence in [
         ({"quota": BIG}, f"Pairs per annotator must be between 1 and 1,000,000; got {BIG}."),
         ({"quota": 0}, "Pairs per annotator must be between 1 and 1,000,000; got 0."),
@@ -47,24 +47,24 @@ def test_a_campaigns_numbers_past_their_bounds_are_a_sentence_on_both_stores(sto
         ({"selection": {"sample": BIG}}, f"The sample must be between 0 and 2,147,483,647; got {BIG}."),
         ({"selection": {"start": BIG}}, f"The first pair must be between 1 and 2,147,483,647; got {BIG}."),
     ]:
-        _refused(engine, ann.CampaignError, lambda: create(**kwargs), sentence)
+        _refused(engine, camp.CampaignError, lambda: create(**kwargs), sentence)
     # at the bounds: stored as given
     cid = create(quota=1_000_000, seed=2**31 - 1, overlap_max=1000)
-    assert (ann.get_campaign(engine, cid).quota, ann.get_campaign(engine, cid).seed) == (1_000_000, 2**31 - 1)
+    assert (camp.get_campaign(engine, cid).quota, camp.get_campaign(engine, cid).seed) == (1_000_000, 2**31 - 1)
     engine.dispose()
 
 
 def test_nul_and_control_characters_in_what_people_type_are_a_sentence_on_both_stores(store_url):
     engine = init_db(store_url)
     ds, ids = make_dataset(engine, "d", numbered_pairs(6))
-    cid = ann.create_campaign(engine, "C", [ds], quota=2, n_training=0)
-    _refused(engine, ann.CampaignError, lambda: ann.create_annotators(engine, cid, ["ok", "a\x00b"]),
+    cid = camp.create_campaign(engine, "C", [ds], quota=2, n_training=0)
+    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, ["ok", "a\x00b"]),
              "The annotator name “a\ufffdb…” contains a control character (U+0000); names are plain text on one line.")
-    aid, _ = ann.create_annotator(engine, cid, "ann")
-    with pytest.raises(ann.CampaignError) as caught:
-        ann.set_annotator_profile(engine, aid, "An\x00n", "good")
+    aid, _ = annotators.create_annotator(engine, cid, "ann")
+    with pytest.raises(camp.CampaignError) as caught:
+        annotators.set_annotator_profile(engine, aid, "An\x00n", "good")
     assert str(caught.value) == ("Your name contains a control character (U+0000); names are plain text on one line.")
-    assert ann.annotator_view(engine, aid).display_name is None
+    assert annotators.annotator_view(engine, aid).display_name is None
     _refused(engine, ReviewError, lambda: adjudicate(engine, ids[0], 2, "Lena", note="because\x00"),
              "A note cannot hold a NUL character (U+0000): remove it, then decide again.")
     _refused(engine, ReviewError, lambda: adjudicate(engine, ids[0], 2, "Le\x00na"),
@@ -125,16 +125,16 @@ def test_gold_checks_by_id_bound_the_ids_typed_on_both_stores(store_url):
 
     engine = init_db(store_url)
     ds, ids = make_dataset(engine, "d", numbered_pairs(6))
-    cid = ann.create_campaign(engine, "C", [ds], quota=2, n_training=0)
+    cid = camp.create_campaign(engine, "C", [ds], quota=2, n_training=0)
 
     def mark(ref):
         return qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair": [ref], "level": [3]}))
 
     for ref in ("9" * 30, "2147483648", "pair:12345678901", "²"):
         shown = ref.removeprefix("pair:")
-        with pytest.raises(ann.CampaignError, match=f"Line 1: (“{shown}” is neither|there is no pair {shown})"):
+        with pytest.raises(camp.CampaignError, match=f"Line 1: (“{shown}” is neither|there is no pair {shown})"):
             mark(ref)
-    with pytest.raises(ann.CampaignError, match=r"Line 1: .* NUL character \(U\+0000\)"):
+    with pytest.raises(camp.CampaignError, match=r"Line 1: .* NUL character \(U\+0000\)"):
         mark("1\x00")
     assert mark(str(ids[-1])) == 1
     engine.dispose()
@@ -167,34 +167,34 @@ def test_names_are_one_name_however_typed_and_refuse_control_characters(store_ur
     engine = init_db(store_url)
     ds, ids = make_dataset(engine, "d", numbered_pairs(6))
     nfd = unicodedata.normalize("NFD", "Zoë")
-    cid = ann.create_campaign(engine, "Pi\u200blot", [ds], quota=2, n_training=0)
-    assert ann.get_campaign(engine, cid).name == "Pilot"
-    _refused(engine, ann.CampaignError, lambda: ann.create_campaign(engine, "Pilot\u200d", [ds], quota=2, n_training=0),
+    cid = camp.create_campaign(engine, "Pi\u200blot", [ds], quota=2, n_training=0)
+    assert camp.get_campaign(engine, cid).name == "Pilot"
+    _refused(engine, camp.CampaignError, lambda: camp.create_campaign(engine, "Pilot\u200d", [ds], quota=2, n_training=0),
              "A campaign called “Pilot” already exists.")
-    _refused(engine, ann.CampaignError, lambda: ann.create_campaign(engine, ESC, [ds]),
+    _refused(engine, camp.CampaignError, lambda: camp.create_campaign(engine, ESC, [ds]),
              "The campaign name contains a control character (U+001B); names are plain text on one line.")
 
-    made = ann.create_annotators(engine, cid, ["sam", nfd])
+    made = annotators.create_annotators(engine, cid, ["sam", nfd])
     assert [name for _, name, _ in made] == ["sam", "Zoë"]  # NFC
     for same, taken in (("s\u200bam", "sam"), ("\ufeffSAM", "sam"), ("Zoë", "Zoë"), (nfd + "\u2060", "Zoë")):
-        _refused(engine, ann.CampaignError, lambda: ann.create_annotators(engine, cid, [same]),
+        _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, [same]),
                  f"This campaign already has an annotator called “{taken}”: no link was created. "
                  "Choose another name, or give them a new link under “Replace a lost link”.")
-    _refused(engine, ann.CampaignError, lambda: ann.create_annotators(engine, cid, ["kim", "k\u200bim"]),
+    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, ["kim", "k\u200bim"]),
              "“kim” is in the list twice: give each annotator a name of their own.")
-    _refused(engine, ann.CampaignError, lambda: ann.create_annotators(engine, cid, [ESC]),
+    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, [ESC]),
              "The annotator name “a\ufffd[31m…” contains a control character (U+001B); names are plain text on one line.")
-    _refused(engine, ann.CampaignError, lambda: ann.create_annotators(engine, cid, ["bell\x07"]),
+    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, ["bell\x07"]),
              "The annotator name “bell\ufffd…” contains a control character (U+0007); names are plain text on one line.")
 
     # display names: the same rule, so no one shows up as someone else
     (first, _), (second, _) = [(a, t) for a, _, t in made]
-    ann.set_annotator_profile(engine, first, nfd, "good")
-    assert ann.annotator_view(engine, first).display_name == "Zoë"
-    with pytest.raises(ann.CampaignError, match="already goes by “Zoë”"):
-        ann.set_annotator_profile(engine, second, "Zo\u200bë", "good")
-    with pytest.raises(ann.CampaignError, match=r"U\+001B"):
-        ann.set_annotator_profile(engine, second, ESC, "good")
+    annotators.set_annotator_profile(engine, first, nfd, "good")
+    assert annotators.annotator_view(engine, first).display_name == "Zoë"
+    with pytest.raises(camp.CampaignError, match="already goes by “Zoë”"):
+        annotators.set_annotator_profile(engine, second, "Zo\u200bë", "good")
+    with pytest.raises(camp.CampaignError, match=r"U\+001B"):
+        annotators.set_annotator_profile(engine, second, ESC, "good")
 
     # reviewers and runs
     adjudicate(engine, ids[0], 2, "Le\u200bna" + "\u0301")  # NFC, zero-width space removed
@@ -259,11 +259,11 @@ def test_the_campaign_form_and_the_profile_form_say_what_is_out_of_bounds(store)
     number["Seed"].set_value(BIG)  # past the box's bound (a forged message): Streamlit keeps the bound's side
     next(b for b in at.button if b.label == "Create campaign").click().run()
     assert not at.exception and not at.error
-    assert [(c.name, c.seed) for c in ann.list_campaigns(store)] == [("Pilot", 0)]
+    assert [(c.name, c.seed) for c in camp.list_campaigns(store)] == [("Pilot", 0)]
 
-    ds = ann.dataset_choices(store)[0][0]
-    cid = ann.create_campaign(store, "C", [ds], quota=2, n_training=0)
-    _, token = ann.create_annotator(store, cid, "ann")
+    ds = camp.dataset_choices(store)[0][0]
+    cid = camp.create_campaign(store, "C", [ds], quota=2, n_training=0)
+    _, token = annotators.create_annotator(store, cid, "ann")
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["token"] = token
     at.run()

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import init_db
 from db.datasets import import_pairs
 from db.engine import read_session
@@ -130,7 +130,7 @@ def test_two_annotators_label_at_once_with_the_keyboard(store, app_server, brows
 
     with read_session(store) as s:
         for i, token in enumerate(tokens):
-            annotator = ann.annotator_for_token(store, token)
+            annotator = annotators.annotator_for_token(store, token)
             assert s.get(Annotator, annotator.id).english_level == ("advanced", "native")[i]
             rows = s.execute(
                 select(Label.level, Label.is_training, Label.source_on_top, Pair.source)
@@ -148,9 +148,9 @@ def test_two_annotators_label_at_once_with_the_keyboard(store, app_server, brows
 
 def test_markup_in_a_pair_is_shown_as_text_in_the_browser(store, app_server, browser):
     ds, _ = make_dataset(store, "evil", [("<img src=x onerror=alert(1)>", "<script>window.pwned=1</script> hi")])
-    cid = ann.create_campaign(store, "xss", [ds], n_training=0, quota=1)
-    aid, token = ann.create_annotator(store, cid, "x")
-    ann.set_annotator_profile(store, aid, "X", "good")
+    cid = camp.create_campaign(store, "xss", [ds], n_training=0, quota=1)
+    aid, token = annotators.create_annotator(store, cid, "x")
+    annotators.set_annotator_profile(store, aid, "X", "good")
     page = browser.new_page()
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -170,9 +170,9 @@ def test_a_tab_open_on_a_replaced_link_answers_and_nothing_is_stored(store, app_
     the new link goes on from the same pair."""
     ARTIFACTS.mkdir(exist_ok=True)
     ds, _ = make_dataset(store, "replaced", [(f"The cat drinks water {i}.", f"The cat drinks milk {i}.") for i in range(8)])
-    cid = ann.create_campaign(store, "Replaced", [ds], n_training=0, quota=3)
-    aid, old = ann.create_annotator(store, cid, "Bea")
-    ann.set_annotator_profile(store, aid, "Bea", "good")
+    cid = camp.create_campaign(store, "Replaced", [ds], n_training=0, quota=3)
+    aid, old = annotators.create_annotator(store, cid, "Bea")
+    annotators.set_annotator_profile(store, aid, "Bea", "good")
     tab = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
     tab.goto(f"{app_server.url}/?token={old}")
     wait_progress(tab, "0 / 3", 0)
@@ -194,7 +194,7 @@ def test_a_tab_open_on_a_replaced_link_answers_and_nothing_is_stored(store, app_
     tab.get_by_text("This link is no longer valid (it has been replaced or revoked)").wait_for(timeout=30_000)
     wait_for_app(tab)
     tab.screenshot(path=str(ARTIFACTS / "annotation-replaced-link.png"), full_page=True)
-    assert tab.locator("[data-testid='stAlert']").all_inner_texts() == [ann.LINK_GONE]  # one sentence
+    assert tab.locator("[data-testid='stAlert']").all_inner_texts() == [serving.LINK_GONE]  # one sentence
     assert tab.locator("[class*='st-key-answer-'] button").count() == 0
     with read_session(store) as s:
         assert s.scalars(select(Label.level).where(Label.annotator_id == aid)).all() == [2]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db.export import export_frame, export_labels
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import ARTIFACTS, choose_option, wait_for_app
@@ -20,9 +20,9 @@ EXPLANATION = "Both say the cat drinks; *milk* is not water, so only part is sha
 def test_training_feedback_then_a_comment_and_a_flag_reach_review_and_the_export(engine, app_server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
-    cid = ann.create_campaign(engine, "Voices", [ds], quota=2, n_training=2)
-    aid, token = ann.create_annotator(engine, cid, "Ann")
-    training = ann.training_pairs(engine, cid)
+    cid = camp.create_campaign(engine, "Voices", [ds], quota=2, n_training=2)
+    aid, token = annotators.create_annotator(engine, cid, "Ann")
+    training = camp.training_pairs(engine, cid)
 
     # the organiser: the first training pair's expected level and explanation, on Campaigns
     admin = browser.new_context(viewport={"width": 1280, "height": 1200}).new_page()
@@ -35,7 +35,7 @@ def test_training_feedback_then_a_comment_and_a_flag_reach_review_and_the_export
     admin.get_by_role("button", name="Save the training feedback").click()
     admin.get_by_text("Saved: annotators see this feedback").wait_for(timeout=30_000)
     admin.screenshot(path=str(ARTIFACTS / "training-feedback-campaigns.png"), full_page=True)
-    saved = ann.training_pairs(engine, cid)
+    saved = camp.training_pairs(engine, cid)
     assert (saved.loc[0, "expected_level"], saved.loc[0, "explanation"]) == (2, EXPLANATION)
 
     # the annotator: a training answer, its feedback, then on

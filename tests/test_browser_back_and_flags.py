@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db import quality as qual
 from tests.browser import ARTIFACTS, wait_for_app
 from tests.test_browser_annotation import store, wait_progress  # noqa: F401 (store: the 30 MRPC pairs)
@@ -15,11 +15,11 @@ pytestmark = pytest.mark.browser
 def test_back_marks_the_earlier_answer_and_live_campaign_shows_who_is_flagged(store, app_server, browser):
     """Back on an answered pair: the answer given stands out (a dark border and a tick), the others look as
     before. Two identical answers make a streak of 2: at 1,400 px the organiser sees who is flagged, and why."""
-    ds = ann.dataset_choices(store)[0][0]
-    cid = ann.create_campaign(store, "Back pilot", [ds], quota=3, n_training=0)
+    ds = camp.dataset_choices(store)[0][0]
+    cid = camp.create_campaign(store, "Back pilot", [ds], quota=3, n_training=0)
     qual.set_quality_settings(store, cid, gold_rate=0.0, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=2)
-    aid, token = ann.create_annotator(store, cid, "alice")
-    ann.set_annotator_profile(store, aid, "Alice A.", "native")
+    aid, token = annotators.create_annotator(store, cid, "alice")
+    annotators.set_annotator_profile(store, aid, "Alice A.", "native")
     page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
     page.goto(f"{app_server.url}/?token={token}")
     wait_for_app(page)

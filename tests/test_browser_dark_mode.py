@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from tests.annotation_fixtures import make_dataset
 from tests.browser import ARTIFACTS, wait_for_app
 
@@ -80,9 +80,9 @@ def colours_in(browser, url: str, scheme: str) -> dict:
 def test_the_annotation_page_follows_a_dark_system_theme_and_stays_readable(engine, app_server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     ds, _ = make_dataset(engine, "dark", [("The cat\u200b drinks water.", "The cat drinks milk.")])
-    cid = ann.create_campaign(engine, "Dark", [ds], n_training=0, quota=1)
-    aid, token = ann.create_annotator(engine, cid, "Nox")
-    ann.set_annotator_profile(engine, aid, "Nox", "good")
+    cid = camp.create_campaign(engine, "Dark", [ds], n_training=0, quota=1)
+    aid, token = annotators.create_annotator(engine, cid, "Nox")
+    annotators.set_annotator_profile(engine, aid, "Nox", "good")
     url = f"{app_server.url}/?token={token}"
 
     dark = colours_in(browser, url, "dark")

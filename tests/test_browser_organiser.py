@@ -8,7 +8,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db import init_db
 from db.engine import read_session
 from db.models import Label
@@ -87,8 +87,8 @@ def test_the_login_survives_reloads_and_tabs_and_log_out_ends_it(locked_app, bro
 
     # an annotator's link stays apart: no password asked, no admin page reachable
     engine = locked_app[1]
-    cid = ann.create_campaign(engine, "Open", [make_dataset(engine, "d", numbered_pairs(8))[0]], n_training=0, quota=2)
-    _, token = ann.create_annotator(engine, cid, "Ann")
+    cid = camp.create_campaign(engine, "Open", [make_dataset(engine, "d", numbered_pairs(8))[0]], n_training=0, quota=2)
+    _, token = annotators.create_annotator(engine, cid, "Ann")
     annotator = browser.new_context().new_page()
     annotator.goto(f"{server.url}/campaigns?token={token}")
     annotator.get_by_label("Your name, as shown with your labels").wait_for(timeout=30_000)
@@ -101,9 +101,9 @@ def test_the_login_survives_reloads_and_tabs_and_log_out_ends_it(locked_app, bro
 def test_a_stale_tab_is_refused_and_the_stored_answer_kept(locked_app, browser):
     server, engine = locked_app
     ds, _ = make_dataset(engine, "demo", numbered_pairs(12))
-    cid = ann.create_campaign(engine, "Pilot", [ds], n_training=0, quota=3)
-    aid, token = ann.create_annotator(engine, cid, "Ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "good")
+    cid = camp.create_campaign(engine, "Pilot", [ds], n_training=0, quota=3)
+    aid, token = annotators.create_annotator(engine, cid, "Ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "good")
 
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     tab_a, tab_b = context.new_page(), context.new_page()  # the same link open in two tabs

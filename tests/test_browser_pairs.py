@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.export import export_frame
 from db.models import GoldPair
@@ -17,12 +17,12 @@ pytestmark = pytest.mark.browser
 
 def test_find_a_pair_mark_it_gold_open_it_in_review_and_export_the_campaign(engine, app_server, browser):
     ds, ids, _ = build(engine)
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=1)
-    aid, _ = ann.create_annotator(engine, cid, "ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "good")
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=1)
+    aid, _ = annotators.create_annotator(engine, cid, "ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "good")
     for _ in range(3):
-        item = ann.serve_next(engine, aid)
-        ann.record_label(engine, aid, item.position, 2, 3.0)
+        item = serving.serve_next(engine, aid)
+        serving.record_label(engine, aid, item.position, 2, 3.0)
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
 

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.publish import DATA_FILE
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import ARTIFACTS, start_app, stop_app, wait_for_app, wait_for_shown_text
@@ -54,9 +54,9 @@ def test_the_published_dataset_downloads_as_a_zip_that_reads_back(engine, db_url
 
 def test_no_grey_frame_around_the_labelling_page_after_a_click_on_its_background(engine, app_server, browser):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
-    cid = ann.create_campaign(engine, "Frames", [ds], quota=4, n_training=0)
-    aid, token = ann.create_annotator(engine, cid, "Ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "native")
+    cid = camp.create_campaign(engine, "Frames", [ds], quota=4, n_training=0)
+    aid, token = annotators.create_annotator(engine, cid, "Ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "native")
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     page.goto(f"{app_server.url}/?token={token}")
     wait_for_app(page)
@@ -76,12 +76,12 @@ def test_no_grey_frame_around_the_labelling_page_after_a_click_on_its_background
 
 def test_live_campaign_tiles_show_their_values_whole_at_800_px(engine, app_server, browser):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(40))
-    cid = ann.create_campaign(engine, "Tiles", [ds], quota=6, overlap=2, n_training=0)
+    cid = camp.create_campaign(engine, "Tiles", [ds], quota=6, overlap=2, n_training=0)
     for name in ("ann", "bob"):
-        aid, _ = ann.create_annotator(engine, cid, name)
+        aid, _ = annotators.create_annotator(engine, cid, name)
         for level in (0, 3, 1):
-            item = ann.serve_next(engine, aid)
-            ann.record_label(engine, aid, item.position, level, 2.0)
+            item = serving.serve_next(engine, aid)
+            serving.record_label(engine, aid, item.position, level, 2.0)
     page = browser.new_page(viewport={"width": 800, "height": 1000})
     page.goto(f"{app_server.url}/live_campaign")
     wait_for_app(page)

@@ -11,7 +11,7 @@ import threading
 import pandas as pd
 import pytest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db.analysis import add_score_run
 from db.datasets import import_pairs
 from db.review import adjudicate
@@ -70,9 +70,9 @@ def build(engine, text: dict[str, str]) -> dict:
     # PLUIE's natural threshold 0: every pair against its gold label, the first the most confidently
     add_score_run(engine, text["run"], {ids[0]: -9.0, ids[1]: 3.0, ids[2]: -1.0}, kind="pluie")
     adjudicate(engine, ids[0], 2, text["reviewer"], text["note"])
-    campaign = ann.create_campaign(engine, text["campaign"], [result.dataset_id], quota=2, n_training=0)
-    aid, token = ann.create_annotator(engine, campaign, "someone")
-    ann.set_annotator_profile(engine, aid, "Someone", "good")
+    campaign = camp.create_campaign(engine, text["campaign"], [result.dataset_id], quota=2, n_training=0)
+    aid, token = annotators.create_annotator(engine, campaign, "someone")
+    annotators.set_annotator_profile(engine, aid, "Someone", "good")
     return {"token": token, "pairs": ids}
 
 

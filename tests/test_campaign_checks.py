@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
-from db.annotation import CampaignError
+from db.campaigns import CampaignError
 from db.engine import read_session, write_session
 from db.models import Assignment, Dataset, GoldPair
 from db.publish import publish_dataset
@@ -36,7 +36,7 @@ def english_and_german(engine):
                               label_kind="binary", gold=[i % 2 for i in range(20)])
     with write_session(engine) as s:
         s.get(Dataset, en).label_min, s.get(Dataset, en).label_max = 0.0, 5.0
-    cid = ann.create_campaign(engine, "English", [en], quota=5, overlap=1, n_training=0, seed=2)
+    cid = camp.create_campaign(engine, "English", [en], quota=5, overlap=1, n_training=0, seed=2)
     return cid, (en, en_ids), (de, de_ids)
 
 
@@ -74,7 +74,7 @@ def test_the_live_page_offers_only_the_campaigns_datasets_and_names_each_check(s
 
 def test_the_pairs_page_starts_the_known_answer_from_the_pairs_gold_label(store):
     cid, (en, en_ids), (de, de_ids) = english_and_german(store)
-    ann.create_campaign(store, "German", [de], quota=5, overlap=1, n_training=0)
+    camp.create_campaign(store, "German", [de], quota=5, overlap=1, n_training=0)
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("pages/pairs.py").run()
     at.selectbox(key="pairs-dataset").set_value(en).run()
@@ -107,12 +107,12 @@ def shared_queue(engine, quota=30, rate=0.25, n_queue=26, n_gold=12):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(n_queue))
     gds, gold_ids = make_dataset(engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary",
                                  gold=[i % 2 for i in range(n_gold)])
-    cid = ann.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=1, n_training=0, seed=5)
+    cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=1, n_training=0, seed=5)
     qual.set_quality_settings(engine, cid, gold_rate=rate, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=50)
     assert qual.gold_from_dataset(engine, cid, gds) == n_gold
-    people = [ann.create_annotator(engine, cid, name)[0] for name in ("ann", "bob")]
+    people = [annotators.create_annotator(engine, cid, name)[0] for name in ("ann", "bob")]
     for aid in people:
-        ann.set_annotator_profile(engine, aid, f"P{aid}", "good")
+        annotators.set_annotator_profile(engine, aid, f"P{aid}", "good")
     return cid, people, set(gold_ids)
 
 
@@ -122,12 +122,12 @@ def take_turns(engine, people) -> dict[int, list]:
     active = list(people)
     while active:
         for aid in list(active):
-            item = ann.serve_next(engine, aid)
+            item = serving.serve_next(engine, aid)
             if item is None:
                 active.remove(aid)
                 continue
             served[aid].append(item)
-            ann.record_label(engine, aid, item.position, 2, 4.0)
+            serving.record_label(engine, aid, item.position, 2, 4.0)
     return served
 
 
@@ -142,7 +142,7 @@ def test_checks_are_spread_within_the_pairs_each_person_gets(engine):
         # to fall before the queue emptied), spread among them: not all at the end
         assert checks == quality.gold_check_count(ordinary, 0.25, 12) >= 3
         assert kinds.index(True) < len(kinds) - checks
-        progress = ann.progress(engine, aid)
+        progress = serving.progress(engine, aid)
         # nothing left: the counter ends full, on what was served
         assert progress.finished and progress.queue_ran_out and progress.done == progress.quota == len(items)
     assert sum(item.pair_id not in gold_ids for items in served.values() for item in items) == 26  # the queue, once
@@ -167,7 +167,7 @@ def test_live_campaign_and_the_card_say_what_was_served(store, tmp_path):
     assert table["gold checks served"].tolist() == list(counts.values())
     assert f"Gold checks: 10 planned per annotator (the share of a full quota); served so far: {served_text}" in texts(at)
     # the Campaigns page's count is the same counter
-    assert [r["labelled"] for r in ann.annotator_rows(store, cid)] == list(counters.values())
+    assert [r["labelled"] for r in annotators.annotator_rows(store, cid)] == list(counters.values())
     # and the card: what was served per annotator, beside what was planned
     card = publish_dataset(store, tmp_path / "pilot", campaign_id=cid, licence="mit", n_boot=20).card
     assert "(10 planned per annotator besides their quota" in card and f"; served: {served_text}" in card, card
@@ -180,22 +180,22 @@ def test_a_full_quota_still_gets_the_planned_checks(engine):
         kinds = [item.pair_id in gold_ids for item in items]
         assert kinds.count(False) == 8 and kinds.count(True) == quality.gold_check_count(8, 0.25, 12) == 3
         assert [item.number for item in items] == list(range(1, 12)) and {i.out_of for i in items} == {11}
-        assert ann.progress(engine, aid).finished
+        assert serving.progress(engine, aid).finished
 
 
 def test_the_annotators_bar_ends_full_when_the_queue_empties_early(store):
     ds, _ = make_dataset(store, "demo", numbered_pairs(6))
     gds, gold_ids = make_dataset(store, "checks", numbered_pairs(4, "Check "), label_kind="binary", gold=[1, 0, 1, 0])
-    cid = ann.create_campaign(store, "Pilot", [ds, gds], quota=10, overlap=1, n_training=0, seed=1)
+    cid = camp.create_campaign(store, "Pilot", [ds, gds], quota=10, overlap=1, n_training=0, seed=1)
     qual.set_quality_settings(store, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=50)
     qual.gold_from_dataset(store, cid, gds)
-    aid, token = ann.create_annotator(store, cid, "p")
-    ann.set_annotator_profile(store, aid, "P", "good")
+    aid, token = annotators.create_annotator(store, cid, "p")
+    annotators.set_annotator_profile(store, aid, "P", "good")
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["token"] = token
     at.run()
     bars = []
-    while (item := ann.serve_next(store, aid)) is not None:
+    while (item := serving.serve_next(store, aid)) is not None:
         assert not at.exception
         bars.append(at.get("progress")[0].proto.text)
         at.button(key=f"answer-2-{item.position}").click().run()

@@ -19,7 +19,7 @@ from scipy import stats as scipy_stats
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.analysis import add_score_run, campaign_choices, pairs_frame
 from db.datasets import import_pairs
 from db.engine import read_session
@@ -79,15 +79,15 @@ def build_store(engine) -> dict:
 
     campaigns = {}
     for name, people, overlap in (("Pilot", ("p1", "p2"), 2), ("Main round", ("m1", "m2", "m3"), 3)):
-        cid = ann.create_campaign(engine, name, [paws_id], quota=12, overlap=overlap, n_training=1, seed=5,
+        cid = camp.create_campaign(engine, name, [paws_id], quota=12, overlap=overlap, n_training=1, seed=5,
                                   distribution="overlap")  # the same pairs for everyone: some disagree
         for k, person in enumerate(people):
-            aid = ann.create_annotator(engine, cid, person)[0]
-            ann.set_annotator_profile(engine, aid, person.upper(), "good")
-            while (item := ann.serve_next(engine, aid)) is not None:
-                ann.record_label(engine, aid, item.position, (item.pair_id * (k + 2) + len(name)) % 5, 3.0)
+            aid = annotators.create_annotator(engine, cid, person)[0]
+            annotators.set_annotator_profile(engine, aid, person.upper(), "good")
+            while (item := serving.serve_next(engine, aid)) is not None:
+                serving.record_label(engine, aid, item.position, (item.pair_id * (k + 2) + len(name)) % 5, 3.0)
         campaigns[name] = cid
-    campaigns["Next round"] = ann.create_campaign(engine, "Next round", [paws_id], quota=5, n_training=0)
+    campaigns["Next round"] = camp.create_campaign(engine, "Next round", [paws_id], quota=5, n_training=0)
     with read_session(engine) as session:
         counts = dict(session.execute(select(Label.campaign_id, func.count(Label.id))
                                       .where(Label.is_training.is_(False)).group_by(Label.campaign_id)).all())

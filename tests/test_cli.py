@@ -91,7 +91,7 @@ def test_error_exit_from_the_real_entry_point(tmp_path, pair_file):
 
 # --------------------------------------------------------------------------- publish and preferences
 def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(tmp_path, capsys):
-    from db import annotation as ann
+    from db import annotators, campaigns as camp, serving
     from db.cli import main as db_main
     from db.datasets import import_pairs
     from db import init_db
@@ -102,11 +102,11 @@ def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(t
         import_pairs(engine, name, pd.DataFrame({"source": [f"{name} s{i}" for i in range(n)],
                                                  "hypothesis": [f"{name} h{i}" for i in range(n)]}))
     datasets = {d.name: d.id for d in __import__("db.datasets", fromlist=["x"]).list_datasets(engine)}
-    cid = ann.create_campaign(engine, "Pilot", [datasets["beta"]], quota=2, overlap=1, n_training=0)
-    aid, _ = ann.create_annotator(engine, cid, "Ann")
+    cid = camp.create_campaign(engine, "Pilot", [datasets["beta"]], quota=2, overlap=1, n_training=0)
+    aid, _ = annotators.create_annotator(engine, cid, "Ann")
     for position in range(2):
-        ann.serve_next(engine, aid)
-        ann.record_label(engine, aid, position, 3, 1.0)
+        serving.serve_next(engine, aid)
+        serving.record_label(engine, aid, position, 3, 1.0)
     engine.dispose()
     folder = tmp_path / "out" / "alpha-card"
     assert db_main(["publish", str(folder), "--licence", "cc-by-4.0", "--dataset", "alpha", "--db", url]) == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db.analysis import add_labels
 from db.export import export_frame, export_labels
@@ -32,7 +32,7 @@ def campaign_store(store_url):
     demo, demo_ids = make_dataset(engine, "demo", numbered_pairs(60), label_kind="binary",
                                   gold=[i % 2 for i in range(60)])
     other, other_ids = make_dataset(engine, "other", numbered_pairs(8, "Other "))
-    cid = ann.create_campaign(engine, "Pilot 40", [demo], quota=6, overlap=2, n_training=2, seed=4,
+    cid = camp.create_campaign(engine, "Pilot 40", [demo], quota=6, overlap=2, n_training=2, seed=4,
                               selection={"sample": 20})
     qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=9)
     outside = sorted(set(demo_ids) - {r[0] for r in sql(engine, "SELECT pair_id FROM campaign_pairs UNION "
@@ -40,11 +40,11 @@ def campaign_store(store_url):
     externals = dict(sql(engine, f"SELECT id, external_id FROM pairs WHERE dataset_id = {demo}"))
     qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair": [f"id:{externals[outside[0]]}", f"id:{externals[outside[1]]}"],
                                                     "level": [3, 0]}))
-    people = [ann.create_annotator(engine, cid, name)[0] for name in ("ann", "bob")]
+    people = [annotators.create_annotator(engine, cid, name)[0] for name in ("ann", "bob")]
     for aid in people:
-        ann.set_annotator_profile(engine, aid, f"P{aid}", "good")
-        while (item := ann.serve_next(engine, aid)) is not None:
-            ann.record_label(engine, aid, item.position, (item.number + aid) % 4, 4.0)
+        annotators.set_annotator_profile(engine, aid, f"P{aid}", "good")
+        while (item := serving.serve_next(engine, aid)) is not None:
+            serving.record_label(engine, aid, item.position, (item.number + aid) % 4, 4.0)
     imported = outside[2:6]
     add_labels(engine, pd.DataFrame({"pair_id": imported * 2, "annotator": ["X"] * 4 + ["Y"] * 4,
                                      "level": [0, 1, 2, 3, 0, 1, 2, 3]}))

@@ -1,7 +1,7 @@
 """Flags that catch the careless annotator (issue 36, item 1): κ against the others and the campaign's
 reliability estimate flag too, each with its threshold and the evidence it rests on; a gold accuracy on
 fewer checks than the campaign needs reads "too few checks", not a verdict — in pluie_core.quality, in
-db.quality.campaign_live on a real SQLite store served through db.annotation, and on the Live campaign
+db.quality.campaign_live on a real SQLite store served through db.serving, and on the Live campaign
 page (AppTest)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from pluie_core import quality
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -71,17 +71,17 @@ def careless_campaign(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(40))
     gds, _ = make_dataset(engine, "checks", numbered_pairs(2, "Check "), label_kind="binary", gold=[1, 0])
     # the checks: a dataset of the campaign's own (its checks come from its datasets); marked gold, they leave the queue
-    cid = ann.create_campaign(engine, "Pilot", [ds, gds], quota=40, overlap=4, n_training=0, seed=3)
-    ann.update_campaign(engine, cid, aggregation="dawid_skene")
+    cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=40, overlap=4, n_training=0, seed=3)
+    camp.update_campaign(engine, cid, aggregation="dawid_skene")
     qual.set_quality_settings(engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3,
                               streak_length=10)  # the new thresholds at their defaults
     gold = dict(zip(*make_gold(engine, cid, gds)))
     rng = random.Random(7)
     truth = {p: rng.randrange(4) for p in pairs}
-    people = {name: ann.create_annotator(engine, cid, name)[0] for name in ("alice", "bob", "carol", "randy")}
+    people = {name: annotators.create_annotator(engine, cid, name)[0] for name in ("alice", "bob", "carol", "randy")}
     for name, aid in people.items():
         missed = []
-        while (item := ann.serve_next(engine, aid)) is not None:
+        while (item := serving.serve_next(engine, aid)) is not None:
             if item.pair_id in gold:
                 right = 3 if gold[item.pair_id] else 0
                 level = (3 - right) if name == "carol" and not missed else right
@@ -90,7 +90,7 @@ def careless_campaign(engine):
                 level = rng.randrange(4)
             else:  # careful: the right level, now and then its neighbour on the same side
                 level = truth[item.pair_id] ^ (rng.random() < 0.1)
-            ann.record_label(engine, aid, item.position, level, 6.0 + rng.random())
+            serving.record_label(engine, aid, item.position, level, 6.0 + rng.random())
     return cid, people
 
 
@@ -124,7 +124,7 @@ def test_campaign_live_flags_the_random_annotator_not_the_careful_one(engine):
     table = qual.campaign_live(engine, cid).annotators.set_index("annotator")
     assert table.loc["carol", "flags"] == "gold accuracy 50% < 70% (1 of 2 checks right)"
     assert table.loc["randy", "flags"] == ""
-    with pytest.raises(ann.CampaignError, match="gold checks needed"):
+    with pytest.raises(camp.CampaignError, match="gold checks needed"):
         qual.set_quality_settings(engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3,
                                   streak_length=10, min_gold_checks=0)
 
@@ -146,7 +146,7 @@ def test_live_campaign_page_shows_what_a_flag_rests_on(store):
     numbers["Minimum reliability"].set_value(0.0)
     next(b for b in at.button if b.label == "Save the quality settings").click().run()
     assert not at.exception
-    campaign = ann.get_campaign(store, cid)
+    campaign = camp.get_campaign(store, cid)
     assert (campaign.min_gold_checks, campaign.kappa_min, campaign.reliability_min) == (2, -1.0, 0.0)
     at.switch_page("pages/live_campaign.py").run()
     warning = next(w.value for w in at.warning if w.value.startswith("Flagged:"))

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 import db.datasets as datasets
 from db import init_db, write_session
 from db.analysis import analysis_choices, pairs_frame
-from db.annotation import create_campaign, dataset_choices
+from db.campaigns import create_campaign, dataset_choices
 from db.datasets import (ImportRejected, datasets_overview, import_file, import_pair_chunks, import_pairs,
                          list_datasets, remove_stale_imports, store_totals)
 from db.models import Annotator, CampaignPair, Dataset, Label, Pair, WorkItem, utcnow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db.engine import read_session
 from db.models import GoldPair
@@ -25,9 +25,9 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     ds, pairs = make_dataset(store, "demo", numbered_pairs(40))
     gds, gold_ids = make_dataset(store, "checks", numbered_pairs(6, "Check "), label_kind="binary", gold=[1, 0] * 3)
     # the checks: a dataset of the campaign's own (its checks come from its datasets); marked gold, they leave the queue
-    cid = ann.create_campaign(store, "Pilot", [ds, gds], quota=6, overlap=2, n_training=1)
-    people = [ann.create_annotator(store, cid, name)[0] for name in ("alice", "bob")]
-    ann.set_annotator_profile(store, people[0], "Alice A.", "native")
+    cid = camp.create_campaign(store, "Pilot", [ds, gds], quota=6, overlap=2, n_training=1)
+    people = [annotators.create_annotator(store, cid, name)[0] for name in ("alice", "bob")]
+    annotators.set_annotator_profile(store, people[0], "Alice A.", "native")
 
     at = live_page()
     metrics = {m.label: m.value for m in at.metric}
@@ -39,7 +39,7 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     numbers["Streak length"].set_value(3)
     next(b for b in at.button if b.label == "Save the quality settings").click().run()
     assert not at.exception and "Saved" in texts(at)
-    campaign = ann.get_campaign(store, cid)
+    campaign = camp.get_campaign(store, cid)
     assert (campaign.gold_rate, campaign.streak_length) == (0.25, 3)
 
     # gold pairs by id: a bad line is a sentence and nothing is marked; then from the dataset's gold labels
@@ -49,7 +49,7 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     with read_session(store) as s:
         assert s.query(GoldPair).count() == 0
     dataset = next(s for s in at.selectbox if s.label.startswith("Take gold pairs"))
-    dataset.set_value(next(d for d in ann.dataset_choices(store) if d[1] == "checks"))
+    dataset.set_value(next(d for d in camp.dataset_choices(store) if d[1] == "checks"))
     next(n for n in at.number_input if n.label.startswith("How many")).set_value(0)
     next(b for b in at.button if b.label == "Add these gold pairs").click().run()
     assert not at.exception and "6 gold pairs added." in texts(at)
@@ -57,8 +57,8 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
 
     # people label; one always answers the same and quickly
     for aid, answer, seconds in ((people[0], lambda n: n % 4, 10.0), (people[1], lambda n: 3, 1.0)):
-        while (item := ann.serve_next(store, aid)) is not None:
-            ann.record_label(store, aid, item.position, answer(item.number), seconds)
+        while (item := serving.serve_next(store, aid)) is not None:
+            serving.record_label(store, aid, item.position, answer(item.number), seconds)
     at = live_page()
     live = qual.campaign_live(store, cid)
     metrics = {m.label: m.value for m in at.metric}
@@ -85,11 +85,11 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
 
 def test_a_gold_check_looks_like_any_pair_to_the_annotator(store):
     ds, pairs = make_dataset(store, "demo", numbered_pairs(30))
-    cid = ann.create_campaign(store, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=0)
+    cid = camp.create_campaign(store, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=0)
     qual.set_quality_settings(store, cid, gold_rate=0.5, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=9)
     qual.add_gold_pairs(store, cid, pd.DataFrame({"pair_id": pairs[-3:], "level": [0, 1, 3]}))
-    aid, token = ann.create_annotator(store, cid, "p")
-    ann.set_annotator_profile(store, aid, "P", "good")
+    aid, token = annotators.create_annotator(store, cid, "p")
+    annotators.set_annotator_profile(store, aid, "P", "good")
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["token"] = token
     at.run()
@@ -97,7 +97,7 @@ def test_a_gold_check_looks_like_any_pair_to_the_annotator(store):
     for _ in range(6):
         assert not at.exception
         progress = at.get("progress")[0].proto.text
-        item = ann.serve_next(store, aid)
+        item = serving.serve_next(store, aid)
         seen.append((item.pair_id in pairs[-3:], progress))
         assert "gold" not in texts(at).lower() and "check" not in texts(at).lower()
         at.button(key=f"answer-2-{item.position}").click().run()

@@ -10,7 +10,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import campaigns as camp
 from db import init_db
 from db import quality as qual
 from db.engine import write_session
@@ -25,11 +25,11 @@ SETTINGS = dict(gold_rate=0.0, gold_min_accuracy=0.7, fast_fraction=1 / 3, strea
 
 def campaign(engine, **kwargs) -> int:
     ds, _ = make_dataset(engine, "demo", numbered_pairs(12))
-    return ann.create_campaign(engine, "Pilot", [ds], quota=4, n_training=1, **kwargs)
+    return camp.create_campaign(engine, "Pilot", [ds], quota=4, n_training=1, **kwargs)
 
 
 def stored(engine, cid) -> dict:
-    c = ann.get_campaign(engine, cid)
+    c = camp.get_campaign(engine, cid)
     return {name: getattr(c, name) for name in (*SETTINGS, "settings_revision")}
 
 
@@ -38,14 +38,14 @@ def stored(engine, cid) -> dict:
 def test_a_settings_save_from_a_stale_revision_is_refused_and_names_what_changed(store_url):
     engine = init_db(store_url)
     cid = campaign(engine)
-    drawn = ann.get_campaign(engine, cid)
+    drawn = camp.get_campaign(engine, cid)
     assert drawn.settings_revision == 0
     seen = {name: getattr(drawn, name) for name in SETTINGS}
     # the first organiser: two changes
     assert qual.set_quality_settings(engine, cid, **{**seen, "gold_rate": 0.2, "gold_min_accuracy": 0.8},
                                      revision=0, seen=seen) == 1
     # the second, from the same form: one other change, every field re-sent
-    with pytest.raises(ann.StaleFormError) as refused:
+    with pytest.raises(camp.StaleFormError) as refused:
         qual.set_quality_settings(engine, cid, **{**seen, "streak_length": 12}, revision=0, seen=seen)
     message = str(refused.value)
     assert message.startswith("Another organiser saved these settings since you opened them: ")
@@ -74,8 +74,8 @@ def test_a_stale_save_waiting_on_a_concurrent_one_is_refused(store_url, what):
         try:
             outcome["revision"] = (
                 qual.set_quality_settings(engine, cid, **{**SETTINGS, "streak_length": 12}, revision=0)
-                if what == "settings" else ann.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0))
-        except ann.CampaignError as exc:
+                if what == "settings" else camp.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0))
+        except camp.CampaignError as exc:
             outcome["error"] = exc
 
     with write_session(engine) as session:  # the first organiser's save, in flight
@@ -87,53 +87,53 @@ def test_a_stale_save_waiting_on_a_concurrent_one_is_refused(store_url, what):
         thread.start()
         time.sleep(0.5)
     thread.join(30)
-    assert isinstance(outcome.get("error"), ann.StaleFormError), outcome
+    assert isinstance(outcome.get("error"), camp.StaleFormError), outcome
     assert stored(engine, cid) == {**SETTINGS, "gold_rate": 0.25, "settings_revision": 1}
-    assert ann.get_campaign(engine, cid).guidelines == "Theirs, changed."
+    assert camp.get_campaign(engine, cid).guidelines == "Theirs, changed."
     engine.dispose()
 
 
 def test_a_guidelines_save_from_a_stale_revision_is_refused_and_says_what_changed(store_url):
     engine = init_db(store_url)
     cid = campaign(engine, guidelines="Line one.\nLine two.")
-    assert ann.get_campaign(engine, cid).guidelines_revision == 0
-    assert ann.update_campaign(engine, cid, guidelines="Line one.\nLine two, changed.\nLine three.",
+    assert camp.get_campaign(engine, cid).guidelines_revision == 0
+    assert camp.update_campaign(engine, cid, guidelines="Line one.\nLine two, changed.\nLine three.",
                                guidelines_revision=0, seen_guidelines="Line one.\nLine two.") == 1
-    with pytest.raises(ann.StaleFormError) as refused:
-        ann.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0,
+    with pytest.raises(camp.StaleFormError) as refused:
+        camp.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0,
                             seen_guidelines="Line one.\nLine two.")
     message = str(refused.value)
     assert message.startswith("Another organiser saved these guidelines since you opened them")
     assert "now 40 characters, was 19" in message and "1 line changed, 1 added" in message
     assert "Your changes were not saved" in message
-    kept = ann.get_campaign(engine, cid)
+    kept = camp.get_campaign(engine, cid)
     assert (kept.guidelines, kept.guidelines_revision) == ("Line one.\nLine two, changed.\nLine three.", 1)
     # other changes to the campaign are not guarded by the guidelines' revision, nor raise it
-    ann.update_campaign(engine, cid, active=False)
-    assert ann.get_campaign(engine, cid).guidelines_revision == 1
-    assert ann.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=1) == 2
-    assert ann.get_campaign(engine, cid).guidelines == "Mine."
+    camp.update_campaign(engine, cid, active=False)
+    assert camp.get_campaign(engine, cid).guidelines_revision == 1
+    assert camp.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=1) == 2
+    assert camp.get_campaign(engine, cid).guidelines == "Mine."
     engine.dispose()
 
 
 def test_guidelines_have_a_size_limit_and_no_nul(store_url):
     engine = init_db(store_url)
     cid = campaign(engine)
-    before = ann.get_campaign(engine, cid)
-    with pytest.raises(ann.CampaignError, match=f"The guidelines have {MAX_GUIDELINES + 1:,} characters; "
+    before = camp.get_campaign(engine, cid)
+    with pytest.raises(camp.CampaignError, match=f"The guidelines have {MAX_GUIDELINES + 1:,} characters; "
                                                 f"the limit is {MAX_GUIDELINES:,}."):
-        ann.update_campaign(engine, cid, guidelines="x" * (MAX_GUIDELINES + 1))
-    with pytest.raises(ann.CampaignError, match="The guidelines contain a NUL character"):
-        ann.update_campaign(engine, cid, guidelines="Be kind\x00 to the cat.")
-    after = ann.get_campaign(engine, cid)
+        camp.update_campaign(engine, cid, guidelines="x" * (MAX_GUIDELINES + 1))
+    with pytest.raises(camp.CampaignError, match="The guidelines contain a NUL character"):
+        camp.update_campaign(engine, cid, guidelines="Be kind\x00 to the cat.")
+    after = camp.get_campaign(engine, cid)
     assert (after.guidelines, after.guidelines_revision) == (before.guidelines, 0)
-    ann.update_campaign(engine, cid, guidelines="x" * MAX_GUIDELINES)  # the limit itself is kept
-    assert len(ann.get_campaign(engine, cid).guidelines) == MAX_GUIDELINES
+    camp.update_campaign(engine, cid, guidelines="x" * MAX_GUIDELINES)  # the limit itself is kept
+    assert len(camp.get_campaign(engine, cid).guidelines) == MAX_GUIDELINES
     # at creation too, and no campaign is made
     for text in ("x" * (MAX_GUIDELINES + 1), "a\x00b"):
-        with pytest.raises(ann.CampaignError, match="The guidelines"):
-            ann.create_campaign(engine, "Second", [1], quota=4, n_training=1, guidelines=text)
-    assert [c.name for c in ann.list_campaigns(engine)] == ["Pilot"]
+        with pytest.raises(camp.CampaignError, match="The guidelines"):
+            camp.create_campaign(engine, "Second", [1], quota=4, n_training=1, guidelines=text)
+    assert [c.name for c in camp.list_campaigns(engine)] == ["Pilot"]
     engine.dispose()
 
 
@@ -147,7 +147,7 @@ def test_guidelines_have_a_size_limit_and_no_nul(store_url):
 ])
 def test_quality_settings_out_of_bounds_are_refused_with_a_sentence(engine, field, value, sentence):
     cid = campaign(engine)
-    with pytest.raises(ann.CampaignError) as refused:
+    with pytest.raises(camp.CampaignError) as refused:
         qual.set_quality_settings(engine, cid, **{**SETTINGS, field: value})
     assert str(refused.value) == sentence
     assert stored(engine, cid) == {**SETTINGS, "settings_revision": 0}
@@ -211,14 +211,14 @@ def test_two_organisers_save_the_guidelines_from_editors_drawn_at_once(store):
     errors = " ".join(e.value for e in second.error)
     assert "Another organiser saved these guidelines since you opened them" in errors
     assert "now 37 characters, was 19" in errors
-    campaign_now = ann.get_campaign(store, cid)
+    campaign_now = camp.get_campaign(store, cid)
     assert (campaign_now.guidelines, campaign_now.guidelines_revision) == ("Be kind to the cat.\nAnd to the *dog*.", 1)
     # the editor shows theirs; the refused text is still there to copy
     assert second.text_area(key=f"guide-{cid}").value == "Be kind to the cat.\nAnd to the *dog*."
     assert any(c.value == "Be nice to the cat." for c in second.code)
     second.text_area(key=f"guide-{cid}").input("Be nice to the cat.\nAnd to the *dog*.").run()
     next(b for b in second.button if b.label == "Save the guidelines").click().run()
-    assert not second.error and ann.get_campaign(store, cid).guidelines == "Be nice to the cat.\nAnd to the *dog*."
+    assert not second.error and camp.get_campaign(store, cid).guidelines == "Be nice to the cat.\nAnd to the *dog*."
     assert not any(c.value == "Be nice to the cat." for c in second.code)  # saved: nothing left to copy
 
 
@@ -229,4 +229,4 @@ def test_the_guidelines_editor_refuses_oversized_guidelines_with_a_sentence(stor
     next(b for b in at.button if b.label == "Save the guidelines").click().run()
     assert not at.exception
     assert f"the limit is {MAX_GUIDELINES:,}" in " ".join(e.value for e in at.error)
-    assert ann.get_campaign(store, cid).guidelines == "Short."
+    assert camp.get_campaign(store, cid).guidelines == "Short."

@@ -12,7 +12,7 @@ import pandas as pd
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db.datasets import datasets_overview, store_totals
 from db.engine import read_session
@@ -28,21 +28,21 @@ def labelled_campaign(engine):
     first), gold checks taken from pairs of the dataset the sample left out; the last pair served to
     the third annotator is left unanswered."""
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(30))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=6, overlap=3, n_training=2, seed=3,
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=6, overlap=3, n_training=2, seed=3,
                               selection={"sample": 20}, distribution="overlap")
     queue = ann_pairs(engine, cid)
     outside = [p for p in pairs if p not in queue][:4]
     qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.5, fast_fraction=0.3, streak_length=9)
     qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": outside, "level": [0, 1, 2, 3]}))
     rng = random.Random(7)
-    people = [ann.create_annotator(engine, cid, name)[0] for name in ("ann", "bob", "cy")]
+    people = [annotators.create_annotator(engine, cid, name)[0] for name in ("ann", "bob", "cy")]
     for k, aid in enumerate(people):
         answered = 0
-        while (item := ann.serve_next(engine, aid)) is not None:
+        while (item := serving.serve_next(engine, aid)) is not None:
             if k == 2 and not item.is_training and item.pair_id in queue and (answered := answered + 1) == 4:
                 break  # served to all three, answered by two
             level = item.pair_id % 4 if rng.random() < 0.7 else rng.randrange(5)
-            ann.record_label(engine, aid, item.position, level, 4.0)
+            serving.record_label(engine, aid, item.position, level, 4.0)
     return ds, cid
 
 
@@ -64,7 +64,7 @@ def test_every_page_and_the_card_count_the_same_labels_and_show_the_same_alpha(s
     counted = [p for p, training in rows if not training]
     live = qual.campaign_live(store, cid)
     assert live.figures["gold checks answered"] > 0  # answers to checks are among the labels
-    overview = ann.campaign_overview(store, cid)
+    overview = camp.campaign_overview(store, cid)
     assert overview["labels"] == live.figures["labels"] == len(counted) == store_totals(store)["labels"]
     assert datasets_overview(store).set_index("dataset").loc["demo", "labels"] == len(counted)
     assert live.figures["labels in the last hour"] == len(counted)  # never more than the total

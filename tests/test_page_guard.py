@@ -5,7 +5,7 @@ import logging
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from pages.shared import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.test_annotation_links import APP, store  # noqa: F401 (fixture)
@@ -31,10 +31,10 @@ def test_a_page_that_raises_shows_one_sentence_and_logs_its_traceback(store, mon
 
     # the annotators' page runs inside the same guard
     ds, _ = make_dataset(store, "demo", numbered_pairs(6))
-    campaign = ann.create_campaign(store, "Pilot", [ds], n_training=0, quota=2)
-    aid, token = ann.create_annotator(store, campaign, "a")
-    ann.set_annotator_profile(store, aid, "Ann", "good")
-    monkeypatch.setattr(ann, "serve_next", lambda engine, annotator_id: 1 / 0)
+    campaign = camp.create_campaign(store, "Pilot", [ds], n_training=0, quota=2)
+    aid, token = annotators.create_annotator(store, campaign, "a")
+    annotators.set_annotator_profile(store, aid, "Ann", "good")
+    monkeypatch.setattr(serving, "serve_next", lambda engine, annotator_id: 1 / 0)
     annotator = AppTest.from_file(APP, default_timeout=30)
     annotator.query_params["token"] = token
     annotator.run()

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db.analysis import add_labels, add_score_run
-from db.annotation import CampaignError
+from db.campaigns import CampaignError
 from db.engine import read_session
 from db.export import export_frame
 from db.models import GoldPair
@@ -79,7 +79,7 @@ def test_gold_marking_takes_the_files_own_ids(engine):
             conn.exec_driver_sql(f"UPDATE pairs SET external_id = '{1089874 + i}' WHERE id = {pid}")
         conn.exec_driver_sql(f"UPDATE pairs SET external_id = '1089874' WHERE id = {ids[1]}")
         conn.exec_driver_sql(f"UPDATE pairs SET external_id = '{ids[2]}' WHERE id = {ids[9]}")
-    cid = ann.create_campaign(engine, "C", [ds], quota=3, n_training=0)
+    cid = camp.create_campaign(engine, "C", [ds], quota=3, n_training=0)
 
     def gold() -> dict:
         with read_session(engine) as s:
@@ -99,7 +99,7 @@ def test_gold_marking_takes_the_files_own_ids(engine):
 @pytest.fixture
 def pages_store(store):  # noqa: F811 (the pages' store fixture: PLUIE_DB_URL set for AppTest)
     ds, ids, run = build(store)
-    cid = ann.create_campaign(store, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=1)
+    cid = camp.create_campaign(store, "Pilot", [ds], quota=3, overlap=1, n_training=0, seed=1)
     return store, ds, ids, cid
 
 
@@ -124,9 +124,9 @@ def test_the_pairs_page_finds_a_pair_marks_it_gold_and_opens_it_in_review(pages_
     with read_session(engine) as s:
         assert [(g.campaign_id, g.pair_id, g.level) for g in s.query(GoldPair)] == [(cid, ids[7], 0)]
     # a pair already served as an ordinary pair cannot become a check: a sentence, nothing changed
-    aid, _ = ann.create_annotator(engine, cid, "ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "good")
-    served = ann.serve_next(engine, aid).pair_id
+    aid, _ = annotators.create_annotator(engine, cid, "ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "good")
+    served = serving.serve_next(engine, aid).pair_id
     at.text_input(key="pairs-text").input("").run()
     at.selectbox(key="pairs-state").set_value("any").run()
     at.text_input(key="pairs-id").input(str(served)).run()
@@ -154,11 +154,11 @@ def test_the_pairs_page_finds_a_pair_marks_it_gold_and_opens_it_in_review(pages_
 
 def test_the_export_page_restricts_to_a_campaign_and_its_labelled_pairs(pages_store):
     engine, ds, ids, cid = pages_store
-    aid, _ = ann.create_annotator(engine, cid, "ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "good")
+    aid, _ = annotators.create_annotator(engine, cid, "ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "good")
     for _ in range(2):
-        item = ann.serve_next(engine, aid)
-        ann.record_label(engine, aid, item.position, 3, 2.0)
+        item = serving.serve_next(engine, aid)
+        serving.record_label(engine, aid, item.position, 3, 2.0)
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("pages/export.py").run()
     # issue 35: the page opens on the campaign in progress (its queue: every pair of cats), not every dataset

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db.engine import read_session, write_session
-from db.models import Assignment, CampaignPair, GoldPair, Label
+from db.models import Assignment, CampaignPair, GoldPair, Label, TrainingPair
 from pluie_core import quality
 from pluie_core.agreement import agreement_figures, count_patterns, level_counts
 from tests.annotation_fixtures import label_at_once, make_dataset, numbered_pairs
@@ -29,7 +29,7 @@ def gold_campaign(engine, *, quota=20, rate=0.2, n_gold=10, n_pairs=80, overlap=
                                  gold=[i % 2 for i in range(n_gold)])
     # the checks are a dataset of the campaign's own (issue 35: a campaign's checks come from its datasets);
     # marked gold, they leave its queue
-    cid = ann.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=overlap, n_training=n_training, seed=3)
+    cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=overlap, n_training=n_training, seed=3)
     settings = {"gold_min_accuracy": 0.7, "fast_fraction": 1 / 3, "streak_length": 10, **flags}
     qual.set_quality_settings(engine, cid, gold_rate=rate, **settings)
     assert qual.gold_from_dataset(engine, cid, gds) == n_gold
@@ -38,15 +38,15 @@ def gold_campaign(engine, *, quota=20, rate=0.2, n_gold=10, n_pairs=80, overlap=
 
 def label_all(engine, aid, answer=lambda item: 2, seconds=lambda item: 3.0) -> list:
     served = []
-    while (item := ann.serve_next(engine, aid)) is not None:
+    while (item := serving.serve_next(engine, aid)) is not None:
         served.append(item)
-        ann.record_label(engine, aid, item.position, answer(item), seconds(item))
+        serving.record_label(engine, aid, item.position, answer(item), seconds(item))
     return served
 
 
 def test_gold_checks_are_mixed_at_the_chosen_share_once_each_outside_the_quota(engine):
     cid, pairs, gold_ids = gold_campaign(engine, quota=20, rate=0.2, n_gold=10)
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
     for aid in people:
         served = label_all(engine, aid)
         after_training = [s for s in served if not s.is_training]
@@ -56,9 +56,9 @@ def test_gold_checks_are_mixed_at_the_chosen_share_once_each_outside_the_quota(e
         assert len({s.pair_id for s in served}) == len(served)  # never twice to one person
         # invisible: numbered like the others, out of quota + checks
         assert [s.number for s in after_training] == list(range(1, 26)) and {s.out_of for s in after_training} == {25}
-        progress = ann.progress(engine, aid)
+        progress = serving.progress(engine, aid)
         assert (progress.done, progress.quota) == (25, 25)
-    rows = {r["id"]: r["labelled"] for r in ann.annotator_rows(engine, cid)}
+    rows = {r["id"]: r["labelled"] for r in annotators.annotator_rows(engine, cid)}
     assert set(rows.values()) == {"25 / 25"}  # the organiser's count: the annotator's own (issue 35)
     with read_session(engine) as s:
         flagged = Counter(s.execute(select(Assignment.annotator_id, Assignment.is_gold)).all())
@@ -77,28 +77,28 @@ def test_gold_checks_are_mixed_at_the_chosen_share_once_each_outside_the_quota(e
 
 def test_fewer_gold_pairs_than_checks_each_served_once_per_person(engine):
     cid, _, gold_ids = gold_campaign(engine, quota=10, rate=0.5, n_gold=3, n_pairs=40)
-    aid = ann.create_annotator(engine, cid, "p")[0]
+    aid = annotators.create_annotator(engine, cid, "p")[0]
     served = label_all(engine, aid)
     checks = [s.pair_id for s in served if s.pair_id in gold_ids]
     assert sorted(checks) == sorted(gold_ids)  # min(10 * 0.5 / 0.5, 3) = 3, each once
-    assert len(served) == 2 + 10 + 3 and ann.progress(engine, aid).quota == 13
+    assert len(served) == 2 + 10 + 3 and serving.progress(engine, aid).quota == 13
 
 
 def test_no_gold_rate_serves_as_before(engine):
     cid, _, gold_ids = gold_campaign(engine, quota=5, rate=0.0, n_gold=4, n_pairs=30)
-    aid = ann.create_annotator(engine, cid, "p")[0]
+    aid = annotators.create_annotator(engine, cid, "p")[0]
     served = label_all(engine, aid)
     assert len(served) == 7 and not {s.pair_id for s in served} & set(gold_ids)
 
 
 def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(60))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=12, overlap=1, n_training=0, seed=1)
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=12, overlap=1, n_training=0, seed=1)
     qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.6, fast_fraction=1 / 3, streak_length=50,
                               min_gold_checks=4)  # each answers 4 checks: enough to judge
     checks = dict(zip(pairs[40:48], [0, 1, 2, 3, 3, 2, 1, 0]))
     qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": list(checks), "level": list(checks.values())}))
-    good, sloppy = (ann.create_annotator(engine, cid, name)[0] for name in ("good", "sloppy"))
+    good, sloppy = (annotators.create_annotator(engine, cid, name)[0] for name in ("good", "sloppy"))
     label_all(engine, good, answer=lambda it: checks.get(it.pair_id, 1))
     # sloppy: the right side but one level off where possible, except Don't know on two checks
     rng = random.Random(0)
@@ -126,9 +126,9 @@ def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
 
 def test_speed_and_streak_flags(engine):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(80))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=15, overlap=1, n_training=0, seed=1)
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=15, overlap=1, n_training=0, seed=1)
     qual.set_quality_settings(engine, cid, gold_rate=0, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=6)
-    careful, fast, stuck = (ann.create_annotator(engine, cid, n)[0] for n in ("careful", "fast", "stuck"))
+    careful, fast, stuck = (annotators.create_annotator(engine, cid, n)[0] for n in ("careful", "fast", "stuck"))
     label_all(engine, careful, answer=lambda it: it.number % 4, seconds=lambda it: 9.0 + it.number % 3)
     label_all(engine, fast, answer=lambda it: (it.number // 2) % 4, seconds=lambda it: 1.0)
     label_all(engine, stuck, answer=lambda it: 3 if 4 <= it.number < 11 else 0, seconds=lambda it: 8.0)
@@ -184,9 +184,9 @@ def test_rate_and_positions_rules():
 def test_gold_writes_are_all_or_nothing_with_a_sentence(engine):
     cid, pairs, gold_ids = gold_campaign(engine, quota=5, rate=0.2, n_gold=4, n_pairs=30)
     with read_session(engine) as s:
-        training = s.scalars(select(ann.TrainingPair.pair_id).where(ann.TrainingPair.campaign_id == cid)).all()
+        training = s.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid)).all()
         before = s.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label)).all()
-        queued = s.scalar(select(ann.func.count()).select_from(CampaignPair))
+        queued = s.scalar(select(func.count()).select_from(CampaignPair))
     free = [p for p in pairs if p not in training]
     cases = [
         (pd.DataFrame({"pair_id": [free[0], 999_999], "level": [1, 2]}), "There is no pair 999999"),
@@ -196,38 +196,38 @@ def test_gold_writes_are_all_or_nothing_with_a_sentence(engine):
         (pd.DataFrame({"pair_id": [free[0], free[0]], "level": [1, 2]}), "in the list twice"),
     ]
     for frame, message in cases:
-        with pytest.raises(ann.CampaignError, match=message):
+        with pytest.raises(camp.CampaignError, match=message):
             qual.add_gold_pairs(engine, cid, frame)
-    aid = ann.create_annotator(engine, cid, "p")[0]
-    item = ann.serve_next(engine, aid)  # a training pair; then an ordinary pair
-    ann.record_label(engine, aid, item.position, 2, 1.0)
-    ann.record_label(engine, aid, (item := ann.serve_next(engine, aid)).position, 2, 1.0)
-    item = ann.serve_next(engine, aid)
+    aid = annotators.create_annotator(engine, cid, "p")[0]
+    item = serving.serve_next(engine, aid)  # a training pair; then an ordinary pair
+    serving.record_label(engine, aid, item.position, 2, 1.0)
+    serving.record_label(engine, aid, (item := serving.serve_next(engine, aid)).position, 2, 1.0)
+    item = serving.serve_next(engine, aid)
     while item.pair_id in gold_ids:  # a check came first: answer it and take the next
-        ann.record_label(engine, aid, item.position, 2, 1.0)
-        item = ann.serve_next(engine, aid)
+        serving.record_label(engine, aid, item.position, 2, 1.0)
+        item = serving.serve_next(engine, aid)
     free = [p for p in free if p != item.pair_id]  # the ordinary pair just served is not free any more
-    with pytest.raises(ann.CampaignError, match="already been served as an ordinary pair"):
+    with pytest.raises(camp.CampaignError, match="already been served as an ordinary pair"):
         qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [free[-1], item.pair_id], "level": [0, 3]}))
-    with pytest.raises(ann.CampaignError, match="between 0 and 0.5"):
+    with pytest.raises(camp.CampaignError, match="between 0 and 0.5"):
         qual.set_quality_settings(engine, cid, gold_rate=0.9, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=5)
     with read_session(engine) as s:
         assert s.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label)).all() == before
-        assert s.scalar(select(ann.func.count()).select_from(CampaignPair)) == queued
-        assert ann.get_campaign(engine, cid).gold_rate == 0.2
+        assert s.scalar(select(func.count()).select_from(CampaignPair)) == queued
+        assert camp.get_campaign(engine, cid).gold_rate == 0.2
     # a good list: names or numbers, the queue loses the new gold pairs
     assert qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [free[-1], free[-2]],
                                                           "level": ["same meaning", "0"]})) == 2
     with read_session(engine) as s:
         assert s.get(GoldPair, (cid, free[-1])).level == 3 and s.get(GoldPair, (cid, free[-2])).binary_label == 0
-        assert s.scalar(select(ann.func.count()).select_from(CampaignPair)) == queued - 2
+        assert s.scalar(select(func.count()).select_from(CampaignPair)) == queued - 2
     assert qual.remove_gold_pairs(engine, cid, [free[-1]]) == 1
 
 
 def test_live_figures_count_labels_per_hour_and_pairs_short_of_overlap(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(12))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=4, overlap=2, n_training=0, seed=1)
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=4, overlap=2, n_training=0, seed=1)
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(3)]
     for aid in people:
         label_all(engine, aid)
     import datetime as dt
@@ -248,9 +248,9 @@ def test_live_figures_count_labels_per_hour_and_pairs_short_of_overlap(engine):
 def test_live_view_on_a_larger_campaign_matches_an_independent_count(engine):
     """Sixty pairs, five annotators who answer at random: the table's counts and rates recomputed here."""
     ds, pairs = make_dataset(engine, "demo", sentence_pairs(60))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=30, overlap=3, n_training=0, seed=2)
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=30, overlap=3, n_training=0, seed=2)
     rng = random.Random(1)
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(5)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(5)]
     for aid in people:
         label_all(engine, aid, answer=lambda it: rng.randrange(5), seconds=lambda it: rng.uniform(1, 20))
     with read_session(engine) as s:
@@ -304,7 +304,7 @@ def test_gold_checks_under_concurrent_annotators(store_url):
 
     engine = init_db(store_url)
     cid, _, gold_ids = gold_campaign(engine, quota=8, rate=0.2, n_gold=3, n_pairs=40, overlap=2)
-    people = [ann.create_annotator(engine, cid, f"p{i}")[0] for i in range(6)]
+    people = [annotators.create_annotator(engine, cid, f"p{i}")[0] for i in range(6)]
     errors = label_at_once(engine, people, lambda pair_id, aid: 2)
     assert not errors
     with read_session(engine) as s:
@@ -314,7 +314,7 @@ def test_gold_checks_under_concurrent_annotators(store_url):
         mine = [(p, g) for a, p, g in rows if a == aid]
         assert sum(g for _, g in mine) == 2 and all(p in gold_ids for p, g in mine if g)
         assert sum(not g for _, g in mine) == 2 + 8
-        training = set(s.scalars(select(ann.TrainingPair.pair_id)))
+        training = set(s.scalars(select(TrainingPair.pair_id)))
     queue = Counter(p for _, p, g in rows if not g and p not in training)
     assert len(training) == 2 and max(queue.values()) == 2 and not set(queue) & set(gold_ids)
     engine.dispose()

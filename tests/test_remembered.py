@@ -113,11 +113,11 @@ def campaign_store(engine):
 
 
 def test_6_a_refused_create_personal_links_keeps_the_names_and_a_batch_is_created_once(store):
-    from db import annotation as ann
+    from db import annotators, campaigns as camp
 
     ds = campaign_store(store)
-    cid = ann.create_campaign(store, "Pilot", [ds], quota=3, n_training=0)
-    ann.create_annotator(store, cid, "Alice")
+    cid = camp.create_campaign(store, "Pilot", [ds], quota=3, n_training=0)
+    annotators.create_annotator(store, cid, "Alice")
     at = rerun(AppTest.from_file(APP, default_timeout=60))
     go(at, "campaigns")
 
@@ -134,11 +134,11 @@ def test_6_a_refused_create_personal_links_keeps_the_names_and_a_batch_is_create
     create()
     assert any("Alice" in e.value for e in at.error)
     assert names_box().value == "Alice\nBob"  # what was typed stays, to be corrected
-    assert len(ann.annotator_rows(store, cid)) == 1
+    assert len(annotators.annotator_rows(store, cid)) == 1
     names_box().input("Bob\nCy")
     create()
     assert not at.error and "Bob" in at.code[0].value and "Cy" in at.code[0].value
-    assert sorted(r["name"] for r in ann.annotator_rows(store, cid)) == ["Alice", "Bob", "Cy"]
+    assert sorted(r["name"] for r in annotators.annotator_rows(store, cid)) == ["Alice", "Bob", "Cy"]
     assert names_box().value == ""  # the names are in the list of links now: the box is for the next batch
 
 
@@ -147,7 +147,7 @@ def labelled(elements, label):
 
 
 def test_6_the_new_campaign_form_survives_a_page_change_and_is_emptied_once_created(store):
-    from db import annotation as ann
+    from db import campaigns as camp
 
     campaign_store(store)
     at = rerun(AppTest.from_file(APP, default_timeout=60))
@@ -169,7 +169,7 @@ def test_6_the_new_campaign_form_survives_a_page_change_and_is_emptied_once_crea
     assert labelled(at.text_area, "Guidelines (Markdown)").value == "Be kind."
     labelled(at.button, "Create campaign").click()
     rerun(at)
-    (made,) = ann.list_campaigns(store)
+    (made,) = camp.list_campaigns(store)
     assert (made.name, made.quota, made.pair_order, made.guidelines) == ("Half-filled", 7, "least_labelled", "Be kind.")
     assert made.selection == {"sample": 10, "seed": 0}
     assert any("Campaign “Half-filled” created" in s.value for s in at.success)
@@ -180,12 +180,12 @@ def test_6_the_new_campaign_form_survives_a_page_change_and_is_emptied_once_crea
 
 
 def test_6_the_comment_box_says_that_ctrl_1_to_5_answer_from_inside_it(store):
-    from db import annotation as ann
+    from db import annotators, campaigns as camp
 
     ds = campaign_store(store)
-    cid = ann.create_campaign(store, "Pilot", [ds], quota=3, n_training=0)
-    aid, token = ann.create_annotator(store, cid, "ann")
-    ann.set_annotator_profile(store, aid, "Ann", ENGLISH_LEVELS[-1])
+    cid = camp.create_campaign(store, "Pilot", [ds], quota=3, n_training=0)
+    aid, token = annotators.create_annotator(store, cid, "ann")
+    annotators.set_annotator_profile(store, aid, "Ann", ENGLISH_LEVELS[-1])
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["token"] = token
     rerun(at)

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from db import access, init_db
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import quality as qual
 from db import review
 from db.engine import read_session
@@ -57,9 +57,9 @@ def campaign_with_gold(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(30))
     gds, gold = make_dataset(engine, "checks", numbered_pairs(6, "Check "), label_kind="binary",
                              gold=[i % 2 for i in range(6)])
-    cid = ann.create_campaign(engine, "Pilot", [ds, gds], quota=5, n_training=2, seed=1)
+    cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=5, n_training=2, seed=1)
     qual.gold_from_dataset(engine, cid, gds, n=2)
-    (aid, _, _), = ann.create_annotators(engine, cid, ["ann"])
+    (aid, _, _), = annotators.create_annotators(engine, cid, ["ann"])
     return cid, ds, gds, aid, pairs, gold
 
 
@@ -67,15 +67,15 @@ def organiser_writes(engine, cid, ds, gds, aid, pairs, gold):
     """(what, call) for each write a page makes on campaigns, links, guidelines, quality and training."""
     settings = dict(gold_rate=0.3, gold_min_accuracy=0.6, fast_fraction=0.2, streak_length=5)
     return [
-        ("create a campaign", lambda: ann.create_campaign(engine, "Second", [ds], quota=5, n_training=1)),
-        ("create links", lambda: ann.create_annotators(engine, cid, ["bob"])),
-        ("replace a link", lambda: ann.new_link(engine, aid)),
-        ("revoke a link", lambda: ann.revoke_annotator(engine, aid)),
-        ("save guidelines", lambda: ann.update_campaign(engine, cid, guidelines="# New")),
-        ("close", lambda: ann.update_campaign(engine, cid, active=False)),
-        ("aggregation", lambda: ann.update_campaign(engine, cid, aggregation="dawid_skene")),
-        ("reorder", lambda: ann.reorder_campaign(engine, cid)),
-        ("training feedback", lambda: ann.set_training_feedback(
+        ("create a campaign", lambda: camp.create_campaign(engine, "Second", [ds], quota=5, n_training=1)),
+        ("create links", lambda: annotators.create_annotators(engine, cid, ["bob"])),
+        ("replace a link", lambda: annotators.new_link(engine, aid)),
+        ("revoke a link", lambda: annotators.revoke_annotator(engine, aid)),
+        ("save guidelines", lambda: camp.update_campaign(engine, cid, guidelines="# New")),
+        ("close", lambda: camp.update_campaign(engine, cid, active=False)),
+        ("aggregation", lambda: camp.update_campaign(engine, cid, aggregation="dawid_skene")),
+        ("reorder", lambda: camp.reorder_campaign(engine, cid)),
+        ("training feedback", lambda: camp.set_training_feedback(
             engine, cid, [{"position": 0, "expected_level": 2, "explanation": "close"}])),
         ("quality settings", lambda: qual.set_quality_settings(engine, cid, **settings)),
         ("gold by id", lambda: qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [pairs[-1]], "level": [3]}))),
@@ -96,15 +96,15 @@ def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_s
                                           "score, run campaigns, export or publish."), what
             assert store_rows(engine) == before, what
     with access.acting_as(access.NOBODY), pytest.raises(NotAllowed, match="^Sign in to import"):
-        ann.create_annotators(engine, fixture[0], ["bob"])
+        annotators.create_annotators(engine, fixture[0], ["bob"])
     assert store_rows(engine) == before
     # the annotator's own writes need no account: the personal link works with accounts in force
     aid = fixture[3]
     with access.acting_as(access.NOBODY):
-        ann.set_annotator_profile(engine, aid, "Ann", "good")
-        item = ann.serve_next(engine, aid)
-        ann.record_label(engine, aid, item.position, 2, 1.0)
-    assert ann.progress(engine, aid).training_done == 1
+        annotators.set_annotator_profile(engine, aid, "Ann", "good")
+        item = serving.serve_next(engine, aid)
+        serving.record_label(engine, aid, item.position, 2, 1.0)
+    assert serving.progress(engine, aid).training_done == 1
     # an organiser may make every one of them
     with access.acting_as(ORGANISER):
         for what, call in organiser_writes(engine, *fixture):
@@ -139,23 +139,23 @@ def test_campaigns_and_their_settings_say_who_made_them(store_url):
     engine = init_db(store_url)
     ds, _ = make_dataset(engine, "demo", numbered_pairs(20))
     with access.acting_as(ORGANISER):
-        cid = ann.create_campaign(engine, "Pilot", [ds], quota=5, n_training=2)
+        cid = camp.create_campaign(engine, "Pilot", [ds], quota=5, n_training=2)
         qual.set_quality_settings(engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=1 / 3,
                                   streak_length=10)
-        ann.update_campaign(engine, cid, guidelines="# Be careful")
-        (aid, _, _), = ann.create_annotators(engine, cid, ["ann"])
-        ann.revoke_annotator(engine, aid)
-    open_cid = ann.create_campaign(engine, "Open", [ds], quota=5, n_training=2)  # no account: nobody named
-    assert ann.get_campaign(engine, cid).created_by == "olga"
-    assert ann.get_campaign(engine, open_cid).created_by == ""
-    activity = ann.campaign_activity(engine, cid)
+        camp.update_campaign(engine, cid, guidelines="# Be careful")
+        (aid, _, _), = annotators.create_annotators(engine, cid, ["ann"])
+        annotators.revoke_annotator(engine, aid)
+    open_cid = camp.create_campaign(engine, "Open", [ds], quota=5, n_training=2)  # no account: nobody named
+    assert camp.get_campaign(engine, cid).created_by == "olga"
+    assert camp.get_campaign(engine, open_cid).created_by == ""
+    activity = camp.campaign_activity(engine, cid)
     assert list(activity.columns) == ["at", "who", "what"]
     assert set(activity["who"]) == {"olga"}
     what = activity["what"].tolist()  # newest first
     assert what[0] == "Revoked the link of ann." and what[1] == "Created a personal link for ann."
     assert what[2].startswith("Saved the guidelines")
     assert what[3] == "Quality settings: share of gold checks 0% → 20%."
-    assert ann.campaign_activity(engine, cid, limit=2)["what"].tolist() == what[:2]
+    assert camp.campaign_activity(engine, cid, limit=2)["what"].tolist() == what[:2]
     with read_session(engine) as session:  # the activity of one campaign only
         assert session.scalar(sa.select(sa.func.count()).select_from(Activity).where(
             Activity.subject == "campaign", Activity.subject_id == open_cid)) == 1
@@ -202,7 +202,7 @@ def test_the_review_page_refuses_a_viewer_with_the_sentence(sign_in, engine):
 def test_the_campaigns_page_says_who_made_the_campaign_and_refuses_a_viewer_in_a_callback(sign_in, engine):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(20))
     with access.acting_as(ORGANISER):
-        cid = ann.create_campaign(engine, "Pilot", [ds], quota=5, n_training=2)
+        cid = camp.create_campaign(engine, "Pilot", [ds], quota=5, n_training=2)
         qual.set_quality_settings(engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=1 / 3,
                                   streak_length=10)
     role = {"now": "organiser"}
@@ -222,4 +222,4 @@ def test_the_campaigns_page_says_who_made_the_campaign_and_refuses_a_viewer_in_a
     assert not at.exception, at.exception
     assert any("olga is a viewer: only an organiser or above can import, score, run campaigns, export or publish."
                in str(e.value) for e in at.error)
-    assert ann.annotator_rows(engine, cid) == []
+    assert annotators.annotator_rows(engine, cid) == []

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import ScoreRun
@@ -83,12 +83,12 @@ def test_3_failed_and_cancelled_runs_leave_the_progress_and_the_choices(store, t
     assert (row["scores"], row["scores queued"], row["scoring"]) == (5, 5, 1.0)  # was 5 of 10: "50 % scored"
 
     # the campaign's "most informative" order is offered only runs with scores: not the failed one
-    assert ann.score_run_choices(engine) == []
+    assert camp.score_run_choices(engine) == []
     at = open_page("campaigns")
     picker = widget(at.selectbox, "PLUIE run for the “most informative” order")
     assert picker.options == []
-    with pytest.raises(ann.CampaignError, match="no scores"):
-        ann.create_campaign(engine, "c", [1], pair_order="informative", informative_run_id=broken, n_training=0)
+    with pytest.raises(camp.CampaignError, match="no scores"):
+        camp.create_campaign(engine, "c", [1], pair_order="informative", informative_run_id=broken, n_training=0)
 
 
 def test_3_a_pluie_run_with_scores_is_offered_even_after_it_failed(store):
@@ -98,7 +98,7 @@ def test_3_a_pluie_run_with_scores_is_offered_even_after_it_failed(store):
     add_pairs(engine, "d", sentence_pairs(4))
     run = add_score_run(engine, "pluie half", {1: 0.5, 2: -1.0}, kind="pluie")
     fail_run(engine, run, "out of memory")
-    assert ann.score_run_choices(engine) == [(run, "pluie half")]
+    assert camp.score_run_choices(engine) == [(run, "pluie half")]
 
 
 # ------------------------------------------------------------------ 4. model checked at creation
@@ -246,14 +246,14 @@ def labelled_campaign(engine):
     frame = pd.DataFrame(sentence_pairs(8), columns=["source", "hypothesis"])
     frame["annotator:imported"] = [0, 1, 2, 3, 4, None, None, None]
     result = import_pairs(engine, "d", frame, annotator_scale="levels")
-    cid = ann.create_campaign(engine, "Pilot", [result.dataset_id], quota=3, n_training=2, overlap=2)
+    cid = camp.create_campaign(engine, "Pilot", [result.dataset_id], quota=3, n_training=2, overlap=2)
     people = []
     for link_name, display, english in (("first link", "Alice", "native"), ("second link", "Bob", "good")):
-        aid, _ = ann.create_annotator(engine, cid, link_name)
-        ann.set_annotator_profile(engine, aid, display, english)
+        aid, _ = annotators.create_annotator(engine, cid, link_name)
+        annotators.set_annotator_profile(engine, aid, display, english)
         people.append(aid)
-        while (item := ann.serve_next(engine, aid)) is not None:
-            ann.record_label(engine, aid, item.position, (item.position % 4), 2.5)
+        while (item := serving.serve_next(engine, aid)) is not None:
+            serving.record_label(engine, aid, item.position, (item.position % 4), 2.5)
     with write_session(engine) as session:
         n_labels = session.scalar(select(func.count(Label.id)))
     return result.dataset_id, people, n_labels
@@ -323,8 +323,8 @@ def test_10_the_guidelines_mark_differences_as_the_labelling_view_does(store):
 
     engine = store
     add_pairs(engine, "d", sentence_pairs(6))
-    cid = ann.create_campaign(engine, "Pilot", [1], quota=2, n_training=1)
-    _, token = ann.create_annotator(engine, cid, "someone")
+    cid = camp.create_campaign(engine, "Pilot", [1], quota=2, n_training=1)
+    _, token = annotators.create_annotator(engine, cid, "someone")
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["token"] = token
     rerun(at)
@@ -422,26 +422,26 @@ def test_9_a_campaign_takes_a_sample_a_range_or_filtered_pairs(store):
 
     engine = store
     ds, pairs = make_dataset(engine, "gold", numbered_pairs(60), label_kind="binary", gold=[i % 2 for i in range(60)])
-    sample = ann.create_campaign(engine, "sample", [ds], n_training=2, seed=7, selection={"sample": 12})
-    again = ann.create_campaign(engine, "sample again", [ds], n_training=2, seed=7, selection={"sample": 12})
-    other = ann.create_campaign(engine, "other seed", [ds], n_training=2, seed=8, selection={"sample": 12})
+    sample = camp.create_campaign(engine, "sample", [ds], n_training=2, seed=7, selection={"sample": 12})
+    again = camp.create_campaign(engine, "sample again", [ds], n_training=2, seed=7, selection={"sample": 12})
+    other = camp.create_campaign(engine, "other seed", [ds], n_training=2, seed=8, selection={"sample": 12})
     assert len(queue_of(engine, sample)) == 12 and queue_of(engine, sample) == queue_of(engine, again)
     assert queue_of(engine, sample) != queue_of(engine, other)
 
-    ranged = ann.create_campaign(engine, "range", [ds], n_training=1, selection={"start": 11, "end": 20})
+    ranged = camp.create_campaign(engine, "range", [ds], n_training=1, selection={"start": 11, "end": 20})
     assert queue_of(engine, ranged) == set(pairs[10:20])
-    gold = ann.create_campaign(engine, "paraphrases", [ds], n_training=1, selection={"gold_min": 1, "gold_max": 1})
+    gold = camp.create_campaign(engine, "paraphrases", [ds], n_training=1, selection={"gold_min": 1, "gold_max": 1})
     assert queue_of(engine, gold) == set(pairs[1::2])
     run = add_score_run(engine, "pluie", {p: float(i) for i, p in enumerate(pairs)}, kind="pluie")
-    near = ann.create_campaign(engine, "near zero", [ds], n_training=0,
+    near = camp.create_campaign(engine, "near zero", [ds], n_training=0,
                                selection={"score_run": run, "score_min": 5, "score_max": 9.5})
     assert queue_of(engine, near) == set(pairs[5:10])
-    with pytest.raises(ann.CampaignError, match="The selection keeps 5 pairs"):
-        ann.create_campaign(engine, "too few", [ds], n_training=5, selection={"start": 1, "end": 5})
-    assert ann.get_campaign(engine, sample).selection == {"sample": 12, "seed": 7}
+    with pytest.raises(camp.CampaignError, match="The selection keeps 5 pairs"):
+        camp.create_campaign(engine, "too few", [ds], n_training=5, selection={"start": 1, "end": 5})
+    assert camp.get_campaign(engine, sample).selection == {"sample": 12, "seed": 7}
 
     # a campaign of chosen pairs does not take later imports; one of whole datasets does
-    whole = ann.create_campaign(engine, "whole", [ds], n_training=0)
+    whole = camp.create_campaign(engine, "whole", [ds], n_training=0)
     add_pairs(engine, "gold", sentence_pairs(3))
     assert len(queue_of(engine, whole)) == 63 and len(queue_of(engine, sample)) == 12
 
@@ -453,24 +453,24 @@ def test_9_annotators_share_the_work_by_default(store):
     ds, _ = make_dataset(engine, "many", numbered_pairs(100))
 
     def served(campaign_id, n=2):
-        people = [ann.create_annotator(engine, campaign_id, f"p{i}")[0] for i in range(n)]
+        people = [annotators.create_annotator(engine, campaign_id, f"p{i}")[0] for i in range(n)]
         orders = {aid: [] for aid in people}
         for _ in range(15):  # they take turns, as people working at once do
             for aid in people:
-                item = ann.serve_next(engine, aid)
+                item = serving.serve_next(engine, aid)
                 orders[aid].append(item.pair_id)
-                ann.record_label(engine, aid, item.position, 2, 1.0)
+                serving.record_label(engine, aid, item.position, 2, 1.0)
         return list(orders.values())
 
-    first, second = served(ann.create_campaign(engine, "shared", [ds], quota=15, overlap=2, n_training=0))
+    first, second = served(camp.create_campaign(engine, "shared", [ds], quota=15, overlap=2, n_training=0))
     assert set(first).isdisjoint(second)  # the default: different pairs while the queue has enough
-    first, second = served(ann.create_campaign(engine, "together", [ds], quota=15, overlap=2, n_training=0,
+    first, second = served(camp.create_campaign(engine, "together", [ds], quota=15, overlap=2, n_training=0,
                                                distribution="overlap"))
     assert first == second  # overlap first: the same pairs in the same order (as every campaign did before)
 
     # a queue too short for everyone: every pair gets one annotator, then the rest get a second
     small, _ = make_dataset(engine, "small", numbered_pairs(20, "small "))
-    first, second = served(ann.create_campaign(engine, "short", [small], quota=15, overlap=2, n_training=0))
+    first, second = served(camp.create_campaign(engine, "short", [small], quota=15, overlap=2, n_training=0))
     assert len(set(first) | set(second)) == 20 and len(set(first) & set(second)) == 10
 
     at = open_page("campaigns")
@@ -488,7 +488,7 @@ def test_9_the_campaign_form_takes_a_sample(store):
     widget(at.button, "Create campaign").click()
     rerun(at)
     assert not at.error, [e.value for e in at.error]
-    campaign = ann.list_campaigns(engine)[0]
+    campaign = camp.list_campaigns(engine)[0]
     assert campaign.selection == {"sample": 10, "seed": 3} and campaign.distribution == "share"
     assert len(queue_of(engine, campaign.id)) == 10
     assert "a random sample of 10 (seed 3)" in texts(at) and "Share the work" in texts(at)

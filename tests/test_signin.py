@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
 from db import access, accounts, init_db
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.models import Account, Annotator, Label
 from pluie_core.auth import LOGIN_GUARD, admin_session_expiry, issue_admin_session
@@ -135,10 +135,10 @@ def test_an_account_token_is_signed_with_the_account(store_url, monkeypatch, tmp
 
 def test_the_admin_password_becomes_the_owner_admin_and_keeps_every_label(app_env, monkeypatch):
     dataset_id, _ = make_dataset(app_env, "d", numbered_pairs(6))
-    campaign_id = ann.create_campaign(app_env, "c", [dataset_id], quota=6, n_training=0)
-    annotator_id, token = ann.create_annotator(app_env, campaign_id, "ann")
-    while (item := ann.serve_next(app_env, annotator_id)) is not None:
-        ann.record_label(app_env, annotator_id, item.position, 1, 0.5)
+    campaign_id = camp.create_campaign(app_env, "c", [dataset_id], quota=6, n_training=0)
+    annotator_id, token = annotators.create_annotator(app_env, campaign_id, "ann")
+    while (item := serving.serve_next(app_env, annotator_id)) is not None:
+        serving.record_label(app_env, annotator_id, item.position, 1, 0.5)
 
     def counts():
         with read_session(app_env) as session:

@@ -20,6 +20,7 @@ from sklearn.metrics import (
 from pluie_core import stats as S
 from pluie_core.labels import binarise, binarise_levels, majority_binary, ordinal_levels
 from pluie_core.stats import StatsError, StatsWarning
+from pluie_core.stats import reliability
 from tests.paths import DATASETS
 
 NaN = np.nan
@@ -103,7 +104,7 @@ def test_distinct_rows_are_numpys_unique_rows_in_numpys_order(high):
     rng = np.random.default_rng(1)
     counts = rng.integers(0, high + 1, (5000, 6))
     counts[::3] = counts[0]
-    patterns, frequency = S._distinct_rows(counts)
+    patterns, frequency = reliability._distinct_rows(counts)
     expected, expected_frequency = np.unique(counts, axis=0, return_counts=True)
     assert np.array_equal(patterns, expected) and np.array_equal(frequency, expected_frequency)
 
@@ -307,13 +308,13 @@ def test_vectorised_bootstrap_alpha_equals_the_library_on_each_resample(level):
     rng = np.random.default_rng(6)
     data = rng.integers(0, 4, (4, 60)).astype(float)
     data[rng.random(data.shape) < 0.3] = NaN
-    value_counts, domain = S._reliability_value_counts(data, level, None)
+    value_counts, domain = reliability._reliability_value_counts(data, level, None)
     value_counts = value_counts[value_counts.sum(axis=1) >= 2]
     patterns, inverse = np.unique(value_counts, axis=0, return_inverse=True)
     for _ in range(5):
         drawn = rng.integers(0, len(value_counts), len(value_counts))
         weights = np.bincount(inverse.ravel()[drawn], minlength=len(patterns)).astype(float)
-        fast = S._alpha_from_weighted_patterns(patterns.astype(float), weights[None, :], domain, level)[0]
+        fast = reliability._alpha_from_weighted_patterns(patterns.astype(float), weights[None, :], domain, level)[0]
         expected = krippendorff.alpha(value_counts=value_counts[drawn], value_domain=domain, level_of_measurement=level)
         assert fast == pytest.approx(expected)
 

@@ -67,10 +67,10 @@ def test_pairwise_kappa_from_one_matrix_product_equals_sklearn_pair_by_pair(weig
     """pairwise_kappa builds every pair's confusion matrix from one indicator matrix product over the
     whole scale (in blocks of items): each κ must still be sklearn's on that pair's shared items over
     that pair's own range, the percent agreement and counts theirs, and the notes the same."""
-    from pluie_core import stats
+    from pluie_core.stats import reliability
 
     if block_cells:
-        monkeypatch.setattr(stats, "_CONFUSION_CELLS", block_cells)  # many blocks of 1,024 items
+        monkeypatch.setattr(reliability, "_CONFUSION_CELLS", block_cells)  # many blocks of 1,024 items
     rng = np.random.default_rng(11)
     truth = rng.integers(-2, 4, 5000)
     matrix = np.stack([np.clip(truth + rng.integers(-1, 2, 5000), -2 + k % 2, 3) for k in range(5)], axis=1).astype(float)

@@ -194,7 +194,7 @@ def test_a_campaign_of_the_previous_release_keeps_its_queue_and_gets_no_gold_che
     """Migration 0009 (quality checks) on a store left at 0008 (the release before it): the campaign, its annotator and their
     assignment stay; the campaign has no gold checks and the default flag settings."""
 
-    from db import annotation as ann
+    from db import serving
     from db.engine import make_engine, migrate
     from db.models import Assignment, Campaign
 
@@ -226,10 +226,10 @@ def test_a_campaign_of_the_previous_release_keeps_its_queue_and_gets_no_gold_che
         assert (campaign.gold_rate, campaign.gold_min_accuracy, campaign.streak_length) == (0, 0.7, 10)
         assert campaign.fast_fraction == pytest.approx(1 / 3)
         assert s.scalars(sa.select(Assignment.is_gold)).all() == [False]
-    item = ann.serve_next(engine, 1)  # the reserved pair resumes, then the queue goes on as before
+    item = serving.serve_next(engine, 1)  # the reserved pair resumes, then the queue goes on as before
     assert (item.pair_id, item.out_of) == (1, 2)
-    ann.record_label(engine, 1, item.position, 3, 1.0)
-    assert ann.serve_next(engine, 1).pair_id == 2
+    serving.record_label(engine, 1, item.position, 3, 1.0)
+    assert serving.serve_next(engine, 1).pair_id == 2
 
 
 def test_overview_counts_interleaved_datasets_and_leaves_training_labels_out(engine):

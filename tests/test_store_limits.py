@@ -6,7 +6,8 @@ import pytest
 import sqlalchemy as sa
 
 from db import init_db, read_session
-from db.annotation import CampaignError, create_annotators, create_campaign
+from db.annotators import create_annotators
+from db.campaigns import CampaignError, create_campaign
 from db.datasets import ImportRejected, import_pairs, store_totals
 from db.limits import NAME_LENGTH
 from db.models import Adjudication, Annotator, Campaign, Dataset, Pair, ScoreRun

@@ -12,7 +12,7 @@ import threading
 import pytest
 from sqlalchemy.engine import make_url
 
-from db import annotation as ann
+from db import annotators, campaigns as camp, serving
 from db import init_db
 from db.engine import StoreUnavailable
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -103,9 +103,9 @@ def proxied_postgres(postgres_server, migrated_postgres_template):
 
 def campaign_with_annotator(engine):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(5))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=2, n_training=0)
-    aid, token = ann.create_annotator(engine, cid, "ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "good")
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=2, n_training=0)
+    aid, token = annotators.create_annotator(engine, cid, "ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "good")
     return aid, token
 
 
@@ -145,17 +145,17 @@ def test_a_store_that_cannot_be_reached_is_one_sentence_for_reads_and_writes(pro
     direct, through, proxy = proxied_postgres
     aid, _ = campaign_with_annotator(init_db(direct))
     engine = init_db(through)
-    item = ann.serve_next(engine, aid)
+    item = serving.serve_next(engine, aid)
     proxy.cut()
-    for call in (lambda: ann.progress(engine, aid), lambda: ann.serve_next(engine, aid),
-                 lambda: ann.record_label(engine, aid, item.position, 3, 1.0)):
+    for call in (lambda: serving.progress(engine, aid), lambda: serving.serve_next(engine, aid),
+                 lambda: serving.record_label(engine, aid, item.position, 3, 1.0)):
         with pytest.raises(StoreUnavailable) as caught:
             call()
         assert str(caught.value) == GONE and caught.value.reason == "the store cannot be reached"
         assert caught.value.transient and not caught.value.busy
     proxy.restore()
-    ann.record_label(engine, aid, item.position, 3, 1.0)
-    assert ann.progress(engine, aid).done == 1
+    serving.record_label(engine, aid, item.position, 3, 1.0)
+    assert serving.progress(engine, aid).done == 1
     engine.dispose()
 
 
@@ -175,12 +175,12 @@ def test_an_answer_pressed_while_postgres_is_gone_keeps_the_pair_and_its_keys_an
     assert [e.value for e in at.error] == [
         "Your answer “Same meaning” was not saved because the store cannot be reached: press it again in a moment."]
     assert pair_on_screen(at) == shown and answer_keys(at) == keys
-    assert ann.progress(engine, aid).done == 0
+    assert serving.progress(engine, aid).done == 0
 
     proxy.restore()
     at.button(key="answer-3-0").click().run()  # the same pair, the same key: saved now
     assert not at.exception and not at.error
-    assert ann.progress(engine, aid).done == 1
+    assert serving.progress(engine, aid).done == 1
     assert pair_on_screen(at) != shown and answer_keys(at) == [f"answer-{level}-1" for level in range(5)]
     engine.dispose()
 
@@ -217,17 +217,17 @@ def test_a_store_lost_right_after_an_answer_keeps_the_answered_pair_and_its_keys
     at = labelling_app(through, token)
     shown = pair_on_screen(at)
 
-    saved = ann.record_label
+    saved = serving.record_label
 
     def saved_then_lost(*args, **kwargs):
         saved(*args, **kwargs)
         lose()
 
-    monkeypatch.setattr(ann, "record_label", saved_then_lost)
+    monkeypatch.setattr(serving, "record_label", saved_then_lost)
     try:
         at.button(key="answer-3-0").click().run()
     finally:
-        monkeypatch.setattr(ann, "record_label", saved)
+        monkeypatch.setattr(serving, "record_label", saved)
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
         f"Your answer “Same meaning” is saved, but the next pair cannot be shown because {reason}: "
@@ -235,12 +235,12 @@ def test_a_store_lost_right_after_an_answer_keeps_the_answered_pair_and_its_keys
     assert pair_on_screen(at) == shown and answer_keys(at) == [f"answer-{level}-0" for level in range(5)]
     assert any("Your answer was **Same meaning**" in caption.value for caption in at.caption)
     back()
-    assert ann.progress(engine, aid).done == 1
+    assert serving.progress(engine, aid).done == 1
 
     at.button(key="answer-3-0").click().run()  # the same key: the answer stands, and the next pair comes
     assert not at.exception and not at.error
     assert answer_keys(at) == [f"answer-{level}-1" for level in range(5)]
-    assert ann.progress(engine, aid).done == 1
+    assert serving.progress(engine, aid).done == 1
     engine.dispose()
 
 

@@ -181,15 +181,15 @@ def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_s
     so in one sentence, shows the same pair with its answers, and the same key then saves it."""
     from streamlit.testing.v1 import AppTest
 
-    from db import annotation as ann
+    from db import annotators, campaigns as camp, serving
     from tests.annotation_fixtures import make_dataset, numbered_pairs
     from tests.paths import REPO
 
     engine, path = quick_store
     ds, _ = make_dataset(engine, "demo", numbered_pairs(5))
-    cid = ann.create_campaign(engine, "Pilot", [ds], quota=2, n_training=0)
-    aid, token = ann.create_annotator(engine, cid, "ann")
-    ann.set_annotator_profile(engine, aid, "Ann", "good")
+    cid = camp.create_campaign(engine, "Pilot", [ds], quota=2, n_training=0)
+    aid, token = annotators.create_annotator(engine, cid, "ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "good")
     monkeypatch.setenv("PLUIE_DB_URL", f"sqlite:///{path}")
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
@@ -208,9 +208,9 @@ def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_s
     assert [e.value for e in at.error] == [
         "Your answer “Same meaning” was not saved because the store is busy: press it again in a moment."]
     assert [h.proto.body for h in at.html if "pluie-pair" in h.proto.body and "<style>" not in h.proto.body] == shown
-    assert ann.progress(engine, aid).done == 0
+    assert serving.progress(engine, aid).done == 0
     at.button(key="answer-3-0").click().run()  # the same pair, the same key: saved now
-    assert not at.error and ann.progress(engine, aid).done == 1
+    assert not at.error and serving.progress(engine, aid).done == 1
 
 
 def test_stores_opened_on_several_threads_at_once_are_all_migrated(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db.datasets import import_pairs
 from db.review import adjudicate
 from pages.shared import user_text
@@ -51,9 +51,9 @@ def test_pages_show_the_campaign_name_ids_reviewer_and_note_as_text(engine, db_u
     done = import_pairs(engine, f"data {image}", frame, annotator_scale="levels")
     with engine.connect() as conn:
         first = conn.exec_driver_sql("SELECT MIN(id) FROM pairs").scalar()
-    cid = ann.create_campaign(engine, f"Pilot {image}", [done.dataset_id], quota=1, n_training=0)
-    aid, token = ann.create_annotator(engine, cid, "a")
-    ann.set_annotator_profile(engine, aid, "A", "good")
+    cid = camp.create_campaign(engine, f"Pilot {image}", [done.dataset_id], quota=1, n_training=0)
+    aid, token = annotators.create_annotator(engine, cid, "a")
+    annotators.set_annotator_profile(engine, aid, "A", "good")
     monkeypatch.setenv("PLUIE_DB_URL", db_url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)

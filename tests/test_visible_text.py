@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotation as ann
+from db import annotators, campaigns as camp
 from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import Pair
@@ -138,9 +138,9 @@ def test_the_annotate_page_shows_the_mark_and_the_store_keeps_the_override(app_s
     monkeypatch.chdir(REPO)
     stored = f"{RLO}ihg fed cba"
     ds, (pair_id,) = make_dataset(app_store, "bidi", [(stored, "ihg fed cbx")])
-    cid = ann.create_campaign(app_store, "Bidi", [ds], n_training=0, quota=1)
-    aid, token = ann.create_annotator(app_store, cid, "x")
-    ann.set_annotator_profile(app_store, aid, "X", "good")
+    cid = camp.create_campaign(app_store, "Bidi", [ds], n_training=0, quota=1)
+    aid, token = annotators.create_annotator(app_store, cid, "x")
+    annotators.set_annotator_profile(app_store, aid, "X", "good")
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30)
     at.query_params["token"] = token
     at.run()

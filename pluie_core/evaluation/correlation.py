@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from pluie_core import private_api
 from pluie_core.labels import ordinal_levels
-from pluie_core.stats import StatsError
+from pluie_core.stats.errors import StatsError
 
 __all__ = ["METHODS", "MIN_PAIRS", "graded_reference", "correlation", "correlate", "compare_correlations",
            "system_means", "system_level", "mean_levels"]
@@ -134,11 +135,11 @@ def _rows_kendall(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's τ-b of each row of x with the same row of y (NaN where a row is constant): scipy's
     own algorithm (Knight's, as in ``scipy.stats.kendalltau``), its sorts and tie counts done for all
     rows at once so that a thousand bootstrap resamples cost about one call each. The discordant
-    pairs are counted by scipy's compiled ``_kendall_dis`` when this scipy has it, else each row goes
-    through ``kendalltau``; tests check both against ``kendalltau``."""
-    try:
-        from scipy.stats._stats import _kendall_dis
-    except ImportError:  # another scipy layout: the public function, row by row
+    pairs are counted by scipy's compiled ``_kendall_dis`` when this scipy has it
+    (``pluie_core.private_api.kendall_discordant``), else each row goes through ``kendalltau``, with a
+    warning in the log; tests check both against ``kendalltau``."""
+    _kendall_dis = private_api.kendall_discordant()
+    if _kendall_dis is None:  # another scipy layout: the public function, row by row
         return _rows_kendall_public(x, y)
     rows, m = x.shape
     order = np.argsort(y, axis=1, kind="stable")  # by y, then (stable) by x: ties in x keep y's order

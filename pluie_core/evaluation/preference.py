@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from pluie_core.formats.common import PairFileError
-from pluie_core.stats import StatsError, kappa_from_confusion
+from pluie_core.stats.errors import StatsError
+from pluie_core.stats.reliability import kappa_from_confusion
 
 __all__ = ["CHOICES", "PREFERENCE_COLUMNS", "load_preferences", "preferences_from_table", "parse_preferred",
            "metric_decisions", "tie_calibration", "preference_agreement", "agreement_table"]
