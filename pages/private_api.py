@@ -8,6 +8,7 @@ what the private path gives (or None when this Streamlit lacks it) and recording
     missing_context_logger()   # the logger of Streamlit's "missing ScriptRunContext" warning (pages.read_ahead)
     authlib_installed()        # streamlit.auth_util.is_authlib_installed (pages.provider_signin)
     drawing_modules()          # the Streamlit modules a first table or chart imports (scripts/serve.py's warm-up)
+    streamlit_cli_main()       # streamlit.web.cli.main, the `streamlit` command (scripts/serve.py starts the server)
 
 Each was checked on Streamlit 1.67.0, the version requirements.txt pins. Each coupling is a
 ``pluie_core.private_api.Coupling``: what it reaches, the version, and what its fallback does and costs.
@@ -15,7 +16,7 @@ A fallback keeps the app working and says so in the log, once, as a warning; ``t
 asserts that the private path is the one taken on the pinned version, so an upgrade of Streamlit that
 removes one fails there, naming the coupling and the cost of its fallback.
 
-The library's own couplings (scipy's) are in ``pluie_core/private_api.py``: ``pluie_core`` may not import
+The library's own couplings (scipy's, torch's, crowd-kit's) are in ``pluie_core/private_api.py``: ``pluie_core`` may not import
 Streamlit (``tests/test_layers.py``), so there is one module per layer. This one imports Streamlit only
 inside its functions: scripts/serve.py imports it before it starts Streamlit.
 """
@@ -30,7 +31,7 @@ from typing import Callable, Optional
 from pluie_core.private_api import Coupling
 
 __all__ = ["STREAMLIT", "COUPLINGS", "runtime_exists", "pages_manager", "script_run_ctx", "static_js_files",
-           "missing_context_logger", "authlib_installed", "drawing_modules"]
+           "missing_context_logger", "authlib_installed", "drawing_modules", "streamlit_cli_main"]
 
 STREAMLIT = "Streamlit 1.67.0"
 
@@ -64,9 +65,15 @@ DRAWING = Coupling(
     "the modules streamlit.elements.arrow, streamlit.elements.vega_charts and streamlit.emojis", STREAMLIT,
     "scripts/serve.py's warm-up leaves out a module that is gone, and the first page imports whatever this "
     "Streamlit imports instead while it draws (streamlit.emojis alone: 0.3 s of the first page's run).")
+STREAMLIT_CLI = Coupling(
+    "streamlit.web.cli.main", STREAMLIT,
+    "scripts/serve.py starts Streamlit as `python -m streamlit` does, by running the module streamlit.__main__ in "
+    "its own process: the same server, as long as this Streamlit's __main__ starts it (if not, serve.py stops with "
+    "its error, and `streamlit run server.py` starts the app without serve.py's warm start, the worker then "
+    "starting with the first page a browser opens).")
 
 COUPLINGS: dict[str, Coupling] = {c.name: c for c in (RUNTIME, PAGES_MANAGER, SCRIPT_RUN_CTX, STATIC_JS,
-                                                      MISSING_CONTEXT_LOG, AUTHLIB, DRAWING)}
+                                                      MISSING_CONTEXT_LOG, AUTHLIB, DRAWING, STREAMLIT_CLI)}
 
 DRAWING_MODULES = ("streamlit.elements.arrow", "streamlit.elements.vega_charts", "streamlit.emojis")
 MISSING_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
@@ -170,3 +177,24 @@ def _module_exists(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except ImportError:  # its package is gone too
         return False
+
+
+def streamlit_cli_main() -> Callable[..., object]:
+    """Streamlit's command line, ``streamlit.web.cli.main``: the ``streamlit`` command's entry point, called as
+    ``(prog_name="streamlit")`` with the command in ``sys.argv``; it imports the server, so scripts/serve.py
+    calls this once the worker is started. Without it: a function that runs ``python -m streamlit`` in this
+    process instead, with the same ``sys.argv`` (STREAMLIT_CLI.fallback)."""
+    try:
+        from streamlit.web.cli import main
+    except ImportError as exc:
+        return STREAMLIT_CLI.fall_back(exc, python_m_streamlit)
+    return STREAMLIT_CLI.private(main)
+
+
+def python_m_streamlit(prog_name: str = "streamlit") -> None:
+    """``python -m streamlit`` with this process's ``sys.argv``: Streamlit's own ``__main__`` module, which
+    calls its command line by the name ``streamlit`` whatever ``prog_name`` says (the fallback of
+    ``streamlit_cli_main``)."""
+    import runpy
+
+    runpy.run_module("streamlit", run_name="__main__")

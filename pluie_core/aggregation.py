@@ -209,9 +209,18 @@ def mace_class():
     """crowd-kit's MACE with the two defects of 1.4.2 mended (see the module text): fitted on the labels in
     canonical order (_canonical_order), its expected counts read by worker and label, one random start per
     restart. Fitted attributes as crowd-kit's, in the order of ``data``, plus ``log_marginal_likelihood_``
-    (of the restart kept). Built on first use: crowd-kit takes seconds to import."""
+    (of the restart kept). Built on first use: crowd-kit takes seconds to import. Its overrides of crowd-kit's
+    private ``_initialize`` and ``_e_step`` are a coupling (pluie_core.private_api.CROWDKIT_MACE): on a
+    crowd-kit whose MACE lacks them or calls them otherwise, AggregationError says so."""
     import scipy.stats as sps
-    from crowdkit.aggregation import MACE
+
+    from pluie_core.private_api import CROWDKIT_MACE, crowdkit_mace
+
+    MACE = crowdkit_mace()
+    if MACE is None:  # the overrides below would not mend it, or would compute something else
+        raise AggregationError(f"MACE cannot run on this crowd-kit: {CROWDKIT_MACE.reason} (MACE here mends "
+                               f"{CROWDKIT_MACE.name} as in {CROWDKIT_MACE.checked_on}, the version "
+                               "requirements.txt pins). Choose another method, or install that version.")
 
     class CanonicalMACE(MACE):
         def fit(self, data: pd.DataFrame) -> "CanonicalMACE":

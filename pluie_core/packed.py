@@ -31,11 +31,15 @@ the model's own weights, norms, rotary embedding and activation, differently arr
 The scores are the generic path's to float rounding (tests/test_packed.py compares both, and
 tests/test_scorer.py and tests/test_demo_judge.py compare PluieScorer with the papers' two-pass formula).
 Any model this module does not know, any device but the CPU, or a model accelerate placed or quantised,
-takes the generic path.
+takes the generic path. The private ops of torch this pass uses (the CPU flash kernel, oneDNN's, a tensor's
+version count) come from pluie_core.private_api, which says what each one's fallback costs.
 """
 from __future__ import annotations
 
 import sys
+
+from pluie_core.private_api import (MKLDNN_LINEAR, flash_attention_for_cpu, mkldnn_linear_pointwise,
+                                    mkldnn_reorder_linear_weight, tensor_version)
 
 PREPACK_BYTES = 1 << 30  # layers' weights up to this size get a oneDNN blocked copy (see the docstring)
 _FAMILY = {"llama", "mistral", "qwen2"}  # config.model_type of the architectures whose layers this pass runs
@@ -60,9 +64,12 @@ class PackedForward:
         self.groups = self.heads // self.kv_heads
         self.sliding_window = getattr(config, "sliding_window", None)
         self.rope = sys.modules[type(first).__module__].apply_rotary_pos_emb
-        self.flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+        self.flash = flash_attention_for_cpu()  # pluie_core.private_api: packed_forward checked it is there
         self._fuse()
         self.onednn = onednn_works(torch, model.dtype)
+        if self.onednn:  # pluie_core.private_api: onednn_works checked they are there
+            self.linear_pointwise, self.reorder_linear_weight = mkldnn_linear_pointwise(), mkldnn_reorder_linear_weight()
+        self.tensor_version = tensor_version()  # None: no blocked copies, which could go stale unseen
         self._compute_weights()
 
     # ------------------------------------------------------------------ weights
@@ -111,21 +118,21 @@ class PackedForward:
         torch = self.torch
         linears = self._linears()
         size = sum(weight.numel() * weight.element_size() for weight, _ in linears)
-        blocked = self.onednn and size <= PREPACK_BYTES
+        blocked = self.onednn and size <= PREPACK_BYTES and self.tensor_version is not None
         self.prepacked = blocked
         with torch.no_grad():
-            weights = [(torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 1024) if blocked else weight, bias)
+            weights = [(self.reorder_linear_weight(weight.detach(), 1024) if blocked else weight, bias)
                        for weight, bias in linears]
         self.compute = [weights[i:i + 4] for i in range(0, len(weights) - 1, 4)]
         self.head = weights[-1]
-        self._versions = self._weight_versions()
+        self._versions = self._weight_versions() if blocked else None  # current() reads it only when blocked
 
     def _weight_versions(self) -> int:
         """A count of in-place changes to the weights (load_state_dict, copy_...): a blocked copy made
         before one of them would be stale. Each parameter counts its own (a view made through ``.data``
         does not share its base's count), and so does each concatenation."""
         concatenations = [weight for pair in self.fused for weight, _ in pair]
-        return sum(tensor._version for tensor in [*self.model.parameters(), *concatenations])
+        return sum(self.tensor_version(tensor) for tensor in [*self.model.parameters(), *concatenations])
 
     def current(self) -> bool:
         """Whether the model's weights are still the views this pass made (not moved, cast or changed in
@@ -240,13 +247,13 @@ class PackedForward:
     def _linear(self, x, weight, bias):
         """``x @ weight.T + bias`` (weight possibly in oneDNN's blocked layout)."""
         if self.onednn:
-            return self.torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+            return self.linear_pointwise(x, weight, bias, "none", [], "")
         return self.torch.nn.functional.linear(x, weight, bias)
 
     def _add_linear(self, residual, x, weight, bias):
         """``residual + x @ weight.T + bias``, the sum done by the matrix multiply itself (one pass less)."""
         if self.onednn:
-            return self.torch.ops.mkldnn._linear_pointwise.binary(x, residual, weight, bias, "add")
+            return self.linear_pointwise.binary(x, residual, weight, bias, "add")
         out = self.torch.addmm(residual, x, weight.t())
         return out if bias is None else out.add_(bias)
 
@@ -258,21 +265,21 @@ class PackedForward:
 def onednn_works(torch, dtype) -> bool:
     """Whether this torch build has oneDNN's linear kernels and they give F.linear's result here (a build
     without them, or a dtype or CPU they refuse, keeps torch's own matrix multiply)."""
-    if not torch.backends.mkldnn.is_available():
+    linear, reorder = mkldnn_linear_pointwise(), mkldnn_reorder_linear_weight()  # None without oneDNN
+    if linear is None or reorder is None:
         return False
     try:
-        linear = torch.ops.mkldnn._linear_pointwise
-        reorder = torch.ops.mkldnn._reorder_linear_weight
         generator = torch.Generator().manual_seed(0)
         x, weight, bias = (torch.randn(shape, generator=generator).to(dtype) for shape in ((5, 8), (3, 8), (3,)))
         residual = torch.randn((5, 3), generator=generator).to(dtype)
         expected = torch.nn.functional.linear(x, weight, bias).float()
         close = dict(atol=1e-2 if dtype != torch.float32 else 1e-5, rtol=0)
-        return (torch.allclose(linear(x, reorder(weight, 5), bias, "none", [], "").float(), expected, **close)
-                and torch.allclose(linear.binary(x, residual, weight, bias, "add").float(),
-                                   expected + residual.float(), **close))
-    except (AttributeError, RuntimeError, NotImplementedError):
-        return False
+        works = (torch.allclose(linear(x, reorder(weight, 5), bias, "none", [], "").float(), expected, **close)
+                 and torch.allclose(linear.binary(x, residual, weight, bias, "add").float(),
+                                    expected + residual.float(), **close))
+    except (AttributeError, RuntimeError, NotImplementedError) as exc:
+        return MKLDNN_LINEAR.fall_back(f"it refuses {dtype} here: {exc}", False)
+    return works or MKLDNN_LINEAR.fall_back(f"its result for {dtype} here is not F.linear's", False)
 
 
 def packed_forward(model, device) -> PackedForward | None:
@@ -294,7 +301,7 @@ def packed_forward(model, device) -> PackedForward | None:
         return None
     if getattr(config, "hidden_act", None) != "silu" or getattr(config, "pretraining_tp", 1) not in (None, 1):
         return None
-    if not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"):
+    if flash_attention_for_cpu() is None:  # pluie_core.private_api: FLASH_ATTENTION
         return None
     if any(kind != "full_attention" for kind in getattr(config, "layer_types", None) or ()):
         return None  # Qwen2's alternating sliding-window layers

@@ -207,14 +207,16 @@ def main(argv: list[str]) -> int:
         ensure_worker_running(demo_run=demo_run_wanted())  # the first start's runs, then the worker
     except Exception as exc:  # the store cannot be opened: say so; the app shows the same on its pages
         print(f"serve: no scoring worker started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
-    from streamlit.web import cli as streamlit_cli  # after the worker's start: it loads while this does
+    from pages.private_api import streamlit_cli_main
+
+    streamlit_main = streamlit_cli_main()  # streamlit.web.cli.main, after the worker's start: it loads while this does
 
     argv, notice = listening_options(argv)
     if notice:
         print(notice, file=sys.stderr, flush=True)
     sys.argv = ["streamlit", "run", str(REPO / "server.py"), *argv]  # app.py, with the cookie's routes
     warm_up(page_imports())
-    return streamlit_cli.main(prog_name="streamlit")
+    return streamlit_main(prog_name="streamlit")
 
 
 if __name__ == "__main__":

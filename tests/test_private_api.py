@@ -1,4 +1,5 @@
-"""The private APIs the code reaches (pluie_core/private_api.py: scipy's; pages/private_api.py: Streamlit's):
+"""The private APIs the code reaches (pluie_core/private_api.py: scipy's, torch's, crowd-kit's;
+pages/private_api.py: Streamlit's):
 on the pinned versions each coupling takes its private path, so an upgrade that removes one fails here,
 naming the coupling and what its fallback costs, instead of slowing the app down unseen. Where a fallback
 computes something, it gives the same result; a fallback says so in the log, once."""
@@ -20,6 +21,11 @@ from tests.paths import REPO
 # each coupling, and the call that takes its path
 CHECKS = {
     library_api.KENDALL_DIS: library_api.kendall_discordant,
+    library_api.FLASH_ATTENTION: library_api.flash_attention_for_cpu,
+    library_api.MKLDNN_LINEAR: library_api.mkldnn_linear_pointwise,
+    library_api.MKLDNN_REORDER: library_api.mkldnn_reorder_linear_weight,
+    library_api.TENSOR_VERSION: library_api.tensor_version,
+    library_api.CROWDKIT_MACE: library_api.crowdkit_mace,
     app_api.RUNTIME: app_api.runtime_exists,
     app_api.PAGES_MANAGER: app_api.pages_manager,
     app_api.SCRIPT_RUN_CTX: app_api.script_run_ctx,
@@ -27,6 +33,7 @@ CHECKS = {
     app_api.MISSING_CONTEXT_LOG: app_api.missing_context_logger,
     app_api.AUTHLIB: app_api.authlib_installed,
     app_api.DRAWING: app_api.drawing_modules,
+    app_api.STREAMLIT_CLI: app_api.streamlit_cli_main,
 }
 
 
@@ -41,13 +48,23 @@ def test_the_private_path_is_taken_on_the_pinned_versions(coupling):
 
 
 def test_the_pinned_versions_are_the_ones_checked():
+    import importlib.metadata
+
     import scipy
     import streamlit
+    import torch
 
+    torch_version = torch.__version__.split("+")[0]  # 2.13.0+cpu: the CPU wheel of the pinned version
+    crowdkit_version = importlib.metadata.version("crowd-kit")
     assert f"scipy {scipy.__version__}" == library_api.KENDALL_DIS.checked_on
+    assert f"torch {torch_version}" == library_api.TORCH
+    assert {c.checked_on for c in (library_api.FLASH_ATTENTION, library_api.MKLDNN_LINEAR, library_api.MKLDNN_REORDER,
+                                   library_api.TENSOR_VERSION)} == {library_api.TORCH}
+    assert f"crowd-kit {crowdkit_version}" == library_api.CROWDKIT_MACE.checked_on
     assert f"Streamlit {streamlit.__version__}" == app_api.STREAMLIT
     pins = (REPO / "requirements.txt").read_text().replace(" ", "").lower().splitlines()
     assert f"streamlit=={streamlit.__version__}" in pins and f"scipy=={scipy.__version__}" in pins
+    assert f"torch=={torch_version}" in pins and f"crowd-kit=={crowdkit_version}" in pins
 
 
 def test_the_private_objects_are_the_ones_the_code_uses():
@@ -64,6 +81,34 @@ def test_the_private_objects_are_the_ones_the_code_uses():
     assert app_api.missing_context_logger() is logging.getLogger(app_api.MISSING_CONTEXT_LOGGER)
     assert app_api.authlib_installed() is True  # requirements.txt installs it
     assert app_api.drawing_modules() == app_api.DRAWING_MODULES
+    import streamlit.web.cli
+
+    assert app_api.streamlit_cli_main() is streamlit.web.cli.main
+
+
+def test_the_library_s_private_objects_are_the_ones_the_code_uses(tiny_model_builder):
+    import torch
+    from crowdkit.aggregation import MACE
+    from transformers import AutoModelForCausalLM
+
+    from pluie_core.aggregation import mace_class
+    from pluie_core.packed import packed_forward
+
+    assert library_api.flash_attention_for_cpu() is torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    assert library_api.mkldnn_linear_pointwise() is torch.ops.mkldnn._linear_pointwise
+    assert library_api.mkldnn_reorder_linear_weight() is torch.ops.mkldnn._reorder_linear_weight
+    weight = torch.zeros(2)
+    version = library_api.tensor_version()
+    before = version(weight)
+    weight.mul_(2)
+    assert version(weight) == weight._version == before + 1
+    assert library_api.crowdkit_mace() is MACE and issubclass(mace_class(), MACE)
+    # the packed pass holds what the couplings gave (the small model gets oneDNN's blocked copies)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_builder(arch="llama"), dtype=torch.float32)
+    built = packed_forward(model, torch.device("cpu"))
+    assert built.flash is torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    assert built.onednn and built.prepacked and built.linear_pointwise is torch.ops.mkldnn._linear_pointwise
+    assert built.reorder_linear_weight is torch.ops.mkldnn._reorder_linear_weight
 
 
 def _without(monkeypatch, module: str, *names: str) -> None:
@@ -181,3 +226,178 @@ def test_a_broken_read_ahead_at_start_is_logged_with_its_traceback_and_the_serve
 
 def test_the_warm_up_still_imports_streamlits_drawing_modules():
     assert {"pyarrow", "torch", *app_api.DRAWING_MODULES} <= set(_serve().page_imports())
+
+
+class _Without:
+    """A torch.ops namespace without the ops ``names`` (as on a torch that lacks them); every other op is the
+    real namespace's."""
+
+    def __init__(self, real, *names: str):
+        self._real, self._names = real, names
+
+    def __getattr__(self, name: str):
+        if name in self._names:
+            raise AttributeError(f"'_OpNamespace' object has no attribute '{name}'")
+        return getattr(self._real, name)
+
+
+def _scores(path, **kwargs):
+    """FS-DIRECT scores of test_packed's pairs, on a fresh load of the tiny model at ``path``, and the
+    scorer's last_run and the model (its packed pass, if any, in ``_pluie_packed``)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pluie_core.scorer import PluieScorer
+    from tests.test_packed import HYPOTHESES, SOURCES
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    scorer = PluieScorer((model, AutoTokenizer.from_pretrained(path)), template="fs-direct", **kwargs)
+    return scorer.score(SOURCES, HYPOTHESES), scorer.last_run, model
+
+
+def _one_warning(caplog, coupling) -> str:
+    warnings = [r for r in caplog.records if coupling.name in r.getMessage()]
+    assert [r.levelno for r in warnings] == [logging.WARNING]  # once, however many uses
+    return warnings[0].getMessage()
+
+
+def test_without_torchs_cpu_flash_attention_the_scorer_takes_its_generic_path_with_the_same_scores(
+        tiny_model_builder, monkeypatch, caplog):
+    import torch
+
+    from tests.test_packed import SOURCES
+
+    path = tiny_model_builder(arch="llama")
+    packed, last_run, _ = _scores(path)
+    assert last_run["packed"] == len(SOURCES) and library_api.FLASH_ATTENTION.taken == PRIVATE
+
+    _fresh(monkeypatch, library_api.FLASH_ATTENTION)
+    monkeypatch.setattr(torch.ops, "aten", _Without(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"))
+    with caplog.at_level(logging.WARNING, logger="pluie_lab.private_api"):
+        assert library_api.flash_attention_for_cpu() is None
+        generic, last_run, model = _scores(path)
+    assert "packed" not in last_run and getattr(model, "_pluie_packed", None) is None  # the model's own forward
+    assert library_api.FLASH_ATTENTION.taken == FALLBACK
+    np.testing.assert_allclose(generic, packed, atol=2e-5, rtol=0)
+    assert "generic path" in _one_warning(caplog, library_api.FLASH_ATTENTION)
+
+
+@pytest.mark.parametrize("op, coupling", [
+    ("_linear_pointwise", library_api.MKLDNN_LINEAR),
+    ("_reorder_linear_weight", library_api.MKLDNN_REORDER),
+], ids=["_linear_pointwise", "_reorder_linear_weight"])
+def test_without_onednns_ops_the_packed_pass_multiplies_through_torch_with_the_same_scores(
+        tiny_model_builder, monkeypatch, caplog, op, coupling):
+    import torch
+
+    from tests.test_packed import SOURCES
+
+    path = tiny_model_builder(arch="llama")
+    fast, last_run, model = _scores(path)
+    assert last_run["packed"] == len(SOURCES) and model._pluie_packed.onednn and coupling.taken == PRIVATE
+
+    _fresh(monkeypatch, coupling)
+    monkeypatch.setattr(torch.ops, "mkldnn", _Without(torch.ops.mkldnn, op))
+    with caplog.at_level(logging.WARNING, logger="pluie_lab.private_api"):
+        slow, last_run, model = _scores(path)
+    built = model._pluie_packed
+    assert last_run["packed"] == len(SOURCES) and not built.onednn and not built.prepacked  # torch's matmul
+    assert coupling.taken == FALLBACK
+    np.testing.assert_allclose(slow, fast, atol=2e-5, rtol=0)
+    np.testing.assert_allclose(slow, _scores(path, packed=False)[0], atol=2e-5, rtol=0)  # the generic path's
+    assert "1.1-1.2x MKL's rate" in _one_warning(caplog, coupling)
+
+
+def test_without_tensor_versions_the_packed_pass_makes_no_blocked_copies_and_gives_the_same_scores(
+        tiny_model_builder, monkeypatch, caplog):
+    import torch
+
+    from tests.test_packed import SOURCES
+
+    path = tiny_model_builder(arch="llama")
+    blocked, _, model = _scores(path)
+    assert model._pluie_packed.prepacked and library_api.TENSOR_VERSION.taken == PRIVATE
+
+    _fresh(monkeypatch, library_api.TENSOR_VERSION)
+
+    def no_count(tensor):
+        raise AttributeError("'Tensor' object has no attribute '_version'")
+
+    monkeypatch.setattr(torch.Tensor, "_version", property(no_count))
+    with caplog.at_level(logging.WARNING, logger="pluie_lab.private_api"):
+        plain, last_run, model = _scores(path)
+        built = model._pluie_packed
+        assert built.onednn and not built.prepacked and built.current()  # the model's own weights, always current
+    assert last_run["packed"] == len(SOURCES) and library_api.TENSOR_VERSION.taken == FALLBACK
+    np.testing.assert_allclose(plain, blocked, atol=2e-5, rtol=0)
+    assert "no blocked oneDNN copies" in _one_warning(caplog, library_api.TENSOR_VERSION)
+
+
+def _mace_labels():
+    from tests.test_aggregation import crafted
+
+    return crafted()
+
+
+@pytest.fixture
+def fresh_mace_class(monkeypatch):
+    """mace_class() built again (it is cached) against crowd-kit's MACE as the test leaves it, and again after."""
+    from pluie_core.aggregation import mace_class
+
+    _fresh(monkeypatch, library_api.CROWDKIT_MACE)
+    mace_class.cache_clear()
+    yield
+    mace_class.cache_clear()
+
+
+def _calls_neither(self, data):
+    return self
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda MACE, monkeypatch: monkeypatch.delattr(MACE, "_initialize"), "MACE has no _initialize"),
+    (lambda MACE, monkeypatch: monkeypatch.setattr(MACE, "_e_step", lambda self, annotation, tasks, workers: None),
+     "MACE._e_step takes (self, annotation, tasks, workers)"),
+    (lambda MACE, monkeypatch: monkeypatch.setattr(MACE, "fit", _calls_neither), "MACE.fit does not call self._e_step"),
+], ids=["no _initialize", "another _e_step", "fit calls neither"])
+def test_a_crowd_kit_whose_mace_changed_refuses_mace_rather_than_compute_something_else(
+        monkeypatch, caplog, fresh_mace_class, change, named):
+    from crowdkit.aggregation import MACE
+
+    from pluie_core.aggregation import AggregationError, aggregate
+
+    labels = _mace_labels()
+    assert len(aggregate(labels, "mace", "binary", settings={"n_restarts": 2, "n_iter": 20}).pairs)
+    assert library_api.CROWDKIT_MACE.taken == PRIVATE
+
+    from pluie_core.aggregation import mace_class
+
+    mace_class.cache_clear()
+    change(MACE, monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="pluie_lab.private_api"):
+        for _ in range(2):
+            with pytest.raises(AggregationError) as refused:
+                aggregate(labels, "mace", "binary", settings={"n_restarts": 2, "n_iter": 20})
+    assert named in str(refused.value) and "crowd-kit 1.4.2" in str(refused.value)
+    assert library_api.CROWDKIT_MACE.taken == FALLBACK
+    assert "there is none that keeps the results" in _one_warning(caplog, library_api.CROWDKIT_MACE)
+    assert len(aggregate(labels, "dawid_skene", "binary").pairs)  # the other methods do not reach it
+
+
+def test_without_streamlits_cli_main_serve_starts_streamlit_as_python_m_streamlit(monkeypatch, caplog):
+    """The fallback runs Streamlit's own ``__main__``, which on this version calls the same entry point with the
+    same name: ``streamlit.web.cli.main(prog_name="streamlit")``."""
+    import streamlit.web.cli
+
+    called = []
+    monkeypatch.setattr(streamlit.web.cli, "main", lambda **kwargs: called.append(kwargs))
+    app_api.python_m_streamlit(prog_name="streamlit")
+    assert called == [{"prog_name": "streamlit"}]
+
+    _fresh(monkeypatch, app_api.STREAMLIT_CLI)
+    _without(monkeypatch, "streamlit.web.cli", "main")
+    with caplog.at_level(logging.WARNING, logger="pluie_lab.private_api"):
+        assert app_api.streamlit_cli_main() is app_api.python_m_streamlit
+        assert app_api.streamlit_cli_main() is app_api.python_m_streamlit
+    assert app_api.STREAMLIT_CLI.taken == FALLBACK
+    assert "python -m streamlit" in _one_warning(caplog, app_api.STREAMLIT_CLI)
