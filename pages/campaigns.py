@@ -1,5 +1,6 @@
 """Admin: labelling campaigns and their annotators (personal links, revocation, progress)."""
 import contextlib
+import time
 
 import pandas as pd
 import streamlit as st
@@ -33,7 +34,11 @@ def personal_link(token: str) -> str:
 # The New campaign form's widgets: kept for this browser across page changes and reloads until the
 # campaign exists (pages.keep); plain widgets, not an st.form, whose values would reach the server only
 # when submitted. "Create campaign" belongs to one filling of the form (done()["new-batch"]): a double
-# click creates the campaign once.
+# click creates the campaign once. On a loaded server the second click can reach it after the first
+# click's run has drawn the button again (its batch is then the new one) but with the browser's values of
+# before the form was emptied: a click within DOUBLE_CLICK_SECONDS of the creation, on the same name, is
+# that second click, not a new campaign ("already exists" would tell the person they did something wrong).
+DOUBLE_CLICK_SECONDS = 3.0
 NEW = "new-campaign-"
 NEW_FIELDS = ["name", "datasets", "quota", "overlap", "training", "seed", "order", "run", "distribution", "adaptive",
               "overlap-max", "confidence", "from", "to", "sample", "gold-min", "gold-max", "score-run", "score-min",
@@ -99,6 +104,12 @@ def create_campaign(batch: int) -> None:
                  "score_run": score_run[0] if score_run else None,
                  "score_min": value["score-min"], "score_max": value["score-max"]}
     name = value["name"] or ""
+    last_name, last_id, last_at = record.get("last-created", ("", None, float("-inf")))  # outlives the message
+    if last_name and time.monotonic() - last_at < DOUBLE_CLICK_SECONDS:
+        with contextlib.suppress(ValueError):
+            if clean_name("", name, ValueError) == last_name:  # the same campaign: say so again, empty the form
+                record.update({"created": (last_name, last_id), "reset": True})
+                return
     try:
         created = camp.create_campaign(engine, name, [d[0] for d in value["datasets"] or []],
                                       quota=int(value["quota"]), overlap=int(value["overlap"]),
@@ -112,7 +123,9 @@ def create_campaign(batch: int) -> None:
         record["new-error"] = str(exc)
         return
     # the name as the store keeps it (NFC, invisible characters removed), not as typed
-    record.update({"new-batch": batch + 1, "created": (clean_name("", name, ValueError), created), "reset": True})
+    kept_name = clean_name("", name, ValueError)
+    record.update({"new-batch": batch + 1, "created": (kept_name, created), "reset": True,
+                   "last-created": (kept_name, created, time.monotonic())})
 
 
 def new_campaign_form() -> None:

@@ -179,6 +179,36 @@ def test_6_the_new_campaign_form_survives_a_page_change_and_is_emptied_once_crea
     assert labelled(at.number_input, "Pairs per annotator").value == 50
 
 
+
+def test_6_a_double_clicks_second_click_that_arrives_after_the_redraw_creates_nothing_and_says_created(store):
+    """On a loaded server the second click of a double click can reach it after the first click's run drew
+    the button again (the new batch), carrying the browser's values of before the form was emptied: it is
+    the same campaign, not a new one with an "already exists" error (CI caught it once under load)."""
+    from db import campaigns as camp
+
+    campaign_store(store)
+    at = rerun(AppTest.from_file(APP, default_timeout=60))
+    go(at, "campaigns")
+
+    def fill():
+        labelled(at.text_input, "Name").input("Twice")
+        labelled(at.multiselect, "Datasets").set_value([(1, "demo", 20)])
+        labelled(at.number_input, "Pairs per annotator").set_value(7)
+
+    fill()
+    rerun(at)
+    labelled(at.button, "Create campaign").click()
+    rerun(at)
+    assert [c.name for c in camp.list_campaigns(store)] == ["Twice"]
+    assert labelled(at.text_input, "Name").value == ""  # the run after the creation emptied the form
+    fill()  # the second click's request: the browser still showed the filled form
+    labelled(at.button, "Create campaign").click()
+    rerun(at)
+    assert not [e.value for e in at.error], [e.value for e in at.error]
+    assert any("Campaign “Twice” created" in s.value for s in at.success)
+    assert labelled(at.text_input, "Name").value == ""  # emptied again
+    assert [c.name for c in camp.list_campaigns(store)] == ["Twice"]
+
 def test_6_the_comment_box_says_that_ctrl_1_to_5_answer_from_inside_it(store):
     from db import annotators, campaigns as camp
 
