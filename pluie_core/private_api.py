@@ -147,14 +147,9 @@ def mkldnn_linear_pointwise() -> Optional[Callable[..., Any]]:
     None when this torch is built without oneDNN or has no such op (or overload): the packed pass then
     multiplies through torch's own kernels (MKLDNN_LINEAR.fallback). Whether it computes F.linear's result
     for a dtype on this CPU is pluie_core.packed.onednn_works's check."""
-    import torch
-
-    if not torch.backends.mkldnn.is_available():
-        return MKLDNN_LINEAR.fall_back("this torch is built without oneDNN")
-    try:
-        op = torch.ops.mkldnn._linear_pointwise
-    except AttributeError as exc:
-        return MKLDNN_LINEAR.fall_back(exc)
+    op = _onednn_op(MKLDNN_LINEAR, "_linear_pointwise")
+    if op is None:
+        return None
     if not hasattr(op, "binary"):  # the residual-add form the packed pass calls
         return MKLDNN_LINEAR.fall_back("_linear_pointwise has no .binary overload")
     return MKLDNN_LINEAR.private(op)
@@ -164,15 +159,21 @@ def mkldnn_reorder_linear_weight() -> Optional[Callable[..., Any]]:
     """oneDNN's copy of a weight in its blocked layout, ``torch.ops.mkldnn._reorder_linear_weight(weight,
     batch_size)``, which its linear kernel reads faster. None when this torch is built without oneDNN or has
     no such op: the packed pass then does without oneDNN (MKLDNN_REORDER.fallback)."""
+    op = _onednn_op(MKLDNN_REORDER, "_reorder_linear_weight")
+    return None if op is None else MKLDNN_REORDER.private(op)
+
+
+def _onednn_op(coupling: Coupling, name: str) -> Optional[Callable[..., Any]]:
+    """``torch.ops.mkldnn.<name>``, or None (the coupling's fallback taken and said) when this torch is built
+    without oneDNN or lacks the op."""
     import torch
 
     if not torch.backends.mkldnn.is_available():
-        return MKLDNN_REORDER.fall_back("this torch is built without oneDNN")
+        return coupling.fall_back("this torch is built without oneDNN")
     try:
-        op = torch.ops.mkldnn._reorder_linear_weight
+        return getattr(torch.ops.mkldnn, name)
     except AttributeError as exc:
-        return MKLDNN_REORDER.fall_back(exc)
-    return MKLDNN_REORDER.private(op)
+        return coupling.fall_back(exc)
 
 
 def tensor_version() -> Optional[Callable[[Any], int]]:
