@@ -1,6 +1,7 @@
 """The analysis pages' figures, drawn with plotly (the product's stack): each with the modebar's zoom,
 pan and "download plot as PNG" (twice the screen's size, for a paper). The pair scatters are WebGL
-(Scattergl): every pair up to MAX_SCATTER_POINTS, each point naming its pair, its two sentences
+(Scattergl): up to MAX_SCATTER_POINTS pairs (beyond POINTS_DRAWN, a seeded sample the page states, which
+its "Points drawn" control enlarges), each point naming its pair, its two sentences
 (shortened), every label and the scores on hover; a box or lasso selection lists the pairs under the chart
 (list_pairs), as selecting bars of a class histogram does.
 
@@ -17,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from pages import private_api
 from pluie_core.diff import diff_html
 
 # px of a whole figure, titles and axes included
@@ -24,7 +26,13 @@ HEIGHT = 450
 ROW_HEIGHT, MIN_HEATMAP_ROWS, HEATMAP_FRAME = 45, 220, 140  # px: ≥ 55 px per tick of the κ colour bar
 KAPPA_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
 PLOTLY_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3")  # plotly's own first colours
-MAX_SCATTER_POINTS = 100_000  # pairs a scatter draws (WebGL); beyond, a seeded sample the page states
+MAX_SCATTER_POINTS = 100_000  # pairs a scatter can draw (WebGL); beyond, a seeded sample the page states
+# pairs a scatter draws at first: a seeded sample beyond, stated, which "Points drawn" enlarges up to
+# MAX_SCATTER_POINTS. A browser without a GPU draws WebGL points in software, once per redraw of the chart
+# (Streamlit redraws a new chart three times): about 1 s a redraw at 100,000 points on 2 cores
+# (bench/results/2026-11-26-pages.md)
+POINTS_DRAWN = 20_000
+POINTS_CHOICES = (5_000, 10_000, 20_000, 50_000, 100_000)
 HOVER_CHARS = 80  # characters of each sentence a point's hover shows
 LISTED = 50  # selected pairs listed under a chart, the first ones
 CONFIG = {"displaylogo": False, "scrollZoom": False,
@@ -64,14 +72,34 @@ def _marks(figure: go.Figure, marks: list, label_side: str = "left") -> None:
                          annotation_position=f"top {label_side}")
 
 
+def _escaped(values: pd.Series, limit: Optional[int] = None) -> pd.Series:
+    """_text of every value of a column at once (vectorised: 0.1 s for 200,000 sentences, where _text
+    value by value took 0.7 s)."""
+    text = values.astype(object).where(values.notna(), "").astype(str)
+    if limit is not None:
+        long = text.str.len() > limit
+        text = text.where(~long, text.str.slice(0, limit - 1).str.rstrip() + "…")
+    return text.str.replace("&", "&amp;", regex=False).str.replace("<", "&lt;", regex=False).str.replace(
+        ">", "&gt;", regex=False)
+
+
+def _hover_column(values: pd.Series) -> pd.Series:
+    """A column as a point's hover shows it: sentences shortened, any text escaped, numbers as they are."""
+    if values.name in ("source", "hypothesis"):
+        return _escaped(values, HOVER_CHARS)
+    if values.dtype == object and values.name == "pair_id":
+        return values.map(lambda v: v if isinstance(v, (int, np.integer)) else _text(v))
+    if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+        return _escaped(values)
+    return values
+
+
 def _hover(points: pd.DataFrame, titles: dict) -> tuple[np.ndarray, str]:
     """customdata and hovertemplate of pair points: pair_id first (what a selection reads), then the
     sentences shortened, then every other column but x and y, each under its title."""
     shown = [c for c in points.columns if c not in ("x", "y")]
     shown = sorted(shown, key=lambda c: (c != "pair_id", c not in ("source", "hypothesis")))
-    data = pd.DataFrame({c: points[c].map(lambda v: _text(v, HOVER_CHARS)) if c in ("source", "hypothesis")
-                         else points[c].astype(object).map(lambda v: v if isinstance(v, (int, np.integer)) else _text(v))
-                         if points[c].dtype == object else points[c] for c in shown})
+    data = pd.DataFrame({c: _hover_column(points[c]) for c in shown})
     lines = [f"{_text(titles.get(c, c))}: %{{customdata[{i}]}}" for i, c in enumerate(shown)]
     lines += [f"{_text(titles['x'])}: %{{x:.4g}}", f"{_text(titles['y'])}: %{{y:.4g}}"]
     return data.to_numpy(dtype=object), "<br>".join(lines) + "<extra></extra>"
@@ -180,13 +208,18 @@ def scatter(points: pd.DataFrame, titles: dict, title: str, opacity: float = 0.4
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _figure(figure: str, *args, **kwargs) -> dict:
+def _figure(figure: str, *args, **kwargs):
     """The figure built by this module's function named figure, cached on its arguments: a rerun
-    (a widget moved elsewhere on the page) builds no figure again. Cached as its dict, which keeps its
-    keys' order through the cache's pickling (a go.Figure comes back with its layout's keys reordered):
-    the chart's spec, hence its widget id, is the same on the run that built it and on the runs after,
-    and the selection made on a freshly built chart is not dropped with the id it was sent under."""
-    return globals()[figure](*args, **kwargs).to_dict()
+    (a widget moved elsewhere on the page) builds no figure again. Cached as its JSON, written once
+    (a PrebuiltFigure, which st.plotly_chart hands on as it is: pages.private_api.prebuilt_plotly_specs),
+    or as its dict where this Streamlit cannot take that; either keeps the spec, hence the chart's widget
+    id, the same on the run that built it and on the runs after, so the selection made on a freshly
+    built chart is not dropped with the id it was sent under. At 100,000 points, st.plotly_chart took
+    about 1 s a run checking and writing the figure's dict again; the JSON alone, a few ms."""
+    built = globals()[figure](*args, **kwargs)
+    if private_api.prebuilt_plotly_specs():
+        return private_api.PrebuiltFigure(built.to_json(validate=False), built.to_plotly_json()["layout"])
+    return built.to_dict()
 
 
 def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
@@ -201,6 +234,28 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
         return None
     return st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit",
                            config=config, on_select="rerun", selection_mode=tuple(select))
+
+
+def points_drawn(n_points: int, key: str) -> int:
+    """How many of ``n_points`` pairs a scatter draws: every one up to POINTS_DRAWN; beyond, the person's
+    choice ("Points drawn", from POINTS_CHOICES up to every pair or MAX_SCATTER_POINTS), POINTS_DRAWN at first."""
+    if n_points <= POINTS_DRAWN:
+        return n_points
+    most = min(n_points, MAX_SCATTER_POINTS)
+    options = sorted({n for n in POINTS_CHOICES if n < most} | {POINTS_DRAWN, most})
+    if st.session_state.get(key, POINTS_DRAWN) not in options:  # chosen on a larger selection
+        st.session_state[key] = most
+    return st.select_slider(
+        "Points drawn", options, key=key, format_func=lambda n: f"{n:,}",
+        **({} if key in st.session_state else {"value": POINTS_DRAWN}),
+        help=f"A seeded sample of the {n_points:,} pairs (the same pairs on every run), drawn with their hover and "
+             "selection; the statistics use every pair. More points take the browser longer to draw, about a "
+             f"second per 100,000 on a computer without a graphics card. At most {MAX_SCATTER_POINTS:,}.")
+
+
+def drawn_sample(points: pd.DataFrame, n: int) -> pd.DataFrame:
+    """n of the points, a seeded sample (the same on every run), or all of them."""
+    return points.sample(n, random_state=0) if len(points) > n else points
 
 
 def download_choice() -> None:

@@ -26,7 +26,6 @@ REFERENCES = GRADED_REFERENCES
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
              "raw": "an imported annotator value", "meta": "a value in that column"}
 SOURCE = "(source sentence)"
-MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
 
 @st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner=False)
@@ -143,7 +142,7 @@ charts.draw("grouped_bars", long, "Correlation per run", key="correlation_bars")
 if system_column is None:
     shown_run = st.selectbox("Scatter of", chosen_runs, key="correlation_scatter_run")
     points = data[[shown_run, "reference"]].dropna().set_axis(["y", "x"], axis=1)
-    drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
+    drawn = charts.drawn_sample(points, charts.points_drawn(len(points), "correlation_points"))
     texts = store_reads.pairs(selection.url, selection.dataset_ids, True, campaign_id)[["source", "hypothesis"]]
     labelled = store_reads.hover_labels(selection.url, selection.dataset_ids, campaign_id)
     drawn = drawn.join(texts).assign(labels=drawn.index.map(labelled).fillna("none"))

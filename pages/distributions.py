@@ -16,7 +16,6 @@ admin_page("table", "chart")
 
 CLASSES, COLOURS = charts.CLASSES, charts.CLASS_COLOURS
 EDIT = "normalised edit distance"
-MAX_POINTS = charts.MAX_SCATTER_POINTS  # points drawn in the scatter (WebGL); the statistics use every pair
 
 
 @st.cache_data(ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner=False)
@@ -59,15 +58,17 @@ charts.selectable_class_histogram(points, score, bins, f"{score} per class", mar
 download_csv(points[columns], f"scores_per_class_{file_stem(score)}.csv", "Download the figures' data (CSV)")
 
 st.subheader("Score against edit distance")
-drawn = points.sample(MAX_POINTS, random_state=0) if len(points) > MAX_POINTS else points
+drawn = charts.drawn_sample(points, charts.points_drawn(len(points), "distribution_points"))
 labelled = store_reads.hover_labels(selection.url, selection.dataset_ids, selection.campaign_id)
 drawn = drawn.assign(labels=drawn["pair_id"].map(labelled).fillna("none"))  # every label, on hover
 picked = charts.draw(
     "class_scatter", drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS,
     {"paraphrase": "circle", "non-paraphrase": "square"}, {"x": EDIT, "y": score, "pair_id": "pair"},
     f"{score} against the normalised Levenshtein distance", level=natural, key="scatter", select=("box", "lasso"))
-if len(points) > MAX_POINTS:
-    st.caption(f"{MAX_POINTS:,} of {len(points):,} pairs drawn (a seeded sample); the correlations use them all.")
+if len(drawn) < len(points):
+    more = " (\"Points drawn\" draws more)" if len(drawn) < charts.MAX_SCATTER_POINTS else ""
+    st.caption(f"{len(drawn):,} of {len(points):,} pairs drawn, a seeded sample{more}; "
+               "the histogram, the correlations and the tables use them all.")
 charts.list_pairs(charts.selected_pair_ids(picked), read_pairs, "scatter")
 
 st.subheader("Per class: correlation with edit distance, mean and standard deviation")

@@ -71,7 +71,8 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     from pages.read_ahead import read_ahead
     from pluie_core import analysis_figures as figures
 
-    for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances):
+    for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances,
+                 common.hover_labels):
         read.clear()
     common.choices.clear()
     agreement_cache.agreement_figures.clear()
@@ -109,8 +110,9 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     # every run's (Correlation's default). Issue 35: MRPC's gold is 0/1, BIOSSES' a 0–4 score, so the
     # pages of a reference (and the read-ahead) show MRPC's scale first: the pairs, the first run's scores
     # and every run's are those of MRPC; Agreement's human labels share one scale, its run's scores are
-    # those of both datasets (a third read of scores)
-    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 3}
+    # those of both datasets (a third read of scores); the scatters' hover names the labels of MRPC's
+    # pairs (Distributions' and Correlation's default): a second read of labels
+    assert calls == {"labels_long": 2, "pairs_frame": 2, "scores_wide": 3}
     assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
     assert [r.kind for r in references] == ["gold"]  # the sidebars' default reference
     assert len(curves) == 1  # Thresholds' first figures: the first run against gold labels
@@ -129,7 +131,9 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     common.scores(url, first_run, mrpc)
     every_run = common.scores(url, tuple(int(i) for i in choices.runs["id"]), mrpc)
     common.edit_distances(url, mrpc)
-    assert calls == {"labels_long": 1, "pairs_frame": 2, "scores_wide": 3}
+    hover = common.hover_labels(url, mrpc, None)
+    assert calls == {"labels_long": 2, "pairs_frame": 2, "scores_wide": 3}
+    assert len(hover) and hover.str.contains(": ").all()
     assert len(choices.runs) > 1 and list(every_run.columns) == choices.runs["name"].tolist()
     pd.testing.assert_frame_equal(labels, analysis.labels_long(engine, dataset_ids, annotators=choices.annotators))
     pd.testing.assert_frame_equal(scores, analysis.scores_wide(engine, first_run, dataset_ids))
@@ -139,7 +143,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     at.run()
     assert not at.exception
     assert at.title[0].value == "Agreement"
-    assert calls["labels_long"] == 2  # the assert_frame_equal read above, and nothing more
+    assert calls["labels_long"] == 3  # the assert_frame_equal read above, and nothing more
     assert kappas == [(None,)]  # nor its figures
     assert summaries == ["levels"] and len(versus) == 1  # nor its annotator tables
     assert versus[0] == (float(at.sidebar.number_input[0].value), True)  # at the threshold the page shows

@@ -34,6 +34,7 @@ CHECKS = {
     app_api.AUTHLIB: app_api.authlib_installed,
     app_api.DRAWING: app_api.drawing_modules,
     app_api.STREAMLIT_CLI: app_api.streamlit_cli_main,
+    app_api.PLOTLY_SPEC: app_api.prebuilt_plotly_specs,
 }
 
 
