@@ -29,7 +29,11 @@ What a person can see: every change but those inside a <canvas> element's fallba
 that draws canvases never shows that content; Streamlit's tables (glide-data-grid) put an accessibility
 copy of the visible cells there and refresh it about 0.3 s after the grid is drawn, which would otherwise
 count as the end of every page holding a table (a table with nothing after it: 1.56 s against 1.26 s for
-the same page without it, median of 10, while the grid itself is on screen at the earlier time). The
+the same page without it, median of 10, while the grid itself is on screen at the earlier time). Nor
+those in the document's head, of an element outside the document, or of an element of the body that
+takes no room on the screen (no size, wholly off it, or added and removed before the browser drew it):
+plotly's code, when it loads, adds its styles to the head, measures text with such elements, and every
+admin page loads it once the browser is idle (pages.shared.preload_views), a change no one sees. The
 table prints both: the visible figure, which the limit applies to, and the last change of any kind.
 Prints a table and exits 1 when a page misses its goal (tabs: over --limit seconds in either visit).
 """
@@ -63,17 +67,30 @@ PAGES = [
 WATCH_DOM = """
 window.__lastChange = window.__lastVisible = performance.now();
 window.__clickedAt = window.__runStartedAt = -1;
+// a node of the body that no one sees: no size, or wholly off the screen, or added and removed within one
+// task (never drawn); a node removed otherwise may have been seen: it counts
+const unseen = (n, added) => {
+  if (n.nodeType !== 1) return n.nodeType !== 3 || !n.textContent.trim();
+  if (!n.isConnected) return added.has(n);
+  const box = n.getBoundingClientRect();
+  return (box.width === 0 && box.height === 0) || box.right <= 0 || box.bottom <= 0;
+};
 document.addEventListener('click', () => { window.__clickedAt = performance.now(); }, true);
 new MutationObserver((records) => {
   const now = performance.now();
   window.__lastChange = now;
   let visible = false;
+  const added = new Set(records.flatMap((r) => [...r.addedNodes]));
   for (const r of records) {
     if (r.type === 'attributes' && r.attributeName === 'data-test-script-state'
         && r.target.getAttribute('data-test-script-state') === 'running') window.__runStartedAt = now;
     const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
     const within = r.type === 'childList' ? node : node && node.parentElement;
-    if (!(within && within.closest('canvas'))) visible = true;
+    if (!node || !node.isConnected) continue;  // an element built outside the document
+    if (within && (within.closest('canvas') || within.closest('head'))) continue;
+    const changed = r.type === 'childList' ? [...r.addedNodes, ...r.removedNodes] : [node];
+    if (within === document.body && changed.every((n) => unseen(n, added))) continue;
+    visible = true;
   }
   if (visible) window.__lastVisible = now;
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});

@@ -31,7 +31,7 @@ MAX_SCATTER_POINTS = 100_000  # pairs a scatter can draw (WebGL); beyond, a seed
 # MAX_SCATTER_POINTS. A browser without a GPU draws WebGL points in software, once per redraw of the chart
 # (Streamlit redraws a new chart three times): about 1 s a redraw at 100,000 points on 2 cores
 # (bench/results/2026-11-26-pages.md)
-POINTS_DRAWN = 20_000
+POINTS_DRAWN = 10_000
 POINTS_CHOICES = (5_000, 10_000, 20_000, 50_000, 100_000)
 HOVER_CHARS = 80  # characters of each sentence a point's hover shows
 LISTED = 50  # selected pairs listed under a chart, the first ones

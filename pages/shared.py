@@ -26,10 +26,11 @@ PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not show
 # preload_views starts loading them while the server still computes the page, rather than after
 # (bench/pages.py). "chart": pages/charts.py draws every figure with plotly.
 VIEW_MODULES = {"table": ("DataFrame",), "chart": ("PlotlyChart",)}
+LATER_MS = 2000  # the views a page does not draw: loaded when the browser is idle, this long after the page
 
 
 @functools.cache
-def _view_modules(kinds: tuple) -> tuple:
+def view_modules(kinds: tuple) -> tuple:
     """The file names of the kinds' modules in this Streamlit's build (hashed names), those found once each
     (pages.private_api.static_js_files)."""
     return private_api.static_js_files(tuple(stem for kind in kinds for stem in VIEW_MODULES[kind]))
@@ -38,16 +39,23 @@ def _view_modules(kinds: tuple) -> tuple:
 def preload_views(*kinds: str) -> None:
     """Ask the browser to load the modules of the views a page is about to draw ("table", "chart") now,
     with an invisible element: a page calls it first thing, before it computes. Loading a module twice
-    is a no-op, so later runs cost nothing; a page draws only what it asks for (a module the page does
-    not draw would cost the browser its time for nothing); a Streamlit build whose files are named
-    otherwise gets no hint, not an error."""
-    names = _view_modules(tuple(sorted(kinds)))
-    if not names:
+    is a no-op, so later runs cost nothing. The other views' modules are loaded once the browser is idle,
+    LATER_MS after the page is drawn, so that the first chart or table a person opens through the menu does
+    not wait for its code (plotly's chunk: about 0.9 s of the browser's time, Agreement through the menu
+    2.2–2.6 s before, bench/results/2026-11-26-pages.md). A Streamlit build whose files are named otherwise
+    gets no hint, not an error."""
+    names = view_modules(tuple(sorted(kinds)))
+    later = view_modules(tuple(sorted(set(VIEW_MODULES) - set(kinds))))
+    if not names and not later:
         return
     with st.sidebar:
         page_script("(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
                     " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
-                    f" for (const name of {json.dumps(list(names))}) import(base + name).catch(() => {{}});}})();",
+                    f" for (const name of {json.dumps(list(names))}) import(base + name).catch(() => {{}});"
+                    f" const later = {json.dumps(list(later))}; if (!later.length) return;"
+                    " const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));"
+                    f" setTimeout(() => idle(() => {{ for (const name of later) import(base + name).catch(() => {{}}); }}),"
+                    f" {LATER_MS});}})();",
                     "pluie-preload")
 
 
@@ -160,8 +168,7 @@ def admin_page(*views: str):
     from pages.keep import remember  # pages.keep draws through this module
 
     remember()  # what this browser keeps (reviewer, notes, New campaign), before a page change drops it
-    if views:
-        preload_views(*views)
+    preload_views(*views)
     return get_engine()
 
 
