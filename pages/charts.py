@@ -218,7 +218,7 @@ def _figure(figure: str, *args, **kwargs):
     about 1 s a run checking and writing the figure's dict again; the JSON alone, a few ms."""
     built = globals()[figure](*args, **kwargs)
     if private_api.prebuilt_plotly_specs():
-        return private_api.PrebuiltFigure(built.to_json(validate=False), built.to_plotly_json()["layout"])
+        return private_api.PrebuiltFigure(built.to_json(validate=False), built.layout.to_plotly_json())
     return built.to_dict()
 
 

@@ -45,9 +45,10 @@ class Step:
     """One read of a page's first view. ``order``: when it runs among every page's steps, lowest first
     (a page's steps of the same order keep theirs). Today: 10 the Datasets page's counts, 20 the labels and
     their views, 30 Agreement's figures, 40 Review's queue, 50 Thresholds' pairs, reference, first run and
-    figures, 60 every run's scores (Correlation), 70 the edit distances (Distributions), 75 the scatters' hover labels, 80 Preferences'
-    table, 90 Scorecard's pairs, 100 Correlation's figures, 110 Agreement's annotator tables (last: a second
-    or two at 1,000,000 labels, which would otherwise delay every step above)."""
+    figures, 60 every run's scores (Correlation), 70 the edit distances (Distributions), 75 the scatters'
+    hover labels, 80 Preferences' table, 90 Scorecard's pairs, 100 Correlation's figures, 110 Agreement's
+    annotator tables (last: a second or two at 1,000,000 labels, which would otherwise delay every step
+    above)."""
     order: int
     read: Callable[[], object]
 
