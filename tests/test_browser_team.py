@@ -26,7 +26,10 @@ def sign_in(page, url: str, name: str, password: str) -> None:
 
 
 def menu(page) -> set[str]:
-    # each link reads "<icon name>\n\n<title>": the title is its last line
+    # each link reads "<icon name>\n\n<title>": the title is its last line. The menu is drawn by the run
+    # after the one that said who is signed in: on a loaded machine, wait for it
+    page.locator("[data-testid='stSidebar'] a").first.wait_for(timeout=30_000)
+    wait_for_app(page)
     return {text.strip().splitlines()[-1] for text in page.locator("[data-testid='stSidebar'] a").all_inner_texts()}
 
 
