@@ -95,9 +95,10 @@ new MutationObserver((records) => {
   if (visible) window.__lastVisible = now;
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 """
-# a chart drawn in the page, by whichever library draws it: plotly's SVG, or Vega's marks (canvas or SVG)
+# a chart drawn in the page, by whichever library draws it: plotly's SVG (drawn by pages/plotly_chart.js, or
+# by st.plotly_chart in older copies), or Vega's marks (canvas or SVG)
 CHART_DRAWN = ", ".join(f'[data-testid="stMain"] {chart}' for chart in (
-    '[data-testid="stPlotlyChart"] .main-svg', '[data-testid="stVegaLiteChart"] .marks'))
+    '.pluie-chart .main-svg', '[data-testid="stPlotlyChart"] .main-svg', '[data-testid="stVegaLiteChart"] .marks'))
 STATE = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const heading = document.querySelector('[data-testid="stMain"] h1');

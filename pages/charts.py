@@ -10,7 +10,11 @@ text a user chose or imported (run and annotator names, sentences) goes through 
 it, and plotly shows the escaped text as typed."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
+import json
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -18,7 +22,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import private_api
 from pluie_core.diff import diff_html
 
 # px of a whole figure, titles and axes included
@@ -35,6 +38,13 @@ POINTS_DRAWN = 10_000
 POINTS_CHOICES = (5_000, 10_000, 20_000, 50_000, 100_000)
 HOVER_CHARS = 80  # characters of each sentence a point's hover shows
 LISTED = 50  # selected pairs listed under a chart, the first ones
+# plotly.js as the pages load it (static/, served at app/static/: .streamlit/config.toml): a bundle of the
+# traces this module draws, BUNDLED_TRACES, built by scripts/plotly_bundle (make plotly-bundle)
+PLOTLY_JS = "app/static/plotly.pluie.min.js"
+BUNDLED_TRACES = ("bar", "heatmap", "scatter", "scattergl")
+PLOTLY_COMPONENT = "pluie_plotly"
+# the modebar's selection buttons, each shown where its selection mode is asked for (draw's select)
+SELECT_BUTTONS = {"box": "select2d", "lasso": "lasso2d"}
 CONFIG = {"displaylogo": False, "scrollZoom": False,
           "toImageButtonOptions": {"format": "png", "scale": 2, "height": None, "width": None}}
 # the modebar's camera downloads one format (plotly.js's toImageButtonOptions.format): the sidebar's
@@ -208,32 +218,48 @@ def scatter(points: pd.DataFrame, titles: dict, title: str, opacity: float = 0.4
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _figure(figure: str, *args, **kwargs):
-    """The figure built by this module's function named figure, cached on its arguments: a rerun
-    (a widget moved elsewhere on the page) builds no figure again. Cached as its JSON, written once
-    (a PrebuiltFigure, which st.plotly_chart hands on as it is: pages.private_api.prebuilt_plotly_specs),
-    or as its dict where this Streamlit cannot take that; either keeps the spec, hence the chart's widget
-    id, the same on the run that built it and on the runs after, so the selection made on a freshly
-    built chart is not dropped with the id it was sent under. At 100,000 points, st.plotly_chart took
-    about 1 s a run checking and writing the figure's dict again; the JSON alone, a few ms."""
-    built = globals()[figure](*args, **kwargs)
-    if private_api.prebuilt_plotly_specs():
-        return private_api.PrebuiltFigure(built.to_json(validate=False), built.layout.to_plotly_json())
-    return built.to_dict()
+def _figure(figure: str, *args, **kwargs) -> tuple[bytes, str]:
+    """The JSON of the figure built by this module's function named figure, and its revision (a hash of
+    it), cached on its arguments: a rerun (a widget moved elsewhere on the page) builds no figure again,
+    and writes no JSON again (at 100,000 points, checking and writing a figure's dict took about 1 s)."""
+    spec = globals()[figure](*args, **kwargs).to_json(validate=False).encode()
+    return spec, hashlib.blake2b(spec, digest_size=8).hexdigest()
 
 
 def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
-    """Draw this module's figure (a function's name and its arguments) with st.plotly_chart, built once
-    for the same arguments. Streamlit's chart theme (the app's light or dark theme); the modebar's zoom
-    and download, PNG or SVG as download_choice set it. ``select``: the selection modes ("box", "lasso",
-    "points") that rerun the page with the selection, returned; none: nothing is selectable, None returned."""
+    """Draw this module's figure (a function's name and its arguments), built once for the same arguments,
+    with plotly.js in the page (pages/plotly_chart.js, PLOTLY_COMPONENT): the app's light or dark theme;
+    the modebar's zoom and download, PNG or SVG as download_choice set it. ``select``: the selection modes
+    ("box", "lasso", "points") that rerun the page with the selection, returned as st.plotly_chart returns
+    it ({"selection": {"points": ..., "point_indices": ..., "box": ..., "lasso": ...}}), of this figure only
+    (a selection made on another figure under the same key is dropped); none: nothing is selectable, None
+    returned."""
+    spec, revision = _figure(figure, *args, **kwargs)
     chosen = FORMATS.get(st.session_state.get(FORMAT), "png")
-    config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key, "format": chosen}}
+    config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key, "format": chosen},
+                       "modeBarButtonsToRemove": [button for mode, button in SELECT_BUTTONS.items() if mode not in select]}
+    head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_JS}
+    payload = json.dumps(head)[:-1].encode() + b', "figure": ' + spec + b"}"
     if not select:
-        st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit", config=config)
+        _plotly_component()(data=payload, key=key, width="stretch", height="content")
         return None
-    return st.plotly_chart(_figure(figure, *args, **kwargs), key=key, width="stretch", theme="streamlit",
-                           config=config, on_select="rerun", selection_mode=tuple(select))
+    state = _plotly_component()(data=payload, key=key, width="stretch", height="content",
+                                on_selection_change=_selected)
+    chosen = state.get("selection") if state is not None else None
+    if not isinstance(chosen, dict) or chosen.get("revision") != revision:
+        chosen = {"points": [], "point_indices": [], "box": [], "lasso": []}
+    return {"selection": {k: v for k, v in chosen.items() if k != "revision"}}
+
+
+def _selected() -> None:
+    """A selection on a chart: the page reruns and reads it (draw's return)."""
+
+
+@functools.cache
+def _plotly_component():
+    """The component that draws a figure in the page (pages/plotly_chart.js), registered once."""
+    return st.components.v2.component(PLOTLY_COMPONENT, js=(Path(__file__).parent / "plotly_chart.js").read_text(),
+                                      isolate_styles=False)
 
 
 def points_drawn(n_points: int, key: str) -> int:

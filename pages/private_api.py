@@ -9,7 +9,6 @@ what the private path gives (or None when this Streamlit lacks it) and recording
     authlib_installed()        # streamlit.auth_util.is_authlib_installed (pages.provider_signin)
     drawing_modules()          # the Streamlit modules a first table or chart imports (scripts/serve.py's warm-up)
     streamlit_cli_main()       # streamlit.web.cli.main, the `streamlit` command (scripts/serve.py starts the server)
-    prebuilt_plotly_specs()    # st.plotly_chart takes a figure's JSON built once (pages.charts.draw)
 
 Each was checked on Streamlit 1.67.0, the version requirements.txt pins. Each coupling is a
 ``pluie_core.private_api.Coupling``: what it reaches, the version, and what its fallback does and costs.
@@ -32,8 +31,7 @@ from typing import Callable, Optional
 from pluie_core.private_api import Coupling
 
 __all__ = ["STREAMLIT", "COUPLINGS", "runtime_exists", "pages_manager", "script_run_ctx", "static_js_files",
-           "missing_context_logger", "authlib_installed", "drawing_modules", "streamlit_cli_main",
-           "PrebuiltFigure", "prebuilt_plotly_specs"]
+           "missing_context_logger", "authlib_installed", "drawing_modules", "streamlit_cli_main"]
 
 STREAMLIT = "Streamlit 1.67.0"
 
@@ -74,15 +72,8 @@ STREAMLIT_CLI = Coupling(
     "its error, and `streamlit run server.py` starts the app without serve.py's warm start, the worker then "
     "starting with the first page a browser opens).")
 
-PLOTLY_SPEC = Coupling(
-    "st.plotly_chart's two calls, plotly.tools.return_figure_from_figure_or_data and plotly.io.to_json", STREAMLIT,
-    "every run of a page with a chart checks and writes its figure again in st.plotly_chart (pages.charts.draw "
-    "passes the figure's dict instead of its JSON built once): about 1 s a run for a scatter of 100,000 pairs, "
-    "0.1 s for one of 10,000, on every rerun (a selection, a widget moved).")
-
 COUPLINGS: dict[str, Coupling] = {c.name: c for c in (RUNTIME, PAGES_MANAGER, SCRIPT_RUN_CTX, STATIC_JS,
-                                                      MISSING_CONTEXT_LOG, AUTHLIB, DRAWING, STREAMLIT_CLI,
-                                                      PLOTLY_SPEC)}
+                                                      MISSING_CONTEXT_LOG, AUTHLIB, DRAWING, STREAMLIT_CLI)}
 
 DRAWING_MODULES = ("streamlit.elements.arrow", "streamlit.elements.vega_charts", "streamlit.emojis")
 MISSING_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
@@ -207,63 +198,3 @@ def python_m_streamlit(prog_name: str = "streamlit") -> None:
     import runpy
 
     runpy.run_module("streamlit", run_name="__main__")
-
-
-class PrebuiltFigure(dict):
-    """A plotly figure as st.plotly_chart takes it, its JSON written once (``spec``): the figure's dict (its
-    ``layout`` only: what st.plotly_chart reads of it besides the JSON) and the JSON itself. Passed to
-    st.plotly_chart once ``prebuilt_plotly_specs()`` has said True: Streamlit's own check and writing of the
-    figure (a second ``go.Figure`` and ``to_json`` on every run) then hand this JSON on as it is."""
-
-    def __init__(self, spec: str, layout: dict):
-        super().__init__(layout=layout)
-        self.spec = spec
-
-
-def _return_prebuilt(original: Callable) -> Callable:
-    def return_figure_from_figure_or_data(figure_or_data, *args, **kwargs):
-        if isinstance(figure_or_data, PrebuiltFigure):
-            return figure_or_data
-        return original(figure_or_data, *args, **kwargs)
-
-    return_figure_from_figure_or_data.pluie_prebuilt = original
-    return return_figure_from_figure_or_data
-
-
-def _prebuilt_json(original: Callable) -> Callable:
-    def to_json(fig, *args, **kwargs):
-        if isinstance(fig, PrebuiltFigure):
-            return fig.spec
-        return original(fig, *args, **kwargs)
-
-    to_json.pluie_prebuilt = original
-    return to_json
-
-
-def prebuilt_plotly_specs() -> bool:
-    """Whether st.plotly_chart takes a ``PrebuiltFigure`` as its JSON, as it is: True once plotly's two
-    functions that st.plotly_chart calls on a figure (``plotly.tools.return_figure_from_figure_or_data``,
-    which builds a ``go.Figure`` to check a dict, and ``plotly.io.to_json``) hand a PrebuiltFigure on
-    unchanged, and any other figure to plotly's own (the same result as before for every other caller). They
-    are wrapped once, here, after checking that this Streamlit's st.plotly_chart calls them by those names.
-    False when it does not: pages.charts.draw then passes the figure's whole dict (PLOTLY_SPEC.fallback)."""
-    import inspect
-
-    import plotly.io
-    import plotly.tools
-
-    try:
-        from streamlit.elements.plotly_chart import PlotlyMixin
-
-        source = inspect.getsource(PlotlyMixin.plotly_chart)
-    except (ImportError, AttributeError, OSError, TypeError) as exc:
-        return PLOTLY_SPEC.fall_back(exc, False)
-    calls = ("plotly.tools.return_figure_from_figure_or_data(", "plotly.io.to_json(figure")
-    missing = [call for call in calls if call not in source]
-    if missing:
-        return PLOTLY_SPEC.fall_back(f"st.plotly_chart no longer calls {', '.join(missing)}", False)
-    if not hasattr(plotly.tools.return_figure_from_figure_or_data, "pluie_prebuilt"):
-        plotly.tools.return_figure_from_figure_or_data = _return_prebuilt(plotly.tools.return_figure_from_figure_or_data)
-    if not hasattr(plotly.io.to_json, "pluie_prebuilt"):
-        plotly.io.to_json = _prebuilt_json(plotly.io.to_json)
-    return PLOTLY_SPEC.private(True)

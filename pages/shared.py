@@ -21,11 +21,11 @@ PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not show
                "the server's log. Reload the page to try again.")
 
 
-# The browser's table and chart code: Streamlit loads each the first time a page draws one (about 0.6 s
-# of the browser's time for a table; plotly's chunk, 4.7 MB, about a second for a chart, on 2 cores).
-# preload_views starts loading them while the server still computes the page, rather than after
-# (bench/pages.py). "chart": pages/charts.py draws every figure with plotly.
-VIEW_MODULES = {"table": ("DataFrame",), "chart": ("PlotlyChart",)}
+# The browser's table and chart code: Streamlit loads a table's the first time a page draws one (about
+# 0.6 s of the browser's time on 2 cores); a chart's is Streamlit's small component module and plotly.js
+# (static/plotly.pluie.min.js, pages/charts.py: about 0.3 s to evaluate). preload_views starts loading
+# them while the server still computes the page, rather than after (bench/pages.py).
+VIEW_MODULES = {"table": ("DataFrame",), "chart": ("BidiComponent",)}
 LATER_MS = 2000  # the views a page does not draw: loaded when the browser is idle, this long after the page
 
 
@@ -37,26 +37,30 @@ def view_modules(kinds: tuple) -> tuple:
 
 
 def preload_views(*kinds: str) -> None:
-    """Ask the browser to load the modules of the views a page is about to draw ("table", "chart") now,
-    with an invisible element: a page calls it first thing, before it computes. Loading a module twice
-    is a no-op, so later runs cost nothing. The other views' modules are loaded once the browser is idle,
-    LATER_MS after the page is drawn, so that the first chart or table a person opens through the menu does
-    not wait for its code (plotly's chunk: about 0.9 s of the browser's time, Agreement through the menu
-    2.2–2.6 s before, bench/results/2026-11-26-pages.md). A Streamlit build whose files are named otherwise
-    gets no hint, not an error."""
-    names = view_modules(tuple(sorted(kinds)))
-    later = view_modules(tuple(sorted(set(VIEW_MODULES) - set(kinds))))
-    if not names and not later:
-        return
+    """Ask the browser to load the code of the views a page is about to draw ("table", "chart") now,
+    with an invisible element: a page calls it first thing, before it computes. Loading twice is a no-op,
+    so later runs cost nothing. The other views' code is loaded once the browser is idle, LATER_MS after
+    the page is drawn, so that the first chart or table a person opens through the menu does not wait for
+    it (bench/results/2026-11-26-pages.md). plotly.js is added to the page as the script charts load
+    (pages/plotly_chart.js finds it by its id). A Streamlit build whose files are named otherwise gets no
+    hint for its modules, not an error."""
+    from pages.charts import PLOTLY_JS
+
+    now, later = set(kinds), set(VIEW_MODULES) - set(kinds)
+    script = ("(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
+              " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
+              " const load = (names, plotly) => { for (const name of names) import(base + name).catch(() => {});"
+              "  if (!plotly || window.Plotly || document.getElementById('pluie-plotly')) return;"
+              "  const s = document.createElement('script'); s.id = 'pluie-plotly';"
+              f" s.src = new URL('../../{PLOTLY_JS}', index.src).href; s.onerror = () => s.remove();"
+              "  document.head.appendChild(s); };"
+              f" load({json.dumps(list(view_modules(tuple(sorted(now)))))}, {json.dumps('chart' in now)});"
+              f" const later = {json.dumps(list(view_modules(tuple(sorted(later)))))};"
+              f" const plotly = {json.dumps('chart' in later)}; if (!later.length && !plotly) return;"
+              " const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));"
+              f" setTimeout(() => idle(() => load(later, plotly)), {LATER_MS});}})();")
     with st.sidebar:
-        page_script("(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
-                    " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
-                    f" for (const name of {json.dumps(list(names))}) import(base + name).catch(() => {{}});"
-                    f" const later = {json.dumps(list(later))}; if (!later.length) return;"
-                    " const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));"
-                    f" setTimeout(() => idle(() => {{ for (const name of later) import(base + name).catch(() => {{}}); }}),"
-                    f" {LATER_MS});}})();",
-                    "pluie-preload")
+        page_script(script, "pluie-preload")
 
 
 def page_script(script: str, marker: str) -> None:

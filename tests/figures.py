@@ -1,5 +1,6 @@
-"""The plotly figures a page drew, read back from AppTest: each st.plotly_chart's figure as the browser
-gets it (the proto's JSON: "data", the traces; "layout"), keyed by its title as shown (unescaped)."""
+"""The plotly figures a page drew, read back from AppTest: each chart's figure as the browser gets it
+(pages.charts.draw's component, its payload's "figure": "data", the traces; "layout"), keyed by its title
+as shown (unescaped)."""
 from __future__ import annotations
 
 import base64
@@ -24,11 +25,20 @@ def plain(value):
     return value
 
 
+def drawn(at) -> list:
+    """(element, payload) of every chart pages.charts.draw drew on the page, in order: the payload as the
+    browser reads it (revision, select, config, bundle, figure)."""
+    from pages.charts import PLOTLY_COMPONENT
+
+    return [(element, json.loads(element.proto.bytes)) for element in at.get("bidi_component")
+            if element.proto.component_name == PLOTLY_COMPONENT]
+
+
 def charts(at) -> dict:
     """{title: figure} of every plotly chart on the page, typed arrays as lists."""
     found = {}
-    for element in at.get("plotly_chart"):
-        figure = plain(json.loads(element.proto.spec))
+    for _, payload in drawn(at):
+        figure = plain(payload["figure"])
         found[html.unescape(figure["layout"]["title"]["text"])] = figure
     return found
 
@@ -56,4 +66,4 @@ def marks(figure: dict) -> dict:
 
 def config(at, key: str) -> dict:
     """The plotly config (modebar, download) of the chart drawn with this key."""
-    return next(json.loads(e.proto.config) for e in at.get("plotly_chart") if e.proto.id and key in e.proto.id)
+    return next(payload["config"] for element, payload in drawn(at) if element.proto.id and key in element.proto.id)

@@ -411,7 +411,7 @@ def test_agreement_when_every_label_is_dont_know_says_why_each_figure_is_missing
         figures = {m.label: (m.value, m.help) for m in at.metric}
         assert figures["Fleiss' κ"] == ("—", "Fleiss' κ needs at least one item labelled by two or more annotators.")
         assert all(value == "—" and "two or more annotators" in why for value, why in figures.values())
-        assert "no Cohen's κ" in messages(at) and not at.get("plotly_chart")
+        assert "no Cohen's κ" in messages(at) and not at.get("bidi_component")
     summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
     assert summary["dont_know_rate"].tolist() == [1.0, 1.0]
     # no majority label anywhere: the model has nothing to disagree with, and the page says that, not "agree"

@@ -18,7 +18,7 @@ HIGH, LOW = 0.9, 0.1  # the score of the even pairs and of the odd ones
 
 
 def chart(page, title: str):
-    return page.locator("[data-testid='stPlotlyChart']").filter(has_text=title)
+    return page.locator(".pluie-chart").filter(has_text=title)
 
 
 def drag(page, box, start: tuple, end: tuple, steps: int = 12) -> None:

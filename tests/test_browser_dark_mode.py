@@ -109,7 +109,7 @@ def test_the_annotation_page_follows_a_dark_system_theme_and_stays_readable(engi
 # and the texts written over its cells (fill, text); an empty cell is unpainted: the plot's background
 # shows, the app's in Streamlit's theme
 FIGURE = """(title) => {
-  const chart = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  const chart = [...document.querySelectorAll('.pluie-chart')]
       .find(c => (c.querySelector('.gtitle') || {}).textContent === title);
   if (!chart) return null;
   return {lines: [...chart.querySelectorAll('.scatterlayer path.js-line')].map(p => getComputedStyle(p).stroke),
@@ -121,7 +121,7 @@ def figure_in(page, url: str, title: str) -> dict:
     page.goto(url)
     wait_for_app(page)
     page.wait_for_function(f"({FIGURE})({title!r}) !== null", timeout=30_000)
-    page.locator("[data-testid='stPlotlyChart']").filter(has_text=title).locator(".main-svg").first.wait_for()
+    page.locator(".pluie-chart").filter(has_text=title).locator(".main-svg").first.wait_for()
     return page.evaluate(FIGURE, title)
 
 

@@ -1,6 +1,6 @@
-"""Issue 40, item 4: the scatters at scale. A figure's JSON is written once and handed to st.plotly_chart
-as it is (no second go.Figure, no second to_json on a rerun: about 1 s a run at 100,000 points before),
-drawing the same chart as its dict; beyond charts.POINTS_DRAWN pairs a scatter draws a seeded sample the
+"""Issue 40, item 4: the scatters at scale. A figure's JSON is written once and handed to the page as it
+is (no second go.Figure, no second to_json on a rerun: about 1 s a run at 100,000 points before), the
+figure the function built; beyond charts.POINTS_DRAWN pairs a scatter draws a seeded sample the
 page states, which "Points drawn" enlarges, while the page's statistics use every pair."""
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import json
 import numpy as np
 import pandas as pd
 import plotly.basedatatypes
-import plotly.graph_objects as go
-import plotly.io
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -25,28 +23,24 @@ def _points(n: int) -> pd.DataFrame:
                          "hypothesis": [f"a dog {i}" for i in range(n)], "labels": ["ann1: Same meaning"] * n})
 
 
-def _draw_both(points):
-    import streamlit as st
-
+def _draw(points):
     from pages import charts as page_charts
 
-    titles = {"x": "reference", "y": "run", "pair_id": "pair"}
-    page_charts.draw("scatter", points, titles, "prebuilt", key="prebuilt")
-    st.plotly_chart(page_charts.scatter(points, titles, "prebuilt").to_dict(), key="plain", theme="streamlit")
+    page_charts.draw("scatter", points, {"x": "reference", "y": "run", "pair_id": "pair"}, "prebuilt", key="prebuilt")
 
 
-def test_a_prebuilt_figure_draws_the_same_chart_as_its_dict():
-    from pages import private_api
+def test_a_chart_draws_the_figure_its_function_built_as_it_is():
+    from pages import charts as page_charts
+    from tests.figures import drawn
 
-    at = AppTest.from_function(_draw_both, args=(_points(300),), default_timeout=60).run()
+    at = AppTest.from_function(_draw, args=(_points(300),), default_timeout=60).run()
     assert not at.exception, at.exception
-    assert private_api.PLOTLY_SPEC.taken == "private"
-    prebuilt, as_dict = (plain(json.loads(e.proto.spec)) for e in at.get("plotly_chart"))
-    assert prebuilt == as_dict
-    assert len(prebuilt["data"][0]["customdata"]) == 300
-    # plotly's own functions are unchanged for any other figure
-    figure = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
-    assert plotly.io.to_json(figure) == plotly.io.to_json.pluie_prebuilt(figure)
+    [(element, payload)] = drawn(at)
+    built = page_charts.scatter(_points(300), {"x": "reference", "y": "run", "pair_id": "pair"}, "prebuilt")
+    assert plain(payload["figure"]) == plain(json.loads(built.to_json()))
+    assert len(plain(payload["figure"])["data"][0]["customdata"]) == 300
+    assert payload["bundle"] == page_charts.PLOTLY_JS and payload["select"] == []
+    assert payload["config"]["modeBarButtonsToRemove"] == ["select2d", "lasso2d"]  # nothing to select
 
 
 def test_a_rerun_builds_and_checks_no_figure_again(monkeypatch):
@@ -67,13 +61,13 @@ def test_a_rerun_builds_and_checks_no_figure_again(monkeypatch):
     at = AppTest.from_function(page, args=(_points(2_000),), default_timeout=60).run()
     assert not at.exception, at.exception
     assert built  # the first run builds it
-    first = at.get("plotly_chart")[0].proto
+    first = at.get("bidi_component")[0].proto
     built.clear()
     at.run()
     assert not at.exception, at.exception
-    assert built == []  # st.plotly_chart neither checked it as a go.Figure nor wrote it again
-    again = at.get("plotly_chart")[0].proto
-    assert again.spec == first.spec and again.id == first.id  # the same widget: a selection is kept
+    assert built == []  # no figure checked as a go.Figure or written again
+    again = at.get("bidi_component")[0].proto
+    assert again.bytes == first.bytes and again.id == first.id  # the same widget: a selection is kept
 
 
 @pytest.fixture

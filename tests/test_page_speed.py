@@ -29,16 +29,23 @@ def preload_scripts(at) -> list[str]:
 
 
 def preloaded(at, when: str = "now") -> list[str]:
-    """The module files a page asked the browser for, now or once the browser is idle ("later")."""
+    """The module files a page asked the browser for, now or once the browser is idle ("later"), and
+    plotly.js (pages.charts.PLOTLY_JS's file name) when it asked for that too."""
+    from pages.charts import PLOTLY_JS
+
     [script] = preload_scripts(at)
-    pattern = r"for \(const name of (\[.*?\])\)" if when == "now" else r"const later = (\[.*?\]);"
-    names = re.search(pattern, script).group(1)
+    pattern = r" load\((\[.*?\]), (true|false)\);" if when == "now" else r"const later = (\[.*?\]);"
+    found = re.search(pattern, script)
+    names, plotly = found.group(1), found.group(2) if when == "now" else re.search(r"const plotly = (true|false);",
+                                                                                   script).group(1)
     assert "{display:none}" in script and "pluie-preload" in script  # its element takes no room
-    return sorted(name.strip('"') for name in names.strip("[]").split(", ") if name)
+    assert f"'../../{PLOTLY_JS}'" in script  # the app's root: Streamlit's index script is in static/js/
+    listed = [name.strip('"') for name in names.strip("[]").split(", ") if name]
+    return sorted(listed + ([PLOTLY_JS.rsplit("/", 1)[1]] if plotly == "true" else []))
 
 
 @pytest.mark.parametrize("page, stems", [
-    ("thresholds", {"DataFrame", "PlotlyChart"}),  # its curve (plotly) and its tables
+    ("thresholds", {"DataFrame", "BidiComponent", "plotly"}),  # its curve (plotly) and its tables
     ("home", {"DataFrame"}),  # Datasets: a table, no chart
 ])
 def test_a_page_asks_the_browser_for_the_views_it_draws(engine, app_env, page, stems):
@@ -49,8 +56,8 @@ def test_a_page_asks_the_browser_for_the_views_it_draws(engine, app_env, page, s
     wanted, later = preloaded(at), preloaded(at, "later")
     assert {name.split(".")[0] for name in wanted} == stems
     # the others' once the browser is idle: the first chart reached through the menu finds plotly's code
-    assert {name.split(".")[0] for name in later} == {"DataFrame", "PlotlyChart"} - stems
-    assert all((STATIC_JS / name).is_file() for name in wanted + later)  # files of this Streamlit build
+    assert {name.split(".")[0] for name in later} == {"DataFrame", "BidiComponent", "plotly"} - stems
+    assert all((STATIC_JS / name).is_file() or (REPO / "static" / name).is_file() for name in wanted + later)
     assert "requestIdleCallback" in preload_scripts(at)[0]
 
 
@@ -59,7 +66,7 @@ def test_a_page_without_tables_or_charts_asks_for_none_until_the_browser_is_idle
     at.run()
     at.switch_page("pages/import_pairs.py").run()
     assert not at.exception and preloaded(at) == []
-    assert {name.split(".")[0] for name in preloaded(at, "later")} == {"DataFrame", "PlotlyChart"}
+    assert {name.split(".")[0] for name in preloaded(at, "later")} == {"DataFrame", "BidiComponent", "plotly"}
 
 
 def test_a_labelling_link_asks_for_nothing(engine, app_env):

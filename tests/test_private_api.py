@@ -29,12 +29,11 @@ CHECKS = {
     app_api.RUNTIME: app_api.runtime_exists,
     app_api.PAGES_MANAGER: app_api.pages_manager,
     app_api.SCRIPT_RUN_CTX: app_api.script_run_ctx,
-    app_api.STATIC_JS: lambda: app_api.static_js_files(("DataFrame", "PlotlyChart")),
+    app_api.STATIC_JS: lambda: app_api.static_js_files(("DataFrame", "BidiComponent")),
     app_api.MISSING_CONTEXT_LOG: app_api.missing_context_logger,
     app_api.AUTHLIB: app_api.authlib_installed,
     app_api.DRAWING: app_api.drawing_modules,
     app_api.STREAMLIT_CLI: app_api.streamlit_cli_main,
-    app_api.PLOTLY_SPEC: app_api.prebuilt_plotly_specs,
 }
 
 
@@ -76,8 +75,8 @@ def test_the_private_objects_are_the_ones_the_code_uses():
     assert app_api.runtime_exists() == Runtime.exists and app_api.runtime_exists()() is Runtime.exists()
     assert app_api.pages_manager() is PagesManager
     assert app_api.script_run_ctx() is get_script_run_ctx and get_script_run_ctx(suppress_warning=True) is None
-    names = app_api.static_js_files(("DataFrame", "PlotlyChart"))
-    assert [name.split(".")[0] for name in names] == ["DataFrame", "PlotlyChart"]
+    names = app_api.static_js_files(("DataFrame", "BidiComponent"))
+    assert [name.split(".")[0] for name in names] == ["DataFrame", "BidiComponent"]
     assert all((app_api.static_js_folder() / name).is_file() for name in names)
     assert app_api.missing_context_logger() is logging.getLogger(app_api.MISSING_CONTEXT_LOGGER)
     assert app_api.authlib_installed() is True  # requirements.txt installs it
@@ -193,7 +192,7 @@ def test_streamlit_files_and_modules_that_are_gone_are_left_out(monkeypatch, tmp
     _fresh(monkeypatch, app_api.STATIC_JS)
     (tmp_path / "DataFrame.abc.js").write_text("")
     monkeypatch.setattr(app_api, "static_js_folder", lambda: tmp_path)
-    assert app_api.static_js_files(("DataFrame", "PlotlyChart")) == ("DataFrame.abc.js",)
+    assert app_api.static_js_files(("DataFrame", "BidiComponent")) == ("DataFrame.abc.js",)
     assert app_api.STATIC_JS.taken == FALLBACK
 
     _fresh(monkeypatch, app_api.DRAWING)
