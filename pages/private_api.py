@@ -125,7 +125,7 @@ def static_js_folder() -> Path:
 
 
 def static_js_files(stems: tuple) -> tuple:
-    """The file names of Streamlit's built JavaScript modules named ``stems`` ("DataFrame", "PlotlyChart"),
+    """The file names of Streamlit's built JavaScript modules named ``stems`` ("DataFrame", "BidiComponent"),
     hashed as ``<stem>.<hash>.js`` in ``static_js_folder()``, each stem's found when there is exactly one
     (in order). A stem with none, or with several, is left out, and recorded as the fallback: the browser
     gets no hint for it (STATIC_JS.fallback)."""

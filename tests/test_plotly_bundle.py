@@ -1,0 +1,99 @@
+"""Issue 40, item 4: the charts' plotly.js is static/plotly.pluie.min.js, a bundle of the traces the pages
+draw (scripts/plotly_bundle), served by Streamlit's static serving: the same plotly.js release as the plotly
+package the figures are written with, registering exactly pages.charts.BUNDLED_TRACES, which every figure
+of the analysis pages keeps to; a selection is read back only for the figure it was made on."""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+
+import plotly.offline
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pages import charts
+from tests.paths import REPO
+
+BUNDLE = REPO / "static" / charts.PLOTLY_JS.rsplit("/", 1)[1]
+BUILD = REPO / "scripts" / "plotly_bundle"
+
+
+def test_the_bundle_is_the_plotly_js_of_the_plotly_package_and_served_as_the_pages_ask():
+    header = BUNDLE.read_text()[:300]
+    version = re.match(r"/\* plotly\.js v([0-9.]+) ", header).group(1)
+    assert version == plotly.offline.get_plotlyjs_version()  # the figures' JSON is plotly.py's, for this plotly.js
+    assert json.loads((BUILD / "package.json").read_text())["devDependencies"]["plotly.js"] == version
+    assert "MIT license" in header
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["enableStaticServing"] is True  # static/ at app/static/
+    assert charts.PLOTLY_JS == f"app/static/{BUNDLE.name}"
+    # the build's entry registers the traces charts.BUNDLED_TRACES names (scatter: plotly.js's core)
+    registered = set(re.findall(r"require\('plotly\.js/lib/(\w+)'\)", (BUILD / "entry.js").read_text())) - {"core"}
+    assert set(registered) | {"scatter"} == set(charts.BUNDLED_TRACES)
+
+
+@pytest.mark.browser
+def test_the_bundle_registers_the_traces_the_pages_draw_and_draws_them(browser):
+    page = browser.new_page()
+    page.set_content("<div id='chart' style='width:600px;height:400px'></div>")
+    page.add_script_tag(path=str(BUNDLE))
+    traces = page.evaluate("Object.keys(Plotly.PlotSchema.get().traces).sort()")
+    assert traces == sorted(charts.BUNDLED_TRACES)
+    drawn = page.evaluate("""() => Plotly.newPlot('chart', [
+        {type: 'scattergl', mode: 'markers', x: [1, 2, 3], y: [3, 1, 2]}, {type: 'bar', x: [1, 2], y: [2, 3]},
+        {type: 'heatmap', z: [[1, 2], [3, 4]]}, {type: 'scatter', x: [1, 2], y: [1, 2]}])
+      .then((gd) => gd._fullData.map((t) => t.type))""")
+    assert drawn == ["scattergl", "bar", "heatmap", "scatter"]
+
+
+@pytest.mark.parametrize("name", ["agreement", "thresholds", "distributions", "correlation"])
+def test_every_figure_of_the_analysis_pages_keeps_to_the_bundled_traces(db_url, engine, built_analysis_store,
+                                                                       monkeypatch, name):
+    from tests.analysis_store import load_built_store
+    from tests.figures import drawn
+
+    load_built_store(engine, built_analysis_store)
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
+    assert not at.exception, at.exception
+    payloads = [payload for _, payload in drawn(at)]
+    assert payloads
+    for payload in payloads:
+        assert {trace.get("type", "scatter") for trace in payload["figure"]["data"]} <= set(charts.BUNDLED_TRACES)
+        assert payload["bundle"] == charts.PLOTLY_JS
+
+
+def _selectable(points):
+    import streamlit as st
+
+    from pages import charts as page_charts
+
+    event = page_charts.draw("scatter", points, {"x": "x", "y": "y", "pair_id": "pair"}, "T", key="chart",
+                             select=("box", "lasso"))
+    st.markdown(f"picked {page_charts.selected_pair_ids(event)}")
+
+
+def test_a_selection_is_read_for_the_figure_it_was_made_on_only():
+    import pandas as pd
+
+    from tests.figures import drawn
+
+    points = pd.DataFrame({"pair_id": [4, 5, 6], "x": [0.1, 0.2, 0.3], "y": [1.0, 0.5, 0.2]})
+    at = AppTest.from_function(_selectable, args=(points,), default_timeout=30).run()
+    assert not at.exception, at.exception
+    [(_, payload)] = drawn(at)
+    assert payload["select"] == ["box", "lasso"] and payload["config"]["modeBarButtonsToRemove"] == []
+    assert at.markdown[0].value == "picked []"
+    made = {"points": [{"curve_number": 0, "point_index": 1, "x": 0.2, "y": 0.5, "customdata": [5]}],
+            "point_indices": [1], "box": [{"x": [0.15, 0.25], "y": [0.4, 0.6]}], "lasso": []}
+    at.session_state["chart"] = {"selection": {**made, "revision": payload["revision"]}}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == "picked [5]"
+    # the same key, another figure (the page's data changed): the old selection names none of its pairs
+    at.session_state["chart"] = {"selection": {**made, "revision": "another figure"}}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == "picked []"
