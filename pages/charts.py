@@ -251,10 +251,10 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
         return None
     state = _plotly_component()(data=payload, key=key, width="stretch", height="content",
                                 on_selection_change=_selected)
-    chosen = state.get("selection") if state is not None else None
-    if not isinstance(chosen, dict) or chosen.get("revision") != revision:
-        chosen = {"points": [], "point_indices": [], "box": [], "lasso": []}
-    return {"selection": {k: v for k, v in chosen.items() if k != "revision"}}
+    made = state.get("selection") if state is not None else None
+    if not isinstance(made, dict) or made.get("revision") != revision:
+        made = {"points": [], "point_indices": [], "box": [], "lasso": []}
+    return {"selection": {k: v for k, v in made.items() if k != "revision"}}
 
 
 def _selected() -> None:
