@@ -14,7 +14,7 @@ from pages.tables import download_csv
 from pluie_core.agreement import AGREEMENT_RULE
 from pages.shared import admin_page, user_text
 
-admin_page("table", "chart")
+admin_page("chart")
 
 WEIGHTS = {"Unweighted": None, "Linear": "linear", "Quadratic": "quadratic"}
 SCALE_NAMES = {"levels": "Five-level scale", "raw": "Imported values (own scale)"}

@@ -20,7 +20,7 @@ from pluie_core.evaluation.correlation import (
 )
 from pluie_core.stats import StatsError, format_p
 
-admin_page("table", "chart")
+admin_page("chart")
 
 REFERENCES = GRADED_REFERENCES
 ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",

@@ -12,7 +12,7 @@ from pages.tables import download_csv, file_stem, plus_minus
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
-admin_page("table", "chart")
+admin_page("chart")
 
 CLASSES, COLOURS = charts.CLASSES, charts.CLASS_COLOURS
 EDIT = "normalised edit distance"

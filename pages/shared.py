@@ -157,8 +157,11 @@ def admin_page(*views: str):
     nothing else and, when sign-in is needed (accounts, or an admin password), visitors who have not
     signed in see the sign-in form (pages.signin), and a role that may not open the page a sentence.
     app.py does the same already; this keeps each page closed on its own too.
-    ``views``: what the page draws, "table" (st.dataframe) and "chart" (a plotly chart: charts.draw), for the
-    browser to load while the page computes (preload_views)."""
+    ``views``: what the page draws first, "table" (st.dataframe) or "chart" (a plotly chart: charts.draw), for
+    the browser to load while the page computes (preload_views). A chart page names its charts alone: the
+    table code, evaluated while the charts drew, held them back (Distributions in a new tab at 100,000 pairs,
+    2.1–3.2 s naming both, 2.3–2.8 s naming the chart: bench/results/2026-11-26-pages.md); the tables below
+    the charts load their code as they arrive."""
     _through_app()
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")

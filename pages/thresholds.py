@@ -17,7 +17,7 @@ from db.analysis import pairs_detail
 from pages.shared import admin_page, get_engine, user_text
 from pluie_core.stats import PAPER_PER_CLASS, StatsError, StatsWarning, metrics_at, mixed_balanced_draw
 
-admin_page("table", "chart")
+admin_page("chart")
 
 FIGURES = ["accuracy", "f1", "precision", "recall"]
 MAX_POINTS = 400  # points of each curve drawn: more than a chart's width in pixels needs (2,000 took the browser a second)
