@@ -88,19 +88,21 @@ export default function ({data, parentElement, setStateValue}) {
     const element = document.createElement('div');
     element.className = 'pluie-chart';
     parentElement.appendChild(element);
-    chart = parentElement.__pluieChart = {element, text: null, theme: null, drawn: null};
+    chart = parentElement.__pluieChart = {element, text: null, theme: null};
   }
-  const payload = JSON.parse(text);
-  chart.element.style.height = `${payload.figure.layout.height || 450}px`;
   const theme = themeOf(parentElement);
-  if (chart.text === text && chart.theme === theme.key) return undefined;  // the same figure: as it stands
+  const cleanup = () => {  // the element gone from the page (not merely drawn again): plotly's listeners go too
+    setTimeout(() => { if (!chart.element.isConnected && window.Plotly) window.Plotly.purge(chart.element); }, 0);
+  };
+  if (chart.text === text && chart.theme === theme.key) return cleanup;  // the same figure: as it stands
   chart.text = text;
   chart.theme = theme.key;
-  chart.drawn = loadPlotly(payload.bundle).then((Plotly) => {
-    if (chart.text !== text) return;  // a newer figure came while plotly.js loaded: it draws instead
+  const payload = JSON.parse(text);
+  chart.element.style.height = `${payload.figure.layout.height || 450}px`;
+  loadPlotly(payload.bundle).then((Plotly) => {
+    if (chart.text !== text) return undefined;  // a newer figure came while plotly.js loaded: it draws instead
     const first = !chart.element.classList.contains('js-plotly-plot');
-    const config = {...payload.config, responsive: true};
-    const drawn = Plotly.react(chart.element, payload.figure.data, themed(payload.figure, theme), config);
+    const drawn = Plotly.react(chart.element, payload.figure.data, themed(payload.figure, theme), payload.config);
     if (first) {  // a selection is sent where the page asked for one (payload.select), with the figure's revision
       const send = (event) => { if (chart.select) setStateValue('selection', selection(event, chart.revision)); };
       chart.element.on('plotly_selected', (event) => { if (event) send(event); });
@@ -114,8 +116,9 @@ export default function ({data, parentElement, setStateValue}) {
     chart.revision = payload.revision;
     chart.select = payload.select.length > 0;
     return drawn;
+  }).catch((error) => {  // plotly.js did not load (the server gone, a proxy in the way): said where the chart was
+    chart.text = null;  // drawn again on the page's next run
+    chart.element.textContent = `This chart could not be drawn (${error.message}). Reload the page to try again.`;
   });
-  return () => {  // the element gone from the page (not merely drawn again): plotly's listeners go too
-    setTimeout(() => { if (!chart.element.isConnected && window.Plotly) window.Plotly.purge(chart.element); }, 0);
-  };
+  return cleanup;
 }

@@ -97,3 +97,26 @@ def test_a_selection_is_read_for_the_figure_it_was_made_on_only():
     at.run()
     assert not at.exception, at.exception
     assert at.markdown[0].value == "picked []"
+
+
+@pytest.mark.browser
+def test_a_chart_whose_plotly_js_does_not_load_says_so_where_it_was(engine, app_server, browser):
+    import pandas as pd
+
+    from db.analysis import add_score_run, pairs_frame
+    from db.datasets import import_pairs
+    from tests.browser import wait_for_app
+    from tests.store_fixtures import sentence_pairs
+
+    frame = pd.DataFrame(sentence_pairs(6), columns=["source", "hypothesis"])
+    frame["label"] = [1, 0, 1, 0, 1, 0]
+    import_pairs(engine, "d", frame)
+    add_score_run(engine, "lev", {pid: 0.1 * i for i, pid in enumerate(pairs_frame(engine).index)})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.route(f"**/{charts.PLOTLY_JS}", lambda route: route.abort())
+    page.goto(f"{app_server.url}/thresholds")
+    wait_for_app(page)
+    said = page.locator(".pluie-chart").filter(has_text="This chart could not be drawn").first
+    said.wait_for(timeout=30_000)
+    assert "Reload the page" in said.inner_text()
+    assert page.locator(".pluie-chart .main-svg").count() == 0
