@@ -9,7 +9,7 @@ The figures are built here with plotly (Python) and drawn in the page by plotly.
 st.components.v2 component, pages/plotly_chart.js), from static/plotly.pluie.min.js, a bundle of the four
 traces drawn here (scripts/plotly_bundle): its code takes the browser about a third of the time the whole
 plotly.js does, and a new chart is drawn once (st.plotly_chart drew it three times, its theme applied
-between). A chart page in a new tab: 3.0–4.7 s before, 1.7–2.8 s since, at 100,000 pairs on 2 cores
+between). A chart page in a new tab: 3.0–4.7 s before, 1.7–3.3 s since, at 100,000 pairs on 2 cores
 (bench/results/2026-11-26-pages.md).
 
 Plotly renders titles, tick labels, legends and hover texts as a little HTML (<b>, <br>, <a>): every
