@@ -246,11 +246,10 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
                        "modeBarButtonsToRemove": [button for mode, button in SELECT_BUTTONS.items() if mode not in select]}
     head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_JS}
     payload = json.dumps(head)[:-1].encode() + b', "figure": ' + spec + b"}"
-    if not select:
-        _plotly_component()(data=payload, key=key, width="stretch", height="content")
-        return None
     state = _plotly_component()(data=payload, key=key, width="stretch", height="content",
-                                on_selection_change=_selected)
+                                **({"on_selection_change": _selected} if select else {}))
+    if not select:
+        return None
     made = state.get("selection") if state is not None else None
     if not isinstance(made, dict) or made.get("revision") != revision:
         made = {"points": [], "point_indices": [], "box": [], "lasso": []}

@@ -160,8 +160,8 @@ def admin_page(*views: str):
     ``views``: what the page draws first, "table" (st.dataframe) or "chart" (a plotly chart: charts.draw), for
     the browser to load while the page computes (preload_views). A chart page names its charts alone: the
     table code, evaluated while the charts drew, held them back (Distributions in a new tab at 100,000 pairs,
-    2.1–3.2 s naming both, 2.3–2.8 s naming the chart: bench/results/2026-11-26-pages.md); the tables below
-    the charts load their code as they arrive."""
+    eight tabs each: 2.4–3.2 s naming both, 2.3–2.9 s naming the chart: bench/results/2026-11-26-pages.md);
+    the tables below the charts load their code as they arrive."""
     _through_app()
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")
