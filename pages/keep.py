@@ -210,7 +210,9 @@ def save() -> None:
         " }, true);"
         # A page link clicked straight from a text box: the box sends its text as it loses focus, which
         # starts a run, and a page change that lands during that run bounces back to the page with its
-        # widgets emptied (Streamlit issue 9100). The click waits for that run (at most 5 s), then goes.
+        # widgets emptied (Streamlit issue 9100). The click waits for that run (at most 5 s), then goes:
+        # once the run has started and ended (3 quiet ticks), or after 1 s without one starting (the text
+        # had not changed); on a loaded machine the run can start later than 3 ticks after the focus left.
         " let left = 0;"
         " document.addEventListener('focusout', (event) => {"
         "   if (event.target.matches && event.target.matches('input, textarea')) left = Date.now(); }, true);"
@@ -220,10 +222,10 @@ def save() -> None:
         "   const link = event.target.closest && event.target.closest('a[data-testid=\"stPageLink-NavLink\"]');"
         "   if (!link || link.dataset.pluieWaited || Date.now() - left > 1500) return;"
         "   event.preventDefault(); event.stopImmediatePropagation();"
-        "   const since = Date.now(); let quiet = 0;"
+        "   const since = Date.now(); let quiet = 0, ran = false;"
         "   const wait = setInterval(() => {"
-        "     quiet = busy() ? 0 : quiet + 1;"
-        "     if (quiet < 3 && Date.now() - since < 5000) return;"
+        "     if (busy()) { ran = true; quiet = 0; } else quiet += 1;"
+        "     if (quiet < (ran ? 3 : 20) && Date.now() - since < 5000) return;"
         "     clearInterval(wait); const href = link.getAttribute('href');"
         "     const now = [...document.querySelectorAll('a[data-testid=\"stPageLink-NavLink\"]')]"
         "       .find(a => a.getAttribute('href') === href) || link;"
