@@ -33,7 +33,14 @@ the same page without it, median of 10, while the grid itself is on screen at th
 those in the document's head, of an element outside the document, or of an element of the body that
 takes no room on the screen (no size, wholly off it, or added and removed before the browser drew it):
 plotly's code, when it loads, adds its styles to the head, measures text with such elements, and every
-admin page loads it once the browser is idle (pages.shared.preload_views), a change no one sees. The
+admin page loads it once the browser is idle (pages.shared.preload_views), a change no one sees. Nor
+the two marks Streamlit sets that change nothing on the screen: the `stApp` element's script state (a
+test hook), and an element's stale mark (`data-stale` and the class that comes with it) when it is
+cleared within 0.5 s, since Streamlit fades a stale element only 0.5 s after marking it (its CSS:
+`opacity 1s ease-in 0.5s`); a mark that lasts longer counts from its fade's start. So the run of a page
+that refreshes itself (Scoring's and Live campaign's `st.fragment(run_every=...)`), which marks its
+elements and redraws the same ones, is not read as the page still loading (it was on a slow machine: Scoring
+3.6–3.7 s for a page still at 1.8 s; bench/results/2026-11-26-pages.md). The
 table prints both: the visible figure, which the limit applies to, and the last change of any kind.
 Prints a table and exits 1 when a page misses its goal (tabs: over --limit seconds in either visit).
 """
@@ -76,14 +83,40 @@ const unseen = (n, added) => {
   return (box.width === 0 && box.height === 0) || box.right <= 0 || box.bottom <= 0;
 };
 document.addEventListener('click', () => { window.__clickedAt = performance.now(); }, true);
+// Streamlit marks an element stale while a run may replace it (data-stale, and its class with it) and fades
+// it only 0.5 s later (its CSS: `transition: opacity 1s ease-in 0.5s`): a mark cleared sooner shows nothing
+const FADE_DELAY = 500, staleSince = new WeakMap();
 new MutationObserver((records) => {
   const now = performance.now();
   window.__lastChange = now;
   let visible = false;
   const added = new Set(records.flatMap((r) => [...r.addedNodes]));
+  const unfaded = new Set();  // elements whose stale mark came or went unseen in these records
   for (const r of records) {
-    if (r.type === 'attributes' && r.attributeName === 'data-test-script-state'
-        && r.target.getAttribute('data-test-script-state') === 'running') window.__runStartedAt = now;
+    if (r.type !== 'attributes' || r.attributeName !== 'data-stale') continue;
+    if (r.target.getAttribute('data-stale') === 'true') {
+      if (!staleSince.has(r.target)) {
+        staleSince.set(r.target, now);
+        setTimeout(() => {  // still marked: its fade starts now, a change a person sees
+          if (staleSince.get(r.target) === now && r.target.isConnected) {
+            window.__lastChange = window.__lastVisible = performance.now();
+          }
+        }, FADE_DELAY);
+      }
+      unfaded.add(r.target);
+    } else {
+      const since = staleSince.get(r.target);
+      staleSince.delete(r.target);
+      if (since !== undefined && now - since < FADE_DELAY) unfaded.add(r.target);
+    }
+  }
+  for (const r of records) {
+    if (r.type === 'attributes' && r.attributeName === 'data-test-script-state') {
+      if (r.target.getAttribute('data-test-script-state') === 'running') window.__runStartedAt = now;
+      continue;  // a test hook: the page does not look different
+    }
+    if (r.type === 'attributes' && unfaded.has(r.target)
+        && (r.attributeName === 'data-stale' || r.attributeName === 'class')) continue;
     const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
     const within = r.type === 'childList' ? node : node && node.parentElement;
     if (!node || !node.isConnected) continue;  // an element built outside the document

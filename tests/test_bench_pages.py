@@ -70,3 +70,44 @@ def test_what_a_person_sees_leaves_out_the_head_off_screen_and_detached_changes(
     page.wait_for_timeout(50)
     assert page.evaluate("window.__lastVisible") > unseen
     context.close()
+
+
+STALE_PAGE = """<html><head></head><body><div data-testid=stApp data-test-script-state=notRunning>
+<div id=box data-testid=stElementContainer data-stale=false class=fresh>box</div></div><script>
+const box = document.getElementById('box'), app = document.querySelector('[data-testid=stApp]');
+const mark = (stale) => { box.setAttribute('data-stale', String(stale)); box.className = stale ? 'stale' : 'fresh'; };
+window.__steps = {};
+setTimeout(() => { window.__steps.drawn = performance.now(); box.textContent = 'drawn'; }, 100);
+// a refresh: the script runs, the box is marked stale and cleared 100 ms later, the same box redrawn
+setTimeout(() => { app.setAttribute('data-test-script-state', 'running'); mark(true); }, 600);
+setTimeout(() => { mark(false); app.setAttribute('data-test-script-state', 'notRunning');
+  window.__steps.refreshed = performance.now(); }, 700);
+// a slow run: marked stale for 0.9 s, so its fade shows from 0.5 s after the mark
+setTimeout(() => { window.__steps.marked = performance.now(); mark(true); }, 1200);
+setTimeout(() => { window.__steps.fading = performance.now(); }, 1750);
+setTimeout(() => { mark(false); window.__steps.cleared = performance.now(); }, 2100);
+</script></body></html>"""
+
+
+def test_a_stale_mark_cleared_before_streamlit_fades_it_and_the_script_state_are_not_seen(browser, tmp_path):
+    """Streamlit fades a stale element 0.5 s after marking it: a periodic refresh that marks its elements and
+    clears the marks within 0.1 s (Scoring's st.fragment(run_every=2)) changes nothing a person sees, nor does
+    the app's script-state attribute; a mark that lasts longer counts from its fade's start, and its clearing."""
+    bench = load_bench()
+    (tmp_path / "stale.html").write_text(STALE_PAGE)
+    context = browser.new_context()
+    context.add_init_script(bench.WATCH_DOM)
+    page = context.new_page()
+    page.goto((tmp_path / "stale.html").as_uri())
+    page.wait_for_function("window.__steps.refreshed !== undefined", timeout=10_000)
+    page.wait_for_timeout(100)
+    visible, last, steps = page.evaluate("[window.__lastVisible, window.__lastChange, window.__steps]")
+    assert last >= steps["refreshed"] - 5  # the refresh was observed
+    assert steps["drawn"] - 5 <= visible < steps["refreshed"] - 400  # and not seen: the page's last sight is 'drawn'
+    page.wait_for_function("window.__steps.fading !== undefined", timeout=10_000)
+    assert page.evaluate("window.__lastVisible") >= steps["drawn"] and page.evaluate("window.__lastVisible") > (
+        page.evaluate("window.__steps.marked") + 400)  # the fade started 0.5 s after the mark: seen
+    page.wait_for_function("window.__steps.cleared !== undefined", timeout=10_000)
+    page.wait_for_timeout(50)
+    assert page.evaluate("window.__lastVisible") >= page.evaluate("window.__steps.cleared") - 5
+    context.close()
