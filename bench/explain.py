@@ -118,7 +118,8 @@ def main(argv=None) -> None:
               f"largest {values.max():7.3f}s")
     print(f"one at a time / explanation: {np.median(single_s / explain_s):.1f}x (median of pairs); "
           f"explanation / the pair alone: {np.median(explain_s / alone_s):.1f}x")
-    print(f"largest |contribution difference| between the two ways: {max(gaps):.1e} (contributions span "
+    print(f"largest |contribution difference| between the two ways: {max(gaps):.1e}, median of pairs "
+          f"{np.median(gaps):.1e} (contributions span "
           f"{min(spread):.3f} .. {max(spread):.3f}; {dtype})" if gaps else "no pair had two words")
 
 
