@@ -50,16 +50,21 @@ setTimeout(() => {
 </script></body></html>"""
 
 
+def watched(browser, tmp_path, html: str):
+    """A new context whose pages bench/pages.py watches (its WATCH_DOM), and a page of it on ``html``."""
+    (tmp_path / "page.html").write_text(html)
+    context = browser.new_context()
+    context.add_init_script(load_bench().WATCH_DOM)
+    page = context.new_page()
+    page.goto((tmp_path / "page.html").as_uri())
+    return context, page
+
+
 def test_what_a_person_sees_leaves_out_the_head_off_screen_and_detached_changes(browser, tmp_path):
     """Plotly's code, loaded once the browser is idle, adds styles to the head and measures text with elements
     off the screen or outside the document: no one sees those changes, and the page's last visible change
     stays the paragraph drawn at 0.2 s, while its last change of any kind is at 0.9 s."""
-    bench = load_bench()
-    (tmp_path / "page.html").write_text(PAGE)
-    context = browser.new_context()
-    context.add_init_script(bench.WATCH_DOM)
-    page = context.new_page()
-    page.goto((tmp_path / "page.html").as_uri())
+    context, page = watched(browser, tmp_path, PAGE)
     page.wait_for_function("window.__unseenDone !== undefined", timeout=10_000)
     page.wait_for_timeout(100)
     visible, last, unseen = page.evaluate("[window.__lastVisible, window.__lastChange, window.__unseenDone]")
@@ -93,12 +98,7 @@ def test_a_stale_mark_cleared_before_streamlit_fades_it_and_the_script_state_are
     """Streamlit fades a stale element 0.5 s after marking it: a periodic refresh that marks its elements and
     clears the marks within 0.1 s (Scoring's st.fragment(run_every=2)) changes nothing a person sees, nor does
     the app's script-state attribute; a mark that lasts longer counts from its fade's start, and its clearing."""
-    bench = load_bench()
-    (tmp_path / "stale.html").write_text(STALE_PAGE)
-    context = browser.new_context()
-    context.add_init_script(bench.WATCH_DOM)
-    page = context.new_page()
-    page.goto((tmp_path / "stale.html").as_uri())
+    context, page = watched(browser, tmp_path, STALE_PAGE)
     page.wait_for_function("window.__steps.refreshed !== undefined", timeout=10_000)
     page.wait_for_timeout(100)
     visible, last, steps = page.evaluate("[window.__lastVisible, window.__lastChange, window.__steps]")
