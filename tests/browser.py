@@ -139,6 +139,25 @@ def wait_for_app(page, timeout: float = 30_000) -> None:
     )
 
 
+def wait_for_settled_app(page, quiet_ms: float = 750, timeout: float = 30_000) -> None:
+    """wait_for_app, and then no run for ``quiet_ms``: a page opened afresh may run its script twice (a
+    second run starts about 0.1 s after the first ends), and wait_for_app can return in between. A form
+    filled during that second run loses what was picked when the run redraws it."""
+    wait_for_app(page, timeout)
+    page.evaluate("window.__pluieBusyAt = performance.now()")
+    page.wait_for_function(
+        """(quiet) => {
+          const app = document.querySelector('[data-testid="stApp"]');
+          const now = performance.now();
+          if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'
+              || document.querySelector('[data-testid="stStatusWidgetRunningIcon"]')) {
+            window.__pluieBusyAt = now;
+            return false;
+          }
+          return now - window.__pluieBusyAt >= quiet;
+        }""", arg=quiet_ms, polling=50, timeout=timeout)
+
+
 def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
     """Open a Streamlit selectbox (a locator of its combobox) and pick ``option``. A click that lands
     while the page redraws leaves the list closed or detaches it: open it again, a few times."""
