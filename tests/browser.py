@@ -125,18 +125,19 @@ def browser(chromium):
         context.close()
 
 
+# Streamlit has finished running the page's script: no running icon, the main area drawn, the script state
+APP_IDLE = ("!document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')"
+            " && document.querySelector('[data-testid=\"stMain\"]') !== null"
+            " && document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'")
+
+
 def wait_for_app(page, timeout: float = 30_000) -> None:
     """Wait until Streamlit has finished running the script for the current page. The status widget's
     running icon shows only a moment into a run, so the app's own script state is read too: without it,
     a wait right after a click could return while the run it started was still drawing (a download
     clicked then came from the run before)."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')"
-        " && document.querySelector('[data-testid=\"stMain\"]') !== null"
-        " && document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'",
-        timeout=timeout,
-    )
+    page.wait_for_function(f"() => {APP_IDLE}", timeout=timeout)
 
 
 def wait_for_settled_app(page, quiet_ms: float = 750, timeout: float = 30_000) -> None:
@@ -146,16 +147,11 @@ def wait_for_settled_app(page, quiet_ms: float = 750, timeout: float = 30_000) -
     wait_for_app(page, timeout)
     page.evaluate("window.__pluieBusyAt = performance.now()")
     page.wait_for_function(
-        """(quiet) => {
-          const app = document.querySelector('[data-testid="stApp"]');
+        f"""(quiet) => {{
           const now = performance.now();
-          if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'
-              || document.querySelector('[data-testid="stStatusWidgetRunningIcon"]')) {
-            window.__pluieBusyAt = now;
-            return false;
-          }
+          if (!({APP_IDLE})) {{ window.__pluieBusyAt = now; return false; }}
           return now - window.__pluieBusyAt >= quiet;
-        }""", arg=quiet_ms, polling=50, timeout=timeout)
+        }}""", arg=quiet_ms, polling=50, timeout=timeout)
 
 
 def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
