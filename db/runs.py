@@ -31,6 +31,7 @@ DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b 
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
 MAX_BATCH_SIZE = 100_000  # pairs per forward pass
+DTYPES = ("float32", "bfloat16", "float16")  # a PLUIE run's precision (pluie_core.scorer's names for them)
 MAX_ANSWER = 100  # characters of an answer word
 MAX_OPTION = 500  # characters of a baseline's option value (a model id or path, a number, a word)
 
@@ -98,6 +99,9 @@ def create_run(
         raise RunError("The two answer words must differ.")
     if batch_size is not None:
         batch_size = check_whole("The batch size", batch_size, RunError, 1, MAX_BATCH_SIZE)
+    if dtype and dtype not in DTYPES:  # checked here, not first by the worker that loads the weights
+        raise RunError(f"Precision must be one of {', '.join(DTYPES)}, not {dtype!r} (or none: bfloat16 on a GPU, "
+                       "float32 on a CPU).")
     if direction not in spec.directions:  # a kind that compares preference items asks forward only
         raise RunError("An LLM-choice run asks each candidate first against its partner (the item's other pair is "
                        "asked the other way round): leave the direction forward.")

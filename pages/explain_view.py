@@ -3,8 +3,9 @@
 For the PLUIE runs that cover the pair, a button asks the worker (db.explanations) to score the pair with
 each word left out, with the run's own model where it is already loaded; the page waits under a spinner
 that says so, then draws the two sentences with each word coloured by its contribution
-(pluie_core.explain.explanation_html: the number on hover) beside the pair's score. Kept once computed:
-the next visit draws it at once.
+(pluie_core.explain.explanation_html: the number on hover) beside the pair's score, and, when the run
+computes in bfloat16 or float16, how far its rounding reaches (pluie_core.explain.precision_note). Kept
+once computed: the next visit draws it at once.
 
     from pages.explain_view import why_this_score
     why_this_score(engine, pair_id, source, hypothesis, key="review")
@@ -19,7 +20,7 @@ from db import explanations as expl
 from db.engine import StoreUnavailable
 from db.queue import alive_workers
 from pages.shared import user_text
-from pluie_core.explain import explanation_html
+from pluie_core.explain import explanation_html, precision_note
 
 WAIT_SECONDS = 60.0  # how long the page waits for the worker before saying it has not answered
 POLL_SECONDS = 0.5
@@ -67,6 +68,9 @@ def _draw(state: expl.ExplanationState, run: expl.PluieRun) -> None:
     st.caption(f"Blue words push the score towards “{user_text(first)}”, red ones towards “{user_text(second)}”: "
                "the stronger the colour, the larger the push (the score minus the score with that word left "
                "out). Hover a word for its number. Underlined: the words the diff marks.")
+    note = precision_note(state.explanation)
+    if note:  # half precision: small numbers are within the rounding
+        st.caption(f":material/info: {note}")
 
 
 def why_this_score(engine, pair_id: int, source: str, hypothesis: str, key: str) -> None:

@@ -8,7 +8,7 @@ import yaml
 
 from db.limits import NAME_LENGTH
 from db.runs import (
-    DIRECTIONS, MAX_ANSWER, MAX_BATCH_SIZE, RunError, check_run_placement, create_run, dataset_names,
+    DIRECTIONS, DTYPES, MAX_ANSWER, MAX_BATCH_SIZE, RunError, check_run_placement, create_run, dataset_names,
     preference_dataset_names,
 )
 from pages.shared import user_text
@@ -21,6 +21,7 @@ from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
 CUSTOM = "custom (paste or upload)"
+AUTO_PRECISION = "auto (bfloat16 on a GPU, float32 on a CPU)"
 
 
 def template_names() -> list[str]:
@@ -95,6 +96,11 @@ def pluie_run_form(engine, expanded: bool) -> None:
             direction = st.radio("Direction", DIRECTIONS, horizontal=True,
                                  help="forward scores (source, hypothesis); symmetric averages both orders.")
             device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"])
+            precision = st.selectbox(
+                "Precision", [AUTO_PRECISION, *DTYPES],
+                help="bfloat16 and float16 take half the memory of float32 and run faster on a GPU, but round a "
+                     "pair differently from one batch to another: its score and Why this score's word "
+                     "contributions can move by a few tenths. In float32 they agree to about 0.0002.")
             placement = st.selectbox("Placement", list(PLACEMENTS), key="new_run_placement",
                                      help="A model too big for one GPU is sharded (accelerate) or loaded in 8 / 4 bits "
                                           "(bitsandbytes); the worker loads it once for all its runs.")
@@ -120,6 +126,7 @@ def pluie_run_form(engine, expanded: bool) -> None:
                     new_id = create_run(
                         engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
                         answers=answers, direction=direction, device=None if device.startswith("auto") else device,
+                        dtype=None if precision == AUTO_PRECISION else precision,
                         batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
                         options={"device_map": device_map, "quantization": quantization},
                     )

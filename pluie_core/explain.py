@@ -13,6 +13,10 @@ Words are the tokens of pluie_core.diff (the word diff's own), so the spans fall
 tokens; its punctuation tokens are listed but not left out. The pair and every variant with one word
 left out go through one call of the scorer (``scorer.score``), so they share its batches and its
 cached prompt prefix: n_words + 1 pairs cost what a batch of that many pairs costs.
+
+An explanation records the precision its scores were computed in (the scorer's dtype): in bfloat16 or
+float16 the same pair rounds differently in another batch, so a contribution agrees with re-scoring its
+variant alone only to a few tenths, and ``precision_note`` says so in a sentence for the page.
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from pluie_core.scorer import PluieError
 from pluie_core.visible import visible_html
 
 __all__ = ["MAX_WORDS", "Explanation", "TokenContribution", "word_contributions", "without_word", "sentence_tokens",
-           "directed_contributions", "explanation_to_json", "explanation_from_json", "explanation_html"]
+           "directed_contributions", "explanation_to_json", "explanation_from_json", "explanation_html",
+           "precision_note"]
 
 MAX_WORDS = 200  # per sentence: each word is one more pair to score
 _WORDLIKE = re.compile(r"\w")
@@ -53,6 +58,7 @@ class Explanation:
     score: float
     source_tokens: tuple[TokenContribution, ...]
     hypothesis_tokens: tuple[TokenContribution, ...]
+    precision: str | None = None  # the scorer's dtype ("float32", "bfloat16"...), None when it has none
 
     @property
     def source_words(self) -> list[TokenContribution]:
@@ -137,7 +143,13 @@ def word_contributions(scorer, source: str, hypothesis: str, symmetric: bool = F
                               full - float(scores[slots[name, i]]) if (name, i) in slots else None)
             for i, (token, start, end, is_word) in enumerate(sides[name][1]))
 
-    return Explanation(source, hypothesis, full, listed("source"), listed("hypothesis"))
+    return Explanation(source, hypothesis, full, listed("source"), listed("hypothesis"), _precision(scorer))
+
+
+def _precision(scorer) -> str | None:
+    """The name of the dtype the scorer computes in ("bfloat16"), None for a scorer without one."""
+    dtype = getattr(scorer, "dtype", None)
+    return None if dtype is None else str(dtype).removeprefix("torch.")
 
 
 # ---------------------------------------------------------------- a run's direction, storage, drawing
@@ -147,7 +159,8 @@ def directed_contributions(scorer, source: str, hypothesis: str, direction: str 
     The result's source and hypothesis are the pair's own, whatever the direction."""
     if direction == "backward":
         turned = word_contributions(scorer, hypothesis, source)
-        return Explanation(source, hypothesis, turned.score, turned.hypothesis_tokens, turned.source_tokens)
+        return Explanation(source, hypothesis, turned.score, turned.hypothesis_tokens, turned.source_tokens,
+                           turned.precision)
     return word_contributions(scorer, source, hypothesis, symmetric=direction == "symmetric")
 
 
@@ -158,7 +171,8 @@ def explanation_to_json(explanation: Explanation) -> dict:
         return [[t.token, t.start, t.end, t.is_word, t.contribution] for t in tokens]
 
     return {"source": explanation.source, "hypothesis": explanation.hypothesis, "score": explanation.score,
-            "source_tokens": rows(explanation.source_tokens), "hypothesis_tokens": rows(explanation.hypothesis_tokens)}
+            "source_tokens": rows(explanation.source_tokens), "hypothesis_tokens": rows(explanation.hypothesis_tokens),
+            "precision": explanation.precision}
 
 
 def explanation_from_json(data: dict) -> Explanation:
@@ -167,8 +181,28 @@ def explanation_from_json(data: dict) -> Explanation:
         return tuple(TokenContribution(str(t), int(s), int(e), bool(w), None if c is None else float(c))
                      for t, s, e, w, c in rows)
 
+    precision = data.get("precision")  # absent from explanations stored before it was recorded
     return Explanation(data["source"], data["hypothesis"], float(data["score"]),
-                       tokens(data["source_tokens"]), tokens(data["hypothesis_tokens"]))
+                       tokens(data["source_tokens"]), tokens(data["hypothesis_tokens"]),
+                       None if precision is None else str(precision))
+
+
+def precision_note(explanation: Explanation) -> str | None:
+    """A sentence for the reader when the explanation was computed in half precision, None otherwise.
+    bfloat16 keeps 8 bits of mantissa, float16 11: a pair and its variants are rounded differently in
+    another batch, so a contribution agrees with re-scoring the variant alone only that far (measured
+    with a 7B model in bfloat16 on an H100: 0.22 in the median pair, 0.41 at most; in float32, 1.7e-4:
+    bench/explain.py, bench/results/2026-11-26-gpu-h100.md)."""
+    if explanation.precision == "bfloat16":
+        return ("Computed in bfloat16, whose rounding changes with the batch: a word's number can differ from "
+                "re-scoring the sentence without that word by a few tenths (up to 0.4 measured on a 7B model), "
+                "so read contributions under about 0.3 as no push at all. The score can differ from the run's "
+                "stored one as much. A float32 run agrees to about 0.0002.")
+    if explanation.precision == "float16":
+        return ("Computed in float16, whose rounding changes with the batch: a word's number can differ from "
+                "re-scoring the sentence without that word, so read the smallest contributions as no push at "
+                "all. The score can differ from the run's stored one as much. A float32 run agrees to about 0.0002.")
+    return None
 
 
 # a diverging scale, translucent so the text stays readable on either theme: blue pushes towards answer₁

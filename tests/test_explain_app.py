@@ -14,7 +14,13 @@ from db import explanations as expl
 from db.engine import read_session, write_session
 from db.models import Dataset, Explanation, Pair
 from db.runs import create_run
-from pluie_core.explain import explanation_from_json, explanation_html, explanation_to_json, word_contributions
+from pluie_core.explain import (
+    explanation_from_json,
+    explanation_html,
+    explanation_to_json,
+    precision_note,
+    word_contributions,
+)
 from tests.paths import REPO
 from tests.store_fixtures import add_pairs
 
@@ -92,6 +98,9 @@ def test_stored_json_round_trips_and_the_drawing_escapes_and_colours():
 
     explanation = word_contributions(Counting(), *PAIRS[1])
     assert explanation_from_json(explanation_to_json(explanation)) == explanation
+    assert explanation.precision is None and precision_note(explanation) is None  # a scorer without a dtype
+    stored_before = {k: v for k, v in explanation_to_json(explanation).items() if k != "precision"}
+    assert explanation_from_json(stored_before) == explanation  # kept before the precision was recorded
     source, hypothesis = explanation_html(explanation)
     # markup in a sentence is text: without our own spans, the drawing is the sentence escaped
     assert re.sub(r"<span[^>]*>|</span>", "", source) == html.escape(PAIRS[1][0], quote=True)
@@ -182,3 +191,34 @@ def test_the_pairs_page_shows_the_coloured_words_once_the_worker_computed_them(a
     milk = next(t for t in stored.hypothesis_tokens if t.token == "milk")
     assert f'title="{milk.contribution:+.3f}: pushes' in body
     assert any(f"Score {stored.score:+.3f}" in m.value for m in at.markdown)
+    assert stored.precision == "float32"  # the run's default on a CPU: no rounding note
+    assert not any("rounding changes with the batch" in c.value for c in at.caption)
+
+
+def test_a_bfloat16_runs_explanation_says_how_far_its_rounding_reaches(app_store, tiny_model):
+    """In bfloat16 a contribution agrees with re-scoring its variant alone only to a few tenths
+    (bench/results/2026-11-26-gpu-h100.md): the worker records the precision it computed in and the page
+    says so under the words; a float32 scorer's explanation carries no note."""
+    from pluie_core.scorer import PluieScorer
+    from worker import ScoringWorker
+
+    engine = app_store
+    first, _ = add_pairs(engine, "d", PAIRS)
+    run = create_run(engine, name="half", model=str(tiny_model), template="direct", device="cpu", dtype="bfloat16")
+    expl.request_explanation(engine, run, first)
+    ScoringWorker(engine, device="cpu", poll_seconds=0.1, overlap=False).run(exit_when_idle=True)
+    stored = expl.explanation(engine, run, first).explanation
+    assert stored.precision == "bfloat16"
+    note = precision_note(stored)
+    assert note.startswith("Computed in bfloat16") and "0.3" in note
+    # the same pair in float32, by the library: the numbers the note warns about are bfloat16's own
+    full = word_contributions(PluieScorer(str(tiny_model), template="direct", device="cpu"), *PAIRS[0])
+    assert full.precision == "float32" and precision_note(full) is None
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/pairs.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any("why-this-score" in h.proto.body for h in at.html)  # kept: drawn at once, no button to press
+    assert any(note in c.value for c in at.caption), [c.value for c in at.caption]

@@ -18,7 +18,7 @@ from db import init_db
 from db.engine import read_session
 from db.models import ScoreRun, Worker
 from db import queue
-from db.runs import create_run, ensure_default_runs, latest_scores, pause_run
+from db.runs import RunError, create_run, ensure_default_runs, latest_scores, pause_run
 from tests.store_fixtures import add_pairs, sentence_pairs
 from worker import Metric, ScoringWorker
 
@@ -82,6 +82,8 @@ def test_create_a_run_from_the_form_and_see_its_pairs_queued(store, tiny_model_p
     page = open_page()
     widget(page.text_input, "Model").input(str(tiny_model_path))
     widget(page.radio, "Direction").set_value("symmetric")
+    assert widget(page.selectbox, "Precision").value.startswith("auto")
+    widget(page.selectbox, "Precision").set_value("float32")  # Why this score's small numbers kept exact
     widget(page.text_input, "Run name (optional)").input("my run")
     widget(page.button, "Create run").click()
     page.run()
@@ -89,6 +91,11 @@ def test_create_a_run_from_the_form_and_see_its_pairs_queued(store, tiny_model_p
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.name == "my run"))
     assert (run.model, run.direction, run.template, run.status) == (str(tiny_model_path), "symmetric", "fs-direct", "active")
+    assert run.dtype == "float32"
+    with pytest.raises(RunError, match="Precision must be one of float32, bfloat16, float16, not 'int8'"):
+        create_run(engine, model=str(tiny_model_path), name="eight bits", dtype="int8")
+    with read_session(engine) as session:
+        assert session.scalar(select(ScoreRun).where(ScoreRun.name == "eight bits")) is None
     assert "0 / 5 scored" in texts(page)
     assert widget(page.selectbox, "Run").value == run.id  # the new run is selected
 
