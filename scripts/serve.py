@@ -147,10 +147,29 @@ def page_imports(repo: Path = REPO) -> list[str]:
     return [name for name in found if name != "streamlit"]
 
 
+WARM_UP_THREAD = "pluie-warm-up"
+NO_RUNTIME = "No runtime found"  # streamlit.runtime.caching.cache_data_api, as a decorator is applied
+
+
+class QuietWarmUp(logging.Filter):
+    """Streamlit checks an st.cache_data's options as the decorator is applied and, before its runtime
+    exists (the warm-up imports the pages while Streamlit starts), logs "No runtime found, using
+    MemoryCacheStorageManager" for each one: a warning in the console of every `make run` that means
+    nothing here (the caches themselves are made at their first call, in the runtime's storage). Dropped
+    when it comes from the warm-up thread; everything else passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.threadName == WARM_UP_THREAD and record.getMessage().startswith(NO_RUNTIME))
+
+
 def warm_up(modules: list[str]) -> threading.Thread:
     """Import `modules` on a background thread (the first page's run finds them loaded, or waits
     only for the rest); one that cannot be imported is left to the page that needs it to report.
     Then read what the pages draw first (read_ahead_at_start)."""
+    cache_log = logging.getLogger("streamlit.runtime.caching.cache_data_api")  # the one Streamlit logs with
+    if not any(isinstance(f, QuietWarmUp) for f in cache_log.filters):
+        cache_log.addFilter(QuietWarmUp())
+
     def load() -> None:
         started = time.monotonic()
         for name in modules:
@@ -161,7 +180,7 @@ def warm_up(modules: list[str]) -> threading.Thread:
         print(f"{WARMED_UP} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         read_ahead_at_start()
 
-    thread = threading.Thread(target=load, name="pluie-warm-up", daemon=True)
+    thread = threading.Thread(target=load, name=WARM_UP_THREAD, daemon=True)
     thread.start()
     return thread
 

@@ -264,3 +264,42 @@ def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(mo
         thread.join(10)
     # every module asked for, one that cannot be imported skipped without stopping the rest
     assert loaded == ["json", "not_a_module_anywhere", "colorsys"]
+
+
+def test_the_warm_up_keeps_streamlits_no_runtime_warning_out_of_the_console(tmp_path, monkeypatch):
+    """`make run` printed "WARNING ... No runtime found, using MemoryCacheStorageManager" at every start:
+    the warm-up imports the pages before Streamlit's runtime exists, and Streamlit checks each
+    st.cache_data's options as the decorator is applied. That warning is dropped from the warm-up
+    thread only: the same decorator applied elsewhere still logs it."""
+    import importlib
+    import importlib.util
+    import logging
+    import sys
+
+    import streamlit.runtime
+
+    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    for name in ("warmed_page_of_cached_reads", "unwarmed_page_of_cached_reads"):
+        (tmp_path / f"{name}.py").write_text(
+            "import streamlit as st\n\n\n@st.cache_data(ttl=600, max_entries=8, show_spinner=False)\n"
+            "def counts(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(streamlit.runtime, "exists", lambda: False)  # as before Streamlit has started
+    monkeypatch.setattr(serve, "read_ahead_at_start", lambda: None)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    cache_log = logging.getLogger("streamlit.runtime.caching.cache_data_api")
+    filters = list(cache_log.filters)
+    cache_log.addHandler(handler)
+    try:
+        serve.warm_up(["warmed_page_of_cached_reads"]).join(30)
+        assert "warmed_page_of_cached_reads" in sys.modules  # imported, quietly
+        assert not [r.getMessage() for r in records]
+        importlib.import_module("unwarmed_page_of_cached_reads")  # not the warm-up's: Streamlit's warning as ever
+        assert [r.getMessage() for r in records] == ["No runtime found, using MemoryCacheStorageManager"]
+    finally:
+        cache_log.removeHandler(handler)
+        cache_log.filters[:] = filters
