@@ -180,9 +180,10 @@ def warm_up(modules: list[str]) -> threading.Thread:
                 pass
         print(f"{WARMED_UP} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         read_ahead_at_start()
-        # what is loaded now stays for the server's life (the modules, the pages' first figures): out of the
-        # garbage collector's full passes, which otherwise walk its ~400,000 objects each time (0.2-0.4 s
-        # holding the GIL, every session's messages waiting: bench/results/2026-11-26-pages.md)
+        # what is loaded now (the modules, mostly, for the server's life) is left out of the garbage collector's
+        # full passes, which otherwise walk its ~400,000 objects each time (0.2-0.4 s holding the GIL, every
+        # session's messages waiting: bench/results/2026-11-26-pages.md); a frozen object is still freed when
+        # nothing refers to it any more (a first figure its cache replaces), only not searched for cycles
         gc.freeze()
 
     thread = threading.Thread(target=load, name=WARM_UP_THREAD, daemon=True)
