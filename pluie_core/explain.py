@@ -193,16 +193,14 @@ def precision_note(explanation: Explanation) -> str | None:
     another batch, so a contribution agrees with re-scoring the variant alone only that far (measured
     with a 7B model in bfloat16 on an H100: 0.22 in the median pair, 0.41 at most; in float32, 1.7e-4:
     bench/explain.py, bench/results/2026-11-26-gpu-h100.md)."""
-    if explanation.precision == "bfloat16":
-        return ("Computed in bfloat16, whose rounding changes with the batch: a word's number can differ from "
-                "re-scoring the sentence without that word by a few tenths (up to 0.4 measured on a 7B model), "
-                "so read contributions under about 0.3 as no push at all. The score can differ from the run's "
-                "stored one as much. A float32 run agrees to about 0.0002.")
-    if explanation.precision == "float16":
-        return ("Computed in float16, whose rounding changes with the batch: a word's number can differ from "
-                "re-scoring the sentence without that word, so read the smallest contributions as no push at "
-                "all. The score can differ from the run's stored one as much. A float32 run agrees to about 0.0002.")
-    return None
+    how_far = {"bfloat16": " by a few tenths (up to 0.4 measured on a 7B model), so read contributions under "
+                           "about 0.3 as no push at all",
+               "float16": ", so read the smallest contributions as no push at all"}.get(explanation.precision or "")
+    if how_far is None:
+        return None
+    return (f"Computed in {explanation.precision}, whose rounding changes with the batch: a word's number can differ "
+            f"from re-scoring the sentence without that word{how_far}. The score can differ from the run's stored "
+            "one as much. A float32 run agrees to about 0.0002.")
 
 
 # a diverging scale, translucent so the text stays readable on either theme: blue pushes towards answer₁

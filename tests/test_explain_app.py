@@ -211,7 +211,7 @@ def test_a_bfloat16_runs_explanation_says_how_far_its_rounding_reaches(app_store
     assert stored.precision == "bfloat16"
     note = precision_note(stored)
     assert note.startswith("Computed in bfloat16") and "0.3" in note
-    # the same pair in float32, by the library: the numbers the note warns about are bfloat16's own
+    # the same pair in float32, by the library: the precision recorded, and no note
     full = word_contributions(PluieScorer(str(tiny_model), template="direct", device="cpu"), *PAIRS[0])
     assert full.precision == "float32" and precision_note(full) is None
 

@@ -19,6 +19,16 @@ from tests.paths import REPO
 from tests.test_worker import wait_until
 
 
+def load_serve():
+    """scripts/serve.py as a module (it is a script, not a package's module)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    return serve
+
+
 def make_run_command(port: int) -> list[str]:
     """The command `make run` ends with (the install steps before it are left out)."""
     if not shutil.which("make"):
@@ -157,11 +167,7 @@ def test_make_run_with_pluie_no_worker_starts_none_and_without_a_password_listen
 
 
 def test_with_a_password_or_a_chosen_address_the_server_listens_as_asked(monkeypatch, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
+    serve = load_serve()
     monkeypatch.chdir(tmp_path)  # no .streamlit/config.toml naming an address here
     monkeypatch.setenv("HOME", str(tmp_path))
     for name in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH", "STREAMLIT_SERVER_ADDRESS"):
@@ -227,16 +233,13 @@ def test_the_install_says_what_it_does_as_it_goes(tmp_path):
 def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(monkeypatch):
     """Issue 20: the first page opened on a fresh server does not wait for scipy, pandas, the charts...:
     scripts/serve.py imports what app.py and the pages import on a thread started before Streamlit."""
-    import importlib.util
     import sys
     import threading
 
     import streamlit.web.cli
     import worker_launch as launcher
 
-    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
+    serve = load_serve()
     wanted = serve.page_imports()
     # read from the pages' own source: the statistics, the store's reads, the drawing libraries
     assert {"pluie_core.stats", "pluie_core.evaluation.correlation", "db.datasets", "db.review", "pandas",
@@ -272,15 +275,12 @@ def test_the_warm_up_keeps_streamlits_no_runtime_warning_out_of_the_console(tmp_
     st.cache_data's options as the decorator is applied. That warning is dropped from the warm-up
     thread only: the same decorator applied elsewhere still logs it."""
     import importlib
-    import importlib.util
     import logging
     import sys
 
     import streamlit.runtime
 
-    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
+    serve = load_serve()
     for name in ("warmed_page_of_cached_reads", "unwarmed_page_of_cached_reads"):
         (tmp_path / f"{name}.py").write_text(
             "import streamlit as st\n\n\n@st.cache_data(ttl=600, max_entries=8, show_spinner=False)\n"
@@ -311,7 +311,6 @@ def test_no_full_garbage_collection_after_each_run_and_the_start_up_objects_are_
     the app's Streamlit configuration turns it off, and the warm-up freezes what it loaded, so that
     Python's own full collections skip it too."""
     import gc
-    import importlib.util
 
     from streamlit import config
 
@@ -323,9 +322,7 @@ def test_no_full_garbage_collection_after_each_run_and_the_start_up_objects_are_
         monkeypatch.undo()
         config.get_config_options(force_reparse=True)
 
-    spec = importlib.util.spec_from_file_location("serve", REPO / "scripts" / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
+    serve = load_serve()
     monkeypatch.setattr(serve, "read_ahead_at_start", lambda: None)
     gc.unfreeze()
     try:
