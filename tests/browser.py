@@ -141,9 +141,11 @@ def wait_for_app(page, timeout: float = 30_000) -> None:
 
 
 def wait_for_settled_app(page, quiet_ms: float = 750, timeout: float = 30_000) -> None:
-    """wait_for_app, and then no run for ``quiet_ms``: a page opened afresh may run its script twice (a
-    second run starts about 0.1 s after the first ends), and wait_for_app can return in between. A form
-    filled during that second run loses what was picked when the run redraws it."""
+    """wait_for_app, and then no run for ``quiet_ms``: the first page a server is asked for runs its script
+    twice (Streamlit runs pages/<page>.py on its own until app.py has called st.navigation once, and
+    pages.shared._through_app runs the same address again through the app; the second run starts about
+    0.1 s after the first ends), and wait_for_app can return in between. A form filled during that second
+    run loses what was picked when the run redraws it."""
     wait_for_app(page, timeout)
     page.evaluate("window.__pluieBusyAt = performance.now()")
     page.wait_for_function(
