@@ -656,10 +656,27 @@ class PluieScorer:
                     ) from None
                 self._shrink(len(chunk), width)
                 continue
+            self._check_finite(result[chunk])
             start += len(chunk)
             self.last_run["batches"] = self.last_run.get("batches", 0) + 1
             on_batch(len(chunk))
         return result
+
+    def _check_finite(self, logprobs: np.ndarray) -> None:
+        """Refuse a batch whose answer log-probabilities are not finite numbers (NaN or infinite): a model
+        whose activations overflowed (float16 holds at most 65,504) or whose weights are broken. Stored,
+        such a score would read as a figure; raised, the worker shows the sentence and scores nothing."""
+        import torch
+
+        bad = int((~np.isfinite(logprobs)).any(axis=1).sum())
+        if not bad:
+            return
+        cause = ("its activations overflowed in float16, which holds numbers up to 65,504; score in bfloat16 or "
+                 "float32 instead" if self.dtype == torch.float16 else
+                 f"its weights or activations are not numbers in {str(self.dtype).removeprefix('torch.')}; check "
+                 "the model's files")
+        raise PluieError(f"The model's answer probabilities are not numbers for {bad} of {len(logprobs)} pairs "
+                         f"in a batch: {cause}.")
 
     # ------------------------------------------------------------------ batch bounds
     def _next_chunk(self, order: list[int], lengths: list[int], start: int, extra: int = 0):
