@@ -100,7 +100,8 @@ def pluie_run_form(engine, expanded: bool) -> None:
                 "Precision", [AUTO_PRECISION, *DTYPES],
                 help="bfloat16 and float16 take half the memory of float32 and run faster on a GPU, but round a "
                      "pair differently from one batch to another: its score and Why this score's word "
-                     "contributions can move by a few tenths. In float32 they agree to about 0.0002.")
+                     "contributions can move by a few tenths in bfloat16, a few hundredths in float16 (which "
+                     "can overflow on some models: the run then says so). In float32 they agree to about 0.0002.")
             placement = st.selectbox("Placement", list(PLACEMENTS), key="new_run_placement",
                                      help="A model too big for one GPU is sharded (accelerate) or loaded in 8 / 4 bits "
                                           "(bitsandbytes); the worker loads it once for all its runs.")

@@ -191,16 +191,17 @@ def precision_note(explanation: Explanation) -> str | None:
     """A sentence for the reader when the explanation was computed in half precision, None otherwise.
     bfloat16 keeps 8 bits of mantissa, float16 11: a pair and its variants are rounded differently in
     another batch, so a contribution agrees with re-scoring the variant alone only that far (measured
-    with a 7B model in bfloat16 on an H100: 0.22 in the median pair, 0.41 at most; in float32, 1.7e-4:
-    bench/explain.py, bench/results/2026-11-26-gpu-h100.md)."""
-    how_far = {"bfloat16": " by a few tenths (up to 0.4 measured on a 7B model), so read contributions under "
-                           "about 0.3 as no push at all",
-               "float16": ", so read the smallest contributions as no push at all"}.get(explanation.precision or "")
+    with a 7B model on an H100: bfloat16 0.22 in the median pair, 0.41 at most; float16 0.032 and 0.046;
+    float32 1.7e-4: bench/explain.py, bench/results/2026-11-26-gpu-h100.md)."""
+    how_far = {"bfloat16": ("a few tenths", "0.4", "0.3"),
+               "float16": ("a few hundredths", "0.05", "0.05")}.get(explanation.precision or "")
     if how_far is None:
         return None
+    amount, largest, below = how_far
     return (f"Computed in {explanation.precision}, whose rounding changes with the batch: a word's number can differ "
-            f"from re-scoring the sentence without that word{how_far}. The score can differ from the run's stored "
-            "one as much. A float32 run agrees to about 0.0002.")
+            f"from re-scoring the sentence without that word by {amount} (up to {largest} measured on a 7B model), "
+            f"so read contributions under about {below} as no push at all. The score can differ from the run's "
+            "stored one as much. A float32 run agrees to about 0.0002.")
 
 
 # a diverging scale, translucent so the text stays readable on either theme: blue pushes towards answer₁

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -214,6 +215,8 @@ def test_a_bfloat16_runs_explanation_says_how_far_its_rounding_reaches(app_store
     # the same pair in float32, by the library: the precision recorded, and no note
     full = word_contributions(PluieScorer(str(tiny_model), template="direct", device="cpu"), *PAIRS[0])
     assert full.precision == "float32" and precision_note(full) is None
+    # float16 keeps three more bits than bfloat16: its note says hundredths (0.046 at most on a 7B model)
+    assert "by a few hundredths (up to 0.05 measured" in precision_note(replace(full, precision="float16"))
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()

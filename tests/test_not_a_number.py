@@ -4,12 +4,14 @@ batch with a sentence, and the worker shows that sentence on the run's pairs ins
 (SQLite would store NaN as NULL, which reads as a judge's unparsed answer, counted as scored)."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 import torch
 from sqlalchemy import func, select
 
+from db import explanations as expl
 from db import init_db
 from db.engine import read_session
 from db.models import Score, WorkItem
@@ -66,11 +68,16 @@ def test_the_worker_writes_no_score_for_an_overflow_and_says_why(tmp_path, overf
     from worker import ScoringWorker
 
     engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
-    add_pairs(engine, "d", sentence_pairs(3))
+    first = add_pairs(engine, "d", sentence_pairs(3))[0]
     half = create_run(engine, name="half", model=str(overflowing_model), template="direct", dtype="float16")
     full = create_run(engine, name="full", model=str(overflowing_model), template="direct", dtype="float32")
+    expl.request_explanation(engine, half, first)  # why this score, asked of the float16 run
     worker = ScoringWorker(engine, device="cpu", poll_seconds=0.1)
     worker.run(exit_when_idle=True)
+    asked = expl.explanation(engine, half, first)
+    # the pair and each of its one-word-out variants, in one batch: all overflow
+    every = re.escape(OVERFLOW).replace(r"\{bad\}", r"(\d+)").replace(r"\{n\}", r"\1")
+    assert asked.status == "failed" and re.fullmatch(every, asked.error), asked
     with read_session(engine) as session:
         def scores(run_id):
             return session.scalars(select(Score.value).where(Score.run_id == run_id)).all()
