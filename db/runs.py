@@ -21,6 +21,7 @@ from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, Wo
 from db.queue import alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
 from pluie_core.run_kinds import DIRECTIONS, PREFERENCE_ITEMS, RUN_KINDS
+from pluie_core.scorer import PRECISIONS, PluieError, precision_name
 
 # RUN_KINDS (pluie_core.run_kinds): PLUIE, the baselines, and the output-based LLM judges that score a
 # pair (pluie_core.judges) and LLM-choice, which scores the pairs of preference data (each candidate
@@ -31,7 +32,6 @@ DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b 
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
 MAX_BATCH_SIZE = 100_000  # pairs per forward pass
-DTYPES = ("float32", "bfloat16", "float16")  # a PLUIE run's precision (pluie_core.scorer's names for them)
 MAX_ANSWER = 100  # characters of an answer word
 MAX_OPTION = 500  # characters of a baseline's option value (a model id or path, a number, a word)
 
@@ -99,9 +99,12 @@ def create_run(
         raise RunError("The two answer words must differ.")
     if batch_size is not None:
         batch_size = check_whole("The batch size", batch_size, RunError, 1, MAX_BATCH_SIZE)
-    if dtype and dtype not in DTYPES:  # checked here, not first by the worker that loads the weights
-        raise RunError(f"Precision must be one of {', '.join(DTYPES)}, not {dtype!r} (or none: bfloat16 on a GPU, "
-                       "float32 on a CPU).")
+    if dtype:  # checked here, not first by the worker that loads the weights; stored by its own name
+        try:
+            dtype = precision_name(dtype)
+        except PluieError:
+            raise RunError(f"Precision must be one of {', '.join(PRECISIONS)}, not {dtype!r} (or none: bfloat16 on "
+                           "a GPU, float32 on a CPU).") from None
     if direction not in spec.directions:  # a kind that compares preference items asks forward only
         raise RunError("An LLM-choice run asks each candidate first against its partner (the item's other pair is "
                        "asked the other way round): leave the direction forward.")
@@ -156,7 +159,7 @@ def check_run_model(model: str, template: str = "fs-direct", template_spec: Opti
                     answers: Optional[Sequence[str]] = None) -> list[str]:
     """pluie_core.scorer.check_model on a run's settings (the way the worker will read them):
     sentences saying what was checked, or a RunError saying what is wrong."""
-    from pluie_core.scorer import PluieError, check_model
+    from pluie_core.scorer import check_model
 
     try:
         return check_model(model, template_spec if template == "custom" else template or "fs-direct",
@@ -193,7 +196,7 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
 def check_run_placement(engine: Engine, device_map=None, quantization: Optional[str] = None) -> None:
     """RunError with one sentence for a device map / quantisation that neither this machine nor a live
     worker's GPU can do (the worker that loads the model refuses it again if it cannot)."""
-    from pluie_core.scorer import PluieError, check_placement
+    from pluie_core.scorer import check_placement
 
     if device_map is None and quantization is None:
         return

@@ -8,7 +8,7 @@ import yaml
 
 from db.limits import NAME_LENGTH
 from db.runs import (
-    DIRECTIONS, DTYPES, MAX_ANSWER, MAX_BATCH_SIZE, RunError, check_run_placement, create_run, dataset_names,
+    DIRECTIONS, MAX_ANSWER, MAX_BATCH_SIZE, RunError, check_run_placement, create_run, dataset_names,
     preference_dataset_names,
 )
 from pages.shared import user_text
@@ -18,6 +18,7 @@ from pluie_core.gguf_files import demo_model_path
 from pluie_core.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
 from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
+from pluie_core.scorer import PRECISIONS
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
 CUSTOM = "custom (paste or upload)"
@@ -97,7 +98,7 @@ def pluie_run_form(engine, expanded: bool) -> None:
                                  help="forward scores (source, hypothesis); symmetric averages both orders.")
             device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"])
             precision = st.selectbox(
-                "Precision", [AUTO_PRECISION, *DTYPES],
+                "Precision", [AUTO_PRECISION, *PRECISIONS],
                 help="bfloat16 and float16 take half the memory of float32 and run faster on a GPU, but round a "
                      "pair differently from one batch to another: its score and Why this score's word "
                      "contributions can move by a few tenths in bfloat16, a few hundredths in float16 (which "

@@ -66,6 +66,19 @@ def _resolve_device(device):
     return torch.device(device)
 
 
+PRECISIONS = ("float32", "bfloat16", "float16")  # what a model can compute in: torch's dtypes of these names
+_PRECISION_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+
+
+def precision_name(dtype) -> str:
+    """The name in PRECISIONS of a dtype given by any of its names ("bf16", "half", "float32"...); a
+    PluieError for one that is not there."""
+    name = _PRECISION_ALIASES.get(str(dtype).lower(), str(dtype).lower())
+    if name not in PRECISIONS:
+        raise PluieError(f"Unknown dtype {dtype!r}; use bfloat16, float16 or float32.")
+    return name
+
+
 def _resolve_dtype(dtype, device):
     import torch
 
@@ -73,11 +86,7 @@ def _resolve_dtype(dtype, device):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     if isinstance(dtype, torch.dtype):
         return dtype
-    names = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
-             "half": torch.float16, "fp32": torch.float32, "float32": torch.float32, "float": torch.float32}
-    if str(dtype).lower() not in names:
-        raise PluieError(f"Unknown dtype {dtype!r}; use bfloat16, float16 or float32.")
-    return names[str(dtype).lower()]
+    return getattr(torch, precision_name(dtype))
 
 
 def _first_line(exc: BaseException) -> str:

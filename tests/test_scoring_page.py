@@ -96,6 +96,9 @@ def test_create_a_run_from_the_form_and_see_its_pairs_queued(store, tiny_model_p
         create_run(engine, model=str(tiny_model_path), name="eight bits", dtype="int8")
     with read_session(engine) as session:
         assert session.scalar(select(ScoreRun).where(ScoreRun.name == "eight bits")) is None
+    half = create_run(engine, model=str(tiny_model_path), name="half", dtype="bf16")  # the CLI's short names too
+    with read_session(engine) as session:
+        assert session.get(ScoreRun, half).dtype == "bfloat16"  # stored by its own name
     assert "0 / 5 scored" in texts(page)
     assert widget(page.selectbox, "Run").value == run.id  # the new run is selected
 
