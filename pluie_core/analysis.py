@@ -130,8 +130,10 @@ def gold_binary(pairs: pd.DataFrame, gold_cut: float = 0.5) -> pd.Series:
     scale (label_min + cut x (label_max - label_min)); a dataset of unknown kind counts as binary
     when its gold labels are all 0 or 1."""
     gold = pairs["gold_label"]
-    low = pairs["label_min"].fillna(gold.groupby(pairs["dataset_id"]).transform("min"))
-    high = pairs["label_max"].fillna(gold.groupby(pairs["dataset_id"]).transform("max"))
+    # as numbers: a store read gives None (an object column) where no dataset states its scale, and
+    # comparing the labels with an object column warned ("invalid value encountered") and went elementwise
+    low = pairs["label_min"].astype(float).fillna(gold.groupby(pairs["dataset_id"]).transform("min"))
+    high = pairs["label_max"].astype(float).fillna(gold.groupby(pairs["dataset_id"]).transform("max"))
     scored = pairs["label_kind"].eq("score")
     unknown = pairs["label_kind"].isna()
     if unknown.any():

@@ -178,3 +178,20 @@ def test_agreement_matrix_applies_the_five_level_rules_to_levels_only():
     pd.testing.assert_frame_equal(agreement_matrix(matrix, "raw"), matrix)  # BIOSSES' 4 is a score
     with pytest.raises(StatsError, match="own scale"):
         agreement_matrix(matrix, "raw", binarised=True)
+
+
+def test_gold_of_datasets_without_a_stated_scale_is_read_without_a_warning(engine):
+    """A store read of datasets that state no scale gives label_min / label_max as None (an object
+    column); the gold cut compared the labels with it, which warned ("invalid value encountered in
+    greater_equal", seen from the pages' read-ahead thread) and went value by value."""
+    import warnings
+
+    import_pairs(engine, "binary", pd.DataFrame({"source": ["A cat.", "A dog.", "A bird."],
+                                                 "hypothesis": ["The cat.", "A car.", "A plane."],
+                                                 "label": [1, 0, None]}))
+    pairs = pairs_frame(engine)
+    assert pairs["label_min"].isna().all() and pairs["label_max"].isna().all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gold = reference_labels(pairs, labels_long(engine), Reference("gold", gold_cut=0.5))
+    assert gold.tolist()[:2] == [1.0, 0.0] and np.isnan(gold.tolist()[2])
