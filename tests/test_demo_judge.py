@@ -55,10 +55,27 @@ def demo_path():
     return path
 
 
+PARSES = []  # how many times the demo fixture's load parsed the whole GGUF file (gguf's GGUFReader)
+
+
 @pytest.fixture(scope="session")
 def demo(demo_path):
     """(model, tokenizer) of the demo judge, loaded from its .gguf path like any run's model."""
-    scorer = PluieScorer(str(demo_path), template="direct", device="cpu")
+    import gguf.gguf_reader
+
+    build = gguf.gguf_reader.GGUFReader._build_fields
+    parsed = []
+
+    def counted(self, *args, **kwargs):
+        parsed.append(self)
+        return build(self, *args, **kwargs)
+
+    gguf.gguf_reader.GGUFReader._build_fields = counted
+    try:
+        scorer = PluieScorer(str(demo_path), template="direct", device="cpu")
+    finally:
+        gguf.gguf_reader.GGUFReader._build_fields = build
+    PARSES.append(len(parsed))
     return scorer.model, scorer.tokenizer
 
 
@@ -85,6 +102,9 @@ def test_the_gguf_file_loads_with_its_own_tokenizer_and_chat_template(demo, demo
         assert checked[0] == ("a GGUF file (Smollm2 135M 8k Lc100K Mix1 Ep2, llama architecture) that transformers "
                               "can dequantise")
         assert checked[2] == "the answers 'Yes' and 'No' are one token each"
+    # transformers' GGUF path for llama builds a GGUFReader for the config, the tokenizer and the weights,
+    # 2.5 s each for this file; pluie_core.gguf_files.one_reader makes them one parse
+    assert PARSES == [1]
     # a loaded model is adopted as it is: same scores as loading by path
     adopted = PluieScorer(demo, template="direct")
     assert adopted.model is model and adopted.device.type == "cpu"
@@ -323,3 +343,40 @@ def test_serve_creates_the_demo_run_on_first_start_unless_opted_out(tmp_path, mo
         assert (DEMO_RUN_NAME in _run_names(engine)) is expected
         assert len(_run_names(engine)) == (len(DEFAULT_BASELINES) + 1 if expected else 0)  # no worker, no demo: none
         engine.dispose()
+
+
+def test_one_reader_shares_a_files_parse_only_within_its_block(tmp_path):
+    import threading
+
+    import gguf
+    from gguf import GGUFWriter
+
+    from pluie_core.gguf_files import one_reader
+
+    paths = []
+    for name in ("a.gguf", "b.gguf"):
+        writer = GGUFWriter(str(tmp_path / name), "llama")
+        writer.add_chat_template("{{ messages }}")
+        writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        paths.append(tmp_path / name)
+    a, b = paths
+    with one_reader(a):
+        shared = gguf.GGUFReader(str(a))
+        assert gguf.GGUFReader(a) is shared  # however the path is written
+        assert gguf.GGUFReader(str(b)) is not gguf.GGUFReader(str(b))  # another file: read as before
+        assert gguf.GGUFReader(str(a), "c") is not shared  # another mode too
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(gguf.GGUFReader(str(a))))
+        thread.start()
+        thread.join()
+        assert seen == [shared]  # the block holds for the process's threads
+        with one_reader(a):  # nested: the inner end does not drop it
+            pass
+        assert gguf.GGUFReader(str(a)) is shared
+        assert shared.fields["general.architecture"].contents() == "llama"
+    assert gguf.GGUFReader(str(a)) is not shared  # after the block: dropped
+    assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 30) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 30)
