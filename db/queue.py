@@ -399,10 +399,14 @@ def pending_count(engine: Engine, run_ids: Optional[Sequence[int]] = None) -> in
         return session.scalar(query) or 0
 
 
-def _held_runs(session: Session, now: dt.datetime) -> set[tuple[str, int]]:
-    """(worker, run) of every live lease: the claims a worker holds."""
+def _held_runs(session: Session, now: dt.datetime, run_ids: Iterable[int]) -> set[tuple[str, int]]:
+    """(worker, run) of every live lease of these runs: the claims a worker holds. Looked up run by run
+    in the claim index (run_id, status, lease_expires_at), not over every item of every run."""
+    run_ids = sorted(set(run_ids))
+    if not run_ids:
+        return set()
     return set(session.execute(select(WorkItem.lease_owner, WorkItem.run_id).where(
-        WorkItem.status == "claimed", WorkItem.lease_expires_at > now).distinct()).all())
+        WorkItem.run_id.in_(run_ids), WorkItem.status == "claimed", WorkItem.lease_expires_at > now).distinct()).all())
 
 
 def uses_model(kind: str, options: Optional[dict]) -> bool:
@@ -422,7 +426,7 @@ def worker_states(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS,
     now = utcnow()
     workers = alive_workers(engine, within_seconds) if workers is None else workers
     with read_session(engine) as session:
-        held = _held_runs(session, now)
+        held = _held_runs(session, now, (w.current_run_id for w in workers if w.current_run_id is not None))
         runs = {r.id: r for r in session.execute(select(ScoreRun.id, ScoreRun.kind, ScoreRun.options)).all()}
     states = {}
     for w in workers:
