@@ -224,20 +224,24 @@ def test_llm_judges_parse_real_generations(demo, kind, parse):
 # --------------------------------------------------------------------------- bad files
 
 
-def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine, capsys):
+def write_gguf(path, architecture: str, chat_template: str | None):
+    """A small GGUF file (one 4×4 tensor) of this architecture, with this chat template or none."""
     from gguf import GGUFWriter
 
+    writer = GGUFWriter(str(path), architecture)
+    if chat_template is not None:
+        writer.add_chat_template(chat_template)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine, capsys):
     def write(name: str, architecture: str, chat_template: str | None):
-        path = tmp_path / name
-        writer = GGUFWriter(str(path), architecture)
-        if chat_template is not None:
-            writer.add_chat_template(chat_template)
-        writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        return path
+        return write_gguf(tmp_path / name, architecture, chat_template)
 
     not_gguf = tmp_path / "weights.gguf"
     not_gguf.write_text("not a model")
@@ -349,21 +353,10 @@ def test_one_reader_shares_a_files_parse_only_within_its_block(tmp_path):
     import threading
 
     import gguf
-    from gguf import GGUFWriter
 
     from pluie_core.gguf_files import one_reader
 
-    paths = []
-    for name in ("a.gguf", "b.gguf"):
-        writer = GGUFWriter(str(tmp_path / name), "llama")
-        writer.add_chat_template("{{ messages }}")
-        writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        paths.append(tmp_path / name)
-    a, b = paths
+    a, b = (write_gguf(tmp_path / name, "llama", "{{ messages }}") for name in ("a.gguf", "b.gguf"))
     with one_reader(a):
         shared = gguf.GGUFReader(str(a))
         assert gguf.GGUFReader(a) is shared  # however the path is written
