@@ -110,6 +110,27 @@ def test_release_and_repeated_errors_fail_the_item(engine):
         retry_run(engine, run)
 
 
+def test_a_runs_sentence_is_the_error_of_its_failed_pairs_not_of_one_still_to_retry(engine):
+    """runs_progress counts from the claim index and reads the error of failed items only: a pending item
+    whose last try failed (it will be tried again) does not give the sentence shown for the failed ones."""
+    from sqlalchemy import update
+
+    add_pairs(engine, "d", sentence_pairs(2))
+    run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    other = create_run(engine, name="lev again", kind="baseline", model="levenshtein")
+    for _ in range(queue.MAX_ATTEMPTS):
+        batch = queue.claim_batch(engine, "A", 5, lease_seconds=60, run_ids=[run])
+        first, second = sorted(batch.item_ids)
+        queue.release_batch(engine, "A", [first], error="boom")
+        queue.release_batch(engine, "A", [second])
+    with write_session(engine) as session:  # its last try failed too, and it has tries left
+        session.execute(update(WorkItem).where(WorkItem.id == second).values(error="zzz: a try that failed", attempts=1))
+    progress = {p.id: p for p in runs_progress(engine)}
+    assert (progress[run].total, progress[run].done, progress[run].failed, progress[run].item_error) == (2, 0, 1, "boom")
+    assert (progress[other].total, progress[other].done, progress[other].failed, progress[other].item_error) == (
+        2, 0, 0, None)
+
+
 def test_pause_resume_cancel_and_failed_runs_stop_claims(engine):
     add_pairs(engine, "d", sentence_pairs(4))
     run = create_run(engine, name="lev", kind="baseline", model="levenshtein")
