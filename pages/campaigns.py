@@ -12,7 +12,7 @@ from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
 from db.limits import INT_MAX, NAME_LENGTH, clean_name
 from pages import keep
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, one_click, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
 from pluie_core.labels import LEVELS
@@ -33,11 +33,13 @@ def personal_link(token: str) -> str:
 
 # The New campaign form's widgets: kept for this browser across page changes and reloads until the
 # campaign exists (pages.keep); plain widgets, not an st.form, whose values would reach the server only
-# when submitted. "Create campaign" belongs to one filling of the form (done()["new-batch"]): a double
-# click creates the campaign once. On a loaded server the second click can reach it after the first
-# click's run has drawn the button again (its batch is then the new one) but with the browser's values of
-# before the form was emptied: a click within DOUBLE_CLICK_SECONDS of the creation, on the same name, is
-# that second click, not a new campaign ("already exists" would tell the person they did something wrong).
+# when submitted. A double click on "Create campaign" creates the campaign once: the browser lets one
+# click through per run (pages.shared.one_click), and "Create campaign" belongs to one filling of the
+# form (done()["new-batch"]). Should a second click reach a loaded server after the first click's run has
+# drawn the button again (its batch is then the new one) with the browser's values of before the form was
+# emptied, a click on the name just created is that second click, not a new campaign ("already exists"
+# would tell the person they did something wrong): with exactly the values that created it, at any time
+# (the campaign asked for exists as asked), with other values within DOUBLE_CLICK_SECONDS.
 DOUBLE_CLICK_SECONDS = 10.0  # a run of the first click took over 3 s on a loaded machine (CI)
 NEW = "new-campaign-"
 NEW_FIELDS = ["name", "datasets", "quota", "overlap", "training", "seed", "order", "run", "distribution", "adaptive",
@@ -104,8 +106,8 @@ def create_campaign(batch: int) -> None:
                  "score_run": score_run[0] if score_run else None,
                  "score_min": value["score-min"], "score_max": value["score-max"]}
     name = value["name"] or ""
-    last_name, last_id, last_at = record.get("last-created", ("", None, float("-inf")))  # outlives the message
-    if last_name and time.monotonic() - last_at < DOUBLE_CLICK_SECONDS:
+    last_name, last_id, last_at, last_value = record.get("last-created", ("", None, float("-inf"), None))
+    if last_name and (value == last_value or time.monotonic() - last_at < DOUBLE_CLICK_SECONDS):
         with contextlib.suppress(ValueError):
             if clean_name("", name, ValueError) == last_name:  # the same campaign: say so again, empty the form
                 record.update({"created": (last_name, last_id), "reset": True})
@@ -125,7 +127,7 @@ def create_campaign(batch: int) -> None:
     # the name as the store keeps it (NFC, invisible characters removed), not as typed
     kept_name = clean_name("", name, ValueError)
     record.update({"new-batch": batch + 1, "created": (kept_name, created), "reset": True,
-                   "last-created": (kept_name, created, time.monotonic())})
+                   "last-created": (kept_name, created, time.monotonic(), value)})
 
 
 def new_campaign_form() -> None:
@@ -225,7 +227,8 @@ def annotators_section(campaign) -> None:
     with st.form(f"add-annotators-{campaign.id}-{batch}"):
         st.text_area("New annotators, one name per line (for you; they choose their display name)",
                      key=f"new-annotators-{campaign.id}-{batch}")
-        st.form_submit_button("Create personal links", on_click=create_links, args=(campaign.id, batch))
+        st.form_submit_button("Create personal links", on_click=create_links, args=(campaign.id, batch),
+                              key=f"links-create-{campaign.id}-{batch}")
     if done().get("links-error"):
         st.error(user_text(done().pop("links-error")))
 
@@ -399,6 +402,7 @@ def pairs_kept(counts: dict) -> str:
 
 
 campaigns = camp.list_campaigns(engine)
+one_click(f"{NEW}create-", "links-create-")  # a double click creates once
 if done().get("created"):
     created_name, created_id = done().pop("created")
     st.success(f"Campaign “{user_text(created_name)}” created: {pairs_kept(camp.campaign_overview(engine, created_id))}. "

@@ -70,6 +70,42 @@ def page_script(script: str, marker: str) -> None:
             f"<span id={marker}></span><script>{script}</script>", unsafe_allow_javascript=True)
 
 
+ONE_CLICK_MS = 1500  # a double click's second click comes within the system's double-click time (~500 ms)
+
+
+def one_click(*key_prefixes: str) -> None:
+    """Make the buttons whose keys start with one of ``key_prefixes`` take one click per run: the
+    browser drops a click on one of them that comes within ONE_CLICK_MS of the last click it let through
+    on a button of the same prefix, or while the run that click started has not ended (the second click
+    of a double click, or a person clicking again on a loaded server). Only the first click reaches the
+    server, so no second write has to be told apart there. A click after the run has ended goes through."""
+    script = (
+        "(() => {"
+        " window.pluieOneClick = window.pluieOneClick || {};"
+        f" for (const prefix of {json.dumps(list(key_prefixes))})"
+        "   window.pluieOneClick[prefix] = window.pluieOneClick[prefix] || {last: -1e12, ended: true};"
+        " if (window.pluieOneClickListening) return; window.pluieOneClickListening = true;"
+        " const busy = () => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+        "   return app && app.getAttribute('data-test-script-state') !== 'notRunning'; };"
+        " document.addEventListener('click', (event) => {"
+        "   const box = event.target.closest && event.target.closest('[class*=\"st-key-\"]');"
+        "   const name = box && [...box.classList].find(c => c.startsWith('st-key-'));"
+        "   if (!name || !event.target.closest('button')) return;"
+        "   const key = name.slice(7);"
+        "   const prefix = Object.keys(window.pluieOneClick).find(p => key.startsWith(p));"
+        "   if (prefix === undefined) return;"
+        "   const state = window.pluieOneClick[prefix];"
+        f"  if (Date.now() - state.last < {ONE_CLICK_MS} || !state.ended) {{"
+        "     event.preventDefault(); event.stopImmediatePropagation(); return; }"
+        "   state.last = Date.now(); state.ended = false; let ran = false;"
+        "   const watch = setInterval(() => { if (busy()) ran = true;"
+        "     else if (ran || Date.now() - state.last > 5000) { state.ended = true; clearInterval(watch); } }, 50);"
+        " }, true);"
+        "})();")
+    with st.sidebar:
+        page_script(script, "pluie-one-click")
+
+
 def run_page(page) -> None:
     """Run a page of st.navigation, the one guard of the frame: an unexpected exception anywhere in
     a page is one sentence on the page and a log line with its traceback on the server, never a

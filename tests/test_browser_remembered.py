@@ -11,6 +11,26 @@ from tests.test_review import build
 pytestmark = pytest.mark.browser
 
 
+def clicks_sent(page, key_part: str) -> list:
+    """The clicks the page sends to the server (rerun requests) on buttons whose key holds ``key_part``,
+    as they are sent: call before the page opens."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    sent = []
+
+    def frame(payload) -> None:
+        message = BackMsg()
+        if isinstance(payload, str):
+            return
+        message.ParseFromString(payload)
+        if message.WhichOneof("type") == "rerun_script":
+            sent.extend(w.id for w in message.rerun_script.widget_states.widgets
+                        if key_part in w.id and w.WhichOneof("value") == "trigger_value" and w.trigger_value)
+
+    page.on("websocket", lambda ws: ws.on("framesent", frame))
+    return sent
+
+
 def value_of(page, label: str) -> str:
     return page.get_by_label(label, exact=True).input_value()
 
@@ -79,6 +99,7 @@ def test_6_a_double_click_on_create_personal_links_creates_the_people_once(engin
     ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
     cid = camp.create_campaign(engine, "Pilot", [ds], quota=3, n_training=0)
     page = browser.new_context(viewport={"width": 1280, "height": 1200}).new_page()
+    sent = clicks_sent(page, "links-create-")
     page.goto(f"{app_server.url}/campaigns")
     wait_for_app(page)
     page.get_by_label("New annotators").fill("Alice\nBob")
@@ -90,6 +111,7 @@ def test_6_a_double_click_on_create_personal_links_creates_the_people_once(engin
     code = page.locator("[data-testid='stCode']").inner_text()
     assert "Alice" in code and "Bob" in code and code.count("?token=") == 2
     assert page.get_by_text("Write at least one name").count() == 0
+    assert len(sent) == 1, sent  # the browser let one click of the two through (pages.shared.one_click)
     assert sorted(r["name"] for r in annotators.annotator_rows(engine, cid)) == ["Alice", "Bob"]
 
 
@@ -99,6 +121,7 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
 
     make_dataset(engine, "demo", numbered_pairs(10))
     page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+    sent = clicks_sent(page, "new-campaign-create-")
     page.goto(f"{app_server.url}/campaigns")
     wait_for_app(page)
     page.get_by_label("Name", exact=True).fill("Half-filled")
@@ -142,6 +165,7 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
     page.wait_for_timeout(1_000)
     wait_for_app(page)
     assert page.get_by_text("already").count() == 0
+    assert len(sent) == 1, sent  # the browser let one click of the two through (pages.shared.one_click)
     (made,) = camp.list_campaigns(engine)
     assert (made.name, made.quota, made.distribution, made.guidelines) == ("Half-filled", 7, "overlap",
                                                                            "Be kind to the cat.")

@@ -217,7 +217,7 @@ def test_the_campaigns_page_says_who_made_the_campaign_and_refuses_a_viewer_in_a
     assert "Created the campaign: 18 pairs in the queue, 2 training pairs." in lines[1]
     role["now"] = "viewer"  # the role lowered while the page is open: the write refused with the sentence
     at.text_area(key=f"new-annotators-{cid}-0").set_value("ann")
-    at.button(key="FormSubmitter:add-annotators-%d-0-Create personal links" % cid).click()
+    at.button(key=f"links-create-{cid}-0").click()
     at.run()
     assert not at.exception, at.exception
     assert any("olga is a viewer: only an organiser or above can import, score, run campaigns, export or publish."
