@@ -219,3 +219,37 @@ def test_6_a_click_on_a_row_of_the_pairs_table_opens_that_pair(engine, app_serve
                            arg=TEXTS[3][0], timeout=30_000)
     wait_for_app(page)
     assert page.get_by_text(f"Pair {ids[3]} ·").count() == 1
+
+
+def test_6_two_clicks_in_a_row_on_create_reach_the_server_as_one(engine, app_server, browser):
+    """pages.shared.one_click: the browser sends the first of two clicks in a row on "Create campaign"
+    and on "Create personal links" (without it, both reach the server, which then has to tell them apart)."""
+    from db import annotators, campaigns as camp
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    make_dataset(engine, "demo", numbered_pairs(10))
+    page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+    created, linked = clicks_sent(page, "new-campaign-create-"), clicks_sent(page, "links-create-")
+    page.goto(f"{app_server.url}/campaigns")
+    wait_for_app(page)
+    page.get_by_label("Name", exact=True).fill("Twice")
+    page.keyboard.press("Tab")
+    wait_for_app(page)
+    page.locator("[data-testid='stMultiSelect'] input").click()
+    page.get_by_role("option", name="demo (10 pairs)").click()
+    page.keyboard.press("Escape")
+    wait_for_app(page)
+    twice = "(key) => { const b = document.querySelector(`[class*='st-key-${key}'] button`); b.click(); b.click(); }"
+    page.evaluate(twice, "new-campaign-create-")
+    page.get_by_text("Campaign “Twice” created").wait_for(timeout=30_000)
+    wait_for_app(page)
+    assert len(created) == 1, created
+    (made,) = camp.list_campaigns(engine)
+    page.get_by_label("New annotators").fill("Alice\nBob")
+    page.evaluate(twice, "links-create-")
+    page.get_by_text("shown only once").wait_for(timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(1_000)  # a second click, had it been sent, has reached the server by now
+    assert len(linked) == 1, linked
+    assert page.get_by_text("Write at least one name").count() == 0
+    assert sorted(r["name"] for r in annotators.annotator_rows(engine, made.id)) == ["Alice", "Bob"]
