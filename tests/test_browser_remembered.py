@@ -31,6 +31,19 @@ def clicks_sent(page, key_part: str) -> list:
     return sent
 
 
+def name_a_campaign_of_demo(page, url: str, name: str) -> None:
+    """Open Campaigns and fill the New campaign form's name and its dataset "demo" (10 pairs)."""
+    page.goto(f"{url}/campaigns")
+    wait_for_app(page)
+    page.get_by_label("Name", exact=True).fill(name)
+    page.keyboard.press("Tab")
+    wait_for_app(page)
+    page.locator("[data-testid='stMultiSelect'] input").click()
+    page.get_by_role("option", name="demo (10 pairs)").click()
+    page.keyboard.press("Escape")
+    wait_for_app(page)
+
+
 def value_of(page, label: str) -> str:
     return page.get_by_label(label, exact=True).input_value()
 
@@ -122,15 +135,7 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
     make_dataset(engine, "demo", numbered_pairs(10))
     page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
     sent = clicks_sent(page, "new-campaign-create-")
-    page.goto(f"{app_server.url}/campaigns")
-    wait_for_app(page)
-    page.get_by_label("Name", exact=True).fill("Half-filled")
-    page.keyboard.press("Tab")
-    wait_for_app(page)
-    page.locator("[data-testid='stMultiSelect'] input").click()
-    page.get_by_role("option", name="demo (10 pairs)").click()
-    page.keyboard.press("Escape")
-    wait_for_app(page)
+    name_a_campaign_of_demo(page, app_server.url, "Half-filled")
     quota = page.get_by_role("spinbutton", name="Pairs per annotator", exact=True)
     for _ in range(3):  # typed while the dataset's choice still redraws the form (a loaded machine): lost, again
         quota.fill("7")
@@ -230,15 +235,7 @@ def test_6_two_clicks_in_a_row_on_create_reach_the_server_as_one(engine, app_ser
     make_dataset(engine, "demo", numbered_pairs(10))
     page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
     created, linked = clicks_sent(page, "new-campaign-create-"), clicks_sent(page, "links-create-")
-    page.goto(f"{app_server.url}/campaigns")
-    wait_for_app(page)
-    page.get_by_label("Name", exact=True).fill("Twice")
-    page.keyboard.press("Tab")
-    wait_for_app(page)
-    page.locator("[data-testid='stMultiSelect'] input").click()
-    page.get_by_role("option", name="demo (10 pairs)").click()
-    page.keyboard.press("Escape")
-    wait_for_app(page)
+    name_a_campaign_of_demo(page, app_server.url, "Twice")
     twice = "(key) => { const b = document.querySelector(`[class*='st-key-${key}'] button`); b.click(); b.click(); }"
     page.evaluate(twice, "new-campaign-create-")
     page.get_by_text("Campaign “Twice” created").wait_for(timeout=30_000)
