@@ -174,6 +174,25 @@ def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
     wait_for_app(page)
 
 
+def open_popover(page, name: str, attempts: int = 5):
+    """Click the popover button called ``name`` and return the popover's body once it shows. A click that
+    lands while the page redraws (the first page of a session runs twice) can be lost, or the popover drawn
+    again closed: look again once the page is still, and click only while the body is not shown."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    body = page.locator("[data-testid='stPopoverBody']")
+    for _ in range(attempts):
+        wait_for_settled_app(page)
+        if not body.is_visible():
+            page.get_by_role("button", name=name).click()
+        try:
+            body.wait_for(state="visible", timeout=6_000)
+            return body
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"the popover {name!r} never opened")
+
+
 def wait_for_shown_text(page, text: str, timeout: float = 30_000) -> None:
     """Wait until the page shows ``text`` as a person reads it: the invisible word joiners (U+2060)
     that pages.shared.user_text puts after "http", "@" and the like are left out of the comparison."""

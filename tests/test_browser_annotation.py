@@ -14,7 +14,7 @@ from db.engine import read_session
 from db.models import Annotator, Assignment, Label, Pair
 from pluie_core.io import load_pairs
 from tests.annotation_fixtures import make_dataset
-from tests.browser import ARTIFACTS, wait_for_app
+from tests.browser import ARTIFACTS, open_popover, wait_for_app
 from tests.paths import DATASETS
 
 pytestmark = pytest.mark.browser
@@ -103,8 +103,7 @@ def test_two_annotators_label_at_once_with_the_keyboard(store, app_server, brows
     assert marks.first.evaluate("m => getComputedStyle(m).backgroundColor") == YELLOW
     page.screenshot(path=str(ARTIFACTS / "annotation-training.png"), full_page=True)
     # the guidelines, with the paper's worked examples, are one click away
-    wait_for_app(page)  # a click while the page's script still runs can be lost under load
-    page.get_by_role("button", name="Guidelines").click()
+    open_popover(page, "Guidelines")  # again if the click was lost under load
     page.get_by_text("The second sentence doesn't make any sense.").wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "annotation-guidelines.png"), full_page=True)
     page.keyboard.press("Escape")

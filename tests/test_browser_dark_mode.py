@@ -8,7 +8,7 @@ import pytest
 
 from db import annotators, campaigns as camp
 from tests.annotation_fixtures import make_dataset
-from tests.browser import ARTIFACTS, wait_for_app
+from tests.browser import ARTIFACTS, open_popover, wait_for_app
 
 pytestmark = pytest.mark.browser
 GREY, LIGHT_BLUE, YELLOW, WHITE = "rgb(230, 230, 230)", "rgb(173, 216, 230)", "rgb(255, 241, 118)", "rgb(255, 255, 255)"
@@ -71,7 +71,7 @@ def colours_in(browser, url: str, scheme: str) -> dict:
     page.wait_for_selector("mark.pluie-diff")
     page.screenshot(path=str(ARTIFACTS / f"annotation-{scheme}.png"), full_page=True)
     found = page.evaluate(COLOURS)
-    page.get_by_role("button", name="Guidelines").click()  # drawn outside the app's element
+    open_popover(page, "Guidelines")  # drawn outside the app's element
     page.wait_for_selector("[data-testid='stPopoverBody'] mark.pluie-diff")
     text, layers = page.evaluate(POPOVER_MARK)
     return found | {"guidelines": [text, composed(layers)]}
