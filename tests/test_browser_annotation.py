@@ -14,7 +14,7 @@ from db.engine import read_session
 from db.models import Annotator, Assignment, Label, Pair
 from pluie_core.io import load_pairs
 from tests.annotation_fixtures import make_dataset
-from tests.browser import ARTIFACTS, open_popover, wait_for_app
+from tests.browser import ARTIFACTS, open_popover, wait_for_app, wait_for_settled_app
 from tests.paths import DATASETS
 
 pytestmark = pytest.mark.browser
@@ -50,7 +50,7 @@ def wait_progress(page, text: str, position: int) -> None:
 
 def admin_creates_campaign(page, url: str) -> list[str]:
     page.goto(f"{url}/campaigns")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.get_by_label("Name").fill("MRPC pilot")
     page.locator("[data-testid='stMultiSelect'] input").click()
     page.get_by_role("option", name="mrpc-test-30 (30 pairs)").click()

@@ -8,7 +8,7 @@ import pytest
 
 from db.analysis import add_score_run, pairs_frame
 from db.datasets import import_pairs
-from tests.browser import ARTIFACTS, wait_for_app
+from tests.browser import ARTIFACTS, wait_for_app, wait_for_settled_app
 from tests.store_fixtures import sentence_pairs
 
 pytestmark = pytest.mark.browser
@@ -49,7 +49,7 @@ def test_a_box_on_the_scatter_and_a_click_on_a_bar_list_their_pairs(engine, app_
 
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     page.goto(f"{app_server.url}/distributions")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     scatter = chart(page, "against the normalised Levenshtein distance")
     scatter.locator(".nsewdrag").first.wait_for(timeout=30_000)
     scatter.scroll_into_view_if_needed()

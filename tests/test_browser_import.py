@@ -9,7 +9,7 @@ from sqlalchemy import select
 from db import init_db, read_session
 from db.datasets import store_totals
 from db.models import Dataset, Pair
-from tests.browser import ARTIFACTS, start_app, stop_app, wait_for_app
+from tests.browser import ARTIFACTS, start_app, stop_app, wait_for_app, wait_for_settled_app
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +46,7 @@ def test_upload_map_import_and_see_it_on_home(import_app, browser, tmp_path):
     )
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.get_by_text("Import pairs").first.wait_for()
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
     page.get_by_text("2 · Map the columns").wait_for(timeout=30_000)
@@ -119,7 +119,7 @@ def test_a_benchmark_imported_with_every_row_kept(import_app, browser):
     before = store_totals(engine)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
         str(DATASETS / "paraphrasus" / "onestop_parallel_all_pairs.json"))
     page.get_by_text("1 · Validation").wait_for(timeout=30_000)  # a recognised format: no mapping steps
@@ -145,7 +145,7 @@ def test_nul_bytes_and_word_labels_are_said_in_the_preview(import_app, browser, 
                     b"A man is\x00 sleeping.,A man sleeps.,yes\n")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
     page.get_by_text("NUL characters (0x00) were removed from line 3.").wait_for(timeout=30_000)
     page.get_by_text("The label is written as words, read as numbers: 'yes' as 1 and 'No' as 0.").wait_for()
@@ -173,7 +173,7 @@ def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(imp
     before = store_totals(engine)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     upload = page.locator("[data-testid='stFileUploaderDropzoneInput']")
     upload.set_input_files(str(_bomb(tmp_path / "bomb.xlsx", 2 * 1024 * 1024)))
     page.get_by_text("it is refused as a zip bomb").wait_for(timeout=30_000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import ARTIFACTS, wait_for_app
+from tests.browser import ARTIFACTS, wait_for_app, wait_for_settled_app
 from tests.test_browser_review import wait_for_pair
 from tests.test_review import build
 
@@ -34,7 +34,7 @@ def clicks_sent(page, key_part: str) -> list:
 def name_a_campaign_of_demo(page, url: str, name: str) -> None:
     """Open Campaigns and fill the New campaign form's name and its dataset "demo" (10 pairs)."""
     page.goto(f"{url}/campaigns")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.get_by_label("Name", exact=True).fill(name)
     page.keyboard.press("Tab")
     wait_for_app(page)
@@ -114,7 +114,7 @@ def test_6_a_double_click_on_create_personal_links_creates_the_people_once(engin
     page = browser.new_context(viewport={"width": 1280, "height": 1200}).new_page()
     sent = clicks_sent(page, "links-create-")
     page.goto(f"{app_server.url}/campaigns")
-    wait_for_app(page)
+    wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.get_by_label("New annotators").fill("Alice\nBob")
     page.get_by_role("button", name="Create personal links").dblclick()
     page.get_by_text("shown only once").wait_for(timeout=30_000)
