@@ -176,7 +176,7 @@ def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
 
 def open_popover(page, name: str, attempts: int = 5):
     """Click the popover button called ``name`` and return the popover's body once it shows. A click that
-    lands while the page redraws (the first page of a session runs twice) can be lost, or the popover drawn
+    lands while the page redraws (a fresh server's first page runs twice) can be lost, or the popover drawn
     again closed: look again once the page is still, and click only while the body is not shown."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
