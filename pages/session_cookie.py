@@ -14,7 +14,6 @@ pages.signin then keeps the sign-in for the tab only.
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import secrets
 import threading
@@ -117,11 +116,9 @@ def _secure(request: Request) -> bool:
     if said != "https" or request.client is None:
         return False
     try:
-        proxies = auth.trusted_proxies()
-        peer = ipaddress.ip_address(request.client.host)
-    except ValueError:  # a configuration that names no addresses, or a peer that is no address: not trusted
+        return auth.is_trusted_proxy(request.client.host)
+    except ValueError:  # a configuration that names no addresses: not trusted
         return False
-    return any(peer in network for network in proxies)
 
 
 def _set_cookie(request: Request) -> RedirectResponse:

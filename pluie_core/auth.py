@@ -200,7 +200,8 @@ LOGIN_GUARD = LoginGuard()  # one per server process: every session's log-in goe
 
 def trusted_proxies() -> list:
     """The reverse proxies whose X-Forwarded-For is believed: PLUIE_TRUSTED_PROXIES (addresses or
-    networks, separated by commas), else `[login] trusted_proxies` in pluie_lab.toml; none by default."""
+    networks, separated by commas), else `[login] trusted_proxies` in pluie_lab.toml; none by default.
+    An IPv4 address written IPv4-mapped (::ffff:127.0.0.1) is read as the IPv4 address it maps."""
     raw = os.environ.get("PLUIE_TRUSTED_PROXIES")
     if raw is None:
         config = Path(CONFIG_FILE)
@@ -216,11 +217,19 @@ def trusted_proxies() -> list:
         if not text:
             continue
         try:
-            networks.append(ipaddress.ip_network(text, strict=False))
+            networks.append(_unmapped_network(ipaddress.ip_network(text, strict=False)))
         except ValueError:
             raise ValueError(f"The trusted proxies must be IP addresses or networks, not {text[:60]!r} "
                              "(PLUIE_TRUSTED_PROXIES or [login] trusted_proxies in pluie_lab.toml).") from None
     return networks
+
+
+def _unmapped_network(network):
+    """An IPv6 network inside ::ffff:0:0/96 (IPv4-mapped addresses) as the IPv4 network it maps."""
+    mapped = ipaddress.ip_network("::ffff:0:0/96")
+    if network.version == 6 and network.prefixlen >= 96 and network.subnet_of(mapped):
+        return ipaddress.ip_network((network.network_address.ipv4_mapped, network.prefixlen - 96))
+    return network
 
 
 def _forwarded_host(entry: str) -> str:
@@ -233,11 +242,29 @@ def _forwarded_host(entry: str) -> str:
     return entry
 
 
-def _address(text: str) -> "ipaddress.IPv4Address | ipaddress.IPv6Address | None":
+def _address(text: Optional[str]) -> "ipaddress.IPv4Address | ipaddress.IPv6Address | None":
+    """``text`` as an IP address, None when it is none. An IPv4-mapped IPv6 address (::ffff:127.0.0.1, how a
+    server listening on every interface, "::", sees an IPv4 client) is the IPv4 address it maps, and an
+    IPv6 scope ("fe80::1%eth0") is dropped, so that an address compares as the address it is, not as text."""
+    if not text:
+        return None
     try:
-        return ipaddress.ip_address(text)
+        address = ipaddress.ip_address(text.split("%", 1)[0] if ":" in text else text)
     except ValueError:
         return None
+    if address.version == 6 and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def is_trusted_proxy(peer: Optional[str], proxies: Optional[list] = None) -> bool:
+    """Whether the connection's address ``peer`` is one of the trusted proxies (trusted_proxies(), or
+    ``proxies``), compared as addresses: ::ffff:127.0.0.1 is 127.0.0.1, 10.1.2.3 is in 10.0.0.0/8."""
+    address = _address(peer)
+    if address is None:
+        return False
+    proxies = trusted_proxies() if proxies is None else proxies
+    return any(address in _unmapped_network(network) for network in proxies)
 
 
 def client_address(peer: Optional[str], forwarded: Optional[str], proxies: Optional[list] = None) -> str:
@@ -251,15 +278,12 @@ def client_address(peer: Optional[str], forwarded: Optional[str], proxies: Optio
     count by forging the header."""
     proxies = trusted_proxies() if proxies is None else proxies
     named = [_forwarded_host(entry) for entry in (forwarded or "").split(",") if entry.strip()]
-    if peer is None or peer in named:
+    named_addresses = {_address(host) for host in named} - {None}
+    if peer is None or peer in named or _address(peer) in named_addresses:
         peer = "127.0.0.1"
 
-    def trusted(text: str) -> bool:
-        address = _address(text)
-        return address is not None and any(address in network for network in proxies)
-
-    if named and trusted(peer):
-        client = next((host for host in reversed(named) if not trusted(host)), named[0])
+    if named and is_trusted_proxy(peer, proxies):
+        client = next((host for host in reversed(named) if not is_trusted_proxy(host, proxies)), named[0])
     else:
         client = peer
     address = _address(client)

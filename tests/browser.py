@@ -48,11 +48,14 @@ class AppServer:
 
 
 def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60,
-              app: Path = REPO / "app.py", like_make_run: bool = False) -> AppServer:
+              app: Path = REPO / "app.py", like_make_run: bool = False,
+              address: str | None = "127.0.0.1") -> AppServer:
     """``like_make_run``: start it as `make run` does (scripts/serve.py beside ``app``: Streamlit in
     the launcher's process, after its warm-up thread has started), without the demo run. Otherwise
     through server.py when there is one beside ``app`` (app.py with the sign-in cookie's routes, as
-    `make run` serves it), else ``app`` itself."""
+    `make run` serves it), else ``app`` itself. ``address``: where it listens; None names none, so that it
+    listens on every interface as `make run` with a password does (Streamlit binds "::", and a browser on
+    127.0.0.1 then reaches it as the IPv4-mapped ::ffff:127.0.0.1); the browser is sent to 127.0.0.1."""
     port = free_port()
     env = {**os.environ, "PLUIE_DB_URL": db_url, "PLUIE_NO_WORKER": "1", **(extra_env or {})}
     served = app.parent / "server.py" if app.name == "app.py" and (app.parent / "server.py").exists() else app
@@ -62,7 +65,8 @@ def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: fl
         env["PLUIE_DEMO_RUN"] = "0"
     handle = log.open("wb")
     process = subprocess.Popen(
-        [*launcher, "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
+        [*launcher, "--server.headless", "true", *(["--server.address", address] if address else []),
+         "--server.port", str(port),
          "--browser.gatherUsageStats", "false"],
         cwd=app.parent, env=env, stdout=handle, stderr=subprocess.STDOUT,
     )

@@ -62,11 +62,13 @@ def open_login(server, page, forwarded: str) -> None:
 
 
 def start(tmp_path, name: str, **env):
+    """The app with an admin password, listening on every interface as `make run` with a password does
+    (Streamlit binds "::"): the browser, on 127.0.0.1, reaches it as the IPv4-mapped ::ffff:127.0.0.1."""
     directory = tmp_path / name
     directory.mkdir()
     db_url = f"sqlite:///{directory / 'store.db'}"
     init_db(db_url).dispose()
-    return start_app(db_url, directory / "streamlit.log", extra_env={
+    return start_app(db_url, directory / "streamlit.log", address=None, extra_env={
         "PLUIE_ADMIN_PASSWORD": PASSWORD, "PLUIE_DATA_DIR": str(directory), "PLUIE_TRUSTED_PROXIES": "", **env})
 
 
@@ -87,8 +89,9 @@ def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(t
     finally:
         stop_app(server)
 
-    # behind a configured proxy (here: this machine), the forwarded address counts
-    server = start(tmp_path, "proxied", PLUIE_TRUSTED_PROXIES="127.0.0.1, ::1")
+    # behind a configured proxy (here: this machine, written as its IPv4 address while its connections
+    # arrive IPv4-mapped: issue 52), the forwarded address counts
+    server = start(tmp_path, "proxied", PLUIE_TRUSTED_PROXIES="127.0.0.1")
     try:
         context = browser.new_context()
         page = context.new_page()
@@ -104,11 +107,18 @@ def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(t
             for _ in range(4):
                 attempt(server, page, "guess")
         assert sum("wrong password for admin" in line for line in login_lines(server)) > 20  # past the account's free
-        # ... and the right password from an address that has not been failing logs in at once
-        open_login(server, page, "198.51.100.200")
+        # ... and the right password from an address that has not been failing logs in at once; the proxy
+        # says the browser came over HTTPS, so the sign-in cookie the server sets is Secure
+        cookies = []
+        page.on("response", lambda response: cookies.extend(
+            value for name, value in ((h["name"].lower(), h["value"]) for h in response.headers_array())
+            if name == "set-cookie" and "/_pluie/session" in response.url))
+        page.set_extra_http_headers({"X-Forwarded-For": "198.51.100.200", "X-Forwarded-Proto": "https"})
+        page.goto(f"{server.url}/campaigns")
         page.get_by_label("Password", exact=True).fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
         page.get_by_role("heading", name="Labelling campaigns").wait_for(timeout=30_000)
+        assert len(cookies) == 1 and "secure" in [part.strip().lower() for part in cookies[0].split(";")], cookies
         # the form goes once the run that logged in ends (a stale element may linger during that run)
         page.get_by_label("Password", exact=True).wait_for(state="detached", timeout=30_000)
         context.close()
@@ -126,11 +136,21 @@ def test_the_address_counted_believes_the_header_behind_a_named_proxy_only(monke
     assert client_address("10.1.2.3", "203.0.113.9", proxy) == "203.0.113.9"
     assert client_address("10.1.2.3", "198.51.100.1, 203.0.113.9:4321, 10.4.4.4", proxy) == "203.0.113.9"
     assert client_address("10.1.2.3", None, proxy) == "10.1.2.3"
+    # addresses compare as addresses (issue 52): an IPv4 client seen by a server listening on "::" is
+    # IPv4-mapped, a proxy may be named either way, and this machine is this machine however written
+    assert client_address("::ffff:10.1.2.3", "203.0.113.9", proxy) == "203.0.113.9"
+    assert client_address("::ffff:127.0.0.1", "203.0.113.9", [ipaddress.ip_network("127.0.0.1/32")]) == "203.0.113.9"
+    assert client_address("127.0.0.1", "203.0.113.9", [ipaddress.ip_network("::ffff:127.0.0.1/128")]) == "203.0.113.9"
+    assert client_address("::ffff:127.0.0.1", "203.0.113.9", []) == "localhost"
+    assert client_address("::ffff:192.0.2.7", None, []) == "192.0.2.7"
+    assert client_address("::ffff:10.1.2.3", "::ffff:203.0.113.9, 10.4.4.4", proxy) == "203.0.113.9"
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PLUIE_TRUSTED_PROXIES", raising=False)
     assert trusted_proxies() == []
     (tmp_path / "pluie_lab.toml").write_text('[login]\ntrusted_proxies = ["127.0.0.1", "10.0.0.0/8"]\n')
     assert trusted_proxies() == [ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("10.0.0.0/8")]
+    monkeypatch.setenv("PLUIE_TRUSTED_PROXIES", "::ffff:10.0.0.0/104, ::1")
+    assert trusted_proxies() == [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("::1/128")]
     monkeypatch.setenv("PLUIE_TRUSTED_PROXIES", "proxy.example")
     with pytest.raises(ValueError, match="trusted proxies must be IP addresses or networks"):
         trusted_proxies()

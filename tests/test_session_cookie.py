@@ -91,6 +91,10 @@ def test_https_makes_it_secure_and_a_trusted_proxy_may_say_so(cookies_module, mo
     trusted = client(cookies_module, peer="10.1.2.3").get(
         f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said)
     assert "secure" in [part.strip().lower() for part in set_cookie(trusted).split(";")]
+    # a server listening on "::" sees an IPv4 proxy IPv4-mapped: it is the same address (issue 52)
+    mapped = client(cookies_module, peer="::ffff:10.1.2.3").get(
+        f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said)
+    assert "secure" in [part.strip().lower() for part in set_cookie(mapped).split(";")]
 
 
 @pytest.mark.parametrize("asked, sent_to", [
