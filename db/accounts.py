@@ -15,6 +15,7 @@ disable_account, end_sessions); pages.signin signs its session tokens with the e
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import os
 import unicodedata
@@ -279,7 +280,11 @@ def end_sessions(engine: Engine, account_id: int) -> None:
         access.record(session, "sessions ended", "account", row.id, f"every session of {row.name} ended")
 
 
-_NO_SUCH = bcrypt.hashpw(b"no such account", bcrypt.gensalt()).decode("ascii")
+@functools.cache
+def _no_such() -> str:
+    """A hash to check an unknown name's password against: made once, at the first check (0.3 s of bcrypt
+    that every process importing the store paid at start before)."""
+    return bcrypt.hashpw(b"no such account", bcrypt.gensalt()).decode("ascii")
 
 
 def check_password(engine: Engine, name: str, password: str) -> Optional[AccountInfo]:
@@ -291,7 +296,7 @@ def check_password(engine: Engine, name: str, password: str) -> Optional[Account
         if found is not None:
             stored = session.get(Account, found.id).password_hash
     try:
-        matches = bcrypt.checkpw(bcrypt_input(password or ""), (stored or _NO_SUCH).encode("ascii"))
+        matches = bcrypt.checkpw(bcrypt_input(password or ""), (stored or _no_such()).encode("ascii"))
     except ValueError:  # a malformed stored hash matches nothing
         matches = False
     if not matches or stored is None or found is None or not found.active:

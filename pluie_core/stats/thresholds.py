@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import roc_auc_score
 
 from pluie_core.stats.errors import StatsError
 from pluie_core.stats.versus import predict, scored_pairs
@@ -120,4 +119,6 @@ def roc_auc(scores, labels, higher_is_positive: bool = True) -> float:
     """Area under the ROC curve (sklearn); pairs without a score or label are dropped."""
     scores, labels = scored_pairs(scores, labels)
     _require_both_classes(labels, "ROC AUC")
+    from sklearn.metrics import roc_auc_score  # here: 1.3 s to import, not at every app/worker start
+
     return float(roc_auc_score(labels, scores if higher_is_positive else -scores))

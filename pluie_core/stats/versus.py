@@ -9,7 +9,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import confusion_matrix
 
 from pluie_core.stats.errors import StatsError
 from pluie_core.stats.matrices import as_float_array, item_slots, majority_binary_vector
@@ -78,6 +77,8 @@ def _versus_row(name, labels: np.ndarray, scores: np.ndarray, threshold: float, 
         keep = ~np.isnan(scores) & ~np.isnan(labels) if labels.shape == scores.shape else np.zeros(0, bool)
         if keep.any():  # κ undefined but accuracy and the counts still are
             human, predicted = labels[keep].astype(int), predict(scores[keep], threshold, higher_is_positive)
+            from sklearn.metrics import confusion_matrix  # here: 1.3 s to import, not at every app/worker start
+
             cells = confusion_matrix(human, predicted, labels=[0, 1]).ravel()
             row.update(n=int(keep.sum()), accuracy=float(np.mean(human == predicted)))
             row.update(zip(("tn", "fp", "fn", "tp"), map(int, cells)))
