@@ -30,7 +30,7 @@ from db import access
 from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
 from db.models import Account, utcnow
-from pluie_core.auth import bcrypt_input, configured_hash, hash_token, new_token
+from pluie_core.auth import bcrypt_hash, bcrypt_input, configured_hash, hash_token, new_token
 from pluie_core.roles import Actor, check_role
 
 __all__ = ["AccountError", "AccountInfo", "MIN_PASSWORD", "INVITE_HOURS", "accounts_in_force", "list_accounts",
@@ -98,7 +98,7 @@ def _hash_password(password: str) -> str:
     if len(password or "") < MIN_PASSWORD:
         raise AccountError(f"A password needs at least {MIN_PASSWORD} characters.")
     check_length("The password", password, AccountError, 1000)
-    return bcrypt.hashpw(bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
+    return bcrypt_hash(password)
 
 
 def accounts_in_force(engine: Engine) -> bool:
@@ -284,7 +284,7 @@ def end_sessions(engine: Engine, account_id: int) -> None:
 def _no_such() -> str:
     """A hash to check an unknown name's password against: made once, at the first check (0.3 s of bcrypt
     that every process importing the store paid at start before)."""
-    return bcrypt.hashpw(b"no such account", bcrypt.gensalt()).decode("ascii")
+    return bcrypt_hash("no such account")
 
 
 def check_password(engine: Engine, name: str, password: str) -> Optional[AccountInfo]:
@@ -307,7 +307,7 @@ def check_password(engine: Engine, name: str, password: str) -> Optional[Account
 def _configured_admin_hash() -> Optional[str]:
     plain = os.environ.get("PLUIE_ADMIN_PASSWORD")
     if plain:
-        return bcrypt.hashpw(bcrypt_input(plain), bcrypt.gensalt()).decode("ascii")
+        return bcrypt_hash(plain)
     return configured_hash()
 
 

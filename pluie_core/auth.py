@@ -75,6 +75,31 @@ def admin_password_configured() -> bool:
     return bool(os.environ.get("PLUIE_ADMIN_PASSWORD")) or configured_hash() is not None
 
 
+DEFAULT_BCRYPT_ROUNDS = 12  # bcrypt's own default: about 0.25 s a hash on one core
+
+
+def bcrypt_rounds() -> int:
+    """The cost of the password hashes made from now on: PLUIE_BCRYPT_ROUNDS (4 to 31, bcrypt's range; each
+    one more doubles the time), else 12. A hash keeps the cost it was made with, so changing this leaves
+    every stored password working. Below 10 is for tests only (the suite runs at 4: a password is still
+    really hashed and checked, in a millisecond instead of a quarter of a second)."""
+    raw = os.environ.get("PLUIE_BCRYPT_ROUNDS", "").strip()
+    if not raw:
+        return DEFAULT_BCRYPT_ROUNDS
+    try:
+        rounds = int(raw)
+    except ValueError:
+        rounds = 0
+    if not 4 <= rounds <= 31:
+        raise ValueError(f"PLUIE_BCRYPT_ROUNDS must be a whole number from 4 to 31, not {raw[:20]!r}.")
+    return rounds
+
+
+def bcrypt_hash(password: str) -> str:
+    """bcrypt's hash of ``password`` (any length: bcrypt_input) at the configured cost (bcrypt_rounds)."""
+    return bcrypt.hashpw(bcrypt_input(password), bcrypt.gensalt(bcrypt_rounds())).decode("ascii")
+
+
 def bcrypt_input(password: str) -> bytes:
     """What bcrypt is given for this password. bcrypt reads at most 72 bytes (and the bcrypt package
     refuses more), so a longer password is first hashed with SHA-256 and given as its 44-character
@@ -317,7 +342,7 @@ def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUA
 def hash_admin_password(password: str) -> str:
     """The value to put in PLUIE_ADMIN_PASSWORD_HASH or `[admin] password_hash` (a password of any
     length: one over bcrypt's 72 bytes is pre-hashed, see bcrypt_input)."""
-    return bcrypt.hashpw(bcrypt_input(password), bcrypt.gensalt()).decode("ascii")
+    return bcrypt_hash(password)
 
 
 # ---------------------------------------------------------------- organiser sessions

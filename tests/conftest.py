@@ -17,6 +17,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # a fresh store started like `make run` gets no demo PLUIE run (a real 135M model to load and score):
 # only the tests of that run (test_demo_judge.py) ask for it
 os.environ.setdefault("PLUIE_DEMO_RUN", "0")
+# passwords hashed at bcrypt's lowest cost (pluie_core.auth.bcrypt_rounds), here and in the servers and
+# commands the tests start: still real hashes, checked for real, in a millisecond instead of a quarter of a
+# second (the suite made a few hundred). tests/test_accounts.py checks the default cost on its own.
+os.environ.setdefault("PLUIE_BCRYPT_ROUNDS", "4")
 
 
 @pytest.fixture
@@ -73,3 +77,14 @@ def _no_page_error(request):
         record = collect.records[0]
         detail = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
         pytest.fail(f"a page raised: {record.getMessage()}\n{detail}", pytrace=False)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long tests first: those marked slow (worker processes, the demo judge, several servers), then the
+    browser's, then the rest, each group in its own order. With `pytest -n 2` a minute-long test that
+    started last kept one process busy while the other had nothing left (the suite's tail); started
+    first, the short ones fill in beside it. Every xdist process sorts the same way, as it must."""
+    def rank(item) -> int:
+        return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("browser") else 2
+
+    items.sort(key=rank)

@@ -359,3 +359,26 @@ def test_command_line_mistakes_are_one_sentence_and_change_nothing(store, store_
     code, _, err = cli(monkeypatch, capsys, f"sqlite:///{missing}", "list")
     assert code == 1 and err == f"error: There is no store at {missing}: give its URL with --db (or PLUIE_DB_URL).\n"
     assert not missing.exists()
+
+
+def test_passwords_are_hashed_at_the_configured_bcrypt_cost_and_old_hashes_keep_working(monkeypatch):
+    """The suite hashes at cost 4 (tests/conftest.py); a deployment at bcrypt's 12 unless PLUIE_BCRYPT_ROUNDS
+    says otherwise; a hash keeps its own cost, so a change of setting leaves every password working."""
+    import bcrypt
+
+    from pluie_core.auth import bcrypt_hash, bcrypt_rounds
+
+    monkeypatch.delenv("PLUIE_BCRYPT_ROUNDS")
+    assert bcrypt_rounds() == 12
+    made_at_12 = bcrypt_hash("correct horse battery")
+    assert made_at_12.startswith("$2b$12$")
+    monkeypatch.setenv("PLUIE_BCRYPT_ROUNDS", "10")
+    made_at_10 = bcrypt_hash("correct horse battery")
+    assert made_at_10.startswith("$2b$10$")
+    for made in (made_at_12, made_at_10):
+        assert bcrypt.checkpw(b"correct horse battery", made.encode())
+        assert not bcrypt.checkpw(b"correct horse", made.encode())
+    for wrong in ("3", "32", "twelve", "1e1"):
+        monkeypatch.setenv("PLUIE_BCRYPT_ROUNDS", wrong)
+        with pytest.raises(ValueError, match="PLUIE_BCRYPT_ROUNDS must be a whole number from 4 to 31"):
+            bcrypt_hash("correct horse battery")

@@ -52,6 +52,7 @@ def scores_of(engine, run_id: int) -> dict[tuple[str, str], tuple]:
     return {(s, h): (v, d) for s, h, v, d in rows}
 
 
+@pytest.mark.slow
 def test_a_worker_process_scores_an_llm_choice_run_always_a_gives_ties(tmp_path, tiny):
     from tests.test_worker import start_worker
 

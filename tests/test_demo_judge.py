@@ -157,6 +157,7 @@ def test_the_chat_templates_default_system_turn_is_scored_once(demo):
     ("net", None, {}, 1),
     ("rev", None, {"instruction": ["Make it shorter.", "Fix the grammar."]}, 2),
 ])
+@pytest.mark.slow
 def test_one_pass_equals_the_two_pass_formula_for_every_template(demo, template, answers, fields, pairs):
     model, tokenizer = demo
     sources, hypotheses = SOURCES[:pairs], HYPOTHESES[:pairs]
@@ -193,6 +194,7 @@ def unpadded_greedy(model, tokenizer, prompt: str, max_new_tokens: int) -> str:
     return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True).strip()
 
 
+@pytest.mark.slow
 def test_indirect_generates_real_text_then_scores_it_as_the_two_pass_formula(demo):
     model, tokenizer = demo
     scorer = PluieScorer(demo, template="indirect", max_new_tokens=20)

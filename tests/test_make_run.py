@@ -93,6 +93,7 @@ def stop(process) -> None:
             process.wait()
 
 
+@pytest.mark.slow
 def test_make_run_starts_one_worker_with_the_server_and_stops_it_with_the_server(tmp_path, browser):
     engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")  # an existing store, as after a first run
     started = time.monotonic()
@@ -230,6 +231,7 @@ def test_the_install_says_what_it_does_as_it_goes(tmp_path):
     assert failed.returncode != 0 and "pip failed" in failed.stdout and "no-such-project" in failed.stdout
 
 
+@pytest.mark.slow
 def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(monkeypatch):
     """Issue 20: the first page opened on a fresh server does not wait for scipy, pandas, the charts...:
     scripts/serve.py imports what app.py and the pages import on a thread started before Streamlit."""

@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from tests.paths import REPO
 
 OFFLINE_CHECK = """
@@ -74,6 +76,7 @@ def test_an_unknown_hub_id_is_refused_in_seconds_when_the_hub_does_not_answer():
     assert result["s3c"][1] < 1, result  # the probe's answer is remembered
 
 
+@pytest.mark.slow
 def test_sixteen_threads_checking_a_model_at_once_on_a_fresh_interpreter(tiny_model_path):
     # transformers' lazy module is not thread-safe while it first loads: without the import lock,
     # most of these threads got "cannot import name 'AutoTokenizer' from 'transformers'"
