@@ -78,13 +78,3 @@ def _no_page_error(request):
         detail = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
         pytest.fail(f"a page raised: {record.getMessage()}\n{detail}", pytrace=False)
 
-
-def pytest_collection_modifyitems(config, items):
-    """The long tests first: those marked slow (worker processes, the demo judge, several servers), then the
-    browser's, then the rest, each group in its own order. With `pytest -n 2` a minute-long test that
-    started last kept one process busy while the other had nothing left (the suite's tail); started
-    first, the short ones fill in beside it. Every xdist process sorts the same way, as it must."""
-    def rank(item) -> int:
-        return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("browser") else 2
-
-    items.sort(key=rank)

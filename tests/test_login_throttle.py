@@ -109,16 +109,15 @@ def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(t
         assert sum("wrong password for admin" in line for line in login_lines(server)) > 20  # past the account's free
         # ... and the right password from an address that has not been failing logs in at once; the proxy
         # says the browser came over HTTPS, so the sign-in cookie the server sets is Secure
-        cookies = []
-        page.on("response", lambda response: cookies.extend(
-            value for name, value in ((h["name"].lower(), h["value"]) for h in response.headers_array())
-            if name == "set-cookie" and "/_pluie/session" in response.url))
         page.set_extra_http_headers({"X-Forwarded-For": "198.51.100.200", "X-Forwarded-Proto": "https"})
         page.goto(f"{server.url}/campaigns")
         page.get_by_label("Password", exact=True).fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
-        page.get_by_role("heading", name="Labelling campaigns").wait_for(timeout=30_000)
+        # the signed-in page sends the browser to the cookie's route once its run has drawn (pages.session_cookie)
+        with page.expect_response(lambda response: "/_pluie/session" in response.url, timeout=60_000) as sent:
+            page.get_by_role("button", name="Sign in").click()
+        cookies = [h["value"] for h in sent.value.headers_array() if h["name"].lower() == "set-cookie"]
         assert len(cookies) == 1 and "secure" in [part.strip().lower() for part in cookies[0].split(";")], cookies
+        page.get_by_role("heading", name="Labelling campaigns").wait_for(timeout=30_000)
         # the form goes once the run that logged in ends (a stale element may linger during that run)
         page.get_by_label("Password", exact=True).wait_for(state="detached", timeout=30_000)
         context.close()
