@@ -111,14 +111,15 @@ def _address_chosen(argv: list[str]) -> bool:
 # what Streamlit itself imports on a page's first table or chart, beside what the pages name; torch,
 # which app.py's reading of the GPUs (pages.run_forms.read_hardware, on a thread of its own) imports with
 # the first page where a GPU driver is (pluie_core.hardware.gpu_driver_present): 1.5 s on an idle machine,
-# taken from that page while it drew (Datasets, first visit: 5.4 s, bench/pages.py); and what the
-# statistics import where they are computed (scipy.stats, sklearn.metrics: imported there so that a worker
-# or a test server does not pay 1-2 s for them at start), which the analysis pages' first figures need
+# taken from that page while it drew (Datasets, first visit: 5.4 s, bench/pages.py)
 # streamlit.emojis: what set_page_config imports to check the page icon (☔), a regular expression of every
 # emoji compiled as it loads: 0.3 s of the first page's run (bench/pages.py)
 # Streamlit's own modules among them are its internals: pages.private_api.drawing_modules (DRAWING_MODULES
 # there), those this Streamlit has, between these two.
-DRAWING_MODULES = ("pyarrow", "torch", "scipy.stats", "sklearn.metrics")
+DRAWING_MODULES = ("pyarrow", "torch")
+# what the statistics import inside the functions that compute (pluie_core.stats, so that a worker or a test
+# server does not pay 1-2 s for them at start), which the analysis pages' first figures need: warmed too
+STATISTICS_MODULES = ("scipy.stats", "sklearn.metrics")
 
 
 WARMED_UP = "serve: the pages' modules are loaded"
@@ -128,7 +129,8 @@ READ_AHEAD = "serve: the pages' first figures are read"  # bench/pages.py waits 
 def page_imports(repo: Path = REPO) -> list[str]:
     """The modules app.py and pages/*.py import (read from their source, so a page's new import is
     warmed with no list to keep in step), then the ones Streamlit imports to draw (DRAWING_MODULES, with
-    Streamlit's own: pages.private_api.drawing_modules)."""
+    Streamlit's own: pages.private_api.drawing_modules) and those the statistics import where they compute
+    (STATISTICS_MODULES)."""
     from pages.private_api import drawing_modules
 
     found: dict[str, None] = {}
@@ -146,7 +148,7 @@ def page_imports(repo: Path = REPO) -> list[str]:
                 found.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names
                                            if (folder / f"{alias.name}.py").exists()))
     first, *rest = DRAWING_MODULES
-    found.update(dict.fromkeys([first, *drawing_modules(), *rest]))
+    found.update(dict.fromkeys([first, *drawing_modules(), *rest, *STATISTICS_MODULES]))
     return [name for name in found if name != "streamlit"]
 
 

@@ -77,4 +77,3 @@ def _no_page_error(request):
         record = collect.records[0]
         detail = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
         pytest.fail(f"a page raised: {record.getMessage()}\n{detail}", pytrace=False)
-

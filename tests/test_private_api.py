@@ -226,6 +226,8 @@ def test_a_broken_read_ahead_at_start_is_logged_with_its_traceback_and_the_serve
 
 def test_the_warm_up_still_imports_streamlits_drawing_modules():
     assert {"pyarrow", "torch", *app_api.DRAWING_MODULES} <= set(_serve().page_imports())
+    # and what the statistics import only where they compute, which the analysis pages' first figures need
+    assert {"scipy.stats", "sklearn.metrics"} <= set(_serve().page_imports())
 
 
 class _Without:
