@@ -91,8 +91,9 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     gives none). Both are empty for pairs with no five-level labels.
 
     final_level / final_label / final_binary / final_source (db.review, pluie_core.review): a
-    reviewer's decision where one is in force ("adjudicated"), else the majority level
-    ("majority"), else none ("none"); adjudicated_by, adjudicated_at, adjudication_note say who,
+    reviewer's decision where one is in force ("adjudicated"), else, with ``campaign_id``, the
+    campaign's gold key where it knows the level ("gold": the organiser's known answer), else the
+    majority level ("majority"), else none ("none"); adjudicated_by, adjudicated_at, adjudication_note say who,
     when and why. With a model ``aggregation`` (dawid_skene, glad, mace), its level where it is sure
     enough (final_source then names the method; pluie_core.aggregation.model_final_levels).
 
@@ -153,6 +154,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
             columns=["pair_id", "run", "value"],
         )
         decided = current_adjudications(session, pair_ids=ids)
+        keys = gold_key_levels(session, campaign_id)
 
     out = pairs.set_index(pairs["pair_id"].rename(None))[["dataset", "pair_id", "external_id", "source", "hypothesis",
                                                           "label"]]
@@ -184,7 +186,7 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
             fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
                                       method=aggregation)
         out = out.join(aggregation_columns(fitted.pairs, aggregation, out.index))
-    out = _with_final_labels(out, decided, aggregation, fitted, confidence, min_labels)
+    out = _with_final_labels(out, decided, aggregation, fitted, confidence, min_labels, keys)
     out = out.join(_voices(labels, names, out.index))
     if not scores.empty:
         wide_scores = scores.pivot(index="pair_id", columns="run", values="value")
@@ -211,26 +213,36 @@ FINAL_COLUMNS = ["final_level", "final_label", "final_binary", "final_source", "
 
 def _final_table(majority: pd.Series, adjudicated: pd.Series, aggregation: Optional[str] = None,
                  fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                 min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+                 min_labels: int = DEFAULT_MIN_LABELS, keys: Optional[pd.Series] = None) -> pd.DataFrame:
     """pluie_core.review.final_labels of the pairs of ``majority`` (their majority levels): the reviewer's
-    level (``adjudicated``), else a model method's sure level (pluie_core.aggregation.model_final_levels,
-    from ``fitted``), else the majority level."""
+    level (``adjudicated``), else a campaign's gold key (``keys``, final_source gold), else a model method's
+    sure level (pluie_core.aggregation.model_final_levels, from ``fitted``), else the majority level."""
     if aggregation is None or aggregation == DEFAULT_METHOD or fitted is None:
-        return final_labels(majority, adjudicated)
+        return final_labels(majority, adjudicated, keys=keys)
     fit = fitted.pairs.reindex(majority.index)
     rule = model_final_levels(majority, fit["label"], fit["posterior"], fitted.annotators["n_labels"], aggregation,
                               confidence, min_labels)
-    return final_labels(rule["level"], adjudicated, rule["source"])
+    return final_labels(rule["level"], adjudicated, rule["source"], keys=keys)
+
+
+def gold_key_levels(session, campaign_id: Optional[int]) -> Optional[pd.Series]:
+    """A campaign's gold keys with a known level (pair_id -> 0-3), which decide their pairs' final labels
+    where no reviewer did (final_source gold); None without a campaign (a dataset's export takes no
+    campaign's keys)."""
+    if campaign_id is None:
+        return None
+    return pd.Series(dict(session.execute(select(GoldPair.pair_id, GoldPair.level).where(
+        GoldPair.campaign_id == int(campaign_id), GoldPair.level.is_not(None))).all()), dtype=float)
 
 
 def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame, aggregation: Optional[str] = None,
                        fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                       min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+                       min_labels: int = DEFAULT_MIN_LABELS, keys: Optional[pd.Series] = None) -> pd.DataFrame:
     """FINAL_COLUMNS after binary_label (or n_training_labels): the reviewer's decision, else the
     majority, or the ``aggregation`` method's level where it is sure enough (_final_table; final_source
     then names the method)."""
     in_force = decided[decided["level"].notna()].reindex(out.index)
-    final = _final_table(out["majority_level"], in_force["level"], aggregation, fitted, confidence, min_labels)
+    final = _final_table(out["majority_level"], in_force["level"], aggregation, fitted, confidence, min_labels, keys)
     final["adjudicated_by"] = in_force["reviewer"]
     final["adjudicated_at"] = pd.to_datetime(in_force["created_at"])
     final["adjudication_note"] = in_force["note"]
@@ -296,10 +308,11 @@ def final_decisions(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                                      *label_conditions(campaign_id, include_training)),
                               ["pair_id", "level"], integers=("pair_id",))
         decided = current_adjudications(session, dataset_ids)
+        keys = gold_key_levels(session, campaign_id)
     index = pd.Index(ids.to_numpy(), name="pair_id")
     majority = _majorities(labels)[0].reindex(index).astype("Float64")
     adjudicated = decided["level"][decided["level"].notna()].reindex(index)
-    return _final_table(majority, adjudicated, aggregation, fitted, confidence, min_labels)
+    return _final_table(majority, adjudicated, aggregation, fitted, confidence, min_labels, keys)
 
 
 def final_source_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,

@@ -159,6 +159,11 @@ class GoldPair(Base):
     pair_id: Mapped[int] = mapped_column(ForeignKey("pairs.id", ondelete="CASCADE"), primary_key=True)
     level: Mapped[Optional[int]] = mapped_column(Integer)  # 0-3; None when only the side is known
     binary_label: Mapped[int] = mapped_column(Integer)  # 1 paraphrase, 0 not
+    # the key also accepts the level next to its own (pluie_core.quality.accepted)
+    accept_adjacent: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    reference_score: Mapped[Optional[float]] = mapped_column(Float)  # the graded gold score it came from
+    derivation: Mapped[str] = mapped_column(String(300), default="set by id",
+                                            server_default="set before keys recorded their origin")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 

@@ -52,7 +52,7 @@ from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check
 from pluie_core.places import confined, data_dir
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
-from pluie_core.quality import gold_check_count
+from pluie_core.quality import balance_text, gold_check_count, key_origins
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE", "ZIP_DOWNLOAD_LIMIT", "dataset_zip",
            "folder_bytes", "remove_leftovers"]
@@ -111,6 +111,9 @@ def _campaign_facts(session, campaign_id: int) -> dict:
     def count(model):
         return int(session.scalar(select(func.count()).select_from(model).where(model.campaign_id == campaign.id)))
 
+    keys = pd.DataFrame(session.execute(select(GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent,
+                                               GoldPair.derivation).where(GoldPair.campaign_id == campaign.id)).all(),
+                        columns=["level", "binary_label", "accept_adjacent", "derivation"])
     # the checks served to each annotator who got a pair after the training trial
     served = session.execute(
         select(Assignment.annotator_id, func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0))
@@ -123,7 +126,9 @@ def _campaign_facts(session, campaign_id: int) -> dict:
             "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
             "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate),
             "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair)),
-            "checks_served": [int(n) for _, n in served]}
+            "checks_served": [int(n) for _, n in served],
+            "gold_origins": key_origins(keys["derivation"]),
+            "gold_balance": balance_text(keys, campaign.gold_min_accuracy) if len(keys) else ""}
 
 
 def _annotator_columns(session, conditions: list, labels: list, names: dict[int, str]):

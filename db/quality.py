@@ -148,7 +148,8 @@ def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> i
         if "pair" in answers:
             rows = _gold_rows(answers.drop(columns="pair").assign(
                 pair_id=resolve_pair_refs(session, campaign.id, answers["pair"].tolist())))
-        marked = _add_gold(session, campaign, rows)
+        added = _add_gold(session, campaign, rows)
+        marked = added.marked + added.updated
         access.record(session, "gold", "campaign", campaign.id,
                       f"Marked {marked:,} pair{'' if marked == 1 else 's'} as gold checks by id.")
         return marked
@@ -229,7 +230,15 @@ def _gold_rows(answers: pd.DataFrame) -> list[dict]:
         if pair_id in seen:
             raise CampaignError(f"Pair {pair_id} is in the list twice.")
         seen.add(pair_id)
-        rows.append({"pair_id": pair_id, "level": level, "binary_label": binary})
+        adjacent = row.get("accept_adjacent")
+        adjacent = bool(adjacent) if adjacent is not None and not pd.isna(adjacent) else False
+        if adjacent and level is None:
+            raise CampaignError(f"Line {i} (pair {pair_id}): a key that knows only the side has no adjacent level "
+                                "to accept.")
+        score = row.get("reference_score")
+        rows.append({"pair_id": pair_id, "level": level, "binary_label": binary, "accept_adjacent": adjacent,
+                     "reference_score": None if score is None or pd.isna(score) else float(score),
+                     "derivation": str(row.get("derivation") or "set by id")[:300]})
     if not rows:
         raise CampaignError("The list of gold pairs is empty.")
     return rows
@@ -273,22 +282,93 @@ def _add_gold(session: Session, campaign: Campaign, rows: list[dict]) -> int:
     for row in rows:
         if row["pair_id"] in gold_now:
             gold = session.get(GoldPair, (campaign.id, row["pair_id"]))
-            gold.level, gold.binary_label = row["level"], row["binary_label"]
+            for name, value in row.items():
+                setattr(gold, name, value)
         else:
             session.add(GoldPair(campaign_id=campaign.id, **row))
+    left = sorted(session.scalars(select(CampaignPair.pair_id).where(
+        CampaignPair.campaign_id == campaign.id, CampaignPair.pair_id.in_(ids))))
     session.execute(delete(CampaignPair).where(CampaignPair.campaign_id == campaign.id, CampaignPair.pair_id.in_(ids)))
-    return len(rows)
+    return GoldAdded(marked=len(rows) - len(gold_now), updated=len(gold_now), left_queue=left,
+                     queue_after=_queue_size(session, campaign.id))
 
 
-def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int = 0, seed: int = 0) -> int:
-    """Take gold pairs from a dataset of the campaign's (refused with a sentence otherwise) by its gold
-    labels (known_answers: binary labels give the side, a score its band of the four levels): a random
-    sample of ``n`` (seeded; 0 = all) of its labelled pairs that are neither training pairs of the
-    campaign, already served in it, nor gold already. All or nothing. Returns the number of pairs marked.
+@dataclass(frozen=True)
+class GoldAdded:
+    """What marking gold pairs did: keys new and keys whose answer was set again, the queue's pairs that
+    left it (now served as checks only) and the queue's size after."""
+
+    marked: int
+    updated: int
+    left_queue: list
+    queue_after: int
+
+    def text(self) -> str:
+        """"10 gold pairs added; 4 of them left the queue (pairs 3, 8, 12, 40): it now holds 56 pairs." """
+        said = f"{self.marked:,} gold pair{'' if self.marked == 1 else 's'} added"
+        if self.updated:
+            said += f", {self.updated:,} already gold (answer set again)"
+        if self.left_queue:
+            shown = ", ".join(map(str, self.left_queue[:12])) + (" …" if len(self.left_queue) > 12 else "")
+            said += (f"; {len(self.left_queue):,} of them left the queue (pair{'' if len(self.left_queue) == 1 else 's'}"
+                     f" {shown}), served as checks only: it now holds {self.queue_after:,} pairs")
+        else:
+            said += "; none was in the queue"
+        return said + "."
+
+
+def _queue_size(session: Session, campaign_id: int) -> int:
+    return int(session.scalar(select(func.count()).select_from(CampaignPair).where(
+        CampaignPair.campaign_id == campaign_id)))
+
+
+@dataclass(frozen=True)
+class GoldPlan:
+    """The gold keys a dataset's gold labels give a campaign, before they are added (plan_gold_from_dataset):
+    what the Live campaign page shows, and what add_gold_plan adds, exactly."""
+
+    campaign_id: int
+    dataset_id: int
+    dataset: str
+    keys: pd.DataFrame  # pair_id, external_id, source, hypothesis, score, level, binary_label, known answer,
+    #                     accept_adjacent, in queue, derivation: one row per key to add
+    rule: str  # how the keys are derived, in words
+    candidates: int  # gold-labelled pairs that could be checks (not training, served or gold already)
+    eligible: dict  # known answer -> candidates that make keys
+    left_out: dict  # why a candidate is no key -> how many
+    balance: str  # the balance of the campaign's keys once these are added (pluie_core.quality.balance_text)
+    accept_adjacent: bool = False
+
+    def text(self) -> str:
+        """What the plan takes, in two sentences."""
+        counts = self.keys["known answer"].value_counts()
+        taken = ", ".join(f"{int(k):,} {name}" for name, k in counts.items()) or "none"
+        left = "; ".join(f"{k:,} {why}" for why, k in self.left_out.items())
+        queue = int(self.keys["in queue"].sum()) if len(self.keys) else 0
+        return (f"{len(self.keys):,} key{'' if len(self.keys) == 1 else 's'} from “{self.dataset}” ({taken}) of "
+                f"{self.candidates:,} gold-labelled pairs free to use" + (f" (not keys: {left})" if left else "")
+                + f"; {queue:,} of them will leave the queue. Rule: {self.rule}. Balance: {self.balance}")
+
+
+def plan_gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int = 0, seed: int = 0, *,
+                           levels=quality.KEY_LEVELS, margin: float = quality.KEY_MARGIN, cuts=None,
+                           accept_adjacent: bool = False) -> GoldPlan:
+    """The gold keys ``dataset_id`` (one of the campaign's datasets, refused with a sentence otherwise) gives
+    the campaign, from its pairs with a gold label that are neither training pairs of the campaign, already
+    served in it, nor gold already; nothing is written.
+
+    A graded gold score (label kind "score") gives a key only at a clear level (pluie_core.quality.gold_keys:
+    by default the ends of the scale, Very different and Same meaning, away from the band edges; ``levels``,
+    ``margin`` and ``cuts`` are the organiser's mapping); a binary label gives the side. ``n`` keys (0 = every
+    candidate key) are drawn with ``seed``, balanced across the two sides counting the keys the campaign
+    has (pluie_core.quality.balanced_keys), so that no constant answer scores more than the candidates
+    force; ``balance`` says how even the campaign's keys then are. ``accept_adjacent``: the graded keys accept the level next to theirs.
     Organisers only (db.access)."""
     access.require("organise")
-    with write_session(engine) as session:
-        campaign = _campaign(session, campaign_id, lock=True)
+    if isinstance(n, bool) or not float(n).is_integer() or n < 0:
+        raise CampaignError("How many gold pairs to take must be a whole number, 0 or more.")
+    with read_session(engine) as session:
+        campaign = _campaign(session, campaign_id)
         dataset = session.get(Dataset, dataset_id)
         if dataset is None:
             raise CampaignError("This dataset does not exist (any more).")
@@ -296,22 +376,86 @@ def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int 
         if dataset.id not in own:
             raise CampaignError(f"“{dataset.name}” is {_not_the_campaigns(campaign, own)}: no gold pair was marked. "
                                 "A campaign's gold checks come from its own datasets.")
-        gold = dict(session.execute(select(Pair.id, Pair.gold_label).where(
+        free = session.execute(select(Pair.id, Pair.gold_label, Pair.external_id, Pair.source, Pair.hypothesis).where(
             Pair.dataset_id == dataset_id, Pair.gold_label.is_not(None),
             Pair.id.not_in(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id)),
             Pair.id.not_in(select(Assignment.pair_id).where(Assignment.campaign_id == campaign_id)),
-            Pair.id.not_in(select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id)))).all())
-        if not gold:
+            Pair.id.not_in(select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id)))).all()
+        if not free:
             raise CampaignError(f"“{dataset.name}” has no gold-labelled pair left to use as a check "
                                 "(training pairs and pairs already served or gold are left out).")
-        answers = _known_answers(session, dataset, pd.Series(gold))
-        if n and n < len(answers):
-            answers = answers.sample(n=int(n), random_state=int(seed))
-        answers = answers.rename_axis("pair_id").reset_index()
-        marked = _add_gold(session, campaign, _gold_rows(answers))
-        access.record(session, "gold", "campaign", campaign.id,
-                      f"Took {marked:,} gold check{'' if marked == 1 else 's'} from “{dataset.name}”.")
-        return marked
+        low, high = _score_range(session, dataset)
+        have = pd.DataFrame(session.execute(select(GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent)
+                                            .where(GoldPair.campaign_id == campaign_id)).all(),
+                            columns=["level", "binary_label", "accept_adjacent"])
+        queue = set(session.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)))
+        minimum = campaign.gold_min_accuracy
+    pairs = pd.DataFrame(free, columns=["pair_id", "score", "external_id", "source", "hypothesis"]).set_index("pair_id")
+    if dataset.label_kind == "score":
+        try:
+            derived = quality.gold_keys(pairs["score"], low, high, levels=levels, margin=margin, cuts=cuts)
+            rule = quality.key_rule_text(low, high, levels=levels, margin=margin, cuts=cuts)
+        except quality.QualityError as exc:
+            raise CampaignError(str(exc)) from None
+        left_out = derived.loc[~derived["is_key"], "why"].value_counts().to_dict()
+        derived = derived[derived["is_key"]]
+        levels_of = pd.array(derived["level"], dtype="Int64")
+    elif dataset.label_kind == "binary":
+        if accept_adjacent:
+            raise CampaignError("A binary gold label gives only a side: there is no adjacent level to accept.")
+        derived = pd.DataFrame({"score": pairs["score"], "binary_label": (pairs["score"] >= 0.5).astype(int)})
+        rule, left_out = "a binary gold label gives the side only (1 paraphrase, 0 not)", {}
+        levels_of = pd.array([pd.NA] * len(derived), dtype="Int64")
+    else:
+        raise CampaignError("This dataset has no gold labels to take known answers from.")
+    derived = derived.assign(level=levels_of)
+    derived["known answer"] = _known_answer_names(derived["level"], derived["binary_label"])
+    eligible = derived["known answer"].value_counts().to_dict()
+    sides = (int((have["binary_label"] == 0).sum()), int((have["binary_label"] == 1).sum()))
+    taken = quality.balanced_keys(derived, int(n), seed=int(seed), have=sides).sort_index()
+    adjacent = bool(accept_adjacent) and dataset.label_kind == "score"
+    keys = taken.join(pairs[["external_id", "source", "hypothesis"]]).rename_axis("pair_id").reset_index()
+    keys["accept_adjacent"] = adjacent
+    keys["in queue"] = keys["pair_id"].isin(queue)
+    keys["derivation"] = [
+        (f"“{dataset.name}” gold score {score:g}: {answer}" if dataset.label_kind == "score"
+         else f"“{dataset.name}” binary gold label {score:g}: {answer}")
+        + (" (the adjacent level accepted)" if adjacent else "") + f"; rule: {rule}"
+        for score, answer in zip(keys["score"], keys["known answer"])]
+    after = pd.concat([have, keys[["level", "binary_label", "accept_adjacent"]]], ignore_index=True)
+    return GoldPlan(int(campaign_id), int(dataset.id), dataset.name, keys, rule, len(pairs), eligible, left_out,
+                    quality.balance_text(after, minimum), adjacent)
+
+
+def _known_answer_names(levels, sides) -> list[str]:
+    return [LEVELS[int(lv)] if pd.notna(lv) else ("paraphrase (side only)" if b else "not a paraphrase (side only)")
+            for lv, b in zip(levels, sides)]
+
+
+def add_gold_plan(engine: Engine, plan: GoldPlan) -> GoldAdded:
+    """Add exactly the keys of ``plan`` (plan_gold_from_dataset) to its campaign, all or nothing, with
+    _add_gold's checks made again (a pair served meanwhile refuses the list). Adding a plan twice adds
+    nothing the second time: its pairs are gold already (``updated``). Organisers only (db.access)."""
+    access.require("organise")
+    if plan.keys.empty:
+        raise CampaignError("These settings give no gold key: nothing was added.")
+    rows = _gold_rows(plan.keys[["pair_id", "level", "binary_label", "accept_adjacent", "score", "derivation"]]
+                      .rename(columns={"score": "reference_score"}).astype(object))
+    with write_session(engine) as session:
+        campaign = _campaign(session, plan.campaign_id, lock=True)
+        added = _add_gold(session, campaign, rows)
+        if added.marked:
+            access.record(session, "gold", "campaign", campaign.id,
+                          f"Took {added.marked:,} gold check{'' if added.marked == 1 else 's'} from “{plan.dataset}” "
+                          f"({plan.rule}).")
+        return added
+
+
+def gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n: int = 0, seed: int = 0,
+                      **mapping) -> int:
+    """plan_gold_from_dataset then add_gold_plan, in one call (the CLI, scripts): returns the number of
+    pairs newly marked. ``mapping``: plan_gold_from_dataset's levels, margin, cuts, accept_adjacent."""
+    return add_gold_plan(engine, plan_gold_from_dataset(engine, campaign_id, dataset_id, n, seed, **mapping)).marked
 
 
 def _known_answers(session: Session, dataset: Dataset, gold_labels: pd.Series) -> pd.DataFrame:
@@ -381,20 +525,27 @@ def remove_gold_pairs(engine: Engine, campaign_id: int, pair_ids) -> int:
 
 def gold_pairs(engine: Engine, campaign_id: int) -> pd.DataFrame:
     """The campaign's gold pairs: pair, dataset, the file's id (external_id), texts, known answer, how
-    often served as a check, and ``name``: the pair in a line (dataset, ids, the start of its sentences)."""
+    often served as a check, accept_adjacent, reference_score (the graded score it came from), derivation
+    (how the key was made), ``accepts`` (the answers counted right, pluie_core.quality.accepted), and
+    ``name``: the pair in a line (dataset, ids, the start of its sentences)."""
     with read_session(engine) as session:
         served = (select(Assignment.pair_id, func.count().label("n")).where(
             Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)).group_by(Assignment.pair_id).subquery())
         rows = session.execute(
             select(GoldPair.pair_id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, GoldPair.level,
-                   GoldPair.binary_label, func.coalesce(served.c.n, 0))
+                   GoldPair.binary_label, func.coalesce(served.c.n, 0), GoldPair.accept_adjacent,
+                   GoldPair.reference_score, GoldPair.derivation)
             .join(Pair, Pair.id == GoldPair.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
             .outerjoin(served, served.c.pair_id == GoldPair.pair_id)
             .where(GoldPair.campaign_id == campaign_id).order_by(GoldPair.pair_id)).all()
     frame = pd.DataFrame(rows, columns=["pair_id", "dataset", "external_id", "source", "hypothesis", "level",
-                                       "binary_label", "served"])
+                                       "binary_label", "served", "accept_adjacent", "reference_score", "derivation"])
+    frame["accept_adjacent"] = frame["accept_adjacent"].fillna(False).astype(bool)
     frame["known answer"] = [LEVELS[int(lv)] if pd.notna(lv) else ("paraphrase" if b else "not a paraphrase")
                              for lv, b in zip(frame["level"], frame["binary_label"])]
+    frame["accepts"] = [", ".join(LEVELS[v] for v in range(4) if abs(v - int(lv)) <= int(a)) if pd.notna(lv)
+                        else ("Mostly similar, Same meaning" if b else "Very different, Slightly similar")
+                        for lv, b, a in zip(frame["level"], frame["binary_label"], frame["accept_adjacent"])]
     frame["name"] = [f"{d} · id {e or '—'} · pair {p} · {_start(s)} / {_start(h)}" for p, d, e, s, h in
                      zip(frame["pair_id"], frame["dataset"], frame["external_id"], frame["source"], frame["hypothesis"])]
     return frame
@@ -438,11 +589,15 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         labels = number_frame(session, select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)
                               .where(Label.campaign_id == campaign_id, counted_label()),
                               ["id", "annotator", "pair_id", "level", "seconds"], integers=id_columns)
-        checks = number_frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level, GoldPair.binary_label)
+        checks = number_frame(session, select(Assignment.annotator_id, Assignment.pair_id, GoldPair.level,
+                                              GoldPair.binary_label, GoldPair.accept_adjacent)
                               .join(GoldPair, (GoldPair.campaign_id == Assignment.campaign_id)
                                     & (GoldPair.pair_id == Assignment.pair_id))
                               .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)),
-                              ["annotator", "pair_id", "gold_level", "gold_binary"], integers=id_columns)
+                              ["annotator", "pair_id", "gold_level", "gold_binary", "gold_adjacent"],
+                              integers=id_columns)
+        keys = pd.Series(dict(session.execute(select(GoldPair.pair_id, GoldPair.binary_label).where(
+            GoldPair.campaign_id == campaign_id)).all()), dtype=float)
         gold_served = number_frame(session, select(Assignment.annotator_id, Assignment.pair_id).where(
             Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)), ["annotator", "pair_id"], integers=id_columns)
         people = session.execute(select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.revoked_at)
@@ -470,7 +625,8 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     else:
         is_check = np.zeros(len(labels), dtype=bool)
     ordinary = labels[~is_check]
-    answers = checks.merge(labels[["annotator", "pair_id", "level"]], on=["annotator", "pair_id"])
+    answers = checks.assign(gold_adjacent=checks["gold_adjacent"].fillna(0).astype(bool)).merge(
+        labels[["annotator", "pair_id", "level"]], on=["annotator", "pair_id"])
     grouped = ordinary.assign(dont_know=(ordinary["level"] == DONT_KNOW).astype(float)).groupby("annotator")
     table = pd.DataFrame({
         "labelled": grouped.size(),
@@ -478,13 +634,14 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "Don't know rate": grouped["dont_know"].mean(),
         "κ vs others": quality.kappa_against_others(ordinary),
         "shared labels": quality.shared_labels(ordinary),
-    }).join(quality.gold_accuracy(answers)).join(
+    }).join(quality.consensus_checks(labels, ~is_check, keys)).join(quality.gold_accuracy(answers)).join(
         quality.longest_streaks(labels["annotator"].to_numpy(), labels["level"].to_numpy()).rename("longest streak"))
     ids = [p.id for p in people]
     table = table.reindex(ids)
     table["labelled"] = table["labelled"].fillna(0).astype(int)
     table["gold answered"] = table["gold answered"].fillna(0).astype(int)
-    table["shared labels"] = table["shared labels"].fillna(0).astype(int)
+    for count_column in ("shared labels", "consensus labels", "answers"):
+        table[count_column] = table[count_column].fillna(0).astype(int)
     fitted = (fit_reliability or (lambda m, n: reliability_fit(engine, campaign_id, m)))(method, len(labels))
     table.insert(table.columns.get_loc("shared labels") + 1, "reliability",
                  fitted["reliability"].reindex(table.index).astype(float))
@@ -501,8 +658,11 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     checks = quality.annotator_checks(
         table, median, gold_min_accuracy=campaign.gold_min_accuracy, fast_fraction=campaign.fast_fraction,
         streak_length=campaign.streak_length, kappa_min=campaign.kappa_min, reliability_min=campaign.reliability_min,
-        min_gold_checks=campaign.min_gold_checks, method=METHOD_NAMES[method])
+        min_gold_checks=campaign.min_gold_checks, method=METHOD_NAMES[method],
+        # majority vote's "reliability" is agreement with the raw pool: shown, but the consensus judges
+        reliability_flags=method != "majority")
     table = table.join(checks)
+    table = table.loc[quality.evidence_rank(table)]  # who to look at first
     # who is flagged and why, next to the name: the last column of a wide table is off-screen
     first = ["annotator", "progress", *quality.FLAG_COLUMNS]
     table = table[first + [c for c in table.columns if c not in first]]
@@ -526,7 +686,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "agreement": agreement,
         "gold checks answered": len(answers),
         # per annotator who has started the queue (a pair answered after training, or a check served)
-        "gold checks served": [int(n) for i, n in zip(ids, table["gold checks served"])
+        "gold checks served": [int(n) for i, n in zip(table.index, table["gold checks served"])
                                if n or (i in counters and counters[i].done)],
         "annotators flagged": int((table["flags"] != "").sum()) if len(table) else 0,
     }

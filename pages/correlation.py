@@ -2,6 +2,8 @@
 scores, the mean level of the labels, imported annotators' mean, or a numeric metadata column), with
 bootstrap intervals; a paired bootstrap test of whether two runs' correlations differ; and the
 system-level correlation when the pairs carry a system / model column (the Revisiting paper)."""
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -10,11 +12,13 @@ from db.analysis import pairs_detail
 from pages import charts, store_reads
 from pages.correlation_cache import (
     CORRELATION_BOOT, GRADED_REFERENCES, correlation_difference, correlations, graded, graded_values,
+    reference_choices,
 )
-from pages.selection import one_scale, scored_frame, sidebar
+from pages.selection import SCALE_WIDGET, Selection, dataset_names, scale_groups, scored_frame, sidebar
 from pages.shared import admin_page, get_engine, user_text
 from pages.tables import download_csv
 from pluie_core import analysis_figures
+from pluie_core.analysis import scales_sentence
 from pluie_core.evaluation.correlation import (
     COLUMNS, METHODS, system_means,
 )
@@ -43,6 +47,36 @@ def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
 def fail(error: Exception):
     st.error(user_text(error))
     st.stop()
+
+
+def one_reference(selection: Selection, kind: str, present=None) -> Selection:
+    """The selection narrowed to one choice of reference_choices: a graded reference first where the scope
+    has one (gold scores one dataset at a time), the binary 0/1 labels a choice (*Reference scale*); never
+    two scales in one figure (the sentence of pages.selection.one_scale when the datasets have several).
+    Where the scope has no graded reference, one caption says why the page opens on the binary labels."""
+    choices = reference_choices(selection, kind, present)
+    groups = scale_groups(selection, kind, present)
+    if len(groups) > 1:
+        st.info(user_text(scales_sentence(groups, dataset_names(selection.choices))))
+    binary = [choice for choice in choices if choice.scale.kind == "binary"]
+    what = {"gold": ("gold labels", "gold scores"), "raw": ("imported annotator values", "imported annotator values")}
+    if binary and kind in what and not any(choice.graded for choice in choices):
+        st.caption(f"Opens on binary {what[kind][0]} (0/1), so its correlations are point-biserial: no dataset of "
+                   f"this scope has graded {what[kind][1]} (a score such as STS-B's 0–5 or SICK's 1–5). The mean "
+                   "level of the labels or a numeric metadata column, above, is graded where the scope has one.")
+    elif binary and kind in what:
+        st.caption(f"Opens on graded {what[kind][1]}, one dataset at a time; the binary {what[kind][0]} (0/1) are a "
+                   "choice under *Reference scale* (point-biserial correlations).")
+    if len(choices) < 2:
+        return selection
+    options = [choice.label for choice in choices]
+    if st.session_state.get(SCALE_WIDGET) not in options:  # another reference's choices: start at the first
+        st.session_state.pop(SCALE_WIDGET, None)
+    shown = st.radio("Reference scale", options, horizontal=True, key=SCALE_WIDGET, format_func=user_text,
+                     help="Correlations are computed over pairs whose reference shares one scale: graded gold "
+                          "scores one dataset at a time (or the datasets of one score range, pooled), binary 0/1 "
+                          "labels as a choice.")
+    return replace(selection, dataset_ids=choices[options.index(shown)].dataset_ids)
 
 
 st.title("Correlation with graded judgments")
@@ -75,8 +109,8 @@ if kind != "gold":  # which datasets have this reference at all (gold: those wit
                   .reindex(found.index).dropna().astype(int))
 else:
     present = None
-# one scale at a time: PAWS-X's 0/1 and STS-B's 0–5 on one axis is no correlation of either
-selection = one_scale(selection, kind, present)
+# one scale at a time: PAWS-X's 0/1 and STS-B's 0–5 on one axis is no correlation of either; graded first
+selection = one_reference(selection, kind, present)
 
 chosen_runs = st.multiselect("Score runs", runs["name"].tolist(), default=runs["name"].tolist(), key="correlation_runs")
 if not chosen_runs:

@@ -1,23 +1,71 @@
-"""The Correlation page's (pages/correlation.py) cached reads and figures, and its first view, read ahead.
+"""The Correlation page's (pages/correlation.py) cached reads and figures, the reference choices it opens
+on (a graded reference first: reference_choices), and its first view, read ahead.
 The bootstraps (a second or more at 100,000 pairs) are cached on their inputs, so that a widget further
 down does not compute them again; the page shows the coefficients alone (n_boot 0) first, with a spinner
 meanwhile."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
 from db import evaluation_reads
 from pages.read_ahead import Start, Step
-from pages.selection import Selection, scored_frame
+from pages.selection import Selection, dataset_names, scale_groups, scored_frame
 from pages.shared import get_engine
-from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS, pairs, scores
+from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS, hover_labels, pairs, scores
 from pluie_core import analysis_figures as figures
+from pluie_core.analysis import DATASET_REFERENCES, ReferenceScale
 from pluie_core.evaluation.correlation import METHODS, compare_correlations, graded_reference
 
 CORRELATION_BOOT = 1000  # the Correlation page's default number of resamples
 GRADED_REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels",
                      "raw": "Mean of imported annotator values", "meta": "A metadata column"}
+
+
+# the scales of a graded reference: a score range (STS-B's 0–5), a dataset's own, the five-level labels
+GRADED_SCALES = ("range", "own", "levels")
+
+
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """One choice of the Correlation page's *Reference scale*: its text, the datasets it reads, and
+    whether it is graded (binary 0/1 gold labels are not)."""
+    label: str
+    dataset_ids: tuple[int, ...]
+    scale: ReferenceScale
+    graded: bool
+
+
+def reference_choices(selection: Selection, kind: str, present=None) -> list[ReferenceChoice]:
+    """The selection's datasets as the Correlation page offers them for the reference ``kind``, graded
+    first: a page about graded judgments opens on a graded reference where the scope has one. Gold scores
+    and imported annotators' values (on their dataset's scale) are offered one dataset at a time (STS-B's
+    0–5, then SICK's 1–5, ...), and the datasets that share a score range pooled after them; then the
+    binary 0/1 labels (a choice, never the first while a graded reference exists); then datasets with no
+    reference. Each choice is on one scale (pages.selection.scale_groups): no choice pools two scales.
+    ``present``: as scale_groups'."""
+    names = dataset_names(selection.choices)
+    graded, other = [], []
+    for scale, ids in scale_groups(selection, kind, present):
+        if scale.kind == "range" and kind in DATASET_REFERENCES:
+            graded += [ReferenceChoice(f"{names.get(i, i)}: {scale.describe()}", (i,), scale, True) for i in ids]
+            if len(ids) > 1:
+                graded.append(ReferenceChoice(f"{scale.describe()}, pooled: {', '.join(str(names.get(i, i)) for i in ids)}",
+                                              ids, scale, True))
+        elif scale.kind in GRADED_SCALES:
+            graded.append(ReferenceChoice(scale.describe(), ids, scale, True))
+        else:
+            other.append(ReferenceChoice(scale.describe(), ids, scale, False))
+    return graded + other
+
+
+def first_reference(selection: Selection, kind: str, present=None) -> tuple[int, ...]:
+    """The datasets the Correlation page opens on for ``kind`` (what the read-ahead reads): the first
+    choice of reference_choices, or the selection's datasets when there is only one."""
+    found = reference_choices(selection, kind, present)
+    return found[0].dataset_ids if len(found) > 1 else selection.dataset_ids
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
@@ -53,14 +101,22 @@ def graded(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.S
                             column or GRADED_REFERENCES[kind].lower())
 
 
+def _opening_ids(start: Start) -> tuple[int, ...]:
+    """The datasets the page opens on: gold scores of the first graded dataset where the scope has one
+    (first_reference), else the binary scale."""
+    return first_reference(Selection(start.url, start.choices, start.dataset_ids, None, None, start.campaign_id),
+                           "gold")
+
+
 def _first_figures(start: Start) -> None:
-    """Gold scores against every run with scores (the datasets of the first gold scale), the coefficients
-    and their bootstrap intervals, and the first two runs' paired test on the first coefficient."""
+    """Gold scores against every run with scores (the datasets the page opens on: the first graded one,
+    else the binary scale), the coefficients and their bootstrap intervals, and the first two runs' paired
+    test on the first coefficient."""
     url, ds, campaign_id = start.url, start.choices, start.campaign_id
     if ds.runs.empty:
         return
     # as the page builds them: the pairs with every run's scores, then the reference
-    dataset_ids = start.gold_ids
+    dataset_ids = _opening_ids(start)
     data = scored_frame(Selection(url, ds, dataset_ids, None, None, campaign_id), ds.runs["name"].tolist())
     data["reference"] = graded(url, dataset_ids, "gold", campaign_id, None).reindex(data.index)
     names = [name for name in ds.runs["name"] if data[name].notna().sum() > 0]
@@ -74,7 +130,13 @@ def _first_figures(start: Start) -> None:
 
 
 def first_view(start: Start) -> list[Step]:
-    """Every run's scores on the first gold scale early (a read); the coefficients and bootstraps later."""
-    run_ids = tuple(int(i) for i in start.choices.runs["id"])
-    found = [Step(60, lambda: scores(start.url, run_ids, start.gold_ids))] if start.first_run is not None else []
-    return found + [Step(100, lambda: _first_figures(start))]
+    """Every run's scores on the datasets the page opens on early (a read), their texts and the scatter's
+    hover labels (those of Distributions' when the page opens on the first gold scale: read once); the
+    coefficients and bootstraps later."""
+    if start.first_run is None:
+        return []
+    url, campaign_id, run_ids = start.url, start.campaign_id, tuple(int(i) for i in start.choices.runs["id"])
+    return [Step(60, lambda: scores(url, run_ids, _opening_ids(start))),
+            Step(75, lambda: pairs(url, _opening_ids(start), True, campaign_id)),
+            Step(75, lambda: hover_labels(url, _opening_ids(start), campaign_id)),
+            Step(100, lambda: _first_figures(start))]

@@ -11,12 +11,15 @@ from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
 from pages import store_reads
 from pages import scope as scopes
+from pages.gold_form import gold_from_dataset_form, gold_table
 from pages.shared import admin_page, user_text
 from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
-from pluie_core.quality import MAX_MIN_GOLD_CHECKS, MIN_KAPPA_LABELS, MIN_RELIABILITY_LABELS, served_checks_text
-from pluie_core.visible import visible_text
+from pluie_core.quality import (
+    CONSENSUS_SURE, DOMINANCE_MARGIN, ENTROPY_MIN, MAX_MIN_GOLD_CHECKS, MIN_ANSWER_LABELS, MIN_KAPPA_LABELS,
+    MIN_RELIABILITY_LABELS, served_checks_text,
+)
 
 engine = admin_page("table")
 st.title("Live campaign")
@@ -98,10 +101,14 @@ def live_view(campaign_id: int) -> None:
         st.warning("Flagged: " + "; ".join(f"{user_text(name)} ({why})" for name, why in zip(flagged["annotator"], flagged["flags"])))
     st.caption(f"Median time per pair: {number(data.campaign_median_seconds, 1)} s · gold checks answered: "
                f"{f['gold checks answered']:,} · annotators flagged: {f['annotators flagged']:,}. "
-               "κ vs others: Cohen's κ on the binarised labels against every other label of the same pairs. "
+               "κ vs consensus: Cohen's κ on the binarised labels against the others' consensus (Dawid–Skene "
+               "anchored by the gold keys, the person left out: unreliable people weigh little), on the pairs where "
+               f"that consensus is at least {CONSENSUS_SURE:.0%} sure; κ vs others, against the raw pool, is shown "
+               "only. People are listed by the evidence: most flags first, then the lowest gold accuracy. "
                "Each flag says its value, its threshold and what it rests on; “not judged yet”: checks resting "
                f"on too little (fewer than {campaign.min_gold_checks} gold checks answered, "
-               f"{MIN_KAPPA_LABELS} shared labels for κ, {MIN_RELIABILITY_LABELS} labels in the reliability fit).")
+               f"{MIN_KAPPA_LABELS} sure pairs for κ, {MIN_RELIABILITY_LABELS} labels in the reliability fit, "
+               f"{MIN_ANSWER_LABELS} answers for their spread).")
     due = int(data.annotators["gold checks planned"].iloc[0]) if len(data.annotators) else 0
     if due or any(f["gold checks served"]):
         st.caption(f"Gold checks: {due} planned per annotator (the share of a full quota); served so far: "
@@ -121,6 +128,17 @@ def live_view(campaign_id: int) -> None:
         "gold accuracy": st.column_config.NumberColumn(format="percent"),
         "gold exact accuracy": st.column_config.NumberColumn(format="percent"),
         "κ vs others": st.column_config.NumberColumn(format="%.3f"),
+        "κ vs consensus": st.column_config.NumberColumn(format="%.3f"),
+        "consensus labels": st.column_config.NumberColumn(help="Their labels on pairs where the others' consensus "
+                                                          "is sure: what κ vs consensus rests on."),
+        "answer entropy": st.column_config.NumberColumn(format="%.2f", help="How spread their answers are over "
+                                                        "the five (1: evenly, 0: always the same)."),
+        "top answer": st.column_config.NumberColumn(format="%d", help="Their most frequent answer (0-4)."),
+        "top answer share": st.column_config.NumberColumn(format="percent"),
+        "side share": st.column_config.NumberColumn(format="percent", help="Their answers on their more frequent "
+                                                    "side of the paraphrase boundary."),
+        "consensus side share": st.column_config.NumberColumn(format="percent", help="The share the others' "
+                                                              "consensus expects on that side for the same pairs."),
         "reliability": st.column_config.NumberColumn(format="%.2f", help=f"{METHOD_NAMES[method]}: the estimated "
                                                      "chance this annotator gives the true label."),
         "shared labels": st.column_config.NumberColumn(help="Their labels (Don't know aside) on pairs someone "
@@ -135,11 +153,16 @@ def live_view(campaign_id: int) -> None:
 live_view(campaign.id)
 
 st.subheader("Quality checks")
-st.caption("Flags: gold accuracy (binarised; Don't know counts as a miss) under the minimum, once enough checks are "
-           f"answered; κ vs others under its minimum (on {MIN_KAPPA_LABELS}+ shared labels); the reliability "
-           f"estimated by the campaign's aggregation method ({METHOD_NAMES[camp.campaign_aggregation(campaign)]}) "
-           f"under its minimum (on {MIN_RELIABILITY_LABELS}+ labels in the fit); a median time per "
-           "pair under the fraction of the campaign's median; the same answer the streak length times in a row. "
+st.caption("Flags: gold accuracy (an answer on the key's side, or an adjacent level the key accepts; Don't know "
+           "counts as a miss) under the minimum, once enough checks are answered; κ vs consensus under its "
+           f"minimum (on {MIN_KAPPA_LABELS}+ pairs where the others' consensus is sure); answers that barely depend "
+           f"on the pair (on {MIN_ANSWER_LABELS}+ answers: one side {DOMINANCE_MARGIN:.0%} or more above the "
+           f"consensus' share of the same pairs, or an entropy under {ENTROPY_MIN:g} of its maximum), whatever the "
+           "streak; the reliability estimated by the campaign's model "
+           f"({METHOD_NAMES[camp.campaign_aggregation(campaign)]}; under majority vote, agreement with the raw "
+           f"pool, shown but no flag) under its minimum (on {MIN_RELIABILITY_LABELS}+ labels in the fit); a median "
+           "time per pair under the fraction of the campaign's median; the same answer the streak length times in "
+           "a row. Gold keys from a graded score come from its clear ends only (see the form below). "
            "Gold checks are mixed into each annotator's pairs (the share of the pairs served after training), "
            "each at most once per person, numbered like the other pairs and not counted in the quota; they are "
            "spread over the pairs each person can actually get, so a queue that runs out early gives fewer. "
@@ -188,9 +211,9 @@ with st.form("quality-settings"):
                       key=setting_key(campaign.id, "fast_fraction"))
     s[3].number_input("Streak length", 2, qual.MAX_STREAK_LENGTH, step=1, key=setting_key(campaign.id, "streak_length"))
     s = st.columns(4)
-    s[0].number_input("Minimum κ vs others", -1.0, 1.0, step=0.05, key=setting_key(campaign.id, "kappa_min"),
-                      help="Flag an annotator whose κ against the others is under this, "
-                           f"once it rests on {MIN_KAPPA_LABELS} shared labels.")
+    s[0].number_input("Minimum κ vs consensus", -1.0, 1.0, step=0.05, key=setting_key(campaign.id, "kappa_min"),
+                      help="Flag an annotator whose κ against the others' consensus is under this, "
+                           f"once it rests on {MIN_KAPPA_LABELS} pairs where that consensus is sure.")
     s[1].number_input("Minimum reliability", 0.0, 1.0, step=0.05, key=setting_key(campaign.id, "reliability_min"),
                       help="Flag an annotator whose reliability (the campaign's aggregation "
                            f"method) is under this, once it rests on {MIN_RELIABILITY_LABELS} "
@@ -204,21 +227,8 @@ with st.form("quality-settings"):
 
 gold_box = st.container()  # filled after the forms below: a pair just marked is counted and listed at once
 left, right = st.columns(2)
-with left.form("gold-from-dataset"):
-    datasets = camp.dataset_choices(engine, campaign_id=campaign.id)  # the campaign's own: its checks are its
-    dataset = st.selectbox("Take gold pairs from a dataset's gold labels", datasets, format_func=lambda d: d[1],
-                           help="One of the campaign's datasets. Binary labels give the side (paraphrase or not); "
-                                "a score its quarter of the range as a level (lowest quarter Very different ... "
-                                "highest Same meaning).")
-    n = st.number_input("How many (0 = every gold-labelled pair)", min_value=0, value=20, step=1)
-    if st.form_submit_button("Add these gold pairs"):
-        try:
-            if dataset is None:
-                raise camp.CampaignError("This campaign has no dataset any more to take gold pairs from.")
-            added = qual.gold_from_dataset(engine, campaign.id, dataset[0], int(n), seed=campaign.seed)
-            st.success(f"{added:,} gold pairs added.")
-        except (camp.CampaignError, NotAllowed) as exc:
-            st.error(user_text(exc))
+with left:
+    gold_from_dataset_form(engine, campaign)
 with right.form("gold-by-id"):
     lines = st.text_area("Or mark pairs by id, one per line: pair id or the file's own id, known level (0-3 or its name)",
                          placeholder="1234, 3\nid:1089874, Very different",
@@ -234,11 +244,7 @@ with right.form("gold-by-id"):
             st.error(user_text(exc))
 gold = qual.gold_pairs(engine, campaign.id)
 with gold_box:
-    st.write(f"**Gold pairs: {len(gold):,}**")
-    if len(gold):
-        st.dataframe(gold[["pair_id", "dataset", "source", "hypothesis", "known answer", "served"]].assign(
-            source=gold["source"].map(visible_text), hypothesis=gold["hypothesis"].map(visible_text)), hide_index=True,
-                     placeholder="—")
+    gold_table(gold, campaign.gold_min_accuracy)
 if len(gold):
     names = dict(zip(gold["pair_id"], gold["name"]))
     drop = st.multiselect("Stop using as checks", gold["pair_id"].tolist(), format_func=names.get)

@@ -27,8 +27,12 @@ Gold checks: only Dawid–Skene takes known labels (crowd-kit's ``DawidSkene.fit
 fixes those pairs' posteriors to the known label at every EM step), so the gold answers *anchor* its
 estimate of each annotator's confusion matrix. GLAD and MACE take no known labels: the gold answers are
 *held out* and measure the estimate instead (``Aggregation.gold_accuracy``, the share of gold pairs
-whose aggregated label is the known one). For Dawid–Skene that figure is not a measure (the anchored
-pairs take their known label) and is reported as NaN.
+whose aggregated label is the known one). For Dawid–Skene that figure is not a measure (the keys shaped
+the fit) and is reported as NaN. A key is never reported as the model's reading of its pair: after the
+anchored fit, each anchored pair's posterior is the E-step's from its labels alone (crowd-kit's
+``_e_step`` with the fitted priors and confusion matrices), so a pair's posterior and level say what the
+annotators' labels say under the fitted model. Where a key decides a pair's final label, that label's
+source is ``gold`` (pluie_core.review.final_labels), never the method's.
 
 A reviewer's decision always wins over any method: ``final_labels`` in pluie_core.review puts an
 adjudicated level before the aggregated one; this module never sees decisions.
@@ -161,12 +165,22 @@ def _dawid_skene(data: pd.DataFrame, gold: Optional[pd.Series], settings: dict):
     model = DawidSkene(**settings)
     model.fit(data, true_labels=gold if gold is not None and len(gold) else None)
     errors, priors = model.errors_, model.priors_
+    probas, labels = model.probas_, model.labels_
+    if gold is not None and len(gold):
+        # the keys anchor the fit (the confusion matrices, the priors), but a key is not the model's reading of
+        # its pair: the anchored pairs' posteriors are the E-step's, from their labels alone
+        anchored = data[data["task"].isin(gold.index)]
+        from_labels = model._e_step(anchored, priors, errors).reindex(columns=probas.columns, fill_value=0.0)
+        from_labels = from_labels[from_labels.notna().all(axis=1)]  # every class impossible: keep crowd-kit's
+        probas = probas.copy()
+        probas.loc[from_labels.index] = from_labels.to_numpy()
+        labels = probas.idxmax(axis=1).rename(labels.name)
     reliability = {}
     for worker in errors.index.get_level_values(0).unique():
         confusion = errors.loc[worker]
         reliability[worker] = float(sum(priors[k] * (confusion.at[k, k] if k in confusion.index else 0.0)
                                         for k in priors.index))
-    return model.probas_, model.labels_, pd.Series(reliability, dtype=float)
+    return probas, labels, pd.Series(reliability, dtype=float)
 
 
 def _glad(data: pd.DataFrame, settings: dict):
@@ -399,7 +413,9 @@ def final_rule_text(counts: dict, method: Optional[str], confidence: float = DEF
     def pairs(k: int) -> str:
         return f"{k:,} pair{'' if k == 1 else 's'}"
 
-    tail = f"{n('none'):,} undecided, a reviewer {n('adjudicated'):,}."
+    keys = (f"a gold key {n('gold'):,} (the campaign's known answer, final_source gold; never the model's), "
+            if n("gold") else "")
+    tail = f"{n('none'):,} undecided, {keys}a reviewer {n('adjudicated'):,}."
     if method not in MODEL_METHODS:
         return f"The majority rule decided {pairs(n('majority'))}, {tail}"
     name, share = METHOD_NAMES[method], _share_text(float(confidence))
@@ -441,9 +457,11 @@ def usable_count(levels) -> int:
     return int(np.isin(np.asarray(list(levels), dtype=float), ORDINAL_LEVELS).sum())
 
 
-def fit_adaptive_model(labels: pd.DataFrame) -> Optional[dict]:
+def fit_adaptive_model(labels: pd.DataFrame, gold: Optional[pd.Series] = None) -> Optional[dict]:
     """Adaptive overlap's model of a campaign: Dawid–Skene over the binarised labels (crowd-kit's fit),
-    from one row per label (pair_id, annotator, level 0-4). Returns a JSON-ready dict: ``priors`` [p(0),
+    from one row per label (pair_id, annotator, level 0-4); ``gold``: known sides (pair_id -> 0 / 1) that
+    anchor the fit (the quality checks' consensus, pluie_core.quality.consensus_checks, passes the
+    campaign's gold keys). Returns a JSON-ready dict: ``priors`` [p(0),
     p(1)], ``confusion`` {annotator (as text): [[p(0|0), p(1|0)], [p(0|1), p(1|1)]]} (row: the true class,
     column: the label given; each annotator's expected counts under the fit's posteriors plus
     ADAPTIVE_PSEUDOCOUNT per cell), ``pooled`` (the same over every annotator, for one the fit has not
@@ -451,8 +469,13 @@ def fit_adaptive_model(labels: pd.DataFrame) -> Optional[dict]:
     data = crowd_frame(labels, "binary")
     if data.empty:
         return None
-    result = aggregate(labels, "dawid_skene", "binary")
+    result = aggregate(labels, "dawid_skene", "binary", gold=gold)
     probas = result.probabilities.reindex(columns=[0, 1], fill_value=0.0)
+    if gold is not None and len(gold):  # the keys' pairs count at their known side, as they anchored the fit
+        keys = pd.to_numeric(gold, errors="coerce").dropna().astype(int)
+        keys = keys[keys.index.isin(probas.index)]
+        probas = probas.copy()
+        probas.loc[keys.index] = np.eye(2)[keys.to_numpy()]
     p_true = probas.reindex(data["task"]).to_numpy(dtype=float)  # labels x true class
     given = data["label"].to_numpy(dtype=int)
     # expected counts: true class k, label given l, per annotator

@@ -147,6 +147,13 @@ def _campaign_lines(campaign: Optional[dict]) -> list[str]:
              f"{campaign['seed']} (serving order and sample).",
              f"- Gold checks: {campaign['n_gold_pairs']:,} gold pairs; share of gold checks {rate:.0%}"
              + _checks_text(rate, campaign.get("checks_per_annotator", 0), campaign.get("checks_served", [])) + "."]
+    origins = campaign.get("gold_origins") or {}
+    if origins:
+        lines.append("- How the gold keys were made: " + "; ".join(
+            f"{n:,} by {_text(rule)}" for rule, n in origins.items()) + ". A key's level is its pair's final level "
+            "where no reviewer decided (`final_source` gold).")
+    if campaign.get("gold_balance"):
+        lines.append(f"- Gold keys' balance: {_text(campaign['gold_balance'])}")
     return lines
 
 
@@ -280,9 +287,24 @@ MAJORITY_ELSEWHERE = ("Elsewhere the majority rule sets the final level (`final_
                       "final level (`final_source` none).")
 
 
+def _gold_rule(sources: dict) -> str:
+    """The sentence on pairs whose final level is a gold key's, where there are any."""
+    n = int(sources.get("gold", 0))
+    if not n:
+        return ""
+    return (f"{n:,} pair{'' if n == 1 else 's'} took a campaign's gold key as final level (`final_source` gold): "
+            "the organiser's known answer (how the keys were made: the Campaign section), not any method's reading "
+            "of the labels; a reviewer's decision wins over a key. ")
+
+
 def _final_rule(aggregation: Optional[dict], sources: dict) -> str:
-    """How a pair without a reviewer's decision got its final level: the majority rule, or an aggregation
-    method's level where it was sure enough (its thresholds, and how many pairs each rule decided)."""
+    """How a pair without a reviewer's decision got its final level: a campaign's gold key, the majority
+    rule, or an aggregation method's level where it was sure enough (its thresholds, and how many pairs
+    each rule decided)."""
+    return _gold_rule(sources) + _rule_by_labels(aggregation, sources)
+
+
+def _rule_by_labels(aggregation: Optional[dict], sources: dict) -> str:
     if not aggregation:
         return MAJORITY_ELSEWHERE
     text = (f"Aggregation method: {aggregation['text']} Its `posterior` is the probability of its level and "

@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from pluie_core.labels import DONT_KNOW, ORDINAL_LEVELS
+from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS
 
 MAX_GOLD_RATE = 0.5
 MIN_KAPPA_LABELS = 30  # shared labels (the annotator's, on pairs someone else labelled) before κ may flag
@@ -116,6 +116,161 @@ def gold_answer(level=None, *, binary=None) -> tuple[Optional[int], int]:
     raise QualityError("A gold pair needs its known level (0-3) or its side (1 paraphrase, 0 not).")
 
 
+# Keys from a graded reference (gold_keys): only the clear ends of the scale by default, and never a score
+# near a band edge inside the scale, where careful people disagree (a SICK 3 is "somewhat related")
+KEY_LEVELS: tuple[int, ...] = (0, 3)
+KEY_MARGIN = 0.25  # the share of its band's width a key's score keeps from every cut point
+SIDES = ("not a paraphrase", "paraphrase")
+
+
+def band_cuts(low: float, high: float, cuts=None) -> tuple[float, float, float]:
+    """The three cut points of the four bands of levels 0-3 on [low, high]: the organiser's (strictly
+    increasing, inside the scale), or the equal bands'. Refused with a sentence (QualityError)."""
+    if not high > low:
+        raise QualityError("The dataset's gold scores all have one value: they cannot be mapped to levels.")
+    if cuts is None:
+        return tuple(float(low + (high - low) * k / 4) for k in (1, 2, 3))
+    try:
+        cuts = tuple(float(c) for c in cuts)
+    except (TypeError, ValueError):
+        raise QualityError("The cut points between levels must be three numbers.") from None
+    if len(cuts) != 3 or not all(np.isfinite(cuts)):
+        raise QualityError("The cut points between levels must be three numbers.")
+    if not low < cuts[0] < cuts[1] < cuts[2] < high:
+        raise QualityError(f"The cut points between levels must increase and lie inside the scale "
+                           f"({low:g}–{high:g}); got {', '.join(f'{c:g}' for c in cuts)}.")
+    return cuts
+
+
+def key_rule_text(low: float, high: float, *, levels=KEY_LEVELS, margin: float = KEY_MARGIN, cuts=None) -> str:
+    """The rule gold_keys applies, in words: "score ≤ 1.75 → Very different; score ≥ 4.25 → Same meaning
+    (four equal bands of 1–5, a quarter of a band's width kept from each cut)"."""
+    edges = (low, *band_cuts(low, high, cuts), high)
+    parts = []
+    for level in sorted(int(v) for v in levels):
+        start, end = edges[level], edges[level + 1]
+        keep = margin * (end - start)
+        lo = None if level == 0 else start + keep
+        hi = None if level == 3 else end - keep
+        if lo is None and hi is None:
+            span = "any score"
+        elif lo is None:
+            span = f"score ≤ {hi:g}"
+        elif hi is None:
+            span = f"score ≥ {lo:g}"
+        else:
+            span = f"{lo:g} ≤ score ≤ {hi:g}"
+        parts.append(f"{span} → {LEVELS[level]}")
+    bands = "four equal bands" if cuts is None else "bands cut at " + ", ".join(f"{c:g}" for c in edges[1:-1])
+    return "; ".join(parts) + f" ({bands} of {low:g}–{high:g}; {margin:g} of a band's width kept from each cut)"
+
+
+def gold_keys(scores: pd.Series, low: float, high: float, *, levels=KEY_LEVELS, margin: float = KEY_MARGIN,
+              cuts=None) -> pd.DataFrame:
+    """Each graded gold score's derived level and whether it makes a key. The level is its band (band_cuts:
+    four equal bands of [low, high], or the organiser's cut points); a score is a key when its level is one
+    of ``levels`` (by default the clear ends, Very different and Same meaning) and it keeps ``margin`` of
+    its band's width from every cut point (the scale's own ends are no edge: a score there is as clear as
+    it gets). Returns, indexed like ``scores`` (rows without a number left out): score, level, binary_label,
+    is_key and ``why`` (a non-key's reason, "" for a key)."""
+    if not 0 <= margin < 0.5:
+        raise QualityError("The share of a band's width kept from each cut must lie between 0 and 0.5.")
+    levels = {int(v) for v in levels}
+    if not levels or not levels <= set(ORDINAL_LEVELS):
+        raise QualityError("Choose at least one level of the scale (0-3) to take keys from.")
+    values = pd.to_numeric(scores, errors="coerce").dropna().astype(float)
+    cut = np.asarray(band_cuts(low, high, cuts))
+    edges = np.concatenate([[low], cut, [high]])
+    level = np.clip(np.searchsorted(cut, values.to_numpy(), side="right"), 0, 3)
+    width = edges[level + 1] - edges[level]
+    # distance to the nearest cut point (inner edge); the scale's own ends do not count
+    distance = np.min(np.abs(values.to_numpy()[:, None] - cut[None, :]), axis=1)
+    near = distance < margin * width - 1e-12
+    wanted = np.isin(level, sorted(levels))
+    why = np.where(~wanted, [f"{LEVELS[v]} is not a level keys are taken from" for v in level],
+                   np.where(near, [f"within {margin:g} of a band's width of a cut point" for _ in level], ""))
+    return pd.DataFrame({"score": values.to_numpy(), "level": level.astype(int),
+                         "binary_label": (level >= 2).astype(int), "is_key": wanted & ~near, "why": why},
+                        index=values.index)
+
+
+def balanced_keys(keys: pd.DataFrame, n: int, seed: int = 0, have: tuple[int, int] = (0, 0)) -> pd.DataFrame:
+    """``n`` rows of ``keys`` (a binary_label column: 0 / 1) drawn so that the keys on each side, counting
+    the ``have`` (not paraphrase, paraphrase) already there, are as even as the candidates allow: each draw
+    goes to the side with fewer keys that still has a candidate (ties to the not-paraphrase side). Each side
+    is drawn in a seeded random order. ``n`` 0 (or more than there are): every candidate (balance_text then
+    says how even they are). Rows keep ``keys``' index."""
+    if not n or n >= len(keys):
+        return keys
+    rng = np.random.default_rng(int(seed))
+    pools = {side: list(rng.permutation(keys.index[keys["binary_label"].to_numpy() == side])) for side in (0, 1)}
+    count = [int(have[0]), int(have[1])]
+    taken = []
+    while len(taken) < n and (pools[0] or pools[1]):
+        side = 0 if (count[0] <= count[1] and pools[0]) or not pools[1] else 1
+        taken.append(pools[side].pop(0))
+        count[side] += 1
+    return keys.loc[taken]
+
+
+def accepted(answer: np.ndarray, gold_level: np.ndarray, gold_binary: np.ndarray, adjacent: np.ndarray) -> np.ndarray:
+    """Whether each answer to a check is accepted: on the key's side of the paraphrase boundary, or (a key
+    accepting the adjacent level) one level from the key's level. Don't know never is."""
+    answer = np.asarray(answer, dtype=float)
+    gold_level = np.asarray(gold_level, dtype=float)
+    usable = np.isin(answer, ORDINAL_LEVELS)
+    side = np.where(usable, (answer >= 2).astype(float), np.nan) == np.asarray(gold_binary, dtype=float)
+    with np.errstate(invalid="ignore"):
+        near = np.asarray(adjacent, dtype=bool) & (np.abs(answer - gold_level) <= 1)
+    return usable & (side | near)
+
+
+def constant_answer_ceiling(keys: pd.DataFrame) -> tuple[int, float]:
+    """The answer (0-4) that, given to every key of ``keys`` (columns level, binary_label, and where present
+    accept_adjacent), would be accepted most often (accepted), and that share: what a person who always
+    presses one button scores on these checks. (DONT_KNOW, 0.0) with no key."""
+    if keys.empty:
+        return DONT_KNOW, 0.0
+    level = pd.to_numeric(keys["level"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    adjacent = (keys["accept_adjacent"].fillna(False).to_numpy(dtype=bool) if "accept_adjacent" in keys
+                else np.zeros(len(keys), dtype=bool))
+    shares = [float(accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean())
+              for a in ORDINAL_LEVELS]
+    best = int(np.argmax(shares))
+    return best, shares[best]
+
+
+def balance_text(keys: pd.DataFrame, minimum: Optional[float] = None) -> str:
+    """How balanced a campaign's keys are, in a sentence: "10 on the paraphrase side, 10 not; the best a
+    constant answer scores is 50% (always “Same meaning”)", with a warning when that reaches ``minimum``
+    (the campaign's minimum gold accuracy)."""
+    if keys.empty:
+        return "No gold key yet."
+    ones = int(pd.to_numeric(keys["binary_label"]).sum())
+    answer, share = constant_answer_ceiling(keys)
+    text = (f"{ones:,} on the paraphrase side, {len(keys) - ones:,} not; the best a constant answer scores is "
+            f"{share:.0%} (always “{LEVELS[answer]}”)")
+    if minimum is not None and share >= minimum:
+        text += (f", which reaches the minimum gold accuracy ({minimum:.0%}): add keys on the other side, or a "
+                 "person who always presses one button passes the checks")
+    return text + "."
+
+
+def key_origins(derivations) -> dict[str, int]:
+    """How a campaign's keys were made, counted: each key's derivation (db.quality) without its own score,
+    e.g. {"the rule score ≤ 1.75 → Very different; … of “SICK”": 12, "set by id": 2}."""
+    counts: dict[str, int] = {}
+    for text in derivations:
+        text = str(text or "set by id")
+        if "; rule: " in text:
+            head, rule = text.split("; rule: ", 1)
+            source = head.split(" gold ", 1)[0]
+            adjacent = " (the adjacent level accepted)" if head.endswith("(the adjacent level accepted)") else ""
+            text = f"{source}'s gold labels, rule: {rule}{adjacent}"
+        counts[text] = counts.get(text, 0) + 1
+    return counts
+
+
 def gold_from_labels(gold_labels: pd.Series, label_kind: Optional[str], label_min=None, label_max=None) -> pd.DataFrame:
     """A dataset's gold labels as gold answers: binary 1 / 0 give only the side (level unknown); a score
     on [label_min, label_max] (e.g. STS-B 0-5) is cut into four equal bands, levels 0-3, and its side is the
@@ -137,17 +292,22 @@ def gold_from_labels(gold_labels: pd.Series, label_kind: Optional[str], label_mi
 
 def gold_accuracy(answers: pd.DataFrame) -> pd.DataFrame:
     """Per annotator, from one row per gold check answered (columns annotator, level, gold_level,
-    gold_binary): gold answered, binarised accuracy, exact-level accuracy (NaN where no check had a
-    known level). Don't know is a miss."""
+    gold_binary, and where present gold_adjacent: the key accepts the adjacent level): gold answered,
+    accuracy (an answer on the key's side, or one level from a key that accepts the adjacent level:
+    accepted), exact-level accuracy (the key's level, or an adjacent one where accepted; NaN where no
+    check had a known level). Don't know is a miss."""
     if answers.empty:
         return pd.DataFrame(columns=["gold answered", "gold accuracy", "gold exact accuracy"], dtype=float)
     level = answers["level"].to_numpy(dtype=float)
-    binary = np.where(level == DONT_KNOW, np.nan, (level >= 2).astype(float))
+    gold_level = answers["gold_level"].to_numpy(dtype=float, na_value=np.nan)
+    adjacent = (answers["gold_adjacent"].fillna(False).to_numpy(dtype=bool) if "gold_adjacent" in answers
+                else np.zeros(len(answers), dtype=bool))
+    with np.errstate(invalid="ignore"):
+        exact = (level == gold_level) | (adjacent & (np.abs(level - gold_level) <= 1) & (level != DONT_KNOW))
     frame = pd.DataFrame({
         "annotator": answers["annotator"].to_numpy(),
-        "binary_hit": (binary == answers["gold_binary"].to_numpy(dtype=float)).astype(float),
-        "exact_hit": np.where(answers["gold_level"].isna().to_numpy(), np.nan,
-                              (level == answers["gold_level"].to_numpy(dtype=float, na_value=np.nan)).astype(float)),
+        "binary_hit": accepted(level, gold_level, answers["gold_binary"].to_numpy(dtype=float), adjacent).astype(float),
+        "exact_hit": np.where(np.isnan(gold_level), np.nan, exact.astype(float)),
     })
     grouped = frame.groupby("annotator")
     return pd.DataFrame({"gold answered": grouped.size(), "gold accuracy": grouped["binary_hit"].mean(),
@@ -199,6 +359,107 @@ def kappa_against_others(labels: pd.DataFrame) -> pd.Series:
     return pd.Series(kappa, index=cells.index)
 
 
+# The consensus the flags measure people against (consensus_checks): Dawid–Skene over the binarised labels,
+# anchored by the campaign's gold keys, each person's labels measured against the others' answers weighed by
+# the fit (the person's own left out). A consensus read only where it is sure; answers that barely depend on
+# the pair measured by their spread and against the consensus' share.
+CONSENSUS_SURE = 0.8  # the posterior the others' consensus needs before a pair counts in κ vs consensus
+DOMINANCE_MARGIN = 0.3  # a side this much more often than the consensus of the same pairs expects
+ENTROPY_MIN = 0.3  # the answers' entropy over the five answers, as a share of its maximum (log 5)
+MIN_ANSWER_LABELS = 20  # answers before the "barely depend on the pair" checks may flag
+CONSENSUS_COLUMNS = ("κ vs consensus", "consensus labels", "answers", "answer entropy", "top answer",
+                     "top answer share", "side share", "consensus side share")
+
+
+def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Series] = None) -> pd.DataFrame:
+    """Per annotator, agreement with a consensus that discounts unreliable people, and how much their answers
+    depend on the pair. ``labels``: one row per label (annotator, pair_id, level 0-4), every label the
+    campaign counts (answers to gold checks included: they tell the fit who is reliable); ``ordinary``: a
+    boolean mask of the rows that are ordinary labels (not answers to checks; all by default); ``gold``: the
+    keys' sides (pair_id -> 0 / 1), which anchor the fit.
+
+    The fit is pluie_core.aggregation.fit_adaptive_model (Dawid–Skene over the binarised labels, smoothed
+    confusion matrices): an annotator whose answers do not follow the pairs gets a confusion matrix whose two
+    rows are alike, and their answers then weigh nothing. For each ordinary label, the consensus is the
+    posterior of the pair's side from the *other* annotators' labels on it (the person left out), under the
+    fit. Columns:
+
+    - ``κ vs consensus`` and ``consensus labels``: Cohen's κ of their binarised labels against the consensus
+      side, on the pairs where that posterior is at least CONSENSUS_SURE (a consensus made of noise is no
+      reference: such pairs do not count), and how many pairs that was;
+    - ``answers`` (ordinary labels, Don't know included), ``answer entropy`` (the entropy of their answers over
+      the five, as a share of log 5), ``top answer`` (0-4) and its ``top answer share``;
+    - ``side share`` and ``consensus side share``: the share of their usable answers on their more frequent
+      side, and the share the consensus expects on that side for the same pairs (the mean posterior; a pair no
+      one else labelled reads the fit's prior).
+    """
+    from pluie_core.aggregation import fit_adaptive_model
+
+    levels = pd.to_numeric(labels["level"], errors="coerce").to_numpy(dtype=float)
+    annotators = labels["annotator"].to_numpy()
+    pair_ids = labels["pair_id"].to_numpy()
+    ordinary = np.ones(len(labels), dtype=bool) if ordinary is None else np.asarray(ordinary, dtype=bool)
+    out = pd.DataFrame(index=pd.Index(pd.unique(annotators[ordinary]), name="annotator"),
+                       columns=list(CONSENSUS_COLUMNS), dtype=float)
+    if out.empty:
+        return out
+    fit = fit_adaptive_model(pd.DataFrame({"pair_id": pair_ids, "annotator": annotators, "level": levels}), gold)
+    usable = np.isin(levels, ORDINAL_LEVELS)
+    given = (levels >= 2).astype(int)
+    names = pd.Series(annotators).astype(str).to_numpy()
+    if fit is not None:
+        logs = {name: np.log(np.asarray(m, dtype=float)) for name, m in fit["confusion"].items()}
+        pooled = np.log(np.asarray(fit["pooled"], dtype=float))
+        matrices = np.stack([logs.get(name, pooled) for name in names])
+        rows = np.arange(len(names))
+        own = np.where(usable[:, None], np.stack([matrices[rows, 0, given], matrices[rows, 1, given]], axis=1), 0.0)
+        log_prior = np.log(np.asarray(fit["priors"], dtype=float))
+    else:
+        own, log_prior = np.zeros((len(labels), 2)), np.log([0.5, 0.5])
+    frame = pd.DataFrame({"pair_id": pair_ids, "l0": own[:, 0], "l1": own[:, 1], "u": usable.astype(int)})
+    totals = frame.groupby("pair_id")[["l0", "l1", "u"]].transform("sum").to_numpy()
+    others = totals - frame[["l0", "l1", "u"]].to_numpy()
+    logit = (log_prior[1] + others[:, 1]) - (log_prior[0] + others[:, 0])
+    p_one = 1.0 / (1.0 + np.exp(-np.clip(logit, -700, 700)))
+    n_others = others[:, 2]
+    sure = (n_others >= 1) & (np.maximum(p_one, 1 - p_one) >= CONSENSUS_SURE)
+
+    for annotator in out.index:
+        mine = ordinary & (annotators == annotator)
+        answers = levels[mine]
+        counts = np.bincount(answers[np.isfinite(answers)].astype(int), minlength=5)[:5]
+        n = int(counts.sum())
+        out.at[annotator, "answers"] = n
+        if n:
+            shares = counts / n
+            nonzero = shares[shares > 0]
+            out.at[annotator, "answer entropy"] = float(-(nonzero * np.log(nonzero)).sum() / np.log(5))
+            out.at[annotator, "top answer"] = int(np.argmax(counts))
+            out.at[annotator, "top answer share"] = float(shares.max())
+        use = mine & usable
+        if use.any():
+            ones = float(given[use].mean())
+            side = int(ones >= 0.5)
+            out.at[annotator, "side share"] = ones if side else 1 - ones
+            expected = float(p_one[use].mean())
+            out.at[annotator, "consensus side share"] = expected if side else 1 - expected
+        judged = use & sure
+        out.at[annotator, "consensus labels"] = int(judged.sum())
+        if judged.any():
+            out.at[annotator, "κ vs consensus"] = _cohen_kappa(given[judged], (p_one[judged] >= 0.5).astype(int))
+    for column in ("consensus labels", "answers"):
+        out[column] = out[column].fillna(0).astype(int)
+    return out
+
+
+def _cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Cohen's κ of two binary vectors; NaN where undefined (one category only on both sides)."""
+    observed = float((a == b).mean())
+    pa, pb = float(a.mean()), float(b.mean())
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    return float("nan") if expected >= 1 else (observed - expected) / (1 - expected)
+
+
 def shared_labels(labels: pd.DataFrame) -> pd.Series:
     """How many labels each annotator's κ against the others rests on: their binarised labels (Don't know
     left out) on pairs that at least one other annotator labelled too (not Don't know); 0 where none.
@@ -224,7 +485,8 @@ FLAG_COLUMNS = ("flags", "not judged yet")
 
 def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,
                      fast_fraction: float, streak_length: int, kappa_min: float = 0.2, reliability_min: float = 0.5,
-                     min_gold_checks: int = 5, method: str = "Majority vote") -> pd.DataFrame:
+                     min_gold_checks: int = 5, method: str = "Majority vote",
+                     reliability_flags: bool = True) -> pd.DataFrame:
     """Each annotator's flags and the checks not judged yet, as two strings ("; "-joined, "" = none)
     indexed like ``table`` (the live table: columns ``gold answered``, ``gold accuracy``, ``median s per
     pair``, ``longest streak``, and where present ``κ vs others`` with ``shared labels`` and
@@ -236,7 +498,17 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
     (2 of 5 checks right)". A check with some evidence but less than its minimum (``min_gold_checks``
     answered checks, ``MIN_KAPPA_LABELS`` shared labels, ``MIN_RELIABILITY_LABELS`` labels in the fit) is
     no verdict: it is listed under "not judged yet", e.g. "gold 1 of 2 right: too few checks (2 of 5
-    needed)"; a check with no evidence at all says nothing."""
+    needed)"; a check with no evidence at all says nothing.
+
+    Agreement is κ vs consensus (consensus_checks) where the table has that column, κ vs others (the raw
+    pool) only where it has not. ``reliability_flags`` False: the reliability column does not flag (the live
+    view under majority vote, whose "reliability" is agreement with the raw pool). Where the table has
+    consensus_checks' ``answers`` and ``answer entropy``, an annotator with at least MIN_ANSWER_LABELS
+    answers whose answers barely depend on the pair is flagged, with the evidence: their more frequent
+    side DOMINANCE_MARGIN or more above the share the others' consensus expects of the same pairs, or an
+    entropy under ENTROPY_MIN of its maximum ("answers barely depend on the pair: 100% on one side vs 46%
+    in the others' consensus of the same pairs, and “Same meaning” 100% of 40 answers (entropy 0.00 < 0.30)"),
+    whatever their longest streak."""
     n = len(table)
     flags: list[list[str]] = [[] for _ in range(n)]
     unjudged: list[list[str]] = [[] for _ in range(n)]
@@ -258,9 +530,13 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
         elif accuracy[i] < gold_min_accuracy:
             flags[i].append(f"gold accuracy {_below(accuracy[i], gold_min_accuracy, percent=True)} "
                             f"({right} of {checks} checks right)")
-    for value_column, count_column, minimum, threshold in (("κ vs others", "shared labels", MIN_KAPPA_LABELS, kappa_min),
-                                                           ("reliability", "labels in fit", MIN_RELIABILITY_LABELS,
-                                                            reliability_min)):
+    # agreement: against the consensus where the table has it (the live view), else against the raw pool
+    agreement = (("κ vs consensus", "consensus labels") if "κ vs consensus" in table and "consensus labels" in table
+                 else ("κ vs others", "shared labels"))
+    rated = [(*agreement, MIN_KAPPA_LABELS, kappa_min)]
+    if reliability_flags:
+        rated.append(("reliability", "labels in fit", MIN_RELIABILITY_LABELS, reliability_min))
+    for value_column, count_column, minimum, threshold in rated:
         if value_column not in table or count_column not in table:
             continue
         values, counts = column(value_column), column(count_column)
@@ -268,6 +544,9 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
             k = count(counts, i)
             if value_column == "κ vs others":
                 evidence, too_few = f"on {k:,} shared labels", "too few shared labels"
+            elif value_column == "κ vs consensus":
+                evidence = f"on {k:,} pairs where the others' consensus is sure"
+                too_few = "too few pairs where the others' consensus is sure"
             else:
                 evidence, too_few = f"{method}, on {k:,} labels", "too few labels in the fit"
             if not k:
@@ -278,6 +557,26 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
                 unjudged[i].append(f"{value_column}: not defined ({evidence})")
             elif values[i] < threshold:
                 flags[i].append(f"{value_column} {_below(values[i], threshold)} ({evidence})")
+    if "answers" in table and "answer entropy" in table:
+        answers, entropy = column("answers"), column("answer entropy")
+        top, top_share = column("top answer"), column("top answer share")
+        side, expected = column("side share"), column("consensus side share")
+        for i in range(n):
+            k = count(answers, i)
+            if not k:
+                continue
+            if k < MIN_ANSWER_LABELS:
+                unjudged[i].append(f"answers' spread: too few answers ({k:,} of {MIN_ANSWER_LABELS} needed)")
+                continue
+            evidence = []
+            if np.isfinite(side[i]) and np.isfinite(expected[i]) and side[i] - expected[i] >= DOMINANCE_MARGIN:
+                evidence.append(f"{side[i]:.0%} on one side vs {expected[i]:.0%} in the others' consensus of the "
+                                "same pairs")
+            if np.isfinite(entropy[i]) and entropy[i] < ENTROPY_MIN:
+                evidence.append(f"“{LEVELS[int(top[i])]}” {top_share[i]:.0%} of {k:,} answers "
+                                f"(entropy {_below(entropy[i], ENTROPY_MIN)})")
+            if evidence:
+                flags[i].append("answers barely depend on the pair: " + ", and ".join(evidence))
     medians, streaks = column("median s per pair"), column("longest streak")
     for i in range(n):
         if np.isfinite(campaign_median) and medians[i] < fast_fraction * campaign_median:
@@ -291,8 +590,20 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
 
 def annotator_flags(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,
                     fast_fraction: float, streak_length: int, kappa_min: float = 0.2, reliability_min: float = 0.5,
-                    min_gold_checks: int = 5, method: str = "Majority vote") -> pd.Series:
+                    min_gold_checks: int = 5, method: str = "Majority vote", reliability_flags: bool = True) -> pd.Series:
     """The flags of each annotator as one string ("" = none): annotator_checks' ``flags``."""
     return annotator_checks(table, campaign_median, gold_min_accuracy=gold_min_accuracy, fast_fraction=fast_fraction,
                             streak_length=streak_length, kappa_min=kappa_min, reliability_min=reliability_min,
-                            min_gold_checks=min_gold_checks, method=method)["flags"]
+                            min_gold_checks=min_gold_checks, method=method,
+                            reliability_flags=reliability_flags)["flags"]
+
+
+def evidence_rank(table: pd.DataFrame) -> pd.Index:
+    """The live table's rows in the order an organiser should look at them: most flags first, then the
+    lowest gold accuracy, then the lowest κ vs consensus (missing values last), then the table's order."""
+    flags = table["flags"].map(lambda f: 0 if not f else len(str(f).split("; ")))
+    key = pd.DataFrame({"flags": -flags.to_numpy(),
+                        "gold": pd.to_numeric(table.get("gold accuracy", np.nan), errors="coerce"),
+                        "kappa": pd.to_numeric(table.get("κ vs consensus", np.nan), errors="coerce"),
+                        "order": np.arange(len(table))}, index=table.index)
+    return key.sort_values(["flags", "gold", "kappa", "order"], na_position="last", kind="stable").index

@@ -32,9 +32,10 @@ def majority_levels(counts) -> np.ndarray:
     return np.where((n_tied == 0) | across, np.nan, pick)
 
 
-# every final_source a pair can have: a reviewer's decision, a model method of pluie_core.aggregation
-# (MODEL_METHODS) whose level was sure enough (model_final_levels), the majority rule, or none
-FINAL_SOURCES = ("adjudicated", "dawid_skene", "glad", "mace", "majority", "none")
+# every final_source a pair can have: a reviewer's decision, a campaign's gold key (its known level), a model
+# method of pluie_core.aggregation (MODEL_METHODS) whose level was sure enough (model_final_levels), the
+# majority rule, or none
+FINAL_SOURCES = ("adjudicated", "gold", "dawid_skene", "glad", "mace", "majority", "none")
 
 
 def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -> pd.DataFrame:
@@ -116,19 +117,26 @@ def check_final_level(level) -> int:
     return int(level)
 
 
-def final_labels(majority: pd.Series, adjudicated: pd.Series, source: "pd.Series | None" = None) -> pd.DataFrame:
+def final_labels(majority: pd.Series, adjudicated: pd.Series, source: "pd.Series | None" = None,
+                 keys: "pd.Series | None" = None) -> pd.DataFrame:
     """The final label of each pair: the reviewer's level where one is in force (``adjudicated``,
     NaN elsewhere), else the majority level (``majority``, pluie_core.labels.majority_level, NaN
     when there is none). Both indexed alike. ``source``: which rule gave each level of ``majority``
     when it is not the majority rule throughout (pluie_core.aggregation.model_final_levels: its level
     and source). Columns: final_level (Int64), final_label (the level's name), final_binary (0 / 1,
     pluie_core.labels.binarise), final_source (adjudicated, else ``source``: majority, none or the
-    model method whose level was taken; FINAL_SOURCES)."""
+    model method whose level was taken; FINAL_SOURCES). ``keys``: a campaign's gold keys with a known
+    level (pair_id -> 0-3): where no reviewer decided, the key's level is final, with final_source "gold"
+    (never a model's name: a key is the organiser's known answer, not what the labels say)."""
     majority = pd.to_numeric(majority, errors="coerce").astype("Float64")
     adjudicated = pd.to_numeric(adjudicated.reindex(majority.index), errors="coerce").astype("Float64")
-    level = adjudicated.where(adjudicated.notna(), majority).round().astype("Int64")
+    key = (pd.Series(np.nan, index=majority.index) if keys is None
+           else pd.to_numeric(keys, errors="coerce").reindex(majority.index)).astype("Float64")
     by_rule = (np.where(majority.notna(), "majority", "none") if source is None
                else source.reindex(majority.index).to_numpy(dtype=object))
+    by_rule = np.where(key.notna().to_numpy(), "gold", by_rule)
+    majority = key.where(key.notna(), majority)
+    level = adjudicated.where(adjudicated.notna(), majority).round().astype("Int64")
     source = np.where(adjudicated.notna(), "adjudicated", by_rule)
     return pd.DataFrame({
         "final_level": level,

@@ -204,7 +204,11 @@ def test_gold_anchors_dawid_skene_and_is_held_out_for_the_others():
     labels = crafted()
     gold = pd.Series({99: 0})  # a known answer against ann, the reliable one
     anchored = aggregate(labels, "dawid_skene", "binary", gold=gold)
-    assert anchored.anchored and anchored.pairs.at[99, "label"] == 0 and np.isnan(anchored.gold_accuracy)
+    assert anchored.anchored and np.isnan(anchored.gold_accuracy)
+    # the key shaped the fit, but the pair's posterior is its labels' under that fit (issue 53): not the key at 1.0
+    assert anchored.pairs.at[99, "label"] == 1 and anchored.pairs.at[99, "posterior"] < 1.0
+    unanchored = aggregate(labels, "dawid_skene", "binary")
+    assert not anchored.annotators["reliability"].equals(unanchored.annotators["reliability"])
     held = aggregate(labels, "mace", "binary", gold=gold, settings=FAST["mace"])
     assert not held.anchored and held.pairs.at[99, "label"] == 1 and held.gold_accuracy == 0.0
     assert "gold answers anchor" in anchored.describe() and "MACE over the binarised labels" in held.describe()

@@ -108,12 +108,17 @@ def test_campaign_live_flags_the_random_annotator_not_the_careful_one(engine):
     assert table.loc["carol", "gold accuracy"] == 0.5
     # the reliability column is the campaign's method's, as db.quality.annotator_reliability fits it
     expected = qual.annotator_reliability(engine, cid, "dawid_skene")
-    assert table["reliability"].tolist() == pytest.approx(expected.reindex(list(people.values())).tolist())
+    ids = {name: people[name] for name in table.index}
+    assert table["reliability"].tolist() == pytest.approx(expected.reindex(list(ids.values())).tolist())
     assert (table["shared labels"] == 40).all() and (table["labels in fit"] == 42).all()
-    assert table.loc["randy", "κ vs others"] < 0.2 and table.loc["randy", "reliability"] < 0.5
+    assert table.loc["randy", "κ vs consensus"] < 0.2 and table.loc["randy", "reliability"] < 0.5
+    # ranked by the evidence (issue 53): the flagged one first
+    assert table.index[0] == "randy"
     randy = table.loc["randy", "flags"]
-    kappa = f"{table.loc['randy', 'κ vs others']:.2f}".replace("-", "−")
-    assert f"κ vs others {kappa} < 0.20 (on 40 shared labels)" in randy
+    kappa = f"{table.loc['randy', 'κ vs consensus']:.2f}".replace("-", "−")
+    sure = table.loc["randy", "consensus labels"]
+    assert 30 <= sure <= 40
+    assert f"κ vs consensus {kappa} < 0.20 (on {sure} pairs where the others' consensus is sure)" in randy
     assert f"reliability {table.loc['randy', 'reliability']:.2f} < 0.50 (Dawid–Skene, on 42 labels)" in randy
     assert table.loc["carol", "flags"] == "" and table.loc["alice", "flags"] == table.loc["bob", "flags"] == ""
     assert table.loc["carol", "not judged yet"] == "gold 1 of 2 right: too few checks (2 of 5 needed)"
@@ -135,14 +140,14 @@ def test_live_campaign_page_shows_what_a_flag_rests_on(store):
     at.switch_page("pages/live_campaign.py").run()
     assert not at.exception
     warning = next(w.value for w in at.warning if w.value.startswith("Flagged:"))
-    assert warning.startswith("Flagged: randy (κ vs others −") and "< 0.20 (on 40 shared labels)" in warning
+    assert warning.startswith("Flagged: randy (κ vs consensus ") and "pairs where the others' consensus is sure)" in warning
     assert "< 0.50 (Dawid–Skene, on 42 labels)" in warning and "carol" not in warning
     table = at.dataframe[0].value.set_index("annotator")
     assert table.loc["carol", "not judged yet"] == "gold 1 of 2 right: too few checks (2 of 5 needed)"
     # the settings form holds the three thresholds; saving them flags carol's miss
     numbers = {n.label: n for n in at.number_input}
     numbers["Minimum gold checks to judge"].set_value(2)
-    numbers["Minimum κ vs others"].set_value(-1.0)
+    numbers["Minimum κ vs consensus"].set_value(-1.0)
     numbers["Minimum reliability"].set_value(0.0)
     next(b for b in at.button if b.label == "Save the quality settings").click().run()
     assert not at.exception

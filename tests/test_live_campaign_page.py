@@ -51,9 +51,19 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     dataset = next(s for s in at.selectbox if s.label.startswith("Take gold pairs"))
     dataset.set_value(next(d for d in camp.dataset_choices(store) if d[1] == "checks"))
     next(n for n in at.number_input if n.label.startswith("How many")).set_value(0)
-    next(b for b in at.button if b.label == "Add these gold pairs").click().run()
-    assert not at.exception and "6 gold pairs added." in texts(at)
+    # the form shows the keys first (issue 53): nothing is added until its own button
+    next(b for b in at.button if b.label == "Show the keys these settings give").click().run()
+    assert not at.exception and "6 keys from “checks”" in texts(at) and "Gold pairs: 0" in texts(at)
+    next(b for b in at.button if b.label == "Add these 6 gold pairs").click().run()
+    # what was taken and which pairs left the queue (issue 53: they left it silently before)
+    assert not at.exception and (f"6 gold pairs added; 6 of them left the queue (pairs {', '.join(map(str, gold_ids))}), "
+                                 "served as checks only: it now holds 39 pairs.") in texts(at)
+    # the button is spent: one click added once, and a rerun adds nothing
+    assert not [b for b in at.button if b.label.startswith("Add these")]
+    at.run()
+    assert not at.exception and "Gold pairs: 6" in texts(at)
     assert "Gold pairs: 6" in texts(at)  # the count and the list follow at once, without a reload
+    assert "3 on the paraphrase side, 3 not" in texts(at)
 
     # people label; one always answers the same and quickly
     for aid, answer, seconds in ((people[0], lambda n: n % 4, 10.0), (people[1], lambda n: 3, 1.0)):
@@ -65,7 +75,8 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     # 6 + 6 ordinary answers and 2 + 2 answers to gold checks: every page counts both
     assert metrics["Labels"] == "16" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
     table = at.dataframe[0].value.set_index("annotator")
-    assert list(table.index) == ["Alice A.", "bob"] and list(table["progress"]) == ["8 / 8", "8 / 8"]  # 6 + 2 checks: their own counter
+    # ranked by the evidence (issue 53): bob, flagged, first
+    assert list(table.index) == ["bob", "Alice A."] and list(table["progress"]) == ["8 / 8", "8 / 8"]  # 6 + 2 checks: their own counter
     # who is flagged and why: in a warning above the table, and the table's third column (not off-screen)
     assert list(at.dataframe[0].value.columns[:3]) == ["annotator", "progress", "flags"]
     assert f"Flagged: bob ({table.loc['bob', 'flags']})" in [w.value for w in at.warning]
