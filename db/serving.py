@@ -323,14 +323,24 @@ def _reserve(session: Session, campaign: Campaign, annotator_id: int, n_training
 
 def _reserve_gold_pair(session: Session, campaign: Campaign, annotator_id: int, step: int) -> Optional[int]:
     """A gold pair of the campaign this annotator has never been served (in any role), drawn at
-    random; None when they have seen them all. The annotator's row lock makes this race-free."""
-    unseen = sorted(session.scalars(select(GoldPair.pair_id).where(
-        GoldPair.campaign_id == campaign.id,
-        ~exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
-                        Assignment.pair_id == GoldPair.pair_id))))
+    random from the side of the paraphrase boundary they have been served fewer checks of (either side on
+    a tie, or where the other has none left): each person's checks stay as balanced as the keys allow, so
+    a constant answer scores about half of their checks, not whatever a random draw gave. None when they
+    have seen them all. The annotator's row lock makes this race-free."""
+    seen = exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
+                          Assignment.pair_id == GoldPair.pair_id)
+    unseen = sorted(session.execute(select(GoldPair.pair_id, GoldPair.binary_label).where(
+        GoldPair.campaign_id == campaign.id, ~seen)).all())
     if not unseen:
         return None
-    return random.Random(f"{campaign.seed}:{annotator_id}:{step}").choice(unseen)
+    checks = dict(session.execute(select(GoldPair.binary_label, func.count()).join(Assignment, and_(
+        Assignment.campaign_id == GoldPair.campaign_id, Assignment.pair_id == GoldPair.pair_id)).where(
+        GoldPair.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
+        Assignment.is_gold.is_(True)).group_by(GoldPair.binary_label)).all())
+    by_side = {side: [p for p, b in unseen if b == side] for side in (0, 1)}
+    fewer = 0 if checks.get(0, 0) < checks.get(1, 0) else 1 if checks.get(1, 0) < checks.get(0, 0) else None
+    pool = by_side[fewer] if fewer is not None and by_side[fewer] else [p for p, _ in unseen]
+    return random.Random(f"{campaign.seed}:{annotator_id}:{step}").choice(pool)
 
 
 def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int) -> Optional[int]:

@@ -1,7 +1,8 @@
 """Correlation: Pearson, Spearman and Kendall τ between score runs and a graded human reference (gold
 scores, the mean level of the labels, imported annotators' mean, or a numeric metadata column), with
 bootstrap intervals; a paired bootstrap test of whether two runs' correlations differ; and the
-system-level correlation when the pairs carry a system / model column (the Revisiting paper)."""
+system-level correlation when the pairs carry a system / model column (the Revisiting paper). It opens on a
+graded reference where the scope has one (gold scores, one dataset at a time), binary gold labels a choice."""
 from dataclasses import replace
 
 import pandas as pd

@@ -433,7 +433,7 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
         if n:
             shares = counts / n
             nonzero = shares[shares > 0]
-            out.at[annotator, "answer entropy"] = float(-(nonzero * np.log(nonzero)).sum() / np.log(5))
+            out.at[annotator, "answer entropy"] = max(0.0, float(-(nonzero * np.log(nonzero)).sum() / np.log(5)))
             out.at[annotator, "top answer"] = int(np.argmax(counts))
             out.at[annotator, "top answer share"] = float(shares.max())
         use = mine & usable

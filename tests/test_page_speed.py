@@ -120,11 +120,13 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     read_ahead().join(120)
     # labels, the pairs without and with their texts (edit distances), the first run's scores and
     # every run's (Correlation's default). Issue 35: MRPC's gold is 0/1, BIOSSES' a 0–4 score, so the
-    # pages of a reference (and the read-ahead) show MRPC's scale first: the pairs, the first run's scores
-    # and every run's are those of MRPC; Agreement's human labels share one scale, its run's scores are
+    # pages of a binary reference (and the read-ahead) show MRPC's scale first: the pairs and the first
+    # run's scores are those of MRPC; Agreement's human labels share one scale, its run's scores are
     # those of both datasets (a third read of scores); the scatters' hover names the labels of MRPC's
-    # pairs (Distributions' and Correlation's default): a second read of labels
-    assert calls == {"labels_long": 2, "pairs_frame": 2, "scores_wide": 3}
+    # pairs (Distributions' default): a second read of labels. Issue 53: Correlation opens on BIOSSES'
+    # graded gold scores: every run's scores, the pairs with and without their texts and the hover labels
+    # of BIOSSES (a third read of labels, a third and fourth of pairs)
+    assert calls == {"labels_long": 3, "pairs_frame": 4, "scores_wide": 3}
     assert kappas == [(None,)]  # the Agreement page's first figures: five levels, unweighted κ
     assert [r.kind for r in references] == ["gold"]  # the sidebars' default reference
     assert len(curves) == 1  # Thresholds' first figures: the first run against gold labels
@@ -137,14 +139,17 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     choices = common.choices(url)
     dataset_ids = tuple(int(i) for i in choices.datasets["id"])
     mrpc = tuple(int(i) for i in choices.datasets.loc[choices.datasets["name"] == "MRPC", "id"])
+    biosses = tuple(int(i) for i in choices.datasets.loc[choices.datasets["name"] == "BIOSSES", "id"])
     first_run = (int(choices.runs["id"].iloc[0]),)
     labels = common.labels(url, dataset_ids)
     scores = common.scores(url, first_run, dataset_ids)
     common.scores(url, first_run, mrpc)
-    every_run = common.scores(url, tuple(int(i) for i in choices.runs["id"]), mrpc)
+    every_run = common.scores(url, tuple(int(i) for i in choices.runs["id"]), biosses)
     common.edit_distances(url, mrpc)
     hover = common.hover_labels(url, mrpc, None)
-    assert calls == {"labels_long": 2, "pairs_frame": 2, "scores_wide": 3}
+    common.hover_labels(url, biosses, None)
+    common.pairs(url, biosses, texts=True)
+    assert calls == {"labels_long": 3, "pairs_frame": 4, "scores_wide": 3}
     assert len(hover) and hover.str.contains(": ").all()
     assert len(choices.runs) > 1 and list(every_run.columns) == choices.runs["name"].tolist()
     pd.testing.assert_frame_equal(labels, analysis.labels_long(engine, dataset_ids, annotators=choices.annotators))
@@ -155,7 +160,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     at.run()
     assert not at.exception
     assert at.title[0].value == "Agreement"
-    assert calls["labels_long"] == 3  # the assert_frame_equal read above, and nothing more
+    assert calls["labels_long"] == 4  # the assert_frame_equal read above, and nothing more
     assert kappas == [(None,)]  # nor its figures
     assert summaries == ["levels"] and len(versus) == 1  # nor its annotator tables
     assert versus[0] == (float(at.sidebar.number_input[0].value), True)  # at the threshold the page shows
@@ -167,7 +172,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     at = AppTest.from_file(str(REPO / "pages" / "thresholds.py"), default_timeout=60)
     at.run()
     assert not at.exception and at.title[0].value == "Thresholds" and [r.kind for r in references] == ["gold"]
-    assert calls["pairs_frame"] == 2  # its pairs too (asked for as pairs(..., texts=False): the same entry)
+    assert calls["pairs_frame"] == 4  # its pairs too (asked for as pairs(..., texts=False): the same entry)
     assert len(curves) == 1 and at.metric[0].label == "ROC AUC"  # and its curve, drawn without computing it again
     at.radio(key="analysis_reference").set_value("majority").run()
     assert not at.exception and [r.kind for r in references] == ["gold", "majority"]  # computed once, when asked
@@ -297,7 +302,7 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     assert counted == {"store_totals": 1, "correlate": 2, "compare_correlations": 1}  # nothing computed again
     shown = next(d.value for d in at.dataframe if "ci_low" in d.value.columns)
     pairs = analysis.pairs_frame(engine, None)
-    pairs = pairs[pairs["dataset"] == "MRPC"]  # issue 35: MRPC's 0/1 gold first, never pooled with BIOSSES' 0–4
+    pairs = pairs[pairs["dataset"] == "BIOSSES"]  # issue 53: BIOSSES' graded 0–4 gold first, never pooled with MRPC's 0/1
     assert "references are on different scales" in " ".join(str(i.value) for i in at.info)
     scores = analysis.scores_wide(engine, tuple(int(i) for i in runs["id"]), None)
     fresh = correlate(scores.reindex(pairs.index)[runs["name"].tolist()], pairs["gold_label"], n_boot=0)
