@@ -22,7 +22,7 @@ from db.engine import read_session, retry_when_busy, write_session
 from db.export import pair_aggregation
 from db.limits import NAME_LENGTH as NAME_LENGTH  # re-exported: pages/review.py reads review.NAME_LENGTH
 from db.limits import clean_name
-from db.models import Adjudication, Dataset, Label, Pair
+from db.models import Adjudication, Dataset, GoldPair, Label, Pair
 from db.queries import ADJUDICATION_COLUMNS, adjudications_in_force, current_adjudications, number_frame
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
@@ -90,7 +90,9 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     labels aside), in review order (pluie_core.review.disagreement_queue: flagged first, then across
     the paraphrase boundary, then by spread), with majority_level (the rule that holds without a
     decision), n_flags, and the decision in force: final_level, reviewer, revision (0 = never
-    adjudicated). ``show``: "pending" (no decision in force), "adjudicated", "flagged" (flagged
+    adjudicated), key_disagrees (with ``campaign_id``: a gold key of the campaign that disagrees with
+    annotators who agree, pluie_core.review.key_conflicts; such a pair is in the queue, after the flagged
+    ones). ``show``: "pending" (no decision in force), "adjudicated", "flagged" (flagged
     pairs, decided or not) or "all". ``aggregation`` (a pluie_core.aggregation method) adds the
     method's aggregated_level, posterior and uncertainty (db.export.pair_aggregation, over the five
     levels) and orders the queue by uncertainty, the least certain pair first (then pair id).
@@ -99,7 +101,8 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     if show not in ("pending", "adjudicated", "flagged", "all"):
         raise ReviewError("Show pending, adjudicated, flagged or all pairs.")
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
-    queue = disagreement_queue(level_rows(engine, dataset_ids, campaign_id), flag_counts(engine, dataset_ids, campaign_id))
+    queue = disagreement_queue(level_rows(engine, dataset_ids, campaign_id), flag_counts(engine, dataset_ids, campaign_id),
+                               campaign_keys(engine, campaign_id))
     decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
     queue["final_level"] = decided["level"].round().astype("Int64")
     queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())
@@ -119,6 +122,20 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
         queue = (queue.reset_index().sort_values(["uncertainty", "pair_id"], ascending=[False, True], kind="stable")
                  .set_index("pair_id"))
     return queue
+
+
+def campaign_keys(engine: Engine, campaign_id: Optional[int]) -> Optional[pd.DataFrame]:
+    """A campaign's gold keys, indexed by pair_id: level (NaN: side only), binary_label, accept_adjacent,
+    derivation; None without a campaign."""
+    if campaign_id is None:
+        return None
+    with read_session(engine) as session:
+        rows = session.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent,
+                                      GoldPair.derivation).where(GoldPair.campaign_id == int(campaign_id))).all()
+    frame = pd.DataFrame(rows, columns=["pair_id", "level", "binary_label", "accept_adjacent", "derivation"])
+    frame["level"] = pd.to_numeric(frame["level"], errors="coerce").astype(float)
+    frame["accept_adjacent"] = frame["accept_adjacent"].fillna(False).astype(bool)
+    return frame.set_index("pair_id")
 
 
 def review_item(engine: Engine, pair_id: int) -> Optional[dict]:

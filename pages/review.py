@@ -1,9 +1,9 @@
-"""Review: the pairs an annotator flagged, then those whose labels disagree (across the paraphrase
-boundary first, then by spread), one at a time with the word diff, the annotators' flags and
-comments (as text), every label (annotator, English level, time spent, comment) and every score;
-the reviewer sets the final level (keys 1-4) with an optional note, or withdraws it (Delete), and
-moves with ← / →. Decisions are kept apart from the annotators' labels (db.review) and become the
-export's final_level."""
+"""Review: the pairs an annotator flagged, then a campaign's gold pairs whose key disagrees with annotators who
+agree, then those whose labels disagree (across the paraphrase boundary first, then by spread), one at a time
+with the word diff, the annotators' flags and comments (as text), every label (annotator, English level, time
+spent, comment) and every score; the reviewer sets the final level (keys 1-4) with an optional note, or
+withdraws it (Delete), and moves with ← / →. Decisions are kept apart from the annotators' labels (db.review)
+and become the export's final_level."""
 import streamlit as st
 
 from db import access, review
@@ -137,9 +137,20 @@ st.caption(f"Pair {pair_id} · {user_text(pair['dataset'])} · id {user_text(pai
               + ("" if order is None or "uncertainty" not in row or row["uncertainty"] != row["uncertainty"] else
                  f"{METHOD_NAMES[order]}: posterior {row['posterior']:.2f}, uncertainty {row['uncertainty']:.2f} · "))
            + f"majority rule: {LEVELS[majority] if majority is not None else 'no label (tie)' if len(item['labels']) else 'no label yet'}")
+keys = review.campaign_keys(engine, scope.campaign_id)  # the scope's campaign's gold keys (None: datasets)
+key = keys.loc[pair_id] if keys is not None and pair_id in keys.index else None
+if key is not None:
+    said = LEVELS[int(key["level"])] if key["level"] == key["level"] else (
+        "the paraphrase side" if key["binary_label"] else "the non-paraphrase side")
+    st.caption(f"Gold key of this campaign: {said}" + (" (the adjacent level accepted)" if key["accept_adjacent"] else "")
+               + f" · {user_text(key['derivation'])}")
+    if row is not None and bool(row.get("key_disagrees", False)):
+        st.warning(f"The gold key ({said}) disagrees with the annotators, who agree with each other: without a "
+                   "decision, the export publishes the key (final_source gold). Decide the final level here.")
 decision = item["adjudication"]
 if decision is None:
-    st.markdown("**Final level:** not decided — the export uses the majority rule.")
+    st.markdown("**Final level:** not decided — the export uses "
+                + ("the gold key." if key is not None and key["level"] == key["level"] else "the majority rule."))
 else:
     st.markdown(f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {user_text(decision['reviewer'])} on "
                 f"{decision['created_at']:%Y-%m-%d %H:%M} UTC"

@@ -385,8 +385,9 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
     fit. Columns:
 
     - ``κ vs consensus`` and ``consensus labels``: Cohen's κ of their binarised labels against the consensus
-      side, on the pairs where that posterior is at least CONSENSUS_SURE (a consensus made of noise is no
-      reference: such pairs do not count), and how many pairs that was;
+      side, on the pairs where that posterior is at least CONSENSUS_SURE, the others' answers alone (under a
+      flat prior) being that sure too (a consensus made of noise, or of the prior, is no reference: such
+      pairs do not count), and how many pairs that was; NaN where that consensus has one side only;
     - ``answers`` (ordinary labels, Don't know included), ``answer entropy`` (the entropy of their answers over
       the five, as a share of log 5), ``top answer`` (0-4) and its ``top answer share``;
     - ``side share`` and ``consensus side share``: the share of their usable answers on their more frequent
@@ -422,7 +423,10 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
     logit = (log_prior[1] + others[:, 1]) - (log_prior[0] + others[:, 0])
     p_one = 1.0 / (1.0 + np.exp(-np.clip(logit, -700, 700)))
     n_others = others[:, 2]
-    sure = (n_others >= 1) & (np.maximum(p_one, 1 - p_one) >= CONSENSUS_SURE)
+    # sure by the others' answers themselves (a flat prior): a skewed prior alone never makes a reference
+    evidence = np.abs(others[:, 1] - others[:, 0])
+    sure = (n_others >= 1) & (evidence >= np.log(CONSENSUS_SURE / (1 - CONSENSUS_SURE))) & (
+        np.maximum(p_one, 1 - p_one) >= CONSENSUS_SURE)
 
     for annotator in out.index:
         mine = ordinary & (annotators == annotator)
@@ -453,7 +457,10 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
 
 
 def _cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's κ of two binary vectors; NaN where undefined (one category only on both sides)."""
+    """Cohen's κ of two binary vectors; NaN where undefined: a reference with one category only (every
+    pair on one side) cannot tell agreement from chance."""
+    if len(np.unique(b)) < 2:
+        return float("nan")
     observed = float((a == b).mean())
     pa, pb = float(a.mean()), float(b.mean())
     expected = pa * pb + (1 - pa) * (1 - pb)

@@ -14,7 +14,7 @@ __all__ = ["REVIEW_COLUMNS", "FINAL_SOURCES", "disagreement_queue", "final_label
            "majority_levels"]
 
 REVIEW_COLUMNS = ["n_labels", "n_dont_know", "n_non_paraphrase", "n_paraphrase", "min_level", "max_level",
-                  "spread", "crosses_boundary", "minority_share", "majority_level", "n_flags"]
+                  "spread", "crosses_boundary", "minority_share", "majority_level", "n_flags", "key_disagrees"]
 
 
 def majority_levels(counts) -> np.ndarray:
@@ -38,7 +38,32 @@ def majority_levels(counts) -> np.ndarray:
 FINAL_SOURCES = ("adjudicated", "gold", "dawid_skene", "glad", "mace", "majority", "none")
 
 
-def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -> pd.DataFrame:
+def key_conflicts(labels: pd.DataFrame, keys: "pd.DataFrame | None") -> pd.Index:
+    """The gold pairs whose key disagrees with annotators who agree with each other: at least two labels
+    other than Don't know, all on one side of the paraphrase boundary, and the key accepts none of them
+    (pluie_core.quality.accepted: its side, or its level and, where it accepts it, the adjacent one, for a
+    key that knows its level). Such a key would set the pair's final label against everyone who labelled
+    it (final_source gold): a pair for a reviewer to decide. ``labels``: pair_id, level; ``keys``: indexed
+    by pair_id, columns level (NaN: side only), binary_label, accept_adjacent."""
+    from pluie_core.quality import accepted
+
+    if keys is None or keys.empty or labels.empty:
+        return pd.Index([], name="pair_id", dtype="int64")
+    known = labels[labels["pair_id"].isin(keys.index) & labels["level"].isin(ORDINAL_LEVELS)]
+    if known.empty:
+        return pd.Index([], name="pair_id", dtype="int64")
+    key = keys.reindex(known["pair_id"].to_numpy())
+    hit = accepted(known["level"].to_numpy(dtype=float), key["level"].to_numpy(dtype=float, na_value=np.nan),
+                   key["binary_label"].to_numpy(dtype=float),
+                   key["accept_adjacent"].fillna(False).to_numpy(dtype=bool))
+    frame = pd.DataFrame({"pair_id": known["pair_id"].to_numpy(), "side": (known["level"].to_numpy() >= 2),
+                          "hit": hit})
+    per_pair = frame.groupby("pair_id").agg(n=("side", "size"), sides=("side", "nunique"), hits=("hit", "sum"))
+    return per_pair.index[(per_pair["n"] >= 2) & (per_pair["sides"] == 1) & (per_pair["hits"] == 0)]
+
+
+def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None,
+                       keys: "pd.DataFrame | None" = None) -> pd.DataFrame:
     """The pairs whose labels disagree, and the pairs an annotator flagged, in review order.
 
     ``labels``: one row per label with ``pair_id`` and ``level`` (0-4 of the five-level scale, 4 =
@@ -54,7 +79,11 @@ def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -
     n_dont_know, n_non_paraphrase, n_paraphrase, min_level, max_level (missing when every label
     is Don't know), spread (max - min), crosses_boundary, minority_share (the smaller side's share
     of the binary labels), majority_level (the majority rule, Int64, missing on a tie across the
-    boundary), n_flags.
+    boundary), n_flags, key_disagrees.
+
+    ``keys``: a campaign's gold keys (key_conflicts): a gold pair whose key disagrees with annotators who
+    agree is in the queue too (key_disagrees), right after the flagged pairs: its key would otherwise
+    publish a label no annotator gave.
     """
     known = labels.dropna(subset=["level"])
     if known.empty:
@@ -79,7 +108,9 @@ def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -
     n_flags = np.zeros(len(pair_ids), dtype=int)
     if flags is not None and len(flags):
         n_flags = pd.Series(flags, dtype=float).reindex(pair_ids).fillna(0).to_numpy(dtype=int)
-    keep = (present.sum(axis=1) >= 2) | (n_flags > 0)
+    conflicts = np.isin(pair_ids, key_conflicts(known, keys).to_numpy())
+    keep = (present.sum(axis=1) >= 2) | (n_flags > 0) | conflicts
+    conflicts = conflicts[keep]
     counts, ordinal, present, pair_ids, n_flags = (
         counts[keep], ordinal[keep], present[keep], pair_ids[keep], n_flags[keep])
     values = np.array(ORDINAL_LEVELS)
@@ -102,11 +133,12 @@ def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None) -
                                     out=np.zeros(len(binary)), where=binary > 0),
         "majority_level": pd.array(majority_levels(ordinal), dtype="Float64").astype("Int64"),
         "n_flags": n_flags,
+        "key_disagrees": conflicts,
     }, index=pd.Index(pair_ids, name="pair_id"))
     table["flagged"] = table["n_flags"] > 0
     table = table.reset_index().sort_values(
-        ["flagged", "crosses_boundary", "spread", "minority_share", "pair_id"],
-        ascending=[False, False, False, False, True], kind="stable")
+        ["flagged", "key_disagrees", "crosses_boundary", "spread", "minority_share", "pair_id"],
+        ascending=[False, False, False, False, False, True], kind="stable")
     return table.drop(columns="flagged").set_index("pair_id")
 
 
