@@ -562,7 +562,8 @@ def _alpha_value(figure: dict) -> float:
 
 
 def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] = None,
-                  fit_reliability: Optional[Callable[[str, int], pd.DataFrame]] = None) -> LiveCampaign:
+                  fit_reliability: Optional[Callable[[str, int], pd.DataFrame]] = None,
+                  consensus: Optional[Callable[..., pd.DataFrame]] = None) -> LiveCampaign:
     """What the live view shows. Per annotator: progress (the annotator's own counter, db.serving.
     annotator_progress: pairs answered after training, gold checks included, out of the quota and the
     checks planned, or out of what was served once nothing is left for them), median seconds
@@ -574,7 +575,9 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     not judged yet for too little evidence (pluie_core.quality.annotator_checks, with the campaign's
     thresholds). ``fit_reliability(method, n_labels)``: where the reliability comes from (the live page
     passes its cache, keyed by the count of labels, so one fit serves the flags and the reliability column);
-    by default fitted here, after the reads. For the campaign:
+    by default fitted here, after the reads. ``consensus``: pluie_core.quality.consensus_checks or a cache of
+    it (the live page's: one Dawid–Skene fit per state of the labels, not one per refresh); its columns (κ vs
+    consensus and what it rests on, the answers' spread) join the table and feed the flags. For the campaign:
     labels (db.analysis.counted_label: every label but the training trial's, answers to gold checks
     included, as on every page), in the last hour and per hour since the first, pairs still short of
     their overlap (answered: db.campaigns.fully_labelled_pairs' rule), and Krippendorff's α so far
@@ -634,7 +637,8 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
         "Don't know rate": grouped["dont_know"].mean(),
         "κ vs others": quality.kappa_against_others(ordinary),
         "shared labels": quality.shared_labels(ordinary),
-    }).join(quality.consensus_checks(labels, ~is_check, keys)).join(quality.gold_accuracy(answers)).join(
+    }).join((consensus or quality.consensus_checks)(labels[["annotator", "pair_id", "level"]], ~is_check, keys)).join(
+        quality.gold_accuracy(answers)).join(
         quality.longest_streaks(labels["annotator"].to_numpy(), labels["level"].to_numpy()).rename("longest streak"))
     ids = [p.id for p in people]
     table = table.reindex(ids)

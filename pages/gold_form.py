@@ -41,13 +41,13 @@ def gold_from_dataset_form(engine, campaign) -> None:
         st.caption("Graded scores (e.g. SICK 1–5, STS-B 0–5): the score's band of four gives the level; a key is "
                    "taken only at the chosen levels, and only where the score keeps a share of its band's width "
                    "from every cut between bands (there careful people disagree).")
-        g1, g2 = st.columns(2)
-        levels = g1.multiselect("Levels to take keys from", list(range(4)), default=list(KEY_LEVELS),
+        levels = st.multiselect("Levels to take keys from", list(range(4)), default=list(KEY_LEVELS),
                                 format_func=lambda v: LEVELS[v])
-        margin = g2.number_input("Keep from each cut (share of a band)", 0.0, 0.49, value=KEY_MARGIN, step=0.05)
         g1, g2 = st.columns(2)
-        cuts = g1.text_input("Cut points between levels (blank: four equal bands)", placeholder="e.g. 2, 3, 4")
-        adjacent = g2.checkbox("The key also accepts the adjacent level",
+        margin = g1.number_input("Keep from each cut (share of a band)", 0.0, 0.49, value=KEY_MARGIN, step=0.05)
+        cuts = g2.text_input("Cut points (blank: equal bands)", placeholder="e.g. 2, 3, 4",
+                             help="Three numbers between the levels, e.g. 2, 3, 4 on SICK's 1–5.")
+        adjacent = st.checkbox("The key also accepts the adjacent level",
                                help="An answer one level from the key's counts as right (Same meaning key: Mostly "
                                     "similar too).")
         if st.form_submit_button("Show the keys these settings give"):  # Enter in a field lands here: no write

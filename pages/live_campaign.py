@@ -18,7 +18,7 @@ from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 from pluie_core.quality import (
     CONSENSUS_SURE, DOMINANCE_MARGIN, ENTROPY_MIN, MAX_MIN_GOLD_CHECKS, MIN_ANSWER_LABELS, MIN_KAPPA_LABELS,
-    MIN_RELIABILITY_LABELS, served_checks_text,
+    MIN_RELIABILITY_LABELS, consensus_checks, served_checks_text,
 )
 
 engine = admin_page("table")
@@ -49,6 +49,11 @@ def reliability(_engine, campaign_id: int, method: str, n_labels: int) -> pd.Dat
     return qual.reliability_fit(_engine, campaign_id, method)  # n_labels: refit when labels come in
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def consensus(labels: pd.DataFrame, ordinary, keys: pd.Series) -> pd.DataFrame:
+    return consensus_checks(labels, ordinary, keys)  # one fit per state of the labels, not one per refresh
+
+
 def number(value, digits=2) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:,.{digits}f}"
 
@@ -56,7 +61,8 @@ def number(value, digits=2) -> str:
 @st.fragment(run_every=every)
 def live_view(campaign_id: int) -> None:
     # one cached fit of the campaign's method serves its reliability flags and, by default, the column
-    data = qual.campaign_live(engine, campaign_id, fit_reliability=lambda m, n: reliability(engine, campaign_id, m, n))
+    data = qual.campaign_live(engine, campaign_id, fit_reliability=lambda m, n: reliability(engine, campaign_id, m, n),
+                              consensus=consensus)
     f = data.figures
     # the tiles wrap onto another row where the page is narrow: six columns cut their values at 800 px
     tiles = st.container(horizontal=True, key="live-tiles")

@@ -187,8 +187,8 @@ def gold_keys(scores: pd.Series, low: float, high: float, *, levels=KEY_LEVELS, 
     distance = np.min(np.abs(values.to_numpy()[:, None] - cut[None, :]), axis=1)
     near = distance < margin * width - 1e-12
     wanted = np.isin(level, sorted(levels))
-    why = np.where(~wanted, [f"{LEVELS[v]} is not a level keys are taken from" for v in level],
-                   np.where(near, [f"within {margin:g} of a band's width of a cut point" for _ in level], ""))
+    why = np.where(~wanted, [f"at {LEVELS[v]}, a level keys are not taken from" for v in level],
+                   np.where(near, [f"near a cut (within {margin:g} of a band's width)" for _ in level], ""))
     return pd.DataFrame({"score": values.to_numpy(), "level": level.astype(int),
                          "binary_label": (level >= 2).astype(int), "is_key": wanted & ~near, "why": why},
                         index=values.index)
@@ -247,9 +247,16 @@ def balance_text(keys: pd.DataFrame, minimum: Optional[float] = None) -> str:
     if keys.empty:
         return "No gold key yet."
     ones = int(pd.to_numeric(keys["binary_label"]).sum())
-    answer, share = constant_answer_ceiling(keys)
+    share = constant_answer_ceiling(keys)[1]
+    level = pd.to_numeric(keys["level"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    adjacent = (keys["accept_adjacent"].fillna(False).to_numpy(dtype=bool) if "accept_adjacent" in keys
+                else np.zeros(len(keys), dtype=bool))
+    best = [a for a in ORDINAL_LEVELS if np.isclose(
+        accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean(), share)]
+    which = ("whichever answer" if len(best) == len(ORDINAL_LEVELS)
+             else " or ".join(f"always “{LEVELS[a]}”" for a in best))
     text = (f"{ones:,} on the paraphrase side, {len(keys) - ones:,} not; the best a constant answer scores is "
-            f"{share:.0%} (always “{LEVELS[answer]}”)")
+            f"{share:.0%} ({which})")
     if minimum is not None and share >= minimum:
         text += (f", which reaches the minimum gold accuracy ({minimum:.0%}): add keys on the other side, or a "
                  "person who always presses one button passes the checks")

@@ -30,7 +30,8 @@ def test_graded_keys_come_from_the_clear_ends_away_from_the_cuts():
     assert keys["level"].tolist() == [0, 0, 0, 1, 2, 2, 3, 3, 3]
     # ends only, a quarter of a band (0.25) kept from each cut at 2, 3 and 4
     assert keys.index[keys["is_key"]].tolist() == [10, 11, 17, 18]
-    assert keys.loc[12, "why"].startswith("within 0.25") and "not a level keys are taken from" in keys.loc[13, "why"]
+    assert keys.loc[12, "why"] == "near a cut (within 0.25 of a band's width)"
+    assert keys.loc[13, "why"] == "at Slightly similar, a level keys are not taken from"
     assert quality.key_rule_text(1.0, 5.0).startswith("score ≤ 1.75 → Very different; score ≥ 4.25 → Same meaning")
     # the organiser's mapping: other cut points and every level, no margin
     mapped = quality.gold_keys(scores, 1.0, 5.0, levels=(0, 1, 2, 3), margin=0, cuts=(2.0, 3.5, 4.5))
@@ -54,7 +55,8 @@ def test_keys_are_drawn_balanced_and_a_constant_answer_scores_half():
     assert quality.constant_answer_ceiling(lopsided) == (2, 1.0)
     assert "reaches the minimum gold accuracy (70%)" in quality.balance_text(lopsided, 0.7)
     assert quality.balance_text(taken, 0.7) == ("5 on the paraphrase side, 5 not; the best a constant answer scores "
-                                                "is 50% (always “Very different”).")
+                                                "is 50% (whichever answer).")
+    assert "100% (always “Mostly similar” or always “Same meaning”)" in quality.balance_text(lopsided)
 
 
 def test_a_key_can_accept_the_adjacent_level():
