@@ -107,7 +107,8 @@ COLUMN_HELP = [
     ("majority_level, majority_label", "the majority rule (below)"),
     ("binary_label", "the majority of the binarised labels (a tie gives none)"),
     ("final_level, final_label, final_binary", "the pair's final level, its name, and its binarisation"),
-    ("final_source", "which rule set the final level: adjudicated (a reviewer), dawid_skene, glad or mace (the "
+    ("final_source", "which rule set the final level: adjudicated (a reviewer), gold (a campaign's gold key: the "
+                     "organiser's known answer), dawid_skene, glad or mace (the "
                      "aggregation method's level, where its posterior reached the confidence: see How the final "
                      "labels were reached), majority (the majority rule) or none (no rule gave a level)"),
     ("adjudicated_by, adjudicated_at, adjudication_note", "who settled the pair, when (UTC), and why"),
@@ -237,7 +238,9 @@ def dataset_card(facts: dict) -> str:
               + _final_rule(aggregation, facts["final_sources"]), ""]
     model = bool(aggregation) and aggregation["method"] in MODEL_METHODS
     # every value final_source can take in this file, each with its count (0 included), and any other counted
-    shown = ("adjudicated", *((aggregation["method"],) if model else ()), "majority", "none")
+    keyed = bool((facts.get("campaign") or {}).get("n_gold_pairs"))  # a campaign with keys: gold can occur
+    shown = ("adjudicated", *(("gold",) if keyed else ()), *((aggregation["method"],) if model else ()),
+             "majority", "none")
     shown += tuple(sorted(set(facts["final_sources"]) - set(shown)))
     lines += ["`final_source` takes these values in this file: " + ", ".join(shown) + ".", "",
               "| final_source | pairs |", "|---|---|"]

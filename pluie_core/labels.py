@@ -110,3 +110,15 @@ def majority_binary(levels: Iterable[Optional[int]]) -> Optional[int]:
     if counts[0] == counts[1]:
         return None
     return 1 if counts[1] > counts[0] else 0
+
+
+def accepted(answer: np.ndarray, gold_level: np.ndarray, gold_binary: np.ndarray, adjacent: np.ndarray) -> np.ndarray:
+    """Whether each answer to a check is accepted: on the key's side of the paraphrase boundary, or (a key
+    accepting the adjacent level) one level from the key's level. Don't know never is."""
+    answer = np.asarray(answer, dtype=float)
+    gold_level = np.asarray(gold_level, dtype=float)
+    usable = np.isin(answer, ORDINAL_LEVELS)
+    side = np.where(usable, (answer >= 2).astype(float), np.nan) == np.asarray(gold_binary, dtype=float)
+    with np.errstate(invalid="ignore"):
+        near = np.asarray(adjacent, dtype=bool) & (np.abs(answer - gold_level) <= 1)
+    return usable & (side | near)

@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS
+from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS, accepted  # noqa: F401 (accepted: the rule of a key)
 
 MAX_GOLD_RATE = 0.5
 MIN_KAPPA_LABELS = 30  # shared labels (the annotator's, on pairs someone else labelled) before κ may flag
@@ -211,18 +211,6 @@ def balanced_keys(keys: pd.DataFrame, n: int, seed: int = 0, have: tuple[int, in
         taken.append(pools[side].pop(0))
         count[side] += 1
     return keys.loc[taken]
-
-
-def accepted(answer: np.ndarray, gold_level: np.ndarray, gold_binary: np.ndarray, adjacent: np.ndarray) -> np.ndarray:
-    """Whether each answer to a check is accepted: on the key's side of the paraphrase boundary, or (a key
-    accepting the adjacent level) one level from the key's level. Don't know never is."""
-    answer = np.asarray(answer, dtype=float)
-    gold_level = np.asarray(gold_level, dtype=float)
-    usable = np.isin(answer, ORDINAL_LEVELS)
-    side = np.where(usable, (answer >= 2).astype(float), np.nan) == np.asarray(gold_binary, dtype=float)
-    with np.errstate(invalid="ignore"):
-        near = np.asarray(adjacent, dtype=bool) & (np.abs(answer - gold_level) <= 1)
-    return usable & (side | near)
 
 
 def constant_answer_ceiling(keys: pd.DataFrame) -> tuple[int, float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS, binarise, level_name
+from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS, accepted, binarise, level_name
 
 __all__ = ["REVIEW_COLUMNS", "FINAL_SOURCES", "disagreement_queue", "final_labels", "check_final_level",
            "majority_levels"]
@@ -41,12 +41,10 @@ FINAL_SOURCES = ("adjudicated", "gold", "dawid_skene", "glad", "mace", "majority
 def key_conflicts(labels: pd.DataFrame, keys: "pd.DataFrame | None") -> pd.Index:
     """The gold pairs whose key disagrees with annotators who agree with each other: at least two labels
     other than Don't know, all on one side of the paraphrase boundary, and the key accepts none of them
-    (pluie_core.quality.accepted: its side, or its level and, where it accepts it, the adjacent one, for a
+    (pluie_core.labels.accepted: its side, or its level and, where it accepts it, the adjacent one, for a
     key that knows its level). Such a key would set the pair's final label against everyone who labelled
     it (final_source gold): a pair for a reviewer to decide. ``labels``: pair_id, level; ``keys``: indexed
     by pair_id, columns level (NaN: side only), binary_label, accept_adjacent."""
-    from pluie_core.quality import accepted
-
     if keys is None or keys.empty or labels.empty:
         return pd.Index([], name="pair_id", dtype="int64")
     known = labels[labels["pair_id"].isin(keys.index) & labels["level"].isin(ORDINAL_LEVELS)]

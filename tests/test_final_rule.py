@@ -87,7 +87,7 @@ def test_thresholds_are_checked_and_every_source_is_listed():
     for bad in ({"confidence": 1.5}, {"confidence": -0.1}, {"min_labels": -1}, {"min_labels": 2.5}):
         with pytest.raises(AggregationError):
             model_final_levels(one, one, one, [30], "dawid_skene", **bad)
-    assert set(FINAL_SOURCES) == {"adjudicated", "majority", "none", *MODEL_METHODS}
+    assert set(FINAL_SOURCES) == {"adjudicated", "gold", "majority", "none", *MODEL_METHODS}  # gold: issue 53
 
 
 def test_the_sentence_names_the_thresholds_and_the_counts():
@@ -97,6 +97,9 @@ def test_the_sentence_names_the_thresholds_and_the_counts():
     assert "posterior is at least 0.80" in text and "at least 20 labels in the fit (here 31)" in text
     assert "too few" in final_rule_text(counts, "mace", 0.9, 20, median=12)
     assert final_rule_text(counts, None) == "The majority rule decided 52 pairs, 8 undecided, a reviewer 3."
+    keyed = final_rule_text({**counts, "gold": 20}, None)
+    assert keyed == ("The majority rule decided 52 pairs, 8 undecided, a gold key 20 (the campaign's known answer, "
+                     "final_source gold; never the model's), a reviewer 3.")
 
 
 # ---------------------------------------------------------------- the store (db)
