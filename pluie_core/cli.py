@@ -37,7 +37,17 @@ def build_parser(prog: str = "pluie") -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
     score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
-    score.add_argument("--model", "-m", required=True, help="Hugging Face model id, local model directory, or .gguf file")
+    score.add_argument("--model", "-m", required=True, help="Hugging Face model id, local model directory, or .gguf file; "
+                       "with --endpoint, the name the server serves the model under")
+    score.add_argument("--endpoint", metavar="URL",
+                       help="score on an OpenAI-compatible server instead of loading the model here, e.g. "
+                            "http://host:8000/v1 (vLLM, SGLang, llama-server): the same prompts and scores, the "
+                            "prompt's log-probabilities read from the server (pluie_core.endpoint)")
+    score.add_argument("--api-key-env", metavar="VAR", help="with --endpoint: the environment variable holding the "
+                       "server's API key")
+    score.add_argument("--tokenizer", metavar="PATH", help="with --endpoint: the model's folder (or id) on this machine, "
+                       "when it is not the folder the server says it serves")
+    score.add_argument("--concurrency", type=int, default=8, help="with --endpoint: requests in flight (default 8)")
     score.add_argument("--template", "-t", default="fs-direct",
                        help="built-in template (fs-direct, direct, indirect, fs-direct-fr, net, rev) or a YAML/JSON file")
     score.add_argument("--answers", nargs=2, metavar=("YES", "NO"),
@@ -212,9 +222,17 @@ def score_file(args) -> Path:
         print(f"warning: {warning}", file=sys.stderr)
     if len(frame) == 0:
         raise ValueError(f"{source_path} contains no sentence pairs.")
-    scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
-                         dtype=args.dtype, batch_size=args.batch_size, device_map=args.device_map,
-                         quantization=args.quantize)
+    if args.endpoint:
+        from pluie_core.endpoint import EndpointScorer
+
+        if judges:
+            raise ValueError("--judge runs on a model loaded here; leave it out with --endpoint.")
+        scorer = EndpointScorer(args.endpoint, args.model, template=args.template, answers=args.answers,
+                                api_key_env=args.api_key_env, tokenizer=args.tokenizer, concurrency=args.concurrency)
+    else:
+        scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
+                             dtype=args.dtype, batch_size=args.batch_size, device_map=args.device_map,
+                             quantization=args.quantize)
     sources, hypotheses = _texts(frame["source"]), _texts(frame["hypothesis"])
     missing = [f for f in scorer.template.fields if f not in frame.columns and not scorer.template._optional(f)]
     if missing:

@@ -1,0 +1,260 @@
+"""PLUIE through a server: any OpenAI-compatible completions endpoint that returns the prompt's log-probabilities
+(vLLM's `/v1/completions` with ``echo``; SGLang, llama.cpp's ``llama-server`` and TGI offer the same route).
+
+Exact, not approximate. PLUIE is log p(yes) − log p(no) at the answer position. The prompt is rendered exactly
+as the in-process scorer renders it (pluie_core.scorer.PluieScorer's prompt half, on the model's own tokenizer
+and chat template), encoded to token ids, and sent twice per pair as token ids: the prompt followed by the
+"yes" token, and followed by the "no" token, with ``echo`` and ``logprobs`` and temperature 0. The server then
+returns each prompt token's log-probability, the last being log p(answer | prompt) — the raw value, whatever
+its top-k, so no answer is ever clipped to a floor (a logit bias would not help: vLLM reports the log-probs
+before it). Checked against the in-process scorer on the same model folder to 1e-3 in float32
+(tests/test_endpoint.py, a real vLLM CPU server).
+
+Before it scores, ``check()`` asks the server: reachable, the API key accepted, the model served, log-probs
+offered, and — where the server has vLLM's ``/tokenize`` route — that the server's tokenizer encodes the
+rendered prompt and both answers as the local one does (each answer one token after the prompt). Each failure
+is one sentence naming what to fix. The local tokenizer is the model folder's: ``tokenizer`` when given, else
+the folder the server says it serves (``/v1/models``' ``root``) when it is on this machine, else the served
+model's name (a Hugging Face id, downloaded where the hub is reachable).
+
+Requests go out ``concurrency`` at a time (the server batches them itself, and reuses the shared few-shot
+prefix where it caches prefixes); a time-out, a dropped connection, a 429 or a 5xx is retried with back-off
+(``retries`` times, doubling from ``backoff`` seconds); then, or on any other refusal, EndpointError says the
+server's own sentence. Nothing is ever scored from a partial answer.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from pluie_core.scorer import PluieError
+
+RETRIED = {408, 409, 425, 429, 500, 502, 503, 504}
+PAIRS_PER_REQUEST = 8  # each request carries 2 prompts per pair: a handful of pairs per HTTP round trip
+
+
+class EndpointError(PluieError):
+    """A server that cannot score, or stopped answering; the message says why, in a sentence."""
+
+
+def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = None) -> Optional[str]:
+    """The API key: given, or read from the environment variable ``api_key_env`` (refused with a sentence
+    when that variable is not set); None for a server without keys."""
+    if api_key:
+        return api_key
+    if api_key_env:
+        value = os.environ.get(api_key_env)
+        if not value:
+            raise EndpointError(f"The environment variable {api_key_env} that should hold the server's API key is "
+                                "not set.")
+        return value
+    return None
+
+
+def _server_sentence(response) -> str:
+    """The server's own message for a refused request, in one line."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, dict) else error
+        if message is None:
+            message = body.get("detail") or body.get("message")
+        if message:
+            return " ".join(str(message).split())[:300]
+    return " ".join(response.text.split())[:300] or response.reason_phrase
+
+
+class EndpointScorer:
+    """Score sentence pairs with PLUIE on a model served behind an OpenAI-compatible endpoint.
+
+    base_url: the API's base, e.g. ``http://host:8000/v1``. model: the served model's name.
+    template, answers: as PluieScorer. api_key or api_key_env: the key, or the environment variable
+    holding it (never stored). tokenizer: the model's tokenizer (folder or id) when the server's own folder
+    is not on this machine. concurrency: requests in flight. timeout: seconds per request.
+    """
+
+    def __init__(self, base_url: str, model: str, template="fs-direct", answers=None, *,
+                 api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
+                 concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
+                 render_seconds: Optional[float] = None, check: bool = True):
+        import httpx
+
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise EndpointError(f"The server's address must start with http:// or https:// (e.g. "
+                                f"http://host:8000/v1); got {str(base_url)[:80]!r}.")
+        if not model or not str(model).strip():
+            raise EndpointError("Name the model the server serves (its --served-model-name, or the path it loaded).")
+        if int(concurrency) < 1:
+            raise EndpointError("The number of requests in flight must be at least 1.")
+        self.base_url = base_url.rstrip("/")
+        self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        self.model_name = str(model).strip()
+        self.concurrency, self.retries, self.backoff = int(concurrency), int(retries), float(backoff)
+        key = api_key_from(api_key, api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+                                   limits=httpx.Limits(max_connections=self.concurrency + 2))
+        self.served = self._served_model()
+        self.tokenizer = self._load_tokenizer(tokenizer)
+        from pluie_core.scorer import PluieScorer
+
+        self._prompter = PluieScorer._without_weights(self.tokenizer, template, answers, self.model_name,
+                                                      render_seconds=render_seconds)
+        self.template = self._prompter.template
+        if self.template.needs_generation:
+            raise EndpointError(f"The template {self.template.name!r} first generates an explanation; scoring "
+                                "through a server takes the direct templates (fs-direct, direct, ...) for now.")
+        self.answers, self.answer_ids = self._prompter.answers, self._prompter.answer_ids
+        self.answer_texts = self._prompter.answer_texts
+        if check:
+            self.check()
+
+    # ------------------------------------------------------------------ the server
+    def _request(self, method: str, url: str, what: str, missing_ok: bool = False, **kwargs):
+        """One request with retries on time-outs, dropped connections, 429 and 5xx; EndpointError otherwise.
+        ``missing_ok``: a route the server does not have (404) gives None."""
+        import httpx
+
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.request(method, url, **kwargs)
+            except httpx.TimeoutException:
+                failure = f"did not answer {what} within {self.client.timeout.read:g} s"
+            except httpx.TransportError as exc:
+                failure = f"cannot be reached ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})"
+            else:
+                if response.status_code < 400:
+                    return response
+                if missing_ok and response.status_code in (404, 405):
+                    return None
+                if response.status_code in (401, 403):
+                    raise EndpointError(f"The server at {self.root} refused the API key ({response.status_code}: "
+                                        f"{_server_sentence(response)}): give the right key (--api-key-env VAR, or "
+                                        "the run's key variable).")
+                failure = f"answered {response.status_code} to {what}: {_server_sentence(response)}"
+                if response.status_code not in RETRIED:
+                    raise EndpointError(f"The server at {self.root} {failure}")
+            if attempt < self.retries:
+                time.sleep(delay)
+                delay *= 2
+        raise EndpointError(f"The server at {self.root} {failure}" + (f" (after {self.retries} retries)"
+                                                                     if self.retries else "") + ".")
+
+    def _served_model(self) -> dict:
+        """The model's entry of /v1/models; EndpointError when the server is unreachable or serves another."""
+        response = self._request("GET", f"{self.base_url}/models", "the list of its models")
+        try:
+            models = response.json().get("data", [])
+        except (ValueError, AttributeError):
+            raise EndpointError(f"{self.base_url}/models did not answer as an OpenAI-compatible server does "
+                                "(a JSON list of models).") from None
+        for entry in models:
+            if entry.get("id") == self.model_name:
+                return entry
+        names = ", ".join(str(m.get("id")) for m in models[:5]) or "none"
+        raise EndpointError(f"The server at {self.root} does not serve a model named {self.model_name!r}; it serves: "
+                            f"{names}.")
+
+    def _load_tokenizer(self, tokenizer):
+        """The model's tokenizer, as the prompt is rendered on this side (see the module text)."""
+        from transformers import AutoTokenizer
+
+        if tokenizer is None:
+            root = self.served.get("root")
+            tokenizer = root if root and Path(str(root)).exists() else self.model_name
+        try:
+            return AutoTokenizer.from_pretrained(str(tokenizer))
+        except Exception as exc:  # noqa: BLE001 - any loader failure is the same sentence
+            raise EndpointError(f"The tokenizer of {self.model_name!r} could not be loaded from {str(tokenizer)!r} "
+                                f"({type(exc).__name__}): give the model's folder on this machine as its tokenizer "
+                                "(--tokenizer PATH), so the prompt is rendered exactly as the server's model reads "
+                                "it.") from None
+
+    def check(self) -> None:
+        """Ask the server whether it can score this run (module text); EndpointError with what to fix."""
+        probe = self._prompter.prompt_text(self._prompter._probe(0))
+        ids = self._prompter._encode(probe)
+        response = self._request("POST", f"{self.root}/tokenize", "a tokenisation", missing_ok=True, json={
+            "model": self.model_name, "prompt": probe, "add_special_tokens": False})
+        if response is not None:
+            theirs = response.json().get("tokens")
+            if theirs is not None and list(theirs) != list(ids):
+                raise EndpointError(f"The server's tokenizer for {self.model_name!r} encodes the prompt differently "
+                                    "from the local one: give the served model's own folder as the tokenizer.")
+            for word, text, answer_id in zip(self.answers, self.answer_texts, self.answer_ids):
+                got = self._request("POST", f"{self.root}/tokenize", "a tokenisation", json={
+                    "model": self.model_name, "prompt": probe + text, "add_special_tokens": False}).json().get("tokens")
+                if got is not None and (list(got[: len(ids)]) != list(ids) or list(got[len(ids):]) != [answer_id]):
+                    raise EndpointError(f"The answer {word!r} is not a single token after the prompt in the server's "
+                                        f"tokenizer for {self.model_name!r}: choose other answer words.")
+        first = self._logprobs([ids])
+        if not np.isfinite(first).all():
+            raise EndpointError(f"The server at {self.root} gave no finite log-probability for the answers.")
+
+    # ------------------------------------------------------------------ scoring
+    def _ask(self, prompts: list[list[int]]) -> np.ndarray:
+        """log p(answer 0), log p(answer 1) after each prompt (token ids): one request for these prompts."""
+        body = {"model": self.model_name, "prompt": [p + [a] for p in prompts for a in self.answer_ids],
+                "max_tokens": 1, "echo": True, "logprobs": 0, "temperature": 0}
+        response = self._request("POST", f"{self.base_url}/completions", "a scoring request", json=body)
+        try:
+            choices = sorted(response.json()["choices"], key=lambda c: c["index"])
+            out = np.empty((len(prompts), 2))
+            for k, choice in enumerate(choices[: 2 * len(prompts)]):
+                values = choice["logprobs"]["token_logprobs"]
+                out[k // 2, k % 2] = float(values[len(prompts[k // 2])])
+        except (KeyError, TypeError, IndexError, ValueError):
+            raise EndpointError(f"The server at {self.root} returned no prompt log-probabilities (the completions "
+                                "route with echo and logprobs): it cannot score PLUIE; vLLM, SGLang and "
+                                "llama-server can.") from None
+        if len(choices) < 2 * len(prompts):
+            raise EndpointError(f"The server at {self.root} answered {len(choices)} of {2 * len(prompts)} prompts.")
+        return out
+
+    def _logprobs(self, prompts: list[list[int]], on_batch=None) -> np.ndarray:
+        chunks = [prompts[i: i + PAIRS_PER_REQUEST] for i in range(0, len(prompts), PAIRS_PER_REQUEST)]
+        results: list[Optional[np.ndarray]] = [None] * len(chunks)
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(self._ask, chunk): i for i, chunk in enumerate(chunks)}
+            for future, i in futures.items():
+                results[i] = future.result()
+                if on_batch is not None:
+                    on_batch(len(chunks[i]))
+        return np.concatenate(results) if results else np.empty((0, 2))
+
+    def prompts(self, sources, hypotheses, fields=None) -> list[str]:
+        """The exact prompt texts that are scored (the in-process scorer's)."""
+        return self._prompter.prompts(sources, hypotheses, fields)
+
+    def score(self, sources, hypotheses, symmetric: bool = False, progress=None, fields=None,
+              return_logprobs: bool = False):
+        """PLUIE score of each pair, in input order, as PluieScorer.score (symmetric: the mean of both
+        directions; progress: True for a tqdm bar, or a callable ``progress(done, total)``)."""
+        sources, hypotheses, fields = self._prompter._check_inputs(sources, hypotheses, fields)
+        pairs = list(zip(sources, hypotheses))
+        if symmetric:
+            pairs += [(h, s) for s, h in pairs]
+            fields = {k: list(v) * 2 for k, v in fields.items()}
+        texts = self._prompter.prompt_texts([self.template.messages(s, h, **self._prompter._row(fields, i))
+                                             for i, (s, h) in enumerate(pairs)])
+        bar = self._prompter._progress(progress, len(pairs), "PLUIE")  # tqdm, a callback, or nothing
+        logprobs = self._logprobs([self._prompter._encode(t) for t in texts], bar)
+        bar(0, close=True)
+        if symmetric:
+            logprobs = (logprobs[: len(sources)] + logprobs[len(sources):]) / 2
+        scores = logprobs[:, 0] - logprobs[:, 1]
+        return (scores, logprobs) if return_logprobs else scores
+
+    __call__ = score
+
+    def close(self) -> None:
+        self.client.close()
