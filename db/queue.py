@@ -293,19 +293,26 @@ def _stored_value(value) -> Optional[float]:
     return None if value is None or value != value else value
 
 
-def release_batch(engine: Engine, worker_id: str, item_ids: Sequence[int], error: Optional[str] = None) -> int:
+def release_batch(engine: Engine, worker_id: str, item_ids: Sequence[int], error: Optional[str] = None,
+                  count_attempt: bool = True) -> int:
     """Hand back the items this worker still holds: pending again, or failed with `error` once
-    they have failed MAX_ATTEMPTS claims. Returns the number released."""
+    they have failed MAX_ATTEMPTS claims. ``count_attempt`` False: the claim does not count (the judge's
+    server did not answer: the pairs wait for it, pending, however long it is away). Returns the number
+    released."""
     if not item_ids:
         return 0
     with write_session(engine) as session:
         values: dict[str, Any] = {"status": "pending", "lease_owner": None, "lease_expires_at": None}
+        if not count_attempt:
+            values["attempts"] = func.max(WorkItem.attempts - 1, 0) if engine.dialect.name == "sqlite" else \
+                func.greatest(WorkItem.attempts - 1, 0)
         if error is not None:
-            session.execute(
-                update(WorkItem)
-                .where(_held(worker_id, item_ids), WorkItem.attempts >= MAX_ATTEMPTS)
-                .values(status="failed", lease_owner=None, lease_expires_at=None, error=error)
-            )
+            if count_attempt:
+                session.execute(
+                    update(WorkItem)
+                    .where(_held(worker_id, item_ids), WorkItem.attempts >= MAX_ATTEMPTS)
+                    .values(status="failed", lease_owner=None, lease_expires_at=None, error=error)
+                )
             values["error"] = error
         result = session.execute(update(WorkItem).where(_held(worker_id, item_ids)).values(**values))
         return result.rowcount or 0

@@ -74,7 +74,10 @@ def create_run(
     created when the check fails.
 
     options: a baseline's options (e.g. ``{"model": "roberta-large"}``, checked against the registry),
-    or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``.
+    or PLUIE's ``{"device_map": "auto", "quantization": "4bit"}``, or for a model on a server (pluie_core.
+    endpoint) ``{"endpoint": "http://host:8000/v1", "api_key_env": "VLLM_API_KEY", "tokenizer": PATH,
+    "concurrency": 8}`` (``model``: the name it is served under; with ``check_model`` the server is asked
+    first, check_run_endpoint).
 
     An organiser's write (db.access): NotAllowed, nothing written, below; the run records who created it."""
     access.require("organise")
@@ -119,7 +122,11 @@ def create_run(
     template = template or spec.default_template or "fs-direct"  # the kind's own unless one is named
     if spec.judge is not None:  # checked before anything is written
         _check_judge_template(kind, template, template_spec)
-    if spec.loader == "pluie" and check_model:
+    if spec.loader == "pluie" and check_model and options.get("endpoint"):
+        if kind != "pluie":
+            raise RunError("A model on a server scores PLUIE runs for now: an LLM judge loads its model in the worker.")
+        check_run_endpoint(model, template, template_spec, answers or None, options)
+    elif spec.loader == "pluie" and check_model:
         check_run_model(model, template, template_spec, answers or None)
     if spec.baseline and check_model:
         check_baseline_model(model, options)
@@ -187,10 +194,62 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
             return BASELINES[model].check_options(options)
         except ValueError as exc:
             raise RunError(str(exc)) from None
-    unknown = set(options or {}) - {"device_map", "quantization"}
+    unknown = set(options or {}) - {"device_map", "quantization", *ENDPOINT_OPTIONS}
     if unknown:
-        raise RunError(f"A PLUIE run has no option {sorted(unknown)[0]!r}; it takes device_map and quantization.")
-    return {k: v for k, v in (options or {}).items() if v}
+        raise RunError(f"A PLUIE run has no option {sorted(unknown)[0]!r}; it takes device_map and quantization, or "
+                       f"{', '.join(ENDPOINT_OPTIONS)} for a model on a server.")
+    options = {k: v for k, v in (options or {}).items() if v}
+    if set(options) & set(ENDPOINT_OPTIONS):
+        options = _check_endpoint_options(options)
+    return options
+
+
+# a PLUIE run whose model is a server (pluie_core.endpoint): its address, the environment variable holding its API
+# key (the key itself is never stored), the model's tokenizer folder where the server's is not on the worker's
+# machine, and the requests in flight
+ENDPOINT_OPTIONS = ("endpoint", "api_key_env", "tokenizer", "concurrency")
+MAX_CONCURRENCY = 256
+
+
+def _check_endpoint_options(options: dict[str, Any]) -> dict[str, Any]:
+    import re
+
+    url = str(options.get("endpoint") or "").strip()
+    if not url:
+        raise RunError("Give the server's address (e.g. http://host:8000/v1) with its API key variable and tokenizer.")
+    if not re.match(r"^https?://[^\s/]+", url):
+        raise RunError(f"The server's address must start with http:// or https:// (e.g. http://host:8000/v1); got "
+                       f"{url[:80]!r}.")
+    if options.get("device_map") or options.get("quantization"):
+        raise RunError("A model on a server is placed by the server: leave the device map and quantisation out.")
+    key = options.get("api_key_env")
+    if key and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
+        raise RunError(f"The API key is read from an environment variable: give its name (e.g. VLLM_API_KEY), not "
+                       f"{str(key)[:40]!r}. The key itself is never stored.")
+    checked = {"endpoint": url.rstrip("/")}
+    if key:
+        checked["api_key_env"] = str(key)
+    if options.get("tokenizer"):
+        checked["tokenizer"] = str(options["tokenizer"]).strip()
+    if options.get("concurrency") is not None:
+        checked["concurrency"] = check_whole("The requests in flight", options["concurrency"], RunError, 1,
+                                             MAX_CONCURRENCY)
+    return checked
+
+
+def check_run_endpoint(model: str, template: str, template_spec: Optional[dict[str, Any]], answers,
+                       options: dict[str, Any]) -> None:
+    """Ask the server a PLUIE run names whether it can score the run (pluie_core.endpoint.EndpointScorer's
+    check: reachable, key accepted, model served, tokenizer alike, answers one token each, log-probs given):
+    RunError with its sentence, nothing stored."""
+    from pluie_core.endpoint import EndpointScorer
+
+    try:
+        EndpointScorer(options["endpoint"], model, template=template_spec or template, answers=answers,
+                       api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"),
+                       concurrency=1, retries=1, timeout=60).close()
+    except ValueError as exc:  # PluieError (EndpointError), TemplateError: a sentence already
+        raise RunError(str(exc)) from None
 
 
 def check_run_placement(engine: Engine, device_map=None, quantization: Optional[str] = None) -> None:

@@ -8,7 +8,7 @@ import yaml
 
 from db.limits import NAME_LENGTH
 from db.runs import (
-    DIRECTIONS, MAX_ANSWER, MAX_BATCH_SIZE, RunError, check_run_placement, create_run, dataset_names,
+    DIRECTIONS, MAX_ANSWER, MAX_BATCH_SIZE, MAX_CONCURRENCY, RunError, check_run_placement, create_run, dataset_names,
     preference_dataset_names,
 )
 from pages.shared import user_text
@@ -22,6 +22,7 @@ from pluie_core.scorer import PRECISIONS
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
 CUSTOM = "custom (paste or upload)"
+WHERE = {"in a worker (loaded there)": False, "on a server (OpenAI-compatible)": True}
 AUTO_PRECISION = "auto (bfloat16 on a GPU, float32 on a CPU)"
 
 
@@ -107,6 +108,20 @@ def pluie_run_form(engine, expanded: bool) -> None:
                                      help="A model too big for one GPU is sharded (accelerate) or loaded in 8 / 4 bits "
                                           "(bitsandbytes); the worker loads it once for all its runs.")
             batch_size = st.number_input("Batch size (0 = automatic)", min_value=0, max_value=MAX_BATCH_SIZE, value=0, step=1)
+            where = st.radio("Where the model runs", list(WHERE), horizontal=True, key="new_run_where",
+                             help="On a server: a judge already served by vLLM (or SGLang, llama-server) behind an "
+                                  "OpenAI-compatible address; Model above is the name it is served under. The same "
+                                  "prompts and scores as in a worker (pluie_core.endpoint).")
+            s1, s2 = st.columns(2)
+            endpoint = s1.text_input("Server address (on a server)", placeholder="http://gpu-box:8000/v1", max_chars=500)
+            key_env = s2.text_input("API key variable (optional)", placeholder="VLLM_API_KEY", max_chars=100,
+                                    help="The environment variable holding the server's key where the worker runs; "
+                                         "the key itself is never stored.")
+            tokenizer = s1.text_input("Tokenizer folder (optional)", max_chars=500,
+                                      help="The model's folder on the worker's machine, where the server's own folder "
+                                           "is not there: the prompt is rendered with it, exactly as the server's "
+                                           "model reads it.")
+            concurrency = s2.number_input("Requests in flight", min_value=1, max_value=MAX_CONCURRENCY, value=8, step=1)
             datasets = dataset_names(engine)
             chosen = st.multiselect("Datasets (none = all, including future imports)", list(datasets),
                                     format_func=datasets.get)
@@ -121,16 +136,24 @@ def pluie_run_form(engine, expanded: bool) -> None:
                         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
                     spec = parse_custom_template(text)
                 answers = [yes_word, no_word] if (yes_word or no_word) else None
-                device_map, quantization = PLACEMENTS[placement]
-                check_run_placement(engine, device_map, quantization)
-                with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
+                on_server = WHERE[where]
+                if on_server:  # the server places and loads the model: device, precision, placement are its
+                    options = {"endpoint": endpoint.strip() or " ", "api_key_env": key_env.strip(),
+                               "tokenizer": tokenizer.strip(), "concurrency": int(concurrency)}
+                    device, precision = "auto", AUTO_PRECISION
+                else:
+                    device_map, quantization = PLACEMENTS[placement]
+                    check_run_placement(engine, device_map, quantization)
+                    options = {"device_map": device_map, "quantization": quantization}
+                with st.spinner("Asking the server: the model served, its tokenizer, the answer tokens, the "
+                                "log-probabilities…" if on_server else
+                                "Checking the model: where it is (a directory, the local Hugging Face cache or "
                                 "the hub), its tokenizer, its chat template and the answer tokens…"):
                     new_id = create_run(
                         engine, model=model, name=name, template="custom" if spec else template, template_spec=spec,
                         answers=answers, direction=direction, device=None if device.startswith("auto") else device,
                         dtype=None if precision == AUTO_PRECISION else precision,
-                        batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True,
-                        options={"device_map": device_map, "quantization": quantization},
+                        batch_size=int(batch_size) or None, dataset_ids=chosen, check_model=True, options=options,
                     )
                 st.session_state["scoring_select"] = new_id
                 st.session_state["scoring_flash"] = ("Run created: the model passed the checks above; its pairs are "

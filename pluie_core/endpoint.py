@@ -3,12 +3,22 @@
 
 Exact, not approximate. PLUIE is log p(yes) − log p(no) at the answer position. The prompt is rendered exactly
 as the in-process scorer renders it (pluie_core.scorer.PluieScorer's prompt half, on the model's own tokenizer
-and chat template), encoded to token ids, and sent twice per pair as token ids: the prompt followed by the
-"yes" token, and followed by the "no" token, with ``echo`` and ``logprobs`` and temperature 0. The server then
-returns each prompt token's log-probability, the last being log p(answer | prompt) — the raw value, whatever
-its top-k, so no answer is ever clipped to a floor (a logit bias would not help: vLLM reports the log-probs
-before it). Checked against the in-process scorer on the same model folder to 1e-3 in float32
-(tests/test_endpoint.py, a real vLLM CPU server).
+and chat template) and sent as token ids, at temperature 0, in one of two ways (``mode``):
+
+- ``allowed`` (vLLM): one generated token with ``allowed_token_ids`` = [the answer] and ``logprobs``, once per
+  answer. vLLM reports the log-probabilities of the model's raw distribution, before it masks the other
+  tokens, so the one token it may return carries log p(answer | prompt) exactly; only the last position's
+  logits are computed, and the two requests share the prompt's cached prefix.
+- ``echo`` (any server with the legacy completions route): the prompt followed by the answer token, with
+  ``echo`` and ``logprobs``: each prompt token's log-probability comes back, the last being
+  log p(answer | prompt). Exact too, but the server computes every position's log-probabilities over the
+  whole vocabulary (about 20× slower for a 550-token FS-DIRECT prompt on vLLM's CPU build).
+
+Either way the value is the raw one, whatever the top-k, so no answer is ever clipped to a floor (a logit bias
+would not help: vLLM reports the log-probs before it). ``auto`` (the default) asks once both ways on a probe
+prompt and takes ``allowed`` where the server honours it and agrees with echo, else echo. Checked against the
+in-process scorer on the same model folder to 1e-3 in float32 (tests/test_endpoint.py, a real vLLM CPU
+server).
 
 Before it scores, ``check()`` asks the server: reachable, the API key accepted, the model served, log-probs
 offered, and — where the server has vLLM's ``/tokenize`` route — that the server's tokenizer encodes the
@@ -39,7 +49,13 @@ PAIRS_PER_REQUEST = 8  # each request carries 2 prompts per pair: a handful of p
 
 
 class EndpointError(PluieError):
-    """A server that cannot score, or stopped answering; the message says why, in a sentence."""
+    """A server that cannot score, or stopped answering; the message says why, in a sentence. ``transient``:
+    the server did not answer (unreachable, time-outs, 429 / 5xx after the retries): trying later may work,
+    whereas a refused key, a model not served or an answer of two tokens will not."""
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
 
 
 def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = None) -> Optional[str]:
@@ -84,7 +100,7 @@ class EndpointScorer:
     def __init__(self, base_url: str, model: str, template="fs-direct", answers=None, *,
                  api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
                  concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
-                 render_seconds: Optional[float] = None, check: bool = True):
+                 render_seconds: Optional[float] = None, check: bool = True, mode: str = "auto"):
         import httpx
 
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -94,6 +110,9 @@ class EndpointScorer:
             raise EndpointError("Name the model the server serves (its --served-model-name, or the path it loaded).")
         if int(concurrency) < 1:
             raise EndpointError("The number of requests in flight must be at least 1.")
+        if mode not in ("auto", "allowed", "echo"):
+            raise EndpointError("How to read the answers' log-probabilities: auto, allowed or echo.")
+        self.mode = mode if mode != "auto" or check else "echo"  # unchecked: echo, which every such server reads
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
         self.model_name = str(model).strip()
@@ -114,6 +133,7 @@ class EndpointScorer:
                                 "through a server takes the direct templates (fs-direct, direct, ...) for now.")
         self.answers, self.answer_ids = self._prompter.answers, self._prompter.answer_ids
         self.answer_texts = self._prompter.answer_texts
+        self._answer_shown = [self.tokenizer.decode([i]) for i in self.answer_ids]  # as a server prints it
         if check:
             self.check()
 
@@ -147,7 +167,7 @@ class EndpointScorer:
                 time.sleep(delay)
                 delay *= 2
         raise EndpointError(f"The server at {self.root} {failure}" + (f" (after {self.retries} retries)"
-                                                                     if self.retries else "") + ".")
+                                                                     if self.retries else "") + ".", transient=True)
 
     def _served_model(self) -> dict:
         """The model's entry of /v1/models; EndpointError when the server is unreachable or serves another."""
@@ -196,13 +216,57 @@ class EndpointScorer:
                 if got is not None and (list(got[: len(ids)]) != list(ids) or list(got[len(ids):]) != [answer_id]):
                     raise EndpointError(f"The answer {word!r} is not a single token after the prompt in the server's "
                                         f"tokenizer for {self.model_name!r}: choose other answer words.")
-        first = self._logprobs([ids])
-        if not np.isfinite(first).all():
+        # how to read log p(answer | prompt): vLLM's allowed_token_ids (one generated token, raw log-probs: the
+        # last position only), checked against echo's prompt log-probs; echo alone where it is not honoured
+        echo = self._ask_echo([ids])
+        if self.mode in ("auto", "allowed"):
+            try:
+                allowed = self._ask_allowed([ids])
+            except EndpointError:
+                if self.mode == "allowed":
+                    raise
+                allowed = None
+            if allowed is not None and np.allclose(allowed, echo, atol=1e-3):
+                self.mode = "allowed"
+            elif self.mode == "allowed":
+                raise EndpointError(f"The server at {self.root} gives other log-probabilities with allowed_token_ids "
+                                    "than for the same tokens in the prompt: score with mode='echo'.")
+            else:
+                self.mode = "echo"
+        if not np.isfinite(echo).all():
             raise EndpointError(f"The server at {self.root} gave no finite log-probability for the answers.")
 
     # ------------------------------------------------------------------ scoring
     def _ask(self, prompts: list[list[int]]) -> np.ndarray:
-        """log p(answer 0), log p(answer 1) after each prompt (token ids): one request for these prompts."""
+        """log p(answer 0), log p(answer 1) after each prompt (token ids), by the scorer's ``mode``."""
+        return self._ask_allowed(prompts) if self.mode == "allowed" else self._ask_echo(prompts)
+
+    def _ask_allowed(self, prompts: list[list[int]]) -> np.ndarray:
+        """One request per answer for these prompts: one token, sampling allowed only that answer, its raw
+        log-probability (vLLM reports log-probs before it masks: the model's own distribution)."""
+        out = np.empty((len(prompts), 2))
+        for k, (answer, shown) in enumerate(zip(self.answer_ids, self._answer_shown)):
+            body = {"model": self.model_name, "prompt": prompts, "max_tokens": 1, "logprobs": 1,
+                    "temperature": 0, "allowed_token_ids": [answer]}
+            response = self._request("POST", f"{self.base_url}/completions", "a scoring request", json=body)
+            try:
+                choices = sorted(response.json()["choices"], key=lambda c: c["index"])
+                for i, choice in enumerate(choices[: len(prompts)]):
+                    token = choice["logprobs"]["tokens"][0]
+                    if token != shown:
+                        raise EndpointError(f"The server at {self.root} answered {token!r} where only {shown!r} was "
+                                            "allowed: it does not honour allowed_token_ids.")
+                    out[i, k] = float(choice["logprobs"]["token_logprobs"][0])
+            except (KeyError, TypeError, IndexError, ValueError):
+                raise EndpointError(f"The server at {self.root} returned no log-probabilities with its completions: "
+                                    "it cannot score PLUIE.") from None
+            if len(choices) < len(prompts):
+                raise EndpointError(f"The server at {self.root} answered {len(choices)} of {len(prompts)} prompts.")
+        return out
+
+    def _ask_echo(self, prompts: list[list[int]]) -> np.ndarray:
+        """One request for these prompts, each followed by each answer token, with ``echo``: the last prompt
+        token's log-probability is log p(answer | prompt) (every position's log-probs are computed: slower)."""
         body = {"model": self.model_name, "prompt": [p + [a] for p in prompts for a in self.answer_ids],
                 "max_tokens": 1, "echo": True, "logprobs": 0, "temperature": 0}
         response = self._request("POST", f"{self.base_url}/completions", "a scoring request", json=body)

@@ -12,6 +12,7 @@ from pluie_core.cli import main
 from pluie_core.endpoint import EndpointError, EndpointScorer
 from pluie_core.scorer import PluieError, PluieScorer
 from tests.tiny_models import tiny_model_builder  # noqa: F401 (fixture)
+from tests.test_scoring_page import store  # noqa: F401 (fixture: the page's SQLite store)
 from tests.vllm_server import vllm_server  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
@@ -29,6 +30,7 @@ def local(vllm_server):
 
 def test_the_servers_scores_are_the_in_process_scorers(vllm_server, local):
     remote = EndpointScorer(vllm_server.url, vllm_server.model, template="fs-direct", concurrency=3)
+    assert remote.mode == "allowed"  # vLLM honours allowed_token_ids, and its raw log-probs agree with echo's
     assert remote.prompts(SOURCES[:2], HYPOTHESES[:2]) == local.prompts(SOURCES[:2], HYPOTHESES[:2])
     assert remote.answer_ids == local.answer_ids
     got, logprobs = remote.score(SOURCES, HYPOTHESES, return_logprobs=True)
@@ -40,6 +42,9 @@ def test_the_servers_scores_are_the_in_process_scorers(vllm_server, local):
     seen = []
     remote.score(SOURCES, HYPOTHESES, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (len(SOURCES), len(SOURCES))
+    # the other way, which any server with the completions route reads: the prompt's own log-probs (echo)
+    echo = EndpointScorer(vllm_server.url, vllm_server.model, template="fs-direct", mode="echo")
+    assert echo.mode == "echo" and np.abs(echo.score(SOURCES[:6], HYPOTHESES[:6]) - want[:6]).max() < 1e-3
 
 
 def test_what_the_server_cannot_do_is_refused_before_scoring(vllm_server, tiny_model_builder):
@@ -80,3 +85,152 @@ def test_the_command_line_scores_through_the_server(vllm_server, tmp_path, capsy
     assert main(["score", str(pairs), "--endpoint", vllm_server.url, "--model", vllm_server.model,
                  "--api-key-env", "PLUIE_NO_SUCH_KEY", "-o", str(tmp_path / "x.csv")]) != 0
     assert "PLUIE_NO_SUCH_KEY that should hold the server's API key is not set" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- a run whose model is the server, in the worker
+class Relay:
+    """A real TCP relay in front of the vLLM server, switched off and on by the test: the server "goes away"
+    (connections refused) and comes back on the same address."""
+
+    def __init__(self, target: int):
+        import socket
+
+        self.target, self.conns, self.listener = target, [], None
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+
+    def on(self) -> None:
+        import socket
+        import threading
+
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.listen(64)
+        listener = self.listener
+
+        def pump(src, dst):
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.close()
+                    except OSError:
+                        pass
+
+        def accept():
+            while True:
+                try:
+                    client, _ = listener.accept()
+                except OSError:
+                    return
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+                self.conns += [client, upstream]
+                threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+                threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def off(self) -> None:
+        import socket
+
+        if self.listener is not None:
+            try:
+                self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in the relay's thread
+            except OSError:
+                pass
+            self.listener.close()
+        for conn in self.conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+                conn.close()
+            except OSError:
+                pass
+        self.conns = []
+
+
+def test_a_run_on_the_server_scores_in_the_worker_and_waits_when_it_goes_away(vllm_server, local, engine):
+    from sqlalchemy import select
+
+    from db.datasets import import_pairs
+    from db.engine import read_session
+    from db.models import ScoreRun, WorkItem
+    from db.runs import RunError, create_run, scores_by_pair
+    from worker import ScoringWorker
+
+    dataset = import_pairs(engine, "pairs", pd.DataFrame({"source": SOURCES[:6], "hypothesis": HYPOTHESES[:6]})).dataset_id
+    # asked first: a model the server does not serve is a sentence, and no run is stored
+    with pytest.raises(RunError, match="does not serve a model named 'nope'"):
+        create_run(engine, model="nope", options={"endpoint": vllm_server.url}, dataset_ids=[dataset], check_model=True)
+    with pytest.raises(RunError, match="environment variable: give its name"):
+        create_run(engine, model=vllm_server.model, options={"endpoint": vllm_server.url, "api_key_env": "my key"},
+                   dataset_ids=[dataset])
+    with read_session(engine) as session:
+        assert session.scalar(select(ScoreRun.id)) is None
+    port = int(vllm_server.url.rsplit(":", 1)[1].split("/")[0])
+    relay = Relay(port)
+    relay.on()
+    run_id = create_run(engine, model=vllm_server.model, dataset_ids=[dataset], check_model=True, direction="symmetric",
+                        options={"endpoint": f"http://127.0.0.1:{relay.port}/v1", "concurrency": 2})
+    relay.off()  # the server goes away before the worker starts
+    worker = ScoringWorker(engine, device="cpu", poll_seconds=0.1, run_ids=[run_id])
+    assert worker.run(once=True) == 0
+    with read_session(engine) as session:
+        run = session.get(ScoreRun, run_id)
+        items = session.execute(select(WorkItem.status, WorkItem.attempts, WorkItem.error)
+                                .where(WorkItem.run_id == run_id)).all()
+    assert run.status == "active"  # not failed: the pairs wait for the server
+    assert {s for s, _, _ in items} == {"pending"} and {a for _, a, _ in items} == {0}  # the claim did not count
+    assert all("cannot be reached" in e and "The pairs wait for it." in e for _, _, e in items)
+    relay.on()  # back on the same address: every pair is scored, once, as the in-process scorer scores it
+    ScoringWorker(engine, device="cpu", poll_seconds=0.1, run_ids=[run_id]).run(exit_when_idle=True)
+    relay.off()
+    scores = scores_by_pair(engine, run_id)
+    with read_session(engine) as session:
+        order = session.execute(select(WorkItem.pair_id, WorkItem.status).where(WorkItem.run_id == run_id)
+                                .order_by(WorkItem.pair_id)).all()
+    assert {s for _, s in order} == {"done"} and all(len(scores[p]) == 1 for p, _ in order)
+    want = local.score(SOURCES[:6], HYPOTHESES[:6], symmetric=True)
+    got = np.array([scores[p][0] for p, _ in order])
+    assert np.abs(got - want).max() < 1e-3
+
+
+def test_the_new_run_form_offers_a_model_on_a_server(vllm_server, store):
+    from sqlalchemy import select
+
+    from db.engine import read_session
+    from db.models import ScoreRun
+    from tests.store_fixtures import add_pairs, sentence_pairs
+    from tests.test_scoring_page import open_page, widget
+
+    url, engine = store
+    add_pairs(engine, "d", sentence_pairs(3))
+    page = open_page()
+    widget(page.text_input, "Model").input(vllm_server.model)
+    widget(page.radio, "Where the model runs").set_value("on a server (OpenAI-compatible)")
+    widget(page.text_input, "Run name (optional)").input("served")
+    widget(page.button, "Create run").click()
+    page.run()  # no address: a sentence, nothing stored
+    shown = [e.value.replace("\u2060", "") for e in page.error]  # user_text's word joiners keep it from a link
+    assert shown == ["Give the server's address (e.g. http://host:8000/v1) with its API key variable and tokenizer."]
+    widget(page.text_input, "Server address (on a server)").input(vllm_server.url)
+    widget(page.text_input, "Model").input("not-served")
+    widget(page.button, "Create run").click()
+    page.run()
+    assert "does not serve a model named 'not-served'; it serves: tiny-judge" in page.error[0].value
+    with read_session(engine) as session:
+        assert session.scalar(select(ScoreRun).where(ScoreRun.name == "served")) is None
+    widget(page.text_input, "Model").input(vllm_server.model)
+    widget(page.number_input, "Requests in flight").set_value(4)
+    widget(page.button, "Create run").click()
+    page.run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    with read_session(engine) as session:
+        run = session.scalar(select(ScoreRun).where(ScoreRun.name == "served"))
+    assert (run.model, run.options) == (vllm_server.model, {"endpoint": vllm_server.url, "concurrency": 4})
+    assert run.device is None and run.dtype is None
