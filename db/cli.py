@@ -31,7 +31,7 @@ from db.export import PAIR_SCOPES
 from db.limits import invisible, clean_name
 from db.publish import PublishError, publish_dataset
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
-from pluie_core.roles import ROLE_HELP, ROLES, Actor, NotAllowed
+from pluie_core.roles import ROLE_HELP, ROLES, Actor, NotAllowed, with_article
 
 COMMAND_LINE = Actor("command line", "owner")  # who the activity log names for changes made here
 
@@ -205,7 +205,7 @@ def _accounts_action(engine, args) -> None:
               f"{accounts.INVITE_HOURS:g} hours): the app's address followed by", file=sys.stderr)
         print(f"/?invite={token}")
     elif args.action == "role":
-        print(f"{info.name} is now a {accounts.set_role(engine, info.id, args.role).role}", file=sys.stderr)
+        print(f"{info.name} is now {with_article(accounts.set_role(engine, info.id, args.role).role)}", file=sys.stderr)
     elif args.action == "disable":
         accounts.disable_account(engine, info.id)
         print(f"{info.name} is disabled", file=sys.stderr)

@@ -294,6 +294,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         raise PublishError("A chunk holds at least one pair.")
     if not str(folder).strip():
         raise PublishError("Name the folder to write.")
+    check_folder_text(str(folder))
     folder = Path(folder).expanduser()
     try:
         if within is not None:
@@ -450,10 +451,41 @@ def _arrow_copy(folder: Path) -> None:
     (folder / ROWS_STREAM).unlink()
 
 
+NAME_BYTES = 255  # what a folder or file name may hold on the usual file systems (ext4, APFS, NTFS: 255 units)
+STEM_BYTES = 120  # a stem the app derives from a name: room left for "-20261207-120000", "_labels", ".zip"
+
+
+def check_folder_text(text: str) -> None:
+    """PublishError with a sentence for a folder path no file system takes: a NUL character, or a part of it
+    longer than NAME_BYTES bytes in UTF-8 (a 200-character CJK name is 600 bytes)."""
+    if "\x00" in text:
+        raise PublishError("The folder's path holds a NUL character (U+0000), which no file system takes: type it "
+                           "again without it.")
+    for part in Path(text).parts:
+        size = len(part.encode("utf-8", "surrogatepass"))
+        if size > NAME_BYTES:
+            raise PublishError(f"The folder name “{part[:40]}…” is {size:,} bytes long in UTF-8; a file system takes at "
+                               f"most {NAME_BYTES}: choose a shorter name.")
+
+
+def folder_stem(name: str, fallback: str = "pluie_lab_export") -> str:
+    """A file and folder name from a dataset or campaign name: letters, digits, '.', '-' and '_' kept (any
+    script), other runs of characters one '_', no leading dot (".." or ".hidden" would make a hidden folder
+    or climb out), at most STEM_BYTES bytes in UTF-8 cut on a character; ``fallback`` where nothing is left."""
+    import re
+
+    stem = re.sub(r"[^\w.-]+", "_", str(name)).strip("_").lstrip(".").strip("_")
+    encoded = stem.encode("utf-8")
+    if len(encoded) > STEM_BYTES:
+        stem = encoded[:STEM_BYTES].decode("utf-8", "ignore").rstrip("_.-")
+    return stem or fallback
+
+
 def default_folder(stem: str) -> Path:
     """Where the export page offers to write a dataset folder: <data dir>/published/<stem>-<UTC time>
-    (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files)."""
-    return data_dir() / "published" / f"{stem}-{utcnow():%Y%m%d-%H%M%S}"
+    (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files); ``stem`` made safe by
+    folder_stem."""
+    return data_dir() / "published" / f"{folder_stem(stem)}-{utcnow():%Y%m%d-%H%M%S}"
 
 
 def folder_bytes(folder) -> int:

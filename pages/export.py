@@ -2,7 +2,6 @@
 one row per label with everything collected about it (long), as CSV, JSONL or Parquet; and a dataset
 folder ready to publish (Parquet + Arrow + dataset card, db.publish)."""
 import functools
-import re
 
 import streamlit as st
 
@@ -12,7 +11,9 @@ from db.export import (
     PAIR_SCOPES, WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame, export_labels, export_size,
     final_source_counts, pair_aggregation,
 )
-from db.publish import ZIP_DOWNLOAD_LIMIT, PublishError, dataset_zip, default_folder, folder_bytes, publish_dataset
+from db.publish import (
+    ZIP_DOWNLOAD_LIMIT, PublishError, dataset_zip, default_folder, folder_bytes, folder_stem, publish_dataset,
+)
 from pages import store_reads
 from pages import scope as scopes
 from pages.shared import admin_page, user_text
@@ -124,7 +125,7 @@ if size > len(preview):
                               if layout == "wide" and not crowd else "."))
 st.dataframe(preview, hide_index=True, width="stretch", placeholder="—")
 stem = campaigns[campaign_id] if campaign_id is not None else "pluie_lab_export" if len(chosen) > 1 else chosen[0]
-stem = (re.sub(r"[^\w.-]+", "_", stem).strip("_") or "pluie_lab_export") + ("" if pairs == "all" else f"_{pairs}") + (
+stem = folder_stem(stem) + ("" if pairs == "all" else f"_{pairs}") + (
     "_labels" if layout == "long" else "")
 
 

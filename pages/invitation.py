@@ -5,7 +5,7 @@ import streamlit as st
 from db import accounts
 from db.engine import StoreUnavailable
 from pages.shared import annotator_page, user_text
-from pluie_core.roles import ROLE_HELP
+from pluie_core.roles import ROLE_HELP, with_article
 
 engine = annotator_page()
 SET = "invitation-set"  # the name whose password this session set: the link no longer works after that
@@ -24,7 +24,7 @@ if info is None:
              "owner for a new one.")
     st.stop()
 
-st.markdown(f"This invitation is for the account **{user_text(info.name)}**, a {info.role} "
+st.markdown(f"This invitation is for the account **{user_text(info.name)}**, {with_article(info.role)} "
             f"({ROLE_HELP[info.role]}). Choose its password.")
 with st.form("set-password"):
     password = st.text_input("Password", type="password",

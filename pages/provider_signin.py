@@ -103,9 +103,22 @@ def _label(provider_key: object) -> str:
     return UNNAMED
 
 
+VERIFIED_TEXT = ("true", "1", "yes")
+
+
 def _not_verified(value: object) -> bool:
-    """The provider says the e-mail is not verified (some send the claim as text)."""
-    return value is False or (isinstance(value, str) and value.strip().lower() == "false")
+    """The provider does not vouch for the e-mail: an ``email_verified`` claim that is not true. Some send it
+    as text or a number: only "true", "1", "yes" (any case) and 1 are true; "no", "0", "", 0 or anything
+    else is not. A claim left out (None) is the provider's word that the e-mail is the person's."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value != 1
+    if isinstance(value, str):
+        return value.strip().lower() not in VERIFIED_TEXT
+    return True
 
 
 def account_for_claims(engine, claims: Mapping, provider: str = UNNAMED) -> tuple[Optional[AccountInfo], Optional[str]]:

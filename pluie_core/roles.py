@@ -86,10 +86,15 @@ def require(actor: Actor, action: str) -> Actor:
     return _refuse(actor, least, doing)
 
 
+def with_article(word: str) -> str:
+    """ "an organiser", "an owner", "a viewer", "a reviewer": the role (or any word) with its article."""
+    word = str(word)
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _refuse(actor: Actor, least: str, doing: str) -> Actor:
-    raise NotAllowed(f"{actor.name or 'This account'} is a {actor.role}: only an {least} or above can {doing}."
-                     if least[0] in "aeiou" else
-                     f"{actor.name or 'This account'} is a {actor.role}: only a {least} or above can {doing}.")
+    raise NotAllowed(f"{actor.name or 'This account'} is {with_article(actor.role)}: only {with_article(least)} or "
+                     f"above can {doing}.")
 
 
 # the least role that opens each page of the app (the key: the page's file name in pages/, its address);

@@ -15,7 +15,7 @@ from db import access, accounts, init_db
 from db.accounts import AccountError
 from db.engine import read_session, write_session
 from db.models import Account, Activity, Base
-from pluie_core.roles import NOBODY, Actor, NotAllowed
+from pluie_core.roles import NOBODY, Actor, NotAllowed, with_article
 
 LONG = "correct horse battery staple " * 4  # 116 bytes: past bcrypt's 72
 
@@ -51,7 +51,7 @@ def test_the_first_account_is_free_then_only_an_owner_adds(store):
         with access.acting_as(actor), pytest.raises(NotAllowed) as refused:
             accounts.add_account(store, "sam", "viewer")
         assert str(refused.value) in ("Sign in to manage accounts.",
-                                      f"{actor.name} is a {actor.role}: only an owner or above can manage accounts.")
+                                      f"{actor.name} is {with_article(actor.role)}: only an owner or above can manage accounts.")
     assert store_rows(store) == before
     with access.acting_as(accounts.actor_for(first)):
         sam = accounts.add_account(store, "sam", "viewer")
@@ -252,7 +252,7 @@ def test_only_an_owner_changes_accounts(store, role):
     other = accounts.add_account(store, "tom", "viewer")
     actor = accounts.actor_for(sam)
     before = store_rows(store)
-    sentence = f"sam is a {role}: only an owner or above can manage accounts."
+    sentence = f"sam is {with_article(role)}: only an owner or above can manage accounts."  # "an organiser" (issue 56)
     for change in (lambda: accounts.add_account(store, "new", "viewer"),
                    lambda: accounts.invite(store, other.id),
                    lambda: accounts.set_role(store, other.id, "owner"),
@@ -382,3 +382,19 @@ def test_passwords_are_hashed_at_the_configured_bcrypt_cost_and_old_hashes_keep_
         monkeypatch.setenv("PLUIE_BCRYPT_ROUNDS", wrong)
         with pytest.raises(ValueError, match="PLUIE_BCRYPT_ROUNDS must be a whole number from 4 to 31"):
             bcrypt_hash("correct horse battery")
+
+
+def test_a_refusal_and_the_command_line_say_an_organiser_not_a_organiser(store, store_url, capsys):
+    """Issue 56, item 10: "a organiser" on the page and the command line."""
+    from db.cli import main as db_main
+
+    assert [with_article(r) for r in ("viewer", "reviewer", "organiser", "owner")] == [
+        "a viewer", "a reviewer", "an organiser", "an owner"]
+    owner(store)  # past the first account, only an owner adds one
+    with access.acting_as(Actor("olga", "organiser", 99)), pytest.raises(NotAllowed) as refused:
+        accounts.add_account(store, "sam", "viewer")
+    assert str(refused.value) == "olga is an organiser: only an owner or above can manage accounts."
+    url = store_url
+    assert db_main(["accounts", "add", "--db", url, "tom", "--role", "viewer"]) == 0
+    assert db_main(["accounts", "role", "--db", url, "tom", "organiser"]) == 0
+    assert "tom is now an organiser" in capsys.readouterr().err

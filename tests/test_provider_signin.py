@@ -106,6 +106,12 @@ def test_which_claims_sign_in_as_an_account(store_url):
                                                                              email_verified="false") == (
         "Signed in at Okta as sam@example.org, but your e-mail is not verified there: verify it at the provider, "
         "then sign in again.")
+    # the claim's truth read properly (issue 56): "no", "0", 0, "" and the like are not verified
+    for untrue in ("no", "No", "0", 0, "", "unverified", [True]):
+        assert account(email="sam@example.org", email_verified=untrue).startswith("Signed in at Okta as sam@example.org, "
+                                                                                  "but your e-mail is not verified"), untrue
+    for true in ("true", "TRUE", " yes ", "1", 1):
+        assert account(email="sam@example.org", email_verified=true) == "sam", true
     assert account(email="eve@example.org", email_verified=True) == (
         "Signed in at Okta as eve@example.org, but no account of this team has that e-mail: ask an owner to add you.")
     assert account(email="gone@example.org") == (

@@ -13,7 +13,7 @@ from db import quality as qual
 from db import review
 from db.engine import read_session
 from db.models import Activity, Adjudication, Base
-from pluie_core.roles import OPEN, Actor, NotAllowed
+from pluie_core.roles import OPEN, Actor, NotAllowed, with_article
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.paths import REPO
 
@@ -92,7 +92,7 @@ def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_s
         for what, call in organiser_writes(engine, *fixture):
             with access.acting_as(actor), pytest.raises(NotAllowed) as refused:
                 call()
-            assert str(refused.value) == (f"{actor.name} is a {actor.role}: only an organiser or above can import, "
+            assert str(refused.value) == (f"{actor.name} is {with_article(actor.role)}: only an organiser or above can import, "
                                           "score, run campaigns, export or publish."), what
             assert store_rows(engine) == before, what
     with access.acting_as(access.NOBODY), pytest.raises(NotAllowed, match="^Sign in to import"):
