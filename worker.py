@@ -82,9 +82,6 @@ SORT_SECONDS = 30.0
 HEARTBEAT_SECONDS = 5.0
 # how often the worker refits adaptive overlap's model of the campaigns whose labels changed (db.adaptive)
 REFIT_SECONDS = 5.0
-# "Why this score" (db.explanations): one scorer call on the pair and each of its variants, not renewed
-# while it runs: a lease long enough for a few hundred pairs on a CPU
-EXPLANATION_LEASE_SECONDS = 900.0
 # Distinct models kept loaded; a worker serving runs of more models reloads past this.
 MODEL_CACHE_SIZE = 2
 
@@ -364,6 +361,9 @@ class _LeaseKeeper(threading.Thread):
                         if lost:
                             log.warning("lost the lease on %d items (their pairs or run deleted, or another "
                                         "worker took them): they are no longer scored here", len(lost))
+                explaining = w.explaining
+                if explaining is not None:  # "why this score" being computed: its lease too
+                    explanations.renew_explanation(w.engine, w.worker_id, explaining, w.lease_seconds)
                 batch = w.current_batch
                 queue.heartbeat(w.engine, w.worker_id,
                                 current_run_id=batch.run_id if batch else (w._last_run_id if item_ids else None))
@@ -417,6 +417,7 @@ class ScoringWorker:
         self.claim_size = claim_size  # pairs per claim (None: about CLAIM_SECONDS of work)
         self.overlap = overlap
         self.lease_seconds = lease_seconds
+        self.explaining: Optional[int] = None  # the "why this score" request being computed (its lease is renewed)
         self.device = resolve_device(device)
         self.poll_seconds = poll_seconds
         self.run_ids = list(run_ids) if run_ids else None
@@ -526,10 +527,13 @@ class ScoringWorker:
 
         done = 0
         while not self.stopping:
-            claimed = explanations.claim_explanation(self.engine, self.worker_id, EXPLANATION_LEASE_SECONDS,
+            # leased like a claim (--lease-seconds) and renewed by the lease keeper while it is computed: a worker
+            # killed meanwhile leaves it claimable again after one lease, not after a quarter of an hour
+            claimed = explanations.claim_explanation(self.engine, self.worker_id, self.lease_seconds,
                                                      prefer_run_ids=list(self._metrics), run_ids=self.run_ids)
             if claimed is None:
                 return done
+            self.explaining = claimed.id
             try:
                 self._metric(claimed.run_id)
                 scorer = self._metrics[claimed.run_id].scorer
@@ -544,6 +548,8 @@ class ScoringWorker:
                 explanations.fail_explanation(self.engine, self.worker_id, claimed.id,
                                               f"The model could not score the pair's variants: {_first_line(exc)}")
                 continue
+            finally:
+                self.explaining = None
             if explanations.store_explanation(self.engine, self.worker_id, claimed.id, result):
                 done += 1
                 log.info("run %d: why this score of pair %d stored", claimed.run_id, claimed.pair_id)

@@ -185,6 +185,16 @@ def claim_explanation(engine: Engine, worker_id: str, lease_seconds: float,
     return ClaimedExplanation(row[0], row[1], row[2], row[3] or "forward", row[4], row[5])
 
 
+def renew_explanation(engine: Engine, worker_id: str, explanation_id: int, lease_seconds: float) -> bool:
+    """Extend the lease of an explanation ``worker_id`` holds (the worker's lease keeper, while it computes);
+    False where it holds it no more."""
+    with write_session(engine) as session:
+        return bool(session.execute(update(ExplanationRow).where(
+            ExplanationRow.id == int(explanation_id), ExplanationRow.lease_owner == worker_id,
+            ExplanationRow.status == "claimed").values(
+            lease_expires_at=utcnow() + dt.timedelta(seconds=lease_seconds))).rowcount)
+
+
 def _finish(engine: Engine, worker_id: str, explanation_id: int, **values) -> bool:
     with write_session(engine) as session:
         result = session.execute(update(ExplanationRow).where(

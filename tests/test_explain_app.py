@@ -225,3 +225,51 @@ def test_a_bfloat16_runs_explanation_says_how_far_its_rounding_reaches(app_store
     assert not at.exception, at.exception
     assert any("why-this-score" in h.proto.body for h in at.html)  # kept: drawn at once, no button to press
     assert any(note in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+@pytest.mark.slow
+def test_a_worker_killed_during_why_this_score_frees_it_after_its_own_lease(tmp_path, tiny_model):
+    """Issue 56, item 4: the request was leased for 900 s whatever --lease-seconds said; it is leased like a
+    claim, renewed while it is computed, and claimable again one lease after the worker dies."""
+    import os
+    import signal
+    import time
+
+    from db import init_db
+    from db.models import Explanation
+    from tests.test_worker import start_worker, wait_until
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = init_db(url)
+    long_pair = (" ".join(f"word{i}" for i in range(300)), " ".join(f"term{i}" for i in range(300)))
+    first, _ = add_pairs(engine, "d", [long_pair, PAIRS[1]])
+    run = create_run(engine, name="tiny", model=str(tiny_model), template="direct", device="cpu")
+    expl.request_explanation(engine, run, first)
+
+    def lease():
+        with read_session(engine) as session:
+            row = session.execute(select(Explanation.status, Explanation.lease_expires_at)).one()
+        return row
+
+    worker = start_worker(url, "--runs", str(run), "--lease-seconds", "3", "--device", "cpu",
+                          log=tmp_path / "worker.log")
+    try:
+        wait_until(lambda: lease()[0] == "claimed", 120, "the worker claims the request", tmp_path / "worker.log")
+        from db.models import utcnow
+
+        status, expires = lease()
+        assert (expires - utcnow()).total_seconds() <= 4  # the worker's own lease, not 900 s
+        # renewed by the lease keeper while the model loads and computes
+        wait_until(lambda: lease()[1] > expires, 5, "the lease is renewed", tmp_path / "worker.log")
+        assert lease()[0] == "claimed"
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert expl.claim_explanation(engine, "another-worker", 60) is None  # its lease still runs
+    started = time.monotonic()
+    wait_until(lambda: expl.claim_explanation(engine, "another-worker", 60) is not None, 6,
+               "the request is claimable again")
+    assert time.monotonic() - started <= 4.5
+    engine.dispose()
