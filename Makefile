@@ -44,9 +44,8 @@ run: install
 # two processes on the two cores CI has take about 12 minutes where one takes about 17. xdist's default
 # order is kept: the long tests first (sorted, or handed out one at a time) ran beside each other and took
 # the suite longer (14:53 and 15:05 against 15:08 before any of today's savings; CHANGELOG 2026-12-07)
-# --dist loadgroup: tests marked xdist_group share a worker (the endpoint tests: one vLLM server), the rest as -n 2
 test: install-dev vllm-venv
-	PLUIE_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -n 2 --dist loadgroup
+	PLUIE_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -n 2
 
 # the linter's rules (ruff.toml), ruff from requirements-dev.txt: CI (.ci/run) runs it before the tests
 # vLLM's CPU server in a virtual environment of its own (scripts/vllm_venv.sh): the endpoint tests serve a tiny

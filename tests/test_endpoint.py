@@ -15,7 +15,7 @@ from tests.tiny_models import tiny_model_builder  # noqa: F401 (fixture)
 from tests.test_scoring_page import store  # noqa: F401 (fixture: the page's SQLite store)
 from tests.vllm_server import vllm_server  # noqa: F401 (fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
+pytestmark = pytest.mark.slow
 
 SOURCES = ["The cat drinks water.", "A man plays the guitar.", "Two dogs run in the park.", "It rains today.",
            "She bought a new car.", "The meeting was postponed to Monday."] * 3

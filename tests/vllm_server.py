@@ -6,8 +6,8 @@ compiling), with 1 GiB of KV cache.
 
 ``vllm_server`` (session-scoped) yields ``VllmServer(url, model, folder)``: ``url`` the API's base
 (http://127.0.0.1:PORT/v1), ``model`` the served name, ``folder`` the model folder the in-process scorer loads.
-Tests that use it carry ``@pytest.mark.xdist_group("vllm")`` (the suite runs with ``--dist loadgroup``), so one
-worker starts one server for all of them.
+The pytest-xdist workers share one server (vllm_server: a file lock and a count of its users in the run's
+common temporary folder).
 """
 from __future__ import annotations
 
@@ -47,38 +47,82 @@ def vllm_python() -> Path:
     return VLLM_VENV / "bin" / "python"
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tiny_model_builder, tmp_path_factory):
-    folder = tiny_model_builder(hidden_size=128, num_heads=2)  # head_dim 64
+def _start(folder: Path, log: Path) -> tuple[subprocess.Popen, str]:
     python = vllm_python()
     port = _free_port()
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
              "--served-model-name", SERVED_NAME, "--dtype", "float32", "--enforce-eager", "--host", "127.0.0.1",
              "--port", str(port), "--max-model-len", "2048"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(folder.parent))
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(folder.parent), start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + START_SECONDS
-    try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"vLLM exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vLLM did not answer within {START_SECONDS} s:\n{log.read_text()[-3000:]}")
-            time.sleep(1)
-        yield VllmServer(url, SERVED_NAME, folder)
-    finally:
-        process.terminate()
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"vLLM exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
+            with urllib.request.urlopen(f"{url}/models", timeout=5) as response:
+                if response.status == 200:
+                    return process, url
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
             process.kill()
+            raise RuntimeError(f"vLLM did not answer within {START_SECONDS} s:\n{log.read_text()[-3000:]}")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_model_builder, tmp_path_factory):
+    """One server for the whole run, shared by the pytest-xdist workers (xdist 3.8's loadgroup does not group
+    on pytest 9, so the endpoint tests may land on both): the first worker to need it starts it, under a file
+    lock in the run's common temporary folder, and writes its address and model folder there; each worker
+    counts itself in, and the last one out stops it."""
+    import json
+
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this run
+    lock, state_file = FileLock(str(shared / "vllm.lock")), shared / "vllm.json"
+    with lock:
+        state = json.loads(state_file.read_text()) if state_file.exists() else None
+        if state is None:
+            folder = tiny_model_builder(hidden_size=128, num_heads=2)  # head_dim 64
+            process, url = _start(folder, shared / "vllm-server.log")
+            state = {"url": url, "folder": str(folder), "pid": process.pid, "users": 0}
+        state["users"] += 1
+        state_file.write_text(json.dumps(state))
+    try:
+        yield VllmServer(state["url"], SERVED_NAME, Path(state["folder"]))
+    finally:
+        with lock:
+            state = json.loads(state_file.read_text())
+            state["users"] -= 1
+            if state["users"] <= 0:
+                state_file.unlink()
+                _stop(state["pid"])
+            else:
+                state_file.write_text(json.dumps(state))
+
+
+def _stop(pid: int) -> None:
+    """Stop the server's process group (its engine core and workers too)."""
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
