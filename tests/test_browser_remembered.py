@@ -3,6 +3,7 @@ change and a reload (a new Streamlit session), and the organiser's forms survive
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import ARTIFACTS, wait_for_app, wait_for_settled_app
 from tests.test_browser_review import wait_for_pair
@@ -173,13 +174,14 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
     guidelines.fill("Be kind to the cat.")  # half-typed: never sent, the box keeps the cursor
 
     page.reload()
-    wait_for_app(page)
+    wait_for_settled_app(page)  # on a loaded machine the first run after a reload may still be drawing the form
     page.get_by_label("Name", exact=True).wait_for(timeout=30_000)
-    assert page.get_by_label("Name", exact=True).input_value() == "Half-filled"
+    # each read waits (Playwright's expect: up to 15 s) for the value the server restores, and fails on another
+    expect(page.get_by_label("Name", exact=True)).to_have_value("Half-filled", timeout=15_000)
     assert page.locator("[data-testid='stMultiSelect']").inner_text().count("demo (10 pairs)") == 1
-    assert page.get_by_role("spinbutton", name="Pairs per annotator", exact=True).input_value() == "7"
-    assert page.get_by_label("Overlap first:").is_checked()
-    assert page.get_by_label("Guidelines (Markdown)").input_value() == "Be kind to the cat."
+    expect(page.get_by_role("spinbutton", name="Pairs per annotator", exact=True)).to_have_value("7", timeout=15_000)
+    expect(page.get_by_label("Overlap first:")).to_be_checked(timeout=15_000)
+    expect(page.get_by_label("Guidelines (Markdown)")).to_have_value("Be kind to the cat.", timeout=15_000)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "new-campaign-kept.png"), full_page=True)
 
