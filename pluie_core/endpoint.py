@@ -303,20 +303,9 @@ class EndpointScorer:
               return_logprobs: bool = False):
         """PLUIE score of each pair, in input order, as PluieScorer.score (symmetric: the mean of both
         directions; progress: True for a tqdm bar, or a callable ``progress(done, total)``)."""
-        sources, hypotheses, fields = self._prompter._check_inputs(sources, hypotheses, fields)
-        pairs = list(zip(sources, hypotheses))
-        if symmetric:
-            pairs += [(h, s) for s, h in pairs]
-            fields = {k: list(v) * 2 for k, v in fields.items()}
-        texts = self._prompter.prompt_texts([self.template.messages(s, h, **self._prompter._row(fields, i))
-                                             for i, (s, h) in enumerate(pairs)])
-        bar = self._prompter._progress(progress, len(pairs), "PLUIE")  # tqdm, a callback, or nothing
-        logprobs = self._logprobs([self._prompter._encode(t) for t in texts], bar)
-        bar(0, close=True)
-        if symmetric:
-            logprobs = (logprobs[: len(sources)] + logprobs[len(sources):]) / 2
-        scores = logprobs[:, 0] - logprobs[:, 1]
-        return (scores, logprobs) if return_logprobs else scores
+        # PluieScorer's own body (prompts, directions, arithmetic), the log-probs read from the server
+        return self._prompter._score(sources, hypotheses, symmetric, progress, fields, return_logprobs,
+                                     self._logprobs)
 
     __call__ = score
 

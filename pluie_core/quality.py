@@ -213,19 +213,25 @@ def balanced_keys(keys: pd.DataFrame, n: int, seed: int = 0, have: tuple[int, in
     return keys.loc[taken]
 
 
-def constant_answer_ceiling(keys: pd.DataFrame) -> tuple[int, float]:
-    """The answer (0-4) that, given to every key of ``keys`` (columns level, binary_label, and where present
-    accept_adjacent), would be accepted most often (accepted), and that share: what a person who always
-    presses one button scores on these checks. (DONT_KNOW, 0.0) with no key."""
-    if keys.empty:
-        return DONT_KNOW, 0.0
+def constant_answer_shares(keys: pd.DataFrame) -> np.ndarray:
+    """For each answer 0-3 given to every key of ``keys`` (columns level, binary_label, and where present
+    accept_adjacent), the share of the keys that would accept it (accepted): what a person who always presses
+    that button scores on these checks."""
     level = pd.to_numeric(keys["level"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     adjacent = (keys["accept_adjacent"].fillna(False).to_numpy(dtype=bool) if "accept_adjacent" in keys
                 else np.zeros(len(keys), dtype=bool))
-    shares = [float(accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean())
-              for a in ORDINAL_LEVELS]
+    return np.array([accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean()
+                     for a in ORDINAL_LEVELS], dtype=float)
+
+
+def constant_answer_ceiling(keys: pd.DataFrame) -> tuple[int, float]:
+    """The answer (0-3) that a person who always presses one button would get accepted most often on
+    ``keys`` (constant_answer_shares), and that share; (DONT_KNOW, 0.0) with no key."""
+    if keys.empty:
+        return DONT_KNOW, 0.0
+    shares = constant_answer_shares(keys)
     best = int(np.argmax(shares))
-    return best, shares[best]
+    return best, float(shares[best])
 
 
 def balance_text(keys: pd.DataFrame, minimum: Optional[float] = None) -> str:
@@ -235,12 +241,9 @@ def balance_text(keys: pd.DataFrame, minimum: Optional[float] = None) -> str:
     if keys.empty:
         return "No gold key yet."
     ones = int(pd.to_numeric(keys["binary_label"]).sum())
-    share = constant_answer_ceiling(keys)[1]
-    level = pd.to_numeric(keys["level"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    adjacent = (keys["accept_adjacent"].fillna(False).to_numpy(dtype=bool) if "accept_adjacent" in keys
-                else np.zeros(len(keys), dtype=bool))
-    best = [a for a in ORDINAL_LEVELS if np.isclose(
-        accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean(), share)]
+    shares = constant_answer_shares(keys)
+    share = float(shares.max())
+    best = [a for a in ORDINAL_LEVELS if np.isclose(shares[a], share)]
     which = ("whichever answer" if len(best) == len(ORDINAL_LEVELS)
              else " or ".join(f"always “{LEVELS[a]}”" for a in best))
     text = (f"{ones:,} on the paraphrase side, {len(keys) - ones:,} not; the best a constant answer scores is "
@@ -452,14 +455,13 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
 
 
 def _cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's κ of two binary vectors; NaN where undefined: a reference with one category only (every
-    pair on one side) cannot tell agreement from chance."""
+    """pluie_core.stats.cohen_kappa of a person's binary labels ``a`` against the consensus ``b``; NaN where
+    the consensus has one side only: a one-sided reference cannot tell agreement from chance."""
+    from pluie_core.stats import cohen_kappa
+
     if len(np.unique(b)) < 2:
         return float("nan")
-    observed = float((a == b).mean())
-    pa, pb = float(a.mean()), float(b.mean())
-    expected = pa * pb + (1 - pa) * (1 - pb)
-    return float("nan") if expected >= 1 else (observed - expected) / (1 - expected)
+    return cohen_kappa(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
 
 
 def shared_labels(labels: pd.DataFrame) -> pd.Series:

@@ -817,6 +817,14 @@ class PluieScorer:
         return_logprobs: also return an (n, 2) array of log p(answer1), log p(answer2) (averaged
             over both directions when symmetric), as ``(scores, logprobs)``.
         """
+        return self._score(sources, hypotheses, symmetric, progress, fields, return_logprobs, self._logprobs)
+
+    __call__ = score
+
+    def _score(self, sources, hypotheses, symmetric, progress, fields, return_logprobs, logprobs_of):
+        """score's body, the log-probabilities of the answers after each prompt (token ids) read by
+        ``logprobs_of(prompts, bar)``: this model's forward passes (_logprobs), or a server's
+        (pluie_core.endpoint.EndpointScorer), with the same prompts, directions and arithmetic."""
         sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
         pairs = list(zip(sources, hypotheses))
         if symmetric:
@@ -834,14 +842,12 @@ class PluieScorer:
                 s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))
             for i, (s, h) in enumerate(pairs)
         ])]
-        logprobs = self._logprobs(prompts, bar)
+        logprobs = logprobs_of(prompts, bar)
         bar(0, close=True)
         if symmetric:
             logprobs = (logprobs[: len(sources)] + logprobs[len(sources):]) / 2
         scores = logprobs[:, 0] - logprobs[:, 1]
         return (scores, logprobs) if return_logprobs else scores
-
-    __call__ = score
 
     # ------------------------------------------------------------------ helpers
     def _check_inputs(self, sources, hypotheses, fields):

@@ -163,3 +163,21 @@ def app_store(db_url, engine, monkeypatch):
     yield engine
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+def page_store_copy(engine, built_store, db_url: str, monkeypatch):
+    """A page test's own copy of a store built once per module (``built_store``: (path, what its builder
+    returned)): the copy loaded into ``engine``, the app pointed at it (no worker, no admin password, run from
+    the checkout), and a deep copy of what the builder returned."""
+    import copy
+
+    from tests.paths import REPO
+
+    path, built = built_store
+    load_sqlite_copy(engine, path)
+    monkeypatch.setenv("PLUIE_DB_URL", db_url)
+    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
+    monkeypatch.chdir(REPO)
+    return copy.deepcopy(built)

@@ -10,7 +10,6 @@ read from ../shared/datasets; campaigns labelled through the annotators' own ser
    main round) are never pooled unless whole datasets are asked for."""
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,7 @@ from pluie_core.baselines import chrf
 from pluie_core.io import load_pairs
 from pluie_core.stats import roc_auc
 from tests.paths import DATASETS, REPO
-from tests.store_fixtures import load_sqlite_copy
+from tests.store_fixtures import page_store_copy
 
 N_PAIRS = 200  # of each dataset
 SENTENCE = "These datasets' references are on different scales (binary 0/1: PAWS-X de; scores 0–5: STS-B)"
@@ -108,14 +107,7 @@ def built_store(tmp_path_factory):
 
 @pytest.fixture
 def store(engine, built_store, db_url, monkeypatch):
-    path, built = built_store
-    load_sqlite_copy(engine, path)
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
-    monkeypatch.chdir(REPO)
-    return copy.deepcopy(built)
+    return page_store_copy(engine, built_store, db_url, monkeypatch)
 
 
 def run(at):

@@ -7,7 +7,6 @@ and STS-B dev (gold scores 0–5), read from ../shared/datasets; chrF and a Leve
 pair. The page is run by AppTest; its figures are checked against scipy on the same pairs."""
 from __future__ import annotations
 
-import copy
 
 import pandas as pd
 import pytest
@@ -17,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from pluie_core.baselines import chrf, levenshtein
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS, REPO
-from tests.store_fixtures import load_sqlite_copy
+from tests.store_fixtures import page_store_copy
 
 BINARY = ("MRPC", "PAWS Wiki", "PAWS-X de")  # imported first, in this order
 GRADED = "STS-B"
@@ -58,14 +57,7 @@ def built_store(tmp_path_factory):
 
 @pytest.fixture
 def store(engine, built_store, db_url, monkeypatch):
-    path, built = built_store
-    load_sqlite_copy(engine, path)
-    monkeypatch.setenv("PLUIE_DB_URL", db_url)
-    monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
-    monkeypatch.chdir(REPO)
-    return copy.deepcopy(built)
+    return page_store_copy(engine, built_store, db_url, monkeypatch)
 
 
 def run(at):

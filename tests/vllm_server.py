@@ -47,15 +47,19 @@ def vllm_python() -> Path:
     return VLLM_VENV / "bin" / "python"
 
 
-def _start(folder: Path, log: Path) -> tuple[subprocess.Popen, str]:
+def start_vllm(folder: Path, log: Path, served_name: str = SERVED_NAME, dtype: str = "float32",
+               max_model_len: int = 2048) -> tuple[subprocess.Popen, str]:
+    """vLLM's CPU server on ``folder`` (eager, 1 GiB of KV cache, a free port on loopback, its own process group),
+    once it answers: (the process, the API's base URL). The venv is built first where it is missing. The endpoint
+    tests and bench/endpoint.py start theirs with it."""
     python = vllm_python()
     port = _free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
-             "--served-model-name", SERVED_NAME, "--dtype", "float32", "--enforce-eager", "--host", "127.0.0.1",
-             "--port", str(port), "--max-model-len", "2048"],
+             "--served-model-name", served_name, "--dtype", dtype, "--enforce-eager", "--host", "127.0.0.1",
+             "--port", str(port), "--max-model-len", str(max_model_len)],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(folder.parent), start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + START_SECONDS
@@ -90,7 +94,7 @@ def vllm_server(tiny_model_builder, tmp_path_factory):
         state = json.loads(state_file.read_text()) if state_file.exists() else None
         if state is None:
             folder = tiny_model_builder(hidden_size=128, num_heads=2)  # head_dim 64
-            process, url = _start(folder, shared / "vllm-server.log")
+            process, url = start_vllm(folder, shared / "vllm-server.log")
             state = {"url": url, "folder": str(folder), "pid": process.pid, "users": 0}
         state["users"] += 1
         state_file.write_text(json.dumps(state))
@@ -102,12 +106,12 @@ def vllm_server(tiny_model_builder, tmp_path_factory):
             state["users"] -= 1
             if state["users"] <= 0:
                 state_file.unlink()
-                _stop(state["pid"])
+                stop_vllm(state["pid"])
             else:
                 state_file.write_text(json.dumps(state))
 
 
-def _stop(pid: int) -> None:
+def stop_vllm(pid: int) -> None:
     """Stop the server's process group (its engine core and workers too)."""
     import signal
 
