@@ -133,7 +133,8 @@ def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = N
     names are recognised (see guess_columns). Exact repeats of a (source, hypothesis) pair are
     dropped, the first kept, unless `keep_duplicates` is True (every row kept: a benchmark's
     own count); either way attrs["duplicates"] lists them. Raises PairFileError for any problem
-    in the file: all or nothing, the first invalid row refuses the file, unless `skip_invalid` is
+    in the file: all or nothing, invalid rows refuse the file (InvalidRows names each, the first ten
+    and how many more), unless `skip_invalid` is
     True: then the rows that cannot be pairs (an empty or too long sentence, a label that is not a
     number or outside the scale) are left out and listed in attrs["skipped_rows"] (a file with no
     valid row is still refused).
@@ -404,16 +405,11 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     repeats are left to the import, a chunk whose rows are all invalid is empty (the file as a whole
     decides), and `words` gathers the label words of every chunk."""
     table = raw.table
-    skipped: Optional[dict] = {} if skip_invalid else None  # position -> why, when invalid rows are skipped
+    skipped: dict = {}  # position -> why: set aside (skip_invalid), else named by the refusal
 
     def invalid(bad: np.ndarray, why: Callable[[int], str]) -> None:
-        """Rows that cannot be pairs: the first refuses the file, or (skip_invalid) each is set aside
-        with the reason it would have been refused for (the first found, when several)."""
-        if not bad.any():
-            return
-        if skipped is None:
-            i = int(np.argmax(bad))
-            raise PairFileError(f"{raw.where(i)}: {why(i)}")
+        """Rows that cannot be pairs, each with the reason it is refused for (the first found, when
+        several): set aside (skip_invalid), else all named by the file's refusal once every check ran."""
         for i in np.flatnonzero(bad):
             skipped.setdefault(int(i), why(int(i)))
 
@@ -457,6 +453,8 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     pairs = pd.DataFrame(out, index=table.index)
 
     _check_ranges(pairs, raw, invalid)
+    if skipped and not skip_invalid:
+        raise InvalidRows(raw, skipped)
     n_read, skipped_rows, skip_warnings = int(len(pairs)), [], []
     if skipped:
         if len(skipped) == len(pairs) and not part:
@@ -487,6 +485,25 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     if label_kind == "score":
         result.attrs["label_range"] = label_range
     return result
+
+
+class InvalidRows(PairFileError):
+    """A file refused for rows that cannot be pairs: the message names each (in the file's order, the
+    first NAMED_ROWS of them, and how many more), with the reason it is refused for. ``rows``: every one,
+    [{"row": n, "why": str}, ...]."""
+
+    NAMED_ROWS = 10
+
+    def __init__(self, raw: RawTable, found: dict, after: str = ""):
+        self.rows = [{"row": int(raw.rows[i]), "why": found[i]} for i in sorted(found)]
+        self.row_word = raw.row_word
+        super().__init__(self.sentence(self.rows, self.row_word, after))
+
+    @classmethod
+    def sentence(cls, rows: list[dict], row_word: str, after: str = "") -> str:
+        named = " ".join(f"{row_word} {r['row']}: {r['why']}" for r in rows[:cls.NAMED_ROWS])
+        more = len(rows) - cls.NAMED_ROWS
+        return named + (f" And {counted(more, 'more invalid row')}." if more > 0 else "") + (f" {after}" if after else "")
 
 
 def _skip_warning(row_word: str, skipped_rows: list[dict]) -> str:
@@ -741,7 +758,8 @@ class PairChunks:
     the chunks are read and complete after the last: format, label_kind, label_range (the values of
     every chunk), warnings, notes, n_rows_read, row_word, skipped_rows (skip_invalid), and
     keep_duplicates True with no duplicates listed (the import counts them). A problem in the file
-    raises PairFileError from the chunk that holds it."""
+    raises PairFileError from the chunk that holds it (invalid rows: each of that chunk's, and the line
+    after which the file was not read)."""
 
     def __init__(self, path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
                  chunk_rows: int = CHUNK_ROWS, skip_invalid: bool = False, max_bytes: int = MAX_BYTES):
@@ -899,8 +917,14 @@ class PairChunks:
         low, high, binary, any_label, n_kept = np.inf, -np.inf, True, False, 0
         skipped_rows: list = []
         for raw in self.raw_chunks():
-            frame = _pairs_from(raw, self.mapping, keep_duplicates=True, skip_invalid=self.skip_invalid,
-                                words=words, part=True)
+            try:
+                frame = _pairs_from(raw, self.mapping, keep_duplicates=True, skip_invalid=self.skip_invalid,
+                                    words=words, part=True)
+            except InvalidRows as exc:  # the chunk's invalid rows are named; say where the reading stopped
+                if self.attrs["n_rows_read"] + len(raw.table) >= self.n_rows:
+                    raise
+                raise PairFileError(InvalidRows.sentence(
+                    exc.rows, exc.row_word, f"The lines after line {int(raw.rows[-1]):,} were not checked.")) from None
             self.attrs["n_rows_read"] += frame.attrs["n_rows_read"]
             for warning in frame.attrs["warnings"]:
                 if warning not in self.attrs["warnings"]:
