@@ -1,4 +1,5 @@
-"""The app as an ASGI application: app.py, plus the routes of the sign-in cookie (pages.session_cookie).
+"""The app as an ASGI application: app.py, plus the routes of the sign-in cookie (pages.session_cookie) and
+the HTTP API under /api/v1 (api/, for scripts and pipelines: personal tokens, the same accounts).
 
 Streamlit gives a page no way to set a cookie; a cookie written by the page's JavaScript could be read by
 any script on the page. Served from here (`streamlit run server.py`, as scripts/serve.py and `make run`
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import streamlit as st
 
+import api
 from pages import session_cookie
 
-app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes())
+app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes() + api.routes(),
+             middleware=session_cookie.middleware())

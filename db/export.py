@@ -350,7 +350,7 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                   include_training: bool = False, *, campaign_id: Optional[int] = None,
                   pairs: str = "all", limit: Optional[int] = None, aggregation: Optional[str] = None,
                   fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                  min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+                  min_labels: int = DEFAULT_MIN_LABELS, pair_id_range: Optional[tuple[int, int]] = None) -> pd.DataFrame:
     """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
     hypothesis; annotator (the name every page shows), display_name (the one they chose),
     link_name (the one their personal link was made under), campaign, english_level; level (an
@@ -360,7 +360,8 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     labelling view showed the pair), seconds_spent, comment (the annotator's, empty when none),
     flagged (they flagged the pair for review), created_at, updated_at (UTC).
     ``campaign_id`` and ``pairs`` restrict the pairs and labels as in export_frame; ``limit`` keeps the
-    first labels only (a preview); ``aggregation`` adds export_frame's AGGREGATION_COLUMNS of the
+    first labels only (a preview); ``pair_id_range`` (first, last, inclusive) the labels of those pairs only
+    (a download streamed in chunks, db.publish.export_chunks); ``aggregation`` adds export_frame's AGGREGATION_COLUMNS of the
     label's pair to every row, then the pair's final_level and final_source as export_frame gives them
     (``fitted``, ``confidence``, ``min_labels``: as there)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
@@ -378,6 +379,8 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
                *label_conditions(campaign_id, include_training))
         .order_by(Pair.dataset_id, Pair.id, Label.annotator_id)
     )
+    if pair_id_range is not None:
+        query = query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
     if limit is not None:
         query = query.limit(int(limit))
     with read_session(engine) as session:

@@ -443,3 +443,56 @@ class Activity(Base):
     subject: Mapped[str] = mapped_column(String(40))
     subject_id: Mapped[Optional[int]] = mapped_column(Integer)
     summary: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+
+class ApiToken(Base):
+    """A personal token for the HTTP API (db.api_tokens, api/): its sha256 only (the token is shown once),
+    the first characters to tell tokens apart, a name the person chose. A request with it acts as its
+    account, with that account's role at the time of the request; ``revoked_at`` ends it."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    last_used_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+    revoked_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class Webhook(Base):
+    """A URL told of events (db.webhooks): ``events`` a comma-separated list of db.webhooks.EVENTS;
+    ``secret`` signs each delivery's body (HMAC-SHA256), shown once to whoever registered it."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    events: Mapped[str] = mapped_column(String(400))
+    secret: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(NAME_LENGTH), default="", server_default="")
+    disabled_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class WebhookDelivery(Base):
+    """One event to one webhook (an outbox row, written in the event's own transaction): ``state`` pending,
+    delivered or failed (gave up after a day of retries); ``next_at`` when the sender tries next."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_due", "state", "next_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    webhook_id: Mapped[int] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"), index=True)
+    event: Mapped[str] = mapped_column(String(40))
+    subject: Mapped[str] = mapped_column(String(60), default="", server_default="")  # "campaign:12": once per subject
+    body: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(12), default="pending", server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    next_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    last_status: Mapped[Optional[int]] = mapped_column(Integer)
+    last_error: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    delivered_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)

@@ -129,18 +129,34 @@ def browse_pairs(engine: Engine, dataset_id: int, search: PairSearch = PairSearc
         total = int(session.scalar(select(func.count()).select_from(Pair).where(*conditions)))
         n_pages = max(1, -(-total // page_size))
         page = min(max(int(page), 0), n_pages - 1)
-        rows = query_frame(session, select(Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
-                      .where(*conditions).order_by(Pair.id).limit(page_size).offset(page * page_size),
-                      ["pair_id", "external_id", "source", "hypothesis", "gold_label"])
-        ids = [int(i) for i in rows["pair_id"]]
-        labels = query_frame(session, select(Label.pair_id, Label.level).where(
-            Label.pair_id.in_(ids), Label.is_training.is_(False)), ["pair_id", "level"])
-        decided = adjudications_in_force(pair_ids=ids).subquery()
-        final = dict(session.execute(select(decided.c.pair_id, decided.c.level).where(decided.c.level.is_not(None))).all())
-        gold = query_frame(session, select(GoldPair.pair_id, Campaign.name).join(Campaign, Campaign.id == GoldPair.campaign_id)
-                      .where(GoldPair.pair_id.in_(ids)).order_by(Campaign.name), ["pair_id", "campaign"])
-        scores = {} if search.run_id is None else dict(session.execute(select(Score.pair_id, Score.value).where(
-            Score.run_id == int(search.run_id), Score.pair_id.in_(ids))).all())
+        rows = _page_rows(session, select(Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+                          .where(*conditions).order_by(Pair.id).limit(page_size).offset(page * page_size), search)
+    return PairsPage(rows, total, page, n_pages)
+
+
+def pairs_after(engine: Engine, dataset_id: int, search: PairSearch = PairSearch(), *, after: int = 0,
+                limit: int = 100) -> pd.DataFrame:
+    """browse_pairs' rows for the matching pairs whose id is above ``after``, at most ``limit``, in id
+    order: a page of a cursor (the last pair id read), which stays right while pairs are added and costs
+    the same on the millionth pair as on the first (no offset)."""
+    conditions = _conditions(dataset_id, search)
+    with read_session(engine) as session:
+        return _page_rows(session, select(Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+                          .where(*conditions, Pair.id > int(after)).order_by(Pair.id).limit(int(limit)), search)
+
+
+def _page_rows(session, query, search: PairSearch) -> pd.DataFrame:
+    """The pairs ``query`` selects (id, external id, texts, gold label), with what the Pairs page shows of each."""
+    rows = query_frame(session, query, ["pair_id", "external_id", "source", "hypothesis", "gold_label"])
+    ids = [int(i) for i in rows["pair_id"]]
+    labels = query_frame(session, select(Label.pair_id, Label.level).where(
+        Label.pair_id.in_(ids), Label.is_training.is_(False)), ["pair_id", "level"])
+    decided = adjudications_in_force(pair_ids=ids).subquery()
+    final = dict(session.execute(select(decided.c.pair_id, decided.c.level).where(decided.c.level.is_not(None))).all())
+    gold = query_frame(session, select(GoldPair.pair_id, Campaign.name).join(Campaign, Campaign.id == GoldPair.campaign_id)
+                       .where(GoldPair.pair_id.in_(ids)).order_by(Campaign.name), ["pair_id", "campaign"])
+    scores = {} if search.run_id is None else dict(session.execute(select(Score.pair_id, Score.value).where(
+        Score.run_id == int(search.run_id), Score.pair_id.in_(ids))).all())
     levels = pd.to_numeric(labels["level"], errors="coerce")
     ordinal = labels[levels.isin(ORDINAL_LEVELS)].assign(level=levels)
     spread = ordinal.groupby("pair_id")["level"].agg(lambda v: v.max() - v.min())
@@ -153,4 +169,16 @@ def browse_pairs(engine: Engine, dataset_id: int, search: PairSearch = PairSearc
     rows["final_level"] = rows["pair_id"].map(lambda pid: LEVELS[int(final[pid])] if pid in final else None)
     rows["score"] = rows["pair_id"].map(scores).astype(float)
     rows["gold check in"] = rows["pair_id"].map(gold.groupby("pair_id")["campaign"].agg(", ".join)).fillna("")
-    return PairsPage(rows[PAGE_COLUMNS], total, page, n_pages)
+    return rows[PAGE_COLUMNS]
+
+
+def run_scores_after(engine: Engine, run_id: int, *, after: int = 0, limit: int = 1000) -> pd.DataFrame:
+    """A run's scores of the pairs whose id is above ``after``, at most ``limit``, in pair id order (a cursor's
+    page): pair_id, dataset_id, external_id, score (None where the metric gave no value: an answer an LLM judge's
+    parser could not read), scored_at."""
+    with read_session(engine) as session:
+        return query_frame(session, select(Score.pair_id, Pair.dataset_id, Pair.external_id, Score.value, Score.created_at)
+                           .join(Pair, Pair.id == Score.pair_id)
+                           .where(Score.run_id == int(run_id), Score.pair_id > int(after))
+                           .order_by(Score.pair_id).limit(int(limit)),
+                           ["pair_id", "dataset_id", "external_id", "score", "scored_at"])

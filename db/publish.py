@@ -42,8 +42,9 @@ from db.engine import read_session, write_session
 from db.limits import clean_name
 from db.export import (
     AGGREGATION_COLUMNS, ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names,
-    export_frame, gold_check_answers, pair_aggregation, label_conditions, pair_conditions,
+    export_frame, export_labels, gold_check_answers, pair_aggregation, label_conditions, pair_conditions,
 )
+from db.webhooks import emit
 from db.models import (
     Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun,
     TrainingPair, utcnow,
@@ -55,7 +56,7 @@ from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import balance_text, gold_check_count, key_origins
 
 __all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE", "ZIP_DOWNLOAD_LIMIT", "dataset_zip",
-           "folder_bytes", "remove_leftovers"]
+           "folder_bytes", "remove_leftovers", "export_chunks"]
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 ROWS_STREAM = ".rows.arrow"  # the rows as an Arrow stream while the folder is written, for the Arrow copy
@@ -429,6 +430,9 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         access.record(session, "publish", "dataset", scope[0][0] if len(scope) == 1 else None,
                       f"published {', '.join(f'“{row[1]}”' for row in scope)} ({done:,} pairs, {licence}) "
                       f"to {folder}")
+        emit(session, "dataset.published", {"datasets": [{"id": row[0], "name": row[1]} for row in scope],
+                                            "campaign_id": campaign_id, "pairs": done, "licence": licence,
+                                            "by": access.actor_name()})
     return PublishResult(folder, done, n_chunks, schema.names, card)
 
 
@@ -517,3 +521,52 @@ def dataset_zip(folder) -> bytes:
                               compress_type=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED)
         spool.seek(0)
         return spool.read()
+
+
+def export_chunks(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, *, layout: str = "wide",
+                  include_training: bool = False, campaign_id: Optional[int] = None, pairs: str = "all",
+                  aggregation: Optional[str] = None, confidence: float = DEFAULT_CONFIDENCE,
+                  min_labels: int = DEFAULT_MIN_LABELS, chunk_size: int = DEFAULT_CHUNK):
+    """The Export page's table in chunks, for a download streamed in bounded memory (the HTTP API):
+    ``layout`` "wide" (export_frame's columns, the same in every chunk: the schema is fixed first, as a
+    publish fixes it) or "long" (export_labels' rows, one per label). A generator of frames; the checks run
+    before the first is yielded, so a bad choice raises PublishError at once."""
+    if layout not in ("wide", "long"):
+        raise PublishError("Choose the wide layout (a row per pair) or the long one (a row per label).")
+    if pairs not in PAIR_SCOPES:
+        raise PublishError("Export every pair, the labelled pairs or the adjudicated pairs.")
+    ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
+    with read_session(engine) as session:
+        conditions = pair_conditions(None, campaign_id, pairs, include_training)
+        scope = _scope(session, ids, conditions)
+        if ids is not None and len(scope) != len(set(ids)):
+            raise PublishError("Choose existing datasets to export.")
+        scope_ids = [row[0] for row in scope]
+        conditions = pair_conditions(scope_ids, campaign_id, pairs, include_training)
+        names = _annotator_names(engine)
+        annotators, _ = _annotator_columns(session, conditions, label_conditions(campaign_id, include_training), names)
+        runs = _runs(session, conditions)
+    fit = None
+    if aggregation is not None:
+        try:
+            confidence, min_labels = check_thresholds(confidence, min_labels)
+            fit = pair_aggregation(engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs,
+                                   method=aggregation)
+        except ValueError as exc:
+            raise PublishError(str(exc)) from None
+    schema = _schema(annotators, runs, include_training, fit is not None)
+    choice = dict(campaign_id=campaign_id, pairs=pairs, aggregation=aggregation, fitted=fit, confidence=confidence,
+                  min_labels=min_labels)
+
+    def chunks():
+        with read_session(engine) as session:
+            spans = [(dataset_id, first, last) for dataset_id in scope_ids
+                     for first, last in _pair_id_chunks(session, dataset_id, chunk_size, conditions)]
+        for dataset_id, first, last in spans:
+            if layout == "wide":
+                yield _conform(export_frame(engine, [dataset_id], include_training, pair_id_range=(first, last),
+                                            annotator_names=names, **choice), schema)
+            else:
+                yield export_labels(engine, [dataset_id], include_training, pair_id_range=(first, last), **choice)
+
+    return chunks()

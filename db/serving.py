@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from db.analysis import counted_label
 from db.campaigns import CampaignError
 from db.engine import read_session, retry_when_busy, write_session
+from db.webhooks import emit
 from db.models import (
     Annotator,
     Assignment,
@@ -437,7 +438,7 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
         is_training = position < _training_size(session, assignment.campaign_id)
         seconds = max(0.0, float(seconds_spent))
         mine = and_(Label.annotator_id == annotator_id, Label.pair_id == assignment.pair_id)
-        stored = session.scalar(select(Label.level).where(mine))
+        stored, was_flagged = session.execute(select(Label.level, Label.flagged).where(mine)).first() or (None, False)
         if replacing is None:
             if stored is not None:
                 raise StaleAnswerError(
@@ -463,6 +464,9 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
                                        "the answer you just gave was not saved.")
         if not is_training and not assignment.is_gold:
             _adapt_overlap(session, assignment.campaign_id, assignment.pair_id)
+        if flagged and not was_flagged:  # a change through "back" that keeps the flag says nothing new
+            emit(session, "pair.flagged", {"pair_id": assignment.pair_id, "campaign_id": assignment.campaign_id,
+                                           "annotator": annotator.name, "comment": comment})
 
 
 def _adapt_overlap(session: Session, campaign_id: int, pair_id: int) -> None:

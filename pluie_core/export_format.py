@@ -19,11 +19,15 @@ missing values as null, times as ISO 8601 text.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import math
+from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 TEXT_MARKER = "'"
@@ -74,3 +78,58 @@ def to_parquet_bytes(df: pd.DataFrame) -> bytes:
     """The table as Parquet (pyarrow), column types kept: levels as integers, scores as floats.
     For a whole dataset folder streamed in chunks, see db.publish."""
     return df.to_parquet(index=False, engine="pyarrow")
+
+
+STREAM_FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+
+
+class _Drain(io.RawIOBase):
+    """A file that keeps what is written until drained: a Parquet writer's output, handed out piece by piece."""
+
+    def __init__(self):
+        super().__init__()
+        self._pieces: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._pieces.append(bytes(data))
+        return len(data)
+
+    def drain(self) -> bytes:
+        out, self._pieces = b"".join(self._pieces), []
+        return out
+
+
+def stream_table(chunks: Iterable[pd.DataFrame], format: str) -> Iterator[bytes]:
+    """A table given in chunks (the same columns in each), written out as ``format`` (STREAM_FORMATS) piece by
+    piece: the bytes of one chunk at a time, so a million rows go out in the memory of one chunk. The pieces
+    joined are the file the one-piece writers (to_csv_bytes, to_jsonl_bytes, to_parquet_bytes) give for the
+    whole table: one CSV header, a Parquet row group per chunk and one footer."""
+    if format not in STREAM_FORMATS:
+        raise ValueError(f"Choose one of {', '.join(STREAM_FORMATS)}.")
+    writer = sink = None
+    first = True
+    for chunk in chunks:
+        if format == "csv":
+            data = to_csv_bytes(chunk)
+            if not first:  # the header and the byte-order mark once, at the top
+                data = data.removeprefix("\ufeff".encode("utf-8")).split(b"\n", 1)[1]
+            yield data
+        elif format == "jsonl":
+            yield to_jsonl_bytes(chunk)
+        else:
+            table = pa.Table.from_pandas(chunk, preserve_index=False)
+            if writer is None:
+                sink = _Drain()
+                writer = pq.ParquetWriter(sink, table.schema)
+            writer.write_table(table)
+            yield sink.drain()
+        first = False
+    if format == "parquet":
+        if writer is None:  # no chunk at all: still a file, with no column
+            yield to_parquet_bytes(pd.DataFrame())
+            return
+        writer.close()
+        yield sink.drain()

@@ -8,6 +8,7 @@ rules:
   library installs and runs without the app or a store (``pip install .``);
 - db imports nothing from pages, worker, app or streamlit: the store knows no page;
 - pages do not import the worker (they queue work through db.queue);
+- api (the HTTP API) imports neither Streamlit, the pages nor the worker;
 - db has no import cycle, function-level imports included: a cycle hidden in a function is a
   seam in the wrong place (one module's reads belong below the other's).
 
@@ -27,6 +28,8 @@ FORBIDDEN = {
     "pluie_core": ("db", "pages", "worker", "worker_launch", "app", "streamlit", "sqlalchemy", "alembic"),
     "db": ("pages", "worker", "worker_launch", "app", "streamlit"),
     "pages": ("worker",),
+    # the HTTP API (server.py mounts it): glue like the pages, without Streamlit, and no page imports it
+    "api": ("pages", "worker", "worker_launch", "app", "streamlit"),
     # the launcher starts worker.py as a process: importing it would load the worker into the app
     "worker_launch": ("worker", "pages", "app", "streamlit"),
 }
