@@ -209,9 +209,9 @@ def keep_login_cookie() -> None:
     if cookies is None:
         return
     if kind == "over":
-        cookies.hand_over(detail)
+        cookies.hand_over(detail, cookies.browser_nonce())
     else:
-        cookies.hand_back()
+        cookies.hand_back(cookies.browser_nonce())
 
 
 def require_signin() -> Actor:
@@ -229,6 +229,7 @@ def require_signin() -> Actor:
         st.error(str(exc))
         st.stop()
     if actor != NOBODY:
+        _say_sign_in_kept(actor)
         return actor
     keep_login_cookie()  # a log-out's cookie is cleared from here
     st.title("PLUIE Lab")
@@ -256,6 +257,19 @@ def require_signin() -> Actor:
         st.caption(f"A sign-in lasts {hours:g} hours, in this browser tab only: a reload or a new tab asks again "
                    "(make run keeps it across reloads).")
     st.stop()
+
+
+def _say_sign_in_kept(actor: Actor) -> None:
+    """The cookie's route came back with ?pluie_signin=kept (pages.session_cookie.KEPT_PARAM): a sign-in in
+    another tab of this browser, already signed in as another account, was not used. Said once."""
+    cookies = _cookies()
+    if cookies is None or st.query_params.get(cookies.KEPT_PARAM) != "kept":
+        return
+    del st.query_params[cookies.KEPT_PARAM]
+    from pages.shared import user_text
+
+    st.warning(f"This browser is already signed in as {user_text(actor.name or 'admin')}, so the other sign-in "
+               "was not used: log out first to sign in as another account.")
 
 
 def refuse_page(actor: Actor, page: str) -> None:

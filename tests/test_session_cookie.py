@@ -37,14 +37,19 @@ def cookies_module(monkeypatch, tmp_path):
     return session_cookie
 
 
-def client(module, base_url: str = "http://testserver", peer: str = "203.0.113.9") -> TestClient:
+NONCE = "the-nonce-of-the-browser-that-signed-in"
+
+
+def client(module, base_url: str = "http://testserver", peer: str = "203.0.113.9",
+           nonce: str | None = NONCE) -> TestClient:
+    """A browser: the one that signed in (its nonce, BROWSER_COOKIE), unless ``nonce`` says otherwise."""
     return TestClient(Starlette(routes=module.routes()), base_url=base_url, follow_redirects=False,
-                      client=(peer, 50000))
+                      client=(peer, 50000), cookies={module.BROWSER_COOKIE: nonce} if nonce else None)
 
 
-def grant_of(module, token: str) -> str:
+def grant_of(module, token: str, nonce: str = NONCE) -> str:
     """The grant hand_over put in the address it sends the browser to."""
-    module.hand_over(token)
+    assert module.hand_over(token, nonce)
     address = module.visited[-1]
     assert address.startswith("/_pluie/session?grant=")
     return address.split("grant=", 1)[1].split("&", 1)[0]
@@ -141,7 +146,7 @@ def test_logging_out_clears_the_cookie_and_a_session_grant_is_no_logout(cookies_
     token, _ = auth.issue_admin_session()
     http = client(cookies_module)
     session_grant = grant_of(cookies_module, token)
-    cookies_module.hand_back()
+    assert cookies_module.hand_back(NONCE)
     assert cookies_module.visited[-1].startswith("/_pluie/logout?grant=")
     logout_grant = cookies_module.visited[-1].split("grant=", 1)[1]
 
@@ -173,3 +178,71 @@ def test_the_cookie_routes_are_where_server_py_serves_them(cookies_module):
     assert server.app.script_path.resolve() == (REPO / "app.py").resolve()
     paths = {route.path for route in server.app._user_routes}
     assert {"/_pluie/session", "/_pluie/logout"} <= paths
+
+
+def test_a_grant_opened_in_another_browser_sets_nothing(cookies_module):
+    """Issue 56, item 2: a person who stops their own redirect and hands the link to someone else does not
+    sign that browser in as themselves: the grant is the signing-in browser's (its nonce), once."""
+    token, _ = auth.issue_admin_session()
+    for other in (client(cookies_module, nonce="another-browser"), client(cookies_module, nonce=None)):
+        planted = other.get(f"/_pluie/session?grant={grant_of(cookies_module, token)}&next=/pairs")
+        assert planted.status_code == 303 and planted.headers["location"] == "/"
+        assert not planted.headers.get_list("set-cookie")
+    assert not cookies_module.hand_over(token, None)  # a session whose browser has no nonce sends nothing
+    assert len(cookies_module.visited) == 2
+    grant = grant_of(cookies_module, token)
+    client(cookies_module, nonce="another-browser").get(f"/_pluie/session?grant={grant}")
+    late = client(cookies_module).get(f"/_pluie/session?grant={grant}")  # tried elsewhere: used up
+    assert not late.headers.get_list("set-cookie")
+    logout = cookies_module.hand_back(NONCE) and cookies_module.visited[-1].split("grant=", 1)[1]
+    assert not client(cookies_module, nonce="another-browser").get(
+        f"/_pluie/logout?grant={logout}").headers.get_list("set-cookie")  # a log-out is the browser's too
+
+
+def test_a_browser_signed_in_as_another_account_is_not_switched(cookies_module, tmp_path, monkeypatch):
+    from db import init_db
+    from db.accounts import add_account, password_fingerprint
+
+    engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
+    sam = add_account(engine, "sam", "viewer", password="sam's long password")
+    kim = add_account(engine, "kim", "organiser", password="kim's long password")
+    monkeypatch.setattr(auth, "_FINGERPRINTS", lambda account_id: password_fingerprint(engine, account_id))
+
+    def token_of(info):
+        return auth.issue_admin_session(account_id=info.id, fingerprint=password_fingerprint(engine, info.id))[0]
+
+    held, kims = token_of(sam), token_of(kim)
+    browser = client(cookies_module)
+    browser.cookies.set(ADMIN_COOKIE, held)
+    kept = browser.get(f"/_pluie/session?grant={grant_of(cookies_module, kims)}&next=/pairs?dataset=2")
+    assert kept.status_code == 303 and kept.headers["location"] == "/pairs?dataset=2&pluie_signin=kept"
+    assert not kept.headers.get_list("set-cookie")
+    assert auth.admin_session_expiry(kims) is None  # the sign-in not used is ended
+    again = browser.get(f"/_pluie/session?grant={grant_of(cookies_module, token_of(sam))}&next=/pairs")
+    assert again.headers["location"] == "/pairs" and set_cookie(again)  # the same account: a new token
+    auth.end_admin_session(held)
+    browser = client(cookies_module)
+    browser.cookies.set(ADMIN_COOKIE, held)  # a cookie that no longer counts holds nobody's sign-in
+    replaced = browser.get(f"/_pluie/session?grant={grant_of(cookies_module, token_of(kim))}&next=/pairs")
+    assert replaced.headers["location"] == "/pairs" and set_cookie(replaced)
+    engine.dispose()
+
+
+def test_a_page_gives_a_browser_without_one_its_nonce(cookies_module):
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+
+    app = Starlette(routes=[Route("/", lambda request: HTMLResponse("<html></html>")),
+                            Route("/_stcore/health", lambda request: JSONResponse({}))],
+                    middleware=cookies_module.middleware())
+    assert all(isinstance(m, Middleware) for m in cookies_module.middleware())
+    fresh = TestClient(app).get("/")
+    header = set_cookie(fresh)
+    parts = [part.strip().lower() for part in header.split(";")]
+    assert header.startswith(f"{cookies_module.BROWSER_COOKIE}=") and len(header.split(";")[0]) > 30
+    assert "httponly" in parts and "samesite=lax" in parts and "path=/" in parts
+    assert set_cookie(TestClient(app).get("/")) != header  # each browser its own
+    assert not TestClient(app).get("/_stcore/health").headers.get_list("set-cookie")  # pages only
+    known = TestClient(app, cookies={cookies_module.BROWSER_COOKIE: "already"}).get("/")
+    assert not known.headers.get_list("set-cookie")  # kept, never replaced
