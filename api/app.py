@@ -21,8 +21,10 @@ from db.campaigns import StaleFormError
 from db.review import StaleReviewError
 from db.engine import StoreUnavailable, database_url
 from pluie_core.auth import LOGIN_GUARD, client_address, try_password
+from pluie_core.io import MAX_BYTES
 from pluie_core.roles import Actor, NotAllowed
 
+MAX_BODY = MAX_BYTES + (1 << 20)  # a pair file's bound (pluie_core.io.MAX_BYTES), and a form's fields around it
 THROTTLE_ACCOUNT = "API token"  # the account name the login guard counts wrong tokens under
 NO_TOKEN = ("Send a personal token: Authorization: Bearer <token> (make one in “Your tokens” on the Preferences "
             "page, on the Accounts page, or with python -m db accounts token NAME).")
@@ -117,6 +119,15 @@ def create_app() -> FastAPI:
                    405: "This address does not take this method (see /api/v1/openapi.json)."}.get(
             exc.status_code, str(exc.detail))
         return _error(exc.status_code, message)
+
+    @app.middleware("http")
+    async def _bounded(request: Request, call_next):
+        """A body past the import's bound is refused from its header, before a byte of it is read."""
+        size = request.headers.get("content-length", "")
+        if size.isdigit() and int(size) > MAX_BODY:
+            return _error(413, f"The request is {int(size) / 1e6:.1f} MB; the API takes at most {MAX_BODY / 1e6:.0f} MB "
+                               "at once: send the pairs in parts (append: true).")
+        return await call_next(request)
 
     for kind, status in REFUSALS.items():
         app.add_exception_handler(kind, functools.partial(_refusal, status))

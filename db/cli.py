@@ -6,7 +6,7 @@ app uses (``--db URL``, else PLUIE_DB_URL, pluie_lab.toml, the data folder's plu
 unknown dataset or campaign, a licence that is not an identifier, no store at that path, a folder that is
 not new or empty) prints one line on stderr, exits with status 1 and writes nothing.
 
-``python -m db accounts list|add|invite|role|disable|enable|password|end-sessions``: the Accounts page's
+``python -m db accounts list|add|invite|role|disable|enable|password|end-sessions|token|tokens|revoke-token``: the Accounts page's
 changes (db.accounts). Whoever can open the store is its owner here: the changes are made as "command
 line", which the activity log and the accounts' "created by" show. Passwords are read from stdin (a
 terminal asks twice, unseen), never from the arguments, which other users of the machine can list. A
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from db import access, accounts
+from db import access, accounts, api_tokens
 from db.campaigns import list_campaigns
 from db.datasets import list_datasets
 from db import init_db
@@ -90,6 +90,15 @@ def add_accounts_parser(commands) -> None:
     role = actions.add_parser("role", parents=[store], help="change NAME's role (their sessions end)")
     role.add_argument("name", metavar="NAME")
     role.add_argument("role", metavar="ROLE", help=", ".join(ROLES))
+    token = actions.add_parser("token", parents=[store],
+                               help="print a new personal API token of NAME on the last line (shown once; /api/v1)")
+    token.add_argument("name", metavar="NAME")
+    token.add_argument("--label", default="command line", help="what the token is for, as its list shows it")
+    actions.add_parser("tokens", parents=[store], help="NAME's API tokens: id, name, first characters, last use, state"
+                       ).add_argument("name", metavar="NAME")
+    revoke = actions.add_parser("revoke-token", parents=[store], help="end the API token with this id at once")
+    revoke.add_argument("name", metavar="NAME")
+    revoke.add_argument("token_id", metavar="ID", type=int)
 
 
 def _same_name(name: str) -> str:
@@ -218,6 +227,21 @@ def _accounts_action(engine, args) -> None:
     elif args.action == "end-sessions":
         accounts.end_sessions(engine, info.id)
         print(f"every session of {info.name} ended", file=sys.stderr)
+    elif args.action == "token":
+        made, token = api_tokens.create_token(engine, info.id, args.label)
+        print(f"A new API token of {info.name} ({made.name!r}, id {made.id}), shown only this once; send it as "
+              "Authorization: Bearer <token>:", file=sys.stderr)
+        print(token)
+    elif args.action == "tokens":
+        for made in api_tokens.list_tokens(engine, info.id):
+            print("\t".join([str(made.id), made.name, made.prefix + "…", str(made.last_used_at or "never used"),
+                             "live" if made.live else f"revoked {made.revoked_at}"]))
+    elif args.action == "revoke-token":
+        mine = {made.id for made in api_tokens.list_tokens(engine, info.id)}
+        if args.token_id not in mine:
+            raise ValueError(f"{info.name} has no token {args.token_id} (`python -m db accounts tokens {info.name}`).")
+        api_tokens.revoke_token(engine, args.token_id)
+        print(f"the token {args.token_id} of {info.name} is revoked", file=sys.stderr)
 
 
 def main(argv=None) -> int:

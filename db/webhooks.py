@@ -168,8 +168,7 @@ def check_campaigns(engine: Engine) -> int:
     from db.campaigns import fully_labelled_pairs
 
     with read_session(engine) as session:
-        wanted = [events for (events,) in session.execute(select(Webhook.events).where(Webhook.disabled_at.is_(None)))]
-        if not any("campaign.quota_reached" in events.split(",") for events in wanted):
+        if "campaign.quota_reached" not in _wanted(session):
             return 0
         told = set(session.scalars(select(WebhookDelivery.subject).where(
             WebhookDelivery.event == "campaign.quota_reached")))
@@ -185,6 +184,35 @@ def check_campaigns(engine: Engine) -> int:
         emit_now(engine, "campaign.quota_reached", {"campaign_id": campaign_id, "name": name, "pairs": queued},
                  subject=f"campaign:{campaign_id}")
     return len(complete)
+
+
+def _wanted(session: Session) -> set[str]:
+    return {event for (events,) in session.execute(select(Webhook.events).where(Webhook.disabled_at.is_(None)))
+            for event in events.split(",")}
+
+
+def check_runs(engine: Engine) -> int:
+    """Emit run.finished when a run has scored (or failed on) every pair it queued, once per size of its
+    queue (pairs imported later make it finish again), and run.failed once per failure; only where a webhook
+    wants the event. Returns how many events were queued. The worker's sender calls it between deliveries:
+    an event follows the state the store holds, whichever worker wrote it."""
+    from db.runs import runs_progress
+
+    with read_session(engine) as session:
+        wanted = _wanted(session) & {"run.finished", "run.failed"}
+        if not wanted:
+            return 0
+        told = set(session.scalars(select(WebhookDelivery.subject).where(WebhookDelivery.event.in_(wanted))))
+    queued = 0
+    for run in runs_progress(engine):
+        data = {"run_id": run.id, "name": run.name, "kind": run.kind, "model": run.model, "total": run.total,
+                "done": run.done, "failed": run.failed}
+        if "run.failed" in wanted and run.status == "failed" and f"run:{run.id}:failed" not in told:
+            queued += emit_now(engine, "run.failed", {**data, "error": run.error}, subject=f"run:{run.id}:failed")
+        subject = f"run:{run.id}:{run.total}"
+        if "run.finished" in wanted and run.total and run.up_to_date and subject not in told:
+            queued += emit_now(engine, "run.finished", data, subject=subject)
+    return queued
 
 
 def _claim(engine: Engine, now: dt.datetime, limit: int) -> list[tuple[int, str, str, str, int, dt.datetime]]:
@@ -241,3 +269,31 @@ def send_due(engine: Engine, post: Callable[..., Any], now: Optional[dt.datetime
             session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id).values(**values))
         tried += 1
     return tried
+
+
+def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable[..., Any]] = None) -> None:
+    """The sender's loop (the worker runs it in a daemon thread): until ``stop`` (a threading.Event) is set,
+    queue the events that follow the store's state (check_runs, check_campaigns) and post what is due. A
+    failure of the store or a receiver is logged and tried again at the next turn; it never ends the loop."""
+    import logging
+
+    import httpx
+
+    log = logging.getLogger("pluie_lab.webhooks")
+    client = None
+    if post is None:
+        client = httpx.Client(follow_redirects=False)
+        post = client.post
+    try:
+        while not stop.is_set():
+            try:
+                check_runs(engine)
+                check_campaigns(engine)
+                while send_due(engine, post) and not stop.is_set():
+                    pass
+            except Exception:  # the store away, a bug: said in the log, tried again at the next turn
+                log.exception("webhook sender: this turn failed; trying again in %.0f s", every)
+            stop.wait(every)
+    finally:
+        if client is not None:
+            client.close()

@@ -104,6 +104,7 @@ PAGE_ROLES: dict[str, str] = {
     "scoring": "organiser", "campaigns": "organiser", "review": "reviewer", "live_campaign": "organiser",
     "agreement": "viewer", "thresholds": "viewer", "distributions": "viewer", "disagreements": "viewer",
     "scorecard": "viewer", "correlation": "viewer", "preferences": "viewer", "accounts": "owner",
+    "api_access": "viewer",
 }
 
 

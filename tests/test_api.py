@@ -1,0 +1,213 @@
+"""The HTTP API (/api/v1) and its Python client, through the README's server (server.py, a real process on a real
+port, its own SQLite file) and the library's client (pluie_core.client.Lab over httpx): tokens made on the command
+line, every write checked as the pages check it, errors as JSON sentences with their status, cursor pages, streamed
+exports, the publish zip, the OpenAPI description."""
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+
+from db import access, init_db
+from db.accounts import add_account, actor_for, disable_account, set_role
+from db.models import ApiToken
+from pluie_core.client import Lab, LabError
+from pluie_core.roles import OPEN
+from tests.browser import start_app, stop_app
+from tests.paths import REPO
+
+pytestmark = pytest.mark.slow
+
+ROWS = [{"source": f"The cat number {i} sleeps.", "hypothesis": f"Cat {i} is asleep.", "label": i % 2, "id": f"p{i}"}
+        for i in range(12)]
+
+
+def make_token(db_url: str, name: str) -> str:
+    """A token as an owner makes one for a person: `python -m db accounts token NAME`, its last line."""
+    done = subprocess.run([sys.executable, "-m", "db", "accounts", "token", name, "--db", db_url],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "shown only this once" in done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("api")
+    db_url = f"sqlite:///{folder / 'store.db'}"
+    engine = init_db(db_url)
+    with access.acting_as(OPEN):
+        people = {name: add_account(engine, name, role, password="long enough pw")
+                  for name, role in (("olga", "owner"), ("otto", "organiser"), ("vera", "viewer"), ("dan", "organiser"))}
+    tokens = {name: make_token(db_url, name) for name in people}
+    server = start_app(db_url, folder / "server.log", extra_env={"PLUIE_DATA_DIR": str(folder / "data"),
+                                                                 "PLUIE_TRUSTED_PROXIES": "127.0.0.1"})
+    yield server, engine, people, tokens
+    stop_app(server)
+    engine.dispose()
+
+
+def test_a_token_is_shown_once_stored_hashed_and_acts_with_its_account_role(lab_server):
+    server, engine, people, tokens = lab_server
+    with engine.connect() as connection:
+        stored = connection.execute(ApiToken.__table__.select()).mappings().all()
+    assert len(stored) == 4 and all(row["token_hash"] != tokens[name] for row, name in zip(stored, tokens))
+    store_bytes = open(server.db_url.removeprefix("sqlite:///"), "rb").read()
+    assert not any(token.encode() in store_bytes for token in tokens.values())  # only its sha256 is kept
+
+    with Lab(server.url, tokens["vera"]) as lab:
+        assert lab.me() == {"account_id": people["vera"].id, "name": "vera", "role": "viewer"}
+        assert isinstance(lab.datasets(), pd.DataFrame)  # a viewer reads
+        with pytest.raises(LabError) as refused:  # and writes nothing
+            lab.import_pairs(pd.DataFrame(ROWS), name="from a viewer")
+        assert refused.value.status == 403
+        assert "viewer" in refused.value.message and "import" in refused.value.message
+    with Lab(server.url, tokens["olga"]) as lab:
+        assert "from a viewer" not in set(lab.datasets().get("dataset", []))
+
+    # the role at the time of the request: promoted, the same token writes; disabled, it stops at once
+    with access.acting_as(actor_for(people["olga"])):
+        set_role(engine, people["vera"].id, "organiser")
+    with Lab(server.url, tokens["vera"]) as lab:
+        assert lab.me()["role"] == "organiser"
+    with access.acting_as(actor_for(people["olga"])):
+        disable_account(engine, people["vera"].id)
+    with Lab(server.url, tokens["vera"]) as lab, pytest.raises(LabError) as gone:
+        lab.me()
+    assert gone.value.status == 401 and "disabled" in gone.value.message
+
+
+def test_errors_are_json_sentences_with_their_status_and_nothing_half_written(lab_server):
+    server, engine, people, tokens = lab_server
+    url = server.url + "/api/v1"
+    no_token = httpx.get(f"{url}/datasets")
+    assert no_token.status_code == 401 and "Authorization: Bearer" in no_token.json()["error"]
+    with Lab(server.url, tokens["otto"]) as lab:
+        before = len(lab.datasets())
+        bad = ROWS[:3] + [{"source": "", "hypothesis": "nothing on the left"}] + ROWS[3:5]
+        with pytest.raises(LabError) as refused:
+            lab.import_pairs(pd.DataFrame(bad), name="half bad")
+        assert refused.value.status == 400 and "source sentence is empty" in refused.value.message
+        assert len(lab.datasets()) == before  # all or nothing
+        with pytest.raises(LabError) as missing:
+            lab.dataset(999_999)
+        assert missing.value.status == 404 and missing.value.message == "There is no dataset 999999."
+        with pytest.raises(LabError) as invalid:
+            lab._json("POST", "/campaigns", json={"name": "x", "dataset_ids": "one"})
+        assert invalid.value.status == 400 and invalid.value.message.startswith("dataset_ids:")
+    # a body past the bound is refused from its header, before the server reads it
+    connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=30)
+    connection.putrequest("POST", "/api/v1/datasets")
+    for header, value in (("Authorization", f"Bearer {tokens['otto']}"), ("Content-Type", "application/json"),
+                          ("Content-Length", str(60 * 1024 * 1024))):
+        connection.putheader(header, value)
+    connection.endheaders()
+    huge = connection.getresponse()
+    assert huge.status == 413 and "at most 53 MB" in json.loads(huge.read())["error"]
+    connection.close()
+    openapi = httpx.get(f"{url}/openapi.json").json()
+    assert {"/datasets", "/datasets/{dataset_id}/pairs", "/runs", "/runs/{run_id}/scores", "/campaigns",
+            "/export", "/publish", "/webhooks"} <= set(openapi["paths"])
+
+
+def test_wrong_tokens_are_throttled_like_passwords_per_address(lab_server):
+    """A guesser behind the (trusted) proxy waits after five wrong tokens; anyone else goes on."""
+    server, engine, people, tokens = lab_server
+    url = server.url + "/api/v1/me"
+    guesser = {"X-Forwarded-For": "203.0.113.7"}
+    statuses = [httpx.get(url, headers={**guesser, "Authorization": f"Bearer pluie_guess{i}"}).status_code
+                for i in range(7)]
+    assert statuses[:6] == [401] * 6 and statuses[6] == 429
+    refused = httpx.get(url, headers={**guesser, "Authorization": f"Bearer {tokens['dan']}"})
+    assert refused.status_code == 429 and "Too many attempts" in refused.json()["error"]  # this address waits
+    assert int(refused.headers["Retry-After"]) >= 1
+    other = httpx.get(url, headers={"X-Forwarded-For": "198.51.100.4", "Authorization": f"Bearer {tokens['dan']}"})
+    assert other.status_code == 200 and other.json()["name"] == "dan"
+
+
+def test_a_notebook_imports_pages_labels_and_publishes_through_the_client(lab_server, tmp_path):
+    server, engine, people, tokens = lab_server
+    frame = pd.DataFrame(ROWS)
+    with Lab(server.url, tokens["olga"]) as lab:
+        made = lab.import_pairs(frame, name="notebook pairs")
+        assert made["pairs"] == 12 and made["name"] == "notebook pairs"
+        dataset_id = made["dataset_id"]
+        pairs = lab.pairs(dataset_id, page_size=5)  # three pages, read for you
+        assert list(pairs["external_id"]) == [f"p{i}" for i in range(12)]
+        assert list(lab.pairs(dataset_id, text="number 1")["external_id"]) == ["p1", "p10", "p11"]
+        page = lab._json("GET", f"/datasets/{dataset_id}/pairs", params={"limit": 5})
+        assert len(page["items"]) == 5 and page["next_after"] == page["items"][-1]["pair_id"]
+
+        campaign = lab.campaigns.create("notebook round", [dataset_id], quota=12, overlap=1, n_training=0,
+                                        annotators=["ana"])
+        assert campaign["annotators"][0]["link"].startswith(server.url + "/?token=")
+        with pytest.raises(LabError) as taken:
+            lab.campaigns.create("notebook round", [dataset_id])
+        assert taken.value.status == 400
+        progress = lab.campaign(campaign["id"]).progress()
+        assert progress["progress"]["pairs_in_queue"] == 12
+
+        # ana labels three pairs in the browser's own way (db.serving), then the final labels come back
+        from db.annotators import annotator_for_token
+        from db.serving import record_label, serve_next
+
+        ana = annotator_for_token(engine, campaign["annotators"][0]["token"])
+        for level in (3, 0, 3):
+            served = serve_next(engine, ana.id)
+            record_label(engine, ana.id, served.position, level, 2.0, token=campaign["annotators"][0]["token"])
+        final = lab.final_labels(campaign=campaign["id"])
+        assert list(final.columns) == ["dataset", "pair_id", "external_id", "source", "hypothesis", "final_level",
+                                       "final_label", "final_binary", "final_source"]
+        assert final["final_source"].value_counts().to_dict() == {"none": 9, "majority": 3}
+        annotators = lab.campaign(campaign["id"]).annotators()
+        assert annotators.loc[0, "annotator"] == "ana" and annotators.loc[0, "labelled"] == 3
+
+        # the same table as CSV, streamed in chunks, is the Export page's file
+        csv = httpx.get(f"{server.url}/api/v1/export", params={"datasets": str(dataset_id), "format": "csv"},
+                        headers={"Authorization": f"Bearer {tokens['olga']}"})
+        assert csv.headers["content-type"].startswith("text/csv")
+        read = pd.read_csv(io.BytesIO(csv.content), encoding="utf-8-sig")
+        assert len(read) == 12 and read["external_id"].tolist() == [f"p{i}" for i in range(12)]
+        long = lab.export(datasets=[dataset_id], layout="long")
+        assert len(long) == 3 and set(long["level_name"]) == {"Same meaning", "Very different"}
+
+        zipped = lab.publish(tmp_path / "out.zip", licence="cc-by-4.0", dataset_ids=[dataset_id])
+        names = zipfile.ZipFile(zipped).namelist()
+        assert any(n.endswith("README.md") for n in names) and any(n.endswith(".parquet") for n in names)
+    written = Path(server.db_url.removeprefix("sqlite:///")).parent / "data" / "api-publish"
+    assert written.is_dir() and not any(written.iterdir())  # the folder went out as a zip and was removed
+
+
+def test_a_run_is_created_followed_paused_and_its_scores_paged(lab_server):
+    server, engine, people, tokens = lab_server
+    with Lab(server.url, tokens["otto"]) as lab:
+        dataset_id = lab.import_pairs(pd.DataFrame(ROWS), name="run pairs")["dataset_id"]
+        run = lab.runs.create(model="levenshtein", kind="baseline", name="edit distance (api)", dataset_ids=[dataset_id])
+        assert run["status"] == "active" and run["total"] == 12 and run["done"] == 0
+        assert lab.runs.pause(run["id"])["status"] == "paused"
+        with pytest.raises(LabError) as twice:
+            lab.runs.pause(run["id"])
+        assert twice.value.status == 400 and "paused run cannot be set to paused" in twice.value.message
+        assert lab.runs.resume(run["id"])["status"] == "active"
+        worker = subprocess.run([sys.executable, "worker.py", "--db", server.db_url, "--exit-when-idle",
+                                 "--no-default-runs", "--runs", str(run["id"])], cwd=REPO, timeout=300,
+                                capture_output=True, text=True, env={**os.environ, "PLUIE_NO_WORKER": "1"})
+        assert worker.returncode == 0, worker.stderr[-2000:]
+        done = lab.runs.wait(run["id"], timeout=30)
+        assert done["done"] == 12 and done["up_to_date"]
+        scores = lab.runs.scores(run["id"], page_size=5)
+        assert len(scores) == 12 and scores["pair_id"].is_monotonic_increasing
+        assert scores["score"].between(0, 1).all()
+        with pytest.raises(LabError) as wrong:
+            lab.runs.create(model="no-such-metric", kind="baseline", dataset_ids=[dataset_id])
+        assert wrong.value.status == 400
+        assert len(lab.runs.list()) == len({r["id"] for r in lab.runs.list()})
