@@ -19,6 +19,7 @@ import datetime as dt
 import functools
 import importlib
 import logging
+import time
 from types import ModuleType
 from typing import Optional
 
