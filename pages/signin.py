@@ -49,7 +49,7 @@ MENU = {
                  ("distributions", "Distributions", "bar_chart"), ("disagreements", "Disagreements", "compare_arrows"),
                  ("scorecard", "Scorecard", "scoreboard"), ("correlation", "Correlation", "scatter_plot"),
                  ("preferences", "Preferences", "thumbs_up_down")],
-    "Team": [("accounts", "Accounts", "manage_accounts")],
+    "Team": [("accounts", "Accounts", "manage_accounts"), ("api_access", "API & webhooks", "api")],
 }
 TITLES = {key: title for entries in MENU.values() for key, title, _ in entries}
 
