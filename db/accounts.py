@@ -36,7 +36,8 @@ from pluie_core.roles import Actor, check_role
 __all__ = ["AccountError", "AccountInfo", "MIN_PASSWORD", "INVITE_HOURS", "accounts_in_force", "list_accounts",
            "account", "account_by_name", "account_by_email", "add_account", "invite", "invitation_account",
            "accept_invitation", "set_password", "set_role", "disable_account", "enable_account", "end_sessions",
-           "check_password", "ensure_owner_from_admin_password", "actor_for", "OWNER_FROM_ADMIN", "password_fingerprint"]
+           "check_password", "password_matches", "ensure_owner_from_admin_password", "actor_for", "OWNER_FROM_ADMIN",
+           "password_fingerprint"]
 
 MIN_PASSWORD = 8  # characters
 INVITE_HOURS = 72.0  # how long an invitation link works
@@ -290,6 +291,13 @@ def _no_such() -> str:
 def check_password(engine: Engine, name: str, password: str) -> Optional[AccountInfo]:
     """The active account ``name`` when ``password`` is its password, else None (an unknown name costs
     the same bcrypt check, so timing does not tell which names exist)."""
+    found = password_matches(engine, name, password)
+    return found if found is not None and found.active else None
+
+
+def password_matches(engine: Engine, name: str, password: str) -> Optional[AccountInfo]:
+    """The account ``name``, active or disabled, when ``password`` is its password, else None (so only who
+    knows the password learns that an account is disabled; the same bcrypt check for an unknown name)."""
     found = account_by_name(engine, name)
     stored = None
     with read_session(engine) as session:
@@ -299,7 +307,7 @@ def check_password(engine: Engine, name: str, password: str) -> Optional[Account
         matches = bcrypt.checkpw(bcrypt_input(password or ""), (stored or _no_such()).encode("ascii"))
     except ValueError:  # a malformed stored hash matches nothing
         matches = False
-    if not matches or stored is None or found is None or not found.active:
+    if not matches or stored is None or found is None:
         return None
     return found
 

@@ -34,6 +34,9 @@ from pluie_core.roles import NOBODY, OPEN, Actor, can_open
 ADMIN_TOKEN = "_pluie_admin_token"  # the session token this browser session holds
 LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
 COOKIE_ACTION = "_pluie_cookie_action"  # what the browser's cookie is still to be told: ("over", token) / ("back", _)
+SIGNED_IN_AS = "_pluie_signed_in_as"  # (account id, role, end) of the sign-in this session holds: to say why it ended
+SIGNED_OUT_WHY = "_pluie_signed_out_why"  # the sentence the sign-in form shows: why this browser's sign-in ended
+DISABLED = "This account is disabled: ask an owner to enable it."
 
 _log = logging.getLogger("pluie_lab.login")
 
@@ -106,11 +109,34 @@ def _password_account(engine) -> Optional[accounts.AccountInfo]:
     if token is None and not st.session_state.get(LOGGED_OUT):
         token = _browser_token()
     account_id = auth.session_account(token)
-    if account_id is None or auth.admin_session_expiry(token, fingerprint_of=_fingerprints(engine)) is None:
+    end = auth.admin_session_expiry(token, fingerprint_of=_fingerprints(engine)) if account_id is not None else None
+    if end is None:
+        if token is not None:  # a sign-in that no longer counts: say why on the sign-in form
+            st.session_state[SIGNED_OUT_WHY] = _why_signed_out(engine, st.session_state.pop(SIGNED_IN_AS, None))
         st.session_state.pop(ADMIN_TOKEN, None)
         return None
     st.session_state[ADMIN_TOKEN] = token
-    return accounts.account(engine, account_id)
+    info = accounts.account(engine, account_id)
+    if info is not None:
+        st.session_state[SIGNED_IN_AS] = (info.id, info.role, end)
+    return info
+
+
+def _why_signed_out(engine, held: Optional[tuple]) -> str:
+    """Why the sign-in this session held (``held``: its account id, role and end) ended; without one (a
+    cookie from before this session) a sentence that names no account, since anyone can send a cookie."""
+    if held is None:
+        return ("Your sign-in on this browser has ended (a changed role or password, a disabled account, or an "
+                "owner ended it): sign in again.")
+    account_id, role, end = held
+    info = accounts.account(engine, account_id)
+    if info is None or not info.active:
+        return "An owner has disabled your account, which signed you out: ask an owner to enable it."
+    if info.role != role:
+        return f"An owner changed your role from {role} to {info.role}, which signed you out: sign in again."
+    if end <= time.time():
+        return f"Your sign-in ended after {auth.admin_session_hours():g} hours: sign in again."
+    return "Your sign-in was ended (a new password, or an owner ended your sessions): sign in again."
 
 
 def _provider_account(engine) -> Optional[accounts.AccountInfo]:
@@ -172,16 +198,17 @@ def log_in(password: str, name: str = "") -> Optional[str]:
     found: list[Optional[accounts.AccountInfo]] = []
 
     def right() -> bool:
-        found.append(accounts.check_password(engine, name, password or ""))
-        return found[-1] is not None
+        found.append(accounts.password_matches(engine, name, password or ""))
+        return found[-1] is not None and found[-1].active
 
     refused = auth.try_password(right, client, counted, wrong="Wrong account or password")
-    if refused:
-        return refused
+    if refused:  # a disabled account is told so, only with its right password (counted as a failure all the same)
+        return DISABLED if found and found[-1] is not None else refused
     info = found[-1]
     token = auth.issue_admin_session(account_id=info.id, fingerprint=accounts.password_fingerprint(engine, info.id))[0]
     st.session_state[ADMIN_TOKEN] = token
     st.session_state.pop(LOGGED_OUT, None)
+    st.session_state.pop(SIGNED_OUT_WHY, None)
     st.session_state[COOKIE_ACTION] = ("over", token)
     return None
 
@@ -191,6 +218,7 @@ def log_out() -> None:
     engine = _engine()
     by_provider = _provider_account(engine) is not None  # before LOGGED_OUT, which hides the provider's sign-in
     auth.end_admin_session(st.session_state.pop(ADMIN_TOKEN, None), fingerprint_of=_fingerprints(engine))
+    st.session_state.pop(SIGNED_IN_AS, None)
     st.session_state[LOGGED_OUT] = True
     st.session_state[COOKIE_ACTION] = ("back", by_provider)
 
@@ -234,6 +262,8 @@ def require_signin() -> Actor:
         return actor
     keep_login_cookie()  # a log-out's cookie is cleared from here
     st.title("PLUIE Lab")
+    if st.session_state.get(SIGNED_OUT_WHY):
+        st.warning(st.session_state[SIGNED_OUT_WHY])
     with st.form("sign-in"):
         name = st.text_input("Account", placeholder=accounts.OWNER_FROM_ADMIN,
                              help="Your account's name; leave it empty to sign in as admin.")

@@ -134,6 +134,7 @@ def test_an_owner_invites_a_viewer_who_reads_only_until_made_an_organiser(tmp_pa
         vic.goto(f"{server.url}/import_pairs")  # the role change ended vic's sign-in, cookie and all
         vic.get_by_label("Password", exact=True).wait_for(timeout=30_000)
         assert vic.get_by_role("button", name="Log out").count() == 0
+        wait_for_shown_text(vic, "Your sign-in on this browser has ended (a changed role")  # said (issue 56, item 8)
         sign_in(vic, f"{server.url}/import_pairs", "vic", "vic's own password")
         wait_for_shown_text(vic, "Signed in as vic (organiser)")
         assert set(ORGANISING) <= menu(vic)
