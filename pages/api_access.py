@@ -68,10 +68,11 @@ if record.get("error"):
 st.subheader("Your tokens")
 st.caption(f"A token acts as {user_text(actor.name)} with your role ({actor.role}) at the time of each request: "
            "a viewer's token reads and nothing more. It is shown once; the store keeps only its hash.")
-if "token" in record:
-    name, token = record.pop("token")
-    st.success(f"Your new token “{user_text(name)}”, shown only this once: copy it now.")
+if "token" in record:  # until its maker says it is copied (a rerun must not lose it)
+    name, token = record["token"]
+    st.warning(f"Your new token “{user_text(name)}”, shown only once: copy it now.")
     st.code(token, language=None)
+    st.button("I have copied it", key="token-copied", on_click=lambda: record.pop("token", None))
 batch = record["token-batch"]
 with st.form(f"token-form-{batch}", clear_on_submit=False, enter_to_submit=False):
     st.text_input("What it is for", key=f"token-name-{batch}", placeholder="e.g. labelling notebook")
@@ -127,9 +128,10 @@ st.caption("A URL told of events by a signed POST (X-Pluie-Signature: HMAC-SHA25
            "pluie_core.webhooks.verify). The worker sends them and retries a failure with back-off for a day; a slow "
            "receiver never slows the app or the scoring.")
 if "secret" in record:
-    url, secret = record.pop("secret")
-    st.success(f"Deliveries to {user_text(url)} are signed with this secret, shown only this once:")
+    url, secret = record["secret"]
+    st.warning(f"Deliveries to {user_text(url)} are signed with this secret, shown only once: copy it now.")
     st.code(secret, language=None)
+    st.button("I have copied it", key="secret-copied", on_click=lambda: record.pop("secret", None))
 batch = record["hook-batch"]
 with st.form(f"hook-form-{batch}", enter_to_submit=False):
     st.text_input("URL", key=f"hook-url-{batch}", placeholder="https://example.org/pluie-events")

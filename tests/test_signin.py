@@ -20,7 +20,7 @@ from tests.paths import REPO
 
 APP = str(REPO / "app.py")
 READING = ["Datasets", "Pairs", "Agreement", "Thresholds", "Distributions", "Disagreements", "Scorecard",
-           "Correlation", "Preferences"]
+           "Correlation", "Preferences", "API & webhooks"]
 
 
 @pytest.fixture
