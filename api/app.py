@@ -101,7 +101,7 @@ async def _refusal(status: int, request, exc: Exception) -> JSONResponse:
 def create_app() -> FastAPI:
     from api import hooks, routes
 
-    app = FastAPI(title="PLUIE Lab API", version="1", openapi_url="/openapi.json", docs_url="/docs", redoc_url=None,
+    app = FastAPI(title="PLUIE Lab API", version="1", openapi_url="/openapi.json", docs_url=None, redoc_url=None,
                   description="Datasets, pairs, score runs, campaigns, labels and publishing, for scripts and "
                               "pipelines. Every request sends `Authorization: Bearer <token>`.")
 

@@ -23,7 +23,7 @@ from db.models import ApiToken
 from pluie_core.client import Lab, LabError
 from pluie_core.roles import OPEN
 from tests.browser import start_app, stop_app
-from tests.paths import REPO
+from tests.paths import DATASETS, REPO
 
 pytestmark = pytest.mark.slow
 
@@ -211,3 +211,25 @@ def test_a_run_is_created_followed_paused_and_its_scores_paged(lab_server):
             lab.runs.create(model="no-such-metric", kind="baseline", dataset_ids=[dataset_id])
         assert wrong.value.status == 400
         assert len(lab.runs.list()) == len({r["id"] for r in lab.runs.list()})
+
+
+def test_a_corpus_file_uploads_as_the_import_page_reads_it(lab_server, tmp_path):
+    """MRPC's own file, in its own format, through the multipart route: the same reader, the same counts; a file
+    the reader refuses is one sentence and stores nothing."""
+    server, engine, people, tokens = lab_server
+    mrpc = DATASETS / "mrpc" / "msr_paraphrase_test.txt"
+    from pluie_core.io import load_pairs
+
+    expected = load_pairs(mrpc)
+    with Lab(server.url, tokens["otto"]) as lab:
+        made = lab.import_file(mrpc, name="MRPC test (api)")
+        assert made["pairs"] == len(expected) == 1725 and made["name"] == "MRPC test (api)"
+        row = lab.dataset(made["dataset_id"])
+        assert row["pairs"] == 1725 and row["gold labels"] == 1725 and row["format"] == "mrpc"
+        before = len(lab.datasets())
+        broken = tmp_path / "broken.csv"
+        broken.write_text("source,hypothesis,label\nA cat.,A dog.,1\nA cow.,,0\n", encoding="utf-8")
+        with pytest.raises(LabError) as refused:
+            lab.import_file(broken)
+        assert refused.value.status == 400 and "hypothesis" in refused.value.message
+        assert len(lab.datasets()) == before
