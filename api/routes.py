@@ -387,3 +387,51 @@ def publish(body: Publish, actor: Actor = Authenticated) -> Response:
         shutil.rmtree(work, ignore_errors=True)
     return Response(data, media_type="application/zip",
                     headers={"Content-Disposition": 'attachment; filename="pluie_lab_dataset.zip"'})
+
+
+# ------------------------------------------------------------------------------------------- review
+
+def _plain_tree(value: Any) -> Any:
+    """A review item's values as JSON holds them: frames as lists of records, mappings and lists walked."""
+    if isinstance(value, pd.DataFrame):
+        return _records(value)
+    if isinstance(value, pd.Series):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, dict):
+        return {str(k): _plain_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_tree(v) for v in value]
+    return _plain(value)
+
+
+@router.get("/pairs/{pair_id}/review", tags=["review"],
+            summary="What Review shows of a pair: its labels, scores, majority, the decision in force and its revision")
+def review_pair(pair_id: int, actor: Actor = Authenticated) -> dict:
+    from db.review import review_item
+
+    with acting(actor):
+        access.require("read")
+        item = review_item(engine(), pair_id)
+    if item is None:
+        raise ApiError(404, f"There is no pair {pair_id}.")
+    return _plain_tree(item)
+
+
+class Decision(BaseModel):
+    level: Optional[int] = Field(description="The final level, 0-3 (Very different … Same meaning); null withdraws "
+                                             "the decision in force")
+    note: str = ""
+    revision: int = Field(description="The revision your decision follows (the review's `revision`; 0 for none): "
+                                      "another reviewer's decision since is a 409, and nothing is written")
+
+
+@router.put("/pairs/{pair_id}/final", tags=["review"],
+            summary="Set (or withdraw) a pair's final level, as Review does; 409 when someone decided since")
+def decide(pair_id: int, body: Decision, actor: Actor = Authenticated) -> dict:
+    from db.review import adjudicate, review_item
+
+    with acting(actor):
+        if review_item(engine(), pair_id) is None:
+            raise ApiError(404, f"There is no pair {pair_id}.")
+        revision = adjudicate(engine(), pair_id, body.level, actor.name, body.note, seen_revision=body.revision)
+    return {"pair_id": pair_id, "level": body.level, "revision": revision}

@@ -157,6 +157,17 @@ class Lab:
             fh.write(answer.content)
         return str(path)
 
+    # ------------------------------------------------------------------ review
+    def review(self, pair_id: int) -> dict:
+        """What Review shows of a pair: labels, scores, majority, the decision in force, its ``revision``."""
+        return self._json("GET", f"/pairs/{int(pair_id)}/review")
+
+    def decide(self, pair_id: int, level: Optional[int], *, revision: int, note: str = "") -> int:
+        """A reviewer's final level (0-3; None withdraws the decision), after the ``revision`` read with review();
+        LabError 409 when another reviewer decided since. Returns the new revision."""
+        return self._json("PUT", f"/pairs/{int(pair_id)}/final",
+                          json={"level": level, "note": note, "revision": int(revision)})["revision"]
+
     # ------------------------------------------------------------------ campaigns, webhooks
     def campaign(self, campaign_id: int) -> "Campaign":
         return Campaign(self, int(campaign_id))

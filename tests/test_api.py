@@ -233,3 +233,31 @@ def test_a_corpus_file_uploads_as_the_import_page_reads_it(lab_server, tmp_path)
             lab.import_file(broken)
         assert refused.value.status == 400 and "hypothesis" in refused.value.message
         assert len(lab.datasets()) == before
+
+
+def test_a_reviewer_decides_through_the_api_and_a_stale_revision_is_a_conflict(lab_server):
+    server, engine, people, tokens = lab_server
+    with access.acting_as(OPEN):
+        add_account(engine, "rita", "reviewer", password="long enough pw")
+    rita = make_token(server.db_url, "rita")
+    with Lab(server.url, tokens["otto"]) as lab:
+        dataset_id = lab.import_pairs(pd.DataFrame(ROWS[:3]), name="to review")["dataset_id"]
+        pair_id = int(lab.pairs(dataset_id)["pair_id"].iloc[0])
+    with Lab(server.url, rita) as lab:
+        item = lab.review(pair_id)
+        assert item["revision"] == 0 and item["adjudication"] is None
+        assert lab.decide(pair_id, 3, revision=0, note="clearly the same") == 1
+        with pytest.raises(LabError) as stale:  # decided on a page read before that decision
+            lab.decide(pair_id, 0, revision=0)
+        assert stale.value.status == 409 and "rita decided on this pair meanwhile" in stale.value.message
+        item = lab.review(pair_id)
+        assert item["revision"] == 1 and item["adjudication"]["level"] == 3 and item["adjudication"]["reviewer"] == "rita"
+        with pytest.raises(LabError) as missing:
+            lab.review(10**9)
+        assert missing.value.status == 404
+        with pytest.raises(LabError) as organisers:  # exports are an organiser's, as on the Export page
+            lab.final_labels(datasets=[dataset_id])
+        assert organisers.value.status == 403
+    with Lab(server.url, tokens["otto"]) as lab:
+        final = lab.final_labels(datasets=[dataset_id]).set_index("pair_id")
+        assert final.loc[pair_id, "final_source"] == "adjudicated" and final.loc[pair_id, "final_label"] == "Same meaning"
