@@ -22,8 +22,8 @@ def done() -> dict:
 
 here = (st.context.url or "").split("?")[0].rstrip("/").removesuffix("/api_access")
 st.caption(f"Scripts and pipelines reach this app at `{here}/api/v1` with a personal token "
-           f"(`Authorization: Bearer <token>`); every route is described at `{here}/api/v1/openapi.json`. In Python: `from pluie_core.client import Lab; lab = Lab(url, token)` "
-           "(docs/api.md).")
+           f"(`Authorization: Bearer <token>`); every route is described at `{here}/api/v1/openapi.json`. "
+           "In Python: `from pluie_core.client import Lab; lab = Lab(url, token)` (docs/api.md).")
 if not session_cookie.routes_installed():
     st.warning("This server was started with `streamlit run app.py`, which serves no API: start it with `make run` "
                "(scripts/serve.py, which serves server.py).")
