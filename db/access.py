@@ -57,9 +57,10 @@ def current_actor() -> Actor:
     return OPEN
 
 
-def require(action: str) -> Actor:
-    """The current actor when its role allows ``action`` (pluie_core.roles.ACTIONS), else NotAllowed."""
-    return _require(current_actor(), action)
+def require(action: str, doing: Optional[str] = None) -> Actor:
+    """The current actor when its role allows ``action`` (pluie_core.roles.ACTIONS), else NotAllowed
+    with a sentence naming what was refused (``doing``: "delete a dataset"; else the action's words)."""
+    return _require(current_actor(), action, doing)
 
 
 def actor_name() -> str:

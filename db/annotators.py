@@ -65,7 +65,7 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
     given twice, or already used in the campaign (letter case and spacing aside, revoked links
     included), refuses the whole list, so that no two rows of the results share a name; a lost
     link is replaced with new_link, which keeps the annotator and their labels. Organisers only (db.access)."""
-    access.require("organise")
+    access.require("organise", "add annotators")
     names = [" ".join((n or "").split()) for n in names]
     names = [person_name(f"The annotator name “{_shown(n)}…”", n) for n in names if n]
     if not names:
@@ -111,7 +111,7 @@ def new_link(engine: Engine, annotator_id: int) -> str:
     """A new personal link for the same annotator, e.g. when theirs is lost: the old link stops
     working at once, the labels and the place in the queue stay theirs, and a revoked annotator
     can label again. Returns the new token (shown once, only its hash is stored). Organisers only."""
-    access.require("organise")
+    access.require("organise", "make a new labelling link")
     token = new_token()
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)
@@ -127,7 +127,7 @@ def new_link(engine: Engine, annotator_id: int) -> str:
 def revoke_annotator(engine: Engine, annotator_id: int) -> None:
     """The link stops working; a pair reserved but not answered goes back to the queue.
     Labels already given stay. Organisers only (db.access)."""
-    access.require("organise")
+    access.require("organise", "revoke an annotator's link")
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id, with_for_update=True)  # after an answer being stored
         if annotator is None:

@@ -140,7 +140,7 @@ def create_campaign(
     score filters, a random sample drawn with ``seed``; None takes every pair, and the pairs imported
     into the datasets later. ``distribution`` says how the queue is shared (DISTRIBUTIONS).
     Organisers only (db.access); the campaign records who created it."""
-    access.require("organise")
+    access.require("organise", "create a campaign")
     if not (name or "").strip():
         raise CampaignError("Give the campaign a name.")
     name = clean_name("The campaign name", name, CampaignError)
@@ -290,7 +290,7 @@ def add_pairs_to_campaigns(session: Session, dataset_id: int, pair_ids: Sequence
 def reorder_campaign(engine: Engine, campaign_id: int) -> None:
     """Recompute the serving order, e.g. once the informative run has scored more pairs.
     Pairs already served keep their assignments; only what comes next changes."""
-    access.require("organise")
+    access.require("organise", "reorder a campaign's queue")
     with write_session(engine) as session:
         campaign = session.get(Campaign, campaign_id)
         if campaign is None:
@@ -323,7 +323,7 @@ def update_campaign(engine: Engine, campaign_id: int, *, guidelines: Optional[st
     CLI, scripts) saves without that check. Guidelines over MAX_GUIDELINES characters, or holding a NUL, are
     refused with a sentence. Returns the guidelines' revision after the call. Organisers only (db.access);
     each change is a line of the campaign's activity."""
-    access.require("organise")
+    access.require("organise", "change a campaign's settings")
     if aggregation is not None and aggregation not in AGGREGATION_METHODS:
         raise CampaignError(f"{aggregation!r} is not an aggregation method; choose one of "
                             f"{', '.join(AGGREGATION_METHODS)}.")
@@ -431,7 +431,7 @@ def set_training_feedback(engine: Engine, campaign_id: int, feedback: Sequence[M
     characters; "" or None for none). All or nothing: a row that names no training pair of the
     campaign, or a level off the scale, refuses the whole list. Returns the number of pairs updated.
     Feedback is never part of the results, so it may change while the campaign runs. Organisers only."""
-    access.require("organise")
+    access.require("organise", "set a campaign's training feedback")
     cleaned = []
     for row in feedback:
         position = int(row["position"])

@@ -126,7 +126,7 @@ def import_pairs(
     of one of its own. An organiser's write (db.access): refused with NotAllowed, nothing written, for
     a role below; a new dataset records who imported it (``created_by``).
     """
-    access.require("organise")
+    access.require("organise", "import pairs")
     if not str(name or "").strip():
         raise ImportRejected("Give the dataset a name.")
     name = clean_name("The dataset name", name, ImportRejected)
@@ -386,7 +386,7 @@ def import_pair_chunks(
     read with skip_invalid left out (attrs["skipped_rows"] of PairChunks, known at the end) are recorded
     in the description as left_out_note words them, `file_name` naming the file. Refused (NotAllowed,
     nothing written) below an organiser, as import_pairs."""
-    access.require("organise")
+    access.require("organise", "import pairs")
     if not str(name or "").strip():
         raise ImportRejected("Give the dataset a name.")
     name = clean_name("The dataset name", name, ImportRejected)
@@ -599,7 +599,7 @@ def delete_dataset(engine: Engine, dataset_id: int) -> None:
     worker scoring its pairs finds their leases gone between two pieces and moves on. An organiser's
     write (NotAllowed below), recorded in the activity log."""
     with write_session(engine) as session:
-        access.require("organise")
+        access.require("organise", "delete a dataset")
         name = session.scalar(select(Dataset.name).where(Dataset.id == dataset_id))
         forget_compute_time(session, select(Pair.id).where(Pair.dataset_id == dataset_id))
         session.execute(delete(Dataset).where(Dataset.id == dataset_id))
@@ -620,7 +620,7 @@ def rename_dataset(engine: Engine, dataset_id: int, new_name: str) -> str:
     below), recorded in the activity log."""
     from sqlalchemy.exc import IntegrityError
 
-    access.require("organise")
+    access.require("organise", "rename a dataset")
     if not str(new_name or "").strip():
         raise RenameRefused("Give the dataset a name.")
     if _has_nul(new_name):  # the sentence the Pairs page's rename has given since it exists

@@ -30,7 +30,7 @@ def import_benchmark(engine: Engine, frames: Mapping[str, pd.DataFrame], *, benc
     with its challenge and the benchmark's name. All of them land, with their queued scores, or
     none does (ImportRejected, e.g. when a dataset of that name exists). An organiser's write (NotAllowed
     below, nothing written)."""
-    access.require("organise")
+    access.require("organise", "import a benchmark")
     benchmark = clean_name("The benchmark's name", benchmark, ImportRejected) if str(benchmark or "").strip() \
         else PARAPHRASUS
     prefix = clean_name("The datasets' prefix", prefix or benchmark.lower(), ImportRejected, NAME_LENGTH - 20)
@@ -54,7 +54,7 @@ def assign_challenge(engine: Engine, dataset_id: int, challenge: Optional[str], 
     (positive gold labels in Minimize!, fewer than 3 pairs, ...); the store is then unchanged. An
     organiser's write (NotAllowed below)."""
     with write_session(engine) as session:
-        access.require("organise")
+        access.require("organise", "put a dataset in a challenge")
         dataset = session.get(Dataset, int(dataset_id))
         if dataset is None:
             raise ValueError(f"There is no dataset with id {dataset_id}; reload the page.")

@@ -38,7 +38,7 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     metadata: ``candidate`` (A or B, where first met), ``system`` (from system_a / system_b) and the
     item's other columns; the preference row keeps them too. An organiser's write (NotAllowed below,
     nothing written); the dataset records who imported it."""
-    access.require("organise")
+    access.require("organise", "import preference data")
     if not (name or "").strip():
         raise ImportRejected("Give the dataset a name.")
     name = clean_name("The dataset name", name, ImportRejected)
@@ -107,7 +107,7 @@ def import_preference_file(engine: Engine, path_or_buffer, name: Optional[str] =
     NotAllowed (before the file is read) below an organiser."""
     from pathlib import Path
 
-    access.require("organise")
+    access.require("organise", "import preference data")
 
     from pluie_core.evaluation.preference import load_preferences
 

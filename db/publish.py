@@ -286,7 +286,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
 
     An organiser's act (db.access): NotAllowed, nothing written, below; a publish is recorded in the
     activity log."""
-    access.require("organise")
+    access.require("organise", "publish a dataset")
     try:
         licence = check_licence(licence)
     except ValueError as exc:

@@ -94,7 +94,7 @@ def set_quality_settings(engine: Engine, campaign_id: int, *, gold_rate: float, 
     settings changed (from ``seen``, the values the form was drawn with: quality_settings). None (the CLI,
     scripts) saves without that check. Returns the settings' revision after the save. Organisers only
     (db.access); the save is a line of the campaign's activity, naming what changed."""
-    access.require("organise")
+    access.require("organise", "change a campaign's quality settings")
     gold_rate = _number("The share of gold checks", gold_rate)
     gold_min_accuracy = _number("The minimum gold accuracy", gold_min_accuracy)
     fast_fraction = _number("The “too fast” fraction of the median time", fast_fraction)
@@ -140,7 +140,7 @@ def add_gold_pairs(engine: Engine, campaign_id: int, answers: pd.DataFrame) -> i
     someone as an ordinary pair, or an answer off the scale refuses the whole list. A pair already gold
     gets the new answer. Gold pairs leave the campaign's queue (they are served as checks only).
     Returns the number of pairs marked. Organisers only (db.access)."""
-    access.require("organise")
+    access.require("organise", "add gold checks")
     if "pair" not in answers:
         rows = _gold_rows(answers)
     with write_session(engine) as session:
@@ -364,7 +364,7 @@ def plan_gold_from_dataset(engine: Engine, campaign_id: int, dataset_id: int, n:
     has (pluie_core.quality.balanced_keys), so that no constant answer scores more than the candidates
     force; ``balance`` says how even the campaign's keys then are. ``accept_adjacent``: the graded keys accept the level next to theirs.
     Organisers only (db.access)."""
-    access.require("organise")
+    access.require("organise", "plan gold checks")
     if isinstance(n, bool) or not float(n).is_integer() or n < 0:
         raise CampaignError("How many gold pairs to take must be a whole number, 0 or more.")
     with read_session(engine) as session:
@@ -436,7 +436,7 @@ def add_gold_plan(engine: Engine, plan: GoldPlan) -> GoldAdded:
     """Add exactly the keys of ``plan`` (plan_gold_from_dataset) to its campaign, all or nothing, with
     _add_gold's checks made again (a pair served meanwhile refuses the list). Adding a plan twice adds
     nothing the second time: its pairs are gold already (``updated``). Organisers only (db.access)."""
-    access.require("organise")
+    access.require("organise", "add gold checks")
     if plan.keys.empty:
         raise CampaignError("These settings give no gold key: nothing was added.")
     rows = _gold_rows(plan.keys[["pair_id", "level", "binary_label", "accept_adjacent", "score", "derivation"]]
@@ -512,7 +512,7 @@ def known_answer(engine: Engine, pair_id: int) -> Optional[KnownAnswer]:
 def remove_gold_pairs(engine: Engine, campaign_id: int, pair_ids) -> int:
     """Stop serving these pairs as checks (answers already given stay, and no longer count).
     Organisers only (db.access)."""
-    access.require("organise")
+    access.require("organise", "remove gold checks")
     with write_session(engine) as session:
         _campaign(session, campaign_id, lock=True)
         removed = session.execute(delete(GoldPair).where(

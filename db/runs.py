@@ -80,7 +80,7 @@ def create_run(
     first, check_run_endpoint).
 
     An organiser's write (db.access): NotAllowed, nothing written, below; the run records who created it."""
-    access.require("organise")
+    access.require("organise", "create a score run")
     model = (model or "").strip()
     if not model:
         raise RunError("Give a model: a Hugging Face id (e.g. mistralai/Mistral-7B-Instruct-v0.2) or a local path.")
@@ -340,7 +340,7 @@ def ensure_first_start_runs(engine: Engine, demo: bool = True) -> list[int]:
 def _set_status(engine: Engine, run_id: int, status: str, from_statuses: Sequence[str], action: str) -> None:
     """An organiser's write (NotAllowed below), recorded in the activity log as ``action`` ("pause run")."""
     with write_session(engine) as session:
-        access.require("organise")
+        access.require("organise", action.replace(" run", " a score run"))
         run = session.execute(select(ScoreRun.status, ScoreRun.name).where(ScoreRun.id == run_id)).first()
         if run is None:
             raise RunError("This run no longer exists; reload the page.")
@@ -371,7 +371,7 @@ def retry_run(engine: Engine, run_id: int) -> None:
     cleared, the pairs imported while it was stopped queued); the failed pairs of any run are
     queued again. An organiser's write (NotAllowed below), recorded in the activity log."""
     with write_session(engine) as session:
-        access.require("organise")
+        access.require("organise", "retry a score run")
         run = session.execute(select(ScoreRun.status, ScoreRun.name).where(ScoreRun.id == run_id)).first()
         if run is None:
             raise RunError("This run no longer exists; reload the page.")

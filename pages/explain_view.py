@@ -19,7 +19,7 @@ import streamlit as st
 from db import explanations as expl
 from db.engine import StoreUnavailable
 from db.queue import alive_workers
-from pages.shared import user_text
+from pages.shared import may, user_text
 from pluie_core.explain import explanation_html, precision_note
 
 WAIT_SECONDS = 60.0  # how long the page waits for the worker before saying it has not answered
@@ -90,6 +90,9 @@ def why_this_score(engine, pair_id: int, source: str, hypothesis: str, key: str)
                 st.error(user_text(state.error))
             elif state is not None:
                 st.caption("Asked already: the worker has not answered yet.")
+            if not may("explain"):  # asking is a reviewer's (issue 56: no button the store would refuse)
+                st.caption("Not asked yet: a reviewer or above can ask which words move this score.")
+                return
             n_words = expl.words_of_pair(source, hypothesis)
             label = "Try again" if state is not None and state.status == "failed" else "Show which words move the score"
             if not st.button(label, key=f"{key}-why-{run.id}-{pair_id}", icon=":material/insights:"):

@@ -6,7 +6,7 @@ from db.datasets import RenameRefused, delete_dataset, rename_dataset
 from db.limits import NAME_LENGTH
 from pages import store_reads
 from pages.home_cache import store_overview
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, may, user_text
 from pluie_core.roles import NotAllowed
 from pluie_core.wording import one_line
 
@@ -48,6 +48,8 @@ st.dataframe(
     placeholder="—",
 )
 
+if not may("organise"):  # a viewer or reviewer: no form the store would refuse (issue 56)
+    st.stop()
 with st.expander("Delete a dataset"):
     choice = st.selectbox("Dataset", overview["dataset"].tolist(), index=None, placeholder="Choose a dataset")
     confirm = st.checkbox("I understand its pairs, labels and scores are deleted too.")

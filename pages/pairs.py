@@ -12,7 +12,7 @@ from db import quality as qual
 from db.datasets import list_datasets
 from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, PairSearchError, browse_pairs
 from pages.explain_view import why_this_score
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, may, user_text
 from pluie_core.labels import LEVELS
 from pluie_core.visible import visible_text
 
@@ -104,11 +104,13 @@ chosen = by_id.loc[pair_id]
 st.text(visible_text(f"Source:     {chosen['source']}\nHypothesis: {chosen['hypothesis']}"))  # as stored, marked
 st.caption(f"Pair {pair_id} · {chosen['labels']} label(s) · {chosen['state']}"
            + (" · a gold check (see the table)" if chosen["gold check in"] else ""))
-if st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:"):
+if may("review") and st.button("Open in Review", key="pairs-open-review", icon=":material/gavel:"):
     st.session_state[OPEN_IN_REVIEW] = int(pair_id)
     st.switch_page("pages/review.py")
 why_this_score(engine, pair_id, chosen["source"], chosen["hypothesis"], key="pairs")
 
+if not may("organise"):  # marking gold checks is an organiser's (issue 56: no form the store would refuse)
+    st.stop()
 campaigns = dict(camp.campaigns_of_dataset(engine, dataset_id))  # a check belongs to a campaign of its dataset
 if not campaigns:
     st.caption(f"No campaign labels “{user_text(names[dataset_id])}”: a pair becomes a gold check only of a "

@@ -10,7 +10,7 @@ from db.preferences import import_preference_file
 from pages import store_reads
 from pages.preferences_cache import preference_agreement, preference_datasets, preferences
 from pages.tables import download_csv
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, may, user_text
 from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES
 from pluie_core.io import PairFileError
 
@@ -19,26 +19,36 @@ engine = admin_page("table")
 
 st.title("Preference agreement")
 url = store_reads.store_key()
-with st.expander("Import preference data", expanded=preference_datasets(url).empty):
-    st.markdown("A file with one row per choice: **source**, **candidate_a**, **candidate_b** and **preferred** "
-                "(A, B or tie; both / neither count as tie), as CSV, TSV, JSON, JSONL or Excel, optional "
-                "**system_a** / **system_b** naming the candidates' systems; or a ParaReval JSONL file. Each "
-                "(source, candidate) becomes a pair of a new dataset that every active score run scores.")
-    upload = st.file_uploader("Preference file", key="preference_upload")
-    name = st.text_input("Dataset name", key="preference_name", placeholder="the file's name", max_chars=NAME_LENGTH)
-    if st.button("Import", type="primary", disabled=upload is None, key="preference_import"):
-        try:
-            done = import_preference_file(engine, upload, name.strip() or upload.name.rsplit(".", 1)[0])
-        except (PairFileError, ImportRejected, PermissionError) as error:  # PermissionError: db.access.NotAllowed
-            st.error(user_text(error))
-        else:
-            st.cache_data.clear()
-            st.success(f"Imported {done.n_preferences:,} preferences as {done.n_pairs:,} pairs in "
-                       f"'{user_text(done.dataset_name)}'; {done.n_queued:,} scores queued.")
+importing = may("organise")  # the import form only for those the store lets import (issue 56)
+
+
+def import_form() -> None:
+    with st.expander("Import preference data", expanded=preference_datasets(url).empty):
+        st.markdown("A file with one row per choice: **source**, **candidate_a**, **candidate_b** and **preferred** "
+                    "(A, B or tie; both / neither count as tie), as CSV, TSV, JSON, JSONL or Excel, optional "
+                    "**system_a** / **system_b** naming the candidates' systems; or a ParaReval JSONL file. Each "
+                    "(source, candidate) becomes a pair of a new dataset that every active score run scores.")
+        upload = st.file_uploader("Preference file", key="preference_upload")
+        name = st.text_input("Dataset name", key="preference_name", placeholder="the file's name",
+                             max_chars=NAME_LENGTH)
+        if st.button("Import", type="primary", disabled=upload is None, key="preference_import"):
+            try:
+                done = import_preference_file(engine, upload, name.strip() or upload.name.rsplit(".", 1)[0])
+            except (PairFileError, ImportRejected, PermissionError) as error:  # PermissionError: NotAllowed
+                st.error(user_text(error))
+            else:
+                st.cache_data.clear()
+                st.success(f"Imported {done.n_preferences:,} preferences as {done.n_pairs:,} pairs in "
+                           f"'{user_text(done.dataset_name)}'; {done.n_queued:,} scores queued.")
+
+
+if importing:
+    import_form()
 
 available = preference_datasets(url)
 if available.empty:
-    st.info("No preference data yet: import a file above.")
+    st.info("No preference data yet: import a file above." if importing
+            else "No preference data yet: an organiser imports it on this page.")
     st.stop()
 runs = store_reads.choices(url, preference_runs=True).runs  # LLM-choice runs too
 names = st.multiselect("Preference datasets", available["name"].tolist(), default=available["name"].tolist(),

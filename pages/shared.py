@@ -180,6 +180,14 @@ def _through_app() -> None:
             st.rerun()
 
 
+def may(action: str) -> bool:
+    """Whether whoever uses this session may do ``action`` (a key of pluie_core.roles.ACTIONS): a page
+    draws a form only for those (db.access.require refuses the write itself all the same)."""
+    from pluie_core.roles import can
+
+    return can(access.current_actor(), action)
+
+
 def require_organiser() -> None:
     """Unless this session may use the app's pages (signed in, or a store without accounts), draw the
     sign-in form and stop (pages.signin.require_signin)."""

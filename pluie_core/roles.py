@@ -76,11 +76,13 @@ def can(actor: Actor, action: str) -> bool:
     return rank(actor.role) >= rank(least)
 
 
-def require(actor: Actor, action: str) -> Actor:
-    """``actor`` when its role allows ``action`` (a key of ACTIONS), else NotAllowed with a sentence."""
+def require(actor: Actor, action: str, doing: Optional[str] = None) -> Actor:
+    """``actor`` when its role allows ``action`` (a key of ACTIONS), else NotAllowed with a sentence that
+    names what was refused: ``doing`` ("delete a dataset"), else the action's own words."""
     if can(actor, action):
         return actor
-    least, doing = ACTIONS[action]
+    least, said = ACTIONS[action]
+    doing = doing or said
     if not actor.role:
         raise NotAllowed(f"Sign in to {doing}.")
     return _refuse(actor, least, doing)

@@ -84,6 +84,15 @@ def organiser_writes(engine, cid, ds, gds, aid, pairs, gold):
     ]
 
 
+REFUSED = {"create a campaign": "create a campaign", "create links": "add annotators",
+           "replace a link": "make a new labelling link", "revoke a link": "revoke an annotator's link",
+           "save guidelines": "change a campaign's settings", "close": "change a campaign's settings",
+           "aggregation": "change a campaign's settings", "reorder": "reorder a campaign's queue",
+           "training feedback": "set a campaign's training feedback",
+           "quality settings": "change a campaign's quality settings", "gold by id": "add gold checks",
+           "gold from a dataset": "plan gold checks", "remove gold": "remove gold checks"}
+
+
 def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_stays(store_url):
     engine = init_db(store_url)
     fixture = campaign_with_gold(engine)
@@ -92,10 +101,10 @@ def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_s
         for what, call in organiser_writes(engine, *fixture):
             with access.acting_as(actor), pytest.raises(NotAllowed) as refused:
                 call()
-            assert str(refused.value) == (f"{actor.name} is {with_article(actor.role)}: only an organiser or above can import, "
-                                          "score, run campaigns, export or publish."), what
+            assert str(refused.value) == (f"{actor.name} is {with_article(actor.role)}: only an organiser or above can "
+                                          f"{REFUSED[what]}."), what  # the action refused, named (issue 56)
             assert store_rows(engine) == before, what
-    with access.acting_as(access.NOBODY), pytest.raises(NotAllowed, match="^Sign in to import"):
+    with access.acting_as(access.NOBODY), pytest.raises(NotAllowed, match="^Sign in to add annotators.$"):
         annotators.create_annotators(engine, fixture[0], ["bob"])
     assert store_rows(engine) == before
     # the annotator's own writes need no account: the personal link works with accounts in force
@@ -220,6 +229,6 @@ def test_the_campaigns_page_says_who_made_the_campaign_and_refuses_a_viewer_in_a
     at.button(key=f"links-create-{cid}-0").click()
     at.run()
     assert not at.exception, at.exception
-    assert any("olga is a viewer: only an organiser or above can import, score, run campaigns, export or publish."
+    assert any("olga is a viewer: only an organiser or above can add annotators."
                in str(e.value) for e in at.error)
     assert annotators.annotator_rows(engine, cid) == []
