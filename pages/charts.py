@@ -51,6 +51,9 @@ BUNDLED_TRACES = ("bar", "heatmap", "scatter", "scattergl")
 PLOTLY_COMPONENT = "pluie_plotly"
 # the modebar's selection buttons, each shown where its selection mode is asked for (draw's select)
 SELECT_BUTTONS = {"box": "select2d", "lasso": "lasso2d"}
+# buttons plotly.js 3 adds that do nothing here: "Share chart…" uploads to Plotly Cloud, which needs an
+# account and a server URL this app never has (it logged an error and did nothing)
+NO_BUTTONS = ("sendChartToCloud",)
 CONFIG = {"displaylogo": False, "scrollZoom": False,
           "toImageButtonOptions": {"format": "png", "scale": 2, "height": None, "width": None}}
 # the modebar's camera downloads one format (plotly.js's toImageButtonOptions.format): the sidebar's
@@ -243,7 +246,8 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
     spec, revision = _figure(figure, *args, **kwargs)
     chosen = FORMATS.get(st.session_state.get(FORMAT), "png")
     config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key, "format": chosen},
-                       "modeBarButtonsToRemove": [button for mode, button in SELECT_BUTTONS.items() if mode not in select]}
+                       "modeBarButtonsToRemove": [*NO_BUTTONS, *(button for mode, button in SELECT_BUTTONS.items()
+                                                                  if mode not in select)]}
     head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_JS}
     payload = json.dumps(head)[:-1].encode() + b', "figure": ' + spec + b"}"
     state = _plotly_component()(data=payload, key=key, width="stretch", height="content",

@@ -54,6 +54,9 @@ def test_a_box_on_the_scatter_and_a_click_on_a_bar_list_their_pairs(engine, app_
     scatter.locator(".nsewdrag").first.wait_for(timeout=30_000)
     scatter.scroll_into_view_if_needed()
     assert page.get_by_text("Select points (box or lasso) or bars in the chart").count() == 2  # nothing listed yet
+    buttons = scatter.locator(".modebar-btn")
+    titles = [buttons.nth(i).get_attribute("data-title") for i in range(buttons.count())]
+    assert "Box Select" in titles and "Share chart..." not in titles, titles  # no button that does nothing
 
     # the upper third of the plot, its whole width: the pairs scored HIGH (the y axis runs LOW..HIGH)
     drag(page, scatter.locator(".nsewdrag").first.bounding_box(), (0.01, 0.01), (0.99, 0.3))

@@ -135,7 +135,7 @@ def test_the_distributions_scatter_and_histogram_are_selectable_plotly_charts(op
     assert "points" in histogram["select"]  # a bar's click
     assert scatter["figure"]["layout"]["dragmode"] == "select" and histogram["figure"]["layout"]["clickmode"] == "event+select"
     config = scatter["config"]
-    assert config["modeBarButtonsToRemove"] == []  # the box and the lasso in the modebar
+    assert config["modeBarButtonsToRemove"] == ["sendChartToCloud"]  # the box and the lasso in the modebar; no "Share chart…"
     assert config["displaylogo"] is False and config["toImageButtonOptions"]["format"] == "png"
     assert config["toImageButtonOptions"]["scale"] == 2
     assert "Select points" in "\n".join(c.value for c in at.caption)

@@ -40,7 +40,7 @@ def test_a_chart_draws_the_figure_its_function_built_as_it_is():
     assert plain(payload["figure"]) == plain(json.loads(built.to_json()))
     assert len(plain(payload["figure"])["data"][0]["customdata"]) == 300
     assert payload["bundle"] == page_charts.PLOTLY_JS and payload["select"] == []
-    assert payload["config"]["modeBarButtonsToRemove"] == ["select2d", "lasso2d"]  # nothing to select
+    assert payload["config"]["modeBarButtonsToRemove"] == ["sendChartToCloud", "select2d", "lasso2d"]  # nothing to select
 
 
 def test_a_rerun_builds_and_checks_no_figure_again(monkeypatch):

@@ -84,7 +84,7 @@ def test_a_selection_is_read_for_the_figure_it_was_made_on_only():
     at = AppTest.from_function(_selectable, args=(points,), default_timeout=30).run()
     assert not at.exception, at.exception
     [(_, payload)] = drawn(at)
-    assert payload["select"] == ["box", "lasso"] and payload["config"]["modeBarButtonsToRemove"] == []
+    assert payload["select"] == ["box", "lasso"] and payload["config"]["modeBarButtonsToRemove"] == ["sendChartToCloud"]
     assert at.markdown[0].value == "picked []"
     made = {"points": [{"curve_number": 0, "point_index": 1, "x": 0.2, "y": 0.5, "customdata": [5]}],
             "point_indices": [1], "box": [{"x": [0.15, 0.25], "y": [0.4, 0.6]}], "lasso": []}
