@@ -136,7 +136,8 @@ def _why_signed_out(engine, held: Optional[tuple]) -> str:
         return f"An owner changed your role from {role} to {info.role}, which signed you out: sign in again."
     if end <= time.time():
         return f"Your sign-in ended after {auth.admin_session_hours():g} hours: sign in again."
-    return "Your sign-in was ended (a new password, or an owner ended your sessions): sign in again."
+    return ("Your sign-in was ended (a log-out in another tab, a new password, or an owner ended your sessions): "
+            "sign in again.")
 
 
 def _provider_account(engine) -> Optional[accounts.AccountInfo]:

@@ -54,7 +54,9 @@ def two_people(tmp_path):
     add_account(engine, MALLORY[0], "organiser", password=MALLORY[1])
     add_account(engine, VICTOR[0], "viewer", password=VICTOR[1])
     engine.dispose()
-    server = start_app(db_url, tmp_path / "streamlit.log", extra_env={"PLUIE_DATA_DIR": str(tmp_path)})
+    # started as `make run` starts it with accounts (scripts/serve.py, server.py, every interface)
+    server = start_app(db_url, tmp_path / "streamlit.log", extra_env={"PLUIE_DATA_DIR": str(tmp_path)},
+                       like_make_run=True, address=None)
     yield server
     stop_app(server)
 

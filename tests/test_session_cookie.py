@@ -178,6 +178,7 @@ def test_the_cookie_routes_are_where_server_py_serves_them(cookies_module):
     assert server.app.script_path.resolve() == (REPO / "app.py").resolve()
     paths = {route.path for route in server.app._user_routes}
     assert {"/_pluie/session", "/_pluie/logout"} <= paths
+    assert cookies_module.BrowserNonce in [m.cls for m in server.app._user_middleware]  # each browser's nonce
 
 
 def test_a_grant_opened_in_another_browser_sets_nothing(cookies_module):

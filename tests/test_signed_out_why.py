@@ -42,7 +42,8 @@ def test_a_session_ended_by_an_owner_says_why(app_env):
     with access.acting_as(accounts.actor_for(olga)):
         accounts.end_sessions(app_env, sam.id)
     at.run()
-    assert warnings(at) == ["Your sign-in was ended (a new password, or an owner ended your sessions): sign in again."]
+    assert warnings(at) == ["Your sign-in was ended (a log-out in another tab, a new password, or an owner ended your "
+                            "sessions): sign in again."]
     sign_in(at, "sam", "sam's password")
     with access.acting_as(accounts.actor_for(olga)):
         accounts.disable_account(app_env, sam.id)
