@@ -7,6 +7,7 @@ The baseline runs are created once, at first start (ensure_default_runs).
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -22,6 +23,7 @@ from db.queue import alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
 from pluie_core.run_kinds import DIRECTIONS, PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.scorer import PRECISIONS, PluieError, precision_name
+from pluie_core.time_left import RunWork, seconds_per_pair, time_left
 
 # RUN_KINDS (pluie_core.run_kinds): PLUIE, the baselines, and the output-based LLM judges that score a
 # pair (pluie_core.judges) and LLM-choice, which scores the pairs of preference data (each candidate
@@ -411,6 +413,9 @@ class RunProgress:
     compute_seconds: float = 0.0  # time spent in the metric for the timed_pairs scores
     timed_pairs: int = 0
     unparsed: int = 0  # scores without a value: an LLM judge's answers that could not be parsed
+    seconds_left_high: Optional[float] = None  # the time left's high end (seconds_left its low end): a range
+    rough: bool = False  # the estimate rests on few pairs (pluie_core.time_left)
+    waiting: str = ""  # an active run scoring nothing whose next pairs were handed back: the sentence why
     starting: str = ""  # what a worker that has just taken the run does: "loading the model", "starting", or ""
     created_by: str = ""  # the account that created it ("" on a store without accounts, and the store's own runs)
 
@@ -425,7 +430,12 @@ class RunProgress:
 
 
 def runs_progress(engine: Engine) -> list[RunProgress]:
-    """Every run with its counts, recent throughput and estimated time left, newest first."""
+    """Every run with its counts, its rate and estimated time left, newest first. The rate is the run's own
+    (the pairs its pieces scored over the seconds the metric spent on them), and the time left a range from
+    the rates of the runs the workers take in turn (pluie_core.time_left): neither swings while the worker
+    scores the other runs. A run with no timed piece (scores written without their seconds) falls back on its
+    scores of the last minute over the wall clock, marked rough. ``waiting``: for an active run that scored
+    nothing in the last minute, the sentence its next pairs were handed back with (the judge's server away)."""
     since = utcnow() - dt.timedelta(seconds=RATE_WINDOW_SECONDS)
     with read_session(engine) as session:
         runs = session.scalars(select(ScoreRun).order_by(ScoreRun.id.desc())).all()
@@ -442,6 +452,14 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
                 WorkItem.run_id == run_id, WorkItem.status == "failed")) if failed else None
             counts[run_id] = (sum(statuses.values()), statuses.get("done", 0), failed, error)
         recent = {run.id: _recent_times(session, run.id, since) for run in runs if run.status == "active"}
+        waiting = {}
+        for run in runs:  # the first pending item (claims go by id): the pairs handed back last wait there
+            statuses = by_status.get(run.id, {})
+            if run.status == "active" and not recent.get(run.id) and statuses.get("pending"):
+                error = session.scalar(select(WorkItem.error).where(
+                    WorkItem.run_id == run.id, WorkItem.status == "pending").order_by(WorkItem.id).limit(1))
+                if error:
+                    waiting[run.id] = re.sub(r"^run \d+: ", "", error)
         judge_runs = [run.id for run in runs if run.kind in RUN_KINDS and RUN_KINDS[run.kind].judge is not None]
         unparsed = dict(session.execute(
             select(Score.run_id, func.count()).where(Score.run_id.in_(judge_runs), Score.value.is_(None))
@@ -449,18 +467,33 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
     workers = alive_workers(engine)
     states = worker_states(engine, workers=workers)
     starting = {w.current_run_id: states[w.id] for w in workers if states.get(w.id) in ("loading the model", "starting")}
+    own, work = {}, []
+    for run in runs:
+        total, done, failed, _ = counts.get(run.id, (0, 0, 0, None))
+        left = int(total) - int(done or 0) - int(failed or 0)
+        per_pair = seconds_per_pair(float(run.compute_seconds or 0.0), int(run.timed_pairs or 0))
+        if per_pair is None:  # no timed piece: the wall clock's rate of its last minute, rough
+            wall = _rate(recent.get(run.id, []), finished=left <= 0)
+            per_pair = 1.0 / wall if wall else None
+            own[run.id] = (wall, 0)
+        else:
+            own[run.id] = (1.0 / per_pair, int(run.timed_pairs or 0))
+        if run.status == "active" and left > 0:
+            work.append(RunWork(run.id, left, per_pair, own[run.id][1]))
+    estimates = time_left(work, len(workers))
     progress = []
     for run in runs:
         total, done, failed, item_error = counts.get(run.id, (0, 0, 0, None))
         done, failed = int(done or 0), int(failed or 0)
-        left = total - done - failed
-        rate = _rate(recent.get(run.id, []), finished=left <= 0)
-        seconds_left = left / rate if rate and left > 0 and run.status == "active" else None
+        rate = own[run.id][0]
+        estimate = estimates.get(run.id)
         progress.append(
             RunProgress(
                 id=run.id, name=run.name, kind=run.kind, model=run.model, template=run.template,
                 direction=run.direction, status=run.status, error=run.error, total=int(total),
-                done=done, failed=failed, pairs_per_second=rate, seconds_left=seconds_left,
+                done=done, failed=failed, pairs_per_second=rate,
+                seconds_left=estimate.low if estimate else None, seconds_left_high=estimate.high if estimate else None,
+                rough=bool(estimate and estimate.rough), waiting=waiting.get(run.id, ""),
                 item_error=item_error, options=run.options, compute_seconds=float(run.compute_seconds or 0.0),
                 timed_pairs=int(run.timed_pairs or 0), unparsed=int(unparsed.get(run.id, 0)),
                 starting=starting.get(run.id, "") if run.status == "active" else "",

@@ -11,6 +11,7 @@ from pages.shared import admin_page, user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.roles import NotAllowed
 from pluie_core.run_kinds import RUN_KINDS
+from pluie_core.time_left import is_range
 from worker_launch import ensure_worker_running
 
 engine = admin_page("table")
@@ -31,6 +32,16 @@ def duration(seconds) -> str:
     return f"{hours} h {minutes:02d} min" if hours else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
 
 
+def time_left(run) -> str:
+    """The run's time left as db.runs.runs_progress estimates it (pluie_core.time_left): one figure, or a
+    range while the workers share their turns with runs whose rate is not known yet; rough on few pairs."""
+    if run.seconds_left is None:
+        return "time left —"
+    low, high = run.seconds_left, run.seconds_left_high or run.seconds_left
+    text = f"time left {duration(low)} to {duration(high)}" if is_range(low, high) else f"time left about {duration(high)}"
+    return text + (" (rough: few pairs timed yet)" if run.rough else "")
+
+
 @st.fragment(run_every=REFRESH_SECONDS)
 def live_progress():
     """Redrawn every few seconds without reloading the page."""
@@ -39,14 +50,14 @@ def live_progress():
         st.info("No score run yet: create one below.")
     for run in runs:
         fraction = run.done / run.total if run.total else 0.0
-        rate = f"{run.pairs_per_second:.1f} pairs/s" if run.pairs_per_second else "—"
+        rate = f"{run.pairs_per_second:.1f} pairs/s when scored" if run.pairs_per_second else "—"
         if run.starting:  # a worker has taken the run and loads its model: not "0 scored" for minutes
             label = f"**{user_text(run.name)}** · {run.starting} · {run.done:,} / {run.total:,} scored"
         elif run.up_to_date:
             label = f"**{user_text(run.name)}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
         else:
             label = (f"**{user_text(run.name)}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
-                     f"time left {duration(run.seconds_left)}")
+                     f"{time_left(run)}")
         if run.created_by:  # the account that created it (a store without accounts names nobody)
             label += f" · created by {user_text(run.created_by)}"
         if run.failed:
