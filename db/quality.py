@@ -682,7 +682,7 @@ def campaign_live(engine: Engine, campaign_id: int, now: Optional[dt.datetime] =
     figures = {
         "labels": len(labels),
         "labels in the last hour": int(last_hour),
-        "labels per hour (since the first)": len(labels) / hours if hours > 0 else float("nan"),
+        "labels per hour (since the first)": quality.labels_per_hour(len(labels), hours),
         "pairs short of their overlap": int(queue_size - full),
         "pairs in queue": int(queue_size),
         "α ordinal (so far)": _alpha_value(agreement["ordinal"]),

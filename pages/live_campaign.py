@@ -18,7 +18,7 @@ from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 from pluie_core.quality import (
     CONSENSUS_SURE, DOMINANCE_MARGIN, ENTROPY_MIN, MAX_MIN_GOLD_CHECKS, MIN_ANSWER_LABELS, MIN_KAPPA_LABELS,
-    MIN_RELIABILITY_LABELS, consensus_checks, served_checks_text,
+    MIN_RELIABILITY_LABELS, RATE_MIN_HOURS, consensus_checks, served_checks_text,
 )
 
 engine = admin_page("table")
@@ -69,8 +69,9 @@ def live_view(campaign_id: int) -> None:
     tiles.metric("Labels", f"{f['labels']:,}", help=f"Labels given in this campaign: {LABELS_COUNTED} "
                  f"({f['gold checks answered']:,} answers to gold checks). The same count on every page.")
     tiles.metric("In the last hour", f"{f['labels in the last hour']:,}", help="Labels given in the last hour, counted alike.")
-    tiles.metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 1),
-                 help="The labels, counted alike, over the hours since the campaign's first one.")
+    tiles.metric("Per hour (since the first)", number(f["labels per hour (since the first)"], 0),
+                 help="The labels, counted alike, over the hours since the campaign's first one; “—” until "
+                      f"{RATE_MIN_HOURS * 60:.0f} minutes have passed since it (too soon for a rate).")
     tiles.metric("Pairs short of their overlap", f"{f['pairs short of their overlap']:,} / {f['pairs in queue']:,}",
                  help=(f"Queue pairs not yet answered by {campaign.overlap} annotator(s)" if campaign.overlap_max is None
                        else "Queue pairs not yet answered by as many annotators as they want now (adaptive overlap)")
@@ -100,7 +101,8 @@ def live_view(campaign_id: int) -> None:
                        f"refits it as answers arrive, and it takes over once the median annotator has "
                        f"{ADAPTIVE_MIN_LABELS} labels in it"
                        + (f" (now {model['median labels per annotator']:g}, on {model['n_labels']:,} labels)."
-                          if model["fitted"] else " (not fitted yet: is the worker running?)."))
+                          if model["fitted"] else " (not fitted yet: is the worker running?)." if f["labels"]
+                          else " (not fitted yet: it is fitted once answers arrive)."))
     flagged = data.annotators[data.annotators["flags"] != ""]
     if len(flagged):
         # names are the annotators' own text: every Markdown character escaped, shown as typed

@@ -42,6 +42,13 @@ MAX_GOLD_RATE = 0.5
 MIN_KAPPA_LABELS = 30  # shared labels (the annotator's, on pairs someone else labelled) before κ may flag
 MIN_RELIABILITY_LABELS = 30  # the annotator's labels in the aggregation's fit before reliability may flag
 MAX_MIN_GOLD_CHECKS = 100
+RATE_MIN_HOURS = 0.25  # labels must span this long before a campaign's labels per hour mean anything
+
+
+def labels_per_hour(n_labels: int, hours: float) -> float:
+    """A campaign's labels per hour since its first label, NaN before RATE_MIN_HOURS have passed: forty labels in
+    the first 35 seconds are not 4,105 an hour."""
+    return n_labels / hours if hours >= RATE_MIN_HOURS else float("nan")
 
 
 class QualityError(ValueError):

@@ -74,6 +74,7 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     metrics = {m.label: m.value for m in at.metric}
     # 6 + 6 ordinary answers and 2 + 2 answers to gold checks: every page counts both
     assert metrics["Labels"] == "16" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
+    assert metrics["Per hour (since the first)"] == "—"  # labels of the last seconds: too soon for a rate
     table = at.dataframe[0].value.set_index("annotator")
     # ranked by the evidence (issue 53): bob, flagged, first
     assert list(table.index) == ["bob", "Alice A."] and list(table["progress"]) == ["8 / 8", "8 / 8"]  # 6 + 2 checks: their own counter
@@ -114,3 +115,17 @@ def test_a_gold_check_looks_like_any_pair_to_the_annotator(store):
         at.button(key=f"answer-2-{item.position}").click().run()
     assert [p for _, p in seen] == [f"{i} / 6" for i in range(6)]  # checks counted like the others
     assert sum(g for g, _ in seen) == 3 and "Thank you" in texts(at)
+
+
+def test_an_adaptive_campaign_without_answers_does_not_ask_about_the_worker(store):
+    ds, _ = make_dataset(store, "demo", numbered_pairs(12))
+    cid = camp.create_campaign(store, "Adaptive", [ds], quota=6, overlap=2, overlap_max=4, n_training=0)
+    annotators.create_annotator(store, cid, "ana")
+    at = live_page()
+    said = " ".join(c.value for c in at.caption)
+    assert "not fitted yet: it is fitted once answers arrive" in said and "is the worker running" not in said
+    aid = annotators.annotator_rows(store, cid)[0]["id"]
+    item = serving.serve_next(store, aid)
+    serving.record_label(store, aid, item.position, 3, 5.0)
+    said = " ".join(c.value for c in live_page().caption)
+    assert "not fitted yet: is the worker running?" in said  # answers and still no fit: the worker is the question

@@ -3,6 +3,7 @@ the flags, and the live campaign view — on real SQLite files, values checked a
 krippendorff or counted independently here."""
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
@@ -241,6 +242,12 @@ def test_live_figures_count_labels_per_hour_and_pairs_short_of_overlap(engine):
         per_pair = Counter(s.scalars(select(Label.pair_id)))
     assert live.figures["labels"] == 12 and live.figures["labels in the last hour"] == 8
     assert live.figures["labels per hour (since the first)"] == pytest.approx(12 / 2, rel=0.01)
+    # labels all given a moment ago make no rate: not 12 in 10 s = 4,320 an hour
+    with write_session(engine) as s:
+        s.execute(update(Label).values(created_at=utcnow() - dt.timedelta(seconds=10)))
+    assert math.isnan(qual.campaign_live(engine, cid).figures["labels per hour (since the first)"])
+    assert quality.labels_per_hour(40, 35 / 3600) != quality.labels_per_hour(40, 35 / 3600)  # NaN
+    assert quality.labels_per_hour(40, 0.5) == 80
     assert live.figures["pairs short of their overlap"] == 12 - sum(1 for n in per_pair.values() if n >= 2)
     assert live.figures["pairs in queue"] == 12
 
