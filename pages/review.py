@@ -163,17 +163,25 @@ if len(voiced):  # the annotators' own words, as text
         for who, comment, flagged in zip(voiced["annotator"], voiced["comment"], voiced["flagged"]):
             st.text(visible_text(f"{'⚑ flagged · ' if flagged else ''}{who}: {comment or '(no comment)'}"))
 
-labels_column, scores_column = st.columns([3, 2])
-with labels_column:
-    st.markdown("**Labels**")
-    st.dataframe(item["labels"].drop(columns="value"), hide_index=True, width="stretch", column_config={
-        "seconds_spent": st.column_config.NumberColumn("seconds", format="%.1f")}, placeholder="—")
-with scores_column:
-    st.markdown("**Scores**")
-    if item["scores"].empty:
-        st.caption("No score yet for this pair.")
-    else:
-        st.dataframe(item["scores"], hide_index=True, width="stretch", placeholder="—")
+LABEL_COLUMNS = {
+    "level": st.column_config.NumberColumn("level", format="%d", help="0–3 from Very different to Same meaning; "
+                                                                      "4: Don't know"),
+    "level_name": st.column_config.TextColumn("answer"),
+    "english_level": st.column_config.TextColumn("English", help="The level of English the annotator gave"),
+    "seconds_spent": st.column_config.NumberColumn("seconds", format="%.1f"),
+    "comment": st.column_config.TextColumn("comment", width="large"),
+}
+SCORE_COLUMNS = {"run": st.column_config.TextColumn("run", width="large"),
+                 "value": st.column_config.NumberColumn("score", format="%.4g")}
+# one above the other, each the page's width: run names and comments are read whole, not cut in a narrow column
+st.markdown("**Labels**")
+st.dataframe(item["labels"].drop(columns="value"), hide_index=True, width="stretch", column_config=LABEL_COLUMNS,
+             placeholder="—")
+st.markdown("**Scores**")
+if item["scores"].empty:
+    st.caption("No score yet for this pair.")
+else:
+    st.dataframe(item["scores"], hide_index=True, width="stretch", column_config=SCORE_COLUMNS, placeholder="—")
 
 LEAVE_NOTE = "While the note box has the cursor, keys type into it: press Tab or click outside it, and 1–4 set the level again."
 keep.kept(f"note-{pair_id}", "", typed=True)  # a half-typed note survives a page change and a reload

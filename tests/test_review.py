@@ -3,6 +3,8 @@ apart from the labels, the export's final columns, all-or-nothing writes, a stal
 reviewers writing at the same moment (SQLite and PostgreSQL), and the page through AppTest."""
 from __future__ import annotations
 
+import json
+
 import threading
 
 import pandas as pd
@@ -216,6 +218,10 @@ def test_the_page_walks_the_queue_and_records_the_decision(review_page, engine):
     assert "across the paraphrase boundary" in shown_pair(at) and "spread 3" in shown_pair(at)
     assert at.dataframe[0].value["annotator"].tolist() == ["ann", "bob", "cy"]
     assert at.dataframe[1].value["run"].tolist() == ["lev"]
+    # the columns as a person reads them, not the store's names; the run's name in a wide column (not cut)
+    labels_config, scores_config = (json.loads(at.dataframe[i].proto.columns) for i in (0, 1))
+    assert labels_config["level_name"]["label"] == "answer" and labels_config["english_level"]["label"] == "English"
+    assert scores_config["run"]["width"] == "large" and scores_config["value"]["label"] == "score"
     assert [b.label for b in at.button][:4] == list(LEVELS[:4])
 
     at.button(key=f"final-3-{ids['cross-3']}").click()  # no reviewer name yet
