@@ -79,7 +79,17 @@ def _text(value, limit: Optional[int] = None) -> str:
 
 def _layout(figure: go.Figure, title: str, height: int = HEIGHT, **layout) -> go.Figure:
     figure.update_layout(title={"text": _text(title)}, height=height, margin={"t": 60}, **layout)
+    # room for the axes' titles and tick labels, whatever their length (a long y title was cut at the left)
+    figure.update_xaxes(automargin=True)
+    figure.update_yaxes(automargin=True)
     return figure
+
+
+def count_axis(counts) -> dict:
+    """A y axis of counts: whole numbers only (plotly's own ticks for a count of 3 are 0, 0.5, 1 … 3)."""
+    most = float(np.nanmax(counts)) if len(counts) else 0.0
+    return {"title": {"text": "count"}, "rangemode": "tozero", **({"dtick": 1} if most <= 5 else {}),
+            "tickformat": ",d"}
 
 
 def _marks(figure: go.Figure, marks: list, label_side: str = "left") -> None:
@@ -178,7 +188,7 @@ def class_histogram(bars: pd.DataFrame, colours: dict, x_title: str, title: str,
     figure = go.Figure(traces)
     _marks(figure, marks, "right")
     return _layout(figure, title, barmode="overlay", bargap=0, xaxis={"title": {"text": _text(x_title)}},
-                   yaxis={"title": {"text": "count"}}, legend={"title": {"text": "class"}}, clickmode="event+select")
+                   yaxis=count_axis(bars["count"]), legend={"title": {"text": "class"}}, clickmode="event+select")
 
 
 def class_scatter(points: pd.DataFrame, colours: dict, shapes: dict, titles: dict, title: str,

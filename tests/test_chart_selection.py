@@ -230,3 +230,18 @@ def test_a_scatter_point_hovers_every_label_of_its_pair(open_page):
     corr = open_page("correlation")
     scatter = next(f for title, f in charts(corr).items() if "against the reference" in title)
     assert "labels: %{customdata[" in traces(scatter, "scattergl")[0]["hovertemplate"]
+
+
+def test_a_histogram_of_few_pairs_counts_in_whole_numbers_and_titles_have_room():
+    from pages import charts
+
+    def bars(counts):
+        edges = np.arange(len(counts) + 1) / len(counts)
+        return pd.DataFrame({"class": "paraphrase", "start": edges[:-1], "end": edges[1:], "count": counts})
+
+    few = charts.class_histogram(bars([1, 3, 2]), {"paraphrase": "#1f77b4"}, "a score with a long name", "t", [])
+    axis = few.layout.yaxis
+    assert axis.dtick == 1 and axis.tickformat == ",d" and axis.rangemode == "tozero"  # 0, 1, 2, 3: no 0.5
+    assert axis.automargin is True and few.layout.xaxis.automargin is True  # the titles never cut
+    many = charts.class_histogram(bars([10, 300, 120]), {"paraphrase": "#1f77b4"}, "x", "t", [])
+    assert many.layout.yaxis.dtick is None and many.layout.yaxis.tickformat == ",d"
