@@ -12,6 +12,8 @@ import streamlit as st
 
 import api
 from pages import session_cookie
+from pages.shared import no_pages_folder
 
+no_pages_folder()  # every address through app.py, from the first visit (a helper of pages/ is never run)
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes() + api.routes(),
              middleware=session_cookie.middleware())

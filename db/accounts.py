@@ -31,6 +31,7 @@ from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
 from db.models import Account, utcnow
 from pluie_core.auth import bcrypt_hash, bcrypt_input, configured_hash, hash_token, new_token
+from pluie_core.lookalike import name_key
 from pluie_core.roles import Actor, check_role
 
 __all__ = ["AccountError", "AccountInfo", "MIN_PASSWORD", "INVITE_HOURS", "accounts_in_force", "list_accounts",
@@ -119,13 +120,28 @@ def account(engine: Engine, account_id: int) -> Optional[AccountInfo]:
         return _info(row) if row is not None else None
 
 
+def _reads_the_same(session, name: str) -> list[Account]:
+    """The accounts whose name reads as ``name`` does (pluie_core.lookalike.name_key: letter case, spacing and
+    look-alike letters of any script aside), in the order they were made. Compared here rather than by a
+    column: a store may hold two such accounts from before names were folded, and both keep working."""
+    key = name_key(name)
+    rows = session.scalars(select(Account).order_by(Account.id))
+    return [row for row in rows if name_key(row.name) == key]
+
+
 def account_by_name(engine: Engine, name: str) -> Optional[AccountInfo]:
+    """The account named ``name``: its exact name first, else the one account whose name reads the same
+    ("Sam" and a Cyrillic "ѕam" find "sam"); None when there is none, or several read the same and none is
+    the name exactly (from before names were folded: each signs in by its own name)."""
     try:
         name = clean_name("The account name", name, AccountError)
     except AccountError:
         return None
     with read_session(engine) as session:
         row = session.scalar(select(Account).where(Account.name == name))
+        if row is None:
+            same = _reads_the_same(session, name)
+            row = same[0] if len(same) == 1 else None
         return _info(row) if row is not None else None
 
 
@@ -157,6 +173,12 @@ def add_account(engine: Engine, name: str, role: str, *, email: Optional[str] = 
     try:
         with write_session(engine) as session:
             _require_owner_unless_first(session)
+            same = _reads_the_same(session, name)
+            if any(row.name == name for row in same):
+                raise AccountError("An account with this name exists already.")
+            if same:
+                raise AccountError(f"An account named “{same[0].name}” exists already, and “{name}” reads the same "
+                                   "(letter case and look-alike letters aside): choose another name.")
             row = Account(name=name, role=role, email=email, password_hash=password_hash, created_at=utcnow(),
                           created_by=access.actor_name())
             session.add(row)

@@ -2,7 +2,7 @@
 what the private path gives (or None when this Streamlit lacks it) and recording which path it took.
 
     runtime_exists()           # streamlit.runtime.Runtime.exists (scripts/serve.py's read-ahead at start)
-    pages_manager()            # streamlit.runtime.pages_manager.PagesManager (pages.shared._through_app)
+    pages_manager()            # streamlit.runtime.pages_manager.PagesManager (pages.shared.no_pages_folder, _through_app)
     script_run_ctx()           # streamlit.runtime.scriptrunner.get_script_run_ctx (pages.signin)
     static_js_files(stems)     # Streamlit's built JavaScript files, by name (pages.shared.preload_views)
     missing_context_logger()   # the logger of Streamlit's "missing ScriptRunContext" warning (pages.read_ahead)

@@ -180,6 +180,17 @@ def _through_app() -> None:
             st.rerun()
 
 
+def no_pages_folder() -> None:
+    """From the server's start (server.py), never Streamlit's pages/ mode: in it, the first visit to an address
+    such as /charts or /shared ran that helper module of pages/ on its own, a blank page, until app.py had
+    called st.navigation once. Off from the start, every address goes through app.py, where a name that is
+    not one of its pages draws the home page. (`streamlit run app.py` still starts in the mode: there
+    _through_app switches it off at the first page.)"""
+    PagesManager = private_api.pages_manager()
+    if PagesManager is not None:
+        PagesManager.uses_pages_directory = False
+
+
 def may(action: str) -> bool:
     """Whether whoever uses this session may do ``action`` (a key of pluie_core.roles.ACTIONS): a page
     draws a form only for those (db.access.require refuses the write itself all the same)."""

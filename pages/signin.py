@@ -194,8 +194,10 @@ def log_in(password: str, name: str = "") -> Optional[str]:
         client = _client()
     except ValueError as exc:  # trusted proxies that are not addresses
         return str(exc)
-    # the guard counts per account it knows; unknown names share one count (so they cannot fill memory)
-    counted = name if accounts.account_by_name(engine, name) is not None else "(an unknown account)"
+    # the guard counts per account it knows, by its own name ("Sam" and "sam" are one account, one count);
+    # unknown names share one count (so they cannot fill memory)
+    known = accounts.account_by_name(engine, name)
+    counted = known.name if known is not None else "(an unknown account)"
     found: list[Optional[accounts.AccountInfo]] = []
 
     def right() -> bool:
