@@ -140,20 +140,29 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         pairs = query_frame(session, pair_query,
                        ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
+        # the labels, scores and decisions of these pairs: by the pairs' own select, not a list of their ids (a
+        # million ids are a million bound parameters: past SQLite's and PostgreSQL's limits); a preview's few
+        # ids (``limit``) as a list
+        if limit is None:
+            in_scope = select(Pair.id).where(*conditions)
+            if pair_id_range is not None:
+                in_scope = in_scope.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
+        else:
+            in_scope = ids
         label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training,
                              Label.comment, Label.flagged).where(
-            Label.pair_id.in_(ids), *label_conditions(campaign_id, include_training))
+            Label.pair_id.in_(in_scope), *label_conditions(campaign_id, include_training))
         labels = query_frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training",
                                                "comment", "flagged"])
         scores = pd.DataFrame(
             session.execute(
                 select(Score.pair_id, ScoreRun.name, Score.value)
                 .join(ScoreRun, ScoreRun.id == Score.run_id)
-                .where(Score.pair_id.in_(ids))
+                .where(Score.pair_id.in_(in_scope))
             ).all(),
             columns=["pair_id", "run", "value"],
         )
-        decided = current_adjudications(session, pair_ids=ids)
+        decided = current_adjudications(session, pair_ids=in_scope)
         keys = gold_key_levels(session, campaign_id)
 
     out = pairs.set_index(pairs["pair_id"].rename(None))[["dataset", "pair_id", "external_id", "source", "hypothesis",

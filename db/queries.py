@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime
 import itertools
 import math
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, func, select, union
+from sqlalchemy import Engine, Select, func, select, union
 
 from db.engine import read_session
 from db.models import Adjudication, CampaignPair, GoldPair, Label, Pair, TrainingPair
@@ -103,8 +103,9 @@ def campaign_pairs(campaign_id: int, include_training: bool = False):
     return union(*(part.correlate(None) for part in parts))
 
 
-def adjudications_in_force(dataset_ids: Optional[list[int]] = None, pair_ids: Optional[list[int]] = None):
-    """The select of each pair's highest revision (withdrawn decisions included, level NULL)."""
+def adjudications_in_force(dataset_ids: Optional[list[int]] = None, pair_ids=None):
+    """The select of each pair's highest revision (withdrawn decisions included, level NULL); ``pair_ids`` a
+    list of ids or a select of them."""
     latest = select(Adjudication.pair_id, func.max(Adjudication.revision).label("revision")).group_by(Adjudication.pair_id)
     if dataset_ids is not None:
         latest = latest.where(Adjudication.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
@@ -117,10 +118,12 @@ def adjudications_in_force(dataset_ids: Optional[list[int]] = None, pair_ids: Op
 
 
 def current_adjudications(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,
-                          pair_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
+                          pair_ids: Union[Iterable[int], Select, None] = None) -> pd.DataFrame:
     """The decision in force on each adjudicated pair (of the given datasets / pairs), indexed by
     pair_id: revision, level (NaN when the last decision withdrew it), reviewer, note, created_at."""
-    query = adjudications_in_force(as_ids(dataset_ids), as_ids(pair_ids))
+    if pair_ids is not None and not isinstance(pair_ids, Select):  # a select of pair ids stays one (no list)
+        pair_ids = as_ids(pair_ids)
+    query = adjudications_in_force(as_ids(dataset_ids), pair_ids)
     if isinstance(engine_or_session, Engine):
         with read_session(engine_or_session) as session:
             rows = session.execute(query).all()

@@ -81,3 +81,36 @@ def test_export_preview_and_size_without_the_whole_table(store):
     assert export_size(engine) == len(whole) == 5
     assert export_size(engine, layout="long") == len(labels) == 9
     assert export_size(engine, pairs="labelled") == len(export_frame(engine, pairs="labelled")) == 4
+
+
+def test_a_dataset_past_the_stores_bound_parameters_exports_whole(engine):
+    """A million-pair export failed with SQLite's "too many SQL variables" (the labels, scores and decisions were
+    asked for by a list of every pair's id, one bound parameter each; PostgreSQL's bound is 65,535). Here the
+    store's bound is lowered to 100 and 300 pairs export whole, each with its label and score."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    n = 300
+    df = pd.DataFrame({"source": [f"s{i}" for i in range(n)], "hypothesis": [f"h{i}" for i in range(n)],
+                       "label": [i % 2 for i in range(n)], "annotator:ann": [i % 4 for i in range(n)]})
+    result = import_pairs(engine, "big", df, annotator_scale="levels")
+    with write_session(engine) as s:
+        run = ScoreRun(name="lev", kind="baseline", model="levenshtein")
+        s.add(run)
+        s.flush()
+        s.add_all([Score(run_id=run.id, pair_id=pid, value=pid / 1000) for pid in range(1, n + 1)])
+
+    def low_bound(dbapi_connection, _record):
+        dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+
+    event.listen(engine, "connect", low_bound)
+    engine.dispose()  # every connection from here on has the bound
+    with engine.connect() as connection:  # the bound holds: a list of 300 ids is refused
+        with pytest.raises(Exception, match="too many SQL variables"):
+            connection.exec_driver_sql(f"SELECT count(*) FROM pairs WHERE id IN ({', '.join('?' * n)})",
+                                       tuple(range(n)))
+    out = export_frame(engine, [result.dataset_id])
+    assert len(out) == n and out["annotator:ann"].tolist() == [i % 4 for i in range(n)]
+    assert out["score:lev"].round(3).tolist() == [pid / 1000 for pid in out["pair_id"]]
+    assert len(export_frame(engine, [result.dataset_id], limit=50)) == 50  # a preview's few ids still a list
