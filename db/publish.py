@@ -50,7 +50,7 @@ from db.models import (
     TrainingPair, utcnow,
 )
 from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check_thresholds, median_labels
-from pluie_core.places import confined, data_dir
+from pluie_core.places import confined, outside_sentence, published_dir, typed_folder
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import balance_text, gold_check_count, key_origins
@@ -269,7 +269,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                     pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
                     progress: Optional[Callable[[int, int], None]] = None,
                     within: Optional[Iterable[Path]] = None, aggregation: Optional[str] = None,
-                    confidence: float = DEFAULT_CONFIDENCE, min_labels: int = DEFAULT_MIN_LABELS) -> PublishResult:
+                    confidence: float = DEFAULT_CONFIDENCE, min_labels: int = DEFAULT_MIN_LABELS,
+                    typed: bool = False, show_paths: bool = True) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
     ``title``: the card's name (the datasets' names by default); ``campaign_id``: only that
@@ -282,7 +283,10 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     the chunks are written (export_frame's AGGREGATION_COLUMNS); the card names it, its settings and
     the reliabilities' spread. ``confidence`` and ``min_labels``: when a model method's level is final
     (export_frame, pluie_core.aggregation.model_final_levels); the card states both and how many pairs
-    each rule decided.
+    each rule decided. ``typed``: ``folder`` is the text a browser user typed (the Export page): a
+    relative name ("my-dataset") lies under the published folder (pluie_core.places.typed_folder).
+    ``show_paths=False`` (the Export page, for anyone but an owner): the sentences name the folder as
+    typed, never the server's paths nor its configuration keys.
 
     An organiser's act (db.access): NotAllowed, nothing written, below; a publish is recorded in the
     activity log."""
@@ -296,20 +300,28 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     if not str(folder).strip():
         raise PublishError("Name the folder to write.")
     check_folder_text(str(folder))
-    folder = Path(folder).expanduser()
+    typed_text = str(folder).strip()
+    try:
+        folder = typed_folder(typed_text) if typed else Path(folder).expanduser()
+    except ValueError as exc:  # a sentence without a path
+        raise PublishError(str(exc)) from None
     try:
         if within is not None:
             folder = confined(folder, list(within))
         elif folder.is_symlink():
             raise ValueError(f"{folder} is a symbolic link: choose a new folder.")
     except ValueError as exc:
-        raise PublishError(str(exc)) from None
+        if show_paths:
+            raise PublishError(str(exc)) from None
+        raise PublishError(f"“{typed_text}” is a symbolic link: choose a new folder." if folder.is_symlink()
+                           else outside_sentence(typed_text)) from None
+    shown = str(folder) if show_paths else f"“{typed_text}”"  # how the sentences below name the folder
     try:
         taken = folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
     except OSError as exc:  # a folder this server may not read
-        raise PublishError(f"The folder {folder} cannot be read ({exc.strerror.lower()}).") from None
+        raise PublishError(f"The folder {shown} cannot be read ({exc.strerror.lower()}).") from None
     if taken:
-        raise PublishError(f"{folder} already exists and is not an empty folder: choose a new folder.")
+        raise PublishError(f"{shown} already exists and is not an empty folder: choose a new folder.")
     if pairs not in PAIR_SCOPES:
         raise PublishError("Publish every pair, the labelled pairs or the adjudicated pairs.")
     if title is not None and str(title).strip():  # the card's name: a name's rules (NFC, no control character)
@@ -352,7 +364,8 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PublishError(f"The folder {folder.parent} cannot be created ({exc.strerror}).") from None
+        raise PublishError(f"The folder {folder.parent if show_paths else 'for ' + shown} cannot be created "
+                           f"({exc.strerror}).") from None
     remove_leftovers(folder.parent)  # what publishes killed mid-way left here
     partial = _partial_name(folder)
 
@@ -424,7 +437,7 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                 open_file.close()
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(exc, OSError) and exc.strerror:  # a read-only folder, a full disk...: one sentence
-            raise PublishError(f"The folder {folder} cannot be written ({exc.strerror.lower()}).") from None
+            raise PublishError(f"The folder {shown} cannot be written ({exc.strerror.lower()}).") from None
         raise
     with write_session(engine) as session:  # the folder is there: say who published what, where
         access.record(session, "publish", "dataset", scope[0][0] if len(scope) == 1 else None,
@@ -489,7 +502,7 @@ def default_folder(stem: str) -> Path:
     """Where the export page offers to write a dataset folder: <data dir>/published/<stem>-<UTC time>
     (data dir: PLUIE_DATA_DIR, default ./data, as for the app's other files); ``stem`` made safe by
     folder_stem."""
-    return data_dir() / "published" / f"{folder_stem(stem)}-{utcnow():%Y%m%d-%H%M%S}"
+    return published_dir() / f"{folder_stem(stem)}-{utcnow():%Y%m%d-%H%M%S}"
 
 
 def folder_bytes(folder) -> int:

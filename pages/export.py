@@ -16,11 +16,11 @@ from db.publish import (
 )
 from pages import store_reads
 from pages import scope as scopes
-from pages.shared import admin_page, user_text
+from pages.shared import admin_page, may, user_text
 from pluie_core.aggregation import (
     DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, METHOD_NAMES, METHODS, MODEL_METHODS, final_rule_text, median_labels,
 )
-from pluie_core.places import publish_roots
+from pluie_core.places import publish_roots, published_dir
 from pluie_core.roles import NotAllowed
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 from pluie_core.wording import counted
@@ -156,9 +156,16 @@ st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_fro
            "then offered here as a .zip download too.")
 # the suggested folder is stamped once per session and export: a default that changed with every
 # rerun (its timestamp) would make a new widget and drop what the form showed
-suggested = st.session_state.setdefault(f"publish_folder_{stem}", str(default_folder(stem.removesuffix("_labels"))))
+# a name, not a path: it goes under the published folder (pluie_core.places.typed_folder); where that is on the
+# server, and the keys that allow other folders, are shown to an owner only
+suggested = st.session_state.setdefault(f"publish_folder_{stem}", default_folder(stem.removesuffix("_labels")).name)
+owner = may("own")
 with st.form("publish"):
-    folder = st.text_input("Folder (on the server; a new one)", value=suggested)
+    folder = st.text_input("Folder name (a new one, under the app's published folder)", value=suggested)
+    if owner:
+        st.caption(f"On the server: {user_text(published_dir().resolve())}/<name>. An absolute path may name a "
+                   f"folder inside {', '.join(user_text(root.resolve()) for root in publish_roots())}; "
+                   "`PLUIE_PUBLISH_DIRS` or `[publish] folders` in pluie_lab.toml allow more.")
     title = st.text_input("Title", value=campaigns[campaign_id] if campaign_id is not None else ", ".join(chosen))
     # empty until the organiser types one: a grey identifier in the box read as a licence already chosen
     licence = st.text_input("Licence (required)", placeholder="Required: type an identifier such as cc-by-4.0 or mit",
@@ -170,14 +177,15 @@ if publish:
     try:
         result = publish_dataset(engine, folder, ids, licence=licence, title=title, include_training=include_training,
                                  campaign_id=campaign_id, pairs=pairs, aggregation=method, within=publish_roots(),
-                                 **thresholds,
+                                 typed=True, show_paths=owner, **thresholds,
                                  progress=lambda done, total: bar.progress(done / total,
                                                                            text=f"{done:,} / {counted(total, 'pair')}"))
     except (PublishError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
         bar.empty()
         st.error(user_text(exc))
     else:
-        st.success(f"{counted(result.n_pairs, 'pair')} written to {user_text(result.folder)}.")
+        st.success(f"{counted(result.n_pairs, 'pair')} written to "
+                   f"{user_text(result.folder if owner else '“' + folder.strip() + '”')}.")
         # the folder as one .zip from the browser (db.publish.dataset_zip): built now when small (the page holds
         # the bytes, as for the small exports above), on the click when larger, not offered past the limit
         folder_size = folder_bytes(result.folder)
