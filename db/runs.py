@@ -124,10 +124,8 @@ def create_run(
     template = template or spec.default_template or "fs-direct"  # the kind's own unless one is named
     if spec.judge is not None:  # checked before anything is written
         _check_judge_template(kind, template, template_spec)
-    if spec.loader == "pluie" and check_model and options.get("endpoint"):
-        if kind != "pluie":
-            raise RunError("A model on a server scores PLUIE runs for now: an LLM judge loads its model in the worker.")
-        check_run_endpoint(model, template, template_spec, answers or None, options)
+    if check_model and options.get("endpoint") and (spec.loader == "pluie" or spec.judge is not None):
+        check_run_endpoint(model, template, template_spec, answers or None, options, judge=spec.judge)
     elif spec.loader == "pluie" and check_model:
         check_run_model(model, template, template_spec, answers or None)
     if spec.baseline and check_model:
@@ -198,23 +196,25 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
             raise RunError(str(exc)) from None
     unknown = set(options or {}) - {"device_map", "quantization", *ENDPOINT_OPTIONS}
     if unknown:
-        raise RunError(f"A PLUIE run has no option {sorted(unknown)[0]!r}; it takes device_map and quantization, or "
-                       f"{', '.join(ENDPOINT_OPTIONS)} for a model on a server.")
+        raise RunError(f"A {RUN_KINDS[kind].title} run has no option {sorted(unknown)[0]!r}; it takes device_map and "
+                       f"quantization, or {', '.join(ENDPOINT_OPTIONS)} for a model on a server.")
     options = {k: v for k, v in (options or {}).items() if v}
     if set(options) & set(ENDPOINT_OPTIONS):
         options = _check_endpoint_options(options)
     return options
 
 
-# a PLUIE run whose model is a server (pluie_core.endpoint): its address, the environment variable holding its API
-# key (the key itself is never stored), the model's tokenizer folder where the server's is not on the worker's
-# machine, and the requests in flight
+# a PLUIE run whose model is a server (pluie_core.endpoint): its address, the name of its API key (an environment
+# variable or a key of Streamlit's secrets, read where the key is used: the key itself is never stored), the model's
+# tokenizer folder where the server's is not on the worker's machine, and the requests in flight
 ENDPOINT_OPTIONS = ("endpoint", "api_key_env", "tokenizer", "concurrency")
 MAX_CONCURRENCY = 256
 
 
 def _check_endpoint_options(options: dict[str, Any]) -> dict[str, Any]:
     import re
+
+    from pluie_core.endpoint import KEY_NAME
 
     url = str(options.get("endpoint") or "").strip()
     if not url:
@@ -224,13 +224,14 @@ def _check_endpoint_options(options: dict[str, Any]) -> dict[str, Any]:
                        f"{url[:80]!r}.")
     if options.get("device_map") or options.get("quantization"):
         raise RunError("A model on a server is placed by the server: leave the device map and quantisation out.")
-    key = options.get("api_key_env")
-    if key and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
-        raise RunError(f"The API key is read from an environment variable: give its name (e.g. VLLM_API_KEY), not "
-                       f"{str(key)[:40]!r}. The key itself is never stored.")
+    key = str(options.get("api_key_env") or "").strip()
+    if key and not KEY_NAME.fullmatch(key):
+        raise RunError(f"The API key is found by its name: an environment variable or a key of Streamlit's secrets "
+                       f"(e.g. VLLM_API_KEY, or vllm.api_key for a section's key), not {key[:40]!r}. The key itself "
+                       "is never stored.")
     checked = {"endpoint": url.rstrip("/")}
     if key:
-        checked["api_key_env"] = str(key)
+        checked["api_key_env"] = key
     if options.get("tokenizer"):
         checked["tokenizer"] = str(options["tokenizer"]).strip()
     if options.get("concurrency") is not None:
@@ -240,16 +241,22 @@ def _check_endpoint_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_run_endpoint(model: str, template: str, template_spec: Optional[dict[str, Any]], answers,
-                       options: dict[str, Any]) -> None:
-    """Ask the server a PLUIE run names whether it can score the run (pluie_core.endpoint.EndpointScorer's
-    check: reachable, key accepted, model served, tokenizer alike, answers one token each, log-probs given):
-    RunError with its sentence, nothing stored."""
-    from pluie_core.endpoint import EndpointScorer
+                       options: dict[str, Any], judge: Optional[str] = None) -> None:
+    """Ask the server a run names whether it can score the run: a PLUIE run through pluie_core.endpoint.
+    EndpointScorer's check (reachable, key accepted, model served, tokenizer alike, answers one token each,
+    log-probs given), an LLM judge's (``judge``: its pluie_core.judges kind) through EndpointJudge's (the same,
+    and one answer generated): RunError with its sentence, nothing stored."""
+    from pluie_core.endpoint import EndpointJudge, EndpointScorer
 
+    served = dict(api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"), concurrency=1,
+                  retries=1, timeout=60)
     try:
-        EndpointScorer(options["endpoint"], model, template=template_spec or template, answers=answers,
-                       api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"),
-                       concurrency=1, retries=1, timeout=60).close()
+        if judge is not None:
+            EndpointJudge(options["endpoint"], model, kind=judge,
+                          template=template_spec if template == "custom" else template or None, **served).close()
+        else:
+            EndpointScorer(options["endpoint"], model, template=template_spec or template, answers=answers,
+                           **served).close()
     except ValueError as exc:  # PluieError (EndpointError), TemplateError: a sentence already
         raise RunError(str(exc)) from None
 

@@ -217,7 +217,12 @@ def check_runs(engine: Engine) -> int:
 
 def _claim(engine: Engine, now: dt.datetime, limit: int) -> list[tuple[int, str, str, str, int, dt.datetime]]:
     """Due deliveries, each claimed for CLAIM_SECONDS (its next_at moved on) so that two senders never post it
-    twice at once: (id, url, secret, body, attempts, created_at)."""
+    twice at once: (id, url, secret, body, attempts, created_at). A read first: a store with nothing due is
+    never locked for writing (the worker's sender looks every few seconds)."""
+    with read_session(engine) as session:
+        if session.scalar(select(WebhookDelivery.id).where(WebhookDelivery.state == "pending",
+                                                           WebhookDelivery.next_at <= now).limit(1)) is None:
+            return []
     with write_session(engine) as session:
         rows = session.execute(
             select(WebhookDelivery.id, Webhook.url, Webhook.secret, WebhookDelivery.body, WebhookDelivery.attempts,

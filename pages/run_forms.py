@@ -114,9 +114,11 @@ def pluie_run_form(engine, expanded: bool) -> None:
                                   "prompts and scores as in a worker (pluie_core.endpoint).")
             s1, s2 = st.columns(2)
             endpoint = s1.text_input("Server address (on a server)", placeholder="http://gpu-box:8000/v1", max_chars=500)
-            key_env = s2.text_input("API key variable (optional)", placeholder="VLLM_API_KEY", max_chars=100,
-                                    help="The environment variable holding the server's key where the worker runs; "
-                                         "the key itself is never stored.")
+            key_env = s2.text_input("API key name (optional)", placeholder="VLLM_API_KEY", max_chars=100,
+                                    help="Where the server's key is found, by its name: an environment variable of "
+                                         "the app and the worker, or a key of Streamlit's secrets "
+                                         "(.streamlit/secrets.toml; vllm.api_key for a key of a [vllm] section). "
+                                         "Only the name is stored, never the key.")
             tokenizer = s1.text_input("Tokenizer folder (optional)", max_chars=500,
                                       help="The model's folder on the worker's machine, where the server's own folder "
                                            "is not there: the prompt is rendered with it, exactly as the server's "
@@ -224,6 +226,17 @@ def judge_run_form(engine) -> None:
             judge_direction = "forward" if choosing else st.radio("Direction", DIRECTIONS, horizontal=True,
                                                                    key="judge_direction")
             judge_device = st.selectbox("Device", ["auto (GPU when there is one)", "cpu", "cuda", "mps"], key="judge_device")
+            judge_where = st.radio("Where the judge runs", list(WHERE), horizontal=True, key="judge_where",
+                                   help="On a server: Model is the name it is served under; the server generates "
+                                        "the answers to the same prompts, parsed as in a worker.")
+            j1, j2, j3 = st.columns(3)
+            judge_endpoint = j1.text_input("Judge server address", placeholder="http://gpu-box:8000/v1", max_chars=500,
+                                           key="judge_endpoint")
+            judge_key = j2.text_input("Judge API key name (optional)", placeholder="VLLM_API_KEY", max_chars=100,
+                                      key="judge_key", help="An environment variable or a key of Streamlit's "
+                                                            "secrets holding the server's key; only the name is stored.")
+            judge_flight = j3.number_input("Judge requests in flight", min_value=1, max_value=MAX_CONCURRENCY, value=8,
+                                           step=1, key="judge_flight")
             judge_batch = st.number_input("Batch size (0 = automatic)", min_value=0, max_value=MAX_BATCH_SIZE, value=0,
                                           step=1, key="judge_batch")
             names = preference_dataset_names(engine) if choosing else dataset_names(engine)
@@ -238,12 +251,18 @@ def judge_run_form(engine) -> None:
                      "the item's two pairs are the two orders, and the Preferences page reads the run like any other.")
         if judge_submitted:
             try:
-                new_id = create_run(
-                    engine, kind=judge_kind, model=judge_model, name=judge_name,
-                    template=None if judge_template.startswith("the judge") else judge_template,
-                    direction=judge_direction, device=None if judge_device.startswith("auto") else judge_device,
-                    batch_size=int(judge_batch) or None, dataset_ids=judge_datasets,
-                )
+                on_server = WHERE[judge_where]
+                with st.spinner("Asking the server: the model served, its tokenizer, one answer…" if on_server
+                                else "Creating the run…"):
+                    new_id = create_run(
+                        engine, kind=judge_kind, model=judge_model, name=judge_name,
+                        template=None if judge_template.startswith("the judge") else judge_template,
+                        direction=judge_direction,
+                        device=None if on_server or judge_device.startswith("auto") else judge_device,
+                        batch_size=int(judge_batch) or None, dataset_ids=judge_datasets, check_model=on_server,
+                        options={"endpoint": judge_endpoint.strip() or " ", "api_key_env": judge_key.strip(),
+                                 "concurrency": int(judge_flight)} if on_server else None,
+                    )
                 st.session_state["scoring_select"] = new_id
                 st.session_state["scoring_flash"] = "Judge run created: its pairs are queued and a worker will pick them up."
                 st.rerun()

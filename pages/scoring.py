@@ -73,6 +73,8 @@ def live_progress():
         st.progress(min(fraction, 1.0), text=label)
         if run.status == "failed":
             st.error(f"Run “{user_text(run.name)}” failed: {user_text(run.error)}")
+        elif run.waiting:  # its pairs were handed back (the judge's server away): the sentence, not a silence
+            st.warning(f"Run “{user_text(run.name)}” is waiting: {user_text(run.waiting)}")
         elif run.failed and run.item_error:
             st.warning(f"Run “{user_text(run.name)}”: {run.failed:,} pairs could not be scored: {user_text(run.item_error)}")
 

@@ -35,6 +35,7 @@ server's own sentence. Nothing is ever scored from a partial answer.
 from __future__ import annotations
 
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -58,18 +59,55 @@ class EndpointError(PluieError):
         self.transient = transient
 
 
-def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = None) -> Optional[str]:
-    """The API key: given, or read from the environment variable ``api_key_env`` (refused with a sentence
-    when that variable is not set); None for a server without keys."""
+# the name of an API key: an environment variable's name, or a key of Streamlit's secrets (dotted for a section's key)
+KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def streamlit_secrets(folder=None) -> dict:
+    """Streamlit's secrets where Streamlit reads them by default: ``~/.streamlit/secrets.toml``, then
+    ``.streamlit/secrets.toml`` in ``folder`` (default: the working folder, where ``make run`` starts the app and
+    its worker), a later file's keys winning; {} where there is none. Read here with tomllib, so the worker and
+    the command line, which do not run Streamlit, find the same keys the app does."""
+    import tomllib
+
+    merged: dict = {}
+    for path in (Path.home() / ".streamlit" / "secrets.toml", Path(folder or os.getcwd()) / ".streamlit" / "secrets.toml"):
+        try:
+            with open(path, "rb") as handle:
+                merged.update(tomllib.load(handle))
+        except FileNotFoundError:
+            continue
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise EndpointError(f"Streamlit's secrets file {path} cannot be read ({type(exc).__name__}): correct it, "
+                                "or hold the API key in an environment variable.") from None
+    return merged
+
+
+def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = None,
+                 secrets: Optional[dict] = None) -> Optional[str]:
+    """The API key: given, or found by its name ``api_key_env``: the environment variable of that name, else
+    the key of that name in Streamlit's secrets (``secrets``, default streamlit_secrets(); ``section.key`` for a
+    key of a section). Refused with a sentence when neither holds it; None for a server without keys. Only the
+    name is ever stored (a run's options); the key is read where it is used."""
     if api_key:
         return api_key
-    if api_key_env:
-        value = os.environ.get(api_key_env)
-        if not value:
-            raise EndpointError(f"The environment variable {api_key_env} that should hold the server's API key is "
-                                "not set.")
-        return value
-    return None
+    if not api_key_env:
+        return None
+    name = str(api_key_env).strip()
+    if not KEY_NAME.fullmatch(name):
+        raise EndpointError(f"The API key is found by its name: an environment variable or a key of Streamlit's "
+                            f"secrets (e.g. VLLM_API_KEY, or vllm.api_key for a section's key), not {name[:40]!r}.")
+    value = os.environ.get(name) if "." not in name else None
+    if not value:
+        found: object = secrets if secrets is not None else streamlit_secrets()
+        for part in name.split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        value = found if isinstance(found, (str, int)) and not isinstance(found, bool) else None
+    if not value:
+        raise EndpointError(f"The server's API key {name} is not set here: neither an environment variable nor "
+                            f"Streamlit's secrets (.streamlit/secrets.toml) hold {name}. Set it where the worker "
+                            "runs and the app asks the server.")
+    return str(value)
 
 
 def _server_sentence(response) -> str:
@@ -88,19 +126,12 @@ def _server_sentence(response) -> str:
     return " ".join(response.text.split())[:300] or response.reason_phrase
 
 
-class EndpointScorer:
-    """Score sentence pairs with PLUIE on a model served behind an OpenAI-compatible endpoint.
+class _Served:
+    """What a scorer and a judge on a server share: the address and its checks, the key, the HTTP client and its
+    retries (_request), the served model (/v1/models) and its tokenizer on this side."""
 
-    base_url: the API's base, e.g. ``http://host:8000/v1``. model: the served model's name.
-    template, answers: as PluieScorer. api_key or api_key_env: the key, or the environment variable
-    holding it (never stored). tokenizer: the model's tokenizer (folder or id) when the server's own folder
-    is not on this machine. concurrency: requests in flight. timeout: seconds per request.
-    """
-
-    def __init__(self, base_url: str, model: str, template="fs-direct", answers=None, *,
-                 api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
-                 concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
-                 render_seconds: Optional[float] = None, check: bool = True, mode: str = "auto"):
+    def __init__(self, base_url: str, model: str, *, api_key: Optional[str], api_key_env: Optional[str], tokenizer,
+                 concurrency: int, timeout: float, retries: int, backoff: float):
         import httpx
 
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -110,34 +141,19 @@ class EndpointScorer:
             raise EndpointError("Name the model the server serves (its --served-model-name, or the path it loaded).")
         if int(concurrency) < 1:
             raise EndpointError("The number of requests in flight must be at least 1.")
-        if mode not in ("auto", "allowed", "echo"):
-            raise EndpointError("How to read the answers' log-probabilities: auto, allowed or echo.")
-        self.mode = mode if mode != "auto" or check else "echo"  # unchecked: echo, which every such server reads
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
         self.model_name = str(model).strip()
         self.concurrency, self.retries, self.backoff = int(concurrency), int(retries), float(backoff)
         key = api_key_from(api_key, api_key_env)
+        self.key_name = None if api_key else (str(api_key_env).strip() if api_key_env else None)
+        self.key_given = bool(key)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
                                    limits=httpx.Limits(max_connections=self.concurrency + 2))
         self.served = self._served_model()
         self.tokenizer = self._load_tokenizer(tokenizer)
-        from pluie_core.scorer import PluieScorer
 
-        self._prompter = PluieScorer._without_weights(self.tokenizer, template, answers, self.model_name,
-                                                      render_seconds=render_seconds)
-        self.template = self._prompter.template
-        if self.template.needs_generation:
-            raise EndpointError(f"The template {self.template.name!r} first generates an explanation; scoring "
-                                "through a server takes the direct templates (fs-direct, direct, ...) for now.")
-        self.answers, self.answer_ids = self._prompter.answers, self._prompter.answer_ids
-        self.answer_texts = self._prompter.answer_texts
-        self._answer_shown = [self.tokenizer.decode([i]) for i in self.answer_ids]  # as a server prints it
-        if check:
-            self.check()
-
-    # ------------------------------------------------------------------ the server
     def _request(self, method: str, url: str, what: str, missing_ok: bool = False, **kwargs):
         """One request with retries on time-outs, dropped connections, 429 and 5xx; EndpointError otherwise.
         ``missing_ok``: a route the server does not have (404) gives None."""
@@ -157,9 +173,7 @@ class EndpointScorer:
                 if missing_ok and response.status_code in (404, 405):
                     return None
                 if response.status_code in (401, 403):
-                    raise EndpointError(f"The server at {self.root} refused the API key ({response.status_code}: "
-                                        f"{_server_sentence(response)}): give the right key (--api-key-env VAR, or "
-                                        "the run's key variable).")
+                    raise EndpointError(self._refused(response))
                 failure = f"answered {response.status_code} to {what}: {_server_sentence(response)}"
                 if response.status_code not in RETRIED:
                     raise EndpointError(f"The server at {self.root} {failure}")
@@ -168,6 +182,17 @@ class EndpointScorer:
                 delay *= 2
         raise EndpointError(f"The server at {self.root} {failure}" + (f" (after {self.retries} retries)"
                                                                      if self.retries else "") + ".", transient=True)
+
+    def _refused(self, response) -> str:
+        """The sentence for a 401 / 403: no key given, or which key was refused, and what to set."""
+        said = f"{response.status_code}: {_server_sentence(response)}"
+        if not self.key_given:
+            return (f"The server at {self.root} asks for an API key ({said}): name the environment variable or "
+                    "Streamlit secret that holds it (the run's API key name, or --api-key-env NAME).")
+        if self.key_name:
+            return (f"The server at {self.root} refused the API key of {self.key_name} ({said}): set {self.key_name} "
+                    "to the key the server was started with (its --api-key).")
+        return f"The server at {self.root} refused the API key ({said}): give the key it was started with."
 
     def _served_model(self) -> dict:
         """The model's entry of /v1/models; EndpointError when the server is unreachable or serves another."""
@@ -199,6 +224,52 @@ class EndpointScorer:
                                 "(--tokenizer PATH), so the prompt is rendered exactly as the server's model reads "
                                 "it.") from None
 
+    def _same_tokens(self, prompt: str, ids: list[int]) -> None:
+        """Where the server has vLLM's /tokenize route: it encodes ``prompt`` as ``ids``, as the local tokenizer does."""
+        response = self._request("POST", f"{self.root}/tokenize", "a tokenisation", missing_ok=True, json={
+            "model": self.model_name, "prompt": prompt, "add_special_tokens": False})
+        theirs = response.json().get("tokens") if response is not None else None
+        if theirs is not None and list(theirs) != list(ids):
+            raise EndpointError(f"The server's tokenizer for {self.model_name!r} encodes the prompt differently "
+                                "from the local one: give the served model's own folder as the tokenizer.")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class EndpointScorer(_Served):
+    """Score sentence pairs with PLUIE on a model served behind an OpenAI-compatible endpoint.
+
+    base_url: the API's base, e.g. ``http://host:8000/v1``. model: the served model's name.
+    template, answers: as PluieScorer. api_key or api_key_env: the key, or its name: the environment variable
+    or the key of Streamlit's secrets holding it (api_key_from; never stored). tokenizer: the model's tokenizer
+    (folder or id) when the server's own folder is not on this machine. concurrency: requests in flight.
+    timeout: seconds per request.
+    """
+
+    def __init__(self, base_url: str, model: str, template="fs-direct", answers=None, *,
+                 api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
+                 concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
+                 render_seconds: Optional[float] = None, check: bool = True, mode: str = "auto"):
+        if mode not in ("auto", "allowed", "echo"):
+            raise EndpointError("How to read the answers' log-probabilities: auto, allowed or echo.")
+        self.mode = mode if mode != "auto" or check else "echo"  # unchecked: echo, which every such server reads
+        super().__init__(base_url, model, api_key=api_key, api_key_env=api_key_env, tokenizer=tokenizer,
+                         concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff)
+        from pluie_core.scorer import PluieScorer
+
+        self._prompter = PluieScorer._without_weights(self.tokenizer, template, answers, self.model_name,
+                                                      render_seconds=render_seconds)
+        self.template = self._prompter.template
+        if self.template.needs_generation:
+            raise EndpointError(f"The template {self.template.name!r} first generates an explanation; scoring "
+                                "through a server takes the direct templates (fs-direct, direct, ...) for now.")
+        self.answers, self.answer_ids = self._prompter.answers, self._prompter.answer_ids
+        self.answer_texts = self._prompter.answer_texts
+        self._answer_shown = [self.tokenizer.decode([i]) for i in self.answer_ids]  # as a server prints it
+        if check:
+            self.check()
+
     def check(self) -> None:
         """Ask the server whether it can score this run (module text); EndpointError with what to fix."""
         probe = self._prompter.prompt_text(self._prompter._probe(0))
@@ -206,10 +277,7 @@ class EndpointScorer:
         response = self._request("POST", f"{self.root}/tokenize", "a tokenisation", missing_ok=True, json={
             "model": self.model_name, "prompt": probe, "add_special_tokens": False})
         if response is not None:
-            theirs = response.json().get("tokens")
-            if theirs is not None and list(theirs) != list(ids):
-                raise EndpointError(f"The server's tokenizer for {self.model_name!r} encodes the prompt differently "
-                                    "from the local one: give the served model's own folder as the tokenizer.")
+            self._same_tokens(probe, ids)
             for word, text, answer_id in zip(self.answers, self.answer_texts, self.answer_ids):
                 got = self._request("POST", f"{self.root}/tokenize", "a tokenisation", json={
                     "model": self.model_name, "prompt": probe + text, "add_special_tokens": False}).json().get("tokens")
@@ -309,5 +377,75 @@ class EndpointScorer:
 
     __call__ = score
 
-    def close(self) -> None:
-        self.client.close()
+
+class EndpointJudge(_Served):
+    """An output-based LLM judge (pluie_core.judges: LLM-Yes/No, LLM-Likert, LLM-choice) whose model is served
+    behind an OpenAI-compatible endpoint. The prompts are LLMJudge's, rendered on this side with the model's
+    tokenizer and sent as token ids; the server generates the answer greedily (temperature 0, at most the
+    template's ``max_new_tokens``, up to the model's end-of-sequence token), and it is parsed as in process.
+    ``judge``: the LLMJudge to call (score, choose, prefer_first); the rest as EndpointScorer.
+    """
+
+    def __init__(self, base_url: str, model: str, kind: Optional[str] = None, template=None, *,
+                 api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
+                 concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
+                 max_new_tokens: Optional[int] = None, render_seconds: Optional[float] = None, check: bool = True):
+        from pluie_core.judges import LLMJudge
+
+        super().__init__(base_url, model, api_key=api_key, api_key_env=api_key_env, tokenizer=tokenizer,
+                         concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff)
+        self.judge = LLMJudge._without_weights(self.tokenizer, kind, template, self.model_name, max_new_tokens,
+                                               render_seconds, self._generation_eos())
+        self.judge.generate = self.generate  # the server answers; prompts and parsing stay LLMJudge's
+        if check:
+            self.check()
+
+    def _generation_eos(self):
+        """The model's own end-of-sequence ids (its generation_config.json beside the tokenizer), as in process."""
+        folder = Path(str(getattr(self.tokenizer, "name_or_path", "") or ""))
+        try:
+            import json
+
+            return json.loads((folder / "generation_config.json").read_text()).get("eos_token_id")
+        except (OSError, ValueError):
+            return None
+
+    def check(self) -> None:
+        """Ask the server whether it can judge: the same tokens for a probe prompt (where it has /tokenize), and
+        one greedy answer generated; EndpointError with what to fix."""
+        judge = self.judge
+        probe = judge.prompt_text(judge.template.messages(*("The cat drinks water.",) * (3 if judge.kind == "choice" else 2),
+                                                         **{f: "" for f in judge.template.fields}))
+        ids = judge._encode(probe)
+        self._same_tokens(probe, ids)
+        self._ask([ids], 1)
+
+    def _ask(self, prompts: list[list[int]], max_tokens: int) -> list[str]:
+        # the generated tokens' ids where the server gives them (vLLM's return_token_ids), decoded here as in
+        # process: a server's own text holds back a character whose bytes are cut by max_tokens, so it can differ
+        body = {"model": self.model_name, "prompt": prompts, "max_tokens": max_tokens, "temperature": 0,
+                "stop_token_ids": list(self.judge.eos_ids), "return_token_ids": True}
+        response = self._request("POST", f"{self.base_url}/completions", "a judging request", json=body)
+        try:
+            choices = sorted(response.json()["choices"], key=lambda c: c["index"])
+            texts = [self.judge._answer_text([int(t) for t in c["token_ids"]])[0] if c.get("token_ids") is not None
+                     else str(c["text"]).strip() for c in choices[: len(prompts)]]
+        except (KeyError, TypeError, ValueError):
+            raise EndpointError(f"The server at {self.root} did not answer its completions route as an "
+                                "OpenAI-compatible server does (choices with a text).") from None
+        if len(texts) < len(prompts):
+            raise EndpointError(f"The server at {self.root} answered {len(texts)} of {len(prompts)} prompts.")
+        return texts
+
+    def generate(self, prompts: list[list[int]], on_batch=lambda n: None) -> list[str]:
+        """Greedy answers to token-id prompts, in input order: PAIRS_PER_REQUEST prompts a request, ``concurrency``
+        requests in flight (LLMJudge.generate's contract)."""
+        chunks = [prompts[i: i + PAIRS_PER_REQUEST] for i in range(0, len(prompts), PAIRS_PER_REQUEST)]
+        texts: list[str] = []
+        self.judge.last_run = {"prompts": len(prompts)}
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = [pool.submit(self._ask, chunk, self.judge.max_new_tokens) for chunk in chunks]
+            for future, chunk in zip(futures, chunks):
+                texts += future.result()
+                on_batch(len(chunk))
+        return texts

