@@ -3,9 +3,10 @@ and the agreement figures it reports, from plain facts: no database here (db.pub
 facts from the store while it streams the rows out).
 
 Text a user typed or imported (title, dataset names and descriptions, campaign and run names, models,
-templates, English levels) goes into the card's Markdown through _text (pluie_core.visible.markdown_text,
-the escaping every page uses): it reads as typed on the Hub, and no HTML, link, image or math is made of
-it. The YAML header is written by yaml.safe_dump, which quotes whatever needs quoting.
+templates, English levels) goes into the card's Markdown through _text (pluie_core.visible.document_text,
+the escaping every page uses, with addresses and names holding "@" as inline code instead of an invisible
+joiner): it reads and copies as typed on the Hub, and no HTML, link, image or math is made of it.
+The YAML header is written by yaml.safe_dump, which quotes whatever needs quoting.
 
 Agreement is pluie_core.agreement's, the one computation of α every page uses: from per-pair counts
 of each level (count_patterns), gathered chunk by chunk.
@@ -21,7 +22,7 @@ from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, MODEL
 from pluie_core.agreement import agreement_figures, count_patterns  # noqa: F401 (the card's figures, re-exported)
 from pluie_core.labels import LEVELS
 from pluie_core.quality import served_checks_text
-from pluie_core.visible import markdown_text
+from pluie_core.visible import document_text
 from pluie_core.wording import counted
 
 __all__ = ["LICENCE_PATTERN", "check_licence", "count_patterns", "agreement_figures", "dataset_card",
@@ -55,7 +56,7 @@ _LINE_BREAK = re.compile(r"[ \t]*(?:\r\n?|\n)[ \t]*")
 def _text(value) -> str:
     """User text in the card's Markdown, on one line (a heading, a list item, a table cell): escaped as the
     pages escape it, so it reads as typed and makes no markup; its line breaks become spaces."""
-    return markdown_text(_LINE_BREAK.sub(" ", "" if value is None else str(value)))
+    return document_text(_LINE_BREAK.sub(" ", "" if value is None else str(value)))
 
 
 def _heading(value) -> str:

@@ -9,8 +9,10 @@ changes: the store, the model and the export keep the text exactly as imported.
 - ``visible_text``: for plain-text views (st.text, tables, selectbox options).
 - ``visible_html``: escaped HTML with each mark in a styled span that names the character
   (the pair's word-difference highlight, pluie_core.diff).
-- ``markdown_text``: text a user typed or imported, safe inside Markdown (pages.shared.user_text,
-  the dataset card): marked, then escaped so that no Markdown, HTML, LaTeX or link is made of it.
+- ``markdown_text``: text a user typed or imported, safe inside Markdown (pages.shared.user_text):
+  marked, then escaped so that no Markdown, HTML, LaTeX or link is made of it.
+- ``document_text``: the same for a Markdown file read outside the app (the dataset card), with no
+  invisible character added: an address or a name with "@" in it is inline code, not a link.
 - ``count_marked`` / ``hidden_note``: how many texts hold such a character, and the import
   preview's sentence on them.
 """
@@ -25,7 +27,8 @@ from typing import Iterable, Optional
 
 from pluie_core.wording import counted
 
-__all__ = ["visible_text", "visible_html", "markdown_text", "count_marked", "hidden_note", "HIDDEN_STYLE"]
+__all__ = ["visible_text", "visible_html", "markdown_text", "document_text", "count_marked", "hidden_note",
+           "HIDDEN_STYLE"]
 
 # invisible characters outside category Cf: the combining grapheme joiner and the Hangul fillers
 # (variation selectors are left alone: they choose an emoji's look, and show nothing by themselves)
@@ -115,6 +118,45 @@ def markdown_text(value) -> str:
     text = _LINE_STARTS.sub(lambda found: found.group(1) + (
         found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), text)
     return _LINE_BREAKS.sub("\\\\\n", text)
+
+
+# what a Markdown renderer outside the app (GitHub, the Hub) makes a link, a mention or an emoji of even when
+# escaped: an address (GFM's autolinks: http://, https://, ftp://, www., mailto:, xmpp:, an e-mail address), an
+# @name, a :name: (GitHub's emoji)
+_LINKED_WORD = re.compile(r"(?i)(?:https?|ftp)://|www\.|mailto:|xmpp:|@|:[\w+\-]+:")
+# a word's punctuation around it, left outside its code span: "(alice@example.org)." reads as typed
+_WORD_EDGES = re.compile(r"^([(\[{<\"'“‘«]*)(.*?)([)\]}>\"'”’».,;:!?]*)$", re.S)
+
+
+def document_text(value) -> str:
+    """Text a user typed or imported, safe in a Markdown file read outside the app (the dataset card on the
+    Hub or GitHub), with nothing invisible added: markdown_text's escaping, except that a word a renderer
+    would link, mention or make an emoji of (_LINKED_WORD) is written as inline code instead of holding a
+    word joiner (U+2060), so that an address or a name such as alice@example.org copied from the page is the
+    one typed. A word holding a backtick, a dollar sign or a pipe (which a code span cannot hold in every
+    place: a table cell, the Hub's math) keeps markdown_text's joiner."""
+    parts = []
+    for word in re.split(r"(\s+)", visible_text(value)):
+        if not _LINKED_WORD.search(word):
+            parts.append(_escaped(word, joiners=False))  # nothing a renderer acts on: no joiner needed
+        elif re.search(r"[`$|]", word):
+            parts.append(_escaped(word))
+        else:
+            before, core, after = _WORD_EDGES.match(word).groups()
+            if not _LINKED_WORD.search(core):  # ":tada:" lost its closing colon to the edge: the word whole
+                before, core, after = "", word, ""
+            parts.append(_escaped(before, joiners=False) + f"`{core}`" + _escaped(after, joiners=False))
+    text = _LINE_STARTS.sub(lambda found: found.group(1) + (
+        found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), "".join(parts))
+    return _LINE_BREAKS.sub("\\\\\n", text)
+
+
+def _escaped(text: str, joiners: bool = True) -> str:
+    """markdown_text's inline escaping of already-marked text: its joiners (unless ``joiners`` is False),
+    then the Markdown signs."""
+    if joiners:
+        text = _UNESCAPABLE.sub(lambda found: found.group(0) + "\u2060", text)
+    return _INLINE_SIGNS.sub(lambda found: "\\" + found.group(0), text)
 
 
 def hidden_note(texts: Iterable[Optional[str]]) -> Optional[str]:

@@ -105,3 +105,32 @@ def test_a_published_card_shows_the_names_as_typed(store_url, tmp_path):
     for typed in (SCRIPT, f"From {IMAGE}", f"score:run {MATH}", f"{IMAGE} and {MATH}"):
         assert typed in text, typed
     engine.dispose()
+
+
+def test_names_and_addresses_in_the_published_card_hold_no_invisible_joiner(store_url, tmp_path):
+    """Issue 56 item 10: a word joiner (U+2060) the pages need against Streamlit's links was inside the card's
+    names and addresses, so an address copied from the Hub was not the one typed. In the card an address, an
+    @name and a :name: are inline code (no renderer links them, and they copy whole); a name with a colon is
+    plain text."""
+    engine = init_db(store_url)
+    frame = pd.DataFrame({"source": ["a b", "c d"], "hypothesis": ["a c", "c e"], "annotator:x": [0, 3],
+                          "annotator:y": [3, 3]})
+    description = ("From https://example.org/sick?v=2 (write to alice@example.org). See www.example.org, "
+                   "mailto:bob@example.org and :tada:")
+    import_pairs(engine, "team:sick @lab", frame, annotator_scale="levels", description=description)
+    add_score_run(engine, "judge:v2", {1: 0.5, 2: 0.1})
+    card = publish_dataset(engine, tmp_path / "out", licence="mit", title="SICK by carol@example.org",
+                           n_boot=10).card
+    assert "\u2060" not in card
+    header, body = split_card(card)
+    page = RENDERER.render(body)
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for typed in (description, "team:sick @lab", "score:judge:v2", "SICK by carol@example.org"):
+        assert typed in text, typed
+    codes = set(re.findall(r"<code>(.*?)</code>", page))
+    assert {"https://example.org/sick?v=2", "alice@example.org", "www.example.org", "mailto:bob@example.org",
+            ":tada:", "@lab", "carol@example.org"} <= codes, codes
+    assert "team:sick" in text and "`team:sick`" not in body  # a colon alone is no link: plain text
+    tags, _ = rendered(body)
+    assert tags <= CARD_TAGS, tags - CARD_TAGS
+    engine.dispose()
