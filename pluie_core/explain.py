@@ -205,18 +205,25 @@ def precision_note(explanation: Explanation) -> str | None:
 
 
 # a diverging scale, translucent so the text stays readable on either theme: blue pushes towards answer₁
-# ("Yes", same meaning), red towards answer₂; light-dark() picks the theme's shade (as pluie_core.diff)
-_TOWARDS_FIRST = ("33,102,172", "96,165,250")
-_TOWARDS_SECOND = ("178,24,43", "248,113,113")
+# ("Yes", same meaning), red towards answer₂; light-dark() picks the theme's shade (as pluie_core.diff).
+# (light, dark) colours and each theme's opacity range, from the smallest push to the largest: the faintest
+# tint still tells red from blue at a glance (CIE ΔE ≥ 25 between them over the box; 0.12 read ~10 in
+# light mode, the same grey-pink and grey-blue), the strongest keeps the text at a contrast of 4.5 or more
+_TOWARDS_FIRST = ("37,99,235", "96,165,250")
+_TOWARDS_SECOND = ("220,38,38", "248,113,113")
+_OPACITY = {"light": (0.28, 0.58), "dark": (0.25, 0.55)}
 # the word diff's changed tokens, underlined (the colour is the contribution's)
 _CHANGED = "text-decoration:underline 2px;text-decoration-color:light-dark(#b08800,#e3c000);text-underline-offset:4px"
 
 
 def _shade(contribution: float, largest: float) -> str:
-    strength = 0.12 + 0.68 * min(abs(contribution) / largest, 1.0) if largest > 0 else 0.0
+    share = min(abs(contribution) / largest, 1.0) if largest > 0 else None
     light, dark = _TOWARDS_FIRST if contribution >= 0 else _TOWARDS_SECOND
-    return (f"background:rgba({light},{strength:.2f});"
-            f"background:light-dark(rgba({light},{strength:.2f}),rgba({dark},{strength:.2f}));"
+    (low, high), (dark_low, dark_high) = _OPACITY["light"], _OPACITY["dark"]
+    alpha = 0.0 if share is None else low + (high - low) * share
+    dark_alpha = 0.0 if share is None else dark_low + (dark_high - dark_low) * share
+    return (f"background:rgba({light},{alpha:.2f});"
+            f"background:light-dark(rgba({light},{alpha:.2f}),rgba({dark},{dark_alpha:.2f}));"
             "border-radius:3px;padding:0 1px")
 
 
