@@ -554,6 +554,14 @@ def discard_import(engine: Engine, dataset_id: int) -> None:
                 return
 
 
+def stale_imports(engine: Engine, older_than: datetime.timedelta = STALE_AFTER) -> list[tuple[int, int]]:
+    """The hidden datasets of imports that have not written for ``older_than``, with their pairs: (id, pairs)."""
+    with read_session(engine) as session:
+        return [(int(i), int(n)) for i, n in session.execute(
+            select(Dataset.id, select(func.count(Pair.id)).where(Pair.dataset_id == Dataset.id).scalar_subquery())
+            .where(Dataset.import_state.is_not(None), Dataset.import_seen < utcnow() - older_than)).all()]
+
+
 def remove_stale_imports(engine: Engine, older_than: datetime.timedelta = STALE_AFTER) -> int:
     """Remove the hidden datasets of imports that have not written for `older_than` (a crash or a kill
     left them); an import still writing is left alone. Returns how many were removed."""

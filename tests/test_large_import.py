@@ -21,6 +21,7 @@ from db.datasets import (ImportRejected, datasets_overview, import_file, import_
                          list_datasets, remove_stale_imports, store_totals)
 from db.models import Annotator, CampaignPair, Dataset, Label, Pair, WorkItem, utcnow
 from db.queue import claim_batch
+from db.startup import wait_for_cleanup
 from db.runs import create_run
 from pluie_core.io import PairFileError, load_pairs, read_pair_chunks
 
@@ -194,8 +195,37 @@ def test_a_stale_leftover_is_removed_and_a_live_import_kept(store_url):
         conn.execute(update(Dataset).values(import_seen=utcnow() - dt.timedelta(hours=1)))
         conn.commit()
     engine.dispose()
-    engine = init_db(store_url)  # a start removes it too
+    engine = init_db(store_url)  # a start removes it too, in the background
+    assert wait_for_cleanup(engine, timeout=60)
     assert every_row(engine, Dataset) == 0 and every_row(engine, Pair) == 0
+    engine.dispose()
+
+
+def test_a_start_says_it_removes_a_killed_imports_leftover_and_does_it_in_the_background(store_url, caplog):
+    """Issue 56 item 4: the first start after a killed import of a million pairs spent 88 s removing it, the app's
+    first page waiting without a word. A start now says what it removes and removes it in a thread of its own."""
+    import logging
+
+    engine = init_db(store_url)
+    with write_session(engine) as session:
+        hidden = Dataset(name=".importing-killed", import_state="importing",
+                         import_seen=utcnow() - dt.timedelta(hours=1))
+        session.add(hidden)
+        session.flush()
+        session.add_all([Pair(dataset_id=hidden.id, source=f"s{i}", hypothesis="h", text_hash=f"k{i}")
+                         for i in range(1500)])
+    engine.dispose()
+    with caplog.at_level(logging.WARNING, logger="pluie_lab.store"):
+        engine = init_db(store_url)
+        assert list(list_datasets(engine)) == []  # the store answers meanwhile; the leftover is seen by no listing
+        assert wait_for_cleanup(engine, timeout=60)
+    said = [record.getMessage() for record in caplog.records if record.name == "pluie_lab.store"]
+    assert said == ["removing 1 half-written import (1,500 pairs) left by an import that was stopped, in the "
+                    "background", "removed 1 half-written import"]
+    assert every_row(engine, Dataset) == 0 and every_row(engine, Pair) == 0
+    engine.dispose()
+    engine = init_db(store_url)  # nothing left: a start says nothing
+    assert wait_for_cleanup(engine, timeout=1)
     engine.dispose()
 
 
