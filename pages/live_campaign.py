@@ -18,7 +18,8 @@ from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
 from pluie_core.quality import (
     CONSENSUS_SURE, DOMINANCE_MARGIN, ENTROPY_MIN, MAX_MIN_GOLD_CHECKS, MIN_ANSWER_LABELS, MIN_KAPPA_LABELS,
-    MIN_RELIABILITY_LABELS, RATE_MIN_HOURS, consensus_checks, served_checks_text,
+    FLAG_COLUMNS, LIVE_COLUMN_GROUPS, MIN_RELIABILITY_LABELS, RATE_MIN_HOURS, consensus_checks, live_columns,
+    served_checks_text,
 )
 
 engine = admin_page("table")
@@ -130,7 +131,16 @@ def live_view(campaign_id: int) -> None:
     table = data.annotators.drop(columns=["labelled"])
     if method != camp.campaign_aggregation(campaign):  # the column by another method than the flags'
         table["reliability"] = reliability(engine, campaign_id, method, f["labels"])["reliability"].reindex(table.index)
-    st.dataframe(table, hide_index=True, width="stretch", column_config={
+    # a group of columns at a time, so that the table fits the page (pluie_core.quality.LIVE_COLUMN_GROUPS); the
+    # flags wrap in their cells (Streamlit wraps text in rows taller than 4rem): a flag is read whole, not cut
+    group = st.segmented_control("Columns", list(LIVE_COLUMN_GROUPS), default="Flags", key=f"live-columns-{campaign_id}",
+                                 help="The annotator and their counter, with one group of the measures at a time.")
+    longest = max((len(str(v)) for c in FLAG_COLUMNS for v in table[c]), default=0)
+    lines = min(4, max(1, math.ceil(longest / 40))) if group in (None, "Flags") else 1
+    st.dataframe(table, hide_index=True, width="stretch", column_order=live_columns(table.columns, group),
+                 row_height=max(66, 14 + 21 * lines) if lines > 1 else None, column_config={
+        "flags": st.column_config.TextColumn(width=300),
+        "not judged yet": st.column_config.TextColumn(width=300, help="Checks resting on too little to flag anyone yet."),
         "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
         "Don't know rate": st.column_config.NumberColumn(format="percent"),
         "gold accuracy": st.column_config.NumberColumn(format="percent"),
@@ -153,7 +163,6 @@ def live_view(campaign_id: int) -> None:
                                                        "else labelled too: what κ vs others rests on."),
         "labels in fit": st.column_config.NumberColumn(help="Their labels (Don't know aside) in the reliability "
                                                        "fit: what the reliability rests on."),
-        "not judged yet": st.column_config.TextColumn(help="Checks resting on too little to flag anyone yet."),
         "median s per pair": st.column_config.NumberColumn(format="%.1f"),
     }, placeholder="—")
 

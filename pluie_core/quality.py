@@ -492,6 +492,31 @@ def _below(value: float, threshold: float, percent: bool = False) -> str:
 
 
 FLAG_COLUMNS = ("flags", "not judged yet")
+# the Live campaign's table of annotators, a group of columns at a time beside the name and the counter, so
+# that each view fits the page (all 27 columns at once were 2,900 px wide in a 940 px frame at a 1,400 px window);
+# a column of db.quality.campaign_live named in none goes with the last group
+LIVE_COLUMN_GROUPS = {
+    "Flags": (*FLAG_COLUMNS, "last activity", "status"),
+    "Gold checks": ("gold answered", "gold accuracy", "gold exact accuracy", "gold checks planned",
+                    "gold checks served"),
+    "Agreement": ("κ vs consensus", "consensus labels", "κ vs others", "shared labels", "reliability",
+                  "labels in fit"),
+    "Answers": ("answers", "answer entropy", "top answer", "top answer share", "side share", "consensus side share"),
+    "Pace": ("median s per pair", "Don't know rate", "longest streak"),
+}
+
+
+def live_columns(columns, group: str, always=("annotator", "progress")) -> list[str]:
+    """The columns of the Live campaign's table shown in ``group`` (a key of LIVE_COLUMN_GROUPS; an unknown one
+    reads as the first): ``always``, then the group's, in the group's order; the last group also takes any
+    column no group names (a column added to campaign_live is never lost)."""
+    groups = list(LIVE_COLUMN_GROUPS)
+    group = group if group in LIVE_COLUMN_GROUPS else groups[0]
+    named = {c for names in LIVE_COLUMN_GROUPS.values() for c in names} | set(always)
+    chosen = [*always, *(c for c in LIVE_COLUMN_GROUPS[group] if c in columns)]
+    if group == groups[-1]:
+        chosen += [c for c in columns if c not in named]
+    return [c for c in chosen if c in columns]
 
 
 def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,

@@ -1,11 +1,16 @@
 """Issue 56 item 10, where only a browser shows them: why-this-score's tints tell red from blue in light mode
-(and keep the text readable in both themes)."""
+(and keep the text readable in both themes); Live campaign's table of annotators fits a 1,400 px window."""
 from __future__ import annotations
 
 import pytest
 
+from db import annotators, campaigns as camp, serving
+from db import quality as qual
 from pages.explain_view import BOX
 from pluie_core.explain import Explanation, TokenContribution, explanation_html
+from pluie_core.quality import LIVE_COLUMN_GROUPS, live_columns
+from tests.browser import ARTIFACTS, wait_for_app
+from tests.test_browser_annotation import store  # noqa: F401 (store: the 30 MRPC pairs)
 
 pytestmark = pytest.mark.browser
 
@@ -79,3 +84,47 @@ def test_why_this_score_tints_tell_red_from_blue_and_keep_the_text_readable(brow
     for word in ("strong", "against"):
         assert contrast(shades[word], ink) >= 4.5, (scheme, word, shades[word])
     page.close()
+
+
+def test_every_column_of_the_live_table_is_in_one_group(store):  # noqa: F811
+    cid = camp.create_campaign(store, "Pilot", [camp.dataset_choices(store)[0][0]], quota=3, n_training=0)
+    annotators.create_annotator(store, cid, "alice")
+    columns = list(qual.campaign_live(store, cid).annotators.drop(columns=["labelled"]).columns)
+    shown = [live_columns(columns, group) for group in LIVE_COLUMN_GROUPS]
+    assert all(view[:2] == ["annotator", "progress"] for view in shown)
+    assert sorted({c for view in shown for c in view}) == sorted(columns)  # none lost
+    assert live_columns(columns, None) == shown[0] and shown[0][2:4] == ["flags", "not judged yet"]
+    assert live_columns([*columns, "new measure"], "Pace")[-1] == "new measure"
+
+
+WIDTHS = """() => [...document.querySelectorAll("[data-testid='stDataFrame']")].map(grid => {
+  const scroller = grid.querySelector('.dvn-scroller'), box = grid.getBoundingClientRect();
+  return [scroller.scrollWidth, scroller.clientWidth, box.right]; })"""
+
+
+def test_the_live_campaign_table_fits_a_1400_px_window_and_its_flags_are_whole(store, app_server, browser):  # noqa: F811
+    """All 26 columns at once were 2,911 px wide in the page's 938 px: the flags table scrolled sideways, its
+    measures off-screen. Each group of columns now fits, and the flags wrap in their cells instead of being cut."""
+    cid = camp.create_campaign(store, "Pilot", [camp.dataset_choices(store)[0][0]], quota=6, n_training=0)
+    qual.set_quality_settings(store, cid, gold_rate=0.0, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=2)
+    for name in ("alice", "bob"):
+        aid, _ = annotators.create_annotator(store, cid, name)
+        annotators.set_annotator_profile(store, aid, f"{name.title()} A.", "native")
+        for _ in range(4):
+            item = serving.serve_next(store, aid)
+            serving.record_label(store, aid, item.position, 2, 1.0)
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    page.goto(f"{app_server.url}/live_campaign")
+    wait_for_app(page)
+    page.locator("[data-testid='stDataFrame'] .dvn-scroller").first.wait_for(timeout=20_000)
+    for group in LIVE_COLUMN_GROUPS:
+        if group != "Flags":
+            page.locator("[data-testid='stButtonGroup'] button", has_text=group).click()
+            wait_for_app(page)
+        page.wait_for_timeout(300)  # the grid lays its columns out after the run
+        (scroll, visible, right), = page.evaluate(WIDTHS)
+        page.screenshot(path=str(ARTIFACTS / f"live-campaign-{group.lower().replace(' ', '-')}.png"), full_page=True)
+        assert scroll <= visible + 1 and right <= 1400, (group, scroll, visible, right)
+        if group == "Flags":  # rows tall enough for Streamlit to wrap the flags' text in their cells
+            height = page.evaluate("() => document.querySelector(\"[data-testid='stDataFrame']\").getBoundingClientRect().height")
+            assert height >= 30 + 2 * 66, height  # the header and two rows of two lines or more
