@@ -88,6 +88,7 @@ class Progress:
     quota: int
     finished: bool = False  # nothing left to serve them now: their quota and its checks, or all they could reach
     queue_ran_out: bool = False  # finished before the quota: the queue had no more pairs for them
+    planned: int = 0  # what the counter read out of before they finished: the quota and the gold checks planned
 
 
 
@@ -239,7 +240,7 @@ def progress_counters(session: Session, campaign: Campaign, annotator_ids: Seque
             finished = due <= 0 or n_gold - gold_seen.get(aid, 0) <= 0
             ran_out = finished and ordinary < campaign.quota
         result[aid] = Progress(training_done, n_training, done, done if finished else campaign.quota + planned,
-                               finished, ran_out)
+                               finished, ran_out, campaign.quota + planned)
     return result
 
 

@@ -15,6 +15,7 @@ from pages.shared import PAGE_LOG, annotator_page, page_script, user_text
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
+from pluie_core.quality import finished_text
 
 # Four grey answers and a light-blue "Don't know", as in the paper, so colour biases no choice; in a dark
 # theme dark grey and dark blue (light-dark() reads the color-scheme Streamlit sets for its theme).
@@ -222,17 +223,13 @@ if item is None:
     # nothing left for them: the counter is out of what was served, so the bar ends full
     st.progress(1.0 if progress.finished else min(1.0, progress.done / max(progress.quota, 1)),
                 text=f"{progress.done} / {progress.quota}")
-    if progress.finished and not progress.queue_ran_out:
-        st.title("Thank you!")
-        st.success(f"You have labelled your {progress.done} pairs. Your answers are saved; you can close this page.")
-    elif not view.campaign_active:
+    if (not progress.finished or progress.queue_ran_out) and not view.campaign_active:
         if not refused:  # the refusal already said that the campaign is closed
             st.info("This campaign is paused for now. Your answers so far are saved; come back to this link later.")
         st.stop()
-    else:
-        st.title("Thank you!")
-        st.success(f"You have labelled {progress.done} pairs: there are no more pairs for you in this campaign. "
-                   "Your answers are saved; you can close this page.")
+    st.title("Thank you!")
+    # fewer than the counter read out of: say why (the other annotators labelled the pairs left, or fewer checks)
+    st.success(finished_text(progress.done, progress.planned, progress.queue_ran_out))
     last = progress.training_done + progress.done - 1
     if last >= 0:
         st.button("← Change my last answer", on_click=go_back, args=(last,))

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS, accepted  # noqa: F401 (accepted: the rule of a key)
+from pluie_core.wording import counted
 
 MAX_GOLD_RATE = 0.5
 MIN_KAPPA_LABELS = 30  # shared labels (the annotator's, on pairs someone else labelled) before κ may flag
@@ -76,6 +77,25 @@ def serve_check_now(checks_left: int, pairs_left: int, seed: str) -> bool:
     if pairs_left <= 0:
         return True
     return random.Random(seed).random() * (checks_left + pairs_left) < checks_left
+
+
+def finished_text(done: int, planned: int, queue_ran_out: bool) -> str:
+    """What the labelling page tells an annotator with nothing left to label: the pairs they labelled and,
+    when that is fewer than the ``planned`` their counter read out of (their quota and its gold checks),
+    why, so that "64 / 71" ending at 64 is not a silent stop. ``queue_ran_out``: the campaign's pairs ran
+    out before their quota (the other annotators gave the pairs the labels they need: a fixed overlap, or
+    an adaptive one that asks for more only where the answers disagree); otherwise the count planned
+    included pairs that check the labelling, and fewer of those could be given to them."""
+    saved = "Your answers are saved; you can close this page."
+    if done >= planned:
+        return f"You have labelled your {counted(done, 'pair')}. {saved}"
+    if queue_ran_out:
+        why = ("every pair of the campaign already has the labels it needs, from you and the other annotators, so "
+               "none is left for you")
+    else:
+        why = ("the count included pairs that check the labelling, and fewer of those were left to give you "
+               "(you never get the same pair twice)")
+    return f"You have labelled {counted(done, 'pair')}, fewer than the {planned:,} first counted: {why}. {saved}"
 
 
 def served_checks_text(counts) -> str:

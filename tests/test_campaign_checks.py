@@ -101,16 +101,20 @@ def test_the_pairs_page_starts_the_known_answer_from_the_pairs_gold_label(store)
 
 # ---------------------------------------------------------------- item 4: checks served as planned, said as served
 
-def shared_queue(engine, quota=30, rate=0.25, n_queue=26, n_gold=12):
+def shared_queue(engine, quota=30, rate=0.25, n_queue=26, n_gold=12, tokens: dict | None = None):
     """A campaign whose queue (26 pairs, one annotator each) empties long before two people reach their
-    quota of 30: each gets about 13. 12 gold pairs of the campaign's own check dataset; 10 checks planned."""
+    quota of 30: each gets about 13. 12 gold pairs of the campaign's own check dataset; 10 checks planned.
+    ``tokens``: filled with each person's link token, by id."""
     ds, _ = make_dataset(engine, "demo", numbered_pairs(n_queue))
     gds, gold_ids = make_dataset(engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary",
                                  gold=[i % 2 for i in range(n_gold)])
     cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=1, n_training=0, seed=5)
     qual.set_quality_settings(engine, cid, gold_rate=rate, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=50)
     assert qual.gold_from_dataset(engine, cid, gds) == n_gold
-    people = [annotators.create_annotator(engine, cid, name)[0] for name in ("ann", "bob")]
+    made = [annotators.create_annotator(engine, cid, name) for name in ("ann", "bob")]
+    people = [aid for aid, _ in made]
+    if tokens is not None:
+        tokens.update(made)
     for aid in people:
         annotators.set_annotator_profile(engine, aid, f"P{aid}", "good")
     return cid, people, set(gold_ids)
@@ -146,6 +150,30 @@ def test_checks_are_spread_within_the_pairs_each_person_gets(engine):
         # nothing left: the counter ends full, on what was served
         assert progress.finished and progress.queue_ran_out and progress.done == progress.quota == len(items)
     assert sum(item.pair_id not in gold_ids for items in served.values() for item in items) == 26  # the queue, once
+
+
+def test_an_annotator_whose_pairs_run_out_is_told_why_the_count_ended_early(store):
+    """Issue 56 item 10: told "n / 40" (a quota of 30 and 10 checks), an annotator sharing a queue of 26 pairs
+    finished at about 20 with only "there are no more pairs for you": now the page says fewer than the 40 first
+    counted, and why."""
+    tokens = {}
+    cid, people, _ = shared_queue(store, tokens=tokens)
+    served = take_turns(store, people)
+    aid = people[0]
+    progress = serving.progress(store, aid)
+    assert progress.finished and progress.queue_ran_out and progress.planned == 40 > progress.done == len(served[aid])
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["token"] = tokens[aid]
+    at.run()
+    assert not at.exception
+    said = at.success[0].value
+    assert said.startswith(f"You have labelled {progress.done} pairs, fewer than the 40 first counted: every pair of "
+                           "the campaign already has the labels it needs, from you and the other annotators"), said
+    assert at.get("progress")[0].proto.text == f"{progress.done} / {progress.done}"
+    # a person who got their whole count is thanked as before, with no reason
+    assert quality.finished_text(40, 40, False).startswith("You have labelled your 40 pairs.")
+    assert "fewer than the 71 first counted: the count included pairs that check the labelling" in \
+        quality.finished_text(64, 71, False)
 
 
 def test_live_campaign_and_the_card_say_what_was_served(store, tmp_path):
