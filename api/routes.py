@@ -379,9 +379,13 @@ def publish(body: Publish, actor: Actor = Authenticated) -> Response:
     try:
         folder = f"{work}/pluie_lab_dataset"
         with acting(actor):
-            publish_dataset(engine(), folder, body.dataset_ids, licence=body.licence, title=body.title,
-                            campaign_id=body.campaign_id, pairs=body.pairs, aggregation=body.aggregation,
-                            include_training=body.include_training)
+            try:
+                publish_dataset(engine(), folder, body.dataset_ids, licence=body.licence, title=body.title,
+                                campaign_id=body.campaign_id, pairs=body.pairs, aggregation=body.aggregation,
+                                include_training=body.include_training)
+            except ValueError as exc:  # the server's own work folder is nobody's business but its owner's
+                raise ApiError(400, str(exc).replace(folder, "the dataset folder").replace(work, "the work folder")
+                               .replace(str(parent), "the server's data folder")) from None
         data = dataset_zip(folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
