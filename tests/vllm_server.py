@@ -117,7 +117,10 @@ def vllm_server(tiny_model_builder, tmp_path_factory):
 
 
 def stop_vllm(pid: int) -> None:
-    """Stop the server's process group (its engine core and workers too)."""
+    """Stop the server's process group (its engine core and workers too). The group counts as gone once
+    none of its processes is running: the server is a child of the test process that started it, which
+    never waits for it, so it stays a zombie, and the group with it, until that process ends (waiting
+    on the group alone, each stop took the full 30 s before the kill)."""
     import signal
 
     try:
@@ -127,11 +130,33 @@ def stop_vllm(pid: int) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
+            os.waitpid(pid, os.WNOHANG)  # reaped here where this process started it
+        except ChildProcessError:
+            pass
+        if not _group_running(pid):
             return
         time.sleep(0.2)
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of the group ``pgid`` is still running (a zombie is not): read from /proc, or
+    where there is none, whether the group still exists at all."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if int(fields[2]) == pgid and fields[0] != "Z":  # after the name: state, ppid, pgrp
+            return True
+    return False
