@@ -26,6 +26,7 @@ warm-up pairs), then timed from the import of the pairs (which queues them for t
 the one server (the scale-out tried on this machine; each worker's share of the pairs is printed).
 
     python bench/endpoint.py --pairs 0 --worker-pairs 32     # the worker comparisons only
+    python bench/endpoint.py --pairs 0 --store-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
 """
 from __future__ import annotations
 
@@ -96,6 +97,9 @@ def main() -> None:
     parser.add_argument("--echo-pairs", type=int, default=16, help="pairs for the echo way (slow on CPU); 0: skip it")
     parser.add_argument("--worker-pairs", type=int, default=32,
                         help="pairs for the worker through the server against the server alone; 0: skip it")
+    parser.add_argument("--store-url", default=None,
+                        help="the workers' store on a PostgreSQL server (postgresql+psycopg://...; a fresh database "
+                             "on it per measurement) instead of a throwaway SQLite file")
     parser.add_argument("--claim-size", type=int, default=16,
                         help="the two workers' --claim-size (pairs per claim; one worker sizes its own claims)")
     args = parser.parse_args()
@@ -182,7 +186,8 @@ def _wait_done(engine, run_id: int, total: int, workers, timeout: float = 1800.0
 
 def workers_through_server(args, folder: Path, url: str, pairs, warm, count: int,
                            claim_size: int = 0) -> tuple[float, dict]:
-    """``count`` worker processes on a fresh SQLite store, warmed on the run, then timed on the pairs:
+    """``count`` worker processes on a fresh store (SQLite, or a database on ``--store-url``'s PostgreSQL), warmed
+    on the run, then timed on the pairs:
     (seconds from the import to the last score written, pairs scored by each worker)."""
     from sqlalchemy import func, select
 
@@ -194,6 +199,10 @@ def workers_through_server(args, folder: Path, url: str, pairs, warm, count: int
 
     folder_tmp = Path(tempfile.mkdtemp(prefix="pluie-bench-endpoint-"))
     db_url = f"sqlite:///{folder_tmp / 'store.db'}"
+    if args.store_url:  # a PostgreSQL server: a fresh database on it, as several machines' workers would share
+        from tests.store_fixtures import fresh_postgres_database
+
+        db_url = fresh_postgres_database(args.store_url)
     engine = init_db(db_url)
     env = {**os.environ, "PLUIE_DATA_DIR": str(folder_tmp), "PLUIE_NO_WORKER": "1"}
     logs = [open(folder_tmp / f"worker-{k}.log", "wb") for k in range(count)]
@@ -263,6 +272,7 @@ def worker_against_server(args, folder: Path, url: str) -> None:
     alone_after = server_alone()  # again after the worker: the machine's load moves
     two, shares = workers_through_server(args, folder, url, take(2 * n), take(2 * c), 2, claim_size=c)
     mean_alone = (alone + alone_after) / 2
+    print(f"store: {'PostgreSQL' if args.store_url else 'SQLite'}")
     print(f"worker through the server: MRPC pairs of their own for each measurement, FS-DIRECT forward, "
           f"{args.concurrency} requests in flight per scorer, {os.cpu_count()} CPU cores")
     print(f"server alone (EndpointScorer), {n} pairs: {n / alone:6.2f} pairs/s ({alone:.1f} s); again after the "
