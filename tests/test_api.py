@@ -33,11 +33,20 @@ ROWS = [{"source": f"The cat number {i} sleeps.", "hypothesis": f"Cat {i} is asl
 
 def make_token(db_url: str, name: str) -> str:
     """A token as an owner makes one for a person: `python -m db accounts token NAME`, its last line."""
-    done = subprocess.run([sys.executable, "-m", "db", "accounts", "token", name, "--db", db_url],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "shown only this once" in done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    return token_made(start_token(db_url, name))
+
+
+def start_token(db_url: str, name: str) -> subprocess.Popen:
+    """`python -m db accounts token NAME` started (token_made waits for it and reads its token)."""
+    return subprocess.Popen([sys.executable, "-m", "db", "accounts", "token", name, "--db", db_url],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def token_made(command: subprocess.Popen) -> str:
+    out, err = command.communicate(timeout=120)
+    assert command.returncode == 0, err
+    assert "shown only this once" in err
+    return out.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +57,11 @@ def lab_server(tmp_path_factory):
     with access.acting_as(OPEN):
         people = {name: add_account(engine, name, role, password="long enough pw")
                   for name, role in (("olga", "owner"), ("otto", "organiser"), ("vera", "viewer"), ("dan", "organiser"))}
-    tokens = {name: make_token(db_url, name) for name in people}
+    # the four commands and the server start side by side (one after the other: 10 s of the module's 24 s)
+    commands = {name: start_token(db_url, name) for name in people}
     server = start_app(db_url, folder / "server.log", extra_env={"PLUIE_DATA_DIR": str(folder / "data"),
                                                                  "PLUIE_TRUSTED_PROXIES": "127.0.0.1"})
+    tokens = {name: token_made(command) for name, command in commands.items()}
     yield server, engine, people, tokens
     stop_app(server)
     engine.dispose()
