@@ -118,6 +118,10 @@ def create_app() -> FastAPI:
         message = {404: "There is no such address in the API (see /api/v1/openapi.json).",
                    405: "This address does not take this method (see /api/v1/openapi.json)."}.get(
             exc.status_code, str(exc.detail))
+        if exc.status_code == 400 and message == "There was an error parsing the body":  # FastAPI's, e.g. JSON
+            # nested past Python's recursion limit
+            message = ("The body could not be read as JSON (nested too deep, or not JSON): send one object with "
+                       "the fields the route documents (see /api/v1/openapi.json).")
         return _error(exc.status_code, message)
 
     @app.middleware("http")

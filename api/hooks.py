@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.app import acting, engine
 from api.routes import Authenticated, _plain, _records
@@ -19,6 +19,7 @@ def _hook(info) -> dict:
 
 
 class NewWebhook(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     url: str = Field(description="Where to POST each event (http:// or https://)")
     events: list[str] = Field(description="Among: " + ", ".join(EVENTS))
 
@@ -56,6 +57,7 @@ def _token(info) -> dict:
 
 
 class NewToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     name: str = ""
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, Optional
 import pandas as pd
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api import PREFIX as api_prefix
 from api.app import ApiError, acting, authenticate, engine
@@ -97,6 +97,7 @@ def get_dataset(dataset_id: int, actor: Actor = Authenticated) -> dict:
 
 
 class NewDataset(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     name: str = Field(description="The dataset's name (as on the Import page)")
     rows: list[dict[str, Any]] = Field(description="One object per pair: source, hypothesis, and optionally label, "
                                                    "id, annotator columns and any metadata, as a JSONL file's lines")
@@ -142,6 +143,11 @@ def create_dataset(body: NewDataset, request: Request, actor: Actor = Authentica
     _too_large(int(request.headers.get("content-length") or 0))
     if not body.rows:
         raise ApiError(400, "Send at least one row (source and hypothesis).")
+    for number, row in enumerate(body.rows, start=1):  # a file's NULs are removed as it is read; JSON's are meant
+        for field, value in row.items():
+            if "\x00" in str(field) or (isinstance(value, str) and "\x00" in value):
+                raise ApiError(400, f"Row {number}: {str(field).replace(chr(0), '')!r} holds a NUL character "
+                                    "(\\u0000), which no store keeps: remove it.")
     data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in body.rows).encode("utf-8")
     with acting(actor):
         access.require("organise")
@@ -206,6 +212,7 @@ def list_runs(actor: Actor = Authenticated) -> list[dict]:
 
 
 class NewRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     model: str = Field(description="A model folder or name (PLUIE, LLM judges), a baseline's key, or the name a "
                                    "server serves (with options.endpoint)")
     kind: str = "pluie"
@@ -278,6 +285,7 @@ def campaigns(actor: Actor = Authenticated) -> list[dict]:
 
 
 class NewCampaign(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     name: str
     dataset_ids: list[int]
     quota: int = 50
@@ -361,6 +369,7 @@ def export(datasets: Optional[str] = Query(None, description="Dataset ids, comma
 
 
 class Publish(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     licence: str = Field(description="A Hugging Face licence identifier: cc-by-4.0, mit, other...")
     dataset_ids: Optional[list[int]] = None
     campaign_id: Optional[int] = None
@@ -422,6 +431,7 @@ def review_pair(pair_id: int, actor: Actor = Authenticated) -> dict:
 
 
 class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
     level: Optional[int] = Field(description="The final level, 0-3 (Very different … Same meaning); null withdraws "
                                              "the decision in force")
     note: str = ""

@@ -49,10 +49,15 @@ def token_made(command: subprocess.Popen) -> str:
     return out.strip().splitlines()[-1]
 
 
-@pytest.fixture(scope="module")
-def lab_server(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def lab_server(request, tmp_path_factory):
+    """The README's server with its API, on a SQLite file, then on a PostgreSQL database."""
     folder = tmp_path_factory.mktemp("api")
     db_url = f"sqlite:///{folder / 'store.db'}"
+    if request.param == "postgres":
+        from tests.store_fixtures import fresh_postgres_database
+
+        db_url = fresh_postgres_database(request.getfixturevalue("postgres_server"))
     engine = init_db(db_url)
     with access.acting_as(OPEN):
         people = {name: add_account(engine, name, role, password="long enough pw")
@@ -72,7 +77,13 @@ def test_a_token_is_shown_once_stored_hashed_and_acts_with_its_account_role(lab_
     with engine.connect() as connection:
         stored = connection.execute(ApiToken.__table__.select()).mappings().all()
     assert len(stored) == 4 and all(row["token_hash"] != tokens[name] for row, name in zip(stored, tokens))
-    store_bytes = open(server.db_url.removeprefix("sqlite:///"), "rb").read()
+    if server.db_url.startswith("sqlite"):
+        store_bytes = open(server.db_url.removeprefix("sqlite:///"), "rb").read()
+    else:  # every row of every table, as text
+        from db.models import Base
+
+        with engine.connect() as connection:
+            store_bytes = repr([connection.execute(table.select()).all() for table in Base.metadata.sorted_tables]).encode()
     assert not any(token.encode() in store_bytes for token in tokens.values())  # only its sha256 is kept
 
     with Lab(server.url, tokens["vera"]) as lab:
@@ -194,7 +205,7 @@ def test_a_notebook_imports_pages_labels_and_publishes_through_the_client(lab_se
         zipped = lab.publish(tmp_path / "out.zip", licence="cc-by-4.0", dataset_ids=[dataset_id])
         names = zipfile.ZipFile(zipped).namelist()
         assert any(n.endswith("README.md") for n in names) and any(n.endswith(".parquet") for n in names)
-    written = Path(server.db_url.removeprefix("sqlite:///")).parent / "data" / "api-publish"
+    written = Path(server.log).parent / "data" / "api-publish"  # the server's PLUIE_DATA_DIR
     assert written.is_dir() and not any(written.iterdir())  # the folder went out as a zip and was removed
 
 
@@ -272,3 +283,77 @@ def test_a_reviewer_decides_through_the_api_and_a_stale_revision_is_a_conflict(l
     with Lab(server.url, tokens["otto"]) as lab:
         final = lab.final_labels(datasets=[dataset_id]).set_index("pair_id")
         assert final.loc[pair_id, "final_source"] == "adjudicated" and final.loc[pair_id, "final_label"] == "Same meaning"
+
+
+def test_bad_bodies_get_a_sentence_and_leave_the_store_as_it_was(lab_server):
+    """Issue 55 item 5: unknown fields, a NUL, JSON nested past reason and the wrong types are each a 4xx with a
+    sentence, and nothing is written."""
+    server, engine, people, tokens = lab_server
+    url = server.url + "/api/v1"
+    headers = {"Authorization": f"Bearer {tokens['otto']}"}
+    with Lab(server.url, tokens["otto"]) as lab:
+        before = sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/campaigns"))
+    answers = {
+        "unknown field": httpx.post(f"{url}/datasets", headers=headers, json={"name": "u", "rows": ROWS[:2], "colour": "red"}),
+        "unknown field, campaign": httpx.post(f"{url}/campaigns", headers=headers,
+                                              json={"name": "c", "dataset_ids": [1], "quota": 2, "speed": "fast"}),
+        "NUL": httpx.post(f"{url}/datasets", headers=headers,
+                          json={"name": "n", "rows": [{"source": "a\u0000b", "hypothesis": "c"}, *ROWS[:2]]}),
+        "deep": httpx.post(f"{url}/datasets", headers={**headers, "Content-Type": "application/json"},
+                           content=('{"name": "d", "rows": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()),
+        "not JSON": httpx.post(f"{url}/datasets", headers={**headers, "Content-Type": "application/json"},
+                               content=b'{"name": "x", "rows": [}'),
+        "wrong type": httpx.post(f"{url}/datasets", headers=headers, json={"name": ["a"], "rows": ROWS[:2]}),
+    }
+    for what, answer in answers.items():
+        assert 400 <= answer.status_code < 500, (what, answer.status_code, answer.text[:300])
+        error = answer.json()["error"]
+        assert error and error.rstrip().endswith("."), (what, error)
+    assert "colour" in answers["unknown field"].json()["error"]
+    assert "speed" in answers["unknown field, campaign"].json()["error"]
+    assert "NUL" in answers["NUL"].json()["error"]
+    with Lab(server.url, tokens["otto"]) as lab:
+        assert (sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/campaigns"))) == before
+
+
+def test_every_write_is_refused_to_a_viewer_as_the_pages_refuse_it(lab_server):
+    """Issue 55 item 5: a viewer's token reads and writes nothing (403 with the sentence naming the action);
+    an organiser's writes the same routes."""
+    server, engine, people, tokens = lab_server
+    url = server.url + "/api/v1"
+    from db.api_tokens import create_token
+
+    with access.acting_as(actor_for(people["olga"])):  # a viewer of its own (other tests disable vera)
+        wren = add_account(engine, "wren", "viewer", password="long enough pw")
+        _, token = create_token(engine, wren.id, "roles")
+    viewer = {"Authorization": f"Bearer {token}"}
+    with Lab(server.url, tokens["otto"]) as lab:
+        made = lab.import_pairs(pd.DataFrame(ROWS[:4]), name="roles")
+        dataset_id = made["dataset_id"]
+        pair_id = int(lab.pairs(dataset_id)["pair_id"].iloc[0])
+        run_id = lab._json("POST", "/runs", json={"name": "roles lev", "kind": "baseline", "model": "levenshtein",
+                                                  "dataset_ids": [dataset_id]})["id"]
+        before = (sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/runs")),
+                  len(lab._json("GET", "/campaigns")))
+    writes = [
+        ("POST", "/datasets", {"json": {"name": "v", "rows": ROWS[:2]}}),
+        ("POST", "/datasets/upload", {"files": {"file": ("v.jsonl", b'{"source": "a", "hypothesis": "b"}\n')}}),
+        ("POST", "/runs", {"json": {"name": "v", "kind": "baseline", "model": "levenshtein", "dataset_ids": [dataset_id]}}),
+        ("POST", f"/runs/{run_id}/pause", {}),
+        ("POST", f"/runs/{run_id}/cancel", {}),
+        ("POST", "/campaigns", {"json": {"name": "v", "dataset_ids": [dataset_id], "quota": 2}}),
+        ("POST", "/publish", {"json": {"licence": "mit", "dataset_ids": [dataset_id]}}),
+        ("POST", "/webhooks", {"json": {"url": "http://127.0.0.1:9/x", "events": ["run.finished"]}}),
+        ("PUT", f"/pairs/{pair_id}/final", {"json": {"level": 3, "revision": 0}}),
+        ("GET", "/export", {}),
+    ]
+    for method, path, body in writes:
+        answer = httpx.request(method, url + path, headers=viewer, timeout=60, **body)
+        assert answer.status_code == 403, (method, path, answer.status_code, answer.text[:300])
+        assert answer.json()["error"].startswith("wren is a viewer: only"), (path, answer.json())
+    with Lab(server.url, tokens["otto"]) as lab:
+        assert (sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/runs")),
+                len(lab._json("GET", "/campaigns"))) == before
+        # the organiser's token writes where the viewer's was refused
+        lab._json("POST", f"/runs/{run_id}/pause")
+        lab._json("POST", f"/runs/{run_id}/resume")
