@@ -442,16 +442,7 @@ class _WebhookSender(threading.Thread):
     def run(self) -> None:
         from db import webhooks
 
-        webhooks.run_sender(self.worker.engine, self.halt, every=self.interval)
-        try:
-            webhooks.check_runs(self.worker.engine)
-            webhooks.check_campaigns(self.worker.engine)
-            import httpx
-
-            with httpx.Client(follow_redirects=False) as client:
-                webhooks.send_due(self.worker.engine, client.post)
-        except Exception as exc:  # the store or a receiver away: the deliveries wait for the next worker
-            log.warning("webhooks: the last turn failed: %s", _first_line(exc))
+        webhooks.run_sender(self.worker.engine, self.halt, every=self.interval, last_turn=True)
 
 
 class ScoringWorker:

@@ -276,10 +276,12 @@ def send_due(engine: Engine, post: Callable[..., Any], now: Optional[dt.datetime
     return tried
 
 
-def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable[..., Any]] = None) -> None:
+def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable[..., Any]] = None,
+               last_turn: bool = False) -> None:
     """The sender's loop (the worker runs it in a daemon thread): until ``stop`` (a threading.Event) is set,
     queue the events that follow the store's state (check_runs, check_campaigns) and post what is due. A
-    failure of the store or a receiver is logged and tried again at the next turn; it never ends the loop."""
+    failure of the store or a receiver is logged and tried again at the next turn; it never ends the loop.
+    ``last_turn``: once ``stop`` is set, one more turn (the worker's way out: what its last claims finished is told)."""
     import logging
 
     import httpx
@@ -289,16 +291,22 @@ def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable
     if post is None:
         client = httpx.Client(follow_redirects=False)
         post = client.post
+    def turn(last: bool) -> None:
+        try:
+            check_runs(engine)
+            check_campaigns(engine)
+            while send_due(engine, post) and (last or not stop.is_set()):
+                pass
+        except Exception:  # the store away, a bug: said in the log, tried again at the next turn
+            log.exception("webhook sender: this turn failed; %s", "the next start goes on" if last
+                          else f"trying again in {every:.0f} s")
+
     try:
         while not stop.is_set():
-            try:
-                check_runs(engine)
-                check_campaigns(engine)
-                while send_due(engine, post) and not stop.is_set():
-                    pass
-            except Exception:  # the store away, a bug: said in the log, tried again at the next turn
-                log.exception("webhook sender: this turn failed; trying again in %.0f s", every)
+            turn(last=False)
             stop.wait(every)
+        if last_turn:
+            turn(last=True)
     finally:
         if client is not None:
             client.close()

@@ -8,19 +8,11 @@ from streamlit.testing.v1 import AppTest
 from db import accounts, api_tokens, webhooks
 from db.access import acting_as
 from pluie_core.roles import OPEN
-from tests.test_signin import APP, app_env  # noqa: F401 - app_env: a fixture, used by name
+from tests.test_signin import APP, app_env, signed_in_on  # noqa: F401 - app_env: a fixture, used by name
 
 
 def signed_in(engine, name: str, role: str) -> AppTest:
-    with acting_as(OPEN):
-        accounts.add_account(engine, name, role, password=f"{name}'s password")
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/api_access.py").run()
-    at.text_input[0].input(name)
-    at.text_input[1].input(f"{name}'s password")
-    at.button[0].click().run()
-    assert not at.exception and at.title[0].value == "API & webhooks", [t.value for t in at.title]
-    return at
+    return signed_in_on(engine, "pages/api_access.py", "API & webhooks", name, role)
 
 
 def test_a_viewer_makes_a_token_shown_once_then_revokes_it(app_env):

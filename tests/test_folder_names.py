@@ -4,7 +4,6 @@ in a typed folder give a safe suggested folder or a sentence, never a hidden fol
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from db.publish import NAME_BYTES, STEM_BYTES, PublishError, default_folder, folder_stem, publish_dataset
 from tests.test_signin import app_env  # noqa: F401 - a fixture, used by name
@@ -37,20 +36,9 @@ def test_a_typed_folder_with_a_nul_or_a_name_too_long_is_a_sentence(engine, tmp_
 
 def export_as(engine, name: str, role: str):
     """The Export page through the app (AppTest), signed in for real as a new account with ``role``."""
-    from db import accounts
-    from db.access import acting_as
-    from pluie_core.roles import OPEN
-    from tests.test_signin import APP
+    from tests.test_signin import signed_in_on
 
-    with acting_as(OPEN):
-        accounts.add_account(engine, name, role, password=f"{name}'s password")
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/export.py").run()
-    at.text_input[0].input(name)
-    at.text_input[1].input(f"{name}'s password")
-    at.button[0].click().run()
-    assert not at.exception and at.title[0].value == "Export", [t.value for t in at.title]
-    return at
+    return signed_in_on(engine, "pages/export.py", "Export", name, role, timeout=60)
 
 
 def publish_from(at, folder: str):

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from db import access, accounts, init_db
+from db import access, accounts
 from db.accounts import AccountError
 from db.engine import read_session
 from db.models import Account
 from pluie_core.lookalike import DATA, name_key, skeleton
+from tests.test_accounts import store  # noqa: F401 - a fixture, used by name
 
 
 def test_skeleton_follows_unicode_confusables():
@@ -38,15 +39,6 @@ def test_names_that_read_as_sam_share_a_key(other):
 @pytest.mark.parametrize("other", ["sam2", "samuel", "pam", "s am"])
 def test_names_that_read_differently_keep_their_own_key(other):
     assert name_key(other) != name_key("sam")
-
-
-@pytest.fixture
-def store(store_url, monkeypatch):
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
-    monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
-    engine = init_db(store_url)
-    yield engine
-    engine.dispose()
 
 
 def test_an_account_that_reads_as_another_is_refused_and_the_store_is_unchanged(store):

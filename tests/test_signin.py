@@ -246,3 +246,21 @@ def test_make_run_listens_on_the_network_once_the_store_has_an_account(monkeypat
     monkeypatch.setenv("PLUIE_DB_URL", f"sqlite:///{tmp_path / 'none.db'}")
     assert serve.listening_options([])[0] == ["--server.address", "localhost"]
     assert not (tmp_path / "none.db").exists()
+
+
+def signed_in_on(engine, page: str, title: str, name: str, role: str, timeout: float = 30) -> AppTest:
+    """``page`` (a path under pages/) through the app (AppTest), signed in for real as a new account ``name``
+    with ``role`` (password "<name>'s password"); asserts the page drew ``title``."""
+    from db import accounts
+    from db.access import acting_as
+    from pluie_core.roles import OPEN
+
+    with acting_as(OPEN):
+        accounts.add_account(engine, name, role, password=f"{name}'s password")
+    at = AppTest.from_file(APP, default_timeout=timeout).run()
+    at.switch_page(page).run()
+    at.text_input[0].input(name)
+    at.text_input[1].input(f"{name}'s password")
+    at.button[0].click().run()
+    assert not at.exception and at.title[0].value == title, [t.value for t in at.title]
+    return at
