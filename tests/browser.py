@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.paths import REPO
+from tests.preloaded import preloaded
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -31,6 +32,18 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 ARTIFACTS = REPO / "test-artifacts"
+
+
+# Servers started by the test suite are children of a parent that has imported these once (tests/preloaded.py;
+# conftest.py sets PRELOADED_SERVERS): about 2 s of a server's start, and its first page's imports. A benchmark
+# (bench/pages.py) starts them as a person does. The project's own modules are never preloaded.
+PRELOADED_SERVERS = False
+APP_LIBRARIES = ("streamlit", "streamlit.web.cli", "streamlit.web.bootstrap", "streamlit.web.server.server",
+                 "streamlit.runtime.app_session", "streamlit.elements.plotly_chart", "streamlit.components.v2",
+                 "numpy", "pandas", "pyarrow", "scipy.stats", "scipy.optimize", "scipy.spatial", "sqlalchemy",
+                 "sqlalchemy.orm", "sqlalchemy.dialects.sqlite", "alembic", "alembic.command", "alembic.config",
+                 "alembic.runtime.migration", "starlette", "uvicorn", "huggingface_hub", "krippendorff", "plotly",
+                 "bcrypt", "yaml", "PIL", "tqdm", "narwhals")
 
 
 def free_port() -> int:
@@ -43,7 +56,7 @@ def free_port() -> int:
 class AppServer:
     url: str
     db_url: str
-    process: subprocess.Popen
+    process: subprocess.Popen  # or a tests.preloaded.PreloadedProcess (its poll, wait, send_signal, pid)
     log: Path
 
 
@@ -63,13 +76,16 @@ def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: fl
     if like_make_run and (app.parent / "scripts" / "serve.py").exists():
         launcher = [sys.executable, str(app.parent / "scripts" / "serve.py")]
         env["PLUIE_DEMO_RUN"] = "0"
-    handle = log.open("wb")
-    process = subprocess.Popen(
-        [*launcher, "--server.headless", "true", *(["--server.address", address] if address else []),
-         "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"],
-        cwd=app.parent, env=env, stdout=handle, stderr=subprocess.STDOUT,
-    )
+    options = ["--server.headless", "true", *(["--server.address", address] if address else []),
+               "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    if PRELOADED_SERVERS and launcher[1] == "-m":
+        # in the test suite: a child of the test process's preloaded parent (tests/preloaded.py), which has
+        # imported Streamlit and the libraries the pages use once, instead of a new interpreter importing them
+        log.write_bytes(b"")
+        process = preloaded(APP_LIBRARIES).start([*launcher[1:], *options], cwd=app.parent, env=env, log=log)
+    else:
+        process = subprocess.Popen([*launcher, *options], cwd=app.parent, env=env, stdout=log.open("wb"),
+                                   stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

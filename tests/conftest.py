@@ -24,6 +24,14 @@ os.environ.setdefault("PLUIE_DEMO_RUN", "0")
 os.environ.setdefault("PLUIE_BCRYPT_ROUNDS", "4")
 
 
+def pytest_configure(config):
+    # the app's servers the tests start are children of a parent with Streamlit and the pages' libraries
+    # imported once (tests/preloaded.py, tests/browser.py); benchmarks start theirs as a person does
+    import tests.browser
+
+    tests.browser.PRELOADED_SERVERS = True
+
+
 @pytest.fixture
 def db_url(tmp_path):
     """A real SQLite file, fresh for each test."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,17 +17,25 @@ from db import init_db
 from db.engine import read_session
 from db.models import Score, ScoreRun, WorkItem, Worker
 from db.runs import DEFAULT_BASELINES, create_run, scores_by_pair
+from tests.preloaded import preloaded
 from tests.store_fixtures import add_pairs, sentence_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def start_worker(url: str, *args: str, log: Path) -> subprocess.Popen:
+# what worker.py imports besides the project's own modules: preloaded once per test process (tests/preloaded.py)
+WORKER_LIBRARIES = ("torch", "transformers", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
+                    "transformers.models.auto.tokenization_auto", "transformers.models.llama.modeling_llama",
+                    "transformers.generation.continuous_batching", "tokenizers", "numpy", "pandas", "sqlalchemy",
+                    "sqlalchemy.dialects.sqlite", "alembic", "alembic.command", "alembic.config", "jinja2", "tabulate")
+
+
+def start_worker(url: str, *args: str, log: Path):
+    """worker.py on this store, as a process of its own (a child of the test process's preloaded parent, which
+    has imported torch and transformers once: tests/preloaded.py); Popen's poll, wait and send_signal."""
     env = {**os.environ, "PLUIE_DB_URL": url}
-    return subprocess.Popen(
-        [sys.executable, str(REPO / "worker.py"), "--db", url, "--no-default-runs", "--poll-seconds", "0.2", *args],
-        cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-    )
+    return preloaded(WORKER_LIBRARIES).start(
+        ["worker.py", "--db", url, "--no-default-runs", "--poll-seconds", "0.2", *args], cwd=REPO, env=env, log=log)
 
 
 def done_count(engine, run_id: int) -> int:
