@@ -41,8 +41,8 @@ run: install
 	$(PY) scripts/serve.py --server.port $(PORT) $(ARGS)
 
 # two test processes (pytest-xdist): the suite waits on browsers and servers as much as it computes, and
-# two processes on the two cores CI has take about 12 minutes where one takes about 17. xdist's default
-# order is kept: the long tests first (sorted, or handed out one at a time) ran beside each other and took
+# two processes on the two cores CI has took about 12 minutes where one took about 17 (docs/testing.md has
+# today's figure). xdist's default order is kept: the long tests first (sorted, or handed out one at a time) ran beside each other and took
 # the suite longer (14:53 and 15:05 against 15:08 before any of today's savings; CHANGELOG 2026-12-07)
 # PYTHONDONTWRITEBYTECODE emptied: where the environment sets it, every process the suite starts (a hundred
 # servers and workers) compiled the project's modules again (0.46 s of CPU for all of them); with it, the first
