@@ -1,8 +1,6 @@
 """A real browser: upload the PARAPHRASUS files at once, let a real worker score them with the
 Levenshtein baseline run, and read the scorecard (every dataset, the challenge averages, Err̄), checked
 against counts computed from the raw files; the same folder uploaded again is refused in one sentence."""
-import subprocess
-import sys
 import time
 
 import pytest
@@ -12,13 +10,13 @@ from db import init_db
 from db.evaluation import benchmark_datasets
 from db.runs import create_run
 from tests.browser import ARTIFACTS, wait_for_app
-from tests.paths import REPO
+from tests.test_worker import start_worker
 from tests.test_paraphrasus import BENCHMARK, THRESHOLD, expected, raw_benchmark
 
 pytestmark = pytest.mark.browser
 
 
-def test_import_the_benchmark_and_read_the_levenshtein_scorecard(app_server, browser):
+def test_import_the_benchmark_and_read_the_levenshtein_scorecard(app_server, browser, tmp_path):
     engine = init_db(app_server.db_url)
     run_id = create_run(engine, name="Levenshtein", kind="baseline", model="levenshtein", higher_is_similar=False)
     page = browser.new_page(viewport={"width": 1500, "height": 1200})
@@ -33,10 +31,9 @@ def test_import_the_benchmark_and_read_the_levenshtein_scorecard(app_server, bro
     assert len(benchmark_datasets(engine).dropna(subset=["challenge"])) == 10
 
     # the ordinary scoring path: a worker process serving the Levenshtein run
-    worker = subprocess.run([sys.executable, str(REPO / "worker.py"), "--db", app_server.db_url, "--runs", str(run_id),
-                             "--exit-when-idle", "--no-default-runs", "--batch-size", "5000"],
-                            capture_output=True, text=True, timeout=180)
-    assert worker.returncode == 0, worker.stderr[-2000:]
+    log = tmp_path / "worker.log"
+    worker = start_worker(app_server.db_url, "--runs", str(run_id), "--exit-when-idle", "--batch-size", "5000", log=log)
+    assert worker.wait(timeout=180) == 0, log.read_text()[-2000:]
 
     page.goto(f"{app_server.url}/scorecard")
     wait_for_app(page)

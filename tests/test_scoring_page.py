@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from db.models import ScoreRun, Worker
 from db import queue
 from db.runs import RunError, create_run, ensure_default_runs, latest_scores, pause_run
 from tests.store_fixtures import add_pairs, sentence_pairs
+from tests.test_worker import start_worker
 from worker import Metric, ScoringWorker
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,12 +58,9 @@ def test_unloadable_model_shows_a_failed_run_with_its_reason_while_others_are_sc
     add_pairs(engine, "d", sentence_pairs(12))
     create_run(engine, name="broken model", model=str(tmp_path / "missing-model"), template="direct")
     create_run(engine, name="lev", kind="baseline", model="levenshtein")
-    worker = subprocess.run(
-        [sys.executable, str(REPO / "worker.py"), "--db", url, "--exit-when-idle", "--no-default-runs",
-         "--device", "cpu", "--poll-seconds", "0.2"],
-        cwd=REPO, env={**os.environ, "PLUIE_DB_URL": url}, capture_output=True, text=True, timeout=180,
-    )
-    assert worker.returncode == 0, worker.stdout[-2000:] + worker.stderr[-2000:]
+    log = tmp_path / "worker.log"
+    worker = start_worker(url, "--exit-when-idle", "--device", "cpu", log=log)
+    assert worker.wait(timeout=180) == 0, log.read_text()[-3000:]
     with read_session(engine) as session:
         assert session.scalar(select(ScoreRun.status).where(ScoreRun.name == "broken model")) == "failed"
         assert "missing-model" in session.scalar(select(Worker.last_error))
