@@ -13,6 +13,7 @@ from typing import Optional
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from db import access, init_db
@@ -29,6 +30,12 @@ THROTTLE_ACCOUNT = "API token"  # the account name the login guard counts wrong 
 NO_TOKEN = ("Send a personal token: Authorization: Bearer <token> (make one in “Your tokens” on the Preferences "
             "page, on the Accounts page, or with python -m db accounts token NAME).")
 BAD_TOKEN = "This token is not valid: it is unknown or revoked, or its account is disabled"
+
+
+class Body(BaseModel):
+    """What every route's JSON body derives from: an unknown field is a 400 naming it, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ApiError(Exception):

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from api.app import acting, engine
+from api.app import Body, acting, engine
 from api.routes import Authenticated, _plain, _records
 from db.api_tokens import create_token, list_tokens, revoke_token
 from db.webhooks import EVENTS, deliveries, list_webhooks, register_webhook, remove_webhook
@@ -18,8 +18,7 @@ def _hook(info) -> dict:
             "created_by": info.created_by, "active": info.active}
 
 
-class NewWebhook(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class NewWebhook(Body):
     url: str = Field(description="Where to POST each event (http:// or https://)")
     events: list[str] = Field(description="Among: " + ", ".join(EVENTS))
 
@@ -56,8 +55,7 @@ def _token(info) -> dict:
             "last_used_at": _plain(info.last_used_at), "revoked_at": _plain(info.revoked_at)}
 
 
-class NewToken(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class NewToken(Body):
     name: str = ""
 
 

@@ -18,10 +18,10 @@ from typing import Any, Literal, Optional
 import pandas as pd
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from api import PREFIX as api_prefix
-from api.app import ApiError, acting, authenticate, engine
+from api.app import ApiError, Body, acting, authenticate, engine
 from db import access
 from db.campaigns import campaign_overview, create_campaign, get_campaign, list_campaigns
 from db.datasets import ImportResult, datasets_overview, import_pair_chunks, import_pairs
@@ -96,8 +96,7 @@ def get_dataset(dataset_id: int, actor: Actor = Authenticated) -> dict:
         return _dataset(dataset_id)
 
 
-class NewDataset(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class NewDataset(Body):
     name: str = Field(description="The dataset's name (as on the Import page)")
     rows: list[dict[str, Any]] = Field(description="One object per pair: source, hypothesis, and optionally label, "
                                                    "id, annotator columns and any metadata, as a JSONL file's lines")
@@ -211,8 +210,7 @@ def list_runs(actor: Actor = Authenticated) -> list[dict]:
         return [_run(p) for p in runs_progress(engine())]
 
 
-class NewRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class NewRun(Body):
     model: str = Field(description="A model folder or name (PLUIE, LLM judges), a baseline's key, or the name a "
                                    "server serves (with options.endpoint)")
     kind: str = "pluie"
@@ -284,8 +282,7 @@ def campaigns(actor: Actor = Authenticated) -> list[dict]:
         return [_campaign(c) for c in list_campaigns(engine())]
 
 
-class NewCampaign(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class NewCampaign(Body):
     name: str
     dataset_ids: list[int]
     quota: int = 50
@@ -368,8 +365,7 @@ def export(datasets: Optional[str] = Query(None, description="Dataset ids, comma
                              headers={"Content-Disposition": f'attachment; filename="{stem}.{format}"'})
 
 
-class Publish(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class Publish(Body):
     licence: str = Field(description="A Hugging Face licence identifier: cc-by-4.0, mit, other...")
     dataset_ids: Optional[list[int]] = None
     campaign_id: Optional[int] = None
@@ -430,8 +426,7 @@ def review_pair(pair_id: int, actor: Actor = Authenticated) -> dict:
     return _plain_tree(item)
 
 
-class Decision(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # an unknown field is a 400, not silently dropped
+class Decision(Body):
     level: Optional[int] = Field(description="The final level, 0-3 (Very different … Same meaning); null withdraws "
                                              "the decision in force")
     note: str = ""

@@ -291,6 +291,7 @@ def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable
     if post is None:
         client = httpx.Client(follow_redirects=False)
         post = client.post
+
     def turn(last: bool) -> None:
         try:
             check_runs(engine)
