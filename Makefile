@@ -62,7 +62,7 @@ lint: $(VENV)/.dev
 
 # static/plotly.pluie.min.js, the charts' plotly.js (committed: neither running the app nor its tests needs
 # node): rebuilt from scripts/plotly_bundle (plotly.js and its build tools, pinned there) after a change of
-# the traces pages/charts.py draws or of plotly's version (tests/test_plotly_bundle.py checks both)
+# the traces ui/charts/__init__.py draws or of plotly's version (tests/test_plotly_bundle.py checks both)
 plotly-bundle:
 	cd scripts/plotly_bundle && npm ci --no-audit --no-fund && npm run build
 

@@ -5,22 +5,23 @@
 Access: a personal labelling link (?token=...) opens the labelling page and nothing else, an invitation
 link (?invite=...) the page where a new account sets its password. Otherwise, once the store has accounts
 (or an admin password is configured, which becomes the owner account "admin"), a visitor signs in
-(pages.signin) and sees the pages their role may open (pluie_core.roles.PAGE_ROLES); a page opened by its
+(ui.access.signin) and sees the pages their role may open (pluie_core.roles.PAGE_ROLES); a page opened by its
 address that the role may not open is refused. A store without accounts or admin password is open to
 whoever reaches it, as the sidebar says. The page a visitor asked for is the one drawn once signed in.
 st.navigation is called on every run, so the pages/ folder is never listed on its own.
 """
 import streamlit as st
 
-from pages.shared import FRAMED, get_engine, run_page, user_text
-from pages.signin import MENU, keep_login_cookie, log_out, refuse_page, require_signin, session_end
-from pages.read_ahead import read_ahead_once
-from pages.run_forms import read_hardware
+from ui.base.page import FRAMED, get_engine, run_page, user_text
+from ui.base.menu import MENU
+from ui.access.signin import keep_login_cookie, log_out, refuse_page, require_signin, session_end
+from ui.views.read_ahead import read_ahead_once
+from ui.forms.run_forms import read_hardware
 from pluie_core.roles import can_open
 from worker_launch import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
-st.session_state[FRAMED] = True  # see pages.shared._through_app
+st.session_state[FRAMED] = True  # see ui.base.page._through_app
 get_engine()  # opens the store and applies pending migrations before any page draws
 
 
@@ -83,7 +84,7 @@ run_page(navigation)  # any unexpected error: one sentence here, its traceback i
 def read_ahead_after_first_page():
     # once per server process, after its first admin page has run, unless scripts/serve.py (make run) did
     # it for this store as the server started: the analysis pages' default frames are read on a thread
-    # while the person looks at that page (pages.read_ahead: each page says what it opens on)
+    # while the person looks at that page (ui.views.read_ahead: each page says what it opens on)
     return read_ahead_once()
 
 

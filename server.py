@@ -1,4 +1,4 @@
-"""The app as an ASGI application: app.py, plus the routes of the sign-in cookie (pages.session_cookie) and
+"""The app as an ASGI application: app.py, plus the routes of the sign-in cookie (ui.access.session_cookie) and
 the HTTP API under /api/v1 (api/, for scripts and pipelines: personal tokens, the same accounts).
 
 Streamlit gives a page no way to set a cookie; a cookie written by the page's JavaScript could be read by
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import streamlit as st
 
-import api
-from pages import session_cookie
-from pages.shared import no_pages_folder
+from api.app import routes as api_routes
+from ui.access import session_cookie
+from ui.base.page import no_pages_folder
 
 no_pages_folder()  # every address through app.py, from the first visit (a helper of pages/ is never run)
-app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes() + api.routes(),
+app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes() + api_routes(),
              middleware=session_cookie.middleware())

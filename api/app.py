@@ -1,4 +1,4 @@
-"""The API's frame: the store it opens, who a request acts for (its token), and errors as JSON.
+"""The API's application: its routes (api.routes, api.hooks) under /api/v1, and every error as JSON.
 
 Every error is ``{"error": "<one sentence>"}`` with its status: 400 a request the store refuses (the same
 sentence the page shows), 401 no or a bad token, 403 a role that may not, 404 nothing there, 409 a stale
@@ -13,80 +13,17 @@ from typing import Optional
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from db import access, init_db
-from db.api_tokens import token_account
-from db.campaigns import StaleFormError
-from db.review import StaleReviewError
-from db.engine import StoreUnavailable, database_url
-from pluie_core.auth import LOGIN_GUARD, client_address, try_password
-from pluie_core.io import MAX_BYTES
-from pluie_core.roles import Actor, NotAllowed
-
-MAX_BODY = MAX_BYTES + (1 << 20)  # a pair file's bound (pluie_core.io.MAX_BYTES), and a form's fields around it
-THROTTLE_ACCOUNT = "API token"  # the account name the login guard counts wrong tokens under
-NO_TOKEN = ("Send a personal token: Authorization: Bearer <token> (make one in “Your tokens” on the Preferences "
-            "page, on the Accounts page, or with python -m db accounts token NAME).")
-BAD_TOKEN = "This token is not valid: it is unknown or revoked, or its account is disabled"
+from api import PREFIX, hooks, routes as api_routes
+from api.base import MAX_BODY, REFUSALS, ApiError
 
 
-class Body(BaseModel):
-    """What every route's JSON body derives from: an unknown field is a 400 naming it, never silently dropped."""
+def routes() -> list:
+    """The API as one route for st.App (server.py): everything under PREFIX."""
+    from starlette.routing import Mount
 
-    model_config = ConfigDict(extra="forbid")
-
-
-class ApiError(Exception):
-    """An answer other than 2xx: ``status`` and the sentence to send."""
-
-    def __init__(self, status: int, message: str, headers: Optional[dict] = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
-
-
-# the store's refusals and the status each answers with (a class's nearest entry by inheritance wins): every
-# refusal of the store and the library is a ValueError with its sentence (ImportRejected, PairFileError,
-# RunError, CampaignError, PublishError, PairSearchError, TokenError...)
-REFUSALS: dict[type, int] = {NotAllowed: 403, StaleFormError: 409, StaleReviewError: 409, StoreUnavailable: 503,
-                             ValueError: 400}
-
-
-@functools.lru_cache(maxsize=4)
-def _engine_for(url: str):
-    return init_db(url)
-
-
-def engine():
-    """The store this server uses (PLUIE_DB_URL / pluie_lab.toml / the embedded default), migrated once."""
-    return _engine_for(database_url())
-
-
-def authenticate(request: Request) -> Actor:
-    """The account a request acts for, from its bearer token; wrong tokens are counted per address as wrong
-    passwords are (pluie_core.auth.try_password), so guessing tokens is as slow as guessing passwords."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise ApiError(401, NO_TOKEN, {"WWW-Authenticate": "Bearer"})
-    peer = request.client.host if request.client else None
-    client = client_address(peer, request.headers.get("x-forwarded-for"))
-    found: list = []
-
-    def check() -> bool:
-        found.append(token_account(engine(), token))
-        return found[-1] is not None
-
-    sentence = try_password(check, client, THROTTLE_ACCOUNT, LOGIN_GUARD, wrong=BAD_TOKEN)
-    if sentence is not None:
-        if sentence.startswith("Too many"):
-            raise ApiError(429, sentence, {"Retry-After": sentence.rsplit(" ", 2)[-2]})
-        raise ApiError(401, sentence, {"WWW-Authenticate": "Bearer"})
-    account_id, name, role = found[-1]
-    return Actor(name, role, account_id)
+    return [Mount(PREFIX, app=create_app())]
 
 
 def _error(status: int, message: str, headers: Optional[dict] = None) -> JSONResponse:
@@ -106,8 +43,6 @@ async def _refusal(status: int, request, exc: Exception) -> JSONResponse:
 
 
 def create_app() -> FastAPI:
-    from api import hooks, routes
-
     app = FastAPI(title="PLUIE Lab API", version="1", openapi_url="/openapi.json", docs_url=None, redoc_url=None,
                   description="Datasets, pairs, score runs, campaigns, labels and publishing, for scripts and "
                               "pipelines. Every request sends `Authorization: Bearer <token>`.")
@@ -147,11 +82,6 @@ def create_app() -> FastAPI:
     async def _failed(request, exc: Exception):  # after the response, Starlette logs the exception itself
         return _error(500, "Something went wrong on the server; its log has the details.")
 
-    app.include_router(routes.router)
+    app.include_router(api_routes.router)
     app.include_router(hooks.router)
     return app
-
-
-def acting(actor: Actor):
-    """The block's reads and writes done for ``actor`` (db.access: checked and attributed as that account)."""
-    return access.acting_as(actor)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from api.app import Body, acting, engine
+from api.base import Body, acting, engine
 from api.routes import Authenticated, _plain, _records
 from db.api_tokens import create_token, list_tokens, revoke_token
 from db.webhooks import EVENTS, deliveries, list_webhooks, register_webhook, remove_webhook

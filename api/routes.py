@@ -21,7 +21,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import Field
 
 from api import PREFIX as api_prefix
-from api.app import ApiError, Body, acting, authenticate, engine
+from api.base import ApiError, Body, acting, authenticate, engine
 from db import access
 from db.campaigns import campaign_overview, create_campaign, get_campaign, list_campaigns
 from db.datasets import ImportResult, datasets_overview, import_pair_chunks, import_pairs

@@ -33,7 +33,7 @@ the same page without it, median of 10, while the grid itself is on screen at th
 those in the document's head, of an element outside the document, or of an element of the body that
 takes no room on the screen (no size, wholly off it, or added and removed before the browser drew it):
 plotly's code, when it loads, adds its styles to the head, measures text with such elements, and every
-admin page loads it once the browser is idle (pages.shared.preload_views), a change no one sees. Nor
+admin page loads it once the browser is idle (ui.frame.preload_views), a change no one sees. Nor
 the two marks Streamlit sets that change nothing on the screen: the `stApp` element's script state (a
 test hook), and an element's stale mark (`data-stale` and the class that comes with it) when it is
 cleared within 0.5 s, since Streamlit fades a stale element only 0.5 s after marking it (its CSS:
@@ -128,7 +128,7 @@ new MutationObserver((records) => {
   if (visible) window.__lastVisible = now;
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 """
-# a chart drawn in the page, by whichever library draws it: plotly's SVG (drawn by pages/plotly_chart.js, or
+# a chart drawn in the page, by whichever library draws it: plotly's SVG (drawn by ui/charts/plotly_chart.js, or
 # by st.plotly_chart in older copies), or Vega's marks (canvas or SVG)
 CHART_DRAWN = ", ".join(f'[data-testid="stMain"] {chart}' for chart in (
     '.pluie-chart .main-svg', '[data-testid="stPlotlyChart"] .main-svg', '[data-testid="stVegaLiteChart"] .marks'))

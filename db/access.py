@@ -30,7 +30,7 @@ _RESOLVER: Optional[Callable[[], Optional[Actor]]] = None
 
 
 def set_resolver(resolver: Optional[Callable[[], Optional[Actor]]]) -> None:
-    """Register how to find the actor when no ``acting_as`` is in force: the app's (pages.signin) returns
+    """Register how to find the actor when no ``acting_as`` is in force: the app's (ui.access.signin) returns
     the signed-in person of the Streamlit session running this thread, and None outside one."""
     global _RESOLVER
     _RESOLVER = resolver

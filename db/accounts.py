@@ -10,7 +10,7 @@ from the configured admin password: ensure_owner_from_admin_password). The last 
 demoted or disabled, so a team never locks itself out.
 
 Sessions: raising ``session_epoch`` ends every session of the account (set_password, set_role,
-disable_account, end_sessions); pages.signin signs its session tokens with the epoch and the password hash.
+disable_account, end_sessions); ui.access.signin signs its session tokens with the epoch and the password hash.
 """
 from __future__ import annotations
 

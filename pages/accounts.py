@@ -4,7 +4,8 @@ import streamlit as st
 from db import accounts
 from db.access import NotAllowed
 from db.engine import StoreUnavailable
-from pages.shared import admin_page, user_text
+from ui.frame import admin_page
+from ui.base.page import user_text
 from pluie_core.roles import ROLE_HELP, ROLES
 from pluie_core.visible import visible_text
 

@@ -6,13 +6,15 @@ import streamlit as st
 
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
 from db.analysis import LABELS_COUNTED
-from pages import charts, store_reads
-from pages.agreement_cache import ALPHA_LEVELS, agreement_figures, people_tables
-from pages.model_threshold import threshold_input
-from pages.selection import one_scale, sidebar
-from pages.tables import download_csv
+from ui import charts
+from ui.views import store_reads
+from ui.views.agreement_cache import ALPHA_LEVELS, agreement_figures, people_tables
+from ui.views.model_threshold import threshold_input
+from ui.views.selection import one_scale, sidebar
+from ui.views.tables import download_csv
 from pluie_core.agreement import AGREEMENT_RULE
-from pages.shared import admin_page, user_text
+from ui.frame import admin_page
+from ui.base.page import user_text
 
 admin_page("chart")
 

@@ -11,7 +11,8 @@ import streamlit as st
 from db import annotators, campaigns as camp, serving
 from db.engine import StoreUnavailable
 from db.limits import NAME_LENGTH
-from pages.shared import PAGE_LOG, annotator_page, page_script, user_text
+from ui.base.page import PAGE_LOG, page_script, user_text
+from ui.frame import annotator_page
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
@@ -171,7 +172,7 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
     except StoreUnavailable as exc:  # the pair and its answers stay on screen: the same key sends it again
         st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: "
                                        f"press it again {again(exc)}.")
-    except Exception:  # a callback runs outside the page's guard (pages.shared.run_page): never a traceback
+    except Exception:  # a callback runs outside the page's guard (ui.base.page.run_page): never a traceback
         PAGE_LOG.exception("An answer on the labelling page failed")
         st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because something went "
                                        "wrong on the server (the details are in its log): press it again in a moment.")

@@ -5,8 +5,9 @@ import streamlit as st
 
 from db import access, api_tokens, webhooks
 from db.engine import StoreUnavailable
-from pages import session_cookie
-from pages.shared import admin_page, user_text
+from ui.access import session_cookie
+from ui.frame import admin_page
+from ui.base.page import user_text
 from pluie_core.roles import NotAllowed, rank
 
 engine = admin_page("table")

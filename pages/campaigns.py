@@ -11,8 +11,9 @@ from db.access import OPEN, NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
 from db.limits import INT_MAX, NAME_LENGTH, clean_name
-from pages import keep
-from pages.shared import admin_page, one_click, user_text
+from ui.access import keep
+from ui.frame import admin_page
+from ui.base.page import one_click, user_text
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, default_guidelines, guidelines_markdown
 from pluie_core.labels import LEVELS
@@ -32,9 +33,9 @@ def personal_link(token: str) -> str:
 
 
 # The New campaign form's widgets: kept for this browser across page changes and reloads until the
-# campaign exists (pages.keep); plain widgets, not an st.form, whose values would reach the server only
+# campaign exists (ui.access.keep); plain widgets, not an st.form, whose values would reach the server only
 # when submitted. A double click on "Create campaign" creates the campaign once: the browser lets one
-# click through per run (pages.shared.one_click), and "Create campaign" belongs to one filling of the
+# click through per run (ui.base.page.one_click), and "Create campaign" belongs to one filling of the
 # form (done()["new-batch"]). Should a second click reach a loaded server after the first click's run has
 # drawn the button again (its batch is then the new one) with the browser's values of before the form was
 # emptied, a click on the name just created is that second click, not a new campaign ("already exists"

@@ -10,14 +10,16 @@ import streamlit as st
 
 from db import evaluation_reads as reads
 from db.analysis import pairs_detail
-from pages import charts, store_reads
-from pages.correlation_cache import (
+from ui import charts
+from ui.views import store_reads
+from ui.views.correlation_cache import (
     CORRELATION_BOOT, GRADED_REFERENCES, correlation_difference, correlations, graded, graded_values,
     reference_choices,
 )
-from pages.selection import SCALE_WIDGET, Selection, dataset_names, scale_groups, scored_frame, sidebar
-from pages.shared import admin_page, get_engine, user_text
-from pages.tables import download_csv
+from ui.views.selection import SCALE_WIDGET, Selection, dataset_names, scale_groups, scored_frame, sidebar
+from ui.frame import admin_page
+from ui.base.page import get_engine, user_text
+from ui.views.tables import download_csv
 from pluie_core import analysis_figures
 from pluie_core.analysis import scales_sentence
 from pluie_core.evaluation.correlation import (
@@ -53,7 +55,7 @@ def fail(error: Exception):
 def one_reference(selection: Selection, kind: str, present=None) -> Selection:
     """The selection narrowed to one choice of reference_choices: a graded reference first where the scope
     has one (gold scores one dataset at a time), the binary 0/1 labels a choice (*Reference scale*); never
-    two scales in one figure (the sentence of pages.selection.one_scale when the datasets have several).
+    two scales in one figure (the sentence of ui.views.selection.one_scale when the datasets have several).
     Where the scope has no graded reference, one caption says why the page opens on the binary labels."""
     choices = reference_choices(selection, kind, present)
     groups = scale_groups(selection, kind, present)

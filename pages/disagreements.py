@@ -8,12 +8,13 @@ from db.analysis import pair_detail
 from db.export import pair_aggregation
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.analysis import RAW_SCALE_NO_BINARY, label_scales, labels_on_scale
-from pages import store_reads
-from pages.model_threshold import threshold_input
-from pages.selection import scored_frame, sidebar
-from pages.tables import download_csv
-from pages.explain_view import why_this_score
-from pages.shared import admin_page, get_engine, user_text
+from ui.views import store_reads
+from ui.views.model_threshold import threshold_input
+from ui.views.selection import scored_frame, sidebar
+from ui.views.tables import download_csv
+from ui.forms.explain_view import why_this_score
+from ui.frame import admin_page
+from ui.base.page import get_engine, user_text
 from pluie_core.diff import diff_html
 from pluie_core.stats import disagreements, human_disagreements, item_slots
 from pluie_core.visible import visible_text

@@ -6,10 +6,12 @@ import streamlit as st
 
 from db.analysis import pairs_detail
 from pluie_core.analysis import natural_threshold
-from pages import charts, store_reads
-from pages.selection import scored_frame, sidebar
-from pages.tables import download_csv, file_stem, plus_minus
-from pages.shared import admin_page, get_engine, user_text
+from ui import charts
+from ui.views import store_reads
+from ui.views.selection import scored_frame, sidebar
+from ui.views.tables import download_csv, file_stem, plus_minus
+from ui.frame import admin_page
+from ui.base.page import get_engine, user_text
 from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
 admin_page("chart")

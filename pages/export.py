@@ -14,9 +14,10 @@ from db.export import (
 from db.publish import (
     ZIP_DOWNLOAD_LIMIT, PublishError, dataset_zip, default_folder, folder_bytes, folder_stem, publish_dataset,
 )
-from pages import store_reads
-from pages import scope as scopes
-from pages.shared import admin_page, may, user_text
+from ui.views import store_reads
+from ui.views import scope as scopes
+from ui.frame import admin_page
+from ui.base.page import may, user_text
 from pluie_core.aggregation import (
     DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, METHOD_NAMES, METHODS, MODEL_METHODS, final_rule_text, median_labels,
 )
@@ -36,7 +37,7 @@ names = {d.name: d.id for d in datasets}
 campaign_list = list_campaigns(engine)
 campaigns = {c.id: c.name for c in campaign_list}
 left, right = st.columns(2)
-# the scope of every page (pages.scope): a campaign — only its pairs (its queue, gold pairs and the pairs
+# the scope of every page (ui.views.scope): a campaign — only its pairs (its queue, gold pairs and the pairs
 # labelled in it) and only the labels given in it — or whole datasets
 shared_scope = scopes.pick(store_reads.store_key(), {d.id: d.name for d in datasets}, where=left)
 campaign_id = shared_scope.campaign_id if shared_scope.campaign_id in campaigns else None

@@ -4,9 +4,10 @@ import streamlit as st
 from db.analysis import LABELS_COUNTED
 from db.datasets import RenameRefused, delete_dataset, rename_dataset
 from db.limits import NAME_LENGTH
-from pages import store_reads
-from pages.home_cache import store_overview
-from pages.shared import admin_page, may, user_text
+from ui.views import store_reads
+from ui.views.home_cache import store_overview
+from ui.frame import admin_page
+from ui.base.page import may, user_text
 from pluie_core.roles import NotAllowed
 from pluie_core.wording import one_line
 

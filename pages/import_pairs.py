@@ -9,7 +9,8 @@ import streamlit as st
 
 from db.datasets import ImportRejected, import_pair_chunks, import_pairs, left_out_note
 from db.engine import StoreUnavailable
-from pages.shared import admin_page, user_text
+from ui.frame import admin_page
+from ui.base.page import user_text
 from pluie_core.io import (GENERIC_FORMATS, PairFileError, guess_columns, large_file, load_pairs, read_pair_chunks,
                             read_table)
 from pluie_core.roles import NotAllowed

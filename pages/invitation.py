@@ -4,7 +4,8 @@ import streamlit as st
 
 from db import accounts
 from db.engine import StoreUnavailable
-from pages.shared import annotator_page, user_text
+from ui.frame import annotator_page
+from ui.base.page import user_text
 from pluie_core.roles import ROLE_HELP, with_article
 
 engine = annotator_page()

@@ -9,10 +9,11 @@ from db import quality as qual
 from db.access import NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
-from pages import store_reads
-from pages import scope as scopes
-from pages.gold_form import gold_from_dataset_form, gold_table
-from pages.shared import admin_page, user_text
+from ui.views import store_reads
+from ui.views import scope as scopes
+from ui.forms.gold_form import gold_from_dataset_form, gold_table
+from ui.frame import admin_page
+from ui.base.page import user_text
 from pluie_core.agreement import AGREEMENT_RULE
 from pluie_core.aggregation import ADAPTIVE_MIN_LABELS, METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
@@ -30,7 +31,7 @@ if not campaigns:
     st.stop()
 by_id = {c.id: c for c in campaigns}
 c1, c3, c2 = st.columns([3, 1, 1])
-# the session's scope (pages.scope): the campaign chosen on any page, else the one with the latest label
+# the session's scope (ui.views.scope): the campaign chosen on any page, else the one with the latest label
 chosen = scopes.pick_campaign(store_reads.store_key(), c1,
                               lambda i: by_id[i].name + ("" if by_id[i].active else " (closed)") if i in by_id else str(i))
 if chosen not in by_id:  # created since the scope's list was read

@@ -11,8 +11,9 @@ from db import campaigns as camp
 from db import quality as qual
 from db.datasets import list_datasets
 from db.pairs import GOLD_FILTERS, LABEL_STATES, PairSearch, PairSearchError, browse_pairs
-from pages.explain_view import why_this_score
-from pages.shared import admin_page, may, user_text
+from ui.forms.explain_view import why_this_score
+from ui.frame import admin_page
+from ui.base.page import may, user_text
 from pluie_core.labels import LEVELS
 from pluie_core.visible import visible_text
 

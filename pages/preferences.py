@@ -7,10 +7,11 @@ import streamlit as st
 from db.datasets import ImportRejected
 from db.limits import NAME_LENGTH
 from db.preferences import import_preference_file
-from pages import store_reads
-from pages.preferences_cache import preference_agreement, preference_datasets, preferences
-from pages.tables import download_csv
-from pages.shared import admin_page, may, user_text
+from ui.views import store_reads
+from ui.views.preferences_cache import preference_agreement, preference_datasets, preferences
+from ui.views.tables import download_csv
+from ui.frame import admin_page
+from ui.base.page import may, user_text
 from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, CHOICES
 from pluie_core.io import PairFileError
 

@@ -9,12 +9,13 @@ import streamlit as st
 from db import access, review
 from db.datasets import list_datasets
 from db.engine import StoreUnavailable
-from pages import store_reads
-from pages.review_cache import review_queue
-from pages import scope as scopes
-from pages import keep
-from pages.explain_view import why_this_score
-from pages.shared import admin_page, user_text
+from ui.views import store_reads
+from ui.views.review_cache import review_queue
+from ui.views import scope as scopes
+from ui.access import keep
+from ui.forms.explain_view import why_this_score
+from ui.frame import admin_page
+from ui.base.page import user_text
 from pluie_core.diff import diff_html
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.labels import LEVELS
@@ -40,11 +41,11 @@ if signed_in.signed_in:  # every decision is the account's (db.review.adjudicate
     reviewer = signed_in.name
     st.sidebar.markdown(f"Deciding as **{user_text(reviewer)}**")
 else:  # a store without accounts: the reviewer names themselves, as before
-    keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (pages.keep)
+    keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (ui.access.keep)
     reviewer = st.sidebar.text_input("Reviewer", key="reviewer", max_chars=review.NAME_LENGTH,
                                      help="Your name: every decision records who took it. "
                                           "Remembered on this browser until it is closed.")
-# the scope of every page (pages.scope): a campaign (its labels and flags only) or whole datasets
+# the scope of every page (ui.views.scope): a campaign (its labels and flags only) or whole datasets
 store_key = store_reads.store_key()  # the store's state, read once a run
 scope = scopes.pick(store_key, {d.id: d.name for d in datasets})
 show = st.sidebar.radio("Pairs", list(SHOW), format_func=SHOW.get, key="review-show")

@@ -7,10 +7,11 @@ import streamlit as st
 
 from db.datasets import ImportRejected
 from db.evaluation import PARAPHRASUS, assign_challenge, benchmark_datasets, import_benchmark
-from pages import store_reads
-from pages.scorecard_cache import scorecard_pairs
-from pages.tables import download_csv, file_stem
-from pages.shared import admin_page, may, user_text
+from ui.views import store_reads
+from ui.views.scorecard_cache import scorecard_pairs
+from ui.views.tables import download_csv, file_stem
+from ui.frame import admin_page
+from ui.base.page import may, user_text
 from pluie_core.analysis import natural_threshold
 from pluie_core.evaluation.paraphrasus import (
     CHALLENGES, PARTS, DecisionRule, ScorecardError, calibrate, in_paper_order, read_benchmark, scorecard,

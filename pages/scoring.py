@@ -6,8 +6,9 @@ from db.queue import workers_overview
 from db.runs import (
     RunError, cancel_run, compute_times, latest_scores, pause_run, resume_run, retry_run, runs_progress,
 )
-from pages.run_forms import baseline_run_form, judge_run_form, pluie_run_form
-from pages.shared import admin_page, user_text
+from ui.forms.run_forms import baseline_run_form, judge_run_form, pluie_run_form
+from ui.frame import admin_page
+from ui.base.page import user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.roles import NotAllowed
 from pluie_core.run_kinds import RUN_KINDS

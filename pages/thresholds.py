@@ -9,12 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from pluie_core.analysis import natural_threshold
-from pages import charts, store_reads
-from pages.selection import scored_frame, sidebar
-from pages.tables import download_csv, file_stem, plus_minus
-from pages.thresholds_cache import threshold_figures
+from ui import charts
+from ui.views import store_reads
+from ui.views.selection import scored_frame, sidebar
+from ui.views.tables import download_csv, file_stem, plus_minus
+from ui.views.thresholds_cache import threshold_figures
 from db.analysis import pairs_detail
-from pages.shared import admin_page, get_engine, user_text
+from ui.frame import admin_page
+from ui.base.page import get_engine, user_text
 from pluie_core.stats import PAPER_PER_CLASS, StatsError, StatsWarning, metrics_at, mixed_balanced_draw
 
 admin_page("chart")

@@ -1,7 +1,7 @@
 """The analysis pages' figures as pure functions of the frames the store gives (pluie_core.analysis's
 label views, pairs, scores, reference labels): Agreement's κ / α and annotator tables, Thresholds'
 curve and best thresholds, Correlation's table, Preferences' agreement table. No Streamlit, no
-store: the pages cache these on the store's state (pages/*_cache.py) and draw what they return."""
+store: the pages cache these on the store's state (ui/views/*_cache.py) and draw what they return."""
 from __future__ import annotations
 
 from typing import Optional

@@ -18,7 +18,7 @@ With accounts (db.accounts), a session token names its account ("a<id>.<issued>.
 and is signed with the server's secret and the account's fingerprint (its password hash, role and session
 epoch, db.accounts.password_fingerprint), so a changed password or role, a disabled account or "end
 sessions" ends it at once. The fingerprint comes from the store, which this module cannot read: the app
-registers where to find it (set_fingerprint_source, pages.signin) or a caller passes ``fingerprint_of``.
+registers where to find it (set_fingerprint_source, ui.access.signin) or a caller passes ``fingerprint_of``.
 """
 from __future__ import annotations
 
@@ -411,7 +411,7 @@ _FINGERPRINTS: Optional[FingerprintSource] = None
 
 def set_fingerprint_source(source: Optional[FingerprintSource]) -> None:
     """Where admin_session_expiry finds an account's fingerprint (account id -> text, None when the account
-    cannot sign in) when its caller gives none: the app registers the store's (pages.signin)."""
+    cannot sign in) when its caller gives none: the app registers the store's (ui.access.signin)."""
     global _FINGERPRINTS
     _FINGERPRINTS = source
 

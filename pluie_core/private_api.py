@@ -19,7 +19,7 @@ results: crowd-kit's MACE without the private methods pluie_core.aggregation men
 error that names them (CROWDKIT_MACE), rather than run as something else.
 
 This module holds the library's couplings only: ``pluie_core`` may not import Streamlit
-(``tests/test_layers.py``), so the app's couplings to Streamlit's internals are in ``pages/private_api.py``,
+(``tests/test_layers.py``), so the app's couplings to Streamlit's internals are in ``ui/base/private_api.py``,
 one module per layer; that one uses ``Coupling`` from here.
 """
 from __future__ import annotations

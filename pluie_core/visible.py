@@ -9,7 +9,7 @@ changes: the store, the model and the export keep the text exactly as imported.
 - ``visible_text``: for plain-text views (st.text, tables, selectbox options).
 - ``visible_html``: escaped HTML with each mark in a styled span that names the character
   (the pair's word-difference highlight, pluie_core.diff).
-- ``markdown_text``: text a user typed or imported, safe inside Markdown (pages.shared.user_text):
+- ``markdown_text``: text a user typed or imported, safe inside Markdown (ui.base.page.user_text):
   marked, then escaped so that no Markdown, HTML, LaTeX or link is made of it.
 - ``document_text``: the same for a Markdown file read outside the app (the dataset card), with no
   invisible character added: an address or a name with "@" in it is inline code, not a link.

@@ -1,5 +1,5 @@
 """Start PLUIE Lab as `make run` does: the scoring worker first, then the Streamlit server of app.py
-(served through server.py, whose routes set the sign-in cookie HttpOnly: pages.session_cookie) in this
+(served through server.py, whose routes set the sign-in cookie HttpOnly: ui.access.session_cookie) in this
 same process, so the worker scores from the start (no browser needed) and stops with it.
 
     python scripts/serve.py [streamlit options, e.g. --server.port 8501]
@@ -109,12 +109,12 @@ def _address_chosen(argv: list[str]) -> bool:
 
 
 # what Streamlit itself imports on a page's first table or chart, beside what the pages name; torch,
-# which app.py's reading of the GPUs (pages.run_forms.read_hardware, on a thread of its own) imports with
+# which app.py's reading of the GPUs (ui.forms.run_forms.read_hardware, on a thread of its own) imports with
 # the first page where a GPU driver is (pluie_core.hardware.gpu_driver_present): 1.5 s on an idle machine,
 # taken from that page while it drew (Datasets, first visit: 5.4 s, bench/pages.py)
 # streamlit.emojis: what set_page_config imports to check the page icon (☔), a regular expression of every
 # emoji compiled as it loads: 0.3 s of the first page's run (bench/pages.py)
-# Streamlit's own modules among them are its internals: pages.private_api.drawing_modules (DRAWING_MODULES
+# Streamlit's own modules among them are its internals: ui.base.private_api.drawing_modules (DRAWING_MODULES
 # there), those this Streamlit has, between these two.
 DRAWING_MODULES = ("pyarrow", "torch")
 # what the statistics import inside the functions that compute (pluie_core.stats, so that a worker or a test
@@ -129,9 +129,9 @@ READ_AHEAD = "serve: the pages' first figures are read"  # bench/pages.py waits 
 def page_imports(repo: Path = REPO) -> list[str]:
     """The modules app.py and pages/*.py import (read from their source, so a page's new import is
     warmed with no list to keep in step), then the ones Streamlit imports to draw (DRAWING_MODULES, with
-    Streamlit's own: pages.private_api.drawing_modules) and those the statistics import where they compute
+    Streamlit's own: ui.base.private_api.drawing_modules) and those the statistics import where they compute
     (STATISTICS_MODULES)."""
-    from pages.private_api import drawing_modules
+    from ui.base.private_api import drawing_modules
 
     found: dict[str, None] = {}
     for path in [repo / "app.py", *sorted((repo / "pages").glob("*.py"))]:
@@ -197,14 +197,14 @@ def warm_up(modules: list[str]) -> threading.Thread:
 
 def read_ahead_at_start(timeout: float = 60.0) -> None:
     """Once Streamlit's runtime is up (its caches are the pages'), read the pages' first figures from the
-    store (pages.read_ahead.read_ahead: the Datasets page's counts, the analysis pages' default views;
+    store (ui.views.read_ahead.read_ahead: the Datasets page's counts, the analysis pages' default views;
     about 5 s at 100,000 pairs and 300,000 labels, 35 s at 1,000,000, on a thread at a lower priority), so
     that the first person to open a page finds them instead of waiting, or sharing the 2 cores with that
     reading, while their page draws. A store that cannot be read is left to the pages to report, but
     whatever stops the read-ahead itself (a broken import, a bug) is logged as a warning with its
-    traceback, and the server stays up. Without Streamlit's ``Runtime.exists`` (pages.private_api.runtime_exists)
+    traceback, and the server stays up. Without Streamlit's ``Runtime.exists`` (ui.base.private_api.runtime_exists)
     it reads nothing: the read-ahead then starts after the first admin page."""
-    from pages.private_api import runtime_exists
+    from ui.base.private_api import runtime_exists
 
     exists = runtime_exists()
     if exists is None:
@@ -215,7 +215,7 @@ def read_ahead_at_start(timeout: float = 60.0) -> None:
             return
         time.sleep(0.1)
     try:
-        from pages.read_ahead import read_ahead_once
+        from ui.views.read_ahead import read_ahead_once
 
         read_ahead_once().join()
     except Exception:  # noqa: BLE001 - the server stays up; the pages read on their own
@@ -236,7 +236,7 @@ def main(argv: list[str]) -> int:
         ensure_worker_running(demo_run=demo_run_wanted())  # the first start's runs, then the worker
     except Exception as exc:  # the store cannot be opened: say so; the app shows the same on its pages
         print(f"serve: no scoring worker started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
-    from pages.private_api import streamlit_cli_main
+    from ui.base.private_api import streamlit_cli_main
 
     streamlit_main = streamlit_cli_main()  # streamlit.web.cli.main, after the worker's start: it loads while this does
 

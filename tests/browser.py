@@ -163,7 +163,7 @@ def wait_for_app(page, timeout: float = 30_000) -> None:
 def wait_for_settled_app(page, quiet_ms: float = 750, timeout: float = 30_000) -> None:
     """wait_for_app, and then no run for ``quiet_ms``: the first page a server is asked for runs its script
     twice (Streamlit runs pages/<page>.py on its own until app.py has called st.navigation once, and
-    pages.shared._through_app runs the same address again through the app; the second run starts about
+    ui.base.page._through_app runs the same address again through the app; the second run starts about
     0.1 s after the first ends), and wait_for_app can return in between. A form filled during that second
     run loses what was picked when the run redraws it."""
     wait_for_app(page, timeout)
@@ -215,6 +215,6 @@ def open_popover(page, name: str, attempts: int = 5):
 
 def wait_for_shown_text(page, text: str, timeout: float = 30_000) -> None:
     """Wait until the page shows ``text`` as a person reads it: the invisible word joiners (U+2060)
-    that pages.shared.user_text puts after "http", "@" and the like are left out of the comparison."""
+    that ui.base.page.user_text puts after "http", "@" and the like are left out of the comparison."""
     page.wait_for_function("t => document.body.innerText.replace(/\\u2060/g, '').includes(t)", arg=text,
                            timeout=timeout)

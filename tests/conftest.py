@@ -65,7 +65,7 @@ def engine(db_url, migrated_sqlite_file):
 
 @pytest.fixture(autouse=True)
 def _no_page_error(request):
-    """A page that raises shows one sentence (pages.shared.run_page) instead of a stack trace, so an
+    """A page that raises shows one sentence (ui.base.page.run_page) instead of a stack trace, so an
     AppTest's `not at.exception` would no longer see it: any page error logged during a test fails
     that test, unless it is marked page_error (a test of the guard itself)."""
     import logging

@@ -1,5 +1,5 @@
 """The plotly figures a page drew, read back from AppTest: each chart's figure as the browser gets it
-(pages.charts.draw's component, its payload's "figure": "data", the traces; "layout"), keyed by its title
+(ui.charts.draw's component, its payload's "figure": "data", the traces; "layout"), keyed by its title
 as shown (unescaped)."""
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def plain(value):
 
 
 def drawn(at) -> list:
-    """(element, payload) of every chart pages.charts.draw drew on the page, in order: the payload as the
+    """(element, payload) of every chart ui.charts.draw drew on the page, in order: the payload as the
     browser reads it (revision, select, config, bundle, figure)."""
-    from pages.charts import PLOTLY_COMPONENT
+    from ui.charts import PLOTLY_COMPONENT
 
     return [(element, json.loads(element.proto.bytes)) for element in at.get("bidi_component")
             if element.proto.component_name == PLOTLY_COMPONENT]

@@ -445,7 +445,7 @@ def test_the_large_reads_are_one_shared_frame_per_store_state(open_page, store, 
     hit (a second per run of Agreement at 300,000 labels): two runs get the very same frame, a new
     label gives a new one, and the pages leave them as they found them."""
     from db.analysis import add_labels
-    from pages import store_reads as common
+    from ui.views import store_reads as common
 
     key = common.store_key()
     dataset_ids = tuple(int(i) for i in common.choices(key).datasets["id"])

@@ -21,7 +21,7 @@ from db.pairs import PairSearch, browse_pairs
 from db.preferences import import_preferences
 from db.review import ReviewError, adjudicate
 from db.runs import RunError, create_run
-from pages.shared import PAGE_FAILED
+from ui.base.page import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.test_store_limits import _refused  # the sentence
 from tests.test_annotation_pages import APP, store  # noqa: F401 (store: the pages' store fixture)

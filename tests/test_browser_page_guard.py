@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from pages.shared import PAGE_FAILED
+from ui.base.page import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import wait_for_app
 

@@ -6,7 +6,7 @@ import pytest
 
 from db import annotators, campaigns as camp, serving
 from db import quality as qual
-from pages.explain_view import BOX
+from ui.forms.explain_view import BOX
 from pluie_core.explain import Explanation, TokenContribution, explanation_html
 from pluie_core.quality import LIVE_COLUMN_GROUPS, live_columns
 from tests.browser import ARTIFACTS, wait_for_app

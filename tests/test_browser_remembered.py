@@ -125,7 +125,7 @@ def test_6_a_double_click_on_create_personal_links_creates_the_people_once(engin
     code = page.locator("[data-testid='stCode']").inner_text()
     assert "Alice" in code and "Bob" in code and code.count("?token=") == 2
     assert page.get_by_text("Write at least one name").count() == 0
-    assert len(sent) == 1, sent  # the browser let one click of the two through (pages.shared.one_click)
+    assert len(sent) == 1, sent  # the browser let one click of the two through (ui.base.page.one_click)
     assert sorted(r["name"] for r in annotators.annotator_rows(engine, cid)) == ["Alice", "Bob"]
 
 
@@ -191,7 +191,7 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
     page.wait_for_timeout(1_000)
     wait_for_app(page)
     assert page.get_by_text("already").count() == 0
-    assert len(sent) == 1, sent  # the browser let one click of the two through (pages.shared.one_click)
+    assert len(sent) == 1, sent  # the browser let one click of the two through (ui.base.page.one_click)
     (made,) = camp.list_campaigns(engine)
     assert (made.name, made.quota, made.distribution, made.guidelines) == ("Half-filled", 7, "overlap",
                                                                            "Be kind to the cat.")
@@ -248,7 +248,7 @@ def test_6_a_click_on_a_row_of_the_pairs_table_opens_that_pair(engine, app_serve
 
 
 def test_6_two_clicks_in_a_row_on_create_reach_the_server_as_one(engine, app_server, browser):
-    """pages.shared.one_click: the browser sends the first of two clicks in a row on "Create campaign"
+    """ui.base.page.one_click: the browser sends the first of two clicks in a row on "Create campaign"
     and on "Create personal links" (without it, both reach the server, which then has to tell them apart)."""
     from db import annotators, campaigns as camp
     from tests.annotation_fixtures import make_dataset, numbered_pairs

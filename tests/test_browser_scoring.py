@@ -26,10 +26,10 @@ def score_one_batch(db_url: str, run_id: int, batch_size: int) -> None:
 
 @pytest.mark.browser
 def test_progress_rises_without_reloading(app_server, browser):
-    from pages.signin import MENU  # app.py routes every page of the menu
+    from ui.base.menu import MENU  # app.py routes every page of the menu
 
     if "scoring" not in {key for entries in MENU.values() for key, *_ in entries}:
-        pytest.fail('app.py does not route to the scoring page: add ("scoring", "Scoring", icon) to pages.signin.MENU')
+        pytest.fail('app.py does not route to the scoring page: add ("scoring", "Scoring", icon) to ui.base.menu.MENU')
     engine = init_db(app_server.db_url)
     add_pairs(engine, "live", sentence_pairs(30))
     run = create_run(engine, name="live lev", kind="baseline", model="levenshtein")

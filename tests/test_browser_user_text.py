@@ -18,7 +18,7 @@ from db.review import adjudicate
 from tests.browser import wait_for_app
 
 pytestmark = pytest.mark.browser
-JOINER = "\u2060"  # pages.shared.user_text's invisible word joiner: not part of the text as read
+JOINER = "\u2060"  # ui.base.page.user_text's invisible word joiner: not part of the text as read
 
 
 @pytest.fixture

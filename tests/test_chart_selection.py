@@ -19,7 +19,7 @@ from tests.store_fixtures import sentence_pairs
 
 
 def test_a_scatter_selection_names_its_pairs_once_each_in_order():
-    from pages.charts import selected_pair_ids
+    from ui.charts import selected_pair_ids
 
     event = {"selection": {"points": [
         {"curve_number": 1, "point_index": 4, "x": 0.2, "y": 0.3, "customdata": [17, "a cat", "a dog", "D", "paraphrase"]},
@@ -32,7 +32,7 @@ def test_a_scatter_selection_names_its_pairs_once_each_in_order():
 
 
 def test_a_histogram_bar_names_exactly_the_pairs_it_counts():
-    from pages.charts import bin_pairs, selected_bins
+    from ui.charts import bin_pairs, selected_bins
 
     rng = np.random.default_rng(0)
     points = pd.DataFrame({"pair_id": np.arange(400) + 1000, "score": rng.uniform(-2, 3, 400),
@@ -53,7 +53,7 @@ def test_a_histogram_bar_names_exactly_the_pairs_it_counts():
 
 
 def test_a_point_hovers_its_pair_and_sentences_shortened_and_escaped():
-    from pages.charts import HOVER_CHARS, class_scatter
+    from ui.charts import HOVER_CHARS, class_scatter
 
     long = "<b>bold</b> & <a href='x'>link</a> " + "word " * 40
     points = pd.DataFrame({"pair_id": [5, 9], "x": [0.1, 0.4], "y": [0.3, 0.2], "class": ["paraphrase", "paraphrase"],
@@ -105,7 +105,7 @@ def test_selected_pairs_are_listed_with_their_diff_labels_scores_and_a_way_to_re
     def app(url, ids):
         from db import init_db
         from db.analysis import pairs_detail
-        from pages.charts import list_pairs
+        from ui.charts import list_pairs
 
         engine = init_db(url)
         list_pairs(ids, lambda chosen: pairs_detail(engine, chosen), "scatter")
@@ -172,7 +172,7 @@ def test_figure_downloads_are_png_or_svg_as_the_sidebar_says(open_page):
     assert not at.exception, at.exception
     assert {config(at, key)["toImageButtonOptions"]["format"] for key in ("scatter", "histogram")} == {"svg"}
     assert config(at, "scatter")["toImageButtonOptions"]["filename"] == "scatter"
-    from pages.charts import FORMAT
+    from ui.charts import FORMAT
 
     assert at.session_state[FORMAT] == "SVG"  # kept for the session: every analysis page reads it
     at = AppTest.from_file(str(REPO / "pages" / "thresholds.py"), default_timeout=60)
@@ -202,7 +202,7 @@ def test_the_thresholds_page_lists_the_pairs_of_a_selected_class_bar(open_page):
     counts = bars["paraphrase"]["y"]
     fullest = int(np.argmax(counts))
     chosen = bars["paraphrase"]["customdata"][fullest]
-    at.session_state["threshold_histogram"] = {"selection": {"points": [  # as pages/plotly_chart.js sends it
+    at.session_state["threshold_histogram"] = {"selection": {"points": [  # as ui/charts/plotly_chart.js sends it
         {"curve_number": 0, "point_index": fullest, "customdata": chosen}], "point_indices": [fullest],
         "box": [], "lasso": [], "revision": payload["revision"]}}
     at.run()
@@ -233,7 +233,7 @@ def test_a_scatter_point_hovers_every_label_of_its_pair(open_page):
 
 
 def test_a_histogram_of_few_pairs_counts_in_whole_numbers_and_titles_have_room():
-    from pages import charts
+    from ui import charts
 
     def bars(counts):
         edges = np.arange(len(counts) + 1) / len(counts)

@@ -176,11 +176,11 @@ def test_a_campaigns_scope_opens_on_its_graded_dataset(store, engine):
 
 
 def test_the_read_ahead_computes_what_the_page_opens_on(store, engine, monkeypatch):
-    """The Correlation page's first view, read ahead (pages.correlation_cache.first_view), is STS-B's gold
+    """The Correlation page's first view, read ahead (ui.views.correlation_cache.first_view), is STS-B's gold
     scores: the page then reads no pair, score or label again and computes no coefficient again."""
     from db import analysis
-    from pages import correlation_cache, store_reads
-    from pages.read_ahead import start_view
+    from ui.views import correlation_cache, store_reads
+    from ui.views.read_ahead import start_view
     from pluie_core import analysis_figures
 
     for cached in (correlation_cache.graded_values, correlation_cache.correlations,

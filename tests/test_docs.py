@@ -1,6 +1,6 @@
 """The front door and the map stay true: the README is short and starts with the two commands, every
 relative link in README.md, docs/, CHANGELOG.md and CONTRIBUTING.md points to a file that exists, and
-docs/architecture.md names every module of pages/, db/ and pluie_core/ (a newcomer finds where a page's
+docs/architecture.md names every module of pages/, ui/, db/, pluie_core/ and api/ (a newcomer finds where a page's
 behaviour lives there, issue 41)."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def broken_links(files: list[Path], root: Path = REPO) -> list[str]:
 
 def modules_missing_from(doc: str, root: Path = REPO) -> list[str]:
     missing = []
-    for folder in ("pages", "db", "pluie_core"):
+    for folder in ("pages", "ui", "db", "pluie_core", "api"):
         for file in sorted((root / folder).rglob("*.py")):
             relative = file.relative_to(root)
             if file.stem == "__main__" or "migrations" in relative.parts or "templates" in relative.parts:

@@ -165,7 +165,7 @@ def test_a_request_the_model_cannot_serve_stores_its_sentence(tmp_path):
 
 # ---------------------------------------------------------------- the page
 def test_the_pairs_page_shows_the_coloured_words_once_the_worker_computed_them(app_store, tiny_model, monkeypatch):
-    from pages import explain_view
+    from ui.forms import explain_view
     from worker import ScoringWorker
 
     engine = app_store

@@ -24,13 +24,13 @@ def _points(n: int) -> pd.DataFrame:
 
 
 def _draw(points):
-    from pages import charts as page_charts
+    from ui import charts as page_charts
 
     page_charts.draw("scatter", points, {"x": "reference", "y": "run", "pair_id": "pair"}, "prebuilt", key="prebuilt")
 
 
 def test_a_chart_draws_the_figure_its_function_built_as_it_is():
-    from pages import charts as page_charts
+    from ui import charts as page_charts
     from tests.figures import drawn
 
     at = AppTest.from_function(_draw, args=(_points(300),), default_timeout=60).run()
@@ -54,7 +54,7 @@ def test_a_rerun_builds_and_checks_no_figure_again(monkeypatch):
     monkeypatch.setattr(plotly.basedatatypes.BaseFigure, "__init__", counted)
 
     def page(points):
-        from pages import charts as page_charts
+        from ui import charts as page_charts
 
         page_charts.draw("scatter", points, {"x": "reference", "y": "run"}, "once", key="once", select=("box",))
 
@@ -77,7 +77,7 @@ def distributions(db_url, engine, built_analysis_store, monkeypatch):
     load_built_store(engine, built_analysis_store)
     monkeypatch.setenv("PLUIE_DB_URL", db_url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    from pages import charts as page_charts
+    from ui import charts as page_charts
 
     monkeypatch.setattr(page_charts, "POINTS_DRAWN", 40)
     monkeypatch.setattr(page_charts, "POINTS_CHOICES", (20, 40, 80))
@@ -118,7 +118,7 @@ def test_the_correlation_scatter_draws_the_same_sample_as_it_says(db_url, engine
     load_built_store(engine, built_analysis_store)
     monkeypatch.setenv("PLUIE_DB_URL", db_url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    from pages import charts as page_charts
+    from ui import charts as page_charts
 
     monkeypatch.setattr(page_charts, "POINTS_DRAWN", 30)
     at = AppTest.from_file(str(REPO / "pages" / "correlation.py"), default_timeout=60).run()

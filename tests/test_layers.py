@@ -1,4 +1,5 @@
-"""The layers, checked rather than remembered: pluie_core <- db <- worker / pages (docs/architecture.md).
+"""The layers, checked rather than remembered: pluie_core <- db <- ui <- pages, and the worker and the API beside the
+page helpers (docs/architecture.md).
 
 Every .py file of the layers is parsed (ast, never imported), and every import it makes is read:
 module-level and inside functions, ``import x``, ``from x import y`` and relative imports. The
@@ -7,10 +8,13 @@ rules:
 - pluie_core imports nothing from db, pages, worker, app, streamlit, sqlalchemy or alembic: the
   library installs and runs without the app or a store (``pip install .``);
 - db imports nothing from pages, worker, app or streamlit: the store knows no page;
+- ui (the page helpers) imports neither the pages, the worker, the API nor app.py; inside it, each floor
+  imports only its own and the floors below (UI_FLOORS: base, access, charts, views, forms, frame);
 - pages do not import the worker (they queue work through db.queue);
-- api (the HTTP API) imports neither Streamlit, the pages nor the worker;
-- db has no import cycle, function-level imports included: a cycle hidden in a function is a
-  seam in the wrong place (one module's reads belong below the other's).
+- api (the HTTP API) imports neither Streamlit, the page helpers, the pages nor the worker;
+- no import cycle anywhere in the house (every package and top-level module of HOUSE), function-level
+  imports included: a cycle hidden in a function is a seam in the wrong place (one module's reads belong
+  below the other's).
 
 A failure names the file, the line and the import.
 """
@@ -25,16 +29,21 @@ from tests.paths import REPO
 
 # layer (a top-level package or module of the checkout) -> the top-level names it must not import
 FORBIDDEN = {
-    "pluie_core": ("db", "pages", "worker", "worker_launch", "app", "streamlit", "sqlalchemy", "alembic"),
-    "db": ("pages", "worker", "worker_launch", "app", "streamlit"),
-    "pages": ("worker",),
+    "pluie_core": ("db", "ui", "pages", "api", "worker", "worker_launch", "app", "streamlit", "sqlalchemy", "alembic"),
+    "db": ("ui", "pages", "api", "worker", "worker_launch", "app", "streamlit"),
+    # the page helpers: below the pages, beside the worker and the API
+    "ui": ("pages", "api", "worker", "worker_launch", "app"),
+    "pages": ("worker", "api"),
     # the HTTP API (server.py mounts it): glue like the pages, without Streamlit, and no page imports it
-    "api": ("pages", "worker", "worker_launch", "app", "streamlit"),
+    "api": ("ui", "pages", "worker", "worker_launch", "app", "streamlit"),
     # the launcher starts worker.py as a process: importing it would load the worker into the app
     "worker_launch": ("worker", "pages", "app", "streamlit"),
 }
-# the package whose modules must not import each other in a circle
-ACYCLIC = "db"
+# ui's floors, lowest first: a module imports only from its own floor and those below (ui/__init__.py says what
+# each holds)
+UI_FLOORS = ("ui.base", "ui.access", "ui.charts", "ui.views", "ui.forms", "ui.frame")
+# every package and top-level module of the house: no import circle among any of their modules
+HOUSE = ("pluie_core", "lab", "db", "ui", "pages", "api", "app", "server", "worker", "worker_launch")
 # Wrong-way imports known and waiting for their move, as "file: import" (no line number: lines move).
 # Each is a debt, not a permission: test_every_known_exception_still_exists fails once one is gone,
 # so the entry is removed with the import.
@@ -123,10 +132,10 @@ def layer_violations(root: Path, known: frozenset[str] = frozenset()) -> list[st
             if f"{imp.path}: {imp.text}" not in known]
 
 
-def import_cycles(root: Path, package: str = ACYCLIC) -> list[str]:
-    """The import cycles among a package's modules (function-level imports included), each as
+def import_cycles(root: Path, packages: tuple[str, ...] = HOUSE) -> list[str]:
+    """The import cycles among the modules of ``packages`` (function-level imports included), each as
     "a -> b -> a" with the file:line of every edge."""
-    modules = {module_name(p): p for p in layer_files(root, package)}
+    modules = {module_name(p): p for package in packages for p in layer_files(root, package)}
     edges: dict[str, dict[str, Import]] = {name: {} for name in modules}
     for name, path in modules.items():
         for imp in imports_of(root, path):
@@ -172,14 +181,47 @@ def test_every_known_exception_still_exists():
     assert not gone, "Known exceptions no longer in the code (remove them from KNOWN_EXCEPTIONS):\n" + "\n".join(gone)
 
 
-def test_the_store_has_no_import_cycle():
+def floor_violations(root: Path) -> list[str]:
+    """One line per import of a ui module that reaches a floor above its own (UI_FLOORS)."""
+    def floor(module: str) -> int | None:
+        return next((i for i, f in enumerate(UI_FLOORS) if module == f or module.startswith(f + ".")), None)
+
+    found = []
+    for path in layer_files(root, "ui"):
+        own = floor(module_name(path))
+        for imp in imports_of(root, path):
+            reached = floor(imp.module)
+            if own is not None and reached is not None and reached > own:
+                found.append(f"{imp}  ({UI_FLOORS[own]} must not import {UI_FLOORS[reached]}, a floor above it)")
+    return found
+
+
+def test_the_house_has_no_import_cycle():
     cycles = import_cycles(REPO)
-    assert not cycles, "Import cycles in db/:\n" + "\n".join(cycles)
+    assert not cycles, "Import cycles:\n" + "\n".join(cycles)
+
+
+def test_each_page_helper_imports_only_its_floor_and_those_below():
+    problems = floor_violations(REPO)
+    assert not problems, "Page helpers importing a floor above their own:\n" + "\n".join(problems)
+
+
+def test_every_module_of_ui_is_on_a_floor_and_pages_holds_page_scripts_only():
+    """A newcomer tells a page from a helper by where it lives: pages/ holds the scripts of the menu, the
+    labelling view and the invitation page, nothing else; every ui module is on one of the floors."""
+    from ui.base.menu import MENU
+
+    scripts = {p.stem for p in (REPO / "pages").glob("*.py")}
+    assert scripts == {key for entries in MENU.values() for key, _, _ in entries} | {"annotate", "invitation"}
+    assert not [p for p in (REPO / "pages").iterdir() if p.is_file() and p.suffix != ".py"]
+    outside = [str(p) for p in layer_files(REPO, "ui") if p != Path("ui/__init__.py")
+               and not any(module_name(p).startswith(f) for f in UI_FLOORS)]
+    assert not outside, outside
 
 
 def test_the_layers_are_found_and_read():
     """The checks read the real tree: the layers are there, and imports of every form are seen."""
-    assert len(layer_files(REPO, "db")) > 10 and len(layer_files(REPO, "pages")) > 5
+    assert len(layer_files(REPO, "db")) > 10 and len(layer_files(REPO, "pages")) > 5 and len(layer_files(REPO, "ui")) > 20
     assert layer_files(REPO, "pluie_core") and layer_files(REPO, "worker") == [Path("worker.py")]
     review = {imp.module for imp in imports_of(REPO, Path("db/review.py"))}
     assert {"db.access", "db.engine", "pluie_core.review"} <= review
@@ -229,3 +271,21 @@ def test_a_planted_cycle_hidden_in_a_function_is_caught(tmp_path):
     # and a second, through a relative import, once export reads review back
     _plant(root, {"db/export.py": "def f():\n    from . import review\n"})
     assert any("db.export -> db.review -> db.export" in c for c in import_cycles(root)), import_cycles(root)
+
+
+def test_a_planted_cycle_across_packages_and_a_floor_climbed_are_caught(tmp_path):
+    root = _plant(tmp_path, {
+        "ui/__init__.py": "",
+        "ui/base/__init__.py": "",
+        "ui/base/page.py": "def f():\n    from ui.frame import admin_page\n",  # climbs to the top floor
+        "ui/frame.py": "from ui.base import page\n\n\ndef admin_page():\n    pass\n",
+        "api/__init__.py": "",
+        "api/app.py": "from api import routes\n",
+        "api/routes.py": "def g():\n    import api.app\n",
+    })
+    cycles = import_cycles(root)
+    assert any(c.startswith("api.app -> api.routes -> api.app") for c in cycles), cycles
+    assert any("ui.base.page -> ui.frame -> ui.base.page" in c for c in cycles), cycles
+    floors = floor_violations(root)
+    assert floors == ["ui/base/page.py:2: from ui.frame import admin_page  (ui.base must not import ui.frame, a floor "
+                      "above it)"], floors

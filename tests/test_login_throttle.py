@@ -112,7 +112,7 @@ def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(t
         page.set_extra_http_headers({"X-Forwarded-For": "198.51.100.200", "X-Forwarded-Proto": "https"})
         page.goto(f"{server.url}/campaigns")
         page.get_by_label("Password", exact=True).fill(PASSWORD)
-        # the signed-in page sends the browser to the cookie's route once its run has drawn (pages.session_cookie)
+        # the signed-in page sends the browser to the cookie's route once its run has drawn (ui.access.session_cookie)
         with page.expect_response(lambda response: "/_pluie/session" in response.url, timeout=60_000) as sent:
             page.get_by_role("button", name="Sign in").click()
         cookies = [h["value"] for h in sent.value.headers_array() if h["name"].lower() == "set-cookie"]

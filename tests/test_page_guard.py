@@ -1,4 +1,4 @@
-"""The frame's one guard (app.py → pages.shared.run_page): an unexpected exception on any page is one
+"""The frame's one guard (app.py → ui.base.page.run_page): an unexpected exception on any page is one
 sentence on the page and a log line with its traceback on the server, never a stack trace."""
 import logging
 
@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db import annotators, campaigns as camp, serving
-from pages.shared import PAGE_FAILED
+from ui.base.page import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.test_annotation_links import APP, store  # noqa: F401 (fixture)
 

@@ -30,8 +30,8 @@ def preload_scripts(at) -> list[str]:
 
 def preloaded(at, when: str = "now") -> list[str]:
     """The module files a page asked the browser for, now or once the browser is idle ("later"), and
-    plotly.js (pages.charts.PLOTLY_JS's file name) when it asked for that too."""
-    from pages.charts import PLOTLY_JS
+    plotly.js (ui.charts.PLOTLY_JS's file name) when it asked for that too."""
+    from ui.charts import PLOTLY_JS
 
     [script] = preload_scripts(at)
     pattern = r" load\((\[.*?\]), (true|false)\);" if when == "now" else r"const later = (\[.*?\]);"
@@ -78,9 +78,9 @@ def test_a_labelling_link_asks_for_nothing(engine, app_env):
 
 def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, built_analysis_store, monkeypatch):
     load_built_store(engine, built_analysis_store)
-    from pages import agreement_cache, thresholds_cache
-    from pages import store_reads as common
-    from pages.read_ahead import read_ahead
+    from ui.views import agreement_cache, thresholds_cache
+    from ui.views import store_reads as common
+    from ui.views.read_ahead import read_ahead
     from pluie_core import analysis_figures as figures
 
     for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances,
@@ -186,8 +186,8 @@ def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, a
     review order, as the page opens; the page then draws it without reading it again, and a decision
     (a new store state) gives a queue read afresh."""
     from db import review
-    from pages import review_cache, store_reads
-    from pages.read_ahead import read_ahead
+    from ui.views import review_cache, store_reads
+    from ui.views.read_ahead import read_ahead
 
     load_built_store(engine, built_analysis_store)
     review_cache.review_queue.clear()
@@ -223,8 +223,8 @@ def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(engine, app_e
     """A read-ahead that outlives its store (the app pointed at another one: in the tests, the next
     test's) reads no more of it: it would open the other store on its own thread meanwhile."""
     load_built_store(engine, built_analysis_store)
-    from pages import store_reads as common
-    from pages.read_ahead import read_ahead
+    from ui.views import store_reads as common
+    from ui.views.read_ahead import read_ahead
 
     for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances):
         read.clear()
@@ -245,13 +245,13 @@ def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(engine, app_e
 
 
 def test_read_ahead_on_an_empty_store_reads_nothing_and_fails_nowhere(engine, app_env, monkeypatch, caplog):
-    from pages import store_reads
-    from pages.read_ahead import read_ahead
+    from ui.views import store_reads
+    from ui.views.read_ahead import read_ahead
 
     store_reads.choices.clear()
     read = []
     monkeypatch.setattr(analysis, "labels_long", lambda *args, **kwargs: read.append(args))
-    with caplog.at_level("DEBUG", logger="pages.read_ahead"):
+    with caplog.at_level("DEBUG", logger="ui.views.read_ahead"):
         thread = read_ahead()
         thread.join(60)
     assert not thread.is_alive()
@@ -265,8 +265,8 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     every run: the coefficients, their bootstrap intervals and the first two runs' paired test, 1.3 s at
     100,000 pairs) are read ahead too: the pages then compute none of it again, and show what a
     computation of the store now gives."""
-    from pages import correlation_cache, home_cache, store_reads
-    from pages.read_ahead import read_ahead
+    from ui.views import correlation_cache, home_cache, store_reads
+    from ui.views.read_ahead import read_ahead
     from pluie_core import analysis_figures
     from pluie_core.evaluation.correlation import correlate
 
@@ -318,7 +318,7 @@ def test_a_figure_is_built_once_for_the_same_inputs_and_drawn_the_same(engine, a
                                                                        monkeypatch):
     """A page's figures are cached on their inputs: a rerun builds no figure and draws the same one;
     other inputs (another annotator's confusion matrix) build that one figure."""
-    from pages import charts
+    from ui import charts
     from tests.figures import charts as drawn_charts
 
     load_built_store(engine, built_analysis_store)

@@ -249,7 +249,7 @@ def test_csv_downloads_of_small_tables_come_with_the_page_and_large_ones_on_the_
     def page():
         import pandas as pd
 
-        from pages.tables import SMALL_DOWNLOAD_ROWS, download_csv
+        from ui.views.tables import SMALL_DOWNLOAD_ROWS, download_csv
 
         download_csv(pd.DataFrame({"a": range(SMALL_DOWNLOAD_ROWS)}), "small.csv")
         download_csv(pd.DataFrame({"a": range(SMALL_DOWNLOAD_ROWS + 1)}), "large.csv")

@@ -358,8 +358,8 @@ def test_the_scorecards_pairs_are_read_ahead_and_the_page_reads_them_no_more(ben
     """The read-ahead reads the Scorecard page's first view (the first benchmark in the paper's order,
     every run): the page then draws its scorecard without reading the benchmark's pairs again."""
     from db import evaluation
-    from pages import scorecard_cache, store_reads
-    from pages.read_ahead import read_ahead
+    from ui.views import scorecard_cache, store_reads
+    from ui.views.read_ahead import read_ahead
 
     url, _, _ = benchmark_store
     monkeypatch.setenv("PLUIE_DB_URL", url)

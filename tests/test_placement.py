@@ -108,7 +108,7 @@ def test_the_suggestion_follows_the_papers_models_and_the_hardware():
 
 
 def test_reading_the_gpus_of_a_machine_without_a_gpu_driver_does_not_load_torch(tmp_path, monkeypatch):
-    """The app reads the GPUs with its first page (pages.run_forms.read_hardware): on a machine with no GPU
+    """The app reads the GPUs with its first page (ui.forms.run_forms.read_hardware): on a machine with no GPU
     driver that is [] without importing torch (1.5-2 s of every server start, and of every test server's)."""
     import subprocess
     import sys

@@ -1,6 +1,6 @@
 """Issue 40, item 4: the charts' plotly.js is static/plotly.pluie.min.js, a bundle of the traces the pages
 draw (scripts/plotly_bundle), served by Streamlit's static serving: the same plotly.js release as the plotly
-package the figures are written with, registering exactly pages.charts.BUNDLED_TRACES, which every figure
+package the figures are written with, registering exactly ui.charts.BUNDLED_TRACES, which every figure
 of the analysis pages keeps to; a selection is read back only for the figure it was made on."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import plotly.offline
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import charts
+from ui import charts
 from tests.paths import REPO
 
 BUNDLE = REPO / "static" / charts.PLOTLY_JS.rsplit("/", 1)[1]
@@ -68,7 +68,7 @@ def test_every_figure_of_the_analysis_pages_keeps_to_the_bundled_traces(db_url, 
 def _selectable(points):
     import streamlit as st
 
-    from pages import charts as page_charts
+    from ui import charts as page_charts
 
     event = page_charts.draw("scatter", points, {"x": "x", "y": "y", "pair_id": "pair"}, "T", key="chart",
                              select=("box", "lasso"))

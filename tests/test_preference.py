@@ -260,8 +260,8 @@ def test_preference_kappa_is_sklearns_on_random_choices_and_nan_where_it_is_unde
 def test_the_preferences_pages_first_view_is_read_ahead(engine, preference_store, open_preferences, monkeypatch):
     """The read-ahead computes the Preferences page's default table (every preference dataset, every
     run): the page then draws it without calibrating any run again."""
-    from pages import preferences_cache, store_reads
-    from pages.read_ahead import read_ahead
+    from ui.views import preferences_cache, store_reads
+    from ui.views.read_ahead import read_ahead
     from pluie_core import analysis_figures
 
     for cached in (preferences_cache.preference_datasets, preferences_cache.preferences,

@@ -1,5 +1,5 @@
 """The private APIs the code reaches (pluie_core/private_api.py: scipy's, torch's, crowd-kit's;
-pages/private_api.py: Streamlit's):
+ui/base/private_api.py: Streamlit's):
 on the pinned versions each coupling takes its private path, so an upgrade that removes one fails here,
 naming the coupling and what its fallback costs, instead of slowing the app down unseen. Where a fallback
 computes something, it gives the same result; a fallback says so in the log, once."""
@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from pages import private_api as app_api
+from ui.base import private_api as app_api
 from pluie_core import private_api as library_api
 from pluie_core.private_api import FALLBACK, PRIVATE
 from tests.paths import REPO
@@ -179,7 +179,7 @@ def test_a_streamlit_without_the_internal_gives_none_and_a_warning(monkeypatch, 
 def test_without_get_script_run_ctx_a_thread_off_a_page_is_not_let_through_as_open(monkeypatch):
     """The sign-in resolver's fallback fails closed: it asks for the session's person rather than saying
     "no session" (which db.access reads as OPEN, everything allowed)."""
-    from pages import signin
+    from ui.access import signin
 
     assert signin.current_actor_or_none() is None  # private path: this test's thread is no page's run
     asked = []
@@ -215,12 +215,12 @@ def test_a_broken_read_ahead_at_start_is_logged_with_its_traceback_and_the_serve
 
     serve = _serve()
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))  # as under `streamlit run`
-    monkeypatch.setitem(sys.modules, "pages.read_ahead", None)  # `from pages.read_ahead import ...` fails
+    monkeypatch.setitem(sys.modules, "ui.views.read_ahead", None)  # `from ui.views.read_ahead import ...` fails
     with caplog.at_level(logging.WARNING):
         assert serve.read_ahead_at_start(timeout=5) is None  # no exception: the server stays up
     [record] = [r for r in caplog.records if "read-ahead" in r.getMessage()]
     assert record.levelno == logging.WARNING and record.exc_info and issubclass(record.exc_info[0], ImportError)
-    assert "pages.read_ahead" in caplog.text  # the traceback names what broke
+    assert "ui.views.read_ahead" in caplog.text  # the traceback names what broke
     assert serve.READ_AHEAD not in capsys.readouterr().err  # and it does not claim the figures are read
 
 

@@ -1,4 +1,4 @@
-"""Sign-in with the team's identity provider (pages.provider_signin), without a browser: which [auth]
+"""Sign-in with the team's identity provider (ui.access.provider_signin), without a browser: which [auth]
 secrets make a provider, and which account the provider's claims sign in as. The browser flow against
 a real OpenID provider is tests/test_browser_provider_signin.py."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from db import init_db
 from db.access import acting_as
 from db.accounts import actor_for, add_account, disable_account
-from pages.provider_signin import Provider, account_for_claims, providers_in
+from ui.access.provider_signin import Provider, account_for_claims, providers_in
 
 SHARED = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "a long random secret for tests"}
 CLIENT = {"client_id": "pluie", "client_secret": "s3cret", "server_metadata_url":
@@ -38,7 +38,7 @@ def test_providers_in_refuses_what_st_login_cannot_use(auth):
 SCRIPT = """
 import streamlit as st
 from db import init_db
-from pages.provider_signin import provider_account, provider_button, provider_configured, provider_refusal
+from ui.access.provider_signin import provider_account, provider_button, provider_configured, provider_refusal
 
 st.write(f"configured: {provider_configured()}")
 provider_button()

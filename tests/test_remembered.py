@@ -87,7 +87,7 @@ def test_5_after_a_withdrawal_not_yet_decided_opens_on_the_pair_reopened(store):
 
 
 def test_5_the_memory_is_per_browser_and_bounded():
-    from pages.keep import BrowserMemory, typed_cookie
+    from ui.access.keep import BrowserMemory, typed_cookie
 
     memory = BrowserMemory(browsers=2)
     memory.put("a" * 24, "reviewer", "Lena")

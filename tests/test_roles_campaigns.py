@@ -34,7 +34,7 @@ def sign_in(db_url, engine, monkeypatch):
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
     try:  # the app's sign-in registers its resolver when first imported: first, so that ours wins
-        importlib.import_module("pages.signin")
+        importlib.import_module("ui.access.signin")
     except ImportError:
         pass
     st.cache_resource.clear()

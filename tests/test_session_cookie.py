@@ -1,4 +1,4 @@
-"""Issue 39, item 4: the sign-in cookie is set by the server (pages.session_cookie's routes, served by
+"""Issue 39, item 4: the sign-in cookie is set by the server (ui.access.session_cookie's routes, served by
 server.py), HttpOnly and SameSite=Strict, Secure under HTTPS, in exchange for a one-time grant that the
 signed-in session made; logging out clears it. The routes are driven here with Starlette's TestClient;
 the browser's side (document.cookie cannot read it, reloads and tabs keep it) is
@@ -17,7 +17,7 @@ from pluie_core.auth import ADMIN_COOKIE
 
 @pytest.fixture
 def cookies_module(monkeypatch, tmp_path):
-    """pages.session_cookie with a server secret of this test's own and the page's navigation recorded
+    """ui.access.session_cookie with a server secret of this test's own and the page's navigation recorded
     instead of drawn (hand_over and hand_back run inside a Streamlit page)."""
     for name in ("PLUIE_ADMIN_PASSWORD_HASH", "PLUIE_ADMIN_SESSION_HOURS", "PLUIE_TRUSTED_PROXIES"):
         monkeypatch.delenv(name, raising=False)
@@ -25,7 +25,7 @@ def cookies_module(monkeypatch, tmp_path):
     monkeypatch.setenv("PLUIE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "correct horse")
     monkeypatch.setenv("PLUIE_SECRET_KEY", "a secret only this test knows")
-    from pages import session_cookie
+    from ui.access import session_cookie
 
     # routes() marks this process as serving them: put that back after the test (AppTests later in this
     # process have no routes), and start from no grants

@@ -5,7 +5,7 @@ on the sign-in form, instead of showing the form without a word."""
 from __future__ import annotations
 
 from db import access, accounts
-from pages.signin import DISABLED
+from ui.access.signin import DISABLED
 from tests.test_signin import app_env, labels, sign_in, start  # noqa: F401 (the app on this test's store)
 
 

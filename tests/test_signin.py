@@ -1,4 +1,4 @@
-"""Issue 39, items 1 and 6: signing in with an account (pages.signin), the role of each page (app.py,
+"""Issue 39, items 1 and 6: signing in with an account (ui.access.signin), the role of each page (app.py,
 pluie_core.roles.PAGE_ROLES), the actor every write checks (db.access's resolver), and a store from before
 accounts keeping its admin password (now the owner "admin") and every label."""
 from __future__ import annotations
@@ -189,7 +189,7 @@ def test_an_invitation_link_opens_its_page_without_sign_in(app_env):
 RESOLVER_PAGE = """
 import streamlit as st
 from db import access
-import pages.signin  # registers the resolver
+import ui.access.signin  # registers the resolver
 
 def remember():
     st.session_state["in_callback"] = access.current_actor()
@@ -200,9 +200,9 @@ st.session_state["in_run"] = access.current_actor()
 
 
 def test_the_resolver_gives_the_actor_of_the_session(app_env):
-    import pages.signin  # noqa: F401 - registers the resolver
+    import ui.access.signin  # noqa: F401 - registers the resolver
 
-    assert pages.signin.current_actor_or_none() is None and access.current_actor() == OPEN  # no script run
+    assert ui.access.signin.current_actor_or_none() is None and access.current_actor() == OPEN  # no script run
     page = AppTest.from_string(RESOLVER_PAGE, default_timeout=30).run()
     page.button[0].click().run()
     assert page.session_state["in_run"] == OPEN and page.session_state["in_callback"] == OPEN
@@ -213,7 +213,7 @@ def test_the_resolver_gives_the_actor_of_the_session(app_env):
 
     at = sign_in(start(), "sam", "sam's password")
     page = AppTest.from_string(RESOLVER_PAGE, default_timeout=30)
-    page.session_state[pages.signin.ADMIN_TOKEN] = at.session_state[pages.signin.ADMIN_TOKEN]
+    page.session_state[ui.access.signin.ADMIN_TOKEN] = at.session_state[ui.access.signin.ADMIN_TOKEN]
     page.run()
     page.button[0].click().run()
     assert page.session_state["in_run"] == Actor("sam", "reviewer", sam.id)
@@ -222,7 +222,7 @@ def test_the_resolver_gives_the_actor_of_the_session(app_env):
 
 
 def test_every_page_the_app_routes_has_a_role():
-    from pages.signin import MENU
+    from ui.base.menu import MENU
 
     routed = {key for entries in MENU.values() for key, _, _ in entries}
     assert routed == set(PAGE_ROLES) and "MENU.items()" in Path(APP).read_text()

@@ -1,4 +1,4 @@
-"""pages.shared.user_text (issue 23, item 7): user text put into Markdown reads as typed and makes no
+"""ui.base.page.user_text (issue 23, item 7): user text put into Markdown reads as typed and makes no
 markup, by a CommonMark parser (with GFM tables and strikethrough) and on the pages through AppTest.
 The browser's side (links GFM makes of bare addresses, Streamlit's emoji and colours, requests for
 images) is tests/test_browser_user_text.py."""
@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from db import annotators, campaigns as camp
 from db.datasets import import_pairs
 from db.review import adjudicate
-from pages.shared import user_text
+from ui.base.page import user_text
 from tests.paths import REPO
 
 PAYLOADS = [

@@ -18,7 +18,7 @@ from db import annotators, campaigns as camp
 from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import Pair
-from pages.shared import user_text
+from ui.base.page import user_text
 from pluie_core.diff import diff_html
 from pluie_core.visible import count_marked, hidden_note, visible_html, visible_text
 from tests.annotation_fixtures import make_dataset

@@ -1,4 +1,4 @@
-// Builds static/plotly.pluie.min.js, the plotly.js the app's charts load (pages/plotly_chart.js): plotly.js's
+// Builds static/plotly.pluie.min.js, the plotly.js the app's charts load (ui/charts/plotly_chart.js): plotly.js's
 // own esbuild settings (node_modules/plotly.js/esbuild-config.js), from entry.js's traces only, minified.
 // A "custom bundle" as plotly.js's CUSTOM_BUNDLE.md describes it. Run: make plotly-bundle.
 const esbuild = require('esbuild');

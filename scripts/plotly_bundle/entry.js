@@ -1,5 +1,5 @@
 // plotly.js's core (the scatter trace, shapes, annotations, the modebar, selections) and the traces
-// pages/charts.py draws: bar, heatmap, scattergl. pages/charts.py's BUNDLED_TRACES names the same;
+// ui/charts/__init__.py draws: bar, heatmap, scattergl. ui/charts/__init__.py's BUNDLED_TRACES names the same;
 // a test checks that every figure the pages draw uses no other.
 var Plotly = require('plotly.js/lib/core');
 

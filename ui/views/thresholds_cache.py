@@ -5,8 +5,8 @@ from typing import Optional
 
 import streamlit as st
 
-from pages.read_ahead import Start, Step
-from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS, pairs, reference_labels, scores
+from ui.views.read_ahead import Start, Step
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, pairs, reference_labels, scores
 from pluie_core import analysis as core
 from pluie_core import analysis_figures as figures
 

@@ -19,7 +19,7 @@ is never switched to another by the route: the sign-in cookie it has is kept, an
 says so (KEPT_PARAM).
 
 Without server.py (plain `streamlit run app.py`, AppTest) there are no routes (routes_installed is False):
-pages.signin then keeps the sign-in for the tab only.
+ui.access.signin then keeps the sign-in for the tab only.
 """
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def _redeem(request: Request, logging_out: bool) -> tuple[bool, Optional[str]]:
 def _navigate(address: str, current_page: bool = False) -> None:
     """Send this session's browser to ``address`` (a path of this site), followed by the page it is on
     (percent-encoded) when ``current_page``."""
-    from pages.shared import page_script
+    from ui.base.page import page_script
 
     tail = " + encodeURIComponent(location.pathname + location.search)" if current_page else ""
     page_script(f"window.location.replace({json.dumps(address)}{tail});", "pluie-session-cookie")

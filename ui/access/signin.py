@@ -1,14 +1,14 @@
 """Signing in: who is using the app, and the form that asks.
 
 A store with accounts (db.accounts), or with an admin password configured (which becomes the owner
-account "admin" on the first start: pages.shared.get_engine), asks every visitor to sign in with an
+account "admin" on the first start: ui.base.page.get_engine), asks every visitor to sign in with an
 account's name and password; an empty name is "admin", so a one-password setup signs in with the password
 alone. Guessing is slowed per address and per account (pluie_core.auth.LoginGuard). A sign-in is a signed,
 expiring session token naming the account (pluie_core.auth), signed with the account's fingerprint, so a
 changed password or role, a disabled account or "end sessions" ends it at once. The session holds it and,
-when the server has the cookie routes (server.py, pages.session_cookie), an HttpOnly cookie carries it
+when the server has the cookie routes (server.py, ui.access.session_cookie), an HttpOnly cookie carries it
 across reloads and tabs; without them (plain `streamlit run app.py`, AppTest) it lasts this browser tab.
-A person may also sign in with the team's identity provider (pages.provider_signin), when configured.
+A person may also sign in with the team's identity provider (ui.access.provider_signin), when configured.
 A store with neither accounts nor an admin password is open, as before: no sign-in at all (OPEN).
 
 current_actor_or_none is db.access's resolver (registered on import): the role every write checks.
@@ -27,8 +27,10 @@ import streamlit as st
 
 from db import access, accounts
 from db.engine import StoreUnavailable
-from pages import private_api
+from ui.base import private_api
 from pluie_core import auth
+from ui.base.menu import TITLES
+from ui.base.page import get_engine, user_text
 from pluie_core.roles import NOBODY, OPEN, Actor, can_open
 
 ADMIN_TOKEN = "_pluie_admin_token"  # the session token this browser session holds
@@ -40,32 +42,10 @@ DISABLED = "This account is disabled: ask an owner to enable it."
 
 _log = logging.getLogger("pluie_lab.login")
 
-# the app's menu: (file in pages/, title, icon) by section; the file name is the page's key in
-# pluie_core.roles.PAGE_ROLES and its address (app.py draws the entries the actor may open)
-MENU = {
-    "Data": [("home", "Datasets", "dataset"), ("pairs", "Pairs", "manage_search"),
-             ("import_pairs", "Import", "upload_file"), ("export", "Export", "download")],
-    "Metric": [("scoring", "Scoring", "speed")],
-    "Labelling": [("campaigns", "Campaigns", "label"), ("review", "Review", "gavel"),
-                  ("live_campaign", "Live campaign", "monitoring")],
-    "Analysis": [("agreement", "Agreement", "groups"), ("thresholds", "Thresholds", "tune"),
-                 ("distributions", "Distributions", "bar_chart"), ("disagreements", "Disagreements", "compare_arrows"),
-                 ("scorecard", "Scorecard", "scoreboard"), ("correlation", "Correlation", "scatter_plot"),
-                 ("preferences", "Preferences", "thumbs_up_down")],
-    "Team": [("accounts", "Accounts", "manage_accounts"), ("api_access", "API & webhooks", "api")],
-}
-TITLES = {key: title for entries in MENU.values() for key, title, _ in entries}
-
-
-def _engine():
-    from pages.shared import get_engine  # pages.shared re-exports this module's functions
-
-    return get_engine()
-
 
 @functools.cache
 def _optional(name: str) -> Optional[ModuleType]:
-    """Another helper's module when it is there (pages.session_cookie, pages.provider_signin), else None."""
+    """Another helper's module when it is there (ui.access.session_cookie, ui.access.provider_signin), else None."""
     try:
         return importlib.import_module(name)
     except ImportError as exc:
@@ -75,13 +55,13 @@ def _optional(name: str) -> Optional[ModuleType]:
 
 
 def _cookies() -> Optional[ModuleType]:
-    """pages.session_cookie when the server has its routes (server.py), else None."""
-    module = _optional("pages.session_cookie")
+    """ui.access.session_cookie when the server has its routes (server.py), else None."""
+    module = _optional("ui.access.session_cookie")
     return module if module is not None and module.routes_installed() else None
 
 
 def _provider() -> Optional[ModuleType]:
-    module = _optional("pages.provider_signin")
+    module = _optional("ui.access.provider_signin")
     return module if module is not None and module.provider_configured() else None
 
 
@@ -96,7 +76,7 @@ def sign_in_needed(engine) -> bool:
 
 def _browser_token() -> Optional[str]:
     """The session token the browser sent with this session's start (the HttpOnly cookie)."""
-    module = _optional("pages.session_cookie")
+    module = _optional("ui.access.session_cookie")
     if module is None:
         return None
     token = module.cookie_token()
@@ -150,7 +130,7 @@ def _provider_account(engine) -> Optional[accounts.AccountInfo]:
 def signed_in_actor() -> Actor:
     """Whoever uses this Streamlit session: the signed-in account (its role as stored now), NOBODY when
     sign-in is needed and nobody is signed in, OPEN on a store without accounts or admin password."""
-    engine = _engine()
+    engine = get_engine()
     if not sign_in_needed(engine):
         return OPEN
     info = _password_account(engine) or _provider_account(engine)
@@ -160,7 +140,7 @@ def signed_in_actor() -> Actor:
 def current_actor_or_none() -> Optional[Actor]:
     """db.access's resolver: the actor of the Streamlit session running this thread (callbacks included),
     None outside a Streamlit script run (the worker, the command line, a test's own thread). A Streamlit
-    without get_script_run_ctx (pages.private_api.script_run_ctx) cannot tell: every thread is then taken
+    without get_script_run_ctx (ui.base.private_api.script_run_ctx) cannot tell: every thread is then taken
     for a script run, so a write off one is checked as the session's (refused, where accounts are in force)."""
     get_script_run_ctx = private_api.script_run_ctx()
     if get_script_run_ctx is not None and get_script_run_ctx(suppress_warning=True) is None:
@@ -170,12 +150,12 @@ def current_actor_or_none() -> Optional[Actor]:
 
 access.set_resolver(current_actor_or_none)
 # where pluie_core.auth finds an account's fingerprint in this server process (the cookie routes use it)
-auth.set_fingerprint_source(lambda account_id: accounts.password_fingerprint(_engine(), account_id))
+auth.set_fingerprint_source(lambda account_id: accounts.password_fingerprint(get_engine(), account_id))
 
 
 def session_end() -> Optional[dt.datetime]:
     """When this session's password sign-in ends (UTC), None without one."""
-    end = auth.admin_session_expiry(st.session_state.get(ADMIN_TOKEN), fingerprint_of=_fingerprints(_engine()))
+    end = auth.admin_session_expiry(st.session_state.get(ADMIN_TOKEN), fingerprint_of=_fingerprints(get_engine()))
     return dt.datetime.fromtimestamp(end, dt.timezone.utc) if end is not None else None
 
 
@@ -188,7 +168,7 @@ def _client() -> str:
 def log_in(password: str, name: str = "") -> Optional[str]:
     """Sign this browser in as account ``name`` ("" is "admin"); None when done, else the sentence to show
     (a wrong name or password, or too many attempts: pluie_core.auth.LoginGuard slows guessing down)."""
-    engine = _engine()
+    engine = get_engine()
     name = (name or "").strip() or accounts.OWNER_FROM_ADMIN
     try:
         client = _client()
@@ -218,7 +198,7 @@ def log_in(password: str, name: str = "") -> Optional[str]:
 
 def log_out() -> None:
     """Sign this browser out (a button's callback): the token is refused from now on, cookie or not."""
-    engine = _engine()
+    engine = get_engine()
     by_provider = _provider_account(engine) is not None  # before LOGGED_OUT, which hides the provider's sign-in
     auth.end_admin_session(st.session_state.pop(ADMIN_TOKEN, None), fingerprint_of=_fingerprints(engine))
     st.session_state.pop(SIGNED_IN_AS, None)
@@ -228,7 +208,7 @@ def log_out() -> None:
 
 def keep_login_cookie() -> None:
     """Tell the browser's cookie what happened in this session: after a sign-in the server sets it
-    (pages.session_cookie.hand_over), after a log-out it clears it (hand_back), and a provider's sign-in
+    (ui.access.session_cookie.hand_over), after a log-out it clears it (hand_back), and a provider's sign-in
     ends with its own log-out. Without the cookie routes, nothing to tell: the sign-in lasts this tab."""
     action = st.session_state.pop(COOKIE_ACTION, None)
     if action is None:
@@ -249,8 +229,6 @@ def keep_login_cookie() -> None:
 def require_signin() -> Actor:
     """The actor of this session, or, when sign-in is needed and nobody is signed in, the sign-in form
     drawn in place of the page asked for (which is the page drawn once signed in) and a stop."""
-    from pages.shared import user_text
-
     try:
         hours = auth.admin_session_hours()
         actor = signed_in_actor()
@@ -294,14 +272,12 @@ def require_signin() -> Actor:
 
 
 def _say_sign_in_kept(actor: Actor) -> None:
-    """The cookie's route came back with ?pluie_signin=kept (pages.session_cookie.KEPT_PARAM): a sign-in in
+    """The cookie's route came back with ?pluie_signin=kept (ui.access.session_cookie.KEPT_PARAM): a sign-in in
     another tab of this browser, already signed in as another account, was not used. Said once."""
     cookies = _cookies()
     if cookies is None or st.query_params.get(cookies.KEPT_PARAM) != "kept":
         return
     del st.query_params[cookies.KEPT_PARAM]
-    from pages.shared import user_text
-
     st.warning(f"This browser is already signed in as {user_text(actor.name or 'admin')}, so the other sign-in "
                "was not used: log out first to sign in as another account.")
 

@@ -9,7 +9,7 @@ from db import campaigns as camp
 from db import quality as qual
 from db.access import NotAllowed
 from db.engine import StoreUnavailable
-from pages.shared import user_text
+from ui.base.page import user_text
 from pluie_core.labels import LEVELS
 from pluie_core.quality import KEY_LEVELS, KEY_MARGIN
 from pluie_core.visible import visible_text

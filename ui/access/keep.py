@@ -32,6 +32,8 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
+from ui.base.page import page_script
+
 BROWSER_COOKIE = "pluie_browser"
 TYPING_COOKIE = "pluie_typing"
 TYPING_LIMIT = 3800  # bytes of the cookie's encoded value: browsers refuse a cookie over 4,096
@@ -135,7 +137,7 @@ def kept(key: str, default: Any = None, *, typed: bool = False, adapt: Optional[
 
 def remember() -> None:
     """Keep the current value of every widget this session was asked to keep. Called at the start of
-    every organiser's run (pages.shared.admin_page), where a value sent with a page change is still
+    every organiser's run (ui.frame.admin_page), where a value sent with a page change is still
     there, and by save()."""
     keys = st.session_state.get(_KEYS)
     if not keys:
@@ -161,14 +163,12 @@ def forget(*keys: str) -> None:
 
 
 def keep_browser() -> None:
-    """Give a page that keeps values outside its widgets (pages.scope) this browser's id cookie, as
+    """Give a page that keeps values outside its widgets (ui.views.scope) this browser's id cookie, as
     save() does, where the browser has none yet: the next session (a reload) then finds them."""
     browser = browser_id()
     if st.session_state.get(_HAD_ID) or st.session_state.get("_pluie_browser_cookie_sent"):
         return
     st.session_state["_pluie_browser_cookie_sent"] = True
-    from pages.shared import page_script
-
     tail = "'; path=/; SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '')"
     with st.sidebar:
         page_script(f"document.cookie = {json.dumps(BROWSER_COOKIE)} + '=' + {json.dumps(browser)} + {tail};",
@@ -178,8 +178,6 @@ def keep_browser() -> None:
 def save() -> None:
     """After a page has drawn its kept widgets: remember their values, and give the page the script
     that keeps this browser's id and the text being typed in its kept boxes (a hidden element)."""
-    from pages.shared import page_script
-
     remember()
     browser = browser_id()
     typed = [k for k in st.session_state.get(_TYPED, []) if k in st.session_state]

@@ -7,7 +7,7 @@ that says so, then draws the two sentences with each word coloured by its contri
 computes in bfloat16 or float16, how far its rounding reaches (pluie_core.explain.precision_note). Kept
 once computed: the next visit draws it at once.
 
-    from pages.explain_view import why_this_score
+    from ui.forms.explain_view import why_this_score
     why_this_score(engine, pair_id, source, hypothesis, key="review")
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import streamlit as st
 from db import explanations as expl
 from db.engine import StoreUnavailable
 from db.queue import alive_workers
-from pages.shared import may, user_text
+from ui.base.page import may, user_text
 from pluie_core.explain import explanation_html, precision_note
 
 WAIT_SECONDS = 60.0  # how long the page waits for the worker before saying it has not answered

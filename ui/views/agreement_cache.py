@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.model_threshold import default_threshold_rule
-from pages.read_ahead import Start, Step
-from pages.selection import Selection
-from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS, label_views, labels, scores
+from ui.views.model_threshold import default_threshold_rule
+from ui.views.read_ahead import Start, Step
+from ui.views.selection import Selection
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, label_views, labels, scores
 from pluie_core import analysis as core
 from pluie_core import analysis_figures as figures
 

@@ -1,4 +1,4 @@
-"""What an analysis page shows, chosen in its sidebar: the scope (a campaign or datasets, pages.scope),
+"""What an analysis page shows, chosen in its sidebar: the scope (a campaign or datasets, ui.views.scope),
 the score run, the reference, and one reference scale at a time; and the frame of the chosen pairs
 with their reference and scores (scored_frame)."""
 from __future__ import annotations
@@ -10,9 +10,10 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis
-from pages import charts, scope as scopes
-from pages.shared import user_text
-from pages.store_reads import choices, pairs, reference_for, reload, scores, store_key
+from ui import charts
+from ui.views import scope as scopes
+from ui.base.page import user_text
+from ui.views.store_reads import choices, pairs, reference_for, reload, scores, store_key
 from pluie_core import analysis as core
 from pluie_core.stats import StatsError
 
@@ -60,7 +61,7 @@ def dataset_names(ds: analysis.AnalysisChoices) -> dict[int, str]:
 
 
 def sidebar(run: str = "required", reference: bool = True) -> Selection:
-    """Draws the shared filters — the scope (pages.scope: a campaign or whole datasets, the same on every
+    """Draws the shared filters — the scope (ui.views.scope: a campaign or whole datasets, the same on every
     page), the run, the reference — and stops the page with a sentence when there is nothing to show.
     With a reference, datasets whose references are on different scales are shown one scale at a time
     (one_scale). ``run``: "required", "optional" or "none"."""

@@ -1,6 +1,6 @@
-// A plotly figure drawn in the page (pages/charts.py's draw: an st.components.v2 component, its styles not
+// A plotly figure drawn in the page (ui/charts/__init__.py's draw: an st.components.v2 component, its styles not
 // isolated, so that plotly's own stylesheet applies). plotly.js is static/plotly.pluie.min.js, a bundle of
-// the traces the pages draw (scripts/plotly_bundle), loaded once per tab, often before (pages.shared's
+// the traces the pages draw (scripts/plotly_bundle), loaded once per tab, often before (ui.frame's
 // preload_views). The figure is drawn once, and again only when it changes: a rerun of the page with the
 // same figure keeps its zoom and its selection. Themed from the app's own theme (Streamlit's --st-* CSS
 // properties: text, background, font), light or dark; again when the theme changes.
@@ -19,7 +19,7 @@ function loadPlotly(bundle) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!window.__pluiePlotly) {
     window.__pluiePlotly = new Promise((resolve, reject) => {
-      let script = document.getElementById('pluie-plotly');  // pages.shared.preload_views may have added it
+      let script = document.getElementById('pluie-plotly');  // ui.frame.preload_views may have added it
       if (!script) {
         script = document.createElement('script');
         script.id = 'pluie-plotly';

@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from db import evaluation_reads
-from pages.read_ahead import Start, Step
-from pages.selection import Selection, dataset_names, scale_groups, scored_frame
-from pages.shared import get_engine
-from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS, hover_labels, pairs, scores
+from ui.views.read_ahead import Start, Step
+from ui.views.selection import Selection, dataset_names, scale_groups, scored_frame
+from ui.base.page import get_engine
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, hover_labels, pairs, scores
 from pluie_core import analysis_figures as figures
 from pluie_core.analysis import DATASET_REFERENCES, ReferenceScale
 from pluie_core.evaluation.correlation import METHODS, compare_correlations, graded_reference
@@ -44,7 +44,7 @@ def reference_choices(selection: Selection, kind: str, present=None) -> list[Ref
     and imported annotators' values (on their dataset's scale) are offered one dataset at a time (STS-B's
     0–5, then SICK's 1–5, ...), and the datasets that share a score range pooled after them; then the
     binary 0/1 labels (a choice, never the first while a graded reference exists); then datasets with no
-    reference. Each choice is on one scale (pages.selection.scale_groups): no choice pools two scales.
+    reference. Each choice is on one scale (ui.views.selection.scale_groups): no choice pools two scales.
     ``present``: as scale_groups'."""
     names = dataset_names(selection.choices)
     graded, other = [], []

@@ -10,7 +10,7 @@ The provider only says who a person is. Their e-mail, when the provider vouches 
 (db.accounts.add_account(..., email=...)); the account's role is read from the store on every run. The
 provider never creates an account or chooses a role.
 
-pages.signin calls these: provider_configured, provider_button, provider_account, provider_refusal,
+ui.access.signin calls these: provider_configured, provider_button, provider_account, provider_refusal,
 provider_log_out. account_for_claims and providers_in are the same rules without Streamlit.
 """
 from __future__ import annotations
@@ -75,7 +75,7 @@ def configured_providers() -> list[Provider]:
         auth = st.secrets["auth"]
     except (KeyError, FileNotFoundError):  # no secrets file, an unreadable one, or no [auth] in it
         return []
-    from pages.private_api import authlib_installed
+    from ui.base.private_api import authlib_installed
 
     if not authlib_installed():
         SIGNIN_LOG.warning("[auth] is configured but Authlib is not installed: no provider sign-in")
@@ -159,7 +159,7 @@ def provider_account(engine) -> Optional[AccountInfo]:
 
 def provider_refusal() -> Optional[str]:
     """Why the last provider_account of this session found no account for a person signed in at the
-    provider (a sentence quoting their e-mail: show it through pages.shared.user_text), else None."""
+    provider (a sentence quoting their e-mail: show it through ui.base.page.user_text), else None."""
     if not st.user.to_dict().get("is_logged_in"):
         return None
     return st.session_state.get(_REFUSAL)

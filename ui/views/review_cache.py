@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from db import review
-from pages.read_ahead import Start, Step
-from pages.shared import get_engine
-from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS
+from ui.views.read_ahead import Start, Step
+from ui.base.page import get_engine
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Finding the pairs to review…")

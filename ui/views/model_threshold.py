@@ -7,9 +7,9 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from pages.selection import Selection, scale_groups
-from pages.shared import user_text
-from pages.store_reads import reference_for, scores
+from ui.views.selection import Selection, scale_groups
+from ui.base.page import user_text
+from ui.views.store_reads import reference_for, scores
 from pluie_core import analysis as core
 from pluie_core.stats import StatsError
 

@@ -6,7 +6,7 @@ its "Points drawn" control enlarges), each point naming its pair, its two senten
 (list_pairs), as selecting bars of a class histogram does.
 
 The figures are built here with plotly (Python) and drawn in the page by plotly.js itself (draw: an
-st.components.v2 component, pages/plotly_chart.js), from static/plotly.pluie.min.js, a bundle of the four
+st.components.v2 component, ui/charts/plotly_chart.js), from static/plotly.pluie.min.js, a bundle of the four
 traces drawn here (scripts/plotly_bundle): its code takes the browser about a third of the time the whole
 plotly.js does, and a new chart is drawn once (st.plotly_chart drew it three times, its theme applied
 between). A chart page in a new tab: 3.0–4.7 s before, 1.7–3.3 s since, at 100,000 pairs on 2 cores
@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pluie_core.diff import diff_html
+from ui.base.page import user_text
 
 # px of a whole figure, titles and axes included
 HEIGHT = 450
@@ -247,7 +248,7 @@ def _figure(figure: str, *args, **kwargs) -> tuple[bytes, str]:
 
 def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
     """Draw this module's figure (a function's name and its arguments), built once for the same arguments,
-    with plotly.js in the page (pages/plotly_chart.js, PLOTLY_COMPONENT): the app's light or dark theme;
+    with plotly.js in the page (ui/charts/plotly_chart.js, PLOTLY_COMPONENT): the app's light or dark theme;
     the modebar's zoom and download, PNG or SVG as download_choice set it. ``select``: the selection modes
     ("box", "lasso", "points") that rerun the page with the selection, returned as st.plotly_chart returns
     it ({"selection": {"points": ..., "point_indices": ..., "box": ..., "lasso": ...}}), of this figure only
@@ -276,7 +277,7 @@ def _selected() -> None:
 
 @functools.cache
 def _plotly_component():
-    """The component that draws a figure in the page (pages/plotly_chart.js), registered once."""
+    """The component that draws a figure in the page (ui/charts/plotly_chart.js), registered once."""
     return st.components.v2.component(PLOTLY_COMPONENT, js=(Path(__file__).parent / "plotly_chart.js").read_text(),
                                       isolate_styles=False)
 
@@ -390,8 +391,6 @@ def list_pairs(pair_ids: list[int], read, key: str) -> None:
     """The selected pairs under a chart, the first LISTED of them: each pair's id and dataset, its
     sentences with the words that differ marked (as Review shows a pair), every label and every score,
     and a button that opens it in Review. read(ids) -> db.analysis.pairs_detail's dict (one read)."""
-    from pages.shared import user_text
-
     if not pair_ids:
         st.caption("Select points (box or lasso) or bars in the chart to list their pairs here.")
         return

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 
 from db import evaluation
-from pages.read_ahead import Start, Step
-from pages.shared import get_engine
-from pages.store_reads import choices, shared_frame
+from ui.views.read_ahead import Start, Step
+from ui.base.page import get_engine
+from ui.views.store_reads import choices, shared_frame
 from pluie_core.evaluation.paraphrasus import in_paper_order
 
 

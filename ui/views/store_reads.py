@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis
-from pages import charts
-from pages.shared import get_engine
+from ui import charts
+from ui.base.page import get_engine
 from pluie_core import analysis as core
 
 # Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs

@@ -1,9 +1,9 @@
 """The Distributions page's (pages/distributions.py) first view, read ahead: its reads are the shared
-ones (pages.store_reads)."""
+ones (ui.views.store_reads)."""
 from __future__ import annotations
 
-from pages.read_ahead import Start, Step
-from pages.store_reads import edit_distances, hover_labels
+from ui.views.read_ahead import Start, Step
+from ui.views.store_reads import edit_distances, hover_labels
 
 
 def first_view(start: Start) -> list[Step]:

@@ -2,11 +2,11 @@
 what the private path gives (or None when this Streamlit lacks it) and recording which path it took.
 
     runtime_exists()           # streamlit.runtime.Runtime.exists (scripts/serve.py's read-ahead at start)
-    pages_manager()            # streamlit.runtime.pages_manager.PagesManager (pages.shared.no_pages_folder, _through_app)
-    script_run_ctx()           # streamlit.runtime.scriptrunner.get_script_run_ctx (pages.signin)
-    static_js_files(stems)     # Streamlit's built JavaScript files, by name (pages.shared.preload_views)
-    missing_context_logger()   # the logger of Streamlit's "missing ScriptRunContext" warning (pages.read_ahead)
-    authlib_installed()        # streamlit.auth_util.is_authlib_installed (pages.provider_signin)
+    pages_manager()            # streamlit.runtime.pages_manager.PagesManager (ui.base.page.no_pages_folder, _through_app)
+    script_run_ctx()           # streamlit.runtime.scriptrunner.get_script_run_ctx (ui.access.signin)
+    static_js_files(stems)     # Streamlit's built JavaScript files, by name (ui.frame.preload_views)
+    missing_context_logger()   # the logger of Streamlit's "missing ScriptRunContext" warning (ui.views.read_ahead)
+    authlib_installed()        # streamlit.auth_util.is_authlib_installed (ui.access.provider_signin)
     drawing_modules()          # the Streamlit modules a first table or chart imports (scripts/serve.py's warm-up)
     streamlit_cli_main()       # streamlit.web.cli.main, the `streamlit` command (scripts/serve.py starts the server)
 
@@ -38,25 +38,25 @@ STREAMLIT = "Streamlit 1.67.0"
 RUNTIME = Coupling(
     "streamlit.runtime.Runtime.exists", STREAMLIT,
     "scripts/serve.py cannot tell when Streamlit's runtime is up, so it does not read the pages' first figures "
-    "at start: the read-ahead starts after the first admin page instead (pages.read_ahead.read_ahead_once), and "
+    "at start: the read-ahead starts after the first admin page instead (ui.views.read_ahead.read_ahead_once), and "
     "the first visitors wait for their figures (about 5 s at 100,000 pairs, 35 s at 1,000,000).")
 PAGES_MANAGER = Coupling(
     "streamlit.runtime.pages_manager.PagesManager.uses_pages_directory", STREAMLIT,
     "a fresh server's first visit to a page's URL (/export) runs that page on its own, without app.py's frame "
-    "(no menu, no sidebar); its access checks still hold (pages.shared.admin_page).")
+    "(no menu, no sidebar); its access checks still hold (ui.frame.admin_page).")
 SCRIPT_RUN_CTX = Coupling(
     "streamlit.runtime.scriptrunner.get_script_run_ctx", STREAMLIT,
-    "every thread of the server process is taken for a page's run, so db.access asks pages.signin for the "
+    "every thread of the server process is taken for a page's run, so db.access asks ui.access.signin for the "
     "signed-in person on threads that have none: writes made off a page's run, where accounts are in force, "
     "are refused (as nobody's) instead of allowed.")
 STATIC_JS = Coupling(
     "streamlit/static/static/js/<Module>.<hash>.js (Streamlit's built JavaScript files)", STREAMLIT,
-    "pages.shared.preload_views gives the browser no hint: a page's table and chart code loads after the page "
+    "ui.frame.preload_views gives the browser no hint: a page's table and chart code loads after the page "
     "is drawn, not while it computes (about 0.6 s of the browser's time for a table, a second for a chart).")
 MISSING_CONTEXT_LOG = Coupling(
     "the logger streamlit.runtime.scriptrunner_utils.script_run_context", STREAMLIT,
     "Streamlit's \"missing ScriptRunContext\" warning is no longer kept out of the log for the read-ahead's "
-    "reads (pages.read_ahead): the server's log gets that warning for reads made on purpose off a page.")
+    "reads (ui.views.read_ahead): the server's log gets that warning for reads made on purpose off a page.")
 AUTHLIB = Coupling(
     "streamlit.auth_util.is_authlib_installed", STREAMLIT,
     "an installed Authlib counts, whatever its version: one older than st.login needs (1.3.2) shows the "
@@ -95,7 +95,7 @@ def runtime_exists() -> Optional[Callable[[], bool]]:
 def pages_manager() -> Optional[type]:
     """``streamlit.runtime.pages_manager.PagesManager``, whose class attribute ``uses_pages_directory`` keeps
     the v1 mode (a folder named pages/ is a list of stand-alone pages) until st.navigation is called. None
-    when this Streamlit has no such class or attribute: pages.shared._through_app then leaves the mode as it
+    when this Streamlit has no such class or attribute: ui.base.page._through_app then leaves the mode as it
     is (PAGES_MANAGER.fallback)."""
     try:
         from streamlit.runtime.pages_manager import PagesManager
@@ -109,7 +109,7 @@ def pages_manager() -> Optional[type]:
 def script_run_ctx() -> Optional[Callable[..., object]]:
     """``streamlit.runtime.scriptrunner.get_script_run_ctx``: called as ``(suppress_warning=True)``, the
     context of the page's run on this thread, None off a page's run. None when this Streamlit has no such
-    function: pages.signin then treats every thread as a page's run (SCRIPT_RUN_CTX.fallback)."""
+    function: ui.access.signin then treats every thread as a page's run (SCRIPT_RUN_CTX.fallback)."""
     try:
         from streamlit.runtime.scriptrunner import get_script_run_ctx
     except ImportError as exc:
@@ -141,7 +141,7 @@ def static_js_files(stems: tuple) -> tuple:
 def missing_context_logger() -> Optional[logging.Logger]:
     """The logger of Streamlit's module that warns of a "missing ScriptRunContext" (a cached read made off a
     page's run), checked to be the logger that module writes to. None when that module is gone or logs
-    elsewhere: pages.read_ahead then filters nothing (MISSING_CONTEXT_LOG.fallback)."""
+    elsewhere: ui.views.read_ahead then filters nothing (MISSING_CONTEXT_LOG.fallback)."""
     try:
         module = importlib.import_module(MISSING_CONTEXT_LOGGER)
     except ImportError as exc:

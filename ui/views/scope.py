@@ -5,7 +5,7 @@ its main round) are pooled only when whole datasets are asked for.
 
 One selection per browser session (st.session_state, which a page change keeps: the widgets' own
 values it drops): chosen on one page, it holds on the next, and a reload finds it again (kept per
-browser by pages.keep, in the server's memory). Until a person chooses, it is the campaign
+browser by ui.access.keep, in the server's memory). Until a person chooses, it is the campaign
 in progress — the one with the latest label (db.analysis.campaign_choices) — or, when no campaign has a
 label yet, every dataset (a page about one campaign, Live campaign, then opens on the newest created)."""
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis
-from pages import keep
-from pages.shared import get_engine
+from ui.access import keep
+from ui.base.page import get_engine
 
 SCOPE = "pluie_scope"  # {"campaign": id or None (whole datasets), "datasets": [ids] or None (every one)}
 CAMPAIGN_WIDGET, DATASETS_WIDGET, LIVE_WIDGET = "scope_campaign", "analysis_datasets", "scope_live_campaign"
@@ -54,7 +54,7 @@ def _state(found: pd.DataFrame) -> dict:
     """The session's scope, the default the first time (kept then: the person's pages stay on it),
     and again when its campaign is gone."""
     state = st.session_state.get(SCOPE)
-    if state is None:  # a new session: this browser's scope before a reload, if any (pages.keep)
+    if state is None:  # a new session: this browser's scope before a reload, if any (ui.access.keep)
         remembered = keep.memory().get(keep.browser_id(), SCOPE)
         state = remembered if isinstance(remembered, dict) else None
         if state is not None:
@@ -68,7 +68,7 @@ def _state(found: pd.DataFrame) -> dict:
 
 def _choose(**changed) -> None:
     st.session_state[SCOPE] = {**st.session_state.get(SCOPE, {"campaign": None, "datasets": None}), **changed}
-    # kept for this browser too: a reload (a new session) opens on the same scope (pages.keep)
+    # kept for this browser too: a reload (a new session) opens on the same scope (ui.access.keep)
     keep.memory().put(keep.browser_id(), SCOPE, st.session_state[SCOPE])
 
 

@@ -1,5 +1,5 @@
 """The read-ahead: what the pages draw first, read into the shared caches on a thread of its own while
-the person looks at the first page. Each page says what it opens on (first_view in its pages/*_cache.py
+the person looks at the first page. Each page says what it opens on (first_view in its ui/views/*_cache.py
 module, listed in FIRST_VIEWS); this module only runs their steps, in order, once per store."""
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Callable, Optional
 
 from db import analysis
 from db.engine import database_url
-from pages import private_api
-from pages import scope as scopes
-from pages.selection import Selection, dataset_names, first_scale
-from pages.store_reads import choices, store_key
+from ui.base import private_api
+from ui.views import scope as scopes
+from ui.views.selection import Selection, dataset_names, first_scale
+from ui.views.store_reads import choices, store_key
 
 # The pages whose first view is read ahead: each module's first_view(start) gives that page's steps.
 FIRST_VIEWS = ("home_cache", "agreement_cache", "review_cache", "thresholds_cache", "correlation_cache",
@@ -25,10 +25,10 @@ READ_AHEAD_THREAD = "pluie-read-ahead"
 
 @dataclass(frozen=True)
 class Start:
-    """What the analysis pages open on (the sidebars' defaults): the scope (pages.scope: the campaign in
+    """What the analysis pages open on (the sidebars' defaults): the scope (ui.views.scope: the campaign in
     progress, or every dataset), its datasets, and those of the first gold scale (the reference pages'
     first view: gold labels, of the first gold scale when the datasets have several)."""
-    url: str  # the store's key (pages.store_reads.store_key)
+    url: str  # the store's key (ui.views.store_reads.store_key)
     choices: analysis.AnalysisChoices
     dataset_ids: tuple[int, ...]
     campaign_id: Optional[int]
@@ -59,7 +59,7 @@ def start_view() -> Optional[Start]:
     ds = choices(url)
     if ds.datasets.empty:
         return None
-    # the scope the pages open on (pages.scope): the campaign in progress, or every dataset
+    # the scope the pages open on (ui.views.scope): the campaign in progress, or every dataset
     scope = scopes.resolve(scopes.campaigns(url), scopes.default(scopes.campaigns(url)), dataset_names(ds))
     if not scope.dataset_ids:
         return None
@@ -71,7 +71,7 @@ def steps(start: Start) -> list[Step]:
     """Every page's first-view steps (FIRST_VIEWS), in their order."""
     found = []
     for name in FIRST_VIEWS:
-        found += importlib.import_module(f"pages.{name}").first_view(start)
+        found += importlib.import_module(f"ui.views.{name}").first_view(start)
     return sorted(found, key=lambda step: step.order)
 
 
@@ -85,7 +85,7 @@ def read_ahead() -> threading.Thread:
     is wrong, in its words. The thread runs at a lower priority than the pages where the system allows it
     (Linux: per thread); a store that changes meanwhile gives new keys, so nothing stale is ever shown; it
     stops when the app is pointed at another store; and the entries leave the cache as every entry does
-    (pages.store_reads.CACHE_SECONDS, CACHE_ENTRIES)."""
+    (ui.views.store_reads.CACHE_SECONDS, CACHE_ENTRIES)."""
     def read() -> None:
         try:
             if hasattr(os, "setpriority"):

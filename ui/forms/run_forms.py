@@ -11,7 +11,7 @@ from db.runs import (
     DIRECTIONS, MAX_ANSWER, MAX_BATCH_SIZE, MAX_CONCURRENCY, RunError, check_run_placement, create_run, dataset_names,
     preference_dataset_names,
 )
-from pages.shared import user_text
+from ui.base.page import user_text
 from pluie_core.baselines import BASELINES
 from pluie_core.roles import NotAllowed
 from pluie_core.gguf_files import demo_model_path

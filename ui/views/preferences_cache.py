@@ -5,9 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from db import evaluation_reads
-from pages.read_ahead import Start, Step
-from pages.shared import get_engine
-from pages.store_reads import CACHE_ENTRIES, CACHE_SECONDS, choices, scores
+from ui.views.read_ahead import Start, Step
+from ui.base.page import get_engine
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, choices, scores
 from pluie_core import analysis_figures as figures
 
 

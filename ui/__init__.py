@@ -1,0 +1,18 @@
+"""The page helpers: what the pages of pages/ draw with, in floors (each imports only its own floor and those
+below it; tests/test_layers.py checks it):
+
+- ui.base: the ground floor. The store's engine, the guard every page runs in, user_text (the one way user text is
+  shown), scripts in the page, the menu's entries, and Streamlit's private objects the app relies on (one module).
+- ui.access: who is using the app and what their browser keeps. Sign-in (password, identity provider), the
+  session cookie's server routes, and the per-browser memory of half-filled forms (keep).
+- ui.charts: the plotly component (ui/charts/plotly_chart.js, with the plotly.js bundle of static/) and the
+  analysis charts drawn through it.
+- ui.views: the analysis pages' reads, each cached per store state (store_reads, the pages' *_cache modules),
+  the scope and selection of their sidebars, their tables, and the read-ahead that fills the caches.
+- ui.forms: forms and panels more than one page draws: the new-run forms, the gold keys, "why this score".
+- ui.frame: the top floor, the first line of every page (admin_page, annotator_page) and the preloading of the
+  browser's table and chart code.
+
+No Streamlit page lives here: Streamlit serves a folder named pages/ file by file, and a helper there could be
+opened by its address. Layers: pluie_core <- db <- ui <- pages (docs/architecture.md).
+"""
