@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.base.page import FRAMED, get_engine, run_page, user_text
 from ui.base.menu import MENU
-from ui.access.signin import keep_login_cookie, log_out, refuse_page, require_signin, session_end
+from ui.access.signin import install_access, keep_login_cookie, log_out, refuse_page, require_signin, session_end
 from ui.views.read_ahead import read_ahead_once
 from ui.forms.run_forms import read_hardware
 from pluie_core.roles import can_open
@@ -23,6 +23,7 @@ from worker_launch import ensure_worker_running
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
 st.session_state[FRAMED] = True  # see ui.base.page._through_app
 get_engine()  # opens the store and applies pending migrations before any page draws
+install_access()  # who the store's writes are done for: the signed-in person (db.access), said here, not by an import
 
 
 @st.cache_resource(show_spinner=False)

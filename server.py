@@ -12,8 +12,10 @@ import streamlit as st
 
 from api.app import routes as api_routes
 from ui.access import session_cookie
+from ui.access.signin import install_access
 from ui.base.page import no_pages_folder
 
 no_pages_folder()  # every address through app.py, from the first visit (a helper of pages/ is never run)
+install_access()  # who writes (db.access) and the accounts' fingerprints for the cookie routes, before any request
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes() + api_routes(),
              middleware=session_cookie.middleware())

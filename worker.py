@@ -47,11 +47,12 @@ REPO = Path(__file__).resolve().parent
 if str(REPO) not in sys.path:  # `python /path/to/worker.py` from another directory
     sys.path.insert(0, str(REPO))
 
-from db import init_db
+from db import access, init_db
 from db.engine import database_url
 from db import explanations, queue
 from db.models import ScoreRun
 from db.runs import ensure_default_runs
+from pluie_core.roles import OPEN
 from pluie_core.places import data_dir
 from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from worker_launch import alive as _alive
@@ -899,6 +900,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--nice", type=int, default=0,
                         help="lower this process's CPU priority by N (the app's worker: 10, below the server's)")
     args = parser.parse_args(argv)
+    # the worker writes as the store's own operator: scores, refits, deliveries (db.access: said here, at its start)
+    access.install_actor(OPEN)
     if args.nice > 0:
         os.nice(args.nice)
 

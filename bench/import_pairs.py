@@ -10,9 +10,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from db import init_db
+from db import access, init_db
 from db.datasets import import_pairs
 from pluie_core.io import load_pairs
+from pluie_core.roles import OPEN
+
+access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
 
 path = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared/datasets/paws_wiki_final/dev.tsv"
 with tempfile.TemporaryDirectory() as tmp:

@@ -2,10 +2,12 @@
 
 Every write a person can ask for from a page calls ``require(action)`` before it writes, so the role is
 checked where the write happens, whatever button, form or forged message led there. The actor comes from,
-in order: ``acting_as`` (the command line, tests, a script acting for a named account); the resolver the
-app registers (``set_resolver``: the person signed in to the Streamlit session that runs this thread,
-NOBODY when accounts are in force and nobody is); else OPEN — the library, the worker, the command line,
-a store without accounts — where everything is allowed, as before accounts existed.
+in order: ``acting_as`` (the command line's account commands, the API's requests, tests, a script acting for a
+named account); else what the process installed at its start (``install``): the app installs the person signed
+in to the Streamlit session that runs the thread (ui.access.signin.install_access), the worker and the command
+line install OPEN (``install_actor``: a store's own operator, everything allowed). A process that installed
+nothing writes nothing: its writes are refused with a sentence that says so. Nothing is installed by importing
+a module, so no import order can open the store.
 
 ``record`` writes one line of the activity log (db.models.Activity) in the caller's transaction, under
 the current actor's name: who saved a campaign's settings, added an account, paused a run.
@@ -22,18 +24,33 @@ from db.models import Activity, utcnow
 from pluie_core.roles import NOBODY, OPEN, Actor, NotAllowed
 from pluie_core.roles import require as _require
 
-__all__ = ["Actor", "NotAllowed", "OPEN", "NOBODY", "acting_as", "current_actor", "set_resolver", "require",
-           "actor_name", "record"]
+__all__ = ["Actor", "NotAllowed", "OPEN", "NOBODY", "UNSET", "acting_as", "current_actor", "install", "install_actor",
+           "installed", "require", "actor_name", "record"]
 
 _ACTOR: contextvars.ContextVar[Optional[Actor]] = contextvars.ContextVar("pluie_actor", default=None)
-_RESOLVER: Optional[Callable[[], Optional[Actor]]] = None
+_SOURCE: Optional[Callable[[], Optional[Actor]]] = None
+# what a process that installed nothing writes as: nothing allowed (a role of ""), and a sentence that says why
+UNSET = Actor("", "")
+NOT_INSTALLED = ("This process has not said who writes to the store, so nothing is written: the app, the worker and "
+                 "the command line say so at their start (db.access.install).")
 
 
-def set_resolver(resolver: Optional[Callable[[], Optional[Actor]]]) -> None:
-    """Register how to find the actor when no ``acting_as`` is in force: the app's (ui.access.signin) returns
-    the signed-in person of the Streamlit session running this thread, and None outside one."""
-    global _RESOLVER
-    _RESOLVER = resolver
+def install(source: Optional[Callable[[], Optional[Actor]]]) -> None:
+    """Say, once at a process's start, who its writes are done for when no ``acting_as`` is in force: ``source()``
+    gives the actor of the thread it runs on (the app's gives the signed-in person of the Streamlit session, and
+    NOBODY or OPEN on a thread without one: ui.access.signin.install_access). None uninstalls (tests)."""
+    global _SOURCE
+    _SOURCE = source
+
+
+def install_actor(actor: Actor) -> None:
+    """Install one actor for every write of this process (the worker and the command line: OPEN)."""
+    install(lambda: actor)
+
+
+def installed() -> Optional[Callable[[], Optional[Actor]]]:
+    """What this process installed (None: nothing yet)."""
+    return _SOURCE
 
 
 @contextlib.contextmanager
@@ -47,20 +64,25 @@ def acting_as(actor: Actor) -> Iterator[Actor]:
 
 
 def current_actor() -> Actor:
+    """``acting_as``'s actor, else the installed source's, else UNSET (nothing allowed). A source that cannot tell
+    (None) gives UNSET too: a write nobody answers for is refused."""
     actor = _ACTOR.get()
     if actor is not None:
         return actor
-    if _RESOLVER is not None:
-        resolved = _RESOLVER()
+    if _SOURCE is not None:
+        resolved = _SOURCE()
         if resolved is not None:
             return resolved
-    return OPEN
+    return UNSET
 
 
 def require(action: str, doing: Optional[str] = None) -> Actor:
     """The current actor when its role allows ``action`` (pluie_core.roles.ACTIONS), else NotAllowed
     with a sentence naming what was refused (``doing``: "delete a dataset"; else the action's words)."""
-    return _require(current_actor(), action, doing)
+    actor = current_actor()
+    if actor is UNSET:
+        raise NotAllowed(NOT_INSTALLED)
+    return _require(actor, action, doing)
 
 
 def actor_name() -> str:

@@ -31,7 +31,7 @@ from db.export import PAIR_SCOPES
 from db.limits import invisible, clean_name
 from db.publish import PublishError, publish_dataset
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
-from pluie_core.roles import ROLE_HELP, ROLES, Actor, NotAllowed, with_article
+from pluie_core.roles import OPEN, ROLE_HELP, ROLES, Actor, NotAllowed, with_article
 
 COMMAND_LINE = Actor("command line", "owner")  # who the activity log names for changes made here
 
@@ -246,6 +246,9 @@ def _accounts_action(engine, args) -> None:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # the command line is the machine's operator (db.access: said here, at its start); the account commands act as
+    # COMMAND_LINE, an owner the activity log names
+    access.install_actor(OPEN)
     try:
         if args.command == "accounts":
             accounts_command(args)

@@ -32,6 +32,19 @@ def pytest_configure(config):
     tests.browser.PRELOADED_SERVERS = True
 
 
+@pytest.fixture(autouse=True)
+def store_operator():
+    """Each test starts as the store's own operator (db.access.install_actor(OPEN)), as the worker and the command
+    line say at their start: a test's direct calls to the store are allowed and named by nobody. An app run in
+    this process (AppTest) installs the app's writer; the next test starts as the operator again."""
+    from db import access
+    from pluie_core.roles import OPEN
+
+    access.install_actor(OPEN)
+    yield
+    access.install_actor(OPEN)
+
+
 @pytest.fixture
 def db_url(tmp_path):
     """A real SQLite file, fresh for each test."""

@@ -178,7 +178,7 @@ def test_a_streamlit_without_the_internal_gives_none_and_a_warning(monkeypatch, 
 
 def test_without_get_script_run_ctx_a_thread_off_a_page_is_not_let_through_as_open(monkeypatch):
     """The sign-in resolver's fallback fails closed: it asks for the session's person rather than saying
-    "no session" (which db.access reads as OPEN, everything allowed)."""
+    "no session" (which the app's writer reads as OPEN on a store without accounts)."""
     from ui.access import signin
 
     assert signin.current_actor_or_none() is None  # private path: this test's thread is no page's run

@@ -24,7 +24,8 @@ ORGANISER = Actor("olga", "organiser", 13)
 @pytest.fixture
 def sign_in(db_url, engine, monkeypatch):
     """The Review page (AppTest) on this test's store, with ``sign_in(resolver)`` standing for the app's
-    sign-in: the resolver gives the signed-in actor; the app's own resolver is put back afterwards."""
+    sign-in: the resolver gives the signed-in actor of a page's run (ui.access.signin.current_actor_or_none, which
+    the app's writer asks: the app installs it itself, db.access.install); the app's own is put back afterwards."""
     import importlib
 
     import streamlit as st
@@ -33,15 +34,10 @@ def sign_in(db_url, engine, monkeypatch):
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD", raising=False)
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD_HASH", raising=False)
-    try:  # the app's sign-in registers its resolver when first imported: first, so that ours wins
-        importlib.import_module("ui.access.signin")
-    except ImportError:
-        pass
+    signin = importlib.import_module("ui.access.signin")
     st.cache_resource.clear()
     st.cache_data.clear()
-    before = access._RESOLVER
-    yield access.set_resolver
-    access.set_resolver(before)
+    yield lambda resolver: monkeypatch.setattr(signin, "current_actor_or_none", resolver)
     st.cache_resource.clear()
     st.cache_data.clear()
 

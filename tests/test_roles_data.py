@@ -173,7 +173,7 @@ def test_an_organisers_writes_go_through_and_name_them(store):
 
 def test_the_open_store_works_as_before(store):
     engine, writes = store["engine"], organiser_writes(store)
-    for name in WRITES:  # no acting_as, no resolver: OPEN, everything allowed, nobody named
+    for name in WRITES:  # no acting_as, OPEN installed (as the worker and the command line do): everything allowed, nobody named
         if name != "delete":
             writes[name]()
     writes["delete"]()

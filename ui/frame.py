@@ -10,7 +10,7 @@ import streamlit as st
 
 from ui.base import private_api
 from ui.access.keep import remember
-from ui.access.signin import refuse_page, require_signin
+from ui.access.signin import install_access, refuse_page, require_signin
 from ui.base.page import get_engine, page_script, through_app
 
 
@@ -73,6 +73,7 @@ def admin_page(*views: str):
     eight tabs each: 2.4–3.2 s naming both, 2.3–2.9 s naming the chart: bench/results/2026-11-26-pages.md);
     the tables below the charts load their code as they arrive."""
     through_app()
+    install_access()  # a page run on its own (a fresh server's first visit) says who writes too
     if "token" in st.query_params:
         st.error("This link opens the labelling view only.")
         st.stop()
@@ -88,4 +89,5 @@ def admin_page(*views: str):
 def annotator_page():
     """First line of the labelling page (its token is checked by the page)."""
     through_app()
+    install_access()
     return get_engine()

@@ -11,7 +11,7 @@ across reloads and tabs; without them (plain `streamlit run app.py`, AppTest) it
 A person may also sign in with the team's identity provider (ui.access.provider_signin), when configured.
 A store with neither accounts nor an admin password is open, as before: no sign-in at all (OPEN).
 
-current_actor_or_none is db.access's resolver (registered on import): the role every write checks.
+install_access says who the app's writes are done for (db.access.install): the role every write checks.
 """
 from __future__ import annotations
 
@@ -138,19 +138,38 @@ def signed_in_actor() -> Actor:
 
 
 def current_actor_or_none() -> Optional[Actor]:
-    """db.access's resolver: the actor of the Streamlit session running this thread (callbacks included),
-    None outside a Streamlit script run (the worker, the command line, a test's own thread). A Streamlit
-    without get_script_run_ctx (ui.base.private_api.script_run_ctx) cannot tell: every thread is then taken
-    for a script run, so a write off one is checked as the session's (refused, where accounts are in force)."""
+    """The actor of the Streamlit session running this thread (callbacks included), None outside a Streamlit
+    script run (a thread of the server's own, a test's). A Streamlit without get_script_run_ctx
+    (ui.base.private_api.script_run_ctx) cannot tell: every thread is then taken for a script run, so a write
+    off one is checked as the session's (refused, where accounts are in force)."""
     get_script_run_ctx = private_api.script_run_ctx()
     if get_script_run_ctx is not None and get_script_run_ctx(suppress_warning=True) is None:
         return None
     return signed_in_actor()
 
 
-access.set_resolver(current_actor_or_none)
-# where pluie_core.auth finds an account's fingerprint in this server process (the cookie routes use it)
-auth.set_fingerprint_source(lambda account_id: accounts.password_fingerprint(get_engine(), account_id))
+def app_writer() -> Actor:
+    """Who the app's writes are done for (db.access's source once install_access has run): the signed-in person
+    of the session running this thread; on a thread without a session, NOBODY while sign-in is needed (accounts,
+    or an admin password: a write nobody answers for is refused) and OPEN on a store used without accounts."""
+    actor = current_actor_or_none()
+    if actor is not None:
+        return actor
+    return NOBODY if sign_in_needed(get_engine()) else OPEN
+
+
+def install_access() -> None:
+    """Say who the app's writes are done for (db.access.install: app_writer), and where pluie_core.auth finds an
+    account's password fingerprint in this server process (the cookie routes use it). Called by app.py at every
+    run and by every page's first line (ui.frame): never by importing a module, so no import order decides
+    whether the store's permission check is in force. Installing again is the same."""
+    if access.installed() is not app_writer:
+        access.install(app_writer)
+        auth.set_fingerprint_source(_fingerprint)
+
+
+def _fingerprint(account_id: int):
+    return accounts.password_fingerprint(get_engine(), account_id)
 
 
 def session_end() -> Optional[dt.datetime]:
