@@ -152,6 +152,29 @@ def test_a_run_where_nothing_changed_writes_nothing_and_a_change_writes_its_key_
     assert set(kept.kept_values(store, people["olga"].id)) == {"new-campaign-quota"}
 
 
+def test_a_store_out_of_reach_for_the_read_writes_no_default_over_the_persons_values(team, monkeypatch):
+    from db.engine import StoreUnavailable
+    from ui.access import keep
+
+    store, _, people = team
+    kept.keep_values(store, people["olga"].id, {"new-campaign-name": "Half-filled", "new-campaign-quota": 7})
+    real = keep.kept_values
+
+    def out_of_reach(engine, account_id):
+        raise StoreUnavailable("The store cannot be reached.", "its server is gone", transient=True)
+
+    monkeypatch.setattr(keep, "kept_values", out_of_reach)
+    at = signed_in("campaigns", "olga")
+    assert labelled(at.text_input, "Name").value == ""  # nothing could be read: the defaults, for this run
+    labelled(at.number_input, "Pairs per annotator").set_value(9)
+    checked(at.run())
+    assert kept.kept_values(store, people["olga"].id) == {"new-campaign-name": "Half-filled", "new-campaign-quota": 7}
+    monkeypatch.setattr(keep, "kept_values", real)
+    checked(at.run())  # the store is back: the person's values, read again
+    assert labelled(at.text_input, "Name").value == "Half-filled"
+    assert labelled(at.number_input, "Pairs per annotator").value == 7
+
+
 def test_the_typing_cookie_says_whose_memory_it_belongs_to():
     from ui.access.keep import owner_tag, typed_cookie, typing_cookie
 

@@ -120,11 +120,11 @@ def typed_cookie(raw: Optional[str]) -> Optional[tuple[str, str]]:
 
 def _signed_in_account() -> Optional[int]:
     """The account of the person using this session (db.access.current_actor), None without one (a store used
-    without accounts) or when it cannot be told now (the store out of reach: the browser's memory then)."""
+    without accounts); when it cannot be told now (the store out of reach), the last run's."""
     try:
         return access.current_actor().account_id
     except (StoreUnavailable, ValueError):
-        return None
+        return st.session_state.get(_OWNER)
 
 
 def owner(refresh: bool = False) -> Optional[int]:
@@ -141,15 +141,18 @@ def owner_tag(account: Optional[int]) -> str:
 
 
 def _account_memory(account: int) -> dict:
-    """The account's values as this session holds them: read from the store the first time (for this account)."""
+    """The account's values as this session holds them: read from the store the first time (for this account).
+    A store out of reach gives none, ``unread``: nothing is written over the person's values from it, and the
+    next run reads them again (remember)."""
     held = st.session_state.get(_ACCOUNT)
     if held is None or held["account"] != account:
         try:
-            values = kept_values(get_engine(), account)
+            values, unread = kept_values(get_engine(), account), False
         except StoreUnavailable as exc:
             _log.warning("the values kept for account %s could not be read: %s", account, exc)
-            values = {}
-        held = {"account": account, "values": values, "written": {key: encode(v) for key, v in values.items()}}
+            values, unread = {}, True
+        held = {"account": account, "values": values, "written": {key: encode(v) for key, v in values.items()},
+                "unread": unread}
         st.session_state[_ACCOUNT] = held
     return held
 
@@ -158,6 +161,8 @@ def _write(account: int, changed: dict) -> None:
     """Write to the store the account's values that changed since they were last written."""
     held = _account_memory(account)
     held["values"].update(changed)
+    if held["unread"]:  # the widgets show defaults, not the person's values: keep those in the store
+        return
     changed = {key: value for key, value in changed.items()
                if (text := encode(value)) is not None and held["written"].get(key) != text}
     if not changed:
@@ -234,13 +239,19 @@ def remember() -> None:
     there (which also tells whose memory this run uses: owner), and by save(). When that is another person's
     than the last run's (a log-out, then another sign-in in the same tab), the values this session holds are
     the last person's: kept for them, then dropped from the session, so that kept() gives the new person theirs
-    (a run stopped by the sign-in form leaves the widgets' values in st.session_state)."""
+    (a run stopped by the sign-in form leaves the widgets' values in st.session_state). After a run where the
+    store could not be read, the values are read again and what the widgets showed (defaults) is dropped."""
     before = st.session_state.get(_OWNER, _MISSING)
     account = owner(refresh=True)
-    if before is _MISSING or before == account:
+    held = st.session_state.get(_ACCOUNT)
+    unread = held is not None and held["unread"]  # the store was out of reach: the widgets showed defaults
+    if unread:
+        del st.session_state[_ACCOUNT]  # read again by kept()
+    if not unread and (before is _MISSING or before == account):
         _remember(account)
         return
-    _remember(before)
+    if not unread:
+        _remember(before)
     for key in [*st.session_state.get(_KEYS, []), *st.session_state.get(_OUTSIDE, [])]:
         st.session_state.pop(key, None)
 
