@@ -8,6 +8,13 @@ from typing import Optional
 # names and ids a person types or imports: datasets, campaigns, annotators, runs, reviewers, pair ids
 NAME_LENGTH = 200
 
+# what a signed-in person's pages keep for them (db.kept): a widget's key, its value as JSON, and how many
+# values an account keeps (the least recently written go past it). A value over its bound is not kept, never
+# an error on the page: the person's own memory is a convenience, not a record.
+KEPT_KEY_LENGTH = 200
+KEPT_VALUE_LENGTH = 65_536  # characters of JSON: a long half-typed note or guidelines draft, not a file
+KEPT_KEYS = 300
+
 
 def check_length(what: str, value: Optional[str], error: type[Exception], limit: int = NAME_LENGTH) -> None:
     """Raise `error` with a sentence when `value` is longer than `limit` characters; `what` starts

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from db.limits import NAME_LENGTH
+from db.limits import KEPT_KEY_LENGTH, NAME_LENGTH
 
 
 def utcnow() -> dt.datetime:
@@ -496,3 +496,18 @@ class WebhookDelivery(Base):
     last_status: Mapped[Optional[int]] = mapped_column(Integer)
     last_error: Mapped[str] = mapped_column(String(300), default="", server_default="")
     delivered_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime)
+
+
+class KeptValue(Base):
+    """What a signed-in person's pages keep for them (db.kept, ui.access.keep): the last value of a widget a
+    page asked to keep (the reviewer's name, a half-typed note, the New campaign form), by widget ``key``,
+    as JSON in ``value``. The person's own memory: it survives a restart, and goes with the account."""
+
+    __tablename__ = "kept_values"
+    __table_args__ = (UniqueConstraint("account_id", "key", name="uq_kept_values_account_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(KEPT_KEY_LENGTH))
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -32,8 +32,8 @@ def personal_link(token: str) -> str:
     return f"{here.removesuffix('/campaigns')}/?token={token}"
 
 
-# The New campaign form's widgets: kept for this browser across page changes and reloads until the
-# campaign exists (ui.access.keep); plain widgets, not an st.form, whose values would reach the server only
+# The New campaign form's widgets: kept for this person (their account, else this browser) across page changes
+# and reloads until the campaign exists (ui.access.keep); plain widgets, not an st.form, whose values would reach the server only
 # when submitted. A double click on "Create campaign" creates the campaign once: the browser lets one
 # click through per run (ui.base.page.one_click), and "Create campaign" belongs to one filling of the
 # form (done()["new-batch"]). Should a second click reach a loaded server after the first click's run has
@@ -181,7 +181,8 @@ def new_campaign_form() -> None:
     st.button("Create campaign", type="primary", key=f"{NEW}create-{batch}", on_click=create_campaign, args=(batch,))
     if done().get("new-error"):
         st.error(user_text(done().pop("new-error")))
-    st.caption("What you fill in here is kept on this browser (page changes and reloads) until the campaign is created.")
+    st.caption("What you fill in here is kept " + ("for your account (page changes, reloads, restarts)" if keep.owner() is not None
+               else "on this browser (page changes and reloads)") + " until the campaign is created.")
     keep.save()
 
 

@@ -41,7 +41,7 @@ if signed_in.signed_in:  # every decision is the account's (db.review.adjudicate
     reviewer = signed_in.name
     st.sidebar.markdown(f"Deciding as **{user_text(reviewer)}**")
 else:  # a store without accounts: the reviewer names themselves, as before
-    keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this browser (ui.access.keep)
+    keep.kept("reviewer", "", typed=True)  # the app remembers the reviewer for this person (ui.access.keep)
     reviewer = st.sidebar.text_input("Reviewer", key="reviewer", max_chars=review.NAME_LENGTH,
                                      help="Your name: every decision records who took it. "
                                           "Remembered on this browser until it is closed.")
@@ -205,6 +205,6 @@ st.caption("Keys: 1–4 set the final level (the note is saved with it) · ← /
 if len(item["history"]):
     with st.expander(f"History of this pair's final level ({len(item['history'])})"):
         st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch", placeholder="—")
-keep.save()  # remembers the reviewer and the note for this browser (a hidden element)
+keep.save()  # remembers the reviewer and the note for this person (a hidden element)
 # last: while it waits for the worker, everything above is on screen already
 why_this_score(engine, pair_id, pair["source"], pair["hypothesis"], key="review")

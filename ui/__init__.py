@@ -3,8 +3,8 @@ below it; tests/test_layers.py checks it):
 
 - ui.base: the ground floor. The store's engine, the guard every page runs in, user_text (the one way user text is
   shown), scripts in the page, the menu's entries, and Streamlit's private objects the app relies on (one module).
-- ui.access: who is using the app and what their browser keeps. Sign-in (password, identity provider), the
-  session cookie's server routes, and the per-browser memory of half-filled forms (keep).
+- ui.access: who is using the app and what the app keeps for them. Sign-in (password, identity provider), the
+  session cookie's server routes, and the memory of half-filled forms (keep: per account, else per browser).
 - ui.charts: the plotly component (ui/charts/plotly_chart.js, with the plotly.js bundle of static/) and the
   analysis charts drawn through it.
 - ui.views: the analysis pages' reads, each cached per store state (store_reads, the pages' *_cache modules),

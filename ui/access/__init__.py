@@ -1,2 +1,2 @@
-"""Who uses the app and what their browser keeps: sign-in (password and identity provider), the session cookie's
-server routes, and the per-browser memory of half-filled forms."""
+"""Who uses the app and what the app keeps for them: sign-in (password and identity provider), the session
+cookie's server routes, and the memory of half-filled forms (per account in the store, else per browser)."""

@@ -4,8 +4,8 @@ in it — or whole datasets, every label whoever gave it. Two campaigns on the s
 its main round) are pooled only when whole datasets are asked for.
 
 One selection per browser session (st.session_state, which a page change keeps: the widgets' own
-values it drops): chosen on one page, it holds on the next, and a reload finds it again (kept per
-browser by ui.access.keep, in the server's memory). Until a person chooses, it is the campaign
+values it drops): chosen on one page, it holds on the next, and a reload finds it again (kept by
+ui.access.keep: for the signed-in person in the store, else per browser in the server's memory). Until a person chooses, it is the campaign
 in progress — the one with the latest label (db.analysis.campaign_choices) — or, when no campaign has a
 label yet, every dataset (a page about one campaign, Live campaign, then opens on the newest created)."""
 from __future__ import annotations
@@ -54,8 +54,8 @@ def _state(found: pd.DataFrame) -> dict:
     """The session's scope, the default the first time (kept then: the person's pages stay on it),
     and again when its campaign is gone."""
     state = st.session_state.get(SCOPE)
-    if state is None:  # a new session: this browser's scope before a reload, if any (ui.access.keep)
-        remembered = keep.memory().get(keep.browser_id(), SCOPE)
+    if state is None:  # a new session: this person's (or browser's) scope before, if any (ui.access.keep)
+        remembered = keep.recalled(SCOPE)
         state = remembered if isinstance(remembered, dict) else None
         if state is not None:
             st.session_state[SCOPE] = state
@@ -68,8 +68,8 @@ def _state(found: pd.DataFrame) -> dict:
 
 def _choose(**changed) -> None:
     st.session_state[SCOPE] = {**st.session_state.get(SCOPE, {"campaign": None, "datasets": None}), **changed}
-    # kept for this browser too: a reload (a new session) opens on the same scope (ui.access.keep)
-    keep.memory().put(keep.browser_id(), SCOPE, st.session_state[SCOPE])
+    # kept for this person (or browser) too: a reload (a new session) opens on the same scope (ui.access.keep)
+    keep.keep_value(SCOPE, st.session_state[SCOPE])
 
 
 def campaign_datasets(found: pd.DataFrame, campaign_id: int, datasets: dict[int, str]) -> tuple[int, ...]:
