@@ -52,7 +52,7 @@ import yaml
 
 from pluie_core import chat_render
 from pluie_core.inputs import sentence_pairs
-from pluie_core.run_kinds import RUN_KINDS as _RUN_KIND_RECORDS
+from pluie_core.run_kinds import LLM_CHOICE, LLM_LIKERT, LLM_YES_NO, RUN_KINDS
 from pluie_core.scorer import PluieError, PluieScorer, greedy_generate, load_or_adopt
 from pluie_core.templates import (
     _PLACEHOLDER, ROLES, BUILTIN_TEMPLATES, Template, TemplateError, _fill, _present, get_template,
@@ -88,28 +88,30 @@ class JudgeKind:
 def _judge(run_kind: str, column: str, description: str) -> JudgeKind:
     """A judge's entry: its kind, title, default template and threshold are its run kind's record
     (pluie_core.run_kinds); the CLI's column and the description are the judge's own."""
-    record = _RUN_KIND_RECORDS[run_kind]
+    record = RUN_KINDS[run_kind]
+    assert record.judge is not None and record.default_template is not None, f"{run_kind} is not a judge's run kind"
     return JudgeKind(record.judge, record.name, record.title, column, record.default_template,
                      record.natural_threshold, description)
 
 
 JUDGES: dict[str, JudgeKind] = {j.kind: j for j in (
-    _judge("llm-yes-no", "llm_yes_no",
+    _judge(LLM_YES_NO, "llm_yes_no",
            "generates an answer, parsed as Yes (1) or No (0); natural threshold 0.5 (a Yes; for a symmetric "
            "run, at least one of the two directions)"),
-    _judge("llm-likert", "llm_likert",
+    _judge(LLM_LIKERT, "llm_likert",
            "generates a 1-5 rating; natural threshold 4 (good or excellent, the acceptability cut-off the "
            "*-PLUIE paper applies to its 5-point human ratings)"),
-    _judge("llm-choice", "llm_choice",
+    _judge(LLM_CHOICE, "llm_choice",
            "for preference data: generates A or B, the better of two candidates for a source; a run scores each "
            "candidate 1 when chosen over its partner asked first, 0 when not (no paraphrase threshold)"),
 )}
-RUN_KINDS: dict[str, JudgeKind] = {j.run_kind: j for j in JUDGES.values()}
+# the judges by their runs' ScoreRun.kind (the run kinds themselves are pluie_core.run_kinds.RUN_KINDS)
+JUDGES_BY_RUN_KIND: dict[str, JudgeKind] = {j.run_kind: j for j in JUDGES.values()}
 
 
 def judge_for_run_kind(run_kind: str) -> Optional[JudgeKind]:
     """The judge whose runs have this ScoreRun.kind, or None (PLUIE, baselines)."""
-    return RUN_KINDS.get(run_kind)
+    return JUDGES_BY_RUN_KIND.get(run_kind)
 
 
 # --------------------------------------------------------------------------- templates
