@@ -31,8 +31,8 @@ from db.quality import campaign_live
 from db.runs import cancel_run, create_run, pause_run, resume_run, retry_run, runs_progress
 from pluie_core.export_format import STREAM_FORMATS, stream_table
 from pluie_core.io import MAX_BYTES, large_file, load_pairs, read_pair_chunks
-from pluie_core.places import data_dir
-from pluie_core.roles import Actor
+from lab.places import data_dir
+from lab.roles import Actor
 from pluie_core.run_kinds import PLUIE
 
 router = APIRouter()

@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     from db.datasets import import_pair_chunks, import_pairs
     from pluie_core.client import Lab
     from pluie_core.io import read_pair_chunks
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
     from tests.browser import start_app, stop_app
 
     # the library, as a script on the server calls it: import_pairs on the frame; and the API's own path, the rows

@@ -37,7 +37,7 @@ from db.engine import write_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
-from pluie_core.auth import hash_token
+from lab.auth import hash_token
 
 QUOTA, OVERLAP, TRAINING = 50, 4, 5
 GOLD_PAIRS, GOLD_RATE = 100, 0.1

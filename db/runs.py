@@ -23,7 +23,7 @@ from db.queue import alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
 from pluie_core.run_kinds import BASELINE, DIRECTIONS, PLUIE, PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.scorer import PRECISIONS, PluieError, precision_name
-from pluie_core.time_left import RunWork, seconds_per_pair, time_left
+from lab.time_left import RunWork, seconds_per_pair, time_left
 
 # RUN_KINDS (pluie_core.run_kinds): PLUIE, the baselines, and the output-based LLM judges that score a
 # pair (pluie_core.judges) and LLM-choice, which scores the pairs of preference data (each candidate
@@ -421,7 +421,7 @@ class RunProgress:
     timed_pairs: int = 0
     unparsed: int = 0  # scores without a value: an LLM judge's answers that could not be parsed
     seconds_left_high: Optional[float] = None  # the time left's high end (seconds_left its low end): a range
-    rough: bool = False  # the estimate rests on few pairs (pluie_core.time_left)
+    rough: bool = False  # the estimate rests on few pairs (lab.time_left)
     waiting: str = ""  # an active run scoring nothing whose next pairs were handed back: the sentence why
     starting: str = ""  # what a worker that has just taken the run does: "loading the model", "starting", or ""
     created_by: str = ""  # the account that created it ("" on a store without accounts, and the store's own runs)
@@ -439,7 +439,7 @@ class RunProgress:
 def runs_progress(engine: Engine) -> list[RunProgress]:
     """Every run with its counts, its rate and estimated time left, newest first. The rate is the run's own
     (the pairs its pieces scored over the seconds the metric spent on them), and the time left a range from
-    the rates of the runs the workers take in turn (pluie_core.time_left): neither swings while the worker
+    the rates of the runs the workers take in turn (lab.time_left): neither swings while the worker
     scores the other runs. A run with no timed piece (scores written without their seconds) falls back on its
     scores of the last minute over the wall clock, marked rough. ``waiting``: for an active run that scored
     nothing in the last minute, the sentence its next pairs were handed back with (the judge's server away)."""

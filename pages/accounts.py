@@ -5,7 +5,7 @@ from db import accounts
 from db.access import NotAllowed
 from db.engine import StoreUnavailable
 from pages.shared import admin_page, user_text
-from pluie_core.roles import ROLE_HELP, ROLES
+from lab.roles import ROLE_HELP, ROLES
 from pluie_core.visible import visible_text
 
 engine = admin_page("table")

