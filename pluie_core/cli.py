@@ -1,6 +1,7 @@
 """Command line: ``pluie score INPUT --model M --template T -o OUTPUT``, and
 ``pluie correlate FILE --metric NAME [--reference COLUMN] -o OUT.csv``. ``pluie`` is the command
 ``pip install .`` installs (pyproject.toml); from the checkout, ``python -m pluie_core`` is the same.
+``pluie --version`` prints ``pluie`` and pluie_core.__version__ (the package's version).
 
 Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with PLUIE (and the
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
@@ -25,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from pluie_core import __version__
+
 WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json"}
 
 
@@ -34,6 +37,8 @@ def build_parser(prog: str = "pluie") -> argparse.ArgumentParser:
     from pluie_core.baselines import BASELINES  # light: the metrics' own libraries load when they run
 
     parser = argparse.ArgumentParser(prog=prog, description="PLUIE scoring of sentence pairs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version of pluie_core (pluie-lab) and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
     score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
