@@ -25,6 +25,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 from pluie_core import __version__
 
@@ -260,7 +261,8 @@ def score_file(args) -> Path:
     for template in judges:
         from pluie_core.judges import LLMJudge
 
-        judge = LLMJudge((scorer.model, scorer.tokenizer), template=template, batch_size=args.batch_size)
+        loaded = cast(PluieScorer, scorer)  # a scorer with its model here: --judge is refused with --endpoint
+        judge = LLMJudge((loaded.model, loaded.tokenizer), template=template, batch_size=args.batch_size)
         judge_fields = {f: frame[f].tolist() for f in template.fields if f in frame.columns}
         label = _judge_column(template)
         result = _timed(label, len(sources), lambda: judge.score(sources, hypotheses, fields=judge_fields,

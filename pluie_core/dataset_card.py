@@ -238,10 +238,11 @@ def dataset_card(facts: dict) -> str:
               "(`final_source` adjudicated; `adjudicated_by`, `adjudicated_at` and `adjudication_note` say who, when "
               "and why); the annotators' own labels are kept as given. "
               + _final_rule(aggregation, facts["final_sources"]), ""]
-    model = bool(aggregation) and aggregation["method"] in MODEL_METHODS
+    method = aggregation["method"] if aggregation else None
+    model = method in MODEL_METHODS
     # every value final_source can take in this file, each with its count (0 included), and any other counted
     keyed = bool((facts.get("campaign") or {}).get("n_gold_pairs"))  # a campaign with keys: gold can occur
-    shown = ("adjudicated", *(("gold",) if keyed else ()), *((aggregation["method"],) if model else ()),
+    shown = ("adjudicated", *(("gold",) if keyed else ()), *((method,) if model else ()),
              "majority", "none")
     shown += tuple(sorted(set(facts["final_sources"]) - set(shown)))
     lines += ["`final_source` takes these values in this file: " + ", ".join(shown) + ".", "",

@@ -125,6 +125,7 @@ def stream_table(chunks: Iterable[pd.DataFrame], format: str) -> Iterator[bytes]
                 sink = _Drain()
                 writer = pq.ParquetWriter(sink, table.schema)
             writer.write_table(table)
+            assert sink is not None  # made with the writer
             yield sink.drain()
         first = False
     if format == "parquet":
@@ -132,4 +133,5 @@ def stream_table(chunks: Iterable[pd.DataFrame], format: str) -> Iterator[bytes]
             yield to_parquet_bytes(pd.DataFrame())
             return
         writer.close()
+        assert sink is not None
         yield sink.drain()

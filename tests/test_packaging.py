@@ -221,6 +221,17 @@ def test_dev_group_is_requirements_dev_txt():
     assert group == _pins(REPO / "requirements-dev.txt")
 
 
+def test_the_type_checker_runs_on_the_library_in_lint():
+    """make lint (CI's .ci/run) runs mypy after ruff, on pluie_core (pyproject.toml's [tool.mypy]), with the
+    version requirements-dev.txt pins."""
+    settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert settings["files"] == ["pluie_core"] and settings["ignore_missing_imports"] is True
+    planned = subprocess.run(["make", "-n", "-s", "-o", ".venv/.dev", "lint"], cwd=REPO, capture_output=True,
+                             text=True, check=True, timeout=60).stdout.splitlines()
+    assert [line.split(" -m ")[-1] for line in planned] == ["ruff check .", "mypy"], planned
+    assert _pins(REPO / "requirements-dev.txt")["mypy"].startswith("==")
+
+
 # --------------------------------------------------------------------------- the installed command
 def test_installed_pluie_help_names_itself_pluie(installed, tmp_path):
     script = installed / "bin" / "pluie"
