@@ -314,6 +314,40 @@ def test_installed_pluie_score_runs_outside_the_checkout(installed, tiny_model_b
     assert scored["pluie"].to_numpy() == pytest.approx(expected, abs=1e-4)
 
 
+def test_every_module_and_the_version_need_no_extra(tmp_path):
+    """`pip install pluie-lab` without an extra: every module of pluie_core imports (an extra's library is
+    imported where it is used) and `pluie --version` answers. pluie_core.io once imported pyarrow (the analysis
+    extra) through pluie_core.export_format, so a fresh `pip install .` gave a `pluie` that failed at start."""
+    from pluie_core.cli import OPTIONAL_MODULES
+
+    probe = ("import contextlib, importlib, io, json, pkgutil, sys\n"
+             f"for name in {sorted(OPTIONAL_MODULES)!r}:\n"
+             "    sys.modules[name] = None  # as if the extra were not installed\n"
+             "import pluie_core\n"
+             "failed = {}\n"
+             "for info in pkgutil.walk_packages(pluie_core.__path__, 'pluie_core.'):\n"
+             "    if not info.name.endswith('__main__'):\n"
+             "        try:\n"
+             "            importlib.import_module(info.name)\n"
+             "        except ImportError as exc:\n"
+             "            failed[info.name] = str(exc)\n"
+             "from pluie_core.cli import main\n"
+             "out = io.StringIO()\n"
+             "with contextlib.redirect_stdout(out):\n"
+             "    try:\n"
+             "        main(['--version'])\n"
+             "    except SystemExit as stop:\n"
+             "        code = stop.code\n"
+             "print(json.dumps([failed, code, out.getvalue()]))\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    failed, code, printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert failed == {}, failed
+    assert (code, printed) == (0, f"pluie {VERSION}\n")
+
+
 def test_a_missing_extra_names_what_to_install(tiny_model_builder, tmp_path, capsys, monkeypatch):
     """`pip install pluie-lab` leaves the model-based baselines out: asking for one says which extra brings it."""
     from pluie_core import baselines
