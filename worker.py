@@ -52,8 +52,8 @@ from db.engine import database_url
 from db import explanations, queue
 from db.models import ScoreRun
 from db.runs import ensure_default_runs
-from pluie_core.roles import OPEN
-from pluie_core.places import data_dir
+from lab.roles import OPEN
+from lab.places import data_dir
 from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from worker_launch import alive as _alive
 

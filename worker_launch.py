@@ -12,7 +12,7 @@ from typing import Optional
 from db import init_db, queue
 from db.engine import database_url
 from db.runs import ensure_first_start_runs
-from pluie_core.places import data_dir
+from lab.places import data_dir
 
 REPO = Path(__file__).resolve().parent
 

@@ -19,9 +19,9 @@ from db.api_tokens import token_account
 from db.campaigns import StaleFormError
 from db.review import StaleReviewError
 from db.engine import StoreUnavailable, database_url
-from pluie_core.auth import LOGIN_GUARD, client_address, try_password
+from lab.auth import LOGIN_GUARD, client_address, try_password
 from pluie_core.io import MAX_BYTES
-from pluie_core.roles import Actor, NotAllowed
+from lab.roles import Actor, NotAllowed
 
 MAX_BODY = MAX_BYTES + (1 << 20)  # a pair file's bound (pluie_core.io.MAX_BYTES), and a form's fields around it
 THROTTLE_ACCOUNT = "API token"  # the account name the login guard counts wrong tokens under
@@ -65,7 +65,7 @@ def engine():
 
 def authenticate(request: Request) -> Actor:
     """The account a request acts for, from its bearer token; wrong tokens are counted per address as wrong
-    passwords are (pluie_core.auth.try_password), so guessing tokens is as slow as guessing passwords."""
+    passwords are (lab.auth.try_password), so guessing tokens is as slow as guessing passwords."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:

@@ -8,7 +8,7 @@ from api.base import Body, acting, engine
 from api.routes import Authenticated, _plain, _records
 from db.api_tokens import create_token, list_tokens, revoke_token
 from db.webhooks import EVENTS, deliveries, list_webhooks, register_webhook, remove_webhook
-from pluie_core.roles import Actor
+from lab.roles import Actor
 
 router = APIRouter()
 

@@ -31,8 +31,9 @@ from db.quality import campaign_live
 from db.runs import cancel_run, create_run, pause_run, resume_run, retry_run, runs_progress
 from pluie_core.export_format import STREAM_FORMATS, stream_table
 from pluie_core.io import MAX_BYTES, large_file, load_pairs, read_pair_chunks
-from pluie_core.places import data_dir
-from pluie_core.roles import Actor
+from lab.places import data_dir
+from lab.roles import Actor
+from pluie_core.run_kinds import PLUIE
 
 router = APIRouter()
 MOST_PER_PAGE = 10_000
@@ -213,7 +214,7 @@ def list_runs(actor: Actor = Authenticated) -> list[dict]:
 class NewRun(Body):
     model: str = Field(description="A model folder or name (PLUIE, LLM judges), a baseline's key, or the name a "
                                    "server serves (with options.endpoint)")
-    kind: str = "pluie"
+    kind: str = PLUIE
     name: Optional[str] = None
     template: Optional[str] = None
     answers: Optional[list[str]] = None

@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     from db.datasets import import_pair_chunks, import_pairs
     from pluie_core.client import Lab
     from pluie_core.io import read_pair_chunks
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
     from tests.browser import start_app, stop_app
 
     # the library, as a script on the server calls it: import_pairs on the frame; and the API's own path, the rows
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     from db import access
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
     sys.exit(main())

@@ -74,7 +74,7 @@ def token_for(db: str) -> str:
     from db import access, init_db
     from db.accounts import account_by_name, add_account
     from db.api_tokens import create_token
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     engine = init_db(f"sqlite:///{db}")
     with access.acting_as(OPEN):
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     from db import access
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
     sys.exit(main())

@@ -287,7 +287,7 @@ def worker_against_server(args, folder: Path, url: str) -> None:
 
 if __name__ == "__main__":
     from db import access
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
     main()

@@ -13,7 +13,7 @@ sys.path.insert(0, str(REPO))
 from db import access, init_db
 from db.datasets import import_pairs
 from pluie_core.io import load_pairs
-from pluie_core.roles import OPEN
+from lab.roles import OPEN
 
 access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
 

@@ -37,7 +37,7 @@ from db.engine import write_session
 from db.models import (
     Annotator, Assignment, Campaign, CampaignPair, Dataset, GoldPair, Label, Pair, TrainingPair, utcnow,
 )
-from pluie_core.auth import hash_token
+from lab.auth import hash_token
 
 QUOTA, OVERLAP, TRAINING = 50, 4, 5
 GOLD_PAIRS, GOLD_RATE = 100, 0.1
@@ -218,7 +218,7 @@ def report(url: str, campaign_id: int) -> None:
 
 if __name__ == "__main__":
     from db import access
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
     main()

@@ -1,4 +1,4 @@
-"""Who the running code writes for, checked inside the write path (pluie_core.roles).
+"""Who the running code writes for, checked inside the write path (lab.roles).
 
 Every write a person can ask for from a page calls ``require(action)`` before it writes, so the role is
 checked where the write happens, whatever button, form or forged message led there. The actor comes from,
@@ -21,8 +21,8 @@ from typing import Callable, Iterator, Optional
 from sqlalchemy.orm import Session
 
 from db.models import Activity, utcnow
-from pluie_core.roles import NOBODY, OPEN, Actor, NotAllowed
-from pluie_core.roles import require as _require
+from lab.roles import NOBODY, OPEN, Actor, NotAllowed
+from lab.roles import require as _require
 
 __all__ = ["Actor", "NotAllowed", "OPEN", "NOBODY", "UNSET", "acting_as", "current_actor", "install", "install_actor",
            "installed", "require", "actor_name", "record"]
@@ -77,7 +77,7 @@ def current_actor() -> Actor:
 
 
 def require(action: str, doing: Optional[str] = None) -> Actor:
-    """The current actor when its role allows ``action`` (pluie_core.roles.ACTIONS), else NotAllowed
+    """The current actor when its role allows ``action`` (lab.roles.ACTIONS), else NotAllowed
     with a sentence naming what was refused (``doing``: "delete a dataset"; else the action's words)."""
     actor = current_actor()
     if actor is UNSET:

@@ -1,4 +1,4 @@
-"""People who sign in: accounts, their roles, passwords and invitations (pluie_core.roles).
+"""People who sign in: accounts, their roles, passwords and invitations (lab.roles).
 
 An owner adds a person with a role (add_account), then gives them an invitation link (invite: a token
 shown once, only its sha256 stored, like an annotator's personal link) where they set their password
@@ -30,9 +30,9 @@ from db import access
 from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
 from db.models import Account, utcnow
-from pluie_core.auth import bcrypt_hash, bcrypt_input, configured_hash, hash_token, new_token
-from pluie_core.lookalike import name_key
-from pluie_core.roles import Actor, check_role
+from lab.auth import bcrypt_hash, bcrypt_input, configured_hash, hash_token, new_token
+from lab.lookalike import name_key
+from lab.roles import Actor, check_role
 
 __all__ = ["AccountError", "AccountInfo", "MIN_PASSWORD", "INVITE_HOURS", "accounts_in_force", "list_accounts",
            "account", "account_by_name", "account_by_email", "add_account", "invite", "invitation_account",
@@ -121,7 +121,7 @@ def account(engine: Engine, account_id: int) -> Optional[AccountInfo]:
 
 
 def _reads_the_same(session, name: str) -> list[Account]:
-    """The accounts whose name reads as ``name`` does (pluie_core.lookalike.name_key: letter case, spacing and
+    """The accounts whose name reads as ``name`` does (lab.lookalike.name_key: letter case, spacing and
     look-alike letters of any script aside), in the order they were made. Compared here rather than by a
     column: a store may hold two such accounts from before names were folded, and both keep working."""
     key = name_key(name)

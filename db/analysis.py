@@ -23,6 +23,7 @@ from db.engine import read_session, write_session
 from db.queries import as_ids, campaign_pairs, number_frame, query_frame
 from db.models import Annotator, Campaign, CampaignDataset, Dataset, GoldPair, Label, Pair, Score, ScoreRun
 from pluie_core.labels import LEVELS
+from pluie_core.run_kinds import BASELINE
 from pluie_core.stats import cell_table
 
 __all__ = [
@@ -324,7 +325,7 @@ def add_score_run(
     engine: Engine,
     name: str,
     values: Mapping[int, float] | pd.Series,
-    kind: str = "baseline",
+    kind: str = BASELINE,
     higher_is_similar: bool = True,
     model: str = "",
 ) -> int:

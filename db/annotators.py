@@ -19,7 +19,7 @@ from db.engine import read_session, write_session
 from db.limits import clean_name, invisible
 from db.models import Annotator, Assignment, Campaign, CampaignPair, utcnow
 from db.serving import progress_counters
-from pluie_core.auth import hash_token, new_token
+from lab.auth import hash_token, new_token
 from pluie_core.labels import ENGLISH_LEVELS
 
 

@@ -1,6 +1,6 @@
 """Personal tokens for the HTTP API (api/): made, listed, revoked, and looked up by a request.
 
-A token is shown once, when it is made; the store keeps its sha256 (pluie_core.auth.hash_token, as invitation
+A token is shown once, when it is made; the store keeps its sha256 (lab.auth.hash_token, as invitation
 links) and its first characters, so a list can tell tokens apart without holding them. A request with a
 token acts as the token's account with the account's role *at the time of the request*: a changed role
 changes what the token may do, a disabled account's tokens stop working, and a revoked token stops at once.
@@ -20,7 +20,7 @@ from db import access
 from db.engine import read_session, write_session
 from db.limits import clean_name
 from db.models import Account, ApiToken, utcnow
-from pluie_core.auth import hash_token
+from lab.auth import hash_token
 
 TOKEN_PREFIX = "pluie_"  # every token starts so: a secret scanner (or a person) can tell what it is
 SHOWN_CHARACTERS = 10  # of the token, kept to tell tokens apart in a list

@@ -41,6 +41,7 @@ from pluie_core.guidelines import (
 )
 from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 from pluie_core.labels import LEVELS, majority_binary
+from pluie_core.run_kinds import PLUIE
 
 
 ADAPTIVE_CONFIDENCE = 0.9  # the vote share a pair's binarised label needs before adaptive overlap stops it
@@ -81,7 +82,7 @@ def campaigns_of_dataset(engine: Engine, dataset_id: int) -> list[tuple[int, str
             .where(CampaignDataset.dataset_id == dataset_id).order_by(Campaign.created_at.desc(), Campaign.id.desc()))]
 
 
-def score_run_choices(engine: Engine, kind: Optional[str] = "pluie") -> list[tuple[int, str]]:
+def score_run_choices(engine: Engine, kind: Optional[str] = PLUIE) -> list[tuple[int, str]]:
     """Runs (of one kind: PLUIE runs drive the "informative" order; None = any) with at least one
     score: a run that failed before scoring anything has nothing to order or filter by."""
     query = select(ScoreRun.id, ScoreRun.name).where(_has_scores(ScoreRun.id)).order_by(ScoreRun.name)

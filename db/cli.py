@@ -31,7 +31,7 @@ from db.export import PAIR_SCOPES
 from db.limits import invisible, clean_name
 from db.publish import PublishError, publish_dataset
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
-from pluie_core.roles import OPEN, ROLE_HELP, ROLES, Actor, NotAllowed, with_article
+from lab.roles import OPEN, ROLE_HELP, ROLES, Actor, NotAllowed, with_article
 
 COMMAND_LINE = Actor("command line", "owner")  # who the activity log names for changes made here
 

@@ -31,7 +31,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import GenericFunction
 
-from pluie_core.places import data_dir
+from lab.places import data_dir
 
 CONFIG_FILE = "pluie_lab.toml"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

@@ -21,6 +21,7 @@ from db.engine import read_session, retry_when_busy, write_session
 from db.models import Explanation as ExplanationRow
 from db.models import Pair, RunDataset, Score, ScoreRun, utcnow
 from pluie_core.explain import Explanation, explanation_from_json, explanation_to_json, sentence_tokens
+from pluie_core.run_kinds import BASELINE, PLUIE
 
 __all__ = ["ExplanationError", "ExplanationState", "ClaimedExplanation", "PluieRun", "pluie_runs_for_pair",
            "request_explanation", "explanation", "claim_explanation", "store_explanation", "fail_explanation",
@@ -83,7 +84,7 @@ def pluie_runs_for_pair(engine: Engine, pair_id: int) -> list[PluieRun]:
         dataset_id = session.scalar(select(Pair.dataset_id).where(Pair.id == int(pair_id)))
         if dataset_id is None:
             return []
-        runs = session.scalars(select(ScoreRun).where(ScoreRun.kind == "pluie").order_by(ScoreRun.id)).all()
+        runs = session.scalars(select(ScoreRun).where(ScoreRun.kind == PLUIE).order_by(ScoreRun.id)).all()
         scoped: dict[int, set[int]] = {}  # one read for every run's datasets (no rows: every dataset)
         for run_id, scoped_dataset in session.execute(select(RunDataset.run_id, RunDataset.dataset_id).where(
                 RunDataset.run_id.in_([r.id for r in runs]))) if runs else ():
@@ -115,9 +116,9 @@ def _request(engine: Engine, run_id: int, pair_id: int) -> None:
         run = session.get(ScoreRun, run_id)
         if run is None:
             raise ExplanationError(f"There is no run {run_id} (any more): it was deleted.")
-        if run.kind != "pluie":
+        if run.kind != PLUIE:
             raise ExplanationError(
-                f"Run {run_id} is a {'baseline' if run.kind == 'baseline' else 'judge'} run: “why this score” "
+                f"Run {run_id} is a {'baseline' if run.kind == BASELINE else 'judge'} run: “why this score” "
                 "needs a PLUIE run, whose score is log p(yes) − log p(no).")
         pair = session.get(Pair, pair_id)
         if pair is None:

@@ -408,7 +408,7 @@ class Explanation(Base):
 
 
 class Account(Base):
-    """A person who signs in (db.accounts): a role (pluie_core.roles), a bcrypt password hash and/or the
+    """A person who signs in (db.accounts): a role (lab.roles), a bcrypt password hash and/or the
     identity provider's e-mail, an invitation (sha256 of a link's token, shown once) until a password is
     set. Raising ``session_epoch`` ends every session of the account (a changed password or role, logging
     out everywhere); ``disabled_at``: cannot sign in, and what it did keeps its name."""

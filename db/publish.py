@@ -50,7 +50,7 @@ from db.models import (
     TrainingPair, utcnow,
 )
 from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check_thresholds, median_labels
-from pluie_core.places import confined, outside_sentence, published_dir, typed_folder
+from lab.places import confined, outside_sentence, published_dir, typed_folder
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import balance_text, gold_check_count, key_origins
@@ -278,13 +278,13 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     or "adjudicated" (db.export.pair_conditions); ``progress(done, total)`` is called after each
     chunk. The folder must not exist yet, or be empty, and must not be a link.
     ``within``: the folders it must lie inside, links resolved (the Export page passes
-    pluie_core.places.publish_roots(): the data folder and the configured ones); None: anywhere.
+    lab.places.publish_roots(): the data folder and the configured ones); None: anywhere.
     ``aggregation``: a pluie_core.aggregation method, fitted once over every label in scope before
     the chunks are written (export_frame's AGGREGATION_COLUMNS); the card names it, its settings and
     the reliabilities' spread. ``confidence`` and ``min_labels``: when a model method's level is final
     (export_frame, pluie_core.aggregation.model_final_levels); the card states both and how many pairs
     each rule decided. ``typed``: ``folder`` is the text a browser user typed (the Export page): a
-    relative name ("my-dataset") lies under the published folder (pluie_core.places.typed_folder).
+    relative name ("my-dataset") lies under the published folder (lab.places.typed_folder).
     ``show_paths=False`` (the Export page, for anyone but an owner): the sentences name the folder as
     typed, never the server's paths nor its configuration keys.
 

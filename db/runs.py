@@ -21,9 +21,9 @@ from db.limits import check_length, check_whole, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
 from db.queue import alive_workers, enqueue_missing, worker_states
 from pluie_core.baselines import BASELINES
-from pluie_core.run_kinds import DIRECTIONS, PREFERENCE_ITEMS, RUN_KINDS
+from pluie_core.run_kinds import BASELINE, DIRECTIONS, PLUIE, PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.scorer import PRECISIONS, PluieError, precision_name
-from pluie_core.time_left import RunWork, seconds_per_pair, time_left
+from lab.time_left import RunWork, seconds_per_pair, time_left
 
 # RUN_KINDS (pluie_core.run_kinds): PLUIE, the baselines, and the output-based LLM judges that score a
 # pair (pluie_core.judges) and LLM-choice, which scores the pairs of preference data (each candidate
@@ -56,7 +56,7 @@ def create_run(
     engine: Engine,
     *,
     model: str,
-    kind: str = "pluie",
+    kind: str = PLUIE,
     name: Optional[str] = None,
     template: Optional[str] = None,
     template_spec: Optional[dict[str, Any]] = None,
@@ -282,7 +282,7 @@ def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
         f"{title} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
 
 
-def _default_name(model: str, template: str, direction: str, kind: str = "pluie") -> str:
+def _default_name(model: str, template: str, direction: str, kind: str = PLUIE) -> str:
     short = model.rstrip("/").split("/")[-1]
     stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
     title = RUN_KINDS[kind].title
@@ -309,7 +309,7 @@ def ensure_default_runs(engine: Engine) -> list[int]:
                 continue
         try:
             with access.acting_as(access.OPEN):
-                created.append(create_run(engine, name=name, kind="baseline", model=key, higher_is_similar=higher))
+                created.append(create_run(engine, name=name, kind=BASELINE, model=key, higher_is_similar=higher))
         except (RunError, IntegrityError):
             pass  # another process created it meanwhile
     return created
@@ -330,7 +330,7 @@ def ensure_demo_run(engine: Engine) -> Optional[int]:
             return None
     try:
         with access.acting_as(access.OPEN):  # the store's own run, whoever opened it first
-            return create_run(engine, name=DEMO_RUN_NAME, kind="pluie", model=str(path), template=DEMO_TEMPLATE)
+            return create_run(engine, name=DEMO_RUN_NAME, kind=PLUIE, model=str(path), template=DEMO_TEMPLATE)
     except (RunError, IntegrityError):
         return None  # another process created it meanwhile
 
@@ -421,7 +421,7 @@ class RunProgress:
     timed_pairs: int = 0
     unparsed: int = 0  # scores without a value: an LLM judge's answers that could not be parsed
     seconds_left_high: Optional[float] = None  # the time left's high end (seconds_left its low end): a range
-    rough: bool = False  # the estimate rests on few pairs (pluie_core.time_left)
+    rough: bool = False  # the estimate rests on few pairs (lab.time_left)
     waiting: str = ""  # an active run scoring nothing whose next pairs were handed back: the sentence why
     starting: str = ""  # what a worker that has just taken the run does: "loading the model", "starting", or ""
     created_by: str = ""  # the account that created it ("" on a store without accounts, and the store's own runs)
@@ -439,7 +439,7 @@ class RunProgress:
 def runs_progress(engine: Engine) -> list[RunProgress]:
     """Every run with its counts, its rate and estimated time left, newest first. The rate is the run's own
     (the pairs its pieces scored over the seconds the metric spent on them), and the time left a range from
-    the rates of the runs the workers take in turn (pluie_core.time_left): neither swings while the worker
+    the rates of the runs the workers take in turn (lab.time_left): neither swings while the worker
     scores the other runs. A run with no timed piece (scores written without their seconds) falls back on its
     scores of the last minute over the wall clock, marked rough. ``waiting``: for an active run that scored
     nothing in the last minute, the sentence its next pairs were handed back with (the judge's server away)."""
@@ -575,6 +575,6 @@ def compute_times(progress: Sequence[RunProgress]) -> pd.DataFrame:
              "pairs / s": 1 / p.seconds_per_pair if p.seconds_per_pair else None}
             for p in progress if p.timed_pairs]
     table = pd.DataFrame(rows, columns=["run", "kind", "model", "pairs timed", "compute (s)", "s / pair", "pairs / s"])
-    fastest_pluie = table[table["kind"] == "pluie"].groupby("model")["s / pair"].min()
+    fastest_pluie = table[table["kind"] == PLUIE].groupby("model")["s / pair"].min()
     table["× PLUIE"] = table["s / pair"] / table["model"].map(fastest_pluie)
     return table

@@ -34,7 +34,7 @@ from db.models import (
     utcnow,
 )
 from pluie_core.aggregation import pair_posterior, wants_another
-from pluie_core.auth import hash_token
+from lab.auth import hash_token
 from pluie_core.labels import LEVELS
 from pluie_core.quality import gold_check_count, serve_check_now
 

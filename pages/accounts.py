@@ -6,7 +6,7 @@ from db.access import NotAllowed
 from db.engine import StoreUnavailable
 from ui.frame import admin_page
 from ui.base.page import user_text
-from pluie_core.roles import ROLE_HELP, ROLES
+from lab.roles import ROLE_HELP, ROLES
 from pluie_core.visible import visible_text
 
 engine = admin_page("table")

@@ -8,7 +8,7 @@ from db.engine import StoreUnavailable
 from ui.access import session_cookie
 from ui.frame import admin_page
 from ui.base.page import user_text
-from pluie_core.roles import NotAllowed, rank
+from lab.roles import NotAllowed, rank
 
 engine = admin_page("table")
 st.title("API & webhooks")

@@ -21,8 +21,8 @@ from ui.base.page import may, user_text
 from pluie_core.aggregation import (
     DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, METHOD_NAMES, METHODS, MODEL_METHODS, final_rule_text, median_labels,
 )
-from pluie_core.places import publish_roots, published_dir
-from pluie_core.roles import NotAllowed
+from lab.places import publish_roots, published_dir
+from lab.roles import NotAllowed
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
 from pluie_core.wording import counted
 
@@ -157,7 +157,7 @@ st.caption("A folder that `datasets.load_dataset(folder)` and `datasets.load_fro
            "then offered here as a .zip download too.")
 # the suggested folder is stamped once per session and export: a default that changed with every
 # rerun (its timestamp) would make a new widget and drop what the form showed
-# a name, not a path: it goes under the published folder (pluie_core.places.typed_folder); where that is on the
+# a name, not a path: it goes under the published folder (lab.places.typed_folder); where that is on the
 # server, and the keys that allow other folders, are shown to an owner only
 suggested = st.session_state.setdefault(f"publish_folder_{stem}", default_folder(stem.removesuffix("_labels")).name)
 owner = may("own")

@@ -8,7 +8,7 @@ from ui.views import store_reads
 from ui.views.home_cache import store_overview
 from ui.frame import admin_page
 from ui.base.page import may, user_text
-from pluie_core.roles import NotAllowed
+from lab.roles import NotAllowed
 from pluie_core.wording import one_line
 
 engine = admin_page("table")

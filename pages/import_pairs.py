@@ -13,7 +13,7 @@ from ui.frame import admin_page
 from ui.base.page import user_text
 from pluie_core.io import (GENERIC_FORMATS, PairFileError, guess_columns, large_file, load_pairs, read_pair_chunks,
                             read_table)
-from pluie_core.roles import NotAllowed
+from lab.roles import NotAllowed
 from pluie_core.visible import hidden_note, visible_frame
 from pluie_core.wording import counted
 

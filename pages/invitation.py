@@ -6,7 +6,7 @@ from db import accounts
 from db.engine import StoreUnavailable
 from ui.frame import annotator_page
 from ui.base.page import user_text
-from pluie_core.roles import ROLE_HELP, with_article
+from lab.roles import ROLE_HELP, with_article
 
 engine = annotator_page()
 SET = "invitation-set"  # the name whose password this session set: the link no longer works after that

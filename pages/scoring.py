@@ -10,9 +10,9 @@ from ui.forms.run_forms import baseline_run_form, judge_run_form, pluie_run_form
 from ui.frame import admin_page
 from ui.base.page import user_text
 from pluie_core.baselines import BASELINES
-from pluie_core.roles import NotAllowed
+from lab.roles import NotAllowed
 from pluie_core.run_kinds import RUN_KINDS
-from pluie_core.time_left import is_range
+from lab.time_left import is_range
 from worker_launch import ensure_worker_running
 
 engine = admin_page("table")
@@ -34,7 +34,7 @@ def duration(seconds) -> str:
 
 
 def time_left(run) -> str:
-    """The run's time left as db.runs.runs_progress estimates it (pluie_core.time_left): one figure, or a
+    """The run's time left as db.runs.runs_progress estimates it (lab.time_left): one figure, or a
     range while the workers share their turns with runs whose rate is not known yet; rough on few pairs."""
     if run.seconds_left is None:
         return "time left —"

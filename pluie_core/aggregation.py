@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional
+from typing import Any, Optional, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -63,7 +63,7 @@ METHOD_NAMES = {"majority": "Majority vote", "dawid_skene": "Dawid–Skene", "gl
 SCALES: tuple[str, ...] = ("levels", "binary")
 DEFAULT_METHOD = "majority"
 # crowd-kit's defaults, written out so the dataset card can name them
-SETTINGS = {
+SETTINGS: dict[str, dict[str, Any]] = {
     "majority": {},
     "dawid_skene": {"n_iter": 100, "tol": 1e-5},
     "glad": {"n_iter": 100, "tol": 1e-5},
@@ -165,7 +165,9 @@ def _dawid_skene(data: pd.DataFrame, gold: Optional[pd.Series], settings: dict):
     model = DawidSkene(**settings)
     model.fit(data, true_labels=gold if gold is not None and len(gold) else None)
     errors, priors = model.errors_, model.priors_
+    assert errors is not None and priors is not None  # set by fit
     probas, labels = model.probas_, model.labels_
+    assert probas is not None and labels is not None  # set by fit
     if gold is not None and len(gold):
         # the keys anchor the fit (the confusion matrices, the priors), but a key is not the model's reading of
         # its pair: the anchored pairs' posteriors are the E-step's, from their labels alone
@@ -244,10 +246,10 @@ def mace_class():
             # back to crowd-kit's order: workers, labels and tasks by first appearance in ``data``
             rows = pd.Index(worker_ids).get_indexer(pd.factorize(data["worker"])[1])
             columns = pd.Index(pd.factorize(frame["label"])[1]).get_indexer(pd.factorize(data["label"])[1])
-            self.spamming_, self.thetas_ = self.spamming_[rows], self.thetas_[np.ix_(rows, columns)]
+            self.spamming_, self.thetas_ = self.spamming_[rows], self.thetas_[np.ix_(rows, columns)]  # type: ignore[has-type]
             tasks, label_names = pd.unique(data["task"]), pd.factorize(data["label"])[1]
-            self.probas_ = self.probas_.loc[tasks, label_names]
-            self.labels_ = self.labels_.loc[tasks]
+            self.probas_ = self.probas_.loc[tasks, label_names]  # type: ignore[has-type]
+            self.labels_ = self.labels_.loc[tasks]  # type: ignore[has-type]
             return self
 
         def _initialize(self, n_workers: int, n_labels: int) -> None:
@@ -517,7 +519,7 @@ def model_posterior(fit: dict, annotators, levels) -> float:
     return float(p.max() / p.sum())
 
 
-def fit_decides(fit: Optional[dict]) -> bool:
+def fit_decides(fit: Optional[dict]) -> TypeGuard[dict]:
     """Whether a fitted model is trusted to decide adaptive overlap: it exists and the median annotator
     in it has at least ADAPTIVE_MIN_LABELS labels."""
     return fit is not None and fit.get("median_labels", 0) >= ADAPTIVE_MIN_LABELS

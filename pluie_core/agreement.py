@@ -15,7 +15,7 @@ the interval does not depend on the order the pairs were read in.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def agreement_figures(patterns: dict, n_boot: int = N_BOOT, seed: int = 0,
     n = int(frequencies.sum())
     same_level = ((counts > 0).sum(axis=1) == 1)
     same_side = ((binary > 0).sum(axis=1) == 1)
-    figures = {"n_pairs": n, "n_boot": n_boot,
+    figures: dict[str, Any] = {"n_pairs": n, "n_boot": n_boot,
                "unanimous_level": float(frequencies[same_level].sum() / n) if n else None,
                "unanimous_side": float(frequencies[same_side].sum() / n) if n else None}
     for measure in measures:

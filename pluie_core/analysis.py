@@ -175,7 +175,7 @@ HUMAN_REFERENCES = ("majority", "annotator", "levels")
 DATASET_REFERENCES = ("gold", "raw")
 
 
-def _dataset_scale(row) -> Optional[ReferenceScale]:
+def _dataset_scale(row) -> ReferenceScale:
     """A dataset's gold scale (a row of AnalysisChoices.datasets): its label_kind and range, or, a kind
     unknown, binary when every gold label is 0 or 1 (as gold_binary reads it), else its own."""
     if row["label_kind"] == "binary":

@@ -35,7 +35,8 @@ def agreement_figures(rows: pd.DataFrame, view: pd.DataFrame, scale: str, binari
     and annotators (how many gave a value)."""
     # the scale's rules (Don't know is missing, the binarisation) applied once; the statistics take plain values
     values = view["value"].to_numpy()
-    figures, errors = [], {}
+    figures: list = []
+    errors: dict = {}
     slots = item_slots(view, level_col="value")  # each pair's values side by side: what Fleiss' κ and α count
     try:
         figures.append({"measure": "Fleiss' kappa", "value": fleiss_kappa(category_counts(slots))})

@@ -195,7 +195,7 @@ def _serve() -> None:
             # SIGALRM's default action ends the process: a render its parent gave up on does not spin on
             signal.setitimer(signal.ITIMER_REAL, request["seconds"] + CHILD_GRACE_SECONDS)
             try:
-                rendered, _ = render_jinja_template(
+                rendered, _ = render_jinja_template(  # type: ignore[str-unpack]  # (text, generation indices)
                     conversations=[chat], chat_template=request["template"],
                     add_generation_prompt=request["add_generation_prompt"], **request["kwargs"])
             except Exception as exc:  # jinja errors, the template's raise_exception(...)

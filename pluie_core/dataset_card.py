@@ -22,6 +22,7 @@ from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, MODEL
 from pluie_core.agreement import agreement_figures, count_patterns  # noqa: F401 (the card's figures, re-exported)
 from pluie_core.labels import LEVELS
 from pluie_core.quality import served_checks_text
+from pluie_core.run_kinds import PLUIE
 from pluie_core.visible import document_text
 from pluie_core.wording import counted
 
@@ -237,10 +238,11 @@ def dataset_card(facts: dict) -> str:
               "(`final_source` adjudicated; `adjudicated_by`, `adjudicated_at` and `adjudication_note` say who, when "
               "and why); the annotators' own labels are kept as given. "
               + _final_rule(aggregation, facts["final_sources"]), ""]
-    model = bool(aggregation) and aggregation["method"] in MODEL_METHODS
+    method = aggregation["method"] if aggregation else None
+    model = method in MODEL_METHODS
     # every value final_source can take in this file, each with its count (0 included), and any other counted
     keyed = bool((facts.get("campaign") or {}).get("n_gold_pairs"))  # a campaign with keys: gold can occur
-    shown = ("adjudicated", *(("gold",) if keyed else ()), *((aggregation["method"],) if model else ()),
+    shown = ("adjudicated", *(("gold",) if keyed else ()), *((method,) if model else ()),
              "majority", "none")
     shown += tuple(sorted(set(facts["final_sources"]) - set(shown)))
     lines += ["`final_source` takes these values in this file: " + ", ".join(shown) + ".", "",
@@ -271,7 +273,7 @@ def dataset_card(facts: dict) -> str:
                          f"{_text(run.get('template')) or '—'} | "
                          f"{run.get('direction') or '—'} | {answers} | {'yes' if run['higher_is_similar'] else 'no'} | "
                          f"{run['n_scores']:,} |" + (f" {_text(run.get('created_by')) or '—'} |" if named else ""))
-        if any(run["kind"] == "pluie" for run in facts["runs"]):  # said only where a PLUIE column is there
+        if any(run["kind"] == PLUIE for run in facts["runs"]):  # said only where a PLUIE column is there
             lines += ["", "A PLUIE score is log p(answer₁) − log p(answer₂) for the template's question "
                           "(> 0: paraphrase)."]
     else:

@@ -39,7 +39,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 
@@ -361,7 +361,7 @@ class EndpointScorer(_Served):
                 results[i] = future.result()
                 if on_batch is not None:
                     on_batch(len(chunks[i]))
-        return np.concatenate(results) if results else np.empty((0, 2))
+        return np.concatenate(cast(list[np.ndarray], results)) if results else np.empty((0, 2))  # every one answered
 
     def prompts(self, sources, hypotheses, fields=None) -> list[str]:
         """The exact prompt texts that are scored (the in-process scorer's)."""
@@ -396,7 +396,7 @@ class EndpointJudge(_Served):
                          concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff)
         self.judge = LLMJudge._without_weights(self.tokenizer, kind, template, self.model_name, max_new_tokens,
                                                render_seconds, self._generation_eos())
-        self.judge.generate = self.generate  # the server answers; prompts and parsing stay LLMJudge's
+        self.judge.generate = self.generate  # type: ignore[method-assign]  # the server answers; prompts and parsing stay LLMJudge's
         if check:
             self.check()
 

@@ -26,8 +26,6 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 TEXT_MARKER = "'"
@@ -120,11 +118,17 @@ def stream_table(chunks: Iterable[pd.DataFrame], format: str) -> Iterator[bytes]
         elif format == "jsonl":
             yield to_jsonl_bytes(chunk)
         else:
+            # pyarrow only here: the library's Parquet is an extra (pip install 'pluie-lab[analysis]'), and
+            # pluie_core.io, which every command reads pairs with, imports this module
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
             table = pa.Table.from_pandas(chunk, preserve_index=False)
             if writer is None:
                 sink = _Drain()
                 writer = pq.ParquetWriter(sink, table.schema)
             writer.write_table(table)
+            assert sink is not None  # made with the writer
             yield sink.drain()
         first = False
     if format == "parquet":
@@ -132,4 +136,5 @@ def stream_table(chunks: Iterable[pd.DataFrame], format: str) -> Iterator[bytes]
             yield to_parquet_bytes(pd.DataFrame())
             return
         writer.close()
+        assert sink is not None
         yield sink.drain()

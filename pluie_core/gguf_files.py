@@ -165,7 +165,7 @@ def _share_readers() -> None:
     if getattr(original, "pluie_shared", False):
         return
 
-    class GGUFReader(original):
+    class GGUFReader(original):  # type: ignore[valid-type, misc]  # a subclass of whichever gguf's reader is loaded
         pluie_shared = True
 
         def __new__(cls, path, mode="r"):
@@ -180,7 +180,7 @@ def _share_readers() -> None:
                 return entry.reader
 
     GGUFReader.__name__ = GGUFReader.__qualname__ = original.__name__
-    gguf.GGUFReader = GGUFReader
+    gguf.GGUFReader = GGUFReader  # type: ignore[misc]
     # the tensor-name table of an architecture: transformers builds it again for each of the model's
     # modules (397 for the demo judge, 3-4 s); it is only read, so one per (architecture, layers) does
     gguf.get_tensor_name_map = functools.lru_cache(maxsize=8)(gguf.get_tensor_name_map)

@@ -162,7 +162,7 @@ def guess_columns(df: pd.DataFrame) -> dict:
     """The mapping load_pairs would use for these columns: keys source, hypothesis, label,
     external_id (each present only when a column was recognised) and annotators
     ({name: column} for columns named "annotator:<name>" or "annotator_<name>")."""
-    by_key = {}
+    by_key: dict = {}
     for column in df.columns:
         by_key.setdefault(_normalised(column), column)
     mapping: dict = {}
@@ -188,7 +188,7 @@ def guess_columns(df: pd.DataFrame) -> dict:
 
 def _own_columns(df: pd.DataFrame) -> dict:
     """Dataset readers name their columns ours already."""
-    mapping = {key: key for key in ("source", "hypothesis", "label", "external_id") if key in df.columns}
+    mapping: dict = {key: key for key in ("source", "hypothesis", "label", "external_id") if key in df.columns}
     mapping["annotators"] = {str(c)[len(ANNOTATOR_PREFIX):]: c for c in df.columns if str(c).startswith(ANNOTATOR_PREFIX)}
     return mapping
 
@@ -425,12 +425,12 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     out: dict = {}
     for key, what in (("source", "source sentence"), ("hypothesis", "hypothesis")):
         text = _text(table[mapping[key]])
-        invalid((text == "").to_numpy(), lambda i, key=key, what=what: (
+        invalid((text == "").to_numpy(), lambda i, key=key, what=what: (  # type: ignore[misc]
             f"the {what} is a formula with no computed value; open and save the workbook in a spreadsheet "
             "application (Excel, LibreOffice) to compute it." if (i, mapping[key]) in raw.uncomputed
             else f"the {what} is empty."))
         lengths = text.str.len().to_numpy()
-        invalid(lengths > MAX_SENTENCE_CHARS, lambda i, what=what, lengths=lengths: (
+        invalid(lengths > MAX_SENTENCE_CHARS, lambda i, what=what, lengths=lengths: (  # type: ignore[misc]
             f"the {what} has {int(lengths[i]):,} characters; the limit is {MAX_SENTENCE_CHARS:,}."))
         out[key] = text
     label_column = mapping.get("label")
@@ -769,7 +769,8 @@ class PairChunks:
         self.format, self.chunk_rows, self.skip_invalid = found, max(1, int(chunk_rows)), bool(skip_invalid)
         self.row_word = "Line"
         if isinstance(path_or_buffer, (str, os.PathLike)):
-            self._path, self._data = Path(path_or_buffer), None
+            self._path: Optional[Path] = Path(path_or_buffer)
+            self._data: Optional[bytes] = None
             size = self._path.stat().st_size
             if size > max_bytes:
                 raise PairFileError(f"The file is {_megabytes(size)}; the limit is {_megabytes(max_bytes)}.")
@@ -823,18 +824,18 @@ class PairChunks:
         """The columns (the header is checked before any row is read) and the number of rows. A TSV
         is read quoted when every row reads quoted as wide as its header, as read_table decides."""
         if self.format == "jsonl":
-            names: dict = {}
+            keys: dict = {}
             n = 0
             for record, number in self._records():
                 n += 1
                 for key in record:
-                    if key not in names:
-                        names[key] = None
-                        if len(names) > tables.MAX_COLUMNS:
-                            tables.check_width(len(names), "The file's records together")
+                    if key not in keys:
+                        keys[key] = None
+                        if len(keys) > tables.MAX_COLUMNS:
+                            tables.check_width(len(keys), "The file's records together")
             if not n:
                 raise PairFileError("The file has no rows.")
-            return list(names), n
+            return list(keys), n
         if self.format == "csv":
             with self._text() as text:
                 header = text.readline().lstrip("\r\n")

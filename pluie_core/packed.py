@@ -275,7 +275,7 @@ def onednn_works(torch, dtype) -> bool:
         expected = torch.nn.functional.linear(x, weight, bias).float()
         close = dict(atol=1e-2 if dtype != torch.float32 else 1e-5, rtol=0)
         works = (torch.allclose(linear(x, reorder(weight, 5), bias, "none", [], "").float(), expected, **close)
-                 and torch.allclose(linear.binary(x, residual, weight, bias, "add").float(),
+                 and torch.allclose(linear.binary(x, residual, weight, bias, "add").float(),  # type: ignore[attr-defined]
                                     expected + residual.float(), **close))
     except (AttributeError, RuntimeError, NotImplementedError) as exc:
         return MKLDNN_LINEAR.fall_back(f"it refuses {dtype} here: {exc}", False)

@@ -156,7 +156,8 @@ def band_cuts(low: float, high: float, cuts=None) -> tuple[float, float, float]:
     if not high > low:
         raise QualityError("The dataset's gold scores all have one value: they cannot be mapped to levels.")
     if cuts is None:
-        return tuple(float(low + (high - low) * k / 4) for k in (1, 2, 3))
+        first, second, third = (float(low + (high - low) * k / 4) for k in (1, 2, 3))
+        return first, second, third
     try:
         cuts = tuple(float(c) for c in cuts)
     except (TypeError, ValueError):
@@ -232,7 +233,7 @@ def balanced_keys(keys: pd.DataFrame, n: int, seed: int = 0, have: tuple[int, in
     rng = np.random.default_rng(int(seed))
     pools = {side: list(rng.permutation(keys.index[keys["binary_label"].to_numpy() == side])) for side in (0, 1)}
     count = [int(have[0]), int(have[1])]
-    taken = []
+    taken: list = []
     while len(taken) < n and (pools[0] or pools[1]):
         side = 0 if (count[0] <= count[1] and pools[0]) or not pools[1] else 1
         taken.append(pools[side].pop(0))
@@ -624,15 +625,15 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
             if k < MIN_ANSWER_LABELS:
                 unjudged[i].append(f"answers' spread: too few answers ({k:,} of {MIN_ANSWER_LABELS} needed)")
                 continue
-            evidence = []
+            signs: list[str] = []
             if np.isfinite(side[i]) and np.isfinite(expected[i]) and side[i] - expected[i] >= DOMINANCE_MARGIN:
-                evidence.append(f"{side[i]:.0%} on one side vs {expected[i]:.0%} in the others' consensus of the "
+                signs.append(f"{side[i]:.0%} on one side vs {expected[i]:.0%} in the others' consensus of the "
                                 "same pairs")
             if np.isfinite(entropy[i]) and entropy[i] < ENTROPY_MIN:
-                evidence.append(f"“{LEVELS[int(top[i])]}” {top_share[i]:.0%} of {k:,} answers "
+                signs.append(f"“{LEVELS[int(top[i])]}” {top_share[i]:.0%} of {k:,} answers "
                                 f"(entropy {_below(entropy[i], ENTROPY_MIN)})")
-            if evidence:
-                flags[i].append("answers barely depend on the pair: " + ", and ".join(evidence))
+            if signs:
+                flags[i].append("answers barely depend on the pair: " + ", and ".join(signs))
     medians, streaks = column("median s per pair"), column("longest streak")
     for i in range(n):
         if np.isfinite(campaign_median) and medians[i] < fast_fraction * campaign_median:

@@ -16,6 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+# The kinds' names (ScoreRun.kind), for the code that means one kind: the rest reads the records below.
+PLUIE = "pluie"
+BASELINE = "baseline"
+LLM_YES_NO = "llm-yes-no"
+LLM_LIKERT = "llm-likert"
+LLM_CHOICE = "llm-choice"
+
 PAIRS = "pairs"
 PREFERENCE_ITEMS = "preference items"
 DIRECTIONS = ("forward", "backward", "symmetric")
@@ -51,14 +58,14 @@ class RunKind:
 
 # In declaration order: the order of the store's error message and of the Scoring page's choices.
 RUN_KINDS: dict[str, RunKind] = {k.name: k for k in (
-    RunKind("pluie", "PLUIE", PAIRS, "pluie", needs_model=True, default_template="fs-direct", answers=True,
+    RunKind(PLUIE, "PLUIE", PAIRS, "pluie", needs_model=True, default_template="fs-direct", answers=True,
             natural_threshold=0.0),
-    RunKind("baseline", "Baseline", PAIRS, "baseline", needs_model=False, baseline=True, template=False),
-    RunKind("llm-yes-no", "LLM-Yes/No", PAIRS, "judge", needs_model=True, default_template="yes-no",
+    RunKind(BASELINE, "Baseline", PAIRS, "baseline", needs_model=False, baseline=True, template=False),
+    RunKind(LLM_YES_NO, "LLM-Yes/No", PAIRS, "judge", needs_model=True, default_template="yes-no",
             judge="yes-no", natural_threshold=0.5),
-    RunKind("llm-likert", "LLM-Likert", PAIRS, "judge", needs_model=True, default_template="likert",
+    RunKind(LLM_LIKERT, "LLM-Likert", PAIRS, "judge", needs_model=True, default_template="likert",
             judge="likert", natural_threshold=4.0),
-    RunKind("llm-choice", "LLM-choice", PREFERENCE_ITEMS, "judge", needs_model=True, default_template="choice",
+    RunKind(LLM_CHOICE, "LLM-choice", PREFERENCE_ITEMS, "judge", needs_model=True, default_template="choice",
             judge="choice"),
 )}
 

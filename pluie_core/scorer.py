@@ -42,6 +42,7 @@ import inspect
 import math
 import os
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -240,7 +241,7 @@ def grouped_attention_on_cpu() -> None:
             return True
         return original(attention_mask, key, value)
 
-    use_gqa_in_sdpa.pluie_cpu = True
+    use_gqa_in_sdpa.pluie_cpu = True  # type: ignore[attr-defined]  # the mark that it is ours
     sdpa.use_gqa_in_sdpa = use_gqa_in_sdpa
 
 
@@ -430,13 +431,13 @@ class PluieScorer:
         self.batch_size = batch_size
         self._auto_batch = 256 if self.device.type == "cuda" else 16
         self.max_batch_tokens = max_batch_tokens
-        self._auto_tokens = None  # set on first use (_token_budget)
+        self._auto_tokens: Optional[int] = None  # set on first use (_token_budget)
         self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         self._prefix = None  # (token ids, per-layer (key, value)), built on first use
         self.packed = packed
         self._packed = None  # pluie_core.packed.PackedForward (or False: not this model), built on first use
-        self.last_run = {}  # how many prompts of the last call took the cached / uncached path
+        self.last_run: dict = {}  # how many prompts of the last call took the cached / uncached path
         self._set_answers(answers)
 
     @classmethod

@@ -79,7 +79,7 @@ class Template:
                 f"Template {self.name!r} needs the per-pair field(s) {sorted(missing)}; pass them as "
                 f"extra columns / fields (e.g. fields={{{missing[0]!r}: [...]}})."
             )
-        out = []
+        out: list[dict] = []
         for turn in self.turns:
             when = turn.get("when")
             if when and not _present(values.get(when)):

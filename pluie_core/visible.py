@@ -46,7 +46,8 @@ def _hidden() -> "re.Pattern[str]":
     use: about 0.1 s)."""
     codes = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
     codes += [ord(c) for c in _INVISIBLE_OTHERS]
-    ranges, codes = [], sorted(codes)
+    ranges: list[list[int]] = []
+    codes = sorted(codes)
     for code in codes:
         if ranges and ranges[-1][1] == code - 1:
             ranges[-1][1] = code
@@ -142,7 +143,9 @@ def document_text(value) -> str:
         elif re.search(r"[`$|]", word):
             parts.append(_escaped(word))
         else:
-            before, core, after = _WORD_EDGES.match(word).groups()
+            edges = _WORD_EDGES.match(word)
+            assert edges is not None  # every part of the pattern may be empty: it matches any word
+            before, core, after = edges.groups()
             if not _LINKED_WORD.search(core):  # ":tada:" lost its closing colon to the edge: the word whole
                 before, core, after = "", word, ""
             parts.append(_escaped(before, joiners=False) + f"`{core}`" + _escaped(after, joiners=False))

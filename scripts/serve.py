@@ -10,7 +10,7 @@ process, the server: when the server stops, the worker finishes its batch and ex
 `streamlit run app.py` still works; the worker then starts with the first page a browser opens, and a
 sign-in lasts the browser tab (no cookie routes).
 
-Safe by default: with no admin password configured (pluie_core.auth), the server listens on this
+Safe by default: with no admin password configured (lab.auth), the server listens on this
 machine only (localhost), since anyone who reaches it could use the admin pages, and says so at
 start. Set an admin password to listen on every interface, or name the address yourself
 (`--server.address 0.0.0.0`, STREAMLIT_SERVER_ADDRESS, or `address` under [server] in
@@ -50,7 +50,7 @@ def listening_options(argv: list[str]) -> tuple[list[str], str | None]:
     """Streamlit's options for this start and what to tell the person who started it: without an
     admin password, without an account in the store (either means signing in) and without an address
     of their own choosing, listen on localhost only."""
-    from pluie_core.auth import admin_password_configured
+    from lab.auth import admin_password_configured
 
     if admin_password_configured() or _address_chosen(argv) or _accounts_in_force():
         return argv, None
@@ -110,7 +110,7 @@ def _address_chosen(argv: list[str]) -> bool:
 
 # what Streamlit itself imports on a page's first table or chart, beside what the pages name; torch,
 # which app.py's reading of the GPUs (ui.forms.run_forms.read_hardware, on a thread of its own) imports with
-# the first page where a GPU driver is (pluie_core.hardware.gpu_driver_present): 1.5 s on an idle machine,
+# the first page where a GPU driver is (lab.hardware.gpu_driver_present): 1.5 s on an idle machine,
 # taken from that page while it drew (Datasets, first visit: 5.4 s, bench/pages.py)
 # streamlit.emojis: what set_page_config imports to check the page icon (☔), a regular expression of every
 # emoji compiled as it loads: 0.3 s of the first page's run (bench/pages.py)

@@ -18,7 +18,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # a fresh store started like `make run` gets no demo PLUIE run (a real 135M model to load and score):
 # only the tests of that run (test_demo_judge.py) ask for it
 os.environ.setdefault("PLUIE_DEMO_RUN", "0")
-# passwords hashed at bcrypt's lowest cost (pluie_core.auth.bcrypt_rounds), here and in the servers and
+# passwords hashed at bcrypt's lowest cost (lab.auth.bcrypt_rounds), here and in the servers and
 # commands the tests start: still real hashes, checked for real, in a millisecond instead of a quarter of a
 # second (the suite made a few hundred). tests/test_accounts.py checks the default cost on its own.
 os.environ.setdefault("PLUIE_BCRYPT_ROUNDS", "4")
@@ -38,7 +38,7 @@ def store_operator():
     line say at their start: a test's direct calls to the store are allowed and named by nobody. An app run in
     this process (AppTest) installs the app's writer; the next test starts as the operator again."""
     from db import access
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     access.install_actor(OPEN)
     yield

@@ -19,7 +19,7 @@ from db import access, accounts
 from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import Dataset
-from pluie_core.roles import NOBODY, OPEN, NotAllowed
+from lab.roles import NOBODY, OPEN, NotAllowed
 from tests.paths import REPO
 from tests.store_fixtures import app_store  # noqa: F401 - fixture
 

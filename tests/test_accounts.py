@@ -15,7 +15,7 @@ from db import access, accounts, init_db
 from db.accounts import AccountError
 from db.engine import read_session, write_session
 from db.models import Account, Activity, Base
-from pluie_core.roles import NOBODY, Actor, NotAllowed, with_article
+from lab.roles import NOBODY, Actor, NotAllowed, with_article
 
 LONG = "correct horse battery staple " * 4  # 116 bytes: past bcrypt's 72
 
@@ -366,7 +366,7 @@ def test_passwords_are_hashed_at_the_configured_bcrypt_cost_and_old_hashes_keep_
     says otherwise; a hash keeps its own cost, so a change of setting leaves every password working."""
     import bcrypt
 
-    from pluie_core.auth import bcrypt_hash, bcrypt_rounds
+    from lab.auth import bcrypt_hash, bcrypt_rounds
 
     monkeypatch.delenv("PLUIE_BCRYPT_ROUNDS")
     assert bcrypt_rounds() == 12

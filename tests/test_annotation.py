@@ -12,7 +12,7 @@ from db import annotators, campaigns as camp, serving
 from db import init_db
 from db.engine import read_session, write_session
 from db.models import Annotator, Assignment, Campaign, CampaignPair, Label, Score, ScoreRun, TrainingPair
-from pluie_core.auth import check_admin_password, hash_token
+from lab.auth import check_admin_password, hash_token
 from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 

@@ -21,7 +21,7 @@ from db import access, init_db
 from db.accounts import add_account, actor_for, disable_account, set_role
 from db.models import ApiToken
 from pluie_core.client import Lab, LabError
-from pluie_core.roles import OPEN
+from lab.roles import OPEN
 from tests.browser import start_app, stop_app
 from tests.paths import DATASETS, REPO
 

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from db import accounts, api_tokens, webhooks
 from db.access import acting_as
-from pluie_core.roles import OPEN
+from lab.roles import OPEN
 from tests.test_signin import APP, app_env, signed_in_on  # noqa: F401 - app_env: a fixture, used by name
 
 

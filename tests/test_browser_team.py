@@ -8,7 +8,7 @@ import pytest
 
 from db import init_db
 from db.accounts import add_account, list_accounts
-from pluie_core.roles import ROLE_HELP
+from lab.roles import ROLE_HELP
 from tests.browser import ARTIFACTS, choose_option, start_app, stop_app, wait_for_app, wait_for_shown_text
 
 pytestmark = pytest.mark.browser

@@ -1,6 +1,6 @@
 """The front door and the map stay true: the README is short and starts with the two commands, every
 relative link in README.md, docs/, CHANGELOG.md and CONTRIBUTING.md points to a file that exists, and
-docs/architecture.md names every module of pages/, ui/, db/, pluie_core/ and api/ (a newcomer finds where a page's
+docs/architecture.md names every module of pages/, ui/, db/, lab/, pluie_core/ and api/ (a newcomer finds where a page's
 behaviour lives there, issue 41)."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def broken_links(files: list[Path], root: Path = REPO) -> list[str]:
 
 def modules_missing_from(doc: str, root: Path = REPO) -> list[str]:
     missing = []
-    for folder in ("pages", "ui", "db", "pluie_core", "api"):
+    for folder in ("pages", "ui", "db", "lab", "pluie_core", "api"):
         for file in sorted((root / folder).rglob("*.py")):
             relative = file.relative_to(root)
             if file.stem == "__main__" or "migrations" in relative.parts or "templates" in relative.parts:
@@ -64,15 +64,16 @@ def test_the_link_check_sees_a_broken_link(tmp_path):
     assert broken_links([page], tmp_path) == ["page.md: gone.md#part"]
 
 
-def test_architecture_names_every_module_of_the_pages_the_store_and_the_library():
+def test_architecture_names_every_module_of_the_pages_the_store_the_app_rules_and_the_library():
     doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     assert modules_missing_from(doc) == []
 
 
 def test_a_new_module_missing_from_architecture_is_found(tmp_path):
-    for folder in ("pages", "db", "pluie_core/stats"):
+    for folder in ("pages", "db", "lab", "pluie_core/stats"):
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "pages" / "new_page.py").write_text("")
+    (tmp_path / "lab" / "rule.py").write_text("")
     (tmp_path / "db" / "__init__.py").write_text("")
     (tmp_path / "pluie_core" / "stats" / "__init__.py").write_text("")
-    assert modules_missing_from("`pluie_core/stats/`", tmp_path) == ["pages/new_page.py"]
+    assert modules_missing_from("`pluie_core/stats/`", tmp_path) == ["pages/new_page.py", "lab/rule.py"]

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, select
 from db import access, accounts, init_db, kept
 from db.engine import read_session, write_session
 from db.models import Account, Activity, KeptValue
-from pluie_core.roles import OPEN
+from lab.roles import OPEN
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
-"""The layers, checked rather than remembered: pluie_core <- db <- ui <- pages, and the worker and the API beside the
-page helpers (docs/architecture.md).
+"""The layers, checked rather than remembered: pluie_core <- lab <- db <- ui <- pages, and the worker and the API
+beside the page helpers (docs/architecture.md).
 
 Every .py file of the layers is parsed (ast, never imported), and every import it makes is read:
 module-level and inside functions, ``import x``, ``from x import y`` and relative imports. The
 rules:
 
-- pluie_core imports nothing from db, pages, worker, app, streamlit, sqlalchemy or alembic: the
-  library installs and runs without the app or a store (``pip install .``);
+- pluie_core imports nothing from lab, db, pages, api, worker, app, streamlit, sqlalchemy or alembic:
+  the library installs and runs without the app or a store (``pip install .``);
+- lab (the app's own rules: roles, sign-in, the data folder) may import pluie_core, but nothing from db,
+  pages, api, worker, app, streamlit, sqlalchemy or alembic: rules without the store or a page;
 - db imports nothing from pages, worker, app or streamlit: the store knows no page;
 - ui (the page helpers) imports neither the pages, the worker, the API nor app.py; inside it, each floor
   imports only its own and the floors below (UI_FLOORS: base, access, charts, views, forms, frame);
@@ -29,7 +31,10 @@ from tests.paths import REPO
 
 # layer (a top-level package or module of the checkout) -> the top-level names it must not import
 FORBIDDEN = {
-    "pluie_core": ("db", "ui", "pages", "api", "worker", "worker_launch", "app", "streamlit", "sqlalchemy", "alembic"),
+    "pluie_core": ("lab", "db", "ui", "pages", "api", "worker", "worker_launch", "app", "streamlit", "sqlalchemy",
+                   "alembic"),
+    # the app's rules without Streamlit or the store (roles, sign-in, the data folder): above the library only
+    "lab": ("db", "ui", "pages", "api", "worker", "worker_launch", "app", "streamlit", "sqlalchemy", "alembic"),
     "db": ("ui", "pages", "api", "worker", "worker_launch", "app", "streamlit"),
     # the page helpers: below the pages, beside the worker and the API
     "ui": ("pages", "api", "worker", "worker_launch", "app"),
@@ -223,6 +228,8 @@ def test_the_layers_are_found_and_read():
     """The checks read the real tree: the layers are there, and imports of every form are seen."""
     assert len(layer_files(REPO, "db")) > 10 and len(layer_files(REPO, "pages")) > 5 and len(layer_files(REPO, "ui")) > 20
     assert layer_files(REPO, "pluie_core") and layer_files(REPO, "worker") == [Path("worker.py")]
+    assert {Path("lab/roles.py"), Path("lab/auth.py"), Path("lab/places.py")} <= set(layer_files(REPO, "lab"))
+    assert "lab.places" in {imp.module for imp in imports_of(REPO, Path("lab/auth.py"))}
     review = {imp.module for imp in imports_of(REPO, Path("db/review.py"))}
     assert {"db.access", "db.engine", "pluie_core.review"} <= review
 
@@ -246,13 +253,18 @@ def test_a_planted_wrong_way_import_is_caught_with_its_file_and_line(tmp_path):
         "pages/__init__.py": "",
         "pages/home.py": "if True:\n    import worker\n",
         "worker.py": "",
+        "pluie_core/cli.py": "from lab import places\n",  # the library reaching the app's rules
+        "lab/__init__.py": "",
+        "lab/places.py": "import pluie_core.io\n\n\ndef f():\n    from db.engine import read_session\n",
     })
     problems = layer_violations(root)
     assert any(p.startswith("pluie_core/stats.py:5: from db.analysis import frame") for p in problems), problems
     assert any(p.startswith("db/analysis.py:1: import streamlit as st") for p in problems), problems
     assert any(p.startswith("pages/home.py:2: import worker") for p in problems), problems
     assert any(p.startswith("pluie_core/sub/deep.py:1:") and "must not import pages" in p for p in problems), problems
-    assert len(problems) == 4, problems
+    assert any(p.startswith("pluie_core/cli.py:1: from lab import places") for p in problems), problems
+    assert any(p.startswith("lab/places.py:5: from db.engine import read_session") for p in problems), problems
+    assert len(problems) == 6, problems  # lab importing pluie_core is not one
 
 
 def test_a_planted_cycle_hidden_in_a_function_is_caught(tmp_path):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from db import init_db
-from pluie_core.auth import (
+from lab.auth import (
     LoginGuard,
     admin_session_expiry,
     check_admin_password,

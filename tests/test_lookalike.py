@@ -1,6 +1,6 @@
 """Issue 56, item 3: account names that read the same are one name. "sam", "Sam" and a Cyrillic "ѕam" (U+0455)
 were three accounts before; now the second and third are refused with a sentence, and signing in as "Sam" finds
-"sam" (pluie_core.lookalike: UTS #39's skeleton over Unicode's confusables.txt)."""
+"sam" (lab.lookalike: UTS #39's skeleton over Unicode's confusables.txt)."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +10,7 @@ from db import access, accounts
 from db.accounts import AccountError
 from db.engine import read_session
 from db.models import Account
-from pluie_core.lookalike import DATA, name_key, skeleton
+from lab.lookalike import DATA, name_key, skeleton
 from tests.test_accounts import store  # noqa: F401 - a fixture, used by name
 
 

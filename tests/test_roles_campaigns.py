@@ -13,7 +13,7 @@ from db import quality as qual
 from db import review
 from db.engine import read_session
 from db.models import Activity, Adjudication, Base
-from pluie_core.roles import OPEN, Actor, NotAllowed, with_article
+from lab.roles import OPEN, Actor, NotAllowed, with_article
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.paths import REPO
 

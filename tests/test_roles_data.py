@@ -22,7 +22,7 @@ from db.models import Activity, Base, Dataset, Pair, ScoreRun
 from db.preferences import import_preference_file, import_preferences
 from db.publish import publish_dataset
 from db.runs import cancel_run, create_run, pause_run, resume_run, retry_run, runs_progress
-from pluie_core.roles import Actor, NotAllowed
+from lab.roles import Actor, NotAllowed
 from tests.store_fixtures import sentence_pairs
 
 VIEWER, REVIEWER, ORGANISER = Actor("vera", "viewer", 1), Actor("rey", "reviewer", 2), Actor("olga", "organiser", 3)

@@ -45,7 +45,7 @@ def test_the_store_accepts_exactly_the_registry_kinds(engine):
 def test_every_layer_reads_the_records_facts():
     assert queue.CHOICE_RUN_KINDS == analysis.PREFERENCE_ONLY_KINDS == tuple(
         k.name for k in RUN_KINDS.values() if k.compares == PREFERENCE_ITEMS) == ("llm-choice",)
-    assert set(judges.RUN_KINDS) == {k.name for k in RUN_KINDS.values() if k.judge is not None}
+    assert set(judges.JUDGES_BY_RUN_KIND) == {k.name for k in RUN_KINDS.values() if k.judge is not None}
     for record in RUN_KINDS.values():
         assert analysis.natural_threshold(record.name) == record.natural_threshold
         assert queue.uses_model(record.name, None) == record.needs_model
@@ -120,3 +120,71 @@ def test_the_scoring_page_offers_the_registry_judges(tmp_path, monkeypatch):
     assert expected == ["llm-yes-no", "llm-likert", "llm-choice", "llm-fake"]
     assert "New LLM judge run (LLM-Yes/No, LLM-Likert, LLM-choice, LLM-Fake)" in [e.label for e in page.expander]
     st.cache_resource.clear()
+
+
+# --------------------------------------------------------------------------- one name, one registry
+# the code that reads run kinds: every layer but the tests (their data names kinds) and run_kinds.py itself
+CODE = ("pluie_core", "db", "api", "pages", "lab", "worker.py", "worker_launch.py", "app.py", "server.py")
+
+
+def _kind_literals(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, what) of every run kind named by a string where the code compares, passes or defaults a kind:
+    ``x == "pluie"``, ``kind in ("baseline", ...)``, ``f(kind="pluie")``, ``def f(kind="pluie")``, ``kind: str = "pluie"``."""
+    import ast
+
+    def named(node) -> bool:
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(e) for e in node.elts)
+        return isinstance(node, ast.Constant) and node.value in names
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(named(n) for n in (node.left, *node.comparators)):
+            # a record's loader ("pluie", "baseline", "judge": worker.LOADERS' keys) is a name of its own
+            if not any(isinstance(n, ast.Attribute) and n.attr == "loader" for n in (node.left, *node.comparators)):
+                found.append((node.lineno, "compared"))
+        elif isinstance(node, ast.keyword) and node.arg == "kind" and named(node.value):
+            found.append((node.value.lineno, "passed as kind="))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            positional = arguments.posonlyargs + arguments.args
+            pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+            found += [(d.lineno, f"default of {a.arg}") for a, d in pairs if a.arg == "kind" and named(d)]
+        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "kind"
+              and node.value is not None and named(node.value)):
+            found.append((node.lineno, "default of kind"))
+    return sorted(found)
+
+
+def test_the_code_names_run_kinds_through_the_registry():
+    """One RUN_KINDS: pluie_core.judges' registry of judges by run kind has a name of its own, and the code
+    names a kind through pluie_core.run_kinds (its constants or records), never by a string of its own."""
+    from pluie_core import run_kinds
+
+    assert judges.RUN_KINDS is run_kinds.RUN_KINDS  # imported, not a second dict of the same name
+    assert set(judges.JUDGES_BY_RUN_KIND) == set(run_kinds.judge_kinds())
+    constants = (run_kinds.PLUIE, run_kinds.BASELINE, run_kinds.LLM_YES_NO, run_kinds.LLM_LIKERT, run_kinds.LLM_CHOICE)
+    assert list(constants) == list(RUN_KINDS)
+    names = frozenset(RUN_KINDS)
+    found = []
+    for entry in CODE:
+        paths = sorted((REPO / entry).rglob("*.py")) if (REPO / entry).is_dir() else [REPO / entry]
+        for path in paths:
+            if path.is_file() and path != REPO / "pluie_core" / "run_kinds.py":
+                found += [f"{path.relative_to(REPO)}:{line}: {what}"
+                          for line, what in _kind_literals(path.read_text(encoding="utf-8"), names)]
+    assert not found, "run kinds named by a string (use pluie_core.run_kinds' constants):\n" + "\n".join(found)
+
+
+def test_a_kind_named_by_a_string_is_found():
+    names = frozenset(RUN_KINDS)
+    planted = ('def f(run, kind="pluie"):\n'
+               '    if run.kind == "llm-likert" or kind in ("baseline",):\n'
+               '        return g(kind="llm-choice")\n'
+               'class Body:\n'
+               '    kind: str = "llm-yes-no"\n'
+               'column = "pluie"\n'  # a column name, not a kind compared: not found
+               'loaded = record.loader == "pluie"\n')  # a loader's name: not found
+    assert _kind_literals(planted, names) == [(1, "default of kind"), (2, "compared"), (2, "compared"),
+                                              (3, "passed as kind="), (5, "default of kind")]

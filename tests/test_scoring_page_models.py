@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 from db.engine import read_session
 from db.models import ScoreRun
 from pluie_core.gguf_files import demo_model_path
-from pluie_core.hardware import SMALL_MODEL
+from lab.hardware import SMALL_MODEL
 from tests.test_scoring_page import open_page, store, texts, widget  # noqa: F401 (fixture)
 from tests.tiny_encoders import tiny_bert, tiny_nllb  # noqa: F401 (fixtures)
 

@@ -11,8 +11,8 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from pluie_core import auth
-from pluie_core.auth import ADMIN_COOKIE
+from lab import auth
+from lab.auth import ADMIN_COOKIE
 
 
 @pytest.fixture

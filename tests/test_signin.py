@@ -1,5 +1,5 @@
 """Issue 39, items 1 and 6: signing in with an account (ui.access.signin), the role of each page (app.py,
-pluie_core.roles.PAGE_ROLES), the actor every write checks (db.access's resolver), and a store from before
+lab.roles.PAGE_ROLES), the actor every write checks (db.access's resolver), and a store from before
 accounts keeping its admin password (now the owner "admin") and every label."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from db import access, accounts, init_db
 from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.models import Account, Annotator, Label
-from pluie_core.auth import LOGIN_GUARD, admin_session_expiry, issue_admin_session
-from pluie_core.roles import NOBODY, OPEN, PAGE_ROLES, Actor
+from lab.auth import LOGIN_GUARD, admin_session_expiry, issue_admin_session
+from lab.roles import NOBODY, OPEN, PAGE_ROLES, Actor
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.paths import REPO
 
@@ -261,7 +261,7 @@ def signed_in_on(engine, page: str, title: str, name: str, role: str, timeout: f
     with ``role`` (password "<name>'s password"); asserts the page drew ``title``."""
     from db import accounts
     from db.access import acting_as
-    from pluie_core.roles import OPEN
+    from lab.roles import OPEN
 
     with acting_as(OPEN):
         accounts.add_account(engine, name, role, password=f"{name}'s password")

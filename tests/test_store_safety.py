@@ -14,7 +14,7 @@ from db import init_db
 from db.datasets import import_pairs
 from db.engine import StoreUnavailable, retry_when_busy
 from db.publish import PublishError, publish_dataset
-from pluie_core.places import publish_roots
+from lab.places import publish_roots
 from tests.test_publish import build, export_page
 
 

@@ -1,5 +1,5 @@
 """The Scoring page's rate and time left from a run's own pieces (issue 56, item 6): the arithmetic
-(pluie_core.time_left), the store's figures while the worker takes runs in turn (db.runs.runs_progress), and
+(lab.time_left), the store's figures while the worker takes runs in turn (db.runs.runs_progress), and
 the page's line (AppTest)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from db import queue
 from db.engine import write_session
 from db.models import Score, ScoreRun, WorkItem
 from db.runs import create_run, runs_progress
-from pluie_core.time_left import ROUGH_PAIRS, RunWork, seconds_per_pair, time_left
+from lab.time_left import ROUGH_PAIRS, RunWork, seconds_per_pair, time_left
 from tests.store_fixtures import add_pairs, sentence_pairs
 from tests.test_scoring_page import open_page, store  # noqa: F401 (fixture: the page's SQLite store)
 

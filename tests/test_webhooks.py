@@ -19,7 +19,7 @@ from db.models import WebhookDelivery, utcnow
 from db.publish import publish_dataset
 from db.runs import create_run
 from db.serving import record_label, serve_next
-from pluie_core.roles import OPEN, Actor, NotAllowed
+from lab.roles import OPEN, Actor, NotAllowed
 from pluie_core.webhooks import WebhookSignatureError, verify
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 

@@ -76,7 +76,7 @@ def preferences_from_table(table: pd.DataFrame, columns: Optional[Mapping[str, s
     ("A" / "B" / "tie"), system_a / system_b when the table names the candidates' systems, and every
     other column unchanged. ``columns`` maps those names to the table's; without it the usual names
     are recognised (NAMES)."""
-    by_key = {}
+    by_key: dict = {}
     for column in table.columns:
         by_key.setdefault(_normalised(column), column)
     mapping = {}

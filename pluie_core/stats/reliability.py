@@ -175,7 +175,7 @@ def fleiss_kappa(counts) -> float:
 _LEVELS_OF_MEASUREMENT = ("nominal", "ordinal", "interval")
 
 
-def _reliability_value_counts(reliability_data, level: str, value_domain):
+def _reliability_value_counts(reliability_data, level: str, value_domain) -> tuple[np.ndarray, np.ndarray]:
     """annotators x items data -> (items x values counts, value domain), as krippendorff builds them."""
     if level not in _LEVELS_OF_MEASUREMENT:
         raise StatsError(f"Unknown level of measurement {level!r}; use one of {', '.join(_LEVELS_OF_MEASUREMENT)}.")
@@ -212,7 +212,9 @@ def krippendorff_alpha(
 def _library_alpha(value_counts: np.ndarray, value_domain: np.ndarray, level: str) -> float:
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
-        alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain, level_of_measurement=level)
+        # level is one of _LEVELS_OF_MEASUREMENT (checked by the callers); krippendorff types it as a Literal
+        alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain,
+                                   level_of_measurement=level)  # type: ignore[arg-type]
     if not np.isfinite(alpha):
         raise StatsError("Krippendorff's α is undefined here: the items that two annotators share all carry one value.")
     return float(alpha)
@@ -290,7 +292,7 @@ def _distinct_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def krippendorff_alpha_ci_from_patterns(
     patterns,
     frequencies,
-    value_domain: Sequence[float],
+    value_domain: Sequence[float] | np.ndarray,
     level: str = "nominal",
     n_boot: int = 200,
     seed: int = 0,

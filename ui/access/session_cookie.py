@@ -4,7 +4,7 @@ Streamlit gives a page no way to set a cookie, and a cookie written by the page'
 by any script on the page. So server.py serves two routes beside the app (routes()): after a sign-in the
 session makes a one-time grant for its token (hand_over: random, good for 60 seconds and for one use,
 kept in this process's memory) and sends the browser to /_pluie/session?grant=..., which sets the cookie
-(pluie_core.auth.ADMIN_COOKIE: HttpOnly, SameSite=Strict, Path=/, for the token's remaining life; Secure
+(lab.auth.ADMIN_COOKIE: HttpOnly, SameSite=Strict, Path=/, for the token's remaining life; Secure
 under HTTPS) and sends it back to the page it was on. A log-out does the same through /_pluie/logout,
 which clears the cookie. The browser sends the cookie with every new session's websocket handshake, where
 cookie_token reads it. A grant the server did not make, or made too long ago, or already used, sets nothing.
@@ -37,7 +37,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from pluie_core import auth
+from lab import auth
 
 SESSION_PATH = "/_pluie/session"
 LOGOUT_PATH = "/_pluie/logout"

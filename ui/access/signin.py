@@ -3,8 +3,8 @@
 A store with accounts (db.accounts), or with an admin password configured (which becomes the owner
 account "admin" on the first start: ui.base.page.get_engine), asks every visitor to sign in with an
 account's name and password; an empty name is "admin", so a one-password setup signs in with the password
-alone. Guessing is slowed per address and per account (pluie_core.auth.LoginGuard). A sign-in is a signed,
-expiring session token naming the account (pluie_core.auth), signed with the account's fingerprint, so a
+alone. Guessing is slowed per address and per account (lab.auth.LoginGuard). A sign-in is a signed,
+expiring session token naming the account (lab.auth), signed with the account's fingerprint, so a
 changed password or role, a disabled account or "end sessions" ends it at once. The session holds it and,
 when the server has the cookie routes (server.py, ui.access.session_cookie), an HttpOnly cookie carries it
 across reloads and tabs; without them (plain `streamlit run app.py`, AppTest) it lasts this browser tab.
@@ -28,10 +28,10 @@ import streamlit as st
 from db import access, accounts
 from db.engine import StoreUnavailable
 from ui.base import private_api
-from pluie_core import auth
+from lab import auth
 from ui.base.menu import TITLES
 from ui.base.page import get_engine, user_text
-from pluie_core.roles import NOBODY, OPEN, Actor, can_open
+from lab.roles import NOBODY, OPEN, Actor, can_open
 
 ADMIN_TOKEN = "_pluie_admin_token"  # the session token this browser session holds
 LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
@@ -159,7 +159,7 @@ def app_writer() -> Actor:
 
 
 def install_access() -> None:
-    """Say who the app's writes are done for (db.access.install: app_writer), and where pluie_core.auth finds an
+    """Say who the app's writes are done for (db.access.install: app_writer), and where lab.auth finds an
     account's password fingerprint in this server process (the cookie routes use it). Called by app.py at every
     run and by every page's first line (ui.frame): never by importing a module, so no import order decides
     whether the store's permission check is in force. Installing again is the same."""
@@ -186,7 +186,7 @@ def _client() -> str:
 
 def log_in(password: str, name: str = "") -> Optional[str]:
     """Sign this browser in as account ``name`` ("" is "admin"); None when done, else the sentence to show
-    (a wrong name or password, or too many attempts: pluie_core.auth.LoginGuard slows guessing down)."""
+    (a wrong name or password, or too many attempts: lab.auth.LoginGuard slows guessing down)."""
     engine = get_engine()
     name = (name or "").strip() or accounts.OWNER_FROM_ADMIN
     try:

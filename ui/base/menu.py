@@ -1,8 +1,8 @@
 """The menu: the pages of app.py's sidebar by section, as (key: the file name in pages/, title, icon).
-A role's pages are pluie_core.roles.PAGE_ROLES; the sign-in refuses a page by its key and names it by its title."""
+A role's pages are lab.roles.PAGE_ROLES; the sign-in refuses a page by its key and names it by its title."""
 
 # the app's menu: (file in pages/, title, icon) by section; the file name is the page's key in
-# pluie_core.roles.PAGE_ROLES and its address (app.py draws the entries the actor may open)
+# lab.roles.PAGE_ROLES and its address (app.py draws the entries the actor may open)
 MENU = {
     "Data": [("home", "Datasets", "dataset"), ("pairs", "Pairs", "manage_search"),
              ("import_pairs", "Import", "upload_file"), ("export", "Export", "download")],

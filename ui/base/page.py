@@ -11,7 +11,7 @@ from db import access, database_url, init_db
 from db.engine import StoreUnavailable
 from db.accounts import ensure_owner_from_admin_password
 from ui.base import private_api
-from pluie_core.roles import OPEN
+from lab.roles import OPEN
 from pluie_core.visible import markdown_text
 
 PAGE_LOG = logging.getLogger("pluie_lab.pages")
@@ -148,9 +148,9 @@ def no_pages_folder() -> None:
 
 
 def may(action: str) -> bool:
-    """Whether whoever uses this session may do ``action`` (a key of pluie_core.roles.ACTIONS): a page
+    """Whether whoever uses this session may do ``action`` (a key of lab.roles.ACTIONS): a page
     draws a form only for those (db.access.require refuses the write itself all the same)."""
-    from pluie_core.roles import can
+    from lab.roles import can
 
     return can(access.current_actor(), action)
 

@@ -13,11 +13,11 @@ from db.runs import (
 )
 from ui.base.page import user_text
 from pluie_core.baselines import BASELINES
-from pluie_core.roles import NotAllowed
+from lab.roles import NotAllowed
 from pluie_core.gguf_files import demo_model_path
-from pluie_core.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
+from lab.hardware import DEMO_NAME, PLACEMENTS, gpu_memory, placement_label, suggest_loadable
 from pluie_core.judges import BUILTIN_JUDGE_TEMPLATES, JUDGES
-from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
+from pluie_core.run_kinds import BASELINE, PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.scorer import PRECISIONS
 from pluie_core.templates import BUILTIN_TEMPLATES, TemplateError, template_from_mapping
 
@@ -42,7 +42,7 @@ def parse_custom_template(text: str) -> dict:
 
 @st.cache_resource(show_spinner=False)
 def read_hardware() -> Future:
-    """The model suggested for this machine's GPUs among those it loads offline (pluie_core.hardware.
+    """The model suggested for this machine's GPUs among those it loads offline (lab.hardware.
     suggest_loadable), read once per app process on a thread of its own: it imports torch (5 s on a
     loaded machine), which the Scoring page's first visit waited for. app.py starts it with the
     server's first page."""
@@ -186,7 +186,7 @@ def baseline_run_form(engine) -> None:
             try:
                 with st.spinner("Checking the model: where it is (a directory, the local Hugging Face cache or "
                                 "the hub) and its kind…" if values.get("model", "").strip() else "Creating the run…"):
-                    new_id = create_run(engine, model=key, kind="baseline", name=baseline_name,
+                    new_id = create_run(engine, model=key, kind=BASELINE, name=baseline_name,
                                         higher_is_similar=baseline.higher_is_similar, dataset_ids=scope,
                                         options={k: v for k, v in values.items() if v.strip()}, check_model=True)
                 st.session_state["scoring_select"] = new_id

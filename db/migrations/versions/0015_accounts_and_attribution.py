@@ -6,7 +6,7 @@ Create Date: 2026-11-25 21:30:00.000000
 
 `accounts`: one row per person who signs in (db.accounts): a unique name (db.limits.clean_name), an optional
 e-mail (the identity provider's, for OpenID Connect sign-in; stored lower-cased), a role (owner, organiser,
-reviewer, viewer: pluie_core.roles), a bcrypt password hash (None: no password yet, or provider sign-in
+reviewer, viewer: lab.roles), a bcrypt password hash (None: no password yet, or provider sign-in
 only), an invitation (the sha256 of a link's token, shown once, and when it stops working),
 `session_epoch` (raised to end every session of the account at once: logging out everywhere, a changed
 password, a changed role), `disabled_at` (cannot sign in; its decisions keep its name).

@@ -39,7 +39,7 @@ from typing import Callable, Optional
 
 import bcrypt
 
-from pluie_core.places import data_dir
+from lab.places import data_dir
 
 CONFIG_FILE = "pluie_lab.toml"
 ADMIN_COOKIE = "pluie_admin"  # the name of the cookie that carries an organiser's session token
