@@ -277,15 +277,55 @@ def alembic_config(engine: Engine):
 # Alembic keeps the running migration's context in module globals (alembic.context, alembic.op): two
 # threads of one process migrating at once (two stores opened together, or a page's first read on the
 # app's read-ahead thread while another thread opens a store) overwrite each other's and fail with a
-# KeyError. One at a time per process, then; another process is kept out by the database's own locks.
+# KeyError. One at a time per process, then; and one process at a time per store (_store_migration_lock):
+# SQLite's own locks refused the second of two processes migrating a new store at once ("database is locked"
+# on an ALTER TABLE, a read lock that cannot become a write lock), as the app's read-ahead and a worker or a
+# command starting beside it do.
 _MIGRATING = threading.Lock()
+MIGRATION_LOCK_KEY = 0x504C554945  # "PLUIE": the PostgreSQL advisory lock every migrating process takes
+
+
+@contextmanager
+def _store_migration_lock(engine: Engine) -> Iterator[None]:
+    """One migrating process at a time per store: a lock file beside a SQLite file (fcntl.flock, released when
+    the process ends, whatever way), a session advisory lock on PostgreSQL; nothing elsewhere (an in-memory
+    SQLite store is one process's own, and a system without fcntl keeps the database's own locks)."""
+    if is_sqlite(engine):
+        database = engine.url.database or ""
+        try:
+            import fcntl
+        except ImportError:  # not a POSIX system
+            fcntl = None
+        if fcntl is None or not database or database == ":memory:" or database.startswith("file:"):
+            yield
+            return
+        with open(f"{database}.migrate-lock", "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy import text
+
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            connection.commit()
+            try:
+                yield
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
+                connection.commit()
+        return
+    yield
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to the newest revision (or to ``revision``: the tests build older stores
     this way). Run at every start: a user's database is upgraded in place, never recreated. Every
-    migration of the process goes through here, one at a time (_MIGRATING)."""
+    migration goes through here, one at a time per process (_MIGRATING) and per store (_store_migration_lock)."""
     from alembic import command
 
-    with _MIGRATING:
+    with _MIGRATING, _store_migration_lock(engine):
         command.upgrade(alembic_config(engine), revision)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from db import access, accounts
+from lab.roles import OPEN
 from tests.test_signin import APP, app_env  # noqa: F401 - app_env: a fixture, used by name
 
 
@@ -54,7 +55,9 @@ def test_a_refused_addition_is_one_sentence_and_keeps_the_form(app_env):
 
 def test_changing_a_role_and_the_last_owner_refusal(app_env):
     at = accounts_page(app_env)
-    sam = accounts.add_account(app_env, "sam", "viewer", password="sam's password")
+    # the app ran in this process and installed its writer (db.access): the test's own change is the operator's
+    with access.acting_as(OPEN):
+        sam = accounts.add_account(app_env, "sam", "viewer", password="sam's password")
     olga = accounts.account_by_name(app_env, "olga")
     at.run()
     at.selectbox(key="chosen-account").select_index(1)  # sam (the accounts by name)

@@ -35,8 +35,11 @@ def test_a_publish_killed_mid_way_leaves_a_folder_the_next_publish_removes_but_a
     killed = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(REPO)!r})
-        from db import init_db
+        from db import access, init_db
         from db.publish import publish_dataset
+        from lab.roles import OPEN
+
+        access.install_actor(OPEN)  # a process of its own says who writes, as the command line does
 
         def progress(done, total):
             if done >= 10:

@@ -243,3 +243,42 @@ def test_stores_opened_on_several_threads_at_once_are_all_migrated(tmp_path):
     for engine in engines:
         assert {"pairs", "labels", "campaigns"} <= set(schema(engine).get_table_names())
         engine.dispose()
+
+
+MIGRATE_AT_ONCE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from db import init_db
+start = float(sys.argv[3])
+while time.time() < start:
+    time.sleep(0.001)
+init_db(sys.argv[2]).dispose()
+print("migrated")
+"""
+
+
+def test_processes_that_open_a_new_store_at_once_all_migrate_it(tmp_path):
+    """The app's read-ahead, a worker and a command starting beside it each migrate the store they open: on a new
+    store they did so at the same moment, and SQLite refused the second ("database is locked" on an ALTER TABLE)
+    until each migrating process waited for the others (db.engine._store_migration_lock: a lock file beside a
+    SQLite store; an advisory lock on PostgreSQL, which every PostgreSQL test's store takes)."""
+    import subprocess
+    import sys
+    import time
+
+    from sqlalchemy import inspect as schema
+
+    from tests.paths import REPO
+
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    at = time.time() + 4  # every process past its imports, then all at once
+    processes = [subprocess.Popen([sys.executable, "-c", MIGRATE_AT_ONCE, str(REPO), url, str(at)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [process.communicate(timeout=180) for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, [err[-2000:] for _, err in results]
+    assert all(out.strip() == "migrated" for out, _ in results)
+    engine = init_db(url)
+    try:
+        assert "kept_values" in schema(engine).get_table_names()
+    finally:
+        engine.dispose()
