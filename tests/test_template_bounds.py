@@ -109,7 +109,7 @@ def test_creating_a_run_refuses_a_looping_template_with_the_sentence(store_url, 
 
 
 def test_the_scoring_form_says_so(app_store, looping_model, two_seconds):
-    from tests.test_rough_edges import n_runs, open_page, widget
+    from tests.store_fixtures import n_runs, open_page, widget
 
     add_pairs(app_store, "d", sentence_pairs(3))
     at = open_page("scoring")
