@@ -3,6 +3,8 @@
 PostgreSQL comes from PLUIE_TEST_POSTGRES_URL (CI) or from a throwaway cluster this module starts
 with scripts/start_test_postgres.sh; the PostgreSQL cases skip only when neither is possible.
 Each test gets a fresh database. conftest.py registers the fixtures for every test module.
+app_store opens the app (AppTest) on a test's SQLite store; open_page, rerun, texts and widget are the
+page helpers the tests of several modules share on it.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Issue 56 item 10, where only a browser shows them: why-this-score's tints tell red from blue in light mode
-(and keep the text readable in both themes); Live campaign's table of annotators fits a 1,400 px window."""
+"""Views that stay readable, where only a browser shows them (issue 56, item 10): why-this-score's tints tell
+red from blue in light mode (and keep the text readable in both themes); Live campaign's table of annotators
+fits a 1,400 px window, and its tiles show their values whole at 800 px (issue 35, item 8)."""
 from __future__ import annotations
 
 import pytest
