@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import hashlib
 
-from db.engine import write_session
+from sqlalchemy import select
+
+from db.engine import read_session, write_session
 from db.models import Dataset, Pair
 
 
@@ -53,3 +55,13 @@ def label_at_once(engine, annotator_ids, level_of) -> list[Exception]:
     for t in threads:
         t.join()
     return errors
+
+
+def queue_of(engine, campaign_id) -> set[int]:
+    """The pairs a campaign holds: its queue and its training pairs."""
+    from db.models import CampaignPair, TrainingPair
+
+    with read_session(engine) as session:
+        queued = set(session.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)))
+        training = set(session.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id)))
+    return queued | training

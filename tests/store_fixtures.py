@@ -3,6 +3,8 @@
 PostgreSQL comes from PLUIE_TEST_POSTGRES_URL (CI) or from a throwaway cluster this module starts
 with scripts/start_test_postgres.sh; the PostgreSQL cases skip only when neither is possible.
 Each test gets a fresh database. conftest.py registers the fixtures for every test module.
+app_store opens the app (AppTest) on a test's SQLite store; open_page, rerun, texts and widget are the
+page helpers the tests of several modules share on it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -21,6 +24,9 @@ from sqlalchemy.engine import make_url
 
 from tests.browser import free_port
 from tests.paths import REPO
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 
 @pytest.fixture(scope="session")
@@ -163,6 +169,56 @@ def app_store(db_url, engine, monkeypatch):
     yield engine
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+# the app on app_store's store, a page at a time: opened as the menu opens it, rerun, read
+
+
+def open_page(page: str) -> AppTest:
+    """app.py run on the test's store (the app_store fixture), then pages/<page>.py, as the menu opens it."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    """The text a page shows: its markdown, captions, messages, titles and progress bars."""
+    parts = [e.value for kind in ("markdown", "caption", "error", "success", "info", "warning", "title", "subheader")
+             for e in at.get(kind) if isinstance(getattr(e, "value", None), str)]
+    parts += [str(getattr(p, "proto", "")) for p in at.get("progress")]
+    return "\n".join(parts)
+
+
+def widget(elements, label):
+    return next(w for w in elements if w.label == label)
+
+
+def score_everything(engine, run_id: int) -> None:
+    """Score the run to its end with the worker, in this process."""
+    from worker import ScoringWorker
+
+    ScoringWorker(engine, device="cpu", run_ids=[run_id], poll_seconds=0.1).run(exit_when_idle=True)
+
+
+def n_runs(engine) -> int:
+    from sqlalchemy import func, select
+
+    from db.engine import read_session
+    from db.models import ScoreRun
+
+    with read_session(engine) as session:
+        return session.scalar(select(func.count(ScoreRun.id)))
 
 
 def page_store_copy(engine, built_store, db_url: str, monkeypatch):

@@ -1,4 +1,4 @@
-"""Issue 39 (helper C): db.accounts on SQLite and PostgreSQL — adding people, names and e-mails, roles,
+"""db.accounts on SQLite and PostgreSQL (issue 39, helper C): adding people, names and e-mails, roles,
 passwords (over bcrypt's 72 bytes too), invitations (shown once, used once, expiring), sessions ended by
 every change, the last owner kept, sign-in checks, the admin password's owner, and the owner-only changes
 refused to other roles with the store left as it was."""

@@ -1,6 +1,7 @@
-"""Issue 39 (helper C): the Accounts page (an owner adds a person and sees the invitation link once,
-changes a role, is refused demoting the last owner) and the invitation page (?invite=<token>: the password
-set with a real invitation, a bad link's sentence), through the app (AppTest) signed in for real."""
+"""The Accounts page and the invitation page through the app (AppTest), signed in for real
+(issue 39, helper C): on the Accounts page an owner adds a person and sees the invitation link once, changes a
+role, is refused demoting the last owner; the invitation page (?invite=<token>) sets the password with a real
+invitation and gives a bad link its sentence."""
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest

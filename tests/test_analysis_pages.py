@@ -19,6 +19,7 @@ from pluie_core.stats import (
 from tests.analysis_store import load_built_store
 from tests.paths import REPO
 from tests.figures import charts, marks, trace, traces
+from tests.store_fixtures import open_page as open_app_page, sentence_pairs, texts
 
 ANALYSIS_PAGES = ["agreement", "thresholds", "distributions", "disagreements"]
 
@@ -520,3 +521,73 @@ def test_agreement_and_disagreements_of_a_crowd_read_the_labels_not_a_matrix_of_
     expected = human_disagreements(label_matrix(labels_long(engine), "levels"))
     assert len(table) == len(expected) > 0
     assert table["n_paraphrase"].tolist() == expected["n_paraphrase"].tolist()
+
+
+# -- through the app's menu on a store of the test's own (issue 14, points 5 and 10)
+
+
+def test_every_page_uses_the_best_threshold_of_a_baseline_or_the_one_set(app_store):
+    from db.analysis import labels_long, pairs_frame, scores_wide
+    from pluie_core.analysis import Reference, reference_labels
+    from pluie_core.stats import best_threshold, disagreements
+    from tests.analysis_store import build_store
+
+    engine = app_store
+    built = build_store(engine, n_mrpc=120)
+    pairs = pairs_frame(engine)
+    pairs = pairs[pairs["dataset"] == "MRPC"]
+    frame = pairs.join(scores_wide(engine, [built["lev_run"]]))
+    frame["reference"] = reference_labels(pairs, labels_long(engine), Reference("gold"))
+    name = "Levenshtein similarity"
+    best = best_threshold(frame[name], frame["reference"])["threshold"]
+    expected = disagreements(frame, name, "reference", best)
+    median = disagreements(frame, name, "reference", frame[name].median())
+    assert len(expected) != len(median)  # the old default (the median score) lists other pairs
+
+    def choose(at):
+        at.multiselect(key="analysis_datasets").set_value(["MRPC"])
+        rerun(at)
+        at.selectbox(key="analysis_run").set_value(name)
+        return rerun(at)
+
+    at = choose(open_app_page("disagreements"))
+    assert len(at.dataframe[0].value) == len(expected)
+    assert "a-posteriori best threshold against gold labels (as on the Thresholds page)" in texts(at)
+
+    at.switch_page("pages/agreement.py")
+    at = choose(rerun(at))
+    shown = texts(at)
+    assert f"paraphrase at score ≥ {best:g};" in shown and "a-posteriori best threshold" in shown
+
+    # a threshold the user sets holds on every page, and the page says so
+    at.number_input(key=f"agreement_threshold_{built['lev_run']}").set_value(0.5)
+    rerun(at)
+    assert "paraphrase at score ≥ 0.5;" in texts(at) and "set by you" in texts(at)
+    at.switch_page("pages/disagreements.py")
+    at = choose(rerun(at))
+    assert len(at.dataframe[0].value) == len(disagreements(frame, name, "reference", 0.5))
+    assert "set by you" in texts(at)
+    at.button(key=f"disagreement_threshold_{built['lev_run']}_reset").click()
+    rerun(at)
+    assert len(at.dataframe[0].value) == len(expected)
+
+    # PLUIE keeps its natural 0
+    at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
+    assert "PLUIE's natural threshold 0" in texts(rerun(at))
+
+
+def test_the_kappa_heatmap_colour_bar_has_room_for_its_labels(app_store):
+    from tests.figures import charts, trace
+
+    engine = app_store
+    frame = pd.DataFrame(sentence_pairs(6), columns=["source", "hypothesis"])
+    frame["annotator:A"] = [0, 1, 2, 3, 3, 0]
+    frame["annotator:B"] = [0, 1, 3, 3, 2, 1]
+    import_pairs(engine, "two people", frame, annotator_scale="levels")
+    at = open_app_page("agreement")
+    heatmap = charts(at)["Cohen's κ per pair of annotators (five-level); n = items both labelled"]
+    bar = trace(heatmap, "heatmap")["colorbar"]
+    assert bar["tickvals"] == [-1, -0.5, 0, 0.5, 1]  # five labelled ticks, whatever the number of annotators
+    # px between two labels of about 12 px: no overlap, though two annotators make a short plot
+    assert bar["lenmode"] == "pixels" and bar["len"] / (len(bar["tickvals"]) - 1) >= 40
+    assert heatmap["layout"]["height"] >= bar["len"] + 100  # the whole bar below the title, its labels in the figure

@@ -5,6 +5,7 @@ import threading
 from collections import Counter
 
 import bcrypt
+import pandas as pd
 import pytest
 from sqlalchemy import select
 
@@ -13,8 +14,11 @@ from db import init_db
 from db.engine import read_session, write_session
 from db.models import Annotator, Assignment, Campaign, CampaignPair, Label, Score, ScoreRun, TrainingPair
 from lab.auth import check_admin_password, hash_token
+from db.queue import fail_run
+from db.runs import create_run, pause_run
 from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order
-from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.annotation_fixtures import make_dataset, numbered_pairs, queue_of
+from tests.store_fixtures import add_pairs, open_page, score_everything, sentence_pairs, widget
 
 
 @pytest.fixture
@@ -350,3 +354,134 @@ def test_the_organisers_table_reads_the_counter_each_annotator_sees(engine, data
         (2, 1, 3, False), (2, 3, 3, True), (0, 0, 3, False)]
     rows = {r["id"]: r["labelled"] for r in annotators.annotator_rows(engine, cid)}
     assert rows == {busy: "1 / 3", done: "3 / 3", idle: "0 / 3"}
+
+
+# -- the score runs a campaign's “most informative” order is offered (issue 14, point 3)
+
+
+@pytest.fixture
+def store(app_store):
+    return app_store  # tests.store_fixtures: the app on this test's store
+
+
+def test_failed_and_cancelled_runs_leave_the_progress_and_the_choices(store, tmp_path):
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(5))
+    lev = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    score_everything(engine, lev)
+    broken = create_run(engine, name="broken", model=str(tmp_path / "no-model"))
+    fail_run(engine, broken, "The model cannot be loaded.")
+    cancelled = create_run(engine, name="chrf", kind="baseline", model="chrf")
+    pause_run(engine, cancelled)
+    from db.runs import cancel_run
+    cancel_run(engine, cancelled)
+
+    at = open_page("home")
+    table = at.dataframe[0].value
+    row = table[table["dataset"] == "d"].iloc[0]
+    assert (row["scores"], row["scores queued"], row["scoring"]) == (5, 5, 1.0)  # was 5 of 10: "50 % scored"
+
+    # the campaign's "most informative" order is offered only runs with scores: not the failed one
+    assert camp.score_run_choices(engine) == []
+    at = open_page("campaigns")
+    picker = widget(at.selectbox, "PLUIE run for the “most informative” order")
+    assert picker.options == []
+    with pytest.raises(camp.CampaignError, match="no scores"):
+        camp.create_campaign(engine, "c", [1], pair_order="informative", informative_run_id=broken, n_training=0)
+
+
+def test_a_pluie_run_with_scores_is_offered_even_after_it_failed(store):
+    from db.analysis import add_score_run
+
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(4))
+    run = add_score_run(engine, "pluie half", {1: 0.5, 2: -1.0}, kind="pluie")
+    fail_run(engine, run, "out of memory")
+    assert camp.score_run_choices(engine) == [(run, "pluie half")]
+
+
+# -- which pairs a campaign takes, and how its annotators share them (issue 14, point 9)
+
+
+def test_select_pairs_by_range_gold_score_and_seeded_sample():
+    from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
+
+    pairs = pd.DataFrame({"pair_id": range(101, 121), "gold_label": [i % 2 for i in range(20)],
+                          "score": [float(i) - 10 for i in range(20)]})
+    pairs.loc[3, "gold_label"] = float("nan")
+    assert select_pairs(pairs, None) == list(range(101, 121))
+    assert select_pairs(pairs, {"start": 5, "end": 8}) == [105, 106, 107, 108]
+    assert select_pairs(pairs, {"gold_min": 1, "gold_max": 1}) == [i for i in range(101, 121) if (i - 101) % 2 == 1
+                                                                    and i != 104]
+    assert select_pairs(pairs, {"score_run": 1, "score_min": -1.5, "score_max": 1}) == [110, 111, 112]
+    sample = select_pairs(pairs, {"sample": 6, "seed": 3})
+    assert len(sample) == 6 and sample == sorted(sample) and set(sample) <= set(range(101, 121))
+    assert select_pairs(pairs, {"sample": 6, "seed": 3}) == sample != select_pairs(pairs, {"sample": 6, "seed": 4})
+    combined = select_pairs(pairs, {"start": 2, "end": 15, "gold_min": 0, "gold_max": 0, "sample": 3, "seed": 0})
+    assert len(combined) == 3 and all((i - 101) % 2 == 0 and 102 <= i <= 115 for i in combined)
+    assert clean_selection({"start": 1, "end": 0, "sample": 0, "seed": 5}) is None
+    with pytest.raises(SelectionError, match="reversed"):
+        clean_selection({"gold_min": 3, "gold_max": 1})
+    with pytest.raises(SelectionError, match="score run"):
+        clean_selection({"score_min": 0})
+
+
+def test_a_campaign_takes_a_sample_a_range_or_filtered_pairs(store):
+    from db.analysis import add_score_run
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    engine = store
+    ds, pairs = make_dataset(engine, "gold", numbered_pairs(60), label_kind="binary", gold=[i % 2 for i in range(60)])
+    sample = camp.create_campaign(engine, "sample", [ds], n_training=2, seed=7, selection={"sample": 12})
+    again = camp.create_campaign(engine, "sample again", [ds], n_training=2, seed=7, selection={"sample": 12})
+    other = camp.create_campaign(engine, "other seed", [ds], n_training=2, seed=8, selection={"sample": 12})
+    assert len(queue_of(engine, sample)) == 12 and queue_of(engine, sample) == queue_of(engine, again)
+    assert queue_of(engine, sample) != queue_of(engine, other)
+
+    ranged = camp.create_campaign(engine, "range", [ds], n_training=1, selection={"start": 11, "end": 20})
+    assert queue_of(engine, ranged) == set(pairs[10:20])
+    gold = camp.create_campaign(engine, "paraphrases", [ds], n_training=1, selection={"gold_min": 1, "gold_max": 1})
+    assert queue_of(engine, gold) == set(pairs[1::2])
+    run = add_score_run(engine, "pluie", {p: float(i) for i, p in enumerate(pairs)}, kind="pluie")
+    near = camp.create_campaign(engine, "near zero", [ds], n_training=0,
+                               selection={"score_run": run, "score_min": 5, "score_max": 9.5})
+    assert queue_of(engine, near) == set(pairs[5:10])
+    with pytest.raises(camp.CampaignError, match="The selection keeps 5 pairs"):
+        camp.create_campaign(engine, "too few", [ds], n_training=5, selection={"start": 1, "end": 5})
+    assert camp.get_campaign(engine, sample).selection == {"sample": 12, "seed": 7}
+
+    # a campaign of chosen pairs does not take later imports; one of whole datasets does
+    whole = camp.create_campaign(engine, "whole", [ds], n_training=0)
+    add_pairs(engine, "gold", sentence_pairs(3))
+    assert len(queue_of(engine, whole)) == 63 and len(queue_of(engine, sample)) == 12
+
+
+def test_annotators_share_the_work_by_default(store):
+    from tests.annotation_fixtures import make_dataset, numbered_pairs
+
+    engine = store
+    ds, _ = make_dataset(engine, "many", numbered_pairs(100))
+
+    def served(campaign_id, n=2):
+        people = [annotators.create_annotator(engine, campaign_id, f"p{i}")[0] for i in range(n)]
+        orders = {aid: [] for aid in people}
+        for _ in range(15):  # they take turns, as people working at once do
+            for aid in people:
+                item = serving.serve_next(engine, aid)
+                orders[aid].append(item.pair_id)
+                serving.record_label(engine, aid, item.position, 2, 1.0)
+        return list(orders.values())
+
+    first, second = served(camp.create_campaign(engine, "shared", [ds], quota=15, overlap=2, n_training=0))
+    assert set(first).isdisjoint(second)  # the default: different pairs while the queue has enough
+    first, second = served(camp.create_campaign(engine, "together", [ds], quota=15, overlap=2, n_training=0,
+                                               distribution="overlap"))
+    assert first == second  # overlap first: the same pairs in the same order (as every campaign did before)
+
+    # a queue too short for everyone: every pair gets one annotator, then the rest get a second
+    small, _ = make_dataset(engine, "small", numbered_pairs(20, "small "))
+    first, second = served(camp.create_campaign(engine, "short", [small], quota=15, overlap=2, n_training=0))
+    assert len(set(first) | set(second)) == 20 and len(set(first) & set(second)) == 10
+
+    at = open_page("campaigns")
+    assert widget(at.radio, "Share the pairs among annotators").value == "share"

@@ -1,6 +1,6 @@
-"""Issue 14, points 2 and 8, against a real SQLite file: an answer is written only over what the
-annotator's tab showed (a stale tab is refused, the stored label kept), annotator names are unique
-within a campaign, and a lost personal link is replaced for the same annotator."""
+"""Annotators' answers and links, against a real SQLite file (issue 14, points 2 and 8): an answer is written
+only over what the annotator's tab showed (a stale tab is refused, the stored label kept), annotator names are
+unique within a campaign, and a lost personal link is replaced for the same annotator."""
 from __future__ import annotations
 
 import pytest

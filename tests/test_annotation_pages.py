@@ -11,8 +11,9 @@ from streamlit.testing.v1 import AppTest
 from db import annotators, campaigns as camp, serving
 from db.engine import read_session
 from db.models import Annotator, Campaign, Label
-from tests.annotation_fixtures import make_dataset, numbered_pairs
+from tests.annotation_fixtures import make_dataset, numbered_pairs, queue_of
 from tests.paths import REPO
+from tests.store_fixtures import add_pairs, open_page, rerun, sentence_pairs, widget
 
 APP = str(REPO / "app.py")
 
@@ -187,3 +188,50 @@ def test_markup_in_a_pair_is_shown_as_text(store):
     assert "<img" not in body and "<script" not in body
     unmarked = html.unescape(re.sub(r"</?mark[^>]*>", "", body))  # the highlight aside, the text is the pair's
     assert "<img src=x onerror=alert(1)>" in unmarked and "<script>alert('x')</script> hello" in unmarked
+
+
+# -- the guidelines' marks and a sampled campaign from the form (issue 14, points 9 and 10)
+
+
+def test_the_guidelines_mark_differences_as_the_labelling_view_does(store):
+    from pluie_core.diff import MARK_STYLE, diff_html
+
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(6))
+    cid = camp.create_campaign(engine, "Pilot", [1], quota=2, n_training=1)
+    _, token = annotators.create_annotator(engine, cid, "someone")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["token"] = token
+    rerun(at)
+    shown = next(m for m in at.markdown if "drinks water" in m.value)
+    assert shown.proto.allow_html
+    live = diff_html("The cat drinks water.", "The cat eats kibble.")[0]
+    assert f'style="{MARK_STYLE}">drinks water</mark>.' in live  # the labelling view's highlight...
+    assert f'style="{MARK_STYLE}">drinks water</mark>.' in shown.value  # ...is the guidelines' one
+    assert ":yellow-background[" not in shown.value and "drinks water</mark> ." not in shown.value
+
+    # text an organiser writes is Markdown: HTML in it is shown, never run
+    at = open_page("campaigns")
+    guide = at.text_area(key=f"guide-{cid}")
+    guide.input("Mind the :yellow-background[marks]. <img src=x onerror=alert(1)>")
+    rerun(at)
+    preview = next(m for m in at.markdown if "Mind the" in m.value)
+    assert f'<mark class="pluie-diff" style="{MARK_STYLE}">marks</mark>.' in preview.value
+    assert "<img" not in preview.value and "&lt;img" in preview.value
+
+
+def test_the_campaign_form_takes_a_sample(store):
+    engine = store
+    add_pairs(engine, "d", sentence_pairs(40))
+    at = open_page("campaigns")
+    widget(at.text_input, "Name").input("Sampled")
+    widget(at.multiselect, "Datasets").set_value([(1, "d", 40)])
+    widget(at.number_input, "Random sample of (0 = every pair kept)").set_value(10)
+    widget(at.number_input, "Seed").set_value(3)
+    widget(at.button, "Create campaign").click()
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    campaign = camp.list_campaigns(engine)[0]
+    assert campaign.selection == {"sample": 10, "seed": 3} and campaign.distribution == "share"
+    assert len(queue_of(engine, campaign.id)) == 10
+    assert "a random sample of 10 (seed 3)" in texts(at) and "Share the work" in texts(at)

@@ -1,6 +1,6 @@
-"""Issue 19, items 7 and 8: the annotator's voice (a comment and a flag with an answer, shown in
-Review and exported) and training that trains (an expected level and an explanation per training
-pair, shown once the annotator has answered it). Real SQLite files and Streamlit's AppTest."""
+"""The annotator's voice and training that trains (issue 19, items 7 and 8): a comment and a flag with an
+answer, shown in Review and exported; an expected level and an explanation per training pair, shown once the
+annotator has answered it. Real SQLite files and Streamlit's AppTest."""
 from __future__ import annotations
 
 import pandas as pd

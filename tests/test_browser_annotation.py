@@ -13,7 +13,7 @@ from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import Annotator, Assignment, Label, Pair
 from pluie_core.io import load_pairs
-from tests.annotation_fixtures import make_dataset
+from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import ARTIFACTS, open_popover, wait_for_app, wait_for_settled_app
 from tests.paths import DATASETS
 
@@ -209,3 +209,25 @@ def test_a_tab_open_on_a_replaced_link_answers_and_nothing_is_stored(store, app_
     wait_progress(fresh, "2 / 3", 2)
     with read_session(store) as s:
         assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [2, 1]
+
+
+def test_no_grey_frame_around_the_labelling_page_after_a_click_on_its_background(engine, app_server, browser):
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
+    cid = camp.create_campaign(engine, "Frames", [ds], quota=4, n_training=0)
+    aid, token = annotators.create_annotator(engine, cid, "Ann")
+    annotators.set_annotator_profile(engine, aid, "Ann", "native")
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{app_server.url}/?token={token}")
+    wait_for_app(page)
+    wait_progress(page, "0 / 4", 0)
+    page.mouse.click(600, 850)  # the page's background, below everything
+    page.keyboard.press("2")  # an answer by its key: the focused background now shows its focus
+    wait_progress(page, "1 / 4", 1)
+    wait_for_app(page)
+    main = page.locator("[data-testid='stMain']")
+    assert main.evaluate("e => e === document.activeElement && e.matches(':focus-visible')")
+    # Streamlit draws its focus ring as an inset shadow on the main area's ::before: a frame round the page
+    ring = main.evaluate("e => { const s = getComputedStyle(e, '::before'); return [s.content, s.boxShadow]; }")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "labelling-after-background-click.png"))
+    assert ring[0] == "none" or ring[1] == "none", ring

@@ -1,7 +1,7 @@
-"""Issue 19, items 7 and 8 in a real browser: the organiser gives a training pair its expected level
-and an explanation on Campaigns; the annotator answers it and sees them, continues, then answers a
-pair with a comment and a flag; the organiser finds the pair in Review with the comment and the
-flag; both exports hold them."""
+"""The annotator's voice and training that trains, in a real browser (issue 19, items 7 and 8): the organiser
+gives a training pair its expected level and an explanation on Campaigns; the annotator answers it and sees
+them, continues, then answers a pair with a comment and a flag; the organiser finds the pair in Review with
+the comment and the flag; both exports hold them."""
 from __future__ import annotations
 
 import pytest

@@ -1,9 +1,9 @@
-"""Issue 35, items 1 and 2 in a real browser, moving through the app's menu as a person does: the pages
-open on the campaign with the latest label; a campaign chosen on one page is the scope of the next ones
-(Thresholds, Distributions, Disagreements, Correlation, Review, Live campaign, Export); whole datasets
-chosen with a binary (PAWS-X de) and a 0–5 (STS-B) dataset, Correlation and Thresholds say why they show
-one scale at a time, and Thresholds' ROC AUC is one dataset's, never the pooled one. The store of
-tests/test_campaign_scope.py (real data, labels given through the serving path)."""
+"""The campaign as the scope of every page, in a real browser (issue 35, items 1 and 2), moving through the
+app's menu as a person does: the pages open on the campaign with the latest label; a campaign chosen on one
+page is the scope of the next ones (Thresholds, Distributions, Disagreements, Correlation, Review, Live
+campaign, Export); whole datasets chosen with a binary (PAWS-X de) and a 0–5 (STS-B) dataset, Correlation and
+Thresholds say why they show one scale at a time, and Thresholds' ROC AUC is one dataset's, never the pooled
+one. The store of tests/test_campaign_scope.py (real data, labels given through the serving path)."""
 from __future__ import annotations
 
 import re

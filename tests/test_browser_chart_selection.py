@@ -1,6 +1,6 @@
-"""Issue 40 in a real browser: on the Distributions page a box drawn on the WebGL scatter (its dragmode
-is "select") lists exactly the pairs inside it under the chart, each with its id and the differing words
-marked; clicking a bar of the class histogram lists the pairs that bar counts."""
+"""Selecting pairs on a chart, in a real browser (issue 40): on the Distributions page a box drawn on the
+WebGL scatter (its dragmode is "select") lists exactly the pairs inside it under the chart, each with its id
+and the differing words marked; clicking a bar of the class histogram lists the pairs that bar counts."""
 from __future__ import annotations
 
 import pandas as pd

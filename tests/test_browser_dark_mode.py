@@ -1,7 +1,7 @@
-"""Issue 40.5: the app follows the system's light or dark theme, and the colours the app draws itself
-(word-diff marks, answer buttons, hidden-character marks, the pair's boxes, the guidelines popover's marks,
-the Thresholds figure's recall line, the empty cells of the κ heatmap) stay readable in both; the light
-look is the paper's, as before."""
+"""The light and dark themes (issue 40, item 5): the app follows the system's theme, and the colours the app
+draws itself (word-diff marks, answer buttons, hidden-character marks, the pair's boxes, the guidelines
+popover's marks, the Thresholds figure's recall line, the empty cells of the κ heatmap) stay readable in both;
+the light look is the paper's, as before."""
 from __future__ import annotations
 
 import pytest

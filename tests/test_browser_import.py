@@ -192,3 +192,21 @@ def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(imp
     assert [tuple(r) for r in stored] == [("The cat drinks water.", {"when": "2024-01-05T10:30:00"})]
     assert store_totals(engine)["pairs"] == before["pairs"] + 1
     engine.dispose()
+
+
+def test_import_steps_of_a_recognised_format_start_at_one_and_counts_have_separators(app_server, browser):
+    from tests.browser import wait_for_app
+    from tests.paths import DATASETS
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_server.url}/import_pairs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        str(DATASETS / "mrpc" / "msr_paraphrase_test.txt"))
+    page.get_by_text("1 · Validation").wait_for(timeout=60_000)
+    page.get_by_text("2 · Import").wait_for()
+    assert page.get_by_text("3 · Validation").count() == 0 and page.get_by_text("Map the columns").count() == 0
+    gold = page.locator("[data-testid='stMetric']", has_text="Gold labels")
+    assert "1,725" in gold.inner_text()
+    assert "1,725" in page.locator("[data-testid='stMetric']", has_text="Pairs").first.inner_text()
+    page.close()

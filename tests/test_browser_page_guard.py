@@ -1,5 +1,5 @@
-"""Issue 19, item 3 in a real browser: a page that fails unexpectedly (here a store damaged by hand
-after the server started: its datasets table renamed away) shows one sentence and the app's menu,
+"""The pages' guard in a real browser (issue 19, item 3): a page that fails unexpectedly (here a store damaged
+by hand after the server started: its datasets table renamed away) shows one sentence and the app's menu,
 never a stack trace, and the server's log holds the traceback; other pages still work."""
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Issue 56, item 2, through real HTTP against the server `make run` serves (server.py): a person who stops
-their own sign-in redirect and keeps the /_pluie/session?grant=... link cannot sign someone else in as
-themselves with it (login CSRF): the grant is good only in the browser that signed in. And a browser signed
-in as one account is never switched to another by the route: it stays signed in, and the page says why.
-(The route and its nonce on their own: test_session_cookie.py.)"""
+"""A planted sign-in link (issue 56, item 2), through real HTTP against the server `make run` serves
+(server.py): a person who stops their own sign-in redirect and keeps the /_pluie/session?grant=... link cannot
+sign someone else in as themselves with it (login CSRF): the grant is good only in the browser that signed in.
+And a browser signed in as one account is never switched to another by the route: it stays signed in, and the
+page says why. (The route and its nonce on their own: test_session_cookie.py.)"""
 from __future__ import annotations
 
 import time

@@ -1,5 +1,6 @@
-"""Issue 56 item 10, where only a browser shows them: why-this-score's tints tell red from blue in light mode
-(and keep the text readable in both themes); Live campaign's table of annotators fits a 1,400 px window."""
+"""Views that stay readable, where only a browser shows them (issue 56, item 10): why-this-score's tints tell
+red from blue in light mode (and keep the text readable in both themes); Live campaign's table of annotators
+fits a 1,400 px window, and its tiles show their values whole at 800 px (issue 35, item 8)."""
 from __future__ import annotations
 
 import pytest
@@ -9,6 +10,7 @@ from db import quality as qual
 from ui.forms.explain_view import BOX
 from pluie_core.explain import Explanation, TokenContribution, explanation_html
 from pluie_core.quality import LIVE_COLUMN_GROUPS, live_columns
+from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import ARTIFACTS, wait_for_app
 from tests.test_browser_annotation import store  # noqa: F401 (store: the 30 MRPC pairs)
 
@@ -128,3 +130,27 @@ def test_the_live_campaign_table_fits_a_1400_px_window_and_its_flags_are_whole(s
         if group == "Flags":  # rows tall enough for Streamlit to wrap the flags' text in their cells
             height = page.evaluate("() => document.querySelector(\"[data-testid='stDataFrame']\").getBoundingClientRect().height")
             assert height >= 30 + 2 * 66, height  # the header and two rows of two lines or more
+
+
+def test_live_campaign_tiles_show_their_values_whole_at_800_px(engine, app_server, browser):
+    ds, _ = make_dataset(engine, "demo", numbered_pairs(40))
+    cid = camp.create_campaign(engine, "Tiles", [ds], quota=6, overlap=2, n_training=0)
+    for name in ("ann", "bob"):
+        aid, _ = annotators.create_annotator(engine, cid, name)
+        for level in (0, 3, 1):
+            item = serving.serve_next(engine, aid)
+            serving.record_label(engine, aid, item.position, level, 2.0)
+    page = browser.new_page(viewport={"width": 800, "height": 1000})
+    page.goto(f"{app_server.url}/live_campaign")
+    wait_for_app(page)
+    page.locator("[data-testid='stMetric']").nth(5).wait_for(timeout=30_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "live-campaign-800.png"), full_page=True)
+    tiles = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stMetric]')].map(m => {
+        const value = m.querySelector('[data-testid=stMetricValue] > div')
+            || m.querySelector('[data-testid=stMetricValue]');
+        const label = m.querySelector('[data-testid=stMetricLabel] p') || m.querySelector('[data-testid=stMetricLabel]');
+        return {label: label.innerText, value: value.innerText,
+                cut: value.scrollWidth > value.clientWidth || label.scrollWidth > label.clientWidth}; })""")
+    assert len(tiles) == 6 and tiles[3]["value"].endswith(" / 40"), tiles
+    assert not [t for t in tiles if t["cut"]], tiles

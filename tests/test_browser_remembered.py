@@ -1,4 +1,4 @@
-"""Issue 35, items 5 and 6, in a real browser: what the app remembers for a browser survives a page
+"""What the app remembers for a browser, in a real browser (issue 35, items 5 and 6): it survives a page
 change and a reload (a new Streamlit session), and the organiser's forms survive a slip."""
 from __future__ import annotations
 

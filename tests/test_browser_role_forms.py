@@ -1,6 +1,7 @@
-"""Issue 56, item 5, in a real browser: a viewer reads Datasets, Preferences, Scorecard and Pairs without the
-forms the store would refuse them (Delete, Rename, the preference import, the benchmark upload, the challenge
-form, gold checks); an organiser has them. (Each role's forms with AppTest: test_role_forms.py.)"""
+"""The forms each role is shown, in a real browser (issue 56, item 5): a viewer reads Datasets, Preferences,
+Scorecard and Pairs without the forms the store would refuse them (Delete, Rename, the preference import, the
+benchmark upload, the challenge form, gold checks); an organiser has them. (Each role's forms with AppTest:
+test_role_forms.py.)"""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,7 +1,7 @@
-"""Issue 39, item 4, in a real browser: the sign-in cookie is set by the server (server.py's routes,
-ui.access.session_cookie), so the page's scripts cannot read it (HttpOnly), and it is SameSite=Strict; it keeps
-the person signed in across reloads and new tabs; logging out clears it, and a copy of it kept from before
-is refused. (The routes themselves: test_session_cookie.py.)"""
+"""The sign-in cookie in a real browser (issue 39, item 4): it is set by the server (server.py's routes,
+ui.access.session_cookie), so the page's scripts cannot read it (HttpOnly), and it is SameSite=Strict; it
+keeps the person signed in across reloads and new tabs; logging out clears it, and a copy of it kept from
+before is refused. (The routes themselves: test_session_cookie.py.)"""
 from __future__ import annotations
 
 import time

@@ -1,6 +1,6 @@
-"""Issue 39 in a real browser, the way a team sets itself up: the owner signs in, adds a viewer and a reviewer on
-Team › Accounts and hands over each invitation link (shown once); the viewer sets a password through it, signs in,
-sees only the reading pages and is refused Import by its address; the owner makes them an organiser, which
+"""A team setting itself up, in a real browser (issue 39): the owner signs in, adds a viewer and a reviewer on
+Team › Accounts and hands over each invitation link (shown once); the viewer sets a password through it, signs
+in, sees only the reading pages and is refused Import by its address; the owner makes them an organiser, which
 ends their session, and once signed in again Import is theirs."""
 from __future__ import annotations
 

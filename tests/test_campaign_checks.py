@@ -1,10 +1,10 @@
-"""Issue 35, items 3 and 4. Gold checks belong to the campaign: only pairs of its own datasets become
-its checks (refused with a sentence otherwise), the Live campaign page offers only its datasets and
-names each check, and the Pairs page starts "Known answer" from the pair's own gold label. Checks are
-served within the pairs an annotator actually gets: when the queue empties before the quota, each
-person gets the share of checks of what they got, spread among those pairs, and the counters (the
-annotator's, Live campaign's, the card's) say what was served, the annotator's bar full at the end.
-Real SQLite files; the pages through AppTest."""
+"""A campaign's gold checks (issue 35, items 3 and 4). They belong to the campaign: only pairs of its own
+datasets become its checks (refused with a sentence otherwise), the Live campaign page offers only its
+datasets and names each check, and the Pairs page starts "Known answer" from the pair's own gold label. Checks
+are served within the pairs an annotator actually gets: when the queue empties before the quota, each person
+gets the share of checks of what they got, spread among those pairs, and the counters (the annotator's, Live
+campaign's, the card's) say what was served, the annotator's bar full at the end. Real SQLite files; the pages
+through AppTest."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,6 +1,7 @@
-"""Issue 35, items 1 and 2: the campaign is the unit of work, and no figure pools what does not belong
-together. Real data: a slice of German PAWS-X (binary gold 0/1) and of STS-B dev (gold scores 0–5),
-read from ../shared/datasets; campaigns labelled through the annotators' own serving path.
+"""The campaign as the scope of every figure (issue 35, items 1 and 2): the campaign is the unit of work, and
+no figure pools what does not belong together. Real data: a slice of German PAWS-X (binary gold 0/1) and of
+STS-B dev (gold scores 0–5), read from ../shared/datasets; campaigns labelled through the annotators' own
+serving path.
 
 1. A figure is computed over pairs whose reference shares one scale: opened with both datasets,
    Correlation and Thresholds say in one sentence why they will not pool them and show one scale at a

@@ -1,7 +1,8 @@
-"""Issue 40, items 1 and 2: the analysis figures are plotly figures a researcher can zoom, download as a
-PNG and inspect: the pair scatters are WebGL with every pair, each point names its pair and sentences
-on hover (escaped: plotly's hover is HTML); a selection (box, lasso, a histogram's bars) names pairs,
-listed under the chart with the word diff, every label and every score, each opening in Review."""
+"""Zooming, downloading and selecting on the analysis figures (issue 40, items 1 and 2): they are plotly
+figures a researcher can zoom, download as a PNG and inspect: the pair scatters are WebGL with every pair,
+each point names its pair and sentences on hover (escaped: plotly's hover is HTML); a selection (box, lasso, a
+histogram's bars) names pairs, listed under the chart with the word diff, every label and every score, each
+opening in Review."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
-"""Issue 53, item 4: Correlation, a page about graded judgments, opens on a graded reference where the
-scope has one — gold scores, one dataset at a time — and the binary scale is a choice. Before, it opened
-on the binary scale (binary first), pooling three binary datasets, while STS-B's 0–5 gold scores were there.
+"""The reference the Correlation page opens on (issue 53, item 4): a page about graded judgments, it opens on
+a graded reference where the scope has one — gold scores, one dataset at a time — and the binary scale is a
+choice. Before, it opened on the binary scale (binary first), pooling three binary datasets, while STS-B's 0–5
+gold scores were there.
 
 A real SQLite store: three binary datasets imported first (MRPC test, PAWS Wiki test, German PAWS-X dev)
 and STS-B dev (gold scores 0–5), read from ../shared/datasets; chrF and a Levenshtein distance on every

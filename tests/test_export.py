@@ -1,11 +1,14 @@
 """The export frame: raw labels per annotator, aggregated and binarised labels, every score."""
 import pandas as pd
 import pytest
+from sqlalchemy import func, select
 
+from db import annotators, campaigns as camp, serving
 from db.datasets import import_pairs
 from db.engine import write_session
 from db.export import export_frame
 from db.models import Score, ScoreRun
+from tests.store_fixtures import open_page, rerun, sentence_pairs, texts, widget
 
 
 @pytest.fixture
@@ -114,3 +117,83 @@ def test_a_dataset_past_the_stores_bound_parameters_exports_whole(engine):
     assert len(out) == n and out["annotator:ann"].tolist() == [i % 4 for i in range(n)]
     assert out["score:lev"].round(3).tolist() == [pid / 1000 for pid in out["pair_id"]]
     assert len(export_frame(engine, [result.dataset_id], limit=50)) == 50  # a preview's few ids still a list
+
+
+# -- the long export and the wide one's types (issue 14, point 7)
+
+
+def labelled_campaign(engine):
+    """A campaign (2 training pairs, quota 3) answered by two annotators, and an imported annotator."""
+    from db.engine import write_session
+    from db.models import Label
+
+    frame = pd.DataFrame(sentence_pairs(8), columns=["source", "hypothesis"])
+    frame["annotator:imported"] = [0, 1, 2, 3, 4, None, None, None]
+    result = import_pairs(engine, "d", frame, annotator_scale="levels")
+    cid = camp.create_campaign(engine, "Pilot", [result.dataset_id], quota=3, n_training=2, overlap=2)
+    people = []
+    for link_name, display, english in (("first link", "Alice", "native"), ("second link", "Bob", "good")):
+        aid, _ = annotators.create_annotator(engine, cid, link_name)
+        annotators.set_annotator_profile(engine, aid, display, english)
+        people.append(aid)
+        while (item := serving.serve_next(engine, aid)) is not None:
+            serving.record_label(engine, aid, item.position, (item.position % 4), 2.5)
+    with write_session(engine) as session:
+        n_labels = session.scalar(select(func.count(Label.id)))
+    return result.dataset_id, people, n_labels
+
+
+def test_the_long_export_has_every_label_and_the_wide_one_integers_and_the_pages_names(app_store):
+    from db.analysis import labels_long
+    from db.engine import read_session
+    from db.export import export_frame, export_labels
+    from db.models import Assignment, Label
+    from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes
+
+    engine = app_store
+    dataset_id, (alice, bob), n_labels = labelled_campaign(engine)
+    assert n_labels == 5 + 2 * (2 + 3)
+
+    wide = export_frame(engine)
+    shown_names = set(labels_long(engine)["annotator"])  # the analysis pages' names
+    columns = {c.removeprefix("annotator:") for c in wide.columns if c.startswith("annotator:")}
+    assert columns == shown_names == {"Alice", "Bob", "imported"}
+    assert str(wide["annotator:Alice"].dtype) == "Int64" and str(wide["majority_level"].dtype) == "Int64"
+    csv = to_csv_bytes(wide).decode("utf-8-sig")
+    assert ".0," not in csv and ".0\n" not in csv  # 2, never 2.0
+    assert "n_training_labels" not in wide.columns
+    with_training = export_frame(engine, include_training=True)
+    assert with_training["n_training_labels"].sum() == 4  # two training pairs, two annotators
+
+    long = export_labels(engine)
+    assert len(long) == n_labels - 4 and not long["is_training"].any()
+    long = export_labels(engine, include_training=True)
+    assert len(long) == n_labels and long["is_training"].sum() == 4
+    with read_session(engine) as session:
+        stored = {(label.annotator_id, label.pair_id): label for label in session.scalars(select(Label))}
+        on_top = {(a.annotator_id, a.pair_id): a.source_on_top for a in session.scalars(select(Assignment))}
+    alice_rows = long[long["annotator"] == "Alice"]
+    assert len(alice_rows) == 5
+    assert set(alice_rows["display_name"]) == {"Alice"} and set(alice_rows["link_name"]) == {"first link"}
+    assert set(alice_rows["campaign"]) == {"Pilot"} and set(alice_rows["english_level"]) == {"native"}
+    for row in alice_rows.itertuples():
+        label = stored[(alice, row.pair_id)]
+        assert row.level == label.level
+        assert row.is_training == label.is_training and row.seconds_spent == 2.5
+        assert row.sentence_on_top == ("source" if on_top[(alice, row.pair_id)] else "hypothesis")
+        assert row.created_at == label.created_at
+    imported = long[long["annotator"] == "imported"]
+    assert imported["campaign"].isna().all() and imported["sentence_on_top"].isna().all()
+    assert imported["level"].tolist() == [0, 1, 2, 3, 4] and str(long["level"].dtype) == "Int64"
+    jsonl = to_jsonl_bytes(long).decode()
+    assert '"level": 2,' in jsonl and '"is_training": true' in jsonl and '"created_at": "20' in jsonl
+
+    at = open_page("export")
+    widget(at.radio, "Layout").set_value("long")
+    rerun(at)
+    # issue 35: the page opens on the campaign in progress, its labels only (the imported five aside)
+    assert f"{n_labels - 4 - 5:,} labels" in texts(at)
+    widget(at.selectbox, "Campaign").set_value(0)  # whole datasets: every label
+    rerun(at)
+    assert list(at.dataframe[0].value.columns) == list(long.columns)
+    assert f"{n_labels - 4:,} labels" in texts(at)

@@ -1,6 +1,7 @@
 """Import that keeps a benchmark whole and gives every store the same answer (issue 12).
 
 Store cases run on a SQLite file and on PostgreSQL (the store_url fixture)."""
+import io
 import json
 import re
 from collections import Counter
@@ -10,9 +11,10 @@ import pytest
 import sqlalchemy as sa
 
 from db import init_db, read_session
-from db.datasets import import_file, import_pairs
+from db.datasets import duplicates_note, import_file, import_pairs
 from db.models import Dataset, Pair
 from pluie_core.io import load_pairs
+from pluie_core.wording import counted
 from tests.paths import DATASETS
 
 PARAPHRASUS = DATASETS / "paraphrasus"
@@ -285,3 +287,18 @@ def test_keeping_duplicates_of_a_file_read_without_them_says_so(store, tmp_path)
     assert result.n_pairs == 2
     assert description(store, "r") == ("Imported 2 pairs with duplicates kept: every row is a pair, 0 exact repeats "
                                        "included. 1 repeat had been dropped when the file was read.")
+
+
+def test_counts_of_one_are_singular():
+    assert [counted(n, "pair") for n in (0, 1, 2, 1000)] == ["0 pairs", "1 pair", "2 pairs", "1,000 pairs"]
+    one = pd.DataFrame({"source": ["a", "c", "a"], "hypothesis": ["b", "d", "b"]})
+    csv = io.BytesIO(one.to_csv(index=False).encode())
+    csv.name = "one.csv"
+    assert "1 exact duplicate pair was skipped (the first of each is kept)." in load_pairs(csv).attrs["warnings"]
+    csv.seek(0)
+    kept = load_pairs(csv, keep_duplicates=True).attrs["warnings"]
+    assert "1 exact duplicate pair was kept (every row of the file is a pair)." in kept
+    assert duplicates_note(True, 1, 1) == ("Imported 1 pair with duplicates kept: every row is a pair, "
+                                           "1 exact repeat included.")
+    assert duplicates_note(False, 1, 0).startswith("Imported 1 pair with duplicates skipped")
+    assert duplicates_note(False, 3, 2).startswith("Imported 3 pairs with")

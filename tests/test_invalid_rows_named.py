@@ -1,6 +1,6 @@
-"""Issue 56, item 9: an import refused for invalid rows names every one of them (the first ten, and how
-many more), in the file's order, not only the one the first check happened to meet (row 41's empty
-source was named while row 40's label, checked later, was not)."""
+"""The invalid rows an import names (issue 56, item 9): an import refused for invalid rows names every one of
+them (the first ten, and how many more), in the file's order, not only the one the first check happened to
+meet (row 41's empty source was named while row 40's label, checked later, was not)."""
 from __future__ import annotations
 
 import io

@@ -1,7 +1,7 @@
-"""Issue 38, items 9 and 10: a large import is written in short transactions out of sight and lands
-whole at its last one (or leaves no trace); files are read a chunk at a time; too wide files, too
-large metadata and non-finite labels are refused with a sentence. The chunk sizes are made small
-here (db.datasets.STAGED_FROM, CHUNK_ROWS) so that a few hundred rows take the staged path."""
+"""Large imports (issue 38, items 9 and 10): a large import is written in short transactions out of sight and
+lands whole at its last one (or leaves no trace); files are read a chunk at a time; too wide files, too large
+metadata and non-finite labels are refused with a sentence. The chunk sizes are made small here
+(db.datasets.STAGED_FROM, CHUNK_ROWS) so that a few hundred rows take the staged path."""
 from __future__ import annotations
 
 import datetime as dt

@@ -1,7 +1,7 @@
-"""Issue 40, item 4: the scatters at scale. A figure's JSON is written once and handed to the page as it
-is (no second go.Figure, no second to_json on a rerun: about 1 s a run at 100,000 points before), the
-figure the function built; beyond charts.POINTS_DRAWN pairs a scatter draws a seeded sample the
-page states, which "Points drawn" enlarges, while the page's statistics use every pair."""
+"""The scatters at scale (issue 40, item 4). A figure's JSON is written once and handed to the page as it is
+(no second go.Figure, no second to_json on a rerun: about 1 s a run at 100,000 points before), the figure the
+function built; beyond charts.POINTS_DRAWN pairs a scatter draws a seeded sample the page states, which
+"Points drawn" enlarges, while the page's statistics use every pair."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 39, item 5: throttling of the organiser's login that no one can bypass or jam.
+"""Throttling of the organiser's login that no one can bypass or jam (issue 39, item 5).
 
 Against the running server (the counts are the server's), a forged X-Forwarded-For shares the real
 address's count, the header counts behind a configured proxy, and many failures do not keep the right

@@ -1,6 +1,6 @@
-"""Issue 56, item 3: account names that read the same are one name. "sam", "Sam" and a Cyrillic "ѕam" (U+0455)
-were three accounts before; now the second and third are refused with a sentence, and signing in as "Sam" finds
-"sam" (lab.lookalike: UTS #39's skeleton over Unicode's confusables.txt)."""
+"""Account names that read the same are one name (issue 56, item 3). "sam", "Sam" and a Cyrillic "ѕam"
+(U+0455) were three accounts before; now the second and third are refused with a sentence, and signing in as
+"Sam" finds "sam" (lab.lookalike: UTS #39's skeleton over Unicode's confusables.txt)."""
 from __future__ import annotations
 
 import pytest

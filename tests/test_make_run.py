@@ -2,6 +2,7 @@
 
 The app is started with the very command the Makefile's `run` target runs (read with `make -n`),
 on a temporary SQLite store and a free port."""
+import importlib.util
 import os
 import shlex
 import shutil
@@ -332,3 +333,23 @@ def test_no_full_garbage_collection_after_each_run_and_the_start_up_objects_are_
         assert gc.get_freeze_count() > 10_000  # this process's modules, out of every full collection
     finally:
         gc.unfreeze()  # the rest of the test session collects as usual
+
+
+def test_the_installer_says_installing_1_package(monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("install_requirements", REPO / "scripts" / "install_requirements.py")
+    installer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installer)
+
+    class Pip:  # what pip prints when it installs one package
+        def __init__(self, lines):
+            self.stdout = iter(lines)
+
+        def wait(self):
+            return 0
+
+    for lines, said in ((["Collecting tqdm\n", "Installing collected packages: tqdm\n"], "installing 1 package..."),
+                        (["Collecting a\n", "Collecting b\n", "Installing collected packages: a, b\n"],
+                         "installing 2 packages...")):
+        monkeypatch.setattr(installer.subprocess, "Popen", lambda *args, lines=lines, **kwargs: Pip(lines))
+        assert installer.install("requirements.txt", "test tools") == 0
+        assert f"  {said}\n" in capsys.readouterr().out

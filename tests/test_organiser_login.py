@@ -1,6 +1,6 @@
-"""Issue 14, point 1: the organiser's login is a signed, expiring token (lab.auth) that the
-app keeps across reloads in a cookie; the page asked for is the page drawn after logging in.
-The cookie itself, reloads and new tabs are covered in the real browser (test_browser_organiser.py)."""
+"""The organiser's login (issue 14, point 1): a signed, expiring token (lab.auth) that the app keeps
+across reloads in a cookie; the page asked for is the page drawn after logging in. The cookie itself, reloads
+and new tabs are covered in the real browser (test_browser_organiser_login.py)."""
 from __future__ import annotations
 
 import os

@@ -1,7 +1,7 @@
-"""Issue 20: what the app does so that a page opened in the browser does not wait. The admin pages ask
-the browser for Streamlit's table and chart modules before the page needs them; the first admin page
-starts reading the analysis pages' default frames on a thread of its own (tests check what is done,
-bench/pages.py how fast)."""
+"""What the app does so that a page opened in the browser does not wait (issue 20). The admin pages ask the
+browser for Streamlit's table and chart modules before the page needs them; the first admin page starts
+reading the analysis pages' default frames on a thread of its own (tests check what is done, bench/pages.py
+how fast)."""
 import re
 from pathlib import Path
 

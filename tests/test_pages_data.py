@@ -4,6 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.datasets import import_pairs, store_totals
+from pluie_core.wording import one_line
 from tests.paths import DATASETS, REPO
 
 APP = str(REPO / "app.py")
@@ -259,3 +260,25 @@ def test_csv_downloads_of_small_tables_come_with_the_page_and_large_ones_on_the_
     small, large = at.get("download_button")
     assert small.proto.url and not small.proto.deferred_file_id
     assert large.proto.deferred_file_id and not large.proto.url
+
+
+def test_the_home_page_keeps_the_description_and_the_import_note_apart(app, engine):
+    pairs = pd.DataFrame({"source": ["a", "b", "a"], "hypothesis": ["x", "y", "x"]})
+    import_pairs(engine, "pilot", pairs, description="Pairs from the pilot")
+    shown = app().dataframe[0].value.set_index("dataset").loc["pilot", "description"]
+    # a table cell draws no line break: "Pairs from the pilot  Imported 2 pairs..." ran together
+    assert shown == ("Pairs from the pilot · Imported 2 pairs with duplicates skipped: an exact repeat of a pair is "
+                     "imported once (1 skipped).")
+    assert one_line("a\n\n b \n") == "a · b" and one_line(None) == ""
+
+
+def test_the_paws_x_preview_shows_its_id_and_label_first(app):
+    path = DATASETS / "paraphrasus" / "paws-x-test.json"
+    at = app("pages/import_pairs.py")
+    at.file_uploader[0].set_value((path.name, path.read_bytes(), "application/json"))
+    at.run()
+    assert not at.exception, at.exception
+    preview = at.dataframe[-1].value  # the pairs as they will be imported (after the duplicates' list)
+    assert list(preview.columns[:2]) == ["external_id", "label"], list(preview.columns)
+    assert {"source", "hypothesis"} <= set(preview.columns) and len(preview) == 10
+    assert any("6 exact duplicate pairs were skipped" in w.value for w in at.warning)

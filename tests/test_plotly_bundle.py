@@ -1,6 +1,6 @@
-"""Issue 40, item 4: the charts' plotly.js is static/plotly.pluie.min.js, a bundle of the traces the pages
-draw (scripts/plotly_bundle), served by Streamlit's static serving: the same plotly.js release as the plotly
-package the figures are written with, registering exactly ui.charts.BUNDLED_TRACES, which every figure
+"""The charts' plotly.js bundle (issue 40, item 4): static/plotly.pluie.min.js, a bundle of the traces the
+pages draw (scripts/plotly_bundle), served by Streamlit's static serving: the same plotly.js release as the
+plotly package the figures are written with, registering exactly ui.charts.BUNDLED_TRACES, which every figure
 of the analysis pages keeps to; a selection is read back only for the figure it was made on."""
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Issue 35, items 5 and 6, through the pages (Streamlit's AppTest) on real SQLite stores: the
-reviewer is a person the app remembers (name and half-typed note across a page change; "Not yet
-decided" opens on the pair just reopened), and the organiser's forms survive a slip.
-The reloads (a new browser session) are tested in a real browser: tests/test_browser_remembered.py."""
+"""What the app remembers for a reviewer, and the organiser's forms, through the pages (Streamlit's AppTest)
+on real SQLite stores (issue 35, items 5 and 6): the reviewer is a person the app remembers (name and
+half-typed note across a page change; "Not yet decided" opens on the pair just reopened), and the organiser's
+forms survive a slip. The reloads (a new browser session) are tested in a real browser:
+tests/test_browser_remembered.py."""
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,7 @@
-"""Issue 56, item 5: a page draws no form its reader's role cannot use (a viewer was shown Delete, Rename, the
-Preferences import and the Scorecard upload, then refused by the store), and a refusal names the action refused
-(test_roles_data.py and test_roles_campaigns.py check each write's sentence; the browser's view:
-test_browser_role_forms.py)."""
+"""The forms each role is shown (issue 56, item 5): a page draws no form its reader's role cannot use (a
+viewer was shown Delete, Rename, the Preferences import and the Scorecard upload, then refused by the store),
+and a refusal names the action refused (test_roles_data.py and test_roles_campaigns.py check each write's
+sentence; the browser's view: test_browser_role_forms.py)."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Issue 39 (helper B): roles checked inside the campaign, quality and review writes, and who made them
+"""Roles in the campaign, quality and review writes (issue 39, helper B): each write checked, and who made it
 recorded — on SQLite and PostgreSQL, and the Review page through AppTest with someone signed in."""
 from __future__ import annotations
 

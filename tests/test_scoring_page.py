@@ -17,7 +17,8 @@ from db.engine import read_session
 from db.models import ScoreRun, Worker
 from db import queue
 from db.runs import RunError, create_run, ensure_default_runs, latest_scores, pause_run
-from tests.store_fixtures import add_pairs, sentence_pairs
+from tests.store_fixtures import add_pairs, open_page as open_app_page, score_everything, sentence_pairs
+from tests.store_fixtures import texts as app_texts
 from tests.test_worker import start_worker
 from worker import Metric, ScoringWorker
 
@@ -236,3 +237,18 @@ def test_a_run_reads_loading_the_model_and_workers_show_the_current_runs_rate(st
     assert (state, starting) == ("loading the model", "loading the model") and pd.isna(rate)
     assert "big model** · loading the model · 0 / 12 scored" in page
     assert state_2 == "scoring" and 0 < rate_2 <= 60.5  # its own rate: 6 pairs in 0.1 s or more
+
+
+def test_a_finished_run_says_it_is_up_to_date(app_store):
+    engine = app_store
+    add_pairs(engine, "d", sentence_pairs(4))
+    lev = create_run(engine, name="lev", kind="baseline", model="levenshtein")
+    chrf = create_run(engine, name="chrf", kind="baseline", model="chrf")
+    score_everything(engine, lev)
+    shown = app_texts(open_app_page("scoring"))
+    finished = next(line for line in shown.splitlines() if "**lev**" in line)
+    assert "up to date" in finished and "waiting for new pairs" in finished and "time left" not in finished
+    assert "4 / 4 scored" in finished
+    waiting = next(line for line in shown.splitlines() if "**chrf**" in line)
+    assert "active" in waiting and "0 / 4 scored" in waiting and "up to date" not in waiting
+    assert chrf

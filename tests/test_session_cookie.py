@@ -1,8 +1,7 @@
-"""Issue 39, item 4: the sign-in cookie is set by the server (ui.access.session_cookie's routes, served by
-server.py), HttpOnly and SameSite=Strict, Secure under HTTPS, in exchange for a one-time grant that the
-signed-in session made; logging out clears it. The routes are driven here with Starlette's TestClient;
-the browser's side (document.cookie cannot read it, reloads and tabs keep it) is
-test_browser_session_cookie.py."""
+"""The sign-in cookie set by the server (issue 39, item 4): ui.access.session_cookie's routes, served by
+server.py, set it HttpOnly and SameSite=Strict, Secure under HTTPS, in exchange for a one-time grant that the
+signed-in session made; logging out clears it. The routes are driven here with Starlette's TestClient; the
+browser's side (document.cookie cannot read it, reloads and tabs keep it) is test_browser_session_cookie.py."""
 from __future__ import annotations
 
 import time

@@ -1,7 +1,7 @@
-"""Issue 56, item 8: a person is told why they cannot sign in or were signed out: a disabled account with its
-right password is told it is disabled (a wrong password still reads "Wrong account or password", so a guesser
-learns nothing more), and a session ended by a changed role, a new password or a disabled account says which,
-on the sign-in form, instead of showing the form without a word."""
+"""Why a person cannot sign in or was signed out (issue 56, item 8): a disabled account with its right
+password is told it is disabled (a wrong password still reads "Wrong account or password", so a guesser learns
+nothing more), and a session ended by a changed role, a new password or a disabled account says which, on the
+sign-in form, instead of showing the form without a word."""
 from __future__ import annotations
 
 from db import access, accounts

@@ -1,4 +1,4 @@
-"""Issue 39, items 1 and 6: signing in with an account (ui.access.signin), the role of each page (app.py,
+"""Signing in with an account (issue 39, items 1 and 6): ui.access.signin, the role of each page (app.py,
 lab.roles.PAGE_ROLES), the actor every write checks (db.access's resolver), and a store from before
 accounts keeping its admin password (now the owner "admin") and every label."""
 from __future__ import annotations

@@ -259,3 +259,25 @@ def test_overview_counts_interleaved_datasets_and_leaves_training_labels_out(eng
     assert figures.loc["b"].tolist() == [2, 2, 1, 1, 1, 2]
     assert figures.loc["c"].tolist() == [3, 1, 1, 1, 1, 3]
     assert store_totals(engine) == {"datasets": 3, "pairs": 9, "labels": 5, "scores": 4}
+
+
+def test_campaigns_of_an_older_store_keep_how_they_served(db_url):
+    import sqlalchemy as sa
+
+    from db import init_db
+    from db.engine import make_engine, migrate
+
+    old = make_engine(db_url)
+    migrate(old, "0002")
+    with old.begin() as conn:
+        for i, order in enumerate(("random", "least_labelled", "informative")):
+            conn.exec_driver_sql(
+                "INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, seed, active, "
+                f"created_at) VALUES ({i + 1}, 'c{i}', 5, 2, 0, '', '{order}', 0, 1, '2026-01-01')")
+    old.dispose()
+    engine = init_db(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT pair_order, distribution, selection FROM campaigns ORDER BY id")).all()
+    assert [tuple(r) for r in rows] == [("random", "overlap", None), ("least_labelled", "share", None),
+                                        ("informative", "overlap", None)]
+    engine.dispose()

@@ -1,4 +1,4 @@
-"""Issue 38, item 5: a model's chat template cannot pin the server or the worker. The model check (run
+"""A model's chat template cannot pin the server or the worker (issue 38, item 5). The model check (run
 by the Scoring form in the server's process) and the worker render a model's chat template in a child
 process, each render bounded in time, and answer with one sentence when it runs out; pickle weights
 that torch refuses are refused in our own words, without torch's advice to turn its safety off."""
@@ -109,7 +109,7 @@ def test_creating_a_run_refuses_a_looping_template_with_the_sentence(store_url, 
 
 
 def test_the_scoring_form_says_so(app_store, looping_model, two_seconds):
-    from tests.test_rough_edges import n_runs, open_page, widget
+    from tests.store_fixtures import n_runs, open_page, widget
 
     add_pairs(app_store, "d", sentence_pairs(3))
     at = open_page("scoring")

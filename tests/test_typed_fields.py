@@ -1,7 +1,8 @@
-"""Issue 38, items 1-3: every field a person fills is bounded and cleaned in its one write or read path,
-the same on SQLite and PostgreSQL, with its own sentence (never the driver's error, never the page's
-generic guard); the Pairs page's search is Unicode case-insensitive on both stores alike; names are one
-name however they were typed (NFC, invisible characters removed) and refuse control characters."""
+"""The fields a person fills and the names they type (issue 38, items 1-3): each field is bounded and cleaned
+in its one write or read path, the same on SQLite and PostgreSQL, with its own sentence (never the driver's
+error, never the page's generic guard); the Pairs page's search is Unicode case-insensitive on both stores
+alike; names are one name however they were typed (NFC, invisible characters removed) and refuse control
+characters."""
 from __future__ import annotations
 
 import unicodedata

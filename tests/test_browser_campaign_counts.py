@@ -1,7 +1,7 @@
-"""Issue 19, item 5 in a real browser: the campaign of tests/test_one_count.py (gold checks answered,
-a training trial, one pair served but not answered) read on Datasets, Campaigns, Live campaign and
-Agreement: every page shows the same number of labels, the store's count of labels outside the
-training trial, and "in the last hour" never exceeds it."""
+"""One count of a campaign's labels on every page, in a real browser (issue 19, item 5): the campaign of
+tests/test_campaign_counts.py (gold checks answered, a training trial, one pair served but not answered) read
+on Datasets, Campaigns, Live campaign and Agreement: every page shows the same number of labels, the store's
+count of labels outside the training trial, and "in the last hour" never exceeds it."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from db.engine import read_session
 from db.models import Label
 from tests.browser import ARTIFACTS, wait_for_app
-from tests.test_one_count import labelled_campaign
+from tests.test_campaign_counts import labelled_campaign
 
 pytestmark = pytest.mark.browser
 

@@ -1,8 +1,9 @@
-"""Issue 35, item 7: getting the dataset out of the browser. Publishing offers the folder as a .zip
-that reads back as the folder does; the card says first that a reviewer's decision wins, lists every
-final_source value that can occur, keeps the import note inside its list, explains PLUIE only where
-a PLUIE column is there and prints no path of the server's file system; the licence box is empty and
-an empty licence is refused with a sentence. Real SQLite files; the Export page through AppTest."""
+"""The published dataset as a .zip, and its card (issue 35, item 7): getting the dataset out of the browser.
+Publishing offers the folder as a .zip that reads back as the folder does; the card says first that a
+reviewer's decision wins, lists every final_source value that can occur, keeps the import note inside its
+list, explains PLUIE only where a PLUIE column is there and prints no path of the server's file system; the
+licence box is empty and an empty licence is refused with a sentence. Real SQLite files; the Export page
+through AppTest."""
 from __future__ import annotations
 
 import io

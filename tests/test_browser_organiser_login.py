@@ -1,6 +1,6 @@
-"""Issue 14 in a real browser, with an admin password: the organiser's login survives reloads and
-new tabs and lands on the page asked for, two organisers are logged in at once, log-out ends it;
-and an annotator's link open in two tabs never lets the stale tab overwrite the stored answer."""
+"""The organiser's login in a real browser, with an admin password (issue 14): it survives reloads and new
+tabs and lands on the page asked for, two organisers are logged in at once, log-out ends it; and an
+annotator's link open in two tabs never lets the stale tab overwrite the stored answer."""
 from __future__ import annotations
 
 import time
