@@ -9,7 +9,8 @@ below it; tests/test_layers.py checks it):
   analysis charts drawn through it.
 - ui.views: the analysis pages' reads, each cached per store state (store_reads, the pages' *_cache modules),
   the scope and selection of their sidebars, their tables, and the read-ahead that fills the caches.
-- ui.forms: forms and panels more than one page draws: the new-run forms, the gold keys, "why this score".
+- ui.forms: forms and panels the pages draw: the new-run forms, the gold keys, the live view and quality
+  settings, the New campaign form and a campaign's sections, "why this score".
 - ui.frame: the top floor, the first line of every page (admin_page, annotator_page) and the preloading of the
   browser's table and chart code.
 

@@ -1,2 +1,3 @@
-"""Forms and panels more than one page draws: the new-run forms (Scoring), the gold keys (Live campaign), and
-"why this score" under a pair (Review, Disagreements, Pairs)."""
+"""Forms and panels the pages draw: the new-run forms (Scoring), the gold keys, the live view and the quality
+settings (Live campaign), the New campaign form and a campaign's sections (Campaigns), and "why this score" under a
+pair (Review, Disagreements, Pairs)."""
