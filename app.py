@@ -10,14 +10,15 @@ address that the role may not open is refused. A store without accounts or admin
 whoever reaches it, as the sidebar says. The page a visitor asked for is the one drawn once signed in.
 st.navigation is called on every run, so the pages/ folder is never listed on its own.
 """
+
 import streamlit as st
 
-from ui.base.page import FRAMED, get_engine, run_page, user_text
-from ui.base.menu import MENU
-from ui.access.signin import install_access, keep_login_cookie, log_out, refuse_page, require_signin, session_end
-from ui.views.read_ahead import read_ahead_once
-from ui.forms.run_forms import read_hardware
 from lab.roles import can_open
+from ui.access.signin import install_access, keep_login_cookie, log_out, refuse_page, require_signin, session_end
+from ui.base.menu import MENU
+from ui.base.page import FRAMED, get_engine, run_page, user_text
+from ui.forms.run_forms import read_hardware
+from ui.views.read_ahead import read_ahead_once
 from worker_launch import ensure_worker_running
 
 st.set_page_config(page_title="PLUIE Lab", page_icon="☔", layout="wide")
@@ -48,13 +49,18 @@ if "invite" in st.query_params:
 
 # url paths are the file names (the default): a custom path that differs from the file name
 # makes the browser's first request for it land on "Page not found", because pages/ exists.
-pages = {section: [(key, st.Page(f"pages/{key}.py", title=title, icon=f":material/{icon}:", default=key == "home"))
-                   for key, title, icon in entries]
-         for section, entries in MENU.items()}
+pages = {
+    section: [
+        (key, st.Page(f"pages/{key}.py", title=title, icon=f":material/{icon}:", default=key == "home"))
+        for key, title, icon in entries
+    ]
+    for section, entries in MENU.items()
+}
 # The menu is drawn here rather than by st.navigation: with client.showSidebarNavigation off, the
 # browser never flashes the raw pages/ file list while the first run starts (annotators included).
-navigation = st.navigation({section: [page for _, page in entries] for section, entries in pages.items()},
-                           position="hidden")
+navigation = st.navigation(
+    {section: [page for _, page in entries] for section, entries in pages.items()}, position="hidden"
+)
 # every page is registered above, so the address asked for (/import_pairs...) stays while the
 # sign-in form is drawn, and is the page drawn once signed in
 actor = require_signin()
@@ -68,12 +74,19 @@ with st.sidebar:
 if actor.signed_in:
     ends = session_end()
     st.sidebar.caption(f"Signed in as {user_text(actor.name)} ({actor.role})")
-    st.sidebar.button("Log out", key="log-out", on_click=log_out, icon=":material/logout:",
-                      help=f"Signed in until {ends:%Y-%m-%d %H:%M} UTC." if ends else None)
+    st.sidebar.button(
+        "Log out",
+        key="log-out",
+        on_click=log_out,
+        icon=":material/logout:",
+        help=f"Signed in until {ends:%Y-%m-%d %H:%M} UTC." if ends else None,
+    )
 else:
-    st.sidebar.caption("No admin password is configured and no account exists: anyone who can reach this app can "
-                       "use these pages. Add an owner (python -m db accounts add NAME --role owner --password-stdin) "
-                       "or set PLUIE_ADMIN_PASSWORD to protect them.")
+    st.sidebar.caption(
+        "No admin password is configured and no account exists: anyone who can reach this app can "
+        "use these pages. Add an owner (python -m db accounts add NAME --role owner --password-stdin) "
+        "or set PLUIE_ADMIN_PASSWORD to protect them."
+    )
 with st.sidebar:  # last, where its hidden element shifts nothing
     keep_login_cookie()
 asked = next(key for entries in pages.values() for key, page in entries if page is navigation)

@@ -6,6 +6,7 @@ any script on the page. Served from here (`streamlit run server.py`, as scripts/
 do), the server itself sets it, HttpOnly. `streamlit run app.py` still works, with a sign-in that lasts
 the browser tab.
 """
+
 from pathlib import Path
 
 import streamlit as st
@@ -17,5 +18,8 @@ from ui.base.page import no_pages_folder
 
 no_pages_folder()  # every address through app.py, from the first visit (a helper of pages/ is never run)
 install_access()  # who writes (db.access) and the accounts' fingerprints for the cookie routes, before any request
-app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=session_cookie.routes() + api_routes(),
-             middleware=session_cookie.middleware())
+app = st.App(
+    str(Path(__file__).resolve().parent / "app.py"),
+    routes=session_cookie.routes() + api_routes(),
+    middleware=session_cookie.middleware(),
+)

@@ -26,6 +26,7 @@ items taken over by another worker are dropped at once (what it no longer owns i
 Every item the worker holds, the claim fetched ahead included, has its lease renewed until it is
 written or handed back.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,13 +48,12 @@ REPO = Path(__file__).resolve().parent
 if str(REPO) not in sys.path:  # `python /path/to/worker.py` from another directory
     sys.path.insert(0, str(REPO))
 
-from db import access, init_db
+from db import access, explanations, init_db, queue
 from db.engine import database_url
-from db import explanations, queue
 from db.models import ScoreRun
 from db.runs import ensure_default_runs
-from lab.roles import OPEN
 from lab.places import data_dir
+from lab.roles import OPEN
 from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from worker_launch import alive as _alive
 
@@ -120,8 +120,9 @@ class Metric:
     in_flight: Optional[int] = None  # a model on a server: the pairs its requests in flight hold (a claim's step)
 
 
-def load_metric(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
-                engine=None) -> Metric:
+def load_metric(
+    run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (), engine=None
+) -> Metric:
     """The scoring function of a run, built by its kind's loader (``RunKind.loader`` in
     pluie_core.run_kinds, a key of LOADERS): a baseline, an LLM judge, or a PLUIE scorer, whose model
     is loaded now unless one of the `loaded` metrics already holds it. ``engine``: the store, which an
@@ -140,8 +141,9 @@ def _shared_weights(run: ScoreRun, device: str, loaded: Sequence[Metric]) -> tup
     return placement, model_key, next((m.weights for m in loaded if m.model_key == model_key), None)
 
 
-def load_baseline(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
-                  engine=None) -> Metric:
+def load_baseline(
+    run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (), engine=None
+) -> Metric:
     """A baseline run: the metric of pluie_core.baselines.BASELINES that ``run.model`` names, with the
     run's options (its model loaded now, so that a bad one fails the run)."""
     registry = baseline_registry()
@@ -159,10 +161,12 @@ def load_baseline(run: ScoreRun, device: str, batch_size: Optional[int], loaded:
         refused = pickle_refusal(str((run.options or {}).get("model") or run.model), exc)
         if refused is None and isinstance(exc, ValueError):
             refused = _first_line(exc)
-        raise ModelLoadError(refused or f"The {run.model} baseline could not load its model: "
-                                        f"{_first_line(exc)}") from exc
-    return Metric(lambda sources, hypotheses: (
-        [float(v) for v in baseline.function(sources, hypotheses, **options)], None))
+        raise ModelLoadError(
+            refused or f"The {run.model} baseline could not load its model: {_first_line(exc)}"
+        ) from exc
+    return Metric(
+        lambda sources, hypotheses: ([float(v) for v in baseline.function(sources, hypotheses, **options)], None)
+    )
 
 
 SERVER_RETRIES = 3  # a request to a judge's server: 0.5 + 1 + 2 s of back-off, then the claim waits (ServerAway)
@@ -175,6 +179,7 @@ class ServerAway(RuntimeError):
 
 def _directed(one_direction, direction: str):
     """A run's scoring function in its direction from a one-direction scorer returning (values, details)."""
+
     def score(sources, hypotheses):
         if direction == "forward":
             return one_direction(sources, hypotheses)
@@ -183,8 +188,10 @@ def _directed(one_direction, direction: str):
         # symmetric: the mean of both directions, each kept in the details
         forward, _ = one_direction(sources, hypotheses)
         backward, _ = one_direction(hypotheses, sources)
-        return [(f + b) / 2 for f, b in zip(forward, backward)], [{"forward": f, "backward": b}
-                                                                   for f, b in zip(forward, backward)]
+        return [(f + b) / 2 for f, b in zip(forward, backward)], [
+            {"forward": f, "backward": b} for f, b in zip(forward, backward)
+        ]
+
     return score
 
 
@@ -195,6 +202,7 @@ def _logprob_details(scorer):
         values, logprobs = scorer.score(sources, hypotheses, return_logprobs=True)
         details = [{f"logp {first.strip()}": float(a), f"logp {second.strip()}": float(b)} for a, b in logprobs]
         return [float(v) for v in values], details
+
     return one_direction
 
 
@@ -207,24 +215,37 @@ def load_endpoint_pluie(run: ScoreRun) -> Metric:
 
     options = run.options or {}
     try:
-        scorer = EndpointScorer(options["endpoint"], run.model, template=run.template_spec or run.template or "fs-direct",
-                                answers=tuple(run.answers) if run.answers else None,
-                                api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"),
-                                concurrency=int(options.get("concurrency") or 8), retries=SERVER_RETRIES,
-                                backoff=0.5, render_seconds=chat_render.RENDER_SECONDS)
+        scorer = EndpointScorer(
+            options["endpoint"],
+            run.model,
+            template=run.template_spec or run.template or "fs-direct",
+            answers=tuple(run.answers) if run.answers else None,
+            api_key_env=options.get("api_key_env"),
+            tokenizer=options.get("tokenizer"),
+            concurrency=int(options.get("concurrency") or 8),
+            retries=SERVER_RETRIES,
+            backoff=0.5,
+            render_seconds=chat_render.RENDER_SECONDS,
+        )
     except EndpointError as exc:
         if exc.transient:
             raise ServerAway(str(exc)) from exc
         raise ModelLoadError(str(exc)) from exc
     except ValueError as exc:  # PluieError, TemplateError: a sentence already
         raise ModelLoadError(_first_line(exc)) from exc
-    return Metric(_directed(_logprob_details(scorer), run.direction), None, None,
-                  batch=lambda: scorer.concurrency * PAIRS_PER_REQUEST, scorer=scorer,
-                  in_flight=scorer.concurrency * PAIRS_PER_REQUEST)
+    return Metric(
+        _directed(_logprob_details(scorer), run.direction),
+        None,
+        None,
+        batch=lambda: scorer.concurrency * PAIRS_PER_REQUEST,
+        scorer=scorer,
+        in_flight=scorer.concurrency * PAIRS_PER_REQUEST,
+    )
 
 
-def load_pluie(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
-               engine=None) -> Metric:
+def load_pluie(
+    run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (), engine=None
+) -> Metric:
     """A PLUIE run: a PluieScorer of the run's model, template and answer words, in its direction; or, where
     the run's options name a server, the same through it (load_endpoint_pluie)."""
     if (run.options or {}).get("endpoint"):
@@ -249,12 +270,18 @@ def load_pluie(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Se
     except Exception as exc:  # anything else: not a causal LM, out of memory, a missing package...
         raise ModelLoadError(f"The model {run.model!r} could not be loaded: {_first_line(exc)}") from exc
 
-    return Metric(_directed(_logprob_details(scorer), run.direction), model_key, (scorer.model, scorer.tokenizer),
-                  batch=lambda: scorer.batch_size or scorer._auto_batch, scorer=scorer)
+    return Metric(
+        _directed(_logprob_details(scorer), run.direction),
+        model_key,
+        (scorer.model, scorer.tokenizer),
+        batch=lambda: scorer.batch_size or scorer._auto_batch,
+        scorer=scorer,
+    )
 
 
-def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (),
-               engine=None) -> Metric:
+def load_judge(
+    run: ScoreRun, device: str, batch_size: Optional[int], loaded: Sequence[Metric] = (), engine=None
+) -> Metric:
     """An output-based LLM judge run (pluie_core.judges): the parsed answer is the value (None when
     it cannot be parsed), the generated text goes to the details. An LLM-choice run scores each pair
     against its partner in the run's preference items (choice_metric)."""
@@ -271,10 +298,13 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Se
         placement, model_key, weights = _shared_weights(run, device, loaded)
         try:
             judge = LLMJudge(
-                weights or run.model, kind=RUN_KINDS[run.kind].judge,
+                weights or run.model,
+                kind=RUN_KINDS[run.kind].judge,
                 template=run.template_spec if run.template == "custom" else run.template or None,
-                device=None if weights else run.device or device, dtype=None if weights else run.dtype,
-                batch_size=run.batch_size or batch_size, render_seconds=chat_render.RENDER_SECONDS,
+                device=None if weights else run.device or device,
+                dtype=None if weights else run.dtype,
+                batch_size=run.batch_size or batch_size,
+                render_seconds=chat_render.RENDER_SECONDS,
                 **({} if weights else placement or {}),  # a sharded / quantised model loads once
             )
         except ValueError as exc:  # JudgeError / PluieError: already a sentence for the user
@@ -297,8 +327,10 @@ def load_judge(run: ScoreRun, device: str, batch_size: Optional[int], loaded: Se
         forward, forward_details = one_direction(sources, hypotheses)
         backward, backward_details = one_direction(hypotheses, sources)
         values = [None if f is None or b is None else (f + b) / 2 for f, b in zip(forward, backward)]
-        details = [{"forward": f, "backward": b, "answer forward": fd["answer"], "answer backward": bd["answer"]}
-                   for f, b, fd, bd in zip(forward, backward, forward_details, backward_details)]
+        details = [
+            {"forward": f, "backward": b, "answer forward": fd["answer"], "answer backward": bd["answer"]}
+            for f, b, fd, bd in zip(forward, backward, forward_details, backward_details)
+        ]
         return values, details
 
     return Metric(score_judge, model_key, weights, batch, in_flight=in_flight)
@@ -314,11 +346,18 @@ def load_endpoint_judge(run: ScoreRun):
 
     options = run.options or {}
     try:
-        served = EndpointJudge(options["endpoint"], run.model, kind=RUN_KINDS[run.kind].judge,
-                               template=run.template_spec if run.template == "custom" else run.template or None,
-                               api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"),
-                               concurrency=int(options.get("concurrency") or 8), retries=SERVER_RETRIES, backoff=0.5,
-                               render_seconds=chat_render.RENDER_SECONDS)
+        served = EndpointJudge(
+            options["endpoint"],
+            run.model,
+            kind=RUN_KINDS[run.kind].judge,
+            template=run.template_spec if run.template == "custom" else run.template or None,
+            api_key_env=options.get("api_key_env"),
+            tokenizer=options.get("tokenizer"),
+            concurrency=int(options.get("concurrency") or 8),
+            retries=SERVER_RETRIES,
+            backoff=0.5,
+            render_seconds=chat_render.RENDER_SECONDS,
+        )
     except EndpointError as exc:
         if exc.transient:
             raise ServerAway(str(exc)) from exc
@@ -346,12 +385,19 @@ def choice_metric(run: ScoreRun, judge, engine) -> ScoreFn:
             partners = preference_partners(engine, run.id)
         lonely = next((k for k in keys if k not in partners), None)
         if lonely is not None:
-            raise ValueError(f"the pair ({lonely[0][:60]!r}, {lonely[1][:60]!r}) is not part of any preference item: "
-                             "an LLM-choice run scores only the candidates of preference data")
+            raise ValueError(
+                f"the pair ({lonely[0][:60]!r}, {lonely[1][:60]!r}) is not part of any preference item: "
+                "an LLM-choice run scores only the candidates of preference data"
+            )
         result = judge.prefer_first(sources, hypotheses, [partners[k] for k in keys])
-        details = [{"answer": text, "parsed": answer is not None,
-                    "against": partners[k][0] if len(partners[k]) == 1 else partners[k]}
-                   for text, answer, k in zip(result.texts, result.answers, keys)]
+        details = [
+            {
+                "answer": text,
+                "parsed": answer is not None,
+                "against": partners[k][0] if len(partners[k]) == 1 else partners[k],
+            }
+            for text, answer, k in zip(result.texts, result.answers, keys)
+        ]
         return [None if v != v else float(v) for v in result.values], details
 
     return score_choice
@@ -393,14 +439,20 @@ class _LeaseKeeper(threading.Thread):
                         lost = [i for i in item_ids if i not in still]
                         w.forget_items(lost)
                         if lost:
-                            log.warning("lost the lease on %d items (their pairs or run deleted, or another "
-                                        "worker took them): they are no longer scored here", len(lost))
+                            log.warning(
+                                "lost the lease on %d items (their pairs or run deleted, or another "
+                                "worker took them): they are no longer scored here",
+                                len(lost),
+                            )
                 explaining = w.explaining
                 if explaining is not None:  # "why this score" being computed: its lease too
                     explanations.renew_explanation(w.engine, w.worker_id, explaining, w.lease_seconds)
                 batch = w.current_batch
-                queue.heartbeat(w.engine, w.worker_id,
-                                current_run_id=batch.run_id if batch else (w._last_run_id if item_ids else None))
+                queue.heartbeat(
+                    w.engine,
+                    w.worker_id,
+                    current_run_id=batch.run_id if batch else (w._last_run_id if item_ids else None),
+                )
             except Exception as exc:  # the store is briefly unreachable: try again next tick
                 log.warning("lease renewal failed: %s", _first_line(exc))
 
@@ -418,13 +470,19 @@ class _AdaptiveRefitter(threading.Thread):
 
     def run(self) -> None:
         from db import adaptive  # pandas and the aggregation models: only a worker that refits needs them
+
         while not self.halt.wait(self.interval):
             try:
                 for refit in adaptive.refit_due(self.worker.engine):
-                    log.info("campaign %d: adaptive model refitted on %d labels (%s); %d pairs given one more "
-                             "annotator, %d unserved slots taken back", refit.campaign_id, refit.n_labels,
-                             "decides" if refit.decides else "too few labels per annotator to decide",
-                             refit.raised, refit.lowered)
+                    log.info(
+                        "campaign %d: adaptive model refitted on %d labels (%s); %d pairs given one more "
+                        "annotator, %d unserved slots taken back",
+                        refit.campaign_id,
+                        refit.n_labels,
+                        "decides" if refit.decides else "too few labels per annotator to decide",
+                        refit.raised,
+                        refit.lowered,
+                    )
             except Exception as exc:  # the store is briefly unreachable: try again next tick
                 log.warning("adaptive refit failed: %s", _first_line(exc))
 
@@ -514,8 +572,12 @@ class ScoringWorker:
             sender.start()
         if self.overlap:
             self._store = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
-        log.info("worker %s started on %s (%s)", self.worker_id, self.device,
-                 "store work overlapped with scoring" if self.overlap else "store work between batches")
+        log.info(
+            "worker %s started on %s (%s)",
+            self.worker_id,
+            self.device,
+            "store work overlapped with scoring" if self.overlap else "store work between batches",
+        )
         try:
             while not self.stopping:
                 try:
@@ -529,8 +591,11 @@ class ScoringWorker:
                 if once:
                     break
                 if scored is None:
-                    if (exit_when_idle and queue.pending_count(self.engine, self.run_ids) == 0
-                            and explanations.explanations_waiting(self.engine, self.run_ids) == 0):
+                    if (
+                        exit_when_idle
+                        and queue.pending_count(self.engine, self.run_ids) == 0
+                        and explanations.explanations_waiting(self.engine, self.run_ids) == 0
+                    ):
                         break
                     self._stop.wait(self.poll_seconds)
         finally:
@@ -588,8 +653,13 @@ class ScoringWorker:
         while not self.stopping:
             # leased like a claim (--lease-seconds) and renewed by the lease keeper while it is computed: a worker
             # killed meanwhile leaves it claimable again after one lease, not after a quarter of an hour
-            claimed = explanations.claim_explanation(self.engine, self.worker_id, self.lease_seconds,
-                                                     prefer_run_ids=list(self._metrics), run_ids=self.run_ids)
+            claimed = explanations.claim_explanation(
+                self.engine,
+                self.worker_id,
+                self.lease_seconds,
+                prefer_run_ids=list(self._metrics),
+                run_ids=self.run_ids,
+            )
             if claimed is None:
                 return done
             self.explaining = claimed.id
@@ -604,8 +674,12 @@ class ScoringWorker:
                 continue
             except Exception as exc:  # out of memory...
                 log.exception("run %d: why this score of pair %d failed", claimed.run_id, claimed.pair_id)
-                explanations.fail_explanation(self.engine, self.worker_id, claimed.id,
-                                              f"The model could not score the pair's variants: {_first_line(exc)}")
+                explanations.fail_explanation(
+                    self.engine,
+                    self.worker_id,
+                    claimed.id,
+                    f"The model could not score the pair's variants: {_first_line(exc)}",
+                )
                 continue
             finally:
                 self.explaining = None
@@ -670,8 +744,12 @@ class ScoringWorker:
             live = queue.held_items(self.engine, self.worker_id, [i.item_id for i in todo])
             if len(live) < len(todo):
                 gone = [i.item_id for i in todo if i.item_id not in live]
-                log.info("run %d: %d pairs of the claim are no longer to be scored here (deleted, run paused, "
-                         "cancelled or gone, or taken by another worker): dropped", batch.run_id, len(gone))
+                log.info(
+                    "run %d: %d pairs of the claim are no longer to be scored here (deleted, run paused, "
+                    "cancelled or gone, or taken by another worker): dropped",
+                    batch.run_id,
+                    len(gone),
+                )
                 self._in_store(self._hand_back, batch.run_id, gone, None)  # only what is still ours moves
                 todo = [i for i in todo if i.item_id in live]
                 if not todo:
@@ -695,8 +773,10 @@ class ScoringWorker:
             previous = self._rates.get(batch.run_id)
             self._rates[batch.run_id] = rate if previous is None else 0.5 * previous + 0.5 * rate
             self.pairs_per_second = rate if self.pairs_per_second is None else 0.7 * self.pairs_per_second + 0.3 * rate
-            scored = [queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
-                      for k, (item, value) in enumerate(zip(piece, values))]
+            scored = [
+                queue.ScoredItem(item.item_id, item.pair_id, value, details[k] if details else None)
+                for k, (item, value) in enumerate(zip(piece, values))
+            ]
             # the Workers table shows the rate of the run being scored, not an average over every run served
             write = self._in_store(self._write, batch.run_id, scored, self._rates[batch.run_id], compute_seconds)
             if prefetch:
@@ -769,9 +849,13 @@ class ScoringWorker:
         loaded, during its stay), sized for that run (claim_batch picks the run, then asks the size)."""
         stay_run, until = self._stay
         batch = queue.claim_batch(
-            self.engine, self.worker_id, self._claim_size, self.lease_seconds,
+            self.engine,
+            self.worker_id,
+            self._claim_size,
+            self.lease_seconds,
             prefer_run_id=stay_run if time.monotonic() < until else None,
-            after_run_id=self._last_claimed, run_ids=self.run_ids,
+            after_run_id=self._last_claimed,
+            run_ids=self.run_ids,
         )
         if batch is not None:
             self._last_claimed = batch.run_id
@@ -782,16 +866,14 @@ class ScoringWorker:
     def _say(self, run_id: int, rate: Optional[float]) -> None:
         """The heartbeat of a run taken: rate None while its model loads ("loading the model"), else the
         rate it is scored at (0 until measured: "scoring")."""
-        queue.heartbeat(self.engine, self.worker_id, current_run_id=run_id, new_run=rate is None,
-                        pairs_per_second=rate)
+        queue.heartbeat(self.engine, self.worker_id, current_run_id=run_id, new_run=rate is None, pairs_per_second=rate)
 
     def _write(self, run_id: int, scored: list, rate: Optional[float], compute_seconds: float = 0.0) -> int:
         """Write the scores of a piece's items still held, and the seconds the metric spent on them; if
         the store refuses, hand the piece back."""
         item_ids = [s.item_id for s in scored]
         try:
-            written = queue.complete_batch(self.engine, self.worker_id, run_id, scored,
-                                           compute_seconds=compute_seconds)
+            written = queue.complete_batch(self.engine, self.worker_id, run_id, scored, compute_seconds=compute_seconds)
         except Exception as exc:
             message = f"run {run_id}: writing scores failed: {_first_line(exc)}"
             log.exception(message)
@@ -800,8 +882,11 @@ class ScoringWorker:
         self.forget_items(item_ids)
         self.pairs_done += written
         queue.heartbeat(
-            self.engine, self.worker_id, current_run_id=run_id,
-            pairs_done=self.pairs_done, pairs_per_second=rate,
+            self.engine,
+            self.worker_id,
+            current_run_id=run_id,
+            pairs_done=self.pairs_done,
+            pairs_per_second=rate,
         )
         return written
 
@@ -875,30 +960,59 @@ def _free_accelerator_memory() -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="Score queued sentence pairs (PLUIE and baselines).")
-    parser.add_argument("--db", help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///<PLUIE_DATA_DIR or data>/pluie_lab.db)")
+    parser.add_argument(
+        "--db",
+        help="store URL (default: PLUIE_DB_URL, pluie_lab.toml, sqlite:///<PLUIE_DATA_DIR or data>/pluie_lab.db)",
+    )
     parser.add_argument("--once", action="store_true", help="score one claim and exit")
     parser.add_argument("--exit-when-idle", action="store_true", help="exit when no queued work is left")
-    parser.add_argument("--claim-size", type=int, default=None,
-                        help=f"pairs claimed at once (default: about {CLAIM_SECONDS:g} s of work at the run's rate)")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="pairs per forward pass of the model, for runs that do not set one "
-                             "(default: automatic, bounded by pairs and tokens)")
-    parser.add_argument("--no-overlap", action="store_true",
-                        help="do the store's work between batches instead of while the model scores")
+    parser.add_argument(
+        "--claim-size",
+        type=int,
+        default=None,
+        help=f"pairs claimed at once (default: about {CLAIM_SECONDS:g} s of work at the run's rate)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="pairs per forward pass of the model, for runs that do not set one "
+        "(default: automatic, bounded by pairs and tokens)",
+    )
+    parser.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="do the store's work between batches instead of while the model scores",
+    )
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the GPU when there is one)")
-    parser.add_argument("--lease-seconds", type=float, default=DEFAULT_LEASE_SECONDS,
-                        help="how long a claim lasts without renewal (a dead worker's items wait this long)")
+    parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=DEFAULT_LEASE_SECONDS,
+        help="how long a claim lasts without renewal (a dead worker's items wait this long)",
+    )
     parser.add_argument("--poll-seconds", type=float, default=2.0, help="wait between looks at an empty queue")
     parser.add_argument("--runs", default=None, help="comma-separated run ids to serve (default: all)")
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-default-runs", action="store_true", help="do not create the baseline runs")
-    parser.add_argument("--refit-seconds", type=float, default=REFIT_SECONDS,
-                        help="how often adaptive campaigns whose labels changed get their model refitted "
-                             "(0: this worker refits none)")
-    parser.add_argument("--webhook-seconds", type=float, default=WEBHOOK_SECONDS,
-                        help="how often the webhooks' deliveries are posted (0: this worker sends none)")
-    parser.add_argument("--nice", type=int, default=0,
-                        help="lower this process's CPU priority by N (the app's worker: 10, below the server's)")
+    parser.add_argument(
+        "--refit-seconds",
+        type=float,
+        default=REFIT_SECONDS,
+        help="how often adaptive campaigns whose labels changed get their model refitted (0: this worker refits none)",
+    )
+    parser.add_argument(
+        "--webhook-seconds",
+        type=float,
+        default=WEBHOOK_SECONDS,
+        help="how often the webhooks' deliveries are posted (0: this worker sends none)",
+    )
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="lower this process's CPU priority by N (the app's worker: 10, below the server's)",
+    )
     args = parser.parse_args(argv)
     # the worker writes as the store's own operator: scores, refits, deliveries (db.access: said here, at its start)
     access.install_actor(OPEN)
@@ -921,9 +1035,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for folder in remove_leftovers(data_dir() / "published"):
         logging.getLogger("pluie_lab.worker").info("removed %s, left by a publish that was killed", folder.name)
     worker = ScoringWorker(
-        engine, batch_size=args.batch_size, claim_size=args.claim_size, overlap=not args.no_overlap,
-        lease_seconds=args.lease_seconds, device=args.device,
-        poll_seconds=args.poll_seconds, parent_pid=args.parent_pid, refit_seconds=args.refit_seconds or None,
+        engine,
+        batch_size=args.batch_size,
+        claim_size=args.claim_size,
+        overlap=not args.no_overlap,
+        lease_seconds=args.lease_seconds,
+        device=args.device,
+        poll_seconds=args.poll_seconds,
+        parent_pid=args.parent_pid,
+        refit_seconds=args.refit_seconds or None,
         webhook_seconds=args.webhook_seconds or None,
         run_ids=[int(r) for r in args.runs.split(",") if r.strip()] if args.runs else None,
     )

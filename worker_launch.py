@@ -1,6 +1,7 @@
 """Starting the app's scoring worker: the glue the app (app.py, scripts/serve.py) and the Scoring page's
 "Start a worker" button call. It starts ``worker.py`` as a process of its own and never imports it, so
 that the pages layer reaches the worker only through this launcher (tests/test_layers.py)."""
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,9 @@ def _started_here(url: str) -> bool:
     return exited == 0
 
 
-def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path] = None,
-                          demo_run: bool = False) -> Optional[subprocess.Popen]:
+def ensure_worker_running(
+    url: Optional[str] = None, *, log_path: Optional[Path] = None, demo_run: bool = False
+) -> Optional[subprocess.Popen]:
     """Start a background worker for the app unless one is alive on this store (or was started by
     this process and is still running) or PLUIE_NO_WORKER is set. The worker exits when the process
     that started it (the app) goes away. scripts/serve.py (make run) calls it as the server starts;
@@ -73,9 +75,19 @@ def ensure_worker_running(url: Optional[str] = None, *, log_path: Optional[Path]
     with open(log_path, "ab") as log_file:
         started = subprocess.Popen(
             # below the server's priority: an annotator's next pair is served at once while a model scores
-            [sys.executable, str(REPO / "worker.py"), "--db", url, "--parent-pid", str(os.getpid()),
-             "--nice", str(APP_WORKER_NICE)],
-            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                str(REPO / "worker.py"),
+                "--db",
+                url,
+                "--parent-pid",
+                str(os.getpid()),
+                "--nice",
+                str(APP_WORKER_NICE),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the app's terminal reaches the worker via --parent-pid
         )
     os.environ[STARTED_WORKER_ENV] = f"{started.pid} {url}"

@@ -6,6 +6,7 @@ Accounts page, the "Your tokens" box or ``python -m db accounts token NAME``) an
 write goes through the store's own role check (db.access.require), as a page's does. The library's client
 is pluie_core.client.Lab. Layer: glue like the pages (imports db and pluie_core, never Streamlit).
 """
+
 from __future__ import annotations
 
 PREFIX = "/api/v1"

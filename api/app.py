@@ -5,6 +5,7 @@ sentence the page shows), 401 no or a bad token, 403 a role that may not, 404 no
 revision, 413 too large, 429 too many wrong tokens from this address, 503 the store unreachable. A write is
 one transaction of the store: an error leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api import PREFIX, hooks, routes as api_routes
+from api import PREFIX, hooks
+from api import routes as api_routes
 from api.base import MAX_BODY, REFUSALS, ApiError
 
 
@@ -43,9 +45,15 @@ async def _refusal(status: int, request, exc: Exception) -> JSONResponse:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="PLUIE Lab API", version="1", openapi_url="/openapi.json", docs_url=None, redoc_url=None,
-                  description="Datasets, pairs, score runs, campaigns, labels and publishing, for scripts and "
-                              "pipelines. Every request sends `Authorization: Bearer <token>`.")
+    app = FastAPI(
+        title="PLUIE Lab API",
+        version="1",
+        openapi_url="/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        description="Datasets, pairs, score runs, campaigns, labels and publishing, for scripts and "
+        "pipelines. Every request sends `Authorization: Bearer <token>`.",
+    )
 
     @app.exception_handler(ApiError)
     async def _api_error(request, exc: ApiError):
@@ -57,13 +65,16 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):
-        message = {404: "There is no such address in the API (see /api/v1/openapi.json).",
-                   405: "This address does not take this method (see /api/v1/openapi.json)."}.get(
-            exc.status_code, str(exc.detail))
+        message = {
+            404: "There is no such address in the API (see /api/v1/openapi.json).",
+            405: "This address does not take this method (see /api/v1/openapi.json).",
+        }.get(exc.status_code, str(exc.detail))
         if exc.status_code == 400 and message == "There was an error parsing the body":  # FastAPI's, e.g. JSON
             # nested past Python's recursion limit
-            message = ("The body could not be read as JSON (nested too deep, or not JSON): send one object with "
-                       "the fields the route documents (see /api/v1/openapi.json).")
+            message = (
+                "The body could not be read as JSON (nested too deep, or not JSON): send one object with "
+                "the fields the route documents (see /api/v1/openapi.json)."
+            )
         return _error(exc.status_code, message)
 
     @app.middleware("http")
@@ -71,8 +82,11 @@ def create_app() -> FastAPI:
         """A body past the import's bound is refused from its header, before a byte of it is read."""
         size = request.headers.get("content-length", "")
         if size.isdigit() and int(size) > MAX_BODY:
-            return _error(413, f"The request is {int(size) / 1e6:.1f} MB; the API takes at most {MAX_BODY / 1e6:.0f} MB "
-                               "at once: send the pairs in parts (append: true).")
+            return _error(
+                413,
+                f"The request is {int(size) / 1e6:.1f} MB; the API takes at most {MAX_BODY / 1e6:.0f} MB "
+                "at once: send the pairs in parts (append: true).",
+            )
         return await call_next(request)
 
     for kind, status in REFUSALS.items():

@@ -6,6 +6,7 @@ sentence the page shows), 401 no or a bad token, 403 a role that may not, 404 no
 revision, 413 too large, 429 too many wrong tokens from this address, 503 the store unreachable. A write is
 one transaction of the store: an error leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,16 +18,18 @@ from pydantic import BaseModel, ConfigDict
 from db import access, init_db
 from db.api_tokens import token_account
 from db.campaigns import StaleFormError
-from db.review import StaleReviewError
 from db.engine import StoreUnavailable, database_url
+from db.review import StaleReviewError
 from lab.auth import LOGIN_GUARD, client_address, try_password
-from pluie_core.io import MAX_BYTES
 from lab.roles import Actor, NotAllowed
+from pluie_core.io import MAX_BYTES
 
 MAX_BODY = MAX_BYTES + (1 << 20)  # a pair file's bound (pluie_core.io.MAX_BYTES), and a form's fields around it
 THROTTLE_ACCOUNT = "API token"  # the account name the login guard counts wrong tokens under
-NO_TOKEN = ("Send a personal token: Authorization: Bearer <token> (make one in “Your tokens” on the Preferences "
-            "page, on the Accounts page, or with python -m db accounts token NAME).")
+NO_TOKEN = (
+    "Send a personal token: Authorization: Bearer <token> (make one in “Your tokens” on the Preferences "
+    "page, on the Accounts page, or with python -m db accounts token NAME)."
+)
 BAD_TOKEN = "This token is not valid: it is unknown or revoked, or its account is disabled"
 
 
@@ -49,8 +52,13 @@ class ApiError(Exception):
 # the store's refusals and the status each answers with (a class's nearest entry by inheritance wins): every
 # refusal of the store and the library is a ValueError with its sentence (ImportRejected, PairFileError,
 # RunError, CampaignError, PublishError, PairSearchError, TokenError...)
-REFUSALS: dict[type, int] = {NotAllowed: 403, StaleFormError: 409, StaleReviewError: 409, StoreUnavailable: 503,
-                             ValueError: 400}
+REFUSALS: dict[type, int] = {
+    NotAllowed: 403,
+    StaleFormError: 409,
+    StaleReviewError: 409,
+    StoreUnavailable: 503,
+    ValueError: 400,
+}
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,4 +1,5 @@
 """The API's routes for webhooks and for the caller's own tokens."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
@@ -14,8 +15,14 @@ router = APIRouter()
 
 
 def _hook(info) -> dict:
-    return {"id": info.id, "url": info.url, "events": list(info.events), "created_at": _plain(info.created_at),
-            "created_by": info.created_by, "active": info.active}
+    return {
+        "id": info.id,
+        "url": info.url,
+        "events": list(info.events),
+        "created_at": _plain(info.created_at),
+        "created_by": info.created_by,
+        "active": info.active,
+    }
 
 
 class NewWebhook(Body):
@@ -29,8 +36,12 @@ def webhooks(actor: Actor = Authenticated) -> list[dict]:
         return [_hook(info) for info in list_webhooks(engine())]
 
 
-@router.post("/webhooks", tags=["webhooks"], status_code=201,
-             summary="Register a URL for events; the answer holds the secret that signs deliveries, shown once")
+@router.post(
+    "/webhooks",
+    tags=["webhooks"],
+    status_code=201,
+    summary="Register a URL for events; the answer holds the secret that signs deliveries, shown once",
+)
 def new_webhook(body: NewWebhook, actor: Actor = Authenticated) -> dict:
     with acting(actor):
         info, secret = register_webhook(engine(), body.url, body.events)
@@ -43,16 +54,27 @@ def delete_webhook(webhook_id: int, actor: Actor = Authenticated) -> dict:
         return _hook(remove_webhook(engine(), webhook_id))
 
 
-@router.get("/webhooks/{webhook_id}/deliveries", tags=["webhooks"],
-            summary="A webhook's latest deliveries: state, attempts, the receiver's last answer")
-def webhook_deliveries(webhook_id: int, limit: int = Query(100, ge=1, le=1000), actor: Actor = Authenticated) -> list[dict]:
+@router.get(
+    "/webhooks/{webhook_id}/deliveries",
+    tags=["webhooks"],
+    summary="A webhook's latest deliveries: state, attempts, the receiver's last answer",
+)
+def webhook_deliveries(
+    webhook_id: int, limit: int = Query(100, ge=1, le=1000), actor: Actor = Authenticated
+) -> list[dict]:
     with acting(actor):
         return _records(deliveries(engine(), webhook_id, limit))
 
 
 def _token(info) -> dict:
-    return {"id": info.id, "name": info.name, "prefix": info.prefix, "created_at": _plain(info.created_at),
-            "last_used_at": _plain(info.last_used_at), "revoked_at": _plain(info.revoked_at)}
+    return {
+        "id": info.id,
+        "name": info.name,
+        "prefix": info.prefix,
+        "created_at": _plain(info.created_at),
+        "last_used_at": _plain(info.last_used_at),
+        "revoked_at": _plain(info.revoked_at),
+    }
 
 
 class NewToken(Body):

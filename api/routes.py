@@ -5,6 +5,7 @@ check, the validation, the sentences and the all-or-nothing transaction are the 
 be long page by a cursor (the last id read: ``?after=``), never by an offset, and say where the next page
 starts (``next_after``, null at the end). Exports stream, a chunk of pairs at a time.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -29,10 +30,10 @@ from db.pairs import PairSearch, pairs_after, run_scores_after
 from db.publish import dataset_zip, export_chunks, publish_dataset
 from db.quality import campaign_live
 from db.runs import cancel_run, create_run, pause_run, resume_run, retry_run, runs_progress
-from pluie_core.export_format import STREAM_FORMATS, stream_table
-from pluie_core.io import MAX_BYTES, large_file, load_pairs, read_pair_chunks
 from lab.places import data_dir
 from lab.roles import Actor
+from pluie_core.export_format import STREAM_FORMATS, stream_table
+from pluie_core.io import MAX_BYTES, large_file, load_pairs, read_pair_chunks
 from pluie_core.run_kinds import PLUIE
 
 router = APIRouter()
@@ -64,12 +65,14 @@ def _page(rows: list[dict], key: str, limit: int) -> dict:
 
 # ------------------------------------------------------------------------------------------- who
 
+
 @router.get("/me", tags=["accounts"], summary="The account this token acts for")
 def me(actor: Actor = Authenticated) -> dict:
     return {"account_id": actor.account_id, "name": actor.name, "role": actor.role}
 
 
 # ------------------------------------------------------------------------------------------- datasets
+
 
 def _dataset_rows() -> list[dict]:
     overview = datasets_overview(engine())
@@ -99,8 +102,10 @@ def get_dataset(dataset_id: int, actor: Actor = Authenticated) -> dict:
 
 class NewDataset(Body):
     name: str = Field(description="The dataset's name (as on the Import page)")
-    rows: list[dict[str, Any]] = Field(description="One object per pair: source, hypothesis, and optionally label, "
-                                                   "id, annotator columns and any metadata, as a JSONL file's lines")
+    rows: list[dict[str, Any]] = Field(
+        description="One object per pair: source, hypothesis, and optionally label, "
+        "id, annotator columns and any metadata, as a JSONL file's lines"
+    )
     description: str = ""
     append: bool = Field(False, description="Add to the existing dataset of this name")
     keep_duplicates: bool = Field(False, description="Keep exact repeats as pairs of their own")
@@ -108,37 +113,75 @@ class NewDataset(Body):
 
 
 def _result(result: ImportResult) -> dict:
-    return {"dataset_id": result.dataset_id, "name": result.dataset_name, "pairs": result.n_pairs,
-            "skipped_duplicates": result.n_skipped_duplicates, "kept_duplicates": result.n_kept_duplicates,
-            "labels": result.n_labels, "annotators": list(result.annotators), "queued_scores": result.n_queued}
+    return {
+        "dataset_id": result.dataset_id,
+        "name": result.dataset_name,
+        "pairs": result.n_pairs,
+        "skipped_duplicates": result.n_skipped_duplicates,
+        "kept_duplicates": result.n_kept_duplicates,
+        "labels": result.n_labels,
+        "annotators": list(result.annotators),
+        "queued_scores": result.n_queued,
+    }
 
 
 def _too_large(size: int) -> None:
     if size > MAX_BYTES:
-        raise ApiError(413, f"The pairs are {size / 1e6:.1f} MB; the import takes at most {MAX_BYTES / 1e6:.0f} MB "
-                            "at once: send them in parts (append: true).")
+        raise ApiError(
+            413,
+            f"The pairs are {size / 1e6:.1f} MB; the import takes at most {MAX_BYTES / 1e6:.0f} MB "
+            "at once: send them in parts (append: true).",
+        )
 
 
-def _import(data: bytes, file_name: str, name: str, *, format: str = "auto", description: str = "",
-            append: bool = False, keep_duplicates: bool = False, annotator_scale: str = "raw") -> dict:
+def _import(
+    data: bytes,
+    file_name: str,
+    name: str,
+    *,
+    format: str = "auto",
+    description: str = "",
+    append: bool = False,
+    keep_duplicates: bool = False,
+    annotator_scale: str = "raw",
+) -> dict:
     """A file's bytes imported as the Import page does: read with the same reader (all or nothing, every row
     checked), a large CSV/TSV/JSONL written in chunks."""
     buffer = io.BytesIO(data)
     buffer.name = file_name
     if large_file(data):
         chunks = read_pair_chunks(buffer, format=format)
-        result = import_pair_chunks(engine(), name, chunks, description=description, annotator_scale=annotator_scale,
-                                    append=append, keep_duplicates=keep_duplicates, total=chunks.n_rows,
-                                    file_name=file_name)
+        result = import_pair_chunks(
+            engine(),
+            name,
+            chunks,
+            description=description,
+            annotator_scale=annotator_scale,
+            append=append,
+            keep_duplicates=keep_duplicates,
+            total=chunks.n_rows,
+            file_name=file_name,
+        )
     else:
         pairs = load_pairs(buffer, format=format, keep_duplicates=keep_duplicates)
-        result = import_pairs(engine(), name, pairs, description=description, annotator_scale=annotator_scale,
-                              append=append, keep_duplicates=keep_duplicates)
+        result = import_pairs(
+            engine(),
+            name,
+            pairs,
+            description=description,
+            annotator_scale=annotator_scale,
+            append=append,
+            keep_duplicates=keep_duplicates,
+        )
     return _result(result)
 
 
-@router.post("/datasets", tags=["datasets"], status_code=201,
-             summary="Import pairs given as JSON rows (the Import page's checks; all or nothing)")
+@router.post(
+    "/datasets",
+    tags=["datasets"],
+    status_code=201,
+    summary="Import pairs given as JSON rows (the Import page's checks; all or nothing)",
+)
 def create_dataset(body: NewDataset, request: Request, actor: Actor = Authenticated) -> dict:
     _too_large(int(request.headers.get("content-length") or 0))
     if not body.rows:
@@ -146,39 +189,90 @@ def create_dataset(body: NewDataset, request: Request, actor: Actor = Authentica
     for number, row in enumerate(body.rows, start=1):  # a file's NULs are removed as it is read; JSON's are meant
         for field, value in row.items():
             if "\x00" in str(field) or (isinstance(value, str) and "\x00" in value):
-                raise ApiError(400, f"Row {number}: {str(field).replace(chr(0), '')!r} holds a NUL character "
-                                    "(\\u0000), which no store keeps: remove it.")
+                raise ApiError(
+                    400,
+                    f"Row {number}: {str(field).replace(chr(0), '')!r} holds a NUL character "
+                    "(\\u0000), which no store keeps: remove it.",
+                )
     data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in body.rows).encode("utf-8")
     with acting(actor):
         access.require("organise")
-        return _import(data, "rows.jsonl", body.name, format="jsonl", description=body.description,
-                       append=body.append, keep_duplicates=body.keep_duplicates, annotator_scale=body.annotator_scale)
+        return _import(
+            data,
+            "rows.jsonl",
+            body.name,
+            format="jsonl",
+            description=body.description,
+            append=body.append,
+            keep_duplicates=body.keep_duplicates,
+            annotator_scale=body.annotator_scale,
+        )
 
 
-@router.post("/datasets/upload", tags=["datasets"], status_code=201,
-             summary="Import a pair file in any format the Import page reads (multipart upload)")
-def upload_dataset(file: UploadFile = File(...), name: Optional[str] = Form(None), format: str = Form("auto"),
-                   description: str = Form(""), append: bool = Form(False), keep_duplicates: bool = Form(False),
-                   annotator_scale: Literal["raw", "levels"] = Form("raw"), actor: Actor = Authenticated) -> dict:
+@router.post(
+    "/datasets/upload",
+    tags=["datasets"],
+    status_code=201,
+    summary="Import a pair file in any format the Import page reads (multipart upload)",
+)
+def upload_dataset(
+    file: UploadFile = File(...),
+    name: Optional[str] = Form(None),
+    format: str = Form("auto"),
+    description: str = Form(""),
+    append: bool = Form(False),
+    keep_duplicates: bool = Form(False),
+    annotator_scale: Literal["raw", "levels"] = Form("raw"),
+    actor: Actor = Authenticated,
+) -> dict:
     data = file.file.read(MAX_BYTES + 1)
     _too_large(len(data))
     file_name = file.filename or "upload"
     with acting(actor):
         access.require("organise")
-        return _import(data, file_name, name or file_name.rsplit(".", 1)[0], format=format, description=description,
-                       append=append, keep_duplicates=keep_duplicates, annotator_scale=annotator_scale)
+        return _import(
+            data,
+            file_name,
+            name or file_name.rsplit(".", 1)[0],
+            format=format,
+            description=description,
+            append=append,
+            keep_duplicates=keep_duplicates,
+            annotator_scale=annotator_scale,
+        )
 
 
-@router.get("/datasets/{dataset_id}/pairs", tags=["datasets"],
-            summary="The dataset's pairs, searched as on the Pairs page, a page at a time (cursor: after)")
-def list_pairs(dataset_id: int, after: int = 0, limit: int = Query(500, ge=1, le=MOST_PER_PAGE), text: str = "",
-               ref: str = "", gold: Literal["any", "with", "without"] = "any", gold_min: Optional[float] = None,
-               gold_max: Optional[float] = None,
-               state: Literal["any", "unlabelled", "labelled", "disagreement", "adjudicated"] = "any",
-               run: Optional[int] = None, score_min: Optional[float] = None, score_max: Optional[float] = None,
-               actor: Actor = Authenticated) -> dict:
-    search = PairSearch(text=text, pair_ref=ref, gold=gold, gold_min=gold_min, gold_max=gold_max, state=state,
-                        run_id=run, score_min=score_min, score_max=score_max)
+@router.get(
+    "/datasets/{dataset_id}/pairs",
+    tags=["datasets"],
+    summary="The dataset's pairs, searched as on the Pairs page, a page at a time (cursor: after)",
+)
+def list_pairs(
+    dataset_id: int,
+    after: int = 0,
+    limit: int = Query(500, ge=1, le=MOST_PER_PAGE),
+    text: str = "",
+    ref: str = "",
+    gold: Literal["any", "with", "without"] = "any",
+    gold_min: Optional[float] = None,
+    gold_max: Optional[float] = None,
+    state: Literal["any", "unlabelled", "labelled", "disagreement", "adjudicated"] = "any",
+    run: Optional[int] = None,
+    score_min: Optional[float] = None,
+    score_max: Optional[float] = None,
+    actor: Actor = Authenticated,
+) -> dict:
+    search = PairSearch(
+        text=text,
+        pair_ref=ref,
+        gold=gold,
+        gold_min=gold_min,
+        gold_max=gold_max,
+        state=state,
+        run_id=run,
+        score_min=score_min,
+        score_max=score_max,
+    )
     with acting(actor):
         access.require("read")
         _dataset(dataset_id)
@@ -188,13 +282,26 @@ def list_pairs(dataset_id: int, after: int = 0, limit: int = Query(500, ge=1, le
 
 # ------------------------------------------------------------------------------------------- score runs
 
+
 def _run(progress) -> dict:
-    return {"id": progress.id, "name": progress.name, "kind": progress.kind, "model": progress.model,
-            "template": progress.template, "direction": progress.direction, "status": progress.status,
-            "error": progress.error, "total": progress.total, "done": progress.done, "failed": progress.failed,
-            "pairs_per_second": progress.pairs_per_second, "seconds_left": progress.seconds_left,
-            "up_to_date": progress.up_to_date, "created_by": progress.created_by,
-            "options": {k: v for k, v in (progress.options or {}).items() if "key" not in k.lower() or k == "api_key_env"}}
+    return {
+        "id": progress.id,
+        "name": progress.name,
+        "kind": progress.kind,
+        "model": progress.model,
+        "template": progress.template,
+        "direction": progress.direction,
+        "status": progress.status,
+        "error": progress.error,
+        "total": progress.total,
+        "done": progress.done,
+        "failed": progress.failed,
+        "pairs_per_second": progress.pairs_per_second,
+        "seconds_left": progress.seconds_left,
+        "up_to_date": progress.up_to_date,
+        "created_by": progress.created_by,
+        "options": {k: v for k, v in (progress.options or {}).items() if "key" not in k.lower() or k == "api_key_env"},
+    }
 
 
 def _find_run(run_id: int) -> dict:
@@ -212,8 +319,10 @@ def list_runs(actor: Actor = Authenticated) -> list[dict]:
 
 
 class NewRun(Body):
-    model: str = Field(description="A model folder or name (PLUIE, LLM judges), a baseline's key, or the name a "
-                                   "server serves (with options.endpoint)")
+    model: str = Field(
+        description="A model folder or name (PLUIE, LLM judges), a baseline's key, or the name a "
+        "server serves (with options.endpoint)"
+    )
     kind: str = PLUIE
     name: Optional[str] = None
     template: Optional[str] = None
@@ -224,12 +333,23 @@ class NewRun(Body):
     check_model: bool = Field(True, description="Check the model (or server) first; no run is made when it fails")
 
 
-@router.post("/runs", tags=["runs"], status_code=201, summary="Create a score run (as the New run form); the worker scores it")
+@router.post(
+    "/runs", tags=["runs"], status_code=201, summary="Create a score run (as the New run form); the worker scores it"
+)
 def new_run(body: NewRun, actor: Actor = Authenticated) -> dict:
     with acting(actor):
-        run_id = create_run(engine(), model=body.model, kind=body.kind, name=body.name, template=body.template,
-                            answers=body.answers, direction=body.direction, dataset_ids=body.dataset_ids,
-                            options=body.options, check_model=body.check_model)
+        run_id = create_run(
+            engine(),
+            model=body.model,
+            kind=body.kind,
+            name=body.name,
+            template=body.template,
+            answers=body.answers,
+            direction=body.direction,
+            dataset_ids=body.dataset_ids,
+            options=body.options,
+            check_model=body.check_model,
+        )
         return _find_run(run_id)
 
 
@@ -251,9 +371,12 @@ def act_on_run(run_id: int, act: Literal["pause", "resume", "cancel", "retry"], 
         return _find_run(run_id)
 
 
-@router.get("/runs/{run_id}/scores", tags=["runs"], summary="A run's scores, a page at a time (cursor: after a pair id)")
-def list_scores(run_id: int, after: int = 0, limit: int = Query(1000, ge=1, le=MOST_PER_PAGE),
-                actor: Actor = Authenticated) -> dict:
+@router.get(
+    "/runs/{run_id}/scores", tags=["runs"], summary="A run's scores, a page at a time (cursor: after a pair id)"
+)
+def list_scores(
+    run_id: int, after: int = 0, limit: int = Query(1000, ge=1, le=MOST_PER_PAGE), actor: Actor = Authenticated
+) -> dict:
     with acting(actor):
         access.require("read")
         _find_run(run_id)
@@ -263,10 +386,19 @@ def list_scores(run_id: int, after: int = 0, limit: int = Query(1000, ge=1, le=M
 
 # ------------------------------------------------------------------------------------------- campaigns
 
+
 def _campaign(campaign) -> dict:
-    return {"id": campaign.id, "name": campaign.name, "quota": campaign.quota, "overlap": campaign.overlap,
-            "overlap_max": campaign.overlap_max, "n_training": campaign.n_training, "pair_order": campaign.pair_order,
-            "aggregation": campaign.aggregation, "created_at": _plain(campaign.created_at)}
+    return {
+        "id": campaign.id,
+        "name": campaign.name,
+        "quota": campaign.quota,
+        "overlap": campaign.overlap,
+        "overlap_max": campaign.overlap_max,
+        "n_training": campaign.n_training,
+        "pair_order": campaign.pair_order,
+        "aggregation": campaign.aggregation,
+        "created_at": _plain(campaign.created_at),
+    }
 
 
 def _find_campaign(campaign_id: int):
@@ -297,21 +429,35 @@ class NewCampaign(Body):
     annotators: list[str] = Field(default_factory=list, description="Names to make personal links for")
 
 
-@router.post("/campaigns", tags=["campaigns"], status_code=201,
-             summary="Create a campaign (as the Campaigns page), with personal links for the names given")
+@router.post(
+    "/campaigns",
+    tags=["campaigns"],
+    status_code=201,
+    summary="Create a campaign (as the Campaigns page), with personal links for the names given",
+)
 def new_campaign(body: NewCampaign, request: Request, actor: Actor = Authenticated) -> dict:
     from db.annotators import create_annotators
 
     with acting(actor):
-        campaign_id = create_campaign(engine(), body.name, body.dataset_ids, quota=body.quota, overlap=body.overlap,
-                                      overlap_max=body.overlap_max, n_training=body.n_training,
-                                      guidelines=body.guidelines, pair_order=body.pair_order, seed=body.seed,
-                                      selection=body.selection)
+        campaign_id = create_campaign(
+            engine(),
+            body.name,
+            body.dataset_ids,
+            quota=body.quota,
+            overlap=body.overlap,
+            overlap_max=body.overlap_max,
+            n_training=body.n_training,
+            guidelines=body.guidelines,
+            pair_order=body.pair_order,
+            seed=body.seed,
+            selection=body.selection,
+        )
         links = create_annotators(engine(), campaign_id, body.annotators) if body.annotators else []
         out = _campaign(_find_campaign(campaign_id))
     app_url = str(request.url).split(api_prefix, 1)[0]  # the app's address, as the caller reached it
-    out["annotators"] = [{"id": aid, "name": name, "token": token, "link": f"{app_url}/?token={token}"}
-                         for aid, name, token in links]
+    out["annotators"] = [
+        {"id": aid, "name": name, "token": token, "link": f"{app_url}/?token={token}"} for aid, name, token in links
+    ]
     return out
 
 
@@ -320,14 +466,19 @@ def campaign_progress(campaign_id: int, actor: Actor = Authenticated) -> dict:
     with acting(actor):
         access.require("read")
         out = _campaign(_find_campaign(campaign_id))
-        out["progress"] = {key.replace(" ", "_"): int(value) for key, value in campaign_overview(engine(), campaign_id).items()}
+        out["progress"] = {
+            key.replace(" ", "_"): int(value) for key, value in campaign_overview(engine(), campaign_id).items()
+        }
         live = campaign_live(engine(), campaign_id)
     out["figures"] = {k: _plain(v) for k, v in live.figures.items() if not isinstance(v, (dict, list))}
     return out
 
 
-@router.get("/campaigns/{campaign_id}/annotators", tags=["campaigns"],
-            summary="Per annotator: progress, reliability, κ, gold accuracy and flags (the Live campaign page's table)")
+@router.get(
+    "/campaigns/{campaign_id}/annotators",
+    tags=["campaigns"],
+    summary="Per annotator: progress, reliability, κ, gold accuracy and flags (the Live campaign page's table)",
+)
 def campaign_annotators(campaign_id: int, actor: Actor = Authenticated) -> list[dict]:
     with acting(actor):
         access.require("read")
@@ -338,20 +489,36 @@ def campaign_annotators(campaign_id: int, actor: Actor = Authenticated) -> list[
 
 # ------------------------------------------------------------------------------------------- labels out
 
-@router.get("/export", tags=["labels"],
-            summary="The Export page's table, streamed: raw labels, majority, aggregated and final labels (with "
-                    "final_source), wide or long, as CSV, JSONL or Parquet")
-def export(datasets: Optional[str] = Query(None, description="Dataset ids, comma-separated (none: every dataset)"),
-           campaign: Optional[int] = None, pairs: Literal["all", "labelled", "adjudicated"] = "all",
-           layout: Literal["wide", "long"] = "wide", format: Literal["csv", "jsonl", "parquet"] = "csv",
-           aggregation: Optional[str] = None, confidence: Optional[float] = None, min_labels: Optional[int] = None,
-           include_training: bool = False, actor: Actor = Authenticated) -> StreamingResponse:
+
+@router.get(
+    "/export",
+    tags=["labels"],
+    summary="The Export page's table, streamed: raw labels, majority, aggregated and final labels (with "
+    "final_source), wide or long, as CSV, JSONL or Parquet",
+)
+def export(
+    datasets: Optional[str] = Query(None, description="Dataset ids, comma-separated (none: every dataset)"),
+    campaign: Optional[int] = None,
+    pairs: Literal["all", "labelled", "adjudicated"] = "all",
+    layout: Literal["wide", "long"] = "wide",
+    format: Literal["csv", "jsonl", "parquet"] = "csv",
+    aggregation: Optional[str] = None,
+    confidence: Optional[float] = None,
+    min_labels: Optional[int] = None,
+    include_training: bool = False,
+    actor: Actor = Authenticated,
+) -> StreamingResponse:
     try:
         ids = None if not datasets else [int(d) for d in datasets.split(",") if d.strip()]
     except ValueError:
         raise ApiError(400, "datasets: give dataset ids separated by commas (1,2,3).") from None
-    choice: dict[str, Any] = {"campaign_id": campaign, "pairs": pairs, "layout": layout,
-                              "include_training": include_training, "aggregation": aggregation or None}
+    choice: dict[str, Any] = {
+        "campaign_id": campaign,
+        "pairs": pairs,
+        "layout": layout,
+        "include_training": include_training,
+        "aggregation": aggregation or None,
+    }
     if confidence is not None:
         choice["confidence"] = confidence
     if min_labels is not None:
@@ -362,8 +529,11 @@ def export(datasets: Optional[str] = Query(None, description="Dataset ids, comma
             _find_campaign(campaign)
         chunks = export_chunks(engine(), ids, **choice)
     stem = "pluie_lab_export" + ("_labels" if layout == "long" else "")
-    return StreamingResponse(stream_table(chunks, format), media_type=STREAM_FORMATS[format],
-                             headers={"Content-Disposition": f'attachment; filename="{stem}.{format}"'})
+    return StreamingResponse(
+        stream_table(chunks, format),
+        media_type=STREAM_FORMATS[format],
+        headers={"Content-Disposition": f'attachment; filename="{stem}.{format}"'},
+    )
 
 
 class Publish(Body):
@@ -376,8 +546,11 @@ class Publish(Body):
     include_training: bool = False
 
 
-@router.post("/publish", tags=["labels"],
-             summary="The dataset folder (card, Parquet, Arrow copy) as a .zip, as the Export page publishes it")
+@router.post(
+    "/publish",
+    tags=["labels"],
+    summary="The dataset folder (card, Parquet, Arrow copy) as a .zip, as the Export page publishes it",
+)
 def publish(body: Publish, actor: Actor = Authenticated) -> Response:
     parent = data_dir() / "api-publish"
     parent.mkdir(parents=True, exist_ok=True)
@@ -386,20 +559,37 @@ def publish(body: Publish, actor: Actor = Authenticated) -> Response:
         folder = f"{work}/pluie_lab_dataset"
         with acting(actor):
             try:
-                publish_dataset(engine(), folder, body.dataset_ids, licence=body.licence, title=body.title,
-                                campaign_id=body.campaign_id, pairs=body.pairs, aggregation=body.aggregation,
-                                include_training=body.include_training)
+                publish_dataset(
+                    engine(),
+                    folder,
+                    body.dataset_ids,
+                    licence=body.licence,
+                    title=body.title,
+                    campaign_id=body.campaign_id,
+                    pairs=body.pairs,
+                    aggregation=body.aggregation,
+                    include_training=body.include_training,
+                )
             except ValueError as exc:  # the server's own work folder is nobody's business but its owner's
-                raise ApiError(400, str(exc).replace(folder, "the dataset folder").replace(work, "the work folder")
-                               .replace(str(parent), "the server's data folder")) from None
+                raise ApiError(
+                    400,
+                    str(exc)
+                    .replace(folder, "the dataset folder")
+                    .replace(work, "the work folder")
+                    .replace(str(parent), "the server's data folder"),
+                ) from None
         data = dataset_zip(folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return Response(data, media_type="application/zip",
-                    headers={"Content-Disposition": 'attachment; filename="pluie_lab_dataset.zip"'})
+    return Response(
+        data,
+        media_type="application/zip",
+        headers={"Content-Disposition": 'attachment; filename="pluie_lab_dataset.zip"'},
+    )
 
 
 # ------------------------------------------------------------------------------------------- review
+
 
 def _plain_tree(value: Any) -> Any:
     """A review item's values as JSON holds them: frames as lists of records, mappings and lists walked."""
@@ -414,8 +604,11 @@ def _plain_tree(value: Any) -> Any:
     return _plain(value)
 
 
-@router.get("/pairs/{pair_id}/review", tags=["review"],
-            summary="What Review shows of a pair: its labels, scores, majority, the decision in force and its revision")
+@router.get(
+    "/pairs/{pair_id}/review",
+    tags=["review"],
+    summary="What Review shows of a pair: its labels, scores, majority, the decision in force and its revision",
+)
 def review_pair(pair_id: int, actor: Actor = Authenticated) -> dict:
     from db.review import review_item
 
@@ -428,15 +621,21 @@ def review_pair(pair_id: int, actor: Actor = Authenticated) -> dict:
 
 
 class Decision(Body):
-    level: Optional[int] = Field(description="The final level, 0-3 (Very different … Same meaning); null withdraws "
-                                             "the decision in force")
+    level: Optional[int] = Field(
+        description="The final level, 0-3 (Very different … Same meaning); null withdraws the decision in force"
+    )
     note: str = ""
-    revision: int = Field(description="The revision your decision follows (the review's `revision`; 0 for none): "
-                                      "another reviewer's decision since is a 409, and nothing is written")
+    revision: int = Field(
+        description="The revision your decision follows (the review's `revision`; 0 for none): "
+        "another reviewer's decision since is a 409, and nothing is written"
+    )
 
 
-@router.put("/pairs/{pair_id}/final", tags=["review"],
-            summary="Set (or withdraw) a pair's final level, as Review does; 409 when someone decided since")
+@router.put(
+    "/pairs/{pair_id}/final",
+    tags=["review"],
+    summary="Set (or withdraw) a pair's final level, as Review does; 409 when someone decided since",
+)
 def decide(pair_id: int, body: Decision, actor: Actor = Authenticated) -> dict:
     from db.review import adjudicate, review_item
 

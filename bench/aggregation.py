@@ -28,6 +28,7 @@ estimated reliability.
 
     python bench/aggregation.py [--pairs 240] [--seeds 3] [--confidence 0.8] [--methods majority,dawid_skene,glad,mace]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,16 +43,17 @@ from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from db import adaptive
-from db import annotators, campaigns as camp, serving
+from db import adaptive, annotators, init_db, serving
+from db import campaigns as camp
 from db.datasets import import_pairs
-from db import init_db
 from db.engine import read_session
 from db.export import pair_aggregation
 from db.models import Pair
 from pluie_core.aggregation import METHODS, aggregate
 
-BIOSSES = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "biosses" / "biosses_pairs_with_annotator_scores.tsv"
+BIOSSES = (
+    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "biosses" / "biosses_pairs_with_annotator_scores.tsv"
+)
 POOL = ["careful"] * 4 + ["biased", "careless", "unsure"]
 
 
@@ -73,15 +75,23 @@ def run_campaign(folder: Path, n_pairs: int, seed: int, adaptive_overlap: bool, 
     truth_levels = rng.integers(4, size=n_pairs)
     url = f"sqlite:///{folder / ('adaptive' if adaptive_overlap else 'fixed')}-{seed}.db"
     engine = init_db(url)
-    frame = pd.DataFrame({"source": [f"Source sentence number {i}." for i in range(n_pairs)],
-                          "hypothesis": [f"Hypothesis sentence {i} here." for i in range(n_pairs)],
-                          "external_id": [str(i) for i in range(n_pairs)]})
+    frame = pd.DataFrame(
+        {
+            "source": [f"Source sentence number {i}." for i in range(n_pairs)],
+            "hypothesis": [f"Hypothesis sentence {i} here." for i in range(n_pairs)],
+            "external_id": [str(i) for i in range(n_pairs)],
+        }
+    )
     import_pairs(engine, "simulated", frame)
     dataset_id = camp.dataset_choices(engine)[0][0]
-    options = dict(overlap=args.least, overlap_max=args.most, confidence=args.confidence) if adaptive_overlap \
+    options = (
+        dict(overlap=args.least, overlap_max=args.most, confidence=args.confidence)
+        if adaptive_overlap
         else dict(overlap=3)
-    cid = camp.create_campaign(engine, "campaign", [dataset_id], quota=n_pairs, n_training=0, seed=seed,
-                              distribution="share", **options)
+    )
+    cid = camp.create_campaign(
+        engine, "campaign", [dataset_id], quota=n_pairs, n_training=0, seed=seed, distribution="share", **options
+    )
     people = {annotators.create_annotator(engine, cid, f"{i}-{kind}")[0]: kind for i, kind in enumerate(POOL)}
     with read_session(engine) as session:
         pair_ids = sorted(session.scalars(select(Pair.id).where(Pair.dataset_id == dataset_id)))
@@ -101,8 +111,15 @@ def run_campaign(folder: Path, n_pairs: int, seed: int, adaptive_overlap: bool, 
             refits += len(adaptive.refit_due(engine))
     seconds = time.perf_counter() - start
     overview = camp.campaign_overview(engine, cid)
-    return {"engine": engine, "campaign_id": cid, "truth": pair_truth, "labels": answers, "refits": refits,
-            "seconds": seconds, "overview": overview}
+    return {
+        "engine": engine,
+        "campaign_id": cid,
+        "truth": pair_truth,
+        "labels": answers,
+        "refits": refits,
+        "seconds": seconds,
+        "overview": overview,
+    }
 
 
 def accuracy(engine, campaign_id: int, truth: dict, method: str) -> float:
@@ -113,8 +130,10 @@ def accuracy(engine, campaign_id: int, truth: dict, method: str) -> float:
 
 
 def simulate(methods: list[str], n_pairs: int, seeds: int, args) -> None:
-    print(f"Through the serving path: {n_pairs} pairs, {len(POOL)} annotators ({', '.join(POOL)}), {seeds} seed(s); "
-          f"adaptive {args.least}-{args.most} at confidence {args.confidence:g}, refit every {args.refit_every} answers")
+    print(
+        f"Through the serving path: {n_pairs} pairs, {len(POOL)} annotators ({', '.join(POOL)}), {seeds} seed(s); "
+        f"adaptive {args.least}-{args.most} at confidence {args.confidence:g}, refit every {args.refit_every} answers"
+    )
     results = {"fixed": [], "adaptive": []}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(seeds):
@@ -123,19 +142,28 @@ def simulate(methods: list[str], n_pairs: int, seeds: int, args) -> None:
                 run["accuracy"] = {m: accuracy(run["engine"], run["campaign_id"], run["truth"], m) for m in methods}
                 run["engine"].dispose()
                 results[kind].append(run)
-                print(f"  seed {seed} {kind:<8}: {run['labels']} labels in {run['seconds']:.1f} s"
-                      + (f", {run['refits']} refits" if kind == "adaptive" else "") + "; accuracy "
-                      + ", ".join(f"{m} {a:.3f}" for m, a in run["accuracy"].items()), flush=True)
+                print(
+                    f"  seed {seed} {kind:<8}: {run['labels']} labels in {run['seconds']:.1f} s"
+                    + (f", {run['refits']} refits" if kind == "adaptive" else "")
+                    + "; accuracy "
+                    + ", ".join(f"{m} {a:.3f}" for m, a in run["accuracy"].items()),
+                    flush=True,
+                )
     f_n = np.mean([r["labels"] for r in results["fixed"]])
     a_n = np.mean([r["labels"] for r in results["adaptive"]])
-    print(f"\n{'method':<12} {'fixed 3: acc':>13} {'labels':>7} {'adaptive: acc':>14} {'labels':>7} "
-          f"{'share':>6}  goal (acc >= fixed, labels <= 80%)")
+    print(
+        f"\n{'method':<12} {'fixed 3: acc':>13} {'labels':>7} {'adaptive: acc':>14} {'labels':>7} "
+        f"{'share':>6}  goal (acc >= fixed, labels <= 80%)"
+    )
     for method in methods:
         f_acc = np.mean([r["accuracy"][method] for r in results["fixed"]])
         a_acc = np.mean([r["accuracy"][method] for r in results["adaptive"]])
         met = a_acc >= f_acc and a_n <= 0.8 * f_n
-        print(f"{method:<12} {f_acc:>13.3f} {f_n:>7.0f} {a_acc:>14.3f} {a_n:>7.0f} {a_n / f_n:>6.0%}  "
-              f"{'met' if met else 'not met'}", flush=True)
+        print(
+            f"{method:<12} {f_acc:>13.3f} {f_n:>7.0f} {a_acc:>14.3f} {a_n:>7.0f} {a_n / f_n:>6.0%}  "
+            f"{'met' if met else 'not met'}",
+            flush=True,
+        )
 
 
 def biosses(methods: list[str]) -> None:
@@ -143,6 +171,7 @@ def biosses(methods: list[str]) -> None:
         print(f"BIOSSES not found at {BIOSSES}; skipped.")
         return
     from pluie_core.formats.corpora import read_biosses
+
     table = read_biosses(BIOSSES.read_text()).table
     columns = [c for c in table.columns if c.startswith("annotator:")]
     scores = table[columns].set_axis(range(len(table)), axis=0)
@@ -150,15 +179,20 @@ def biosses(methods: list[str]) -> None:
     long["level"] = np.round(long["score"].astype(float) * 3 / 4).astype(int)
     long["annotator"] = long["annotator"].str.replace("annotator:", "", regex=False)
     gold = (table["label"].astype(float).set_axis(range(len(table))) >= 2).astype(int)
-    print(f"\nBIOSSES: {len(table)} pairs x {len(columns)} annotators; binary labels against the gold mean score (>= 2)")
+    print(
+        f"\nBIOSSES: {len(table)} pairs x {len(columns)} annotators; binary labels against the gold mean score (>= 2)"
+    )
     for method in methods:
         result = aggregate(long, method, "binary")
         label = result.pairs["label"].reindex(gold.index)
         agree = float((label.fillna(-1).astype(int) == gold).mean())
         unsure = float(result.pairs["uncertainty"].mean())
         rel = result.annotators["reliability"].sort_index()
-        print(f"{method:<12} agreement {agree:.3f}  mean uncertainty {unsure:.3f}  reliability "
-              + ", ".join(f"{k} {v:.2f}" for k, v in rel.items()), flush=True)
+        print(
+            f"{method:<12} agreement {agree:.3f}  mean uncertainty {unsure:.3f}  reliability "
+            + ", ".join(f"{k} {v:.2f}" for k, v in rel.items()),
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -168,8 +202,12 @@ def main() -> None:
     parser.add_argument("--least", type=int, default=2)
     parser.add_argument("--most", type=int, default=5)
     parser.add_argument("--confidence", type=float, default=0.8)
-    parser.add_argument("--refit-every", type=int, default=5,
-                        help="answers between two refits of the model (0: never, the vote share decides throughout)")
+    parser.add_argument(
+        "--refit-every",
+        type=int,
+        default=5,
+        help="answers between two refits of the model (0: never, the vote share decides throughout)",
+    )
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--no-biosses", action="store_true")
     args = parser.parse_args()

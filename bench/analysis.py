@@ -8,6 +8,7 @@ add_score_run for labels and scores); an existing --db file is reused. Each page
 --repeat times (3); prints the median, first and best wall time and the median CPU time per page,
 and fails (exit 1) when a median wall time is over --limit seconds (2 by default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,19 +23,20 @@ import pandas as pd
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from db import analysis, evaluation, init_db
-from pluie_core import analysis as core
+from db import analysis, evaluation, evaluation_reads, init_db
 from db.datasets import import_pairs
+from db.preferences import add_preferences
+from pluie_core import analysis as core
 from pluie_core import stats
 from pluie_core.evaluation import paraphrasus
-from pluie_core.labels import ENGLISH_LEVELS
-from db import evaluation_reads
-from db.preferences import add_preferences
 from pluie_core.evaluation.correlation import compare_correlations, correlate, system_level, system_means
 from pluie_core.evaluation.preference import agreement_table
+from pluie_core.labels import ENGLISH_LEVELS
 
-WORDS = ("the a cat dog sat on mat ran quickly slowly house river city old new big small red blue green "
-         "man woman child bought sold saw found lost near far under over with without today yesterday").split()
+WORDS = (
+    "the a cat dog sat on mat ran quickly slowly house river city old new big small red blue green "
+    "man woman child bought sold saw found lost near far under over with without today yesterday"
+).split()
 
 
 def synthetic_pairs(n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -81,8 +83,10 @@ def build(db_url: str, n_pairs: int, n_labels: int, n_annotators: int, seed: int
     clipped = similarity.clip(0.01, 0.99)
     analysis.add_score_run(engine, "bench levenshtein", 1 - similarity, higher_is_similar=False)
     analysis.add_score_run(engine, "bench PLUIE stand-in", np.log(clipped / (1 - clipped)), kind="pluie")
-    print(f"built the store in {time.perf_counter() - t:.1f} s "
-          f"({len(frame):,} pairs, {n_written:,} labels by {n_annotators} annotators, 2 score runs)")
+    print(
+        f"built the store in {time.perf_counter() - t:.1f} s "
+        f"({len(frame):,} pairs, {n_written:,} labels by {n_annotators} annotators, 2 score runs)"
+    )
     return engine
 
 
@@ -96,8 +100,9 @@ def ensure_preferences(engine, seed: int = 1) -> None:
     for dataset_id, group in pairs.groupby("dataset_id"):
         ids = group.index.to_numpy()[: len(group) // 2 * 2]
         preferred = rng.choice(["A", "B", "tie"], len(ids) // 2, p=[0.425, 0.425, 0.15])
-        add_preferences(engine, dataset_id, pd.DataFrame({"pair_a_id": ids[0::2], "pair_b_id": ids[1::2],
-                                                          "preferred": preferred}))
+        add_preferences(
+            engine, dataset_id, pd.DataFrame({"pair_a_id": ids[0::2], "pair_b_id": ids[1::2], "preferred": preferred})
+        )
 
 
 def correlation(engine, choices, dataset_ids, runs, reference="gold", level="segment"):
@@ -118,8 +123,9 @@ def correlation(engine, choices, dataset_ids, runs, reference="gold", level="seg
         systems = evaluation_reads.meta_column(engine, "system", dataset_ids)
         system_level(data[names], data["reference"], systems, n_boot=1000)
         means = system_means(oriented, data["reference"], systems)
-        compare_correlations(means[names[0]], means[names[1]], means["reference"], "pearson", n_boot=1000,
-                             max_resample=len(means))
+        compare_correlations(
+            means[names[0]], means[names[1]], means["reference"], "pearson", n_boot=1000, max_resample=len(means)
+        )
 
 
 def preferences(engine, choices, dataset_ids, runs):
@@ -165,8 +171,14 @@ def thresholds(engine, choices, dataset_ids, runs, reference="gold"):
     for _, group in kept.groupby("dataset"):
         stats.best_threshold(group[score], group["reference"])
     draw = data.dropna(subset=[*runs["name"], "reference"])
-    stats.mixed_balanced_draw(draw, list(runs["name"]), label_col="reference", n_draws=100, per_class=45,
-                              thresholds={runs["name"].iloc[0]: 0.0})
+    stats.mixed_balanced_draw(
+        draw,
+        list(runs["name"]),
+        label_col="reference",
+        n_draws=100,
+        per_class=45,
+        thresholds={runs["name"].iloc[0]: 0.0},
+    )
 
 
 def distributions(engine, choices, dataset_ids, runs):
@@ -197,8 +209,11 @@ def scorecard(engine, choices, dataset_ids, runs):
     classify = members.loc[members["challenge"] == "Classify!", "name"].tolist()
     for _, run in runs.iterrows():
         higher = bool(run["higher_is_similar"])
-        rule = paraphrasus.DecisionRule(0.0, higher, "natural") if run["kind"] == "pluie" else \
-            paraphrasus.calibrate(frame, run["name"], classify, higher_is_similar=higher)
+        rule = (
+            paraphrasus.DecisionRule(0.0, higher, "natural")
+            if run["kind"] == "pluie"
+            else paraphrasus.calibrate(frame, run["name"], classify, higher_is_similar=higher)
+        )
         paraphrasus.scorecard(frame, run["name"], rule, language_col="language").table2(run["name"])
 
 
@@ -225,16 +240,19 @@ def main(argv=None) -> int:
     has_systems = "system" in evaluation_reads.meta_keys(engine, dataset_ids[:1], sample=5)
     if not has_systems:
         print(f"{args.db} was built before pairs carried a system column: delete it to time the system level too")
-    for name, page, extra in (("agreement (five levels)", agreement, {}),
-                              ("agreement (binarised)", agreement, {"view": "binarised"}),
-                              ("thresholds (gold)", thresholds, {}),
-                              ("thresholds (majority)", thresholds, {"reference": "majority"}),
-                              ("distributions", distributions, {}), ("disagreements", disagreements, {}),
-                              ("scorecard", scorecard, {}),
-                              ("correlation (gold)", correlation, {}),
-                              ("correlation (mean level)", correlation, {"reference": "levels"}),
-                              ("correlation (system)", correlation, {"level": "system"}),
-                              ("preferences", preferences, {})):
+    for name, page, extra in (
+        ("agreement (five levels)", agreement, {}),
+        ("agreement (binarised)", agreement, {"view": "binarised"}),
+        ("thresholds (gold)", thresholds, {}),
+        ("thresholds (majority)", thresholds, {"reference": "majority"}),
+        ("distributions", distributions, {}),
+        ("disagreements", disagreements, {}),
+        ("scorecard", scorecard, {}),
+        ("correlation (gold)", correlation, {}),
+        ("correlation (mean level)", correlation, {"reference": "levels"}),
+        ("correlation (system)", correlation, {"level": "system"}),
+        ("preferences", preferences, {}),
+    ):
         if args.only and not any(word.strip() and word.strip() in name for word in args.only.split(",")):
             continue
         if extra.get("level") == "system" and not has_systems:
@@ -247,8 +265,10 @@ def main(argv=None) -> int:
             cpu.append(time.process_time() - c)
         median = float(np.median(times))
         slow += [name] if median > args.limit else []
-        print(f"{name:24s} wall: median {median:5.2f} s, first {times[0]:5.2f} s, best {min(times):5.2f} s"
-              f"   cpu: median {float(np.median(cpu)):5.2f} s")
+        print(
+            f"{name:24s} wall: median {median:5.2f} s, first {times[0]:5.2f} s, best {min(times):5.2f} s"
+            f"   cpu: median {float(np.median(cpu)):5.2f} s"
+        )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"load average {load:.1f} on {os.cpu_count()} cores: wall times stretch when other work shares them")
     if slow:

@@ -32,6 +32,7 @@ Without --db a temporary SQLite file is used; with --db (e.g. a PostgreSQL URL f
 scripts/start_test_postgres.sh PORT DIR) the campaign is added to that store. Exit status 1 when the
 bar (0 lost, 0 duplicated, 0 locked, 0 other errors) is not met.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,8 @@ import multiprocessing as mp
 import queue
 import random
 import sys
-import threading
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -52,14 +53,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import func, select
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, init_db, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.datasets import import_pairs
-from db import init_db
 from db.engine import StoreUnavailable, make_engine, read_session
 from db.models import Assignment, Campaign, CampaignPair, Label
 from pluie_core.aggregation import pair_posterior, wants_another
-
 
 GOLD_PAIRS = 200
 READY_TIMEOUT = 300.0  # seconds every annotator process has to start and connect before the others go on alone
@@ -67,8 +67,15 @@ REPORT_GRACE = 120.0  # seconds past the labelling time a process has to report 
 CHECK_TIMEOUT = 600.0  # seconds the store has to be read back at the end (a server that stopped answering)
 OUTAGE_PAUSE = 0.2  # seconds an annotator waits after finding the store gone, before trying again
 # PostgreSQL: no store call waits for ever on a server that went away (libpq's own defaults wait as long as TCP does)
-POSTGRES_BOUNDS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
-                   "keepalives_count": "3", "tcp_user_timeout": "10000", "options": "-c statement_timeout=60000"}
+POSTGRES_BOUNDS = {
+    "connect_timeout": "5",
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "10000",
+    "options": "-c statement_timeout=60000",
+}
 
 
 def bounded(url: str) -> str:
@@ -88,30 +95,51 @@ def store_gone(exc: Exception) -> bool:
     return isinstance(exc, StoreUnavailable) and exc.transient and not exc.busy
 
 
-def build_campaign(url: str, n_annotators: int, n_pairs: int, overlap: int, gold_rate: float,
-                   quota: int = 1000, overlap_max: int | None = None,
-                   confidence: float = camp.ADAPTIVE_CONFIDENCE) -> tuple[int, list[int]]:
+def build_campaign(
+    url: str,
+    n_annotators: int,
+    n_pairs: int,
+    overlap: int,
+    gold_rate: float,
+    quota: int = 1000,
+    overlap_max: int | None = None,
+    confidence: float = camp.ADAPTIVE_CONFIDENCE,
+) -> tuple[int, list[int]]:
     engine = init_db(url)
     tag = uuid.uuid4().hex[:8]
     rng = np.random.default_rng(0)
     words = np.array("the a cat dog water milk house river small big red drinks sees runs near old new".split())
-    texts = [(" ".join(rng.choice(words, 8)) + f" {i}.", " ".join(rng.choice(words, 8)) + f" {i}!") for i in range(n_pairs)]
+    texts = [
+        (" ".join(rng.choice(words, 8)) + f" {i}.", " ".join(rng.choice(words, 8)) + f" {i}!") for i in range(n_pairs)
+    ]
     import_pairs(engine, f"load {tag}", pd.DataFrame(texts, columns=["source", "hypothesis"]))
-    checks = pd.DataFrame([(f"Check {i}: the cat drinks water.", f"Check {i}: the cat drinks milk.")
-                           for i in range(GOLD_PAIRS)], columns=["source", "hypothesis"])
+    checks = pd.DataFrame(
+        [(f"Check {i}: the cat drinks water.", f"Check {i}: the cat drinks milk.") for i in range(GOLD_PAIRS)],
+        columns=["source", "hypothesis"],
+    )
     checks["label"] = [i % 2 for i in range(GOLD_PAIRS)]
     import_pairs(engine, f"load checks {tag}", checks, label_kind="binary")
     datasets = {name: i for i, name, _ in camp.dataset_choices(engine)}
     # the checks are pairs of the campaign's own datasets (a campaign's gold checks come from them); marked
     # gold, they leave its queue
-    campaign_id = camp.create_campaign(engine, f"load {tag}", [datasets[f"load {tag}"], datasets[f"load checks {tag}"]],
-                                      quota=quota,
-                                      overlap=overlap, n_training=5, seed=1, overlap_max=overlap_max,
-                                      confidence=confidence)
-    qual.set_quality_settings(engine, campaign_id, gold_rate=gold_rate, gold_min_accuracy=0.7,
-                              fast_fraction=1 / 3, streak_length=10)
+    campaign_id = camp.create_campaign(
+        engine,
+        f"load {tag}",
+        [datasets[f"load {tag}"], datasets[f"load checks {tag}"]],
+        quota=quota,
+        overlap=overlap,
+        n_training=5,
+        seed=1,
+        overlap_max=overlap_max,
+        confidence=confidence,
+    )
+    qual.set_quality_settings(
+        engine, campaign_id, gold_rate=gold_rate, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10
+    )
     qual.gold_from_dataset(engine, campaign_id, datasets[f"load checks {tag}"])
-    people = [a for a, _, _ in annotators.create_annotators(engine, campaign_id, [f"load{i}" for i in range(n_annotators)])]
+    people = [
+        a for a, _, _ in annotators.create_annotators(engine, campaign_id, [f"load{i}" for i in range(n_annotators)])
+    ]
     for a in people:
         annotators.set_annotator_profile(engine, a, f"Load {a}", "good")
     engine.dispose()
@@ -123,9 +151,21 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
     call is inside the error handling, and the result is reported whatever happens."""
     rng = random.Random(seed)
     expected: dict[int, int] = {}  # pair -> last acknowledged level
-    result = {"annotator": annotator_id, "sent": 0, "changes": 0, "locked": 0, "stale": 0, "errors": 0,
-              "unreachable": 0, "outage": [], "first_error": "", "serve": [], "store": [], "expected": expected,
-              "began": time.time()}
+    result = {
+        "annotator": annotator_id,
+        "sent": 0,
+        "changes": 0,
+        "locked": 0,
+        "stale": 0,
+        "errors": 0,
+        "unreachable": 0,
+        "outage": [],
+        "first_error": "",
+        "serve": [],
+        "store": [],
+        "expected": expected,
+        "began": time.time(),
+    }
 
     def failed(exc: Exception) -> None:
         if store_gone(exc):  # an outage: counted apart, and a short pause before the next try
@@ -165,8 +205,17 @@ def annotator(url: str, annotator_id: int, seconds: float, think: float, back: f
         out.put(result)
 
 
-def label(engine, annotator_id: int, seconds: float, think: float, back: float, rng: random.Random, result: dict,
-          expected: dict, failed) -> None:
+def label(
+    engine,
+    annotator_id: int,
+    seconds: float,
+    think: float,
+    back: float,
+    rng: random.Random,
+    result: dict,
+    expected: dict,
+    failed,
+) -> None:
     """The labelling loop of one person, until the time is up or their queue is done."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -213,45 +262,83 @@ def label(engine, annotator_id: int, seconds: float, think: float, back: float, 
 def check_store(url: str, campaign_id: int, results: list[dict]) -> dict:
     engine = make_engine(url)
     with read_session(engine) as session:
-        stored = {(a, p): level for a, p, level in session.execute(
-            select(Label.annotator_id, Label.pair_id, Label.level).where(Label.campaign_id == campaign_id))}
-        served_twice = session.scalar(select(func.count()).select_from(
-            select(Assignment.annotator_id, Assignment.pair_id).where(Assignment.campaign_id == campaign_id)
-            .group_by(Assignment.annotator_id, Assignment.pair_id).having(func.count() > 1).subquery()))
+        stored = {
+            (a, p): level
+            for a, p, level in session.execute(
+                select(Label.annotator_id, Label.pair_id, Label.level).where(Label.campaign_id == campaign_id)
+            )
+        }
+        served_twice = session.scalar(
+            select(func.count()).select_from(
+                select(Assignment.annotator_id, Assignment.pair_id)
+                .where(Assignment.campaign_id == campaign_id)
+                .group_by(Assignment.annotator_id, Assignment.pair_id)
+                .having(func.count() > 1)
+                .subquery()
+            )
+        )
         campaign = camp.get_campaign(engine, campaign_id)
         # a fixed overlap is the campaign's; an adaptive one each pair's own (n_wanted), never over the most
         wanted = func.coalesce(CampaignPair.n_wanted, campaign.overlap)
-        over_filled = session.scalar(select(func.count()).select_from(
-            select(Assignment.pair_id).join(CampaignPair, (CampaignPair.campaign_id == Assignment.campaign_id)
-                                            & (CampaignPair.pair_id == Assignment.pair_id))
-            .where(Assignment.campaign_id == campaign_id).group_by(Assignment.pair_id, wanted)
-            .having((func.count() > wanted) | (func.count() > (campaign.overlap_max or campaign.overlap)))
-            .subquery()))
+        over_filled = session.scalar(
+            select(func.count()).select_from(
+                select(Assignment.pair_id)
+                .join(
+                    CampaignPair,
+                    (CampaignPair.campaign_id == Assignment.campaign_id) & (CampaignPair.pair_id == Assignment.pair_id),
+                )
+                .where(Assignment.campaign_id == campaign_id)
+                .group_by(Assignment.pair_id, wanted)
+                .having((func.count() > wanted) | (func.count() > (campaign.overlap_max or campaign.overlap)))
+                .subquery()
+            )
+        )
         stuck, raised = 0, 0
         if campaign.overlap_max is not None:  # no pair left unconfident below the most with all its answers in
             levels: dict[int, list] = {}
             who: dict[int, list] = {}
-            for pair_id, aid, level in session.execute(select(Label.pair_id, Label.annotator_id, Label.level).where(
-                    Label.campaign_id == campaign_id, Label.is_training.is_(False))):
+            for pair_id, aid, level in session.execute(
+                select(Label.pair_id, Label.annotator_id, Label.level).where(
+                    Label.campaign_id == campaign_id, Label.is_training.is_(False)
+                )
+            ):
                 levels.setdefault(pair_id, []).append(level)
                 who.setdefault(pair_id, []).append(aid)
             # the posterior the answers were decided by: the campaign's model once fitted (db.adaptive), else the vote share
             fit = session.scalar(select(Campaign.adaptive_fit).where(Campaign.id == campaign_id))
-            for pair_id, n_wanted in session.execute(select(CampaignPair.pair_id, CampaignPair.n_wanted).where(
-                    CampaignPair.campaign_id == campaign_id)):
+            for pair_id, n_wanted in session.execute(
+                select(CampaignPair.pair_id, CampaignPair.n_wanted).where(CampaignPair.campaign_id == campaign_id)
+            ):
                 answers = levels.get(pair_id, [])
-                stuck += wants_another(answers, n_wanted, campaign.overlap_max, campaign.confidence,
-                                       least=campaign.overlap, posterior=pair_posterior(who.get(pair_id, []), answers, fit))
+                stuck += wants_another(
+                    answers,
+                    n_wanted,
+                    campaign.overlap_max,
+                    campaign.confidence,
+                    least=campaign.overlap,
+                    posterior=pair_posterior(who.get(pair_id, []), answers, fit),
+                )
                 raised += n_wanted > campaign.overlap
-        checks = session.scalar(select(func.count()).select_from(Assignment).where(
-            Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True)))
+        checks = session.scalar(
+            select(func.count())
+            .select_from(Assignment)
+            .where(Assignment.campaign_id == campaign_id, Assignment.is_gold.is_(True))
+        )
     engine.dispose()
     expected = {(r["annotator"], p): level for r in results for p, level in r["expected"].items()}
     lost = sum(1 for key, level in expected.items() if stored.get(key) != level)
     unacknowledged = sum(1 for key in stored if key not in expected)
-    return {"stored": len(stored), "lost": lost, "duplicated": unacknowledged + served_twice + over_filled,
-            "unacknowledged": unacknowledged, "served twice": served_twice, "over overlap": over_filled,
-            "gold checks": checks, "stuck": stuck, "given more annotators": raised}
+    return {
+        "stored": len(stored),
+        "lost": lost,
+        "duplicated": unacknowledged + served_twice + over_filled,
+        "unacknowledged": unacknowledged,
+        "served twice": served_twice,
+        "over overlap": over_filled,
+        "gold checks": checks,
+        "stuck": stuck,
+        "given more annotators": raised,
+    }
 
 
 def percentiles(values: list[float]) -> str:
@@ -267,6 +354,7 @@ def refitter(url: str, stop, interval: float, out) -> None:
 
     from db import adaptive
     from db.engine import make_engine
+
     os.nice(10)  # as the app's worker runs (scripts/serve.py: --nice 10), below the annotators' server
     engine = make_engine(url)
     refits, failures = 0, 0
@@ -329,33 +417,62 @@ def main(argv=None) -> int:
     parser.add_argument("--overlap", type=int, default=2)
     parser.add_argument("--quota", type=int, default=1000, help="pairs per annotator (more than a run reaches)")
     parser.add_argument("--gold-rate", type=float, default=0.1)
-    parser.add_argument("--overlap-max", type=int, default=None,
-                        help="adaptive overlap: --overlap annotators per pair, then more up to this many")
-    parser.add_argument("--confidence", type=float, default=camp.ADAPTIVE_CONFIDENCE,
-                        help="adaptive overlap: the posterior a pair's binarised label needs to stop")
-    parser.add_argument("--refit-seconds", type=float, default=2.0,
-                        help="adaptive overlap: how often its model is refitted while they label (0: never)")
+    parser.add_argument(
+        "--overlap-max",
+        type=int,
+        default=None,
+        help="adaptive overlap: --overlap annotators per pair, then more up to this many",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=camp.ADAPTIVE_CONFIDENCE,
+        help="adaptive overlap: the posterior a pair's binarised label needs to stop",
+    )
+    parser.add_argument(
+        "--refit-seconds",
+        type=float,
+        default=2.0,
+        help="adaptive overlap: how often its model is refitted while they label (0: never)",
+    )
     parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
-    parser.add_argument("--grace", type=float, default=REPORT_GRACE,
-                        help="seconds past the labelling time an annotator process has to report (default 120)")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=REPORT_GRACE,
+        help="seconds past the labelling time an annotator process has to report (default 120)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         url = bounded(args.db or f"sqlite:///{Path(tmp) / 'load.db'}")
         try:
-            campaign_id, people = build_campaign(url, args.annotators, args.pairs, args.overlap, args.gold_rate,
-                                                  args.quota, args.overlap_max, args.confidence)
+            campaign_id, people = build_campaign(
+                url,
+                args.annotators,
+                args.pairs,
+                args.overlap,
+                args.gold_rate,
+                args.quota,
+                args.overlap_max,
+                args.confidence,
+            )
         except Exception as exc:  # noqa: BLE001 - one line, not a traceback: nothing was measured yet
             print(f"The campaign could not be set up in the store, so nothing was measured: {first_line(exc)}")
             return 1
         context = mp.get_context("spawn")
         out = context.Queue()
         ready = context.Barrier(len(people))
-        processes = {a: context.Process(target=annotator, args=(url, a, args.seconds, args.think, args.back, i, out, ready))
-                     for i, a in enumerate(people)}
+        processes = {
+            a: context.Process(target=annotator, args=(url, a, args.seconds, args.think, args.back, i, out, ready))
+            for i, a in enumerate(people)
+        }
         refits = {"refits": 0, "failures": 0}
         stop, refit_out = context.Event(), context.Queue()
-        background = (context.Process(target=refitter, args=(url, stop, args.refit_seconds, refit_out))
-                      if args.overlap_max is not None and args.refit_seconds > 0 else None)
+        background = (
+            context.Process(target=refitter, args=(url, stop, args.refit_seconds, refit_out))
+            if args.overlap_max is not None and args.refit_seconds > 0
+            else None
+        )
         started = time.monotonic()
         if background is not None:
             background.start()
@@ -375,6 +492,7 @@ def main(argv=None) -> int:
             # the fit of the last answers, as the worker makes it within seconds: a pair its answers left
             # unconfident asks for one more annotator then (else it would count as stuck)
             from db import adaptive
+
             last = make_engine(url)
             try:
                 within(CHECK_TIMEOUT, adaptive.refit_campaign, last, campaign_id)
@@ -388,39 +506,54 @@ def main(argv=None) -> int:
             figures = within(CHECK_TIMEOUT, check_store, url, campaign_id, results)
         except Exception as exc:  # noqa: BLE001 - the store gone at the end: said, with what was measured
             figures = None
-            problems.append(f"the store could not be read back ({first_line(exc)}), so lost and duplicated "
-                            "answers were not checked")
+            problems.append(
+                f"the store could not be read back ({first_line(exc)}), so lost and duplicated answers were not checked"
+            )
     sent = sum(r["sent"] for r in results)
     locked = sum(r["locked"] for r in results)
     errors = sum(r["errors"] for r in results)
     stale = sum(r["stale"] for r in results)
     unreachable = sum(r["unreachable"] for r in results)
     store = "SQLite" if url.startswith("sqlite") else url.split(":", 1)[0]
-    print(f"{store}: {len(people)} annotators for {args.seconds:g} s (think {args.think:g} s, back {args.back:.0%}), "
-          f"{elapsed:.1f} s wall, {labelling:.1f} s labelling")
+    print(
+        f"{store}: {len(people)} annotators for {args.seconds:g} s (think {args.think:g} s, back {args.back:.0%}), "
+        f"{elapsed:.1f} s wall, {labelling:.1f} s labelling"
+    )
     if died or hung:
-        print(f"{died} annotator processes ended without reporting, {hung} still running at the deadline "
-              "(stopped): their answers count as unacknowledged")
+        print(
+            f"{died} annotator processes ended without reporting, {hung} still running at the deadline "
+            "(stopped): their answers count as unacknowledged"
+        )
     if figures is not None:
-        print(f"labels stored {figures['stored']:,} · answers sent {sent:,} (+{sum(r['changes'] for r in results):,} "
-              f"changes through Back; {figures['gold checks']:,} gold checks served) · "
-              + (f"{figures['stored'] / labelling:.1f} labels/s" if labelling > 0 else "no labelling time"))
-        print(f"lost {figures['lost']} · duplicated {figures['duplicated']} (unacknowledged {figures['unacknowledged']}, "
-              f"served twice {figures['served twice']}, over overlap {figures['over overlap']}) · "
-              f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
+        print(
+            f"labels stored {figures['stored']:,} · answers sent {sent:,} (+{sum(r['changes'] for r in results):,} "
+            f"changes through Back; {figures['gold checks']:,} gold checks served) · "
+            + (f"{figures['stored'] / labelling:.1f} labels/s" if labelling > 0 else "no labelling time")
+        )
+        print(
+            f"lost {figures['lost']} · duplicated {figures['duplicated']} (unacknowledged {figures['unacknowledged']}, "
+            f"served twice {figures['served twice']}, over overlap {figures['over overlap']}) · "
+            f"database is locked {locked} · stale refusals {stale} · other errors {errors}"
+        )
     else:
-        print(f"answers sent {sent:,} (+{sum(r['changes'] for r in results):,} changes through Back) · "
-              f"database is locked {locked} · stale refusals {stale} · other errors {errors}")
+        print(
+            f"answers sent {sent:,} (+{sum(r['changes'] for r in results):,} changes through Back) · "
+            f"database is locked {locked} · stale refusals {stale} · other errors {errors}"
+        )
     windows = [r["outage"] for r in results if r["outage"]]
     if unreachable:
-        print(f"store unreachable {unreachable:,} times, from the first such error to the last "
-              f"{max(w[1] for w in windows) - min(w[0] for w in windows):.1f} s (answers refused meanwhile, "
-              "not lost)")
+        print(
+            f"store unreachable {unreachable:,} times, from the first such error to the last "
+            f"{max(w[1] for w in windows) - min(w[0] for w in windows):.1f} s (answers refused meanwhile, "
+            "not lost)"
+        )
     if args.overlap_max is not None and figures is not None:
-        print(f"adaptive overlap {args.overlap}-{args.overlap_max} at {args.confidence:.0%}: "
-              f"{figures['given more annotators']:,} pairs given more annotators · left unconfident with "
-              f"every answer in (stuck) {figures['stuck']} · model refitted {refits['refits']} times in the background "
-              f"({refits['failures']} refits failed)")
+        print(
+            f"adaptive overlap {args.overlap}-{args.overlap_max} at {args.confidence:.0%}: "
+            f"{figures['given more annotators']:,} pairs given more annotators · left unconfident with "
+            f"every answer in (stuck) {figures['stuck']} · model refitted {refits['refits']} times in the background "
+            f"({refits['failures']} refits failed)"
+        )
     for problem in problems:
         print(f"not checked: {problem}")
     first = next((r["first_error"] for r in results if r["first_error"]), "")
@@ -428,9 +561,13 @@ def main(argv=None) -> int:
         print(f"first other error: {first}")
     print(f"serving  {percentiles([t for r in results for t in r['serve']])}")
     print(f"storing  {percentiles([t for r in results for t in r['store']])}")
-    ok = (figures is not None and not problems and died == hung == 0
-          and figures["lost"] == figures["duplicated"] == locked == errors == stale == figures["stuck"] == 0
-          and figures["stored"] == sent)
+    ok = (
+        figures is not None
+        and not problems
+        and died == hung == 0
+        and figures["lost"] == figures["duplicated"] == locked == errors == stale == figures["stuck"] == 0
+        and figures["stored"] == sent
+    )
     print("bar met: 0 lost, 0 duplicated, 0 locked" if ok else "BAR NOT MET")
     return 0 if ok else 1
 

@@ -13,6 +13,7 @@ personal token: `Lab.import_pairs` (the rows as JSON, `POST /api/v1/datasets`) a
 time over the library's (1.00: the API costs nothing over a script on the server). The two stores are checked to
 hold the same pairs and labels, and the two CSVs the same rows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,15 +37,17 @@ def pairs_frame(n: int) -> pd.DataFrame:
     with open(path, encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
     take = [rows[i % len(rows)] for i in range(n)]
-    return pd.DataFrame({
-        "id": [f"p{i}" for i in range(n)],
-        "source": [f"{r[3]} ({i})" for i, r in enumerate(take)],
-        "hypothesis": [r[4] for r in take],
-        "label": [int(r[0]) for r in take],
-        "annotator:ann": [i % 4 for i in range(n)],
-        "annotator:bob": [(i // 3) % 4 for i in range(n)],
-        "annotator:cy": [(i * 7) % 5 if (i * 7) % 5 != 4 else 3 for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "id": [f"p{i}" for i in range(n)],
+            "source": [f"{r[3]} ({i})" for i, r in enumerate(take)],
+            "hypothesis": [r[4] for r in take],
+            "label": [int(r[0]) for r in take],
+            "annotator:ann": [i % 4 for i in range(n)],
+            "annotator:bob": [(i // 3) % 4 for i in range(n)],
+            "annotator:cy": [(i * 7) % 5 if (i * 7) % 5 != 4 else 3 for i in range(n)],
+        }
+    )
 
 
 def fresh_store(path: Path):
@@ -91,9 +94,9 @@ def main(argv=None) -> int:
     from bench.api_export import token_for
     from db import access
     from db.datasets import import_pair_chunks, import_pairs
+    from lab.roles import OPEN
     from pluie_core.client import Lab
     from pluie_core.io import read_pair_chunks
-    from lab.roles import OPEN
     from tests.browser import start_app, stop_app
 
     # the library, as a script on the server calls it: import_pairs on the frame; and the API's own path, the rows
@@ -104,14 +107,18 @@ def main(argv=None) -> int:
         import_pairs(library, "bench", frame.rename(columns={"id": "external_id"}), annotator_scale="levels")
     lib_in = time.perf_counter() - t
     chunked = fresh_store(directory / "chunked.db")
-    jsonl = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in
-                    frame.astype(object).where(frame.notna(), None).to_dict(orient="records")).encode("utf-8")
+    jsonl = "".join(
+        json.dumps(row, ensure_ascii=False) + "\n"
+        for row in frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    ).encode("utf-8")
     t = time.perf_counter()
     buffer = io.BytesIO(jsonl)
     buffer.name = "rows.jsonl"
     chunks = read_pair_chunks(buffer, format="jsonl")
     with access.acting_as(OPEN):
-        import_pair_chunks(chunked, "bench", chunks, annotator_scale="levels", total=chunks.n_rows, file_name="rows.jsonl")
+        import_pair_chunks(
+            chunked, "bench", chunks, annotator_scale="levels", total=chunks.n_rows, file_name="rows.jsonl"
+        )
     chunked_in = time.perf_counter() - t
     chunked.dispose()
     lib_out = []
@@ -129,9 +136,15 @@ def main(argv=None) -> int:
     try:
         lab = Lab(server.url, token, timeout=600)
         t = time.perf_counter()
-        lab._json("POST", "/datasets", json={
-            "name": "bench", "annotator_scale": "levels",
-            "rows": frame.astype(object).where(frame.notna(), None).to_dict(orient="records")})
+        lab._json(
+            "POST",
+            "/datasets",
+            json={
+                "name": "bench",
+                "annotator_scale": "levels",
+                "rows": frame.astype(object).where(frame.notna(), None).to_dict(orient="records"),
+            },
+        )
         api_in = time.perf_counter() - t
         api_out = []
         for _ in range(2):
@@ -150,8 +163,10 @@ def main(argv=None) -> int:
     from db import init_db
 
     api_engine = init_db(f"sqlite:///{api_db}")
-    assert store_counts(api_engine) == store_counts(library) == (n, 3 * n), (store_counts(api_engine),
-                                                                             store_counts(library))
+    assert store_counts(api_engine) == store_counts(library) == (n, 3 * n), (
+        store_counts(api_engine),
+        store_counts(library),
+    )
     lib_rows = pd.read_csv(io.BytesIO(lib_csv)).drop(columns=["pair_id"])
     api_rows = pd.read_csv(io.BytesIO(api_csv)).drop(columns=["pair_id"])
     assert lib_rows.equals(api_rows), "the two exports differ"
@@ -161,14 +176,22 @@ def main(argv=None) -> int:
     print(f"{'':52} {'seconds':>8} {'pairs/s':>9} {'API / library':>14}")
     print(f"{'pairs in:  library import_pairs':52} {lib_in:8.1f} {n / lib_in:9,.0f}")
     print(f"{'pairs in:  library, the API path (chunks)':52} {chunked_in:8.1f} {n / chunked_in:9,.0f}")
-    print(f"{'pairs in:  API POST /datasets (Lab, JSON)':52} {api_in:8.1f} {n / api_in:9,.0f} {api_in / lib_in:14.2f}"
-          f"   ({api_in / chunked_in:.2f} against the same path)")
+    print(
+        f"{'pairs in:  API POST /datasets (Lab, JSON)':52} {api_in:8.1f} {n / api_in:9,.0f} {api_in / lib_in:14.2f}"
+        f"   ({api_in / chunked_in:.2f} against the same path)"
+    )
     print(f"{'labels out: library export_chunks -> CSV (best of 2)':52} {lib_out:8.1f} {n / lib_out:9,.0f}")
-    print(f"{'labels out: API GET /export CSV (best of 2)':52} {api_out:8.1f} {n / api_out:9,.0f} {api_out / lib_out:14.2f}")
-    print(f"{'labels out: API Parquet -> pandas (Lab.export)':52} {api_parquet:8.1f} {n / api_parquet:9,.0f} "
-          f"{api_parquet / lib_out:14.2f}")
-    print(f"the two stores hold the same {n:,} pairs and {3 * n:,} labels; the two CSVs have the same rows "
-          f"({len(lib_csv) / 2**20:.0f} MiB)")
+    print(
+        f"{'labels out: API GET /export CSV (best of 2)':52} {api_out:8.1f} {n / api_out:9,.0f} {api_out / lib_out:14.2f}"
+    )
+    print(
+        f"{'labels out: API Parquet -> pandas (Lab.export)':52} {api_parquet:8.1f} {n / api_parquet:9,.0f} "
+        f"{api_parquet / lib_out:14.2f}"
+    )
+    print(
+        f"the two stores hold the same {n:,} pairs and {3 * n:,} labels; the two CSVs have the same rows "
+        f"({len(lib_csv) / 2**20:.0f} MiB)"
+    )
     return 0
 
 

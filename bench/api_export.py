@@ -11,6 +11,7 @@ server's resident anonymous memory (RssAnon of its process, sampled every 20 ms)
 during each read. Beside it, in a fresh process, the same table built whole (db.export.export_frame, what a
 download without chunks would hold) and its peak. All memory in MiB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,16 @@ def whole(db: str) -> None:
     t = time.perf_counter()
     frame = export_frame(engine)
     seconds = time.perf_counter() - t
-    print(json.dumps({"rows": len(frame), "seconds": round(seconds, 1), "anon_before_mib": round(before),
-                      "anon_peak_mib": round(sampler.stop())}))
+    print(
+        json.dumps(
+            {
+                "rows": len(frame),
+                "seconds": round(seconds, 1),
+                "anon_before_mib": round(before),
+                "anon_peak_mib": round(sampler.stop()),
+            }
+        )
+    )
 
 
 def token_for(db: str) -> str:
@@ -91,11 +100,14 @@ def through_api(db: str) -> list[dict]:
     server = start_app(f"sqlite:///{db}", Path(db).with_suffix(".server.log"), timeout=180)
     results = []
     try:
-        client = httpx.Client(base_url=server.url + "/api/v1", headers={"Authorization": f"Bearer {token}"},
-                              timeout=None)
+        client = httpx.Client(
+            base_url=server.url + "/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=None
+        )
         client.get("/me").raise_for_status()
-        for name, path, params in (("export CSV", "/export", {"format": "csv"}),
-                                   ("export Parquet", "/export", {"format": "parquet"})):
+        for name, path, params in (
+            ("export CSV", "/export", {"format": "csv"}),
+            ("export Parquet", "/export", {"format": "parquet"}),
+        ):
             before = rss_anon(server.process.pid)
             sampler = ProcessPeak(server.process.pid)
             t, size = time.perf_counter(), 0
@@ -103,8 +115,15 @@ def through_api(db: str) -> list[dict]:
                 answer.raise_for_status()
                 for piece in answer.iter_bytes():
                     size += len(piece)
-            results.append({"read": name, "seconds": round(time.perf_counter() - t, 1), "mib": round(size / 2**20),
-                            "anon_before_mib": round(before), "anon_peak_mib": round(sampler.stop())})
+            results.append(
+                {
+                    "read": name,
+                    "seconds": round(time.perf_counter() - t, 1),
+                    "mib": round(size / 2**20),
+                    "anon_before_mib": round(before),
+                    "anon_peak_mib": round(sampler.stop()),
+                }
+            )
         dataset_id = client.get("/datasets").json()[0]["id"]
         before = rss_anon(server.process.pid)
         sampler = ProcessPeak(server.process.pid)
@@ -115,8 +134,15 @@ def through_api(db: str) -> list[dict]:
             if page["next_after"] is None:
                 break
             after = page["next_after"]
-        results.append({"read": f"pairs pages ({n:,})", "seconds": round(time.perf_counter() - t, 1), "mib": "",
-                        "anon_before_mib": round(before), "anon_peak_mib": round(sampler.stop())})
+        results.append(
+            {
+                "read": f"pairs pages ({n:,})",
+                "seconds": round(time.perf_counter() - t, 1),
+                "mib": "",
+                "anon_before_mib": round(before),
+                "anon_peak_mib": round(sampler.stop()),
+            }
+        )
     finally:
         stop_app(server)
     return results
@@ -137,19 +163,30 @@ def main(argv=None) -> int:
     for n in (int(x) for x in args.pairs.split(",")):
         db = directory / f"store_{n}.db"
         build(db, n)
-        out = subprocess.run([sys.executable, __file__, "--whole", str(db)], capture_output=True, text=True,
-                             cwd=REPO_ROOT, env={**os.environ, "PLUIE_DEMO_RUN": "0"})
+        out = subprocess.run(
+            [sys.executable, __file__, "--whole", str(db)],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PLUIE_DEMO_RUN": "0"},
+        )
         if out.returncode != 0:
             print(out.stderr[-2000:], file=sys.stderr)
             return 1
         built = json.loads(out.stdout.strip().splitlines()[-1])
         grown = built["anon_peak_mib"] - built["anon_before_mib"]
-        print(f"{n:>10,} {'whole table (export_frame)':>24} {built['seconds']:>7} {'':>8} {built['anon_before_mib']:>19} "
-              f"{built['anon_peak_mib']:>6} {'1.00':>6}", flush=True)
+        print(
+            f"{n:>10,} {'whole table (export_frame)':>24} {built['seconds']:>7} {'':>8} {built['anon_before_mib']:>19} "
+            f"{built['anon_peak_mib']:>6} {'1.00':>6}",
+            flush=True,
+        )
         for r in through_api(str(db)):
             ratio = (r["anon_peak_mib"] - r["anon_before_mib"]) / grown if grown > 0 else float("nan")
-            print(f"{n:>10,} {r['read']:>24} {r['seconds']:>7} {r['mib']:>8} {r['anon_before_mib']:>19} "
-                  f"{r['anon_peak_mib']:>6} {ratio:>6.2f}", flush=True)
+            print(
+                f"{n:>10,} {r['read']:>24} {r['seconds']:>7} {r['mib']:>8} {r['anon_before_mib']:>19} "
+                f"{r['anon_peak_mib']:>6} {ratio:>6.2f}",
+                flush=True,
+            )
     print("ratio: the memory the read added to the server, over the memory the whole table added to its process")
     return 0
 

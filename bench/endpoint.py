@@ -28,6 +28,7 @@ the one server (the scale-out tried on this machine; each worker's share of the 
     python bench/endpoint.py --pairs 0 --worker-pairs 32     # the worker comparisons only
     python bench/endpoint.py --pairs 0 --store-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,13 +96,24 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--echo-pairs", type=int, default=16, help="pairs for the echo way (slow on CPU); 0: skip it")
-    parser.add_argument("--worker-pairs", type=int, default=32,
-                        help="pairs for the worker through the server against the server alone; 0: skip it")
-    parser.add_argument("--store-url", default=None,
-                        help="the workers' store on a PostgreSQL server (postgresql+psycopg://...; a fresh database "
-                             "on it per measurement) instead of a throwaway SQLite file")
-    parser.add_argument("--claim-size", type=int, default=16,
-                        help="the two workers' --claim-size (pairs per claim; one worker sizes its own claims)")
+    parser.add_argument(
+        "--worker-pairs",
+        type=int,
+        default=32,
+        help="pairs for the worker through the server against the server alone; 0: skip it",
+    )
+    parser.add_argument(
+        "--store-url",
+        default=None,
+        help="the workers' store on a PostgreSQL server (postgresql+psycopg://...; a fresh database "
+        "on it per measurement) instead of a throwaway SQLite file",
+    )
+    parser.add_argument(
+        "--claim-size",
+        type=int,
+        default=16,
+        help="the two workers' --claim-size (pairs per claim; one worker sizes its own claims)",
+    )
     args = parser.parse_args()
     folder = Path(args.model) if args.model else demo_folder()
     log = CACHE / "bench" / "vllm-server.log"
@@ -120,8 +132,7 @@ def main() -> None:
 
 def in_process_against_server(args, folder: Path, url: str) -> None:
     sources, hypotheses = read_mrpc(args.pairs)
-    remote = EndpointScorer(url, "judge", template=args.template, concurrency=args.concurrency,
-                            tokenizer=str(folder))
+    remote = EndpointScorer(url, "judge", template=args.template, concurrency=args.concurrency, tokenizer=str(folder))
     remote.score(sources[:8], hypotheses[:8])  # warm-up, not timed
     local = PluieScorer(str(folder), template=args.template, dtype=args.dtype, device=args.device)
     local.score(sources[:8], hypotheses[:8])
@@ -133,8 +144,9 @@ def in_process_against_server(args, folder: Path, url: str) -> None:
     remote_s = time.perf_counter() - start
     echo_s, echo_diff, k = None, None, min(args.echo_pairs, len(sources))
     if k:
-        echo = EndpointScorer(url, "judge", template=args.template, concurrency=args.concurrency,
-                              tokenizer=str(folder), mode="echo")
+        echo = EndpointScorer(
+            url, "judge", template=args.template, concurrency=args.concurrency, tokenizer=str(folder), mode="echo"
+        )
         start = time.perf_counter()
         echoed = echo.score(sources[:k], hypotheses[:k])
         echo_s = time.perf_counter() - start
@@ -143,17 +155,23 @@ def in_process_against_server(args, folder: Path, url: str) -> None:
         local_k = time.perf_counter() - start
         echo_diff = np.abs(echoed - ours[:k]).max()
     n = len(sources)
-    print(f"model {folder.name}, template {args.template}, {n} MRPC pairs, {args.dtype} on {args.device}, "
-          f"{os.cpu_count()} CPU cores")
+    print(
+        f"model {folder.name}, template {args.template}, {n} MRPC pairs, {args.dtype} on {args.device}, "
+        f"{os.cpu_count()} CPU cores"
+    )
     print(f"in-process PluieScorer : {n / local_s:8.2f} pairs/s ({local_s:.1f} s)")
-    print(f"vLLM server, {remote.mode:7s}: {n / remote_s:8.2f} pairs/s ({remote_s:.1f} s, {args.concurrency} requests "
-          "in flight)")
+    print(
+        f"vLLM server, {remote.mode:7s}: {n / remote_s:8.2f} pairs/s ({remote_s:.1f} s, {args.concurrency} requests "
+        "in flight)"
+    )
     print(f"server / in-process    : {local_s / remote_s:8.2f}x")
     print(f"largest |score difference|: {np.abs(ours - theirs).max():.2e}")
     if echo_s is not None:
-        print(f"vLLM server, echo     : {k / echo_s:8.2f} pairs/s on {k} pairs ({echo_s:.1f} s; in-process on the same "
-              f"{k}: {k / local_k:.2f} pairs/s, echo / in-process {local_k / echo_s:.2f}x; largest |difference| "
-              f"{echo_diff:.2e})")
+        print(
+            f"vLLM server, echo     : {k / echo_s:8.2f} pairs/s on {k} pairs ({echo_s:.1f} s; in-process on the same "
+            f"{k}: {k / local_k:.2f} pairs/s, echo / in-process {local_k / echo_s:.2f}x; largest |difference| "
+            f"{echo_diff:.2e})"
+        )
 
 
 def _store_pairs(engine, name: str, sources, hypotheses) -> None:
@@ -174,8 +192,9 @@ def _wait_done(engine, run_id: int, total: int, workers, timeout: float = 1800.0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with read_session(engine) as session:
-            done = session.scalar(select(func.count()).select_from(WorkItem).where(
-                WorkItem.run_id == run_id, WorkItem.status == "done"))
+            done = session.scalar(
+                select(func.count()).select_from(WorkItem).where(WorkItem.run_id == run_id, WorkItem.status == "done")
+            )
             if done >= total:
                 return session.scalar(select(func.max(Score.created_at)).where(Score.run_id == run_id))
         if any(w.poll() is not None for w in workers):
@@ -184,8 +203,9 @@ def _wait_done(engine, run_id: int, total: int, workers, timeout: float = 1800.0
     sys.exit(f"the run was not scored within {timeout:.0f} s")
 
 
-def workers_through_server(args, folder: Path, url: str, pairs, warm, count: int,
-                           claim_size: int = 0) -> tuple[float, dict]:
+def workers_through_server(
+    args, folder: Path, url: str, pairs, warm, count: int, claim_size: int = 0
+) -> tuple[float, dict]:
     """``count`` worker processes on a fresh store (SQLite, or a database on ``--store-url``'s PostgreSQL), warmed
     on the run, then timed on the pairs:
     (seconds from the import to the last score written, pairs scored by each worker)."""
@@ -193,9 +213,8 @@ def workers_through_server(args, folder: Path, url: str, pairs, warm, count: int
 
     from db import init_db
     from db.engine import read_session
-    from db.models import Score
+    from db.models import Score, utcnow
     from db.runs import create_run
-    from db.models import utcnow
 
     folder_tmp = Path(tempfile.mkdtemp(prefix="pluie-bench-endpoint-"))
     db_url = f"sqlite:///{folder_tmp / 'store.db'}"
@@ -206,15 +225,39 @@ def workers_through_server(args, folder: Path, url: str, pairs, warm, count: int
     engine = init_db(db_url)
     env = {**os.environ, "PLUIE_DATA_DIR": str(folder_tmp), "PLUIE_NO_WORKER": "1"}
     logs = [open(folder_tmp / f"worker-{k}.log", "wb") for k in range(count)]
-    workers = [subprocess.Popen([sys.executable, str(REPO / "worker.py"), "--db", db_url, "--device", "cpu",
-                                 "--poll-seconds", "0.1", "--no-default-runs", "--refit-seconds", "0",
-                                 *(["--claim-size", str(claim_size)] if claim_size else [])],
-                                stdout=log, stderr=subprocess.STDOUT,
-                                env=env, cwd=str(REPO)) for log in logs]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "worker.py"),
+                "--db",
+                db_url,
+                "--device",
+                "cpu",
+                "--poll-seconds",
+                "0.1",
+                "--no-default-runs",
+                "--refit-seconds",
+                "0",
+                *(["--claim-size", str(claim_size)] if claim_size else []),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(REPO),
+        )
+        for log in logs
+    ]
     try:
         sources, hypotheses = pairs
-        run_id = create_run(engine, model="judge", template=args.template, name="bench", check_model=True,
-                            options={"endpoint": url, "tokenizer": str(folder), "concurrency": args.concurrency})
+        run_id = create_run(
+            engine,
+            model="judge",
+            template=args.template,
+            name="bench",
+            check_model=True,
+            options={"endpoint": url, "tokenizer": str(folder), "concurrency": args.concurrency},
+        )
         # warm-up: every worker takes a claim of the run (its scorer made, the server asked), not timed
         _store_pairs(engine, "warm-up", *warm)
         _wait_done(engine, run_id, len(warm[0]), workers)
@@ -224,10 +267,17 @@ def workers_through_server(args, folder: Path, url: str, pairs, warm, count: int
         _store_pairs(engine, "timed", sources, hypotheses)
         ended = _wait_done(engine, run_id, len(warm[0]) + len(sources), workers)
         with read_session(engine) as session:
-            shares = dict(session.execute(select(Score.worker_id, func.count()).where(
-                Score.run_id == run_id, Score.created_at >= started).group_by(Score.worker_id)).all())
+            shares = dict(
+                session.execute(
+                    select(Score.worker_id, func.count())
+                    .where(Score.run_id == run_id, Score.created_at >= started)
+                    .group_by(Score.worker_id)
+                ).all()
+            )
         if warmed < count:
-            print(f"  (only {warmed} of {count} workers took a warm-up claim: the other loaded its scorer in the timing)")
+            print(
+                f"  (only {warmed} of {count} workers took a warm-up claim: the other loaded its scorer in the timing)"
+            )
         return (ended - started).total_seconds(), shares
     finally:
         for w in workers:
@@ -255,11 +305,12 @@ def worker_against_server(args, folder: Path, url: str) -> None:
     def take(k):
         nonlocal at
         at += k
-        return sources[at - k: at], hypotheses[at - k: at]
+        return sources[at - k : at], hypotheses[at - k : at]
 
     def server_alone() -> float:
-        remote = EndpointScorer(url, "judge", template=args.template, concurrency=args.concurrency,
-                                tokenizer=str(folder))
+        remote = EndpointScorer(
+            url, "judge", template=args.template, concurrency=args.concurrency, tokenizer=str(folder)
+        )
         remote.score(*take(8))  # warm-up, not timed
         pairs = take(n)
         start = time.perf_counter()
@@ -273,16 +324,24 @@ def worker_against_server(args, folder: Path, url: str) -> None:
     two, shares = workers_through_server(args, folder, url, take(2 * n), take(2 * c), 2, claim_size=c)
     mean_alone = (alone + alone_after) / 2
     print(f"store: {'PostgreSQL' if args.store_url else 'SQLite'}")
-    print(f"worker through the server: MRPC pairs of their own for each measurement, FS-DIRECT forward, "
-          f"{args.concurrency} requests in flight per scorer, {os.cpu_count()} CPU cores")
-    print(f"server alone (EndpointScorer), {n} pairs: {n / alone:6.2f} pairs/s ({alone:.1f} s); again after the "
-          f"worker: {n / alone_after:.2f} pairs/s ({alone_after:.1f} s)")
+    print(
+        f"worker through the server: MRPC pairs of their own for each measurement, FS-DIRECT forward, "
+        f"{args.concurrency} requests in flight per scorer, {os.cpu_count()} CPU cores"
+    )
+    print(
+        f"server alone (EndpointScorer), {n} pairs: {n / alone:6.2f} pairs/s ({alone:.1f} s); again after the "
+        f"worker: {n / alone_after:.2f} pairs/s ({alone_after:.1f} s)"
+    )
     print(f"one worker through it, {n} pairs: {n / one:6.2f} pairs/s ({one:.1f} s, import to last score written)")
-    print(f"one worker / server alone    : {mean_alone / one:6.2f}x (against the mean of the two; "
-          f"{alone / one:.2f}x against the first)")
-    print(f"two workers, one store, one server, {2 * n} pairs in claims of {c}: {2 * n / two:6.2f} pairs/s "
-          f"({two:.1f} s); pairs per worker {sorted(shares.values(), reverse=True)}; against the server alone "
-          f"{mean_alone / n * 2 * n / two:.2f}x")
+    print(
+        f"one worker / server alone    : {mean_alone / one:6.2f}x (against the mean of the two; "
+        f"{alone / one:.2f}x against the first)"
+    )
+    print(
+        f"two workers, one store, one server, {2 * n} pairs in claims of {c}: {2 * n / two:6.2f} pairs/s "
+        f"({two:.1f} s); pairs per worker {sorted(shares.values(), reverse=True)}; against the server alone "
+        f"{mean_alone / n * 2 * n / two:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ explanation, the explanation against scoring the pair alone, and the largest dif
 ways' contributions. The model is random with the chosen sizes unless --model names real weights (as
 bench/scorer.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,9 @@ def main(argv=None) -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="cpu-small")
     parser.add_argument("--model", help="real weights: a hub id, a directory, a .gguf file, or 'demo'")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
-                        help="default: bfloat16 on cuda, float32 on cpu")
+    parser.add_argument(
+        "--dtype", choices=["float32", "bfloat16", "float16"], help="default: bfloat16 on cuda, float32 on cpu"
+    )
     parser.add_argument("--pairs", type=int, default=12, help="MRPC pairs explained, one at a time")
     parser.add_argument("--template", default="fs-direct")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
@@ -90,8 +92,10 @@ def main(argv=None) -> None:
         label = f"random {args.size}"
     scorer = PluieScorer((model, tokenizer), template=args.template)
     params = sum(p.numel() for p in model.parameters())
-    print(f"model: {label} ({params / 1e6:.0f}M parameters, {dtype}, {device}); set-up "
-          f"{time.perf_counter() - started:.1f}s; {torch.get_num_threads()} torch threads; template {args.template}")
+    print(
+        f"model: {label} ({params / 1e6:.0f}M parameters, {dtype}, {device}); set-up "
+        f"{time.perf_counter() - started:.1f}s; {torch.get_num_threads()} torch threads; template {args.template}"
+    )
 
     scorer.score(sources[:1], hypotheses[:1])  # warm-up, and the prompt prefix cached as in a running worker
     word_contributions(scorer, sources[0], hypotheses[0])
@@ -102,25 +106,41 @@ def main(argv=None) -> None:
         alone_s.append(timed(device, lambda: scorer.score([source], [hypothesis]))[0])
         seconds, reference = timed(device, lambda: one_at_a_time(scorer, source, hypothesis))
         single_s.append(seconds)
-        ours = [t.contribution for t in explanation.source_words + explanation.hypothesis_words
-                if t.contribution is not None]
+        ours = [
+            t.contribution
+            for t in explanation.source_words + explanation.hypothesis_words
+            if t.contribution is not None
+        ]
         words.append(len(ours))
         if ours:
             gaps.append(float(np.max(np.abs(np.array(ours) - np.array(reference)))))
             spread.extend(ours)
 
     explain_s, alone_s, single_s = map(np.array, (explain_s, alone_s, single_s))
-    print(f"{len(sources)} MRPC pairs, {np.mean(words):.0f} words left out per pair on average "
-          f"({min(words)}-{max(words)}), so {np.mean(words) + 1:.0f} pairs scored per explanation")
-    for name, values in (("explanation (one score call)", explain_s), ("one at a time (a call per variant)", single_s),
-                         ("the pair's score alone", alone_s)):
-        print(f"{name:36s} median {np.median(values):7.3f}s  p90 {np.percentile(values, 90):7.3f}s  "
-              f"largest {values.max():7.3f}s")
-    print(f"one at a time / explanation: {np.median(single_s / explain_s):.1f}x (median of pairs); "
-          f"explanation / the pair alone: {np.median(explain_s / alone_s):.1f}x")
-    print(f"largest |contribution difference| between the two ways: {max(gaps):.1e}, median of pairs "
-          f"{np.median(gaps):.1e} (contributions span "
-          f"{min(spread):.3f} .. {max(spread):.3f}; {dtype})" if gaps else "no pair had two words")
+    print(
+        f"{len(sources)} MRPC pairs, {np.mean(words):.0f} words left out per pair on average "
+        f"({min(words)}-{max(words)}), so {np.mean(words) + 1:.0f} pairs scored per explanation"
+    )
+    for name, values in (
+        ("explanation (one score call)", explain_s),
+        ("one at a time (a call per variant)", single_s),
+        ("the pair's score alone", alone_s),
+    ):
+        print(
+            f"{name:36s} median {np.median(values):7.3f}s  p90 {np.percentile(values, 90):7.3f}s  "
+            f"largest {values.max():7.3f}s"
+        )
+    print(
+        f"one at a time / explanation: {np.median(single_s / explain_s):.1f}x (median of pairs); "
+        f"explanation / the pair alone: {np.median(explain_s / alone_s):.1f}x"
+    )
+    print(
+        f"largest |contribution difference| between the two ways: {max(gaps):.1e}, median of pairs "
+        f"{np.median(gaps):.1e} (contributions span "
+        f"{min(spread):.3f} .. {max(spread):.3f}; {dtype})"
+        if gaps
+        else "no pair had two words"
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Each load runs in a fresh Python process (imports done before the clock starts, 
 has started), the two ways alternating, so both see the same machine. It prints each load's seconds,
 the median of each way and their ratio, and checks that both loads give the same weights.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,9 @@ print(json.dumps({{"seconds": seconds, "weights": digest.hexdigest(), "vocabular
 
 
 def load(way: str, path: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", ONE_LOAD.format(repo=str(REPO)), way, path],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_LOAD.format(repo=str(REPO)), way, path], capture_output=True, text=True, timeout=900
+    )
     if done.returncode != 0:
         raise SystemExit(f"the {way} load failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -74,8 +76,10 @@ def main() -> int:
             print(f"round {round_}: {way:<12} {result['seconds']:6.2f} s")
     same = seen["transformers"] == seen["pluie"]
     plain, ours = statistics.median(times["transformers"]), statistics.median(times["pluie"])
-    print(f"{Path(path).name}: transformers' own load {plain:.2f} s, the worker's {ours:.2f} s (medians of "
-          f"{args.rounds}): {plain / ours:.2f}x; same weights and vocabulary: {same}")
+    print(
+        f"{Path(path).name}: transformers' own load {plain:.2f} s, the worker's {ours:.2f} s (medians of "
+        f"{args.rounds}): {plain / ours:.2f}x; same weights and vocabulary: {same}"
+    )
     return 0 if same else 1
 
 

@@ -9,6 +9,7 @@ was before (import_pairs on the whole frame, the staged path switched off). "sta
 chunk at a time (read_pair_chunks) and written in short transactions out of sight
 (import_pair_chunks). Each way runs in a process of its own, so that its peak memory is its own.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,10 +73,15 @@ def run_one(way: str, path: Path, store: Path) -> dict:
     stop.set()
     thread.join()
     engine.dispose()
-    return {"way": way, "pairs": result.n_pairs, "seconds": round(took, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "answers": len(waits), "worst_wait_s": round(max(waits), 2) if waits else None,
-            "failed_answers": len(errors)}
+    return {
+        "way": way,
+        "pairs": result.n_pairs,
+        "seconds": round(took, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "answers": len(waits),
+        "worst_wait_s": round(max(waits), 2) if waits else None,
+        "failed_answers": len(errors),
+    }
 
 
 def main() -> None:
@@ -87,22 +93,30 @@ def main() -> None:
     if args.child:
         print(json.dumps(run_one(args.child[0], Path(args.child[1]), Path(args.child[2]))))
         return
-    ways = ["one transaction", "staged"] if args.only is None else \
-        ["one transaction" if args.only.startswith("one") else "staged"]
+    ways = (
+        ["one transaction", "staged"]
+        if args.only is None
+        else ["one transaction" if args.only.startswith("one") else "staged"]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "large.csv"
         write_csv(path, args.rows)
         print(f"{args.rows:,} rows, {path.stat().st_size / 2**20:.1f} MB of CSV")
         for i, way in enumerate(ways):
-            out = subprocess.run([sys.executable, __file__, "--child", way, str(path), str(Path(tmp) / f"s{i}.db")],
-                                 capture_output=True, text=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", way, str(path), str(Path(tmp) / f"s{i}.db")],
+                capture_output=True,
+                text=True,
+            )
             if out.returncode:
                 print(out.stderr[-2000:])
                 continue
             figures = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{way:>16}: {figures['seconds']:7.1f} s, peak {figures['peak_rss_mb']:,} MB; answers every 0.2 s: "
-                  f"{figures['answers']} written, worst wait {figures['worst_wait_s']} s, "
-                  f"{figures['failed_answers']} lost (store busy)")
+            print(
+                f"{way:>16}: {figures['seconds']:7.1f} s, peak {figures['peak_rss_mb']:,} MB; answers every 0.2 s: "
+                f"{figures['answers']} written, worst wait {figures['worst_wait_s']} s, "
+                f"{figures['failed_answers']} lost (store busy)"
+            )
 
 
 if __name__ == "__main__":

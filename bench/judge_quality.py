@@ -6,6 +6,7 @@ threshold 0 against MRPC's gold labels, per template (and Levenshtein beside it,
 The pairs are MRPC test's first N (file order); the demo judge (SmolLM2-135M) is near chance here,
 as docs/operations.md says: it shows the path working, not the metric's quality.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,10 @@ def main(argv=None) -> None:
         scores = scorer.score(sources, hypotheses)
         seconds = time.perf_counter() - started
         accuracy = ((scores > 0) == (labels == 1)).mean()
-        print(f"PLUIE {template}: ROC AUC {roc_auc_score(labels, scores):.3f}, accuracy at 0 {accuracy:.1%} "
-              f"({(scores > 0).mean():.0%} predicted paraphrase); {len(labels) / seconds:.1f} pairs/s")
+        print(
+            f"PLUIE {template}: ROC AUC {roc_auc_score(labels, scores):.3f}, accuracy at 0 {accuracy:.1%} "
+            f"({(scores > 0).mean():.0%} predicted paraphrase); {len(labels) / seconds:.1f} pairs/s"
+        )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ elements and redraws the same ones, is not read as the page still loading (it wa
 table prints both: the visible figure, which the limit applies to, and the last change of any kind.
 Prints a table and exits 1 when a page misses its goal (tabs: over --limit seconds in either visit).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,11 +61,21 @@ from tests.browser import CHROMIUM_ARGS, start_app, stop_app
 
 # (title, url path, quiet seconds): the app's admin pages in the sidebar's order
 PAGES = [
-    ("Datasets", "", 1.5), ("Pairs", "pairs", 1.5), ("Import", "import_pairs", 1.5), ("Export", "export", 1.5),
-    ("Scoring", "scoring", 0.5), ("Campaigns", "campaigns", 1.5), ("Review", "review", 1.5),
-    ("Live campaign", "live_campaign", 0.5), ("Agreement", "agreement", 1.5), ("Thresholds", "thresholds", 1.5),
-    ("Distributions", "distributions", 1.5), ("Disagreements", "disagreements", 1.5),
-    ("Scorecard", "scorecard", 1.5), ("Correlation", "correlation", 1.5), ("Preferences", "preferences", 1.5),
+    ("Datasets", "", 1.5),
+    ("Pairs", "pairs", 1.5),
+    ("Import", "import_pairs", 1.5),
+    ("Export", "export", 1.5),
+    ("Scoring", "scoring", 0.5),
+    ("Campaigns", "campaigns", 1.5),
+    ("Review", "review", 1.5),
+    ("Live campaign", "live_campaign", 0.5),
+    ("Agreement", "agreement", 1.5),
+    ("Thresholds", "thresholds", 1.5),
+    ("Distributions", "distributions", 1.5),
+    ("Disagreements", "disagreements", 1.5),
+    ("Scorecard", "scorecard", 1.5),
+    ("Correlation", "correlation", 1.5),
+    ("Preferences", "preferences", 1.5),
 ]
 
 # installed before any page script: the times (ms since navigation started) of the last DOM change and of
@@ -130,8 +141,14 @@ new MutationObserver((records) => {
 """
 # a chart drawn in the page, by whichever library draws it: plotly's SVG (drawn by ui/charts/plotly_chart.js, or
 # by st.plotly_chart in older copies), or Vega's marks (canvas or SVG)
-CHART_DRAWN = ", ".join(f'[data-testid="stMain"] {chart}' for chart in (
-    '.pluie-chart .main-svg', '[data-testid="stPlotlyChart"] .main-svg', '[data-testid="stVegaLiteChart"] .marks'))
+CHART_DRAWN = ", ".join(
+    f'[data-testid="stMain"] {chart}'
+    for chart in (
+        ".pluie-chart .main-svg",
+        '[data-testid="stPlotlyChart"] .main-svg',
+        '[data-testid="stVegaLiteChart"] .marks',
+    )
+)
 STATE = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const heading = document.querySelector('[data-testid="stMain"] h1');
@@ -165,13 +182,20 @@ def settle(page, title: str, quiet: float, timeout: float, done=lambda found: Tr
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = page.evaluate(STATE)
-        if (found["state"] == "notRunning" and found["titled"] and (found["charted"] or title not in CHARTED)
-                and done(found) and found["now"] - found["last"] >= quiet * 1000):
+        if (
+            found["state"] == "notRunning"
+            and found["titled"]
+            and (found["charted"] or title not in CHARTED)
+            and done(found)
+            and found["now"] - found["last"] >= quiet * 1000
+        ):
             return found
         time.sleep(0.1)
-    raise TimeoutError(f"{title} did not settle in {timeout:g} s: script {found['state']}, at /{found['path']}, "
-                       f"title {found['heading']!r}, chart drawn {found['charted']}, "
-                       f"last change {(found['now'] - found['last']) / 1000:.1f} s ago")
+    raise TimeoutError(
+        f"{title} did not settle in {timeout:g} s: script {found['state']}, at /{found['path']}, "
+        f"title {found['heading']!r}, chart drawn {found['charted']}, "
+        f"last change {(found['now'] - found['last']) / 1000:.1f} s ago"
+    )
 
 
 def time_page(context, url: str, quiet: float, timeout: float, title: str = "") -> tuple[float, float]:
@@ -194,8 +218,12 @@ def time_click(page, title: str, path: str, quiet: float, timeout: float) -> tup
     page.locator(MENU_LINK.format(path=path)).click()
 
     def reached(found):  # the new page's run, not the old page still standing
-        return (found["clicked"] >= 0 and found["started"] > found["clicked"] and found["path"] == path
-                and found["heading"] != before)
+        return (
+            found["clicked"] >= 0
+            and found["started"] > found["clicked"]
+            and found["path"] == path
+            and found["heading"] != before
+        )
 
     found = settle(page, title, quiet, timeout, reached)
     return (found["visible"] - found["clicked"]) / 1000, (found["last"] - found["clicked"]) / 1000
@@ -207,8 +235,9 @@ def serve(args):
     # no admin password: the pages are open (the app says so in the sidebar)
     env = {key: "" for key in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH")}
     log = Path(args.db).with_suffix(".streamlit.log")
-    server = start_app(f"sqlite:///{Path(args.db).resolve()}", log, extra_env=env, app=Path(args.app).resolve(),
-                       like_make_run=True)  # a copy without scripts/serve.py: `streamlit run`
+    server = start_app(
+        f"sqlite:///{Path(args.db).resolve()}", log, extra_env=env, app=Path(args.app).resolve(), like_make_run=True
+    )  # a copy without scripts/serve.py: `streamlit run`
     launcher = Path(args.app).resolve().parent / "scripts" / "serve.py"
     source = launcher.read_text() if launcher.exists() else ""
     # the line that ends the server's warm-up: its first figures read, or (older copies) its modules loaded
@@ -279,8 +308,10 @@ def walk_person(args, pages) -> tuple[tuple[float, float], dict, dict, str | Non
         tab.close()
         for title, path, quiet in pages:
             new_tab[title] = time_page(context, f"{server.url}/{path}", quiet, args.timeout, title)
-            print(f"  {title} (new tab): {new_tab[title][0]:.1f} s (any change: {new_tab[title][1]:.1f} s)",
-                  file=sys.stderr)
+            print(
+                f"  {title} (new tab): {new_tab[title][0]:.1f} s (any change: {new_tab[title][1]:.1f} s)",
+                file=sys.stderr,
+            )
         return opened
 
     try:
@@ -296,19 +327,33 @@ def main(argv=None) -> int:
     parser.add_argument("--labels", type=int, default=300_000)
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--db", default="data/bench_analysis.db", help="the store (built when missing)")
-    parser.add_argument("--as-is", action="store_true",
-                        help="time --db as it is: build nothing, add nothing (bench/serving.py --db's campaign of "
-                             "6,000 annotators, a copy of a real store)")
-    parser.add_argument("--walk", choices=("person", "tabs", "both"), default="both",
-                        help="person: new tab, the menu, new tabs; tabs: every page in a new tab, twice (the older "
-                             "walk); both (default): each on its own fresh server, side by side")
-    parser.add_argument("--limit", type=float, default=2.0,
-                        help="seconds allowed per page through the menu (tabs: per page, either visit)")
+    parser.add_argument(
+        "--as-is",
+        action="store_true",
+        help="time --db as it is: build nothing, add nothing (bench/serving.py --db's campaign of "
+        "6,000 annotators, a copy of a real store)",
+    )
+    parser.add_argument(
+        "--walk",
+        choices=("person", "tabs", "both"),
+        default="both",
+        help="person: new tab, the menu, new tabs; tabs: every page in a new tab, twice (the older "
+        "walk); both (default): each on its own fresh server, side by side",
+    )
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=2.0,
+        help="seconds allowed per page through the menu (tabs: per page, either visit)",
+    )
     parser.add_argument("--tab-limit", type=float, default=3.0, help="seconds allowed per page in a new tab (person)")
     parser.add_argument("--only", default="", help="comma-separated page titles to time (default: every page)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds before a page counts as stuck")
-    parser.add_argument("--app", default=str(REPO_ROOT / "app.py"),
-                        help="the app.py to serve, e.g. of another copy of the code to compare (git archive main)")
+    parser.add_argument(
+        "--app",
+        default=str(REPO_ROOT / "app.py"),
+        help="the app.py to serve, e.g. of another copy of the code to compare (git archive main)",
+    )
     args = parser.parse_args(argv)
 
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
@@ -327,22 +372,30 @@ def main(argv=None) -> int:
     tabs = walk_tabs(args, pages) if args.walk in ("tabs", "both") else None
 
     size = f"the store {args.db} as it is" if args.as_is else f"{args.pairs:,} pairs, {args.labels:,} labels"
-    print(f"\n{size}; seconds until the page stops changing where a "
-          "person can see it (and until its last DOM change of any kind, a table's hidden copy included)")
+    print(
+        f"\n{size}; seconds until the page stops changing where a "
+        "person can see it (and until its last DOM change of any kind, a table's hidden copy included)"
+    )
     for name, walked in (("person", person), ("tabs", tabs)):
         if walked and walked[-2]:
-            print(f"{name}: first page opened once the server said \"{walked[-2]}\", "
-                  f"{walked[-1]:.1f} s after it first answered")
+            print(
+                f'{name}: first page opened once the server said "{walked[-2]}", '
+                f"{walked[-1]:.1f} s after it first answered"
+            )
     print()
     missed = []
     if person:
         opened, menu, new_tab, _, _ = person
-        print(f"the app opened in a new tab: {opened[0]:.1f} s (any change: {opened[1]:.1f} s)"
-              + ("" if opened[0] <= args.tab_limit else f", over {args.tab_limit:g} s"))
+        print(
+            f"the app opened in a new tab: {opened[0]:.1f} s (any change: {opened[1]:.1f} s)"
+            + ("" if opened[0] <= args.tab_limit else f", over {args.tab_limit:g} s")
+        )
         if opened[0] > args.tab_limit:
             missed.append("the app opened")
-        header = (f"| page | through the menu (s) | new tab (s) | goal (menu ≤ {args.limit:g} s, tab ≤ {args.tab_limit:g} s) "
-                  "| menu, any change | new tab, any change |")
+        header = (
+            f"| page | through the menu (s) | new tab (s) | goal (menu ≤ {args.limit:g} s, tab ≤ {args.tab_limit:g} s) "
+            "| menu, any change | new tab, any change |"
+        )
         columns = 6
         if tabs:
             header += " every page in a new tab: first | again |"
@@ -353,9 +406,11 @@ def main(argv=None) -> int:
             met = (clicked is None or clicked[0] <= args.limit) and opened_tab[0] <= args.tab_limit
             if not met:
                 missed.append(title)
-            row = (f"| {title} | {'—' if clicked is None else f'{clicked[0]:.1f}'} | {opened_tab[0]:.1f} "
-                   f"| {'met' if met else 'missed'} | {'—' if clicked is None else f'{clicked[1]:.1f}'} "
-                   f"| {opened_tab[1]:.1f} |")
+            row = (
+                f"| {title} | {'—' if clicked is None else f'{clicked[0]:.1f}'} | {opened_tab[0]:.1f} "
+                f"| {'met' if met else 'missed'} | {'—' if clicked is None else f'{clicked[1]:.1f}'} "
+                f"| {opened_tab[1]:.1f} |"
+            )
             if tabs:
                 first, again = tabs[0][title]
                 row += f" {first:.1f} | {again:.1f} |"

@@ -8,6 +8,7 @@ The store is bench/publish.py's (N pairs in 2 datasets, 3 labels per pair, one s
 pairs adjudicated), built once and reused; a campaign on a seeded sample of 40 pairs is added.
 Times are the median of 3 runs, in seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,9 @@ def main(argv=None) -> int:
     dataset = 1  # "bench A": half the pairs
     campaign = next((c.id for c in camp.list_campaigns(engine) if c.name == "bench sample"), None)
     if campaign is None:
-        campaign = camp.create_campaign(engine, "bench sample", [dataset], quota=10, n_training=5, seed=3,
-                                       selection={"sample": 40})
+        campaign = camp.create_campaign(
+            engine, "bench sample", [dataset], quota=10, n_training=5, seed=3, selection={"sample": 40}
+        )
     searches = {
         "every pair": PairSearch(),
         "text 'cat sat on the mat near'": PairSearch(text="cat sat on the mat near"),
@@ -65,16 +67,21 @@ def main(argv=None) -> int:
         "score in [0.2, 0.3]": PairSearch(run_id=1, score_min=0.2, score_max=0.3),
         "disagree + score >= 0.9": PairSearch(state="disagreement", run_id=1, score_min=0.9),
     }
-    print(f"{'search (dataset of ' + format(args.pairs // 2, ',') + ' pairs)':<44} {'matches':>9} {'first page s':>13} "
-          f"{'last page s':>12}")
+    print(
+        f"{'search (dataset of ' + format(args.pairs // 2, ',') + ' pairs)':<44} {'matches':>9} {'first page s':>13} "
+        f"{'last page s':>12}"
+    )
     for name, search in searches.items():
         first, result = timed(lambda: browse_pairs(engine, dataset, search, page=0))
         last, _ = timed(lambda: browse_pairs(engine, dataset, search, page=result.n_pages - 1))
         print(f"{name:<44} {result.total:>9,} {first:>13.3f} {last:>12.3f}", flush=True)
 
     print(f"\n{'publish (store of ' + format(args.pairs, ',') + ' pairs)':<44} {'pairs':>9} {'seconds':>13}")
-    for name, scope in (("a campaign's 40 pairs", {"campaign_id": campaign}),
-                        ("labelled pairs", {"pairs": "labelled"}), ("adjudicated pairs", {"pairs": "adjudicated"})):
+    for name, scope in (
+        ("a campaign's 40 pairs", {"campaign_id": campaign}),
+        ("labelled pairs", {"pairs": "labelled"}),
+        ("adjudicated pairs", {"pairs": "adjudicated"}),
+    ):
         folder = directory / "restricted.published"
         shutil.rmtree(folder, ignore_errors=True)
         t = time.perf_counter()

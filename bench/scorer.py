@@ -30,6 +30,7 @@ The model is random (no download possible here) with the sizes of the chosen pre
 tokenizer is trained on the fly on the template wording and the MRPC sentences, so prompt
 lengths are realistic. MRPC is read from ../shared/datasets (tab-separated, UTF-8 BOM, no quoting).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,10 +81,17 @@ def build_model(size: str, device: torch.device, dtype: torch.dtype, tokenizer, 
 
     layers, hidden, heads, kv_heads, intermediate, vocab = SIZES[size]
     config = MistralConfig(
-        vocab_size=max(vocab, len(tokenizer)), hidden_size=hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv_heads, intermediate_size=intermediate,
-        max_position_embeddings=32768, sliding_window=None, tie_word_embeddings=False,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=max(vocab, len(tokenizer)),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=32768,
+        sliding_window=None,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     torch.manual_seed(seed)
     with torch.device(device):  # build the weights where they run (a 7B model is 14 GB in bf16)
@@ -143,7 +151,9 @@ def matmul_kernels(device: torch.device, dtype: torch.dtype) -> dict:
     return kernels
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048, seconds: float = 3.0) -> tuple[float, float]:
+def matmul_rate(
+    device: torch.device, dtype: torch.dtype, size: int = 2048, seconds: float = 3.0
+) -> tuple[float, float]:
     """The machine's matrix-multiply rate: (FLOP per second of the best of repeated size³ matmuls,
     each library's in turn, FLOP per CPU-second of this process over all of them), with as many threads
     as the scorer."""
@@ -164,8 +174,8 @@ def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048, seco
             best[name] = min(best[name], time.perf_counter() - started)
             count += 1
     for name, seconds_taken in best.items():
-        MATMUL_BEST[name] = max(MATMUL_BEST.get(name, 0.0), 2 * size ** 3 / seconds_taken)
-    return 2 * size ** 3 / min(best.values()), 2 * size ** 3 * count / (time.process_time() - cpu_started)
+        MATMUL_BEST[name] = max(MATMUL_BEST.get(name, 0.0), 2 * size**3 / seconds_taken)
+    return 2 * size**3 / min(best.values()), 2 * size**3 * count / (time.process_time() - cpu_started)
 
 
 def synchronise(device: torch.device) -> None:
@@ -176,29 +186,49 @@ def synchronise(device: torch.device) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="cpu-small")
-    parser.add_argument("--model", help="real weights instead of a random model: a hub id, a directory, a .gguf file, "
-                                        "or 'demo' (the demo judge, SmolLM2-135M-Instruct Q4_1)")
-    parser.add_argument("--profile", action="store_true",
-                        help="profile one PluieScorer.score call (torch profiler) and print where the time goes")
+    parser.add_argument(
+        "--model",
+        help="real weights instead of a random model: a hub id, a directory, a .gguf file, "
+        "or 'demo' (the demo judge, SmolLM2-135M-Instruct Q4_1)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile one PluieScorer.score call (torch profiler) and print where the time goes",
+    )
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
-                        help="default: bfloat16 on cuda, float32 on cpu")
+    parser.add_argument(
+        "--dtype", choices=["float32", "bfloat16", "float16"], help="default: bfloat16 on cuda, float32 on cpu"
+    )
     parser.add_argument("--pairs", type=int, default=64, help="MRPC pairs scored by PluieScorer")
-    parser.add_argument("--baseline-pairs", type=int, default=16,
-                        help="how many of the pairs the (slow, one-at-a-time) papers' method scores to measure its "
-                             "rate (default 16; its cost is linear in pairs)")
+    parser.add_argument(
+        "--baseline-pairs",
+        type=int,
+        default=16,
+        help="how many of the pairs the (slow, one-at-a-time) papers' method scores to measure its "
+        "rate (default 16; its cost is linear in pairs)",
+    )
     parser.add_argument("--template", default="fs-direct")
     parser.add_argument("--batch-size", type=int, help="PluieScorer batch size (default: automatic)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--judge-pairs", type=int,
-                        help="how many of the pairs the LLM judges answer (default: all; their cost is linear in pairs)")
+    parser.add_argument(
+        "--judge-pairs",
+        type=int,
+        help="how many of the pairs the LLM judges answer (default: all; their cost is linear in pairs)",
+    )
     parser.add_argument("--max-new-tokens", type=int, help="the judges' answer length bound (default: the templates')")
     parser.add_argument("--no-judges", action="store_true", help="skip the LLM-Yes/No and LLM-Likert comparison")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds of PLUIE and the judges (best kept)")
-    parser.add_argument("--pluie-rounds", type=int, default=3,
-                        help="interleaved timing rounds of PluieScorer (and of its generic path where the packed "
-                             "CPU pass applies), best kept (default 3)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="interleaved timing rounds of PLUIE and the judges (best kept)"
+    )
+    parser.add_argument(
+        "--pluie-rounds",
+        type=int,
+        default=3,
+        help="interleaved timing rounds of PluieScorer (and of its generic path where the packed "
+        "CPU pass applies), best kept (default 3)",
+    )
     args = parser.parse_args(argv)
 
     device = torch.device(args.device)
@@ -216,19 +246,25 @@ def main(argv=None) -> None:
         loaded = PluieScorer(name, template=args.template, device=device, dtype=dtype)
         model, tokenizer = loaded.model, loaded.tokenizer
         params = sum(p.numel() for p in model.parameters())
-        print(f"model: {name} ({params / 1e6:.0f}M parameters, {dtype}, {device}); set-up "
-              f"{time.perf_counter() - started:.1f}s; {torch.get_num_threads()} torch threads")
+        print(
+            f"model: {name} ({params / 1e6:.0f}M parameters, {dtype}, {device}); set-up "
+            f"{time.perf_counter() - started:.1f}s; {torch.get_num_threads()} torch threads"
+        )
     else:
         tokenizer = build_tiny_tokenizer("bpe", vocab_size=SIZES[args.size][5], extra_text=sources + hypotheses)
         model = build_model(args.size, device, dtype, tokenizer, args.seed)
         params = sum(p.numel() for p in model.parameters())
-        print(f"model: random {args.size} ({params / 1e6:.0f}M parameters, {dtype}, {device}); tokenizer: "
-              f"{len(tokenizer)} trained tokens; set-up {time.perf_counter() - started:.1f}s")
+        print(
+            f"model: random {args.size} ({params / 1e6:.0f}M parameters, {dtype}, {device}); tokenizer: "
+            f"{len(tokenizer)} trained tokens; set-up {time.perf_counter() - started:.1f}s"
+        )
 
     scorer = PluieScorer((model, tokenizer), template=args.template, batch_size=args.batch_size)
     prompt_lengths = [len(scorer._encode(p)) for p in scorer.prompts(sources, hypotheses)]
-    print(f"{len(sources)} MRPC pairs, template {scorer.template.name}: prompts of {np.mean(prompt_lengths):.0f} "
-          f"tokens on average ({min(prompt_lengths)}-{max(prompt_lengths)})")
+    print(
+        f"{len(sources)} MRPC pairs, template {scorer.template.name}: prompts of {np.mean(prompt_lengths):.0f} "
+        f"tokens on average ({min(prompt_lengths)}-{max(prompt_lengths)})"
+    )
 
     # Warm-up on one pair each (allocator, kernels); the prefix cache is then rebuilt inside the timing.
     scorer.score(sources[:1], hypotheses[:1])
@@ -257,14 +293,18 @@ def main(argv=None) -> None:
     ours, ours_seconds = outputs["PluieScorer"], best["PluieScorer"][0]
     ours_rate = len(sources) / ours_seconds
     path = "packed CPU pass" if scorer.last_run.get("packed") == len(sources) else "the model's own forward"
-    print(f"PluieScorer:    {len(sources):5d} pairs in {ours_seconds:8.2f}s = {ours_rate:9.2f} pairs/s "
-          f"(best of {args.pluie_rounds}; shared prefix {scorer.last_run['prefix_tokens']} tokens, "
-          f"{scorer.last_run['cached']} pairs cached, batch {scorer.batch_size or scorer._auto_batch}, {path})")
+    print(
+        f"PluieScorer:    {len(sources):5d} pairs in {ours_seconds:8.2f}s = {ours_rate:9.2f} pairs/s "
+        f"(best of {args.pluie_rounds}; shared prefix {scorer.last_run['prefix_tokens']} tokens, "
+        f"{scorer.last_run['cached']} pairs cached, batch {scorer.batch_size or scorer._auto_batch}, {path})"
+    )
     if "model's forward" in best:
         seconds, generic_scores = best["model's forward"][0], outputs["model's forward"]
-        print(f"  its generic path (the model's own forward with the prefix as a cache, packed=False): "
-              f"{len(sources) / seconds:.2f} pairs/s; packed / generic = {seconds / ours_seconds:.2f}x; largest "
-              f"|score difference| {np.abs(generic_scores - ours).max():.1e}")
+        print(
+            f"  its generic path (the model's own forward with the prefix as a cache, packed=False): "
+            f"{len(sources) / seconds:.2f} pairs/s; packed / generic = {seconds / ours_seconds:.2f}x; largest "
+            f"|score difference| {np.abs(generic_scores - ours).max():.1e}"
+        )
 
     synchronise(device)
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -272,57 +312,75 @@ def main(argv=None) -> None:
     synchronise(device)
     papers_seconds, papers_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     papers_rate = baseline_count / papers_seconds
-    print(f"papers' method: {baseline_count:5d} pairs in {papers_seconds:8.2f}s = {papers_rate:9.2f} pairs/s "
-          "(2 full passes per pair, one pair at a time)")
+    print(
+        f"papers' method: {baseline_count:5d} pairs in {papers_seconds:8.2f}s = {papers_rate:9.2f} pairs/s "
+        "(2 full passes per pair, one pair at a time)"
+    )
     print(f"speed-up: {ours_rate / papers_rate:.1f}x")
-    report_flops(model, scorer, sources, hypotheses, best, (papers_seconds, papers_cpu),
-                 baseline_count, device, dtype, rounds)
+    report_flops(
+        model, scorer, sources, hypotheses, best, (papers_seconds, papers_cpu), baseline_count, device, dtype, rounds
+    )
     difference = np.abs(ours[:baseline_count] - reference)
-    print(f"largest |score difference| between the methods: {difference.max():.2e} "
-          f"(scores span {ours.min():.2f} .. {ours.max():.2f})")
+    print(
+        f"largest |score difference| between the methods: {difference.max():.2e} "
+        f"(scores span {ours.min():.2f} .. {ours.max():.2f})"
+    )
     if args.profile:
         profile(scorer, sources, hypotheses)
     if not args.no_judges:
         compare_judges(args, model, tokenizer, scorer, sources, hypotheses, ours_rate, device)
 
 
-def report_flops(model, scorer, sources, hypotheses, ours_times: dict, papers_time, baseline_count, device, dtype,
-                 rounds: dict):
+def report_flops(
+    model, scorer, sources, hypotheses, ours_times: dict, papers_time, baseline_count, device, dtype, rounds: dict
+):
     """Useful GFLOP/s of both methods and their fraction of this machine's matmul rate: per second of
     wall time, and (on CPU) per CPU-second of this process, which a neighbour's load on a shared machine
     changes far less (it takes the cores from the scorer and the matmuls alike). Then each round of
     PluieScorer against the matmul burst timed just before it (``rounds``: name -> [(seconds, rate)])."""
     prefix = scorer.last_run["prefix_tokens"] if scorer.last_run.get("cached") == len(sources) else 0
     lengths = [len(scorer._encode(p)) for p in scorer.prompts(sources, hypotheses)]
-    ours = forward_flops(model.config, prefix, 0, 0) + sum(forward_flops(model.config, n - prefix, prefix, 1)
-                                                          for n in lengths)
+    ours = forward_flops(model.config, prefix, 0, 0) + sum(
+        forward_flops(model.config, n - prefix, prefix, 1) for n in lengths
+    )
     # the papers' method: prompt∘answer (one token more) twice, logits at every position
     papers = sum(2 * forward_flops(model.config, n + 1, 0, n + 1) for n in lengths[:baseline_count])
     rate, cpu_rate = matmul_rate(device, dtype)
     rate = max([rate] + [burst for timings in rounds.values() for _, burst in timings])  # the best seen in the run
     new = np.mean([n - prefix for n in lengths])
-    print(f"useful work: PluieScorer {ours / len(sources) / 1e9:.2f} GFLOP per pair ({prefix} prefix tokens once, "
-          f"{new:.0f} new tokens per pair), the papers' method {papers / baseline_count / 1e9:.1f} "
-          f"({papers / baseline_count / (ours / len(sources)):.0f}x)")
+    print(
+        f"useful work: PluieScorer {ours / len(sources) / 1e9:.2f} GFLOP per pair ({prefix} prefix tokens once, "
+        f"{new:.0f} new tokens per pair), the papers' method {papers / baseline_count / 1e9:.1f} "
+        f"({papers / baseline_count / (ours / len(sources)):.0f}x)"
+    )
     libraries = ", ".join(f"{name} {value / 1e9:.0f}" for name, value in MATMUL_BEST.items())
-    print(f"machine: {rate / 1e9:.0f} GFLOP/s ({dtype} matmul, 2048³, {torch.get_num_threads()} threads, the best of "
-          f"this run's measurements: {libraries}; "
-          f"{cpu_rate / 1e9:.0f} GFLOP per CPU-second)")
+    print(
+        f"machine: {rate / 1e9:.0f} GFLOP/s ({dtype} matmul, 2048³, {torch.get_num_threads()} threads, the best of "
+        f"this run's measurements: {libraries}; "
+        f"{cpu_rate / 1e9:.0f} GFLOP per CPU-second)"
+    )
     timed = [(name, ours, times) for name, times in ours_times.items()] + [("papers' method", papers, papers_time)]
     for name, flops, (seconds, cpu) in timed:
         line = f"{name + ':':16s} {flops / seconds / 1e9:6.1f} GFLOP/s = {flops / seconds / rate:5.1%} of the machine"
         if len(MATMUL_BEST) > 1:  # and against each library's own best, the slower one's included
-            line += " (" + ", ".join(f"{flops / seconds / value:.1%} of {library}'s"
-                                     for library, value in MATMUL_BEST.items()) + ")"
+            line += (
+                " ("
+                + ", ".join(f"{flops / seconds / value:.1%} of {library}'s" for library, value in MATMUL_BEST.items())
+                + ")"
+            )
         if device.type == "cpu":
-            line += (f"; {flops / cpu / 1e9:6.1f} GFLOP per CPU-second = {flops / cpu / cpu_rate:5.1%} of the "
-                     "matmuls' (load-independent)")
+            line += (
+                f"; {flops / cpu / 1e9:6.1f} GFLOP per CPU-second = {flops / cpu / cpu_rate:5.1%} of the "
+                "matmuls' (load-independent)"
+            )
         print(line)
     for name, timings in rounds.items():
         fractions = [ours / seconds / burst for seconds, burst in timings]
-        print(f"{name}, each round against a 1 s matmul burst just before it: "
-              + ", ".join(f"{f:.1%} ({burst / 1e9:.0f} GFLOP/s)" for f, (_, burst) in zip(fractions, timings))
-              + f"; median {np.median(fractions):.1%}")
+        print(
+            f"{name}, each round against a 1 s matmul burst just before it: "
+            + ", ".join(f"{f:.1%} ({burst / 1e9:.0f} GFLOP/s)" for f, (_, burst) in zip(fractions, timings))
+            + f"; median {np.median(fractions):.1%}"
+        )
 
 
 def profile(scorer, sources, hypotheses) -> None:
@@ -348,8 +406,13 @@ def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_ra
     methods = {"PLUIE": (scorer.template.name, len(pairs[0]), lambda: scorer.score(*pairs))}
     # each judge with its own prompt (as in the paper's table 3), then LLM-Yes/No asked PLUIE's own prompt
     for kind, template in (("yes-no", None), ("likert", None), ("yes-no", scorer.template)):
-        judge = LLMJudge((model, tokenizer), kind=kind, template=template, batch_size=args.batch_size,
-                         max_new_tokens=args.max_new_tokens)
+        judge = LLMJudge(
+            (model, tokenizer),
+            kind=kind,
+            template=template,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+        )
         judge.score(sources[:1], hypotheses[:1])  # warm-up
         name = f"LLM-{kind}" + ("" if template is None else f" ({template.name} prompt)")
         methods[name] = (judge, None, judge.score)
@@ -362,20 +425,27 @@ def compare_judges(args, model, tokenizer, scorer, sources, hypotheses, pluie_ra
             results[name] = run() if name == "PLUIE" else run(*pairs)
             synchronise(device)
             best[name] = min(best.get(name, math.inf), time.perf_counter() - started)
-    print(f"\nPLUIE against the output-based judges on the same model and {count} pairs "
-          f"(best of {args.rounds} interleaved rounds):")
+    print(
+        f"\nPLUIE against the output-based judges on the same model and {count} pairs "
+        f"(best of {args.rounds} interleaved rounds):"
+    )
     for name, seconds in best.items():
         what = methods[name][0]
         if name == "PLUIE":
             detail = f"template {what}, one forward pass per pair, shared prefix cached"
         else:
             lengths = [len(what._encode(p)) for p in what.prompts(*pairs)]
-            detail = (f"template {what.template.name}, prompts of {np.mean(lengths):.0f} tokens; "
-                      f"{what.last_run['generated_tokens'] / count:.1f} tokens generated per pair, at most "
-                      f"{what.max_new_tokens}; {results[name].unparsed} of {count} answers unparsed")
+            detail = (
+                f"template {what.template.name}, prompts of {np.mean(lengths):.0f} tokens; "
+                f"{what.last_run['generated_tokens'] / count:.1f} tokens generated per pair, at most "
+                f"{what.max_new_tokens}; {results[name].unparsed} of {count} answers unparsed"
+            )
         print(f"{name}: {count / seconds:.2f} pairs/s ({seconds:.2f}s; {detail})")
-    print("ratios (pairs/s of PLUIE / of the judge): " + ", ".join(
-        f"PLUIE / {name} = {best[name] / best['PLUIE']:.1f}x" for name in best if name != "PLUIE"))
+    print(
+        "ratios (pairs/s of PLUIE / of the judge): "
+        + ", ".join(f"PLUIE / {name} = {best[name] / best['PLUIE']:.1f}x" for name in best if name != "PLUIE")
+    )
+
 
 if __name__ == "__main__":
     main()

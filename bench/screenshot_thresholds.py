@@ -4,6 +4,7 @@ photographed in headless Chromium.
 
     python bench/screenshot_thresholds.py [--out docs/thresholds.png]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,9 @@ def build_store(db_url: str) -> None:
     import_pairs(engine, "MRPC test", load_pairs(DATASETS / "mrpc" / "msr_paraphrase_test.txt", "auto"))
     pairs = pairs_frame(engine, texts=True)
     # the baseline as the worker stores it: normalised distance, lower = more similar
-    add_score_run(engine, "levenshtein", edit_distances(pairs), kind="baseline", higher_is_similar=False,
-                  model="levenshtein")
+    add_score_run(
+        engine, "levenshtein", edit_distances(pairs), kind="baseline", higher_is_similar=False, model="levenshtein"
+    )
     engine.dispose()
 
 

@@ -33,6 +33,7 @@ start and the end: other processes on the same cores change both rates. Pairs pe
 worker process's CPU time over the same steady-state span, all its threads; on CUDA mostly the
 host's work) are printed too, as they move less than wall-clock rates on shared cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,8 +85,9 @@ def synchronise(device: torch.device) -> None:
 
 
 def scorer_rate(args, model_dir: Path, sources, hypotheses) -> tuple[float, float]:
-    scorer = PluieScorer(str(model_dir), template=args.template, device=args.device, dtype=args.dtype,
-                         batch_size=args.batch_size)
+    scorer = PluieScorer(
+        str(model_dir), template=args.template, device=args.device, dtype=args.dtype, batch_size=args.batch_size
+    )
     scorer.score(sources[:8], hypotheses[:8])  # warm-up; the prefix cache is built and kept, as in the worker
     synchronise(scorer.device)
     started, cpu = time.perf_counter(), time.process_time()
@@ -93,10 +95,13 @@ def scorer_rate(args, model_dir: Path, sources, hypotheses) -> tuple[float, floa
     synchronise(scorer.device)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     rate = len(sources) / seconds
-    print(f"PluieScorer.score: {len(sources)} pairs in {seconds:7.2f}s = {rate:8.2f} pairs/s; "
-          f"{len(sources) / cpu:.2f} pairs per CPU-second "
-          f"({scorer.last_run['batches']} batches, at most {scorer.batch_size or scorer._auto_batch} pairs and "
-          f"{scorer._token_budget()} tokens each)", flush=True)
+    print(
+        f"PluieScorer.score: {len(sources)} pairs in {seconds:7.2f}s = {rate:8.2f} pairs/s; "
+        f"{len(sources) / cpu:.2f} pairs per CPU-second "
+        f"({scorer.last_run['batches']} batches, at most {scorer.batch_size or scorer._auto_batch} pairs and "
+        f"{scorer._token_budget()} tokens each)",
+        flush=True,
+    )
     del scorer
     release_memory()
     return rate, len(sources) / cpu
@@ -114,13 +119,12 @@ def stores(directory: Path) -> list[tuple[str, str, object]]:
     return found
 
 
-def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, overlap: bool,
-                repetition: int = 0):
+def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses, overlap: bool, repetition: int = 0):
     import pandas as pd
     from sqlalchemy import func, select
 
-    from db.datasets import import_pairs
     from db import init_db
+    from db.datasets import import_pairs
     from db.engine import read_session
     from db.models import Score
     from db.runs import create_run
@@ -132,10 +136,30 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
 
     with read_session(engine) as session:
         dataset_id = session.scalar(select(Dataset.id).where(Dataset.name == name))
-    run = create_run(engine, name=f"bench {name}", model=str(model_dir), template=args.template,
-                     device=args.device, dtype=args.dtype, batch_size=args.batch_size, dataset_ids=[dataset_id])
-    command = [sys.executable, str(REPO / "worker.py"), "--db", url, "--no-default-runs", "--exit-when-idle",
-               "--runs", str(run), "--device", args.device, "--poll-seconds", "0.2"]
+    run = create_run(
+        engine,
+        name=f"bench {name}",
+        model=str(model_dir),
+        template=args.template,
+        device=args.device,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        dataset_ids=[dataset_id],
+    )
+    command = [
+        sys.executable,
+        str(REPO / "worker.py"),
+        "--db",
+        url,
+        "--no-default-runs",
+        "--exit-when-idle",
+        "--runs",
+        str(run),
+        "--device",
+        args.device,
+        "--poll-seconds",
+        "0.2",
+    ]
     if args.claim_size:
         command += ["--claim-size", str(args.claim_size)]
     if not overlap:
@@ -156,8 +180,10 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
         raise SystemExit(f"the worker failed (exit {code}); its log:\n{log_path.read_text()[-3000:]}")
     with read_session(engine) as session:
         claims = session.execute(
-            select(Score.created_at, func.count()).where(Score.run_id == run)
-            .group_by(Score.created_at).order_by(Score.created_at)
+            select(Score.created_at, func.count())
+            .where(Score.run_id == run)
+            .group_by(Score.created_at)
+            .order_by(Score.created_at)
         ).all()
     engine.dispose()
     written = sum(n for _, n in claims)
@@ -168,10 +194,13 @@ def worker_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses
     sizes = [n for _, n in claims]
     cpu_span = cpu_at(cpu_samples, claims[-1][0]) - cpu_at(cpu_samples, claims[0][0]) if cpu_samples else None
     per_cpu = f"; {sum(sizes[1:]) / cpu_span:.2f} pairs per CPU-second" if cpu_span else ""
-    print(f"worker.py, {label}, {'overlap' if overlap else 'no overlap'}: {len(sources)} pairs in {total:7.2f}s "
-          f"from start to exit ({len(sources) / total:.2f} pairs/s); steady state {steady:8.2f} pairs/s over "
-          f"{sum(sizes[1:])} pairs in {span:.2f}s{per_cpu} ({len(claims)} writes of {min(sizes)}-{max(sizes)} pairs, "
-          f"first {sizes[0]})", flush=True)
+    print(
+        f"worker.py, {label}, {'overlap' if overlap else 'no overlap'}: {len(sources)} pairs in {total:7.2f}s "
+        f"from start to exit ({len(sources) / total:.2f} pairs/s); steady state {steady:8.2f} pairs/s over "
+        f"{sum(sizes[1:])} pairs in {span:.2f}s{per_cpu} ({len(claims)} writes of {min(sizes)}-{max(sizes)} pairs, "
+        f"first {sizes[0]})",
+        flush=True,
+    )
     return steady, (sum(sizes[1:]) / cpu_span if cpu_span else None)
 
 
@@ -182,8 +211,8 @@ def mixed_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses,
     import pandas as pd
     from sqlalchemy import func, select
 
-    from db.datasets import import_pairs
     from db import init_db
+    from db.datasets import import_pairs
     from db.engine import read_session
     from db.models import Dataset, Score
     from db.runs import create_run
@@ -193,12 +222,33 @@ def mixed_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses,
     import_pairs(engine, name, pd.DataFrame({"source": sources, "hypothesis": hypotheses}))
     with read_session(engine) as session:
         dataset_id = session.scalar(select(Dataset.id).where(Dataset.name == name))
-    fast = create_run(engine, name=f"bench levenshtein {name}", kind="baseline", model="levenshtein",
-                      dataset_ids=[dataset_id])
-    run = create_run(engine, name=f"bench {name}", model=str(model_dir), template=args.template,
-                     device=args.device, dtype=args.dtype, batch_size=args.batch_size, dataset_ids=[dataset_id])
-    command = [sys.executable, str(REPO / "worker.py"), "--db", url, "--no-default-runs", "--exit-when-idle",
-               "--runs", f"{fast},{run}", "--device", args.device, "--poll-seconds", "0.2"]
+    fast = create_run(
+        engine, name=f"bench levenshtein {name}", kind="baseline", model="levenshtein", dataset_ids=[dataset_id]
+    )
+    run = create_run(
+        engine,
+        name=f"bench {name}",
+        model=str(model_dir),
+        template=args.template,
+        device=args.device,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        dataset_ids=[dataset_id],
+    )
+    command = [
+        sys.executable,
+        str(REPO / "worker.py"),
+        "--db",
+        url,
+        "--no-default-runs",
+        "--exit-when-idle",
+        "--runs",
+        f"{fast},{run}",
+        "--device",
+        args.device,
+        "--poll-seconds",
+        "0.2",
+    ]
     if args.claim_size:
         command += ["--claim-size", str(args.claim_size)]
     log_path = Path(args.log_dir) / f"worker-{label}-{name}.log"
@@ -209,11 +259,18 @@ def mixed_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses,
     if code != 0:
         raise SystemExit(f"the worker failed (exit {code}); its log:\n{log_path.read_text()[-3000:]}")
     with read_session(engine) as session:
-        first = dict(session.execute(select(Score.run_id, func.min(Score.created_at))
-                                     .where(Score.run_id.in_([fast, run])).group_by(Score.run_id)).all())
+        first = dict(
+            session.execute(
+                select(Score.run_id, func.min(Score.created_at))
+                .where(Score.run_id.in_([fast, run]))
+                .group_by(Score.run_id)
+            ).all()
+        )
         writes = session.execute(
-            select(Score.created_at, func.count()).where(Score.run_id == run)
-            .group_by(Score.created_at).order_by(Score.created_at)
+            select(Score.created_at, func.count())
+            .where(Score.run_id == run)
+            .group_by(Score.created_at)
+            .order_by(Score.created_at)
         ).all()
     engine.dispose()
     written = sum(n for _, n in writes)
@@ -223,13 +280,20 @@ def mixed_rate(args, label: str, url: str, model_dir: Path, sources, hypotheses,
     steady = sum(n for _, n in writes[1:]) / span
     to_first = {r: (first[r] - started_at).total_seconds() for r in (fast, run)}
     loaded = ready_after(log_path, run, started_clock)  # the worker's log: "run N: ready to score after X s of loading"
-    load = f" (its model ready {loaded[0]:.1f}s after the start, {loaded[1]:.1f}s of loading: first score " \
-           f"{to_first[run] - loaded[0]:.1f}s after it)" if loaded else " (its model load included)"
-    print(f"worker.py, {label}, mixed (Levenshtein + PLUIE, {len(sources)} pairs each): first score of "
-          f"Levenshtein after {to_first[fast]:.1f}s, of PLUIE after {to_first[run]:.1f}s from the worker's start"
-          f"{load}; PLUIE's steady state {steady:8.2f} pairs/s over {sum(n for _, n in writes[1:])} "
-          f"pairs in {span:.2f}s ({len(writes)} writes of {min(n for _, n in writes)}-{max(n for _, n in writes)} "
-          f"pairs, first {writes[0][1]}); both runs done {total:.1f}s after the start", flush=True)
+    load = (
+        f" (its model ready {loaded[0]:.1f}s after the start, {loaded[1]:.1f}s of loading: first score "
+        f"{to_first[run] - loaded[0]:.1f}s after it)"
+        if loaded
+        else " (its model load included)"
+    )
+    print(
+        f"worker.py, {label}, mixed (Levenshtein + PLUIE, {len(sources)} pairs each): first score of "
+        f"Levenshtein after {to_first[fast]:.1f}s, of PLUIE after {to_first[run]:.1f}s from the worker's start"
+        f"{load}; PLUIE's steady state {steady:8.2f} pairs/s over {sum(n for _, n in writes[1:])} "
+        f"pairs in {span:.2f}s ({len(writes)} writes of {min(n for _, n in writes)}-{max(n for _, n in writes)} "
+        f"pairs, first {writes[0][1]}); both runs done {total:.1f}s after the start",
+        flush=True,
+    )
     return steady, None
 
 
@@ -273,26 +337,44 @@ def cpu_at(samples, moment) -> float:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=sorted(SIZES), default="cpu-small",
-                        help="cpu-small: 6 layers, hidden 512, 32k vocab; mistral-7b: Mistral-7B's sizes (a GPU)")
-    parser.add_argument("--model", help="real weights instead of a random model: a hub id, a directory, a .gguf "
-                                        "file, or 'demo' (the demo judge installed by make run)")
+    parser.add_argument(
+        "--size",
+        choices=sorted(SIZES),
+        default="cpu-small",
+        help="cpu-small: 6 layers, hidden 512, 32k vocab; mistral-7b: Mistral-7B's sizes (a GPU)",
+    )
+    parser.add_argument(
+        "--model",
+        help="real weights instead of a random model: a hub id, a directory, a .gguf "
+        "file, or 'demo' (the demo judge installed by make run)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 (default cpu)")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
-                        help="default: bfloat16 on cuda, float32 on cpu")
+    parser.add_argument(
+        "--dtype", choices=["float32", "bfloat16", "float16"], help="default: bfloat16 on cuda, float32 on cpu"
+    )
     parser.add_argument("--pairs", type=int, default=600, help="MRPC pairs (test, then train)")
     parser.add_argument("--template", default="fs-direct")
     parser.add_argument("--batch-size", type=int, help="the scorer's pairs per forward pass (default: automatic)")
     parser.add_argument("--claim-size", type=int, help="the worker's pairs per claim (default: automatic)")
     parser.add_argument("--no-overlap", action="store_true", help="also run the worker without the overlap")
-    parser.add_argument("--mixed", action="store_true",
-                        help="the mixed case instead: a Levenshtein run and the PLUIE run served by one worker "
-                             "(seconds to each run's first score, PLUIE's steady rate against the scorer)")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="worker runs per store and mode, each between two scorer timings (median reported)")
-    parser.add_argument("--threads", type=int,
-                        help="torch CPU threads of the scorer and the worker (default: torch's own choice); 1 keeps "
-                             "CPU-seconds per pair steady on shared cores")
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="the mixed case instead: a Levenshtein run and the PLUIE run served by one worker "
+        "(seconds to each run's first score, PLUIE's steady rate against the scorer)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="worker runs per store and mode, each between two scorer timings (median reported)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="torch CPU threads of the scorer and the worker (default: torch's own choice); 1 keeps "
+        "CPU-seconds per pair steady on shared cores",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.threads:
@@ -301,8 +383,10 @@ def main(argv=None) -> None:
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no GPU is visible to torch here.")
 
-    print(f"load average at start: {load_average()} ({os.cpu_count()} cores; torch threads "
-          f"{torch.get_num_threads()})", flush=True)
+    print(
+        f"load average at start: {load_average()} ({os.cpu_count()} cores; torch threads {torch.get_num_threads()})",
+        flush=True,
+    )
     sources, hypotheses = read_mrpc(args.pairs)
     with tempfile.TemporaryDirectory(prefix="pluie-bench-") as directory:
         model_dir = Path(directory) / "model"
@@ -315,8 +399,11 @@ def main(argv=None) -> None:
             described = f"{model_dir.name} (real weights)"
         else:
             described = save_model(args, sources, hypotheses, model_dir)
-        print(f"model: {described} on {args.device}, saved in {time.perf_counter() - started:.1f}s; "
-              f"{len(sources)} MRPC pairs, template {args.template}", flush=True)
+        print(
+            f"model: {described} on {args.device}, saved in {time.perf_counter() - started:.1f}s; "
+            f"{len(sources)} MRPC pairs, template {args.template}",
+            flush=True,
+        )
         scorer_runs = [scorer_rate(args, model_dir, sources, hypotheses)]
         results = []  # (mode, repetition, (pairs/s, pairs per CPU-second), scorer's (pairs/s, per CPU-second))
         found = stores(Path(directory))
@@ -325,13 +412,18 @@ def main(argv=None) -> None:
                 measured = []
                 for label, url, _clean_up in found:
                     if args.mixed:
-                        measured.append((f"{label}, mixed", mixed_rate(args, label, url, model_dir, sources,
-                                                                       hypotheses, repetition)))
+                        measured.append(
+                            (
+                                f"{label}, mixed",
+                                mixed_rate(args, label, url, model_dir, sources, hypotheses, repetition),
+                            )
+                        )
                         continue
                     for overlap in (True, False) if args.no_overlap else (True,):
                         mode = f"{label}, {'overlap' if overlap else 'no overlap'}"
-                        measured.append((mode, worker_rate(args, label, url, model_dir, sources, hypotheses,
-                                                           overlap, repetition)))
+                        measured.append(
+                            (mode, worker_rate(args, label, url, model_dir, sources, hypotheses, overlap, repetition))
+                        )
                 # the scorer again: each worker figure is compared with the scorer's just before and after
                 scorer_runs.append(scorer_rate(args, model_dir, sources, hypotheses))
                 reference = tuple((a + b) / 2 for a, b in zip(*scorer_runs[-2:]))
@@ -345,9 +437,15 @@ def main(argv=None) -> None:
         ratios = []
         for _m, repetition, (rate, per_cpu), (reference, reference_cpu) in (r for r in results if r[0] == mode):
             ratios.append(rate / reference)
-            print(f"worker / scorer ({mode}, #{repetition + 1}): {rate:.2f} / {reference:.2f} pairs/s = "
-                  f"{rate / reference:.1%}" + (f"; per CPU-second {per_cpu:.2f} / {reference_cpu:.2f} = "
-                                               f"{per_cpu / reference_cpu:.1%}" if per_cpu else ""))
+            print(
+                f"worker / scorer ({mode}, #{repetition + 1}): {rate:.2f} / {reference:.2f} pairs/s = "
+                f"{rate / reference:.1%}"
+                + (
+                    f"; per CPU-second {per_cpu:.2f} / {reference_cpu:.2f} = {per_cpu / reference_cpu:.1%}"
+                    if per_cpu
+                    else ""
+                )
+            )
         if len(ratios) > 1:
             print(f"worker / scorer ({mode}): median {statistics.median(ratios):.1%} over {len(ratios)} runs")
     print(f"load average at end: {load_average()}")

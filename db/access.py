@@ -12,6 +12,7 @@ a module, so no import order can open the store.
 ``record`` writes one line of the activity log (db.models.Activity) in the caller's transaction, under
 the current actor's name: who saved a campaign's settings, added an account, paused a run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,15 +25,30 @@ from db.models import Activity, utcnow
 from lab.roles import NOBODY, OPEN, Actor, NotAllowed
 from lab.roles import require as _require
 
-__all__ = ["Actor", "NotAllowed", "OPEN", "NOBODY", "UNSET", "acting_as", "current_actor", "install", "install_actor",
-           "installed", "require", "actor_name", "record"]
+__all__ = [
+    "Actor",
+    "NotAllowed",
+    "OPEN",
+    "NOBODY",
+    "UNSET",
+    "acting_as",
+    "current_actor",
+    "install",
+    "install_actor",
+    "installed",
+    "require",
+    "actor_name",
+    "record",
+]
 
 _ACTOR: contextvars.ContextVar[Optional[Actor]] = contextvars.ContextVar("pluie_actor", default=None)
 _SOURCE: Optional[Callable[[], Optional[Actor]]] = None
 # what a process that installed nothing writes as: nothing allowed (a role of ""), and a sentence that says why
 UNSET = Actor("", "")
-NOT_INSTALLED = ("This process has not said who writes to the store, so nothing is written: the app, the worker and "
-                 "the command line say so at their start (db.access.install).")
+NOT_INSTALLED = (
+    "This process has not said who writes to the store, so nothing is written: the app, the worker and "
+    "the command line say so at their start (db.access.install)."
+)
 
 
 def install(source: Optional[Callable[[], Optional[Actor]]]) -> None:
@@ -92,5 +108,13 @@ def actor_name() -> str:
 
 def record(session: Session, action: str, subject: str, subject_id: Optional[int], summary: str = "") -> None:
     """Add a line to the activity log in ``session``'s transaction (written with it, or not at all)."""
-    session.add(Activity(at=utcnow(), actor=actor_name(), action=action[:60], subject=subject[:40],
-                         subject_id=subject_id, summary=summary))
+    session.add(
+        Activity(
+            at=utcnow(),
+            actor=actor_name(),
+            action=action[:60],
+            subject=subject[:40],
+            subject_id=subject_id,
+            summary=summary,
+        )
+    )

@@ -12,6 +12,7 @@ demoted or disabled, so a team never locks itself out.
 Sessions: raising ``session_epoch`` ends every session of the account (set_password, set_role,
 disable_account, end_sessions); ui.access.signin signs its session tokens with the epoch and the password hash.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,11 +35,32 @@ from lab.auth import bcrypt_hash, bcrypt_input, configured_hash, hash_token, new
 from lab.lookalike import name_key
 from lab.roles import Actor, check_role
 
-__all__ = ["AccountError", "AccountInfo", "MIN_PASSWORD", "INVITE_HOURS", "accounts_in_force", "list_accounts",
-           "account", "account_by_name", "account_by_email", "add_account", "invite", "invitation_account",
-           "accept_invitation", "set_password", "set_role", "disable_account", "enable_account", "end_sessions",
-           "check_password", "password_matches", "ensure_owner_from_admin_password", "actor_for", "OWNER_FROM_ADMIN",
-           "password_fingerprint"]
+__all__ = [
+    "AccountError",
+    "AccountInfo",
+    "MIN_PASSWORD",
+    "INVITE_HOURS",
+    "accounts_in_force",
+    "list_accounts",
+    "account",
+    "account_by_name",
+    "account_by_email",
+    "add_account",
+    "invite",
+    "invitation_account",
+    "accept_invitation",
+    "set_password",
+    "set_role",
+    "disable_account",
+    "enable_account",
+    "end_sessions",
+    "check_password",
+    "password_matches",
+    "ensure_owner_from_admin_password",
+    "actor_for",
+    "OWNER_FROM_ADMIN",
+    "password_fingerprint",
+]
 
 MIN_PASSWORD = 8  # characters
 INVITE_HOURS = 72.0  # how long an invitation link works
@@ -68,10 +90,18 @@ class AccountInfo:
 
 
 def _info(row: Account) -> AccountInfo:
-    return AccountInfo(id=row.id, name=row.name, email=row.email, role=row.role, has_password=row.password_hash is not None,
-                       invite_expires_at=row.invite_expires_at if row.invite_hash else None,
-                       session_epoch=row.session_epoch, created_at=row.created_at, created_by=row.created_by,
-                       disabled_at=row.disabled_at)
+    return AccountInfo(
+        id=row.id,
+        name=row.name,
+        email=row.email,
+        role=row.role,
+        has_password=row.password_hash is not None,
+        invite_expires_at=row.invite_expires_at if row.invite_hash else None,
+        session_epoch=row.session_epoch,
+        created_at=row.created_at,
+        created_by=row.created_by,
+        disabled_at=row.disabled_at,
+    )
 
 
 def actor_for(info: AccountInfo) -> Actor:
@@ -83,8 +113,12 @@ def _clean_email(email: Optional[str]) -> Optional[str]:
     if not text:
         return None
     check_length("The e-mail", text, AccountError, 320)
-    if "@" not in text or text.startswith("@") or text.endswith("@") \
-            or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
+    if (
+        "@" not in text
+        or text.startswith("@")
+        or text.endswith("@")
+        or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text)
+    ):
         raise AccountError(f"{text!r} is not an e-mail address.")
     return text
 
@@ -162,8 +196,9 @@ def _require_owner_unless_first(session) -> None:
         access.require("own")
 
 
-def add_account(engine: Engine, name: str, role: str, *, email: Optional[str] = None,
-                password: Optional[str] = None) -> AccountInfo:
+def add_account(
+    engine: Engine, name: str, role: str, *, email: Optional[str] = None, password: Optional[str] = None
+) -> AccountInfo:
     """A new account (an owner's act, except a store's first account). Without a password the person
     signs in through an invitation link (invite) or the identity provider (``email``)."""
     name = clean_name("The account name", name, AccountError)
@@ -177,10 +212,18 @@ def add_account(engine: Engine, name: str, role: str, *, email: Optional[str] = 
             if any(row.name == name for row in same):
                 raise AccountError("An account with this name exists already.")
             if same:
-                raise AccountError(f"An account named “{same[0].name}” exists already, and “{name}” reads the same "
-                                   "(letter case and look-alike letters aside): choose another name.")
-            row = Account(name=name, role=role, email=email, password_hash=password_hash, created_at=utcnow(),
-                          created_by=access.actor_name())
+                raise AccountError(
+                    f"An account named “{same[0].name}” exists already, and “{name}” reads the same "
+                    "(letter case and look-alike letters aside): choose another name."
+                )
+            row = Account(
+                name=name,
+                role=role,
+                email=email,
+                password_hash=password_hash,
+                created_at=utcnow(),
+                created_by=access.actor_name(),
+            )
             session.add(row)
             session.flush()
             access.record(session, "account added", "account", row.id, f"{name} added as {role}")
@@ -218,7 +261,12 @@ def invitation_account(engine: Engine, token: str) -> Optional[AccountInfo]:
         return None
     with read_session(engine) as session:
         row = session.scalar(select(Account).where(Account.invite_hash == hash_token(token)))
-        if row is None or row.disabled_at is not None or row.invite_expires_at is None or row.invite_expires_at < utcnow():
+        if (
+            row is None
+            or row.disabled_at is not None
+            or row.invite_expires_at is None
+            or row.invite_expires_at < utcnow()
+        ):
             return None
         return _info(row)
 
@@ -228,7 +276,12 @@ def accept_invitation(engine: Engine, token: str, password: str) -> AccountInfo:
     password_hash = _hash_password(password)
     with write_session(engine) as session:
         row = session.scalar(select(Account).where(Account.invite_hash == hash_token(token or "")))
-        if row is None or row.disabled_at is not None or row.invite_expires_at is None or row.invite_expires_at < utcnow():
+        if (
+            row is None
+            or row.disabled_at is not None
+            or row.invite_expires_at is None
+            or row.invite_expires_at < utcnow()
+        ):
             raise AccountError("This invitation link is not valid any more: ask an owner for a new one.")
         row.password_hash = password_hash
         row.invite_hash = None
@@ -254,8 +307,11 @@ def set_password(engine: Engine, account_id: int, password: str) -> AccountInfo:
 
 
 def _other_active_owners(session, account_id: int) -> int:
-    return session.scalar(select(func.count()).select_from(Account).where(
-        Account.role == "owner", Account.disabled_at.is_(None), Account.id != account_id))
+    return session.scalar(
+        select(func.count())
+        .select_from(Account)
+        .where(Account.role == "owner", Account.disabled_at.is_(None), Account.id != account_id)
+    )
 
 
 def set_role(engine: Engine, account_id: int, role: str) -> AccountInfo:
@@ -352,12 +408,22 @@ def ensure_owner_from_admin_password(engine: Engine) -> Optional[AccountInfo]:
         with write_session(engine) as session:
             if session.scalar(select(func.count()).select_from(Account)) > 0:
                 return None
-            row = Account(name=OWNER_FROM_ADMIN, role="owner", password_hash=configured, created_at=utcnow(),
-                          created_by="the configured admin password")
+            row = Account(
+                name=OWNER_FROM_ADMIN,
+                role="owner",
+                password_hash=configured,
+                created_at=utcnow(),
+                created_by="the configured admin password",
+            )
             session.add(row)
             session.flush()
-            access.record(session, "account added", "account", row.id,
-                          f"{OWNER_FROM_ADMIN} added as owner, from the configured admin password")
+            access.record(
+                session,
+                "account added",
+                "account",
+                row.id,
+                f"{OWNER_FROM_ADMIN} added as owner, from the configured admin password",
+            )
             return _info(row)
     except IntegrityError:  # two servers started at once on one store: the other made it
         return None
@@ -371,6 +437,6 @@ def password_fingerprint(engine: Engine, account_id: int) -> Optional[str]:
         row = session.get(Account, account_id)
         if row is None or row.disabled_at is not None:
             return None
-        return hashlib.sha256(f"{row.session_epoch}:{row.role}:{row.password_hash or ''}:{row.email or ''}".encode()).hexdigest()
-
-
+        return hashlib.sha256(
+            f"{row.session_epoch}:{row.role}:{row.password_hash or ''}:{row.email or ''}".encode()
+        ).hexdigest()

@@ -14,6 +14,7 @@ reservation that lands between the read and the write is never overridden: that 
 refit. Until the fit decides (pluie_core.aggregation.fit_decides: enough labels per annotator), the
 vote share decides, as it did before.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,8 +48,11 @@ def _signature(n_labels: int, last_update) -> list:
 
 
 def _signatures(session, campaign_ids: list[int]) -> dict[int, list]:
-    rows = session.execute(select(Label.campaign_id, func.count(), func.max(Label.updated_at)).where(
-        Label.campaign_id.in_(campaign_ids), counted_label()).group_by(Label.campaign_id)).all()
+    rows = session.execute(
+        select(Label.campaign_id, func.count(), func.max(Label.updated_at))
+        .where(Label.campaign_id.in_(campaign_ids), counted_label())
+        .group_by(Label.campaign_id)
+    ).all()
     found = {cid: _signature(n, last) for cid, n, last in rows}
     return {cid: found.get(cid, _signature(0, None)) for cid in campaign_ids}
 
@@ -56,13 +60,19 @@ def _signatures(session, campaign_ids: list[int]) -> dict[int, list]:
 def campaigns_due(engine: Engine) -> list[int]:
     """Open adaptive campaigns whose labels changed (count or latest change) since their last fit."""
     with read_session(engine) as session:
-        campaigns = session.execute(select(Campaign.id, Campaign.adaptive_fit).where(
-            Campaign.overlap_max.is_not(None), Campaign.active.is_(True))).all()
+        campaigns = session.execute(
+            select(Campaign.id, Campaign.adaptive_fit).where(
+                Campaign.overlap_max.is_not(None), Campaign.active.is_(True)
+            )
+        ).all()
         if not campaigns:
             return []
         signatures = _signatures(session, [cid for cid, _ in campaigns])
-    return [cid for cid, fit in campaigns
-            if signatures[cid][0] > 0 and (fit is None or fit.get("signature") != signatures[cid])]
+    return [
+        cid
+        for cid, fit in campaigns
+        if signatures[cid][0] > 0 and (fit is None or fit.get("signature") != signatures[cid])
+    ]
 
 
 def refit_campaign(engine: Engine, campaign_id: int) -> Optional[Refit]:
@@ -74,15 +84,31 @@ def refit_campaign(engine: Engine, campaign_id: int) -> Optional[Refit]:
             return None
         least, most, confidence = campaign.overlap, campaign.overlap_max, campaign.confidence
         signature = _signatures(session, [campaign_id])[campaign_id]
-        labels = pd.DataFrame(raw_rows(session, select(Label.pair_id, Label.annotator_id, Label.level).where(
-            Label.campaign_id == campaign_id, counted_label())), columns=["pair_id", "annotator", "level"])
-        queue = pd.DataFrame(raw_rows(session, select(
-            CampaignPair.pair_id, CampaignPair.n_assigned, CampaignPair.n_wanted, CampaignPair.posterior).where(
-            CampaignPair.campaign_id == campaign_id)), columns=["pair_id", "n_assigned", "n_wanted", "stored"])
+        labels = pd.DataFrame(
+            raw_rows(
+                session,
+                select(Label.pair_id, Label.annotator_id, Label.level).where(
+                    Label.campaign_id == campaign_id, counted_label()
+                ),
+            ),
+            columns=["pair_id", "annotator", "level"],
+        )
+        queue = pd.DataFrame(
+            raw_rows(
+                session,
+                select(
+                    CampaignPair.pair_id, CampaignPair.n_assigned, CampaignPair.n_wanted, CampaignPair.posterior
+                ).where(CampaignPair.campaign_id == campaign_id),
+            ),
+            columns=["pair_id", "n_assigned", "n_wanted", "stored"],
+        )
     fit = fit_adaptive_model(labels) if len(labels) else None
     decides = fit_decides(fit)
-    per_pair = pair_posteriors(labels, fit if decides else None) if len(labels) else pd.DataFrame(
-        columns=["n_answers", "n_usable", "posterior"])
+    per_pair = (
+        pair_posteriors(labels, fit if decides else None)
+        if len(labels)
+        else pd.DataFrame(columns=["n_answers", "n_usable", "posterior"])
+    )
     queue = queue.set_index("pair_id").join(per_pair, how="inner")  # queue pairs with an answer
     queue = queue[queue["n_wanted"].notna()]
     n_wanted = queue["n_wanted"].to_numpy(dtype=int)
@@ -106,23 +132,41 @@ def refit_campaign(engine: Engine, campaign_id: int) -> Optional[Refit]:
         campaign.adaptive_fit = fit
         raised = lowered = 0
         if raise_.any():
-            raised = session.execute(update(table).where(
-                table.c.campaign_id == campaign_id, table.c.pair_id == bindparam("b_pair"),
-                table.c.n_wanted == bindparam("b_wanted")).values(n_wanted=bindparam("b_new")),
-                [{"b_pair": int(p), "b_wanted": int(w), "b_new": int(w) + 1}
-                 for p, w in zip(ids[raise_], n_wanted[raise_])]).rowcount
-        if lower.any():
-            lowered = session.execute(update(table).where(
-                table.c.campaign_id == campaign_id, table.c.pair_id == bindparam("b_pair"),
-                table.c.n_wanted == bindparam("b_wanted"), table.c.n_assigned == bindparam("b_new"))
+            raised = session.execute(
+                update(table)
+                .where(
+                    table.c.campaign_id == campaign_id,
+                    table.c.pair_id == bindparam("b_pair"),
+                    table.c.n_wanted == bindparam("b_wanted"),
+                )
                 .values(n_wanted=bindparam("b_new")),
-                [{"b_pair": int(p), "b_wanted": int(w), "b_new": int(a)}
-                 for p, w, a in zip(ids[lower], n_wanted[lower], n_assigned[lower])]).rowcount
+                [
+                    {"b_pair": int(p), "b_wanted": int(w), "b_new": int(w) + 1}
+                    for p, w in zip(ids[raise_], n_wanted[raise_])
+                ],
+            ).rowcount
+        if lower.any():
+            lowered = session.execute(
+                update(table)
+                .where(
+                    table.c.campaign_id == campaign_id,
+                    table.c.pair_id == bindparam("b_pair"),
+                    table.c.n_wanted == bindparam("b_wanted"),
+                    table.c.n_assigned == bindparam("b_new"),
+                )
+                .values(n_wanted=bindparam("b_new")),
+                [
+                    {"b_pair": int(p), "b_wanted": int(w), "b_new": int(a)}
+                    for p, w, a in zip(ids[lower], n_wanted[lower], n_assigned[lower])
+                ],
+            ).rowcount
         if moved.any():
-            session.execute(update(table).where(
-                table.c.campaign_id == campaign_id, table.c.pair_id == bindparam("b_pair"))
+            session.execute(
+                update(table)
+                .where(table.c.campaign_id == campaign_id, table.c.pair_id == bindparam("b_pair"))
                 .values(posterior=bindparam("b_posterior")),
-                [{"b_pair": int(p), "b_posterior": float(v)} for p, v in zip(ids[moved], posterior[moved])])
+                [{"b_pair": int(p), "b_posterior": float(v)} for p, v in zip(ids[moved], posterior[moved])],
+            )
     return Refit(campaign_id, int(signature[0]), decides, int(max(raised, 0)), int(max(lowered, 0)), int(moved.sum()))
 
 
@@ -138,5 +182,10 @@ def adaptive_state(engine: Engine, campaign_id: int) -> dict:
         fit = session.scalar(select(Campaign.adaptive_fit).where(Campaign.id == campaign_id))
     if fit is None:
         return {"fitted": False, "decides": False}
-    return {"fitted": True, "decides": fit_decides(fit), "n_labels": fit.get("n_labels", 0),
-            "median_labels": fit.get("median_labels", 0.0), "fitted_at": fit.get("fitted_at")}
+    return {
+        "fitted": True,
+        "decides": fit_decides(fit),
+        "n_labels": fit.get("n_labels", 0),
+        "median_labels": fit.get("median_labels", 0.0),
+        "fitted_at": fit.get("fitted_at"),
+    }

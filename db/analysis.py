@@ -9,19 +9,20 @@ second of CPU (bench/analysis.py). Training-trial labels are never part of an an
 Annotators are keyed by a display name unique across the store ("A", or "A (BIOSSES)" when two
 datasets both have an annotator A), the column names of every label matrix.
 """
+
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
-import zlib
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, case, exists, func, insert, select, union
 
 from db.engine import read_session, write_session
-from db.queries import as_ids, campaign_pairs, number_frame, query_frame
 from db.models import Annotator, Campaign, CampaignDataset, Dataset, GoldPair, Label, Pair, Score, ScoreRun
+from db.queries import as_ids, campaign_pairs, number_frame, query_frame
 from pluie_core.labels import LEVELS
 from pluie_core.run_kinds import BASELINE
 from pluie_core.stats import cell_table
@@ -42,8 +43,9 @@ __all__ = [
 ]
 
 # The one definition of "labels" behind every count, rate and α of every page and the dataset card.
-LABELS_COUNTED = ("every answer given, Don't know and answers to gold checks included; the training trial's "
-                  "answers are left out")
+LABELS_COUNTED = (
+    "every answer given, Don't know and answers to gold checks included; the training trial's answers are left out"
+)
 
 
 def counted_label():
@@ -51,8 +53,18 @@ def counted_label():
     checks are labels of their pair like any other (they are exported and published with it)."""
     return Label.is_training.is_(False)
 
-LABEL_COLUMNS = ["pair_id", "annotator_id", "annotator", "level", "value", "english_level", "seconds_spent",
-                 "dataset_id", "dataset"]
+
+LABEL_COLUMNS = [
+    "pair_id",
+    "annotator_id",
+    "annotator",
+    "level",
+    "value",
+    "english_level",
+    "seconds_spent",
+    "dataset_id",
+    "dataset",
+]
 
 
 def pair_datasets(session, dataset_ids: Optional[list[int]]) -> pd.Series:
@@ -92,19 +104,37 @@ def analysis_choices(engine: Engine) -> AnalysisChoices:
     with read_session(engine) as session:
         datasets = query_frame(
             session,
-            select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min, Dataset.label_max,
-                   func.count(Pair.id), func.count(Pair.gold_label),
-                   # gold labels other than 0 and 1: a dataset of unknown kind with none is binary
-                   func.count(case((Pair.gold_label.not_in([0.0, 1.0]), 1))))
-            .outerjoin(Pair, Pair.dataset_id == Dataset.id).where(Dataset.import_state.is_(None))
-            .group_by(Dataset.id).order_by(Dataset.name),
+            select(
+                Dataset.id,
+                Dataset.name,
+                Dataset.label_kind,
+                Dataset.label_min,
+                Dataset.label_max,
+                func.count(Pair.id),
+                func.count(Pair.gold_label),
+                # gold labels other than 0 and 1: a dataset of unknown kind with none is binary
+                func.count(case((Pair.gold_label.not_in([0.0, 1.0]), 1))),
+            )
+            .outerjoin(Pair, Pair.dataset_id == Dataset.id)
+            .where(Dataset.import_state.is_(None))
+            .group_by(Dataset.id)
+            .order_by(Dataset.name),
             ["id", "name", "label_kind", "label_min", "label_max", "n_pairs", "n_gold", "n_gold_other"],
         )
         runs = query_frame(
             session,
-            select(ScoreRun.id, ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.higher_is_similar,
-                   ScoreRun.status, func.count(Score.id))
-            .join(Score, Score.run_id == ScoreRun.id).group_by(ScoreRun.id).order_by(ScoreRun.name),
+            select(
+                ScoreRun.id,
+                ScoreRun.name,
+                ScoreRun.kind,
+                ScoreRun.model,
+                ScoreRun.higher_is_similar,
+                ScoreRun.status,
+                func.count(Score.id),
+            )
+            .join(Score, Score.run_id == ScoreRun.id)
+            .group_by(ScoreRun.id)
+            .order_by(ScoreRun.name),
             ["id", "name", "kind", "model", "higher_is_similar", "status", "n_scores"],
         )
     return AnalysisChoices(datasets, runs, annotator_choices(engine))
@@ -117,10 +147,17 @@ def annotator_choices(engine: Engine) -> pd.DataFrame:
     with read_session(engine) as session:
         annotators = query_frame(
             session,
-            select(Annotator.id, Annotator.name, Annotator.display_name, Annotator.dataset_id, Annotator.campaign_id,
-                   Annotator.english_level, func.coalesce(Dataset.name, Campaign.name),
-                   # EXISTS stops at the first label (indexed by annotator): no scan of every label
-                   exists().where(Label.annotator_id == Annotator.id, Label.is_training.is_(False)))
+            select(
+                Annotator.id,
+                Annotator.name,
+                Annotator.display_name,
+                Annotator.dataset_id,
+                Annotator.campaign_id,
+                Annotator.english_level,
+                func.coalesce(Dataset.name, Campaign.name),
+                # EXISTS stops at the first label (indexed by annotator): no scan of every label
+                exists().where(Label.annotator_id == Annotator.id, Label.is_training.is_(False)),
+            )
             .outerjoin(Dataset, Dataset.id == Annotator.dataset_id)
             .outerjoin(Campaign, Campaign.id == Annotator.campaign_id)
             .where(Dataset.import_state.is_(None))  # not those of a large import still being written
@@ -139,23 +176,32 @@ def campaign_choices(engine: Engine) -> pd.DataFrame:
     so the highest is its latest activity; None when it has none) and dataset_ids (a tuple: its datasets
     and those of its gold pairs). Ordered by latest activity, then the newest created. Each campaign's
     latest label is a seek on the labels' campaign index, not a scan of its labels."""
-    latest = (select(func.max(Label.id)).where(Label.campaign_id == Campaign.id).correlate(Campaign)
-              .scalar_subquery())
+    latest = select(func.max(Label.id)).where(Label.campaign_id == Campaign.id).correlate(Campaign).scalar_subquery()
     with read_session(engine) as session:
         rows = session.execute(
-            select(Campaign.id, Campaign.name, Campaign.active, latest)
-            .order_by(latest.is_(None), latest.desc(), Campaign.created_at.desc(), Campaign.id.desc())).all()
-        members = session.execute(union(
-            select(CampaignDataset.campaign_id, CampaignDataset.dataset_id),
-            select(GoldPair.campaign_id, Pair.dataset_id).join(Pair, Pair.id == GoldPair.pair_id))).all()
+            select(Campaign.id, Campaign.name, Campaign.active, latest).order_by(
+                latest.is_(None), latest.desc(), Campaign.created_at.desc(), Campaign.id.desc()
+            )
+        ).all()
+        members = session.execute(
+            union(
+                select(CampaignDataset.campaign_id, CampaignDataset.dataset_id),
+                select(GoldPair.campaign_id, Pair.dataset_id).join(Pair, Pair.id == GoldPair.pair_id),
+            )
+        ).all()
     datasets: dict[int, list[int]] = {}
     for campaign_id, dataset_id in members:
         datasets.setdefault(int(campaign_id), []).append(int(dataset_id))
-    return pd.DataFrame({
-        "id": [int(r[0]) for r in rows], "name": [r[1] for r in rows], "active": [bool(r[2]) for r in rows],
-        "last_label": [None if r[3] is None else int(r[3]) for r in rows],
-        "dataset_ids": [tuple(sorted(datasets.get(int(r[0]), []))) for r in rows],
-    }, columns=["id", "name", "active", "last_label", "dataset_ids"])
+    return pd.DataFrame(
+        {
+            "id": [int(r[0]) for r in rows],
+            "name": [r[1] for r in rows],
+            "active": [bool(r[2]) for r in rows],
+            "last_label": [None if r[3] is None else int(r[3]) for r in rows],
+            "dataset_ids": [tuple(sorted(datasets.get(int(r[0]), []))) for r in rows],
+        },
+        columns=["id", "name", "active", "last_label", "dataset_ids"],
+    )
 
 
 # --------------------------------------------------------------------------- reads
@@ -175,14 +221,19 @@ def labels_long(
     the labels given in that campaign (another campaign on the same pairs, a pilot, is never mixed in)."""
     dataset_ids, annotator_ids = as_ids(dataset_ids), as_ids(annotator_ids)
     query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.seconds_spent).where(
-        counted_label())
+        counted_label()
+    )
     if annotator_ids is not None:
         query = query.where(Label.annotator_id.in_(annotator_ids))
     if campaign_id is not None:
         query = query.where(Label.campaign_id == int(campaign_id))
     with read_session(engine) as session:
-        labels = number_frame(session, query, ["pair_id", "annotator_id", "level", "value", "seconds_spent"],
-                          integers=["pair_id", "annotator_id"])
+        labels = number_frame(
+            session,
+            query,
+            ["pair_id", "annotator_id", "level", "value", "seconds_spent"],
+            integers=["pair_id", "annotator_id"],
+        )
         dataset_of_pair = pair_datasets(session, dataset_ids)
         dataset_names = dict(session.execute(select(Dataset.id, Dataset.name)).all())
     labels["dataset_id"] = dataset_of_pair.reindex(labels["pair_id"]).to_numpy()
@@ -199,8 +250,9 @@ def labels_long(
     return labels[LABEL_COLUMNS]
 
 
-def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, texts: bool = False,
-                campaign_id: Optional[int] = None) -> pd.DataFrame:
+def pairs_frame(
+    engine: Engine, dataset_ids: Optional[Iterable[int]] = None, texts: bool = False, campaign_id: Optional[int] = None
+) -> pd.DataFrame:
     """Pairs indexed by pair_id: dataset_id, dataset, label_kind, label_min, label_max, gold_label
     (float, NaN when none); with ``texts`` also external_id, source and hypothesis. ``campaign_id``:
     only that campaign's pairs (db.export.campaign_pairs: its queue, its gold pairs, the pairs labelled
@@ -219,10 +271,16 @@ def pairs_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, tex
     if campaign_id is not None:
         query = query.where(Pair.id.in_(campaign_pairs(campaign_id)))
     with read_session(engine) as session:
-        pairs = (query_frame(session, query, names) if texts
-                 else number_frame(session, query, names, integers=["pair_id", "dataset_id"]))
-        datasets = query_frame(session, select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min,
-                                          Dataset.label_max), ["dataset_id", "dataset", "label_kind", "label_min", "label_max"])
+        pairs = (
+            query_frame(session, query, names)
+            if texts
+            else number_frame(session, query, names, integers=["pair_id", "dataset_id"])
+        )
+        datasets = query_frame(
+            session,
+            select(Dataset.id, Dataset.name, Dataset.label_kind, Dataset.label_min, Dataset.label_max),
+            ["dataset_id", "dataset", "label_kind", "label_min", "label_max"],
+        )
     pairs["gold_label"] = pd.to_numeric(pairs["gold_label"], errors="coerce").astype(float)
     pairs = pairs.merge(datasets, on="dataset_id", how="left").set_index("pair_id")
     order = ["dataset_id", "dataset", "label_kind", "label_min", "label_max", "gold_label"]
@@ -245,8 +303,14 @@ def scores_wide(engine: Engine, run_ids: Iterable[int], dataset_ids: Optional[It
     scores = scores[scores["run_id"].isin(runs)]
     rows, pair_ids = pd.factorize(scores["pair_id"], sort=True)
     columns = scores["run_id"].map({r: j for j, r in enumerate(runs)}).to_numpy(dtype=np.int64)
-    return cell_table(rows, np.asarray(pair_ids, dtype=np.int64), columns, [run_names[r] for r in runs],
-                      scores["value"], index_name="pair_id")
+    return cell_table(
+        rows,
+        np.asarray(pair_ids, dtype=np.int64),
+        columns,
+        [run_names[r] for r in runs],
+        scores["value"],
+        index_name="pair_id",
+    )
 
 
 def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame] = None) -> dict:
@@ -257,20 +321,24 @@ def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame]
     with read_session(engine) as session:
         row = session.execute(
             select(Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
-            .join(Dataset, Dataset.id == Pair.dataset_id).where(Pair.id == int(pair_id))
+            .join(Dataset, Dataset.id == Pair.dataset_id)
+            .where(Pair.id == int(pair_id))
         ).first()
         if row is None:
             return None
         scores = query_frame(
             session,
-            select(ScoreRun.name, ScoreRun.kind, Score.value).join(ScoreRun, ScoreRun.id == Score.run_id)
-            .where(Score.pair_id == int(pair_id)).order_by(ScoreRun.name),
+            select(ScoreRun.name, ScoreRun.kind, Score.value)
+            .join(ScoreRun, ScoreRun.id == Score.run_id)
+            .where(Score.pair_id == int(pair_id))
+            .order_by(ScoreRun.name),
             ["run", "kind", "value"],
         )
         labels = query_frame(
             session,
-            select(Label.annotator_id, Label.level, Label.value, Label.seconds_spent, Label.comment, Label.flagged)
-            .where(Label.pair_id == int(pair_id), Label.is_training.is_(False)),
+            select(
+                Label.annotator_id, Label.level, Label.value, Label.seconds_spent, Label.comment, Label.flagged
+            ).where(Label.pair_id == int(pair_id), Label.is_training.is_(False)),
             ["annotator_id", "level", "value", "seconds_spent", "comment", "flagged"],
         )
     if annotators is None:
@@ -281,14 +349,19 @@ def pair_detail(engine: Engine, pair_id: int, annotators: Optional[pd.DataFrame]
     labels["english_level"] = labels["annotator_id"].map(people["english_level"])
     labels["comment"] = labels["comment"].fillna("").astype(str)
     labels["flagged"] = labels["flagged"].fillna(False).astype(bool)
-    labels = labels.sort_values("annotator")[["annotator", "level", "level_name", "value", "english_level",
-                                              "seconds_spent", "comment", "flagged"]]
+    labels = labels.sort_values("annotator")[
+        ["annotator", "level", "level_name", "value", "english_level", "seconds_spent", "comment", "flagged"]
+    ]
     pair = dict(zip(("dataset", "external_id", "source", "hypothesis", "gold_label"), row))
     return {"pair": pair, "labels": labels.reset_index(drop=True), "scores": scores}
 
 
-def pairs_detail(engine: Engine, pair_ids: Iterable[int], campaign_id: Optional[int] = None,
-                 annotators: Optional[pd.DataFrame] = None) -> dict:
+def pairs_detail(
+    engine: Engine,
+    pair_ids: Iterable[int],
+    campaign_id: Optional[int] = None,
+    annotators: Optional[pd.DataFrame] = None,
+) -> dict:
     """Several pairs with every label and every score, in one read per table (the pairs a chart's
     selection lists): {"pairs": DataFrame indexed by pair_id in the order asked (dataset, external_id,
     source, hypothesis, gold_label; pairs that do not exist left out), "labels": DataFrame (pair_id,
@@ -296,15 +369,24 @@ def pairs_detail(engine: Engine, pair_ids: Iterable[int], campaign_id: Optional[
     only the labels given in that campaign, as the analysis pages scoped to it count them."""
     pair_ids = list(dict.fromkeys(int(p) for p in pair_ids))
     with read_session(engine) as session:
-        pairs = query_frame(session, select(Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis,
-                                       Pair.gold_label).join(Dataset, Dataset.id == Pair.dataset_id)
-                       .where(Pair.id.in_(pair_ids)),
-                       ["pair_id", "dataset", "external_id", "source", "hypothesis", "gold_label"])
-        scores = query_frame(session, select(Score.pair_id, ScoreRun.name, Score.value)
-                        .join(ScoreRun, ScoreRun.id == Score.run_id).where(Score.pair_id.in_(pair_ids))
-                        .order_by(Score.pair_id, ScoreRun.name), ["pair_id", "run", "value"])
+        pairs = query_frame(
+            session,
+            select(Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+            .join(Dataset, Dataset.id == Pair.dataset_id)
+            .where(Pair.id.in_(pair_ids)),
+            ["pair_id", "dataset", "external_id", "source", "hypothesis", "gold_label"],
+        )
+        scores = query_frame(
+            session,
+            select(Score.pair_id, ScoreRun.name, Score.value)
+            .join(ScoreRun, ScoreRun.id == Score.run_id)
+            .where(Score.pair_id.in_(pair_ids))
+            .order_by(Score.pair_id, ScoreRun.name),
+            ["pair_id", "run", "value"],
+        )
         query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value).where(
-            Label.pair_id.in_(pair_ids), counted_label())
+            Label.pair_id.in_(pair_ids), counted_label()
+        )
         if campaign_id is not None:
             query = query.where(Label.campaign_id == int(campaign_id))
         labels = query_frame(session, query, ["pair_id", "annotator_id", "level", "value"])
@@ -338,9 +420,13 @@ def add_score_run(
         session.add(run)
         session.flush()
         if len(values):
-            session.execute(insert(Score), [
-                {"run_id": run.id, "pair_id": int(pair_id), "value": float(value)} for pair_id, value in values.items()
-            ])
+            session.execute(
+                insert(Score),
+                [
+                    {"run_id": run.id, "pair_id": int(pair_id), "value": float(value)}
+                    for pair_id, value in values.items()
+                ],
+            )
         return run.id
 
 
@@ -350,16 +436,21 @@ def add_labels(engine: Engine, labels: pd.DataFrame, english_levels: Optional[Ma
     seconds_spent. Returns the number of labels written."""
     english_levels = english_levels or {}
     with write_session(engine) as session:
-        people = [Annotator(name=name, english_level=english_levels.get(name)) for name in sorted(labels["annotator"].unique())]
+        people = [
+            Annotator(name=name, english_level=english_levels.get(name))
+            for name in sorted(labels["annotator"].unique())
+        ]
         session.add_all(people)
         session.flush()
-        frame = pd.DataFrame({
-            "pair_id": labels["pair_id"].astype(int),
-            "annotator_id": labels["annotator"].map({person.name: person.id for person in people}).astype(int),
-            "level": labels["level"],
-            "value": labels["value"] if "value" in labels else np.nan,
-            "seconds_spent": labels["seconds_spent"] if "seconds_spent" in labels else np.nan,
-        })
+        frame = pd.DataFrame(
+            {
+                "pair_id": labels["pair_id"].astype(int),
+                "annotator_id": labels["annotator"].map({person.name: person.id for person in people}).astype(int),
+                "level": labels["level"],
+                "value": labels["value"] if "value" in labels else np.nan,
+                "seconds_spent": labels["seconds_spent"] if "seconds_spent" in labels else np.nan,
+            }
+        )
         frame["is_training"] = False
         records = frame.astype(object).where(frame.notna(), None).to_dict("records")
         if records:
@@ -376,12 +467,23 @@ def store_version(engine: Engine) -> tuple:
     those: the datasets' names (a few rows) are read whole and their checksum ends the tuple."""
     from db.models import Adjudication, Preference
 
-    counted = [(Pair.id, None), (Label.id, Label.updated_at), (Score.id, None), (ScoreRun.id, ScoreRun.updated_at),
-               (Annotator.id, None), (Dataset.id, None), (Adjudication.id, None), (Preference.id, None),
-               (Campaign.id, None)]
+    counted = [
+        (Pair.id, None),
+        (Label.id, Label.updated_at),
+        (Score.id, None),
+        (ScoreRun.id, ScoreRun.updated_at),
+        (Annotator.id, None),
+        (Dataset.id, None),
+        (Adjudication.id, None),
+        (Preference.id, None),
+        (Campaign.id, None),
+    ]
     columns = []
     for key, changed in counted:
-        columns += [select(func.count()).select_from(key.table).scalar_subquery(), select(func.max(key)).scalar_subquery()]
+        columns += [
+            select(func.count()).select_from(key.table).scalar_subquery(),
+            select(func.max(key)).scalar_subquery(),
+        ]
         if changed is not None:
             columns.append(select(func.max(changed)).scalar_subquery())
     with read_session(engine) as session:

@@ -5,6 +5,7 @@ An annotator is a name the organiser gives and a personal link whose token only 
 labelling page finds its annotator by the link (annotator_for_token) and knows only AnnotatorView.
 The organiser's table of annotators (annotator_rows) reads their counters from db.serving.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -41,6 +42,7 @@ class AnnotatorView:
 
 # ---------------------------------------------------------------- annotators and access
 
+
 def _same_name(name: str) -> str:
     # "Alice", " alice " and "ALICE" are one name to the people reading the tables, and so are "Zoë" typed
     # two ways (NFC) and "s\u200bam" (invisible characters): a name stored before names were cleaned too
@@ -73,8 +75,9 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
     seen: dict[str, str] = {}
     for name in names:
         if _same_name(name) in seen:
-            raise CampaignError(f"“{seen[_same_name(name)]}” is in the list twice: "
-                                "give each annotator a name of their own.")
+            raise CampaignError(
+                f"“{seen[_same_name(name)]}” is in the list twice: give each annotator a name of their own."
+            )
         seen[_same_name(name)] = name
     with write_session(engine) as session:
         # the campaign's row lock (PostgreSQL) keeps two admins from adding the same name at once
@@ -86,24 +89,29 @@ def create_annotators(engine: Engine, campaign_id: int, names: Sequence[str]) ->
         if clash is not None:
             raise CampaignError(
                 f"This campaign already has an annotator called “{taken[_same_name(clash)]}”: no link was created. "
-                "Choose another name, or give them a new link under “Replace a lost link”.")
+                "Choose another name, or give them a new link under “Replace a lost link”."
+            )
         created = []
         for name in names:
             token = new_token()
-            annotator = Annotator(name=name, campaign_id=campaign_id, token_hash=hash_token(token),
-                                  is_external=False)
+            annotator = Annotator(name=name, campaign_id=campaign_id, token_hash=hash_token(token), is_external=False)
             session.add(annotator)
             session.flush()
             created.append((annotator.id, annotator.name, token))
-        access.record(session, "links", "campaign", campaign_id,
-                      f"Created {'a personal link' if len(created) == 1 else 'personal links'} for "
-                      f"{', '.join(name for _, name, _ in created)}.")
+        access.record(
+            session,
+            "links",
+            "campaign",
+            campaign_id,
+            f"Created {'a personal link' if len(created) == 1 else 'personal links'} for "
+            f"{', '.join(name for _, name, _ in created)}.",
+        )
         return created
 
 
 def create_annotator(engine: Engine, campaign_id: int, name: str) -> tuple[int, str]:
     """One new annotator of the campaign and their personal-link token (see create_annotators)."""
-    (annotator_id, _, token), = create_annotators(engine, campaign_id, [name])
+    ((annotator_id, _, token),) = create_annotators(engine, campaign_id, [name])
     return annotator_id, token
 
 
@@ -119,8 +127,13 @@ def new_link(engine: Engine, annotator_id: int) -> str:
             raise CampaignError("This annotator does not exist (any more).")
         annotator.token_hash = hash_token(token)
         annotator.revoked_at = None
-        access.record(session, "new link", "campaign", annotator.campaign_id,
-                      f"Replaced the link of {annotator.name}: the old one no longer works.")
+        access.record(
+            session,
+            "new link",
+            "campaign",
+            annotator.campaign_id,
+            f"Replaced the link of {annotator.name}: the old one no longer works.",
+        )
     return token
 
 
@@ -134,12 +147,20 @@ def revoke_annotator(engine: Engine, annotator_id: int) -> None:
             raise CampaignError("This annotator does not exist.")
         if annotator.revoked_at is None:
             annotator.revoked_at = utcnow()
-            access.record(session, "revoke", "campaign", annotator.campaign_id, f"Revoked the link of {annotator.name}.")
-        for assignment in session.scalars(select(Assignment).where(
-                Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None))):
-            session.execute(update(CampaignPair).where(
-                CampaignPair.campaign_id == assignment.campaign_id, CampaignPair.pair_id == assignment.pair_id,
-            ).values(n_assigned=CampaignPair.n_assigned - 1))
+            access.record(
+                session, "revoke", "campaign", annotator.campaign_id, f"Revoked the link of {annotator.name}."
+            )
+        for assignment in session.scalars(
+            select(Assignment).where(Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None))
+        ):
+            session.execute(
+                update(CampaignPair)
+                .where(
+                    CampaignPair.campaign_id == assignment.campaign_id,
+                    CampaignPair.pair_id == assignment.pair_id,
+                )
+                .values(n_assigned=CampaignPair.n_assigned - 1)
+            )
             session.delete(assignment)
 
 
@@ -158,8 +179,14 @@ def annotator_view(engine: Engine, annotator_id: int) -> AnnotatorView:
     with read_session(engine) as session:
         annotator = session.get(Annotator, annotator_id)
         campaign = session.get(Campaign, annotator.campaign_id)
-        return AnnotatorView(annotator.id, annotator.display_name, annotator.english_level,
-                             campaign.name, campaign.guidelines, campaign.active)
+        return AnnotatorView(
+            annotator.id,
+            annotator.display_name,
+            annotator.english_level,
+            campaign.name,
+            campaign.guidelines,
+            campaign.active,
+        )
 
 
 def set_annotator_profile(engine: Engine, annotator_id: int, display_name: str, english_level: str) -> None:
@@ -171,15 +198,20 @@ def set_annotator_profile(engine: Engine, annotator_id: int, display_name: str, 
     with write_session(engine) as session:
         annotator = session.get(Annotator, annotator_id)
         session.get(Campaign, annotator.campaign_id, with_for_update=True)  # one profile at a time (PostgreSQL)
-        others = session.scalars(select(Annotator.display_name).where(
-            Annotator.campaign_id == annotator.campaign_id, Annotator.id != annotator_id,
-            Annotator.display_name.is_not(None)))
+        others = session.scalars(
+            select(Annotator.display_name).where(
+                Annotator.campaign_id == annotator.campaign_id,
+                Annotator.id != annotator_id,
+                Annotator.display_name.is_not(None),
+            )
+        )
         if _same_name(display_name) in {_same_name(n) for n in others}:
-            raise CampaignError(f"Someone else in this campaign already goes by “{display_name}”: "
-                                "please add an initial or choose another name, so that your labels stay yours.")
+            raise CampaignError(
+                f"Someone else in this campaign already goes by “{display_name}”: "
+                "please add an initial or choose another name, so that your labels stay yours."
+            )
         annotator.display_name = display_name
         annotator.english_level = english_level
-
 
 
 def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
@@ -189,15 +221,24 @@ def annotator_rows(engine: Engine, campaign_id: int) -> list[dict]:
         campaign = session.get(Campaign, campaign_id)
         ids = list(session.scalars(select(Annotator.id).where(Annotator.campaign_id == campaign_id)))
         counters = progress_counters(session, campaign, ids)
-        last = dict(session.execute(
-            select(Assignment.annotator_id, func.max(Assignment.done_at))
-            .where(Assignment.campaign_id == campaign_id).group_by(Assignment.annotator_id)).all())
+        last = dict(
+            session.execute(
+                select(Assignment.annotator_id, func.max(Assignment.done_at))
+                .where(Assignment.campaign_id == campaign_id)
+                .group_by(Assignment.annotator_id)
+            ).all()
+        )
         rows = []
         for a in session.scalars(select(Annotator).where(Annotator.campaign_id == campaign_id).order_by(Annotator.id)):
-            rows.append({
-                "id": a.id, "name": a.name, "display name": a.display_name or "",
-                "English": a.english_level or "", "labelled": f"{counters[a.id].done} / {counters[a.id].quota}",
-                "last answer": last.get(a.id), "status": "revoked" if a.revoked_at else "active",
-            })
+            rows.append(
+                {
+                    "id": a.id,
+                    "name": a.name,
+                    "display name": a.display_name or "",
+                    "English": a.english_level or "",
+                    "labelled": f"{counters[a.id].done} / {counters[a.id].quota}",
+                    "last answer": last.get(a.id),
+                    "status": "revoked" if a.revoked_at else "active",
+                }
+            )
         return rows
-

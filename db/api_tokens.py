@@ -8,6 +8,7 @@ changes what the token may do, a disabled account's tokens stop working, and a r
 Anyone signed in makes and revokes their own tokens; an owner also makes, lists and revokes anyone's
 (the Accounts page, ``python -m db accounts token NAME``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,8 +62,9 @@ def _may_manage(account_id: int) -> None:
 
 
 def _info(row: ApiToken, account: str) -> TokenInfo:
-    return TokenInfo(row.id, row.account_id, account, row.name, row.prefix, row.created_at, row.last_used_at,
-                     row.revoked_at)
+    return TokenInfo(
+        row.id, row.account_id, account, row.name, row.prefix, row.created_at, row.last_used_at, row.revoked_at
+    )
 
 
 def create_token(engine: Engine, account_id: int, name: str = "") -> tuple[TokenInfo, str]:
@@ -76,12 +78,18 @@ def create_token(engine: Engine, account_id: int, name: str = "") -> tuple[Token
             raise TokenError(f"There is no account {account_id}.")
         if account.disabled_at is not None:
             raise TokenError(f"{account.name} is disabled: enable the account first.")
-        live = session.scalars(select(ApiToken.id).where(ApiToken.account_id == account_id,
-                                                          ApiToken.revoked_at.is_(None))).all()
+        live = session.scalars(
+            select(ApiToken.id).where(ApiToken.account_id == account_id, ApiToken.revoked_at.is_(None))
+        ).all()
         if len(live) >= MOST_TOKENS:
             raise TokenError(f"{account.name} has {MOST_TOKENS} live tokens already: revoke one first.")
-        row = ApiToken(account_id=account_id, name=name, token_hash=hash_token(token),
-                       prefix=token[:SHOWN_CHARACTERS], created_at=utcnow())
+        row = ApiToken(
+            account_id=account_id,
+            name=name,
+            token_hash=hash_token(token),
+            prefix=token[:SHOWN_CHARACTERS],
+            created_at=utcnow(),
+        )
         session.add(row)
         session.flush()
         access.record(session, "token made", "account", account_id, f"an API token {name!r} for {account.name}")
@@ -111,8 +119,9 @@ def revoke_token(engine: Engine, token_id: int) -> TokenInfo:
         account = session.get(Account, row.account_id)
         if row.revoked_at is None:
             row.revoked_at = utcnow()
-            access.record(session, "token revoked", "account", row.account_id,
-                          f"the API token {row.name!r} of {account.name}")
+            access.record(
+                session, "token revoked", "account", row.account_id, f"the API token {row.name!r} of {account.name}"
+            )
         return _info(row, account.name)
 
 
@@ -122,10 +131,13 @@ def token_account(engine: Engine, token: Optional[str]) -> Optional[tuple[int, s
     if not token or not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return None
     with read_session(engine) as session:
-        found = session.execute(select(ApiToken.id, ApiToken.last_used_at, Account.id, Account.name, Account.role)
-                                .join(Account, Account.id == ApiToken.account_id)
-                                .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None),
-                                       Account.disabled_at.is_(None))).first()
+        found = session.execute(
+            select(ApiToken.id, ApiToken.last_used_at, Account.id, Account.name, Account.role)
+            .join(Account, Account.id == ApiToken.account_id)
+            .where(
+                ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None), Account.disabled_at.is_(None)
+            )
+        ).first()
     if found is None:
         return None
     token_id, last_used, account_id, name, role = found

@@ -1,5 +1,6 @@
 """Datasets and pairs: the import (one transaction, all or nothing) and the overview the home
 page shows."""
+
 from __future__ import annotations
 
 import datetime
@@ -17,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from db import access
 from db.analysis import counted_label
-from db.engine import read_session, write_session
-from db.queries import clean_value
-from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem, utcnow
 from db.campaigns import add_pairs_to_campaigns
+from db.engine import read_session, write_session
 from db.limits import check_length, clean_name
+from db.models import Annotator, Dataset, Label, Pair, Score, ScoreRun, WorkItem, utcnow
+from db.queries import clean_value
 from db.queue import CHOICE_RUN_KINDS, enqueue_pairs, forget_compute_time, runs_in_scope
 from pluie_core.io import MAX_SENTENCE_CHARS
 from pluie_core.wording import counted
@@ -72,10 +73,14 @@ def text_hash(source: str, hypothesis: str, occurrence: int = 0) -> str:
 def duplicates_note(keep_duplicates: bool, n_pairs: int, n_repeats: int) -> str:
     """The line an import adds to the dataset's description to record its choice on duplicates."""
     if keep_duplicates:
-        return (f"Imported {counted(n_pairs, 'pair')} with duplicates kept: every row is a pair, "
-                f"{counted(n_repeats, 'exact repeat')} included.")
-    return (f"Imported {counted(n_pairs, 'pair')} with duplicates skipped: an exact repeat of a pair is imported once "
-            f"({n_repeats:,} skipped).")
+        return (
+            f"Imported {counted(n_pairs, 'pair')} with duplicates kept: every row is a pair, "
+            f"{counted(n_repeats, 'exact repeat')} included."
+        )
+    return (
+        f"Imported {counted(n_pairs, 'pair')} with duplicates skipped: an exact repeat of a pair is imported once "
+        f"({n_repeats:,} skipped)."
+    )
 
 
 def _id_text(value) -> Optional[str]:
@@ -144,10 +149,19 @@ def import_pairs(
     label_range = label_range or attrs.get("label_range")
     if session is None and len(pairs) >= STAGED_FROM:  # short transactions, out of sight until the last
         return import_pair_chunks(
-            engine, name, _frame_chunks(pairs), description=description, source_format=source_format,
-            label_kind=label_kind, label_range=label_range, annotator_scale=annotator_scale, append=append,
-            keep_duplicates=keep_duplicates, total=len(pairs),
-            dropped_by_reader=0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or []))
+            engine,
+            name,
+            _frame_chunks(pairs),
+            description=description,
+            source_format=source_format,
+            label_kind=label_kind,
+            label_range=label_range,
+            annotator_scale=annotator_scale,
+            append=append,
+            keep_duplicates=keep_duplicates,
+            total=len(pairs),
+            dropped_by_reader=0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or []),
+        )
     checked = _validated(pairs, 0, name, description)
     source_list, hypothesis_list, hashes = checked.sources, checked.hypotheses, checked.hashes
     labels, external_ids, meta_records = checked.labels, checked.external_ids, checked.metas
@@ -202,9 +216,7 @@ def import_pairs(
             row_index.append(i)
         pair_ids: list[int] = []
         if rows:
-            result = session.execute(
-                insert(Pair).returning(Pair.id, sort_by_parameter_order=True), rows
-            )
+            result = session.execute(insert(Pair).returning(Pair.id, sort_by_parameter_order=True), rows)
             pair_ids = [r[0] for r in result]
 
         n_labels, annotator_names = 0, []
@@ -212,14 +224,23 @@ def import_pairs(
             annotator_name = _annotator_name(column)
             annotator_id = _annotator_id(session, dataset.id, annotator_name)
             annotator_names.append(annotator_name)
-            n_labels += _insert_labels(session, annotator_id, annotator_name, checked.annotator_values[column],
-                                       pair_ids, row_index, annotator_scale, 0)
+            n_labels += _insert_labels(
+                session,
+                annotator_id,
+                annotator_name,
+                checked.annotator_values[column],
+                pair_ids,
+                row_index,
+                annotator_scale,
+                0,
+            )
 
         dropped_by_reader = 0 if attrs.get("keep_duplicates") else len(attrs.get("duplicates") or [])
-        note = duplicates_note(keep_duplicates, len(pair_ids),
-                               repeats_kept if keep_duplicates else skipped + dropped_by_reader)
+        note = duplicates_note(
+            keep_duplicates, len(pair_ids), repeats_kept if keep_duplicates else skipped + dropped_by_reader
+        )
         if keep_duplicates and dropped_by_reader:  # read without keep_duplicates: those are gone
-            note += (f" {counted(dropped_by_reader, 'repeat')} had been dropped when the file was read.")
+            note += f" {counted(dropped_by_reader, 'repeat')} had been dropped when the file was read."
         dataset.description = f"{dataset.description}\n\n{note}" if dataset.description else note
 
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
@@ -240,6 +261,7 @@ def import_pairs(
 @dataclass
 class _Checked:
     """One frame's pairs, validated, as plain lists (per-row pandas indexing would dominate the time)."""
+
     sources: list
     hypotheses: list
     hashes: list
@@ -269,7 +291,9 @@ def _validated(pairs: pd.DataFrame, offset: int, name: str, description: str) ->
     source_list, hypothesis_list = sources.tolist(), hypotheses.tolist()
     n = len(pairs)
     labels = _numbers(pairs["label"].tolist(), offset, "the label") if "label" in pairs.columns else [None] * n
-    external_ids = [_id_text(v) for v in pairs["external_id"].tolist()] if "external_id" in pairs.columns else [None] * n
+    external_ids = (
+        [_id_text(v) for v in pairs["external_id"].tolist()] if "external_id" in pairs.columns else [None] * n
+    )
     for i, external_id in enumerate(external_ids):
         check_length(f"Pair {offset + i + 1}: the pair id", external_id, ImportRejected)
     annotator_values = {}
@@ -278,13 +302,23 @@ def _validated(pairs: pd.DataFrame, offset: int, name: str, description: str) ->
         annotator_values[column] = _numbers(pairs[column].tolist(), offset, f"{annotator_name}'s label")
     metas = [None] * n
     if meta_columns:
-        metas = [{str(k): clean_value(v) for k, v in record.items() if clean_value(v) is not None} or None
-                 for record in pairs[meta_columns].to_dict("records")]
+        metas = [
+            {str(k): clean_value(v) for k, v in record.items() if clean_value(v) is not None} or None
+            for record in pairs[meta_columns].to_dict("records")
+        ]
         for i, meta in enumerate(metas):
             _check_meta(offset + i + 1, meta)
     _refuse_nul(name, description, source_list, hypothesis_list, external_ids, metas, annotator_columns, offset)
-    return _Checked(source_list, hypothesis_list, [text_hash(s, h) for s, h in zip(source_list, hypothesis_list)],
-                    labels, external_ids, metas, annotator_columns, annotator_values)
+    return _Checked(
+        source_list,
+        hypothesis_list,
+        [text_hash(s, h) for s, h in zip(source_list, hypothesis_list)],
+        labels,
+        external_ids,
+        metas,
+        annotator_columns,
+        annotator_values,
+    )
 
 
 def _numbers(values: list, offset: int, what: str) -> list:
@@ -303,12 +337,14 @@ def _check_meta(pair: int, meta: Optional[dict]) -> None:
     sizes = {key: len(json.dumps(value, ensure_ascii=False, default=str)) for key, value in meta.items()}
     if sum(sizes.values()) + 4 * len(sizes) > MAX_META_CHARS:
         key = max(sizes, key=sizes.get)
-        raise ImportRejected(f"Pair {pair}: the column {key!r} holds {sizes[key]:,} characters; a pair's other "
-                             f"columns (kept as metadata) may hold {MAX_META_CHARS:,} in all.")
+        raise ImportRejected(
+            f"Pair {pair}: the column {key!r} holds {sizes[key]:,} characters; a pair's other "
+            f"columns (kept as metadata) may hold {MAX_META_CHARS:,} in all."
+        )
 
 
 def _annotator_name(column) -> str:
-    raw = str(column)[len(ANNOTATOR_PREFIX):]
+    raw = str(column)[len(ANNOTATOR_PREFIX) :]
     return clean_name("The annotator name", raw, ImportRejected) if raw.strip() else "unnamed"
 
 
@@ -322,8 +358,16 @@ def _annotator_id(session: Session, dataset_id: int, name: str) -> int:
     return annotator.id
 
 
-def _insert_labels(session: Session, annotator_id: int, annotator_name: str, values: list, pair_ids: list,
-                   row_index: list, annotator_scale: str, offset: int) -> int:
+def _insert_labels(
+    session: Session,
+    annotator_id: int,
+    annotator_name: str,
+    values: list,
+    pair_ids: list,
+    row_index: list,
+    annotator_scale: str,
+    offset: int,
+) -> int:
     label_rows = []
     for pair_id, i in zip(pair_ids, row_index):
         value = values[i]
@@ -333,10 +377,12 @@ def _insert_labels(session: Session, annotator_id: int, annotator_name: str, val
         if annotator_scale == "levels":
             if value not in (0, 1, 2, 3, 4):
                 raise ImportRejected(
-                    f"Pair {offset + i + 1}: {annotator_name}'s label {value:g} is not a level of the scale (0-4).")
+                    f"Pair {offset + i + 1}: {annotator_name}'s label {value:g} is not a level of the scale (0-4)."
+                )
             level = int(value)
-        label_rows.append({"pair_id": pair_id, "annotator_id": annotator_id, "level": level, "value": value,
-                           "is_training": False})
+        label_rows.append(
+            {"pair_id": pair_id, "annotator_id": annotator_id, "level": level, "value": value, "is_training": False}
+        )
     if label_rows:
         session.execute(insert(Label), label_rows)
     return len(label_rows)
@@ -345,14 +391,16 @@ def _insert_labels(session: Session, annotator_id: int, annotator_name: str, val
 def _frame_chunks(pairs: pd.DataFrame, size: Optional[int] = None):
     size = size or CHUNK_ROWS
     for start in range(0, len(pairs), size):
-        yield pairs.iloc[start:start + size]
+        yield pairs.iloc[start : start + size]
 
 
 def left_out_note(file_name: str, row_word: Optional[str], skipped_rows: list[dict]) -> str:
     """The words a dataset's description keeps of the invalid rows an import left out (skip_invalid)."""
-    return (f"{counted(len(skipped_rows), 'invalid row')} of {file_name} left out at import: "
-            + "; ".join(f"{row_word or 'Row'} {r['row']}: {r['why']}" for r in skipped_rows[:20])
-            + (f"; and {len(skipped_rows) - 20:,} more." if len(skipped_rows) > 20 else ""))
+    return (
+        f"{counted(len(skipped_rows), 'invalid row')} of {file_name} left out at import: "
+        + "; ".join(f"{row_word or 'Row'} {r['row']}: {r['why']}" for r in skipped_rows[:20])
+        + (f"; and {len(skipped_rows) - 20:,} more." if len(skipped_rows) > 20 else "")
+    )
 
 
 def import_pair_chunks(
@@ -399,25 +447,58 @@ def import_pair_chunks(
         if target is not None and not append:
             raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")
         target_id = None if target is None else target.id
-        hidden = Dataset(name=f".importing-{uuid.uuid4().hex}", description="", import_state="importing",
-                         import_seen=utcnow(), import_target=target_id,
-                         source_format=source_format or (attrs or {}).get("format") or "")
+        hidden = Dataset(
+            name=f".importing-{uuid.uuid4().hex}",
+            description="",
+            import_state="importing",
+            import_seen=utcnow(),
+            import_target=target_id,
+            source_format=source_format or (attrs or {}).get("format") or "",
+        )
         session.add(hidden)
         session.flush()
         hidden_id = hidden.id
     try:
-        return _staged_import(engine, name, chunks, hidden_id, target_id, description=description,
-                              label_kind=label_kind, label_range=label_range, annotator_scale=annotator_scale,
-                              keep_duplicates=keep_duplicates, progress=progress, total=total,
-                              dropped_by_reader=dropped_by_reader, attrs=attrs, file_name=file_name)
+        return _staged_import(
+            engine,
+            name,
+            chunks,
+            hidden_id,
+            target_id,
+            description=description,
+            label_kind=label_kind,
+            label_range=label_range,
+            annotator_scale=annotator_scale,
+            keep_duplicates=keep_duplicates,
+            progress=progress,
+            total=total,
+            dropped_by_reader=dropped_by_reader,
+            attrs=attrs,
+            file_name=file_name,
+        )
     except BaseException:
         discard_import(engine, hidden_id)
         raise
 
 
-def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, label_kind, label_range,
-                   annotator_scale, keep_duplicates, progress, total, dropped_by_reader, attrs,
-                   file_name="the file") -> ImportResult:
+def _staged_import(
+    engine,
+    name,
+    chunks,
+    hidden_id,
+    target_id,
+    *,
+    description,
+    label_kind,
+    label_range,
+    annotator_scale,
+    keep_duplicates,
+    progress,
+    total,
+    dropped_by_reader,
+    attrs,
+    file_name="the file",
+) -> ImportResult:
     owners = [hidden_id] if target_id is None else [hidden_id, target_id]
     annotators: dict = {}  # column -> (name, id): the target's own when it has one of that name
     next_occurrence: dict[str, int] = {}  # keep_duplicates: the next free number of a repeated pair
@@ -430,15 +511,25 @@ def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, l
                 raise ImportRejected(f"The pairs have no {column!r} column.")
         checked = _validated(frame, position, name, description)
         with write_session(engine) as session:
-            alive = session.execute(update(Dataset).where(Dataset.id == hidden_id, Dataset.import_state == "importing")
-                                    .values(import_seen=utcnow())).rowcount
+            alive = session.execute(
+                update(Dataset)
+                .where(Dataset.id == hidden_id, Dataset.import_state == "importing")
+                .values(import_seen=utcnow())
+            ).rowcount
             if not alive:
-                raise ImportRejected("The import stopped writing for too long and was cleared away; nothing was "
-                                     "imported: import the file again.")
+                raise ImportRejected(
+                    "The import stopped writing for too long and was cleared away; nothing was "
+                    "imported: import the file again."
+                )
             known = set()
             for start in range(0, len(checked.hashes), 500):
-                known.update(session.scalars(select(Pair.text_hash).where(
-                    Pair.dataset_id.in_(owners), Pair.text_hash.in_(checked.hashes[start:start + 500]))))
+                known.update(
+                    session.scalars(
+                        select(Pair.text_hash).where(
+                            Pair.dataset_id.in_(owners), Pair.text_hash.in_(checked.hashes[start : start + 500])
+                        )
+                    )
+                )
             rows, row_index = [], []
             for i, digest in enumerate(checked.hashes):
                 if digest in known:
@@ -448,17 +539,30 @@ def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, l
                     occurrence = next_occurrence.get(digest, 1)
                     while True:
                         candidate = text_hash(checked.sources[i], checked.hypotheses[i], occurrence)
-                        if candidate not in known and session.scalar(select(Pair.id).where(
-                                Pair.dataset_id.in_(owners), Pair.text_hash == candidate).limit(1)) is None:
+                        if (
+                            candidate not in known
+                            and session.scalar(
+                                select(Pair.id).where(Pair.dataset_id.in_(owners), Pair.text_hash == candidate).limit(1)
+                            )
+                            is None
+                        ):
                             break
                         occurrence += 1
                     next_occurrence[digest] = occurrence + 1
                     digest = candidate
                     repeats_kept += 1
                 known.add(digest)
-                rows.append({"dataset_id": hidden_id, "external_id": checked.external_ids[i],
-                             "source": checked.sources[i], "hypothesis": checked.hypotheses[i], "text_hash": digest,
-                             "gold_label": checked.labels[i], "meta": checked.metas[i]})
+                rows.append(
+                    {
+                        "dataset_id": hidden_id,
+                        "external_id": checked.external_ids[i],
+                        "source": checked.sources[i],
+                        "hypothesis": checked.hypotheses[i],
+                        "text_hash": digest,
+                        "gold_label": checked.labels[i],
+                        "meta": checked.metas[i],
+                    }
+                )
                 row_index.append(i)
             pair_ids = []
             if rows:
@@ -468,13 +572,28 @@ def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, l
                 if column not in annotators:  # an annotator the dataset added to has already keeps its id
                     annotator_name = _annotator_name(column)
                     owner = hidden_id
-                    if target_id is not None and session.scalar(select(Annotator.id).where(
-                            Annotator.dataset_id == target_id, Annotator.name == annotator_name)) is not None:
+                    if (
+                        target_id is not None
+                        and session.scalar(
+                            select(Annotator.id).where(
+                                Annotator.dataset_id == target_id, Annotator.name == annotator_name
+                            )
+                        )
+                        is not None
+                    ):
                         owner = target_id
                     annotators[column] = (annotator_name, _annotator_id(session, owner, annotator_name))
                 annotator_name, annotator_id = annotators[column]
-                n_labels += _insert_labels(session, annotator_id, annotator_name, checked.annotator_values[column],
-                                           pair_ids, row_index, annotator_scale, position)
+                n_labels += _insert_labels(
+                    session,
+                    annotator_id,
+                    annotator_name,
+                    checked.annotator_values[column],
+                    pair_ids,
+                    row_index,
+                    annotator_scale,
+                    position,
+                )
         position += len(frame)
         n_pairs += len(pair_ids)
         if progress is not None:
@@ -493,19 +612,31 @@ def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, l
     with write_session(engine) as session:  # the one short transaction that shows it
         hidden = session.get(Dataset, hidden_id)
         if hidden is None or hidden.import_state != "importing":
-            raise ImportRejected("The import stopped writing for too long and was cleared away; nothing was "
-                                 "imported: import the file again.")
+            raise ImportRejected(
+                "The import stopped writing for too long and was cleared away; nothing was "
+                "imported: import the file again."
+            )
         scope = hidden_id if target_id is None else target_id
         n_queued = _queue_all(session, hidden_id, scope)
         if target_id is None:
             if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
                 raise ImportRejected(f"A dataset named {name!r} already exists: choose another name or add to it.")
             text = f"{description}\n\n{note}" if description else note
-            session.execute(update(Dataset).where(Dataset.id == hidden_id).values(
-                name=name, description=text, import_state=None, import_seen=None, created_at=utcnow(),
-                created_by=access.actor_name(),
-                label_kind=label_kind, label_min=float(label_range[0]) if label_range else None,
-                label_max=float(label_range[1]) if label_range else None))
+            session.execute(
+                update(Dataset)
+                .where(Dataset.id == hidden_id)
+                .values(
+                    name=name,
+                    description=text,
+                    import_state=None,
+                    import_seen=None,
+                    created_at=utcnow(),
+                    created_by=access.actor_name(),
+                    label_kind=label_kind,
+                    label_min=float(label_range[0]) if label_range else None,
+                    label_max=float(label_range[1]) if label_range else None,
+                )
+            )
             dataset_id = hidden_id
         else:
             target = session.get(Dataset, target_id)
@@ -519,9 +650,16 @@ def _staged_import(engine, name, chunks, hidden_id, target_id, *, description, l
                 add_pairs_to_campaigns(session, target_id, pair_ids)
             session.execute(delete(Dataset).where(Dataset.id == hidden_id))
             dataset_id = target_id
-    return ImportResult(dataset_id=dataset_id, dataset_name=name, n_pairs=n_pairs, n_skipped_duplicates=skipped,
-                        n_labels=n_labels, annotators=[n for n, _ in annotators.values()], n_queued=n_queued,
-                        n_kept_duplicates=repeats_kept)
+    return ImportResult(
+        dataset_id=dataset_id,
+        dataset_name=name,
+        n_pairs=n_pairs,
+        n_skipped_duplicates=skipped,
+        n_labels=n_labels,
+        annotators=[n for n, _ in annotators.values()],
+        n_queued=n_queued,
+        n_kept_duplicates=repeats_kept,
+    )
 
 
 def _queue_all(session: Session, dataset_id: int, scope_id: int) -> int:
@@ -532,9 +670,12 @@ def _queue_all(session: Session, dataset_id: int, scope_id: int) -> int:
     for run_id in runs_in_scope(session, scope_id):
         if session.scalar(select(ScoreRun.kind).where(ScoreRun.id == run_id)) in CHOICE_RUN_KINDS:
             continue
-        session.execute(insert(WorkItem).from_select(
-            ["run_id", "pair_id", "status", "attempts"],
-            select(literal(run_id), Pair.id, literal("pending"), literal(0)).where(Pair.dataset_id == dataset_id)))
+        session.execute(
+            insert(WorkItem).from_select(
+                ["run_id", "pair_id", "status", "attempts"],
+                select(literal(run_id), Pair.id, literal("pending"), literal(0)).where(Pair.dataset_id == dataset_id),
+            )
+        )
         if n_pairs is None:  # counted (psycopg gives no row count for INSERT ... SELECT)
             n_pairs = session.scalar(select(func.count(Pair.id)).where(Pair.dataset_id == dataset_id)) or 0
         total += n_pairs
@@ -546,7 +687,10 @@ def discard_import(engine: Engine, dataset_id: int) -> None:
     then the hidden dataset itself; a dataset everyone sees is never touched."""
     while True:
         with write_session(engine) as session:
-            if session.scalar(select(Dataset.id).where(Dataset.id == dataset_id, Dataset.import_state.is_not(None))) is None:
+            if (
+                session.scalar(select(Dataset.id).where(Dataset.id == dataset_id, Dataset.import_state.is_not(None)))
+                is None
+            ):
                 return
             some = select(Pair.id).where(Pair.dataset_id == dataset_id).limit(CHUNK_ROWS).scalar_subquery()
             if not session.execute(delete(Pair).where(Pair.id.in_(some))).rowcount:
@@ -557,17 +701,25 @@ def discard_import(engine: Engine, dataset_id: int) -> None:
 def stale_imports(engine: Engine, older_than: datetime.timedelta = STALE_AFTER) -> list[tuple[int, int]]:
     """The hidden datasets of imports that have not written for ``older_than``, with their pairs: (id, pairs)."""
     with read_session(engine) as session:
-        return [(int(i), int(n)) for i, n in session.execute(
-            select(Dataset.id, select(func.count(Pair.id)).where(Pair.dataset_id == Dataset.id).scalar_subquery())
-            .where(Dataset.import_state.is_not(None), Dataset.import_seen < utcnow() - older_than)).all()]
+        return [
+            (int(i), int(n))
+            for i, n in session.execute(
+                select(
+                    Dataset.id, select(func.count(Pair.id)).where(Pair.dataset_id == Dataset.id).scalar_subquery()
+                ).where(Dataset.import_state.is_not(None), Dataset.import_seen < utcnow() - older_than)
+            ).all()
+        ]
 
 
 def remove_stale_imports(engine: Engine, older_than: datetime.timedelta = STALE_AFTER) -> int:
     """Remove the hidden datasets of imports that have not written for `older_than` (a crash or a kill
     left them); an import still writing is left alone. Returns how many were removed."""
     with read_session(engine) as session:
-        stale = list(session.scalars(select(Dataset.id).where(
-            Dataset.import_state.is_not(None), Dataset.import_seen < utcnow() - older_than)))
+        stale = list(
+            session.scalars(
+                select(Dataset.id).where(Dataset.import_state.is_not(None), Dataset.import_seen < utcnow() - older_than)
+            )
+        )
     for dataset_id in stale:
         discard_import(engine, dataset_id)
     return len(stale)
@@ -577,8 +729,9 @@ def _has_nul(value) -> bool:
     return isinstance(value, str) and "\x00" in value
 
 
-def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_records, annotator_columns,
-                offset: int = 0) -> None:
+def _refuse_nul(
+    name, description, sources, hypotheses, external_ids, meta_records, annotator_columns, offset: int = 0
+) -> None:
     """No store holds a NUL character in text (PostgreSQL refuses it, SQLite would keep it): refuse
     it here, before any write, with the same sentence on every store. Files read with
     pluie_core.io.load_pairs never get here with one: it removes them."""
@@ -598,7 +751,8 @@ def _refuse_nul(name, description, sources, hypotheses, external_ids, meta_recor
             for key, value in meta.items():
                 if _has_nul(str(key)) or _has_nul(value):
                     raise ImportRejected(
-                        f"Pair {offset + i + 1}: the column {str(key)!r} contains a NUL character (0x00); {advice}")
+                        f"Pair {offset + i + 1}: the column {str(key)!r} contains a NUL character (0x00); {advice}"
+                    )
 
 
 def delete_dataset(engine: Engine, dataset_id: int) -> None:
@@ -656,8 +810,21 @@ def list_datasets(engine: Engine) -> list[Dataset]:
         return list(session.scalars(select(Dataset).where(VISIBLE).order_by(Dataset.name)))
 
 
-OVERVIEW_COLUMNS = ["id", "dataset", "format", "pairs", "gold labels", "label kind", "labelled pairs", "labels",
-                    "scores", "scores queued", "imported", "imported by", "description"]
+OVERVIEW_COLUMNS = [
+    "id",
+    "dataset",
+    "format",
+    "pairs",
+    "gold labels",
+    "label kind",
+    "labelled pairs",
+    "labels",
+    "scores",
+    "scores queued",
+    "imported",
+    "imported by",
+    "description",
+]
 
 
 def _training_labels(session) -> pd.Series:
@@ -674,10 +841,13 @@ def _contiguous_ranges(session) -> dict[int, tuple[int, int, int]]:
     found = {}
     for dataset_id in session.scalars(select(Dataset.id).where(VISIBLE)):
         of_dataset = Pair.dataset_id == dataset_id  # three seeks in its index (one GROUP BY over all: 0.5 s at 1M)
-        first, last, n = session.execute(select(
-            select(func.min(Pair.id)).where(of_dataset).scalar_subquery(),
-            select(func.max(Pair.id)).where(of_dataset).scalar_subquery(),
-            select(func.count()).select_from(Pair).where(of_dataset).scalar_subquery())).one()
+        first, last, n = session.execute(
+            select(
+                select(func.min(Pair.id)).where(of_dataset).scalar_subquery(),
+                select(func.max(Pair.id)).where(of_dataset).scalar_subquery(),
+                select(func.count()).select_from(Pair).where(of_dataset).scalar_subquery(),
+            )
+        ).one()
         if n and n == last - first + 1:
             found[int(dataset_id)] = (int(first), int(last), int(n))
     return found
@@ -695,20 +865,39 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
     live_runs = select(ScoreRun.id).where(ScoreRun.status.in_(("active", "paused")))
     with read_session(engine) as session:
         datasets = session.execute(
-            select(Dataset.id, Dataset.name, Dataset.source_format, Dataset.label_kind, Dataset.created_at,
-                   Dataset.created_by, Dataset.description).where(VISIBLE).order_by(Dataset.name)).all()
+            select(
+                Dataset.id,
+                Dataset.name,
+                Dataset.source_format,
+                Dataset.label_kind,
+                Dataset.created_at,
+                Dataset.created_by,
+                Dataset.description,
+            )
+            .where(VISIBLE)
+            .order_by(Dataset.name)
+        ).all()
         ranges = _contiguous_ranges(session)
         training = _training_labels(session)
         # training labels of a pair that has no other label: the pair is not labelled
         only_training = pd.Series(dtype="int64")
         if len(training):
-            totals = dict(session.execute(select(Label.pair_id, func.count()).where(
-                Label.pair_id.in_([int(p) for p in training.index])).group_by(Label.pair_id)).all())
+            totals = dict(
+                session.execute(
+                    select(Label.pair_id, func.count())
+                    .where(Label.pair_id.in_([int(p) for p in training.index]))
+                    .group_by(Label.pair_id)
+                ).all()
+            )
             only_training = training[[totals.get(int(p), 0) == n for p, n in training.items()]]
         figures: dict[int, dict[str, int]] = {}
         for dataset_id, (first, last, n_pairs) in ranges.items():
-            labels = select(Label.pair_id, func.count().label("n")).where(
-                Label.pair_id.between(first, last)).group_by(Label.pair_id).subquery()
+            labels = (
+                select(Label.pair_id, func.count().label("n"))
+                .where(Label.pair_id.between(first, last))
+                .group_by(Label.pair_id)
+                .subquery()
+            )
             labelled, n_labels = session.execute(select(func.count(), func.coalesce(func.sum(labels.c.n), 0))).one()
             in_range = training[(training.index >= first) & (training.index <= last)]
             alone = only_training[(only_training.index >= first) & (only_training.index <= last)]
@@ -718,10 +907,12 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
                 "labelled pairs": int(labelled) - len(alone),
                 "labels": int(n_labels) - int(in_range.sum()),
                 # failed and cancelled runs leave the figures: their pairs will not be scored unless retried
-                "scores": session.scalar(select(func.count()).where(
-                    Score.run_id.in_(live_runs), Score.pair_id.between(first, last))),
-                "scores queued": session.scalar(select(func.count()).where(
-                    WorkItem.run_id.in_(live_runs), WorkItem.pair_id.between(first, last))),
+                "scores": session.scalar(
+                    select(func.count()).where(Score.run_id.in_(live_runs), Score.pair_id.between(first, last))
+                ),
+                "scores queued": session.scalar(
+                    select(func.count()).where(WorkItem.run_id.in_(live_runs), WorkItem.pair_id.between(first, last))
+                ),
             }
         others = [int(d.id) for d in datasets if int(d.id) not in ranges]
         if others:
@@ -729,18 +920,29 @@ def datasets_overview(engine: Engine) -> pd.DataFrame:
     rows = []
     for ds_id, name, fmt, kind, created, created_by, description in datasets:
         found = figures.get(int(ds_id), {})
-        rows.append({
-            "id": ds_id, "dataset": name, "format": fmt, "pairs": found.get("pairs", 0),
-            "gold labels": found.get("gold labels", 0), "label kind": kind or "",
-            "labelled pairs": found.get("labelled pairs", 0), "labels": found.get("labels", 0),
-            "scores": found.get("scores", 0), "scores queued": found.get("scores queued", 0),
-            "imported": created, "imported by": created_by or "", "description": description or "",
-        })
+        rows.append(
+            {
+                "id": ds_id,
+                "dataset": name,
+                "format": fmt,
+                "pairs": found.get("pairs", 0),
+                "gold labels": found.get("gold labels", 0),
+                "label kind": kind or "",
+                "labelled pairs": found.get("labelled pairs", 0),
+                "labels": found.get("labels", 0),
+                "scores": found.get("scores", 0),
+                "scores queued": found.get("scores queued", 0),
+                "imported": created,
+                "imported by": created_by or "",
+                "description": description or "",
+            }
+        )
     return pd.DataFrame(rows, columns=OVERVIEW_COLUMNS)
 
 
 def _joined_figures(session, dataset_ids: list[int], live_runs) -> dict[int, dict[str, int]]:
     """datasets_overview's figures of datasets whose pair ids are not one run, through joins to the pairs."""
+
     def per_dataset(count, joins, condition=None):
         query = select(Pair.dataset_id, count).where(Pair.dataset_id.in_(dataset_ids))
         for target, on in joins:
@@ -749,14 +951,20 @@ def _joined_figures(session, dataset_ids: list[int], live_runs) -> dict[int, dic
             query = query.where(condition)
         return dict(session.execute(query.group_by(Pair.dataset_id)).all())
 
-    sizes = session.execute(select(Pair.dataset_id, func.count(Pair.id), func.count(Pair.gold_label))
-                            .where(Pair.dataset_id.in_(dataset_ids)).group_by(Pair.dataset_id)).all()
+    sizes = session.execute(
+        select(Pair.dataset_id, func.count(Pair.id), func.count(Pair.gold_label))
+        .where(Pair.dataset_id.in_(dataset_ids))
+        .group_by(Pair.dataset_id)
+    ).all()
     label_counts = session.execute(
         select(Pair.dataset_id, func.count(func.distinct(Label.pair_id)), func.count(Label.id))
-        .join(Label, Label.pair_id == Pair.id).where(Pair.dataset_id.in_(dataset_ids), counted_label())
-        .group_by(Pair.dataset_id)).all()
-    queued = per_dataset(func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id)],
-                         WorkItem.run_id.in_(live_runs))
+        .join(Label, Label.pair_id == Pair.id)
+        .where(Pair.dataset_id.in_(dataset_ids), counted_label())
+        .group_by(Pair.dataset_id)
+    ).all()
+    queued = per_dataset(
+        func.count(WorkItem.id), [(WorkItem, WorkItem.pair_id == Pair.id)], WorkItem.run_id.in_(live_runs)
+    )
     scored = per_dataset(func.count(Score.id), [(Score, Score.pair_id == Pair.id)], Score.run_id.in_(live_runs))
     figures = {int(d): {"pairs": int(n), "gold labels": int(g)} for d, n, g in sizes}
     for dataset_id, labelled, n_labels in label_counts:
@@ -776,8 +984,14 @@ def store_totals(engine: Engine) -> dict[str, int]:
             "pairs": (session.scalar(select(func.count(Pair.id))) or 0)
             - (session.scalar(select(func.count(Pair.id)).where(Pair.dataset_id.in_(HIDDEN_DATASETS))) or 0),
             "labels": (session.scalar(select(func.count(Label.id)).where(counted_label())) or 0)
-            - (session.scalar(select(func.count(Label.id)).where(counted_label(), Label.pair_id.in_(
-                select(Pair.id).where(Pair.dataset_id.in_(HIDDEN_DATASETS))))) or 0),
+            - (
+                session.scalar(
+                    select(func.count(Label.id)).where(
+                        counted_label(), Label.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_(HIDDEN_DATASETS)))
+                    )
+                )
+                or 0
+            ),
             "scores": session.scalar(select(func.count(Score.id))) or 0,
         }
 
@@ -806,6 +1020,11 @@ def import_file(
     if name is None:
         name = Path(str(getattr(path_or_buffer, "name", path_or_buffer))).stem
     return import_pairs(
-        engine, name, pairs, description=description, annotator_scale=annotator_scale, append=append,
+        engine,
+        name,
+        pairs,
+        description=description,
+        annotator_scale=annotator_scale,
+        append=append,
         keep_duplicates=keep_duplicates,
     )

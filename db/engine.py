@@ -11,6 +11,7 @@ same mode). A write that cannot be done because the store is busy past its busy 
 whose message is one sentence for the person who asked, never the SQL or the file's path; so does
 any read or write that finds the store's server gone (refused, dropped, timed out).
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,20 +70,28 @@ def busy_timeout() -> float:
 
 # what the drivers say when the store's server is gone: refused, dropped, timed out, shutting down (psycopg 3
 # and 2); SQLAlchemy also marks an error that cost it its connection (connection_invalidated)
-_LOST = re.compile(r"connection failed|connection refused|could not connect|server closed the connection"
-                   r"|connection (is|already) closed|consuming input failed|sending query failed"
-                   r"|could not (receive|send) data|timeout expired|connection timed out|connection reset"
-                   r"|terminating connection|database system is (shutting down|starting up|in recovery)"
-                   r"|could not translate host name|no route to host|network is unreachable|ssl syscall error")
+_LOST = re.compile(
+    r"connection failed|connection refused|could not connect|server closed the connection"
+    r"|connection (is|already) closed|consuming input failed|sending query failed"
+    r"|could not (receive|send) data|timeout expired|connection timed out|connection reset"
+    r"|terminating connection|database system is (shutting down|starting up|in recovery)"
+    r"|could not translate host name|no route to host|network is unreachable|ssl syscall error"
+)
 
 
 def _unreachable(exc: DBAPIError) -> Optional[StoreUnavailable]:
     """The sentence for a store whose server cannot be reached, or None for any other database error."""
-    if not (exc.connection_invalidated or (isinstance(exc, (OperationalError, InterfaceError))
-                                           and _LOST.search(str(exc.orig).lower()))):
+    if not (
+        exc.connection_invalidated
+        or (isinstance(exc, (OperationalError, InterfaceError)) and _LOST.search(str(exc.orig).lower()))
+    ):
         return None
-    return StoreUnavailable("The store cannot be reached just now: try again in a moment, and tell the person "
-                            "who runs the app if it lasts.", "the store cannot be reached", transient=True)
+    return StoreUnavailable(
+        "The store cannot be reached just now: try again in a moment, and tell the person "
+        "who runs the app if it lasts.",
+        "the store cannot be reached",
+        transient=True,
+    )
 
 
 def _unavailable(exc: DBAPIError) -> Optional[StoreUnavailable]:
@@ -93,20 +102,36 @@ def _unavailable(exc: DBAPIError) -> Optional[StoreUnavailable]:
     if not isinstance(exc, (OperationalError, InternalError)):  # a constraint, a bad value...: not the store's state
         return None
     text = str(exc.orig).lower()
-    if "database is locked" in text or "table is locked" in text or "lock timeout" in text \
-            or "could not obtain lock" in text:
-        return StoreUnavailable(f"The store is busy: another write held it for more than {busy_timeout():g} s, "
-                                "so nothing was saved; try again in a moment.", "the store is busy", busy=True)
+    if (
+        "database is locked" in text
+        or "table is locked" in text
+        or "lock timeout" in text
+        or "could not obtain lock" in text
+    ):
+        return StoreUnavailable(
+            f"The store is busy: another write held it for more than {busy_timeout():g} s, "
+            "so nothing was saved; try again in a moment.",
+            "the store is busy",
+            busy=True,
+        )
     if "disk is full" in text or "no space left" in text:
-        return StoreUnavailable("The store's disk is full, so nothing was saved: ask the person who runs "
-                                "the app to free some space, then try again.", "the store's disk is full")
+        return StoreUnavailable(
+            "The store's disk is full, so nothing was saved: ask the person who runs "
+            "the app to free some space, then try again.",
+            "the store's disk is full",
+        )
     if "readonly database" in text or "read-only transaction" in text:
-        return StoreUnavailable("The store is read-only, so nothing was saved: ask the person who runs the "
-                                "app to make it writable, then try again.", "the store is read-only")
+        return StoreUnavailable(
+            "The store is read-only, so nothing was saved: ask the person who runs the "
+            "app to make it writable, then try again.",
+            "the store is read-only",
+        )
     if "disk i/o error" in text or "unable to open database" in text:
-        return StoreUnavailable("The store could not be written (a disk error), so nothing was saved: "
-                                "try again, and tell the person who runs the app if it happens again.",
-                                "the store could not be written")
+        return StoreUnavailable(
+            "The store could not be written (a disk error), so nothing was saved: "
+            "try again, and tell the person who runs the app if it happens again.",
+            "the store could not be written",
+        )
     return None
 
 
@@ -156,6 +181,7 @@ class unicode_lower(GenericFunction):
     """``lower()`` of every letter, not of ASCII only: PostgreSQL's own lower() (the one its ILIKE applies
     to both sides in a UTF-8 database), and on SQLite, whose lower() leaves "É" as it is, Python's
     str.lower registered on every connection as pluie_lower. So "été" finds "ÉTÉ" on both stores alike."""
+
     type = String()
     identifier = "unicode_lower"  # func.lower stays SQL's own lower()
     name = "lower"
@@ -180,8 +206,11 @@ def make_engine(url: Optional[str] = None) -> Engine:
     if parsed.get_backend_name() != "sqlite":
         # a server that cannot be reached answers within seconds (StoreUnavailable), not after the system's
         # TCP timeout of about two minutes; a connect_timeout in the URL wins
-        connect_args = {} if "connect_timeout" in parsed.query or parsed.get_backend_name() != "postgresql" \
+        connect_args = (
+            {}
+            if "connect_timeout" in parsed.query or parsed.get_backend_name() != "postgresql"
             else {"connect_timeout": CONNECT_TIMEOUT}
+        )
         return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
     if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
@@ -189,8 +218,7 @@ def make_engine(url: Optional[str] = None) -> Engine:
     timeout = busy_timeout()
     # isolation_level=None hands transaction control to the events below (SQLAlchemy's
     # documented recipe for pysqlite), so BEGIN is emitted by us, when we want it.
-    engine = create_engine(url, connect_args={"timeout": timeout, "check_same_thread": False,
-                                              "isolation_level": None})
+    engine = create_engine(url, connect_args={"timeout": timeout, "check_same_thread": False, "isolation_level": None})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
@@ -253,6 +281,7 @@ def retry_when_busy(fn: Callable[..., Result], attempts: int = 2, pause: float =
     """`fn` (one write transaction of its own) tried again, after a short pause, when the store was
     busy past its timeout: `attempts` tries in all, so a write waits at most about
     attempts × the busy timeout before its StoreUnavailable reaches the user."""
+
     @functools.wraps(fn)
     def tried(*args, **kwargs):
         for attempt in range(attempts):
@@ -262,6 +291,7 @@ def retry_when_busy(fn: Callable[..., Result], attempts: int = 2, pause: float =
                 if not exc.busy or attempt == attempts - 1:
                     raise
                 time.sleep(pause)
+
     return tried
 
 

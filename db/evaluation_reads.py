@@ -1,6 +1,7 @@
 """The reads of the Correlation and Preferences pages: graded human references (the mean of the
 labels per pair), the pairs' metadata columns (a system / model column for system-level
 correlation) and the stored preferences. What is computed from them is in pluie_core.evaluation."""
+
 from __future__ import annotations
 
 from typing import Iterable, Optional
@@ -14,20 +15,29 @@ from db.models import Campaign, Dataset, Label, Pair, Preference
 from db.queries import as_ids, query_frame
 from pluie_core.evaluation.correlation import mean_levels
 
-__all__ = ["labelled_campaigns", "label_means", "meta_keys", "meta_column", "preference_datasets",
-           "preferences_frame"]
+__all__ = ["labelled_campaigns", "label_means", "meta_keys", "meta_column", "preference_datasets", "preferences_frame"]
 
 
 def labelled_campaigns(engine: Engine) -> pd.DataFrame:
     """Campaigns with at least one (non-training) label: id, name, n_labels."""
     with read_session(engine) as session:
-        return query_frame(session, select(Campaign.id, Campaign.name, func.count(Label.id))
-                      .join(Label, Label.campaign_id == Campaign.id).where(Label.is_training.is_(False))
-                      .group_by(Campaign.id).order_by(Campaign.name), ["id", "name", "n_labels"])
+        return query_frame(
+            session,
+            select(Campaign.id, Campaign.name, func.count(Label.id))
+            .join(Label, Label.campaign_id == Campaign.id)
+            .where(Label.is_training.is_(False))
+            .group_by(Campaign.id)
+            .order_by(Campaign.name),
+            ["id", "name", "n_labels"],
+        )
 
 
-def label_means(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, scale: str = "levels",
-                campaign_id: Optional[int] = None) -> pd.Series:
+def label_means(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    scale: str = "levels",
+    campaign_id: Optional[int] = None,
+) -> pd.Series:
     """The graded human reference per pair (index pair_id): on the five-level scale ("levels") the
     mean level, Don't know excluded (pluie_core.evaluation.correlation.mean_levels); for values
     imported on their own scale ("raw", e.g. BIOSSES' annotators) their mean. ``campaign_id``: only
@@ -55,11 +65,15 @@ def meta_keys(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sampl
     dataset_ids = as_ids(dataset_ids)
     keys: dict[str, None] = {}
     with read_session(engine) as session:
-        ids = dataset_ids if dataset_ids is not None else list(session.scalars(
-            select(Dataset.id).where(Dataset.import_state.is_(None))))
+        ids = (
+            dataset_ids
+            if dataset_ids is not None
+            else list(session.scalars(select(Dataset.id).where(Dataset.import_state.is_(None))))
+        )
         for dataset_id in ids:
-            for meta in session.scalars(select(Pair.meta).where(Pair.dataset_id == dataset_id)
-                                        .order_by(Pair.id).limit(sample)):
+            for meta in session.scalars(
+                select(Pair.meta).where(Pair.dataset_id == dataset_id).order_by(Pair.id).limit(sample)
+            ):
                 keys.update(dict.fromkeys(str(k) for k in meta or ()))  # SQL NULL or JSON null: no metadata
     return sorted(keys)
 
@@ -80,16 +94,22 @@ def meta_column(engine: Engine, key: str, dataset_ids: Optional[Iterable[int]] =
 def preference_datasets(engine: Engine) -> pd.DataFrame:
     """Datasets holding preferences: id, name, n_preferences."""
     with read_session(engine) as session:
-        return query_frame(session, select(Dataset.id, Dataset.name, func.count(Preference.id))
-                      .join(Preference, Preference.dataset_id == Dataset.id).group_by(Dataset.id)
-                      .order_by(Dataset.name), ["id", "name", "n_preferences"])
+        return query_frame(
+            session,
+            select(Dataset.id, Dataset.name, func.count(Preference.id))
+            .join(Preference, Preference.dataset_id == Dataset.id)
+            .group_by(Dataset.id)
+            .order_by(Dataset.name),
+            ["id", "name", "n_preferences"],
+        )
 
 
 def preferences_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None) -> pd.DataFrame:
     """One row per preference: preference_id, dataset_id, pair_a_id, pair_b_id, preferred."""
     dataset_ids = as_ids(dataset_ids)
-    query = select(Preference.id, Preference.dataset_id, Preference.pair_a_id, Preference.pair_b_id,
-                   Preference.preferred).order_by(Preference.id)
+    query = select(
+        Preference.id, Preference.dataset_id, Preference.pair_a_id, Preference.pair_b_id, Preference.preferred
+    ).order_by(Preference.id)
     if dataset_ids is not None:
         query = query.where(Preference.dataset_id.in_(dataset_ids))
     with read_session(engine) as session:

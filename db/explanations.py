@@ -7,6 +7,7 @@ scorer and stores it (store_explanation) or its sentence (fail_explanation); the
 (explanation). A worker that dies leaves the request claimable again once its lease expires. Deleting
 the run or the pair deletes its explanations (cascades).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,9 +24,20 @@ from db.models import Pair, RunDataset, Score, ScoreRun, utcnow
 from pluie_core.explain import Explanation, explanation_from_json, explanation_to_json, sentence_tokens
 from pluie_core.run_kinds import BASELINE, PLUIE
 
-__all__ = ["ExplanationError", "ExplanationState", "ClaimedExplanation", "PluieRun", "pluie_runs_for_pair",
-           "request_explanation", "explanation", "claim_explanation", "store_explanation", "fail_explanation",
-           "explanations_waiting", "words_of_pair"]
+__all__ = [
+    "ExplanationError",
+    "ExplanationState",
+    "ClaimedExplanation",
+    "PluieRun",
+    "pluie_runs_for_pair",
+    "request_explanation",
+    "explanation",
+    "claim_explanation",
+    "store_explanation",
+    "fail_explanation",
+    "explanations_waiting",
+    "words_of_pair",
+]
 
 
 class ExplanationError(ValueError):
@@ -86,26 +98,47 @@ def pluie_runs_for_pair(engine: Engine, pair_id: int) -> list[PluieRun]:
             return []
         runs = session.scalars(select(ScoreRun).where(ScoreRun.kind == PLUIE).order_by(ScoreRun.id)).all()
         scoped: dict[int, set[int]] = {}  # one read for every run's datasets (no rows: every dataset)
-        for run_id, scoped_dataset in session.execute(select(RunDataset.run_id, RunDataset.dataset_id).where(
-                RunDataset.run_id.in_([r.id for r in runs]))) if runs else ():
+        for run_id, scoped_dataset in (
+            session.execute(
+                select(RunDataset.run_id, RunDataset.dataset_id).where(RunDataset.run_id.in_([r.id for r in runs]))
+            )
+            if runs
+            else ()
+        ):
             scoped.setdefault(run_id, set()).add(scoped_dataset)
         covering = [r for r in runs if r.id not in scoped or dataset_id in scoped[r.id]]
-        scores = dict(session.execute(select(Score.run_id, Score.value).where(
-            Score.pair_id == int(pair_id), Score.run_id.in_([r.id for r in covering]))).all()) if covering else {}
+        scores = (
+            dict(
+                session.execute(
+                    select(Score.run_id, Score.value).where(
+                        Score.pair_id == int(pair_id), Score.run_id.in_([r.id for r in covering])
+                    )
+                ).all()
+            )
+            if covering
+            else {}
+        )
     return [PluieRun(r.id, r.name, r.status, _answers(r), scores.get(r.id)) for r in covering]
 
 
 def _state(row: ExplanationRow) -> ExplanationState:
-    return ExplanationState(row.run_id, row.pair_id, row.status,
-                            explanation_from_json(row.result) if row.status == "done" and row.result else None,
-                            row.error, row.requested_at, row.done_at)
+    return ExplanationState(
+        row.run_id,
+        row.pair_id,
+        row.status,
+        explanation_from_json(row.result) if row.status == "done" and row.result else None,
+        row.error,
+        row.requested_at,
+        row.done_at,
+    )
 
 
 def explanation(engine: Engine, run_id: int, pair_id: int) -> Optional[ExplanationState]:
     """What the store holds for the pair under the run, or None when no one asked yet."""
     with read_session(engine) as session:
-        row = session.scalar(select(ExplanationRow).where(ExplanationRow.run_id == int(run_id),
-                                                          ExplanationRow.pair_id == int(pair_id)))
+        row = session.scalar(
+            select(ExplanationRow).where(ExplanationRow.run_id == int(run_id), ExplanationRow.pair_id == int(pair_id))
+        )
         return None if row is None else _state(row)
 
 
@@ -119,14 +152,16 @@ def _request(engine: Engine, run_id: int, pair_id: int) -> None:
         if run.kind != PLUIE:
             raise ExplanationError(
                 f"Run {run_id} is a {'baseline' if run.kind == BASELINE else 'judge'} run: “why this score” "
-                "needs a PLUIE run, whose score is log p(yes) − log p(no).")
+                "needs a PLUIE run, whose score is log p(yes) − log p(no)."
+            )
         pair = session.get(Pair, pair_id)
         if pair is None:
             raise ExplanationError(f"There is no pair {pair_id} (any more): its dataset was deleted.")
         if not _covers(session, run, pair.dataset_id):
             raise ExplanationError(f"Pair {pair_id} is outside run {run_id}'s datasets: that run does not score it.")
-        row = session.scalar(select(ExplanationRow).where(ExplanationRow.run_id == run_id,
-                                                          ExplanationRow.pair_id == pair_id))
+        row = session.scalar(
+            select(ExplanationRow).where(ExplanationRow.run_id == run_id, ExplanationRow.pair_id == pair_id)
+        )
         if row is None:
             session.add(ExplanationRow(run_id=run_id, pair_id=pair_id, status="queued", requested_at=utcnow()))
         elif row.status == "failed":  # asked again: tried again
@@ -152,21 +187,34 @@ def words_of_pair(source: str, hypothesis: str) -> int:
 
 
 def _claimable(now: dt.datetime):
-    return or_(ExplanationRow.status == "queued",
-               and_(ExplanationRow.status == "claimed", ExplanationRow.lease_expires_at < now))
+    return or_(
+        ExplanationRow.status == "queued",
+        and_(ExplanationRow.status == "claimed", ExplanationRow.lease_expires_at < now),
+    )
 
 
-def claim_explanation(engine: Engine, worker_id: str, lease_seconds: float,
-                      prefer_run_ids: Sequence[int] = (), run_ids: Optional[Sequence[int]] = None
-                      ) -> Optional[ClaimedExplanation]:
+def claim_explanation(
+    engine: Engine,
+    worker_id: str,
+    lease_seconds: float,
+    prefer_run_ids: Sequence[int] = (),
+    run_ids: Optional[Sequence[int]] = None,
+) -> Optional[ClaimedExplanation]:
     """Lease the next requested explanation to ``worker_id`` (one of the runs of ``prefer_run_ids`` first:
     those whose model the worker has loaded; then the oldest request), or None when none waits.
     ``run_ids`` restricts the worker to some runs."""
     now = utcnow()
-    query = (select(ExplanationRow.id).where(_claimable(now))
-             .order_by(case((ExplanationRow.run_id.in_(list(prefer_run_ids) or [-1]), 0), else_=1),
-                       ExplanationRow.requested_at, ExplanationRow.id)
-             .limit(1).with_for_update(skip_locked=True))
+    query = (
+        select(ExplanationRow.id)
+        .where(_claimable(now))
+        .order_by(
+            case((ExplanationRow.run_id.in_(list(prefer_run_ids) or [-1]), 0), else_=1),
+            ExplanationRow.requested_at,
+            ExplanationRow.id,
+        )
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
     if run_ids is not None:
         query = query.where(ExplanationRow.run_id.in_(list(run_ids)))
     with read_session(engine) as session:  # a read first: the worker asks between every two claims
@@ -176,13 +224,24 @@ def claim_explanation(engine: Engine, worker_id: str, lease_seconds: float,
         explanation_id = session.scalar(query)
         if explanation_id is None:
             return None
-        session.execute(update(ExplanationRow).where(ExplanationRow.id == explanation_id).values(
-            status="claimed", lease_owner=worker_id, lease_expires_at=now + dt.timedelta(seconds=lease_seconds)))
+        session.execute(
+            update(ExplanationRow)
+            .where(ExplanationRow.id == explanation_id)
+            .values(status="claimed", lease_owner=worker_id, lease_expires_at=now + dt.timedelta(seconds=lease_seconds))
+        )
         row = session.execute(
-            select(ExplanationRow.id, ExplanationRow.run_id, ExplanationRow.pair_id, ScoreRun.direction,
-                   Pair.source, Pair.hypothesis)
-            .join(ScoreRun, ScoreRun.id == ExplanationRow.run_id).join(Pair, Pair.id == ExplanationRow.pair_id)
-            .where(ExplanationRow.id == explanation_id)).one()
+            select(
+                ExplanationRow.id,
+                ExplanationRow.run_id,
+                ExplanationRow.pair_id,
+                ScoreRun.direction,
+                Pair.source,
+                Pair.hypothesis,
+            )
+            .join(ScoreRun, ScoreRun.id == ExplanationRow.run_id)
+            .join(Pair, Pair.id == ExplanationRow.pair_id)
+            .where(ExplanationRow.id == explanation_id)
+        ).one()
     return ClaimedExplanation(row[0], row[1], row[2], row[3] or "forward", row[4], row[5])
 
 
@@ -190,18 +249,30 @@ def renew_explanation(engine: Engine, worker_id: str, explanation_id: int, lease
     """Extend the lease of an explanation ``worker_id`` holds (the worker's lease keeper, while it computes);
     False where it holds it no more."""
     with write_session(engine) as session:
-        return bool(session.execute(update(ExplanationRow).where(
-            ExplanationRow.id == int(explanation_id), ExplanationRow.lease_owner == worker_id,
-            ExplanationRow.status == "claimed").values(
-            lease_expires_at=utcnow() + dt.timedelta(seconds=lease_seconds))).rowcount)
+        return bool(
+            session.execute(
+                update(ExplanationRow)
+                .where(
+                    ExplanationRow.id == int(explanation_id),
+                    ExplanationRow.lease_owner == worker_id,
+                    ExplanationRow.status == "claimed",
+                )
+                .values(lease_expires_at=utcnow() + dt.timedelta(seconds=lease_seconds))
+            ).rowcount
+        )
 
 
 def _finish(engine: Engine, worker_id: str, explanation_id: int, **values) -> bool:
     with write_session(engine) as session:
-        result = session.execute(update(ExplanationRow).where(
-            ExplanationRow.id == explanation_id, ExplanationRow.status == "claimed",
-            ExplanationRow.lease_owner == worker_id).values(
-            lease_owner=None, lease_expires_at=None, done_at=utcnow(), **values))
+        result = session.execute(
+            update(ExplanationRow)
+            .where(
+                ExplanationRow.id == explanation_id,
+                ExplanationRow.status == "claimed",
+                ExplanationRow.lease_owner == worker_id,
+            )
+            .values(lease_owner=None, lease_expires_at=None, done_at=utcnow(), **values)
+        )
         return bool(result.rowcount)
 
 

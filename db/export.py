@@ -5,6 +5,7 @@ row per label with everything the app collected about it.
 Annotators are named as on every analysis page (db.analysis.analysis_choices: the display name
 they chose, else the name their link was made under; "name (dataset or campaign)" when two share
 it)."""
+
 from __future__ import annotations
 
 from typing import Iterable, Optional
@@ -15,14 +16,33 @@ from sqlalchemy import Engine, and_, func, select
 
 from db.analysis import annotator_choices
 from db.engine import read_session
-from db.queries import (
-    adjudications_in_force, campaign_pairs, current_adjudications, label_conditions, number_frame, query_frame,
-)
 from db.models import (
-    Annotator, Assignment, Campaign, Dataset, GoldPair, Label, Pair, Score, ScoreRun,
+    Annotator,
+    Assignment,
+    Campaign,
+    Dataset,
+    GoldPair,
+    Label,
+    Pair,
+    Score,
+    ScoreRun,
+)
+from db.queries import (
+    adjudications_in_force,
+    campaign_pairs,
+    current_adjudications,
+    label_conditions,
+    number_frame,
+    query_frame,
 )
 from pluie_core.aggregation import (
-    DEFAULT_CONFIDENCE, DEFAULT_METHOD, DEFAULT_MIN_LABELS, Aggregation, aggregate, check_method, check_thresholds,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_METHOD,
+    DEFAULT_MIN_LABELS,
+    Aggregation,
+    aggregate,
+    check_method,
+    check_thresholds,
     model_final_levels,
 )
 from pluie_core.labels import LEVELS, level_name
@@ -34,8 +54,12 @@ SCORE_PREFIX = "score:"
 PAIR_SCOPES = {"all": "every pair", "labelled": "labelled pairs", "adjudicated": "adjudicated pairs"}
 
 
-def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Optional[int] = None,
-                    pairs: str = "all", include_training: bool = False) -> list:
+def pair_conditions(
+    dataset_ids: Optional[Iterable[int]] = None,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    include_training: bool = False,
+) -> list:
     """SQL conditions on Pair for the pairs an export takes: of the datasets (all when None), of a
     campaign (campaign_pairs), and ``pairs``: "all", "labelled" (at least one label the export
     takes, label_conditions) or "adjudicated" (a reviewer's final level in force)."""
@@ -50,8 +74,12 @@ def pair_conditions(dataset_ids: Optional[Iterable[int]] = None, campaign_id: Op
         conditions.append(Pair.id.in_(campaign_pairs(campaign_id, include_training)))
     if pairs == "labelled":
         # correlated with the pair only, also inside a query on labels
-        conditions.append(select(Label.id).where(Label.pair_id == Pair.id, *label_conditions(campaign_id, include_training))
-                          .correlate(Pair).exists())
+        conditions.append(
+            select(Label.id)
+            .where(Label.pair_id == Pair.id, *label_conditions(campaign_id, include_training))
+            .correlate(Pair)
+            .exists()
+        )
     elif pairs == "adjudicated":
         decided = adjudications_in_force().subquery()
         conditions.append(Pair.id.in_(select(decided.c.pair_id).where(decided.c.level.is_not(None))))
@@ -72,13 +100,22 @@ def _whole_numbers(values: pd.Series) -> pd.Series:
     return values
 
 
-def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                 *, campaign_id: Optional[int] = None, pairs: str = "all",
-                 pair_id_range: Optional[tuple[int, int]] = None, limit: Optional[int] = None,
-                 annotator_names: Optional[dict[int, str]] = None,
-                 aggregation: Optional[str] = None, fitted: Optional[Aggregation] = None,
-                 confidence: float = DEFAULT_CONFIDENCE, min_labels: int = DEFAULT_MIN_LABELS,
-                 annotator_columns: bool = True) -> pd.DataFrame:
+def export_frame(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    include_training: bool = False,
+    *,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    pair_id_range: Optional[tuple[int, int]] = None,
+    limit: Optional[int] = None,
+    annotator_names: Optional[dict[int, str]] = None,
+    aggregation: Optional[str] = None,
+    fitted: Optional[Aggregation] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    annotator_columns: bool = True,
+) -> pd.DataFrame:
     """Columns: dataset, pair_id (the store's id, as Review, Disagreements and gold marking name
     pairs), external_id (the file's own id), source, hypothesis, label (gold), `annotator:<name>` (the
     raw label: a level 0-4 of the five-level scale, or an imported value on its own scale),
@@ -128,17 +165,18 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
     scope = pairs
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     with read_session(engine) as session:
-        pair_query = select(
-            Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label
-        ).join(Dataset, Dataset.id == Pair.dataset_id).where(*conditions)
+        pair_query = (
+            select(Pair.id, Dataset.name, Pair.external_id, Pair.source, Pair.hypothesis, Pair.gold_label)
+            .join(Dataset, Dataset.id == Pair.dataset_id)
+            .where(*conditions)
+        )
         if pair_id_range is not None:
             pair_query = pair_query.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
         # plain tuples from the cursor (db.queries.query_frame): a frame of Row objects costs seconds per 100k pairs
         pair_query = pair_query.order_by(Pair.dataset_id, Pair.id)
         if limit is not None:
             pair_query = pair_query.limit(int(limit))
-        pairs = query_frame(session, pair_query,
-                       ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
+        pairs = query_frame(session, pair_query, ["pair_id", "dataset", "external_id", "source", "hypothesis", "label"])
         ids = pairs["pair_id"].tolist()
         # the labels, scores and decisions of these pairs: by the pairs' own select, not a list of their ids (a
         # million ids are a million bound parameters: past SQLite's and PostgreSQL's limits); a preview's few
@@ -149,11 +187,12 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
                 in_scope = in_scope.where(Pair.id.between(int(pair_id_range[0]), int(pair_id_range[1])))
         else:
             in_scope = ids
-        label_query = select(Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training,
-                             Label.comment, Label.flagged).where(
-            Label.pair_id.in_(in_scope), *label_conditions(campaign_id, include_training))
-        labels = query_frame(session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training",
-                                               "comment", "flagged"])
+        label_query = select(
+            Label.pair_id, Label.annotator_id, Label.level, Label.value, Label.is_training, Label.comment, Label.flagged
+        ).where(Label.pair_id.in_(in_scope), *label_conditions(campaign_id, include_training))
+        labels = query_frame(
+            session, label_query, ["pair_id", "annotator_id", "level", "value", "is_training", "comment", "flagged"]
+        )
         scores = pd.DataFrame(
             session.execute(
                 select(Score.pair_id, ScoreRun.name, Score.value)
@@ -165,8 +204,9 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
         decided = current_adjudications(session, pair_ids=in_scope)
         keys = gold_key_levels(session, campaign_id)
 
-    out = pairs.set_index(pairs["pair_id"].rename(None))[["dataset", "pair_id", "external_id", "source", "hypothesis",
-                                                          "label"]]
+    out = pairs.set_index(pairs["pair_id"].rename(None))[
+        ["dataset", "pair_id", "external_id", "source", "hypothesis", "label"]
+    ]
     names: dict[int, str] = {}
     if not labels.empty:
         names = annotator_names if annotator_names is not None else _annotator_names(engine)
@@ -192,8 +232,9 @@ def export_frame(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, in
             out["n_training_labels"] = 0
     if aggregation is not None:
         if fitted is None:
-            fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope,
-                                      method=aggregation)
+            fitted = pair_aggregation(
+                engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=scope, method=aggregation
+            )
         out = out.join(aggregation_columns(fitted.pairs, aggregation, out.index))
     out = _with_final_labels(out, decided, aggregation, fitted, confidence, min_labels, keys)
     out = out.join(_voices(labels, names, out.index))
@@ -209,28 +250,43 @@ def _majorities(labels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     indexed by pair_id, from the counts of each level per pair (vectorised: no loop over pairs)."""
     pair_ids, index = np.unique(labels["pair_id"].to_numpy(dtype=np.int64), return_inverse=True)
     n_levels = len(LEVELS)
-    counts = np.bincount(index * n_levels + labels["level"].to_numpy(dtype=float).astype(np.int64),
-                         minlength=len(pair_ids) * n_levels).reshape(len(pair_ids), n_levels)
+    counts = np.bincount(
+        index * n_levels + labels["level"].to_numpy(dtype=float).astype(np.int64), minlength=len(pair_ids) * n_levels
+    ).reshape(len(pair_ids), n_levels)
     negative, positive = counts[:, :2].sum(axis=1), counts[:, 2:4].sum(axis=1)
     binary = np.where(positive > negative, 1.0, np.where(negative > positive, 0.0, np.nan))
     return pd.Series(majority_levels(counts[:, :4]), index=pair_ids), pd.Series(binary, index=pair_ids)
 
 
-FINAL_COLUMNS = ["final_level", "final_label", "final_binary", "final_source", "adjudicated_by", "adjudicated_at",
-                 "adjudication_note"]
+FINAL_COLUMNS = [
+    "final_level",
+    "final_label",
+    "final_binary",
+    "final_source",
+    "adjudicated_by",
+    "adjudicated_at",
+    "adjudication_note",
+]
 
 
-def _final_table(majority: pd.Series, adjudicated: pd.Series, aggregation: Optional[str] = None,
-                 fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                 min_labels: int = DEFAULT_MIN_LABELS, keys: Optional[pd.Series] = None) -> pd.DataFrame:
+def _final_table(
+    majority: pd.Series,
+    adjudicated: pd.Series,
+    aggregation: Optional[str] = None,
+    fitted: Optional[Aggregation] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    keys: Optional[pd.Series] = None,
+) -> pd.DataFrame:
     """pluie_core.review.final_labels of the pairs of ``majority`` (their majority levels): the reviewer's
     level (``adjudicated``), else a campaign's gold key (``keys``, final_source gold), else a model method's
     sure level (pluie_core.aggregation.model_final_levels, from ``fitted``), else the majority level."""
     if aggregation is None or aggregation == DEFAULT_METHOD or fitted is None:
         return final_labels(majority, adjudicated, keys=keys)
     fit = fitted.pairs.reindex(majority.index)
-    rule = model_final_levels(majority, fit["label"], fit["posterior"], fitted.annotators["n_labels"], aggregation,
-                              confidence, min_labels)
+    rule = model_final_levels(
+        majority, fit["label"], fit["posterior"], fitted.annotators["n_labels"], aggregation, confidence, min_labels
+    )
     return final_labels(rule["level"], adjudicated, rule["source"], keys=keys)
 
 
@@ -240,13 +296,27 @@ def gold_key_levels(session, campaign_id: Optional[int]) -> Optional[pd.Series]:
     campaign's keys)."""
     if campaign_id is None:
         return None
-    return pd.Series(dict(session.execute(select(GoldPair.pair_id, GoldPair.level).where(
-        GoldPair.campaign_id == int(campaign_id), GoldPair.level.is_not(None))).all()), dtype=float)
+    return pd.Series(
+        dict(
+            session.execute(
+                select(GoldPair.pair_id, GoldPair.level).where(
+                    GoldPair.campaign_id == int(campaign_id), GoldPair.level.is_not(None)
+                )
+            ).all()
+        ),
+        dtype=float,
+    )
 
 
-def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame, aggregation: Optional[str] = None,
-                       fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                       min_labels: int = DEFAULT_MIN_LABELS, keys: Optional[pd.Series] = None) -> pd.DataFrame:
+def _with_final_labels(
+    out: pd.DataFrame,
+    decided: pd.DataFrame,
+    aggregation: Optional[str] = None,
+    fitted: Optional[Aggregation] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    keys: Optional[pd.Series] = None,
+) -> pd.DataFrame:
     """FINAL_COLUMNS after binary_label (or n_training_labels): the reviewer's decision, else the
     majority, or the ``aggregation`` method's level where it is sure enough (_final_table; final_source
     then names the method)."""
@@ -261,23 +331,40 @@ def _with_final_labels(out: pd.DataFrame, decided: pd.DataFrame, aggregation: Op
 AGGREGATION_COLUMNS = ["aggregation", "aggregated_level", "aggregated_label", "posterior", "uncertainty"]
 
 
-def pair_aggregation(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                     *, campaign_id: Optional[int] = None, pairs: str = "all", method: str = DEFAULT_METHOD,
-                     scale: str = "levels") -> Aggregation:
+def pair_aggregation(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    include_training: bool = False,
+    *,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    method: str = DEFAULT_METHOD,
+    scale: str = "levels",
+) -> Aggregation:
     """pluie_core.aggregation.aggregate over the five-level labels an export takes (imported values
     aside). With a campaign, its gold pairs' known levels anchor Dawid–Skene (known binary answers
     when ``scale`` is binary) and are held out for the other methods."""
     with read_session(engine) as session:
         # numbers only, read as such: a frame of SQLAlchemy rows took 1.1 s of 1.9 at 300,000 labels
-        labels = number_frame(session, select(Label.pair_id, Label.annotator_id, Label.level)
-                              .where(Label.level.is_not(None), Label.pair_id.in_(select(Pair.id).where(
-                                  *pair_conditions(dataset_ids, campaign_id, pairs, include_training))),
-                                  *label_conditions(campaign_id, include_training)),
-                              ["pair_id", "annotator", "level"], integers=("pair_id", "annotator", "level"))
+        labels = number_frame(
+            session,
+            select(Label.pair_id, Label.annotator_id, Label.level).where(
+                Label.level.is_not(None),
+                Label.pair_id.in_(
+                    select(Pair.id).where(*pair_conditions(dataset_ids, campaign_id, pairs, include_training))
+                ),
+                *label_conditions(campaign_id, include_training),
+            ),
+            ["pair_id", "annotator", "level"],
+            integers=("pair_id", "annotator", "level"),
+        )
         gold = None
         if campaign_id is not None:
-            known = session.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label)
-                                    .where(GoldPair.campaign_id == int(campaign_id))).all()
+            known = session.execute(
+                select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label).where(
+                    GoldPair.campaign_id == int(campaign_id)
+                )
+            ).all()
             gold = pd.Series({p: (b if scale == "binary" else lv) for p, lv, b in known}, dtype=float).dropna()
     return aggregate(labels, method, scale, gold=gold)
 
@@ -286,19 +373,30 @@ def aggregation_columns(fitted: pd.DataFrame, method: str, index: pd.Index) -> p
     """AGGREGATION_COLUMNS of ``fitted`` (Aggregation.pairs) for the pairs of ``index`` (pair ids)."""
     fitted = fitted.reindex(index)
     level = pd.to_numeric(fitted["label"], errors="coerce").astype("Float64").astype("Int64")
-    return pd.DataFrame({
-        "aggregation": method,
-        "aggregated_level": level,
-        "aggregated_label": level.map(lambda v: level_name(None if pd.isna(v) else int(v))),
-        "posterior": fitted["posterior"].astype(float),
-        "uncertainty": fitted["uncertainty"].astype(float),
-    }, index=index)
+    return pd.DataFrame(
+        {
+            "aggregation": method,
+            "aggregated_level": level,
+            "aggregated_label": level.map(lambda v: level_name(None if pd.isna(v) else int(v))),
+            "posterior": fitted["posterior"].astype(float),
+            "uncertainty": fitted["uncertainty"].astype(float),
+        },
+        index=index,
+    )
 
 
-def final_decisions(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                    *, campaign_id: Optional[int] = None, pairs: str = "all", aggregation: Optional[str] = None,
-                    fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                    min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+def final_decisions(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    include_training: bool = False,
+    *,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    aggregation: Optional[str] = None,
+    fitted: Optional[Aggregation] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+) -> pd.DataFrame:
     """export_frame's final_level / final_label / final_binary / final_source of every pair it takes for
     the same choices, indexed by pair_id, from the labels' levels, the decisions in force and the fit
     (``fitted``, else fitted here) alone: no table of texts, annotators and scores is built."""
@@ -307,15 +405,22 @@ def final_decisions(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
         check_method(aggregation)
         confidence, min_labels = check_thresholds(confidence, min_labels)
         if fitted is None:
-            fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
-                                      method=aggregation)
+            fitted = pair_aggregation(
+                engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs, method=aggregation
+            )
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     with read_session(engine) as session:
         ids = number_frame(session, select(Pair.id).where(*conditions), ["pair_id"], integers=["pair_id"])["pair_id"]
-        labels = number_frame(session, select(Label.pair_id, Label.level)
-                              .where(Label.level.is_not(None), Label.pair_id.in_(select(Pair.id).where(*conditions)),
-                                     *label_conditions(campaign_id, include_training)),
-                              ["pair_id", "level"], integers=("pair_id",))
+        labels = number_frame(
+            session,
+            select(Label.pair_id, Label.level).where(
+                Label.level.is_not(None),
+                Label.pair_id.in_(select(Pair.id).where(*conditions)),
+                *label_conditions(campaign_id, include_training),
+            ),
+            ["pair_id", "level"],
+            integers=("pair_id",),
+        )
         decided = current_adjudications(session, dataset_ids)
         keys = gold_key_levels(session, campaign_id)
     index = pd.Index(ids.to_numpy(), name="pair_id")
@@ -324,8 +429,9 @@ def final_decisions(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     return _final_table(majority, adjudicated, aggregation, fitted, confidence, min_labels, keys)
 
 
-def final_source_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                        **choice) -> dict[str, int]:
+def final_source_counts(
+    engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False, **choice
+) -> dict[str, int]:
     """How many pairs each rule decided ({final_source: pairs}, pluie_core.review.FINAL_SOURCES that
     occur) among those export_frame takes for the same choices (final_decisions' keywords: campaign_id,
     pairs, aggregation, fitted, confidence, min_labels): its final_source column, counted."""
@@ -350,16 +456,45 @@ def _voices(labels: pd.DataFrame, names: dict[int, str], index: pd.Index) -> pd.
     return out
 
 
-LONG_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator", "display_name",
-                "link_name", "campaign", "english_level", "level", "level_name", "value", "is_training",
-                "is_gold_check", "sentence_on_top", "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
+LONG_COLUMNS = [
+    "dataset",
+    "pair_id",
+    "external_id",
+    "source",
+    "hypothesis",
+    "annotator",
+    "display_name",
+    "link_name",
+    "campaign",
+    "english_level",
+    "level",
+    "level_name",
+    "value",
+    "is_training",
+    "is_gold_check",
+    "sentence_on_top",
+    "seconds_spent",
+    "comment",
+    "flagged",
+    "created_at",
+    "updated_at",
+]
 
 
-def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
-                  include_training: bool = False, *, campaign_id: Optional[int] = None,
-                  pairs: str = "all", limit: Optional[int] = None, aggregation: Optional[str] = None,
-                  fitted: Optional[Aggregation] = None, confidence: float = DEFAULT_CONFIDENCE,
-                  min_labels: int = DEFAULT_MIN_LABELS, pair_id_range: Optional[tuple[int, int]] = None) -> pd.DataFrame:
+def export_labels(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    include_training: bool = False,
+    *,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    limit: Optional[int] = None,
+    aggregation: Optional[str] = None,
+    fitted: Optional[Aggregation] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    pair_id_range: Optional[tuple[int, int]] = None,
+) -> pd.DataFrame:
     """The long format: one row per label. Columns: dataset, pair_id, external_id, source,
     hypothesis; annotator (the name every page shows), display_name (the one they chose),
     link_name (the one their personal link was made under), campaign, english_level; level (an
@@ -375,17 +510,44 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
     (``fitted``, ``confidence``, ``min_labels``: as there)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     query = (
-        select(Dataset.name, Pair.id, Pair.external_id, Pair.source, Pair.hypothesis, Label.annotator_id,
-               Annotator.display_name, Annotator.name, Campaign.name, Annotator.english_level, Label.level,
-               Label.value, Label.is_training, Assignment.is_gold, Label.source_on_top, Label.seconds_spent,
-               Label.comment, Label.flagged, Label.created_at, Label.updated_at)
-        .join(Pair, Pair.id == Label.pair_id).join(Dataset, Dataset.id == Pair.dataset_id)
+        select(
+            Dataset.name,
+            Pair.id,
+            Pair.external_id,
+            Pair.source,
+            Pair.hypothesis,
+            Label.annotator_id,
+            Annotator.display_name,
+            Annotator.name,
+            Campaign.name,
+            Annotator.english_level,
+            Label.level,
+            Label.value,
+            Label.is_training,
+            Assignment.is_gold,
+            Label.source_on_top,
+            Label.seconds_spent,
+            Label.comment,
+            Label.flagged,
+            Label.created_at,
+            Label.updated_at,
+        )
+        .join(Pair, Pair.id == Label.pair_id)
+        .join(Dataset, Dataset.id == Pair.dataset_id)
         .join(Annotator, Annotator.id == Label.annotator_id)
         .outerjoin(Campaign, Campaign.id == Label.campaign_id)
-        .outerjoin(Assignment, and_(Assignment.campaign_id == Label.campaign_id,  # unique: at most one row
-                                    Assignment.annotator_id == Label.annotator_id, Assignment.pair_id == Label.pair_id))
-        .where(*pair_conditions(dataset_ids, campaign_id, pairs, include_training),
-               *label_conditions(campaign_id, include_training))
+        .outerjoin(
+            Assignment,
+            and_(
+                Assignment.campaign_id == Label.campaign_id,  # unique: at most one row
+                Assignment.annotator_id == Label.annotator_id,
+                Assignment.pair_id == Label.pair_id,
+            ),
+        )
+        .where(
+            *pair_conditions(dataset_ids, campaign_id, pairs, include_training),
+            *label_conditions(campaign_id, include_training),
+        )
         .order_by(Pair.dataset_id, Pair.id, Label.annotator_id)
     )
     if pair_id_range is not None:
@@ -394,9 +556,28 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
         query = query.limit(int(limit))
     with read_session(engine) as session:
         rows = session.execute(query).all()
-    columns = ["dataset", "pair_id", "external_id", "source", "hypothesis", "annotator_id", "display_name",
-               "link_name", "campaign", "english_level", "level", "value", "is_training", "is_gold_check",
-               "source_on_top", "seconds_spent", "comment", "flagged", "created_at", "updated_at"]
+    columns = [
+        "dataset",
+        "pair_id",
+        "external_id",
+        "source",
+        "hypothesis",
+        "annotator_id",
+        "display_name",
+        "link_name",
+        "campaign",
+        "english_level",
+        "level",
+        "value",
+        "is_training",
+        "is_gold_check",
+        "source_on_top",
+        "seconds_spent",
+        "comment",
+        "flagged",
+        "created_at",
+        "updated_at",
+    ]
     labels = pd.DataFrame(rows, columns=columns)
     labels["annotator"] = labels["annotator_id"].map(_annotator_names(engine))
     labels["level"] = pd.to_numeric(labels["level"], errors="coerce").astype("Int64")
@@ -411,12 +592,22 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
         return labels[LONG_COLUMNS]
     check_method(aggregation)
     if fitted is None:
-        fitted = pair_aggregation(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
-                                  method=aggregation)
+        fitted = pair_aggregation(
+            engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs, method=aggregation
+        )
     on_pairs = pd.Index(labels["pair_id"])
     columns = aggregation_columns(fitted.pairs, aggregation, on_pairs)
-    final = final_decisions(engine, dataset_ids, include_training, campaign_id=campaign_id, pairs=pairs,
-                            aggregation=aggregation, fitted=fitted, confidence=confidence, min_labels=min_labels)
+    final = final_decisions(
+        engine,
+        dataset_ids,
+        include_training,
+        campaign_id=campaign_id,
+        pairs=pairs,
+        aggregation=aggregation,
+        fitted=fitted,
+        confidence=confidence,
+        min_labels=min_labels,
+    )
     for column in ("final_level", "final_source"):  # a pair's labels share its row of ``final``
         columns[column] = final[column].reindex(on_pairs).array
     return pd.concat([labels[LONG_COLUMNS], columns.reset_index(drop=True)], axis=1)
@@ -427,9 +618,15 @@ def export_labels(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
 WIDE_ANNOTATOR_COLUMNS = 200
 
 
-def export_annotator_count(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                           *, campaign_id: Optional[int] = None, pairs: str = "all",
-                           above: Optional[int] = None) -> int:
+def export_annotator_count(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    include_training: bool = False,
+    *,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    above: Optional[int] = None,
+) -> int:
     """How many annotators have a label in what export_frame takes for the same choices: the number of
     its `annotator:<name>` columns. With ``above``, a store whose annotators number at most that many in
     all answers that number, an upper bound, without reading a label (0.3 s at 300,000 labels)."""
@@ -439,33 +636,64 @@ def export_annotator_count(engine: Engine, dataset_ids: Optional[Iterable[int]] 
             if everyone <= above:
                 return everyone
         conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
-        query = (select(func.count(func.distinct(Label.annotator_id))).join(Pair, Pair.id == Label.pair_id)
-                 .where(*conditions, *label_conditions(campaign_id, include_training)))
+        query = (
+            select(func.count(func.distinct(Label.annotator_id)))
+            .join(Pair, Pair.id == Label.pair_id)
+            .where(*conditions, *label_conditions(campaign_id, include_training))
+        )
         return int(session.execute(query).scalar_one())
 
 
-def export_size(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, include_training: bool = False,
-                *, campaign_id: Optional[int] = None, pairs: str = "all", layout: str = "wide") -> int:
+def export_size(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    include_training: bool = False,
+    *,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    layout: str = "wide",
+) -> int:
     """How many rows export_frame (``layout`` "wide": pairs) or export_labels ("long": labels) returns for
     the same choices, counted in the store without building the table."""
     conditions = pair_conditions(dataset_ids, campaign_id, pairs, include_training)
     if layout == "wide":
         query = select(func.count(Pair.id)).where(*conditions)
     else:
-        query = (select(func.count(Label.id)).join(Pair, Pair.id == Label.pair_id)
-                 .where(*conditions, *label_conditions(campaign_id, include_training)))
+        query = (
+            select(func.count(Label.id))
+            .join(Pair, Pair.id == Label.pair_id)
+            .where(*conditions, *label_conditions(campaign_id, include_training))
+        )
     with read_session(engine) as session:
         return int(session.execute(query).scalar_one())
 
 
-def gold_check_answers(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,
-                       campaign_id: Optional[int] = None, pairs: str = "all", include_training: bool = False) -> int:
+def gold_check_answers(
+    engine_or_session,
+    dataset_ids: Optional[Iterable[int]] = None,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    include_training: bool = False,
+) -> int:
     """How many of the labels an export takes answer a campaign's gold check (served as a check)."""
-    query = (select(func.count()).select_from(Label).join(Pair, Pair.id == Label.pair_id)
-             .join(Assignment, and_(Assignment.campaign_id == Label.campaign_id,
-                                    Assignment.annotator_id == Label.annotator_id, Assignment.pair_id == Label.pair_id))
-             .where(Assignment.is_gold.is_(True), *pair_conditions(dataset_ids, campaign_id, pairs, include_training),
-                    *label_conditions(campaign_id, include_training)))
+    query = (
+        select(func.count())
+        .select_from(Label)
+        .join(Pair, Pair.id == Label.pair_id)
+        .join(
+            Assignment,
+            and_(
+                Assignment.campaign_id == Label.campaign_id,
+                Assignment.annotator_id == Label.annotator_id,
+                Assignment.pair_id == Label.pair_id,
+            ),
+        )
+        .where(
+            Assignment.is_gold.is_(True),
+            *pair_conditions(dataset_ids, campaign_id, pairs, include_training),
+            *label_conditions(campaign_id, include_training),
+        )
+    )
     if isinstance(engine_or_session, Engine):
         with read_session(engine_or_session) as session:
             return int(session.scalar(query))

@@ -9,6 +9,7 @@ them are), a key over ``KEPT_KEY_LENGTH`` characters, a value over ``KEPT_VALUE_
 An account keeps at most ``KEPT_KEYS`` values: past it, the least recently written go. Its values go with it
 (ON DELETE CASCADE).
 """
+
 from __future__ import annotations
 
 import json
@@ -84,8 +85,12 @@ def keep_values(engine: Engine, account_id: int, values: Mapping[str, Any]) -> d
 def _write(engine: Engine, account_id: int, wanted: dict[str, str]) -> None:
     now = utcnow()
     with write_session(engine) as session:
-        held = {row.key: row for row in session.scalars(
-            select(KeptValue).where(KeptValue.account_id == account_id, KeptValue.key.in_(list(wanted))))}
+        held = {
+            row.key: row
+            for row in session.scalars(
+                select(KeptValue).where(KeptValue.account_id == account_id, KeptValue.key.in_(list(wanted)))
+            )
+        }
         for key, text in wanted.items():
             row = held.get(key)
             if row is None:
@@ -95,8 +100,12 @@ def _write(engine: Engine, account_id: int, wanted: dict[str, str]) -> None:
         session.flush()
         count = session.scalar(select(func.count()).select_from(KeptValue).where(KeptValue.account_id == account_id))
         if count > KEPT_KEYS:  # the least recently written go
-            old = session.scalars(select(KeptValue.id).where(KeptValue.account_id == account_id)
-                                  .order_by(KeptValue.updated_at.desc(), KeptValue.id.desc()).offset(KEPT_KEYS)).all()
+            old = session.scalars(
+                select(KeptValue.id)
+                .where(KeptValue.account_id == account_id)
+                .order_by(KeptValue.updated_at.desc(), KeptValue.id.desc())
+                .offset(KEPT_KEYS)
+            ).all()
             session.execute(delete(KeptValue).where(KeptValue.id.in_(old)))
 
 

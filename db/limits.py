@@ -1,6 +1,7 @@
 """The lengths the store holds, checked in the write path before anything is written: PostgreSQL
 refuses a longer text in a VARCHAR column (StringDataRightTruncation) where SQLite would keep it
 whole, so both stores answer alike, with one sentence."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -46,7 +47,9 @@ def invisible(char: str) -> bool:
     spaces and joiners, bidi controls, the BOM, the soft hyphen) and the other default-ignorable ones."""
     import unicodedata
 
-    return unicodedata.category(char) == "Cf" or char in "\u034f\u115f\u1160\u3164\uffa0" or "\ufe00" <= char <= "\ufe0f"
+    return (
+        unicodedata.category(char) == "Cf" or char in "\u034f\u115f\u1160\u3164\uffa0" or "\ufe00" <= char <= "\ufe0f"
+    )
 
 
 def clean_name(what: str, value: Optional[str], error: type[Exception], limit: int = NAME_LENGTH) -> str:

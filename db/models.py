@@ -4,6 +4,7 @@ Every table lives here so that one Alembic history describes the whole store.
 Texts are `Text`; uniqueness of a pair inside a dataset goes through a hash column,
 because PostgreSQL cannot index arbitrarily long text in a b-tree.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -58,7 +59,9 @@ class Dataset(Base):
     import_target: Mapped[Optional[int]] = mapped_column(Integer)
     created_by: Mapped[str] = mapped_column(String(NAME_LENGTH), default="", server_default="")  # who imported it
 
-    pairs: Mapped[list["Pair"]] = relationship(back_populates="dataset", cascade="all, delete-orphan", passive_deletes=True)
+    pairs: Mapped[list["Pair"]] = relationship(
+        back_populates="dataset", cascade="all, delete-orphan", passive_deletes=True
+    )
 
 
 class Pair(Base):
@@ -162,8 +165,9 @@ class GoldPair(Base):
     # the key also accepts the level next to its own (pluie_core.quality.accepted)
     accept_adjacent: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     reference_score: Mapped[Optional[float]] = mapped_column(Float)  # the graded gold score it came from
-    derivation: Mapped[str] = mapped_column(String(300), default="set by id",
-                                            server_default="set before keys recorded their origin")
+    derivation: Mapped[str] = mapped_column(
+        String(300), default="set by id", server_default="set before keys recorded their origin"
+    )
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -268,7 +272,9 @@ class ScoreRun(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True)
-    kind: Mapped[str] = mapped_column(String(20))  # "pluie", "baseline", or a judge's ("llm-yes-no", "llm-likert", "llm-choice")
+    kind: Mapped[str] = mapped_column(
+        String(20)
+    )  # "pluie", "baseline", or a judge's ("llm-yes-no", "llm-likert", "llm-choice")
     model: Mapped[str] = mapped_column(String(500), default="")  # hub id / local path, or the baseline name
     template: Mapped[str] = mapped_column(String(100), default="")
     template_spec: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)  # a custom template's turns
@@ -388,7 +394,7 @@ class Adjudication(Base):
 
 
 class Explanation(Base):
-    """"Why this score" of a pair under a PLUIE run (db.explanations): requested from a page ("queued"),
+    """ "Why this score" of a pair under a PLUIE run (db.explanations): requested from a page ("queued"),
     computed by a worker with the run's model under a lease ("claimed"), then kept ("done": ``result`` is
     pluie_core.explain.explanation_to_json's dict) or "failed" (``error``: a sentence for the user)."""
 

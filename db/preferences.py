@@ -1,6 +1,7 @@
 """Importing preference data (*-PLUIE section 3.2): each item's pairs (source, candidate A) and
 (source, candidate B) become ordinary pairs of a new dataset, queued for every active run like any
 import, and a ``preferences`` row links them with the human choice. One transaction: all or nothing."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,8 +76,14 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
                 if system is not None:
                     meta["system"] = str(system)
                 index_of[key] = len(pair_rows)
-                pair_rows.append({"source": source, "hypothesis": candidate, "text_hash": text_hash(source, candidate),
-                                  "meta": {k: v for k, v in meta.items() if v is not None} or None})
+                pair_rows.append(
+                    {
+                        "source": source,
+                        "hypothesis": candidate,
+                        "text_hash": text_hash(source, candidate),
+                        "meta": {k: v for k, v in meta.items() if v is not None} or None,
+                    }
+                )
             ends.append(index_of[key])
         meta = {str(c): clean_value(item[c]) for c in extra + [c for c in ("system_a", "system_b") if c in item]}
         links.append((ends[0], ends[1], item["preferred"], {k: v for k, v in meta.items() if v is not None} or None))
@@ -84,24 +91,40 @@ def import_preferences(engine: Engine, name: str, items: pd.DataFrame, descripti
     with write_session(engine) as session:
         if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
             raise ImportRejected(f"A dataset named {name!r} already exists: choose another name.")
-        dataset = Dataset(name=name, description=description, source_format=SOURCE_FORMAT, label_kind=None,
-                          created_by=access.actor_name())
+        dataset = Dataset(
+            name=name,
+            description=description,
+            source_format=SOURCE_FORMAT,
+            label_kind=None,
+            created_by=access.actor_name(),
+        )
         session.add(dataset)
         session.flush()
-        result = session.execute(insert(Pair).returning(Pair.id, sort_by_parameter_order=True),
-                                 [{"dataset_id": dataset.id, "external_id": None, "gold_label": None, **row}
-                                  for row in pair_rows])
+        result = session.execute(
+            insert(Pair).returning(Pair.id, sort_by_parameter_order=True),
+            [{"dataset_id": dataset.id, "external_id": None, "gold_label": None, **row} for row in pair_rows],
+        )
         pair_ids = [r[0] for r in result]
-        session.execute(insert(Preference), [
-            {"dataset_id": dataset.id, "pair_a_id": pair_ids[a], "pair_b_id": pair_ids[b], "preferred": preferred,
-             "meta": meta} for a, b, preferred, meta in links
-        ])
+        session.execute(
+            insert(Preference),
+            [
+                {
+                    "dataset_id": dataset.id,
+                    "pair_a_id": pair_ids[a],
+                    "pair_b_id": pair_ids[b],
+                    "preferred": preferred,
+                    "meta": meta,
+                }
+                for a, b, preferred, meta in links
+            ],
+        )
         n_queued = enqueue_pairs(session, dataset.id, pair_ids)
         return PreferenceImport(dataset.id, name, len(links), len(pair_ids), n_queued)
 
 
-def import_preference_file(engine: Engine, path_or_buffer, name: Optional[str] = None,
-                           description: str = "") -> PreferenceImport:
+def import_preference_file(
+    engine: Engine, path_or_buffer, name: Optional[str] = None, description: str = ""
+) -> PreferenceImport:
     """Read a preference file (``load_preferences``) and import it; named after the file unless a
     name is given. Raises PairFileError for a bad file, ImportRejected when the store refuses it,
     NotAllowed (before the file is read) below an organiser."""
@@ -122,14 +145,19 @@ def add_preferences(engine: Engine, dataset_id: int, links: pd.DataFrame) -> int
     insert: for the bench and tests; users import files (import_preferences)."""
     if not links["preferred"].isin(CHOICES).all():
         raise ImportRejected("Every preference must be A, B or tie.")
-    rows = [{"dataset_id": int(dataset_id), "pair_a_id": int(a), "pair_b_id": int(b), "preferred": str(p)}
-            for a, b, p in zip(links["pair_a_id"], links["pair_b_id"], links["preferred"])]
+    rows = [
+        {"dataset_id": int(dataset_id), "pair_a_id": int(a), "pair_b_id": int(b), "preferred": str(p)}
+        for a, b, p in zip(links["pair_a_id"], links["pair_b_id"], links["preferred"])
+    ]
     with write_session(engine) as session:
         if rows:
             session.execute(insert(Preference), rows)
             # the newly linked pairs now have something to be compared with: queue them for LLM-choice runs
-            for run_id in session.scalars(select(ScoreRun.id).where(ScoreRun.kind.in_(CHOICE_RUN_KINDS),
-                                                                      ScoreRun.status.in_(("active", "paused")))):
+            for run_id in session.scalars(
+                select(ScoreRun.id).where(
+                    ScoreRun.kind.in_(CHOICE_RUN_KINDS), ScoreRun.status.in_(("active", "paused"))
+                )
+            ):
                 enqueue_missing(session, run_id)
     return len(rows)
 
@@ -139,9 +167,13 @@ def preference_partners(engine: Engine, run_id: int) -> dict[tuple[str, str], li
     datasets (every dataset when it has none) -> the candidates it is compared with (its partners in
     those items, in item order, each once)."""
     side_a, side_b = aliased(Pair), aliased(Pair)
-    query = (select(side_a.source, side_a.hypothesis, side_b.source, side_b.hypothesis).select_from(Preference)
-             .join(side_a, side_a.id == Preference.pair_a_id).join(side_b, side_b.id == Preference.pair_b_id)
-             .order_by(Preference.id))
+    query = (
+        select(side_a.source, side_a.hypothesis, side_b.source, side_b.hypothesis)
+        .select_from(Preference)
+        .join(side_a, side_a.id == Preference.pair_a_id)
+        .join(side_b, side_b.id == Preference.pair_b_id)
+        .order_by(Preference.id)
+    )
     with read_session(engine) as session:
         scope = select(RunDataset.dataset_id).where(RunDataset.run_id == run_id)
         if session.scalar(select(RunDataset.dataset_id).where(RunDataset.run_id == run_id).limit(1)) is not None:
@@ -154,4 +186,3 @@ def preference_partners(engine: Engine, run_id: int) -> dict[tuple[str, str], li
             if other not in known:
                 known.append(other)
     return partners
-

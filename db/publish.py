@@ -16,6 +16,7 @@ renamed when complete: an error leaves no folder behind. A publish killed before
 (kill -9, a power cut) leaves its hidden folder, named after its writer (host, process), which the next
 publish into the same parent folder removes once that writer is gone (remove_leftovers).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,24 +40,55 @@ from sqlalchemy import Engine, and_, case, func, select
 
 from db import access
 from db.engine import read_session, write_session
-from db.limits import clean_name
 from db.export import (
-    AGGREGATION_COLUMNS, ANNOTATOR_PREFIX, FINAL_COLUMNS, PAIR_SCOPES, SCORE_PREFIX, VOICE_COLUMNS, _annotator_names,
-    export_frame, export_labels, gold_check_answers, pair_aggregation, label_conditions, pair_conditions,
+    AGGREGATION_COLUMNS,
+    ANNOTATOR_PREFIX,
+    FINAL_COLUMNS,
+    PAIR_SCOPES,
+    SCORE_PREFIX,
+    VOICE_COLUMNS,
+    _annotator_names,
+    export_frame,
+    export_labels,
+    gold_check_answers,
+    label_conditions,
+    pair_aggregation,
+    pair_conditions,
+)
+from db.limits import clean_name
+from db.models import (
+    Annotator,
+    Assignment,
+    Campaign,
+    CampaignDataset,
+    CampaignPair,
+    Dataset,
+    GoldPair,
+    Label,
+    Pair,
+    Score,
+    ScoreRun,
+    TrainingPair,
+    utcnow,
 )
 from db.webhooks import emit
-from db.models import (
-    Annotator, Assignment, Campaign, CampaignDataset, CampaignPair, Dataset, GoldPair, Label, Pair, Score, ScoreRun,
-    TrainingPair, utcnow,
-)
-from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check_thresholds, median_labels
 from lab.places import confined, outside_sentence, published_dir, typed_folder
+from pluie_core.aggregation import DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, check_thresholds, median_labels
 from pluie_core.dataset_card import agreement_figures, check_licence, count_patterns, dataset_card
 from pluie_core.pair_selection import describe_selection
 from pluie_core.quality import balance_text, gold_check_count, key_origins
 
-__all__ = ["PublishError", "PublishResult", "publish_dataset", "DATA_FILE", "ZIP_DOWNLOAD_LIMIT", "dataset_zip",
-           "folder_bytes", "remove_leftovers", "export_chunks"]
+__all__ = [
+    "PublishError",
+    "PublishResult",
+    "publish_dataset",
+    "DATA_FILE",
+    "ZIP_DOWNLOAD_LIMIT",
+    "dataset_zip",
+    "folder_bytes",
+    "remove_leftovers",
+    "export_chunks",
+]
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 ROWS_STREAM = ".rows.arrow"  # the rows as an Arrow stream while the folder is written, for the Arrow copy
@@ -88,9 +120,13 @@ class PublishResult:
 def _scope(session, dataset_ids: Optional[list[int]], conditions: list) -> list[tuple]:
     """(id, name, description, pairs in scope, imported by) of the datasets; ``conditions``:
     export.pair_conditions."""
-    query = (select(Dataset.id, Dataset.name, Dataset.description, func.count(Pair.id), Dataset.created_by)
-             .outerjoin(Pair, and_(Pair.dataset_id == Dataset.id, *conditions)).where(Dataset.import_state.is_(None))
-             .group_by(Dataset.id).order_by(Dataset.id))
+    query = (
+        select(Dataset.id, Dataset.name, Dataset.description, func.count(Pair.id), Dataset.created_by)
+        .outerjoin(Pair, and_(Pair.dataset_id == Dataset.id, *conditions))
+        .where(Dataset.import_state.is_(None))
+        .group_by(Dataset.id)
+        .order_by(Dataset.id)
+    )
     if dataset_ids is not None:
         query = query.where(Dataset.id.in_(dataset_ids))
     return session.execute(query).all()
@@ -104,73 +140,141 @@ def _campaign_facts(session, campaign_id: int) -> dict:
     campaign = session.get(Campaign, int(campaign_id))
     if campaign is None:
         raise PublishError("This campaign does not exist (any more): choose another.")
-    datasets = session.scalars(select(Dataset.name).join(CampaignDataset, CampaignDataset.dataset_id == Dataset.id)
-                               .where(CampaignDataset.campaign_id == campaign.id).order_by(Dataset.name)).all()
+    datasets = session.scalars(
+        select(Dataset.name)
+        .join(CampaignDataset, CampaignDataset.dataset_id == Dataset.id)
+        .where(CampaignDataset.campaign_id == campaign.id)
+        .order_by(Dataset.name)
+    ).all()
     selection = dict(campaign.selection or {})
     run = session.get(ScoreRun, selection["score_run"]) if selection.get("score_run") is not None else None
 
     def count(model):
         return int(session.scalar(select(func.count()).select_from(model).where(model.campaign_id == campaign.id)))
 
-    keys = pd.DataFrame(session.execute(select(GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent,
-                                               GoldPair.derivation).where(GoldPair.campaign_id == campaign.id)).all(),
-                        columns=["level", "binary_label", "accept_adjacent", "derivation"])
+    keys = pd.DataFrame(
+        session.execute(
+            select(GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent, GoldPair.derivation).where(
+                GoldPair.campaign_id == campaign.id
+            )
+        ).all(),
+        columns=["level", "binary_label", "accept_adjacent", "derivation"],
+    )
     # the checks served to each annotator who got a pair after the training trial
     served = session.execute(
         select(Assignment.annotator_id, func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0))
         .where(Assignment.campaign_id == campaign.id, Assignment.position >= count(TrainingPair))
-        .group_by(Assignment.annotator_id).order_by(Assignment.annotator_id)).all()
-    return {"name": campaign.name, "datasets": list(datasets), "selection": selection,
-            "selection_text": describe_selection(campaign.selection, run.name if run else None),
-            "sample": selection.get("sample"), "seed": campaign.seed, "quota": campaign.quota,
-            "overlap": campaign.overlap, "overlap_max": campaign.overlap_max, "confidence": campaign.confidence,
-            "n_training": count(TrainingPair), "n_queue": count(CampaignPair),
-            "n_gold_pairs": count(GoldPair), "gold_rate": float(campaign.gold_rate),
-            "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair)),
-            "checks_served": [int(n) for _, n in served],
-            "gold_origins": key_origins(keys["derivation"]),
-            "gold_balance": balance_text(keys, campaign.gold_min_accuracy) if len(keys) else ""}
+        .group_by(Assignment.annotator_id)
+        .order_by(Assignment.annotator_id)
+    ).all()
+    return {
+        "name": campaign.name,
+        "datasets": list(datasets),
+        "selection": selection,
+        "selection_text": describe_selection(campaign.selection, run.name if run else None),
+        "sample": selection.get("sample"),
+        "seed": campaign.seed,
+        "quota": campaign.quota,
+        "overlap": campaign.overlap,
+        "overlap_max": campaign.overlap_max,
+        "confidence": campaign.confidence,
+        "n_training": count(TrainingPair),
+        "n_queue": count(CampaignPair),
+        "n_gold_pairs": count(GoldPair),
+        "gold_rate": float(campaign.gold_rate),
+        "checks_per_annotator": gold_check_count(campaign.quota, campaign.gold_rate, count(GoldPair)),
+        "checks_served": [int(n) for _, n in served],
+        "gold_origins": key_origins(keys["derivation"]),
+        "gold_balance": balance_text(keys, campaign.gold_min_accuracy) if len(keys) else "",
+    }
 
 
 def _annotator_columns(session, conditions: list, labels: list, names: dict[int, str]):
     """[(column, arrow type, gives five-level labels)] of the annotators with labels in scope
     (``conditions`` on the pairs, ``labels`` on the labels), sorted as export_frame sorts them; plus
     the English levels of those annotators."""
-    query = (select(Label.annotator_id, func.max(case((Label.level.is_not(None), 1), else_=0)),
-                    func.max(case(((Label.level.is_(None)) & (Label.value != func.round(Label.value)), 1), else_=0)),
-                    Annotator.english_level)
-             .join(Pair, Pair.id == Label.pair_id).join(Annotator, Annotator.id == Label.annotator_id)
-             .where(*conditions, *labels).group_by(Label.annotator_id, Annotator.english_level))
+    query = (
+        select(
+            Label.annotator_id,
+            func.max(case((Label.level.is_not(None), 1), else_=0)),
+            func.max(case(((Label.level.is_(None)) & (Label.value != func.round(Label.value)), 1), else_=0)),
+            Annotator.english_level,
+        )
+        .join(Pair, Pair.id == Label.pair_id)
+        .join(Annotator, Annotator.id == Label.annotator_id)
+        .where(*conditions, *labels)
+        .group_by(Label.annotator_id, Annotator.english_level)
+    )
     rows = session.execute(query).all()
-    columns = sorted((ANNOTATOR_PREFIX + names[aid], pa.float64() if fractional else pa.int64(), bool(levels))
-                     for aid, levels, fractional, _ in rows)
+    columns = sorted(
+        (ANNOTATOR_PREFIX + names[aid], pa.float64() if fractional else pa.int64(), bool(levels))
+        for aid, levels, fractional, _ in rows
+    )
     english = pd.Series([row[3] or "not given" for row in rows], dtype=object).value_counts().to_dict()
     return columns, english
 
 
 def _runs(session, conditions: list) -> list[dict]:
     rows = session.execute(
-        select(ScoreRun.name, ScoreRun.kind, ScoreRun.model, ScoreRun.template, ScoreRun.direction, ScoreRun.answers,
-               ScoreRun.higher_is_similar, ScoreRun.status, func.count(Score.id), ScoreRun.created_by)
-        .join(Score, Score.run_id == ScoreRun.id).join(Pair, Pair.id == Score.pair_id)
-        .where(*conditions).group_by(ScoreRun.id).order_by(ScoreRun.name)).all()
-    keys = ["name", "kind", "model", "template", "direction", "answers", "higher_is_similar", "status", "n_scores",
-            "created_by"]
+        select(
+            ScoreRun.name,
+            ScoreRun.kind,
+            ScoreRun.model,
+            ScoreRun.template,
+            ScoreRun.direction,
+            ScoreRun.answers,
+            ScoreRun.higher_is_similar,
+            ScoreRun.status,
+            func.count(Score.id),
+            ScoreRun.created_by,
+        )
+        .join(Score, Score.run_id == ScoreRun.id)
+        .join(Pair, Pair.id == Score.pair_id)
+        .where(*conditions)
+        .group_by(ScoreRun.id)
+        .order_by(ScoreRun.name)
+    ).all()
+    keys = [
+        "name",
+        "kind",
+        "model",
+        "template",
+        "direction",
+        "answers",
+        "higher_is_similar",
+        "status",
+        "n_scores",
+        "created_by",
+    ]
     return [dict(zip(keys, row)) for row in rows]
 
 
 def _schema(annotators, runs, include_training: bool, aggregation: bool = False) -> pa.Schema:
     """The Arrow schema of export_frame's columns, fixed before the first chunk is read."""
     text, whole, real = pa.string(), pa.int64(), pa.float64()
-    fields = [("dataset", text), ("pair_id", whole), ("external_id", text), ("source", text), ("hypothesis", text), ("label", real)]
+    fields = [
+        ("dataset", text),
+        ("pair_id", whole),
+        ("external_id", text),
+        ("source", text),
+        ("hypothesis", text),
+        ("label", real),
+    ]
     fields += [(column, kind) for column, kind, _ in annotators]
     fields += [("n_labels", whole), ("majority_level", whole), ("majority_label", text), ("binary_label", whole)]
     if include_training:
         fields.append(("n_training_labels", whole))
     if aggregation:
         fields += list(zip(AGGREGATION_COLUMNS, [text, whole, text, real, real]))
-    final_types = {"final_level": whole, "final_label": text, "final_binary": whole, "final_source": text,
-                   "adjudicated_by": text, "adjudicated_at": pa.timestamp("us"), "adjudication_note": text}
+    final_types = {
+        "final_level": whole,
+        "final_label": text,
+        "final_binary": whole,
+        "final_source": text,
+        "adjudicated_by": text,
+        "adjudicated_at": pa.timestamp("us"),
+        "adjudication_note": text,
+    }
     fields += [(column, final_types[column]) for column in FINAL_COLUMNS]
     voice_types = {"n_flags": whole, "flagged_by": text, "comments": text}
     fields += [(column, voice_types[column]) for column in VOICE_COLUMNS]
@@ -198,8 +302,12 @@ def _pair_id_chunks(session, dataset_id: int, chunk_size: int, conditions: list)
     id order (keyset pagination)."""
     last = 0
     while True:
-        ids = session.scalars(select(Pair.id).where(Pair.dataset_id == dataset_id, Pair.id > last, *conditions)
-                              .order_by(Pair.id).limit(chunk_size)).all()
+        ids = session.scalars(
+            select(Pair.id)
+            .where(Pair.dataset_id == dataset_id, Pair.id > last, *conditions)
+            .order_by(Pair.id)
+            .limit(chunk_size)
+        ).all()
         if not ids:
             return
         yield ids[0], ids[-1]
@@ -264,13 +372,26 @@ def remove_leftovers(parent, idle: float = LEFTOVER_IDLE) -> list[Path]:
     return removed
 
 
-def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]] = None, *, licence: str,
-                    title: Optional[str] = None, include_training: bool = False, campaign_id: Optional[int] = None,
-                    pairs: str = "all", chunk_size: int = DEFAULT_CHUNK, n_boot: int = 1000,
-                    progress: Optional[Callable[[int, int], None]] = None,
-                    within: Optional[Iterable[Path]] = None, aggregation: Optional[str] = None,
-                    confidence: float = DEFAULT_CONFIDENCE, min_labels: int = DEFAULT_MIN_LABELS,
-                    typed: bool = False, show_paths: bool = True) -> PublishResult:
+def publish_dataset(
+    engine: Engine,
+    folder,
+    dataset_ids: Optional[Iterable[int]] = None,
+    *,
+    licence: str,
+    title: Optional[str] = None,
+    include_training: bool = False,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    chunk_size: int = DEFAULT_CHUNK,
+    n_boot: int = 1000,
+    progress: Optional[Callable[[int, int], None]] = None,
+    within: Optional[Iterable[Path]] = None,
+    aggregation: Optional[str] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    typed: bool = False,
+    show_paths: bool = True,
+) -> PublishResult:
     """Write the dataset folder (module docstring) for the given datasets (all when None).
     ``licence``: a Hugging Face licence identifier the organiser chose (cc-by-4.0, mit, other...);
     ``title``: the card's name (the datasets' names by default); ``campaign_id``: only that
@@ -313,8 +434,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     except ValueError as exc:
         if show_paths:
             raise PublishError(str(exc)) from None
-        raise PublishError(f"“{typed_text}” is a symbolic link: choose a new folder." if folder.is_symlink()
-                           else outside_sentence(typed_text)) from None
+        raise PublishError(
+            f"“{typed_text}” is a symbolic link: choose a new folder."
+            if folder.is_symlink()
+            else outside_sentence(typed_text)
+        ) from None
     shown = str(folder) if show_paths else f"“{typed_text}”"  # how the sentences below name the folder
     try:
         taken = folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
@@ -337,9 +461,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         if restricted:  # the card lists the datasets the rows come from
             scope = [row for row in scope if row[3]]
         if not scope:
-            raise PublishError(f"No pair of these datasets is among the {PAIR_SCOPES[pairs]}"
-                               + (f" of the campaign “{campaign['name']}”" if campaign else "")
-                               + ": there is nothing to publish.")
+            raise PublishError(
+                f"No pair of these datasets is among the {PAIR_SCOPES[pairs]}"
+                + (f" of the campaign “{campaign['name']}”" if campaign else "")
+                + ": there is nothing to publish."
+            )
         scope_ids = [row[0] for row in scope]
         conditions = pair_conditions(scope_ids, campaign_id, pairs, include_training)
         labels = label_conditions(campaign_id, include_training)
@@ -354,8 +480,9 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     if aggregation is not None:
         try:
             confidence, min_labels = check_thresholds(confidence, min_labels)
-            fit = pair_aggregation(engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs,
-                                   method=aggregation)
+            fit = pair_aggregation(
+                engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs, method=aggregation
+            )
         except ValueError as exc:
             raise PublishError(str(exc)) from None
     schema = _schema(annotators, runs, include_training, fit is not None)
@@ -364,16 +491,27 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PublishError(f"The folder {folder.parent if show_paths else 'for ' + shown} cannot be created "
-                           f"({exc.strerror}).") from None
+        raise PublishError(
+            f"The folder {folder.parent if show_paths else 'for ' + shown} cannot be created ({exc.strerror})."
+        ) from None
     remove_leftovers(folder.parent)  # what publishes killed mid-way left here
     partial = _partial_name(folder)
 
     def rows(dataset_id: int, first: int, last: int, training: bool):
         """A chunk of the export's rows, with the training trial's labels or without (what α counts)."""
-        return export_frame(engine, [dataset_id], training, campaign_id=campaign_id, pairs=pairs,
-                            pair_id_range=(first, last), annotator_names=names, aggregation=aggregation,
-                            fitted=fit, confidence=confidence, min_labels=min_labels)
+        return export_frame(
+            engine,
+            [dataset_id],
+            training,
+            campaign_id=campaign_id,
+            pairs=pairs,
+            pair_id_range=(first, last),
+            annotator_names=names,
+            aggregation=aggregation,
+            fitted=fit,
+            confidence=confidence,
+            min_labels=min_labels,
+        )
 
     writer = stream = None
     try:
@@ -398,8 +536,11 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
                         levels = counted[present].to_numpy(dtype=float, na_value=np.nan)
                         counts = np.stack([(levels == v).sum(axis=1) for v in range(4)], axis=1)
                         count_patterns(counts, into=patterns)
-                    for target, column in ((labels_per_pair, "n_labels"), (sources, "final_source"),
-                                           (finals, "final_level")):
+                    for target, column in (
+                        (labels_per_pair, "n_labels"),
+                        (sources, "final_source"),
+                        (finals, "final_level"),
+                    ):
                         for value, n in chunk[column].dropna().value_counts().items():
                             key = str(value) if column == "final_source" else int(value)
                             target[key] = target.get(key, 0) + int(n)
@@ -415,16 +556,35 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
         agreement = agreement_figures(patterns, n_boot=n_boot)
         facts = {
             "title": (title or "").strip() or (campaign["name"] if campaign else ", ".join(row[1] for row in scope)),
-            "licence": licence, "n_pairs": done, "n_labels": n_labels,
-            "datasets": [{"name": name, "n_pairs": n, "description": description or "", "imported_by": by or ""}
-                         for _, name, description, n, by in scope],
-            "n_annotators": len(annotators), "annotators": english, "labels_per_pair": labels_per_pair,
-            "final_sources": sources, "final_levels": finals, "agreement": agreement, "runs": runs,
-            "include_training": include_training, "created_at": utcnow(), "data_file": DATA_FILE,
-            "pairs": pairs, "campaign": campaign, "n_gold_answers": n_gold_answers,
-            "aggregation": None if fit is None else {
-                "method": aggregation, "text": fit.describe(), "confidence": confidence, "min_labels": min_labels,
-                "median_labels": median_labels(fit.annotators["n_labels"])},
+            "licence": licence,
+            "n_pairs": done,
+            "n_labels": n_labels,
+            "datasets": [
+                {"name": name, "n_pairs": n, "description": description or "", "imported_by": by or ""}
+                for _, name, description, n, by in scope
+            ],
+            "n_annotators": len(annotators),
+            "annotators": english,
+            "labels_per_pair": labels_per_pair,
+            "final_sources": sources,
+            "final_levels": finals,
+            "agreement": agreement,
+            "runs": runs,
+            "include_training": include_training,
+            "created_at": utcnow(),
+            "data_file": DATA_FILE,
+            "pairs": pairs,
+            "campaign": campaign,
+            "n_gold_answers": n_gold_answers,
+            "aggregation": None
+            if fit is None
+            else {
+                "method": aggregation,
+                "text": fit.describe(),
+                "confidence": confidence,
+                "min_labels": min_labels,
+                "median_labels": median_labels(fit.annotators["n_labels"]),
+            },
         }
         card = dataset_card(facts)
         (partial / "README.md").write_text(card, encoding="utf-8")
@@ -440,12 +600,24 @@ def publish_dataset(engine: Engine, folder, dataset_ids: Optional[Iterable[int]]
             raise PublishError(f"The folder {shown} cannot be written ({exc.strerror.lower()}).") from None
         raise
     with write_session(engine) as session:  # the folder is there: say who published what, where
-        access.record(session, "publish", "dataset", scope[0][0] if len(scope) == 1 else None,
-                      f"published {', '.join(f'“{row[1]}”' for row in scope)} ({done:,} pairs, {licence}) "
-                      f"to {folder}")
-        emit(session, "dataset.published", {"datasets": [{"id": row[0], "name": row[1]} for row in scope],
-                                            "campaign_id": campaign_id, "pairs": done, "licence": licence,
-                                            "by": access.actor_name()})
+        access.record(
+            session,
+            "publish",
+            "dataset",
+            scope[0][0] if len(scope) == 1 else None,
+            f"published {', '.join(f'“{row[1]}”' for row in scope)} ({done:,} pairs, {licence}) to {folder}",
+        )
+        emit(
+            session,
+            "dataset.published",
+            {
+                "datasets": [{"id": row[0], "name": row[1]} for row in scope],
+                "campaign_id": campaign_id,
+                "pairs": done,
+                "licence": licence,
+                "by": access.actor_name(),
+            },
+        )
     return PublishResult(folder, done, n_chunks, schema.names, card)
 
 
@@ -476,13 +648,16 @@ def check_folder_text(text: str) -> None:
     """PublishError with a sentence for a folder path no file system takes: a NUL character, or a part of it
     longer than NAME_BYTES bytes in UTF-8 (a 200-character CJK name is 600 bytes)."""
     if "\x00" in text:
-        raise PublishError("The folder's path holds a NUL character (U+0000), which no file system takes: type it "
-                           "again without it.")
+        raise PublishError(
+            "The folder's path holds a NUL character (U+0000), which no file system takes: type it again without it."
+        )
     for part in Path(text).parts:
         size = len(part.encode("utf-8", "surrogatepass"))
         if size > NAME_BYTES:
-            raise PublishError(f"The folder name “{part[:40]}…” is {size:,} bytes long in UTF-8; a file system takes at "
-                               f"most {NAME_BYTES}: choose a shorter name.")
+            raise PublishError(
+                f"The folder name “{part[:40]}…” is {size:,} bytes long in UTF-8; a file system takes at "
+                f"most {NAME_BYTES}: choose a shorter name."
+            )
 
 
 def folder_stem(name: str, fallback: str = "pluie_lab_export") -> str:
@@ -530,16 +705,28 @@ def dataset_zip(folder) -> bytes:
         with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
             for path in files:
                 stored = path.suffix == ".parquet"
-                archive.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}",
-                              compress_type=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED)
+                archive.write(
+                    path,
+                    f"{folder.name}/{path.relative_to(folder).as_posix()}",
+                    compress_type=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED,
+                )
         spool.seek(0)
         return spool.read()
 
 
-def export_chunks(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, *, layout: str = "wide",
-                  include_training: bool = False, campaign_id: Optional[int] = None, pairs: str = "all",
-                  aggregation: Optional[str] = None, confidence: float = DEFAULT_CONFIDENCE,
-                  min_labels: int = DEFAULT_MIN_LABELS, chunk_size: int = DEFAULT_CHUNK):
+def export_chunks(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    *,
+    layout: str = "wide",
+    include_training: bool = False,
+    campaign_id: Optional[int] = None,
+    pairs: str = "all",
+    aggregation: Optional[str] = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    chunk_size: int = DEFAULT_CHUNK,
+):
     """The Export page's table in chunks, for a download streamed in bounded memory (the HTTP API):
     ``layout`` "wide" (export_frame's columns, the same in every chunk: the schema is fixed first, as a
     publish fixes it) or "long" (export_labels' rows, one per label). A generator of frames; the checks run
@@ -563,22 +750,41 @@ def export_chunks(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, *
     if aggregation is not None:
         try:
             confidence, min_labels = check_thresholds(confidence, min_labels)
-            fit = pair_aggregation(engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs,
-                                   method=aggregation)
+            fit = pair_aggregation(
+                engine, scope_ids, include_training, campaign_id=campaign_id, pairs=pairs, method=aggregation
+            )
         except ValueError as exc:
             raise PublishError(str(exc)) from None
     schema = _schema(annotators, runs, include_training, fit is not None)
-    choice = dict(campaign_id=campaign_id, pairs=pairs, aggregation=aggregation, fitted=fit, confidence=confidence,
-                  min_labels=min_labels)
+    choice = dict(
+        campaign_id=campaign_id,
+        pairs=pairs,
+        aggregation=aggregation,
+        fitted=fit,
+        confidence=confidence,
+        min_labels=min_labels,
+    )
 
     def chunks():
         with read_session(engine) as session:
-            spans = [(dataset_id, first, last) for dataset_id in scope_ids
-                     for first, last in _pair_id_chunks(session, dataset_id, chunk_size, conditions)]
+            spans = [
+                (dataset_id, first, last)
+                for dataset_id in scope_ids
+                for first, last in _pair_id_chunks(session, dataset_id, chunk_size, conditions)
+            ]
         for dataset_id, first, last in spans:
             if layout == "wide":
-                yield _conform(export_frame(engine, [dataset_id], include_training, pair_id_range=(first, last),
-                                            annotator_names=names, **choice), schema)
+                yield _conform(
+                    export_frame(
+                        engine,
+                        [dataset_id],
+                        include_training,
+                        pair_id_range=(first, last),
+                        annotator_names=names,
+                        **choice,
+                    ),
+                    schema,
+                )
             else:
                 yield export_labels(engine, [dataset_id], include_training, pair_id_range=(first, last), **choice)
 

@@ -8,6 +8,7 @@ It imports no other module of db but the engine and the models, so any of them m
 db.analysis, db.export and db.review read through it without importing each other in a circle
 (tests/test_layers.py).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -22,8 +23,18 @@ from sqlalchemy import Engine, Select, func, select, union
 from db.engine import read_session
 from db.models import Adjudication, CampaignPair, GoldPair, Label, Pair, TrainingPair
 
-__all__ = ["raw_rows", "query_frame", "number_frame", "as_ids", "clean_value", "label_conditions", "campaign_pairs",
-           "adjudications_in_force", "current_adjudications", "ADJUDICATION_COLUMNS"]
+__all__ = [
+    "raw_rows",
+    "query_frame",
+    "number_frame",
+    "as_ids",
+    "clean_value",
+    "label_conditions",
+    "campaign_pairs",
+    "adjudications_in_force",
+    "current_adjudications",
+    "ADJUDICATION_COLUMNS",
+]
 
 ADJUDICATION_COLUMNS = ["pair_id", "revision", "level", "reviewer", "note", "created_at"]
 
@@ -94,9 +105,11 @@ def campaign_pairs(campaign_id: int, include_training: bool = False):
     """The select of a campaign's pairs: its queue, its gold pairs, the pairs labelled in it (a gold
     pair no longer used keeps its answers) and, with ``include_training``, its training pairs."""
     campaign_id = int(campaign_id)
-    parts = [select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id),
-             select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id),
-             select(Label.pair_id).where(*label_conditions(campaign_id, include_training))]
+    parts = [
+        select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id),
+        select(GoldPair.pair_id).where(GoldPair.campaign_id == campaign_id),
+        select(Label.pair_id).where(*label_conditions(campaign_id, include_training)),
+    ]
     if include_training:
         parts.append(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign_id))
     # never correlated with a query on labels that holds this condition
@@ -106,19 +119,27 @@ def campaign_pairs(campaign_id: int, include_training: bool = False):
 def adjudications_in_force(dataset_ids: Optional[list[int]] = None, pair_ids=None):
     """The select of each pair's highest revision (withdrawn decisions included, level NULL); ``pair_ids`` a
     list of ids or a select of them."""
-    latest = select(Adjudication.pair_id, func.max(Adjudication.revision).label("revision")).group_by(Adjudication.pair_id)
+    latest = select(Adjudication.pair_id, func.max(Adjudication.revision).label("revision")).group_by(
+        Adjudication.pair_id
+    )
     if dataset_ids is not None:
         latest = latest.where(Adjudication.pair_id.in_(select(Pair.id).where(Pair.dataset_id.in_(dataset_ids))))
     if pair_ids is not None:
         latest = latest.where(Adjudication.pair_id.in_(pair_ids))
     latest = latest.subquery()
-    return (select(Adjudication.pair_id, Adjudication.revision, Adjudication.level, Adjudication.reviewer,
-                   Adjudication.note, Adjudication.created_at)
-            .join(latest, (latest.c.pair_id == Adjudication.pair_id) & (latest.c.revision == Adjudication.revision)))
+    return select(
+        Adjudication.pair_id,
+        Adjudication.revision,
+        Adjudication.level,
+        Adjudication.reviewer,
+        Adjudication.note,
+        Adjudication.created_at,
+    ).join(latest, (latest.c.pair_id == Adjudication.pair_id) & (latest.c.revision == Adjudication.revision))
 
 
-def current_adjudications(engine_or_session, dataset_ids: Optional[Iterable[int]] = None,
-                          pair_ids: Union[Iterable[int], Select, None] = None) -> pd.DataFrame:
+def current_adjudications(
+    engine_or_session, dataset_ids: Optional[Iterable[int]] = None, pair_ids: Union[Iterable[int], Select, None] = None
+) -> pd.DataFrame:
     """The decision in force on each adjudicated pair (of the given datasets / pairs), indexed by
     pair_id: revision, level (NaN when the last decision withdrew it), reviewer, note, created_at."""
     if pair_ids is not None and not isinstance(pair_ids, Select):  # a select of pair ids stays one (no list)

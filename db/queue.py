@@ -14,6 +14,7 @@ it claimed last, in run order, wrapping round (claim_batch's ``after_run_id``), 
 others still have work is scored from the next claim on. The run is chosen before the claim's size,
 which the worker gives per run (a claim holds a few seconds of work at that run's own rate).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -25,7 +26,7 @@ from sqlalchemy import Engine, and_, exists, func, insert, literal, or_, select,
 from sqlalchemy.orm import Session
 
 from db.engine import read_session, write_session
-from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, Worker, utcnow
+from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, Worker, WorkItem, utcnow
 from pluie_core.run_kinds import preference_item_kinds, run_kind
 
 # An item that failed this many claims with an error (not a crash) is given up as failed.
@@ -51,8 +52,11 @@ def enqueue_pairs(session: Session, dataset_id: int, pair_ids: Iterable[int]) ->
     pair_ids = list(pair_ids)
     total = 0
     in_scope = runs_in_scope(session, dataset_id)
-    choice_runs = set(session.scalars(select(ScoreRun.id).where(ScoreRun.id.in_(in_scope),
-                                                                ScoreRun.kind.in_(CHOICE_RUN_KINDS)))) if in_scope else set()
+    choice_runs = (
+        set(session.scalars(select(ScoreRun.id).where(ScoreRun.id.in_(in_scope), ScoreRun.kind.in_(CHOICE_RUN_KINDS))))
+        if in_scope
+        else set()
+    )
     linked = _linked_pairs(session, dataset_id) if choice_runs else set()
     for run_id in in_scope:
         ids = [pid for pid in pair_ids if pid in linked] if run_id in choice_runs else pair_ids
@@ -75,18 +79,18 @@ def enqueue_missing(session: Session, run_id: int) -> int:
     if has_scope:
         pairs = pairs.where(Pair.dataset_id.in_(scoped))
     if session.scalar(select(ScoreRun.kind).where(ScoreRun.id == run_id)) in CHOICE_RUN_KINDS:
-        pairs = pairs.where(or_(exists().where(Preference.pair_a_id == Pair.id),
-                                exists().where(Preference.pair_b_id == Pair.id)))  # only pairs with a partner
-    result = session.execute(
-        insert(WorkItem).from_select(["run_id", "pair_id", "status", "attempts"], pairs)
-    )
+        pairs = pairs.where(
+            or_(exists().where(Preference.pair_a_id == Pair.id), exists().where(Preference.pair_b_id == Pair.id))
+        )  # only pairs with a partner
+    result = session.execute(insert(WorkItem).from_select(["run_id", "pair_id", "status", "attempts"], pairs))
     return result.rowcount or 0
 
 
 def _linked_pairs(session: Session, dataset_id: int) -> set[int]:
     """The pairs of a dataset that a preference links (those an LLM-choice run scores)."""
-    rows = session.execute(select(Preference.pair_a_id, Preference.pair_b_id)
-                           .where(Preference.dataset_id == dataset_id)).all()
+    rows = session.execute(
+        select(Preference.pair_a_id, Preference.pair_b_id).where(Preference.dataset_id == dataset_id)
+    ).all()
     return {int(p) for row in rows for p in row}
 
 
@@ -170,8 +174,7 @@ def claim_batch(
         session.execute(
             update(WorkItem)
             .where(WorkItem.id.in_(item_ids))
-            .values(status="claimed", lease_owner=worker_id, lease_expires_at=expires,
-                    attempts=WorkItem.attempts + 1)
+            .values(status="claimed", lease_owner=worker_id, lease_expires_at=expires, attempts=WorkItem.attempts + 1)
         )
         rows = session.execute(
             select(WorkItem.id, Pair.id, Pair.source, Pair.hypothesis)
@@ -205,9 +208,7 @@ def renew_lease(engine: Engine, worker_id: str, item_ids: Sequence[int], lease_s
         return 0
     expires = utcnow() + dt.timedelta(seconds=lease_seconds)
     with write_session(engine) as session:
-        result = session.execute(
-            update(WorkItem).where(_held(worker_id, item_ids)).values(lease_expires_at=expires)
-        )
+        result = session.execute(update(WorkItem).where(_held(worker_id, item_ids)).values(lease_expires_at=expires))
         return result.rowcount or 0
 
 
@@ -224,8 +225,9 @@ def held_items(engine: Engine, worker_id: str, item_ids: Sequence[int], active_o
         return set(session.scalars(query))
 
 
-def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem],
-                   compute_seconds: Optional[float] = None) -> int:
+def complete_batch(
+    engine: Engine, worker_id: str, run_id: int, scored: Sequence[ScoredItem], compute_seconds: Optional[float] = None
+) -> int:
     """Write the scores of the items this worker still holds and mark them done, in one
     transaction. Items it no longer holds (its lease expired and another worker took them) are
     skipped: that worker writes them. A lease that expired but was not taken yet is still held:
@@ -236,17 +238,21 @@ def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence
         return 0
     by_item = {s.item_id: s for s in scored}
     with write_session(engine) as session:
-        held = session.scalars(
-            select(WorkItem.id).where(_held(worker_id, list(by_item))).with_for_update()
-        ).all()
+        held = session.scalars(select(WorkItem.id).where(_held(worker_id, list(by_item))).with_for_update()).all()
         if not held:
             return 0
         now = utcnow()
         session.execute(
             insert(Score),
             [
-                {"run_id": run_id, "pair_id": by_item[i].pair_id, "value": _stored_value(by_item[i].value),
-                 "details": by_item[i].details, "worker_id": worker_id, "created_at": now}
+                {
+                    "run_id": run_id,
+                    "pair_id": by_item[i].pair_id,
+                    "value": _stored_value(by_item[i].value),
+                    "details": by_item[i].details,
+                    "worker_id": worker_id,
+                    "created_at": now,
+                }
                 for i in held
             ],
         )
@@ -256,9 +262,15 @@ def complete_batch(engine: Engine, worker_id: str, run_id: int, scored: Sequence
             .values(status="done", lease_owner=None, lease_expires_at=None, error=None)
         )
         if compute_seconds is not None:
-            session.execute(update(ScoreRun).where(ScoreRun.id == run_id).values(
-                compute_seconds=ScoreRun.compute_seconds + float(compute_seconds) * len(held) / len(by_item),
-                timed_pairs=ScoreRun.timed_pairs + len(held), updated_at=ScoreRun.updated_at))
+            session.execute(
+                update(ScoreRun)
+                .where(ScoreRun.id == run_id)
+                .values(
+                    compute_seconds=ScoreRun.compute_seconds + float(compute_seconds) * len(held) / len(by_item),
+                    timed_pairs=ScoreRun.timed_pairs + len(held),
+                    updated_at=ScoreRun.updated_at,
+                )
+            )
         return len(held)
 
 
@@ -268,23 +280,37 @@ def forget_compute_time(session: Session, pair_ids) -> None:
     once (their scores and queued work go with them through the cascades). A run's compute seconds are
     kept per run, not per score, so the deleted scores take their share of them: seconds per pair stays
     what it was, pairs timed and compute seconds fall by the deleted pairs' share."""
-    gone = dict(session.execute(
-        select(Score.run_id, func.count()).where(Score.pair_id.in_(pair_ids)).group_by(Score.run_id)).all())
+    gone = dict(
+        session.execute(
+            select(Score.run_id, func.count()).where(Score.pair_id.in_(pair_ids)).group_by(Score.run_id)
+        ).all()
+    )
     if not gone:
         return
-    totals = dict(session.execute(
-        select(Score.run_id, func.count()).where(Score.run_id.in_(list(gone))).group_by(Score.run_id)).all())
-    timed = session.execute(select(ScoreRun.id, ScoreRun.timed_pairs, ScoreRun.compute_seconds)
-                            .where(ScoreRun.id.in_(list(gone)), ScoreRun.timed_pairs > 0)).all()
+    totals = dict(
+        session.execute(
+            select(Score.run_id, func.count()).where(Score.run_id.in_(list(gone))).group_by(Score.run_id)
+        ).all()
+    )
+    timed = session.execute(
+        select(ScoreRun.id, ScoreRun.timed_pairs, ScoreRun.compute_seconds).where(
+            ScoreRun.id.in_(list(gone)), ScoreRun.timed_pairs > 0
+        )
+    ).all()
     for run_id, pairs, seconds in timed:
         # every score written since compute time is kept was timed: then exactly the deleted ones go
         drop = min(pairs, round(pairs * gone[run_id] / totals[run_id]))
         if drop:  # as increments, so that a batch written meanwhile still adds its own
-            session.execute(update(ScoreRun).where(ScoreRun.id == run_id).values(
-                timed_pairs=ScoreRun.timed_pairs - drop,
-                compute_seconds=ScoreRun.compute_seconds - (float(seconds or 0.0) if drop == pairs
-                                                             else float(seconds or 0.0) * drop / pairs),
-                updated_at=ScoreRun.updated_at))
+            session.execute(
+                update(ScoreRun)
+                .where(ScoreRun.id == run_id)
+                .values(
+                    timed_pairs=ScoreRun.timed_pairs - drop,
+                    compute_seconds=ScoreRun.compute_seconds
+                    - (float(seconds or 0.0) if drop == pairs else float(seconds or 0.0) * drop / pairs),
+                    updated_at=ScoreRun.updated_at,
+                )
+            )
 
 
 def _stored_value(value) -> Optional[float]:
@@ -293,8 +319,9 @@ def _stored_value(value) -> Optional[float]:
     return None if value is None or value != value else value
 
 
-def release_batch(engine: Engine, worker_id: str, item_ids: Sequence[int], error: Optional[str] = None,
-                  count_attempt: bool = True) -> int:
+def release_batch(
+    engine: Engine, worker_id: str, item_ids: Sequence[int], error: Optional[str] = None, count_attempt: bool = True
+) -> int:
     """Hand back the items this worker still holds: pending again, or failed with `error` once
     they have failed MAX_ATTEMPTS claims. ``count_attempt`` False: the claim does not count (the judge's
     server did not answer: the pairs wait for it, pending, however long it is away). Returns the number
@@ -304,8 +331,11 @@ def release_batch(engine: Engine, worker_id: str, item_ids: Sequence[int], error
     with write_session(engine) as session:
         values: dict[str, Any] = {"status": "pending", "lease_owner": None, "lease_expires_at": None}
         if not count_attempt:
-            values["attempts"] = func.max(WorkItem.attempts - 1, 0) if engine.dialect.name == "sqlite" else \
-                func.greatest(WorkItem.attempts - 1, 0)
+            values["attempts"] = (
+                func.max(WorkItem.attempts - 1, 0)
+                if engine.dialect.name == "sqlite"
+                else func.greatest(WorkItem.attempts - 1, 0)
+            )
         if error is not None:
             if count_attempt:
                 session.execute(
@@ -338,6 +368,7 @@ def run_config(engine: Engine, run_id: int) -> Optional[ScoreRun]:
 
 
 # --- workers: registration, heartbeat, throughput, last error ---------------------------------
+
 
 def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, device: str) -> None:
     with write_session(engine) as session:
@@ -412,8 +443,13 @@ def _held_runs(session: Session, now: dt.datetime, run_ids: Iterable[int]) -> se
     run_ids = sorted(set(run_ids))
     if not run_ids:
         return set()
-    return set(session.execute(select(WorkItem.lease_owner, WorkItem.run_id).where(
-        WorkItem.run_id.in_(run_ids), WorkItem.status == "claimed", WorkItem.lease_expires_at > now).distinct()).all())
+    return set(
+        session.execute(
+            select(WorkItem.lease_owner, WorkItem.run_id)
+            .where(WorkItem.run_id.in_(run_ids), WorkItem.status == "claimed", WorkItem.lease_expires_at > now)
+            .distinct()
+        ).all()
+    )
 
 
 def uses_model(kind: str, options: Optional[dict]) -> bool:
@@ -424,8 +460,9 @@ def uses_model(kind: str, options: Optional[dict]) -> bool:
     return record is None or record.needs_model or bool((options or {}).get("model"))
 
 
-def worker_states(engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS,
-                  workers: Optional[list[Worker]] = None) -> dict[str, str]:
+def worker_states(
+    engine: Engine, within_seconds: float = WORKER_ALIVE_SECONDS, workers: Optional[list[Worker]] = None
+) -> dict[str, str]:
     """What each live worker is doing, as it reports it: "idle"; "loading the model" (it has taken a
     run that uses a model, holds a claim of it, and loads the model: the heartbeat of a run whose model
     loads clears its rate, the next one, once it is loaded, gives it, 0 until measured); "starting" (the
@@ -458,7 +495,10 @@ def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECOND
         names = dict(session.execute(select(ScoreRun.id, ScoreRun.name)).all())
     rows = [
         {
-            "worker": w.id, "host": w.hostname, "pid": w.pid, "device": w.device,
+            "worker": w.id,
+            "host": w.hostname,
+            "pid": w.pid,
+            "device": w.device,
             "run": names.get(w.current_run_id, "idle") if w.current_run_id else "idle",
             "state": states.get(w.id, "idle"),
             "pairs scored": w.pairs_done,
@@ -468,6 +508,16 @@ def workers_overview(engine: Engine, within_seconds: float = WORKER_ALIVE_SECOND
         }
         for w in workers
     ]
-    columns = ["worker", "host", "pid", "device", "run", "state", "pairs scored", "pairs / s", "heartbeat (s ago)",
-               "last error"]
+    columns = [
+        "worker",
+        "host",
+        "pid",
+        "device",
+        "run",
+        "state",
+        "pairs scored",
+        "pairs / s",
+        "heartbeat (s ago)",
+        "last error",
+    ]
     return pd.DataFrame(rows, columns=columns)

@@ -7,6 +7,7 @@ they saw (``seen_revision``, 0 = none), and a write over any other is refused
 (StaleReviewError), so two reviewers at once never overwrite each other without a word: the
 unique (pair, revision) makes the store itself refuse the second of two simultaneous writes.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional
@@ -27,8 +28,17 @@ from db.queries import ADJUDICATION_COLUMNS, adjudications_in_force, current_adj
 from pluie_core.labels import LEVELS, majority_level
 from pluie_core.review import check_final_level, disagreement_queue
 
-__all__ = ["ReviewError", "StaleReviewError", "review_queue", "review_item", "adjudicate",
-           "current_adjudications", "flag_counts", "level_rows", "ADJUDICATION_COLUMNS"]
+__all__ = [
+    "ReviewError",
+    "StaleReviewError",
+    "review_queue",
+    "review_item",
+    "adjudicate",
+    "current_adjudications",
+    "flag_counts",
+    "level_rows",
+    "ADJUDICATION_COLUMNS",
+]
 
 MAX_NOTE = 2000
 
@@ -49,17 +59,25 @@ def _of_datasets(session, pair_ids: np.ndarray, dataset_ids: Optional[list[int]]
     return np.isin(pair_ids, pair_datasets(session, dataset_ids).index)
 
 
-def flag_counts(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
-                campaign_id: Optional[int] = None) -> pd.Series:
+def flag_counts(
+    engine: Engine, dataset_ids: Optional[Iterable[int]] = None, campaign_id: Optional[int] = None
+) -> pd.Series:
     """How many annotators flagged each pair (training answers aside; with ``campaign_id``, in that
     campaign only), indexed by pair_id; only flagged pairs. One pass over the labels' rows, counted here: a GROUP BY made SQLite walk the
     pair index and fetch every label's row out of order (2.4 s at 300,000 labels, 20 s at 3M)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
-        pair_ids = np.asarray(session.connection().execute(
-            select(Label.pair_id).where(Label.flagged.is_(True), Label.is_training.is_(False),
-                                        *_in_campaign(campaign_id))).scalars().all(),
-            dtype=np.int64)
+        pair_ids = np.asarray(
+            session.connection()
+            .execute(
+                select(Label.pair_id).where(
+                    Label.flagged.is_(True), Label.is_training.is_(False), *_in_campaign(campaign_id)
+                )
+            )
+            .scalars()
+            .all(),
+            dtype=np.int64,
+        )
         pair_ids = pair_ids[_of_datasets(session, pair_ids, dataset_ids)] if len(pair_ids) else pair_ids
     return pd.Series(pair_ids, dtype="int64").value_counts().sort_index().rename("n_flags").rename_axis("pair_id")
 
@@ -69,23 +87,34 @@ def _in_campaign(campaign_id: Optional[int]) -> list:
     return [] if campaign_id is None else [Label.campaign_id == int(campaign_id)]
 
 
-def level_rows(engine: Engine, dataset_ids: Optional[Iterable[int]] = None,
-               campaign_id: Optional[int] = None) -> pd.DataFrame:
+def level_rows(
+    engine: Engine, dataset_ids: Optional[Iterable[int]] = None, campaign_id: Optional[int] = None
+) -> pd.DataFrame:
     """pair_id and level (0-4) of every label on the five-level scale (training answers aside) of
     the datasets (with ``campaign_id``, the labels given in that campaign): all the review queue reads
     of the labels (labels_long's nine columns took three times as long at 3,000,000 labels)."""
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
     with read_session(engine) as session:
-        levels = number_frame(session, select(Label.pair_id, Label.level).where(counted_label(), Label.level.is_not(None),
-                                                                                *_in_campaign(campaign_id)),
-                              ["pair_id", "level"], integers=["pair_id", "level"])
+        levels = number_frame(
+            session,
+            select(Label.pair_id, Label.level).where(
+                counted_label(), Label.level.is_not(None), *_in_campaign(campaign_id)
+            ),
+            ["pair_id", "level"],
+            integers=["pair_id", "level"],
+        )
         if len(levels):
             levels = levels[_of_datasets(session, levels["pair_id"].to_numpy(), dataset_ids)].reset_index(drop=True)
     return levels
 
 
-def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, show: str = "pending",
-                 aggregation: Optional[str] = None, campaign_id: Optional[int] = None) -> pd.DataFrame:
+def review_queue(
+    engine: Engine,
+    dataset_ids: Optional[Iterable[int]] = None,
+    show: str = "pending",
+    aggregation: Optional[str] = None,
+    campaign_id: Optional[int] = None,
+) -> pd.DataFrame:
     """The pairs whose five-level labels disagree and the pairs an annotator flagged (training
     labels aside), in review order (pluie_core.review.disagreement_queue: flagged first, then across
     the paraphrase boundary, then by spread), with majority_level (the rule that holds without a
@@ -101,8 +130,11 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     if show not in ("pending", "adjudicated", "flagged", "all"):
         raise ReviewError("Show pending, adjudicated, flagged or all pairs.")
     dataset_ids = None if dataset_ids is None else [int(d) for d in dataset_ids]
-    queue = disagreement_queue(level_rows(engine, dataset_ids, campaign_id), flag_counts(engine, dataset_ids, campaign_id),
-                               campaign_keys(engine, campaign_id))
+    queue = disagreement_queue(
+        level_rows(engine, dataset_ids, campaign_id),
+        flag_counts(engine, dataset_ids, campaign_id),
+        campaign_keys(engine, campaign_id),
+    )
     decided = current_adjudications(engine, dataset_ids).reindex(queue.index)
     queue["final_level"] = decided["level"].round().astype("Int64")
     queue["reviewer"] = decided["reviewer"].where(decided["level"].notna())
@@ -114,13 +146,17 @@ def review_queue(engine: Engine, dataset_ids: Optional[Iterable[int]] = None, sh
     elif show == "flagged":
         queue = queue[queue["n_flags"] > 0]
     if aggregation is not None:
-        fitted = pair_aggregation(engine, dataset_ids, campaign_id=campaign_id,
-                                  method=aggregation).pairs.reindex(queue.index)
+        fitted = pair_aggregation(engine, dataset_ids, campaign_id=campaign_id, method=aggregation).pairs.reindex(
+            queue.index
+        )
         queue["aggregated_level"] = pd.to_numeric(fitted["label"], errors="coerce").astype("Float64").astype("Int64")
         queue["posterior"] = fitted["posterior"].astype(float)
         queue["uncertainty"] = fitted["uncertainty"].astype(float)
-        queue = (queue.reset_index().sort_values(["uncertainty", "pair_id"], ascending=[False, True], kind="stable")
-                 .set_index("pair_id"))
+        queue = (
+            queue.reset_index()
+            .sort_values(["uncertainty", "pair_id"], ascending=[False, True], kind="stable")
+            .set_index("pair_id")
+        )
     return queue
 
 
@@ -130,8 +166,11 @@ def campaign_keys(engine: Engine, campaign_id: Optional[int]) -> Optional[pd.Dat
     if campaign_id is None:
         return None
     with read_session(engine) as session:
-        rows = session.execute(select(GoldPair.pair_id, GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent,
-                                      GoldPair.derivation).where(GoldPair.campaign_id == int(campaign_id))).all()
+        rows = session.execute(
+            select(
+                GoldPair.pair_id, GoldPair.level, GoldPair.binary_label, GoldPair.accept_adjacent, GoldPair.derivation
+            ).where(GoldPair.campaign_id == int(campaign_id))
+        ).all()
     frame = pd.DataFrame(rows, columns=["pair_id", "level", "binary_label", "accept_adjacent", "derivation"])
     frame["level"] = pd.to_numeric(frame["level"], errors="coerce").astype(float)
     frame["accept_adjacent"] = frame["accept_adjacent"].fillna(False).astype(bool)
@@ -148,11 +187,21 @@ def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
     if detail is None:
         return None
     with read_session(engine) as session:
-        history = pd.DataFrame(session.execute(
-            select(Adjudication.pair_id, Adjudication.revision, Adjudication.level, Adjudication.reviewer,
-                   Adjudication.note, Adjudication.created_at)
-            .where(Adjudication.pair_id == int(pair_id)).order_by(Adjudication.revision.desc())).all(),
-            columns=ADJUDICATION_COLUMNS)
+        history = pd.DataFrame(
+            session.execute(
+                select(
+                    Adjudication.pair_id,
+                    Adjudication.revision,
+                    Adjudication.level,
+                    Adjudication.reviewer,
+                    Adjudication.note,
+                    Adjudication.created_at,
+                )
+                .where(Adjudication.pair_id == int(pair_id))
+                .order_by(Adjudication.revision.desc())
+            ).all(),
+            columns=ADJUDICATION_COLUMNS,
+        )
     history["level"] = pd.to_numeric(history["level"], errors="coerce").astype("Int64")
     history["decision"] = history["level"].map(lambda v: "withdrawn" if pd.isna(v) else LEVELS[int(v)])
     levels = detail["labels"]["level"].dropna()
@@ -166,8 +215,9 @@ def review_item(engine: Engine, pair_id: int) -> Optional[dict]:
 
 
 @retry_when_busy
-def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str, note: str = "",
-               *, seen_revision: int = 0) -> int:
+def adjudicate(
+    engine: Engine, pair_id: int, level: Optional[int], reviewer: str, note: str = "", *, seen_revision: int = 0
+) -> int:
     """Set a pair's final level (0-3), or withdraw the decision in force (level None: back to the
     majority rule), as ``reviewer`` with an optional ``note``; all or nothing. ``seen_revision`` is
     the revision the reviewer's page showed (0 when the pair had none): when another reviewer has
@@ -202,14 +252,19 @@ def adjudicate(engine: Engine, pair_id: int, level: Optional[int], reviewer: str
                 raise StaleReviewError("This pair has no decision any more: your decision was not saved.")
             if revision != seen_revision:
                 now = "withdrawn" if in_force.level is None else f"“{LEVELS[in_force.level]}”"
-                raise StaleReviewError(f"{in_force.reviewer} decided on this pair meanwhile (now {now}): "
-                                       "your decision was not saved, and the page shows the queue as it stands now.")
+                raise StaleReviewError(
+                    f"{in_force.reviewer} decided on this pair meanwhile (now {now}): "
+                    "your decision was not saved, and the page shows the queue as it stands now."
+                )
             if level is None and (in_force is None or in_force.level is None):
                 raise ReviewError("This pair has no final level to withdraw.")
-            session.add(Adjudication(pair_id=int(pair_id), revision=revision + 1, level=level,
-                                     reviewer=reviewer, note=note))
+            session.add(
+                Adjudication(pair_id=int(pair_id), revision=revision + 1, level=level, reviewer=reviewer, note=note)
+            )
             session.flush()  # the unique (pair, revision) refuses a simultaneous second write here
             return revision + 1
     except IntegrityError:
-        raise StaleReviewError("Another reviewer decided on this pair at the same moment: your decision was "
-                               "not saved, and the page shows the queue as it stands now.") from None
+        raise StaleReviewError(
+            "Another reviewer decided on this pair at the same moment: your decision was "
+            "not saved, and the page shows the queue as it stands now."
+        ) from None

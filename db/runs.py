@@ -4,6 +4,7 @@ A run is (model, template, answer words, direction, optional datasets). Creating
 every pair in its scope; pairs imported later are queued by the import (db.queue.enqueue_pairs).
 The baseline runs are created once, at first start (ensure_default_runs).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -20,17 +21,16 @@ from db.engine import read_session, write_session
 from db.limits import check_length, check_whole, clean_name
 from db.models import Dataset, Pair, Preference, RunDataset, Score, ScoreRun, WorkItem, utcnow
 from db.queue import alive_workers, enqueue_missing, worker_states
+from lab.time_left import RunWork, seconds_per_pair, time_left
 from pluie_core.baselines import BASELINES
 from pluie_core.run_kinds import BASELINE, DIRECTIONS, PLUIE, PREFERENCE_ITEMS, RUN_KINDS
 from pluie_core.scorer import PRECISIONS, PluieError, precision_name
-from lab.time_left import RunWork, seconds_per_pair, time_left
 
 # RUN_KINDS (pluie_core.run_kinds): PLUIE, the baselines, and the output-based LLM judges that score a
 # pair (pluie_core.judges) and LLM-choice, which scores the pairs of preference data (each candidate
 # against its partner); create_run accepts exactly its records.
 # (run name, baseline registry key, higher means more similar): one run per baseline of the registry
-DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items()
-                          if b.default_run)
+DEFAULT_BASELINES = tuple((b.title or key, key, b.higher_is_similar) for key, b in BASELINES.items() if b.default_run)
 # Throughput is measured over the scores written in this window.
 RATE_WINDOW_SECONDS = 60
 MAX_BATCH_SIZE = 100_000  # pairs per forward pass
@@ -99,7 +99,9 @@ def create_run(
         _no_control(answer, "The answer words contain a control character ({}): give two plain words.")
         check_length("An answer word", answer, RunError, MAX_ANSWER)
     if spec.answers and answers and len(answers) != 2:
-        raise RunError("Give exactly two answer words: the 'paraphrase' answer first (e.g. Yes), then the other (e.g. No).")
+        raise RunError(
+            "Give exactly two answer words: the 'paraphrase' answer first (e.g. Yes), then the other (e.g. No)."
+        )
     if spec.answers and answers and answers[0] == answers[1]:
         raise RunError("The two answer words must differ.")
     if batch_size is not None:
@@ -108,11 +110,15 @@ def create_run(
         try:
             dtype = precision_name(dtype)
         except PluieError:
-            raise RunError(f"Precision must be one of {', '.join(PRECISIONS)}, not {dtype!r} (or none: bfloat16 on "
-                           "a GPU, float32 on a CPU).") from None
+            raise RunError(
+                f"Precision must be one of {', '.join(PRECISIONS)}, not {dtype!r} (or none: bfloat16 on "
+                "a GPU, float32 on a CPU)."
+            ) from None
     if direction not in spec.directions:  # a kind that compares preference items asks forward only
-        raise RunError("An LLM-choice run asks each candidate first against its partner (the item's other pair is "
-                       "asked the other way round): leave the direction forward.")
+        raise RunError(
+            "An LLM-choice run asks each candidate first against its partner (the item's other pair is "
+            "asked the other way round): leave the direction forward."
+        )
     if template == "custom" and not template_spec:
         raise RunError("A custom template needs its text: paste it or upload a YAML / JSON file.")
     for key, value in (options or {}).items():
@@ -130,28 +136,48 @@ def create_run(
         check_run_model(model, template, template_spec, answers or None)
     if spec.baseline and check_model:
         check_baseline_model(model, options)
-    name = clean_name("The run name", name, RunError) if (name or "").strip() else (
-        _default_baseline_name(model, options) if spec.baseline else _default_name(model, template, direction, kind))
+    name = (
+        clean_name("The run name", name, RunError)
+        if (name or "").strip()
+        else (
+            _default_baseline_name(model, options) if spec.baseline else _default_name(model, template, direction, kind)
+        )
+    )
     check_length("The run name", name, RunError)
     with write_session(engine) as session:
         if session.scalar(select(ScoreRun.id).where(ScoreRun.name == name)) is not None:
             raise RunError(f"A run named {name!r} already exists; choose another name.")
-        known = set(session.scalars(select(Dataset.id).where(Dataset.id.in_(list(dataset_ids)),
-                                                             Dataset.import_state.is_(None))))
+        known = set(
+            session.scalars(select(Dataset.id).where(Dataset.id.in_(list(dataset_ids)), Dataset.import_state.is_(None)))
+        )
         missing = set(dataset_ids) - known
         if missing:
             raise RunError(f"No dataset with id {sorted(missing)}; reload the page.")
         if spec.compares == PREFERENCE_ITEMS:  # it compares the candidates of preference items: nothing else to score
-            with_preferences = set(session.scalars(select(Preference.dataset_id).where(
-                Preference.dataset_id.in_(list(dataset_ids))).distinct()))
+            with_preferences = set(
+                session.scalars(
+                    select(Preference.dataset_id).where(Preference.dataset_id.in_(list(dataset_ids))).distinct()
+                )
+            )
             if set(dataset_ids) - with_preferences:
-                raise RunError("An LLM-choice run compares the two candidates of preference items: choose "
-                               "datasets imported as preference data (or none: every preference dataset).")
+                raise RunError(
+                    "An LLM-choice run compares the two candidates of preference items: choose "
+                    "datasets imported as preference data (or none: every preference dataset)."
+                )
         run = ScoreRun(
-            name=name, kind=kind, model=model, template=template if spec.template else "",
-            template_spec=template_spec, answers=list(answers) if spec.answers and answers else None,
-            direction=direction, device=device or None, dtype=dtype or None, batch_size=batch_size,
-            higher_is_similar=higher_is_similar, status="active", options=options or None,
+            name=name,
+            kind=kind,
+            model=model,
+            template=template if spec.template else "",
+            template_spec=template_spec,
+            answers=list(answers) if spec.answers and answers else None,
+            direction=direction,
+            device=device or None,
+            dtype=dtype or None,
+            batch_size=batch_size,
+            higher_is_similar=higher_is_similar,
+            status="active",
+            options=options or None,
             created_by=access.actor_name(),
         )
         session.add(run)
@@ -162,15 +188,22 @@ def create_run(
         return run.id
 
 
-def check_run_model(model: str, template: str = "fs-direct", template_spec: Optional[dict[str, Any]] = None,
-                    answers: Optional[Sequence[str]] = None) -> list[str]:
+def check_run_model(
+    model: str,
+    template: str = "fs-direct",
+    template_spec: Optional[dict[str, Any]] = None,
+    answers: Optional[Sequence[str]] = None,
+) -> list[str]:
     """pluie_core.scorer.check_model on a run's settings (the way the worker will read them):
     sentences saying what was checked, or a RunError saying what is wrong."""
     from pluie_core.scorer import check_model
 
     try:
-        return check_model(model, template_spec if template == "custom" else template or "fs-direct",
-                           tuple(answers) if answers else None)
+        return check_model(
+            model,
+            template_spec if template == "custom" else template or "fs-direct",
+            tuple(answers) if answers else None,
+        )
     except PluieError as exc:
         raise RunError(str(exc)) from None
 
@@ -196,8 +229,10 @@ def _check_options(kind: str, model: str, options: Optional[dict[str, Any]]) -> 
             raise RunError(str(exc)) from None
     unknown = set(options or {}) - {"device_map", "quantization", *ENDPOINT_OPTIONS}
     if unknown:
-        raise RunError(f"A {RUN_KINDS[kind].title} run has no option {sorted(unknown)[0]!r}; it takes device_map and "
-                       f"quantization, or {', '.join(ENDPOINT_OPTIONS)} for a model on a server.")
+        raise RunError(
+            f"A {RUN_KINDS[kind].title} run has no option {sorted(unknown)[0]!r}; it takes device_map and "
+            f"quantization, or {', '.join(ENDPOINT_OPTIONS)} for a model on a server."
+        )
     options = {k: v for k, v in (options or {}).items() if v}
     if set(options) & set(ENDPOINT_OPTIONS):
         options = _check_endpoint_options(options)
@@ -220,43 +255,60 @@ def _check_endpoint_options(options: dict[str, Any]) -> dict[str, Any]:
     if not url:
         raise RunError("Give the server's address (e.g. http://host:8000/v1) with its API key variable and tokenizer.")
     if not re.match(r"^https?://[^\s/]+", url):
-        raise RunError(f"The server's address must start with http:// or https:// (e.g. http://host:8000/v1); got "
-                       f"{url[:80]!r}.")
+        raise RunError(
+            f"The server's address must start with http:// or https:// (e.g. http://host:8000/v1); got {url[:80]!r}."
+        )
     if options.get("device_map") or options.get("quantization"):
         raise RunError("A model on a server is placed by the server: leave the device map and quantisation out.")
     key = str(options.get("api_key_env") or "").strip()
     if key and not KEY_NAME.fullmatch(key):
-        raise RunError(f"The API key is found by its name: an environment variable or a key of Streamlit's secrets "
-                       f"(e.g. VLLM_API_KEY, or vllm.api_key for a section's key), not {key[:40]!r}. The key itself "
-                       "is never stored.")
+        raise RunError(
+            f"The API key is found by its name: an environment variable or a key of Streamlit's secrets "
+            f"(e.g. VLLM_API_KEY, or vllm.api_key for a section's key), not {key[:40]!r}. The key itself "
+            "is never stored."
+        )
     checked = {"endpoint": url.rstrip("/")}
     if key:
         checked["api_key_env"] = key
     if options.get("tokenizer"):
         checked["tokenizer"] = str(options["tokenizer"]).strip()
     if options.get("concurrency") is not None:
-        checked["concurrency"] = check_whole("The requests in flight", options["concurrency"], RunError, 1,
-                                             MAX_CONCURRENCY)
+        checked["concurrency"] = check_whole(
+            "The requests in flight", options["concurrency"], RunError, 1, MAX_CONCURRENCY
+        )
     return checked
 
 
-def check_run_endpoint(model: str, template: str, template_spec: Optional[dict[str, Any]], answers,
-                       options: dict[str, Any], judge: Optional[str] = None) -> None:
+def check_run_endpoint(
+    model: str,
+    template: str,
+    template_spec: Optional[dict[str, Any]],
+    answers,
+    options: dict[str, Any],
+    judge: Optional[str] = None,
+) -> None:
     """Ask the server a run names whether it can score the run: a PLUIE run through pluie_core.endpoint.
     EndpointScorer's check (reachable, key accepted, model served, tokenizer alike, answers one token each,
     log-probs given), an LLM judge's (``judge``: its pluie_core.judges kind) through EndpointJudge's (the same,
     and one answer generated): RunError with its sentence, nothing stored."""
     from pluie_core.endpoint import EndpointJudge, EndpointScorer
 
-    served = dict(api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"), concurrency=1,
-                  retries=1, timeout=60)
+    served = dict(
+        api_key_env=options.get("api_key_env"), tokenizer=options.get("tokenizer"), concurrency=1, retries=1, timeout=60
+    )
     try:
         if judge is not None:
-            EndpointJudge(options["endpoint"], model, kind=judge,
-                          template=template_spec if template == "custom" else template or None, **served).close()
+            EndpointJudge(
+                options["endpoint"],
+                model,
+                kind=judge,
+                template=template_spec if template == "custom" else template or None,
+                **served,
+            ).close()
         else:
-            EndpointScorer(options["endpoint"], model, template=template_spec or template, answers=answers,
-                           **served).close()
+            EndpointScorer(
+                options["endpoint"], model, template=template_spec or template, answers=answers, **served
+            ).close()
     except ValueError as exc:  # PluieError (EndpointError), TemplateError: a sentence already
         raise RunError(str(exc)) from None
 
@@ -278,8 +330,11 @@ def check_run_placement(engine: Engine, device_map=None, quantization: Optional[
 def _default_baseline_name(key: str, options: dict[str, Any]) -> str:
     title = BASELINES[key].title or key
     model = str(options.get("model") or "").rstrip("/").split("/")[-1]
-    return f"{title} · {model} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}" if model else \
-        f"{title} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
+    return (
+        f"{title} · {model} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
+        if model
+        else f"{title} · {utcnow().strftime('%Y-%m-%d %H:%M:%S')}"
+    )
 
 
 def _default_name(model: str, template: str, direction: str, kind: str = PLUIE) -> str:
@@ -395,9 +450,15 @@ def retry_run(engine: Engine, run_id: int) -> None:
                 update(ScoreRun).where(ScoreRun.id == run_id).values(status="active", error=None, updated_at=utcnow())
             )
             enqueue_missing(session, run_id)
-        access.record(session, "retry run", "run", int(run_id),
-                      f"run “{name}”: {current} → active" if current in ("failed", "cancelled")
-                      else f"run “{name}”: its failed pairs queued again")
+        access.record(
+            session,
+            "retry run",
+            "run",
+            int(run_id),
+            f"run “{name}”: {current} → active"
+            if current in ("failed", "cancelled")
+            else f"run “{name}”: its failed pairs queued again",
+        )
 
 
 @dataclass
@@ -450,30 +511,50 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
         # counting over the rows at 600,000 items); the error read only for runs with failed items
         by_status: dict[int, dict[str, int]] = {}
         for run_id, status, n in session.execute(
-                select(WorkItem.run_id, WorkItem.status, func.count()).group_by(WorkItem.run_id, WorkItem.status)):
+            select(WorkItem.run_id, WorkItem.status, func.count()).group_by(WorkItem.run_id, WorkItem.status)
+        ):
             by_status.setdefault(run_id, {})[status] = n
         counts = {}
         for run_id, statuses in by_status.items():
             failed = statuses.get("failed", 0)
-            error = session.scalar(select(func.max(WorkItem.error)).where(
-                WorkItem.run_id == run_id, WorkItem.status == "failed")) if failed else None
+            error = (
+                session.scalar(
+                    select(func.max(WorkItem.error)).where(WorkItem.run_id == run_id, WorkItem.status == "failed")
+                )
+                if failed
+                else None
+            )
             counts[run_id] = (sum(statuses.values()), statuses.get("done", 0), failed, error)
         recent = {run.id: _recent_times(session, run.id, since) for run in runs if run.status == "active"}
         waiting = {}
         for run in runs:  # the first pending item (claims go by id): the pairs handed back last wait there
             statuses = by_status.get(run.id, {})
             if run.status == "active" and not recent.get(run.id) and statuses.get("pending"):
-                error = session.scalar(select(WorkItem.error).where(
-                    WorkItem.run_id == run.id, WorkItem.status == "pending").order_by(WorkItem.id).limit(1))
+                error = session.scalar(
+                    select(WorkItem.error)
+                    .where(WorkItem.run_id == run.id, WorkItem.status == "pending")
+                    .order_by(WorkItem.id)
+                    .limit(1)
+                )
                 if error:
                     waiting[run.id] = re.sub(r"^run \d+: ", "", error)
         judge_runs = [run.id for run in runs if run.kind in RUN_KINDS and RUN_KINDS[run.kind].judge is not None]
-        unparsed = dict(session.execute(
-            select(Score.run_id, func.count()).where(Score.run_id.in_(judge_runs), Score.value.is_(None))
-            .group_by(Score.run_id)).all()) if judge_runs else {}
+        unparsed = (
+            dict(
+                session.execute(
+                    select(Score.run_id, func.count())
+                    .where(Score.run_id.in_(judge_runs), Score.value.is_(None))
+                    .group_by(Score.run_id)
+                ).all()
+            )
+            if judge_runs
+            else {}
+        )
     workers = alive_workers(engine)
     states = worker_states(engine, workers=workers)
-    starting = {w.current_run_id: states[w.id] for w in workers if states.get(w.id) in ("loading the model", "starting")}
+    starting = {
+        w.current_run_id: states[w.id] for w in workers if states.get(w.id) in ("loading the model", "starting")
+    }
     own, work = {}, []
     for run in runs:
         total, done, failed, _ = counts.get(run.id, (0, 0, 0, None))
@@ -496,13 +577,27 @@ def runs_progress(engine: Engine) -> list[RunProgress]:
         estimate = estimates.get(run.id)
         progress.append(
             RunProgress(
-                id=run.id, name=run.name, kind=run.kind, model=run.model, template=run.template,
-                direction=run.direction, status=run.status, error=run.error, total=int(total),
-                done=done, failed=failed, pairs_per_second=rate,
-                seconds_left=estimate.low if estimate else None, seconds_left_high=estimate.high if estimate else None,
-                rough=bool(estimate and estimate.rough), waiting=waiting.get(run.id, ""),
-                item_error=item_error, options=run.options, compute_seconds=float(run.compute_seconds or 0.0),
-                timed_pairs=int(run.timed_pairs or 0), unparsed=int(unparsed.get(run.id, 0)),
+                id=run.id,
+                name=run.name,
+                kind=run.kind,
+                model=run.model,
+                template=run.template,
+                direction=run.direction,
+                status=run.status,
+                error=run.error,
+                total=int(total),
+                done=done,
+                failed=failed,
+                pairs_per_second=rate,
+                seconds_left=estimate.low if estimate else None,
+                seconds_left_high=estimate.high if estimate else None,
+                rough=bool(estimate and estimate.rough),
+                waiting=waiting.get(run.id, ""),
+                item_error=item_error,
+                options=run.options,
+                compute_seconds=float(run.compute_seconds or 0.0),
+                timed_pairs=int(run.timed_pairs or 0),
+                unparsed=int(unparsed.get(run.id, 0)),
                 starting=starting.get(run.id, "") if run.status == "active" else "",
                 created_by=run.created_by or "",
             )
@@ -546,15 +641,23 @@ def latest_scores(engine: Engine, run_id: int, limit: int = 20) -> pd.DataFrame:
 def dataset_names(engine: Engine) -> dict[int, str]:
     """Dataset id -> name, for choosing a run's scope."""
     with read_session(engine) as session:
-        return dict(session.execute(select(Dataset.id, Dataset.name).where(Dataset.import_state.is_(None))
-                                    .order_by(Dataset.name)).all())
+        return dict(
+            session.execute(
+                select(Dataset.id, Dataset.name).where(Dataset.import_state.is_(None)).order_by(Dataset.name)
+            ).all()
+        )
 
 
 def preference_dataset_names(engine: Engine) -> dict[int, str]:
     """The datasets holding preferences (those an LLM-choice run can score), by id."""
     with read_session(engine) as session:
-        return dict(session.execute(select(Dataset.id, Dataset.name).where(
-            Dataset.id.in_(select(Preference.dataset_id))).order_by(Dataset.name)).all())
+        return dict(
+            session.execute(
+                select(Dataset.id, Dataset.name)
+                .where(Dataset.id.in_(select(Preference.dataset_id)))
+                .order_by(Dataset.name)
+            ).all()
+        )
 
 
 def scores_by_pair(engine: Engine, run_id: int) -> dict[int, list[float]]:
@@ -570,10 +673,19 @@ def compute_times(progress: Sequence[RunProgress]) -> pd.DataFrame:
     """The papers' efficiency comparison (*-PLUIE table 3) on this store: per run with timed scores,
     the seconds spent in the metric per pair, pairs per second, and how many times the fastest PLUIE
     run of the same model that figure is (PLUIE itself 1.0; blank when the model has no PLUIE run)."""
-    rows = [{"run": p.name, "kind": p.kind, "model": p.model, "pairs timed": p.timed_pairs,
-             "compute (s)": round(p.compute_seconds, 2), "s / pair": p.seconds_per_pair,
-             "pairs / s": 1 / p.seconds_per_pair if p.seconds_per_pair else None}
-            for p in progress if p.timed_pairs]
+    rows = [
+        {
+            "run": p.name,
+            "kind": p.kind,
+            "model": p.model,
+            "pairs timed": p.timed_pairs,
+            "compute (s)": round(p.compute_seconds, 2),
+            "s / pair": p.seconds_per_pair,
+            "pairs / s": 1 / p.seconds_per_pair if p.seconds_per_pair else None,
+        }
+        for p in progress
+        if p.timed_pairs
+    ]
     table = pd.DataFrame(rows, columns=["run", "kind", "model", "pairs timed", "compute (s)", "s / pair", "pairs / s"])
     fastest_pluie = table[table["kind"] == PLUIE].groupby("model")["s / pair"].min()
     table["× PLUIE"] = table["s / pair"] / table["model"].map(fastest_pluie)

@@ -9,6 +9,7 @@ answer's write (record_label, and the adaptive overlap it may raise), the annota
 (progress) and the feedback shown on a training pair once answered. Campaigns are set up in
 db.campaigns; annotators and their links in db.annotators.
 """
+
 from __future__ import annotations
 
 import random
@@ -21,7 +22,6 @@ from sqlalchemy.orm import Session
 from db.analysis import counted_label
 from db.campaigns import CampaignError
 from db.engine import read_session, retry_when_busy, write_session
-from db.webhooks import emit
 from db.models import (
     Annotator,
     Assignment,
@@ -33,8 +33,9 @@ from db.models import (
     TrainingPair,
     utcnow,
 )
-from pluie_core.aggregation import pair_posterior, wants_another
+from db.webhooks import emit
 from lab.auth import hash_token
+from pluie_core.aggregation import pair_posterior, wants_another
 from pluie_core.labels import LEVELS
 from pluie_core.quality import gold_check_count, serve_check_now
 
@@ -60,7 +61,6 @@ class ServedPair:
     flagged: bool = False
 
 
-
 @dataclass(frozen=True)
 class TrainingFeedback:
     """What an annotator sees once they have answered a training pair: their answer, the level the
@@ -74,7 +74,6 @@ class TrainingFeedback:
     answer: int
     expected_level: Optional[int]
     explanation: str
-
 
 
 @dataclass(frozen=True)
@@ -91,8 +90,8 @@ class Progress:
     planned: int = 0  # what the counter read out of before they finished: the quota and the gold checks planned
 
 
-
 # ---------------------------------------------------------------- serving and labels
+
 
 def _training_size(session: Session, campaign_id: int) -> int:
     return session.scalar(select(func.count()).select_from(TrainingPair).where(TrainingPair.campaign_id == campaign_id))
@@ -108,18 +107,27 @@ def _gold_checks(session: Session, campaign: Campaign) -> int:
     return gold_check_count(campaign.quota, campaign.gold_rate, n_gold)
 
 
-def _checks_left(session: Session, campaign: Campaign, annotator_id: int, pairs: int, gold_served: int,
-                 planned: int) -> int:
+def _checks_left(
+    session: Session, campaign: Campaign, annotator_id: int, pairs: int, gold_served: int, planned: int
+) -> int:
     """The gold checks still due to an annotator whose ordinary pairs, served and still reachable, number
     ``pairs``: the share of checks of those pairs (gold_check_count, never more than the ``planned`` of a
     full quota) less the checks served, and never more than the gold pairs they have not been served."""
     due = min(planned, gold_check_count(pairs, campaign.gold_rate, planned)) - gold_served
     if due <= 0:
         return 0
-    unseen = session.scalar(select(func.count()).select_from(GoldPair).where(
-        GoldPair.campaign_id == campaign.id,
-        ~exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
-                        Assignment.pair_id == GoldPair.pair_id)))
+    unseen = session.scalar(
+        select(func.count())
+        .select_from(GoldPair)
+        .where(
+            GoldPair.campaign_id == campaign.id,
+            ~exists().where(
+                Assignment.campaign_id == campaign.id,
+                Assignment.annotator_id == annotator_id,
+                Assignment.pair_id == GoldPair.pair_id,
+            ),
+        )
+    )
     return min(due, int(unseen))
 
 
@@ -131,8 +139,11 @@ def _has_slot(campaign: Campaign):
 
 
 def _already_mine(campaign: Campaign, annotator_id: int):
-    return exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
-                          Assignment.pair_id == CampaignPair.pair_id)
+    return exists().where(
+        Assignment.campaign_id == campaign.id,
+        Assignment.annotator_id == annotator_id,
+        Assignment.pair_id == CampaignPair.pair_id,
+    )
 
 
 def _reachable(session: Session, campaign: Campaign, annotator_id: int, limit: int) -> int:
@@ -140,26 +151,39 @@ def _reachable(session: Session, campaign: Campaign, annotator_id: int, limit: i
     counted up to ``limit`` (the quota left: reading further would not change what is served)."""
     if limit <= 0:
         return 0
-    found = (select(CampaignPair.pair_id).where(_has_slot(campaign), ~_already_mine(campaign, annotator_id))
-             .limit(int(limit)).subquery())
+    found = (
+        select(CampaignPair.pair_id)
+        .where(_has_slot(campaign), ~_already_mine(campaign, annotator_id))
+        .limit(int(limit))
+        .subquery()
+    )
     return int(session.scalar(select(func.count()).select_from(found)))
 
 
-def _served(session: Session, campaign: Campaign, n_training: int, assignment: Assignment,
-            annotator_id: int) -> ServedPair:
+def _served(
+    session: Session, campaign: Campaign, n_training: int, assignment: Assignment, annotator_id: int
+) -> ServedPair:
     pair = session.get(Pair, assignment.pair_id)
     level, comment, flagged = session.execute(
-        select(Label.level, Label.comment, Label.flagged)
-        .where(Label.annotator_id == annotator_id, Label.pair_id == pair.id)).first() or (None, None, False)
+        select(Label.level, Label.comment, Label.flagged).where(
+            Label.annotator_id == annotator_id, Label.pair_id == pair.id
+        )
+    ).first() or (None, None, False)
     is_training = assignment.position < n_training
     top, bottom = (pair.source, pair.hypothesis) if assignment.source_on_top else (pair.hypothesis, pair.source)
     return ServedPair(
-        position=assignment.position, pair_id=pair.id, top=top, bottom=bottom,
-        source_on_top=assignment.source_on_top, is_training=is_training,
+        position=assignment.position,
+        pair_id=pair.id,
+        top=top,
+        bottom=bottom,
+        source_on_top=assignment.source_on_top,
+        is_training=is_training,
         number=assignment.position + 1 if is_training else assignment.position - n_training + 1,
         # gold checks are numbered like any pair (invisible as such): out of quota + checks planned
-        out_of=n_training if is_training else campaign.quota + _gold_checks(session, campaign), level=level,
-        comment=comment, flagged=bool(flagged),
+        out_of=n_training if is_training else campaign.quota + _gold_checks(session, campaign),
+        level=level,
+        comment=comment,
+        flagged=bool(flagged),
     )
 
 
@@ -191,15 +215,31 @@ def progress_counters(session: Session, campaign: Campaign, annotator_ids: Seque
     ids = list(annotator_ids)
     n_training = _training_size(session, campaign.id)
     planned = _gold_checks(session, campaign)
-    whose = (Assignment.annotator_id == ids[0] if len(ids) == 1 else  # the page's own counter, or the campaign's
-             Assignment.annotator_id.in_(select(Annotator.id).where(Annotator.campaign_id == campaign.id)))
-    last = (select(Assignment.annotator_id, func.count().label("n"), func.max(Assignment.position).label("p"))
-            .where(whose).group_by(Assignment.annotator_id).subquery())
-    served = {aid: (int(n), int(p), bool(is_open)) for aid, n, p, is_open in session.execute(
-        select(last.c.annotator_id, last.c.n, last.c.p, Assignment.done_at.is_(None)).join(Assignment, and_(
-            Assignment.annotator_id == last.c.annotator_id, Assignment.position == last.c.p)))}
-    checks = select(Assignment.annotator_id, func.count()).where(
-        Assignment.campaign_id == campaign.id, Assignment.is_gold.is_(True), whose).group_by(Assignment.annotator_id)
+    whose = (
+        Assignment.annotator_id == ids[0]
+        if len(ids) == 1
+        # the page's own counter, or the campaign's
+        else Assignment.annotator_id.in_(select(Annotator.id).where(Annotator.campaign_id == campaign.id))
+    )
+    last = (
+        select(Assignment.annotator_id, func.count().label("n"), func.max(Assignment.position).label("p"))
+        .where(whose)
+        .group_by(Assignment.annotator_id)
+        .subquery()
+    )
+    served = {
+        aid: (int(n), int(p), bool(is_open))
+        for aid, n, p, is_open in session.execute(
+            select(last.c.annotator_id, last.c.n, last.c.p, Assignment.done_at.is_(None)).join(
+                Assignment, and_(Assignment.annotator_id == last.c.annotator_id, Assignment.position == last.c.p)
+            )
+        )
+    }
+    checks = (
+        select(Assignment.annotator_id, func.count())
+        .where(Assignment.campaign_id == campaign.id, Assignment.is_gold.is_(True), whose)
+        .group_by(Assignment.annotator_id)
+    )
     gold_served = dict(session.execute(checks).all())
     rows = {}
     for aid in ids:
@@ -218,16 +258,33 @@ def progress_counters(session: Session, campaign: Campaign, annotator_ids: Seque
         unsure = {aid for aid in short if rows[aid][0] >= open_pairs}
         reachable = set(short) - unsure
         if unsure and open_pairs:
-            open_mine = dict(session.execute(select(Assignment.annotator_id, func.count()).join(CampaignPair, and_(
-                CampaignPair.campaign_id == Assignment.campaign_id, CampaignPair.pair_id == Assignment.pair_id))
-                .where(Assignment.campaign_id == campaign.id, _has_slot(campaign)).group_by(Assignment.annotator_id)).all())
+            open_mine = dict(
+                session.execute(
+                    select(Assignment.annotator_id, func.count())
+                    .join(
+                        CampaignPair,
+                        and_(
+                            CampaignPair.campaign_id == Assignment.campaign_id,
+                            CampaignPair.pair_id == Assignment.pair_id,
+                        ),
+                    )
+                    .where(Assignment.campaign_id == campaign.id, _has_slot(campaign))
+                    .group_by(Assignment.annotator_id)
+                ).all()
+            )
             reachable |= {aid for aid in unsure if open_pairs - open_mine.get(aid, 0) > 0}
     candidates = {aid for aid in waiting if aid not in reachable}
     n_gold, gold_seen = 0, {}
     if planned and candidates:  # the checks still due can be served only from gold pairs not served to them yet
         n_gold = session.scalar(select(func.count()).select_from(GoldPair).where(GoldPair.campaign_id == campaign.id))
-        gold_seen = dict(session.execute(checks.join(GoldPair, and_(
-            GoldPair.campaign_id == Assignment.campaign_id, GoldPair.pair_id == Assignment.pair_id))).all())
+        gold_seen = dict(
+            session.execute(
+                checks.join(
+                    GoldPair,
+                    and_(GoldPair.campaign_id == Assignment.campaign_id, GoldPair.pair_id == Assignment.pair_id),
+                )
+            ).all()
+        )
     result = {}
     for aid, (n, gold, is_open) in rows.items():
         answered = n - int(is_open)  # all but the last, when it is open
@@ -239,14 +296,25 @@ def progress_counters(session: Session, campaign: Campaign, annotator_ids: Seque
             due = min(planned, gold_check_count(ordinary, campaign.gold_rate, planned)) - gold if planned else 0
             finished = due <= 0 or n_gold - gold_seen.get(aid, 0) <= 0
             ran_out = finished and ordinary < campaign.quota
-        result[aid] = Progress(training_done, n_training, done, done if finished else campaign.quota + planned,
-                               finished, ran_out, campaign.quota + planned)
+        result[aid] = Progress(
+            training_done,
+            n_training,
+            done,
+            done if finished else campaign.quota + planned,
+            finished,
+            ran_out,
+            campaign.quota + planned,
+        )
     return result
 
 
 def _open_assignment(session: Session, annotator_id: int) -> Optional[Assignment]:
-    return session.scalar(select(Assignment).where(
-        Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None)).order_by(Assignment.position).limit(1))
+    return session.scalar(
+        select(Assignment)
+        .where(Assignment.annotator_id == annotator_id, Assignment.done_at.is_(None))
+        .order_by(Assignment.position)
+        .limit(1)
+    )
 
 
 def serve_next(engine: Engine, annotator_id: int) -> Optional[ServedPair]:
@@ -287,13 +355,16 @@ def _reserve(session: Session, campaign: Campaign, annotator_id: int, n_training
     reachable (_checks_left). So a queue that empties before the quota gives fewer checks, spread over
     what the person got; those still due once it is empty are served at the end."""
     served, gold_served = session.execute(
-        select(func.count(), func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0))
-        .where(Assignment.annotator_id == annotator_id)).one()
+        select(func.count(), func.coalesce(func.sum(case((Assignment.is_gold, 1), else_=0)), 0)).where(
+            Assignment.annotator_id == annotator_id
+        )
+    ).one()
     served, gold_served = int(served), int(gold_served)
     is_gold = False
     if served < n_training:
-        pair_id = session.scalar(select(TrainingPair.pair_id).where(
-            TrainingPair.campaign_id == campaign.id, TrainingPair.position == served))
+        pair_id = session.scalar(
+            select(TrainingPair.pair_id).where(TrainingPair.campaign_id == campaign.id, TrainingPair.position == served)
+        )
     else:
         step = served - n_training
         ordinary = step - gold_served
@@ -316,8 +387,14 @@ def _reserve(session: Session, campaign: Campaign, annotator_id: int, n_training
                     is_gold = pair_id is not None
     if pair_id is None:
         return None
-    assignment = Assignment(campaign_id=campaign.id, annotator_id=annotator_id, pair_id=pair_id,
-                            position=served, source_on_top=random.random() < 0.5, is_gold=is_gold)
+    assignment = Assignment(
+        campaign_id=campaign.id,
+        annotator_id=annotator_id,
+        pair_id=pair_id,
+        position=served,
+        source_on_top=random.random() < 0.5,
+        is_gold=is_gold,
+    )
     session.add(assignment)
     session.flush()
     return assignment
@@ -329,16 +406,32 @@ def _reserve_gold_pair(session: Session, campaign: Campaign, annotator_id: int, 
     a tie, or where the other has none left): each person's checks stay as balanced as the keys allow, so
     a constant answer scores about half of their checks, not whatever a random draw gave. None when they
     have seen them all. The annotator's row lock makes this race-free."""
-    seen = exists().where(Assignment.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
-                          Assignment.pair_id == GoldPair.pair_id)
-    unseen = sorted(session.execute(select(GoldPair.pair_id, GoldPair.binary_label).where(
-        GoldPair.campaign_id == campaign.id, ~seen)).all())
+    seen = exists().where(
+        Assignment.campaign_id == campaign.id,
+        Assignment.annotator_id == annotator_id,
+        Assignment.pair_id == GoldPair.pair_id,
+    )
+    unseen = sorted(
+        session.execute(
+            select(GoldPair.pair_id, GoldPair.binary_label).where(GoldPair.campaign_id == campaign.id, ~seen)
+        ).all()
+    )
     if not unseen:
         return None
-    checks = dict(session.execute(select(GoldPair.binary_label, func.count()).join(Assignment, and_(
-        Assignment.campaign_id == GoldPair.campaign_id, Assignment.pair_id == GoldPair.pair_id)).where(
-        GoldPair.campaign_id == campaign.id, Assignment.annotator_id == annotator_id,
-        Assignment.is_gold.is_(True)).group_by(GoldPair.binary_label)).all())
+    checks = dict(
+        session.execute(
+            select(GoldPair.binary_label, func.count())
+            .join(
+                Assignment, and_(Assignment.campaign_id == GoldPair.campaign_id, Assignment.pair_id == GoldPair.pair_id)
+            )
+            .where(
+                GoldPair.campaign_id == campaign.id,
+                Assignment.annotator_id == annotator_id,
+                Assignment.is_gold.is_(True),
+            )
+            .group_by(GoldPair.binary_label)
+        ).all()
+    )
     by_side = {side: [p for p, b in unseen if b == side] for side in (0, 1)}
     fewer = 0 if checks.get(0, 0) < checks.get(1, 0) else 1 if checks.get(1, 0) < checks.get(0, 0) else None
     pool = by_side[fewer] if fewer is not None and by_side[fewer] else [p for p, _ in unseen]
@@ -354,8 +447,7 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
     has_slot = _has_slot(campaign)
     # "share": the pairs assigned fewest times first, so annotators get different pairs while there
     # are enough; "overlap": the serving order alone, so each pair is filled before the next
-    order = ((CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share"
-             else (CampaignPair.rank,))
+    order = (CampaignPair.n_assigned, CampaignPair.rank) if campaign.distribution == "share" else (CampaignPair.rank,)
     candidate = select(CampaignPair.pair_id).where(has_slot, ~already_mine).order_by(*order).limit(1)
     # PostgreSQL: a candidate another annotator is reserving right now is skipped rather than waited
     # for (SKIP LOCKED), so concurrent reservations do not queue up behind one row; only when every
@@ -367,8 +459,11 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
             pair_id = session.scalar(candidate)
         if pair_id is None:
             return None
-        taken = session.execute(update(CampaignPair).where(has_slot, CampaignPair.pair_id == pair_id)
-                                .values(n_assigned=CampaignPair.n_assigned + 1))
+        taken = session.execute(
+            update(CampaignPair)
+            .where(has_slot, CampaignPair.pair_id == pair_id)
+            .values(n_assigned=CampaignPair.n_assigned + 1)
+        )
         if taken.rowcount == 1:
             return pair_id
     return None
@@ -377,8 +472,9 @@ def _reserve_queue_pair(session: Session, campaign: Campaign, annotator_id: int)
 def served_at(engine: Engine, annotator_id: int, position: int) -> Optional[ServedPair]:
     """A pair this annotator has already been served (to go back and change the answer)."""
     with read_session(engine) as session:
-        assignment = session.scalar(select(Assignment).where(
-            Assignment.annotator_id == annotator_id, Assignment.position == position))
+        assignment = session.scalar(
+            select(Assignment).where(Assignment.annotator_id == annotator_id, Assignment.position == position)
+        )
         if assignment is None:
             return None
         campaign = session.get(Campaign, assignment.campaign_id)
@@ -397,16 +493,29 @@ def clean_comment(comment: Optional[str]) -> Optional[str]:
     return comment or None
 
 
-LINK_GONE = ("This link is no longer valid (it has been replaced or revoked): your answer was not saved. "
-             "Ask the person who sent it to you for your current link.")
-CAMPAIGN_CLOSED = ("This campaign is closed for now: your answer was not saved. "
-                   "Your earlier answers are kept; come back to this link when it reopens.")
+LINK_GONE = (
+    "This link is no longer valid (it has been replaced or revoked): your answer was not saved. "
+    "Ask the person who sent it to you for your current link."
+)
+CAMPAIGN_CLOSED = (
+    "This campaign is closed for now: your answer was not saved. "
+    "Your earlier answers are kept; come back to this link when it reopens."
+)
 
 
 @retry_when_busy  # an answer waits for a busy store a little longer before the page says so
-def record_label(engine: Engine, annotator_id: int, position: int, level: int, seconds_spent: float,
-                 *, replacing: Optional[int] = None, token: Optional[str] = None, comment: Optional[str] = None,
-                 flagged: bool = False) -> None:
+def record_label(
+    engine: Engine,
+    annotator_id: int,
+    position: int,
+    level: int,
+    seconds_spent: float,
+    *,
+    replacing: Optional[int] = None,
+    token: Optional[str] = None,
+    comment: Optional[str] = None,
+    flagged: bool = False,
+) -> None:
     """Store an answer at once, over exactly what the page showed: a first answer to a pair shown
     unanswered (replacing=None), or a change of the answer `replacing` that the annotator went
     back to. When the stored answer is not that one (the same link open in another tab or window
@@ -432,8 +541,9 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
             raise CampaignError(LINK_GONE)  # replaced under "Replace a lost link" since the page opened
         if not session.scalar(select(Campaign.active).where(Campaign.id == annotator.campaign_id)):
             raise CampaignError(CAMPAIGN_CLOSED)
-        assignment = session.scalar(select(Assignment).where(
-            Assignment.annotator_id == annotator_id, Assignment.position == position))
+        assignment = session.scalar(
+            select(Assignment).where(Assignment.annotator_id == annotator_id, Assignment.position == position)
+        )
         if assignment is None:
             raise CampaignError("This pair is not in your queue.")
         is_training = position < _training_size(session, assignment.campaign_id)
@@ -444,30 +554,63 @@ def record_label(engine: Engine, annotator_id: int, position: int, level: int, s
             if stored is not None:
                 raise StaleAnswerError(
                     f"This pair was already answered in another tab or window (“{LEVELS[stored]}”): "
-                    "the answer you just gave was not saved. Here is your current pair.")
+                    "the answer you just gave was not saved. Here is your current pair."
+                )
             # the conditional update is the guard: it takes the reservation only while still open
-            done = session.execute(update(Assignment).where(
-                Assignment.id == assignment.id, Assignment.done_at.is_(None)).values(done_at=utcnow()))
+            done = session.execute(
+                update(Assignment)
+                .where(Assignment.id == assignment.id, Assignment.done_at.is_(None))
+                .values(done_at=utcnow())
+            )
             if done.rowcount != 1:
-                raise StaleAnswerError("This pair was already answered in another tab or window: "
-                                       "the answer you just gave was not saved. Here is your current pair.")
-            session.add(Label(
-                pair_id=assignment.pair_id, annotator_id=annotator_id, campaign_id=assignment.campaign_id,
-                level=level, source_on_top=assignment.source_on_top, is_training=is_training,
-                seconds_spent=seconds, comment=comment, flagged=flagged))
+                raise StaleAnswerError(
+                    "This pair was already answered in another tab or window: "
+                    "the answer you just gave was not saved. Here is your current pair."
+                )
+            session.add(
+                Label(
+                    pair_id=assignment.pair_id,
+                    annotator_id=annotator_id,
+                    campaign_id=assignment.campaign_id,
+                    level=level,
+                    source_on_top=assignment.source_on_top,
+                    is_training=is_training,
+                    seconds_spent=seconds,
+                    comment=comment,
+                    flagged=flagged,
+                )
+            )
         else:
-            changed = session.execute(update(Label).where(mine, Label.level == replacing).values(
-                level=level, seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds, updated_at=utcnow(),
-                comment=comment, flagged=flagged))
+            changed = session.execute(
+                update(Label)
+                .where(mine, Label.level == replacing)
+                .values(
+                    level=level,
+                    seconds_spent=func.coalesce(Label.seconds_spent, 0.0) + seconds,
+                    updated_at=utcnow(),
+                    comment=comment,
+                    flagged=flagged,
+                )
+            )
             if changed.rowcount != 1:
                 now = "no answer" if stored is None else f"“{LEVELS[stored]}”"
-                raise StaleAnswerError(f"This answer was changed in another tab or window (it is now {now}): "
-                                       "the answer you just gave was not saved.")
+                raise StaleAnswerError(
+                    f"This answer was changed in another tab or window (it is now {now}): "
+                    "the answer you just gave was not saved."
+                )
         if not is_training and not assignment.is_gold:
             _adapt_overlap(session, assignment.campaign_id, assignment.pair_id)
         if flagged and not was_flagged:  # a change through "back" that keeps the flag says nothing new
-            emit(session, "pair.flagged", {"pair_id": assignment.pair_id, "campaign_id": assignment.campaign_id,
-                                           "annotator": annotator.name, "comment": comment})
+            emit(
+                session,
+                "pair.flagged",
+                {
+                    "pair_id": assignment.pair_id,
+                    "campaign_id": assignment.campaign_id,
+                    "annotator": annotator.name,
+                    "comment": comment,
+                },
+            )
 
 
 def _adapt_overlap(session: Session, campaign_id: int, pair_id: int) -> None:
@@ -482,26 +625,39 @@ def _adapt_overlap(session: Session, campaign_id: int, pair_id: int) -> None:
     campaign = session.get(Campaign, campaign_id)
     if campaign.overlap_max is None:
         return
-    row = session.execute(select(CampaignPair.n_wanted).where(
-        CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id).with_for_update()).first()
+    row = session.execute(
+        select(CampaignPair.n_wanted)
+        .where(CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id)
+        .with_for_update()
+    ).first()
     if row is None or row.n_wanted is None:
         return
     session.flush()  # the answer just added or changed is counted
-    answers = session.execute(select(Label.annotator_id, Label.level).where(
-        Label.campaign_id == campaign_id, Label.pair_id == pair_id, counted_label())).all()
+    answers = session.execute(
+        select(Label.annotator_id, Label.level).where(
+            Label.campaign_id == campaign_id, Label.pair_id == pair_id, counted_label()
+        )
+    ).all()
     annotators, levels = [a for a, _ in answers], [lv for _, lv in answers]
     posterior = pair_posterior(annotators, levels, campaign.adaptive_fit)
     values: dict[str, Any] = {"posterior": posterior}
-    if wants_another(levels, row.n_wanted, campaign.overlap_max, campaign.confidence, least=campaign.overlap,
-                     posterior=posterior):
+    if wants_another(
+        levels, row.n_wanted, campaign.overlap_max, campaign.confidence, least=campaign.overlap, posterior=posterior
+    ):
         values["n_wanted"] = row.n_wanted + 1
-    session.execute(update(CampaignPair).where(
-        CampaignPair.campaign_id == campaign_id, CampaignPair.pair_id == pair_id,
-        CampaignPair.n_wanted == row.n_wanted).values(**values))
-
+    session.execute(
+        update(CampaignPair)
+        .where(
+            CampaignPair.campaign_id == campaign_id,
+            CampaignPair.pair_id == pair_id,
+            CampaignPair.n_wanted == row.n_wanted,
+        )
+        .values(**values)
+    )
 
 
 # ---------------------------------------------------------------- training feedback
+
 
 def training_feedback(engine: Engine, annotator_id: int, position: int) -> Optional[TrainingFeedback]:
     """The feedback on a training pair this annotator has answered (TrainingFeedback); None when
@@ -509,17 +665,31 @@ def training_feedback(engine: Engine, annotator_id: int, position: int) -> Optio
     expected level nor an explanation."""
     with read_session(engine) as session:
         row = session.execute(
-            select(Assignment.campaign_id, Assignment.source_on_top, Pair.source, Pair.hypothesis,
-                   TrainingPair.expected_level, TrainingPair.explanation, Label.level)
-            .join(TrainingPair, and_(TrainingPair.campaign_id == Assignment.campaign_id,
-                                     TrainingPair.position == Assignment.position,
-                                     TrainingPair.pair_id == Assignment.pair_id))
+            select(
+                Assignment.campaign_id,
+                Assignment.source_on_top,
+                Pair.source,
+                Pair.hypothesis,
+                TrainingPair.expected_level,
+                TrainingPair.explanation,
+                Label.level,
+            )
+            .join(
+                TrainingPair,
+                and_(
+                    TrainingPair.campaign_id == Assignment.campaign_id,
+                    TrainingPair.position == Assignment.position,
+                    TrainingPair.pair_id == Assignment.pair_id,
+                ),
+            )
             .join(Pair, Pair.id == Assignment.pair_id)
             .join(Label, and_(Label.annotator_id == Assignment.annotator_id, Label.pair_id == Assignment.pair_id))
-            .where(Assignment.annotator_id == annotator_id, Assignment.position == int(position))).first()
+            .where(Assignment.annotator_id == annotator_id, Assignment.position == int(position))
+        ).first()
         if row is None or row.level is None or (row.expected_level is None and not row.explanation):
             return None
         out_of = _training_size(session, row.campaign_id)
     top, bottom = (row.source, row.hypothesis) if row.source_on_top else (row.hypothesis, row.source)
-    return TrainingFeedback(int(position), int(position) + 1, out_of, top, bottom, int(row.level),
-                            row.expected_level, row.explanation or "")
+    return TrainingFeedback(
+        int(position), int(position) + 1, out_of, top, bottom, int(row.level), row.expected_level, row.explanation or ""
+    )

@@ -5,6 +5,7 @@ command line) opens it through init_db, exported by the package (``from db impor
 Above db.engine and db.datasets, which it calls: db.engine stays the bottom of the store, imported
 by every other module and importing none of them (tests/test_layers.py: no import cycle in db).
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,16 +36,22 @@ def init_db(url: Optional[str] = None) -> Engine:
     stale = stale_imports(engine)
     if stale:
         pairs = sum(n for _, n in stale)
-        log.warning("removing %d half-written import%s (%s pairs) left by an import that was stopped, in the "
-                    "background", len(stale), "" if len(stale) == 1 else "s", f"{pairs:,}")
+        log.warning(
+            "removing %d half-written import%s (%s pairs) left by an import that was stopped, in the background",
+            len(stale),
+            "" if len(stale) == 1 else "s",
+            f"{pairs:,}",
+        )
 
         def clean() -> None:
             try:
                 removed = remove_stale_imports(engine)
                 log.warning("removed %d half-written import%s", removed, "" if removed == 1 else "s")
             except Exception as exc:  # the store away, the process ending: the next start goes on
-                log.warning("the half-written imports were not all removed (%s): the next start goes on",
-                            str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                log.warning(
+                    "the half-written imports were not all removed (%s): the next start goes on",
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                )
 
         thread = threading.Thread(target=clean, daemon=True, name="stale-imports")
         _cleanups[id(engine)] = thread

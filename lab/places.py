@@ -10,6 +10,7 @@ typed in the browser without a path ("my-dataset", "team/my-dataset") lies under
 folder, <data folder>/published (typed_folder); a browser user other than an owner is never shown
 the server's paths nor these configuration keys (outside_sentence).
 """
+
 from __future__ import annotations
 
 import os
@@ -56,8 +57,10 @@ def confined(folder, roots: list[Path]) -> Path:
         if resolved != root and resolved.is_relative_to(root):
             return resolved
     allowed = ", ".join(str(root) for root in roots)
-    raise ValueError(f"{folder} is outside the folders the app may write to ({allowed}): choose a folder "
-                     "inside one of them (PLUIE_PUBLISH_DIRS or [publish] folders in pluie_lab.toml add more).")
+    raise ValueError(
+        f"{folder} is outside the folders the app may write to ({allowed}): choose a folder "
+        "inside one of them (PLUIE_PUBLISH_DIRS or [publish] folders in pluie_lab.toml add more)."
+    )
 
 
 def typed_folder(text: str) -> Path:
@@ -69,8 +72,7 @@ def typed_folder(text: str) -> Path:
     if path.is_absolute():
         return path
     if ".." in path.parts:
-        raise ValueError(f"“{text}” climbs out of the published folder (“..”): type a folder name such as "
-                         "my-dataset.")
+        raise ValueError(f"“{text}” climbs out of the published folder (“..”): type a folder name such as my-dataset.")
     if not path.parts:
         raise ValueError("Name the folder to write.")
     return published_dir() / path
@@ -79,5 +81,7 @@ def typed_folder(text: str) -> Path:
 def outside_sentence(text: str) -> str:
     """What a browser user who is not an owner is told for a folder outside the folders the app may write
     to: no server path, no configuration key (those are the owner's, where they configure them)."""
-    return (f"“{text}” is outside the folders the app may publish to: type a folder name such as my-dataset, "
-            "which goes under the app's published folder (an owner can allow other folders).")
+    return (
+        f"“{text}” is outside the folders the app may publish to: type a folder name such as my-dataset, "
+        "which goes under the app's published folder (an owner can allow other folders)."
+    )

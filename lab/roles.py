@@ -14,6 +14,7 @@ An Actor is whoever a write is done for: a signed-in account, or OPEN — a stor
 where everything is allowed, as it always was. db.access holds the actor of the running code and every
 write path checks it there (require), so a hidden button is never the only guard.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -95,17 +96,31 @@ def with_article(word: str) -> str:
 
 
 def _refuse(actor: Actor, least: str, doing: str) -> Actor:
-    raise NotAllowed(f"{actor.name or 'This account'} is {with_article(actor.role)}: only {with_article(least)} or "
-                     f"above can {doing}.")
+    raise NotAllowed(
+        f"{actor.name or 'This account'} is {with_article(actor.role)}: only {with_article(least)} or "
+        f"above can {doing}."
+    )
 
 
 # the least role that opens each page of the app (the key: the page's file name in pages/, its address);
 # app.py lists only the pages the actor may open and refuses the others when opened by their address
 PAGE_ROLES: dict[str, str] = {
-    "home": "viewer", "pairs": "viewer", "import_pairs": "organiser", "export": "organiser",
-    "scoring": "organiser", "campaigns": "organiser", "review": "reviewer", "live_campaign": "organiser",
-    "agreement": "viewer", "thresholds": "viewer", "distributions": "viewer", "disagreements": "viewer",
-    "scorecard": "viewer", "correlation": "viewer", "preferences": "viewer", "accounts": "owner",
+    "home": "viewer",
+    "pairs": "viewer",
+    "import_pairs": "organiser",
+    "export": "organiser",
+    "scoring": "organiser",
+    "campaigns": "organiser",
+    "review": "reviewer",
+    "live_campaign": "organiser",
+    "agreement": "viewer",
+    "thresholds": "viewer",
+    "distributions": "viewer",
+    "disagreements": "viewer",
+    "scorecard": "viewer",
+    "correlation": "viewer",
+    "preferences": "viewer",
+    "accounts": "owner",
     "api_access": "viewer",
 }
 

@@ -20,6 +20,7 @@ within a minute, and a first estimate a third of the truth (issue 56, item 6). H
 
 Pure functions: the store gives the figures (db.runs.runs_progress), the Scoring page draws what comes out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,8 +72,11 @@ def time_left(runs: Sequence[RunWork], workers: int = 1) -> dict[Hashable, TimeL
     whose own rate is measured, by its key; ``workers``: the live workers sharing them (at least one is
     assumed). See the module's text for the arithmetic."""
     share = float(max(1, int(workers)))
-    own = {r.key: r.left * r.seconds_per_pair for r in runs
-           if r.left > 0 and r.seconds_per_pair is not None and r.seconds_per_pair > 0}
+    own = {
+        r.key: r.left * r.seconds_per_pair
+        for r in runs
+        if r.left > 0 and r.seconds_per_pair is not None and r.seconds_per_pair > 0
+    }
     unmeasured = sum(1 for r in runs if r.left > 0 and r.key not in own)
     estimates = {}
     for run in runs:

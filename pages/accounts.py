@@ -1,18 +1,21 @@
 """Owner: the people who sign in — their roles, invitation links (shown once), sessions (db.accounts)."""
+
 import streamlit as st
 
 from db import accounts
 from db.access import NotAllowed
 from db.engine import StoreUnavailable
-from ui.frame import admin_page
-from ui.base.page import user_text
 from lab.roles import ROLE_HELP, ROLES
 from pluie_core.visible import visible_text
+from ui.base.page import user_text
+from ui.frame import admin_page
 
 engine = admin_page("table")
 st.title("Accounts")
-st.caption("Who signs in to this app and what their role lets them do. Annotators are not accounts: they keep "
-           "their personal links (Campaigns).")
+st.caption(
+    "Who signs in to this app and what their role lets them do. Annotators are not accounts: they keep "
+    "their personal links (Campaigns)."
+)
 
 # What the callbacks record once their write is made: a plain dict (see pages/campaigns.py's DONE), so a
 # double click never writes twice nor loses the invitation link, which is shown only once.
@@ -35,13 +38,16 @@ def role_label(role: str) -> str:
 
 
 def signs_in(info: accounts.AccountInfo) -> str:
-    ways = (["password"] if info.has_password else []) + (["invitation waiting"] if info.invite_expires_at else []) \
+    ways = (
+        (["password"] if info.has_password else [])
+        + (["invitation waiting"] if info.invite_expires_at else [])
         + (["provider"] if info.email else [])
+    )
     return ", ".join(ways) or "not yet"
 
 
 def add_person(batch: int) -> None:
-    """"Add" (a callback): the account and its invitation link, once per filling of the form."""
+    """ "Add" (a callback): the account and its invitation link, once per filling of the form."""
     record = done()
     if record["add-batch"] != batch:  # the second click of a double click
         return
@@ -86,23 +92,42 @@ if done().get("message"):
     st.success(user_text(done().pop("message")))
 if done().get("link"):
     name, link = done()["link"]
-    st.warning(f"Copy the invitation link of {user_text(name)} now: it is shown only once (the store keeps only a "
-               f"hash). It works once, for {accounts.INVITE_HOURS:g} hours, and sets their password.")
+    st.warning(
+        f"Copy the invitation link of {user_text(name)} now: it is shown only once (the store keeps only a "
+        f"hash). It works once, for {accounts.INVITE_HOURS:g} hours, and sets their password."
+    )
     st.code(link, language=None)
     if st.button("I have copied it", key="link-copied"):
         done().pop("link")
         st.rerun()
 
 if people:
-    st.dataframe([{"name": visible_text(p.name), "e-mail": visible_text(p.email or ""), "role": p.role,
-                   "signs in with": signs_in(p), "created by": visible_text(p.created_by), "created": p.created_at,
-                   "disabled": p.disabled_at} for p in people],
-                 hide_index=True, width="stretch", placeholder="—",
-                 column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-                                "disabled": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+    st.dataframe(
+        [
+            {
+                "name": visible_text(p.name),
+                "e-mail": visible_text(p.email or ""),
+                "role": p.role,
+                "signs in with": signs_in(p),
+                "created by": visible_text(p.created_by),
+                "created": p.created_at,
+                "disabled": p.disabled_at,
+            }
+            for p in people
+        ],
+        hide_index=True,
+        width="stretch",
+        placeholder="—",
+        column_config={
+            "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+            "disabled": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+        },
+    )
 else:
-    st.caption("No account yet: this app is open to anyone who can reach it. The first account you add here "
-               "should be an owner (you).")
+    st.caption(
+        "No account yet: this app is open to anyone who can reach it. The first account you add here "
+        "should be an owner (you)."
+    )
 
 st.subheader("Add a person")
 batch = done()["add-batch"]
@@ -114,20 +139,37 @@ with st.form(f"add-account-{batch}"):
 
 if people:
     st.subheader("Change an account")
-    chosen = st.selectbox("Account", people, format_func=lambda p: visible_text(f"{p.name} ({p.role})"),
-                          key="chosen-account")
+    chosen = st.selectbox(
+        "Account", people, format_func=lambda p: visible_text(f"{p.name} ({p.role})"), key="chosen-account"
+    )
     if chosen is not None:
         role_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
-        role_col.selectbox("Role", ROLES, index=ROLES.index(chosen.role), format_func=role_label,
-                           key=f"role-{chosen.id}")
+        role_col.selectbox(
+            "Role", ROLES, index=ROLES.index(chosen.role), format_func=role_label, key=f"role-{chosen.id}"
+        )
         button_col.button("Change role", key=f"set-role-{chosen.id}", on_click=change, args=(chosen.id, "role"))
         c1, c2, c3 = st.columns(3)
-        c1.button("New invitation link", key=f"invite-{chosen.id}", on_click=change, args=(chosen.id, "invite"),
-                  help="A link where they set a new password; it replaces the last one.")
-        c2.button("End their sessions", key=f"end-{chosen.id}", on_click=change, args=(chosen.id, "end"),
-                  help="Signs them out on every browser.")
+        c1.button(
+            "New invitation link",
+            key=f"invite-{chosen.id}",
+            on_click=change,
+            args=(chosen.id, "invite"),
+            help="A link where they set a new password; it replaces the last one.",
+        )
+        c2.button(
+            "End their sessions",
+            key=f"end-{chosen.id}",
+            on_click=change,
+            args=(chosen.id, "end"),
+            help="Signs them out on every browser.",
+        )
         if chosen.active:
-            c3.button("Disable", key=f"disable-{chosen.id}", on_click=change, args=(chosen.id, "disable"),
-                      help="They cannot sign in any more; what they did keeps their name.")
+            c3.button(
+                "Disable",
+                key=f"disable-{chosen.id}",
+                on_click=change,
+                args=(chosen.id, "disable"),
+                help="They cannot sign in any more; what they did keeps their name.",
+            )
         else:
             c3.button("Enable", key=f"enable-{chosen.id}", on_click=change, args=(chosen.id, "enable"))

@@ -3,20 +3,22 @@ sentence above the other, word differences in yellow, five answers (keys 1-5), b
 the guidelines one click away. The annotator is whoever the link's token says, on every run: the
 page never takes a pair or an annotator from anywhere else, so a link opens only its own queue.
 """
+
 import dataclasses
 import time
 
 import streamlit as st
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.engine import StoreUnavailable
 from db.limits import NAME_LENGTH
-from ui.base.page import PAGE_LOG, page_script, user_text
-from ui.frame import annotator_page
 from pluie_core.diff import diff_html
 from pluie_core.guidelines import guidelines_markdown
 from pluie_core.labels import ENGLISH_LEVELS, LEVELS
 from pluie_core.quality import finished_text
+from ui.base.page import PAGE_LOG, page_script, user_text
+from ui.frame import annotator_page
 
 # Four grey answers and a light-blue "Don't know", as in the paper, so colour biases no choice; in a dark
 # theme dark grey and dark blue (light-dark() reads the color-scheme Streamlit sets for its theme).
@@ -52,11 +54,12 @@ ANSWER_FROM_COMMENT = (
     "   const digit = /^(?:Digit|Numpad)([1-5])$/.exec(event.code);"
     "   const box = digit && event.target.closest && event.target.closest('[class*=\"st-key-comment-\"]');"
     "   if (!box) return;"
-    "   const button = document.querySelector(`[class*=\"st-key-answer-${Number(digit[1]) - 1}-\"] button`);"
+    '   const button = document.querySelector(`[class*="st-key-answer-${Number(digit[1]) - 1}-"] button`);'
     "   if (!button || button.disabled) return;"
     "   event.preventDefault(); event.stopPropagation();"
     "   event.target.blur(); button.click();"
-    " }, true); })();")
+    " }, true); })();"
+)
 
 
 def again(exc: StoreUnavailable) -> str:
@@ -106,14 +109,17 @@ except StoreUnavailable as exc:
     item = screen[2]
     if saved is not None and item is not None and saved[0] == item.position:
         screen = (*screen[:2], dataclasses.replace(item, level=saved[1]), screen[3])
-        refused = refused or (f"Your answer “{LEVELS[saved[1]]}” is saved, but the next pair cannot be shown "
-                              f"because {exc.reason}: press it again {again(exc)}.")
+        refused = refused or (
+            f"Your answer “{LEVELS[saved[1]]}” is saved, but the next pair cannot be shown "
+            f"because {exc.reason}: press it again {again(exc)}."
+        )
     refused = refused or str(exc)
 st.session_state[LAST_KEY] = (token, screen)
 if screen is None:
     # an answer refused because the link was replaced or revoked says so itself; one sentence either way
-    st.error(refused
-             or "This link is not valid, or it has been revoked. Ask the person who sent it to you for a new one.")
+    st.error(
+        refused or "This link is not valid, or it has been revoked. Ask the person who sent it to you for a new one."
+    )
     st.stop()
 view, feedback, item, progress = screen
 aid = view.annotator_id
@@ -130,8 +136,9 @@ if view.needs_profile:
     st.title(user_text(view.campaign_name))
     st.write("Welcome, and thank you for helping. Before you start, please tell us who you are.")
     with st.form("profile"):
-        display_name = st.text_input("Your name, as shown with your labels", value=view.display_name or "",
-                                     max_chars=NAME_LENGTH)
+        display_name = st.text_input(
+            "Your name, as shown with your labels", value=view.display_name or "", max_chars=NAME_LENGTH
+        )
         english = st.radio("Your English level", ENGLISH_LEVELS, index=None, horizontal=True)
         if st.form_submit_button("Start", type="primary"):
             try:
@@ -144,8 +151,7 @@ if view.needs_profile:
     st.stop()
 
 
-def answer(annotator_id: int, link: str, position: int, level: int, shown_level: int | None,
-           is_training: bool) -> None:
+def answer(annotator_id: int, link: str, position: int, level: int, shown_level: int | None, is_training: bool) -> None:
     # everything comes from the run that drew the buttons (args): the write checks that this link
     # is still the annotator's, so a tab open on a replaced or revoked link stores nothing
     shown_position, shown_at = st.session_state.get(f"shown-{annotator_id}", (None, time.monotonic()))
@@ -155,10 +161,17 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
         return
     try:
         # only over the answer this page showed: another tab's answer is refused, not replaced
-        serving.record_label(engine, annotator_id, position, level, time.monotonic() - shown_at,
-                         replacing=shown_level, token=link,
-                         comment=st.session_state.get(f"comment-{position}"),
-                         flagged=st.session_state.get(f"flag-{position}", False))
+        serving.record_label(
+            engine,
+            annotator_id,
+            position,
+            level,
+            time.monotonic() - shown_at,
+            replacing=shown_level,
+            token=link,
+            comment=st.session_state.get(f"comment-{position}"),
+            flagged=st.session_state.get(f"flag-{position}", False),
+        )
         st.session_state[SAVED_KEY] = (position, level)
         st.session_state.pop(f"revisit-{annotator_id}", None)
         if is_training:
@@ -170,12 +183,15 @@ def answer(annotator_id: int, link: str, position: int, level: int, shown_level:
     except camp.CampaignError as exc:
         st.session_state[ERROR_KEY] = str(exc)
     except StoreUnavailable as exc:  # the pair and its answers stay on screen: the same key sends it again
-        st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: "
-                                       f"press it again {again(exc)}.")
+        st.session_state[ERROR_KEY] = (
+            f"Your answer “{LEVELS[level]}” was not saved because {exc.reason}: press it again {again(exc)}."
+        )
     except Exception:  # a callback runs outside the page's guard (ui.base.page.run_page): never a traceback
         PAGE_LOG.exception("An answer on the labelling page failed")
-        st.session_state[ERROR_KEY] = (f"Your answer “{LEVELS[level]}” was not saved because something went "
-                                       "wrong on the server (the details are in its log): press it again in a moment.")
+        st.session_state[ERROR_KEY] = (
+            f"Your answer “{LEVELS[level]}” was not saved because something went "
+            "wrong on the server (the details are in its log): press it again in a moment."
+        )
 
 
 def go_back(position: int) -> None:
@@ -184,14 +200,18 @@ def go_back(position: int) -> None:
 
 def pair_box(top: str, bottom: str) -> None:
     top_html, bottom_html = diff_html(top, bottom)  # both escaped: pair text is never markup
-    st.html(f'<div class="pluie-pair"><div class="pluie-sentence" data-testid="pluie-top">{top_html}</div>'
-            f'<div class="pluie-sentence" data-testid="pluie-bottom">{bottom_html}</div></div>')
+    st.html(
+        f'<div class="pluie-pair"><div class="pluie-sentence" data-testid="pluie-top">{top_html}</div>'
+        f'<div class="pluie-sentence" data-testid="pluie-bottom">{bottom_html}</div></div>'
+    )
 
 
 def show_training_feedback(feedback: serving.TrainingFeedback) -> None:
     """After a training answer: the answer, the level the organiser expects and why; then on."""
-    st.progress(feedback.number / feedback.out_of,
-                text=f"Training {feedback.number} / {feedback.out_of} — practice pairs, not counted")
+    st.progress(
+        feedback.number / feedback.out_of,
+        text=f"Training {feedback.number} / {feedback.out_of} — practice pairs, not counted",
+    )
     pair_box(feedback.top, feedback.bottom)
     given = f"Your answer: **{LEVELS[feedback.answer]}**"
     if feedback.expected_level is None:
@@ -203,8 +223,14 @@ def show_training_feedback(feedback: serving.TrainingFeedback) -> None:
     if feedback.explanation:
         with st.container(border=True, key="training-explanation"):
             st.text(feedback.explanation)  # the organiser's words, as text
-    st.button("Continue", key=f"continue-{feedback.position}", type="primary", shortcut="Enter",
-              on_click=lambda: st.session_state.pop(feedback_key, None), help="Keyboard: Enter")
+    st.button(
+        "Continue",
+        key=f"continue-{feedback.position}",
+        type="primary",
+        shortcut="Enter",
+        on_click=lambda: st.session_state.pop(feedback_key, None),
+        help="Keyboard: Enter",
+    )
 
 
 st.html(STYLE)
@@ -222,8 +248,10 @@ if feedback is not None:
 revisit = st.session_state.get(revisit_key)
 if item is None:
     # nothing left for them: the counter is out of what was served, so the bar ends full
-    st.progress(1.0 if progress.finished else min(1.0, progress.done / max(progress.quota, 1)),
-                text=f"{progress.done} / {progress.quota}")
+    st.progress(
+        1.0 if progress.finished else min(1.0, progress.done / max(progress.quota, 1)),
+        text=f"{progress.done} / {progress.quota}",
+    )
     if (not progress.finished or progress.queue_ran_out) and not view.campaign_active:
         if not refused:  # the refusal already said that the campaign is closed
             st.info("This campaign is paused for now. Your answers so far are saved; come back to this link later.")
@@ -240,11 +268,14 @@ if st.session_state.get(clock_key, (None,))[0] != item.position:
     st.session_state[clock_key] = (item.position, time.monotonic())
 
 if item.is_training:
-    st.progress((item.number - 1) / item.out_of,
-                text=f"Training {item.number} / {item.out_of} — practice pairs, not counted")
+    st.progress(
+        (item.number - 1) / item.out_of, text=f"Training {item.number} / {item.out_of} — practice pairs, not counted"
+    )
     if item.number == 1:
-        st.info("The first pairs are a short training trial, the same for everyone. "
-                "Read the guidelines (top right) at any moment.")
+        st.info(
+            "The first pairs are a short training trial, the same for everyone. "
+            "Read the guidelines (top right) at any moment."
+        )
 else:
     st.progress(min(1.0, progress.done / max(progress.quota, 1)), text=f"{progress.done} / {progress.quota}")
 
@@ -254,25 +285,41 @@ if item.level is not None:
     st.caption(f"Your answer was **{LEVELS[item.level]}**. Choose again to change it.")
 if not item.is_training:  # the annotator's voice, saved with the answer
     note, flag = st.columns([4, 1], vertical_alignment="bottom")
-    note.text_input("Comment (optional)", value=item.comment or "", key=f"comment-{item.position}",
-                    max_chars=serving.MAX_COMMENT, placeholder="e.g. ungrammatical, typo in B · Ctrl+1–5 answers from here",
-                    help="Saved with your answer. While you type here, keys 1–5 are text: press Ctrl+1–5 "
-                         "(⌘+1–5 on a Mac) to answer from the box, or click outside it (or press Tab) and "
-                         "answer with 1–5 again.")
-    flag.checkbox("Flag this pair", value=item.flagged, key=f"flag-{item.position}",
-                  help="Something is wrong with this pair: it goes to the organiser's review.")
+    note.text_input(
+        "Comment (optional)",
+        value=item.comment or "",
+        key=f"comment-{item.position}",
+        max_chars=serving.MAX_COMMENT,
+        placeholder="e.g. ungrammatical, typo in B · Ctrl+1–5 answers from here",
+        help="Saved with your answer. While you type here, keys 1–5 are text: press Ctrl+1–5 "
+        "(⌘+1–5 on a Mac) to answer from the box, or click outside it (or press Tab) and "
+        "answer with 1–5 again.",
+    )
+    flag.checkbox(
+        "Flag this pair",
+        value=item.flagged,
+        key=f"flag-{item.position}",
+        help="Something is wrong with this pair: it goes to the organiser's review.",
+    )
     page_script(ANSWER_FROM_COMMENT, "pluie-comment-keys")  # Ctrl/⌘+1-5 answer from inside the box
 
 for level, (column, name) in enumerate(zip(st.columns(len(LEVELS)), LEVELS)):
-    column.button(name, key=f"answer-{level}-{item.position}", shortcut=str(level + 1),
-                  on_click=answer, args=(aid, token, item.position, level, item.level, item.is_training),
-                  width="stretch",
-                  help=f"Keyboard: {level + 1}")
+    column.button(
+        name,
+        key=f"answer-{level}-{item.position}",
+        shortcut=str(level + 1),
+        on_click=answer,
+        args=(aid, token, item.position, level, item.level, item.is_training),
+        width="stretch",
+        help=f"Keyboard: {level + 1}",
+    )
 
 back, resume = st.columns([1, 5])
 back.button("← Back", key="back", disabled=item.position == 0, on_click=go_back, args=(item.position - 1,))
 if revisit is not None:
     resume.button("Return to my current pair", key="resume", on_click=lambda: st.session_state.pop(revisit_key, None))
 if item.level is not None:  # back on an answered pair: the answer given stands out (a dark border and a tick)
-    st.html(f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid light-dark(#222, #f0f0f0) !important; "
-            f"font-weight:700;}} div.st-key-answer-{item.level}-{item.position} button p::before {{content:'✓ ';}}</style>")
+    st.html(
+        f"<style>div.st-key-answer-{item.level}-{item.position} button {{border:3px solid light-dark(#222, #f0f0f0) !important; "
+        f"font-weight:700;}} div.st-key-answer-{item.level}-{item.position} button p::before {{content:'✓ ';}}</style>"
+    )

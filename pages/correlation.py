@@ -3,6 +3,7 @@ scores, the mean level of the labels, imported annotators' mean, or a numeric me
 bootstrap intervals; a paired bootstrap test of whether two runs' correlations differ; and the
 system-level correlation when the pairs carry a system / model column (the Revisiting paper). It opens on a
 graded reference where the scope has one (gold scores, one dataset at a time), binary gold labels a choice."""
+
 from dataclasses import replace
 
 import pandas as pd
@@ -10,28 +11,39 @@ import streamlit as st
 
 from db import evaluation_reads as reads
 from db.analysis import pairs_detail
-from ui import charts
-from ui.views import store_reads
-from ui.views.correlation_cache import (
-    CORRELATION_BOOT, GRADED_REFERENCES, correlation_difference, correlations, graded, graded_values,
-    reference_choices,
-)
-from ui.views.selection import SCALE_WIDGET, Selection, dataset_names, scale_groups, scored_frame, sidebar
-from ui.frame import admin_page
-from ui.base.page import get_engine, user_text
-from ui.views.tables import download_csv
 from pluie_core import analysis_figures
 from pluie_core.analysis import scales_sentence
 from pluie_core.evaluation.correlation import (
-    COLUMNS, METHODS, system_means,
+    COLUMNS,
+    METHODS,
+    system_means,
 )
 from pluie_core.stats import StatsError, format_p
+from ui import charts
+from ui.base.page import get_engine, user_text
+from ui.frame import admin_page
+from ui.views import store_reads
+from ui.views.correlation_cache import (
+    CORRELATION_BOOT,
+    GRADED_REFERENCES,
+    correlation_difference,
+    correlations,
+    graded,
+    graded_values,
+    reference_choices,
+)
+from ui.views.selection import SCALE_WIDGET, Selection, dataset_names, scale_groups, scored_frame, sidebar
+from ui.views.tables import download_csv
 
 admin_page("chart")
 
 REFERENCES = GRADED_REFERENCES
-ONE_VALUE = {"gold": "a gold score", "levels": "a label on the five-level scale (other than Don't know)",
-             "raw": "an imported annotator value", "meta": "a value in that column"}
+ONE_VALUE = {
+    "gold": "a gold score",
+    "levels": "a label on the five-level scale (other than Don't know)",
+    "raw": "an imported annotator value",
+    "meta": "a value in that column",
+}
 SOURCE = "(source sentence)"
 
 
@@ -64,21 +76,31 @@ def one_reference(selection: Selection, kind: str, present=None) -> Selection:
     binary = [choice for choice in choices if choice.scale.kind == "binary"]
     what = {"gold": ("gold labels", "gold scores"), "raw": ("imported annotator values", "imported annotator values")}
     if binary and kind in what and not any(choice.graded for choice in choices):
-        st.caption(f"Opens on binary {what[kind][0]} (0/1), so its correlations are point-biserial: no dataset of "
-                   f"this scope has graded {what[kind][1]} (a score such as STS-B's 0–5 or SICK's 1–5). The mean "
-                   "level of the labels or a numeric metadata column, above, is graded where the scope has one.")
+        st.caption(
+            f"Opens on binary {what[kind][0]} (0/1), so its correlations are point-biserial: no dataset of "
+            f"this scope has graded {what[kind][1]} (a score such as STS-B's 0–5 or SICK's 1–5). The mean "
+            "level of the labels or a numeric metadata column, above, is graded where the scope has one."
+        )
     elif binary and kind in what:
-        st.caption(f"Opens on graded {what[kind][1]}, one dataset at a time; the binary {what[kind][0]} (0/1) are a "
-                   "choice under *Reference scale* (point-biserial correlations).")
+        st.caption(
+            f"Opens on graded {what[kind][1]}, one dataset at a time; the binary {what[kind][0]} (0/1) are a "
+            "choice under *Reference scale* (point-biserial correlations)."
+        )
     if len(choices) < 2:
         return selection
     options = [choice.label for choice in choices]
     if st.session_state.get(SCALE_WIDGET) not in options:  # another reference's choices: start at the first
         st.session_state.pop(SCALE_WIDGET, None)
-    shown = st.radio("Reference scale", options, horizontal=True, key=SCALE_WIDGET, format_func=user_text,
-                     help="Correlations are computed over pairs whose reference shares one scale: graded gold "
-                          "scores one dataset at a time (or the datasets of one score range, pooled), binary 0/1 "
-                          "labels as a choice.")
+    shown = st.radio(
+        "Reference scale",
+        options,
+        horizontal=True,
+        key=SCALE_WIDGET,
+        format_func=user_text,
+        help="Correlations are computed over pairs whose reference shares one scale: graded gold "
+        "scores one dataset at a time (or the datasets of one score range, pooled), binary 0/1 "
+        "labels as a choice.",
+    )
     return replace(selection, dataset_ids=choices[options.index(shown)].dataset_ids)
 
 
@@ -90,26 +112,36 @@ if runs.empty:
     st.stop()
 keys = meta_keys(selection.url, selection.dataset_ids)
 with st.sidebar:
-    kind = st.radio("Graded reference", list(REFERENCES), format_func=REFERENCES.get, key="correlation_reference",
-                    help="Gold scores (STS-B 0–5, SICK 1–5, BIOSSES' annotators' mean); the mean level of the "
-                         "labels on the five-level scale (Don't know excluded); imported annotators' values on "
-                         "their own scale; or a numeric column the file carried. With a campaign as the "
-                         "scope, its pairs and the labels given in it only.")
+    kind = st.radio(
+        "Graded reference",
+        list(REFERENCES),
+        format_func=REFERENCES.get,
+        key="correlation_reference",
+        help="Gold scores (STS-B 0–5, SICK 1–5, BIOSSES' annotators' mean); the mean level of the "
+        "labels on the five-level scale (Don't know excluded); imported annotators' values on "
+        "their own scale; or a numeric column the file carried. With a campaign as the "
+        "scope, its pairs and the labels given in it only.",
+    )
     campaign_id, column = selection.campaign_id, None  # the scope's: a campaign's labels, or every label
     if kind == "meta":
         if not keys:
             fail(ValueError("These pairs carry no metadata column: choose another reference."))
         column = st.selectbox("Column", keys, key="correlation_reference_column")
-    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=CORRELATION_BOOT,
-                              key="correlation_boot")
+    n_boot = st.select_slider(
+        "Bootstrap resamples", [200, 500, 1000, 2000], value=CORRELATION_BOOT, key="correlation_boot"
+    )
 
 if kind != "gold":  # which datasets have this reference at all (gold: those with gold labels)
     try:
         found = graded_values(selection.url, selection.dataset_ids, kind, campaign_id, column).dropna()
     except StatsError as error:
         fail(error)
-    present = set(store_reads.pairs(selection.url, selection.dataset_ids, False, campaign_id)["dataset_id"]
-                  .reindex(found.index).dropna().astype(int))
+    present = set(
+        store_reads.pairs(selection.url, selection.dataset_ids, False, campaign_id)["dataset_id"]
+        .reindex(found.index)
+        .dropna()
+        .astype(int)
+    )
 else:
     present = None
 # one scale at a time: PAWS-X's 0/1 and STS-B's 0–5 on one axis is no correlation of either; graded first
@@ -119,13 +151,22 @@ chosen_runs = st.multiselect("Score runs", runs["name"].tolist(), default=runs["
 if not chosen_runs:
     st.info("Choose at least one score run.")
     st.stop()
-level = st.radio("Level", ["Segment (pairs)", "System"], horizontal=True, key="correlation_level",
-                 help="System level: the mean score and mean reference per system, then their correlation.")
+level = st.radio(
+    "Level",
+    ["Segment (pairs)", "System"],
+    horizontal=True,
+    key="correlation_level",
+    help="System level: the mean score and mean reference per system, then their correlation.",
+)
 system_column = None
 if level == "System":
-    system_column = st.selectbox("Systems named by", keys + [SOURCE], key="correlation_system",
-                                 help="A column of the imported file (system, model, …), or the source sentence "
-                                      "(the Revisiting paper's eq. 1: candidates of one source grouped).")
+    system_column = st.selectbox(
+        "Systems named by",
+        keys + [SOURCE],
+        key="correlation_system",
+        help="A column of the imported file (system, model, …), or the source sentence "
+        "(the Revisiting paper's eq. 1: candidates of one source grouped).",
+    )
 
 data = scored_frame(selection, chosen_runs)
 unscored = [name for name in chosen_runs if data[name].notna().sum() == 0]
@@ -141,22 +182,31 @@ except StatsError as error:
     fail(error)
 data["reference"] = reference.reindex(data.index)
 if data["reference"].notna().sum() == 0:
-    fail(ValueError(f"No pair of these datasets has {ONE_VALUE[kind]}: "
-                    "choose another reference or dataset."))
+    fail(ValueError(f"No pair of these datasets has {ONE_VALUE[kind]}: choose another reference or dataset."))
 if data["reference"].nunique() == 2:
     st.warning("The reference has only two values (binary labels): these are point-biserial correlations.")
 
 direction = runs.set_index("name")["higher_is_similar"]
-st.caption(f"Reference: {REFERENCES[kind].lower()}{f' ({user_text(column)})' if column else ''}. {n_boot:,} bootstrap resamples, "
-           "95% percentile intervals. A distance (lower = more similar) correlates negatively.")
+st.caption(
+    f"Reference: {REFERENCES[kind].lower()}{f' ({user_text(column)})' if column else ''}. {n_boot:,} bootstrap resamples, "
+    "95% percentile intervals. A distance (lower = more similar) correlates negatively."
+)
 correlation_table = st.empty()
 
 
 def show_table(table: pd.DataFrame) -> None:
-    shown = table.assign(direction=table["metric"].map(lambda m: "higher = similar" if direction.get(m, True)
-                                                       else "lower = similar (distance)"))
-    correlation_table.dataframe(shown, hide_index=True, width="stretch", placeholder="—", column_config={
-        c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")})
+    shown = table.assign(
+        direction=table["metric"].map(
+            lambda m: "higher = similar" if direction.get(m, True) else "lower = similar (distance)"
+        )
+    )
+    correlation_table.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        placeholder="—",
+        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("r", "ci_low", "ci_high")},
+    )
 
 
 try:
@@ -184,11 +234,19 @@ if system_column is None:
     labelled = store_reads.hover_labels(selection.url, selection.dataset_ids, campaign_id)
     drawn = drawn.join(texts).assign(labels=drawn.index.map(labelled).fillna("none"))
     drawn = drawn.rename_axis("pair_id").reset_index()  # on hover: the pair, its sentences, every label
-    picked = charts.draw("scatter", drawn, {"x": "reference", "y": shown_run, "pair_id": "pair"},
-                         f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)",
-                         key="correlation_scatter", select=("box", "lasso"))
-    charts.list_pairs(charts.selected_pair_ids(picked), lambda ids: pairs_detail(
-        get_engine(), ids, campaign_id, annotators=selection.choices.annotators), "correlation_scatter")
+    picked = charts.draw(
+        "scatter",
+        drawn,
+        {"x": "reference", "y": shown_run, "pair_id": "pair"},
+        f"{shown_run} against the reference ({len(drawn):,} of {len(points):,} pairs)",
+        key="correlation_scatter",
+        select=("box", "lasso"),
+    )
+    charts.list_pairs(
+        charts.selected_pair_ids(picked),
+        lambda ids: pairs_detail(get_engine(), ids, campaign_id, annotators=selection.choices.annotators),
+        "correlation_scatter",
+    )
 
 st.subheader("Do two runs correlate differently?")
 if len(chosen_runs) < 2:
@@ -204,16 +262,18 @@ try:
     if system_column is None:
         found = correlation_difference(oriented[first], oriented[second], data["reference"], method, n_boot)
     else:
-        means = system_means(pd.DataFrame(oriented), data["reference"],
-                             groups(selection.url, selection.dataset_ids, system_column))
-        found = correlation_difference(means[first], means[second], means["reference"], method, n_boot,
-                                              len(means))
+        means = system_means(
+            pd.DataFrame(oriented), data["reference"], groups(selection.url, selection.dataset_ids, system_column)
+        )
+        found = correlation_difference(means[first], means[second], means["reference"], method, n_boot, len(means))
 except StatsError as error:
     fail(error)
 a, b, c = st.columns(3)
 a.metric(f"r {user_text(first)}", f"{found['r_a']:.3f}")
 b.metric(f"r {user_text(second)}", f"{found['r_b']:.3f}")
 c.metric("p (paired bootstrap)", format_p(found["p_value"]))
-st.caption(f"Difference {found['difference']:+.3f}, 95% interval [{found['ci_low']:+.3f}, {found['ci_high']:+.3f}], "
-           f"on {found['n']:,} {'systems' if system_column else 'pairs'} with both scores and a reference. Distances "
-           "are negated first. p is two-sided: twice the share of resamples on the far side of no difference.")
+st.caption(
+    f"Difference {found['difference']:+.3f}, 95% interval [{found['ci_low']:+.3f}, {found['ci_high']:+.3f}], "
+    f"on {found['n']:,} {'systems' if system_column else 'pairs'} with both scores and a reference. Distances "
+    "are negated first. p is two-sided: twice the share of resamples on the far side of no difference."
+)

@@ -1,18 +1,19 @@
 """Distributions: a score's histogram per class, the score against the normalised edit distance with
 the Pearson correlation inside each class (the paper's figure 2 and table 4), and the mean ± standard
 deviation of every score per class (table 1)."""
+
 import pandas as pd
 import streamlit as st
 
 from db.analysis import pairs_detail
 from pluie_core.analysis import natural_threshold
+from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 from ui import charts
+from ui.base.page import get_engine, user_text
+from ui.frame import admin_page
 from ui.views import store_reads
 from ui.views.selection import scored_frame, sidebar
 from ui.views.tables import download_csv, file_stem, plus_minus
-from ui.frame import admin_page
-from ui.base.page import get_engine, user_text
-from pluie_core.stats import class_summary, edit_distance_correlation, format_p
 
 admin_page("chart")
 
@@ -41,8 +42,10 @@ if data.empty:
 data["class"] = data["reference"].map(CLASSES)
 st.caption(f"**{user_text(score)}** on {len(data):,} pairs, classes from {user_text(selection.reference.describe())}.")
 if data["class"].nunique() < 2:
-    st.warning(f"Every pair here is a {data['class'].iloc[0]} according to {user_text(selection.reference.describe())}: "
-               "the per-class figures below show a single class.")
+    st.warning(
+        f"Every pair here is a {data['class'].iloc[0]} according to {user_text(selection.reference.describe())}: "
+        "the per-class figures below show a single class."
+    )
 
 points = data.reset_index()[["pair_id", "dataset", score, EDIT, "class", "source", "hypothesis"]]
 columns = ["pair_id", "dataset", score, EDIT, "class"]  # the download's
@@ -64,30 +67,46 @@ drawn = charts.drawn_sample(points, charts.points_drawn(len(points), "distributi
 labelled = store_reads.hover_labels(selection.url, selection.dataset_ids, selection.campaign_id)
 drawn = drawn.assign(labels=drawn["pair_id"].map(labelled).fillna("none"))  # every label, on hover
 picked = charts.draw(
-    "class_scatter", drawn.rename(columns={EDIT: "x", score: "y"}), COLOURS,
-    {"paraphrase": "circle", "non-paraphrase": "square"}, {"x": EDIT, "y": score, "pair_id": "pair"},
-    f"{score} against the normalised Levenshtein distance", level=natural, key="scatter", select=("box", "lasso"))
+    "class_scatter",
+    drawn.rename(columns={EDIT: "x", score: "y"}),
+    COLOURS,
+    {"paraphrase": "circle", "non-paraphrase": "square"},
+    {"x": EDIT, "y": score, "pair_id": "pair"},
+    f"{score} against the normalised Levenshtein distance",
+    level=natural,
+    key="scatter",
+    select=("box", "lasso"),
+)
 if len(drawn) < len(points):
-    more = " (\"Points drawn\" draws more)" if len(drawn) < charts.MAX_SCATTER_POINTS else ""
-    st.caption(f"{len(drawn):,} of {len(points):,} pairs drawn, a seeded sample{more}; "
-               "the histogram, the correlations and the tables use them all.")
+    more = ' ("Points drawn" draws more)' if len(drawn) < charts.MAX_SCATTER_POINTS else ""
+    st.caption(
+        f"{len(drawn):,} of {len(points):,} pairs drawn, a seeded sample{more}; "
+        "the histogram, the correlations and the tables use them all."
+    )
 charts.list_pairs(charts.selected_pair_ids(picked), read_pairs, "scatter")
 
 st.subheader("Per class: correlation with edit distance, mean and standard deviation")
 runs = selection.choices.runs["name"].tolist()
-table_runs = st.multiselect("Scores in the tables", runs, default=[score],
-                            key=f"distribution_table_runs_{int(selection.run['id'])}")
+table_runs = st.multiselect(
+    "Scores in the tables", runs, default=[score], key=f"distribution_table_runs_{int(selection.run['id'])}"
+)
 per_dataset = data["dataset"].nunique() > 1 and st.checkbox("Per dataset", value=True, key="distribution_per_dataset")
 dataset_col = "dataset" if per_dataset else None
 tables = scored_frame(selection, table_runs)
 tables[EDIT] = store_reads.edit_distances(selection.url, selection.dataset_ids).reindex(tables.index)
 tables["class"] = tables["reference"].map(CLASSES)
 
-correlation, summary = per_class_tables(tables[[*dict.fromkeys([*table_runs, EDIT, "class", "dataset"])]], table_runs,
-                                        dataset_col)
+correlation, summary = per_class_tables(
+    tables[[*dict.fromkeys([*table_runs, EDIT, "class", "dataset"])]], table_runs, dataset_col
+)
 st.markdown("**Pearson r between each score and the edit distance inside each class** (paper, table 4)")
-st.dataframe(correlation.assign(p_value=correlation["p_value"].map(format_p)), hide_index=True, width="stretch",
-             column_config={"r": st.column_config.NumberColumn(format="%.3f")}, placeholder="—")
+st.dataframe(
+    correlation.assign(p_value=correlation["p_value"].map(format_p)),
+    hide_index=True,
+    width="stretch",
+    column_config={"r": st.column_config.NumberColumn(format="%.3f")},
+    placeholder="—",
+)
 download_csv(correlation, "edit_distance_correlation.csv")
 
 st.markdown("**Mean ± standard deviation per class** (paper, table 1)")

@@ -1,15 +1,16 @@
 """Home: the datasets in the store, their sizes, and how far labelling and scoring have gone."""
+
 import streamlit as st
 
 from db.analysis import LABELS_COUNTED
 from db.datasets import RenameRefused, delete_dataset, rename_dataset
 from db.limits import NAME_LENGTH
-from ui.views import store_reads
-from ui.views.home_cache import store_overview
-from ui.frame import admin_page
-from ui.base.page import may, user_text
 from lab.roles import NotAllowed
 from pluie_core.wording import one_line
+from ui.base.page import may, user_text
+from ui.frame import admin_page
+from ui.views import store_reads
+from ui.views.home_cache import store_overview
 
 engine = admin_page("table")
 st.title("PLUIE Lab")
@@ -35,13 +36,26 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     # who imported each dataset, where an account did (a store without accounts names nobody)
-    column_order=["dataset", "format", "pairs", "gold labels", "labels", "labelling", "scoring", "imported",
-                  *(["imported by"] if overview["imported by"].astype(bool).any() else []), "description"],
+    column_order=[
+        "dataset",
+        "format",
+        "pairs",
+        "gold labels",
+        "labels",
+        "labelling",
+        "scoring",
+        "imported",
+        *(["imported by"] if overview["imported by"].astype(bool).any() else []),
+        "description",
+    ],
     column_config={
         "labelling": st.column_config.ProgressColumn("labelled", format="percent", min_value=0, max_value=1),
         "scoring": st.column_config.ProgressColumn(
-            "scored", format="percent", min_value=0, max_value=1,
-            help="scores written / scores queued, over the active and paused runs (failed and cancelled ones left out)"
+            "scored",
+            format="percent",
+            min_value=0,
+            max_value=1,
+            help="scores written / scores queued, over the active and paused runs (failed and cancelled ones left out)",
         ),
         "imported": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
         "labels": st.column_config.NumberColumn("labels", help=f"Labels of the dataset's pairs: {LABELS_COUNTED}."),
@@ -69,10 +83,21 @@ with st.expander("Rename a dataset"):
     # several benchmark files are all called "dev" (PAWS-X, PAWS, STS-B): the name is the dataset's
     # everywhere (sidebars, exports, the card), its pairs, labels, scores and campaigns stay as they are
     with st.form("rename-dataset"):
-        which = st.selectbox("Dataset to rename", list(names), index=None, format_func=names.get,
-                             placeholder="Choose a dataset", key="rename-dataset-which")
-        new_name = st.text_input("New name", max_chars=NAME_LENGTH, key="rename-dataset-name",
-                                 placeholder="e.g. paws-x-en-dev", help="Unique among the datasets.")
+        which = st.selectbox(
+            "Dataset to rename",
+            list(names),
+            index=None,
+            format_func=names.get,
+            placeholder="Choose a dataset",
+            key="rename-dataset-which",
+        )
+        new_name = st.text_input(
+            "New name",
+            max_chars=NAME_LENGTH,
+            key="rename-dataset-name",
+            placeholder="e.g. paws-x-en-dev",
+            help="Unique among the datasets.",
+        )
         if st.form_submit_button("Rename"):
             if which is None:
                 st.error("Choose the dataset to rename.")

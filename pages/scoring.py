@@ -1,18 +1,26 @@
 """Scoring: the runs applied to every pair, their live progress, the workers, and new runs."""
+
 import streamlit as st
 
 from db.engine import database_url
 from db.queue import workers_overview
 from db.runs import (
-    RunError, cancel_run, compute_times, latest_scores, pause_run, resume_run, retry_run, runs_progress,
+    RunError,
+    cancel_run,
+    compute_times,
+    latest_scores,
+    pause_run,
+    resume_run,
+    retry_run,
+    runs_progress,
 )
+from lab.roles import NotAllowed
+from lab.time_left import is_range
+from pluie_core.baselines import BASELINES
+from pluie_core.run_kinds import RUN_KINDS
+from ui.base.page import user_text
 from ui.forms.run_forms import baseline_run_form, judge_run_form, pluie_run_form
 from ui.frame import admin_page
-from ui.base.page import user_text
-from pluie_core.baselines import BASELINES
-from lab.roles import NotAllowed
-from pluie_core.run_kinds import RUN_KINDS
-from lab.time_left import is_range
 from worker_launch import ensure_worker_running
 
 engine = admin_page("table")
@@ -39,7 +47,9 @@ def time_left(run) -> str:
     if run.seconds_left is None:
         return "time left —"
     low, high = run.seconds_left, run.seconds_left_high or run.seconds_left
-    text = f"time left {duration(low)} to {duration(high)}" if is_range(low, high) else f"time left about {duration(high)}"
+    text = (
+        f"time left {duration(low)} to {duration(high)}" if is_range(low, high) else f"time left about {duration(high)}"
+    )
     return text + (" (rough: few pairs timed yet)" if run.rough else "")
 
 
@@ -55,10 +65,14 @@ def live_progress():
         if run.starting:  # a worker has taken the run and loads its model: not "0 scored" for minutes
             label = f"**{user_text(run.name)}** · {run.starting} · {run.done:,} / {run.total:,} scored"
         elif run.up_to_date:
-            label = f"**{user_text(run.name)}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
+            label = (
+                f"**{user_text(run.name)}** · up to date · {run.done:,} / {run.total:,} scored · waiting for new pairs"
+            )
         else:
-            label = (f"**{user_text(run.name)}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
-                     f"{time_left(run)}")
+            label = (
+                f"**{user_text(run.name)}** · {run.status} · {run.done:,} / {run.total:,} scored · {rate} · "
+                f"{time_left(run)}"
+            )
         if run.created_by:  # the account that created it (a store without accounts names nobody)
             label += f" · created by {user_text(run.created_by)}"
         if run.failed:
@@ -77,17 +91,28 @@ def live_progress():
         elif run.waiting:  # its pairs were handed back (the judge's server away): the sentence, not a silence
             st.warning(f"Run “{user_text(run.name)}” is waiting: {user_text(run.waiting)}")
         elif run.failed and run.item_error:
-            st.warning(f"Run “{user_text(run.name)}”: {run.failed:,} pairs could not be scored: {user_text(run.item_error)}")
+            st.warning(
+                f"Run “{user_text(run.name)}”: {run.failed:,} pairs could not be scored: {user_text(run.item_error)}"
+            )
 
     timed = compute_times(runs)
     if not timed.empty:
         st.subheader("Compute time")
-        st.caption("Seconds spent in the metric per pair (model loading and the store excluded), as in the "
-                   "*-PLUIE paper's table 3; × PLUIE: against the fastest PLUIE run of the same model.")
-        st.dataframe(timed, hide_index=True, width="stretch",
-                     column_config={"s / pair": st.column_config.NumberColumn(format="%.4f"),
-                                    "pairs / s": st.column_config.NumberColumn(format="%.1f"),
-                                    "× PLUIE": st.column_config.NumberColumn(format="%.2f")}, placeholder="—")
+        st.caption(
+            "Seconds spent in the metric per pair (model loading and the store excluded), as in the "
+            "*-PLUIE paper's table 3; × PLUIE: against the fastest PLUIE run of the same model."
+        )
+        st.dataframe(
+            timed,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "s / pair": st.column_config.NumberColumn(format="%.4f"),
+                "pairs / s": st.column_config.NumberColumn(format="%.1f"),
+                "× PLUIE": st.column_config.NumberColumn(format="%.2f"),
+            },
+            placeholder="—",
+        )
 
     st.subheader("Workers")
     workers = workers_overview(engine)
@@ -99,11 +124,21 @@ def live_progress():
             else:
                 st.success("Worker started: it appears here within a few seconds.")
     else:
-        st.dataframe(workers, hide_index=True, width="stretch", placeholder="—", column_config={
-            "state": st.column_config.TextColumn(help="What the worker reports: loading the model of a run it has "
-                                                      "just taken, scoring, or idle."),
-            "pairs / s": st.column_config.NumberColumn(help="The rate of its current run's latest pieces (— while it "
-                                                            "loads the model, or before its first piece).")})
+        st.dataframe(
+            workers,
+            hide_index=True,
+            width="stretch",
+            placeholder="—",
+            column_config={
+                "state": st.column_config.TextColumn(
+                    help="What the worker reports: loading the model of a run it has just taken, scoring, or idle."
+                ),
+                "pairs / s": st.column_config.NumberColumn(
+                    help="The rate of its current run's latest pieces (— while it "
+                    "loads the model, or before its first piece)."
+                ),
+            },
+        )
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -125,12 +160,16 @@ runs = {run.id: run for run in runs_progress(engine)}
 if "scoring_select" in st.session_state:  # a run just created: select it
     st.session_state["scoring_run"] = st.session_state.pop("scoring_select")
 if runs:
-    run_id = st.selectbox("Run", list(runs), format_func=lambda i: f"{runs[i].name} ({runs[i].status})",
-                          key="scoring_run")
+    run_id = st.selectbox(
+        "Run", list(runs), format_func=lambda i: f"{runs[i].name} ({runs[i].status})", key="scoring_run"
+    )
     status = runs[run_id].status
-    actions = [("Pause", pause_run, status == "active"), ("Resume", resume_run, status == "paused"),
-               ("Cancel", cancel_run, status in ("active", "paused")),
-               ("Retry", retry_run, status in ("failed", "cancelled") or runs[run_id].failed > 0)]
+    actions = [
+        ("Pause", pause_run, status == "active"),
+        ("Resume", resume_run, status == "paused"),
+        ("Cancel", cancel_run, status in ("active", "paused")),
+        ("Retry", retry_run, status in ("failed", "cancelled") or runs[run_id].failed > 0),
+    ]
     for column, (label, action, enabled) in zip(st.columns(len(actions)), actions):
         if column.button(label, disabled=not enabled, key=f"run_{label.lower()}"):
             try:

@@ -17,6 +17,7 @@ two lists agree, that each name resolves to its module's object, and that the im
 ``__version__`` is the package's version, and pyproject.toml reads it from here (``dynamic``): one
 place to change it, the same in the checkout and in an installed copy. The package is typed (py.typed).
 """
+
 from __future__ import annotations
 
 from importlib import import_module

@@ -1,4 +1,5 @@
 """``python -m pluie_core score ...`` (see pluie_core.cli): the ``pluie`` command, from the checkout."""
+
 import sys
 
 from pluie_core.cli import main

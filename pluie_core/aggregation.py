@@ -46,6 +46,7 @@ Dawid–Skene: the diagonal of their confusion matrix weighted by the class prio
 their pairs of sigmoid(alpha * exp(beta)), the model's probability of a correct label; MACE: the
 probability that they are not spamming (1 - crowd-kit's ``spamming_[:, 0]``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -95,8 +96,10 @@ class Aggregation:
             text += " (" + ", ".join(f"{k}={v}" for k, v in self.settings.items()) + ")"
         rel = self.annotators["reliability"].dropna() if len(self.annotators) else pd.Series(dtype=float)
         if len(rel):
-            text += (f"; annotator reliability {rel.min():.2f}–{rel.max():.2f} (median {rel.median():.2f},"
-                     f" {len(rel)} annotators)")
+            text += (
+                f"; annotator reliability {rel.min():.2f}–{rel.max():.2f} (median {rel.median():.2f},"
+                f" {len(rel)} annotators)"
+            )
         if self.anchored:
             text += "; gold answers anchor the estimate"
         return text + "."
@@ -119,9 +122,13 @@ def crowd_frame(labels: pd.DataFrame, scale: str = "levels") -> pd.DataFrame:
         raise AggregationError("Labels must be levels of the scale (0-4); found other values.")
     if scale == "binary":
         values = pd.Series(binarise_levels(values), index=values.index).astype(int)
-    return pd.DataFrame({"task": labels.loc[keep, "pair_id"].to_numpy(),
-                         "worker": labels.loc[keep, "annotator"].to_numpy(),
-                         "label": values.to_numpy()})
+    return pd.DataFrame(
+        {
+            "task": labels.loc[keep, "pair_id"].to_numpy(),
+            "worker": labels.loc[keep, "annotator"].to_numpy(),
+            "label": values.to_numpy(),
+        }
+    )
 
 
 def _classes(scale: str) -> list[int]:
@@ -132,21 +139,28 @@ def _pairs_table(probas: pd.DataFrame, label: pd.Series, counts: pd.Series) -> p
     values = pd.to_numeric(label.reindex(probas.index), errors="coerce").to_numpy(dtype=float)
     known = ~np.isnan(values)
     column = np.searchsorted(probas.columns.to_numpy(), np.where(known, values, probas.columns[0]))
-    posterior = pd.Series(np.where(known, probas.to_numpy(dtype=float)[np.arange(len(values)), column], np.nan),
-                          index=probas.index)
+    posterior = pd.Series(
+        np.where(known, probas.to_numpy(dtype=float)[np.arange(len(values)), column], np.nan), index=probas.index
+    )
     label = pd.Series(values, index=probas.index).astype("Float64").astype("Int64")
-    return pd.DataFrame({"label": label, "posterior": posterior,
-                         "uncertainty": 1.0 - probas.max(axis=1).astype(float),
-                         "n_labels": counts.reindex(probas.index).fillna(0).astype(int)},
-                        index=pd.Index(probas.index, name="pair_id"))
+    return pd.DataFrame(
+        {
+            "label": label,
+            "posterior": posterior,
+            "uncertainty": 1.0 - probas.max(axis=1).astype(float),
+            "n_labels": counts.reindex(probas.index).fillna(0).astype(int),
+        },
+        index=pd.Index(probas.index, name="pair_id"),
+    )
 
 
 def _majority(data: pd.DataFrame, scale: str):
     """The majority rule, vectorised (one bincount over (pair, class) cells; no loop over pairs)."""
     classes = _classes(scale)
     pair_ids, index = np.unique(data["task"].to_numpy(), return_inverse=True)
-    counts = np.bincount(index * len(classes) + data["label"].to_numpy(dtype=np.int64),
-                         minlength=len(pair_ids) * len(classes)).reshape(len(pair_ids), len(classes))
+    counts = np.bincount(
+        index * len(classes) + data["label"].to_numpy(dtype=np.int64), minlength=len(pair_ids) * len(classes)
+    ).reshape(len(pair_ids), len(classes))
     probas = pd.DataFrame(counts / counts.sum(axis=1, keepdims=True), index=pair_ids, columns=classes)
     if scale == "binary":  # pluie_core.labels.majority_binary: a tie gives none
         label = np.where(counts[:, 1] > counts[:, 0], 1.0, np.where(counts[:, 0] > counts[:, 1], 0.0, np.nan))
@@ -162,6 +176,7 @@ def _majority(data: pd.DataFrame, scale: str):
 
 def _dawid_skene(data: pd.DataFrame, gold: Optional[pd.Series], settings: dict):
     from crowdkit.aggregation import DawidSkene
+
     model = DawidSkene(**settings)
     model.fit(data, true_labels=gold if gold is not None and len(gold) else None)
     errors, priors = model.errors_, model.priors_
@@ -180,13 +195,15 @@ def _dawid_skene(data: pd.DataFrame, gold: Optional[pd.Series], settings: dict):
     reliability = {}
     for worker in errors.index.get_level_values(0).unique():
         confusion = errors.loc[worker]
-        reliability[worker] = float(sum(priors[k] * (confusion.at[k, k] if k in confusion.index else 0.0)
-                                        for k in priors.index))
+        reliability[worker] = float(
+            sum(priors[k] * (confusion.at[k, k] if k in confusion.index else 0.0) for k in priors.index)
+        )
     return probas, labels, pd.Series(reliability, dtype=float)
 
 
 def _glad(data: pd.DataFrame, settings: dict):
     from crowdkit.aggregation import GLAD
+
     model = GLAD(**settings)
     with np.errstate(divide="ignore", invalid="ignore"):  # one class only: crowd-kit takes log(0), harmlessly
         model.fit(data)
@@ -215,8 +232,9 @@ def _canonical_order(data: pd.DataFrame):
         if signatures[by_answers[i]] == signatures[by_answers[i - 1]]:
             ties[i] = ties[i - 1]
     rows = np.lexsort((answers, code[workers]))
-    frame = pd.DataFrame({"task": data["task"].to_numpy()[rows], "worker": code[workers][rows],
-                          "label": data["label"].to_numpy()[rows]})
+    frame = pd.DataFrame(
+        {"task": data["task"].to_numpy()[rows], "worker": code[workers][rows], "label": data["label"].to_numpy()[rows]}
+    )
     return frame, worker_ids[by_answers], ties
 
 
@@ -234,9 +252,11 @@ def mace_class():
 
     MACE = crowdkit_mace()
     if MACE is None:  # the overrides below would not mend it, or would compute something else
-        raise AggregationError(f"MACE cannot run on this crowd-kit: {CROWDKIT_MACE.reason} (MACE here mends "
-                               f"{CROWDKIT_MACE.name} as in {CROWDKIT_MACE.checked_on}, the version "
-                               "requirements.txt pins). Choose another method, or install that version.")
+        raise AggregationError(
+            f"MACE cannot run on this crowd-kit: {CROWDKIT_MACE.reason} (MACE here mends "
+            f"{CROWDKIT_MACE.name} as in {CROWDKIT_MACE.checked_on}, the version "
+            "requirements.txt pins). Choose another method, or install that version."
+        )
 
     class CanonicalMACE(MACE):
         def fit(self, data: pd.DataFrame) -> "CanonicalMACE":
@@ -267,7 +287,8 @@ def mace_class():
 
         def _e_step(self, annotation, task_names, worker_names, label_names, tasks, workers, labels):
             likelihood, marginals, strategy, knowing = super()._e_step(
-                annotation, task_names, worker_names, label_names, tasks, workers, labels)
+                annotation, task_names, worker_names, label_names, tasks, workers, labels
+            )
             # crowd-kit's counts come by sorted (worker, label); its M-step reads them by first appearance
             strategy = strategy.reindex(index=worker_names, columns=label_names, fill_value=0.0)
             self.log_marginal_likelihood_ = float(likelihood)
@@ -284,8 +305,13 @@ def _mace(data: pd.DataFrame, settings: dict):
     return model.probas_, model.labels_, reliability
 
 
-def aggregate(labels: pd.DataFrame, method: str = DEFAULT_METHOD, scale: str = "levels",
-              gold: Optional[pd.Series] = None, settings: Optional[dict] = None) -> Aggregation:
+def aggregate(
+    labels: pd.DataFrame,
+    method: str = DEFAULT_METHOD,
+    scale: str = "levels",
+    gold: Optional[pd.Series] = None,
+    settings: Optional[dict] = None,
+) -> Aggregation:
     """Aggregate ``labels`` (one row per label: pair_id, annotator, level 0-4) by ``method`` on ``scale``.
     ``gold``: known labels of the gold-check pairs (pair_id -> level 0-3 on the five-level scale, or 0 / 1
     when ``scale`` is binary); anchors Dawid–Skene, is held out for the others (see the module text).
@@ -300,11 +326,17 @@ def aggregate(labels: pd.DataFrame, method: str = DEFAULT_METHOD, scale: str = "
     if gold is not None and scale == "binary" and len(gold) and gold.max() > 1:
         raise AggregationError("Binary gold answers are 0 or 1.")
     if data.empty:
-        empty = pd.DataFrame(columns=["label", "posterior", "uncertainty", "n_labels"],
-                             index=pd.Index([], name="pair_id"))
-        return Aggregation(method, scale, empty, pd.DataFrame(columns=classes),
-                           pd.DataFrame(columns=["reliability", "n_labels"], index=pd.Index([], name="annotator")),
-                           settings=settings)
+        empty = pd.DataFrame(
+            columns=["label", "posterior", "uncertainty", "n_labels"], index=pd.Index([], name="pair_id")
+        )
+        return Aggregation(
+            method,
+            scale,
+            empty,
+            pd.DataFrame(columns=classes),
+            pd.DataFrame(columns=["reliability", "n_labels"], index=pd.Index([], name="annotator")),
+            settings=settings,
+        )
     anchored = False
     if method == "majority":
         probas, label, reliability = _majority(data, scale)
@@ -319,8 +351,9 @@ def aggregate(labels: pd.DataFrame, method: str = DEFAULT_METHOD, scale: str = "
     probas = probas.reindex(columns=classes, fill_value=0.0).astype(float)
     probas.index.name = "pair_id"
     pairs = _pairs_table(probas, label, data.groupby("task").size())
-    annotators = pd.DataFrame({"reliability": reliability,
-                               "n_labels": data.groupby("worker").size()}).rename_axis("annotator")
+    annotators = pd.DataFrame({"reliability": reliability, "n_labels": data.groupby("worker").size()}).rename_axis(
+        "annotator"
+    )
     annotators["n_labels"] = annotators["n_labels"].fillna(0).astype(int)
     gold_accuracy = float("nan")
     if gold is not None and len(gold) and not anchored:
@@ -371,9 +404,15 @@ def median_labels(labels_per_annotator) -> float:
     return float(counts.median()) if len(counts) else 0.0
 
 
-def model_final_levels(majority: pd.Series, levels: pd.Series, posterior: pd.Series, labels_per_annotator,
-                       method: Optional[str], confidence: float = DEFAULT_CONFIDENCE,
-                       min_labels: int = DEFAULT_MIN_LABELS) -> pd.DataFrame:
+def model_final_levels(
+    majority: pd.Series,
+    levels: pd.Series,
+    posterior: pd.Series,
+    labels_per_annotator,
+    method: Optional[str],
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+) -> pd.DataFrame:
     """Each pair's level before review, and the rule that gave it. ``majority``: the majority levels
     (pluie_core.labels.majority_level, NaN when none), indexed by pair; ``levels`` and ``posterior``: the
     method's level of each pair and its probability (Aggregation.pairs' label and posterior, reindexed
@@ -396,38 +435,57 @@ def model_final_levels(majority: pd.Series, levels: pd.Series, posterior: pd.Ser
             trusted = ~np.isnan(model) & (sure >= confidence)
     level = np.where(trusted, model, base)
     source = np.where(trusted, method or "", np.where(np.isnan(base), "none", "majority"))
-    return pd.DataFrame({"level": pd.array(level, dtype="Float64").astype("Int64"),
-                         "source": pd.Series(source, index=majority.index, dtype=object)}, index=majority.index)
+    return pd.DataFrame(
+        {
+            "level": pd.array(level, dtype="Float64").astype("Int64"),
+            "source": pd.Series(source, index=majority.index, dtype=object),
+        },
+        index=majority.index,
+    )
 
 
 def _share_text(value: float) -> str:
     return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
 
 
-def final_rule_text(counts: dict, method: Optional[str], confidence: float = DEFAULT_CONFIDENCE,
-                    min_labels: int = DEFAULT_MIN_LABELS, median: float = 0.0) -> str:
+def final_rule_text(
+    counts: dict,
+    method: Optional[str],
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    median: float = 0.0,
+) -> str:
     """Which rule decided how many pairs, in words, for the Export page and the dataset card. ``counts``:
     {final_source: pairs} (export_frame's final_source column counted); with a model method, the two
     thresholds and ``median``, the fit's median labels per annotator (median_labels), are said too."""
+
     def n(source: str) -> int:
         return int(counts.get(source, 0))
 
     def pairs(k: int) -> str:
         return f"{k:,} pair{'' if k == 1 else 's'}"
 
-    keys = (f"a gold key {n('gold'):,} (the campaign's known answer, final_source gold; never the model's), "
-            if n("gold") else "")
+    keys = (
+        f"a gold key {n('gold'):,} (the campaign's known answer, final_source gold; never the model's), "
+        if n("gold")
+        else ""
+    )
     tail = f"{n('none'):,} undecided, {keys}a reviewer {n('adjudicated'):,}."
     if method not in MODEL_METHODS:
         return f"The majority rule decided {pairs(n('majority'))}, {tail}"
     name, share = METHOD_NAMES[method], _share_text(float(confidence))
-    rule = (f"{name}'s level is final where its posterior is at least {share} and the median annotator has at "
-            f"least {int(min_labels):,} labels in the fit (here {float(median):g}")
-    rule += ("); elsewhere the majority rule decides, and a reviewer's decision wins over both. "
-             if median >= min_labels else
-             f": too few, so {name} decides no pair); the majority rule decides, and a reviewer's decision wins. ")
-    return rule + (f"{name} decided {pairs(n(method))} (posterior ≥ {share}), the majority rule {n('majority'):,}, "
-                   + tail)
+    rule = (
+        f"{name}'s level is final where its posterior is at least {share} and the median annotator has at "
+        f"least {int(min_labels):,} labels in the fit (here {float(median):g}"
+    )
+    rule += (
+        "); elsewhere the majority rule decides, and a reviewer's decision wins over both. "
+        if median >= min_labels
+        else f": too few, so {name} decides no pair); the majority rule decides, and a reviewer's decision wins. "
+    )
+    return rule + (
+        f"{name} decided {pairs(n(method))} (posterior ≥ {share}), the majority rule {n('majority'):,}, " + tail
+    )
 
 
 # ---------------------------------------------------------------- adaptive overlap
@@ -481,9 +539,15 @@ def fit_adaptive_model(labels: pd.DataFrame, gold: Optional[pd.Series] = None) -
     p_true = probas.reindex(data["task"]).to_numpy(dtype=float)  # labels x true class
     given = data["label"].to_numpy(dtype=int)
     # expected counts: true class k, label given l, per annotator
-    cells = pd.DataFrame({"worker": data["worker"].astype(str).to_numpy(),
-                          "k0_l0": p_true[:, 0] * (given == 0), "k0_l1": p_true[:, 0] * (given == 1),
-                          "k1_l0": p_true[:, 1] * (given == 0), "k1_l1": p_true[:, 1] * (given == 1)})
+    cells = pd.DataFrame(
+        {
+            "worker": data["worker"].astype(str).to_numpy(),
+            "k0_l0": p_true[:, 0] * (given == 0),
+            "k0_l1": p_true[:, 0] * (given == 1),
+            "k1_l0": p_true[:, 1] * (given == 0),
+            "k1_l1": p_true[:, 1] * (given == 1),
+        }
+    )
     counts = cells.groupby("worker").sum()
 
     def confusion(row) -> list[list[float]]:
@@ -563,8 +627,9 @@ def pair_posteriors(labels: pd.DataFrame, fit: Optional[dict] = None) -> pd.Data
     return out
 
 
-def wants_another(levels, n_wanted: int, overlap_max: int, confidence: float, least: int = 1,
-                  posterior: Optional[float] = None) -> bool:
+def wants_another(
+    levels, n_wanted: int, overlap_max: int, confidence: float, least: int = 1, posterior: Optional[float] = None
+) -> bool:
     """Adaptive overlap's rule for one pair: once it holds the answers it asked for (``levels``, one per
     annotator, "Don't know" included), it asks for one more annotator while it is under ``overlap_max``
     and either holds fewer than ``least`` usable answers ("Don't know" never counts towards the least) or

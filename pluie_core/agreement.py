@@ -13,6 +13,7 @@ come down to a table of a few dozen distinct counts and how many pairs have each
 which can be gathered chunk by chunk (db.publish). The patterns are sorted before the bootstrap, so
 the interval does not depend on the order the pairs were read in.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
@@ -26,13 +27,19 @@ from pluie_core.stats.reliability import krippendorff_alpha_ci_from_patterns
 __all__ = ["AGREEMENT_RULE", "N_BOOT", "level_counts", "count_patterns", "agreement_figures"]
 
 N_BOOT = 1000
-AGREEMENT_RULE = ("Krippendorff's α over the pairs with two or more labels on levels 0–3: every label except the "
-                  "training trial's, answers to gold checks included; Don't know counts as missing. Binarised: "
-                  "0–1 non-paraphrase, 2–3 paraphrase. 95% interval: 1,000 bootstrap resamples of pairs.")
+AGREEMENT_RULE = (
+    "Krippendorff's α over the pairs with two or more labels on levels 0–3: every label except the "
+    "training trial's, answers to gold checks included; Don't know counts as missing. Binarised: "
+    "0–1 non-paraphrase, 2–3 paraphrase. 95% interval: 1,000 bootstrap resamples of pairs."
+)
 
 # measure -> (level of measurement, binarised)
-MEASURES = {"ordinal": ("ordinal", False), "nominal": ("nominal", False), "interval": ("interval", False),
-            "binary": ("nominal", True)}
+MEASURES = {
+    "ordinal": ("ordinal", False),
+    "nominal": ("nominal", False),
+    "interval": ("interval", False),
+    "binary": ("nominal", True),
+}
 
 
 def level_counts(pair_ids: Sequence, levels: Sequence) -> np.ndarray:
@@ -56,7 +63,7 @@ def count_patterns(level_counts, into: Optional[dict] = None) -> dict:
     if len(counts):
         # one whole number per row (its counts as digits in base max + 1): a 1-d unique, far faster than rows
         base = int(counts.max()) + 1
-        if base ** 4 < 2 ** 62:
+        if base**4 < 2**62:
             keys, frequency = np.unique(counts @ base ** np.arange(4, dtype=np.int64), return_counts=True)
             patterns = (keys[:, None] // base ** np.arange(4, dtype=np.int64)) % base
         else:  # tens of thousands of labels on one pair: rows as they are
@@ -73,8 +80,9 @@ def _alpha(patterns: np.ndarray, frequencies: np.ndarray, level: str, values, n_
         return {"alpha": None, "why": str(exc)}
 
 
-def agreement_figures(patterns: dict, n_boot: int = N_BOOT, seed: int = 0,
-                      measures: Sequence[str] = ("ordinal", "binary")) -> dict:
+def agreement_figures(
+    patterns: dict, n_boot: int = N_BOOT, seed: int = 0, measures: Sequence[str] = ("ordinal", "binary")
+) -> dict:
     """Agreement from count_patterns' table (module docstring): for each of ``measures`` (ordinal,
     nominal, interval on the four levels; binary: nominal on the binarised labels) a dict with alpha,
     ci_low, ci_high, n_boot, n_items (or alpha None and why, where α is undefined); n_pairs (pairs with
@@ -85,13 +93,19 @@ def agreement_figures(patterns: dict, n_boot: int = N_BOOT, seed: int = 0,
     frequencies = np.array([n for _, n in ordered], dtype=float)
     binary = np.stack([counts[:, :2].sum(axis=1), counts[:, 2:].sum(axis=1)], axis=1)
     n = int(frequencies.sum())
-    same_level = ((counts > 0).sum(axis=1) == 1)
-    same_side = ((binary > 0).sum(axis=1) == 1)
-    figures: dict[str, Any] = {"n_pairs": n, "n_boot": n_boot,
-               "unanimous_level": float(frequencies[same_level].sum() / n) if n else None,
-               "unanimous_side": float(frequencies[same_side].sum() / n) if n else None}
+    same_level = (counts > 0).sum(axis=1) == 1
+    same_side = (binary > 0).sum(axis=1) == 1
+    figures: dict[str, Any] = {
+        "n_pairs": n,
+        "n_boot": n_boot,
+        "unanimous_level": float(frequencies[same_level].sum() / n) if n else None,
+        "unanimous_side": float(frequencies[same_side].sum() / n) if n else None,
+    }
     for measure in measures:
         level, binarised = MEASURES[measure]
-        figures[measure] = (_alpha(binary, frequencies, level, [0, 1], n_boot, seed) if binarised
-                            else _alpha(counts, frequencies, level, list(ORDINAL_LEVELS), n_boot, seed))
+        figures[measure] = (
+            _alpha(binary, frequencies, level, [0, 1], n_boot, seed)
+            if binarised
+            else _alpha(counts, frequencies, level, list(ORDINAL_LEVELS), n_boot, seed)
+        )
     return figures

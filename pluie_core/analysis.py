@@ -6,6 +6,7 @@ The frames are those db.analysis reads: labels long (pair_id, annotator, level, 
 seconds_spent, ...) and pairs (index pair_id; gold_label, label_kind, label_min, label_max,
 dataset_id, and source / hypothesis for the edit distance).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +17,16 @@ import pandas as pd
 
 from pluie_core.baselines import levenshtein
 from pluie_core.labels import DONT_KNOW, binarise_levels, ordinal_levels
-from pluie_core.run_kinds import preference_item_kinds, run_kind as run_kind_record
+from pluie_core.run_kinds import preference_item_kinds
+from pluie_core.run_kinds import run_kind as run_kind_record
 from pluie_core.stats import (
-    StatsError, best_threshold, cohen_kappa, item_slots, levels_to_matrix, majority_binary_vector, positions_by,
+    StatsError,
+    best_threshold,
+    cohen_kappa,
+    item_slots,
+    levels_to_matrix,
+    majority_binary_vector,
+    positions_by,
 )
 
 
@@ -91,8 +99,13 @@ def agreement_values(labels: pd.DataFrame, scale: str = "levels", binarised: boo
     if scale == "levels":
         values = binarise_levels(values) if binarised else ordinal_levels(values)
     kept = ~np.isnan(values)
-    return pd.DataFrame({"pair_id": rows["pair_id"].to_numpy()[kept], "annotator": rows["annotator"].to_numpy()[kept],
-                         "value": values[kept]})
+    return pd.DataFrame(
+        {
+            "pair_id": rows["pair_id"].to_numpy()[kept],
+            "annotator": rows["annotator"].to_numpy()[kept],
+            "value": values[kept],
+        }
+    )
 
 
 def most_labelled(values: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -101,8 +114,11 @@ def most_labelled(values: pd.DataFrame, limit: int) -> pd.DataFrame:
     counts = values["annotator"].value_counts()
     if len(counts) <= limit:
         return values
-    counts = counts.rename_axis("annotator").reset_index(name="n").sort_values(
-        ["n", "annotator"], ascending=[False, True], kind="stable")
+    counts = (
+        counts.rename_axis("annotator")
+        .reset_index(name="n")
+        .sort_values(["n", "annotator"], ascending=[False, True], kind="stable")
+    )
     return values[values["annotator"].isin(counts["annotator"].iloc[:limit])]
 
 
@@ -211,12 +227,20 @@ def reference_scale_groups(datasets: pd.DataFrame, reference: str) -> list[tuple
             return [(ReferenceScale("none"), ids)]
     groups: dict[ReferenceScale, list[int]] = {}
     for _, row in rows.iterrows():
-        scale = (_dataset_scale(row) if reference in DATASET_REFERENCES
-                 else ReferenceScale("own", dataset=str(row["name"])))
+        scale = (
+            _dataset_scale(row) if reference in DATASET_REFERENCES else ReferenceScale("own", dataset=str(row["name"]))
+        )
         groups.setdefault(scale, []).append(int(row["id"]))
     order = {"binary": 0, "levels": 1, "range": 2, "own": 3}
-    ranked = sorted(groups, key=lambda s: (order[s.kind], s.low if s.low is not None else 0.0,
-                                           s.high if s.high is not None else 0.0, s.dataset or ""))
+    ranked = sorted(
+        groups,
+        key=lambda s: (
+            order[s.kind],
+            s.low if s.low is not None else 0.0,
+            s.high if s.high is not None else 0.0,
+            s.dataset or "",
+        ),
+    )
     return [(scale, tuple(groups[scale])) for scale in ranked]
 
 
@@ -224,8 +248,10 @@ def scales_sentence(groups: list[tuple[ReferenceScale, tuple[int, ...]]], names:
     """Why a page shows one scale at a time, in one sentence: each scale with its datasets
     (``names``: dataset id -> name)."""
     parts = "; ".join(f"{scale.describe()}: {', '.join(str(names.get(i, i)) for i in ids)}" for scale, ids in groups)
-    return (f"These datasets' references are on different scales ({parts}): no figure pools them, so "
-            "one scale is shown at a time.")
+    return (
+        f"These datasets' references are on different scales ({parts}): no figure pools them, so "
+        "one scale is shown at a time."
+    )
 
 
 def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Reference) -> pd.Series:
@@ -233,13 +259,17 @@ def reference_labels(pairs: pd.DataFrame, labels: pd.DataFrame, reference: Refer
     with a sentence for the page when the reference does not exist for these pairs."""
     if reference.kind == "gold":
         if pairs["gold_label"].notna().sum() == 0:
-            raise StatsError("These datasets have no gold labels: choose the human majority or one annotator as the reference.")
+            raise StatsError(
+                "These datasets have no gold labels: choose the human majority or one annotator as the reference."
+            )
         return gold_binary(pairs, reference.gold_cut).reindex(pairs.index)
     chosen = labels if reference.kind == "majority" else labels[labels["annotator"] == reference.annotator]
     if reference.kind == "annotator" and chosen.empty:
         raise StatsError(f"Annotator {reference.annotator} has no label on these datasets.")
     if chosen.empty:
-        raise StatsError("No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first.")
+        raise StatsError(
+            "No one has labelled these datasets yet: choose gold labels as the reference, or label some pairs first."
+        )
     if "levels" not in label_scales(chosen):
         raise StatsError(RAW_SCALE_NO_BINARY)
     binary = agreement_values(chosen, "levels", binarised=True)
@@ -281,8 +311,13 @@ class DefaultThreshold:
         return "the median score (no reference labels to find a best threshold)"
 
 
-def default_threshold(run_kind: str, scores: pd.Series, reference: Optional[pd.Series] = None,
-                      higher_is_similar: bool = True, reference_name: str = "the reference") -> DefaultThreshold:
+def default_threshold(
+    run_kind: str,
+    scores: pd.Series,
+    reference: Optional[pd.Series] = None,
+    higher_is_similar: bool = True,
+    reference_name: str = "the reference",
+) -> DefaultThreshold:
     """One rule for every view: a metric with a natural threshold uses it (PLUIE: 0); one without
     (a baseline) uses the a-posteriori best threshold for accuracy against ``reference`` (0/1 per
     pair, aligned with ``scores``), the one the Thresholds view reports; the median score only when
@@ -316,12 +351,16 @@ def annotator_summary(
     rows (``agreement_values(labels, "levels", binarised=True)``) when the caller has them already."""
     rows = labels_on_scale(labels, scale)
     grouped = rows.groupby("annotator", sort=True)
-    table = pd.DataFrame({
-        "english_level": grouped["english_level"].first(),
-        "labels": grouped.size(),
-        "dont_know_rate": rows["level"].eq(DONT_KNOW).groupby(rows["annotator"]).mean() if scale == "levels" else np.nan,
-        "median_seconds": grouped["seconds_spent"].median(),
-    })
+    table = pd.DataFrame(
+        {
+            "english_level": grouped["english_level"].first(),
+            "labels": grouped.size(),
+            "dont_know_rate": rows["level"].eq(DONT_KNOW).groupby(rows["annotator"]).mean()
+            if scale == "levels"
+            else np.nan,
+            "median_seconds": grouped["seconds_spent"].median(),
+        }
+    )
     table["kappa_vs_others"] = np.nan
     table["n_vs_others"] = 0
     table["note"] = ""

@@ -2,6 +2,7 @@
 label views, pairs, scores, reference labels): Agreement's κ / α and annotator tables, Thresholds'
 curve and best thresholds, Correlation's table, Preferences' agreement table. No Streamlit, no
 store: the pages cache these on the store's state (ui/views/*_cache.py) and draw what they return."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -15,8 +16,18 @@ from pluie_core.agreement import agreement_figures as level_agreement
 from pluie_core.evaluation.correlation import correlate, system_level
 from pluie_core.evaluation.preference import agreement_table
 from pluie_core.stats import (
-    StatsError, best_threshold, category_counts, fleiss_kappa, human_vs_model_by_annotator, item_slots,
-    krippendorff_alpha_ci, levels_to_matrix, metrics_at, pairwise_kappa, roc_auc, threshold_curve,
+    StatsError,
+    best_threshold,
+    category_counts,
+    fleiss_kappa,
+    human_vs_model_by_annotator,
+    item_slots,
+    krippendorff_alpha_ci,
+    levels_to_matrix,
+    metrics_at,
+    pairwise_kappa,
+    roc_auc,
+    threshold_curve,
 )
 
 ALPHA_LEVELS = ("nominal", "ordinal", "interval")
@@ -68,16 +79,23 @@ def agreement_figures(rows: pd.DataFrame, view: pd.DataFrame, scale: str, binari
     return {"figures": figures, "errors": errors, "pairwise": pairwise, "annotators": annotators}
 
 
-def annotator_tables(rows: pd.DataFrame, binary: Optional[pd.DataFrame], scale: str,
-                     run_scores: Optional[pd.Series], threshold, higher: bool):
+def annotator_tables(
+    rows: pd.DataFrame,
+    binary: Optional[pd.DataFrame],
+    scale: str,
+    run_scores: Optional[pd.Series],
+    threshold,
+    higher: bool,
+):
     """The annotators' summary (pluie_core.analysis.annotator_summary) and, on the five-level scale with a
     run's scores, each annotator's and the majority's agreement with the run at ``threshold`` (None
     otherwise). ``rows``: the labels on ``scale``; ``binary``: their binarised values (five-level scale)."""
     versus = None
     if run_scores is not None and scale == "levels":
         # every annotator on the scale, those whose labels are all Don't know too (a row that says so)
-        versus = human_vs_model_by_annotator(binary, run_scores, threshold, higher,
-                                             annotators=sorted(rows["annotator"].unique()))
+        versus = human_vs_model_by_annotator(
+            binary, run_scores, threshold, higher, annotators=sorted(rows["annotator"].unique())
+        )
     return core.annotator_summary(rows, scale, versus, binary), versus
 
 
@@ -88,7 +106,10 @@ def threshold_figures(data: pd.DataFrame, higher: bool, natural: Optional[float]
     ``natural`` threshold (None when the run has none); per_dataset is None for one dataset."""
     data = data.dropna(subset=["score", "reference"])
     curve = threshold_curve(data["score"], data["reference"], higher)
-    best, auc = best_threshold(data["score"], data["reference"], higher), roc_auc(data["score"], data["reference"], higher)
+    best, auc = (
+        best_threshold(data["score"], data["reference"], higher),
+        roc_auc(data["score"], data["reference"], higher),
+    )
     if data["dataset"].nunique() < 2:
         return curve, best, auc, None
     per_dataset = []
@@ -96,10 +117,16 @@ def threshold_figures(data: pd.DataFrame, higher: bool, natural: Optional[float]
         row = {"dataset": name, "n": len(group)}
         try:
             found = best_threshold(group["score"], group["reference"], higher)
-            row |= {"best threshold": found["threshold"], "tied from": found["tie_low"], "tied to": found["tie_high"],
-                    "accuracy": found["accuracy"], "f1": found["f1"],
-                    "precision": found["precision"], "recall": found["recall"],
-                    "roc_auc": roc_auc(group["score"], group["reference"], higher)}
+            row |= {
+                "best threshold": found["threshold"],
+                "tied from": found["tie_low"],
+                "tied to": found["tie_high"],
+                "accuracy": found["accuracy"],
+                "f1": found["f1"],
+                "precision": found["precision"],
+                "recall": found["recall"],
+                "roc_auc": roc_auc(group["score"], group["reference"], higher),
+            }
             if natural is not None:
                 row["accuracy at natural"] = metrics_at(group["score"], group["reference"], natural, higher)["accuracy"]
         except StatsError as error:
@@ -118,8 +145,9 @@ def preference_agreement(items: pd.DataFrame, scores: pd.DataFrame, direction: d
     return agreement_table(items["preferred"].tolist(), side_a, side_b, direction, list(chosen))
 
 
-def correlation_table(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int,
-                      coefficients=None) -> pd.DataFrame:
+def correlation_table(
+    scores: pd.DataFrame, reference: pd.Series, systems, n_boot: int, coefficients=None
+) -> pd.DataFrame:
     """The Correlation page's table: pair-level (``systems`` None; pluie_core.evaluation.correlation.correlate)
     or system-level (system_level). ``coefficients``: the n_boot 0 table of the same data, whose r the
     bootstrap's table reuses."""

@@ -35,6 +35,7 @@ description, the title of its score run, the options it takes such as ``model``)
 the worker, the CLI and the app's default runs read. A baseline whose ``default_run`` is False (it
 needs a model the user names, or repeats another) gets no run at first start.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -115,8 +116,9 @@ def _sentence_model(name: str, device: str | None):
     return import_locked("sentence_transformers").SentenceTransformer(name, device=device)
 
 
-def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | None = None,
-                 batch_size: int = 64) -> np.ndarray:
+def sbert_cosine(
+    sources, hypotheses, model: str | None = None, device: str | None = None, batch_size: int = 64
+) -> np.ndarray:
     """Cosine similarity of the two sentences' embeddings (higher = more similar)."""
     sources, hypotheses = sentence_pairs(sources, hypotheses)
     if not sources:
@@ -124,8 +126,9 @@ def sbert_cosine(sources, hypotheses, model: str | None = None, device: str | No
     encoder = _sentence_model(model or default_sbert_model(), device)
     # One encode call for both sides: the unique sentences are embedded once.
     unique = list(dict.fromkeys(sources + hypotheses))
-    vectors = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                             show_progress_bar=False)
+    vectors = encoder.encode(
+        unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
     index = {text: i for i, text in enumerate(unique)}
     left = vectors[[index[s] for s in sources]]
     right = vectors[[index[h] for h in hypotheses]]
@@ -149,8 +152,10 @@ def _check_model_name(name: str) -> str:
 
 def _load_error(name: str, exc: BaseException) -> ValueError:
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(". ")
-    return ValueError(f"Could not load the model {name!r}: {first}. Check the model id or directory; without "
-                      "internet access the model must already be in the Hugging Face cache or on disk.")
+    return ValueError(
+        f"Could not load the model {name!r}: {first}. Check the model id or directory; without "
+        "internet access the model must already be in the Hugging Face cache or on disk."
+    )
 
 
 def bertscore_layers(model: str) -> int:
@@ -199,8 +204,10 @@ def bertscore_baseline_file(model: str, lang: str = "en", baseline_path: str | N
     if not os.path.isfile(path):
         shipped = sorted(f[:-4] for f in os.listdir(folder) if f.endswith(".tsv")) if os.path.isdir(folder) else []
         have = f"it has {', '.join(shipped)}" if shipped else "it has none for that language"
-        raise ValueError(f"bert-score ships no rescaling baseline for {model} in {lang!r} ({have}); give "
-                         "baseline_path, or leave rescale off.")
+        raise ValueError(
+            f"bert-score ships no rescaling baseline for {model} in {lang!r} ({have}); give "
+            "baseline_path, or leave rescale off."
+        )
     return path
 
 
@@ -228,8 +235,9 @@ def _keep_layers(model, num_layers: int, source: str):
 
     def first(layers):
         if not 0 <= num_layers <= len(layers):
-            raise ValueError(f"The encoder {source!r} has {len(layers)} layers: num_layers must be between 0 "
-                             f"and {len(layers)}.")
+            raise ValueError(
+                f"The encoder {source!r} has {len(layers)} layers: num_layers must be between 0 and {len(layers)}."
+            )
         return torch.nn.ModuleList(list(layers)[:num_layers])
 
     if hasattr(model, "n_layers"):  # xlm
@@ -286,14 +294,24 @@ def _bert_scorer(model: str, num_layers: int, device: str | None, idf: bool = Fa
     scorer._idf_dict = None
     scorer._baseline_vals = None
     scorer.use_custom_baseline = baseline is not None
-    scorer.baseline_path = baseline or os.path.join(os.path.dirname(bert_score.__file__),
-                                                    f"rescale_baseline/{scorer._lang}/{model}.tsv")
+    scorer.baseline_path = baseline or os.path.join(
+        os.path.dirname(bert_score.__file__), f"rescale_baseline/{scorer._lang}/{model}.tsv"
+    )
     return scorer
 
 
-def bertscore(sources, hypotheses, model: str | None = None, num_layers: int | None = None, idf: bool = False,
-              rescale: bool = False, lang: str = "en", baseline_path: str | None = None, settings: str | None = None,
-              device: str | None = None) -> np.ndarray:
+def bertscore(
+    sources,
+    hypotheses,
+    model: str | None = None,
+    num_layers: int | None = None,
+    idf: bool = False,
+    rescale: bool = False,
+    lang: str = "en",
+    baseline_path: str | None = None,
+    settings: str | None = None,
+    device: str | None = None,
+) -> np.ndarray:
     """BERTScore F1 (the bert-score package, greedy token matching) of each hypothesis against its source.
 
     model: any Hugging Face encoder id or directory (default: the offline all-MiniLM-L6-v2); num_layers: the
@@ -315,7 +333,9 @@ def bertscore(sources, hypotheses, model: str | None = None, num_layers: int | N
         return np.zeros(0)
     model = _check_model_name(model) if model else default_sbert_model()
     baseline = bertscore_baseline_file(model, lang or "en", baseline_path) if rescale else None
-    scorer = _bert_scorer(model, int(num_layers) if num_layers else bertscore_layers(model), device, bool(idf), baseline)
+    scorer = _bert_scorer(
+        model, int(num_layers) if num_layers else bertscore_layers(model), device, bool(idf), baseline
+    )
     if idf:
         import warnings
 
@@ -344,8 +364,14 @@ def _positive_beta(beta) -> float:
 BERT_IBLEU_BETA = 4.0
 
 
-def bert_ibleu(sources, hypotheses, model: str | None = None, num_layers: int | None = None,
-               beta: float = BERT_IBLEU_BETA, device: str | None = None) -> np.ndarray:
+def bert_ibleu(
+    sources,
+    hypotheses,
+    model: str | None = None,
+    num_layers: int | None = None,
+    beta: float = BERT_IBLEU_BETA,
+    device: str | None = None,
+) -> np.ndarray:
     """BERT-iBLEU (revisiting-paraphrase-metrics eq. 2, Niu et al. 2021):
     (β + 1) / (β · BERTScore⁻¹ + 1 · (1 − SelfBLEU)⁻¹), β = 4 by default; BERTScore as ``bertscore``
     (same model options), SelfBLEU as ``selfbleu`` (0-1). A harmonic mean with a zero term is 0: a
@@ -367,8 +393,15 @@ BBSCORE_WEIGHT = 1.0
 BBSCORE_COMBINATIONS = ("difference", "harmonic")
 
 
-def bbscore(sources, hypotheses, model: str, combination: str = "difference", weight: float = BBSCORE_WEIGHT,
-            beta: float = BBSCORE_BETA, device: str | None = None) -> np.ndarray:
+def bbscore(
+    sources,
+    hypotheses,
+    model: str,
+    combination: str = "difference",
+    weight: float = BBSCORE_WEIGHT,
+    beta: float = BBSCORE_BETA,
+    device: str | None = None,
+) -> np.ndarray:
     """BBScore (Shen et al. 2022, "Revisiting the Evaluation Metrics of Paraphrase Generation", arXiv
     2202.08479v1, section 6): its two sub-metrics, S3C for meaning kept (``s3c_cosine`` with the
     sentence-transformers ``model`` named) and SelfBLEU for diversity (``selfbleu``, 0-1), combined in one
@@ -396,12 +429,27 @@ def bbscore(sources, hypotheses, model: str, combination: str = "difference", we
 
 
 def _nmt(measure: str):
-    def run(sources, hypotheses, model: str, lang: str = "en", pivot_lang: str = "en", num_beams: int = 5,
-            device: str | None = None) -> np.ndarray:
+    def run(
+        sources,
+        hypotheses,
+        model: str,
+        lang: str = "en",
+        pivot_lang: str = "en",
+        num_beams: int = 5,
+        device: str | None = None,
+    ) -> np.ndarray:
         from pluie_core.nmtscore import nmt_similarity
 
-        return nmt_similarity(sources, hypotheses, measure, model=_check_model_name(model), lang=lang,
-                              pivot_lang=pivot_lang, num_beams=int(num_beams), device=device)
+        return nmt_similarity(
+            sources,
+            hypotheses,
+            measure,
+            model=_check_model_name(model),
+            lang=lang,
+            pivot_lang=pivot_lang,
+            num_beams=int(num_beams),
+            device=device,
+        )
 
     run.__name__ = f"nmt_{measure}"
     run.__doc__ = f"NMTScore-{measure} (normalised, both directions): see pluie_core.nmtscore."
@@ -433,8 +481,9 @@ class Option:
         try:
             return self.kind(value.strip() if isinstance(value, str) else value)
         except (TypeError, ValueError):
-            raise ValueError(f"Option {self.name} must be {'a whole number' if self.kind is int else 'a number'}"
-                             f", not {value!r}.") from None
+            raise ValueError(
+                f"Option {self.name} must be {'a whole number' if self.kind is int else 'a number'}, not {value!r}."
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -488,85 +537,191 @@ class Baseline:
             except (OSError, ValueError):
                 model_type = None
             if model_type not in self.model_types:
-                raise ValueError(f"The {self.name} baseline needs {self.model_kind}; {model!r} is "
-                                 f"{'a ' + str(model_type) if model_type else 'not such a'} model.")
+                raise ValueError(
+                    f"The {self.name} baseline needs {self.model_kind}; {model!r} is "
+                    f"{'a ' + str(model_type) if model_type else 'not such a'} model."
+                )
         return [location.described()]
 
     def __call__(self, sources, hypotheses, **options) -> np.ndarray:
         return self.function(sources, hypotheses, **self.check_options(options))
 
 
-_ENCODER = Option("model", str, None, "a Hugging Face encoder id or directory; default: the offline "
-                  "all-MiniLM-L6-v2 (the papers' encoders: see the option settings)")
-_LAYERS = Option("num_layers", int, None, "the encoder layer BERTScore matches; default: bert-score's choice "
-                 "for the models it knows, else the last layer")
+_ENCODER = Option(
+    "model",
+    str,
+    None,
+    "a Hugging Face encoder id or directory; default: the offline "
+    "all-MiniLM-L6-v2 (the papers' encoders: see the option settings)",
+)
+_LAYERS = Option(
+    "num_layers",
+    int,
+    None,
+    "the encoder layer BERTScore matches; default: bert-score's choice for the models it knows, else the last layer",
+)
 _BERTSCORE_OPTIONS = (
-    _ENCODER, _LAYERS,
-    Option("idf", bool, False, "true: weight tokens by inverse document frequency over the sources scored together "
-           "(bert-score's idf; in a worker run, each claimed batch)"),
-    Option("rescale", bool, False, "true: rescale F1 with the baseline bert-score ships for the model and lang "
-           "(e.g. roberta-large, bert-base-uncased, xlm-roberta-large), or baseline_path"),
+    _ENCODER,
+    _LAYERS,
+    Option(
+        "idf",
+        bool,
+        False,
+        "true: weight tokens by inverse document frequency over the sources scored together "
+        "(bert-score's idf; in a worker run, each claimed batch)",
+    ),
+    Option(
+        "rescale",
+        bool,
+        False,
+        "true: rescale F1 with the baseline bert-score ships for the model and lang "
+        "(e.g. roberta-large, bert-base-uncased, xlm-roberta-large), or baseline_path",
+    ),
     Option("lang", str, "en", "language of the rescaling baseline (bert-score's folders: en, de, fr, ...)"),
     Option("baseline_path", str, None, "a rescaling baseline file of your own (bert-score's .tsv format)"),
-    Option("settings", str, None, "the papers' settings by name: nmtscore-paper (xlm-roberta-large, layer 17, "
-           "rescaled F1), revisiting-bert (bert-base-uncased), revisiting-roberta (roberta-large); options you "
-           "give take precedence"),
+    Option(
+        "settings",
+        str,
+        None,
+        "the papers' settings by name: nmtscore-paper (xlm-roberta-large, layer 17, "
+        "rescaled F1), revisiting-bert (bert-base-uncased), revisiting-roberta (roberta-large); options you "
+        "give take precedence",
+    ),
 )
 _NMT_OPTIONS = (
-    Option("model", str, None, "a multilingual M2M100 / NLLB translation model id or directory, "
-           "e.g. facebook/m2m100_418M"),
+    Option(
+        "model", str, None, "a multilingual M2M100 / NLLB translation model id or directory, e.g. facebook/m2m100_418M"
+    ),
     Option("lang", str, "en", "language code of the sentences (the model's code, e.g. en, de; eng_Latn for NLLB)"),
     Option("pivot_lang", str, "en", "pivot (nmt_pivot) or target (nmt_cross) language; the paper uses en"),
     Option("num_beams", int, 5, "beam size of the translations (nmt_pivot, nmt_cross)"),
 )
 
-_NMT_KIND = ("a multilingual translation model with target-language tokens (M2M100 or NLLB, "
-             "e.g. facebook/m2m100_418M)")
+_NMT_KIND = "a multilingual translation model with target-language tokens (M2M100 or NLLB, e.g. facebook/m2m100_418M)"
 
 BASELINES: dict[str, Baseline] = {
-    "levenshtein": Baseline("levenshtein", levenshtein, False, "Normalised Levenshtein distance (lower = more similar)",
-                            "Levenshtein"),
-    "bleu": Baseline("bleu", bleu, True, "Sentence BLEU, sacreBLEU defaults: 13a tokens, exponential smoothing, "
-                     "0-100 (not the ParaPLUIE paper's BLEU)", "BLEU"),
+    "levenshtein": Baseline(
+        "levenshtein", levenshtein, False, "Normalised Levenshtein distance (lower = more similar)", "Levenshtein"
+    ),
+    "bleu": Baseline(
+        "bleu",
+        bleu,
+        True,
+        "Sentence BLEU, sacreBLEU defaults: 13a tokens, exponential smoothing, 0-100 (not the ParaPLUIE paper's BLEU)",
+        "BLEU",
+    ),
     "chrf": Baseline("chrf", chrf, True, "Sentence chrF, sacrebleu", "chrF"),
     "sbert": Baseline("sbert", sbert_cosine, True, "SBERT cosine, all-MiniLM-L6-v2", "SBERT cosine"),
-    "bleu_paper": Baseline("bleu_paper", bleu_paper, True, "Sentence BLEU as in the ParaPLUIE paper (torchtext "
-                           "defaults): whitespace tokens, no smoothing, 0-1", "BLEU (paper)"),
+    "bleu_paper": Baseline(
+        "bleu_paper",
+        bleu_paper,
+        True,
+        "Sentence BLEU as in the ParaPLUIE paper (torchtext defaults): whitespace tokens, no smoothing, 0-1",
+        "BLEU (paper)",
+    ),
     # a SelfBLEU run would repeat the BLEU run (/ 100): computed on demand, no run at first start
-    "selfbleu": Baseline("selfbleu", selfbleu, True, "SelfBLEU = BLEU(source, candidate), sacreBLEU defaults, 0-1 "
-                         "(higher = less diverse)", "SelfBLEU", default_run=False),
-    "bertscore": Baseline("bertscore", bertscore, True, "BERTScore F1 (bert-score package), default encoder "
-                          "all-MiniLM-L6-v2, no idf, no rescaling unless set; settings=nmtscore-paper for the "
-                          "NMTScore paper's xlm-roberta-large, layer 17, rescaled F1", "BERTScore", _BERTSCORE_OPTIONS),
-    "bert_ibleu": Baseline("bert_ibleu", bert_ibleu, True, "BERT-iBLEU, (β+1)/(β/BERTScore + 1/(1-SelfBLEU)), "
-                           "β = 4 unless set", "BERT-iBLEU",
-                           (_ENCODER, _LAYERS, Option("beta", float, BERT_IBLEU_BETA,
-                                                      "weight of BERTScore against 1 - SelfBLEU; the paper's usual 4")),
-                           default_run=False),  # it recomputes BERTScore: on demand, no run at first start
-    "s3c": Baseline("s3c", s3c_cosine, True, "S3C-style embedding cosine with the sentence-transformers model "
-                    "you name", "S3C cosine",
-                    (Option("model", str, None, "a sentence-transformers model id or directory"),),
-                    needs_model=True, default_run=False),
-    "bbscore": Baseline("bbscore", bbscore, True, "BBScore (Revisiting paper, section 6): S3C with the "
-                        "sentence-transformers model you name, combined with SelfBLEU as their difference "
-                        "S3C - weight * SelfBLEU (the paper: 'the difference of two components'; weight 1) or as "
-                        "BERT-iBLEU's harmonic mean (β = 4); the paper's equation itself is lost from our copy "
-                        "and absent from the authors' code", "BBScore",
-                        (Option("model", str, None, "the S3C encoder: a sentence-transformers model id or directory"),
-                         Option("combination", str, "difference", "difference (S3C - weight * SelfBLEU, the "
-                                "paper's words) or harmonic ((β+1) / (β/S3C + 1/(1-SelfBLEU)))"),
-                         Option("weight", float, BBSCORE_WEIGHT, "difference: the weight of SelfBLEU (1)"),
-                         Option("beta", float, BBSCORE_BETA, "harmonic: the weight of S3C against 1 - SelfBLEU (4)")),
-                        needs_model=True, default_run=False),
-    "nmt_direct": Baseline("nmt_direct", _nmt("direct"), True, "NMTScore-direct: translation probability "
-                           "p(A|B) / p(A|A), both directions", "NMTScore-direct", _NMT_OPTIONS[:2],
-                           needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),
-    "nmt_pivot": Baseline("nmt_pivot", _nmt("pivot"), True, "NMTScore-pivot: p(A|B') / p(A|A') through a pivot "
-                          "translation, both directions", "NMTScore-pivot", _NMT_OPTIONS,
-                          needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),
-    "nmt_cross": Baseline("nmt_cross", _nmt("cross"), True, "NMTScore-cross: translation cross-likelihood "
-                          "p(B'|A) / p(B'|B), both directions", "NMTScore-cross", _NMT_OPTIONS,
-                          needs_model=True, default_run=False, model_types=("m2m_100",), model_kind=_NMT_KIND),
+    "selfbleu": Baseline(
+        "selfbleu",
+        selfbleu,
+        True,
+        "SelfBLEU = BLEU(source, candidate), sacreBLEU defaults, 0-1 (higher = less diverse)",
+        "SelfBLEU",
+        default_run=False,
+    ),
+    "bertscore": Baseline(
+        "bertscore",
+        bertscore,
+        True,
+        "BERTScore F1 (bert-score package), default encoder "
+        "all-MiniLM-L6-v2, no idf, no rescaling unless set; settings=nmtscore-paper for the "
+        "NMTScore paper's xlm-roberta-large, layer 17, rescaled F1",
+        "BERTScore",
+        _BERTSCORE_OPTIONS,
+    ),
+    "bert_ibleu": Baseline(
+        "bert_ibleu",
+        bert_ibleu,
+        True,
+        "BERT-iBLEU, (β+1)/(β/BERTScore + 1/(1-SelfBLEU)), β = 4 unless set",
+        "BERT-iBLEU",
+        (
+            _ENCODER,
+            _LAYERS,
+            Option("beta", float, BERT_IBLEU_BETA, "weight of BERTScore against 1 - SelfBLEU; the paper's usual 4"),
+        ),
+        default_run=False,
+    ),  # it recomputes BERTScore: on demand, no run at first start
+    "s3c": Baseline(
+        "s3c",
+        s3c_cosine,
+        True,
+        "S3C-style embedding cosine with the sentence-transformers model you name",
+        "S3C cosine",
+        (Option("model", str, None, "a sentence-transformers model id or directory"),),
+        needs_model=True,
+        default_run=False,
+    ),
+    "bbscore": Baseline(
+        "bbscore",
+        bbscore,
+        True,
+        "BBScore (Revisiting paper, section 6): S3C with the "
+        "sentence-transformers model you name, combined with SelfBLEU as their difference "
+        "S3C - weight * SelfBLEU (the paper: 'the difference of two components'; weight 1) or as "
+        "BERT-iBLEU's harmonic mean (β = 4); the paper's equation itself is lost from our copy "
+        "and absent from the authors' code",
+        "BBScore",
+        (
+            Option("model", str, None, "the S3C encoder: a sentence-transformers model id or directory"),
+            Option(
+                "combination",
+                str,
+                "difference",
+                "difference (S3C - weight * SelfBLEU, the "
+                "paper's words) or harmonic ((β+1) / (β/S3C + 1/(1-SelfBLEU)))",
+            ),
+            Option("weight", float, BBSCORE_WEIGHT, "difference: the weight of SelfBLEU (1)"),
+            Option("beta", float, BBSCORE_BETA, "harmonic: the weight of S3C against 1 - SelfBLEU (4)"),
+        ),
+        needs_model=True,
+        default_run=False,
+    ),
+    "nmt_direct": Baseline(
+        "nmt_direct",
+        _nmt("direct"),
+        True,
+        "NMTScore-direct: translation probability p(A|B) / p(A|A), both directions",
+        "NMTScore-direct",
+        _NMT_OPTIONS[:2],
+        needs_model=True,
+        default_run=False,
+        model_types=("m2m_100",),
+        model_kind=_NMT_KIND,
+    ),
+    "nmt_pivot": Baseline(
+        "nmt_pivot",
+        _nmt("pivot"),
+        True,
+        "NMTScore-pivot: p(A|B') / p(A|A') through a pivot translation, both directions",
+        "NMTScore-pivot",
+        _NMT_OPTIONS,
+        needs_model=True,
+        default_run=False,
+        model_types=("m2m_100",),
+        model_kind=_NMT_KIND,
+    ),
+    "nmt_cross": Baseline(
+        "nmt_cross",
+        _nmt("cross"),
+        True,
+        "NMTScore-cross: translation cross-likelihood p(B'|A) / p(B'|B), both directions",
+        "NMTScore-cross",
+        _NMT_OPTIONS,
+        needs_model=True,
+        default_run=False,
+        model_types=("m2m_100",),
+        model_kind=_NMT_KIND,
+    ),
 }
 
 HIGHER_IS_SIMILAR: dict[str, bool] = {name: b.higher_is_similar for name, b in BASELINES.items()}

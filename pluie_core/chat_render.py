@@ -14,6 +14,7 @@ The text is transformers' own: ``render_jinja_template`` with the tokenizer's sp
 ``tokenizer.apply_chat_template(turns, tokenize=False)`` renders it. POSIX only (it waits on pipes
 with ``select``).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,7 @@ class TemplateRefused(Exception):
     """The chat template raised an error (e.g. a role it refuses): its first line, for the caller to word."""
 
 
-def render(tokenizer, conversations, add_generation_prompt: bool, name: str,
-           seconds: float | None = None) -> list[str]:
+def render(tokenizer, conversations, add_generation_prompt: bool, name: str, seconds: float | None = None) -> list[str]:
     """Each conversation (a list of ``{"role", "content"}`` turns) rendered with ``tokenizer``'s chat
     template in a child process, as ``apply_chat_template(tokenize=False)`` renders it; each within
     ``seconds`` (default RENDER_SECONDS). ChatTemplateError when one runs over or the child stops
@@ -52,8 +52,9 @@ def render(tokenizer, conversations, add_generation_prompt: bool, name: str,
         "template": tokenizer.get_chat_template(),
         "kwargs": dict(tokenizer.special_tokens_map),
         # as apply_chat_template: a key whose value is None is dropped
-        "conversations": [[{k: v for k, v in turn.items() if v is not None} for turn in chat]
-                          for chat in conversations],
+        "conversations": [
+            [{k: v for k, v in turn.items() if v is not None} for turn in chat] for chat in conversations
+        ],
         "add_generation_prompt": bool(add_generation_prompt),
         "seconds": seconds,
     }
@@ -108,8 +109,9 @@ class _Child:
     def __init__(self):
         root = str(Path(__file__).resolve().parents[1])  # where pluie_core is importable from
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-        self.process = subprocess.Popen([sys.executable, "-m", "pluie_core.chat_render"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pluie_core.chat_render"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        )
         self._buffer = b""
         self._ready = False
 
@@ -121,8 +123,10 @@ class _Child:
             started = self._reply(START_SECONDS)
             if not started or "ready" not in started:
                 why = started["stopped"] if started else f"not ready after {START_SECONDS:g} s"
-                raise ChatTemplateError(f"The process that renders chat templates did not start ({why}); "
-                                        "its error, if any, is in this program's log.")
+                raise ChatTemplateError(
+                    f"The process that renders chat templates did not start ({why}); "
+                    "its error, if any, is in this program's log."
+                )
             self._ready = True
         try:
             self.process.stdin.write(json.dumps(request, default=str).encode("ascii") + b"\n")
@@ -133,11 +137,15 @@ class _Child:
         for _ in request["conversations"]:
             reply = self._reply(seconds)
             if reply is None:
-                raise ChatTemplateError(f"The chat template of {name} took more than {seconds:g} s to render one "
-                                        "prompt, so it cannot be used (a chat template renders in milliseconds).")
+                raise ChatTemplateError(
+                    f"The chat template of {name} took more than {seconds:g} s to render one "
+                    "prompt, so it cannot be used (a chat template renders in milliseconds)."
+                )
             if "stopped" in reply:
-                raise ChatTemplateError(f"The chat template of {name} could not be rendered: the process rendering "
-                                        f"it stopped ({reply['stopped']}).")
+                raise ChatTemplateError(
+                    f"The chat template of {name} could not be rendered: the process rendering "
+                    f"it stopped ({reply['stopped']})."
+                )
             if "refused" in reply:
                 raise TemplateRefused(reply["refused"])
             texts.append(reply["text"])
@@ -196,8 +204,11 @@ def _serve() -> None:
             signal.setitimer(signal.ITIMER_REAL, request["seconds"] + CHILD_GRACE_SECONDS)
             try:
                 rendered, _ = render_jinja_template(  # type: ignore[str-unpack]  # (text, generation indices)
-                    conversations=[chat], chat_template=request["template"],
-                    add_generation_prompt=request["add_generation_prompt"], **request["kwargs"])
+                    conversations=[chat],
+                    chat_template=request["template"],
+                    add_generation_prompt=request["add_generation_prompt"],
+                    **request["kwargs"],
+                )
             except Exception as exc:  # jinja errors, the template's raise_exception(...)
                 reply({"refused": _first_line(exc)})
                 break

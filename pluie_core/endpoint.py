@@ -32,6 +32,7 @@ prefix where it caches prefixes); a time-out, a dropped connection, a 429 or a 5
 (``retries`` times, doubling from ``backoff`` seconds); then, or on any other refusal, EndpointError says the
 server's own sentence. Nothing is ever scored from a partial answer.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,20 +72,26 @@ def streamlit_secrets(folder=None) -> dict:
     import tomllib
 
     merged: dict = {}
-    for path in (Path.home() / ".streamlit" / "secrets.toml", Path(folder or os.getcwd()) / ".streamlit" / "secrets.toml"):
+    for path in (
+        Path.home() / ".streamlit" / "secrets.toml",
+        Path(folder or os.getcwd()) / ".streamlit" / "secrets.toml",
+    ):
         try:
             with open(path, "rb") as handle:
                 merged.update(tomllib.load(handle))
         except FileNotFoundError:
             continue
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise EndpointError(f"Streamlit's secrets file {path} cannot be read ({type(exc).__name__}): correct it, "
-                                "or hold the API key in an environment variable.") from None
+            raise EndpointError(
+                f"Streamlit's secrets file {path} cannot be read ({type(exc).__name__}): correct it, "
+                "or hold the API key in an environment variable."
+            ) from None
     return merged
 
 
-def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = None,
-                 secrets: Optional[dict] = None) -> Optional[str]:
+def api_key_from(
+    api_key: Optional[str] = None, api_key_env: Optional[str] = None, secrets: Optional[dict] = None
+) -> Optional[str]:
     """The API key: given, or found by its name ``api_key_env``: the environment variable of that name, else
     the key of that name in Streamlit's secrets (``secrets``, default streamlit_secrets(); ``section.key`` for a
     key of a section). Refused with a sentence when neither holds it; None for a server without keys. Only the
@@ -95,8 +102,10 @@ def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = Non
         return None
     name = str(api_key_env).strip()
     if not KEY_NAME.fullmatch(name):
-        raise EndpointError(f"The API key is found by its name: an environment variable or a key of Streamlit's "
-                            f"secrets (e.g. VLLM_API_KEY, or vllm.api_key for a section's key), not {name[:40]!r}.")
+        raise EndpointError(
+            f"The API key is found by its name: an environment variable or a key of Streamlit's "
+            f"secrets (e.g. VLLM_API_KEY, or vllm.api_key for a section's key), not {name[:40]!r}."
+        )
     value = os.environ.get(name) if "." not in name else None
     if not value:
         found: object = secrets if secrets is not None else streamlit_secrets()
@@ -104,9 +113,11 @@ def api_key_from(api_key: Optional[str] = None, api_key_env: Optional[str] = Non
             found = found.get(part) if isinstance(found, dict) else None
         value = found if isinstance(found, (str, int)) and not isinstance(found, bool) else None
     if not value:
-        raise EndpointError(f"The server's API key {name} is not set here: neither an environment variable nor "
-                            f"Streamlit's secrets (.streamlit/secrets.toml) hold {name}. Set it where the worker "
-                            "runs and the app asks the server.")
+        raise EndpointError(
+            f"The server's API key {name} is not set here: neither an environment variable nor "
+            f"Streamlit's secrets (.streamlit/secrets.toml) hold {name}. Set it where the worker "
+            "runs and the app asks the server."
+        )
     return str(value)
 
 
@@ -130,13 +141,26 @@ class _Served:
     """What a scorer and a judge on a server share: the address and its checks, the key, the HTTP client and its
     retries (_request), the served model (/v1/models) and its tokenizer on this side."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: Optional[str], api_key_env: Optional[str], tokenizer,
-                 concurrency: int, timeout: float, retries: int, backoff: float):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: Optional[str],
+        api_key_env: Optional[str],
+        tokenizer,
+        concurrency: int,
+        timeout: float,
+        retries: int,
+        backoff: float,
+    ):
         import httpx
 
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise EndpointError(f"The server's address must start with http:// or https:// (e.g. "
-                                f"http://host:8000/v1); got {str(base_url)[:80]!r}.")
+            raise EndpointError(
+                f"The server's address must start with http:// or https:// (e.g. "
+                f"http://host:8000/v1); got {str(base_url)[:80]!r}."
+            )
         if not model or not str(model).strip():
             raise EndpointError("Name the model the server serves (its --served-model-name, or the path it loaded).")
         if int(concurrency) < 1:
@@ -149,8 +173,11 @@ class _Served:
         self.key_name = None if api_key else (str(api_key_env).strip() if api_key_env else None)
         self.key_given = bool(key)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
-                                   limits=httpx.Limits(max_connections=self.concurrency + 2))
+        self.client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+            limits=httpx.Limits(max_connections=self.concurrency + 2),
+        )
         self.served = self._served_model()
         self.tokenizer = self._load_tokenizer(tokenizer)
 
@@ -180,18 +207,24 @@ class _Served:
             if attempt < self.retries:
                 time.sleep(delay)
                 delay *= 2
-        raise EndpointError(f"The server at {self.root} {failure}" + (f" (after {self.retries} retries)"
-                                                                     if self.retries else "") + ".", transient=True)
+        raise EndpointError(
+            f"The server at {self.root} {failure}" + (f" (after {self.retries} retries)" if self.retries else "") + ".",
+            transient=True,
+        )
 
     def _refused(self, response) -> str:
         """The sentence for a 401 / 403: no key given, or which key was refused, and what to set."""
         said = f"{response.status_code}: {_server_sentence(response)}"
         if not self.key_given:
-            return (f"The server at {self.root} asks for an API key ({said}): name the environment variable or "
-                    "Streamlit secret that holds it (the run's API key name, or --api-key-env NAME).")
+            return (
+                f"The server at {self.root} asks for an API key ({said}): name the environment variable or "
+                "Streamlit secret that holds it (the run's API key name, or --api-key-env NAME)."
+            )
         if self.key_name:
-            return (f"The server at {self.root} refused the API key of {self.key_name} ({said}): set {self.key_name} "
-                    "to the key the server was started with (its --api-key).")
+            return (
+                f"The server at {self.root} refused the API key of {self.key_name} ({said}): set {self.key_name} "
+                "to the key the server was started with (its --api-key)."
+            )
         return f"The server at {self.root} refused the API key ({said}): give the key it was started with."
 
     def _served_model(self) -> dict:
@@ -200,14 +233,16 @@ class _Served:
         try:
             models = response.json().get("data", [])
         except (ValueError, AttributeError):
-            raise EndpointError(f"{self.base_url}/models did not answer as an OpenAI-compatible server does "
-                                "(a JSON list of models).") from None
+            raise EndpointError(
+                f"{self.base_url}/models did not answer as an OpenAI-compatible server does (a JSON list of models)."
+            ) from None
         for entry in models:
             if entry.get("id") == self.model_name:
                 return entry
         names = ", ".join(str(m.get("id")) for m in models[:5]) or "none"
-        raise EndpointError(f"The server at {self.root} does not serve a model named {self.model_name!r}; it serves: "
-                            f"{names}.")
+        raise EndpointError(
+            f"The server at {self.root} does not serve a model named {self.model_name!r}; it serves: {names}."
+        )
 
     def _load_tokenizer(self, tokenizer):
         """The model's tokenizer, as the prompt is rendered on this side (see the module text)."""
@@ -219,19 +254,28 @@ class _Served:
         try:
             return AutoTokenizer.from_pretrained(str(tokenizer))
         except Exception as exc:  # noqa: BLE001 - any loader failure is the same sentence
-            raise EndpointError(f"The tokenizer of {self.model_name!r} could not be loaded from {str(tokenizer)!r} "
-                                f"({type(exc).__name__}): give the model's folder on this machine as its tokenizer "
-                                "(--tokenizer PATH), so the prompt is rendered exactly as the server's model reads "
-                                "it.") from None
+            raise EndpointError(
+                f"The tokenizer of {self.model_name!r} could not be loaded from {str(tokenizer)!r} "
+                f"({type(exc).__name__}): give the model's folder on this machine as its tokenizer "
+                "(--tokenizer PATH), so the prompt is rendered exactly as the server's model reads "
+                "it."
+            ) from None
 
     def _same_tokens(self, prompt: str, ids: list[int]) -> None:
         """Where the server has vLLM's /tokenize route: it encodes ``prompt`` as ``ids``, as the local tokenizer does."""
-        response = self._request("POST", f"{self.root}/tokenize", "a tokenisation", missing_ok=True, json={
-            "model": self.model_name, "prompt": prompt, "add_special_tokens": False})
+        response = self._request(
+            "POST",
+            f"{self.root}/tokenize",
+            "a tokenisation",
+            missing_ok=True,
+            json={"model": self.model_name, "prompt": prompt, "add_special_tokens": False},
+        )
         theirs = response.json().get("tokens") if response is not None else None
         if theirs is not None and list(theirs) != list(ids):
-            raise EndpointError(f"The server's tokenizer for {self.model_name!r} encodes the prompt differently "
-                                "from the local one: give the served model's own folder as the tokenizer.")
+            raise EndpointError(
+                f"The server's tokenizer for {self.model_name!r} encodes the prompt differently "
+                "from the local one: give the served model's own folder as the tokenizer."
+            )
 
     def close(self) -> None:
         self.client.close()
@@ -247,23 +291,49 @@ class EndpointScorer(_Served):
     timeout: seconds per request.
     """
 
-    def __init__(self, base_url: str, model: str, template="fs-direct", answers=None, *,
-                 api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
-                 concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
-                 render_seconds: Optional[float] = None, check: bool = True, mode: str = "auto"):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        template="fs-direct",
+        answers=None,
+        *,
+        api_key: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        tokenizer=None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        render_seconds: Optional[float] = None,
+        check: bool = True,
+        mode: str = "auto",
+    ):
         if mode not in ("auto", "allowed", "echo"):
             raise EndpointError("How to read the answers' log-probabilities: auto, allowed or echo.")
         self.mode = mode if mode != "auto" or check else "echo"  # unchecked: echo, which every such server reads
-        super().__init__(base_url, model, api_key=api_key, api_key_env=api_key_env, tokenizer=tokenizer,
-                         concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff)
+        super().__init__(
+            base_url,
+            model,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            tokenizer=tokenizer,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+        )
         from pluie_core.scorer import PluieScorer
 
-        self._prompter = PluieScorer._without_weights(self.tokenizer, template, answers, self.model_name,
-                                                      render_seconds=render_seconds)
+        self._prompter = PluieScorer._without_weights(
+            self.tokenizer, template, answers, self.model_name, render_seconds=render_seconds
+        )
         self.template = self._prompter.template
         if self.template.needs_generation:
-            raise EndpointError(f"The template {self.template.name!r} first generates an explanation; scoring "
-                                "through a server takes the direct templates (fs-direct, direct, ...) for now.")
+            raise EndpointError(
+                f"The template {self.template.name!r} first generates an explanation; scoring "
+                "through a server takes the direct templates (fs-direct, direct, ...) for now."
+            )
         self.answers, self.answer_ids = self._prompter.answers, self._prompter.answer_ids
         self.answer_texts = self._prompter.answer_texts
         self._answer_shown = [self.tokenizer.decode([i]) for i in self.answer_ids]  # as a server prints it
@@ -274,16 +344,31 @@ class EndpointScorer(_Served):
         """Ask the server whether it can score this run (module text); EndpointError with what to fix."""
         probe = self._prompter.prompt_text(self._prompter._probe(0))
         ids = self._prompter._encode(probe)
-        response = self._request("POST", f"{self.root}/tokenize", "a tokenisation", missing_ok=True, json={
-            "model": self.model_name, "prompt": probe, "add_special_tokens": False})
+        response = self._request(
+            "POST",
+            f"{self.root}/tokenize",
+            "a tokenisation",
+            missing_ok=True,
+            json={"model": self.model_name, "prompt": probe, "add_special_tokens": False},
+        )
         if response is not None:
             self._same_tokens(probe, ids)
             for word, text, answer_id in zip(self.answers, self.answer_texts, self.answer_ids):
-                got = self._request("POST", f"{self.root}/tokenize", "a tokenisation", json={
-                    "model": self.model_name, "prompt": probe + text, "add_special_tokens": False}).json().get("tokens")
-                if got is not None and (list(got[: len(ids)]) != list(ids) or list(got[len(ids):]) != [answer_id]):
-                    raise EndpointError(f"The answer {word!r} is not a single token after the prompt in the server's "
-                                        f"tokenizer for {self.model_name!r}: choose other answer words.")
+                got = (
+                    self._request(
+                        "POST",
+                        f"{self.root}/tokenize",
+                        "a tokenisation",
+                        json={"model": self.model_name, "prompt": probe + text, "add_special_tokens": False},
+                    )
+                    .json()
+                    .get("tokens")
+                )
+                if got is not None and (list(got[: len(ids)]) != list(ids) or list(got[len(ids) :]) != [answer_id]):
+                    raise EndpointError(
+                        f"The answer {word!r} is not a single token after the prompt in the server's "
+                        f"tokenizer for {self.model_name!r}: choose other answer words."
+                    )
         # how to read log p(answer | prompt): vLLM's allowed_token_ids (one generated token, raw log-probs: the
         # last position only), checked against echo's prompt log-probs; echo alone where it is not honoured
         echo = self._ask_echo([ids])
@@ -297,8 +382,10 @@ class EndpointScorer(_Served):
             if allowed is not None and np.allclose(allowed, echo, atol=1e-3):
                 self.mode = "allowed"
             elif self.mode == "allowed":
-                raise EndpointError(f"The server at {self.root} gives other log-probabilities with allowed_token_ids "
-                                    "than for the same tokens in the prompt: score with mode='echo'.")
+                raise EndpointError(
+                    f"The server at {self.root} gives other log-probabilities with allowed_token_ids "
+                    "than for the same tokens in the prompt: score with mode='echo'."
+                )
             else:
                 self.mode = "echo"
         if not np.isfinite(echo).all():
@@ -314,20 +401,30 @@ class EndpointScorer(_Served):
         log-probability (vLLM reports log-probs before it masks: the model's own distribution)."""
         out = np.empty((len(prompts), 2))
         for k, (answer, shown) in enumerate(zip(self.answer_ids, self._answer_shown)):
-            body = {"model": self.model_name, "prompt": prompts, "max_tokens": 1, "logprobs": 1,
-                    "temperature": 0, "allowed_token_ids": [answer]}
+            body = {
+                "model": self.model_name,
+                "prompt": prompts,
+                "max_tokens": 1,
+                "logprobs": 1,
+                "temperature": 0,
+                "allowed_token_ids": [answer],
+            }
             response = self._request("POST", f"{self.base_url}/completions", "a scoring request", json=body)
             try:
                 choices = sorted(response.json()["choices"], key=lambda c: c["index"])
                 for i, choice in enumerate(choices[: len(prompts)]):
                     token = choice["logprobs"]["tokens"][0]
                     if token != shown:
-                        raise EndpointError(f"The server at {self.root} answered {token!r} where only {shown!r} was "
-                                            "allowed: it does not honour allowed_token_ids.")
+                        raise EndpointError(
+                            f"The server at {self.root} answered {token!r} where only {shown!r} was "
+                            "allowed: it does not honour allowed_token_ids."
+                        )
                     out[i, k] = float(choice["logprobs"]["token_logprobs"][0])
             except (KeyError, TypeError, IndexError, ValueError):
-                raise EndpointError(f"The server at {self.root} returned no log-probabilities with its completions: "
-                                    "it cannot score PLUIE.") from None
+                raise EndpointError(
+                    f"The server at {self.root} returned no log-probabilities with its completions: "
+                    "it cannot score PLUIE."
+                ) from None
             if len(choices) < len(prompts):
                 raise EndpointError(f"The server at {self.root} answered {len(choices)} of {len(prompts)} prompts.")
         return out
@@ -335,8 +432,14 @@ class EndpointScorer(_Served):
     def _ask_echo(self, prompts: list[list[int]]) -> np.ndarray:
         """One request for these prompts, each followed by each answer token, with ``echo``: the last prompt
         token's log-probability is log p(answer | prompt) (every position's log-probs are computed: slower)."""
-        body = {"model": self.model_name, "prompt": [p + [a] for p in prompts for a in self.answer_ids],
-                "max_tokens": 1, "echo": True, "logprobs": 0, "temperature": 0}
+        body = {
+            "model": self.model_name,
+            "prompt": [p + [a] for p in prompts for a in self.answer_ids],
+            "max_tokens": 1,
+            "echo": True,
+            "logprobs": 0,
+            "temperature": 0,
+        }
         response = self._request("POST", f"{self.base_url}/completions", "a scoring request", json=body)
         try:
             choices = sorted(response.json()["choices"], key=lambda c: c["index"])
@@ -345,15 +448,17 @@ class EndpointScorer(_Served):
                 values = choice["logprobs"]["token_logprobs"]
                 out[k // 2, k % 2] = float(values[len(prompts[k // 2])])
         except (KeyError, TypeError, IndexError, ValueError):
-            raise EndpointError(f"The server at {self.root} returned no prompt log-probabilities (the completions "
-                                "route with echo and logprobs): it cannot score PLUIE; vLLM, SGLang and "
-                                "llama-server can.") from None
+            raise EndpointError(
+                f"The server at {self.root} returned no prompt log-probabilities (the completions "
+                "route with echo and logprobs): it cannot score PLUIE; vLLM, SGLang and "
+                "llama-server can."
+            ) from None
         if len(choices) < 2 * len(prompts):
             raise EndpointError(f"The server at {self.root} answered {len(choices)} of {2 * len(prompts)} prompts.")
         return out
 
     def _logprobs(self, prompts: list[list[int]], on_batch=None) -> np.ndarray:
-        chunks = [prompts[i: i + PAIRS_PER_REQUEST] for i in range(0, len(prompts), PAIRS_PER_REQUEST)]
+        chunks = [prompts[i : i + PAIRS_PER_REQUEST] for i in range(0, len(prompts), PAIRS_PER_REQUEST)]
         results: list[Optional[np.ndarray]] = [None] * len(chunks)
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = {pool.submit(self._ask, chunk): i for i, chunk in enumerate(chunks)}
@@ -367,13 +472,13 @@ class EndpointScorer(_Served):
         """The exact prompt texts that are scored (the in-process scorer's)."""
         return self._prompter.prompts(sources, hypotheses, fields)
 
-    def score(self, sources, hypotheses, symmetric: bool = False, progress=None, fields=None,
-              return_logprobs: bool = False):
+    def score(
+        self, sources, hypotheses, symmetric: bool = False, progress=None, fields=None, return_logprobs: bool = False
+    ):
         """PLUIE score of each pair, in input order, as PluieScorer.score (symmetric: the mean of both
         directions; progress: True for a tqdm bar, or a callable ``progress(done, total)``)."""
         # PluieScorer's own body (prompts, directions, arithmetic), the log-probs read from the server
-        return self._prompter._score(sources, hypotheses, symmetric, progress, fields, return_logprobs,
-                                     self._logprobs)
+        return self._prompter._score(sources, hypotheses, symmetric, progress, fields, return_logprobs, self._logprobs)
 
     __call__ = score
 
@@ -386,16 +491,40 @@ class EndpointJudge(_Served):
     ``judge``: the LLMJudge to call (score, choose, prefer_first); the rest as EndpointScorer.
     """
 
-    def __init__(self, base_url: str, model: str, kind: Optional[str] = None, template=None, *,
-                 api_key: Optional[str] = None, api_key_env: Optional[str] = None, tokenizer=None,
-                 concurrency: int = 8, timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
-                 max_new_tokens: Optional[int] = None, render_seconds: Optional[float] = None, check: bool = True):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        kind: Optional[str] = None,
+        template=None,
+        *,
+        api_key: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        tokenizer=None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        max_new_tokens: Optional[int] = None,
+        render_seconds: Optional[float] = None,
+        check: bool = True,
+    ):
         from pluie_core.judges import LLMJudge
 
-        super().__init__(base_url, model, api_key=api_key, api_key_env=api_key_env, tokenizer=tokenizer,
-                         concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff)
-        self.judge = LLMJudge._without_weights(self.tokenizer, kind, template, self.model_name, max_new_tokens,
-                                               render_seconds, self._generation_eos())
+        super().__init__(
+            base_url,
+            model,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            tokenizer=tokenizer,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+        )
+        self.judge = LLMJudge._without_weights(
+            self.tokenizer, kind, template, self.model_name, max_new_tokens, render_seconds, self._generation_eos()
+        )
         self.judge.generate = self.generate  # type: ignore[method-assign]  # the server answers; prompts and parsing stay LLMJudge's
         if check:
             self.check()
@@ -414,8 +543,12 @@ class EndpointJudge(_Served):
         """Ask the server whether it can judge: the same tokens for a probe prompt (where it has /tokenize), and
         one greedy answer generated; EndpointError with what to fix."""
         judge = self.judge
-        probe = judge.prompt_text(judge.template.messages(*("The cat drinks water.",) * (3 if judge.kind == "choice" else 2),
-                                                         **{f: "" for f in judge.template.fields}))
+        probe = judge.prompt_text(
+            judge.template.messages(
+                *("The cat drinks water.",) * (3 if judge.kind == "choice" else 2),
+                **{f: "" for f in judge.template.fields},
+            )
+        )
         ids = judge._encode(probe)
         self._same_tokens(probe, ids)
         self._ask([ids], 1)
@@ -423,16 +556,28 @@ class EndpointJudge(_Served):
     def _ask(self, prompts: list[list[int]], max_tokens: int) -> list[str]:
         # the generated tokens' ids where the server gives them (vLLM's return_token_ids), decoded here as in
         # process: a server's own text holds back a character whose bytes are cut by max_tokens, so it can differ
-        body = {"model": self.model_name, "prompt": prompts, "max_tokens": max_tokens, "temperature": 0,
-                "stop_token_ids": list(self.judge.eos_ids), "return_token_ids": True}
+        body = {
+            "model": self.model_name,
+            "prompt": prompts,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "stop_token_ids": list(self.judge.eos_ids),
+            "return_token_ids": True,
+        }
         response = self._request("POST", f"{self.base_url}/completions", "a judging request", json=body)
         try:
             choices = sorted(response.json()["choices"], key=lambda c: c["index"])
-            texts = [self.judge._answer_text([int(t) for t in c["token_ids"]])[0] if c.get("token_ids") is not None
-                     else str(c["text"]).strip() for c in choices[: len(prompts)]]
+            texts = [
+                self.judge._answer_text([int(t) for t in c["token_ids"]])[0]
+                if c.get("token_ids") is not None
+                else str(c["text"]).strip()
+                for c in choices[: len(prompts)]
+            ]
         except (KeyError, TypeError, ValueError):
-            raise EndpointError(f"The server at {self.root} did not answer its completions route as an "
-                                "OpenAI-compatible server does (choices with a text).") from None
+            raise EndpointError(
+                f"The server at {self.root} did not answer its completions route as an "
+                "OpenAI-compatible server does (choices with a text)."
+            ) from None
         if len(texts) < len(prompts):
             raise EndpointError(f"The server at {self.root} answered {len(texts)} of {len(prompts)} prompts.")
         return texts
@@ -440,7 +585,7 @@ class EndpointJudge(_Served):
     def generate(self, prompts: list[list[int]], on_batch=lambda n: None) -> list[str]:
         """Greedy answers to token-id prompts, in input order: PAIRS_PER_REQUEST prompts a request, ``concurrency``
         requests in flight (LLMJudge.generate's contract)."""
-        chunks = [prompts[i: i + PAIRS_PER_REQUEST] for i in range(0, len(prompts), PAIRS_PER_REQUEST)]
+        chunks = [prompts[i : i + PAIRS_PER_REQUEST] for i in range(0, len(prompts), PAIRS_PER_REQUEST)]
         texts: list[str] = []
         self.judge.last_run = {"prompts": len(prompts)}
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:

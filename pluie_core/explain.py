@@ -18,6 +18,7 @@ An explanation records the precision its scores were computed in (the scorer's d
 float16 the same pair rounds differently in another batch, so a contribution agrees with re-scoring its
 variant alone only to a few tenths, and ``precision_note`` says so in a sentence for the page.
 """
+
 from __future__ import annotations
 
 import html
@@ -28,9 +29,19 @@ from pluie_core.diff import tokenize, word_diff
 from pluie_core.scorer import PluieError
 from pluie_core.visible import visible_html
 
-__all__ = ["MAX_WORDS", "Explanation", "TokenContribution", "word_contributions", "without_word", "sentence_tokens",
-           "directed_contributions", "explanation_to_json", "explanation_from_json", "explanation_html",
-           "precision_note"]
+__all__ = [
+    "MAX_WORDS",
+    "Explanation",
+    "TokenContribution",
+    "word_contributions",
+    "without_word",
+    "sentence_tokens",
+    "directed_contributions",
+    "explanation_to_json",
+    "explanation_from_json",
+    "explanation_html",
+    "precision_note",
+]
 
 MAX_WORDS = 200  # per sentence: each word is one more pair to score
 _WORDLIKE = re.compile(r"\w")
@@ -89,7 +100,7 @@ def without_word(sentence: str, start: int, end: int) -> str:
     Nothing else changes (no re-capitalisation)."""
     left, right = sentence[:start], sentence[end:]
     left_core, right_core = left.rstrip(), right.lstrip()
-    space_before, space_after = left[len(left_core):], right[: len(right) - len(right_core)]
+    space_before, space_after = left[len(left_core) :], right[: len(right) - len(right_core)]
     joint = space_before if (left_core and right_core and space_before and space_after) else ""
     return left_core + joint + right_core
 
@@ -100,13 +111,16 @@ def _checked(name: str, sentence) -> list[tuple[str, int, int, bool]]:
     tokens = sentence_tokens(sentence)
     words = sum(is_word for *_, is_word in tokens)
     if words > MAX_WORDS:
-        raise PluieError(f"The {name} has {words:,} words; word contributions are computed for sentences of "
-                         f"at most {MAX_WORDS} words.")
+        raise PluieError(
+            f"The {name} has {words:,} words; word contributions are computed for sentences of "
+            f"at most {MAX_WORDS} words."
+        )
     return tokens
 
 
-def word_contributions(scorer, source: str, hypothesis: str, symmetric: bool = False,
-                       fields: dict | None = None) -> Explanation:
+def word_contributions(
+    scorer, source: str, hypothesis: str, symmetric: bool = False, fields: dict | None = None
+) -> Explanation:
     """The PLUIE score of (source, hypothesis) and how much each word of either sentence moves it.
 
     scorer: a pluie_core.scorer.PluieScorer (the pair's run's model, template and answers).
@@ -121,8 +135,10 @@ def word_contributions(scorer, source: str, hypothesis: str, symmetric: bool = F
     One call of ``scorer.score`` on the pair and its variants (INDIRECT-like templates generate an
     explanation for each of them).
     """
-    sides = {"source": (source, _checked("source", source)),
-             "hypothesis": (hypothesis, _checked("hypothesis", hypothesis))}
+    sides = {
+        "source": (source, _checked("source", source)),
+        "hypothesis": (hypothesis, _checked("hypothesis", hypothesis)),
+    }
     sources, hypotheses, slots = [source], [hypothesis], {}
     for name, (sentence, tokens) in sides.items():
         if sum(is_word for *_, is_word in tokens) < 2:
@@ -139,9 +155,11 @@ def word_contributions(scorer, source: str, hypothesis: str, symmetric: bool = F
 
     def listed(name: str) -> tuple[TokenContribution, ...]:
         return tuple(
-            TokenContribution(token, start, end, is_word,
-                              full - float(scores[slots[name, i]]) if (name, i) in slots else None)
-            for i, (token, start, end, is_word) in enumerate(sides[name][1]))
+            TokenContribution(
+                token, start, end, is_word, full - float(scores[slots[name, i]]) if (name, i) in slots else None
+            )
+            for i, (token, start, end, is_word) in enumerate(sides[name][1])
+        )
 
     return Explanation(source, hypothesis, full, listed("source"), listed("hypothesis"), _precision(scorer))
 
@@ -159,32 +177,47 @@ def directed_contributions(scorer, source: str, hypothesis: str, direction: str 
     The result's source and hypothesis are the pair's own, whatever the direction."""
     if direction == "backward":
         turned = word_contributions(scorer, hypothesis, source)
-        return Explanation(source, hypothesis, turned.score, turned.hypothesis_tokens, turned.source_tokens,
-                           turned.precision)
+        return Explanation(
+            source, hypothesis, turned.score, turned.hypothesis_tokens, turned.source_tokens, turned.precision
+        )
     return word_contributions(scorer, source, hypothesis, symmetric=direction == "symmetric")
 
 
 def explanation_to_json(explanation: Explanation) -> dict:
     """A plain dict for a JSON column: the sentences, the score and each token as
     [token, start, end, is_word, contribution]."""
+
     def rows(tokens):
         return [[t.token, t.start, t.end, t.is_word, t.contribution] for t in tokens]
 
-    return {"source": explanation.source, "hypothesis": explanation.hypothesis, "score": explanation.score,
-            "source_tokens": rows(explanation.source_tokens), "hypothesis_tokens": rows(explanation.hypothesis_tokens),
-            "precision": explanation.precision}
+    return {
+        "source": explanation.source,
+        "hypothesis": explanation.hypothesis,
+        "score": explanation.score,
+        "source_tokens": rows(explanation.source_tokens),
+        "hypothesis_tokens": rows(explanation.hypothesis_tokens),
+        "precision": explanation.precision,
+    }
 
 
 def explanation_from_json(data: dict) -> Explanation:
     """The Explanation that explanation_to_json stored."""
+
     def tokens(rows):
-        return tuple(TokenContribution(str(t), int(s), int(e), bool(w), None if c is None else float(c))
-                     for t, s, e, w, c in rows)
+        return tuple(
+            TokenContribution(str(t), int(s), int(e), bool(w), None if c is None else float(c))
+            for t, s, e, w, c in rows
+        )
 
     precision = data.get("precision")  # absent from explanations stored before it was recorded
-    return Explanation(data["source"], data["hypothesis"], float(data["score"]),
-                       tokens(data["source_tokens"]), tokens(data["hypothesis_tokens"]),
-                       None if precision is None else str(precision))
+    return Explanation(
+        data["source"],
+        data["hypothesis"],
+        float(data["score"]),
+        tokens(data["source_tokens"]),
+        tokens(data["hypothesis_tokens"]),
+        None if precision is None else str(precision),
+    )
 
 
 def precision_note(explanation: Explanation) -> str | None:
@@ -193,15 +226,18 @@ def precision_note(explanation: Explanation) -> str | None:
     another batch, so a contribution agrees with re-scoring the variant alone only that far (measured
     with a 7B model on an H100: bfloat16 0.22 in the median pair, 0.41 at most; float16 0.032 and 0.046;
     float32 1.7e-4: bench/explain.py, bench/results/2026-11-26-gpu-h100.md)."""
-    how_far = {"bfloat16": ("a few tenths", "0.4", "0.3"),
-               "float16": ("a few hundredths", "0.05", "0.05")}.get(explanation.precision or "")
+    how_far = {"bfloat16": ("a few tenths", "0.4", "0.3"), "float16": ("a few hundredths", "0.05", "0.05")}.get(
+        explanation.precision or ""
+    )
     if how_far is None:
         return None
     amount, largest, below = how_far
-    return (f"Computed in {explanation.precision}, whose rounding changes with the batch: a word's number can differ "
-            f"from re-scoring the sentence without that word by {amount} (up to {largest} measured on a 7B model), "
-            f"so read contributions under about {below} as no push at all. The score can differ from the run's "
-            "stored one as much. A float32 run agrees to about 0.0002.")
+    return (
+        f"Computed in {explanation.precision}, whose rounding changes with the batch: a word's number can differ "
+        f"from re-scoring the sentence without that word by {amount} (up to {largest} measured on a 7B model), "
+        f"so read contributions under about {below} as no push at all. The score can differ from the run's "
+        "stored one as much. A float32 run agrees to about 0.0002."
+    )
 
 
 # a diverging scale, translucent so the text stays readable on either theme: blue pushes towards answer₁
@@ -222,9 +258,11 @@ def _shade(contribution: float, largest: float) -> str:
     (low, high), (dark_low, dark_high) = _OPACITY["light"], _OPACITY["dark"]
     alpha = 0.0 if share is None else low + (high - low) * share
     dark_alpha = 0.0 if share is None else dark_low + (dark_high - dark_low) * share
-    return (f"background:rgba({light},{alpha:.2f});"
-            f"background:light-dark(rgba({light},{alpha:.2f}),rgba({dark},{dark_alpha:.2f}));"
-            "border-radius:3px;padding:0 1px")
+    return (
+        f"background:rgba({light},{alpha:.2f});"
+        f"background:light-dark(rgba({light},{alpha:.2f}),rgba({dark},{dark_alpha:.2f}));"
+        "border-radius:3px;padding:0 1px"
+    )
 
 
 def explanation_html(explanation: Explanation, answers: tuple[str, str] = ("Yes", "No")) -> tuple[str, str]:
@@ -234,30 +272,37 @@ def explanation_html(explanation: Explanation, answers: tuple[str, str] = ("Yes"
     the pair; the number on hover. The word diff's changed words are underlined. All text is escaped and
     hidden characters show as marks (pluie_core.visible.visible_html), as in pluie_core.diff."""
     tags = [[tag for _, tag in side] for side in word_diff(explanation.source, explanation.hypothesis)]
-    contributions = [t.contribution for t in explanation.source_tokens + explanation.hypothesis_tokens
-                     if t.contribution is not None]
+    contributions = [
+        t.contribution for t in explanation.source_tokens + explanation.hypothesis_tokens if t.contribution is not None
+    ]
     largest = max((abs(c) for c in contributions), default=0.0)
 
     def render(sentence: str, tokens, changed: list[str]) -> str:
         parts, end = [], 0
         for k, token in enumerate(tokens):
-            parts.append(visible_html(sentence[end:token.start]))
-            text = visible_html(sentence[token.start:token.end])
+            parts.append(visible_html(sentence[end : token.start]))
+            text = visible_html(sentence[token.start : token.end])
             underline = _CHANGED if k < len(changed) and changed[k] != "equal" else ""
             if token.contribution is None:
                 parts.append(f'<span style="{underline}">{text}</span>' if underline else text)
             else:
                 c = token.contribution
                 towards = answers[0] if c >= 0 else answers[1]
-                title = (f"{c:+.3f}: pushes the score towards “{towards}”; leaving this word out moves the score "
-                         f"by {-c:+.3f}")
+                title = (
+                    f"{c:+.3f}: pushes the score towards “{towards}”; leaving this word out moves the score "
+                    f"by {-c:+.3f}"
+                )
                 side = "first" if c >= 0 else "second"
-                parts.append(f'<span class="pluie-why pluie-why-{side}" data-contribution="{c:.6g}" '
-                             f'title="{html.escape(title, quote=True)}" style="{_shade(c, largest)};{underline}">'
-                             f'{text}</span>')
+                parts.append(
+                    f'<span class="pluie-why pluie-why-{side}" data-contribution="{c:.6g}" '
+                    f'title="{html.escape(title, quote=True)}" style="{_shade(c, largest)};{underline}">'
+                    f"{text}</span>"
+                )
             end = token.end
         parts.append(visible_html(sentence[end:]))
         return "".join(parts)
 
-    return (render(explanation.source, explanation.source_tokens, tags[0]),
-            render(explanation.hypothesis, explanation.hypothesis_tokens, tags[1]))
+    return (
+        render(explanation.source, explanation.source_tokens, tags[0]),
+        render(explanation.hypothesis, explanation.hypothesis_tokens, tags[1]),
+    )

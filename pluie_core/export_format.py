@@ -16,6 +16,7 @@ recognise UTF-8; load_pairs ignores it.
 JSONL is never opened as a spreadsheet: it is written as is, one JSON object per line,
 missing values as null, times as ISO 8601 text.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -78,7 +79,11 @@ def to_parquet_bytes(df: pd.DataFrame) -> bytes:
     return df.to_parquet(index=False, engine="pyarrow")
 
 
-STREAM_FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+STREAM_FORMATS = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson",
+    "parquet": "application/vnd.apache.parquet",
+}
 
 
 class _Drain(io.RawIOBase):

@@ -15,6 +15,7 @@ The demonstration judge is SmolLM2-135M-Instruct in Q4_1, as the PyPI package ``
 (installed without its dependencies: only the file is used); ``demo_model_path`` finds it without
 importing the package (its ``__init__`` imports llm and llama-cpp, which are not installed).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,16 +64,20 @@ def find_gguf(path: Path) -> Path | None:
     holds several), else None (a Hugging Face model directory, or no .gguf file)."""
     if path.is_file():
         if not is_gguf_file(path):
-            raise GGUFError(f"{path} is not a GGUF file (it does not start with the GGUF magic bytes); give a "
-                            ".gguf file, a directory holding one, a model directory with a config.json, or a "
-                            "Hugging Face model id.")
+            raise GGUFError(
+                f"{path} is not a GGUF file (it does not start with the GGUF magic bytes); give a "
+                ".gguf file, a directory holding one, a model directory with a config.json, or a "
+                "Hugging Face model id."
+            )
         return path
     if not path.is_dir() or (path / "config.json").is_file():
         return None
     found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".gguf" and p.is_file())
     if len(found) > 1:
-        raise GGUFError(f"{path} holds {len(found)} GGUF files ({', '.join(p.name for p in found[:4])}); give the "
-                        "path of the one to use.")
+        raise GGUFError(
+            f"{path} holds {len(found)} GGUF files ({', '.join(p.name for p in found[:4])}); give the "
+            "path of the one to use."
+        )
     return found[0] if found else None
 
 
@@ -109,15 +114,20 @@ def _read_metadata(path: Path, _mtime: int, _size: int) -> GGUFMetadata:
     architecture = str(field("general.architecture") or "")
     known = supported_architectures()
     if architecture not in known and _ARCH_ALIASES.get(architecture) not in known:
-        raise GGUFError(f"{path.name} is a GGUF model of the {architecture or 'unnamed'} architecture, which "
-                        "transformers cannot load from GGUF (it can: " + ", ".join(sorted(known)[:12]) + ", ...); "
-                        "use the model's Hugging Face checkpoint instead.")
+        raise GGUFError(
+            f"{path.name} is a GGUF model of the {architecture or 'unnamed'} architecture, which "
+            "transformers cannot load from GGUF (it can: " + ", ".join(sorted(known)[:12]) + ", ...); "
+            "use the model's Hugging Face checkpoint instead."
+        )
     template = field("tokenizer.chat_template")
     if not isinstance(template, str) or not template.strip():
-        raise GGUFError(f"{path.name} has no chat template in its metadata (tokenizer.chat_template), so the "
-                        "prompt cannot be built; use the chat / instruct version of the model.")
-    return GGUFMetadata(path=path, architecture=architecture, name=str(field("general.name") or ""),
-                        chat_template=template)
+        raise GGUFError(
+            f"{path.name} has no chat template in its metadata (tokenizer.chat_template), so the "
+            "prompt cannot be built; use the chat / instruct version of the model."
+        )
+    return GGUFMetadata(
+        path=path, architecture=architecture, name=str(field("general.name") or ""), chat_template=template
+    )
 
 
 class _Shared:

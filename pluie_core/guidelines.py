@@ -6,6 +6,7 @@ stores its own copy, which the admin may edit (Markdown). The serving order is c
 when the campaign is created, by `serving_order`: a pure function so the order can be
 reproduced outside the app.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,9 +28,9 @@ PAIR_ORDERS: dict[str, str] = {
 # how a campaign's queue is shared among its annotators (db.serving serves by it)
 DISTRIBUTIONS: dict[str, str] = {
     "share": "Share the work: every pair gets its first annotator before any pair gets a second, so annotators "
-             "get different pairs while the queue has enough; pairs get their further annotators after that",
+    "get different pairs while the queue has enough; pairs get their further annotators after that",
     "overlap": "Overlap first: each pair gets all its annotators before the next pair is served, so annotators "
-               "label the same pairs, in the same order",
+    "label the same pairs, in the same order",
 }
 
 
@@ -51,8 +52,10 @@ def check_guidelines(text: str) -> str:
         raise GuidelinesError(f"The guidelines have {len(text):,} characters; the limit is {MAX_GUIDELINES:,}.")
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
-        raise GuidelinesError(f"The guidelines contain a NUL character (U+0000) on line {line:,}, which the store "
-                              "cannot keep; remove it (it often comes with text pasted from a binary file).")
+        raise GuidelinesError(
+            f"The guidelines contain a NUL character (U+0000) on line {line:,}, which the store "
+            "cannot keep; remove it (it often comes with text pasted from a binary file)."
+        )
     return text
 
 
@@ -71,8 +74,9 @@ def guidelines_change(before: str, after: str) -> str:
     if counts:  # "1 line changed, 2 added"
         first = counts[0].split(" ", 1)
         counts[0] = f"{first[0]} line{'' if first[0] == '1' else 's'} {first[1]}"
-    return (f"now {_characters(len(after or ''))}, was {len(before or ''):,}"
-            + (f"; {', '.join(counts)}" if counts else ""))
+    return f"now {_characters(len(after or ''))}, was {len(before or ''):,}" + (
+        f"; {', '.join(counts)}" if counts else ""
+    )
 
 
 def _characters(n: int) -> str:
@@ -92,28 +96,42 @@ class WorkedExample:
 
 WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
     WorkedExample(
-        "The cat drinks water.", "The cat eats kibble.", 0,
+        "The cat drinks water.",
+        "The cat eats kibble.",
+        0,
         "The associated actions have nothing in common even though the two sentences have the same subject.",
-        "The cat :yellow-background[drinks water].", "The cat :yellow-background[eats kibble].",
+        "The cat :yellow-background[drinks water].",
+        "The cat :yellow-background[eats kibble].",
     ),
     WorkedExample(
-        "The cat drinks milk.", "The cat drinks water.", 1,
+        "The cat drinks milk.",
+        "The cat drinks water.",
+        1,
         "The subjects and actions are similar, but water is not milk.",
-        "The cat drinks :yellow-background[milk].", "The cat drinks :yellow-background[water].",
+        "The cat drinks :yellow-background[milk].",
+        "The cat drinks :yellow-background[water].",
     ),
     WorkedExample(
-        "The cat drinks water.", "The cat quenches its thirst.", 2,
+        "The cat drinks water.",
+        "The cat quenches its thirst.",
+        2,
         "The only difference is that the first sentence specifies the type of liquid that is being drunk.",
-        "The cat :yellow-background[drinks water].", "The cat :yellow-background[quenches its thirst].",
+        "The cat :yellow-background[drinks water].",
+        "The cat :yellow-background[quenches its thirst].",
     ),
     WorkedExample(
-        "The cat eats the mouse.", "The mouse is eaten by the cat.", 3,
+        "The cat eats the mouse.",
+        "The mouse is eaten by the cat.",
+        3,
         "Differences linked to context interpretation in these two sentences are too small to say that "
         "their meaning is different.",
-        ":yellow-background[The cat eats] the mouse.", "The mouse :yellow-background[is eaten by the cat].",
+        ":yellow-background[The cat eats] the mouse.",
+        "The mouse :yellow-background[is eaten by the cat].",
     ),
     WorkedExample(
-        "The cat drinks tomato soup.", "Cat tomato soup.", 4,
+        "The cat drinks tomato soup.",
+        "Cat tomato soup.",
+        4,
         "The second sentence doesn't make any sense. We can't draw any conclusions from it.",
         ":yellow-background[The] cat :yellow-background[drinks] tomato soup.",
         ":yellow-background[Cat] tomato soup.",

@@ -12,6 +12,7 @@ client's minute of retries. Whether the weights load is not checked here.
 is not thread-safe while it first loads, and two Streamlit script runs checking a model at once
 got ``ImportError: cannot import name 'AutoTokenizer' from 'transformers'``.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,10 @@ def import_locked(module: str):
 
 def hub_offline() -> bool:
     """Whether the Hugging Face hub may not be used (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE)."""
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def hub_endpoint() -> str:
@@ -115,9 +118,11 @@ class ModelLocation:
     config_path: str  # the model's config.json on this machine
 
     def described(self) -> str:
-        return {"directory": "the directory holds a config.json",
-                "cache": "found in the local Hugging Face cache",
-                "hub": "found on the Hugging Face hub"}[self.where]
+        return {
+            "directory": "the directory holds a config.json",
+            "cache": "found in the local Hugging Face cache",
+            "hub": "found on the Hugging Face hub",
+        }[self.where]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -133,40 +138,57 @@ def find_model(name: str) -> ModelLocation:
     path = Path(os.path.expanduser(name))
     if name and path.exists():
         if not path.is_dir() or not (path / "config.json").is_file():
-            raise ModelNotFound(f"{name} is not a model directory (no config.json in it); give a directory saved "
-                                "with save_pretrained or a Hugging Face model id.")
+            raise ModelNotFound(
+                f"{name} is not a model directory (no config.json in it); give a directory saved "
+                "with save_pretrained or a Hugging Face model id."
+            )
         return ModelLocation(str(path), "directory", str(path / "config.json"))
     if not _HUB_ID.match(name):
-        raise ModelNotFound(f"No model found at {name}: that directory does not exist. Give a local model "
-                            "directory or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2.")
+        raise ModelNotFound(
+            f"No model found at {name}: that directory does not exist. Give a local model "
+            "directory or a Hugging Face model id such as mistralai/Mistral-7B-Instruct-v0.2."
+        )
     from huggingface_hub import try_to_load_from_cache
 
     try:
         cached = try_to_load_from_cache(name, "config.json")
     except ValueError as exc:  # huggingface_hub's own id rules (e.g. "a..b", a name too long)
-        raise ModelNotFound(f"{name} is not a valid Hugging Face model id ({_first_line(exc)}); give an id such as "
-                            "mistralai/Mistral-7B-Instruct-v0.2, or a local model directory.") from None
+        raise ModelNotFound(
+            f"{name} is not a valid Hugging Face model id ({_first_line(exc)}); give an id such as "
+            "mistralai/Mistral-7B-Instruct-v0.2, or a local model directory."
+        ) from None
     if isinstance(cached, str):
         return ModelLocation(name, "cache", cached)
     if hub_offline():
-        raise ModelNotFound(f"The model {name} is not in the local Hugging Face cache, and the hub is offline "
-                            "(HF_HUB_OFFLINE): download it first, or give a local model directory.")
+        raise ModelNotFound(
+            f"The model {name} is not in the local Hugging Face cache, and the hub is offline "
+            "(HF_HUB_OFFLINE): download it first, or give a local model directory."
+        )
     if not hub_reachable():
-        raise ModelNotFound(f"The model {name} is not in the local Hugging Face cache, and the Hugging Face hub "
-                            f"({hub_endpoint()}) does not answer from this machine: download the model where "
-                            "there is internet access, or give a local model directory.")
+        raise ModelNotFound(
+            f"The model {name} is not in the local Hugging Face cache, and the Hugging Face hub "
+            f"({hub_endpoint()}) does not answer from this machine: download the model where "
+            "there is internet access, or give a local model directory."
+        )
     from huggingface_hub import hf_hub_download
 
     try:
         config = hf_hub_download(name, "config.json", etag_timeout=PROBE_SECONDS * 2)
     except Exception as exc:  # no such repository, gated, no config.json, the network went away
-        raise ModelNotFound(f"The model {name} could not be found on the Hugging Face hub: {_first_line(exc)}. "
-                            "Check the model id, or give a local model directory.") from None
+        raise ModelNotFound(
+            f"The model {name} could not be found on the Hugging Face hub: {_first_line(exc)}. "
+            "Check the model id, or give a local model directory."
+        ) from None
     return ModelLocation(name, "hub", config)
 
 
 # the files of a model's weights, one of which a model in the local cache has (a sharded one: its index)
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 def on_this_machine(name: str) -> bool:
@@ -181,8 +203,9 @@ def on_this_machine(name: str) -> bool:
     from huggingface_hub import try_to_load_from_cache
 
     try:
-        return (isinstance(try_to_load_from_cache(name, "config.json"), str)
-                and any(isinstance(try_to_load_from_cache(name, f), str) for f in WEIGHT_FILES))
+        return isinstance(try_to_load_from_cache(name, "config.json"), str) and any(
+            isinstance(try_to_load_from_cache(name, f), str) for f in WEIGHT_FILES
+        )
     except ValueError:  # not a valid hub id after all
         return False
 
@@ -200,6 +223,8 @@ def pickle_refusal(name: str, exc: BaseException, folder=None) -> str | None:
         return None
     files = sorted(p.name for p in Path(folder).glob("*.bin")) if folder and Path(folder).is_dir() else []
     named = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more" if files else "a .bin file"
-    return (f"The weights of {name} are a pickle file ({named}) that holds more than tensors; PLUIE Lab does not "
-            "load such a file, since unpickling it can run code. If you trust its source, convert the weights to "
-            "safetensors; otherwise choose another model.")
+    return (
+        f"The weights of {name} are a pickle file ({named}) that holds more than tensors; PLUIE Lab does not "
+        "load such a file, since unpickling it can run code. If you trust its source, convert the weights to "
+        "safetensors; otherwise choose another model."
+    )

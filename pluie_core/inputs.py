@@ -1,4 +1,5 @@
 """The check every metric makes on its input: two equally long lists of sentences."""
+
 from __future__ import annotations
 
 

@@ -65,6 +65,7 @@ characters. Nested JSON values in a text column (sentence, id) are kept as JSON 
 Every problem a user can cause raises PairFileError (a ValueError) with one or two sentences
 naming the line / record and the problem; nothing is returned half-read.
 """
+
 from __future__ import annotations
 
 import copy
@@ -80,13 +81,28 @@ import pandas as pd
 
 from pluie_core.export_format import FORMULA_TRIGGERS, TEXT_MARKER
 from pluie_core.formats import corpora, tables
-from pluie_core.formats.common import PairFileError, RawTable, listed as _listed, places as _places, size_text as _megabytes
+from pluie_core.formats.common import PairFileError, RawTable
+from pluie_core.formats.common import listed as _listed
+from pluie_core.formats.common import places as _places
+from pluie_core.formats.common import size_text as _megabytes
 from pluie_core.formats.tables import MAX_COLUMNS, MAX_EXPANDED_BYTES, MAX_EXPANSION_RATIO, MAX_JSON_DEPTH
 from pluie_core.wording import counted
 
-__all__ = ["load_pairs", "read_table", "read_pair_chunks", "PairChunks", "guess_columns", "PairFileError", "FORMATS",
-           "MAX_BYTES", "MAX_COLUMNS",
-           "MAX_EXPANDED_BYTES", "MAX_EXPANSION_RATIO", "MAX_JSON_DEPTH", "MAX_SENTENCE_CHARS"]
+__all__ = [
+    "load_pairs",
+    "read_table",
+    "read_pair_chunks",
+    "PairChunks",
+    "guess_columns",
+    "PairFileError",
+    "FORMATS",
+    "MAX_BYTES",
+    "MAX_COLUMNS",
+    "MAX_EXPANDED_BYTES",
+    "MAX_EXPANSION_RATIO",
+    "MAX_JSON_DEPTH",
+    "MAX_SENTENCE_CHARS",
+]
 
 # Limits on what a file may hold (docs/user-guide/import.md, "Limits"): its size as uploaded; for an Excel workbook,
 # what it expands to (pluie_core.formats.tables); JSON nesting; one sentence's length. The longest
@@ -94,8 +110,18 @@ __all__ = ["load_pairs", "read_table", "read_pair_chunks", "PairChunks", "guess_
 MAX_BYTES = 50 * 1024 * 1024
 MAX_SENTENCE_CHARS = 20_000
 GENERIC_FORMATS = ("csv", "tsv", "json", "jsonl", "excel")
-CORPUS_FORMATS = ("mrpc", "paws", "stsb", "sick", "paraphrasus", "twitter_url", "turku",
-                  "paraphraser_xml", "parareval", "biosses")
+CORPUS_FORMATS = (
+    "mrpc",
+    "paws",
+    "stsb",
+    "sick",
+    "paraphrasus",
+    "twitter_url",
+    "turku",
+    "paraphraser_xml",
+    "parareval",
+    "biosses",
+)
 FORMATS = ("auto",) + CORPUS_FORMATS + GENERIC_FORMATS
 MAPPING_KEYS = ("source", "hypothesis", "label", "external_id", "annotators")
 ANNOTATOR_PREFIX = "annotator:"
@@ -103,28 +129,65 @@ ANNOTATOR_PREFIX = "annotator:"
 # Column names recognised without a mapping, compared lower-cased with spaces, dashes and
 # dots turned into underscores. Pairs are tried first so that s1 goes with s2.
 SENTENCE_PAIRS = [
-    ("source", "hypothesis"), ("sentence1", "sentence2"), ("sentence_1", "sentence_2"),
-    ("s1", "s2"), ("text_a", "text_b"), ("text1", "text2"), ("text_1", "text_2"),
-    ("txt1", "txt2"), ("sentence_a", "sentence_b"), ("premise", "hypothesis"),
-    ("question1", "question2"), ("#1_string", "#2_string"), ("reference", "candidate"),
-    ("original", "paraphrase"), ("source", "target"),
+    ("source", "hypothesis"),
+    ("sentence1", "sentence2"),
+    ("sentence_1", "sentence_2"),
+    ("s1", "s2"),
+    ("text_a", "text_b"),
+    ("text1", "text2"),
+    ("text_1", "text_2"),
+    ("txt1", "txt2"),
+    ("sentence_a", "sentence_b"),
+    ("premise", "hypothesis"),
+    ("question1", "question2"),
+    ("#1_string", "#2_string"),
+    ("reference", "candidate"),
+    ("original", "paraphrase"),
+    ("source", "target"),
 ]
-LABEL_NAMES = ["label", "gold", "gold_label", "score", "quality", "similarity", "relatedness_score",
-               "relatedness", "is_paraphrase", "paraphrase", "class", "y"]
+LABEL_NAMES = [
+    "label",
+    "gold",
+    "gold_label",
+    "score",
+    "quality",
+    "similarity",
+    "relatedness_score",
+    "relatedness",
+    "is_paraphrase",
+    "paraphrase",
+    "class",
+    "y",
+]
 ID_NAMES = ["external_id", "id", "pair_id", "pairid", "uid", "guid"]
 MISSING_TEXT = {"", "na", "nan", "null", "none", "n/a"}
 # The apostrophe our CSV export puts before formula-like text (see export_format).
 # Binary labels written as words, compared lower-cased with runs of spaces, "_" and "-" made one "-".
-LABEL_WORDS = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "paraphrase": 1.0,
-               "non-paraphrase": 0.0, "nonparaphrase": 0.0, "not-paraphrase": 0.0, "not-a-paraphrase": 0.0}
+LABEL_WORDS = {
+    "yes": 1.0,
+    "no": 0.0,
+    "true": 1.0,
+    "false": 0.0,
+    "paraphrase": 1.0,
+    "non-paraphrase": 0.0,
+    "nonparaphrase": 0.0,
+    "not-paraphrase": 0.0,
+    "not-a-paraphrase": 0.0,
+}
 NUL = "\x00"  # removed from every cell and column name (see the module's docstring)
 SPREADSHEET_MARKER = re.compile(
     "^" + re.escape(TEXT_MARKER) + "(?=[" + re.escape("".join(FORMULA_TRIGGERS) + TEXT_MARKER) + "])"
 )
 
 
-def load_pairs(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
-               max_bytes: int = MAX_BYTES, keep_duplicates: bool = False, skip_invalid: bool = False) -> pd.DataFrame:
+def load_pairs(
+    path_or_buffer,
+    format: str = "auto",
+    columns: Optional[dict] = None,
+    max_bytes: int = MAX_BYTES,
+    keep_duplicates: bool = False,
+    skip_invalid: bool = False,
+) -> pd.DataFrame:
     """Read a pair file (path, or binary file object with .name such as a Streamlit upload).
 
     `format` is "auto" (sniffed from the content, the file name as a hint) or one of FORMATS.
@@ -180,7 +243,7 @@ def guess_columns(df: pd.DataFrame) -> dict:
         text = str(column)
         for prefix in (ANNOTATOR_PREFIX, "annotator_"):
             if text.startswith(prefix) and len(text) > len(prefix):
-                annotators[text[len(prefix):]] = column
+                annotators[text[len(prefix) :]] = column
                 break
     mapping["annotators"] = annotators
     return mapping
@@ -189,11 +252,14 @@ def guess_columns(df: pd.DataFrame) -> dict:
 def _own_columns(df: pd.DataFrame) -> dict:
     """Dataset readers name their columns ours already."""
     mapping: dict = {key: key for key in ("source", "hypothesis", "label", "external_id") if key in df.columns}
-    mapping["annotators"] = {str(c)[len(ANNOTATOR_PREFIX):]: c for c in df.columns if str(c).startswith(ANNOTATOR_PREFIX)}
+    mapping["annotators"] = {
+        str(c)[len(ANNOTATOR_PREFIX) :]: c for c in df.columns if str(c).startswith(ANNOTATOR_PREFIX)
+    }
     return mapping
 
 
 # -- reading bytes and choosing the reader ---------------------------------------------------
+
 
 def _read_raw(path_or_buffer, format: str, max_bytes: int) -> RawTable:
     return _without_nul(_read_raw_table(path_or_buffer, format, max_bytes))
@@ -248,7 +314,9 @@ def _looks_like_excel(data: bytes, name: str) -> bool:
 
 def _decode(data: bytes) -> str:
     if data.count(b"\x00") * 4 >= len(data):
-        raise PairFileError("The file looks like UTF-16 text (every other byte is NUL); save it as UTF-8 and try again.")
+        raise PairFileError(
+            "The file looks like UTF-16 text (every other byte is NUL); save it as UTF-8 and try again."
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -280,15 +348,21 @@ def _sniff(text: str, name: str) -> str:
     if stripped == corpora.SICK_HEADER:
         return "sick"
     if len(fields) > 2 and "sentence1" in stripped and "sentence2" in stripped:
-        if stripped[0] in ("", "Unnamed: 0") and ("score" in stripped or corpora.STS_H_PREFIX + "Consensus" in stripped):
+        if stripped[0] in ("", "Unnamed: 0") and (
+            "score" in stripped or corpora.STS_H_PREFIX + "Consensus" in stripped
+        ):
             return "paraphrasus"
         annotators = [f for f in stripped if f.startswith("annotator_")]
         if len(annotators) >= 2 and not any(_normalised(f) in LABEL_NAMES for f in stripped):
             return "biosses"
     if len(fields) in (7, 9) and _is_number(fields[4]) and fields[3].strip().isdigit():
         return "stsb"
-    if len(fields) == 5 and fields[0].strip().isdigit() and _is_number(fields[3]) \
-            and fields[4].strip() in corpora.SICK_JUDGMENTS:
+    if (
+        len(fields) == 5
+        and fields[0].strip().isdigit()
+        and _is_number(fields[3])
+        and fields[4].strip() in corpora.SICK_JUDGMENTS
+    ):
         return "sick"
     if len(fields) in (4, 5) and corpora.VOTES.match(fields[2].strip()):
         return "twitter_url"
@@ -349,9 +423,14 @@ def _read_text(text: str, format: str, name: str) -> RawTable:
         return corpora.read_parareval(text)
     if format == "paraphraser_xml":
         return corpora.read_paraphraser_xml(text)
-    readers = {"mrpc": corpora.read_mrpc, "paws": corpora.read_paws, "stsb": corpora.read_stsb,
-               "sick": corpora.read_sick, "twitter_url": corpora.read_twitter_url,
-               "biosses": corpora.read_biosses}
+    readers = {
+        "mrpc": corpora.read_mrpc,
+        "paws": corpora.read_paws,
+        "stsb": corpora.read_stsb,
+        "sick": corpora.read_sick,
+        "twitter_url": corpora.read_twitter_url,
+        "biosses": corpora.read_biosses,
+    }
     if format in readers:
         return readers[format](text)
     if format == "paraphrasus" and not text.lstrip().startswith("{"):
@@ -373,6 +452,7 @@ def _read_text(text: str, format: str, name: str) -> RawTable:
 
 
 # -- from a raw table to pairs ------------------------------------------------------------
+
 
 def _normalised(column) -> str:
     return re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
@@ -399,8 +479,14 @@ def _checked_mapping(columns: dict, table: pd.DataFrame) -> dict:
     return {**{k: v for k, v in columns.items() if k != "annotators" and v is not None}, "annotators": dict(annotators)}
 
 
-def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, skip_invalid: bool = False,
-                words: Optional[dict] = None, part: bool = False) -> pd.DataFrame:
+def _pairs_from(
+    raw: RawTable,
+    mapping: dict,
+    keep_duplicates: bool = False,
+    skip_invalid: bool = False,
+    words: Optional[dict] = None,
+    part: bool = False,
+) -> pd.DataFrame:
     """The pairs of a raw table. `part`: the table is one chunk of a file read in chunks (PairChunks):
     repeats are left to the import, a chunk whose rows are all invalid is empty (the file as a whole
     decides), and `words` gathers the label words of every chunk."""
@@ -425,13 +511,22 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     out: dict = {}
     for key, what in (("source", "source sentence"), ("hypothesis", "hypothesis")):
         text = _text(table[mapping[key]])
-        invalid((text == "").to_numpy(), lambda i, key=key, what=what: (  # type: ignore[misc]
-            f"the {what} is a formula with no computed value; open and save the workbook in a spreadsheet "
-            "application (Excel, LibreOffice) to compute it." if (i, mapping[key]) in raw.uncomputed
-            else f"the {what} is empty."))
+        invalid(
+            (text == "").to_numpy(),
+            lambda i, key=key, what=what: (  # type: ignore[misc]
+                f"the {what} is a formula with no computed value; open and save the workbook in a spreadsheet "
+                "application (Excel, LibreOffice) to compute it."
+                if (i, mapping[key]) in raw.uncomputed
+                else f"the {what} is empty."
+            ),
+        )
         lengths = text.str.len().to_numpy()
-        invalid(lengths > MAX_SENTENCE_CHARS, lambda i, what=what, lengths=lengths: (  # type: ignore[misc]
-            f"the {what} has {int(lengths[i]):,} characters; the limit is {MAX_SENTENCE_CHARS:,}."))
+        invalid(
+            lengths > MAX_SENTENCE_CHARS,
+            lambda i, what=what, lengths=lengths: (  # type: ignore[misc]
+                f"the {what} has {int(lengths[i]):,} characters; the limit is {MAX_SENTENCE_CHARS:,}."
+            ),
+        )
         out[key] = text
     label_column = mapping.get("label")
     words = {} if words is None else words  # label words read as numbers, per column: {what: {word: number}}
@@ -443,9 +538,12 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
     else:
         out["external_id"] = pd.Series(None, index=table.index, dtype=object)
     for annotator, column in mapping["annotators"].items():
-        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(table[column], raw, f"label of annotator {annotator}", words,
-                                                          invalid)
-    used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(mapping["annotators"].values())
+        out[ANNOTATOR_PREFIX + str(annotator)] = _numbers(
+            table[column], raw, f"label of annotator {annotator}", words, invalid
+        )
+    used = {mapping.get(k) for k in ("source", "hypothesis", "label", "external_id")} | set(
+        mapping["annotators"].values()
+    )
     for column in table.columns:
         if column not in used:
             name = str(column)
@@ -467,8 +565,9 @@ def _pairs_from(raw: RawTable, mapping: dict, keep_duplicates: bool = False, ski
         raw = copy.copy(raw)  # the kept rows' numbers, for the duplicates' (positions in pairs from here on)
         raw.rows = raw.rows[kept]
     label_kind, label_range = _label_kind(pairs["label"], raw)
-    duplicated, duplicates, warnings = (np.zeros(len(pairs), dtype=bool), [], []) if part else \
-        _duplicates(pairs, raw, keep_duplicates)
+    duplicated, duplicates, warnings = (
+        (np.zeros(len(pairs), dtype=bool), [], []) if part else _duplicates(pairs, raw, keep_duplicates)
+    )
     result = (pairs if keep_duplicates else pairs.loc[~duplicated]).reset_index(drop=True)
     result.attrs = {
         "format": raw.format,
@@ -501,18 +600,21 @@ class InvalidRows(PairFileError):
 
     @classmethod
     def sentence(cls, rows: list[dict], row_word: str, after: str = "") -> str:
-        named = " ".join(f"{row_word} {r['row']}: {r['why']}" for r in rows[:cls.NAMED_ROWS])
+        named = " ".join(f"{row_word} {r['row']}: {r['why']}" for r in rows[: cls.NAMED_ROWS])
         more = len(rows) - cls.NAMED_ROWS
-        return named + (f" And {counted(more, 'more invalid row')}." if more > 0 else "") + (f" {after}" if after else "")
+        return (
+            named + (f" And {counted(more, 'more invalid row')}." if more > 0 else "") + (f" {after}" if after else "")
+        )
 
 
 def _skip_warning(row_word: str, skipped_rows: list[dict]) -> str:
-    return (f"{counted(len(skipped_rows), 'invalid row')} left out, as asked: "
-            f"{_places(row_word, [r['row'] for r in skipped_rows])} (each with its reason below).")
+    return (
+        f"{counted(len(skipped_rows), 'invalid row')} left out, as asked: "
+        f"{_places(row_word, [r['row'] for r in skipped_rows])} (each with its reason below)."
+    )
 
 
-def _duplicates(pairs: pd.DataFrame, raw: RawTable,
-                keep: bool = False) -> tuple[np.ndarray, list[dict], list[str]]:
+def _duplicates(pairs: pd.DataFrame, raw: RawTable, keep: bool = False) -> tuple[np.ndarray, list[dict], list[str]]:
     """Which rows repeat an earlier (source, hypothesis) pair, the attrs entries, warnings
     (worded for repeats kept when `keep`, skipped otherwise)."""
     duplicated = pairs.duplicated(["source", "hypothesis"], keep="first").to_numpy()
@@ -524,16 +626,22 @@ def _duplicates(pairs: pd.DataFrame, raw: RawTable,
     originals = first_positions[group[repeats]]
     duplicates = [{"row": int(raw.rows[r]), "duplicate_of": int(raw.rows[o])} for r, o in zip(repeats, originals)]
     if keep:
-        warnings = [f"{counted(len(duplicates), 'exact duplicate pair')} "
-                    f"{'was' if len(duplicates) == 1 else 'were'} kept (every row of the file is a pair)."]
+        warnings = [
+            f"{counted(len(duplicates), 'exact duplicate pair')} "
+            f"{'was' if len(duplicates) == 1 else 'were'} kept (every row of the file is a pair)."
+        ]
     else:
-        warnings = [f"{counted(len(duplicates), 'exact duplicate pair')} "
-                    f"{'was' if len(duplicates) == 1 else 'were'} skipped (the first of each is kept)."]
+        warnings = [
+            f"{counted(len(duplicates), 'exact duplicate pair')} "
+            f"{'was' if len(duplicates) == 1 else 'were'} skipped (the first of each is kept)."
+        ]
     labels = pairs["label"].to_numpy(dtype=float)
     same = (labels[repeats] == labels[originals]) | (np.isnan(labels[repeats]) & np.isnan(labels[originals]))
     if not same.all():
         kept = "the first of their pair" if keep else "the pair kept"
-        warnings.append(f"{int((~same).sum())} of the {'kept' if keep else 'skipped'} duplicates had a different label from {kept}.")
+        warnings.append(
+            f"{int((~same).sum())} of the {'kept' if keep else 'skipped'} duplicates had a different label from {kept}."
+        )
     return duplicated, duplicates, warnings
 
 
@@ -575,6 +683,7 @@ def _strip_spreadsheet_marker(column: pd.Series) -> pd.Series:
 def _text(values: pd.Series) -> pd.Series:
     """Cells as stripped text; missing cells become ""; a JSON object or list stays JSON (not
     Python's repr of it)."""
+
     def as_text(v):
         if v is None or (isinstance(v, float) and np.isnan(v)):
             return ""
@@ -585,8 +694,9 @@ def _text(values: pd.Series) -> pd.Series:
     return values.map(as_text).astype(object)
 
 
-def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None,
-             invalid: Optional[Callable] = None) -> pd.Series:
+def _numbers(
+    values: pd.Series, raw: RawTable, what: str, words: Optional[dict] = None, invalid: Optional[Callable] = None
+) -> pd.Series:
     """Numbers from cells (binary label words such as yes/no read as 1/0, each word met recorded
     in words[what]); empty or NA cells are missing. A cell that is not a number refuses the file,
     or is handed to ``invalid`` (rows set aside) and read as missing."""
@@ -614,6 +724,7 @@ def _numbers(values: pd.Series, raw: RawTable, what: str, words: Optional[dict] 
     numbers = pd.to_numeric(cells, errors="coerce").astype(float)
     bad = (numbers.isna() & cells.notna()).to_numpy() | np.isinf(numbers.to_numpy())
     if bad.any():
+
         def why(i: int) -> str:
             written = str(values.iloc[i]).strip()
             shown = repr(written) if len(written) <= 40 else repr(written[:30]) + f" (… {len(written):,} characters)"
@@ -645,8 +756,11 @@ def _word_notes(words: dict) -> list[str]:
 def _check_ranges(pairs: pd.DataFrame, raw: RawTable, invalid: Optional[Callable] = None) -> None:
     checks = [("label", "label", raw.label_range)]
     if raw.annotator_range:
-        checks += [(c, f"label of annotator {c[len(ANNOTATOR_PREFIX):]}", raw.annotator_range)
-                   for c in pairs.columns if str(c).startswith(ANNOTATOR_PREFIX)]
+        checks += [
+            (c, f"label of annotator {c[len(ANNOTATOR_PREFIX) :]}", raw.annotator_range)
+            for c in pairs.columns
+            if str(c).startswith(ANNOTATOR_PREFIX)
+        ]
     for column, what, scale in checks:
         if scale is None:
             continue
@@ -660,6 +774,7 @@ def _check_ranges(pairs: pd.DataFrame, raw: RawTable, invalid: Optional[Callable
             expected = f"between {low:g} and {high:g}"
         outside = outside.to_numpy()
         if outside.any():
+
             def why(i: int, values=values, what=what, expected=expected) -> str:
                 return f"the {what} {values.iloc[i]:g} is outside the dataset's scale; expected {expected}."
 
@@ -722,7 +837,11 @@ def stream_format(path_or_buffer, format: str = "auto") -> Optional[str]:
         path_or_buffer.seek(0)
         head, name = path_or_buffer.read(_HEAD_BYTES), os.path.basename(str(getattr(path_or_buffer, "name", "") or ""))
         path_or_buffer.seek(0)
-    if not head.strip() or head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")) or head.count(b"\x00") * 4 >= len(head):
+    if (
+        not head.strip()
+        or head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0"))
+        or head.count(b"\x00") * 4 >= len(head)
+    ):
         return None  # empty, a workbook or UTF-16: load_pairs says what it is
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff")
     start = text.lstrip()
@@ -761,8 +880,15 @@ class PairChunks:
     raises PairFileError from the chunk that holds it (invalid rows: each of that chunk's, and the line
     after which the file was not read)."""
 
-    def __init__(self, path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
-                 chunk_rows: int = CHUNK_ROWS, skip_invalid: bool = False, max_bytes: int = MAX_BYTES):
+    def __init__(
+        self,
+        path_or_buffer,
+        format: str = "auto",
+        columns: Optional[dict] = None,
+        chunk_rows: int = CHUNK_ROWS,
+        skip_invalid: bool = False,
+        max_bytes: int = MAX_BYTES,
+    ):
         found = stream_format(path_or_buffer, format)
         if found is None:
             raise PairFileError("This file is read whole (load_pairs): only CSV, TSV and JSONL are read in chunks.")
@@ -787,8 +913,16 @@ class PairChunks:
         self.columns, self.n_rows = self._first_pass()
         empty = pd.DataFrame(columns=self.columns)
         self.mapping = guess_columns(empty) if columns is None else _checked_mapping(columns, empty)
-        self.attrs: dict = {"format": found, "label_kind": None, "duplicates": [], "keep_duplicates": True,
-                            "warnings": [], "notes": [], "n_rows_read": 0, "row_word": self.row_word}
+        self.attrs: dict = {
+            "format": found,
+            "label_kind": None,
+            "duplicates": [],
+            "keep_duplicates": True,
+            "warnings": [],
+            "notes": [],
+            "n_rows_read": 0,
+            "row_word": self.row_word,
+        }
         if self.skip_invalid:
             self.attrs["skipped_rows"] = []
 
@@ -811,14 +945,17 @@ class PairChunks:
                         continue
                     record = tables.parse_json(line, f"Line {number}")
                     if not isinstance(record, dict):
-                        raise PairFileError(f"Line {number}: expected a JSON object, found {tables._json_kind(record)}.")
+                        raise PairFileError(
+                            f"Line {number}: expected a JSON object, found {tables._json_kind(record)}."
+                        )
                     tables.check_json_depth(record, f"Line {number}")
                     if len(record) > tables.MAX_COLUMNS:
                         tables.check_width(len(record), f"Line {number}")
                     yield record, number
             except UnicodeDecodeError:
-                raise PairFileError(f"Line {number + 1}: the file is not UTF-8 text; save it as UTF-8 and try "
-                                    "again.") from None
+                raise PairFileError(
+                    f"Line {number + 1}: the file is not UTF-8 text; save it as UTF-8 and try again."
+                ) from None
 
     def _first_pass(self) -> tuple[list, int]:
         """The columns (the header is checked before any row is read) and the number of rows. A TSV
@@ -883,7 +1020,8 @@ class PairChunks:
             if len(fields) > width:
                 raise PairFileError(
                     f"Line {line}: the row has {len(fields)} fields but the header has {width}. "
-                    f"A {'comma' if self.delimiter == ',' else 'tab'} inside a sentence must be quoted.")
+                    f"A {'comma' if self.delimiter == ',' else 'tab'} inside a sentence must be quoted."
+                )
             batch.append((fields + [""] * (width - len(fields)) if len(fields) < width else fields, line))
             if len(batch) == self.chunk_rows:
                 yield self._table_chunk(batch)
@@ -912,20 +1050,26 @@ class PairChunks:
     def __iter__(self):
         for key in ("source", "hypothesis"):
             if key not in self.mapping:
-                raise PairFileError(f"No {key} column: name one in the column mapping. The file's columns are: "
-                                    f"{', '.join(map(str, self.columns))}.")
+                raise PairFileError(
+                    f"No {key} column: name one in the column mapping. The file's columns are: "
+                    f"{', '.join(map(str, self.columns))}."
+                )
         words: dict = {}
         low, high, binary, any_label, n_kept = np.inf, -np.inf, True, False, 0
         skipped_rows: list = []
         for raw in self.raw_chunks():
             try:
-                frame = _pairs_from(raw, self.mapping, keep_duplicates=True, skip_invalid=self.skip_invalid,
-                                    words=words, part=True)
+                frame = _pairs_from(
+                    raw, self.mapping, keep_duplicates=True, skip_invalid=self.skip_invalid, words=words, part=True
+                )
             except InvalidRows as exc:  # the chunk's invalid rows are named; say where the reading stopped
                 if self.attrs["n_rows_read"] + len(raw.table) >= self.n_rows:
                     raise
-                raise PairFileError(InvalidRows.sentence(
-                    exc.rows, exc.row_word, f"The lines after line {int(raw.rows[-1]):,} were not checked.")) from None
+                raise PairFileError(
+                    InvalidRows.sentence(
+                        exc.rows, exc.row_word, f"The lines after line {int(raw.rows[-1]):,} were not checked."
+                    )
+                ) from None
             self.attrs["n_rows_read"] += frame.attrs["n_rows_read"]
             for warning in frame.attrs["warnings"]:
                 if warning not in self.attrs["warnings"]:
@@ -946,7 +1090,9 @@ class PairChunks:
         if skipped_rows:
             if not n_kept:
                 first = skipped_rows[0]
-                raise PairFileError(f"No row of the file is a valid pair: {self.row_word} {first['row']}: {first['why']}")
+                raise PairFileError(
+                    f"No row of the file is a valid pair: {self.row_word} {first['row']}: {first['why']}"
+                )
             self.attrs["warnings"].append(_skip_warning(self.row_word, skipped_rows))
         if any_label:
             self.attrs["label_kind"] = "binary" if binary else "score"
@@ -954,8 +1100,14 @@ class PairChunks:
                 self.attrs["label_range"] = (low, high)
 
 
-def read_pair_chunks(path_or_buffer, format: str = "auto", columns: Optional[dict] = None,
-                     chunk_rows: int = CHUNK_ROWS, skip_invalid: bool = False, max_bytes: int = MAX_BYTES) -> PairChunks:
+def read_pair_chunks(
+    path_or_buffer,
+    format: str = "auto",
+    columns: Optional[dict] = None,
+    chunk_rows: int = CHUNK_ROWS,
+    skip_invalid: bool = False,
+    max_bytes: int = MAX_BYTES,
+) -> PairChunks:
     """A CSV, TSV or JSONL pair file as PairChunks (see there); PairFileError at once for a header
     that cannot be read (too many columns, a column named twice, no sentence columns), later from
     the chunk that holds any other problem."""

@@ -39,6 +39,7 @@ kept. In particular:
   never taken as a rating on this one; "between 3 and 4", "3.5", "10" are unparsed.
 - Choices: the labels match case-sensitively (so the article "a" is not "A"); "Both A and B" is unparsed.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,13 +56,23 @@ from pluie_core.inputs import sentence_pairs
 from pluie_core.run_kinds import LLM_CHOICE, LLM_LIKERT, LLM_YES_NO, RUN_KINDS
 from pluie_core.scorer import PluieError, PluieScorer, greedy_generate, load_or_adopt
 from pluie_core.templates import (
-    _PLACEHOLDER, ROLES, BUILTIN_TEMPLATES, Template, TemplateError, _fill, _present, get_template,
+    _PLACEHOLDER,
+    BUILTIN_TEMPLATES,
+    ROLES,
+    Template,
+    TemplateError,
+    _fill,
+    _present,
+    get_template,
 )
 
 JUDGE_TEMPLATE_DIR = Path(__file__).with_name("templates") / "judges"
 KINDS = ("yes-no", "likert", "choice")
-_TEXTS = {"yes-no": ("source", "hypothesis"), "likert": ("source", "hypothesis"),
-          "choice": ("source", "candidate_a", "candidate_b")}
+_TEXTS = {
+    "yes-no": ("source", "hypothesis"),
+    "likert": ("source", "hypothesis"),
+    "choice": ("source", "candidate_a", "candidate_b"),
+}
 _LEADING_MARKUP = " \t\r\n*_`'\"‘’“”«»()[]{}<>:#>-.,"
 
 
@@ -90,21 +101,34 @@ def _judge(run_kind: str, column: str, description: str) -> JudgeKind:
     (pluie_core.run_kinds); the CLI's column and the description are the judge's own."""
     record = RUN_KINDS[run_kind]
     assert record.judge is not None and record.default_template is not None, f"{run_kind} is not a judge's run kind"
-    return JudgeKind(record.judge, record.name, record.title, column, record.default_template,
-                     record.natural_threshold, description)
+    return JudgeKind(
+        record.judge, record.name, record.title, column, record.default_template, record.natural_threshold, description
+    )
 
 
-JUDGES: dict[str, JudgeKind] = {j.kind: j for j in (
-    _judge(LLM_YES_NO, "llm_yes_no",
-           "generates an answer, parsed as Yes (1) or No (0); natural threshold 0.5 (a Yes; for a symmetric "
-           "run, at least one of the two directions)"),
-    _judge(LLM_LIKERT, "llm_likert",
-           "generates a 1-5 rating; natural threshold 4 (good or excellent, the acceptability cut-off the "
-           "*-PLUIE paper applies to its 5-point human ratings)"),
-    _judge(LLM_CHOICE, "llm_choice",
-           "for preference data: generates A or B, the better of two candidates for a source; a run scores each "
-           "candidate 1 when chosen over its partner asked first, 0 when not (no paraphrase threshold)"),
-)}
+JUDGES: dict[str, JudgeKind] = {
+    j.kind: j
+    for j in (
+        _judge(
+            LLM_YES_NO,
+            "llm_yes_no",
+            "generates an answer, parsed as Yes (1) or No (0); natural threshold 0.5 (a Yes; for a symmetric "
+            "run, at least one of the two directions)",
+        ),
+        _judge(
+            LLM_LIKERT,
+            "llm_likert",
+            "generates a 1-5 rating; natural threshold 4 (good or excellent, the acceptability cut-off the "
+            "*-PLUIE paper applies to its 5-point human ratings)",
+        ),
+        _judge(
+            LLM_CHOICE,
+            "llm_choice",
+            "for preference data: generates A or B, the better of two candidates for a source; a run scores each "
+            "candidate 1 when chosen over its partner asked first, 0 when not (no paraphrase threshold)",
+        ),
+    )
+}
 # the judges by their runs' ScoreRun.kind (the run kinds themselves are pluie_core.run_kinds.RUN_KINDS)
 JUDGES_BY_RUN_KIND: dict[str, JudgeKind] = {j.run_kind: j for j in JUDGES.values()}
 
@@ -146,8 +170,11 @@ class JudgeTemplate:
         for needed in _TEXTS[self.kind]:
             if f"{{{needed}}}" not in text:
                 raise JudgeError(f"{where} never uses {{{needed}}}; a {self.kind} prompt needs it.")
-        if self.kind != "likert" and (len(self.answers) != 2 or len({a.strip().casefold() for a in self.answers}) != 2
-                                      or not all(a.strip() for a in self.answers)):
+        if self.kind != "likert" and (
+            len(self.answers) != 2
+            or len({a.strip().casefold() for a in self.answers}) != 2
+            or not all(a.strip() for a in self.answers)
+        ):
             raise JudgeError(f"{where}: answers must be two different words, e.g. ['Yes', 'No'], not {self.answers!r}.")
         low, high = self.scale
         if self.kind == "likert" and not (isinstance(low, int) and isinstance(high, int) and low < high):
@@ -179,21 +206,36 @@ class JudgeTemplate:
 def judge_template_from_mapping(data, name: str = "custom") -> JudgeTemplate:
     if not isinstance(data, dict) or "turns" not in data:
         raise JudgeError("A judge template must be a mapping with 'kind' and a 'turns' list.")
-    unknown = set(data) - {"name", "kind", "description", "answers", "scale", "answer_prefix", "max_new_tokens", "turns"}
+    unknown = set(data) - {
+        "name",
+        "kind",
+        "description",
+        "answers",
+        "scale",
+        "answer_prefix",
+        "max_new_tokens",
+        "turns",
+    }
     if unknown:
         raise JudgeError(f"Unknown judge template key(s) {sorted(unknown)}.")
     kind = str(data.get("kind", ""))
     answers = data.get("answers", ("A", "B") if kind == "choice" else ("Yes", "No"))
     scale = data.get("scale", (1, 5))
     if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
-        raise JudgeError(f"answers must be a list of two quoted words, not {answers!r} (YAML reads a bare Yes as true).")
+        raise JudgeError(
+            f"answers must be a list of two quoted words, not {answers!r} (YAML reads a bare Yes as true)."
+        )
     if not isinstance(scale, (list, tuple)) or len(scale) != 2:
         raise JudgeError(f"scale must be a list of two whole numbers, e.g. [1, 5], not {scale!r}.")
     return JudgeTemplate(
-        name=str(data.get("name", name)), kind=kind,
+        name=str(data.get("name", name)),
+        kind=kind,
         turns=tuple(dict(t) if isinstance(t, dict) else t for t in data["turns"]),
-        answers=tuple(answers), scale=tuple(scale), answer_prefix=str(data.get("answer_prefix", "") or ""),
-        description=str(data.get("description", "") or ""), max_new_tokens=int(data.get("max_new_tokens", 10)),
+        answers=tuple(answers),
+        scale=tuple(scale),
+        answer_prefix=str(data.get("answer_prefix", "") or ""),
+        description=str(data.get("description", "") or ""),
+        max_new_tokens=int(data.get("max_new_tokens", 10)),
     )
 
 
@@ -216,10 +258,19 @@ BUILTIN_JUDGE_TEMPLATES: dict[str, JudgeTemplate] = {
 def from_pluie_template(template: Template) -> JudgeTemplate:
     """A PLUIE template asked as an LLM-Yes/No question: the same turns, its two answer words."""
     if template.needs_generation:
-        raise JudgeError(f"The PLUIE template {template.name!r} has a generation step; a yes-no judge needs a "
-                         "template that asks its question directly.")
-    return JudgeTemplate(name=template.name, kind="yes-no", turns=template.turns, answers=template.answers,
-                         answer_prefix=template.answer_prefix, description=template.description, max_new_tokens=10)
+        raise JudgeError(
+            f"The PLUIE template {template.name!r} has a generation step; a yes-no judge needs a "
+            "template that asks its question directly."
+        )
+    return JudgeTemplate(
+        name=template.name,
+        kind="yes-no",
+        turns=template.turns,
+        answers=template.answers,
+        answer_prefix=template.answer_prefix,
+        description=template.description,
+        max_new_tokens=10,
+    )
 
 
 def get_judge_template(spec, kind: Optional[str] = None) -> JudgeTemplate:
@@ -235,8 +286,7 @@ def get_judge_template(spec, kind: Optional[str] = None) -> JudgeTemplate:
     elif isinstance(spec, Template):
         template = from_pluie_template(spec)
     elif isinstance(spec, dict):
-        template = (judge_template_from_mapping(spec) if "kind" in spec
-                    else from_pluie_template(_pluie_template(spec)))
+        template = judge_template_from_mapping(spec) if "kind" in spec else from_pluie_template(_pluie_template(spec))
     elif isinstance(spec, (str, Path)):
         key = str(spec).strip().lower().replace("_", "-")
         if key in BUILTIN_JUDGE_TEMPLATES:
@@ -245,12 +295,16 @@ def get_judge_template(spec, kind: Optional[str] = None) -> JudgeTemplate:
             template = from_pluie_template(BUILTIN_TEMPLATES[key])
         elif Path(spec).is_file():
             data = _read_mapping(Path(spec))
-            template = (judge_template_from_mapping(data, Path(spec).stem) if isinstance(data, dict) and "kind" in data
-                        else from_pluie_template(_pluie_template(spec)))
+            template = (
+                judge_template_from_mapping(data, Path(spec).stem)
+                if isinstance(data, dict) and "kind" in data
+                else from_pluie_template(_pluie_template(spec))
+            )
         else:
             raise JudgeError(
                 f"Unknown judge template {str(spec)!r}; use one of {', '.join(BUILTIN_JUDGE_TEMPLATES)}, a PLUIE "
-                "template name (for yes-no) or a path to a YAML / JSON file.")
+                "template name (for yes-no) or a path to a YAML / JSON file."
+            )
     else:
         raise JudgeError(f"A judge template cannot be built from {type(spec).__name__}.")
     if kind is not None and template.kind != kind:
@@ -279,8 +333,11 @@ def _strip_leading(text: str) -> str:
     return text.lstrip(_LEADING_MARKUP)
 
 
-_NEGATION = re.compile(r"(?<!\w)(?:not|never|neither|nor|hardly|cannot|can't|won't|isn't|aren't|don't|doesn't)(?!\w)"
-                       r"|n't(?!\w)", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"(?<!\w)(?:not|never|neither|nor|hardly|cannot|can't|won't|isn't|aren't|don't|doesn't)(?!\w)"
+    r"|n't(?!\w)",
+    re.IGNORECASE,
+)
 _ECHO = r"\s*(?:/|\||\bor\b)\s*"  # "Yes/No", "yes or no": the question's choice repeated
 
 
@@ -374,9 +431,20 @@ class LLMJudge:
         seconds (pluie_core.chat_render, as PluieScorer); None renders it here, unbounded.
     """
 
-    def __init__(self, model, kind: Optional[str] = None, template=None, device=None, dtype=None,
-                 batch_size=None, tokenizer=None, max_new_tokens: Optional[int] = None, device_map=None,
-                 quantization: Optional[str] = None, render_seconds: Optional[float] = None):
+    def __init__(
+        self,
+        model,
+        kind: Optional[str] = None,
+        template=None,
+        device=None,
+        dtype=None,
+        batch_size=None,
+        tokenizer=None,
+        max_new_tokens: Optional[int] = None,
+        device_map=None,
+        quantization: Optional[str] = None,
+        render_seconds: Optional[float] = None,
+    ):
         import torch
 
         if kind is None and template is None:
@@ -385,19 +453,28 @@ class LLMJudge:
         self.kind = self.template.kind
         try:  # loaded and placed exactly as PluieScorer loads and places it
             self.model, self.tokenizer, self.device, self.dtype, self.model_name = load_or_adopt(
-                model, tokenizer, device, dtype, device_map, quantization, owner="LLMJudge")
+                model, tokenizer, device, dtype, device_map, quantization, owner="LLMJudge"
+            )
         except PluieError as exc:
             raise JudgeError(str(exc)) from None
         self.model.eval()
         self._auto_batch = 64 if self.device.type == "cuda" else 16
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
-        self._set_prompting(max_new_tokens, batch_size, render_seconds,
-                            getattr(self.model.generation_config, "eos_token_id", None))
+        self._set_prompting(
+            max_new_tokens, batch_size, render_seconds, getattr(self.model.generation_config, "eos_token_id", None)
+        )
 
     @classmethod
-    def _without_weights(cls, tokenizer, kind: Optional[str], template, model_name: str,
-                         max_new_tokens: Optional[int] = None, render_seconds: Optional[float] = None,
-                         eos_token_id=None) -> "LLMJudge":
+    def _without_weights(
+        cls,
+        tokenizer,
+        kind: Optional[str],
+        template,
+        model_name: str,
+        max_new_tokens: Optional[int] = None,
+        render_seconds: Optional[float] = None,
+        eos_token_id=None,
+    ) -> "LLMJudge":
         """The prompt half of a judge (template, chat template, end-of-sequence tokens, parsing) on a tokenizer
         alone: what a judge served elsewhere needs (pluie_core.endpoint.EndpointJudge gives it ``generate``)."""
         if kind is None and template is None:
@@ -405,25 +482,36 @@ class LLMJudge:
         judge = cls.__new__(cls)
         judge.template = get_judge_template(template, kind)
         judge.kind = judge.template.kind
-        judge.model, judge.tokenizer, judge.device, judge.dtype, judge.model_name = None, tokenizer, None, None, model_name
+        judge.model, judge.tokenizer, judge.device, judge.dtype, judge.model_name = (
+            None,
+            tokenizer,
+            None,
+            None,
+            model_name,
+        )
         judge._auto_batch = 16
         judge._set_prompting(max_new_tokens, None, render_seconds, eos_token_id)
         return judge
 
     def _set_prompting(self, max_new_tokens, batch_size, render_seconds, model_eos) -> None:
         if not getattr(self.tokenizer, "chat_template", None):
-            raise JudgeError(f"The tokenizer of {self.model_name} has no chat template, so the prompt cannot be "
-                             "built; use the chat / instruct version of the model.")
+            raise JudgeError(
+                f"The tokenizer of {self.model_name} has no chat template, so the prompt cannot be "
+                "built; use the chat / instruct version of the model."
+            )
         self.pad_id = next((i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0)
         self.max_new_tokens = max_new_tokens or self.template.max_new_tokens
         self.batch_size = batch_size
         self.last_run: dict = {}  # prompts and tokens generated by the last call
         eos = [self.tokenizer.eos_token_id, model_eos]
-        self.eos_ids = sorted({i for e in eos for i in (e if isinstance(e, (list, tuple)) else [e]) if isinstance(i, int)})
+        self.eos_ids = sorted(
+            {i for e in eos for i in (e if isinstance(e, (list, tuple)) else [e]) if isinstance(i, int)}
+        )
         self.render_seconds = render_seconds
         # the chat template takes the template's turns (and, bounded, in time): said now, not at the first pair
-        self.prompt_text(self.template.messages(*("Xq zv",) * len(_TEXTS[self.kind]),
-                                                **{f: "Xq zv" for f in self.template.fields}))
+        self.prompt_text(
+            self.template.messages(*("Xq zv",) * len(_TEXTS[self.kind]), **{f: "Xq zv" for f in self.template.fields})
+        )
 
     # ------------------------------------------------------------------ prompts and generation
     def prompt_text(self, messages) -> str:
@@ -434,15 +522,19 @@ class LLMJudge:
         or with render_seconds in a child process, each within that bound (pluie_core.chat_render)."""
         try:
             if self.render_seconds is None:
-                chats = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-                         for c in conversations]
+                chats = [
+                    self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+                    for c in conversations
+                ]
             else:
                 chats = chat_render.render(self.tokenizer, conversations, True, self.model_name, self.render_seconds)
         except chat_render.ChatTemplateError as exc:  # ran past its bound: already a sentence
             raise JudgeError(str(exc)) from None
         except Exception as exc:  # jinja2 errors from the model's own template
-            raise JudgeError(f"The chat template of {self.model_name} refuses the {self.template.name!r} template's "
-                             f"turns: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}.") from None
+            raise JudgeError(
+                f"The chat template of {self.model_name} refuses the {self.template.name!r} template's "
+                f"turns: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}."
+            ) from None
         return [chat + self.template.answer_prefix for chat in chats]
 
     def _encode(self, text: str) -> list[int]:
@@ -458,17 +550,25 @@ class LLMJudge:
         start = 0
         while start < len(order):
             size = self.batch_size or self._auto_batch
-            chunk = order[start:start + size]
+            chunk = order[start : start + size]
             width = max(len(prompts[i]) for i in chunk)
             try:
-                out = greedy_generate(self.model, [prompts[i] for i in chunk], self.pad_id, self.eos_ids or (),
-                                      self.max_new_tokens, self.device)
+                out = greedy_generate(
+                    self.model,
+                    [prompts[i] for i in chunk],
+                    self.pad_id,
+                    self.eos_ids or (),
+                    self.max_new_tokens,
+                    self.device,
+                )
             except self._oom:
                 if self.device.type == "cuda":
                     torch.cuda.empty_cache()
                 if size == 1:
-                    raise JudgeError(f"Not enough memory to generate an answer for one prompt of {width} tokens; "
-                                     "use a smaller model, bfloat16, or shorter texts.") from None
+                    raise JudgeError(
+                        f"Not enough memory to generate an answer for one prompt of {width} tokens; "
+                        "use a smaller model, bfloat16, or shorter texts."
+                    ) from None
                 if self.batch_size:
                     self.batch_size = max(1, size // 2)
                 else:
@@ -487,8 +587,12 @@ class LLMJudge:
         return self.tokenizer.decode(tokens[:end], skip_special_tokens=True).strip(), min(end + 1, len(tokens))
 
     def _answers(self, rows: list[tuple], fields: dict, progress) -> list[str]:
-        prompts = [self._encode(text) for text in self.prompt_texts(
-            [self.template.messages(*row, **PluieScorer._row(fields, i)) for i, row in enumerate(rows)])]
+        prompts = [
+            self._encode(text)
+            for text in self.prompt_texts(
+                [self.template.messages(*row, **PluieScorer._row(fields, i)) for i, row in enumerate(rows)]
+            )
+        ]
         bar = PluieScorer._progress(progress, len(prompts), self.template.name)
         texts = self.generate(prompts, bar)
         bar(0, close=True)
@@ -497,8 +601,9 @@ class LLMJudge:
     def prompts(self, *columns, fields=None) -> list[str]:
         """The exact prompt texts the model answers (for inspection)."""
         rows, fields = self._check(columns, fields)
-        return self.prompt_texts([self.template.messages(*row, **PluieScorer._row(fields, i))
-                                  for i, row in enumerate(rows)])
+        return self.prompt_texts(
+            [self.template.messages(*row, **PluieScorer._row(fields, i)) for i, row in enumerate(rows)]
+        )
 
     # ------------------------------------------------------------------ public API
     def parse(self, text: str):
@@ -521,26 +626,35 @@ class LLMJudge:
     def score(self, sources, hypotheses, fields=None, progress=False) -> JudgeResult:
         """Judge each (source, hypothesis) pair (yes-no, likert), in input order."""
         if self.kind == "choice":
-            raise JudgeError("A choice judge compares two candidates: call choose(sources, candidates_a, candidates_b).")
+            raise JudgeError(
+                "A choice judge compares two candidates: call choose(sources, candidates_a, candidates_b)."
+            )
         rows, fields = self._check((sources, hypotheses), fields)
         return self._result(self._answers(rows, fields, progress))
 
     __call__ = score
 
-    def choose(self, sources, candidates_a, candidates_b, fields=None, swap: bool = False, progress=False) -> JudgeResult:
+    def choose(
+        self, sources, candidates_a, candidates_b, fields=None, swap: bool = False, progress=False
+    ) -> JudgeResult:
         """Which candidate is better per source: values 1.0 (A), 0.0 (B), NaN unparsed; answers "A" / "B".
         ``swap``: ask again with the candidates in the other order; when the two answers disagree the
         value is 0.5 and the answer "tie" (position bias shows as ties), and NaN when either is unparsed."""
         if self.kind != "choice":
-            raise JudgeError(f"choose() needs a choice judge; this one is {self.kind}: call score(sources, hypotheses).")
+            raise JudgeError(
+                f"choose() needs a choice judge; this one is {self.kind}: call score(sources, hypotheses)."
+            )
         rows, fields = self._check((sources, candidates_a, candidates_b), fields)
         if not swap:
             return self._result(self._answers(rows, fields, progress))
         both = rows + [(s, b, a) for s, a, b in rows]
         texts = self._answers(both, {k: v * 2 for k, v in fields.items()}, progress)
-        first, second = self._result(texts[: len(rows)]), self._result(texts[len(rows):])
-        values = np.where(np.isnan(first.values) | np.isnan(second.values), np.nan,
-                          np.where(first.values == 1 - second.values, first.values, 0.5))
+        first, second = self._result(texts[: len(rows)]), self._result(texts[len(rows) :])
+        values = np.where(
+            np.isnan(first.values) | np.isnan(second.values),
+            np.nan,
+            np.where(first.values == 1 - second.values, first.values, 0.5),
+        )
         label = {1.0: self.template.answers[0].strip(), 0.0: self.template.answers[1].strip(), 0.5: "tie"}
         answers = [None if np.isnan(v) else label[float(v)] for v in values]
         return JudgeResult(values, answers, [f"{a} | swapped: {b}" for a, b in zip(first.texts, second.texts)])

@@ -5,6 +5,7 @@ Levels are stored as small integers, in the paper's order:
 
     0 Very different · 1 Slightly similar · 2 Mostly similar · 3 Same meaning · 4 Don't know
 """
+
 from __future__ import annotations
 
 from collections import Counter

@@ -27,6 +27,7 @@ use beam search (nmtscore's default: 5 beams) and at most 200 tokens in all, the
 decoder's start token included (max_length 200, facebook/m2m100_418M's setting, which the package's
 translation pipeline keeps).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -38,9 +39,23 @@ from pluie_core.inputs import sentence_pairs
 MEASURES = ("direct", "pivot", "cross")
 MAX_TRANSLATION_LENGTH = 200  # tokens of a translation in all, as generate's max_length
 # two-letter codes for NLLB checkpoints, whose codes look like eng_Latn
-_NLLB_CODES = {"en": "eng_Latn", "de": "deu_Latn", "fr": "fra_Latn", "es": "spa_Latn", "it": "ita_Latn",
-               "pt": "por_Latn", "nl": "nld_Latn", "sv": "swe_Latn", "fi": "fin_Latn", "ru": "rus_Cyrl",
-               "zh": "zho_Hans", "ja": "jpn_Jpan", "ko": "kor_Hang", "ar": "arb_Arab", "tr": "tur_Latn"}
+_NLLB_CODES = {
+    "en": "eng_Latn",
+    "de": "deu_Latn",
+    "fr": "fra_Latn",
+    "es": "spa_Latn",
+    "it": "ita_Latn",
+    "pt": "por_Latn",
+    "nl": "nld_Latn",
+    "sv": "swe_Latn",
+    "fi": "fin_Latn",
+    "ru": "rus_Cyrl",
+    "zh": "zho_Hans",
+    "ja": "jpn_Jpan",
+    "ko": "kor_Hang",
+    "ar": "arb_Arab",
+    "tr": "tur_Latn",
+}
 
 
 class TranslationModel:
@@ -48,20 +63,26 @@ class TranslationModel:
 
     def __init__(self, name: str, device: str | None = None, batch_size: int = 16):
         import torch
+
         from pluie_core.hub import from_transformers
 
         AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer = from_transformers(
-            "AutoConfig", "AutoModelForSeq2SeqLM", "AutoTokenizer")
+            "AutoConfig", "AutoModelForSeq2SeqLM", "AutoTokenizer"
+        )
 
         try:
             config = AutoConfig.from_pretrained(name)
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(". ")
-            raise ValueError(f"Could not load the translation model {name!r}: {first}. Check the model id or "
-                             "directory; without internet access it must already be on disk.") from None
+            raise ValueError(
+                f"Could not load the translation model {name!r}: {first}. Check the model id or "
+                "directory; without internet access it must already be on disk."
+            ) from None
         if config.model_type != "m2m_100":
-            raise ValueError(f"NMTScore needs a multilingual translation model with target-language tokens "
-                             f"(M2M100 or NLLB, e.g. facebook/m2m100_418M); {name!r} is a {config.model_type} model.")
+            raise ValueError(
+                f"NMTScore needs a multilingual translation model with target-language tokens "
+                f"(M2M100 or NLLB, e.g. facebook/m2m100_418M); {name!r} is a {config.model_type} model."
+            )
         self.name = name
         self.tokenizer = AutoTokenizer.from_pretrained(name)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -72,7 +93,9 @@ class TranslationModel:
         self.eos_id = self.tokenizer.eos_token_id
         # ids a translation's text leaves out: the special tokens and every language token (transformers 5's
         # M2M100 tokenizer does not always count the __xx__ tokens as special, so decode would keep them)
-        self._not_text = set(self.tokenizer.all_special_ids) | set(getattr(self.tokenizer, "lang_token_to_id", {}).values())
+        self._not_text = set(self.tokenizer.all_special_ids) | set(
+            getattr(self.tokenizer, "lang_token_to_id", {}).values()
+        )
 
     def lang_id(self, code: str) -> int:
         """The token id of a language code: its language token __code__ (M2M100) first, since "en", "es"...
@@ -84,8 +107,10 @@ class TranslationModel:
                 found = self.tokenizer.convert_tokens_to_ids(token)
                 if isinstance(found, int) and found != unk:
                     return found
-        raise ValueError(f"{code!r} is not a language code of the translation model {self.name!r} "
-                         "(M2M100 codes look like en, de; NLLB codes like eng_Latn).")
+        raise ValueError(
+            f"{code!r} is not a language code of the translation model {self.name!r} "
+            "(M2M100 codes look like en, de; NLLB codes like eng_Latn)."
+        )
 
     def _ids(self, texts: list[str], lang: str) -> list[list[int]]:
         """[language token] + the text's tokens + [end of sentence], as both model families write them."""
@@ -100,8 +125,8 @@ class TranslationModel:
         ids = torch.full((len(rows), width), value, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, row in enumerate(rows):
-            ids[i, :len(row)] = torch.tensor(row)
-            mask[i, :len(row)] = 1
+            ids[i, : len(row)] = torch.tensor(row)
+            mask[i, : len(row)] = 1
         return ids.to(self.device), mask.to(self.device)
 
     def score(self, sources: list[str], targets: list[str], src_lang: str, tgt_lang: str) -> np.ndarray:
@@ -112,13 +137,14 @@ class TranslationModel:
         out = np.empty(len(src))
         order = sorted(range(len(src)), key=lambda i: -(len(src[i]) + len(tgt[i])))
         for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
+            chunk = order[start : start + self.batch_size]
             ids, mask = self._pad([src[i] for i in chunk], self.pad_id)
             labels, label_mask = self._pad([tgt[i] for i in chunk], self.pad_id)
             decoder_in = torch.cat([torch.full_like(labels[:, :1], self.start_id), labels[:, :-1]], dim=1)
             with torch.inference_mode():
-                logits = self.model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder_in,
-                                    decoder_attention_mask=label_mask).logits
+                logits = self.model(
+                    input_ids=ids, attention_mask=mask, decoder_input_ids=decoder_in, decoder_attention_mask=label_mask
+                ).logits
             logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
             scored = label_mask.clone()
             scored[:, 0] = 0  # the target-language token is given, not scored
@@ -136,17 +162,22 @@ class TranslationModel:
         result = [""] * len(src)
         order = sorted(range(len(src)), key=lambda i: -len(src[i]))
         for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
+            chunk = order[start : start + self.batch_size]
             ids, mask = self._pad([src[i] for i in chunk], self.pad_id)
             with torch.inference_mode():
                 generated = self.model.generate(
-                    input_ids=ids, attention_mask=mask, forced_bos_token_id=forced, num_beams=num_beams,
-                    do_sample=False, max_length=MAX_TRANSLATION_LENGTH,
+                    input_ids=ids,
+                    attention_mask=mask,
+                    forced_bos_token_id=forced,
+                    num_beams=num_beams,
+                    do_sample=False,
+                    max_length=MAX_TRANSLATION_LENGTH,
                 )
             for row, i in enumerate(chunk):
                 kept = [t for t in generated[row].tolist() if t not in self._not_text]
-                result[i] = self.tokenizer.decode(kept, skip_special_tokens=True,
-                                                  clean_up_tokenization_spaces=False).strip()
+                result[i] = self.tokenizer.decode(
+                    kept, skip_special_tokens=True, clean_up_tokenization_spaces=False
+                ).strip()
         return result
 
 
@@ -155,8 +186,16 @@ def translation_model(name: str, device: str | None = None) -> TranslationModel:
     return TranslationModel(name, device)
 
 
-def nmt_similarity(sources, hypotheses, measure: str, model: str, lang: str = "en", pivot_lang: str = "en",
-                   num_beams: int = 5, device: str | None = None) -> np.ndarray:
+def nmt_similarity(
+    sources,
+    hypotheses,
+    measure: str,
+    model: str,
+    lang: str = "en",
+    pivot_lang: str = "en",
+    num_beams: int = 5,
+    device: str | None = None,
+) -> np.ndarray:
     """Normalised, symmetrised NMTScore-``measure`` (direct, pivot or cross) of each pair, both
     sentences in ``lang``; ``pivot_lang`` is the pivot (pivot) or target (cross) language."""
     if measure not in MEASURES:
@@ -181,11 +220,13 @@ def nmt_similarity(sources, hypotheses, measure: str, model: str, lang: str = "e
         self_p = dict(zip(unique, nmt.score([translated[u] for u in unique], unique, pivot_lang, lang)))
         h_given_s = nmt.score([translated[s] for s in sources], hypotheses, pivot_lang, lang)
         s_given_h = nmt.score([translated[h] for h in hypotheses], sources, pivot_lang, lang)
-        return (h_given_s / np.array([self_p[h] for h in hypotheses])
-                + s_given_h / np.array([self_p[s] for s in sources])) / 2
+        return (
+            h_given_s / np.array([self_p[h] for h in hypotheses]) + s_given_h / np.array([self_p[s] for s in sources])
+        ) / 2
     # cross: p(B'|A) / p(B'|B), B' the translation of B into the target language
     self_p = dict(zip(unique, nmt.score(unique, [translated[u] for u in unique], lang, pivot_lang)))
     h_given_s = nmt.score(hypotheses, [translated[s] for s in sources], lang, pivot_lang)  # A = H, B = S
     s_given_h = nmt.score(sources, [translated[h] for h in hypotheses], lang, pivot_lang)  # A = S, B = H
-    return (h_given_s / np.array([self_p[s] for s in sources])
-            + s_given_h / np.array([self_p[h] for h in hypotheses])) / 2
+    return (
+        h_given_s / np.array([self_p[s] for s in sources]) + s_given_h / np.array([self_p[h] for h in hypotheses])
+    ) / 2

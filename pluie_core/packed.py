@@ -34,12 +34,18 @@ Any model this module does not know, any device but the CPU, or a model accelera
 takes the generic path. The private ops of torch this pass uses (the CPU flash kernel, oneDNN's, a tensor's
 version count) come from pluie_core.private_api, which says what each one's fallback costs.
 """
+
 from __future__ import annotations
 
 import sys
 
-from pluie_core.private_api import (MKLDNN_LINEAR, flash_attention_for_cpu, mkldnn_linear_pointwise,
-                                    mkldnn_reorder_linear_weight, tensor_version)
+from pluie_core.private_api import (
+    MKLDNN_LINEAR,
+    flash_attention_for_cpu,
+    mkldnn_linear_pointwise,
+    mkldnn_reorder_linear_weight,
+    tensor_version,
+)
 
 PREPACK_BYTES = 1 << 30  # layers' weights up to this size get a oneDNN blocked copy (see the docstring)
 _FAMILY = {"llama", "mistral", "qwen2"}  # config.model_type of the architectures whose layers this pass runs
@@ -68,7 +74,10 @@ class PackedForward:
         self._fuse()
         self.onednn = onednn_works(torch, model.dtype)
         if self.onednn:  # pluie_core.private_api: onednn_works checked they are there
-            self.linear_pointwise, self.reorder_linear_weight = mkldnn_linear_pointwise(), mkldnn_reorder_linear_weight()
+            self.linear_pointwise, self.reorder_linear_weight = (
+                mkldnn_linear_pointwise(),
+                mkldnn_reorder_linear_weight(),
+            )
         self.tensor_version = tensor_version()  # None: no blocked copies, which could go stale unseen
         self._compute_weights()
 
@@ -91,8 +100,9 @@ class PackedForward:
         biases = [linear.bias for linear in linears]
         bias = None
         if any(b is not None for b in biases):
-            bias = torch.cat([b if b is not None else weight.new_zeros(linear.out_features)
-                              for b, linear in zip(biases, linears)])
+            bias = torch.cat(
+                [b if b is not None else weight.new_zeros(linear.out_features) for b, linear in zip(biases, linears)]
+            )
         start = 0
         for linear in linears:
             end = start + linear.out_features
@@ -107,8 +117,12 @@ class PackedForward:
         layer."""
         pairs = []
         for layer, (qkv, gate_up) in zip(self.layers, self.fused):
-            pairs += [qkv, (layer.self_attn.o_proj.weight, layer.self_attn.o_proj.bias), gate_up,
-                      (layer.mlp.down_proj.weight, layer.mlp.down_proj.bias)]
+            pairs += [
+                qkv,
+                (layer.self_attn.o_proj.weight, layer.self_attn.o_proj.bias),
+                gate_up,
+                (layer.mlp.down_proj.weight, layer.mlp.down_proj.bias),
+            ]
         head = self.model.lm_head
         return pairs + [(head.weight, head.bias)]
 
@@ -121,9 +135,11 @@ class PackedForward:
         blocked = self.onednn and size <= PREPACK_BYTES and self.tensor_version is not None
         self.prepacked = blocked
         with torch.no_grad():
-            weights = [(self.reorder_linear_weight(weight.detach(), 1024) if blocked else weight, bias)
-                       for weight, bias in linears]
-        self.compute = [weights[i:i + 4] for i in range(0, len(weights) - 1, 4)]
+            weights = [
+                (self.reorder_linear_weight(weight.detach(), 1024) if blocked else weight, bias)
+                for weight, bias in linears
+            ]
+        self.compute = [weights[i : i + 4] for i in range(0, len(weights) - 1, 4)]
         self.head = weights[-1]
         self._versions = self._weight_versions() if blocked else None  # current() reads it only when blocked
 
@@ -138,9 +154,11 @@ class PackedForward:
         """Whether the model's weights are still the views this pass made (not moved, cast or changed in
         place since)."""
         layer = self.layers[0]
-        return (layer.self_attn.q_proj.weight.data_ptr() == self.fused[0][0][0].data_ptr()
-                and layer.mlp.gate_proj.weight.data_ptr() == self.fused[0][1][0].data_ptr()
-                and (not self.prepacked or self._weight_versions() == self._versions))
+        return (
+            layer.self_attn.q_proj.weight.data_ptr() == self.fused[0][0][0].data_ptr()
+            and layer.mlp.gate_proj.weight.data_ptr() == self.fused[0][1][0].data_ptr()
+            and (not self.prepacked or self._weight_versions() == self._versions)
+        )
 
     # ------------------------------------------------------------------ the pass
     def fits(self, rows: list[list[int]], prefix_length: int) -> bool:
@@ -171,8 +189,14 @@ class PackedForward:
             keys = k.transpose(0, 1)[None].contiguous()
             values = qkv[:, k_end:].view(n, kv_heads, head_dim).transpose(0, 1)[None].contiguous()
             cache.append((keys, values))
-            out, _ = self.flash(q.transpose(0, 1)[None], keys.repeat_interleave(groups, dim=1),
-                                values.repeat_interleave(groups, dim=1), 0.0, True, scale=layer.self_attn.scaling)
+            out, _ = self.flash(
+                q.transpose(0, 1)[None],
+                keys.repeat_interleave(groups, dim=1),
+                values.repeat_interleave(groups, dim=1),
+                0.0,
+                True,
+                scale=layer.self_attn.scaling,
+            )
             hidden = self._add_linear(hidden, out[0].transpose(0, 1).reshape(n, heads * head_dim), *o_weight)
             hidden = self._mlp(layer, hidden, gate_up_weight, down_weight)
         return tuple(cache)
@@ -204,7 +228,8 @@ class PackedForward:
         cos, sin = cos[0], sin[0]
         q_end, k_end = heads * head_dim, (heads + kv_heads) * head_dim
         for layer, (qkv_weight, o_weight, gate_up_weight, down_weight), (prefix_keys, prefix_values) in zip(
-                self.layers, self.compute, prefix_kv):
+            self.layers, self.compute, prefix_kv
+        ):
             attention = layer.self_attn
             x = layer.input_layernorm(hidden)
             qkv = self._linear(x, *qkv_weight)
@@ -215,8 +240,9 @@ class PackedForward:
             # the shared prefix: every query of the batch against the one copy of its keys, per key head
             grouped = q.view(tokens, kv_heads, groups, head_dim).permute(1, 0, 2, 3)
             grouped = grouped.reshape(1, kv_heads, tokens * groups, head_dim)
-            out_prefix, lse_prefix = self.flash(grouped, prefix_keys, prefix_values, 0.0, False,
-                                                scale=attention.scaling)
+            out_prefix, lse_prefix = self.flash(
+                grouped, prefix_keys, prefix_values, 0.0, False, scale=attention.scaling
+            )
             out_prefix = out_prefix[0].view(kv_heads, tokens, groups, head_dim).permute(1, 0, 2, 3)
             lse_prefix = lse_prefix[0].view(kv_heads, tokens, groups).permute(1, 0, 2)
 
@@ -228,8 +254,7 @@ class PackedForward:
             own_q = own_q.permute(0, 2, 3, 1, 4).reshape(count, kv_heads, groups * width, head_dim)
             own_k = padded[..., q_end:k_end].reshape(count, width, kv_heads, head_dim).transpose(1, 2)
             own_v = padded[..., k_end:].reshape(count, width, kv_heads, head_dim).transpose(1, 2)
-            out_own, lse_own = self.flash(own_q, own_k, own_v, 0.0, False, attn_mask=own_mask,
-                                          scale=attention.scaling)
+            out_own, lse_own = self.flash(own_q, own_k, own_v, 0.0, False, attn_mask=own_mask, scale=attention.scaling)
             out_own = out_own.view(count, kv_heads, groups, width, head_dim).permute(0, 3, 1, 2, 4)
             out_own = out_own.reshape(count * width, kv_heads, groups, head_dim)[slots]
             lse_own = lse_own.view(count, kv_heads, groups, width).permute(0, 3, 1, 2)
@@ -274,9 +299,13 @@ def onednn_works(torch, dtype) -> bool:
         residual = torch.randn((5, 3), generator=generator).to(dtype)
         expected = torch.nn.functional.linear(x, weight, bias).float()
         close = dict(atol=1e-2 if dtype != torch.float32 else 1e-5, rtol=0)
-        works = (torch.allclose(linear(x, reorder(weight, 5), bias, "none", [], "").float(), expected, **close)
-                 and torch.allclose(linear.binary(x, residual, weight, bias, "add").float(),  # type: ignore[attr-defined]
-                                    expected + residual.float(), **close))
+        works = torch.allclose(
+            linear(x, reorder(weight, 5), bias, "none", [], "").float(), expected, **close
+        ) and torch.allclose(
+            linear.binary(x, residual, weight, bias, "add").float(),  # type: ignore[attr-defined]
+            expected + residual.float(),
+            **close,
+        )
     except (AttributeError, RuntimeError, NotImplementedError) as exc:
         return MKLDNN_LINEAR.fall_back(f"it refuses {dtype} here: {exc}", False)
     return works or MKLDNN_LINEAR.fall_back(f"its result for {dtype} here is not F.linear's", False)
@@ -312,8 +341,15 @@ def packed_forward(model, device) -> PackedForward | None:
     module = sys.modules.get(type(layers[0].self_attn).__module__)
     if module is None or not hasattr(module, "apply_rotary_pos_emb"):
         return None
-    linears = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-               "mlp.up_proj", "mlp.down_proj")
+    linears = (
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.o_proj",
+        "mlp.gate_proj",
+        "mlp.up_proj",
+        "mlp.down_proj",
+    )
     expected = linears + ("input_layernorm", "post_attention_layernorm")
     for layer in layers:
         modules = dict(layer.named_modules())

@@ -11,6 +11,7 @@ A selection is a plain mapping (stored with the campaign as JSON); every key is 
     sample                keep a random sample of this many of what is left, drawn with ``seed``
     seed                  the sample's seed
 """
+
 from __future__ import annotations
 
 import random
@@ -35,8 +36,11 @@ def clean_selection(selection: Optional[Mapping[str, Any]]) -> Optional[dict[str
     kept = {k: v for k, v in selection.items() if v is not None and not (k in ("sample", "end") and v == 0)}
     if kept.get("start") == 1:
         kept.pop("start")
-    for low, high, what in (("start", "end", "range"), ("gold_min", "gold_max", "gold-label bounds"),
-                            ("score_min", "score_max", "score bounds")):
+    for low, high, what in (
+        ("start", "end", "range"),
+        ("gold_min", "gold_max", "gold-label bounds"),
+        ("score_min", "score_max", "score bounds"),
+    ):
         if kept.get(low) is not None and kept.get(high) is not None and kept[low] > kept[high]:
             raise SelectionError(f"The {what} are reversed: {kept[low]:g} is above {kept[high]:g}.")
     if kept.get("start", 1) < 1 or kept.get("sample", 1) < 1:
@@ -55,15 +59,19 @@ def select_pairs(pairs: pd.DataFrame, selection: Optional[Mapping[str, Any]]) ->
     ids = pairs["pair_id"]
     if not selection:
         return [int(i) for i in ids]
-    kept = pairs.iloc[int(selection.get("start", 1)) - 1:selection.get("end")]
+    kept = pairs.iloc[int(selection.get("start", 1)) - 1 : selection.get("end")]
     if "gold_min" in selection or "gold_max" in selection:
         gold = kept["gold_label"]
-        kept = kept[gold.notna() & gold.between(selection.get("gold_min", -float("inf")),
-                                                selection.get("gold_max", float("inf")))]
+        kept = kept[
+            gold.notna()
+            & gold.between(selection.get("gold_min", -float("inf")), selection.get("gold_max", float("inf")))
+        ]
     if "score_min" in selection or "score_max" in selection:
         score = kept["score"]
-        kept = kept[score.notna() & score.between(selection.get("score_min", -float("inf")),
-                                                  selection.get("score_max", float("inf")))]
+        kept = kept[
+            score.notna()
+            & score.between(selection.get("score_min", -float("inf")), selection.get("score_max", float("inf")))
+        ]
     chosen = [int(i) for i in kept["pair_id"]]
     if "sample" in selection and selection["sample"] < len(chosen):
         picked = set(random.Random(f"sample-{selection.get('seed', 0)}").sample(chosen, int(selection["sample"])))
@@ -77,14 +85,18 @@ def describe_selection(selection: Optional[Mapping[str, Any]], run_name: Optiona
         return "every pair of its datasets, and pairs imported into them later"
 
     def bounds(low: str, high: str) -> str:
-        shown = [f"{selection[k]:g}" if selection.get(k) is not None else none
-                 for k, none in ((low, "−∞"), (high, "∞"))]
+        shown = [
+            f"{selection[k]:g}" if selection.get(k) is not None else none for k, none in ((low, "−∞"), (high, "∞"))
+        ]
         return f"[{shown[0]}, {shown[1]}]"
 
     parts = []
     if "start" in selection or "end" in selection:
-        parts.append(f"pairs {selection.get('start', 1):,} to {selection['end']:,}" if "end" in selection
-                     else f"pairs from {selection['start']:,} on")
+        parts.append(
+            f"pairs {selection.get('start', 1):,} to {selection['end']:,}"
+            if "end" in selection
+            else f"pairs from {selection['start']:,} on"
+        )
     if "gold_min" in selection or "gold_max" in selection:
         parts.append(f"gold label in {bounds('gold_min', 'gold_max')}")
     if "score_min" in selection or "score_max" in selection:

@@ -22,6 +22,7 @@ This module holds the library's couplings only: ``pluie_core`` may not import St
 (``tests/test_layers.py``), so the app's couplings to Streamlit's internals are in ``ui/base/private_api.py``,
 one module per layer; that one uses ``Coupling`` from here.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -31,9 +32,24 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-__all__ = ["PRIVATE", "FALLBACK", "Coupling", "KENDALL_DIS", "FLASH_ATTENTION", "MKLDNN_LINEAR", "MKLDNN_REORDER",
-           "TENSOR_VERSION", "CROWDKIT_MACE", "COUPLINGS", "kendall_discordant", "flash_attention_for_cpu",
-           "mkldnn_linear_pointwise", "mkldnn_reorder_linear_weight", "tensor_version", "crowdkit_mace"]
+__all__ = [
+    "PRIVATE",
+    "FALLBACK",
+    "Coupling",
+    "KENDALL_DIS",
+    "FLASH_ATTENTION",
+    "MKLDNN_LINEAR",
+    "MKLDNN_REORDER",
+    "TENSOR_VERSION",
+    "CROWDKIT_MACE",
+    "COUPLINGS",
+    "kendall_discordant",
+    "flash_attention_for_cpu",
+    "mkldnn_linear_pointwise",
+    "mkldnn_reorder_linear_weight",
+    "tensor_version",
+    "crowdkit_mace",
+]
 
 LOG = logging.getLogger("pluie_lab.private_api")
 PRIVATE = "private"
@@ -66,22 +82,27 @@ class Coupling:
         with self._lock:
             first, self._warned = not self._warned, True
         if first:
-            LOG.warning("%s is not available (%s; checked on %s): %s", self.name, reason, self.checked_on,
-                        self.fallback)
+            LOG.warning(
+                "%s is not available (%s; checked on %s): %s", self.name, reason, self.checked_on, self.fallback
+            )
         return value
 
     def message(self) -> str:
         """The sentence a test fails with when the fallback is taken."""
-        return (f"The private API {self.name} (checked on {self.checked_on}) is gone from this version: "
-                f"its fallback is taken, and {self.fallback}")
+        return (
+            f"The private API {self.name} (checked on {self.checked_on}) is gone from this version: "
+            f"its fallback is taken, and {self.fallback}"
+        )
 
 
 KENDALL_DIS = Coupling(
-    "scipy.stats._stats._kendall_dis", "scipy 1.17.1",
+    "scipy.stats._stats._kendall_dis",
+    "scipy 1.17.1",
     "the bootstrap's Kendall τ-b (pluie_core.evaluation.correlation) goes through the public "
     "scipy.stats.kendalltau, one resample at a time: the same values, slower (measured on 2 cores: "
     "0.4 ms a resample of 1,000 pairs, the default max_resample, against 0.2 ms; 0.23 ms against 0.03 ms at "
-    "200 pairs), about 0.2 s more for each metric's 1,000 resamples.")
+    "200 pairs), about 0.2 s more for each metric's 1,000 resamples.",
+)
 TORCH = "torch 2.13.0"
 CROWDKIT = "crowd-kit 1.4.2"
 # the packed pass's figures: bench/results/2026-11-24-scorer-demo-amd-epyc.md and -intel-xeon.md (the demo
@@ -90,29 +111,37 @@ _WITHOUT_ONEDNN = (
     "the packed CPU pass (pluie_core.packed) multiplies through torch.nn.functional.linear and torch.addmm "
     "(MKL's sgemm) and makes no blocked copies of the weights: the same scores to float rounding, slower: "
     "oneDNN ran at 1.1-1.2x MKL's rate on these shapes on 2 AMD EPYC cores, and the blocked copies gave "
-    "another 4-5% of the whole pass (on 2 Intel Xeon cores the two libraries are within 5%).")
+    "another 4-5% of the whole pass (on 2 Intel Xeon cores the two libraries are within 5%)."
+)
 FLASH_ATTENTION = Coupling(
-    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu", TORCH,
+    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+    TORCH,
     "the scorer takes its generic path, the model's own forward with the shared prefix as a cache "
     "(pluie_core.packed.packed_forward gives None): the same scores to float rounding (2e-5 on the demo "
     "judge), slower: packed / generic was 1.49x on 2 AMD EPYC cores (8.6 against 5.8 pairs/s, the demo "
-    "judge on FS-DIRECT), 1.33x on 2 Intel Xeon cores (14.7 against 11.0).")
+    "judge on FS-DIRECT), 1.33x on 2 Intel Xeon cores (14.7 against 11.0).",
+)
 MKLDNN_LINEAR = Coupling("torch.ops.mkldnn._linear_pointwise (and its .binary overload)", TORCH, _WITHOUT_ONEDNN)
 MKLDNN_REORDER = Coupling("torch.ops.mkldnn._reorder_linear_weight", TORCH, _WITHOUT_ONEDNN)
 TENSOR_VERSION = Coupling(
-    "torch.Tensor._version", TORCH,
+    "torch.Tensor._version",
+    TORCH,
     "the packed CPU pass (pluie_core.packed) cannot tell when a weight was changed in place, so it makes no "
     "blocked oneDNN copies of the weights (one could go stale) and multiplies by the model's own: the same "
     "scores to float rounding, 4-5% slower on the whole pass for a model of up to 1 GiB of layer weights "
-    "(the demo judge; 2 AMD EPYC cores).")
+    "(the demo judge; 2 AMD EPYC cores).",
+)
 CROWDKIT_MACE = Coupling(
-    "crowdkit.aggregation.MACE._initialize and MACE._e_step", CROWDKIT,
+    "crowdkit.aggregation.MACE._initialize and MACE._e_step",
+    CROWDKIT,
     "there is none that keeps the results: pluie_core.aggregation's MACE (CanonicalMACE) overrides those two "
     "methods to mend crowd-kit 1.4.2's MACE, and on a crowd-kit that lacks them, calls them otherwise or no "
     "longer calls them from fit it could compute something else, so aggregation by MACE stops with an error "
-    "that says so (majority, Dawid–Skene and GLAD are not affected).")
-COUPLINGS: dict[str, Coupling] = {c.name: c for c in (KENDALL_DIS, FLASH_ATTENTION, MKLDNN_LINEAR, MKLDNN_REORDER,
-                                                      TENSOR_VERSION, CROWDKIT_MACE)}
+    "that says so (majority, Dawid–Skene and GLAD are not affected).",
+)
+COUPLINGS: dict[str, Coupling] = {
+    c.name: c for c in (KENDALL_DIS, FLASH_ATTENTION, MKLDNN_LINEAR, MKLDNN_REORDER, TENSOR_VERSION, CROWDKIT_MACE)
+}
 
 
 def kendall_discordant() -> Optional[Callable[[Any, Any], int]]:
@@ -197,9 +226,10 @@ def tensor_version() -> Optional[Callable[[Any], int]]:
 
 # what pluie_core.aggregation's CanonicalMACE calls: crowd-kit's methods with these parameters, fit calling
 # them, and the constructor's parameters its _initialize reads
-MACE_METHODS = {"_initialize": ("self", "n_workers", "n_labels"),
-                "_e_step": ("self", "annotation", "task_names", "worker_names", "label_names", "tasks", "workers",
-                            "labels")}
+MACE_METHODS = {
+    "_initialize": ("self", "n_workers", "n_labels"),
+    "_e_step": ("self", "annotation", "task_names", "worker_names", "label_names", "tasks", "workers", "labels"),
+}
 MACE_PARAMETERS = ("default_noise", "random_state")
 
 

@@ -27,6 +27,7 @@ The rules, documented in docs/user-guide/campaigns.md:
   careful one (κ ≈ 0.6) falls under it about once in a hundred; 30 labels also bound the error of a
   reliability share to about ±0.09. Below them, one bad afternoon would decide.
 """
+
 from __future__ import annotations
 
 import math
@@ -90,11 +91,15 @@ def finished_text(done: int, planned: int, queue_ran_out: bool) -> str:
     if done >= planned:
         return f"You have labelled your {counted(done, 'pair')}. {saved}"
     if queue_ran_out:
-        why = ("every pair of the campaign already has the labels it needs, from you and the other annotators, so "
-               "none is left for you")
+        why = (
+            "every pair of the campaign already has the labels it needs, from you and the other annotators, so "
+            "none is left for you"
+        )
     else:
-        why = ("the count included pairs that check the labelling, and fewer of those were left to give you "
-               "(you never get the same pair twice)")
+        why = (
+            "the count included pairs that check the labelling, and fewer of those were left to give you "
+            "(you never get the same pair twice)"
+        )
     return f"You have labelled {counted(done, 'pair')}, fewer than the {planned:,} first counted: {why}. {saved}"
 
 
@@ -110,8 +115,15 @@ def served_checks_text(counts) -> str:
     return f"{low:,}–{high:,} per annotator ({n:,} annotators, {sum(counts):,} in all)"
 
 
-def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: float, streak_length: int,
-                   kappa_min: float = 0.2, reliability_min: float = 0.5, min_gold_checks: int = 5) -> None:
+def check_settings(
+    gold_rate: float,
+    gold_min_accuracy: float,
+    fast_fraction: float,
+    streak_length: int,
+    kappa_min: float = 0.2,
+    reliability_min: float = 0.5,
+    min_gold_checks: int = 5,
+) -> None:
     """Refuse a setting out of bounds with a sentence (QualityError): the share of checks 0-0.5, the
     minimum gold accuracy and reliability 0-1, the minimum κ -1-1, the "too fast" fraction 0.01-0.99, a
     streak of at least 2, and 1 to 100 gold checks (whole) before gold accuracy judges."""
@@ -128,15 +140,19 @@ def check_settings(gold_rate: float, gold_min_accuracy: float, fast_fraction: fl
     if not 0 <= reliability_min <= 1:
         raise QualityError("The minimum reliability must lie between 0 and 1.")
     if not (float(min_gold_checks).is_integer() and 1 <= min_gold_checks <= MAX_MIN_GOLD_CHECKS):
-        raise QualityError(f"The number of gold checks needed to judge gold accuracy must be a whole number "
-                           f"from 1 to {MAX_MIN_GOLD_CHECKS}.")
+        raise QualityError(
+            f"The number of gold checks needed to judge gold accuracy must be a whole number "
+            f"from 1 to {MAX_MIN_GOLD_CHECKS}."
+        )
 
 
 def gold_answer(level=None, *, binary=None) -> tuple[Optional[int], int]:
     """(level, binary label) of a gold pair from a known level (0-3) or only its side (0 / 1)."""
     if level is not None and not (isinstance(level, float) and math.isnan(level)):
         if level not in ORDINAL_LEVELS:
-            raise QualityError(f"The known answer {level!r} is not a level of the scale (0-3; Don't know cannot be one).")
+            raise QualityError(
+                f"The known answer {level!r} is not a level of the scale (0-3; Don't know cannot be one)."
+            )
         return int(level), int(level >= 2)
     if binary in (0, 1):
         return None, int(binary)
@@ -165,8 +181,10 @@ def band_cuts(low: float, high: float, cuts=None) -> tuple[float, float, float]:
     if len(cuts) != 3 or not all(np.isfinite(cuts)):
         raise QualityError("The cut points between levels must be three numbers.")
     if not low < cuts[0] < cuts[1] < cuts[2] < high:
-        raise QualityError(f"The cut points between levels must increase and lie inside the scale "
-                           f"({low:g}–{high:g}); got {', '.join(f'{c:g}' for c in cuts)}.")
+        raise QualityError(
+            f"The cut points between levels must increase and lie inside the scale "
+            f"({low:g}–{high:g}); got {', '.join(f'{c:g}' for c in cuts)}."
+        )
     return cuts
 
 
@@ -193,8 +211,9 @@ def key_rule_text(low: float, high: float, *, levels=KEY_LEVELS, margin: float =
     return "; ".join(parts) + f" ({bands} of {low:g}–{high:g}; {margin:g} of a band's width kept from each cut)"
 
 
-def gold_keys(scores: pd.Series, low: float, high: float, *, levels=KEY_LEVELS, margin: float = KEY_MARGIN,
-              cuts=None) -> pd.DataFrame:
+def gold_keys(
+    scores: pd.Series, low: float, high: float, *, levels=KEY_LEVELS, margin: float = KEY_MARGIN, cuts=None
+) -> pd.DataFrame:
     """Each graded gold score's derived level and whether it makes a key. The level is its band (band_cuts:
     four equal bands of [low, high], or the organiser's cut points); a score is a key when its level is one
     of ``levels`` (by default the clear ends, Very different and Same meaning) and it keeps ``margin`` of
@@ -215,11 +234,21 @@ def gold_keys(scores: pd.Series, low: float, high: float, *, levels=KEY_LEVELS, 
     distance = np.min(np.abs(values.to_numpy()[:, None] - cut[None, :]), axis=1)
     near = distance < margin * width - 1e-12
     wanted = np.isin(level, sorted(levels))
-    why = np.where(~wanted, [f"at {LEVELS[v]}, a level keys are not taken from" for v in level],
-                   np.where(near, [f"near a cut (within {margin:g} of a band's width)" for _ in level], ""))
-    return pd.DataFrame({"score": values.to_numpy(), "level": level.astype(int),
-                         "binary_label": (level >= 2).astype(int), "is_key": wanted & ~near, "why": why},
-                        index=values.index)
+    why = np.where(
+        ~wanted,
+        [f"at {LEVELS[v]}, a level keys are not taken from" for v in level],
+        np.where(near, [f"near a cut (within {margin:g} of a band's width)" for _ in level], ""),
+    )
+    return pd.DataFrame(
+        {
+            "score": values.to_numpy(),
+            "level": level.astype(int),
+            "binary_label": (level >= 2).astype(int),
+            "is_key": wanted & ~near,
+            "why": why,
+        },
+        index=values.index,
+    )
 
 
 def balanced_keys(keys: pd.DataFrame, n: int, seed: int = 0, have: tuple[int, int] = (0, 0)) -> pd.DataFrame:
@@ -246,10 +275,18 @@ def constant_answer_shares(keys: pd.DataFrame) -> np.ndarray:
     accept_adjacent), the share of the keys that would accept it (accepted): what a person who always presses
     that button scores on these checks."""
     level = pd.to_numeric(keys["level"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    adjacent = (keys["accept_adjacent"].fillna(False).to_numpy(dtype=bool) if "accept_adjacent" in keys
-                else np.zeros(len(keys), dtype=bool))
-    return np.array([accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean()
-                     for a in ORDINAL_LEVELS], dtype=float)
+    adjacent = (
+        keys["accept_adjacent"].fillna(False).to_numpy(dtype=bool)
+        if "accept_adjacent" in keys
+        else np.zeros(len(keys), dtype=bool)
+    )
+    return np.array(
+        [
+            accepted(np.full(len(keys), a), level, keys["binary_label"].to_numpy(), adjacent).mean()
+            for a in ORDINAL_LEVELS
+        ],
+        dtype=float,
+    )
 
 
 def constant_answer_ceiling(keys: pd.DataFrame) -> tuple[int, float]:
@@ -272,13 +309,18 @@ def balance_text(keys: pd.DataFrame, minimum: Optional[float] = None) -> str:
     shares = constant_answer_shares(keys)
     share = float(shares.max())
     best = [a for a in ORDINAL_LEVELS if np.isclose(shares[a], share)]
-    which = ("whichever answer" if len(best) == len(ORDINAL_LEVELS)
-             else " or ".join(f"always “{LEVELS[a]}”" for a in best))
-    text = (f"{ones:,} on the paraphrase side, {len(keys) - ones:,} not; the best a constant answer scores is "
-            f"{share:.0%} ({which})")
+    which = (
+        "whichever answer" if len(best) == len(ORDINAL_LEVELS) else " or ".join(f"always “{LEVELS[a]}”" for a in best)
+    )
+    text = (
+        f"{ones:,} on the paraphrase side, {len(keys) - ones:,} not; the best a constant answer scores is "
+        f"{share:.0%} ({which})"
+    )
     if minimum is not None and share >= minimum:
-        text += (f", which reaches the minimum gold accuracy ({minimum:.0%}): add keys on the other side, or a "
-                 "person who always presses one button passes the checks")
+        text += (
+            f", which reaches the minimum gold accuracy ({minimum:.0%}): add keys on the other side, or a "
+            "person who always presses one button passes the checks"
+        )
     return text + "."
 
 
@@ -303,16 +345,19 @@ def gold_from_labels(gold_labels: pd.Series, label_kind: Optional[str], label_mi
     level's. Rows without a gold label are left out. Returns columns level (nullable) and binary_label."""
     values = pd.to_numeric(gold_labels, errors="coerce").dropna()
     if label_kind == "binary":
-        return pd.DataFrame({"level": pd.array([pd.NA] * len(values), dtype="Int64"),
-                             "binary_label": (values >= 0.5).astype(int)}, index=values.index)
+        return pd.DataFrame(
+            {"level": pd.array([pd.NA] * len(values), dtype="Int64"), "binary_label": (values >= 0.5).astype(int)},
+            index=values.index,
+        )
     if label_kind == "score":
         low = values.min() if label_min is None else label_min
         high = values.max() if label_max is None else label_max
         if not high > low:
             raise QualityError("The dataset's gold scores all have one value: they cannot be mapped to levels.")
         levels = np.clip(np.floor((values - low) / (high - low) * 4), 0, 3).astype(int)
-        return pd.DataFrame({"level": pd.array(levels, dtype="Int64"), "binary_label": (levels >= 2).astype(int)},
-                            index=values.index)
+        return pd.DataFrame(
+            {"level": pd.array(levels, dtype="Int64"), "binary_label": (levels >= 2).astype(int)}, index=values.index
+        )
     raise QualityError("This dataset has no gold labels to take known answers from.")
 
 
@@ -326,18 +371,30 @@ def gold_accuracy(answers: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["gold answered", "gold accuracy", "gold exact accuracy"], dtype=float)
     level = answers["level"].to_numpy(dtype=float)
     gold_level = answers["gold_level"].to_numpy(dtype=float, na_value=np.nan)
-    adjacent = (answers["gold_adjacent"].fillna(False).to_numpy(dtype=bool) if "gold_adjacent" in answers
-                else np.zeros(len(answers), dtype=bool))
+    adjacent = (
+        answers["gold_adjacent"].fillna(False).to_numpy(dtype=bool)
+        if "gold_adjacent" in answers
+        else np.zeros(len(answers), dtype=bool)
+    )
     with np.errstate(invalid="ignore"):
         exact = (level == gold_level) | (adjacent & (np.abs(level - gold_level) <= 1) & (level != DONT_KNOW))
-    frame = pd.DataFrame({
-        "annotator": answers["annotator"].to_numpy(),
-        "binary_hit": accepted(level, gold_level, answers["gold_binary"].to_numpy(dtype=float), adjacent).astype(float),
-        "exact_hit": np.where(np.isnan(gold_level), np.nan, exact.astype(float)),
-    })
+    frame = pd.DataFrame(
+        {
+            "annotator": answers["annotator"].to_numpy(),
+            "binary_hit": accepted(level, gold_level, answers["gold_binary"].to_numpy(dtype=float), adjacent).astype(
+                float
+            ),
+            "exact_hit": np.where(np.isnan(gold_level), np.nan, exact.astype(float)),
+        }
+    )
     grouped = frame.groupby("annotator")
-    return pd.DataFrame({"gold answered": grouped.size(), "gold accuracy": grouped["binary_hit"].mean(),
-                         "gold exact accuracy": grouped["exact_hit"].mean()})
+    return pd.DataFrame(
+        {
+            "gold answered": grouped.size(),
+            "gold accuracy": grouped["binary_hit"].mean(),
+            "gold exact accuracy": grouped["exact_hit"].mean(),
+        }
+    )
 
 
 def longest_streaks(annotators: np.ndarray, levels: np.ndarray) -> pd.Series:
@@ -347,7 +404,7 @@ def longest_streaks(annotators: np.ndarray, levels: np.ndarray) -> pd.Series:
     if frame.empty:
         return pd.Series(dtype=int)
     frame = frame.sort_values("annotator", kind="stable")
-    new_run = (frame["level"].ne(frame["level"].shift()) | frame["annotator"].ne(frame["annotator"].shift()))
+    new_run = frame["level"].ne(frame["level"].shift()) | frame["annotator"].ne(frame["annotator"].shift())
     run_id = new_run.cumsum()
     lengths = frame.groupby(run_id).agg(annotator=("annotator", "first"), n=("level", "size"))
     return lengths.groupby("annotator")["n"].max()
@@ -359,8 +416,13 @@ def kappa_against_others(labels: pd.DataFrame) -> pd.Series:
     one 2x2 table. NaN where an annotator shares no pair with anyone, or where κ is undefined (one
     category only). ``labels``: columns annotator, pair_id, level."""
     known = labels[labels["level"].isin(ORDINAL_LEVELS)]
-    known = pd.DataFrame({"annotator": known["annotator"].to_numpy(), "pair_id": known["pair_id"].to_numpy(),
-                          "b": (known["level"].to_numpy() >= 2).astype(np.int8)})
+    known = pd.DataFrame(
+        {
+            "annotator": known["annotator"].to_numpy(),
+            "pair_id": known["pair_id"].to_numpy(),
+            "b": (known["level"].to_numpy() >= 2).astype(np.int8),
+        }
+    )
     if known.empty:
         return pd.Series(dtype=float)
     # per pair: how many binarised labels on each side; each label is compared with the others' on its pair
@@ -369,11 +431,19 @@ def kappa_against_others(labels: pd.DataFrame) -> pd.Series:
     others = per_pair["size"].reindex(known["pair_id"]).to_numpy() - 1
     zeros = others - ones
     mine = known["b"].to_numpy()
-    cells = pd.DataFrame({
-        "annotator": known["annotator"].to_numpy(),
-        "n11": np.where(mine == 1, ones, 0), "n10": np.where(mine == 1, zeros, 0),
-        "n01": np.where(mine == 0, ones, 0), "n00": np.where(mine == 0, zeros, 0),
-    }).groupby("annotator").sum()
+    cells = (
+        pd.DataFrame(
+            {
+                "annotator": known["annotator"].to_numpy(),
+                "n11": np.where(mine == 1, ones, 0),
+                "n10": np.where(mine == 1, zeros, 0),
+                "n01": np.where(mine == 0, ones, 0),
+                "n00": np.where(mine == 0, zeros, 0),
+            }
+        )
+        .groupby("annotator")
+        .sum()
+    )
     total = cells.sum(axis=1).to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         observed = (cells["n11"] + cells["n00"]).to_numpy() / total
@@ -393,8 +463,16 @@ CONSENSUS_SURE = 0.8  # the posterior the others' consensus needs before a pair 
 DOMINANCE_MARGIN = 0.3  # a side this much more often than the consensus of the same pairs expects
 ENTROPY_MIN = 0.3  # the answers' entropy over the five answers, as a share of its maximum (log 5)
 MIN_ANSWER_LABELS = 20  # answers before the "barely depend on the pair" checks may flag
-CONSENSUS_COLUMNS = ("κ vs consensus", "consensus labels", "answers", "answer entropy", "top answer",
-                     "top answer share", "side share", "consensus side share")
+CONSENSUS_COLUMNS = (
+    "κ vs consensus",
+    "consensus labels",
+    "answers",
+    "answer entropy",
+    "top answer",
+    "top answer share",
+    "side share",
+    "consensus side share",
+)
 
 
 def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Series] = None) -> pd.DataFrame:
@@ -426,8 +504,9 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
     annotators = labels["annotator"].to_numpy()
     pair_ids = labels["pair_id"].to_numpy()
     ordinary = np.ones(len(labels), dtype=bool) if ordinary is None else np.asarray(ordinary, dtype=bool)
-    out = pd.DataFrame(index=pd.Index(pd.unique(annotators[ordinary]), name="annotator"),
-                       columns=list(CONSENSUS_COLUMNS), dtype=float)
+    out = pd.DataFrame(
+        index=pd.Index(pd.unique(annotators[ordinary]), name="annotator"), columns=list(CONSENSUS_COLUMNS), dtype=float
+    )
     if out.empty:
         return out
     fit = fit_adaptive_model(pd.DataFrame({"pair_id": pair_ids, "annotator": annotators, "level": levels}), gold)
@@ -451,8 +530,11 @@ def consensus_checks(labels: pd.DataFrame, ordinary=None, gold: Optional[pd.Seri
     n_others = others[:, 2]
     # sure by the others' answers themselves (a flat prior): a skewed prior alone never makes a reference
     evidence = np.abs(others[:, 1] - others[:, 0])
-    sure = (n_others >= 1) & (evidence >= np.log(CONSENSUS_SURE / (1 - CONSENSUS_SURE))) & (
-        np.maximum(p_one, 1 - p_one) >= CONSENSUS_SURE)
+    sure = (
+        (n_others >= 1)
+        & (evidence >= np.log(CONSENSUS_SURE / (1 - CONSENSUS_SURE)))
+        & (np.maximum(p_one, 1 - p_one) >= CONSENSUS_SURE)
+    )
 
     for annotator in out.index:
         mine = ordinary & (annotators == annotator)
@@ -504,7 +586,7 @@ def shared_labels(labels: pd.DataFrame) -> pd.Series:
 
 
 def _below(value: float, threshold: float, percent: bool = False) -> str:
-    """"value < threshold", with one more digit where rounding would show them equal; a minus sign."""
+    """ "value < threshold", with one more digit where rounding would show them equal; a minus sign."""
     for digits in (0, 1, 2) if percent else (2, 3, 4):
         shown = [f"{v:.{digits}%}" if percent else f"{v:.{digits}f}" for v in (value, threshold)]
         if shown[0] != shown[1]:
@@ -518,10 +600,14 @@ FLAG_COLUMNS = ("flags", "not judged yet")
 # a column of db.quality.campaign_live named in none goes with the last group
 LIVE_COLUMN_GROUPS = {
     "Flags": (*FLAG_COLUMNS, "last activity", "status"),
-    "Gold checks": ("gold answered", "gold accuracy", "gold exact accuracy", "gold checks planned",
-                    "gold checks served"),
-    "Agreement": ("κ vs consensus", "consensus labels", "κ vs others", "shared labels", "reliability",
-                  "labels in fit"),
+    "Gold checks": (
+        "gold answered",
+        "gold accuracy",
+        "gold exact accuracy",
+        "gold checks planned",
+        "gold checks served",
+    ),
+    "Agreement": ("κ vs consensus", "consensus labels", "κ vs others", "shared labels", "reliability", "labels in fit"),
     "Answers": ("answers", "answer entropy", "top answer", "top answer share", "side share", "consensus side share"),
     "Pace": ("median s per pair", "Don't know rate", "longest streak"),
 }
@@ -540,10 +626,19 @@ def live_columns(columns, group: str, always=("annotator", "progress")) -> list[
     return [c for c in chosen if c in columns]
 
 
-def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,
-                     fast_fraction: float, streak_length: int, kappa_min: float = 0.2, reliability_min: float = 0.5,
-                     min_gold_checks: int = 5, method: str = "Majority vote",
-                     reliability_flags: bool = True) -> pd.DataFrame:
+def annotator_checks(
+    table: pd.DataFrame,
+    campaign_median: float,
+    *,
+    gold_min_accuracy: float,
+    fast_fraction: float,
+    streak_length: int,
+    kappa_min: float = 0.2,
+    reliability_min: float = 0.5,
+    min_gold_checks: int = 5,
+    method: str = "Majority vote",
+    reliability_flags: bool = True,
+) -> pd.DataFrame:
     """Each annotator's flags and the checks not judged yet, as two strings ("; "-joined, "" = none)
     indexed like ``table`` (the live table: columns ``gold answered``, ``gold accuracy``, ``median s per
     pair``, ``longest streak``, and where present ``κ vs others`` with ``shared labels`` and
@@ -571,7 +666,9 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
     unjudged: list[list[str]] = [[] for _ in range(n)]
 
     def column(name: str) -> np.ndarray:
-        return pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float) if name in table else np.full(n, np.nan)
+        return (
+            pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float) if name in table else np.full(n, np.nan)
+        )
 
     def count(values: np.ndarray, i: int) -> int:
         return int(values[i]) if np.isfinite(values[i]) else 0
@@ -583,13 +680,20 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
             continue
         right = int(round(accuracy[i] * checks))
         if checks < min_gold_checks:
-            unjudged[i].append(f"gold {right} of {checks} right: too few checks ({checks} of {int(min_gold_checks)} needed)")
+            unjudged[i].append(
+                f"gold {right} of {checks} right: too few checks ({checks} of {int(min_gold_checks)} needed)"
+            )
         elif accuracy[i] < gold_min_accuracy:
-            flags[i].append(f"gold accuracy {_below(accuracy[i], gold_min_accuracy, percent=True)} "
-                            f"({right} of {checks} checks right)")
+            flags[i].append(
+                f"gold accuracy {_below(accuracy[i], gold_min_accuracy, percent=True)} "
+                f"({right} of {checks} checks right)"
+            )
     # agreement: against the consensus where the table has it (the live view), else against the raw pool
-    agreement = (("κ vs consensus", "consensus labels") if "κ vs consensus" in table and "consensus labels" in table
-                 else ("κ vs others", "shared labels"))
+    agreement = (
+        ("κ vs consensus", "consensus labels")
+        if "κ vs consensus" in table and "consensus labels" in table
+        else ("κ vs others", "shared labels")
+    )
     rated = [(*agreement, MIN_KAPPA_LABELS, kappa_min)]
     if reliability_flags:
         rated.append(("reliability", "labels in fit", MIN_RELIABILITY_LABELS, reliability_min))
@@ -627,40 +731,68 @@ def annotator_checks(table: pd.DataFrame, campaign_median: float, *, gold_min_ac
                 continue
             signs: list[str] = []
             if np.isfinite(side[i]) and np.isfinite(expected[i]) and side[i] - expected[i] >= DOMINANCE_MARGIN:
-                signs.append(f"{side[i]:.0%} on one side vs {expected[i]:.0%} in the others' consensus of the "
-                                "same pairs")
+                signs.append(
+                    f"{side[i]:.0%} on one side vs {expected[i]:.0%} in the others' consensus of the same pairs"
+                )
             if np.isfinite(entropy[i]) and entropy[i] < ENTROPY_MIN:
-                signs.append(f"“{LEVELS[int(top[i])]}” {top_share[i]:.0%} of {k:,} answers "
-                                f"(entropy {_below(entropy[i], ENTROPY_MIN)})")
+                signs.append(
+                    f"“{LEVELS[int(top[i])]}” {top_share[i]:.0%} of {k:,} answers "
+                    f"(entropy {_below(entropy[i], ENTROPY_MIN)})"
+                )
             if signs:
                 flags[i].append("answers barely depend on the pair: " + ", and ".join(signs))
     medians, streaks = column("median s per pair"), column("longest streak")
     for i in range(n):
         if np.isfinite(campaign_median) and medians[i] < fast_fraction * campaign_median:
-            flags[i].append(f"faster than {fast_fraction:.2g} × median "
-                            f"({medians[i]:.1f} s vs {campaign_median:.1f} s per pair)")
+            flags[i].append(
+                f"faster than {fast_fraction:.2g} × median ({medians[i]:.1f} s vs {campaign_median:.1f} s per pair)"
+            )
         if np.isfinite(streaks[i]) and streaks[i] >= streak_length:
             flags[i].append(f"{int(streak_length)}+ same answers in a row (longest {int(streaks[i])})")
-    return pd.DataFrame({"flags": ["; ".join(f) for f in flags], "not judged yet": ["; ".join(u) for u in unjudged]},
-                        index=table.index)
+    return pd.DataFrame(
+        {"flags": ["; ".join(f) for f in flags], "not judged yet": ["; ".join(u) for u in unjudged]}, index=table.index
+    )
 
 
-def annotator_flags(table: pd.DataFrame, campaign_median: float, *, gold_min_accuracy: float,
-                    fast_fraction: float, streak_length: int, kappa_min: float = 0.2, reliability_min: float = 0.5,
-                    min_gold_checks: int = 5, method: str = "Majority vote", reliability_flags: bool = True) -> pd.Series:
+def annotator_flags(
+    table: pd.DataFrame,
+    campaign_median: float,
+    *,
+    gold_min_accuracy: float,
+    fast_fraction: float,
+    streak_length: int,
+    kappa_min: float = 0.2,
+    reliability_min: float = 0.5,
+    min_gold_checks: int = 5,
+    method: str = "Majority vote",
+    reliability_flags: bool = True,
+) -> pd.Series:
     """The flags of each annotator as one string ("" = none): annotator_checks' ``flags``."""
-    return annotator_checks(table, campaign_median, gold_min_accuracy=gold_min_accuracy, fast_fraction=fast_fraction,
-                            streak_length=streak_length, kappa_min=kappa_min, reliability_min=reliability_min,
-                            min_gold_checks=min_gold_checks, method=method,
-                            reliability_flags=reliability_flags)["flags"]
+    return annotator_checks(
+        table,
+        campaign_median,
+        gold_min_accuracy=gold_min_accuracy,
+        fast_fraction=fast_fraction,
+        streak_length=streak_length,
+        kappa_min=kappa_min,
+        reliability_min=reliability_min,
+        min_gold_checks=min_gold_checks,
+        method=method,
+        reliability_flags=reliability_flags,
+    )["flags"]
 
 
 def evidence_rank(table: pd.DataFrame) -> pd.Index:
     """The live table's rows in the order an organiser should look at them: most flags first, then the
     lowest gold accuracy, then the lowest κ vs consensus (missing values last), then the table's order."""
     flags = table["flags"].map(lambda f: 0 if not f else len(str(f).split("; ")))
-    key = pd.DataFrame({"flags": -flags.to_numpy(),
-                        "gold": pd.to_numeric(table.get("gold accuracy", np.nan), errors="coerce"),
-                        "kappa": pd.to_numeric(table.get("κ vs consensus", np.nan), errors="coerce"),
-                        "order": np.arange(len(table))}, index=table.index)
+    key = pd.DataFrame(
+        {
+            "flags": -flags.to_numpy(),
+            "gold": pd.to_numeric(table.get("gold accuracy", np.nan), errors="coerce"),
+            "kappa": pd.to_numeric(table.get("κ vs consensus", np.nan), errors="coerce"),
+            "order": np.arange(len(table)),
+        },
+        index=table.index,
+    )
     return key.sort_values(["flags", "gold", "kappa", "order"], na_position="last", kind="stable").index

@@ -3,6 +3,7 @@ and the final label of a pair (a reviewer's decision when there is one, else the
 
 Pure functions on plain frames; db.review reads the store and writes the decisions.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,11 +11,29 @@ import pandas as pd
 
 from pluie_core.labels import DONT_KNOW, LEVELS, ORDINAL_LEVELS, accepted, binarise, level_name
 
-__all__ = ["REVIEW_COLUMNS", "FINAL_SOURCES", "disagreement_queue", "final_labels", "check_final_level",
-           "majority_levels"]
+__all__ = [
+    "REVIEW_COLUMNS",
+    "FINAL_SOURCES",
+    "disagreement_queue",
+    "final_labels",
+    "check_final_level",
+    "majority_levels",
+]
 
-REVIEW_COLUMNS = ["n_labels", "n_dont_know", "n_non_paraphrase", "n_paraphrase", "min_level", "max_level",
-                  "spread", "crosses_boundary", "minority_share", "majority_level", "n_flags", "key_disagrees"]
+REVIEW_COLUMNS = [
+    "n_labels",
+    "n_dont_know",
+    "n_non_paraphrase",
+    "n_paraphrase",
+    "min_level",
+    "max_level",
+    "spread",
+    "crosses_boundary",
+    "minority_share",
+    "majority_level",
+    "n_flags",
+    "key_disagrees",
+]
 
 
 def majority_levels(counts) -> np.ndarray:
@@ -51,17 +70,20 @@ def key_conflicts(labels: pd.DataFrame, keys: "pd.DataFrame | None") -> pd.Index
     if known.empty:
         return pd.Index([], name="pair_id", dtype="int64")
     key = keys.reindex(known["pair_id"].to_numpy())
-    hit = accepted(known["level"].to_numpy(dtype=float), key["level"].to_numpy(dtype=float, na_value=np.nan),
-                   key["binary_label"].to_numpy(dtype=float),
-                   key["accept_adjacent"].fillna(False).to_numpy(dtype=bool))
-    frame = pd.DataFrame({"pair_id": known["pair_id"].to_numpy(), "side": (known["level"].to_numpy() >= 2),
-                          "hit": hit})
+    hit = accepted(
+        known["level"].to_numpy(dtype=float),
+        key["level"].to_numpy(dtype=float, na_value=np.nan),
+        key["binary_label"].to_numpy(dtype=float),
+        key["accept_adjacent"].fillna(False).to_numpy(dtype=bool),
+    )
+    frame = pd.DataFrame({"pair_id": known["pair_id"].to_numpy(), "side": (known["level"].to_numpy() >= 2), "hit": hit})
     per_pair = frame.groupby("pair_id").agg(n=("side", "size"), sides=("side", "nunique"), hits=("hit", "sum"))
     return per_pair.index[(per_pair["n"] >= 2) & (per_pair["sides"] == 1) & (per_pair["hits"] == 0)]
 
 
-def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None,
-                       keys: "pd.DataFrame | None" = None) -> pd.DataFrame:
+def disagreement_queue(
+    labels: pd.DataFrame, flags: "pd.Series | None" = None, keys: "pd.DataFrame | None" = None
+) -> pd.DataFrame:
     """The pairs whose labels disagree, and the pairs an annotator flagged, in review order.
 
     ``labels``: one row per label with ``pair_id`` and ``level`` (0-4 of the five-level scale, 4 =
@@ -110,7 +132,12 @@ def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None,
     keep = (present.sum(axis=1) >= 2) | (n_flags > 0) | conflicts
     conflicts = conflicts[keep]
     counts, ordinal, present, pair_ids, n_flags = (
-        counts[keep], ordinal[keep], present[keep], pair_ids[keep], n_flags[keep])
+        counts[keep],
+        ordinal[keep],
+        present[keep],
+        pair_ids[keep],
+        n_flags[keep],
+    )
     values = np.array(ORDINAL_LEVELS)
     any_level = present.any(axis=1)  # a flagged pair may hold Don't know alone
     low = np.where(present, values, 99).min(axis=1)
@@ -118,37 +145,46 @@ def disagreement_queue(labels: pd.DataFrame, flags: "pd.Series | None" = None,
     non_paraphrase = ordinal[:, :2].sum(axis=1)
     paraphrase = ordinal[:, 2:].sum(axis=1)
     binary = non_paraphrase + paraphrase
-    table = pd.DataFrame({
-        "n_labels": counts.sum(axis=1),
-        "n_dont_know": counts[:, DONT_KNOW],
-        "n_non_paraphrase": non_paraphrase,
-        "n_paraphrase": paraphrase,
-        "min_level": pd.array(np.where(any_level, low, np.nan), dtype="Float64").astype("Int64"),
-        "max_level": pd.array(np.where(any_level, high, np.nan), dtype="Float64").astype("Int64"),
-        "spread": np.where(any_level, high - low, 0),
-        "crosses_boundary": (non_paraphrase > 0) & (paraphrase > 0),
-        "minority_share": np.divide(np.minimum(non_paraphrase, paraphrase), binary,
-                                    out=np.zeros(len(binary)), where=binary > 0),
-        "majority_level": pd.array(majority_levels(ordinal), dtype="Float64").astype("Int64"),
-        "n_flags": n_flags,
-        "key_disagrees": conflicts,
-    }, index=pd.Index(pair_ids, name="pair_id"))
+    table = pd.DataFrame(
+        {
+            "n_labels": counts.sum(axis=1),
+            "n_dont_know": counts[:, DONT_KNOW],
+            "n_non_paraphrase": non_paraphrase,
+            "n_paraphrase": paraphrase,
+            "min_level": pd.array(np.where(any_level, low, np.nan), dtype="Float64").astype("Int64"),
+            "max_level": pd.array(np.where(any_level, high, np.nan), dtype="Float64").astype("Int64"),
+            "spread": np.where(any_level, high - low, 0),
+            "crosses_boundary": (non_paraphrase > 0) & (paraphrase > 0),
+            "minority_share": np.divide(
+                np.minimum(non_paraphrase, paraphrase), binary, out=np.zeros(len(binary)), where=binary > 0
+            ),
+            "majority_level": pd.array(majority_levels(ordinal), dtype="Float64").astype("Int64"),
+            "n_flags": n_flags,
+            "key_disagrees": conflicts,
+        },
+        index=pd.Index(pair_ids, name="pair_id"),
+    )
     table["flagged"] = table["n_flags"] > 0
     table = table.reset_index().sort_values(
         ["flagged", "key_disagrees", "crosses_boundary", "spread", "minority_share", "pair_id"],
-        ascending=[False, False, False, False, False, True], kind="stable")
+        ascending=[False, False, False, False, False, True],
+        kind="stable",
+    )
     return table.drop(columns="flagged").set_index("pair_id")
 
 
 def check_final_level(level) -> int:
     """A final level must be one of the four ordinal levels: a reviewer settles the meaning."""
     if level is None or isinstance(level, bool) or int(level) != level or int(level) not in ORDINAL_LEVELS:
-        raise ValueError("A final level is one of Very different, Slightly similar, Mostly similar or Same meaning (0-3).")
+        raise ValueError(
+            "A final level is one of Very different, Slightly similar, Mostly similar or Same meaning (0-3)."
+        )
     return int(level)
 
 
-def final_labels(majority: pd.Series, adjudicated: pd.Series, source: "pd.Series | None" = None,
-                 keys: "pd.Series | None" = None) -> pd.DataFrame:
+def final_labels(
+    majority: pd.Series, adjudicated: pd.Series, source: "pd.Series | None" = None, keys: "pd.Series | None" = None
+) -> pd.DataFrame:
     """The final label of each pair: the reviewer's level where one is in force (``adjudicated``,
     NaN elsewhere), else the majority level (``majority``, pluie_core.labels.majority_level, NaN
     when there is none). Both indexed alike. ``source``: which rule gave each level of ``majority``
@@ -160,17 +196,26 @@ def final_labels(majority: pd.Series, adjudicated: pd.Series, source: "pd.Series
     (never a model's name: a key is the organiser's known answer, not what the labels say)."""
     majority = pd.to_numeric(majority, errors="coerce").astype("Float64")
     adjudicated = pd.to_numeric(adjudicated.reindex(majority.index), errors="coerce").astype("Float64")
-    key = (pd.Series(np.nan, index=majority.index) if keys is None
-           else pd.to_numeric(keys, errors="coerce").reindex(majority.index)).astype("Float64")
-    by_rule = (np.where(majority.notna(), "majority", "none") if source is None
-               else source.reindex(majority.index).to_numpy(dtype=object))
+    key = (
+        pd.Series(np.nan, index=majority.index)
+        if keys is None
+        else pd.to_numeric(keys, errors="coerce").reindex(majority.index)
+    ).astype("Float64")
+    by_rule = (
+        np.where(majority.notna(), "majority", "none")
+        if source is None
+        else source.reindex(majority.index).to_numpy(dtype=object)
+    )
     by_rule = np.where(key.notna().to_numpy(), "gold", by_rule)
     majority = key.where(key.notna(), majority)
     level = adjudicated.where(adjudicated.notna(), majority).round().astype("Int64")
     source = np.where(adjudicated.notna(), "adjudicated", by_rule)
-    return pd.DataFrame({
-        "final_level": level,
-        "final_label": level.map(lambda v: level_name(None if pd.isna(v) else int(v))),
-        "final_binary": level.map(lambda v: pd.NA if pd.isna(v) else binarise(int(v))).astype("Int64"),
-        "final_source": pd.Series(source, index=majority.index, dtype=object),
-    }, index=majority.index)
+    return pd.DataFrame(
+        {
+            "final_level": level,
+            "final_label": level.map(lambda v: level_name(None if pd.isna(v) else int(v))),
+            "final_binary": level.map(lambda v: pd.NA if pd.isna(v) else binarise(int(v))).astype("Int64"),
+            "final_source": pd.Series(source, index=majority.index, dtype=object),
+        },
+        index=majority.index,
+    )

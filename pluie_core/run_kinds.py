@@ -11,6 +11,7 @@ Pure facts: no database, no Streamlit, nothing heavy to import.
     >>> [k.name for k in RUN_KINDS.values() if k.compares == PREFERENCE_ITEMS]
     ['llm-choice']
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,17 +58,51 @@ class RunKind:
 
 
 # In declaration order: the order of the store's error message and of the Scoring page's choices.
-RUN_KINDS: dict[str, RunKind] = {k.name: k for k in (
-    RunKind(PLUIE, "PLUIE", PAIRS, "pluie", needs_model=True, default_template="fs-direct", answers=True,
-            natural_threshold=0.0),
-    RunKind(BASELINE, "Baseline", PAIRS, "baseline", needs_model=False, baseline=True, template=False),
-    RunKind(LLM_YES_NO, "LLM-Yes/No", PAIRS, "judge", needs_model=True, default_template="yes-no",
-            judge="yes-no", natural_threshold=0.5),
-    RunKind(LLM_LIKERT, "LLM-Likert", PAIRS, "judge", needs_model=True, default_template="likert",
-            judge="likert", natural_threshold=4.0),
-    RunKind(LLM_CHOICE, "LLM-choice", PREFERENCE_ITEMS, "judge", needs_model=True, default_template="choice",
-            judge="choice"),
-)}
+RUN_KINDS: dict[str, RunKind] = {
+    k.name: k
+    for k in (
+        RunKind(
+            PLUIE,
+            "PLUIE",
+            PAIRS,
+            "pluie",
+            needs_model=True,
+            default_template="fs-direct",
+            answers=True,
+            natural_threshold=0.0,
+        ),
+        RunKind(BASELINE, "Baseline", PAIRS, "baseline", needs_model=False, baseline=True, template=False),
+        RunKind(
+            LLM_YES_NO,
+            "LLM-Yes/No",
+            PAIRS,
+            "judge",
+            needs_model=True,
+            default_template="yes-no",
+            judge="yes-no",
+            natural_threshold=0.5,
+        ),
+        RunKind(
+            LLM_LIKERT,
+            "LLM-Likert",
+            PAIRS,
+            "judge",
+            needs_model=True,
+            default_template="likert",
+            judge="likert",
+            natural_threshold=4.0,
+        ),
+        RunKind(
+            LLM_CHOICE,
+            "LLM-choice",
+            PREFERENCE_ITEMS,
+            "judge",
+            needs_model=True,
+            default_template="choice",
+            judge="choice",
+        ),
+    )
+}
 
 
 def run_kind(name: str) -> Optional[RunKind]:

@@ -34,6 +34,7 @@ This module does that, and:
 
 bf16 on GPU, float32 on CPU by default.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -116,27 +117,38 @@ def check_placement(device_map=None, quantization=None, cuda: bool | None = None
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise PluieError(f"Unknown quantization {quantization!r}; use 8bit or 4bit.")
     if isinstance(device_map, str) and device_map not in ("auto", "cpu", *GPU_DEVICE_MAPS):
-        raise PluieError(f"Unknown device map {device_map!r}; use auto, cpu, balanced, balanced_low_0, "
-                         "sequential, or a {module: device} mapping.")
+        raise PluieError(
+            f"Unknown device map {device_map!r}; use auto, cpu, balanced, balanced_low_0, "
+            "sequential, or a {module: device} mapping."
+        )
     if importlib.util.find_spec("accelerate") is None:
-        raise PluieError("Loading with a device map or in 8-bit / 4-bit needs the accelerate package, which is "
-                         "not installed: pip install accelerate.")
+        raise PluieError(
+            "Loading with a device map or in 8-bit / 4-bit needs the accelerate package, which is "
+            "not installed: pip install accelerate."
+        )
     if cuda is None:
         import torch
 
         cuda = torch.cuda.is_available()
     if quantization is not None:
         if not cuda:
-            raise PluieError(f"{quantization[0]}-bit loading needs a CUDA GPU (bitsandbytes) and this machine has "
-                             "none; load the model in bfloat16 / float32 instead, or run on a GPU machine.")
+            raise PluieError(
+                f"{quantization[0]}-bit loading needs a CUDA GPU (bitsandbytes) and this machine has "
+                "none; load the model in bfloat16 / float32 instead, or run on a GPU machine."
+            )
         if importlib.util.find_spec("bitsandbytes") is None:
-            raise PluieError(f"{quantization[0]}-bit loading needs the bitsandbytes package, which is not "
-                             "installed: pip install bitsandbytes.")
+            raise PluieError(
+                f"{quantization[0]}-bit loading needs the bitsandbytes package, which is not "
+                "installed: pip install bitsandbytes."
+            )
     gpu_map = device_map in GPU_DEVICE_MAPS or (
-        isinstance(device_map, dict) and any(str(d) not in ("cpu", "disk") for d in device_map.values()))
+        isinstance(device_map, dict) and any(str(d) not in ("cpu", "disk") for d in device_map.values())
+    )
     if gpu_map and not cuda:
-        raise PluieError(f"Sharding the model across GPUs (device map {device_map!r}) needs CUDA GPUs and this "
-                         "machine has none; use device_map='auto' or 'cpu', or no device map.")
+        raise PluieError(
+            f"Sharding the model across GPUs (device map {device_map!r}) needs CUDA GPUs and this "
+            "machine has none; use device_map='auto' or 'cpu', or no device map."
+        )
 
 
 def _locate(name: str):
@@ -191,16 +203,21 @@ def load_model_and_tokenizer(name: str, device, dtype, device_map=None, quantiza
         BitsAndBytesConfig = from_transformers("BitsAndBytesConfig")
 
         placed["quantization_config"] = (
-            BitsAndBytesConfig(load_in_8bit=True) if quantization == "8bit"
-            else BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype))
+            BitsAndBytesConfig(load_in_8bit=True)
+            if quantization == "8bit"
+            else BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype)
+        )
         placed["device_map"] = device_map or "auto"
     elif device_map is not None:
         placed["device_map"] = device_map
     try:
         # a GGUF file is parsed once for its config, its tokenizer and its weights (gguf_files.one_reader)
         with one_reader(gguf) if gguf is not None else contextlib.nullcontext():
-            tokenizer = (_gguf_tokenizer(str(gguf)) if gguf is not None
-                         else AutoTokenizer.from_pretrained(source, local_files_only=local_only))
+            tokenizer = (
+                _gguf_tokenizer(str(gguf))
+                if gguf is not None
+                else AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+            )
             model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=local_only, **placed)
     except Exception as exc:  # transformers raises many types (OSError, HF hub errors, ValueError)
         refused = pickle_refusal(name, exc, folder)  # never torch's advice to load it unsafely
@@ -263,8 +280,9 @@ def load_or_adopt(model, tokenizer, device, dtype, device_map=None, quantization
             check_placement(device_map, quantization)
             cuda = torch.cuda.is_available()  # the map decides where weights go; dtype as on that hardware
             dtype = _resolve_dtype(dtype, torch.device("cuda" if cuda and device_map != "cpu" else "cpu"))
-            loaded, tokenizer = load_model_and_tokenizer(str(model), None, dtype, device_map=device_map,
-                                                         quantization=quantization)
+            loaded, tokenizer = load_model_and_tokenizer(
+                str(model), None, dtype, device_map=device_map, quantization=quantization
+            )
             return loaded, tokenizer, _input_device(loaded), dtype, str(model)
         device = _resolve_device(device)
         dtype = _resolve_dtype(dtype, device)
@@ -290,13 +308,20 @@ def greedy_generate(model, prompts: list[list[int]], pad_id: int, eos_ids, max_n
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt):] = torch.tensor(prompt)
-        mask[row, width - len(prompt):] = 1
+        ids[row, width - len(prompt) :] = torch.tensor(prompt)
+        mask[row, width - len(prompt) :] = 1
     with torch.inference_mode():
         return model.generate(
-            input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=max_new_tokens,
-            do_sample=False, num_beams=1, temperature=None, top_p=None, top_k=None,
-            pad_token_id=pad_id, eos_token_id=list(eos_ids) or None,
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=pad_id,
+            eos_token_id=list(eos_ids) or None,
         )
 
 
@@ -336,13 +361,13 @@ def check_model(name: str, template="fs-direct", answers=None) -> list[str]:
             try:
                 tokenizer = AutoTokenizer.from_pretrained(location.source)
             except Exception as again:
-                raise PluieError(f"Could not load the tokenizer of {name!r}: {_first_line(again)}. Check the "
-                                 "model id or directory.") from None
+                raise PluieError(
+                    f"Could not load the tokenizer of {name!r}: {_first_line(again)}. Check the model id or directory."
+                ) from None
         checked = [location.described()]
     checker = PluieScorer._without_weights(tokenizer, template, answers, str(name), chat_render.RENDER_SECONDS)
     first, second = checker.answers
-    return checked + ["its tokenizer has a chat template",
-                      f"the answers {first!r} and {second!r} are one token each"]
+    return checked + ["its tokenizer has a chat template", f"the answers {first!r} and {second!r} are one token each"]
 
 
 def _gguf_tokenizer(path: str):
@@ -407,10 +432,23 @@ class PluieScorer:
         model); None renders it here, unbounded.
     """
 
-    def __init__(self, model, template="fs-direct", answers=None, device=None, dtype=None, batch_size=None,
-                 tokenizer=None, prefix_cache: bool = True, max_new_tokens: int | None = None,
-                 device_map=None, quantization: str | None = None, max_batch_tokens: int | None = None,
-                 packed: bool = True, render_seconds: float | None = None):
+    def __init__(
+        self,
+        model,
+        template="fs-direct",
+        answers=None,
+        device=None,
+        dtype=None,
+        batch_size=None,
+        tokenizer=None,
+        prefix_cache: bool = True,
+        max_new_tokens: int | None = None,
+        device_map=None,
+        quantization: str | None = None,
+        max_batch_tokens: int | None = None,
+        packed: bool = True,
+        render_seconds: float | None = None,
+    ):
         import torch
 
         try:
@@ -420,12 +458,11 @@ class PluieScorer:
         self.device_map, self.quantization = device_map, quantization
         self.render_seconds = render_seconds
         self.model, self.tokenizer, self.device, self.dtype, self.model_name = load_or_adopt(
-            model, tokenizer, device, dtype, device_map, quantization, owner="PluieScorer")
+            model, tokenizer, device, dtype, device_map, quantization, owner="PluieScorer"
+        )
         self.model.eval()
         self._check_chat_template()
-        self.pad_id = next(
-            (i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0
-        )
+        self.pad_id = next((i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0)
         self.prefix_cache = prefix_cache
         self.max_new_tokens = max_new_tokens or self.template.max_new_tokens
         self.batch_size = batch_size
@@ -441,8 +478,9 @@ class PluieScorer:
         self._set_answers(answers)
 
     @classmethod
-    def _without_weights(cls, tokenizer, template, answers, model_name: str,
-                         render_seconds: float | None = None) -> "PluieScorer":
+    def _without_weights(
+        cls, tokenizer, template, answers, model_name: str, render_seconds: float | None = None
+    ) -> "PluieScorer":
         """The prompt-building half of a scorer (template, chat template, answer tokens) on a
         tokenizer alone: what check_model needs. It cannot score."""
         checker = cls.__new__(cls)
@@ -480,11 +518,13 @@ class PluieScorer:
         process, each within that bound (pluie_core.chat_render)."""
         try:
             if self.render_seconds is None:
-                return [self.tokenizer.apply_chat_template(c, tokenize=False,
-                                                           add_generation_prompt=add_generation_prompt)
-                        for c in conversations]
-            return chat_render.render(self.tokenizer, conversations, add_generation_prompt, self.model_name,
-                                      self.render_seconds)
+                return [
+                    self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=add_generation_prompt)
+                    for c in conversations
+                ]
+            return chat_render.render(
+                self.tokenizer, conversations, add_generation_prompt, self.model_name, self.render_seconds
+            )
         except chat_render.ChatTemplateError as exc:  # ran past its bound: already a sentence
             raise PluieError(str(exc)) from None
         except Exception as exc:  # jinja2 TemplateError from the model's own template, e.g. roles it refuses
@@ -522,8 +562,8 @@ class PluieScorer:
         variants = []
         if not self.template.answer_prefix:
             full = self._chat(messages + [{"role": "assistant", "content": word}], add_generation_prompt=False)
-            if full.startswith(prompt) and word in full[len(prompt):]:
-                after = full[len(prompt):]
+            if full.startswith(prompt) and word in full[len(prompt) :]:
+                after = full[len(prompt) :]
                 lead = after[: after.find(word)]
                 if lead.strip() == "":
                     variants.append(lead + word)
@@ -548,7 +588,7 @@ class PluieScorer:
                 ids = self._encode(prompt + text)
                 if ids[: len(prompt_ids)] == prompt_ids and len(ids) == len(prompt_ids) + 1:
                     found[a][k] = ids[-1]
-                extra = ids[len(prompt_ids):] if ids[: len(prompt_ids)] == prompt_ids else ids[-4:]
+                extra = ids[len(prompt_ids) :] if ids[: len(prompt_ids)] == prompt_ids else ids[-4:]
                 report[a].append(f"{text!r} -> {self.tokenizer.convert_ids_to_tokens(extra)}")
         for k in range(min(len(v) for v in per_answer)):
             if k in found[0] and k in found[1]:
@@ -628,8 +668,8 @@ class PluieScorer:
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, row in enumerate(rows):  # left padding: every row's last token sits at the last position
-            ids[i, width - len(row):] = torch.tensor(row)
-            mask[i, width - len(row):] = 1
+            ids[i, width - len(row) :] = torch.tensor(row)
+            mask[i, width - len(row) :] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         kwargs = {}
         if prefix is not None:
@@ -685,12 +725,16 @@ class PluieScorer:
         bad = int((~np.isfinite(logprobs)).any(axis=1).sum())
         if not bad:
             return
-        cause = ("its activations overflowed in float16, which holds numbers up to 65,504; score in bfloat16 or "
-                 "float32 instead" if self.dtype == torch.float16 else
-                 f"its weights or activations are not numbers in {str(self.dtype).removeprefix('torch.')}; check "
-                 "the model's files")
-        raise PluieError(f"The model's answer probabilities are not numbers for {bad} of {len(logprobs)} pairs "
-                         f"in a batch: {cause}.")
+        cause = (
+            "its activations overflowed in float16, which holds numbers up to 65,504; score in bfloat16 or "
+            "float32 instead"
+            if self.dtype == torch.float16
+            else f"its weights or activations are not numbers in {str(self.dtype).removeprefix('torch.')}; check "
+            "the model's files"
+        )
+        raise PluieError(
+            f"The model's answer probabilities are not numbers for {bad} of {len(logprobs)} pairs in a batch: {cause}."
+        )
 
     # ------------------------------------------------------------------ batch bounds
     def _next_chunk(self, order: list[int], lengths: list[int], start: int, extra: int = 0):
@@ -699,7 +743,7 @@ class PluieScorer:
         Returns (indices, padded width counted against the budget)."""
         width = lengths[order[start]] + extra
         size = min(self.batch_size or self._auto_batch, max(1, self._token_budget() // max(1, width)))
-        return order[start:start + size], width
+        return order[start : start + size], width
 
     def _token_budget(self) -> int:
         """Tokens per forward pass: the one given, else 16,384 on CPU; on GPU, half the free memory
@@ -770,13 +814,23 @@ class PluieScorer:
     def generate_explanations(self, sources, hypotheses, fields=None, progress=False) -> list[str]:
         """INDIRECT's first step: the model's greedy answer to the turns before ``{generated}``."""
         sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
-        prompts = [self._encode(text) for text in self._chats(
-            [self.template.messages(s, h, **self._row(fields, i)) for i, (s, h) in enumerate(zip(sources, hypotheses))],
-            add_generation_prompt=True)]
+        prompts = [
+            self._encode(text)
+            for text in self._chats(
+                [
+                    self.template.messages(s, h, **self._row(fields, i))
+                    for i, (s, h) in enumerate(zip(sources, hypotheses))
+                ],
+                add_generation_prompt=True,
+            )
+        ]
         texts = [""] * len(prompts)
         order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-        eos = {i for i in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
-               if isinstance(i, int)}
+        eos = {
+            i
+            for i in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
+            if isinstance(i, int)
+        }
         bar = self._progress(progress, len(prompts), "PLUIE generation")
         lengths = [len(p) for p in prompts]
         start = 0
@@ -784,8 +838,9 @@ class PluieScorer:
             chunk, cost = self._next_chunk(order, lengths, start, self.max_new_tokens)
             width = lengths[chunk[0]]
             try:
-                out = greedy_generate(self.model, [prompts[i] for i in chunk], self.pad_id, sorted(eos),
-                                      self.max_new_tokens, self.device)
+                out = greedy_generate(
+                    self.model, [prompts[i] for i in chunk], self.pad_id, sorted(eos), self.max_new_tokens, self.device
+                )
             except self._oom:
                 if len(chunk) == 1:
                     raise PluieError("Not enough memory to generate an explanation for one pair.") from None
@@ -802,14 +857,18 @@ class PluieScorer:
     def prompts(self, sources, hypotheses, fields=None, explanations=None) -> list[str]:
         """The exact prompt texts that are scored (for inspection)."""
         sources, hypotheses, fields = self._check_inputs(sources, hypotheses, fields)
-        return self.prompt_texts([
-            self.template.messages(
-                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))
-            for i, (s, h) in enumerate(zip(sources, hypotheses))
-        ])
+        return self.prompt_texts(
+            [
+                self.template.messages(
+                    s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i)
+                )
+                for i, (s, h) in enumerate(zip(sources, hypotheses))
+            ]
+        )
 
-    def score(self, sources, hypotheses, symmetric: bool = False, progress=False, fields=None,
-              return_logprobs: bool = False):
+    def score(
+        self, sources, hypotheses, symmetric: bool = False, progress=False, fields=None, return_logprobs: bool = False
+    ):
         """PLUIE score of each pair, in input order: numpy array of log p(answer1) − log p(answer2).
 
         symmetric: the mean of score(S, H) and score(H, S) (PLUIE is not symmetric).
@@ -835,18 +894,25 @@ class PluieScorer:
         bar = self._progress(progress, total, "PLUIE")
         explanations = None
         if self.template.needs_generation:
-            explanations = self.generate_explanations([p[0] for p in pairs], [p[1] for p in pairs], fields,
-                                                      progress=lambda done, _total: None)
+            explanations = self.generate_explanations(
+                [p[0] for p in pairs], [p[1] for p in pairs], fields, progress=lambda done, _total: None
+            )
             bar(len(pairs))
-        prompts = [self._encode(text) for text in self.prompt_texts([
-            self.template.messages(
-                s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i))
-            for i, (s, h) in enumerate(pairs)
-        ])]
+        prompts = [
+            self._encode(text)
+            for text in self.prompt_texts(
+                [
+                    self.template.messages(
+                        s, h, generated=None if explanations is None else explanations[i], **self._row(fields, i)
+                    )
+                    for i, (s, h) in enumerate(pairs)
+                ]
+            )
+        ]
         logprobs = logprobs_of(prompts, bar)
         bar(0, close=True)
         if symmetric:
-            logprobs = (logprobs[: len(sources)] + logprobs[len(sources):]) / 2
+            logprobs = (logprobs[: len(sources)] + logprobs[len(sources) :]) / 2
         scores = logprobs[:, 0] - logprobs[:, 1]
         return (scores, logprobs) if return_logprobs else scores
 

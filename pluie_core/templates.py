@@ -25,6 +25,7 @@ A user template is a YAML / JSON file or mapping::
 
 or simply a list of such turns.
 """
+
 from __future__ import annotations
 
 import json

@@ -16,6 +16,7 @@ changes: the store, the model and the export keep the text exactly as imported.
 - ``count_marked`` / ``hidden_note``: how many texts hold such a character, and the import
   preview's sentence on them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,17 +28,26 @@ from typing import Iterable, Optional
 
 from pluie_core.wording import counted
 
-__all__ = ["visible_text", "visible_html", "markdown_text", "document_text", "count_marked", "hidden_note",
-           "HIDDEN_STYLE"]
+__all__ = [
+    "visible_text",
+    "visible_html",
+    "markdown_text",
+    "document_text",
+    "count_marked",
+    "hidden_note",
+    "HIDDEN_STYLE",
+]
 
 # invisible characters outside category Cf: the combining grapheme joiner and the Hangul fillers
 # (variation selectors are left alone: they choose an emoji's look, and show nothing by themselves)
 _INVISIBLE_OTHERS = "\u034f\u115f\u1160\u3164\uffa0"
 # amber on cream in a light theme, on dark brown in a dark one (light-dark(): the page's color-scheme)
-HIDDEN_STYLE = ("font:0.7em/1 monospace;color:#7a4a00;background:#fff3d6;border:1px solid #d9a441;"
-                "color:light-dark(#7a4a00,#ffd591);background:light-dark(#fff3d6,#3d2c0a);"
-                "border-color:light-dark(#d9a441,#a57a2c);"
-                "border-radius:3px;padding:0 2px;margin:0 1px;vertical-align:0.15em;white-space:nowrap")
+HIDDEN_STYLE = (
+    "font:0.7em/1 monospace;color:#7a4a00;background:#fff3d6;border:1px solid #d9a441;"
+    "color:light-dark(#7a4a00,#ffd591);background:light-dark(#fff3d6,#3d2c0a);"
+    "border-color:light-dark(#d9a441,#a57a2c);"
+    "border-radius:3px;padding:0 2px;margin:0 1px;vertical-align:0.15em;white-space:nowrap"
+)
 
 
 @functools.cache
@@ -53,8 +63,9 @@ def _hidden() -> "re.Pattern[str]":
             ranges[-1][1] = code
         else:
             ranges.append([code, code])
-    return re.compile("[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "")
-                                     for a, b in ranges) + "]")
+    return re.compile(
+        "[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges) + "]"
+    )
 
 
 def _mark(char: str) -> str:
@@ -79,9 +90,11 @@ def visible_html(text: Optional[str]) -> str:
     parts, end = [], 0
     for found in _hidden().finditer(text):
         char = found.group(0)
-        parts.append(html.escape(text[end:found.start()], quote=True))
-        parts.append(f'<span class="pluie-hidden-char" title="{html.escape(_title(char), quote=True)}" '
-                     f'style="{HIDDEN_STYLE}">{_mark(char)}</span>')
+        parts.append(html.escape(text[end : found.start()], quote=True))
+        parts.append(
+            f'<span class="pluie-hidden-char" title="{html.escape(_title(char), quote=True)}" '
+            f'style="{HIDDEN_STYLE}">{_mark(char)}</span>'
+        )
         end = found.end()
     parts.append(html.escape(text[end:], quote=True))
     return "".join(parts)
@@ -116,8 +129,11 @@ def markdown_text(value) -> str:
     text = visible_text(value)
     text = _UNESCAPABLE.sub(lambda found: found.group(0) + "\u2060", text)
     text = _INLINE_SIGNS.sub(lambda found: "\\" + found.group(0), text)
-    text = _LINE_STARTS.sub(lambda found: found.group(1) + (
-        found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), text)
+    text = _LINE_STARTS.sub(
+        lambda found: found.group(1)
+        + (found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)),
+        text,
+    )
     return _LINE_BREAKS.sub("\\\\\n", text)
 
 
@@ -149,8 +165,11 @@ def document_text(value) -> str:
             if not _LINKED_WORD.search(core):  # ":tada:" lost its closing colon to the edge: the word whole
                 before, core, after = "", word, ""
             parts.append(_escaped(before, joiners=False) + f"`{core}`" + _escaped(after, joiners=False))
-    text = _LINE_STARTS.sub(lambda found: found.group(1) + (
-        found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)), "".join(parts))
+    text = _LINE_STARTS.sub(
+        lambda found: found.group(1)
+        + (found.group(2) + "\\" if found.group(2)[0].isdigit() else "\\" + found.group(2)),
+        "".join(parts),
+    )
     return _LINE_BREAKS.sub("\\\\\n", text)
 
 
@@ -169,9 +188,11 @@ def hidden_note(texts: Iterable[Optional[str]]) -> Optional[str]:
     if not n:
         return None
     they, are = ("it", "is") if n == 1 else ("they", "are")
-    return (f"{counted(n, 'sentence')} {'holds' if n == 1 else 'hold'} invisible or direction-changing characters "
-            f"(zero-width spaces, bidi controls): {they} {are} imported as {they} {are}, and shown with marks such "
-            "as ⟨U+202E⟩ in their place, never applied.")
+    return (
+        f"{counted(n, 'sentence')} {'holds' if n == 1 else 'hold'} invisible or direction-changing characters "
+        f"(zero-width spaces, bidi controls): {they} {are} imported as {they} {are}, and shown with marks such "
+        "as ⟨U+202E⟩ in their place, never applied."
+    )
 
 
 def visible_frame(frame):

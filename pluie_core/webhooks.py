@@ -11,6 +11,7 @@ Each delivery is a POST whose body is JSON ({"id", "event", "at", "data"}) with 
 A receiver recomputes the HMAC (``verify``) and refuses a timestamp older than a few minutes, so a delivery
 caught on the way cannot be replayed later. The scheme is Stripe's and GitHub's, so their receivers' habits apply.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,21 +28,32 @@ def signature(secret: str, timestamp: str, body: Union[str, bytes]) -> str:
     return "sha256=" + mac.hexdigest()
 
 
-def signed_headers(secret: str, body: Union[str, bytes], event: str, delivery_id: str,
-                   now: Optional[float] = None) -> dict[str, str]:
+def signed_headers(
+    secret: str, body: Union[str, bytes], event: str, delivery_id: str, now: Optional[float] = None
+) -> dict[str, str]:
     """The headers of one delivery of ``body``, signed with ``secret`` at ``now`` (time.time())."""
     timestamp = str(int(time.time() if now is None else now))
-    return {"Content-Type": "application/json", "User-Agent": "PLUIE-Lab-Webhooks/1", "X-Pluie-Event": event,
-            "X-Pluie-Delivery": delivery_id, "X-Pluie-Timestamp": timestamp,
-            "X-Pluie-Signature": signature(secret, timestamp, body)}
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "PLUIE-Lab-Webhooks/1",
+        "X-Pluie-Event": event,
+        "X-Pluie-Delivery": delivery_id,
+        "X-Pluie-Timestamp": timestamp,
+        "X-Pluie-Signature": signature(secret, timestamp, body),
+    }
 
 
 class WebhookSignatureError(ValueError):
     """A delivery whose signature or timestamp does not hold; the message says which."""
 
 
-def verify(secret: str, body: Union[str, bytes], headers: Mapping[str, str], tolerance: float = TOLERANCE_SECONDS,
-           now: Optional[float] = None) -> None:
+def verify(
+    secret: str,
+    body: Union[str, bytes],
+    headers: Mapping[str, str],
+    tolerance: float = TOLERANCE_SECONDS,
+    now: Optional[float] = None,
+) -> None:
     """Check a delivery as a receiver: its signature made with ``secret`` over this very body, and its timestamp
     within ``tolerance`` seconds of ``now``. Raises WebhookSignatureError, else returns None."""
     lower = {str(k).lower(): v for k, v in headers.items()}

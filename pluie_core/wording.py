@@ -1,5 +1,6 @@
 """Small helpers for the sentences the app writes: a count with its noun in the right number, and
 a text of several paragraphs on one line (a table cell shows no line breaks)."""
+
 from __future__ import annotations
 
 from typing import Optional

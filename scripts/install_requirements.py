@@ -8,6 +8,7 @@ hundreds of MB), and a quiet pip said nothing meanwhile. pip's own output is sho
 --no-deps is passed on to pip (requirements-nodeps.txt: packages used only for a file they ship), and so is
 --constraint (constraints.txt: every package of a fresh install at the version the suite ran with; make lock).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -22,10 +23,23 @@ def packages(n: int) -> str:
 
 def install(requirements: str, what: str = "packages", *pip_options: str) -> int:
     started = time.monotonic()
-    print(f"Installing the {what} of {requirements} into {sys.prefix} (a first install takes a few minutes: "
-          "torch and transformers are large)...", flush=True)
-    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
-               *pip_options, "-r", requirements]
+    print(
+        f"Installing the {what} of {requirements} into {sys.prefix} (a first install takes a few minutes: "
+        "torch and transformers are large)...",
+        flush=True,
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        *pip_options,
+        "-r",
+        requirements,
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines, collected, satisfied = [], 0, 0
     for line in process.stdout:
@@ -64,7 +78,10 @@ def _options(argv: list[str]) -> tuple[list[str], list[str]]:
 if __name__ == "__main__":
     options, positional = _options(sys.argv[1:])
     if len(positional) not in (1, 2):
-        print("usage: python scripts/install_requirements.py requirements.txt [what] [--no-deps] "
-              "[--constraint constraints.txt]", file=sys.stderr)
+        print(
+            "usage: python scripts/install_requirements.py requirements.txt [what] [--no-deps] "
+            "[--constraint constraints.txt]",
+            file=sys.stderr,
+        )
         sys.exit(2)
     sys.exit(install(*positional, *([] if len(positional) == 2 else ["packages"]), *options))

@@ -26,6 +26,7 @@ wait for them (bench/pages.py); then, once Streamlit's runtime is up, the same t
 pages draw first from the store (read_ahead_at_start: about 5 s at 100,000 pairs, 35 s at 1,000,000),
 and says so ("the pages' first figures are read").
 """
+
 from __future__ import annotations
 
 import ast
@@ -59,7 +60,8 @@ def listening_options(argv: list[str]) -> tuple[list[str], str | None]:
         f"serve: no admin password is set, so PLUIE Lab listens on this machine only: http://localhost:{port}. "
         "To open it to the network, set PLUIE_ADMIN_PASSWORD (or PLUIE_ADMIN_PASSWORD_HASH), or add an owner "
         "account (python -m db accounts add NAME --role owner --password-stdin), and start again; "
-        "to open it without a password, pass --server.address 0.0.0.0 (e.g. make run ARGS='--server.address 0.0.0.0').")
+        "to open it without a password, pass --server.address 0.0.0.0 (e.g. make run ARGS='--server.address 0.0.0.0')."
+    )
 
 
 def _accounts_in_force() -> bool:
@@ -145,8 +147,11 @@ def page_imports(repo: Path = REPO) -> list[str]:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 found[node.module] = None
                 folder = repo.joinpath(*node.module.split("."))  # `from db import review`: a module of ours
-                found.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names
-                                           if (folder / f"{alias.name}.py").exists()))
+                found.update(
+                    dict.fromkeys(
+                        f"{node.module}.{alias.name}" for alias in node.names if (folder / f"{alias.name}.py").exists()
+                    )
+                )
     first, *rest = DRAWING_MODULES
     found.update(dict.fromkeys([first, *drawing_modules(), *rest, *STATISTICS_MODULES]))
     return [name for name in found if name != "streamlit"]
@@ -219,8 +224,9 @@ def read_ahead_at_start(timeout: float = 60.0) -> None:
 
         read_ahead_once().join()
     except Exception:  # noqa: BLE001 - the server stays up; the pages read on their own
-        logging.getLogger("pluie_lab.serve").warning("the read-ahead at start failed: the pages read their "
-                                                     "figures when they are opened", exc_info=True)
+        logging.getLogger("pluie_lab.serve").warning(
+            "the read-ahead at start failed: the pages read their figures when they are opened", exc_info=True
+        )
         return
     print(f"{READ_AHEAD} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 

@@ -3,6 +3,7 @@ on the five-level scale, the real BIOSSES pairs with their five annotators' raw 
 score runs computed on the pairs (normalised Levenshtein similarity, and its log-odds standing in for
 a PLUIE run so that the natural threshold 0 is exercised), and the normalised Levenshtein distance
 as the worker's baseline stores it (lower = more similar)."""
+
 from __future__ import annotations
 
 import copy
@@ -41,7 +42,9 @@ def build_store(engine, n_mrpc: int = 200) -> dict:
     for seed, (name, flip) in enumerate(zip(ANNOTATORS, (0.1, 0.15, 0.2, 0.35))):
         mrpc[f"annotator:{name}"] = simulated_levels(mrpc["label"], seed, flip, dont_know=0.05, missing=0.2)
     import_pairs(engine, "MRPC", mrpc, annotator_scale="levels")
-    import_pairs(engine, "BIOSSES", load_pairs(DATASETS / "biosses" / "biosses_pairs_with_annotator_scores.tsv", "auto"))
+    import_pairs(
+        engine, "BIOSSES", load_pairs(DATASETS / "biosses" / "biosses_pairs_with_annotator_scores.tsv", "auto")
+    )
 
     with write_session(engine) as session:
         for name, english in ANNOTATORS.items():

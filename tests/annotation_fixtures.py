@@ -1,4 +1,5 @@
 """Shared set-up for the annotation tests: a real SQLite file with datasets made through the models."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,9 +17,14 @@ def make_dataset(engine, name: str, texts: list[tuple[str, str]], label_kind=Non
         session.flush()
         pairs = []
         for i, (source, hypothesis) in enumerate(texts):
-            pair = Pair(dataset_id=dataset.id, external_id=str(i), source=source, hypothesis=hypothesis,
-                        text_hash=hashlib.sha1(f"{source}\x00{hypothesis}".encode()).hexdigest(),
-                        gold_label=None if gold is None else gold[i])
+            pair = Pair(
+                dataset_id=dataset.id,
+                external_id=str(i),
+                source=source,
+                hypothesis=hypothesis,
+                text_hash=hashlib.sha1(f"{source}\x00{hypothesis}".encode()).hexdigest(),
+                gold_label=None if gold is None else gold[i],
+            )
             session.add(pair)
             pairs.append(pair)
         session.flush()

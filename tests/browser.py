@@ -9,6 +9,7 @@ The fixtures `app_server` and `browser` are registered for every test by conftes
         page = browser.new_page()
         page.goto(app_server.url)
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,14 @@ from tests.preloaded import preloaded
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 ARTIFACTS = REPO / "test-artifacts"
 
@@ -38,12 +45,38 @@ ARTIFACTS = REPO / "test-artifacts"
 # conftest.py sets PRELOADED_SERVERS): about 2 s of a server's start, and its first page's imports. A benchmark
 # (bench/pages.py) starts them as a person does. The project's own modules are never preloaded.
 PRELOADED_SERVERS = False
-APP_LIBRARIES = ("streamlit", "streamlit.web.cli", "streamlit.web.bootstrap", "streamlit.web.server.server",
-                 "streamlit.runtime.app_session", "streamlit.elements.plotly_chart", "streamlit.components.v2",
-                 "numpy", "pandas", "pyarrow", "scipy.stats", "scipy.optimize", "scipy.spatial", "sqlalchemy",
-                 "sqlalchemy.orm", "sqlalchemy.dialects.sqlite", "alembic", "alembic.command", "alembic.config",
-                 "alembic.runtime.migration", "starlette", "uvicorn", "huggingface_hub", "krippendorff", "plotly",
-                 "bcrypt", "yaml", "PIL", "tqdm", "narwhals")
+APP_LIBRARIES = (
+    "streamlit",
+    "streamlit.web.cli",
+    "streamlit.web.bootstrap",
+    "streamlit.web.server.server",
+    "streamlit.runtime.app_session",
+    "streamlit.elements.plotly_chart",
+    "streamlit.components.v2",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.spatial",
+    "sqlalchemy",
+    "sqlalchemy.orm",
+    "sqlalchemy.dialects.sqlite",
+    "alembic",
+    "alembic.command",
+    "alembic.config",
+    "alembic.runtime.migration",
+    "starlette",
+    "uvicorn",
+    "huggingface_hub",
+    "krippendorff",
+    "plotly",
+    "bcrypt",
+    "yaml",
+    "PIL",
+    "tqdm",
+    "narwhals",
+)
 
 
 def free_port() -> int:
@@ -60,9 +93,15 @@ class AppServer:
     log: Path
 
 
-def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: float = 60,
-              app: Path = REPO / "app.py", like_make_run: bool = False,
-              address: str | None = "127.0.0.1") -> AppServer:
+def start_app(
+    db_url: str,
+    log: Path,
+    extra_env: dict | None = None,
+    timeout: float = 60,
+    app: Path = REPO / "app.py",
+    like_make_run: bool = False,
+    address: str | None = "127.0.0.1",
+) -> AppServer:
     """``like_make_run``: start it as `make run` does (scripts/serve.py beside ``app``: Streamlit in
     the launcher's process, after its warm-up thread has started), without the demo run. Otherwise
     through server.py when there is one beside ``app`` (app.py with the sign-in cookie's routes, as
@@ -76,16 +115,24 @@ def start_app(db_url: str, log: Path, extra_env: dict | None = None, timeout: fl
     if like_make_run and (app.parent / "scripts" / "serve.py").exists():
         launcher = [sys.executable, str(app.parent / "scripts" / "serve.py")]
         env["PLUIE_DEMO_RUN"] = "0"
-    options = ["--server.headless", "true", *(["--server.address", address] if address else []),
-               "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    options = [
+        "--server.headless",
+        "true",
+        *(["--server.address", address] if address else []),
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     if PRELOADED_SERVERS and launcher[1] == "-m":
         # in the test suite: a child of the test process's preloaded parent (tests/preloaded.py), which has
         # imported Streamlit and the libraries the pages use once, instead of a new interpreter importing them
         log.write_bytes(b"")
         process = preloaded(APP_LIBRARIES).start([*launcher[1:], *options], cwd=app.parent, env=env, log=log)
     else:
-        process = subprocess.Popen([*launcher, *options], cwd=app.parent, env=env, stdout=log.open("wb"),
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [*launcher, *options], cwd=app.parent, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -146,9 +193,11 @@ def browser(chromium):
 
 
 # Streamlit has finished running the page's script: no running icon, the main area drawn, the script state
-APP_IDLE = ("!document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')"
-            " && document.querySelector('[data-testid=\"stMain\"]') !== null"
-            " && document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'")
+APP_IDLE = (
+    '!document.querySelector(\'[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]\')'
+    " && document.querySelector('[data-testid=\"stMain\"]') !== null"
+    " && document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
+)
 
 
 def wait_for_app(page, timeout: float = 30_000) -> None:
@@ -173,7 +222,11 @@ def wait_for_settled_app(page, quiet_ms: float = 750, timeout: float = 30_000) -
           const now = performance.now();
           if (!({APP_IDLE})) {{ window.__pluieBusyAt = now; return false; }}
           return now - window.__pluieBusyAt >= quiet;
-        }}""", arg=quiet_ms, polling=50, timeout=timeout)
+        }}""",
+        arg=quiet_ms,
+        polling=50,
+        timeout=timeout,
+    )
 
 
 def choose_option(page, combobox, option: str, attempts: int = 5) -> None:
@@ -216,5 +269,6 @@ def open_popover(page, name: str, attempts: int = 5):
 def wait_for_shown_text(page, text: str, timeout: float = 30_000) -> None:
     """Wait until the page shows ``text`` as a person reads it: the invisible word joiners (U+2060)
     that ui.base.page.user_text puts after "http", "@" and the like are left out of the comparison."""
-    page.wait_for_function("t => document.body.innerText.replace(/\\u2060/g, '').includes(t)", arg=text,
-                           timeout=timeout)
+    page.wait_for_function(
+        "t => document.body.innerText.replace(/\\u2060/g, '').includes(t)", arg=text, timeout=timeout
+    )

@@ -7,8 +7,13 @@ import pytest
 # shared fixtures, registered once for the whole session (a session fixture imported into several
 # modules would run once per module): browser + app_server, tiny models, the SQLite/PostgreSQL stores,
 # the analysis tests' built store, the demo judge's weights
-pytest_plugins = ["tests.browser", "tests.tiny_models", "tests.store_fixtures", "tests.analysis_store",
-                  "tests.demo_model"]
+pytest_plugins = [
+    "tests.browser",
+    "tests.tiny_models",
+    "tests.store_fixtures",
+    "tests.analysis_store",
+    "tests.demo_model",
+]
 
 # keep torch and BLAS from fighting over the two cores the suite runs on
 os.environ.setdefault("OMP_NUM_THREADS", "1")

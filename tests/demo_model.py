@@ -3,6 +3,7 @@
 registers this plugin): test_demo_judge.py, which checks the load itself, and test_explain.py. Loading it
 dequantises the file (7-12 s on two idle cores, 20-30 s on busy ones): a module-level fixture of its own
 loaded it once more per module."""
+
 from __future__ import annotations
 
 import pytest

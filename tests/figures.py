@@ -1,6 +1,7 @@
 """The plotly figures a page drew, read back from AppTest: each chart's figure as the browser gets it
 (ui.charts.draw's component, its payload's "figure": "data", the traces; "layout"), keyed by its title
 as shown (unescaped)."""
+
 from __future__ import annotations
 
 import base64
@@ -30,8 +31,11 @@ def drawn(at) -> list:
     browser reads it (revision, select, config, bundle, figure)."""
     from ui.charts import PLOTLY_COMPONENT
 
-    return [(element, json.loads(element.proto.bytes)) for element in at.get("bidi_component")
-            if element.proto.component_name == PLOTLY_COMPONENT]
+    return [
+        (element, json.loads(element.proto.bytes))
+        for element in at.get("bidi_component")
+        if element.proto.component_name == PLOTLY_COMPONENT
+    ]
 
 
 def charts(at) -> dict:
@@ -60,8 +64,10 @@ def marks(figure: dict) -> dict:
     layout = figure["layout"]
     lines = [s for s in layout.get("shapes", []) if s.get("x0") == s.get("x1")]
     labels = [a for a in layout.get("annotations", [])]
-    return {html.unescape(label["text"]): (line["x0"], line["line"]["color"], line["line"].get("dash"))
-            for line, label in zip(lines, labels)}
+    return {
+        html.unescape(label["text"]): (line["x0"], line["line"]["color"], line["line"].get("dash"))
+        for line, label in zip(lines, labels)
+    }
 
 
 def config(at, key: str) -> dict:

@@ -1,5 +1,6 @@
 """Where the shared, human-labelled datasets live: ../shared/datasets beside the repository
 (never copied into it). PLUIE_SHARED_DATASETS overrides it."""
+
 import os
 from pathlib import Path
 

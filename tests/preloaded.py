@@ -16,6 +16,7 @@ child imports them itself, so the code under test is what a fresh process loads.
 Tests of how a process starts (`make run`, scripts/serve.py's warm-up, the worker's first import) start
 it with subprocess, as a person does.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -64,8 +65,9 @@ class Launcher:
     """The client side of one preloaded parent (a subprocess of this test process)."""
 
     def __init__(self, modules: tuple[str, ...]):
-        self.parent = subprocess.Popen([sys.executable, __file__, *modules], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.parent = subprocess.Popen(
+            [sys.executable, __file__, *modules], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
         self._exits: dict[int, int] = {}
         self._started: dict[int, int] = {}
         self._changed = threading.Condition()
@@ -91,8 +93,18 @@ class Launcher:
         with self._lock:
             self._next += 1
             request = self._next
-            self.parent.stdin.write(json.dumps({"request": request, "argv": [str(a) for a in args], "cwd": str(cwd),
-                                                "env": dict(env), "log": str(log)}) + "\n")
+            self.parent.stdin.write(
+                json.dumps(
+                    {
+                        "request": request,
+                        "argv": [str(a) for a in args],
+                        "cwd": str(cwd),
+                        "env": dict(env),
+                        "log": str(log),
+                    }
+                )
+                + "\n"
+            )
             self.parent.stdin.flush()
         deadline = time.monotonic() + timeout
         with self._changed:

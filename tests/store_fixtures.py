@@ -6,6 +6,7 @@ Each test gets a fresh database. conftest.py registers the fixtures for every te
 app_store opens the app (AppTest) on a test's SQLite store; open_page, rerun, texts and widget are the
 page helpers the tests of several modules share on it.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,7 +42,9 @@ def postgres_server():
     directory = Path(tempfile.mkdtemp(prefix="pluie-test-pg-"))
     started = subprocess.run(
         [str(REPO / "scripts" / "start_test_postgres.sh"), str(free_port()), str(directory)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if started.returncode != 0:
         pytest.skip(f"no PostgreSQL server could be started: {started.stderr.strip()[-300:]}")
@@ -130,8 +133,10 @@ def sentence_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
     import random
 
     rng = random.Random(seed)
-    words = ("cat dog water milk mouse soup tomato river house garden small big red quickly slowly "
-             "drinks eats sees runs the a on in near old new").split()
+    words = (
+        "cat dog water milk mouse soup tomato river house garden small big red quickly slowly "
+        "drinks eats sees runs the a on in near old new"
+    ).split()
     pairs = []
     for i in range(n):
         source = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + f" {i}"
@@ -194,8 +199,12 @@ def rerun(at: AppTest) -> AppTest:
 
 def texts(at: AppTest) -> str:
     """The text a page shows: its markdown, captions, messages, titles and progress bars."""
-    parts = [e.value for kind in ("markdown", "caption", "error", "success", "info", "warning", "title", "subheader")
-             for e in at.get(kind) if isinstance(getattr(e, "value", None), str)]
+    parts = [
+        e.value
+        for kind in ("markdown", "caption", "error", "success", "info", "warning", "title", "subheader")
+        for e in at.get(kind)
+        if isinstance(getattr(e, "value", None), str)
+    ]
     parts += [str(getattr(p, "proto", "")) for p in at.get("progress")]
     return "\n".join(parts)
 

@@ -5,6 +5,7 @@ the app installs the signed-in person of the session (ui.access.signin.install_a
 page's first line), the worker and the command line install the store's operator (OPEN). A process that installed
 nothing writes nothing; in the app, a thread with no session writes nothing while accounts exist.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -63,16 +64,18 @@ def test_a_process_that_installed_nothing_writes_nothing_and_says_why(engine):
 def test_importing_the_app_s_modules_installs_nothing():
     """Safety does not hang on import order: every page helper, the frame and the server's modules imported,
     db.access still has nothing installed; the app's start installs it."""
-    code = ("import importlib, pathlib\n"
-            "mods = [str(p.with_suffix('')).replace('/', '.').removesuffix('.__init__') for p in sorted(pathlib.Path('ui')"
-            ".rglob('*.py'))]\n"
-            "for m in mods: importlib.import_module(m)\n"
-            "import api.app, worker_launch\n"
-            "from db import access\n"
-            "print(len(mods), access.installed())\n"
-            "from ui.access.signin import app_writer, install_access\n"
-            "install_access()\n"
-            "print(access.installed() is app_writer)\n")
+    code = (
+        "import importlib, pathlib\n"
+        "mods = [str(p.with_suffix('')).replace('/', '.').removesuffix('.__init__') for p in sorted(pathlib.Path('ui')"
+        ".rglob('*.py'))]\n"
+        "for m in mods: importlib.import_module(m)\n"
+        "import api.app, worker_launch\n"
+        "from db import access\n"
+        "print(len(mods), access.installed())\n"
+        "from ui.access.signin import app_writer, install_access\n"
+        "install_access()\n"
+        "print(access.installed() is app_writer)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     count, installed, *rest = done.stdout.split()

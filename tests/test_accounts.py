@@ -2,6 +2,7 @@
 passwords (over bcrypt's 72 bytes too), invitations (shown once, used once, expiring), sessions ended by
 every change, the last owner kept, sign-in checks, the admin password's owner, and the owner-only changes
 refused to other roles with the store left as it was."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,8 +32,10 @@ def store(store_url, monkeypatch):
 
 def store_rows(engine) -> dict:
     with read_session(engine) as session:
-        return {table.name: sorted(map(tuple, session.execute(sa.select(table)).all()), key=repr)
-                for table in Base.metadata.sorted_tables}
+        return {
+            table.name: sorted(map(tuple, session.execute(sa.select(table)).all()), key=repr)
+            for table in Base.metadata.sorted_tables
+        }
 
 
 def owner(engine, name="olivia"):
@@ -50,8 +53,10 @@ def test_the_first_account_is_free_then_only_an_owner_adds(store):
     for actor in (NOBODY, Actor("vic", "viewer", 98), Actor("olga", "organiser", 99)):
         with access.acting_as(actor), pytest.raises(NotAllowed) as refused:
             accounts.add_account(store, "sam", "viewer")
-        assert str(refused.value) in ("Sign in to manage accounts.",
-                                      f"{actor.name} is {with_article(actor.role)}: only an owner or above can manage accounts.")
+        assert str(refused.value) in (
+            "Sign in to manage accounts.",
+            f"{actor.name} is {with_article(actor.role)}: only an owner or above can manage accounts.",
+        )
     assert store_rows(store) == before
     with access.acting_as(accounts.actor_for(first)):
         sam = accounts.add_account(store, "sam", "viewer")
@@ -87,7 +92,9 @@ def test_roles_are_checked_with_a_sentence(store):
     sam = accounts.add_account(store, "sam", "Reviewer")
     assert sam.role == "reviewer"
     before = store_rows(store)
-    with pytest.raises(AccountError, match=r"^'boss' is not a role; the roles are viewer, reviewer, organiser, owner\.$"):
+    with pytest.raises(
+        AccountError, match=r"^'boss' is not a role; the roles are viewer, reviewer, organiser, owner\.$"
+    ):
         accounts.add_account(store, "pat", "boss")
     with pytest.raises(AccountError, match="is not a role"):
         accounts.set_role(store, sam.id, "admin")
@@ -124,7 +131,9 @@ def test_an_invitation_is_shown_once_works_once_and_is_replaced(store):
     newer = accounts.invite(store, sam.id)
     assert newer != token and accounts.invitation_account(store, token) is None  # replaced
     before = store_rows(store)
-    with pytest.raises(AccountError, match=r"^This invitation link is not valid any more: ask an owner for a new one\.$"):
+    with pytest.raises(
+        AccountError, match=r"^This invitation link is not valid any more: ask an owner for a new one\.$"
+    ):
         accounts.accept_invitation(store, token, "a good password")
     with pytest.raises(AccountError, match="at least 8 characters"):
         accounts.accept_invitation(store, newer, "short")
@@ -144,8 +153,9 @@ def test_an_invitation_expires(store):
     sam = accounts.add_account(store, "sam", "viewer")
     token = accounts.invite(store, sam.id, hours=1)
     with write_session(store) as session:
-        session.get(Account, sam.id).invite_expires_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) \
-            - dt.timedelta(seconds=1)
+        session.get(Account, sam.id).invite_expires_at = dt.datetime.now(dt.timezone.utc).replace(
+            tzinfo=None
+        ) - dt.timedelta(seconds=1)
     assert accounts.invitation_account(store, token) is None
     with pytest.raises(AccountError, match="not valid any more"):
         accounts.accept_invitation(store, token, "a good password")
@@ -169,18 +179,21 @@ def test_every_change_ends_the_sessions(store):
     sam = accounts.add_account(store, "sam", "viewer", password="a good password")
     epochs = [sam.session_epoch]
     fingerprints = {accounts.password_fingerprint(store, sam.id)}
-    for change in (lambda: accounts.set_password(store, sam.id, "another password"),
-                   lambda: accounts.set_role(store, sam.id, "reviewer"),
-                   lambda: accounts.end_sessions(store, sam.id),
-                   lambda: accounts.disable_account(store, sam.id)):
+    for change in (
+        lambda: accounts.set_password(store, sam.id, "another password"),
+        lambda: accounts.set_role(store, sam.id, "reviewer"),
+        lambda: accounts.end_sessions(store, sam.id),
+        lambda: accounts.disable_account(store, sam.id),
+    ):
         change()
         epochs.append(accounts.account(store, sam.id).session_epoch)
         fingerprints.add(accounts.password_fingerprint(store, sam.id))
     assert epochs == sorted(set(epochs)) and len(epochs) == 5
     assert accounts.password_fingerprint(store, sam.id) is None  # disabled: no session at all
     with read_session(store) as session:
-        actions = list(session.scalars(sa.select(Activity.action).where(Activity.subject_id == sam.id)
-                                       .order_by(Activity.id)))
+        actions = list(
+            session.scalars(sa.select(Activity.action).where(Activity.subject_id == sam.id).order_by(Activity.id))
+        )
     assert actions == ["account added", "password changed", "role changed", "sessions ended", "account disabled"]
 
 
@@ -253,14 +266,16 @@ def test_only_an_owner_changes_accounts(store, role):
     actor = accounts.actor_for(sam)
     before = store_rows(store)
     sentence = f"sam is {with_article(role)}: only an owner or above can manage accounts."  # "an organiser" (issue 56)
-    for change in (lambda: accounts.add_account(store, "new", "viewer"),
-                   lambda: accounts.invite(store, other.id),
-                   lambda: accounts.set_role(store, other.id, "owner"),
-                   lambda: accounts.set_role(store, sam.id, "owner"),  # not even one's own role
-                   lambda: accounts.set_password(store, other.id, "a new password"),
-                   lambda: accounts.disable_account(store, other.id),
-                   lambda: accounts.enable_account(store, other.id),
-                   lambda: accounts.end_sessions(store, olivia.id)):
+    for change in (
+        lambda: accounts.add_account(store, "new", "viewer"),
+        lambda: accounts.invite(store, other.id),
+        lambda: accounts.set_role(store, other.id, "owner"),
+        lambda: accounts.set_role(store, sam.id, "owner"),  # not even one's own role
+        lambda: accounts.set_password(store, other.id, "a new password"),
+        lambda: accounts.disable_account(store, other.id),
+        lambda: accounts.enable_account(store, other.id),
+        lambda: accounts.end_sessions(store, olivia.id),
+    ):
         with access.acting_as(actor), pytest.raises(NotAllowed) as refused:
             change()
         assert str(refused.value) == sentence
@@ -272,6 +287,7 @@ def test_only_an_owner_changes_accounts(store, role):
 
 
 # ---- the command line: python -m db accounts ... ----
+
 
 def cli(monkeypatch, capsys, url, *args, stdin=""):
     import io
@@ -292,9 +308,27 @@ def test_the_command_line_adds_the_first_owner_through_python_m_db(store_url, tm
     from tests.paths import REPO
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLUIE_ADMIN")} | {"PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "db", "accounts", "add", "Olivia", "--role", "owner",
-                           "--password-stdin", "--db", store_url], input=LONG + "\n", cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "db",
+            "accounts",
+            "add",
+            "Olivia",
+            "--role",
+            "owner",
+            "--password-stdin",
+            "--db",
+            store_url,
+        ],
+        input=LONG + "\n",
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "added Olivia as owner\n"
     engine = init_db(store_url)
@@ -308,9 +342,23 @@ def test_the_command_line_adds_the_first_owner_through_python_m_db(store_url, tm
 
 
 def test_the_command_line_manages_accounts(store, store_url, monkeypatch, capsys):
-    assert cli(monkeypatch, capsys, store_url, "add", "olivia", "--role", "owner", "--password-stdin",
-               stdin="owner-password\n")[0] == 0
-    code, out, err = cli(monkeypatch, capsys, store_url, "add", "sam", "--role", "Reviewer", "--email", "Sam@Example.org")
+    assert (
+        cli(
+            monkeypatch,
+            capsys,
+            store_url,
+            "add",
+            "olivia",
+            "--role",
+            "owner",
+            "--password-stdin",
+            stdin="owner-password\n",
+        )[0]
+        == 0
+    )
+    code, out, err = cli(
+        monkeypatch, capsys, store_url, "add", "sam", "--role", "Reviewer", "--email", "Sam@Example.org"
+    )
     assert code == 0 and out == "" and "added sam as reviewer" in err
     code, out, err = cli(monkeypatch, capsys, store_url, "invite", "sam")
     assert code == 0 and out.startswith("/?invite=") and "shown only this once" in err
@@ -329,9 +377,11 @@ def test_the_command_line_manages_accounts(store, store_url, monkeypatch, capsys
     assert accounts.account(store, sam.id).session_epoch == epoch + 4
     code, out, _ = cli(monkeypatch, capsys, store_url, "list")
     assert code == 0
-    assert out.splitlines() == ["olivia\t-\towner\tpassword\tcommand line\tactive",
-                                "sam\tsam@example.org\torganiser\tpassword, invitation waiting, provider "
-                                "(sam@example.org)\tcommand line\tdisabled"]
+    assert out.splitlines() == [
+        "olivia\t-\towner\tpassword\tcommand line\tactive",
+        "sam\tsam@example.org\torganiser\tpassword, invitation waiting, provider "
+        "(sam@example.org)\tcommand line\tdisabled",
+    ]
     assert cli(monkeypatch, capsys, store_url, "enable", "sam")[0] == 0
     assert accounts.check_password(store, "sam", "sam's password") is not None
     with read_session(store) as session:
@@ -343,7 +393,11 @@ def test_command_line_mistakes_are_one_sentence_and_change_nothing(store, store_
     accounts.add_account(store, "sam", "viewer")
     before = store_rows(store)
     for args, stdin, sentence in [
-        (("add", "pat", "--role", "boss"), "", "'boss' is not a role; the roles are viewer, reviewer, organiser, owner."),
+        (
+            ("add", "pat", "--role", "boss"),
+            "",
+            "'boss' is not a role; the roles are viewer, reviewer, organiser, owner.",
+        ),
         (("add", "sam", "--role", "viewer"), "", "An account with this name exists already."),
         (("add", "pat", "--role", "viewer", "--password-stdin"), "short\n", "A password needs at least 8 characters."),
         (("add", "pat", "--role", "viewer", "--password-stdin"), "", "No password on stdin; nothing was changed."),
@@ -389,7 +443,11 @@ def test_a_refusal_and_the_command_line_say_an_organiser_not_a_organiser(store, 
     from db.cli import main as db_main
 
     assert [with_article(r) for r in ("viewer", "reviewer", "organiser", "owner")] == [
-        "a viewer", "a reviewer", "an organiser", "an owner"]
+        "a viewer",
+        "a reviewer",
+        "an organiser",
+        "an owner",
+    ]
     owner(store)  # past the first account, only an owner adds one
     with access.acting_as(Actor("olga", "organiser", 99)), pytest.raises(NotAllowed) as refused:
         accounts.add_account(store, "sam", "viewer")

@@ -2,6 +2,7 @@
 (issue 39, helper C): on the Accounts page an owner adds a person and sees the invitation link once, changes a
 role, is refused demoting the last owner; the invitation page (?invite=<token>) sets the password with a real
 invitation and gives a bad link its sentence."""
+
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
@@ -113,7 +114,8 @@ def test_the_invitation_page_sets_the_password(app_env):
     again = invitation(token)  # the link worked once
     assert [e.value for e in again.error] == [
         "This invitation link is not valid (it was used, replaced by a newer one, or has expired): ask an owner "
-        "for a new one."]
+        "for a new one."
+    ]
     assert not again.text_input
 
 
@@ -123,5 +125,6 @@ def test_a_bad_invitation_link_says_so(app_env):
     assert not at.exception
     assert [e.value for e in at.error] == [
         "This invitation link is not valid (it was used, replaced by a newer one, or has expired): ask an owner "
-        "for a new one."]
+        "for a new one."
+    ]
     assert not at.text_input  # no sign-in form either

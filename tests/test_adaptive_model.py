@@ -1,6 +1,7 @@
 """Adaptive overlap decided by a fitted model (issue 36, item 4): Dawid–Skene over the binarised labels,
 refitted in the background (db.adaptive, the worker's refitter), lets a pair stop at 3 or 4 annotators where
 the vote share could only stop it at the least or the most; "Don't know" never counts towards the least."""
+
 from __future__ import annotations
 
 import threading
@@ -11,13 +12,19 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from db import adaptive
-from db import annotators, campaigns as camp, serving
+from db import adaptive, annotators, serving
+from db import campaigns as camp
 from db.engine import read_session
 from db.models import CampaignPair
 from pluie_core.aggregation import (
-    ADAPTIVE_MIN_LABELS, binary_vote_share, fit_adaptive_model, fit_decides, model_posterior, pair_posterior,
-    pair_posteriors, wants_another,
+    ADAPTIVE_MIN_LABELS,
+    binary_vote_share,
+    fit_adaptive_model,
+    fit_decides,
+    model_posterior,
+    pair_posterior,
+    pair_posteriors,
+    wants_another,
 )
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 
@@ -58,7 +65,9 @@ def test_the_fitted_model_can_stop_a_pair_at_three_or_four():
     assert wants_another(two_one[0], 3, 5, 0.8, least=2)  # the vote share asks for a fourth
     # 3 against 1 (0.75 < 0.8): the same
     three_one = ([3, 3, 2, 0], ["careful1", "careful2", "unsure", "random"])
-    assert not wants_another(three_one[0], 4, 5, 0.8, least=2, posterior=pair_posterior(three_one[1], three_one[0], fit))
+    assert not wants_another(
+        three_one[0], 4, 5, 0.8, least=2, posterior=pair_posterior(three_one[1], three_one[0], fit)
+    )
     assert wants_another(three_one[0], 4, 5, 0.8, least=2)
     # the random annotator's word alone against a careful one's: not confident either way
     assert model_posterior(fit, ["careful1", "random"], [3, 0]) > 0.5
@@ -69,7 +78,8 @@ def test_the_fitted_model_can_stop_a_pair_at_three_or_four():
     assert 0.35 < random_diag < 0.65 and 0.8 < careful_diag < 0.99
     # someone the fit has not seen reads the pooled matrix
     assert model_posterior(fit, ["newcomer"], [3]) == pytest.approx(
-        model_posterior({**fit, "confusion": {"x": fit["pooled"]}}, ["x"], [3]))
+        model_posterior({**fit, "confusion": {"x": fit["pooled"]}}, ["x"], [3])
+    )
 
 
 def test_the_vectorised_posteriors_equal_the_per_pair_rule():
@@ -80,7 +90,8 @@ def test_the_vectorised_posteriors_equal_the_per_pair_rule():
         table = pair_posteriors(labels, model)
         for pair_id, rows in labels.groupby("pair_id"):
             assert table.at[pair_id, "posterior"] == pytest.approx(
-                pair_posterior(rows["annotator"].tolist(), rows["level"].tolist(), model), abs=1e-12)
+                pair_posterior(rows["annotator"].tolist(), rows["level"].tolist(), model), abs=1e-12
+            )
             assert table.at[pair_id, "n_usable"] == int((rows["level"] != 4).sum())
             assert table.at[pair_id, "n_answers"] == len(rows)
 
@@ -95,10 +106,14 @@ def test_too_few_labels_per_annotator_leave_the_vote_share_in_charge():
 
 # ---------------------------------------------------------------- through the store
 
+
 def wanted(engine, campaign_id) -> dict[int, int]:
     with read_session(engine) as s:
-        return dict(s.execute(select(CampaignPair.pair_id, CampaignPair.n_wanted)
-                              .where(CampaignPair.campaign_id == campaign_id)).all())
+        return dict(
+            s.execute(
+                select(CampaignPair.pair_id, CampaignPair.n_wanted).where(CampaignPair.campaign_id == campaign_id)
+            ).all()
+        )
 
 
 def answer(engine, annotator_id, level_of, limit=None) -> list[int]:
@@ -115,8 +130,17 @@ def test_a_refit_stops_disputed_pairs_at_three_and_takes_back_unserved_slots(eng
     at 3 and takes back the fourth slots not yet served; the 1-to-1 pairs c has not reached are settled on a's
     word (the model trusts a over b), and an answer changed later is decided by the fit in its own transaction."""
     dataset_id, _ = make_dataset(engine, "d", numbered_pairs(40))
-    cid = camp.create_campaign(engine, "adaptive", [dataset_id], quota=40, overlap=2, overlap_max=5, confidence=0.8,
-                              n_training=0, distribution="overlap")
+    cid = camp.create_campaign(
+        engine,
+        "adaptive",
+        [dataset_id],
+        quota=40,
+        overlap=2,
+        overlap_max=5,
+        confidence=0.8,
+        n_training=0,
+        distribution="overlap",
+    )
     pairs = sorted(wanted(engine, cid))
     truth = {p: 3 if i % 2 else 0 for i, p in enumerate(pairs)}
     disputed = pairs[:12]
@@ -135,8 +159,9 @@ def test_a_refit_stops_disputed_pairs_at_three_and_takes_back_unserved_slots(eng
     assert wanted(engine, cid) == {p: 3 if p in first else 2 for p in pairs}
     assert answer(engine, c, lambda p: truth[p]) == [] and answer(engine, d, lambda p: truth[p]) == []
     with read_session(engine) as s:
-        posteriors = dict(s.execute(select(CampaignPair.pair_id, CampaignPair.posterior)
-                                    .where(CampaignPair.campaign_id == cid)).all())
+        posteriors = dict(
+            s.execute(select(CampaignPair.pair_id, CampaignPair.posterior).where(CampaignPair.campaign_id == cid)).all()
+        )
     assert all(posteriors[p] >= 0.8 for p in pairs)
     # b goes back on an agreed pair and contradicts a: 1 to 1, which the vote share would send to a third
     # annotator; under the fit a's word holds and the pair stays at 2
@@ -156,8 +181,17 @@ def test_the_worker_refits_in_the_background(engine):
     import worker as worker_module
 
     dataset_id, _ = make_dataset(engine, "d", numbered_pairs(24))
-    cid = camp.create_campaign(engine, "adaptive", [dataset_id], quota=24, overlap=2, overlap_max=4, confidence=0.8,
-                              n_training=0, distribution="overlap")
+    cid = camp.create_campaign(
+        engine,
+        "adaptive",
+        [dataset_id],
+        quota=24,
+        overlap=2,
+        overlap_max=4,
+        confidence=0.8,
+        n_training=0,
+        distribution="overlap",
+    )
     a, b = (annotators.create_annotator(engine, cid, name)[0] for name in "ab")
     answer(engine, a, lambda p: 3)
     answer(engine, b, lambda p: 3 if p % 3 else 0)

@@ -1,5 +1,6 @@
 """Adaptive overlap (issue 24, item 3): a pair gets one more annotator only while its binarised label is
 not yet confident, between the campaign's least and most annotators per pair, on a real store."""
+
 from __future__ import annotations
 
 import threading
@@ -8,10 +9,9 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-from db import adaptive
-from db import annotators, campaigns as camp, serving
+from db import adaptive, annotators, init_db, serving
+from db import campaigns as camp
 from db import quality as qual
-from db import init_db
 from db.engine import read_session
 from db.models import Assignment, Campaign, CampaignPair, Label
 from pluie_core.aggregation import binary_vote_share, pair_posterior, wants_another
@@ -23,7 +23,9 @@ def test_the_rule_reads_the_binarised_vote_share():
     assert binary_vote_share([3, 2]) == 1.0 and binary_vote_share([0, 1, 4]) == 1.0
     assert binary_vote_share([3, 0]) == 0.5 and binary_vote_share([3, 2, 0]) == pytest.approx(2 / 3)
     assert not wants_another([3, 2], 2, 5, 0.9)  # agreed: stops at the least
-    assert wants_another([3, 0], 2, 5, 0.9) and wants_another([3, 4], 2, 5, 0.9) is False  # 1 usable label agrees with itself
+    assert (
+        wants_another([3, 0], 2, 5, 0.9) and wants_another([3, 4], 2, 5, 0.9) is False
+    )  # 1 usable label agrees with itself
     assert not wants_another([3], 2, 5, 0.9)  # not all its answers in yet
     assert not wants_another([3, 0, 1, 2, 0], 5, 5, 0.9)  # at the most
     assert wants_another([3, 3, 3, 0], 4, 5, 0.8)  # 3/4 = 0.75 < 0.8
@@ -47,8 +49,11 @@ def answer_all(engine, annotator_id, level_of) -> list[int]:
 
 def wanted(engine, campaign_id) -> dict[int, int]:
     with read_session(engine) as s:
-        return dict(s.execute(select(CampaignPair.pair_id, CampaignPair.n_wanted)
-                              .where(CampaignPair.campaign_id == campaign_id)).all())
+        return dict(
+            s.execute(
+                select(CampaignPair.pair_id, CampaignPair.n_wanted).where(CampaignPair.campaign_id == campaign_id)
+            ).all()
+        )
 
 
 def test_confident_pairs_stop_at_the_least_and_disputed_ones_get_more(tmp_path):
@@ -72,9 +77,15 @@ def test_confident_pairs_stop_at_the_least_and_disputed_ones_get_more(tmp_path):
         served = Counter(s.scalars(select(Assignment.pair_id).where(Assignment.campaign_id == cid)))
     assert served == Counter({p: 4 if p in disputed else 2 for p in pairs})
     live = qual.campaign_live(engine, cid).figures
-    assert live["pairs short of their overlap"] == 0 and camp.campaign_overview(engine, cid)["pairs fully labelled"] == 12
-    assert live["adaptive"] == {"given more annotators": 4, "at the maximum": 4, "annotators wanted": 8 * 2 + 4 * 4,
-                                "annotators at a fixed maximum": 12 * 4}
+    assert (
+        live["pairs short of their overlap"] == 0 and camp.campaign_overview(engine, cid)["pairs fully labelled"] == 12
+    )
+    assert live["adaptive"] == {
+        "given more annotators": 4,
+        "at the maximum": 4,
+        "annotators wanted": 8 * 2 + 4 * 4,
+        "annotators at a fixed maximum": 12 * 4,
+    }
 
 
 def test_dont_know_is_missing_and_a_changed_answer_can_ask_for_more(tmp_path):
@@ -118,6 +129,7 @@ def test_pairs_imported_later_join_an_adaptive_queue_at_the_least(tmp_path):
     engine = init_db(f"sqlite:///{tmp_path / 's.db'}")
     add_pairs(engine, "grows", numbered_pairs(4))
     from db.analysis import analysis_choices
+
     dataset_id = int(analysis_choices(engine).datasets["id"].iloc[0])
     cid = camp.create_campaign(engine, "grow", [dataset_id], overlap=2, overlap_max=3, n_training=0)
     add_pairs(engine, "grows", numbered_pairs(3, prefix="new "))
@@ -156,12 +168,16 @@ def test_adaptive_overlap_holds_with_annotators_at_once(store_url):
     with read_session(engine) as s:
         served = Counter(s.scalars(select(Assignment.pair_id).where(Assignment.campaign_id == cid)))
         levels, who = {}, {}
-        for pair_id, aid, level in s.execute(select(Label.pair_id, Label.annotator_id, Label.level)
-                                             .where(Label.campaign_id == cid)):
+        for pair_id, aid, level in s.execute(
+            select(Label.pair_id, Label.annotator_id, Label.level).where(Label.campaign_id == cid)
+        ):
             levels.setdefault(pair_id, []).append(level)
             who.setdefault(pair_id, []).append(aid)
-        n_assigned = dict(s.execute(select(CampaignPair.pair_id, CampaignPair.n_assigned)
-                                    .where(CampaignPair.campaign_id == cid)).all())
+        n_assigned = dict(
+            s.execute(
+                select(CampaignPair.pair_id, CampaignPair.n_assigned).where(CampaignPair.campaign_id == cid)
+            ).all()
+        )
     assert all(2 <= n <= 5 for n in want.values()) and max(want.values()) > 2  # some pairs asked for more
     for pair_id, n in want.items():
         assert served[pair_id] == n_assigned[pair_id] <= n
@@ -215,8 +231,10 @@ def test_the_organiser_asks_for_adaptive_overlap_and_sees_where_the_labels_went(
     assert f"{disputed:,} pairs were given more than 2" in caption
     assert f"the queue wants {12 * 2 + disputed:,} answers now, against {12 * 3:,} at a fixed overlap of 3" in caption
     card = publish_dataset(engine, tmp_path / "card", licence="mit", campaign_id=made.id, n_boot=50).card
-    assert ("adaptive overlap: 2 to 3 annotators per pair (one more while fewer than 80% of a pair's answers "
-            "agreed on the binarised label)") in card
+    assert (
+        "adaptive overlap: 2 to 3 annotators per pair (one more while fewer than 80% of a pair's answers "
+        "agreed on the binarised label)"
+    ) in card
 
 
 def test_a_campaign_chooses_its_aggregation_and_export_publish_and_live_follow(db_url, engine, monkeypatch, tmp_path):
@@ -253,4 +271,5 @@ def test_a_campaign_chooses_its_aggregation_and_export_publish_and_live_follow(d
     assert db_main(["publish", str(folder), "--licence", "mit", "--campaign", "c0", "--db", db_url]) == 0
     assert "Dawid–Skene over the five levels" in (folder / "README.md").read_text()
     import pandas as pd
+
     assert (pd.read_parquet(folder / "data")["aggregation"] == "dawid_skene").all()

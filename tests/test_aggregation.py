@@ -1,6 +1,7 @@
 """pluie_core.aggregation: each method's estimates are crowd-kit's on the same labels (MACE's with 1.4.2's
 defects mended: the same whatever the annotators' ids or the rows' order, restarts that differ), Don't know
 is missing, gold answers anchor Dawid–Skene and are held out for GLAD / MACE, and a reviewer's decision wins."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,8 +20,12 @@ def crafted() -> pd.DataFrame:
     rng = np.random.default_rng(3)
     rows = []
     for p, truth in enumerate([0, 3] * 8):
-        rows += [(p, "ann", truth), (p, "bea", truth), (p, "cal", int(rng.integers(2)) * 3),
-                 (p, "dan", int(rng.integers(2)) * 3)]
+        rows += [
+            (p, "ann", truth),
+            (p, "bea", truth),
+            (p, "cal", int(rng.integers(2)) * 3),
+            (p, "dan", int(rng.integers(2)) * 3),
+        ]
     rows += [(99, "ann", 3), (99, "cal", 0), (99, "dan", 0)]
     return pd.DataFrame(rows, columns=["pair_id", "annotator", "level"])
 
@@ -30,8 +35,12 @@ def five_levels() -> pd.DataFrame:
     rows = []
     for p in range(12):
         truth = int(rng.integers(4))
-        rows += [(p, "ann", truth), (p, "bea", truth if p % 4 else min(truth + 1, 3)),
-                 (p, "cal", int(rng.integers(4))), (p, "dan", 4 if p % 3 == 0 else int(rng.integers(4)))]
+        rows += [
+            (p, "ann", truth),
+            (p, "bea", truth if p % 4 else min(truth + 1, 3)),
+            (p, "cal", int(rng.integers(4))),
+            (p, "dan", 4 if p % 3 == 0 else int(rng.integers(4))),
+        ]
     return pd.DataFrame(rows, columns=["pair_id", "annotator", "level"])
 
 
@@ -57,7 +66,8 @@ def test_dawid_skene_is_crowd_kits_over_the_levels_with_dont_know_missing():
     assert (result.pairs["uncertainty"] == 1 - expected.max(axis=1).reindex(result.pairs.index)).all()
     confusion = model.errors_.loc["ann"]
     assert result.annotators.at["ann", "reliability"] == pytest.approx(
-        sum(model.priors_[k] * (confusion.at[k, k] if k in confusion.index else 0) for k in model.priors_.index))
+        sum(model.priors_[k] * (confusion.at[k, k] if k in confusion.index else 0) for k in model.priors_.index)
+    )
     assert result.pairs.at[0, "n_labels"] == 3  # dan's Don't know is not a label
 
 
@@ -107,11 +117,13 @@ def test_mace_owes_nothing_to_the_annotators_ids_or_the_rows_order():
     for other in (renamed, labels.sample(frac=1, random_state=4)):
         result = aggregate(other, "mace", "levels", settings=fast)
         assert (result.pairs["label"].loc[base.pairs.index] == base.pairs["label"]).all()
-        np.testing.assert_allclose(result.probabilities.loc[base.pairs.index].to_numpy(),
-                                   base.probabilities.to_numpy(), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            result.probabilities.loc[base.pairs.index].to_numpy(), base.probabilities.to_numpy(), rtol=0, atol=1e-6
+        )
         reliability = result.annotators["reliability"].rename(index=lambda a: back.get(a, a))
-        np.testing.assert_allclose(reliability.loc[names].to_numpy(),
-                                   base.annotators["reliability"].loc[names].to_numpy(), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            reliability.loc[names].to_numpy(), base.annotators["reliability"].loc[names].to_numpy(), rtol=0, atol=1e-6
+        )
     rel = base.annotators["reliability"]
     assert rel["twin"] == rel["ann"] and rel["ann"] > rel["fay"] > rel["rnd"]
 
@@ -126,15 +138,24 @@ def test_mace_is_crowd_kits_where_its_defect_cannot_act():
     for column in ("worker", "label"):
         first_seen = pd.factorize(data[column])[1]
         assert list(first_seen) == sorted(first_seen)
-    result = aggregate(data.rename(columns={"task": "pair_id", "worker": "annotator", "label": "level"}), "mace",
-                       "levels", settings={"n_restarts": 1, "n_iter": 20})
+    result = aggregate(
+        data.rename(columns={"task": "pair_id", "worker": "annotator", "label": "level"}),
+        "mace",
+        "levels",
+        settings={"n_restarts": 1, "n_iter": 20},
+    )
     model = MACE(n_restarts=1, n_iter=20, method="vb", random_state=0).fit(data)
     expected = model.probas_.reindex(columns=[0, 1, 2, 3])
-    np.testing.assert_allclose(result.probabilities.loc[expected.index].to_numpy(), expected.to_numpy(),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        result.probabilities.loc[expected.index].to_numpy(), expected.to_numpy(), rtol=0, atol=1e-9
+    )
     assert (result.pairs["label"].loc[model.labels_.index] == model.labels_).all()
-    np.testing.assert_allclose(result.annotators["reliability"].loc[pd.factorize(data["worker"])[1]].to_numpy(),
-                               1 - model.spamming_[:, 0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        result.annotators["reliability"].loc[pd.factorize(data["worker"])[1]].to_numpy(),
+        1 - model.spamming_[:, 0],
+        rtol=0,
+        atol=1e-9,
+    )
 
 
 def test_mace_reads_its_counts_by_annotator_and_level():
@@ -144,8 +165,9 @@ def test_mace_reads_its_counts_by_annotator_and_level():
     labels = simulated_campaign()
     labels["level"] = labels["level"].where(labels["level"] == 4, 3 - labels["level"])
     rng = np.random.default_rng(2)
-    sam = pd.DataFrame({"pair_id": [p for p in range(240) if p < 4 or rng.random() < 0.75], "annotator": "sam",
-                        "level": 2})
+    sam = pd.DataFrame(
+        {"pair_id": [p for p in range(240) if p < 4 or rng.random() < 0.75], "annotator": "sam", "level": 2}
+    )
     data = crowd_frame(pd.concat([labels, sam], ignore_index=True), "levels")
     model = mace_class()(n_restarts=1, n_iter=10, random_state=0).fit(data)
     names, levels = pd.factorize(data["worker"])[1], pd.factorize(data["label"])[1]

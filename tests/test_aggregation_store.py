@@ -1,5 +1,6 @@
 """The aggregation choice in the store: the export's posterior and uncertainty columns (wide and long),
 the method's level as the final one unless a reviewer decided, and Review's queue ordered by uncertainty."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,12 +18,21 @@ def store(engine):
     meaning and the careless two Very different (majority: Very different)."""
     rng = np.random.default_rng(3)
     truth = [0, 3] * 8
-    columns = {"ann": truth + [3], "bea": truth + [None],
-               "cal": [int(rng.integers(2)) * 3 for _ in truth] + [0],
-               "dan": [int(rng.integers(2)) * 3 for _ in truth] + [0]}
+    columns = {
+        "ann": truth + [3],
+        "bea": truth + [None],
+        "cal": [int(rng.integers(2)) * 3 for _ in truth] + [0],
+        "dan": [int(rng.integers(2)) * 3 for _ in truth] + [0],
+    }
     n = len(truth) + 1
-    df = pd.DataFrame({"source": [f"s{i}" for i in range(n)], "hypothesis": [f"h{i}" for i in range(n)],
-                       "label": [None] * n, **{f"annotator:{k}": v for k, v in columns.items()}})
+    df = pd.DataFrame(
+        {
+            "source": [f"s{i}" for i in range(n)],
+            "hypothesis": [f"h{i}" for i in range(n)],
+            "label": [None] * n,
+            **{f"annotator:{k}": v for k, v in columns.items()},
+        }
+    )
     import_pairs(engine, "toy", df, annotator_scale="levels")
     return engine
 
@@ -77,8 +87,11 @@ def test_review_orders_the_queue_by_uncertainty(store):
 
 def test_the_published_folder_carries_the_method_fitted_once_and_the_card_names_it(store, tmp_path):
     from db.publish import publish_dataset
+
     engine = store
-    result = publish_dataset(engine, tmp_path / "out", licence="mit", chunk_size=5, n_boot=20, aggregation="dawid_skene")
+    result = publish_dataset(
+        engine, tmp_path / "out", licence="mit", chunk_size=5, n_boot=20, aggregation="dawid_skene"
+    )
     rows = pd.read_parquet(tmp_path / "out" / "data").set_index("pair_id")
     whole = export_frame(engine, aggregation="dawid_skene").set_index("pair_id")
     # fitted on every label, not per chunk of 5 pairs: the same posteriors as the export in one piece
@@ -100,4 +113,8 @@ def test_the_export_page_offers_the_methods(store, db_url, monkeypatch, tmp_path
     next(r for r in at.radio if r.label == "Layout").set_value("long").run()
     assert not at.exception, at.exception
     long = at.dataframe[0].value
-    assert "level_name" in long.columns and (long["aggregation"] == "dawid_skene").all() and long["posterior"].notna().all()
+    assert (
+        "level_name" in long.columns
+        and (long["aggregation"] == "dawid_skene").all()
+        and long["posterior"].notna().all()
+    )

@@ -1,5 +1,6 @@
 """db.analysis (reads) and pluie_core.analysis (what the views compute from them) against a real
 SQLite store holding real MRPC and BIOSSES pairs."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +11,13 @@ from db.datasets import import_pairs
 from db.engine import write_session
 from db.models import Annotator, Label
 from pluie_core.analysis import (
-    Reference, agreement_matrix, annotator_summary, edit_distances, label_matrix, label_scales, reference_labels,
+    Reference,
+    agreement_matrix,
+    annotator_summary,
+    edit_distances,
+    label_matrix,
+    label_scales,
+    reference_labels,
 )
 from pluie_core.labels import binarise_levels, majority_binary
 from pluie_core.stats import StatsError, cohen_kappa, human_vs_model, human_vs_model_table
@@ -47,8 +54,12 @@ def test_training_labels_are_left_out(engine, store):
 
 def test_annotators_sharing_a_name_get_distinct_keys(engine):
     for name in ("first", "second"):
-        import_pairs(engine, name, pd.DataFrame({"source": ["a b"], "hypothesis": ["a c"], "annotator:A": [2]}),
-                     annotator_scale="levels")
+        import_pairs(
+            engine,
+            name,
+            pd.DataFrame({"source": ["a b"], "hypothesis": ["a c"], "annotator:A": [2]}),
+            annotator_scale="levels",
+        )
     keys = analysis_choices(engine).annotators["annotator"].tolist()
     assert sorted(keys) == ["A (first)", "A (second)"]
     assert sorted(labels_long(engine)["annotator"]) == ["A (first)", "A (second)"]
@@ -61,11 +72,15 @@ def test_scores_wide_holds_each_runs_values_by_pair(engine, store):
     assert list(wide.columns) == ["Levenshtein similarity", "PLUIE stand-in"]
     assert np.allclose(wide["Levenshtein similarity"].reindex(expected.index), expected)
     mrpc_ids = pairs.index[pairs["dataset"] == "MRPC"]
-    assert set(scores_wide(engine, [store["lev_run"]], [int(pairs.loc[mrpc_ids[0], "dataset_id"])]).index) == set(mrpc_ids)
+    assert set(scores_wide(engine, [store["lev_run"]], [int(pairs.loc[mrpc_ids[0], "dataset_id"])]).index) == set(
+        mrpc_ids
+    )
 
 
 def test_edit_distance_is_normalised_levenshtein():
-    pairs = pd.DataFrame({"source": ["abc", "same", "kitten"], "hypothesis": ["abd", "same", "sitting"]}, index=[7, 8, 9])
+    pairs = pd.DataFrame(
+        {"source": ["abc", "same", "kitten"], "hypothesis": ["abd", "same", "sitting"]}, index=[7, 8, 9]
+    )
     assert np.allclose(edit_distances(pairs), [1 / 3, 0.0, 3 / 7])
 
 
@@ -85,7 +100,11 @@ def test_majority_reference_matches_the_scalar_majority_rule(engine, store):
     pairs = pairs_frame(engine)
     labels = labels_long(engine)
     majority = reference_labels(pairs, labels, Reference("majority"))
-    levels = labels.dropna(subset=["level"]).groupby("pair_id")["level"].apply(lambda xs: majority_binary(int(x) for x in xs))
+    levels = (
+        labels.dropna(subset=["level"])
+        .groupby("pair_id")["level"]
+        .apply(lambda xs: majority_binary(int(x) for x in xs))
+    )
     expected = levels.map(lambda v: np.nan if v is None else float(v)).reindex(pairs.index)
     pd.testing.assert_series_equal(majority, expected.rename("reference"), check_names=False)
     assert majority.notna().sum() > 100
@@ -186,9 +205,17 @@ def test_gold_of_datasets_without_a_stated_scale_is_read_without_a_warning(engin
     greater_equal", seen from the pages' read-ahead thread) and went value by value."""
     import warnings
 
-    import_pairs(engine, "binary", pd.DataFrame({"source": ["A cat.", "A dog.", "A bird."],
-                                                 "hypothesis": ["The cat.", "A car.", "A plane."],
-                                                 "label": [1, 0, None]}))
+    import_pairs(
+        engine,
+        "binary",
+        pd.DataFrame(
+            {
+                "source": ["A cat.", "A dog.", "A bird."],
+                "hypothesis": ["The cat.", "A car.", "A plane."],
+                "label": [1, 0, None],
+            }
+        ),
+    )
     pairs = pairs_frame(engine)
     assert pairs["label_min"].isna().all() and pairs["label_max"].isna().all()
     with warnings.catch_warnings():

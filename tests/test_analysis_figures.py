@@ -1,6 +1,7 @@
 """pluie_core.analysis_figures: the analysis pages' figures as pure functions of frames, checked on real
 data (MRPC, BIOSSES from the shared datasets) against independent computations (scikit-learn, SciPy,
 the krippendorff package, Fleiss' formula written out here)."""
+
 import itertools
 
 import krippendorff
@@ -28,11 +29,14 @@ def overlap(source: str, hypothesis: str) -> float:
 def mrpc() -> pd.DataFrame:
     """MRPC's test pairs with a score, their gold label as reference, split in two "datasets"."""
     pairs = load_pairs(DATASETS / "mrpc" / "msr_paraphrase_test.txt")
-    return pd.DataFrame({
-        "dataset": np.where(np.arange(len(pairs)) % 2 == 0, "even", "odd"),
-        "score": [overlap(s, h) for s, h in zip(pairs["source"], pairs["hypothesis"])],
-        "reference": pairs["label"].to_numpy(),
-    }, index=pd.RangeIndex(len(pairs), name="pair_id"))
+    return pd.DataFrame(
+        {
+            "dataset": np.where(np.arange(len(pairs)) % 2 == 0, "even", "odd"),
+            "score": [overlap(s, h) for s, h in zip(pairs["source"], pairs["hypothesis"])],
+            "reference": pairs["label"].to_numpy(),
+        },
+        index=pd.RangeIndex(len(pairs), name="pair_id"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +75,9 @@ def test_threshold_figures_on_mrpc_match_sklearn_and_a_brute_force_search(mrpc):
         assert row["n"] == len(group)
         assert row["roc_auc"] == pytest.approx(roc_auc_score(group["reference"], group["score"]))
         assert row["accuracy at natural"] == pytest.approx(accuracy_by_hand(group["score"], group["reference"], 0.5))
-        assert row["accuracy"] == pytest.approx(max(accuracy_by_hand(group["score"], group["reference"], t)
-                                                 for t in np.unique(group["score"])))
+        assert row["accuracy"] == pytest.approx(
+            max(accuracy_by_hand(group["score"], group["reference"], t) for t in np.unique(group["score"]))
+        )
 
 
 @needs_data
@@ -92,9 +97,9 @@ def fleiss_by_hand(values: pd.DataFrame) -> float:
     counts = values.groupby(["pair_id", "value"]).size().unstack(fill_value=0)
     raters = counts.sum(axis=1)
     counts, raters = counts[raters >= 2], raters[raters >= 2]
-    p_item = ((counts ** 2).sum(axis=1) - raters) / (raters * (raters - 1))
+    p_item = ((counts**2).sum(axis=1) - raters) / (raters * (raters - 1))
     p_category = counts.sum() / counts.values.sum()
-    expected = (p_category ** 2).sum()
+    expected = (p_category**2).sum()
     return float((p_item.mean() - expected) / (1 - expected))
 
 
@@ -127,12 +132,15 @@ def test_agreement_figures_of_values_that_are_not_whole_leave_cohens_kappa_out(b
     assert "Krippendorff's alpha (interval)" in found["figures"]["measure"].tolist()
 
 
-LEVELS = pd.DataFrame({  # five-level labels: 0–3, 4 = Don't know (missing to every statistic)
-    "pair_id": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 6, 6, 6],
-    "annotator": ["a", "b", "c"] * 4 + ["a", "b", "a", "b", "c"],
-    "level": [3, 3, 2, 0, 1, 0, 2, 2, 2, 1, 4, 0, 3, 3, 0, 1, 3],
-    "english_level": "C1", "seconds_spent": 10.0,
-})
+LEVELS = pd.DataFrame(
+    {  # five-level labels: 0–3, 4 = Don't know (missing to every statistic)
+        "pair_id": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 6, 6, 6],
+        "annotator": ["a", "b", "c"] * 4 + ["a", "b", "a", "b", "c"],
+        "level": [3, 3, 2, 0, 1, 0, 2, 2, 2, 1, 4, 0, 3, 3, 0, 1, 3],
+        "english_level": "C1",
+        "seconds_spent": 10.0,
+    }
+)
 
 
 def test_agreement_figures_of_five_level_labels_match_the_krippendorff_package():
@@ -144,14 +152,16 @@ def test_agreement_figures_of_five_level_labels_match_the_krippendorff_package()
     matrix = levels.pivot(index="annotator", columns="pair_id", values="level").to_numpy()
     for level in figures.ALPHA_LEVELS:
         assert shown.loc[f"Krippendorff's alpha ({level})", "value"] == pytest.approx(
-            krippendorff.alpha(matrix, level_of_measurement=level, value_domain=[0, 1, 2, 3]))
+            krippendorff.alpha(matrix, level_of_measurement=level, value_domain=[0, 1, 2, 3])
+        )
     binary = figures.agreement_figures(rows, agreement_values(rows, "levels", binarised=True), "levels", True, None)
     measures = binary["figures"]["measure"].tolist()
     assert measures == ["Fleiss' kappa", "Krippendorff's alpha (binary)"]
     paraphrase = (matrix >= 2).astype(float)
     paraphrase[np.isnan(matrix)] = np.nan
     assert binary["figures"].set_index("measure").loc["Krippendorff's alpha (binary)", "value"] == pytest.approx(
-        krippendorff.alpha(paraphrase, level_of_measurement="nominal"))
+        krippendorff.alpha(paraphrase, level_of_measurement="nominal")
+    )
 
 
 def test_annotator_tables_compare_each_annotator_with_the_run_at_the_threshold():
@@ -186,11 +196,17 @@ def test_correlation_table_matches_scipy_and_orientation_negates_a_distance(mrpc
 
 
 def test_preference_agreement_counts_the_items_where_the_run_prefers_what_the_people_chose():
-    items = pd.DataFrame({"pair_a_id": [1, 3, 5, 7, 9], "pair_b_id": [2, 4, 6, 8, 10],
-                          "preferred": ["A", "B", "A", "A", "B"]})
-    scores = pd.DataFrame({"score": [0.9, 0.1, 0.2, 0.8, 0.7, 0.3, 0.1, 0.6, 0.5, 0.4],
-                           "distance": [1, 9, 9, 1, 2, 8, 3, 7, 5, 6], "unused": 0.0},
-                          index=range(1, 11))
+    items = pd.DataFrame(
+        {"pair_a_id": [1, 3, 5, 7, 9], "pair_b_id": [2, 4, 6, 8, 10], "preferred": ["A", "B", "A", "A", "B"]}
+    )
+    scores = pd.DataFrame(
+        {
+            "score": [0.9, 0.1, 0.2, 0.8, 0.7, 0.3, 0.1, 0.6, 0.5, 0.4],
+            "distance": [1, 9, 9, 1, 2, 8, 3, 7, 5, 6],
+            "unused": 0.0,
+        },
+        index=range(1, 11),
+    )
     table = figures.preference_agreement(items, scores, {"score": True, "distance": False}, ("score", "distance"))
     assert table["metric"].tolist() == ["score", "distance"]
     # the run's choice by hand: the higher score (the lower distance) wins

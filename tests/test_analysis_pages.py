@@ -1,5 +1,6 @@
 """AppTest: the four analysis pages on a real SQLite store (real MRPC and BIOSSES pairs, labels and
 scores), checking that what they show equals what pluie_core.stats computes on the same data."""
+
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -8,18 +9,30 @@ from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
 from db.analysis import add_score_run, labels_long, pairs_frame, scores_wide
+from db.datasets import import_pairs
 from db.export import pair_aggregation
 from pluie_core.analysis import Reference, edit_distances, label_matrix, reference_labels
 from pluie_core.labels import majority_binary
-from db.datasets import import_pairs
 from pluie_core.stats import (
-    best_threshold, binarise_matrix, category_counts, cohen_kappa, disagreements, edit_distance_correlation,
-    fleiss_kappa, format_p, human_disagreements, krippendorff_alpha, metrics_at, roc_auc, threshold_curve,
+    best_threshold,
+    binarise_matrix,
+    category_counts,
+    cohen_kappa,
+    disagreements,
+    edit_distance_correlation,
+    fleiss_kappa,
+    format_p,
+    human_disagreements,
+    krippendorff_alpha,
+    metrics_at,
+    roc_auc,
+    threshold_curve,
 )
 from tests.analysis_store import load_built_store
-from tests.paths import REPO
 from tests.figures import charts, marks, trace, traces
-from tests.store_fixtures import open_page as open_app_page, sentence_pairs, texts
+from tests.paths import REPO
+from tests.store_fixtures import open_page as open_app_page
+from tests.store_fixtures import sentence_pairs, texts
 
 ANALYSIS_PAGES = ["agreement", "thresholds", "distributions", "disagreements"]
 
@@ -88,7 +101,8 @@ def test_agreement_shows_the_kappas_and_alphas_stats_computes(open_page, engine,
     rerun(at)
     pairwise = at.dataframe[0].value.set_index(["annotator_a", "annotator_b"])
     assert pairwise.loc[("ann1", "ann2"), "kappa"] == pytest.approx(
-        cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic"))
+        cohen_kappa(matrix["ann1"], matrix["ann2"], weights="quadratic")
+    )
     # the heatmap: every cell reads its κ and the items both labelled, on a red-blue scale from -1 to 1
     heatmap = charts(at)["Cohen's κ per pair of annotators (five-level); n = items both labelled"]
     cells = trace(heatmap, "heatmap")
@@ -121,11 +135,15 @@ def test_agreement_compares_humans_with_the_chosen_run(open_page, engine, store)
     majority = versus.set_index("annotator").loc["majority"]
     confusion = charts(at)[f"majority against PLUIE stand-in (n = {int(majority['n'])})"]
     matrix = trace(confusion, "heatmap")
-    cells = {(row, column): matrix["z"][i][j] for i, row in enumerate(matrix["y"]) for j, column in enumerate(matrix["x"])}
-    assert cells == {("human: non-paraphrase", "model: non-paraphrase"): majority["tn"],
-                     ("human: non-paraphrase", "model: paraphrase"): majority["fp"],
-                     ("human: paraphrase", "model: non-paraphrase"): majority["fn"],
-                     ("human: paraphrase", "model: paraphrase"): majority["tp"]}
+    cells = {
+        (row, column): matrix["z"][i][j] for i, row in enumerate(matrix["y"]) for j, column in enumerate(matrix["x"])
+    }
+    assert cells == {
+        ("human: non-paraphrase", "model: non-paraphrase"): majority["tn"],
+        ("human: non-paraphrase", "model: paraphrase"): majority["fp"],
+        ("human: paraphrase", "model: non-paraphrase"): majority["fn"],
+        ("human: paraphrase", "model: paraphrase"): majority["tp"],
+    }
     assert matrix["text"] == matrix["z"] and matrix["colorscale"][-1][1] == "rgb(8,48,107)"  # plotly's Blues
     assert confusion["layout"]["yaxis"]["autorange"] == "reversed"  # human: non-paraphrase on top
 
@@ -151,12 +169,19 @@ def test_agreement_figures_are_the_reference_libraries_on_each_scale(open_page, 
     assert metric(at, "Krippendorff's α nominal") == f"{nominal:.3f}"
     at = only_dataset(open_page("agreement"), "BIOSSES")
     scores = label_matrix(labels[labels["dataset"] == "BIOSSES"], "raw")
-    assert metric(at, "Krippendorff's α nominal") == "0.577" == (
-        f"{krippendorff.alpha(scores.T.to_numpy(), level_of_measurement='nominal'):.3f}")
+    assert (
+        metric(at, "Krippendorff's α nominal")
+        == "0.577"
+        == (f"{krippendorff.alpha(scores.T.to_numpy(), level_of_measurement='nominal'):.3f}")
+    )
     assert metric(at, "Fleiss' κ") == "0.576"
     pairwise = at.dataframe[0].value
-    expected = [cohen_kappa_score(scores[a], scores[b]) for a, b in zip(pairwise["annotator_a"], pairwise["annotator_b"])]
-    assert pairwise["kappa"].tolist() == pytest.approx(expected) and pairwise["kappa"].mean() == pytest.approx(0.578, abs=5e-4)
+    expected = [
+        cohen_kappa_score(scores[a], scores[b]) for a, b in zip(pairwise["annotator_a"], pairwise["annotator_b"])
+    ]
+    assert pairwise["kappa"].tolist() == pytest.approx(expected) and pairwise["kappa"].mean() == pytest.approx(
+        0.578, abs=5e-4
+    )
 
 
 def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, engine, store):
@@ -182,9 +207,15 @@ def test_thresholds_shows_the_best_and_natural_thresholds_of_stats(open_page, en
     assert [line["name"] for line in lines] == ["accuracy", "f1", "precision", "recall"]
     for line in lines:
         assert line["mode"] == "lines" and line["x"] == pytest.approx(curve["threshold"].tolist())
-        assert [float("nan") if v is None else v for v in line["y"]] == pytest.approx(curve[line["name"]].tolist(),
-                                                                                     nan_ok=True)
-    assert [line["line"]["color"] for line in lines] == ["#f28e2b", "#1f77b4", "#9467bd", "#8c8c8c"]  # grey: dark themes
+        assert [float("nan") if v is None else v for v in line["y"]] == pytest.approx(
+            curve[line["name"]].tolist(), nan_ok=True
+        )
+    assert [line["line"]["color"] for line in lines] == [
+        "#f28e2b",
+        "#1f77b4",
+        "#9467bd",
+        "#8c8c8c",
+    ]  # grey: dark themes
     assert figure["layout"]["xaxis"]["title"]["text"] == "PLUIE stand-in"
     assert figure["layout"]["yaxis"]["range"] == [0, 1.02]
     shown = marks(figure)
@@ -223,8 +254,17 @@ def test_thresholds_of_a_distance_read_lower_as_more_similar(open_page, engine, 
 
 
 def test_thresholds_with_a_single_class_says_so(open_page, engine):
-    ids = import_pairs(engine, "all paraphrases", pd.DataFrame({
-        "source": ["a cat", "a dog", "the sun"], "hypothesis": ["a cat!", "one dog", "the sun."], "label": [1, 1, 1]}))
+    ids = import_pairs(
+        engine,
+        "all paraphrases",
+        pd.DataFrame(
+            {
+                "source": ["a cat", "a dog", "the sun"],
+                "hypothesis": ["a cat!", "one dog", "the sun."],
+                "label": [1, 1, 1],
+            }
+        ),
+    )
     add_score_run(engine, "lev", {i + 1: v for i, v in enumerate([0.8, 0.6, 0.9])})
     at = open_page("thresholds")
     assert "needs both paraphrases and non-paraphrases" in messages(at)
@@ -233,9 +273,17 @@ def test_thresholds_with_a_single_class_says_so(open_page, engine):
 
 def test_thresholds_report_the_tied_best_thresholds_and_the_draw_size(open_page, engine):
     # thresholds 2, 4 and 6 all reach the best accuracy (4/6) on these six pairs
-    import_pairs(engine, "ties", pd.DataFrame({
-        "source": [f"sentence {i}" for i in range(6)], "hypothesis": [f"other {i}" for i in range(6)],
-        "label": [0, 1, 0, 1, 0, 1]}))
+    import_pairs(
+        engine,
+        "ties",
+        pd.DataFrame(
+            {
+                "source": [f"sentence {i}" for i in range(6)],
+                "hypothesis": [f"other {i}" for i in range(6)],
+                "label": [0, 1, 0, 1, 0, 1],
+            }
+        ),
+    )
     add_score_run(engine, "steps", {i + 1: float(i + 1) for i in range(6)})
     at = open_page("thresholds")
     best = best_threshold([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0, 1, 0, 1, 0, 1])
@@ -270,8 +318,9 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     assert all(len(p) <= 9 for p in shown["p_value"]) and at.dataframe[0].proto.placeholder == "—"
     assert (format_p(3e-31), format_p(0.012345), format_p(float("nan"))) == ("< 1e-16", "0.0123", "—")
     summary = at.dataframe[1].value
-    assert summary.loc[(summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"].iloc[0] \
-        == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
+    assert summary.loc[
+        (summary["class"] == "paraphrase") & (summary["score"] == "Levenshtein similarity"), "mean"
+    ].iloc[0] == pytest.approx(mrpc.loc[mrpc["gold_label"] == 1, "score"].mean())
 
     # the histogram binned on the server (50 bins over both classes), the classes overlaid in their colours
     figures = charts(at)
@@ -285,14 +334,33 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     assert histogram["layout"]["barmode"] == "overlay"  # the classes overlaid, not stacked
     scatter = figures["Levenshtein similarity against the normalised Levenshtein distance"]
     assert {t["type"] for t in scatter["data"]} == {"scattergl"}  # WebGL: every pair drawn
-    points = pd.concat([pd.DataFrame({"pair_id": [row[0] for row in t["customdata"]], "x": t["x"], "y": t["y"],
-                                      "symbol": t["marker"]["symbol"]}) for t in scatter["data"]]).set_index("pair_id")
+    points = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "pair_id": [row[0] for row in t["customdata"]],
+                    "x": t["x"],
+                    "y": t["y"],
+                    "symbol": t["marker"]["symbol"],
+                }
+            )
+            for t in scatter["data"]
+        ]
+    ).set_index("pair_id")
     assert len(points) == len(mrpc) and points["x"].to_dict() == pytest.approx(mrpc["distance"].to_dict())
     assert points["y"].to_dict() == pytest.approx(mrpc["score"].to_dict())
     assert [t["marker"]["symbol"] for t in scatter["data"]] == ["circle", "square"]
     hover = scatter["data"][0]["hovertemplate"]
     assert [line.split(":")[0] for line in hover.split("<br>")] == [
-        "pair", "source", "hypothesis", "dataset", "class", "labels", "normalised edit distance", "Levenshtein similarity"]
+        "pair",
+        "source",
+        "hypothesis",
+        "dataset",
+        "class",
+        "labels",
+        "normalised edit distance",
+        "Levenshtein similarity",
+    ]
     at.selectbox(key="analysis_run").set_value("PLUIE stand-in")
     figures = charts(rerun(at))
     assert list(marks(figures["PLUIE stand-in per class"])) == ["natural threshold"]
@@ -302,7 +370,9 @@ def test_distributions_show_the_per_class_edit_distance_correlation(open_page, e
     at.selectbox(key="analysis_run").set_value("Levenshtein similarity")
     rerun(at)
 
-    at.multiselect(key=f"distribution_table_runs_{store['lev_run']}").set_value(["Levenshtein similarity", "PLUIE stand-in"])
+    at.multiselect(key=f"distribution_table_runs_{store['lev_run']}").set_value(
+        ["Levenshtein similarity", "PLUIE stand-in"]
+    )
     rerun(at)
     both = at.dataframe[0].value.set_index(["score", "class"])
     mrpc["pluie"] = scores_wide(engine, [store["pluie_run"]])["PLUIE stand-in"]
@@ -371,9 +441,17 @@ def test_disagreements_each_mode_offers_only_its_own_pairs(open_page, engine, st
 
 
 def test_distributions_of_a_single_class_say_so(open_page, engine):
-    import_pairs(engine, "all paraphrases", pd.DataFrame({
-        "source": ["a cat sat", "a dog ran", "the sun rose"], "hypothesis": ["a cat sat!", "one dog ran", "the sun rose."],
-        "label": [1, 1, 1]}))
+    import_pairs(
+        engine,
+        "all paraphrases",
+        pd.DataFrame(
+            {
+                "source": ["a cat sat", "a dog ran", "the sun rose"],
+                "hypothesis": ["a cat sat!", "one dog ran", "the sun rose."],
+                "label": [1, 1, 1],
+            }
+        ),
+    )
     add_score_run(engine, "lev", {1: 0.1, 2: 0.3, 3: 0.05}, higher_is_similar=False)
     at = open_page("distributions")
     assert "Every pair here is a paraphrase" in messages(at)
@@ -391,8 +469,14 @@ def test_disagreements_filtered_by_annotator_only_list_their_pairs(open_page, en
 
 
 def test_agreement_with_a_single_annotator_says_agreement_needs_two(open_page, engine):
-    import_pairs(engine, "solo", pd.DataFrame({"source": ["a b", "c d", "e f"], "hypothesis": ["a c", "c e", "e g"],
-                                                "annotator:only": [0, 3, 2]}), annotator_scale="levels")
+    import_pairs(
+        engine,
+        "solo",
+        pd.DataFrame(
+            {"source": ["a b", "c d", "e f"], "hypothesis": ["a c", "c e", "e g"], "annotator:only": [0, 3, 2]}
+        ),
+        annotator_scale="levels",
+    )
     at = open_page("agreement")
     assert "needs at least two annotators" in messages(at)
     summary = at.dataframe[0].value
@@ -402,9 +486,19 @@ def test_agreement_with_a_single_annotator_says_agreement_needs_two(open_page, e
 def test_agreement_when_every_label_is_dont_know_says_why_each_figure_is_missing(open_page, engine):
     """Don't know counts as missing: a dataset labelled only with it has no value to count. The page
     crashed here ("need at least one array to stack", Fleiss' κ's category counts of no category)."""
-    import_pairs(engine, "unsure", pd.DataFrame({"source": ["a b", "c d", "e f"], "hypothesis": ["a c", "c e", "e g"],
-                                                 "annotator:x": [4, 4, 4], "annotator:y": [4, 4, 4]}),
-                 annotator_scale="levels")
+    import_pairs(
+        engine,
+        "unsure",
+        pd.DataFrame(
+            {
+                "source": ["a b", "c d", "e f"],
+                "hypothesis": ["a c", "c e", "e g"],
+                "annotator:x": [4, 4, 4],
+                "annotator:y": [4, 4, 4],
+            }
+        ),
+        annotator_scale="levels",
+    )
     at = open_page("agreement")
     for view in ("Five-level scale", "Binarised"):
         at.radio(key="agreement_view").set_value(view)
@@ -419,8 +513,9 @@ def test_agreement_when_every_label_is_dont_know_says_why_each_figure_is_missing
     add_score_run(engine, "PLUIE doubt", pd.Series([0.5, -1.0, 2.0], index=pairs_frame(engine).index), kind="pluie")
     at = open_page("disagreements")
     at.radio(key="analysis_reference").set_value("majority")
-    assert ("No pair of these datasets has both a PLUIE doubt score and a label from the human majority yet"
-            in messages(rerun(at)))
+    assert "No pair of these datasets has both a PLUIE doubt score and a label from the human majority yet" in messages(
+        rerun(at)
+    )
 
 
 def test_cached_figures_follow_new_labels_at_once(open_page, store, engine):
@@ -435,8 +530,10 @@ def test_cached_figures_follow_new_labels_at_once(open_page, store, engine):
     add_labels(engine, pd.DataFrame({"pair_id": ids, "annotator": "late", "level": [0, 3, 1] * 50}))
     after = next(c.value for c in rerun(at).caption if " labels · " in c.value)
     assert before.split(" · ")[1:4] != after.split(" · ")[1:4]
-    assert int(after.split(" · ")[1].split()[0].replace(",", "")) == \
-        int(before.split(" · ")[1].split()[0].replace(",", "")) + 150
+    assert (
+        int(after.split(" · ")[1].split()[0].replace(",", ""))
+        == int(before.split(" · ")[1].split()[0].replace(",", "")) + 150
+    )
     assert after.split(" · ")[3].startswith(f"{int(before.split(' · ')[3].split()[0]) + 1} annotators")
     assert metric(at, "Fleiss' κ") != fleiss
 
@@ -473,8 +570,13 @@ def test_agreement_and_disagreements_of_a_crowd_read_the_labels_not_a_matrix_of_
 
     rng = np.random.default_rng(7)
     n_pairs, people = 400, [f"crowd{i:03d}" for i in range(120)]
-    import_pairs(engine, "crowd", pd.DataFrame({"source": [f"s {i} a" for i in range(n_pairs)],
-                                                 "hypothesis": [f"s {i} b" for i in range(n_pairs)]}))
+    import_pairs(
+        engine,
+        "crowd",
+        pd.DataFrame(
+            {"source": [f"s {i} a" for i in range(n_pairs)], "hypothesis": [f"s {i} b" for i in range(n_pairs)]}
+        ),
+    )
     ids = pairs_frame(engine).index.to_numpy()
     # three different people per pair; the first 20 people label far more than the rest
     weights = np.r_[np.full(20, 8.0), np.ones(100)]
@@ -488,18 +590,23 @@ def test_agreement_and_disagreements_of_a_crowd_read_the_labels_not_a_matrix_of_
     seen = sorted(labels["annotator"].unique())
     assert 100 < len(seen) <= 120
     at = open_page("agreement")
-    assert f"{len(labels):,} labels · {n_pairs:,} pairs · {len(seen)} annotators" in "\n".join(c.value for c in at.caption)
+    assert f"{len(labels):,} labels · {n_pairs:,} pairs · {len(seen)} annotators" in "\n".join(
+        c.value for c in at.caption
+    )
     matrix = label_matrix(labels_long(engine), "levels").replace(4, np.nan)  # 400 x 120: small enough by hand
     assert metric(at, "Fleiss' κ") == f"{fleiss_kappa(category_counts(matrix, (0, 1, 2, 3))):.3f}"
     counts = matrix.notna().sum()  # the labels κ counts (Don't know is missing)
-    assert f"Cohen's κ for the 50 annotators with the most labels, of {len(seen)}" in "\n".join(c.value for c in at.caption)
+    assert f"Cohen's κ for the 50 annotators with the most labels, of {len(seen)}" in "\n".join(
+        c.value for c in at.caption
+    )
     pairwise = at.dataframe[0].value
     shown = set(pairwise["annotator_a"]) | set(pairwise["annotator_b"])
     assert len(pairwise) == 50 * 49 // 2
     assert len(shown) == 50 and min(counts[list(shown)]) >= max(counts[list(set(seen) - shown)])
     row = pairwise.sort_values("n_shared", ascending=False, kind="stable").iloc[0]  # the pair who share most
     assert row["n_shared"] >= 2 and row["kappa"] == pytest.approx(
-        cohen_kappa(matrix[row["annotator_a"]], matrix[row["annotator_b"]]))
+        cohen_kappa(matrix[row["annotator_a"]], matrix[row["annotator_b"]])
+    )
     summary = next(d.value for d in at.dataframe if "kappa_vs_others" in d.value.columns)
     assert sorted(summary["annotator"]) == seen and summary["labels"].sum() == len(labels)
 
@@ -513,7 +620,9 @@ def test_agreement_and_disagreements_of_a_crowd_read_the_labels_not_a_matrix_of_
         assert versus.loc[who, "accuracy"] == pytest.approx(accuracy) and versus.loc[who, "n"] == kept.sum()
     majority = matrix.apply(lambda row: majority_binary(int(x) for x in row.dropna()), axis=1).dropna().astype(float)
     assert versus.loc["majority", "n"] == len(majority)
-    assert versus.loc["majority", "accuracy"] == pytest.approx(((scores.reindex(majority.index) >= 0) == majority).mean())
+    assert versus.loc["majority", "accuracy"] == pytest.approx(
+        ((scores.reindex(majority.index) >= 0) == majority).mean()
+    )
 
     at = open_page("disagreements")
     at.radio(key="disagreement_mode").set_value("humans")

@@ -1,4 +1,5 @@
 """Campaigns, annotators, serving and labels against a real SQLite file (db.campaigns, db.annotators, db.serving)."""
+
 from __future__ import annotations
 
 import threading
@@ -9,13 +10,13 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from db import annotators, campaigns as camp, serving
-from db import init_db
+from db import annotators, init_db, serving
+from db import campaigns as camp
 from db.engine import read_session, write_session
 from db.models import Annotator, Assignment, Campaign, CampaignPair, Label, Score, ScoreRun, TrainingPair
-from lab.auth import check_admin_password, hash_token
 from db.queue import fail_run
 from db.runs import create_run, pause_run
+from lab.auth import check_admin_password, hash_token
 from pluie_core.guidelines import WORKED_EXAMPLES, default_guidelines, serving_order
 from tests.annotation_fixtures import make_dataset, numbered_pairs, queue_of
 from tests.store_fixtures import add_pairs, open_page, score_everything, sentence_pairs, widget
@@ -65,8 +66,9 @@ def test_default_guidelines_hold_the_five_worked_examples(engine, dataset):
     text = camp.get_campaign(engine, cid).guidelines
     assert text == default_guidelines()
     assert "share a common meaning" in text
-    for example, level in zip(WORKED_EXAMPLES, ["Very different", "Slightly similar", "Mostly similar",
-                                                 "Same meaning", "Don't know"]):
+    for example, level in zip(
+        WORKED_EXAMPLES, ["Very different", "Slightly similar", "Mostly similar", "Same meaning", "Don't know"]
+    ):
         assert example.explanation in text
         assert f"**{level}**" in text
     assert "tomato soup" in text and "kibble" in text
@@ -75,8 +77,11 @@ def test_default_guidelines_hold_the_five_worked_examples(engine, dataset):
 def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, dataset):
     cid = camp.create_campaign(engine, "c", [dataset[0]], quota=4, overlap=2, n_training=5, seed=3)
     with read_session(engine) as s:
-        training = list(s.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid)
-                                  .order_by(TrainingPair.position)))
+        training = list(
+            s.scalars(
+                select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid).order_by(TrainingPair.position)
+            )
+        )
         queue = set(s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == cid)))
     assert len(training) == 5 and not set(training) & queue and len(queue) == 25
     seen = []
@@ -93,10 +98,13 @@ def test_training_is_the_same_for_everyone_first_and_not_in_the_queue(engine, da
     assert flags == {True: 10, False: 8}
 
 
-@pytest.mark.parametrize("distribution, expected", [
-    ("overlap", [10, 10, 10, 10, 5, 5, 0]),  # each pair filled before the next: pairs go two by two
-    ("share", [10, 10, 10, 10, 10, 0, 0]),  # every pair's first annotator, then the second ones
-])
+@pytest.mark.parametrize(
+    "distribution, expected",
+    [
+        ("overlap", [10, 10, 10, 10, 5, 5, 0]),  # each pair filled before the next: pairs go two by two
+        ("share", [10, 10, 10, 10, 10, 0, 0]),  # every pair's first annotator, then the second ones
+    ],
+)
 def test_never_the_same_pair_twice_and_overlap_is_exact(engine, dataset, distribution, expected):
     # 25 queue pairs x overlap 2 = 50 slots, 7 annotators x quota 10 = 70 wanted: the queue runs dry
     cid = camp.create_campaign(engine, "c", [dataset[0]], quota=10, overlap=2, n_training=5, distribution=distribution)
@@ -210,8 +218,9 @@ def test_least_labelled_spreads_and_informative_puts_uncertain_first(engine):
         for pid, v in zip(pairs, values):
             s.add(Score(run_id=run.id, pair_id=pid, value=v))
         run_id = run.id
-    informative = camp.create_campaign(engine, "i", [ds], n_training=0, quota=8,
-                                      pair_order="informative", informative_run_id=run_id)
+    informative = camp.create_campaign(
+        engine, "i", [ds], n_training=0, quota=8, pair_order="informative", informative_run_id=run_id
+    )
     aid, _ = annotators.create_annotator(engine, informative, "a")
     served = label_everything(engine, aid)
     # model and gold disagree first, then closest to 0
@@ -329,8 +338,12 @@ def test_pairs_added_to_a_dataset_later_join_its_open_campaigns(engine):
         served.append(item.pair_id)
         serving.record_label(engine, annotator_id, item.position, 2, 1.0)
     with read_session(engine) as s:
-        queued_last = s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == campaign_id)
-                                .order_by(CampaignPair.rank.desc()).limit(4)).all()
+        queued_last = s.scalars(
+            select(CampaignPair.pair_id)
+            .where(CampaignPair.campaign_id == campaign_id)
+            .order_by(CampaignPair.rank.desc())
+            .limit(4)
+        ).all()
     # 2 training pairs, then the 10 first queued pairs, then the 4 new ones, each once
     assert len(served) == 16 and len(set(served)) == 16
     assert set(served[-4:]) == set(queued_last)
@@ -351,7 +364,10 @@ def test_the_organisers_table_reads_the_counter_each_annotator_sees(engine, data
     assert counters == serving.annotator_progress(engine, cid)
     assert all(counters[a] == serving.progress(engine, a) for a in (busy, done, idle))
     assert [(c.training_done, c.done, c.quota, c.finished) for c in counters.values()] == [
-        (2, 1, 3, False), (2, 3, 3, True), (0, 0, 3, False)]
+        (2, 1, 3, False),
+        (2, 3, 3, True),
+        (0, 0, 3, False),
+    ]
     rows = {r["id"]: r["labelled"] for r in annotators.annotator_rows(engine, cid)}
     assert rows == {busy: "1 / 3", done: "3 / 3", idle: "0 / 3"}
 
@@ -374,6 +390,7 @@ def test_failed_and_cancelled_runs_leave_the_progress_and_the_choices(store, tmp
     cancelled = create_run(engine, name="chrf", kind="baseline", model="chrf")
     pause_run(engine, cancelled)
     from db.runs import cancel_run
+
     cancel_run(engine, cancelled)
 
     at = open_page("home")
@@ -406,13 +423,19 @@ def test_a_pluie_run_with_scores_is_offered_even_after_it_failed(store):
 def test_select_pairs_by_range_gold_score_and_seeded_sample():
     from pluie_core.pair_selection import SelectionError, clean_selection, select_pairs
 
-    pairs = pd.DataFrame({"pair_id": range(101, 121), "gold_label": [i % 2 for i in range(20)],
-                          "score": [float(i) - 10 for i in range(20)]})
+    pairs = pd.DataFrame(
+        {
+            "pair_id": range(101, 121),
+            "gold_label": [i % 2 for i in range(20)],
+            "score": [float(i) - 10 for i in range(20)],
+        }
+    )
     pairs.loc[3, "gold_label"] = float("nan")
     assert select_pairs(pairs, None) == list(range(101, 121))
     assert select_pairs(pairs, {"start": 5, "end": 8}) == [105, 106, 107, 108]
-    assert select_pairs(pairs, {"gold_min": 1, "gold_max": 1}) == [i for i in range(101, 121) if (i - 101) % 2 == 1
-                                                                    and i != 104]
+    assert select_pairs(pairs, {"gold_min": 1, "gold_max": 1}) == [
+        i for i in range(101, 121) if (i - 101) % 2 == 1 and i != 104
+    ]
     assert select_pairs(pairs, {"score_run": 1, "score_min": -1.5, "score_max": 1}) == [110, 111, 112]
     sample = select_pairs(pairs, {"sample": 6, "seed": 3})
     assert len(sample) == 6 and sample == sorted(sample) and set(sample) <= set(range(101, 121))
@@ -443,8 +466,9 @@ def test_a_campaign_takes_a_sample_a_range_or_filtered_pairs(store):
     gold = camp.create_campaign(engine, "paraphrases", [ds], n_training=1, selection={"gold_min": 1, "gold_max": 1})
     assert queue_of(engine, gold) == set(pairs[1::2])
     run = add_score_run(engine, "pluie", {p: float(i) for i, p in enumerate(pairs)}, kind="pluie")
-    near = camp.create_campaign(engine, "near zero", [ds], n_training=0,
-                               selection={"score_run": run, "score_min": 5, "score_max": 9.5})
+    near = camp.create_campaign(
+        engine, "near zero", [ds], n_training=0, selection={"score_run": run, "score_min": 5, "score_max": 9.5}
+    )
     assert queue_of(engine, near) == set(pairs[5:10])
     with pytest.raises(camp.CampaignError, match="The selection keeps 5 pairs"):
         camp.create_campaign(engine, "too few", [ds], n_training=5, selection={"start": 1, "end": 5})
@@ -474,8 +498,9 @@ def test_annotators_share_the_work_by_default(store):
 
     first, second = served(camp.create_campaign(engine, "shared", [ds], quota=15, overlap=2, n_training=0))
     assert set(first).isdisjoint(second)  # the default: different pairs while the queue has enough
-    first, second = served(camp.create_campaign(engine, "together", [ds], quota=15, overlap=2, n_training=0,
-                                               distribution="overlap"))
+    first, second = served(
+        camp.create_campaign(engine, "together", [ds], quota=15, overlap=2, n_training=0, distribution="overlap")
+    )
     assert first == second  # overlap first: the same pairs in the same order (as every campaign did before)
 
     # a queue too short for everyone: every pair gets one annotator, then the rest get a second

@@ -1,13 +1,15 @@
 """Annotators' answers and links, against a real SQLite file (issue 14, points 2 and 8): an answer is written
 only over what the annotator's tab showed (a stale tab is refused, the stored label kept), annotator names are
 unique within a campaign, and a lost personal link is replaced for the same annotator."""
+
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.engine import read_session
 from db.models import Annotator, Assignment, Label
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -35,19 +37,28 @@ def store(db_url, engine, monkeypatch, tmp_path):
 
 def store_rows(engine) -> tuple[list, list]:
     with read_session(engine) as s:
-        labels = s.execute(select(Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent,
-                                  Label.updated_at).order_by(Label.id)).all()
-        assignments = s.execute(select(Assignment.id, Assignment.position, Assignment.done_at)
-                                .order_by(Assignment.id)).all()
+        labels = s.execute(
+            select(
+                Label.id, Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent, Label.updated_at
+            ).order_by(Label.id)
+        ).all()
+        assignments = s.execute(
+            select(Assignment.id, Assignment.position, Assignment.done_at).order_by(Assignment.id)
+        ).all()
     return labels, assignments
 
 
 def texts(at: AppTest) -> str:
-    return "\n".join(e.value for kind in ("markdown", "caption", "error", "success", "info", "warning", "code")
-                     for e in at.get(kind) if isinstance(getattr(e, "value", None), str))
+    return "\n".join(
+        e.value
+        for kind in ("markdown", "caption", "error", "success", "info", "warning", "code")
+        for e in at.get(kind)
+        if isinstance(getattr(e, "value", None), str)
+    )
 
 
 # ---------------------------------------------------------------- 2. a second tab never overwrites
+
 
 def test_a_stale_tab_cannot_replace_an_answer(engine, campaign):
     aid, _ = annotators.create_annotator(engine, campaign, "a")
@@ -95,7 +106,8 @@ def test_two_tabs_of_one_link_in_the_app(store, campaign):
     assert not tab_b.exception
     assert [e.value for e in tab_b.error] == [
         "This pair was already answered in another tab or window (“Slightly similar”): "
-        "the answer you just gave was not saved. Here is your current pair."]
+        "the answer you just gave was not saved. Here is your current pair."
+    ]
     assert "Training 2 / 2" in tab_b.get("progress")[0].proto.text  # the pair tab A is on now
     assert [b.key for b in tab_b.button if (b.key or "").startswith("answer-0-")] == ["answer-0-1"]
     with read_session(store) as s:
@@ -103,6 +115,7 @@ def test_two_tabs_of_one_link_in_the_app(store, campaign):
 
 
 # ---------------------------------------------------------------- 8. names and new links
+
 
 def test_annotator_names_are_unique_within_a_campaign_all_or_nothing(engine, campaign):
     created = annotators.create_annotators(engine, campaign, ["Alice", "Bob"])
@@ -123,7 +136,10 @@ def test_annotator_names_are_unique_within_a_campaign_all_or_nothing(engine, cam
 
 
 def test_display_names_are_unique_within_a_campaign(engine, campaign):
-    (a, _), (b, _) = annotators.create_annotator(engine, campaign, "a"), annotators.create_annotator(engine, campaign, "b")
+    (a, _), (b, _) = (
+        annotators.create_annotator(engine, campaign, "a"),
+        annotators.create_annotator(engine, campaign, "b"),
+    )
     annotators.set_annotator_profile(engine, a, "Marie  Curie", "native")
     with pytest.raises(camp.CampaignError, match="already goes by “marie curie”"):
         annotators.set_annotator_profile(engine, b, " marie curie", "good")
@@ -145,7 +161,9 @@ def test_a_new_link_keeps_the_annotator_and_their_labels(engine, campaign):
     assert serving.serve_next(engine, aid) == reserved  # the same place in the queue
     annotators.revoke_annotator(engine, aid)
     again = annotators.new_link(engine, aid)  # a new link also reopens a revoked annotator
-    assert annotators.annotator_for_token(engine, new) is None and annotators.annotator_for_token(engine, again).id == aid
+    assert (
+        annotators.annotator_for_token(engine, new) is None and annotators.annotator_for_token(engine, again).id == aid
+    )
     with read_session(engine) as s:
         assert s.scalars(select(Label.level).where(Label.annotator_id == aid).order_by(Label.id)).all() == [0, 1, 2]
         assert s.scalar(select(Annotator.name).where(Annotator.id == aid)) == "Alice"
@@ -178,6 +196,7 @@ def test_the_campaign_page_refuses_a_duplicate_and_issues_a_new_link(store, camp
 
 
 # ---------------------------------------------------------------- issue 19.1: the link is checked where the answer is written
+
 
 def test_an_answer_through_a_replaced_or_revoked_link_or_a_closed_campaign_stores_nothing(store_url):
     from db import init_db

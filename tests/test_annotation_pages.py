@@ -1,4 +1,5 @@
 """The campaign admin page and the labelling view, run by Streamlit's AppTest against a real SQLite file."""
+
 from __future__ import annotations
 
 import html
@@ -8,7 +9,8 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.engine import read_session
 from db.models import Annotator, Campaign, Label
 from tests.annotation_fixtures import make_dataset, numbered_pairs, queue_of
@@ -36,8 +38,12 @@ def app(token: str | None = None) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    parts = [e.value for kind in ("markdown", "caption", "error", "success", "info", "warning", "title",
-                                  "subheader", "code") for e in at.get(kind) if isinstance(getattr(e, "value", None), str)]
+    parts = [
+        e.value
+        for kind in ("markdown", "caption", "error", "success", "info", "warning", "title", "subheader", "code")
+        for e in at.get(kind)
+        if isinstance(getattr(e, "value", None), str)
+    ]
     return "\n".join(parts + [h.proto.body for h in at.html])
 
 
@@ -74,7 +80,12 @@ def test_admin_sets_up_a_campaign_and_its_links(store):
     with read_session(store) as s:
         campaign = s.scalar(select(Campaign))
     assert (campaign.name, campaign.quota, campaign.overlap, campaign.n_training, campaign.pair_order) == (
-        "Pilot", 4, 2, 3, "least_labelled")
+        "Pilot",
+        4,
+        2,
+        3,
+        "least_labelled",
+    )
     assert "tomato soup" in campaign.guidelines and "kibble" in campaign.guidelines
 
     next(t for t in at.text_area if t.label.startswith("New annotators")).input("Alice\nBob")
@@ -88,7 +99,10 @@ def test_admin_sets_up_a_campaign_and_its_links(store):
     guide.input("Be **kind** to the cat.").run()
     next(b for b in at.button if b.label == "Save the guidelines").click().run()
     assert camp.get_campaign(store, campaign.id).guidelines == "Be **kind** to the cat."
-    assert annotators.annotator_view(store, annotators.annotator_for_token(store, tokens[1]).id).guidelines == "Be **kind** to the cat."
+    assert (
+        annotators.annotator_view(store, annotators.annotator_for_token(store, tokens[1]).id).guidelines
+        == "Be **kind** to the cat."
+    )
 
     revoke = next(s for s in at.selectbox if s.label == "Revoke a link")
     revoke.select(revoke.options[0])
@@ -111,8 +125,13 @@ def test_annotator_flow_profile_training_labels_back_and_thanks(store):
         assert s.get(Annotator, aid).english_level == "advanced"
 
     answers = [b for b in at.button if b.key and b.key.startswith("answer-")]
-    assert [b.label for b in answers] == ["Very different", "Slightly similar", "Mostly similar", "Same meaning",
-                                          "Don't know"]
+    assert [b.label for b in answers] == [
+        "Very different",
+        "Slightly similar",
+        "Mostly similar",
+        "Same meaning",
+        "Don't know",
+    ]
     assert "Training 1 / 2" in at.get("progress")[0].proto.text
     body = pair_html(at)
     assert "pluie-diff" in body and body.count("pluie-sentence") == 2
@@ -124,7 +143,9 @@ def test_annotator_flow_profile_training_labels_back_and_thanks(store):
     assert "Your answer was **Slightly similar**" in texts(at)
     at.button(key="answer-3-2").click().run()
     with read_session(store) as s:
-        labels = {(label.level, label.is_training) for label in s.scalars(select(Label).where(Label.annotator_id == aid))}
+        labels = {
+            (label.level, label.is_training) for label in s.scalars(select(Label).where(Label.annotator_id == aid))
+        }
     assert labels == {(0, True), (4, True), (3, False)}
 
     at = app(token)  # a new browser session resumes at the same place
@@ -176,8 +197,14 @@ def test_admin_password_guards_every_page_without_a_token(store, monkeypatch, tm
 
 
 def test_markup_in_a_pair_is_shown_as_text(store):
-    ds, _ = make_dataset(store, "evil", [("<img src=x onerror=alert(1)>", "<script>alert('x')</script> hello"),
-                                          ("A plain sentence.", "Another plain sentence.")])
+    ds, _ = make_dataset(
+        store,
+        "evil",
+        [
+            ("<img src=x onerror=alert(1)>", "<script>alert('x')</script> hello"),
+            ("A plain sentence.", "Another plain sentence."),
+        ],
+    )
     cid = camp.create_campaign(store, "xss", [ds], n_training=0, quota=2, pair_order="random", seed=0)
     aid, token = annotators.create_annotator(store, cid, "x")
     annotators.set_annotator_profile(store, aid, "X", "good")

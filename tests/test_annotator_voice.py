@@ -1,6 +1,7 @@
 """The annotator's voice and training that trains (issue 19, items 7 and 8): a comment and a flag with an
 answer, shown in Review and exported; an expected level and an explanation per training pair, shown once the
 annotator has answered it. Real SQLite files and Streamlit's AppTest."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -8,7 +9,8 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.engine import read_session
 from db.export import VOICE_COLUMNS, export_frame, export_labels
 from db.models import Assignment, Label, TrainingPair
@@ -22,8 +24,9 @@ APP = str(REPO / "app.py")
 
 def campaign(engine, n_annotators=2, **settings):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(12))
-    cid = camp.create_campaign(engine, "Pilot", [ds], **{"quota": 3, "n_training": 2, "overlap": 2,
-                                                         "distribution": "overlap", **settings})
+    cid = camp.create_campaign(
+        engine, "Pilot", [ds], **{"quota": 3, "n_training": 2, "overlap": 2, "distribution": "overlap", **settings}
+    )
     return cid, [annotators.create_annotator(engine, cid, f"person{i}") for i in range(n_annotators)]
 
 
@@ -35,11 +38,13 @@ def answer(engine, annotator_id, level, **voice):
 
 def label_rows(engine):
     with read_session(engine) as s:
-        return s.execute(sa.select(Label.annotator_id, Label.pair_id, Label.level, Label.comment, Label.flagged)
-                         .order_by(Label.id)).all()
+        return s.execute(
+            sa.select(Label.annotator_id, Label.pair_id, Label.level, Label.comment, Label.flagged).order_by(Label.id)
+        ).all()
 
 
 # ------------------------------------------------------------------ item 7: the annotator's voice
+
 
 def test_a_comment_and_a_flag_are_part_of_the_answer(engine):
     cid, [(aid, _), _] = campaign(engine, n_training=0)
@@ -128,8 +133,10 @@ def test_both_exports_carry_the_comments_and_flags(engine, tmp_path):
     remark = with_training[with_training["comment"] == "a training remark"]
     assert len(remark) == 1 and bool(remark["is_training"].iloc[0]) and bool(remark["flagged"].iloc[0])
 
-    from db.publish import publish_dataset
     import pyarrow.parquet as pq
+
+    from db.publish import publish_dataset
+
     result = publish_dataset(engine, tmp_path / "out", licence="cc-by-4.0", n_boot=20)
     table = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pandas()
     assert set(VOICE_COLUMNS) <= set(table.columns) and table["n_flags"].sum() == 2
@@ -139,6 +146,7 @@ def test_both_exports_carry_the_comments_and_flags(engine, tmp_path):
 
 # ------------------------------------------------------------------ item 8: training that trains
 
+
 def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engine):
     cid, [(aid, _), _] = campaign(engine, n_training=3)
     pairs = camp.training_pairs(engine, cid)
@@ -146,8 +154,11 @@ def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engi
 
     def stored():
         with read_session(engine) as s:
-            return s.execute(sa.select(TrainingPair.position, TrainingPair.expected_level, TrainingPair.explanation)
-                             .where(TrainingPair.campaign_id == cid).order_by(TrainingPair.position)).all()
+            return s.execute(
+                sa.select(TrainingPair.position, TrainingPair.expected_level, TrainingPair.explanation)
+                .where(TrainingPair.campaign_id == cid)
+                .order_by(TrainingPair.position)
+            ).all()
 
     before = stored()
     for bad, message in (
@@ -158,13 +169,23 @@ def test_training_feedback_is_set_all_or_nothing_and_shown_after_the_answer(engi
         with pytest.raises(camp.CampaignError, match=message):
             camp.set_training_feedback(engine, cid, bad)
         assert stored() == before  # all or nothing
-    assert camp.set_training_feedback(engine, cid, [
-        {"position": 0, "expected_level": 3, "explanation": "  Same event, **other words**.  "},
-        {"position": 1, "expected_level": None, "explanation": "Only the explanation here."},
-        {"position": 2, "expected_level": float("nan"), "explanation": float("nan")},  # as a table gives it
-    ]) == 3
-    assert stored() == [(0, 3, "Same event, **other words**."), (1, None, "Only the explanation here."),
-                        (2, None, None)]
+    assert (
+        camp.set_training_feedback(
+            engine,
+            cid,
+            [
+                {"position": 0, "expected_level": 3, "explanation": "  Same event, **other words**.  "},
+                {"position": 1, "expected_level": None, "explanation": "Only the explanation here."},
+                {"position": 2, "expected_level": float("nan"), "explanation": float("nan")},  # as a table gives it
+            ],
+        )
+        == 3
+    )
+    assert stored() == [
+        (0, 3, "Same event, **other words**."),
+        (1, None, "Only the explanation here."),
+        (2, None, None),
+    ]
 
     assert serving.training_feedback(engine, aid, 0) is None  # nothing before the answer
     first = answer(engine, aid, 2)
@@ -189,16 +210,26 @@ def test_the_0009_store_upgrades_with_no_comment_flag_or_feedback(db_url):
     old = make_engine(db_url)
     migrate(old, "0009")
     with old.begin() as conn:
-        conn.exec_driver_sql("INSERT INTO datasets (id, name, description, source_format, created_at) "
-                             "VALUES (1, 'kept', '', 'csv', '2026-01-01')")
-        conn.exec_driver_sql("INSERT INTO pairs (id, dataset_id, source, hypothesis, text_hash) VALUES (1, 1, 's', 'h', 'x')")
-        conn.exec_driver_sql("INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, "
-                             "seed, active, distribution, created_at) VALUES (1, 'old', 2, 1, 1, '', 'random', 0, 1, "
-                             "'share', '2026-01-01')")
+        conn.exec_driver_sql(
+            "INSERT INTO datasets (id, name, description, source_format, created_at) "
+            "VALUES (1, 'kept', '', 'csv', '2026-01-01')"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO pairs (id, dataset_id, source, hypothesis, text_hash) VALUES (1, 1, 's', 'h', 'x')"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, "
+            "seed, active, distribution, created_at) VALUES (1, 'old', 2, 1, 1, '', 'random', 0, 1, "
+            "'share', '2026-01-01')"
+        )
         conn.exec_driver_sql("INSERT INTO training_pairs (campaign_id, position, pair_id) VALUES (1, 0, 1)")
-        conn.exec_driver_sql("INSERT INTO annotators (id, name, is_external, created_at) VALUES (1, 'p', 1, '2026-01-01')")
-        conn.exec_driver_sql("INSERT INTO labels (pair_id, annotator_id, level, is_training, created_at, updated_at) "
-                             "VALUES (1, 1, 2, 0, '2026-01-01', '2026-01-01')")
+        conn.exec_driver_sql(
+            "INSERT INTO annotators (id, name, is_external, created_at) VALUES (1, 'p', 1, '2026-01-01')"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO labels (pair_id, annotator_id, level, is_training, created_at, updated_at) "
+            "VALUES (1, 1, 2, 0, '2026-01-01', '2026-01-01')"
+        )
     old.dispose()
     engine = init_db(db_url)
     assert [tuple(r[2:]) for r in label_rows(engine)] == [(2, None, False)]
@@ -208,6 +239,7 @@ def test_the_0009_store_upgrades_with_no_comment_flag_or_feedback(db_url):
 
 
 # ------------------------------------------------------------------ the pages (AppTest)
+
 
 @pytest.fixture
 def store(db_url, engine, monkeypatch):
@@ -246,8 +278,9 @@ def test_the_organiser_sets_training_feedback_on_campaigns(store):
 
 def test_the_annotator_sees_the_feedback_then_comments_and_flags_a_pair(store):
     cid, [(aid, token), _] = campaign(store, n_training=2)
-    camp.set_training_feedback(store, cid, [{"position": 0, "expected_level": 3,
-                                            "explanation": "Same **event**, <i>other</i> words."}])
+    camp.set_training_feedback(
+        store, cid, [{"position": 0, "expected_level": 3, "explanation": "Same **event**, <i>other</i> words."}]
+    )
     annotators.set_annotator_profile(store, aid, "Ann", "good")
     at = run_app(token)
     assert "Training 1 / 2" in at.get("progress")[0].proto.text
@@ -268,9 +301,11 @@ def test_the_annotator_sees_the_feedback_then_comments_and_flags_a_pair(store):
     at.button(key="answer-2-2").click().run()
     assert not at.exception
     with read_session(store) as s:
-        label = s.scalar(sa.select(Label).join(Assignment, (Assignment.pair_id == Label.pair_id)
-                                               & (Assignment.annotator_id == Label.annotator_id))
-                         .where(Assignment.position == 2, Label.annotator_id == aid))
+        label = s.scalar(
+            sa.select(Label)
+            .join(Assignment, (Assignment.pair_id == Label.pair_id) & (Assignment.annotator_id == Label.annotator_id))
+            .where(Assignment.position == 2, Label.annotator_id == aid)
+        )
     assert (label.level, label.comment, label.flagged, label.is_training) == (2, "typo in B", True, False)
     assert at.text_input(key="comment-3").value == "" and at.checkbox(key="flag-3").value is False
     at.button(key="back").click().run()  # back: the comment and flag are shown with the answer

@@ -2,6 +2,7 @@
 port, its own SQLite file) and the library's client (pluie_core.client.Lab over httpx): tokens made on the command
 line, every write checked as the pages check it, errors as JSON sentences with their status, cursor pages, streamed
 exports, the publish zip, the OpenAPI description."""
+
 from __future__ import annotations
 
 import http.client
@@ -18,17 +19,19 @@ import pandas as pd
 import pytest
 
 from db import access, init_db
-from db.accounts import add_account, actor_for, disable_account, set_role
+from db.accounts import actor_for, add_account, disable_account, set_role
 from db.models import ApiToken
-from pluie_core.client import Lab, LabError
 from lab.roles import OPEN
+from pluie_core.client import Lab, LabError
 from tests.browser import start_app, stop_app
 from tests.paths import DATASETS, REPO
 
 pytestmark = pytest.mark.slow
 
-ROWS = [{"source": f"The cat number {i} sleeps.", "hypothesis": f"Cat {i} is asleep.", "label": i % 2, "id": f"p{i}"}
-        for i in range(12)]
+ROWS = [
+    {"source": f"The cat number {i} sleeps.", "hypothesis": f"Cat {i} is asleep.", "label": i % 2, "id": f"p{i}"}
+    for i in range(12)
+]
 
 
 def make_token(db_url: str, name: str) -> str:
@@ -38,8 +41,13 @@ def make_token(db_url: str, name: str) -> str:
 
 def start_token(db_url: str, name: str) -> subprocess.Popen:
     """`python -m db accounts token NAME` started (token_made waits for it and reads its token)."""
-    return subprocess.Popen([sys.executable, "-m", "db", "accounts", "token", name, "--db", db_url],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "db", "accounts", "token", name, "--db", db_url],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def token_made(command: subprocess.Popen) -> str:
@@ -60,12 +68,17 @@ def lab_server(request, tmp_path_factory):
         db_url = fresh_postgres_database(request.getfixturevalue("postgres_server"))
     engine = init_db(db_url)
     with access.acting_as(OPEN):
-        people = {name: add_account(engine, name, role, password="long enough pw")
-                  for name, role in (("olga", "owner"), ("otto", "organiser"), ("vera", "viewer"), ("dan", "organiser"))}
+        people = {
+            name: add_account(engine, name, role, password="long enough pw")
+            for name, role in (("olga", "owner"), ("otto", "organiser"), ("vera", "viewer"), ("dan", "organiser"))
+        }
     # the four commands and the server start side by side (one after the other: 10 s of the module's 24 s)
     commands = {name: start_token(db_url, name) for name in people}
-    server = start_app(db_url, folder / "server.log", extra_env={"PLUIE_DATA_DIR": str(folder / "data"),
-                                                                 "PLUIE_TRUSTED_PROXIES": "127.0.0.1"})
+    server = start_app(
+        db_url,
+        folder / "server.log",
+        extra_env={"PLUIE_DATA_DIR": str(folder / "data"), "PLUIE_TRUSTED_PROXIES": "127.0.0.1"},
+    )
     tokens = {name: token_made(command) for name, command in commands.items()}
     yield server, engine, people, tokens
     stop_app(server)
@@ -83,7 +96,9 @@ def test_a_token_is_shown_once_stored_hashed_and_acts_with_its_account_role(lab_
         from db.models import Base
 
         with engine.connect() as connection:
-            store_bytes = repr([connection.execute(table.select()).all() for table in Base.metadata.sorted_tables]).encode()
+            store_bytes = repr(
+                [connection.execute(table.select()).all() for table in Base.metadata.sorted_tables]
+            ).encode()
     assert not any(token.encode() in store_bytes for token in tokens.values())  # only its sha256 is kept
 
     with Lab(server.url, tokens["vera"]) as lab:
@@ -129,16 +144,27 @@ def test_errors_are_json_sentences_with_their_status_and_nothing_half_written(la
     # a body past the bound is refused from its header, before the server reads it
     connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=30)
     connection.putrequest("POST", "/api/v1/datasets")
-    for header, value in (("Authorization", f"Bearer {tokens['otto']}"), ("Content-Type", "application/json"),
-                          ("Content-Length", str(60 * 1024 * 1024))):
+    for header, value in (
+        ("Authorization", f"Bearer {tokens['otto']}"),
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(60 * 1024 * 1024)),
+    ):
         connection.putheader(header, value)
     connection.endheaders()
     huge = connection.getresponse()
     assert huge.status == 413 and "at most 53 MB" in json.loads(huge.read())["error"]
     connection.close()
     openapi = httpx.get(f"{url}/openapi.json").json()
-    assert {"/datasets", "/datasets/{dataset_id}/pairs", "/runs", "/runs/{run_id}/scores", "/campaigns",
-            "/export", "/publish", "/webhooks"} <= set(openapi["paths"])
+    assert {
+        "/datasets",
+        "/datasets/{dataset_id}/pairs",
+        "/runs",
+        "/runs/{run_id}/scores",
+        "/campaigns",
+        "/export",
+        "/publish",
+        "/webhooks",
+    } <= set(openapi["paths"])
 
 
 def test_wrong_tokens_are_throttled_like_passwords_per_address(lab_server):
@@ -146,8 +172,9 @@ def test_wrong_tokens_are_throttled_like_passwords_per_address(lab_server):
     server, engine, people, tokens = lab_server
     url = server.url + "/api/v1/me"
     guesser = {"X-Forwarded-For": "203.0.113.7"}
-    statuses = [httpx.get(url, headers={**guesser, "Authorization": f"Bearer pluie_guess{i}"}).status_code
-                for i in range(7)]
+    statuses = [
+        httpx.get(url, headers={**guesser, "Authorization": f"Bearer pluie_guess{i}"}).status_code for i in range(7)
+    ]
     assert statuses[:6] == [401] * 6 and statuses[6] == 429
     refused = httpx.get(url, headers={**guesser, "Authorization": f"Bearer {tokens['dan']}"})
     assert refused.status_code == 429 and "Too many attempts" in refused.json()["error"]  # this address waits
@@ -169,8 +196,9 @@ def test_a_notebook_imports_pages_labels_and_publishes_through_the_client(lab_se
         page = lab._json("GET", f"/datasets/{dataset_id}/pairs", params={"limit": 5})
         assert len(page["items"]) == 5 and page["next_after"] == page["items"][-1]["pair_id"]
 
-        campaign = lab.campaigns.create("notebook round", [dataset_id], quota=12, overlap=1, n_training=0,
-                                        annotators=["ana"])
+        campaign = lab.campaigns.create(
+            "notebook round", [dataset_id], quota=12, overlap=1, n_training=0, annotators=["ana"]
+        )
         assert campaign["annotators"][0]["link"].startswith(server.url + "/?token=")
         with pytest.raises(LabError) as taken:
             lab.campaigns.create("notebook round", [dataset_id])
@@ -187,15 +215,27 @@ def test_a_notebook_imports_pages_labels_and_publishes_through_the_client(lab_se
             served = serve_next(engine, ana.id)
             record_label(engine, ana.id, served.position, level, 2.0, token=campaign["annotators"][0]["token"])
         final = lab.final_labels(campaign=campaign["id"])
-        assert list(final.columns) == ["dataset", "pair_id", "external_id", "source", "hypothesis", "final_level",
-                                       "final_label", "final_binary", "final_source"]
+        assert list(final.columns) == [
+            "dataset",
+            "pair_id",
+            "external_id",
+            "source",
+            "hypothesis",
+            "final_level",
+            "final_label",
+            "final_binary",
+            "final_source",
+        ]
         assert final["final_source"].value_counts().to_dict() == {"none": 9, "majority": 3}
         annotators = lab.campaign(campaign["id"]).annotators()
         assert annotators.loc[0, "annotator"] == "ana" and annotators.loc[0, "labelled"] == 3
 
         # the same table as CSV, streamed in chunks, is the Export page's file
-        csv = httpx.get(f"{server.url}/api/v1/export", params={"datasets": str(dataset_id), "format": "csv"},
-                        headers={"Authorization": f"Bearer {tokens['olga']}"})
+        csv = httpx.get(
+            f"{server.url}/api/v1/export",
+            params={"datasets": str(dataset_id), "format": "csv"},
+            headers={"Authorization": f"Bearer {tokens['olga']}"},
+        )
         assert csv.headers["content-type"].startswith("text/csv")
         read = pd.read_csv(io.BytesIO(csv.content), encoding="utf-8-sig")
         assert len(read) == 12 and read["external_id"].tolist() == [f"p{i}" for i in range(12)]
@@ -213,16 +253,32 @@ def test_a_run_is_created_followed_paused_and_its_scores_paged(lab_server):
     server, engine, people, tokens = lab_server
     with Lab(server.url, tokens["otto"]) as lab:
         dataset_id = lab.import_pairs(pd.DataFrame(ROWS), name="run pairs")["dataset_id"]
-        run = lab.runs.create(model="levenshtein", kind="baseline", name="edit distance (api)", dataset_ids=[dataset_id])
+        run = lab.runs.create(
+            model="levenshtein", kind="baseline", name="edit distance (api)", dataset_ids=[dataset_id]
+        )
         assert run["status"] == "active" and run["total"] == 12 and run["done"] == 0
         assert lab.runs.pause(run["id"])["status"] == "paused"
         with pytest.raises(LabError) as twice:
             lab.runs.pause(run["id"])
         assert twice.value.status == 400 and "paused run cannot be set to paused" in twice.value.message
         assert lab.runs.resume(run["id"])["status"] == "active"
-        worker = subprocess.run([sys.executable, "worker.py", "--db", server.db_url, "--exit-when-idle",
-                                 "--no-default-runs", "--runs", str(run["id"])], cwd=REPO, timeout=300,
-                                capture_output=True, text=True, env={**os.environ, "PLUIE_NO_WORKER": "1"})
+        worker = subprocess.run(
+            [
+                sys.executable,
+                "worker.py",
+                "--db",
+                server.db_url,
+                "--exit-when-idle",
+                "--no-default-runs",
+                "--runs",
+                str(run["id"]),
+            ],
+            cwd=REPO,
+            timeout=300,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PLUIE_NO_WORKER": "1"},
+        )
         assert worker.returncode == 0, worker.stderr[-2000:]
         done = lab.runs.wait(run["id"], timeout=30)
         assert done["done"] == 12 and done["up_to_date"]
@@ -273,7 +329,9 @@ def test_a_reviewer_decides_through_the_api_and_a_stale_revision_is_a_conflict(l
             lab.decide(pair_id, 0, revision=0)
         assert stale.value.status == 409 and "rita decided on this pair meanwhile" in stale.value.message
         item = lab.review(pair_id)
-        assert item["revision"] == 1 and item["adjudication"]["level"] == 3 and item["adjudication"]["reviewer"] == "rita"
+        assert (
+            item["revision"] == 1 and item["adjudication"]["level"] == 3 and item["adjudication"]["reviewer"] == "rita"
+        )
         with pytest.raises(LabError) as missing:
             lab.review(10**9)
         assert missing.value.status == 404
@@ -282,7 +340,9 @@ def test_a_reviewer_decides_through_the_api_and_a_stale_revision_is_a_conflict(l
         assert organisers.value.status == 403
     with Lab(server.url, tokens["otto"]) as lab:
         final = lab.final_labels(datasets=[dataset_id]).set_index("pair_id")
-        assert final.loc[pair_id, "final_source"] == "adjudicated" and final.loc[pair_id, "final_label"] == "Same meaning"
+        assert (
+            final.loc[pair_id, "final_source"] == "adjudicated" and final.loc[pair_id, "final_label"] == "Same meaning"
+        )
 
 
 def test_bad_bodies_get_a_sentence_and_leave_the_store_as_it_was(lab_server):
@@ -294,15 +354,27 @@ def test_bad_bodies_get_a_sentence_and_leave_the_store_as_it_was(lab_server):
     with Lab(server.url, tokens["otto"]) as lab:
         before = sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/campaigns"))
     answers = {
-        "unknown field": httpx.post(f"{url}/datasets", headers=headers, json={"name": "u", "rows": ROWS[:2], "colour": "red"}),
-        "unknown field, campaign": httpx.post(f"{url}/campaigns", headers=headers,
-                                              json={"name": "c", "dataset_ids": [1], "quota": 2, "speed": "fast"}),
-        "NUL": httpx.post(f"{url}/datasets", headers=headers,
-                          json={"name": "n", "rows": [{"source": "a\u0000b", "hypothesis": "c"}, *ROWS[:2]]}),
-        "deep": httpx.post(f"{url}/datasets", headers={**headers, "Content-Type": "application/json"},
-                           content=('{"name": "d", "rows": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()),
-        "not JSON": httpx.post(f"{url}/datasets", headers={**headers, "Content-Type": "application/json"},
-                               content=b'{"name": "x", "rows": [}'),
+        "unknown field": httpx.post(
+            f"{url}/datasets", headers=headers, json={"name": "u", "rows": ROWS[:2], "colour": "red"}
+        ),
+        "unknown field, campaign": httpx.post(
+            f"{url}/campaigns", headers=headers, json={"name": "c", "dataset_ids": [1], "quota": 2, "speed": "fast"}
+        ),
+        "NUL": httpx.post(
+            f"{url}/datasets",
+            headers=headers,
+            json={"name": "n", "rows": [{"source": "a\u0000b", "hypothesis": "c"}, *ROWS[:2]]},
+        ),
+        "deep": httpx.post(
+            f"{url}/datasets",
+            headers={**headers, "Content-Type": "application/json"},
+            content=('{"name": "d", "rows": ' + "[" * 100_000 + "]" * 100_000 + "}").encode(),
+        ),
+        "not JSON": httpx.post(
+            f"{url}/datasets",
+            headers={**headers, "Content-Type": "application/json"},
+            content=b'{"name": "x", "rows": [}',
+        ),
         "wrong type": httpx.post(f"{url}/datasets", headers=headers, json={"name": ["a"], "rows": ROWS[:2]}),
     }
     for what, answer in answers.items():
@@ -331,14 +403,24 @@ def test_every_write_is_refused_to_a_viewer_as_the_pages_refuse_it(lab_server):
         made = lab.import_pairs(pd.DataFrame(ROWS[:4]), name="roles")
         dataset_id = made["dataset_id"]
         pair_id = int(lab.pairs(dataset_id)["pair_id"].iloc[0])
-        run_id = lab._json("POST", "/runs", json={"name": "roles lev", "kind": "baseline", "model": "levenshtein",
-                                                  "dataset_ids": [dataset_id]})["id"]
-        before = (sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/runs")),
-                  len(lab._json("GET", "/campaigns")))
+        run_id = lab._json(
+            "POST",
+            "/runs",
+            json={"name": "roles lev", "kind": "baseline", "model": "levenshtein", "dataset_ids": [dataset_id]},
+        )["id"]
+        before = (
+            sorted(map(str, lab._json("GET", "/datasets"))),
+            len(lab._json("GET", "/runs")),
+            len(lab._json("GET", "/campaigns")),
+        )
     writes = [
         ("POST", "/datasets", {"json": {"name": "v", "rows": ROWS[:2]}}),
         ("POST", "/datasets/upload", {"files": {"file": ("v.jsonl", b'{"source": "a", "hypothesis": "b"}\n')}}),
-        ("POST", "/runs", {"json": {"name": "v", "kind": "baseline", "model": "levenshtein", "dataset_ids": [dataset_id]}}),
+        (
+            "POST",
+            "/runs",
+            {"json": {"name": "v", "kind": "baseline", "model": "levenshtein", "dataset_ids": [dataset_id]}},
+        ),
         ("POST", f"/runs/{run_id}/pause", {}),
         ("POST", f"/runs/{run_id}/cancel", {}),
         ("POST", "/campaigns", {"json": {"name": "v", "dataset_ids": [dataset_id], "quota": 2}}),
@@ -352,8 +434,11 @@ def test_every_write_is_refused_to_a_viewer_as_the_pages_refuse_it(lab_server):
         assert answer.status_code == 403, (method, path, answer.status_code, answer.text[:300])
         assert answer.json()["error"].startswith("wren is a viewer: only"), (path, answer.json())
     with Lab(server.url, tokens["otto"]) as lab:
-        assert (sorted(map(str, lab._json("GET", "/datasets"))), len(lab._json("GET", "/runs")),
-                len(lab._json("GET", "/campaigns"))) == before
+        assert (
+            sorted(map(str, lab._json("GET", "/datasets"))),
+            len(lab._json("GET", "/runs")),
+            len(lab._json("GET", "/campaigns")),
+        ) == before
         # the organiser's token writes where the viewer's was refused
         lab._json("POST", f"/runs/{run_id}/pause")
         lab._json("POST", f"/runs/{run_id}/resume")

@@ -1,6 +1,7 @@
 """The API & webhooks page through the app (AppTest), signed in for real: a token shown once that then opens the
 API, revoked from the page; a viewer sees no webhooks; an organiser registers one (its secret shown once), a bad
 URL is a sentence and stores nothing; a store without accounts says how to get a token."""
+
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
@@ -44,7 +45,8 @@ def test_an_organiser_registers_a_webhook_and_a_bad_url_is_a_sentence(app_env):
     at.multiselect(key="hook-events-0").select("run.finished")
     at.button[1].click().run()
     assert [e.value.replace("\u2060", "") for e in at.error] == [
-        "A webhook's URL starts with http:// or https:// and names a host."]
+        "A webhook's URL starts with http:// or https:// and names a host."
+    ]
     with acting_as(OPEN):
         assert webhooks.list_webhooks(app_env) == []
     at.text_input(key="hook-url-0").input("https://example.org/hook")

@@ -1,5 +1,6 @@
 """A baseline run whose model's weights are a pickle torch refuses fails with our sentence, never torch's
 advice to turn its safety off (issue 38, item 5: the same rule as a PLUIE model's)."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,8 +25,9 @@ def test_a_baseline_on_refused_pickle_weights_fails_in_our_words(tmp_path, tiny_
     weights = AutoModel.from_pretrained(tiny_bert).state_dict()
     torch.save({**weights, "note": np.arange(3)}, model / "pytorch_model.bin")  # more than tensors
     engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
-    run = create_run(engine, name="BERTScore pickled", kind="baseline", model="bertscore",
-                     options={"model": str(model)})
+    run = create_run(
+        engine, name="BERTScore pickled", kind="baseline", model="bertscore", options={"model": str(model)}
+    )
     with pytest.raises(ModelLoadError) as refused:
         load_metric(run_config(engine, run), "cpu", 4, engine=engine)
     message = str(refused.value)

@@ -1,5 +1,6 @@
 """The new baselines as score runs: their model and options stored with the run, scored by the worker,
 in the analysis views and the export like every run; the CLI's --baselines with named models."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,9 +29,13 @@ def test_new_baselines_run_in_the_worker_and_reach_the_views_and_the_export(engi
         "BERT-iBLEU tiny": ("bert_ibleu", {"model": tiny_bert, "beta": "2"}),
         "NMT cross tiny": ("nmt_cross", nmt),
     }
-    runs = {name: create_run(engine, name=name, kind="baseline", model=key, options=options)
-            for name, (key, options) in requested.items()}
-    ScoringWorker(engine, device="cpu", batch_size=6, poll_seconds=0.1, run_ids=list(runs.values())).run(exit_when_idle=True)
+    runs = {
+        name: create_run(engine, name=name, kind="baseline", model=key, options=options)
+        for name, (key, options) in requested.items()
+    }
+    ScoringWorker(engine, device="cpu", batch_size=6, poll_seconds=0.1, run_ids=list(runs.values())).run(
+        exit_when_idle=True
+    )
 
     sources, hypotheses = [s for s, _ in pairs], [h for _, h in pairs]
     exported = export_frame(engine)
@@ -68,29 +73,61 @@ def test_run_options_are_checked_before_anything_is_stored(store_url):
         create_run(engine, name="m", kind="baseline", model="meteor")
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
-    kept = create_run(engine, name="nmt", kind="baseline", model="nmt_pivot",
-                      options={"model": "facebook/m2m100_418M", "lang": "de", "num_beams": "2", "pivot_lang": ""})
+    kept = create_run(
+        engine,
+        name="nmt",
+        kind="baseline",
+        model="nmt_pivot",
+        options={"model": "facebook/m2m100_418M", "lang": "de", "num_beams": "2", "pivot_lang": ""},
+    )
     with read_session(engine) as session:  # parsed as their kinds, empty ones left out, on every store
         assert session.get(ScoreRun, kept).options == {"model": "facebook/m2m100_418M", "lang": "de", "num_beams": 2}
     engine.dispose()
 
 
 def test_cli_baselines_with_named_models_and_options(tmp_path, tiny_model_builder, tiny_bert, capsys):
-    pairs = pd.DataFrame({"source": ["The cat drinks water.", "A man is playing a guitar."],
-                          "hypothesis": ["The cat drinks milk.", "Someone plays the guitar."]})
+    pairs = pd.DataFrame(
+        {
+            "source": ["The cat drinks water.", "A man is playing a guitar."],
+            "hypothesis": ["The cat drinks milk.", "Someone plays the guitar."],
+        }
+    )
     pairs.to_csv(tmp_path / "pairs.csv", index=False)
     output = tmp_path / "out.csv"
     model = str(tiny_model_builder())
-    assert main(["score", str(tmp_path / "pairs.csv"), "--model", model, "--no-progress", "--device-map", "cpu",
-                 "--baselines", "selfbleu", "--baseline-model", f"bertscore={tiny_bert}",
-                 "--baseline-model", f"bert_ibleu={tiny_bert}", "--baseline-option", "bert_ibleu.beta=2",
-                 "-o", str(output)]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "pairs.csv"),
+                "--model",
+                model,
+                "--no-progress",
+                "--device-map",
+                "cpu",
+                "--baselines",
+                "selfbleu",
+                "--baseline-model",
+                f"bertscore={tiny_bert}",
+                "--baseline-model",
+                f"bert_ibleu={tiny_bert}",
+                "--baseline-option",
+                "bert_ibleu.beta=2",
+                "-o",
+                str(output),
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     scored = pd.read_csv(output)
     sources, hypotheses = pairs["source"].tolist(), pairs["hypothesis"].tolist()
     np.testing.assert_allclose(scored["selfbleu"], BASELINES["selfbleu"](sources, hypotheses), rtol=1e-9)
-    np.testing.assert_allclose(scored["bertscore"], BASELINES["bertscore"](sources, hypotheses, model=tiny_bert), rtol=1e-6)
-    np.testing.assert_allclose(scored["bert_ibleu"], BASELINES["bert_ibleu"](sources, hypotheses, model=tiny_bert, beta=2),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        scored["bertscore"], BASELINES["bertscore"](sources, hypotheses, model=tiny_bert), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        scored["bert_ibleu"], BASELINES["bert_ibleu"](sources, hypotheses, model=tiny_bert, beta=2), rtol=1e-6
+    )
     assert "levenshtein" not in scored  # only what was asked
 
     for args, sentence in (
@@ -101,7 +138,9 @@ def test_cli_baselines_with_named_models_and_options(tmp_path, tiny_model_builde
         (["--device-map", "balanced"], "error: Sharding the model across GPUs"),
     ):
         bad = tmp_path / "bad.csv"
-        assert main(["score", str(tmp_path / "pairs.csv"), "--model", model, "--no-progress", *args, "-o", str(bad)]) == 1
+        assert (
+            main(["score", str(tmp_path / "pairs.csv"), "--model", model, "--no-progress", *args, "-o", str(bad)]) == 1
+        )
         err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
         assert len(err) == 1 and err[0].startswith(sentence), err
         assert not bad.exists()

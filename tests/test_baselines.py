@@ -1,4 +1,5 @@
 """Baselines beside PLUIE: values, input order, the registry's direction flags."""
+
 import math
 from collections import Counter
 
@@ -6,7 +7,14 @@ import numpy as np
 import pytest
 
 from pluie_core.baselines import (
-    BASELINES, HIGHER_IS_SIMILAR, bleu, bleu_paper, chrf, compute_baselines, levenshtein, sbert_cosine,
+    BASELINES,
+    HIGHER_IS_SIMILAR,
+    bleu,
+    bleu_paper,
+    chrf,
+    compute_baselines,
+    levenshtein,
+    sbert_cosine,
 )
 from pluie_core.io import load_pairs
 from tests.paths import DATASETS
@@ -40,7 +48,7 @@ def torchtext_bleu(candidate: str, reference: str, max_n: int = 4) -> float:
     cand, ref = candidate.split(), reference.split()
 
     def ngrams(tokens):
-        return Counter(tuple(tokens[i:i + n]) for n in range(1, max_n + 1) for i in range(len(tokens) - n + 1))
+        return Counter(tuple(tokens[i : i + n]) for n in range(1, max_n + 1) for i in range(len(tokens) - n + 1))
 
     clipped = [0] * max_n
     for gram, count in (ngrams(cand) & ngrams(ref)).items():
@@ -61,28 +69,55 @@ def test_bleu_paper_is_torchtexts_unsmoothed_bleu_on_whitespace_tokens():
     assert 0 < (values == 0).mean() < 0.5 and values.max() <= 1
     # unsmoothed: one n-gram order without a match (here no shared 4-gram, or under 4 tokens) gives 0,
     # where sacreBLEU's default smooths it; punctuation stays on its word ("water." is not "water")
-    few = bleu_paper(["The cat drinks water.", "The cat drinks water.", "a b c", "The cat drinks water ."],
-                     ["The cat drinks water.", "The dog drinks milk.", "a b c", "The cat drinks water."])
-    assert few.tolist() == pytest.approx([1.0, 0.0, 0.0, torchtext_bleu("The cat drinks water.", "The cat drinks water .")])
+    few = bleu_paper(
+        ["The cat drinks water.", "The cat drinks water.", "a b c", "The cat drinks water ."],
+        ["The cat drinks water.", "The dog drinks milk.", "a b c", "The cat drinks water."],
+    )
+    assert few.tolist() == pytest.approx(
+        [1.0, 0.0, 0.0, torchtext_bleu("The cat drinks water.", "The cat drinks water .")]
+    )
     assert few[3] == 0.0 and bleu(["The cat drinks water."], ["The dog drinks milk."])[0] > 0
 
 
 def test_sbert_cosine_uses_the_offline_minilm_model():
-    values = sbert_cosine(["The cat drinks water.", "The cat drinks water.", "A man is playing a guitar."],
-                          ["The cat drinks water.", "Stock markets fell sharply today.", "Someone plays the guitar."])
+    values = sbert_cosine(
+        ["The cat drinks water.", "The cat drinks water.", "A man is playing a guitar."],
+        ["The cat drinks water.", "Stock markets fell sharply today.", "Someone plays the guitar."],
+    )
     assert values[0] == pytest.approx(1.0, abs=1e-5)
     assert values[2] > values[1] + 0.3  # a paraphrase is closer than an unrelated sentence
     assert sbert_cosine([], []).shape == (0,)
 
 
 def test_registry_says_which_direction_is_similar():
-    new = {"selfbleu", "bertscore", "bert_ibleu", "s3c", "bbscore", "nmt_direct", "nmt_pivot", "nmt_cross"}  # test_paper_baselines
+    new = {
+        "selfbleu",
+        "bertscore",
+        "bert_ibleu",
+        "s3c",
+        "bbscore",
+        "nmt_direct",
+        "nmt_pivot",
+        "nmt_cross",
+    }  # test_paper_baselines
     assert set(BASELINES) == {"levenshtein", "bleu", "chrf", "sbert", "bleu_paper"} | new
-    assert HIGHER_IS_SIMILAR == {"levenshtein": False, "bleu": True, "chrf": True, "sbert": True, "bleu_paper": True,
-                                 **{name: True for name in new}}
+    assert HIGHER_IS_SIMILAR == {
+        "levenshtein": False,
+        "bleu": True,
+        "chrf": True,
+        "sbert": True,
+        "bleu_paper": True,
+        **{name: True for name in new},
+    }
     # each BLEU says which it is
-    assert "sacreBLEU defaults" in BASELINES["bleu"].description and "not the ParaPLUIE paper" in BASELINES["bleu"].description
-    assert "ParaPLUIE paper" in BASELINES["bleu_paper"].description and "no smoothing, 0-1" in BASELINES["bleu_paper"].description
+    assert (
+        "sacreBLEU defaults" in BASELINES["bleu"].description
+        and "not the ParaPLUIE paper" in BASELINES["bleu"].description
+    )
+    assert (
+        "ParaPLUIE paper" in BASELINES["bleu_paper"].description
+        and "no smoothing, 0-1" in BASELINES["bleu_paper"].description
+    )
     assert BASELINES["bleu_paper"].title == "BLEU (paper)" and BASELINES["bleu"].title == "BLEU"
     results = compute_baselines(SOURCES[:2], HYPOTHESES[:2], names=["levenshtein", "chrf"])
     # identical pair (index 1) is "more similar" than kitten/sitting in the stated direction

@@ -1,5 +1,6 @@
 """bench/pages.py's walk of a person (issue 40, item 4) at a tiny size: that it runs and reaches each page,
 never how fast (the limits are set out of the way; bench/results holds the figures)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,15 +26,42 @@ def test_the_persons_walk_reaches_each_page_through_the_menu_and_in_a_new_tab(tm
     # runs it, in a process of its own: its Playwright cannot start in a test process where the session's
     # Chromium (tests.browser.chromium) already runs, which depends on the order the tests come in
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "pages.py"), "--pairs", "200", "--labels", "600", "--annotators", "5",
-         "--db", str(tmp_path / "bench.db"), "--walk", "person", "--only", "Pairs,Agreement", "--limit", "600",
-         "--tab-limit", "600", "--timeout", "90"],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            str(REPO / "bench" / "pages.py"),
+            "--pairs",
+            "200",
+            "--labels",
+            "600",
+            "--annotators",
+            "5",
+            "--db",
+            str(tmp_path / "bench.db"),
+            "--walk",
+            "person",
+            "--only",
+            "Pairs,Agreement",
+            "--limit",
+            "600",
+            "--tab-limit",
+            "600",
+            "--timeout",
+            "90",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = done.stdout
     assert done.returncode == 0, out + done.stderr[-3000:]
     assert "the app opened in a new tab:" in out
-    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")]
-                                              for line in out.splitlines() if line.startswith("| "))}
+    rows = {
+        cells[0]: cells[1:]
+        for cells in (
+            [c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ")
+        )
+    }
     assert rows.pop("page")[:3] == ["through the menu (s)", "new tab (s)", "goal (menu ≤ 600 s, tab ≤ 600 s)"]
     assert set(rows) == {"Pairs", "Agreement"}
     for title, (menu, new_tab, goal, *_) in rows.items():
@@ -111,7 +139,8 @@ def test_a_stale_mark_cleared_before_streamlit_fades_it_and_the_script_state_are
     assert steps["drawn"] - 5 <= visible < steps["refreshed"] - 400  # and not seen: the page's last sight is 'drawn'
     page.wait_for_function("window.__steps.fading !== undefined", timeout=10_000)
     assert page.evaluate("window.__lastVisible") >= steps["drawn"] and page.evaluate("window.__lastVisible") > (
-        page.evaluate("window.__steps.marked") + 400)  # the fade started 0.5 s after the mark: seen
+        page.evaluate("window.__steps.marked") + 400
+    )  # the fade started 0.5 s after the mark: seen
     page.wait_for_function("window.__steps.cleared !== undefined", timeout=10_000)
     page.wait_for_timeout(50)
     assert page.evaluate("window.__lastVisible") >= page.evaluate("window.__steps.cleared") - 5

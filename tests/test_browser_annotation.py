@@ -1,5 +1,6 @@
 """A labelling campaign in a real browser: the admin sets it up, two annotators label at the same
 time with the keyboard (one reloads mid-way), and the store holds exactly the answers given."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -7,8 +8,8 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-from db import annotators, campaigns as camp, serving
-from db import init_db
+from db import annotators, init_db, serving
+from db import campaigns as camp
 from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import Annotator, Assignment, Label, Pair
@@ -42,7 +43,9 @@ def wait_progress(page, text: str, position: int) -> None:
         page.wait_for_function(
             """([t, pos]) => { const p = document.querySelector('[data-testid="stProgress"]');
                 return p && p.innerText.includes(t) && document.querySelector(`.st-key-answer-4-${pos} button`); }""",
-            arg=[text, position], timeout=20_000)
+            arg=[text, position],
+            timeout=20_000,
+        )
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "annotation-failure.png"), full_page=True)
         raise AssertionError(f"expected progress {text!r}; the page shows {progress_text(page)!r}")
@@ -135,14 +138,19 @@ def test_two_annotators_label_at_once_with_the_keyboard(store, app_server, brows
             assert s.get(Annotator, annotator.id).english_level == ("advanced", "native")[i]
             rows = s.execute(
                 select(Label.level, Label.is_training, Label.source_on_top, Pair.source)
-                .join(Assignment, (Assignment.pair_id == Label.pair_id) & (Assignment.annotator_id == Label.annotator_id))
+                .join(
+                    Assignment, (Assignment.pair_id == Label.pair_id) & (Assignment.annotator_id == Label.annotator_id)
+                )
                 .join(Pair, Pair.id == Label.pair_id)
-                .where(Label.annotator_id == annotator.id).order_by(Assignment.position)).all()
+                .where(Label.annotator_id == annotator.id)
+                .order_by(Assignment.position)
+            ).all()
             assert [r.level for r in rows] == [k - 1 for k in keys[i]]
             assert [r.is_training for r in rows] == [True] * TRAINING + [False] * QUOTA
             # the sentence on top is the one recorded as on top
             assert [r.source_on_top for r in rows] == [
-                " ".join(top.split()) == " ".join(r.source.split()) for top, r in zip(shown_on_top[i], rows)]
+                " ".join(top.split()) == " ".join(r.source.split()) for top, r in zip(shown_on_top[i], rows)
+            ]
         per_pair = Counter(s.scalars(select(Label.pair_id).where(Label.is_training.is_(False))))
         assert sum(per_pair.values()) == 2 * QUOTA and set(per_pair.values()) == {OVERLAP}
 
@@ -170,7 +178,9 @@ def test_a_tab_open_on_a_replaced_link_answers_and_nothing_is_stored(store, app_
     a lost link"; the old tab's next answer stores nothing and the page says so in one sentence, and
     the new link goes on from the same pair."""
     ARTIFACTS.mkdir(exist_ok=True)
-    ds, _ = make_dataset(store, "replaced", [(f"The cat drinks water {i}.", f"The cat drinks milk {i}.") for i in range(8)])
+    ds, _ = make_dataset(
+        store, "replaced", [(f"The cat drinks water {i}.", f"The cat drinks milk {i}.") for i in range(8)]
+    )
     cid = camp.create_campaign(store, "Replaced", [ds], n_training=0, quota=3)
     aid, old = annotators.create_annotator(store, cid, "Bea")
     annotators.set_annotator_profile(store, aid, "Bea", "good")

@@ -2,12 +2,14 @@
 gives a training pair its expected level and an explanation on Campaigns; the annotator answers it and sees
 them, continues, then answers a pair with a comment and a flag; the organiser finds the pair in Review with
 the comment and the flag; both exports hold them."""
+
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from db.export import export_frame, export_labels
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import ARTIFACTS, choose_option, wait_for_app, wait_for_settled_app

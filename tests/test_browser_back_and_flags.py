@@ -1,10 +1,12 @@
 """The labelling page's Back and the Live campaign's flags, seen where only a browser shows them (issue 19,
 item 9): the earlier answer marked on the page, who is flagged and why within 1,400 px."""
+
 from __future__ import annotations
 
 import pytest
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from db import quality as qual
 from tests.browser import ARTIFACTS, wait_for_app
 from tests.test_browser_annotation import store, wait_progress  # noqa: F401 (store: the 30 MRPC pairs)
@@ -35,8 +37,11 @@ def test_back_marks_the_earlier_answer_and_live_campaign_shows_who_is_flagged(st
     # can be in the page a moment before their style), then read every button's look
     wait_for_app(page)
     try:
-        page.wait_for_function("() => { const b = document.querySelector('.st-key-answer-2-1 button');"
-                               " return b && getComputedStyle(b).borderTopWidth === '3px'; }", timeout=20_000)
+        page.wait_for_function(
+            "() => { const b = document.querySelector('.st-key-answer-2-1 button');"
+            " return b && getComputedStyle(b).borderTopWidth === '3px'; }",
+            timeout=20_000,
+        )
     except Exception:  # noqa: BLE001 - the assertion below says what the buttons look like
         pass
     looks = page.evaluate("""() => [0,1,2,3,4].map(i => {

@@ -2,6 +2,7 @@
 tests/test_campaign_counts.py (gold checks answered, a training trial, one pair served but not answered) read
 on Datasets, Campaigns, Live campaign and Agreement: every page shows the same number of labels, the store's
 count of labels outside the training trial, and "in the last hour" never exceeds it."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.browser
 
 def metric(page, label: str) -> int:
     box = page.locator("[data-testid='stMetric']").filter(
-        has=page.locator("[data-testid='stMetricLabel']", has_text=re.compile(rf"^{label}$")))
+        has=page.locator("[data-testid='stMetricLabel']", has_text=re.compile(rf"^{label}$"))
+    )
     box.first.wait_for(timeout=30_000)
     return int(box.first.locator("[data-testid='stMetricValue']").inner_text().replace(",", ""))
 

@@ -4,6 +4,7 @@ page is the scope of the next ones (Thresholds, Distributions, Disagreements, Co
 campaign, Export); whole datasets chosen with a binary (PAWS-X de) and a 0–5 (STS-B) dataset, Correlation and
 Thresholds say why they show one scale at a time, and Thresholds' ROC AUC is one dataset's, never the pooled
 one. The store of tests/test_campaign_scope.py (real data, labels given through the serving path)."""
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,8 @@ def campaign_shown(page) -> str:
 
 def metric(page, label: str) -> str:
     box = page.locator("[data-testid='stMetric']").filter(
-        has=page.locator("[data-testid='stMetricLabel']", has_text=re.compile(rf"^{label}$")))
+        has=page.locator("[data-testid='stMetricLabel']", has_text=re.compile(rf"^{label}$"))
+    )
     box.first.wait_for(timeout=30_000)
     return box.first.locator("[data-testid='stMetricValue']").inner_text()
 
@@ -82,6 +84,9 @@ def test_the_scope_follows_the_person_and_no_figure_pools_two_scales(engine, app
     expected = f"{roc_auc(stsb['chrF'], stsb['gold_label'] >= 2.5):.3f}"
     page.wait_for_function(
         "v => [...document.querySelectorAll('[data-testid=stMetric]')].some(m => m.innerText.includes('ROC AUC')"
-        " && m.innerText.includes(v))", arg=expected, timeout=30_000)
+        " && m.innerText.includes(v))",
+        arg=expected,
+        timeout=30_000,
+    )
     page.get_by_text(f"{N_PAIRS:,} pairs with both a score and a reference").first.wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "scope-thresholds-one-scale.png"), full_page=True)

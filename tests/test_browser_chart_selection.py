@@ -1,6 +1,7 @@
 """Selecting pairs on a chart, in a real browser (issue 40): on the Distributions page a box drawn on the
 WebGL scatter (its dragmode is "select") lists exactly the pairs inside it under the chart, each with its id
 and the differing words marked; clicking a bar of the class histogram lists the pairs that bar counts."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -68,7 +69,9 @@ def test_a_box_on_the_scatter_and_a_click_on_a_bar_list_their_pairs(engine, app_
     assert all(c.startswith("Pair ") and " · d · source" in c for c in shown)
     first = page.locator("[class*='st-key-scatter-pair-'] [data-testid='selected-pair']").first
     assert first.locator("[class*='pluie-diff']").count() > 0  # the differing words marked
-    assert page.locator("[class*='st-key-scatter-pair-']").get_by_role("button", name="Open in Review").count() == len(high)
+    assert page.locator("[class*='st-key-scatter-pair-']").get_by_role("button", name="Open in Review").count() == len(
+        high
+    )
 
     # one bar of the histogram: a click selects it (clickmode event+select) and lists the pairs it counts
     histogram = chart(page, "lev per class")

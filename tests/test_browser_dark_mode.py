@@ -2,11 +2,13 @@
 draws itself (word-diff marks, answer buttons, hidden-character marks, the pair's boxes, the guidelines
 popover's marks, the Thresholds figure's recall line, the empty cells of the κ heatmap) stay readable in both;
 the light look is the paper's, as before."""
+
 from __future__ import annotations
 
 import pytest
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from tests.annotation_fixtures import make_dataset
 from tests.browser import ARTIFACTS, open_popover, wait_for_app
 
@@ -32,7 +34,7 @@ COLOURS = """() => {
 
 def luminance(css: str) -> float:
     """WCAG relative luminance of an rgb()/rgba() colour (alpha ignored: every colour here is opaque)."""
-    channels = [float(v) / 255 for v in css[css.index("(") + 1:-1].split(",")[:3]]
+    channels = [float(v) / 255 for v in css[css.index("(") + 1 : -1].split(",")[:3]]
     r, g, b = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
@@ -50,7 +52,7 @@ POPOVER_MARK = """() => { const m = document.querySelector("[data-testid='stPopo
 
 
 def rgb(css: str) -> tuple[list[float], float]:
-    values = [float(v) for v in css[css.index("(") + 1:-1].split(",")]
+    values = [float(v) for v in css[css.index("(") + 1 : -1].split(",")]
     return values[:3], values[3] if len(values) > 3 else 1.0
 
 
@@ -87,8 +89,10 @@ def test_the_annotation_page_follows_a_dark_system_theme_and_stays_readable(engi
 
     dark = colours_in(browser, url, "dark")
     assert luminance(dark["app"]) < 0.05, f"the app stays light in a dark system theme: {dark['app']}"
-    for name, (text, background) in [*(("answer", c) for c in dark["answers"]),
-                                     *((k, dark[k]) for k in ("mark", "hidden", "sentence", "guidelines"))]:
+    for name, (text, background) in [
+        *(("answer", c) for c in dark["answers"]),
+        *((k, dark[k]) for k in ("mark", "hidden", "sentence", "guidelines")),
+    ]:
         assert contrast(text, background) >= 4.5, f"{name}: {text} on {background}"
     assert dark["answers"][0][1] != dark["answers"][4][1]  # "Don't know" still stands apart
     # and no light patches on the dark page: the answers and marks take dark colours
@@ -150,8 +154,11 @@ def test_the_figures_lines_and_empty_kappa_cells_stay_readable_in_both_themes(en
         recall = curve["lines"][3]  # seen on the page (graphics: 3:1); the paper's near-black was not, on dark
         assert contrast(recall, app) >= 3, f"{scheme}: the recall line {recall} on {app}"
         assert all(contrast(stroke, app) >= 2 for stroke in curve["lines"]), curve["lines"]
-        kappa = figure_in(page, f"{app_server.url}/agreement",
-                          "Cohen's κ per pair of annotators (five-level); n = items both labelled")
+        kappa = figure_in(
+            page,
+            f"{app_server.url}/agreement",
+            "Cohen's κ per pair of annotators (five-level); n = items both labelled",
+        )
         empty = [(fill, text) for fill, text in kappa["texts"] if "n=" in text and "." not in text]
         assert len(empty) >= 3 + 4, kappa["texts"]  # the diagonal and A/C, B/C both ways
         for fill, text in empty:  # plotly writes them in the colour that stands out of the theme's background

@@ -3,6 +3,7 @@ plan and writes nothing; one click on "Add these 10 gold pairs" adds exactly tho
 spent: the button goes), and a reload still counts 10. Guards against "Enter in 'How many' then the button
 added the gold pairs twice ('10 gold pairs added', total 20)". SICK's own scores, used by path from
 ../shared/datasets; the keys come from the clear ends of its 1-5 scale, balanced across the two sides."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,16 +15,20 @@ from tests.browser import ARTIFACTS, choose_option, wait_for_app, wait_for_settl
 from tests.paths import DATASETS
 
 SICK = DATASETS / "sick" / "SICK_trial.txt"
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not SICK.exists(), reason="the shared SICK file is not beside the repository")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not SICK.exists(), reason="the shared SICK file is not beside the repository"),
+]
 
 HOW_MANY = "How many (0 = every key the rule gives)"
 
 
 def test_enter_shows_the_plan_and_one_click_adds_its_keys_once(engine, app_server, browser):
     dataset = import_file(engine, str(SICK), "SICK").dataset_id
-    cid = camp.create_campaign(engine, "SICK gold", [dataset], quota=20, overlap=2, n_training=0,
-                               selection={"sample": 60})
+    cid = camp.create_campaign(
+        engine, "SICK gold", [dataset], quota=20, overlap=2, n_training=0, selection={"sample": 60}
+    )
     assert len(qual.gold_pairs(engine, cid)) == 0
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()

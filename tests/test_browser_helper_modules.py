@@ -3,6 +3,7 @@ named pages/ as a list of stand-alone pages until app.py has called st.navigatio
 first visit to /charts once ran the chart helper on its own: a blank page with no menu. Now the helpers live in ui/,
 pages/ holds page scripts only, and the server never uses that mode anyway: the address is not one of the app's
 pages, and the app draws its home page and its menu."""
+
 from __future__ import annotations
 
 import pytest

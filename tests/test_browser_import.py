@@ -3,6 +3,7 @@
 The import tests share one server and its store (a server's start and first page take seconds): each
 imports a file of its own into a dataset of its own name, and checks that dataset and what the store
 gained by it, so that each passes alone and in any order."""
+
 import pytest
 from sqlalchemy import select
 
@@ -28,9 +29,15 @@ def import_app(tmp_path_factory):
 def dataset_pairs(engine, name: str) -> list[tuple]:
     """(source, gold label) of the pairs of the dataset ``name``, in import order."""
     with read_session(engine) as session:
-        return [tuple(r) for r in session.execute(
-            select(Pair.source, Pair.gold_label).join(Dataset, Dataset.id == Pair.dataset_id)
-            .where(Dataset.name == name).order_by(Pair.id))]
+        return [
+            tuple(r)
+            for r in session.execute(
+                select(Pair.source, Pair.gold_label)
+                .join(Dataset, Dataset.id == Pair.dataset_id)
+                .where(Dataset.name == name)
+                .order_by(Pair.id)
+            )
+        ]
 
 
 def test_upload_map_import_and_see_it_on_home(import_app, browser, tmp_path):
@@ -121,7 +128,8 @@ def test_a_benchmark_imported_with_every_row_kept(import_app, browser):
     page.goto(f"{app_server.url}/import_pairs")
     wait_for_settled_app(page)  # a fresh server's first page runs twice
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
-        str(DATASETS / "paraphrasus" / "onestop_parallel_all_pairs.json"))
+        str(DATASETS / "paraphrasus" / "onestop_parallel_all_pairs.json")
+    )
     page.get_by_text("1 · Validation").wait_for(timeout=30_000)  # a recognised format: no mapping steps
     page.get_by_text("Duplicates skipped").wait_for()
     page.get_by_text("Keep every row (for benchmarks)").click()
@@ -141,8 +149,10 @@ def test_nul_bytes_and_word_labels_are_said_in_the_preview(import_app, browser, 
     engine = init_db(app_server.db_url)
     before = store_totals(engine)
     csv = tmp_path / "nul.csv"
-    csv.write_bytes(b"sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
-                    b"A man is\x00 sleeping.,A man sleeps.,yes\n")
+    csv.write_bytes(
+        b"sentence1,sentence2,label\nThe cat drinks water.,The cat drinks milk.,No\n"
+        b"A man is\x00 sleeping.,A man sleeps.,yes\n"
+    )
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_server.url}/import_pairs")
     wait_for_settled_app(page)  # a fresh server's first page runs twice
@@ -164,11 +174,15 @@ def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(imp
     from tests.test_malformed_input import _bomb, _workbook
 
     app_server = import_app
-    book = _workbook(tmp_path / "dated.xlsx", [
-        ["source", "hypothesis", "when"],
-        ["The cat drinks water.", "The cat drinks milk.", datetime.datetime(2024, 1, 5, 10, 30)],
-        ["=A2", "=B2", None],
-    ], extra_sheets=["Notes"])
+    book = _workbook(
+        tmp_path / "dated.xlsx",
+        [
+            ["source", "hypothesis", "when"],
+            ["The cat drinks water.", "The cat drinks milk.", datetime.datetime(2024, 1, 5, 10, 30)],
+            ["=A2", "=B2", None],
+        ],
+        extra_sheets=["Notes"],
+    )
     engine = init_db(app_server.db_url)
     before = store_totals(engine)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -182,13 +196,16 @@ def test_an_excel_workbook_says_what_it_left_aside_and_a_zip_bomb_is_refused(imp
 
     upload.set_input_files(str(book))
     page.get_by_text("1 · Preview").wait_for(timeout=30_000)
-    page.get_by_text("The workbook has 2 sheets: only the first, 'Sheet', was read ('Notes' was left aside).").wait_for()
+    page.get_by_text(
+        "The workbook has 2 sheets: only the first, 'Sheet', was read ('Notes' was left aside)."
+    ).wait_for()
     page.get_by_text("Row 3 held only formulas with no computed value and was left out").wait_for()
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 1 pair into").wait_for(timeout=30_000)
     with read_session(engine) as session:
-        stored = session.execute(select(Pair.source, Pair.meta).join(Dataset, Dataset.id == Pair.dataset_id)
-                                 .where(Dataset.name == "dated")).all()
+        stored = session.execute(
+            select(Pair.source, Pair.meta).join(Dataset, Dataset.id == Pair.dataset_id).where(Dataset.name == "dated")
+        ).all()
     assert [tuple(r) for r in stored] == [("The cat drinks water.", {"when": "2024-01-05T10:30:00"})]
     assert store_totals(engine)["pairs"] == before["pairs"] + 1
     engine.dispose()
@@ -202,7 +219,8 @@ def test_import_steps_of_a_recognised_format_start_at_one_and_counts_have_separa
     page.goto(f"{app_server.url}/import_pairs")
     wait_for_app(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
-        str(DATASETS / "mrpc" / "msr_paraphrase_test.txt"))
+        str(DATASETS / "mrpc" / "msr_paraphrase_test.txt")
+    )
     page.get_by_text("1 · Validation").wait_for(timeout=60_000)
     page.get_by_text("2 · Import").wait_for()
     assert page.get_by_text("3 · Validation").count() == 0 and page.get_by_text("Map the columns").count() == 0

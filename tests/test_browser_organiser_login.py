@@ -1,6 +1,7 @@
 """The organiser's login in a real browser, with an admin password (issue 14): it survives reloads and new
 tabs and lands on the page asked for, two organisers are logged in at once, log-out ends it; and an
 annotator's link open in two tabs never lets the stale tab overwrite the stored answer."""
+
 from __future__ import annotations
 
 import time
@@ -8,8 +9,8 @@ import time
 import pytest
 from sqlalchemy import select
 
-from db import annotators, campaigns as camp
-from db import init_db
+from db import annotators, init_db
+from db import campaigns as camp
 from db.engine import read_session
 from db.models import Label
 from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -26,8 +27,11 @@ def locked_app(tmp_path_factory):
     directory = tmp_path_factory.mktemp("locked")
     db_url = f"sqlite:///{directory / 'store.db'}"
     engine = init_db(db_url)
-    server = start_app(db_url, directory / "streamlit.log",
-                       extra_env={"PLUIE_ADMIN_PASSWORD": PASSWORD, "PLUIE_DATA_DIR": str(directory)})
+    server = start_app(
+        db_url,
+        directory / "streamlit.log",
+        extra_env={"PLUIE_ADMIN_PASSWORD": PASSWORD, "PLUIE_DATA_DIR": str(directory)},
+    )
     yield server, engine
     stop_app(server)
     engine.dispose()

@@ -1,21 +1,23 @@
 """The pages' guard in a real browser (issue 19, item 3): a page that fails unexpectedly (here a store damaged
 by hand after the server started: its datasets table renamed away) shows one sentence and the app's menu,
 never a stack trace, and the server's log holds the traceback; other pages still work."""
+
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
 
-from ui.base.page import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import wait_for_app
+from ui.base.page import PAGE_FAILED
 
 pytestmark = pytest.mark.browser
 
 
-def test_an_unexpected_error_is_one_sentence_in_the_browser_and_a_traceback_in_the_log(engine, app_server, browser,
-                                                                                         tmp_path):
+def test_an_unexpected_error_is_one_sentence_in_the_browser_and_a_traceback_in_the_log(
+    engine, app_server, browser, tmp_path
+):
     make_dataset(engine, "demo", numbered_pairs(4))
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(app_server.url)

@@ -1,11 +1,13 @@
 """Find any pair, in a real browser (issue 19, items 4 and 6): the organiser finds a pair on the Pairs
 page by a piece of its text, marks it as a gold check of a campaign, opens it in Review; then exports
 only what the campaign labelled."""
+
 from __future__ import annotations
 
 import pytest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.engine import read_session
 from db.export import export_frame
 from db.models import GoldPair

@@ -3,6 +3,7 @@
 sign someone else in as themselves with it (login CSRF): the grant is good only in the browser that signed in.
 And a browser signed in as one account is never switched to another by the route: it stays signed in, and the
 page says why. (The route and its nonce on their own: test_session_cookie.py.)"""
+
 from __future__ import annotations
 
 import time
@@ -55,8 +56,13 @@ def two_people(tmp_path):
     add_account(engine, VICTOR[0], "viewer", password=VICTOR[1])
     engine.dispose()
     # started as `make run` starts it with accounts (scripts/serve.py, server.py, every interface)
-    server = start_app(db_url, tmp_path / "streamlit.log", extra_env={"PLUIE_DATA_DIR": str(tmp_path)},
-                       like_make_run=True, address=None)
+    server = start_app(
+        db_url,
+        tmp_path / "streamlit.log",
+        extra_env={"PLUIE_DATA_DIR": str(tmp_path)},
+        like_make_run=True,
+        address=None,
+    )
     yield server
     stop_app(server)
 

@@ -5,6 +5,7 @@ comes back to the app signed in as the account with that e-mail; an e-mail no ac
 sentence, not an account.
 
 The app is the real one (tests/browser.start_app), its secrets file named by STREAMLIT_SECRETS_FILES."""
+
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -39,8 +40,9 @@ def oidc_issuer():
 
 def _shown(page, text: str, timeout: float = 30_000) -> None:
     """Wait until the page shows ``text`` (user_text puts invisible word joiners after '@')."""
-    page.wait_for_function("t => document.body.innerText.replaceAll('\\u2060', '').includes(t)", arg=text,
-                           timeout=timeout)
+    page.wait_for_function(
+        "t => document.body.innerText.replaceAll('\\u2060', '').includes(t)", arg=text, timeout=timeout
+    )
 
 
 def _sign_in_at_provider(page, app_url: str, email: str) -> None:
@@ -79,8 +81,11 @@ def test_sign_in_with_the_provider_maps_the_email_to_an_account(db_url, tmp_path
 
         other = browser.new_page()  # a browser of its own: no cookie from sam's sign-in
         _sign_in_at_provider(other, server.url, "eve@example.org")
-        _shown(other, "Signed in at Team SSO as eve@example.org, but no account of this team has that e-mail: "
-                      "ask an owner to add you.")
+        _shown(
+            other,
+            "Signed in at Team SSO as eve@example.org, but no account of this team has that e-mail: "
+            "ask an owner to add you.",
+        )
         assert "Signed in as" not in other.inner_text("body")  # still the sign-in form, for nobody
         other.get_by_role("button", name="Sign in with Team SSO").wait_for(timeout=10_000)
     except Exception:

@@ -1,6 +1,7 @@
 """The published dataset in a real browser (issue 35, item 7): the folder written from the Export page,
 downloaded as a .zip and read back as the folder is. (The .zip and the card without a browser:
 tests/test_publish_zip_and_card.py.)"""
+
 from __future__ import annotations
 
 import re

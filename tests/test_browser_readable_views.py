@@ -1,31 +1,37 @@
 """Views that stay readable, where only a browser shows them (issue 56, item 10): why-this-score's tints tell
 red from blue in light mode (and keep the text readable in both themes); Live campaign's table of annotators
 fits a 1,400 px window, and its tiles show their values whole at 800 px (issue 35, item 8)."""
+
 from __future__ import annotations
 
 import pytest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
-from ui.forms.explain_view import BOX
 from pluie_core.explain import Explanation, TokenContribution, explanation_html
 from pluie_core.quality import LIVE_COLUMN_GROUPS, live_columns
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.browser import ARTIFACTS, wait_for_app
 from tests.test_browser_annotation import store  # noqa: F401 (store: the 30 MRPC pairs)
+from ui.forms.explain_view import BOX
 
 pytestmark = pytest.mark.browser
 
 
 def lab(rgb) -> tuple[float, float, float]:
     """CIE L*a*b* (D65) of an sRGB colour."""
+
     def linear(c):
         c /= 255
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
 
     r, g, b = (linear(c) for c in rgb)
-    x, y, z = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
-               (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
+    x, y, z = (
+        (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+        0.2126 * r + 0.7152 * g + 0.0722 * b,
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+    )
     f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
     return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
 
@@ -73,8 +79,10 @@ COLOURS = """() => {
 def test_why_this_score_tints_tell_red_from_blue_and_keep_the_text_readable(browser, scheme, text):
     source, _ = explanation_html(explanation())
     page = browser.new_context(color_scheme=scheme).new_page()
-    page.set_content(f'<html style="color-scheme:light dark"><body style="color:{text}">'
-                     f'<div id="box" style="{BOX}">{source}</div></body></html>')
+    page.set_content(
+        f'<html style="color-scheme:light dark"><body style="color:{text}">'
+        f'<div id="box" style="{BOX}">{source}</div></body></html>'
+    )
     seen = page.evaluate(COLOURS)
     ground, ink = seen["box"], seen["text"]
     shades = {word: over(colour, ground) for word, colour in seen["spans"]}
@@ -124,11 +132,13 @@ def test_the_live_campaign_table_fits_a_1400_px_window_and_its_flags_are_whole(s
             page.locator("[data-testid='stButtonGroup'] button", has_text=group).click()
             wait_for_app(page)
         page.wait_for_timeout(300)  # the grid lays its columns out after the run
-        (scroll, visible, right), = page.evaluate(WIDTHS)
+        ((scroll, visible, right),) = page.evaluate(WIDTHS)
         page.screenshot(path=str(ARTIFACTS / f"live-campaign-{group.lower().replace(' ', '-')}.png"), full_page=True)
         assert scroll <= visible + 1 and right <= 1400, (group, scroll, visible, right)
         if group == "Flags":  # rows tall enough for Streamlit to wrap the flags' text in their cells
-            height = page.evaluate("() => document.querySelector(\"[data-testid='stDataFrame']\").getBoundingClientRect().height")
+            height = page.evaluate(
+                "() => document.querySelector(\"[data-testid='stDataFrame']\").getBoundingClientRect().height"
+            )
             assert height >= 30 + 2 * 66, height  # the header and two rows of two lines or more
 
 

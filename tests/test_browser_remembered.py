@@ -1,5 +1,6 @@
 """What the app remembers for a browser, in a real browser (issue 35, items 5 and 6): it survives a page
 change and a reload (a new Streamlit session), and the organiser's forms survive a slip."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,8 +26,11 @@ def clicks_sent(page, key_part: str) -> list:
             return
         message.ParseFromString(payload)
         if message.WhichOneof("type") == "rerun_script":
-            sent.extend(w.id for w in message.rerun_script.widget_states.widgets
-                        if key_part in w.id and w.WhichOneof("value") == "trigger_value" and w.trigger_value)
+            sent.extend(
+                w.id
+                for w in message.rerun_script.widget_states.widgets
+                if key_part in w.id and w.WhichOneof("value") == "trigger_value" and w.trigger_value
+            )
 
     page.on("websocket", lambda ws: ws.on("framesent", frame))
     return sent
@@ -98,7 +102,8 @@ def test_5_the_reviewer_and_a_half_typed_note_survive_a_page_change_and_a_reload
     wait_for_pair(page, "cross-2", ids["cross-2"])
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT reviewer, note FROM adjudications").all() == [
-            ("Lena", "two of three say same meaning")]
+            ("Lena", "two of three say same meaning")
+        ]
     page.reload()  # the note was used: the next pair's box is empty, the reviewer is still known
     wait_for_app(page)
     wait_for_pair(page, "cross-2", ids["cross-2"])
@@ -107,7 +112,8 @@ def test_5_the_reviewer_and_a_half_typed_note_survive_a_page_change_and_a_reload
 
 
 def test_6_a_double_click_on_create_personal_links_creates_the_people_once(engine, app_server, browser):
-    from db import annotators, campaigns as camp
+    from db import annotators
+    from db import campaigns as camp
     from tests.annotation_fixtures import make_dataset, numbered_pairs
 
     ds, _ = make_dataset(engine, "demo", numbered_pairs(10))
@@ -193,8 +199,12 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
     assert page.get_by_text("already").count() == 0
     assert len(sent) == 1, sent  # the browser let one click of the two through (ui.base.page.one_click)
     (made,) = camp.list_campaigns(engine)
-    assert (made.name, made.quota, made.distribution, made.guidelines) == ("Half-filled", 7, "overlap",
-                                                                           "Be kind to the cat.")
+    assert (made.name, made.quota, made.distribution, made.guidelines) == (
+        "Half-filled",
+        7,
+        "overlap",
+        "Be kind to the cat.",
+    )
     page.reload()  # created: the form starts afresh
     wait_for_app(page)
     page.locator("[data-testid='stExpander'] summary", has_text="New campaign").click()  # closed once one exists
@@ -203,7 +213,8 @@ def test_6_a_reload_keeps_a_half_filled_new_campaign_form(engine, app_server, br
 
 
 def test_6_ctrl_and_a_number_answer_from_inside_the_comment_box(engine, app_server, browser):
-    from db import annotators, campaigns as camp
+    from db import annotators
+    from db import campaigns as camp
     from db.export import export_labels
     from pluie_core.labels import ENGLISH_LEVELS
     from tests.annotation_fixtures import make_dataset, numbered_pairs
@@ -241,8 +252,11 @@ def test_6_a_click_on_a_row_of_the_pairs_table_opens_that_pair(engine, app_serve
     box = grid.bounding_box()
     row_height, header = 35, 35
     page.mouse.click(box["x"] + 15, box["y"] + header + 3 * row_height + row_height / 2)  # the 4th row
-    page.wait_for_function("t => [...document.querySelectorAll('[data-testid=\"stText\"]')].some(e => e.innerText.includes(t))",
-                           arg=TEXTS[3][0], timeout=30_000)
+    page.wait_for_function(
+        "t => [...document.querySelectorAll('[data-testid=\"stText\"]')].some(e => e.innerText.includes(t))",
+        arg=TEXTS[3][0],
+        timeout=30_000,
+    )
     wait_for_app(page)
     assert page.get_by_text(f"Pair {ids[3]} ·").count() == 1
 
@@ -250,7 +264,8 @@ def test_6_a_click_on_a_row_of_the_pairs_table_opens_that_pair(engine, app_serve
 def test_6_two_clicks_in_a_row_on_create_reach_the_server_as_one(engine, app_server, browser):
     """ui.base.page.one_click: the browser sends the first of two clicks in a row on "Create campaign"
     and on "Create personal links" (without it, both reach the server, which then has to tell them apart)."""
-    from db import annotators, campaigns as camp
+    from db import annotators
+    from db import campaigns as camp
     from tests.annotation_fixtures import make_dataset, numbered_pairs
 
     make_dataset(engine, "demo", numbered_pairs(10))

@@ -1,6 +1,7 @@
 """Review and adjudication in a real browser (issue 11, item 1): the organiser opens Review, names
 themself, reads the queue's first pair, writes a note and settles it with the keyboard, moves on,
 settles the next one; the store and the export hold the decisions, the labels are untouched."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,9 @@ def wait_for_pair(page, external_id: str, pair_id: int) -> None:
         """([ext, id]) => { const box = document.querySelector('[data-testid="review-pair"]');
             return box && box.innerText.includes(ext) && document.querySelector(`.st-key-final-0-${id} button`)
                 && !document.querySelector('[data-testid="stStatusWidgetRunningIcon"]'); }""",
-        arg=[external_id, pair_id], timeout=30_000)
+        arg=[external_id, pair_id],
+        timeout=30_000,
+    )
 
 
 def test_a_reviewer_settles_the_queue_with_the_keyboard(engine, app_server, browser):
@@ -31,7 +34,9 @@ def test_a_reviewer_settles_the_queue_with_the_keyboard(engine, app_server, brow
     wait_for_app(page)
     page.get_by_role("heading", name="Review").wait_for(timeout=30_000)
     wait_for_pair(page, "cross-3", ids["cross-3"])  # across the boundary and the widest spread: first
-    assert page.locator("[data-testid='review-pair'] mark.pluie-diff").count() == 4  # the word diff: cat/dog, water/milk
+    assert (
+        page.locator("[data-testid='review-pair'] mark.pluie-diff").count() == 4
+    )  # the word diff: cat/dog, water/milk
 
     page.get_by_label("Reviewer", exact=True).fill("Lena")
     page.keyboard.press("Enter")

@@ -2,6 +2,7 @@
 Scorecard and Pairs without the forms the store would refuse them (Delete, Rename, the preference import, the
 benchmark upload, the challenge form, gold checks); an organiser has them. (Each role's forms with AppTest:
 test_role_forms.py.)"""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -14,9 +15,11 @@ from tests.browser import start_app, stop_app, wait_for_settled_app, wait_for_sh
 from tests.test_browser_team import sign_in
 
 pytestmark = pytest.mark.browser
-FORMS = {"home": ("PLUIE Lab", ["Delete a dataset", "Rename a dataset"]),
-         "preferences": ("Preference agreement", ["Import preference data"]),
-         "scorecard": ("PARAPHRASUS scorecard", ["Import the benchmark", "Put a dataset in a challenge"])}
+FORMS = {
+    "home": ("PLUIE Lab", ["Delete a dataset", "Rename a dataset"]),
+    "preferences": ("Preference agreement", ["Import preference data"]),
+    "scorecard": ("PARAPHRASUS scorecard", ["Import the benchmark", "Put a dataset in a challenge"]),
+}
 
 
 def shown_forms(page, url: str, key: str) -> list[str]:
@@ -33,8 +36,11 @@ def test_a_viewer_is_shown_no_form_the_store_would_refuse(tmp_path, browser):
     engine = init_db(db_url)
     add_account(engine, "vic", "viewer", password="vic's own password")
     add_account(engine, "olga", "organiser", password="olga's own password")
-    import_pairs(engine, "pilot", pd.DataFrame({"source": ["A cat sits.", "A dog runs."],
-                                                "hypothesis": ["A cat is sitting.", "A dog walks."]}))
+    import_pairs(
+        engine,
+        "pilot",
+        pd.DataFrame({"source": ["A cat sits.", "A dog runs."], "hypothesis": ["A cat is sitting.", "A dog walks."]}),
+    )
     engine.dispose()
     server = start_app(db_url, tmp_path / "streamlit.log", extra_env={"PLUIE_DATA_DIR": str(tmp_path)})
     try:

@@ -1,6 +1,7 @@
 """A real browser: upload the PARAPHRASUS files at once, let a real worker score them with the
 Levenshtein baseline run, and read the scorecard (every dataset, the challenge averages, Err̄), checked
 against counts computed from the raw files; the same folder uploaded again is refused in one sentence."""
+
 import time
 
 import pytest
@@ -10,8 +11,8 @@ from db import init_db
 from db.evaluation import benchmark_datasets
 from db.runs import create_run
 from tests.browser import ARTIFACTS, wait_for_app
-from tests.test_worker import start_worker
 from tests.test_paraphrasus import BENCHMARK, THRESHOLD, expected, raw_benchmark
+from tests.test_worker import start_worker
 
 pytestmark = pytest.mark.browser
 
@@ -52,7 +53,8 @@ def test_import_the_benchmark_and_read_the_levenshtein_scorecard(app_server, bro
         assert f"{value:.1%}" in metrics.filter(has_text=label).first.inner_text(), label
     # the data grids draw on a canvas; their accessible tables mirror the cells
     grid = page.locator("[data-testid='stDataFrame']").filter(
-        has=page.locator("[role='columnheader']", has_text="not scored yet"))
+        has=page.locator("[role='columnheader']", has_text="not scored yet")
+    )
     grid.locator("[role='gridcell']", has_text="paraphrasus/simp").first.wait_for(state="attached", timeout=30_000)
 
     def shown_rows() -> dict:
@@ -64,8 +66,10 @@ def test_import_the_benchmark_and_read_the_levenshtein_scorecard(app_server, bro
         return shown
 
     def agrees(shown: dict) -> bool:
-        return all(f"paraphrasus/{name}" in shown and shown[f"paraphrasus/{name}"][3] in (str(e), f"{e:,}")
-                   for name, (_, e) in rows.items())
+        return all(
+            f"paraphrasus/{name}" in shown and shown[f"paraphrasus/{name}"][3] in (str(e), f"{e:,}")
+            for name, (_, e) in rows.items()
+        )
 
     # the grid's accessible mirror is redrawn after the metrics: read it until it settles (or 30 s)
     deadline = time.monotonic() + 30

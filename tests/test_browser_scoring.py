@@ -1,4 +1,5 @@
 """The scoring page in a real browser: the done count rises while a worker scores, without reload."""
+
 from __future__ import annotations
 
 import re
@@ -45,7 +46,9 @@ def test_progress_rises_without_reloading(app_server, browser):
 
     for done in (10, 20):
         score_one_batch(app_server.db_url, run, batch_size=10)
-        page.locator("[data-testid='stProgress']", has_text=re.compile(rf"\b{done} / 30 scored")).wait_for(timeout=20_000)
+        page.locator("[data-testid='stProgress']", has_text=re.compile(rf"\b{done} / 30 scored")).wait_for(
+            timeout=20_000
+        )
     assert page.evaluate("window.__notReloaded === true")
     assert page.url.endswith("/scoring")
     page.close()
@@ -72,15 +75,20 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(64)
         endpoint = f"http://127.0.0.1:{black_hole.getsockname()[1]}"
-        server = start_app(db_url, tmp_path / "streamlit.log", extra_env={
-            "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_ENDPOINT": endpoint})
+        server = start_app(
+            db_url,
+            tmp_path / "streamlit.log",
+            extra_env={"HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_ENDPOINT": endpoint},
+        )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1400})
             page.goto(f"{server.url}/scoring")
             wait_for_app(page)
-            sentence = ("The model {} is not in the local Hugging Face cache, and the Hugging Face hub "
-                        f"({endpoint}) does not answer from this machine: download the model where there is "
-                        "internet access, or give a local model directory.")
+            sentence = (
+                "The model {} is not in the local Hugging Face cache, and the Hugging Face hub "
+                f"({endpoint}) does not answer from this machine: download the model where there is "
+                "internet access, or give a local model directory."
+            )
             page.get_by_role("textbox", name="Model").first.fill("someone/no-such-model")
             started = time.monotonic()
             page.get_by_role("button", name="Create run").click()
@@ -99,7 +107,9 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
             wait_for_app(page)
             # one sentence once the run has ended: the first form's, shown by the run before, is then gone
             # (read as soon as the second appears, both could still be on the page for a moment)
-            expect(page.locator("[data-testid='stAlert']").filter(has_text="Hugging Face")).to_have_count(1, timeout=20_000)
+            expect(page.locator("[data-testid='stAlert']").filter(has_text="Hugging Face")).to_have_count(
+                1, timeout=20_000
+            )
             assert page.locator("[data-testid='stException']").count() == 0
         finally:
             stop_app(server)

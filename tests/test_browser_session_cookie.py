@@ -2,6 +2,7 @@
 ui.access.session_cookie), so the page's scripts cannot read it (HttpOnly), and it is SameSite=Strict; it
 keeps the person signed in across reloads and new tabs; logging out clears it, and a copy of it kept from
 before is refused. (The routes themselves: test_session_cookie.py.)"""
+
 from __future__ import annotations
 
 import time
@@ -46,8 +47,11 @@ def asked_to_sign_in(page) -> bool:
 def test_the_cookie_is_the_servers_and_the_scripts_cannot_read_it(tmp_path, browser):
     db_url = f"sqlite:///{tmp_path / 'store.db'}"
     init_db(db_url).dispose()
-    server = start_app(db_url, tmp_path / "streamlit.log",
-                       extra_env={"PLUIE_ADMIN_PASSWORD": PASSWORD, "PLUIE_DATA_DIR": str(tmp_path)})
+    server = start_app(
+        db_url,
+        tmp_path / "streamlit.log",
+        extra_env={"PLUIE_ADMIN_PASSWORD": PASSWORD, "PLUIE_DATA_DIR": str(tmp_path)},
+    )
     try:
         first = browser.new_context()
         page = first.new_page()

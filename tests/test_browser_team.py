@@ -2,6 +2,7 @@
 Team › Accounts and hands over each invitation link (shown once); the viewer sets a password through it, signs
 in, sees only the reading pages and is refused Import by its address; the owner makes them an organiser, which
 ends their session, and once signed in again Import is theirs."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@ notes and a campaign's name that carry a Markdown image, links, a bare address a
 at a local HTTP server that records every request. On the pages that show them (the annotator's
 heading, Review, Disagreements, Campaigns, Scoring, Agreement) the text reads as typed, no request
 reaches the server, and no link or image is made from it."""
+
 from __future__ import annotations
 
 import http.server
@@ -11,7 +12,8 @@ import threading
 import pandas as pd
 import pytest
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from db.analysis import add_score_run
 from db.datasets import import_pairs
 from db.review import adjudicate
@@ -56,14 +58,16 @@ def payloads(base: str) -> dict[str, str]:
 
 
 def build(engine, text: dict[str, str]) -> dict:
-    frame = pd.DataFrame({
-        "external_id": [text["external_id"], "plain-2", "plain-3"],
-        "source": ["The cat drinks water.", "A dog runs.", "It rains."],
-        "hypothesis": ["The cat drinks milk.", "A dog walks.", "It pours."],
-        "label": [1, 0, 1],
-        f"annotator:{text['annotator']}": [0, 3, 0],
-        "annotator:bob": [3, 3, 3],
-    })
+    frame = pd.DataFrame(
+        {
+            "external_id": [text["external_id"], "plain-2", "plain-3"],
+            "source": ["The cat drinks water.", "A dog runs.", "It rains."],
+            "hypothesis": ["The cat drinks milk.", "A dog walks.", "It pours."],
+            "label": [1, 0, 1],
+            f"annotator:{text['annotator']}": [0, 3, 0],
+            "annotator:bob": [3, 3, 3],
+        }
+    )
     result = import_pairs(engine, text["dataset"], frame, annotator_scale="levels")
     with engine.connect() as conn:
         ids = [r[0] for r in conn.exec_driver_sql("SELECT id FROM pairs ORDER BY id")]
@@ -82,8 +86,11 @@ def visible(page) -> str:
 
 def no_markup_from(page, base: str) -> None:
     """No link or image in the page points at the recorder (Streamlit's own anchors aside)."""
-    made = page.evaluate("""(base) => [...document.querySelectorAll('a[href], img[src], [style*="url("]')]
-        .map(e => e.outerHTML.slice(0, 200)).filter(h => h.includes(base) || h.includes('example.org'))""", base)
+    made = page.evaluate(
+        """(base) => [...document.querySelectorAll('a[href], img[src], [style*="url("]')]
+        .map(e => e.outerHTML.slice(0, 200)).filter(h => h.includes(base) || h.includes('example.org'))""",
+        base,
+    )
     assert made == [], made
 
 
@@ -125,15 +132,21 @@ def test_names_ids_notes_and_campaign_names_are_shown_as_text(engine, app_server
     no_markup_from(page, base)
 
     # Campaigns (the campaign in its list), Scoring and Agreement (the run in a caption)
-    for path, heading, wanted in (("campaigns", "Labelling campaigns", None), ("scoring", "Scoring", "run"),
-                                  ("agreement", "Agreement", "run")):
+    for path, heading, wanted in (
+        ("campaigns", "Labelling campaigns", None),
+        ("scoring", "Scoring", "run"),
+        ("agreement", "Agreement", "run"),
+    ):
         page.goto(f"{app_server.url}/{path}")
         wait_for_app(page)
         page.get_by_role("heading", name=heading).wait_for(timeout=30_000)
         wait_for_app(page)
         if wanted:
-            page.wait_for_function("(t) => document.querySelector('[data-testid=stApp]').innerText"
-                                   ".replaceAll('\u2060', '').includes(t)", arg=text[wanted], timeout=30_000)
+            page.wait_for_function(
+                "(t) => document.querySelector('[data-testid=stApp]').innerText.replaceAll('\u2060', '').includes(t)",
+                arg=text[wanted],
+                timeout=30_000,
+            )
         no_markup_from(page, base)
 
     page.wait_for_timeout(1000)  # any image the pages asked for has had its time to be fetched

@@ -5,6 +5,7 @@ are served within the pairs an annotator actually gets: when the queue empties b
 gets the share of checks of what they got, spread among those pairs, and the counters (the annotator's, Live
 campaign's, the card's) say what was served, the annotator's bar full at the end. Real SQLite files; the pages
 through AppTest."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -12,7 +13,8 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.campaigns import CampaignError
 from db.engine import read_session, write_session
@@ -30,10 +32,16 @@ def gold(engine) -> set[tuple[int, int]]:
 
 def english_and_german(engine):
     """An English STS-B-like dataset (scores 0-5), a German PAWS-X-like one (binary), a campaign on the first."""
-    en, en_ids = make_dataset(engine, "STS-B en", numbered_pairs(30), label_kind="score",
-                              gold=[round(i * 5 / 29, 2) for i in range(30)])
-    de, de_ids = make_dataset(engine, "PAWS-X de", [(f"Der Satz {i}.", f"Ein Satz {i}.") for i in range(20)],
-                              label_kind="binary", gold=[i % 2 for i in range(20)])
+    en, en_ids = make_dataset(
+        engine, "STS-B en", numbered_pairs(30), label_kind="score", gold=[round(i * 5 / 29, 2) for i in range(30)]
+    )
+    de, de_ids = make_dataset(
+        engine,
+        "PAWS-X de",
+        [(f"Der Satz {i}.", f"Ein Satz {i}.") for i in range(20)],
+        label_kind="binary",
+        gold=[i % 2 for i in range(20)],
+    )
     with write_session(engine) as s:
         s.get(Dataset, en).label_min, s.get(Dataset, en).label_max = 0.0, 5.0
     cid = camp.create_campaign(engine, "English", [en], quota=5, overlap=1, n_training=0, seed=2)
@@ -42,13 +50,18 @@ def english_and_german(engine):
 
 # ---------------------------------------------------------------- item 3: checks belong to the campaign
 
+
 def test_a_check_from_outside_the_campaigns_datasets_is_refused_with_a_sentence(engine):
     cid, (en, en_ids), (de, de_ids) = english_and_german(engine)
-    with pytest.raises(CampaignError, match="“PAWS-X de” is not one of the datasets of “English” "
-                                            r"\(STS-B en\): no gold pair was marked"):
+    with pytest.raises(
+        CampaignError,
+        match="“PAWS-X de” is not one of the datasets of “English” "
+        r"\(STS-B en\): no gold pair was marked",
+    ):
         qual.gold_from_dataset(engine, cid, de, 20)
-    with pytest.raises(CampaignError, match=f"Pair {de_ids[3]} is in “PAWS-X de”, not one of the datasets of "
-                                            "“English”"):
+    with pytest.raises(
+        CampaignError, match=f"Pair {de_ids[3]} is in “PAWS-X de”, not one of the datasets of “English”"
+    ):
         qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [en_ids[0], de_ids[3]], "level": [0, 3]}))
     assert gold(engine) == set()  # all or nothing
     assert qual.gold_from_dataset(engine, cid, en, 4) == 4  # the campaign's own dataset: taken
@@ -65,8 +78,10 @@ def test_the_live_page_offers_only_the_campaigns_datasets_and_names_each_check(s
     assert offered.options == ["STS-B en"]  # not the German dataset
     stop = next(m for m in at.multiselect if m.label == "Stop using as checks")
     # each pair named: its dataset, its ids and the start of its sentences, not a bare number
-    assert stop.options == [f"STS-B en · id {i} · pair {p} · Source sentence number {i}. / Hypothesis sentence {i} here."
-                            for i, p in enumerate(en_ids[:2])]
+    assert stop.options == [
+        f"STS-B en · id {i} · pair {p} · Source sentence number {i}. / Hypothesis sentence {i} here."
+        for i, p in enumerate(en_ids[:2])
+    ]
     stop.set_value([en_ids[1]]).run()
     next(b for b in at.button if b.label == "Remove").click().run()
     assert not at.exception and gold(store) == {(cid, en_ids[0])}
@@ -101,13 +116,15 @@ def test_the_pairs_page_starts_the_known_answer_from_the_pairs_gold_label(store)
 
 # ---------------------------------------------------------------- item 4: checks served as planned, said as served
 
+
 def shared_queue(engine, quota=30, rate=0.25, n_queue=26, n_gold=12, tokens: dict | None = None):
     """A campaign whose queue (26 pairs, one annotator each) empties long before two people reach their
     quota of 30: each gets about 13. 12 gold pairs of the campaign's own check dataset; 10 checks planned.
     ``tokens``: filled with each person's link token, by id."""
     ds, _ = make_dataset(engine, "demo", numbered_pairs(n_queue))
-    gds, gold_ids = make_dataset(engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary",
-                                 gold=[i % 2 for i in range(n_gold)])
+    gds, gold_ids = make_dataset(
+        engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary", gold=[i % 2 for i in range(n_gold)]
+    )
     cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=1, n_training=0, seed=5)
     qual.set_quality_settings(engine, cid, gold_rate=rate, gold_min_accuracy=0.7, fast_fraction=0.3, streak_length=50)
     assert qual.gold_from_dataset(engine, cid, gds) == n_gold
@@ -167,13 +184,17 @@ def test_an_annotator_whose_pairs_run_out_is_told_why_the_count_ended_early(stor
     at.run()
     assert not at.exception
     said = at.success[0].value
-    assert said.startswith(f"You have labelled {progress.done} pairs, fewer than the 40 first counted: every pair of "
-                           "the campaign already has the labels it needs, from you and the other annotators"), said
+    assert said.startswith(
+        f"You have labelled {progress.done} pairs, fewer than the 40 first counted: every pair of "
+        "the campaign already has the labels it needs, from you and the other annotators"
+    ), said
     assert at.get("progress")[0].proto.text == f"{progress.done} / {progress.done}"
     # a person who got their whole count is thanked as before, with no reason
     assert quality.finished_text(40, 40, False).startswith("You have labelled your 40 pairs.")
-    assert "fewer than the 71 first counted: the count included pairs that check the labelling" in \
-        quality.finished_text(64, 71, False)
+    assert (
+        "fewer than the 71 first counted: the count included pairs that check the labelling"
+        in quality.finished_text(64, 71, False)
+    )
 
 
 def test_live_campaign_and_the_card_say_what_was_served(store, tmp_path):
@@ -193,7 +214,9 @@ def test_live_campaign_and_the_card_say_what_was_served(store, tmp_path):
     table = at.dataframe[0].value
     assert table["progress"].tolist() == list(counters.values())
     assert table["gold checks served"].tolist() == list(counts.values())
-    assert f"Gold checks: 10 planned per annotator (the share of a full quota); served so far: {served_text}" in texts(at)
+    assert f"Gold checks: 10 planned per annotator (the share of a full quota); served so far: {served_text}" in texts(
+        at
+    )
     # the Campaigns page's count is the same counter
     assert [r["labelled"] for r in annotators.annotator_rows(store, cid)] == list(counters.values())
     # and the card: what was served per annotator, beside what was planned

@@ -2,6 +2,7 @@
 dataset, read by the Campaigns, Live campaign, Datasets and Agreement pages and the dataset card. Every
 page counts the same labels (answers to gold checks included, training left out) and shows the same
 Krippendorff's α; "pairs fully labelled" counts answered pairs, not served ones."""
+
 from __future__ import annotations
 
 import random
@@ -12,7 +13,8 @@ import pandas as pd
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.datasets import datasets_overview, store_totals
 from db.engine import read_session
@@ -28,8 +30,17 @@ def labelled_campaign(engine):
     first), gold checks taken from pairs of the dataset the sample left out; the last pair served to
     the third annotator is left unanswered."""
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(30))
-    cid = camp.create_campaign(engine, "Pilot", [ds], quota=6, overlap=3, n_training=2, seed=3,
-                              selection={"sample": 20}, distribution="overlap")
+    cid = camp.create_campaign(
+        engine,
+        "Pilot",
+        [ds],
+        quota=6,
+        overlap=3,
+        n_training=2,
+        seed=3,
+        selection={"sample": 20},
+        distribution="overlap",
+    )
     queue = ann_pairs(engine, cid)
     outside = [p for p in pairs if p not in queue][:4]
     qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.5, fast_fraction=0.3, streak_length=9)
@@ -48,9 +59,11 @@ def labelled_campaign(engine):
 
 def ann_pairs(engine, cid):
     from db.models import CampaignPair, TrainingPair
+
     with read_session(engine) as s:
         return set(s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == cid))) | set(
-            s.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid)))
+            s.scalars(select(TrainingPair.pair_id).where(TrainingPair.campaign_id == cid))
+        )
 
 
 def metrics(at) -> dict:
@@ -89,7 +102,10 @@ def test_every_page_and_the_card_count_the_same_labels_and_show_the_same_alpha(s
     assert not at.exception
     shown = metrics(at)
     assert shown["Labels"] == f"{len(counted):,}" and shown["In the last hour"] == f"{len(counted):,}"
-    assert shown["α ordinal so far"] == f"{ordinal['alpha']:.3f}" and shown["α binarised so far"] == f"{binary['alpha']:.3f}"
+    assert (
+        shown["α ordinal so far"] == f"{ordinal['alpha']:.3f}"
+        and shown["α binarised so far"] == f"{binary['alpha']:.3f}"
+    )
     at.switch_page("pages/home.py").run()
     assert not at.exception and metrics(at)["Labels"] == f"{len(counted):,}"
     agreement_page = AppTest.from_file(str(REPO / "pages" / "agreement.py"), default_timeout=60).run()
@@ -104,8 +120,14 @@ def test_every_page_and_the_card_count_the_same_labels_and_show_the_same_alpha(s
 
     # the card, with or without the training trial's labels in its rows
     for include_training in (False, True):
-        card = publish_dataset(store, tmp_path / f"out-{include_training}", [ds], licence="mit",
-                               include_training=include_training, n_boot=1000).card
+        card = publish_dataset(
+            store,
+            tmp_path / f"out-{include_training}",
+            [ds],
+            licence="mit",
+            include_training=include_training,
+            n_boot=1000,
+        ).card
         for figure in (ordinal, binary):
             assert f"{figure['alpha']:.3f} (95% CI {figure['ci_low']:.3f} – {figure['ci_high']:.3f}" in card
         assert re.search(r"answers to gold checks included", card)

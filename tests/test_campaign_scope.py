@@ -9,8 +9,8 @@ serving path.
 2. One scope (a campaign, or whole datasets) follows the person from page to page; pages open on the
    campaign with the latest label, not the newest created; two campaigns on one dataset (a pilot and a
    main round) are never pooled unless whole datasets are asked for."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,8 @@ from scipy import stats as scipy_stats
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.analysis import add_score_run, campaign_choices, pairs_frame
 from db.datasets import import_pairs
 from db.engine import read_session
@@ -44,13 +45,22 @@ def datasets_frame(*rows) -> pd.DataFrame:
 
 
 def test_datasets_are_grouped_by_the_scale_of_their_reference():
-    frame = datasets_frame((1, "BIOSSES", "score", 0.0, 4.0, 100, 90), (2, "PAWS-X", "binary", None, None, 500, 0),
-                           (3, "STS-B", "score", 0.0, 5.0, 300, 290), (4, "SICK", "score", 1.0, 5.0, 40, 40),
-                           (5, "unlabelled", None, None, None, 0, 0), (6, "guessed", None, None, None, 20, 0),
-                           (7, "STS-B test", "score", 0.0, 5.0, 10, 10))
+    frame = datasets_frame(
+        (1, "BIOSSES", "score", 0.0, 4.0, 100, 90),
+        (2, "PAWS-X", "binary", None, None, 500, 0),
+        (3, "STS-B", "score", 0.0, 5.0, 300, 290),
+        (4, "SICK", "score", 1.0, 5.0, 40, 40),
+        (5, "unlabelled", None, None, None, 0, 0),
+        (6, "guessed", None, None, None, 20, 0),
+        (7, "STS-B test", "score", 0.0, 5.0, 10, 10),
+    )
     gold = reference_scale_groups(frame, "gold")
-    assert gold == [(ReferenceScale("binary"), (2, 6)), (ReferenceScale("range", 0.0, 4.0), (1,)),
-                    (ReferenceScale("range", 0.0, 5.0), (3, 7)), (ReferenceScale("range", 1.0, 5.0), (4,))]
+    assert gold == [
+        (ReferenceScale("binary"), (2, 6)),
+        (ReferenceScale("range", 0.0, 4.0), (1,)),
+        (ReferenceScale("range", 0.0, 5.0), (3, 7)),
+        (ReferenceScale("range", 1.0, 5.0), (4,)),
+    ]
     # the five-level labels (majority, one annotator, their mean) share one scale: one group of every dataset
     for human in ("majority", "annotator", "levels"):
         assert reference_scale_groups(frame, human) == [(ReferenceScale("levels"), (1, 2, 3, 4, 5, 6, 7))]
@@ -59,8 +69,10 @@ def test_datasets_are_grouped_by_the_scale_of_their_reference():
     # no gold label anywhere: one group (the page then says there is no reference)
     assert len(reference_scale_groups(frame[frame["name"] == "unlabelled"], "gold")) == 1
     sentence = scales_sentence(gold[:3], dict(zip(frame["id"], frame["name"])))
-    assert sentence.startswith("These datasets' references are on different scales (binary 0/1: PAWS-X, guessed; "
-                               "scores 0–4: BIOSSES; scores 0–5: STS-B, STS-B test)")
+    assert sentence.startswith(
+        "These datasets' references are on different scales (binary 0/1: PAWS-X, guessed; "
+        "scores 0–4: BIOSSES; scores 0–5: STS-B, STS-B test)"
+    )
 
 
 # ------------------------------------------------------------------ the store
@@ -79,8 +91,9 @@ def build_store(engine) -> dict:
 
     campaigns = {}
     for name, people, overlap in (("Pilot", ("p1", "p2"), 2), ("Main round", ("m1", "m2", "m3"), 3)):
-        cid = camp.create_campaign(engine, name, [paws_id], quota=12, overlap=overlap, n_training=1, seed=5,
-                                  distribution="overlap")  # the same pairs for everyone: some disagree
+        cid = camp.create_campaign(
+            engine, name, [paws_id], quota=12, overlap=overlap, n_training=1, seed=5, distribution="overlap"
+        )  # the same pairs for everyone: some disagree
         for k, person in enumerate(people):
             aid = annotators.create_annotator(engine, cid, person)[0]
             annotators.set_annotator_profile(engine, aid, person.upper(), "good")
@@ -89,10 +102,18 @@ def build_store(engine) -> dict:
         campaigns[name] = cid
     campaigns["Next round"] = camp.create_campaign(engine, "Next round", [paws_id], quota=5, n_training=0)
     with read_session(engine) as session:
-        counts = dict(session.execute(select(Label.campaign_id, func.count(Label.id))
-                                      .where(Label.is_training.is_(False)).group_by(Label.campaign_id)).all())
-    return {"campaigns": campaigns, "labels": {name: counts.get(cid, 0) for name, cid in campaigns.items()},
-            "paws": paws_id}
+        counts = dict(
+            session.execute(
+                select(Label.campaign_id, func.count(Label.id))
+                .where(Label.is_training.is_(False))
+                .group_by(Label.campaign_id)
+            ).all()
+        )
+    return {
+        "campaigns": campaigns,
+        "labels": {name: counts.get(cid, 0) for name, cid in campaigns.items()},
+        "paws": paws_id,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +176,8 @@ def test_correlation_shows_one_scale_at_a_time_never_a_pooled_r(store, engine):
     stsb = frame_of(engine, "STS-B")
     assert (shown["n"] == len(stsb)).all()  # STS-B's pairs alone (graded first, issue 53), never both datasets'
     assert shown.loc[("chrF", "spearman"), "r"] == pytest.approx(
-        scipy_stats.spearmanr(stsb["chrF"], stsb["gold_label"]).statistic)
+        scipy_stats.spearmanr(stsb["chrF"], stsb["gold_label"]).statistic
+    )
 
     at.radio(key="analysis_reference_scale").set_value("binary 0/1")
     run(at)
@@ -163,7 +185,8 @@ def test_correlation_shows_one_scale_at_a_time_never_a_pooled_r(store, engine):
     paws = frame_of(engine, "PAWS-X de")
     assert (shown["n"] == len(paws)).all()
     assert shown.loc[("chrF", "pearson"), "r"] == pytest.approx(
-        scipy_stats.pearsonr(paws["chrF"], paws["gold_label"]).statistic)
+        scipy_stats.pearsonr(paws["chrF"], paws["gold_label"]).statistic
+    )
     assert SENTENCE in texts(at)
 
 
@@ -245,7 +268,9 @@ def test_one_scope_follows_the_person_through_every_page(store, engine):
     assert f"· {store['labels']['Pilot'] + store['labels']['Main round']:,} labels ·" in texts(at)
     at.switch_page("pages/export.py")
     run(at)
-    assert at.selectbox(key="scope_campaign").value == 0 and at.multiselect(key="analysis_datasets").value == ["PAWS-X de"]
+    assert at.selectbox(key="scope_campaign").value == 0 and at.multiselect(key="analysis_datasets").value == [
+        "PAWS-X de"
+    ]
 
 
 def test_a_campaigns_review_queue_and_reference_are_its_own(store, engine):
@@ -274,10 +299,21 @@ def test_agreement_never_pools_values_imported_on_different_scales(engine, db_ur
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     import_pairs(engine, "BIOSSES", load_pairs(DATASETS / "biosses" / "biosses_pairs_with_annotator_scores.tsv"))
     rng = np.random.default_rng(3)
-    import_pairs(engine, "one to five", pd.DataFrame({
-        "source": [f"sentence {i} one" for i in range(30)], "hypothesis": [f"sentence {i} two" for i in range(30)],
-        "label": rng.integers(1, 6, 30).astype(float), "annotator:u": rng.integers(1, 6, 30).astype(float),
-        "annotator:v": rng.integers(1, 6, 30).astype(float)}), label_kind="score", label_range=(1, 5))
+    import_pairs(
+        engine,
+        "one to five",
+        pd.DataFrame(
+            {
+                "source": [f"sentence {i} one" for i in range(30)],
+                "hypothesis": [f"sentence {i} two" for i in range(30)],
+                "label": rng.integers(1, 6, 30).astype(float),
+                "annotator:u": rng.integers(1, 6, 30).astype(float),
+                "annotator:v": rng.integers(1, 6, 30).astype(float),
+            }
+        ),
+        label_kind="score",
+        label_range=(1, 5),
+    )
     at = run(AppTest.from_file(str(REPO / "pages" / "agreement.py"), default_timeout=60))
     assert "different scales (scores 0–4: BIOSSES; scores 1–5: one to five)" in texts(at)
     labels = labels_long(engine)

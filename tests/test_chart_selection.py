@@ -3,6 +3,7 @@ figures a researcher can zoom, download as a PNG and inspect: the pair scatters 
 each point names its pair and sentences on hover (escaped: plotly's hover is HTML); a selection (box, lasso, a
 histogram's bars) names pairs, listed under the chart with the word diff, every label and every score, each
 opening in Review."""
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,37 @@ from tests.store_fixtures import sentence_pairs
 def test_a_scatter_selection_names_its_pairs_once_each_in_order():
     from ui.charts import selected_pair_ids
 
-    event = {"selection": {"points": [
-        {"curve_number": 1, "point_index": 4, "x": 0.2, "y": 0.3, "customdata": [17, "a cat", "a dog", "D", "paraphrase"]},
-        {"curve_number": 0, "point_index": 0, "x": 0.1, "y": 0.5, "customdata": [3, "x", "y", "D", "non-paraphrase"]},
-        {"curve_number": 1, "point_index": 4, "x": 0.2, "y": 0.3, "customdata": [17, "a cat", "a dog", "D", "paraphrase"]},
-        {"curve_number": 2, "point_index": 0, "x": 0.0, "y": 0.0},  # a line's point: no pair
-    ], "point_indices": [4, 0, 4, 0], "box": [{}], "lasso": []}}
+    event = {
+        "selection": {
+            "points": [
+                {
+                    "curve_number": 1,
+                    "point_index": 4,
+                    "x": 0.2,
+                    "y": 0.3,
+                    "customdata": [17, "a cat", "a dog", "D", "paraphrase"],
+                },
+                {
+                    "curve_number": 0,
+                    "point_index": 0,
+                    "x": 0.1,
+                    "y": 0.5,
+                    "customdata": [3, "x", "y", "D", "non-paraphrase"],
+                },
+                {
+                    "curve_number": 1,
+                    "point_index": 4,
+                    "x": 0.2,
+                    "y": 0.3,
+                    "customdata": [17, "a cat", "a dog", "D", "paraphrase"],
+                },
+                {"curve_number": 2, "point_index": 0, "x": 0.0, "y": 0.0},  # a line's point: no pair
+            ],
+            "point_indices": [4, 0, 4, 0],
+            "box": [{}],
+            "lasso": [],
+        }
+    }
     assert selected_pair_ids(event) == [17, 3]
     assert selected_pair_ids(None) == [] and selected_pair_ids({"selection": {"points": []}}) == []
 
@@ -36,15 +62,26 @@ def test_a_histogram_bar_names_exactly_the_pairs_it_counts():
     from ui.charts import bin_pairs, selected_bins
 
     rng = np.random.default_rng(0)
-    points = pd.DataFrame({"pair_id": np.arange(400) + 1000, "score": rng.uniform(-2, 3, 400),
-                           "class": np.where(rng.uniform(size=400) > 0.5, "paraphrase", "non-paraphrase")})
+    points = pd.DataFrame(
+        {
+            "pair_id": np.arange(400) + 1000,
+            "score": rng.uniform(-2, 3, 400),
+            "class": np.where(rng.uniform(size=400) > 0.5, "paraphrase", "non-paraphrase"),
+        }
+    )
     points.loc[7, "score"] = points["score"].max() + 1  # the top edge: np.histogram counts it in the last bin
     edges = np.histogram_bin_edges(points["score"], 20)
     mine = points[points["class"] == "paraphrase"]
     counts = np.histogram(mine["score"], edges)[0]
     last = (points.loc[7, "class"], edges[-2], edges[-1])
-    event = {"selection": {"points": [{"x": 0.0, "y": int(counts[5]), "customdata": ["paraphrase", edges[5], edges[6]]},
-                                      {"x": 1.0, "customdata": list(last)}]}}
+    event = {
+        "selection": {
+            "points": [
+                {"x": 0.0, "y": int(counts[5]), "customdata": ["paraphrase", edges[5], edges[6]]},
+                {"x": 1.0, "customdata": list(last)},
+            ]
+        }
+    }
     bins = selected_bins(event)
     assert bins == [("paraphrase", edges[5], edges[6]), last]
     listed = bin_pairs(points, "score", bins[:1], edges[-1])
@@ -57,10 +94,25 @@ def test_a_point_hovers_its_pair_and_sentences_shortened_and_escaped():
     from ui.charts import HOVER_CHARS, class_scatter
 
     long = "<b>bold</b> & <a href='x'>link</a> " + "word " * 40
-    points = pd.DataFrame({"pair_id": [5, 9], "x": [0.1, 0.4], "y": [0.3, 0.2], "class": ["paraphrase", "paraphrase"],
-                           "source": [long, "a cat"], "hypothesis": ["a dog", "<i>x</i>"]})
-    figure = json.loads(class_scatter(points, {"paraphrase": "#1f77b4"}, {"paraphrase": "circle"},
-                                      {"x": "edit", "y": "<score>", "pair_id": "pair"}, "t").to_json())
+    points = pd.DataFrame(
+        {
+            "pair_id": [5, 9],
+            "x": [0.1, 0.4],
+            "y": [0.3, 0.2],
+            "class": ["paraphrase", "paraphrase"],
+            "source": [long, "a cat"],
+            "hypothesis": ["a dog", "<i>x</i>"],
+        }
+    )
+    figure = json.loads(
+        class_scatter(
+            points,
+            {"paraphrase": "#1f77b4"},
+            {"paraphrase": "circle"},
+            {"x": "edit", "y": "<score>", "pair_id": "pair"},
+            "t",
+        ).to_json()
+    )
     [trace] = figure["data"]
     assert trace["type"] == "scattergl"
     first, second = trace["customdata"]
@@ -88,7 +140,9 @@ def test_pairs_detail_reads_labels_and_scores_of_several_pairs(store_url):
     assert found["pairs"].loc[ids[1], "source"] == pairs.loc[ids[1], "source"]
     labels = found["labels"]
     assert labels[labels["pair_id"] == ids[1]][["annotator", "level_name"]].values.tolist() == [
-        ["A", "Same meaning"], ["B", "Same meaning"]]
+        ["A", "Same meaning"],
+        ["B", "Same meaning"],
+    ]
     assert labels[labels["pair_id"] == ids[2]]["annotator"].tolist() == ["A"]
     assert found["scores"].set_index("pair_id")["value"].to_dict() == {ids[1]: 0.25, ids[2]: 0.5}
     engine.dispose()
@@ -96,8 +150,13 @@ def test_pairs_detail_reads_labels_and_scores_of_several_pairs(store_url):
 
 def test_selected_pairs_are_listed_with_their_diff_labels_scores_and_a_way_to_review(store_url, monkeypatch):
     engine = init_db(store_url)
-    frame = pd.DataFrame({"source": ["the cat <b>drinks</b> milk", "a red house"],
-                          "hypothesis": ["the dog drinks milk", "a big house"], "annotator:A*": [3, 0]})
+    frame = pd.DataFrame(
+        {
+            "source": ["the cat <b>drinks</b> milk", "a red house"],
+            "hypothesis": ["the dog drinks milk", "a big house"],
+            "annotator:A*": [3, 0],
+        }
+    )
     import_pairs(engine, "d", frame, annotator_scale="levels")
     ids = list(pairs_frame(engine).index)
     add_score_run(engine, "run_[x]", {ids[0]: 0.75})
@@ -134,9 +193,14 @@ def test_the_distributions_scatter_and_histogram_are_selectable_plotly_charts(op
     histogram = next(p for title, p in drawn.items() if title.endswith("per class"))
     assert sorted(scatter["select"]) == ["box", "lasso"]
     assert "points" in histogram["select"]  # a bar's click
-    assert scatter["figure"]["layout"]["dragmode"] == "select" and histogram["figure"]["layout"]["clickmode"] == "event+select"
+    assert (
+        scatter["figure"]["layout"]["dragmode"] == "select"
+        and histogram["figure"]["layout"]["clickmode"] == "event+select"
+    )
     config = scatter["config"]
-    assert config["modeBarButtonsToRemove"] == ["sendChartToCloud"]  # the box and the lasso in the modebar; no "Share chart…"
+    assert config["modeBarButtonsToRemove"] == [
+        "sendChartToCloud"
+    ]  # the box and the lasso in the modebar; no "Share chart…"
     assert config["displaylogo"] is False and config["toImageButtonOptions"]["format"] == "png"
     assert config["toImageButtonOptions"]["scale"] == 2
     assert "Select points" in "\n".join(c.value for c in at.caption)
@@ -203,9 +267,17 @@ def test_the_thresholds_page_lists_the_pairs_of_a_selected_class_bar(open_page):
     counts = bars["paraphrase"]["y"]
     fullest = int(np.argmax(counts))
     chosen = bars["paraphrase"]["customdata"][fullest]
-    at.session_state["threshold_histogram"] = {"selection": {"points": [  # as ui/charts/plotly_chart.js sends it
-        {"curve_number": 0, "point_index": fullest, "customdata": chosen}], "point_indices": [fullest],
-        "box": [], "lasso": [], "revision": payload["revision"]}}
+    at.session_state["threshold_histogram"] = {
+        "selection": {
+            "points": [  # as ui/charts/plotly_chart.js sends it
+                {"curve_number": 0, "point_index": fullest, "customdata": chosen}
+            ],
+            "point_indices": [fullest],
+            "box": [],
+            "lasso": [],
+            "revision": payload["revision"],
+        }
+    }
     at.run()
     assert not at.exception, at.exception
     listed = [h.value for h in at.get("html") if "selected-pair" in h.value]

@@ -2,6 +2,7 @@
 (source, Y) is asked "X (A) or Y (B)?" by the worker; the store keeps 1 / 0 / NULL per pair and the
 Preferences page reads the run like any other (the item's two pairs are the two orders). Tiny models
 with fixed answers (a saved generation config) make the expected values known in advance."""
+
 from __future__ import annotations
 
 import math
@@ -35,20 +36,26 @@ def tiny(tiny_model_builder) -> Path:
 
 def preference_file(path: Path, items) -> Path:
     pd.DataFrame([{"source": s, "candidate_a": a, "candidate_b": b, "preferred": p} for s, a, b, p in items]).to_csv(
-        path, index=False)
+        path, index=False
+    )
     return path
 
 
-ITEMS = [("The cat drinks water.", "The cat drinks milk.", "Water is what the cat drinks.", "A"),
-         ("A river in Romania.", "A Romanian river.", "A long river.", "B"),
-         ("The house is red.", "The red house.", "A house that is red.", "tie"),
-         ("He walks slowly.", "He is walking slowly.", "Slowly he walks.", "A")]
+ITEMS = [
+    ("The cat drinks water.", "The cat drinks milk.", "Water is what the cat drinks.", "A"),
+    ("A river in Romania.", "A Romanian river.", "A long river.", "B"),
+    ("The house is red.", "The red house.", "A house that is red.", "tie"),
+    ("He walks slowly.", "He is walking slowly.", "Slowly he walks.", "A"),
+]
 
 
 def scores_of(engine, run_id: int) -> dict[tuple[str, str], tuple]:
     with read_session(engine) as session:
-        rows = session.execute(select(Pair.source, Pair.hypothesis, Score.value, Score.details)
-                               .join(Score, Score.pair_id == Pair.id).where(Score.run_id == run_id)).all()
+        rows = session.execute(
+            select(Pair.source, Pair.hypothesis, Score.value, Score.details)
+            .join(Score, Score.pair_id == Pair.id)
+            .where(Score.run_id == run_id)
+        ).all()
     return {(s, h): (v, d) for s, h, v, d in rows}
 
 
@@ -93,27 +100,36 @@ def magic_model(base: Path, target: Path) -> Path:
     answering_model(base, target, "A")
     tokenizer = AutoTokenizer.from_pretrained(target)
     b = tokenizer("B", add_special_tokens=False)["input_ids"]
-    end = tokenizer.apply_chat_template([{"role": "user", "content": f"x {MAGIC}"}], tokenize=False,
-                                        add_generation_prompt=True)
+    end = tokenizer.apply_chat_template(
+        [{"role": "user", "content": f"x {MAGIC}"}], tokenize=False, add_generation_prompt=True
+    )
     tail = tokenizer(end, add_special_tokens=False)["input_ids"]
     suffix = tokenizer(end.split(MAGIC, 1)[1], add_special_tokens=False)["input_ids"]
-    tail = tail[-(len(suffix) + len(tokenizer(" " + MAGIC, add_special_tokens=False)["input_ids"])):]
+    tail = tail[-(len(suffix) + len(tokenizer(" " + MAGIC, add_special_tokens=False)["input_ids"])) :]
     config = GenerationConfig.from_pretrained(target)
     config.sequence_bias = config.sequence_bias + [[tail + b, 5000.0], [b + [tokenizer.eos_token_id], 2000.0]]
     config.save_pretrained(target)
     return target
 
 
-MAGIC_TEMPLATE = {"name": "second-last", "kind": "choice", "answers": ["A", "B"], "max_new_tokens": 4,
-                  "turns": [{"role": "user", "content": "Source: {source}\nWhich is better, A or B?\n"
-                                                        "A: {candidate_a}\nB: {candidate_b}"}]}
+MAGIC_TEMPLATE = {
+    "name": "second-last",
+    "kind": "choice",
+    "answers": ["A", "B"],
+    "max_new_tokens": 4,
+    "turns": [
+        {"role": "user", "content": "Source: {source}\nWhich is better, A or B?\nA: {candidate_a}\nB: {candidate_b}"}
+    ],
+}
 # item: (candidate A, candidate B, human choice) -> the model picks the one ending with the magic word;
 # neither or both: each candidate wins when asked first (neither: always A) or second (both: always B)
-MAGIC_ITEMS = [(f"a striped {MAGIC}", "a horse", "A"),    # run: A, agrees
-               ("a horse", f"a plain {MAGIC}", "B"),      # run: B, agrees
-               ("a horse", "a pony", "tie"),              # run: tie (1, 1), agrees
-               (f"one {MAGIC}", f"two {MAGIC}", "A"),     # run: tie (0, 0), disagrees
-               (f"a big {MAGIC}", "a mule", "B")]         # run: A, disagrees
+MAGIC_ITEMS = [
+    (f"a striped {MAGIC}", "a horse", "A"),  # run: A, agrees
+    ("a horse", f"a plain {MAGIC}", "B"),  # run: B, agrees
+    ("a horse", "a pony", "tie"),  # run: tie (1, 1), agrees
+    (f"one {MAGIC}", f"two {MAGIC}", "A"),  # run: tie (0, 0), disagrees
+    (f"a big {MAGIC}", "a mule", "B"),
+]  # run: A, disagrees
 RUN_CHOICE = ["A", "B", "tie", "tie", "A"]
 
 
@@ -126,8 +142,15 @@ def test_known_different_answers_per_pair_and_the_preferences_page(tmp_path, tin
     model = magic_model(tiny, tmp_path / "magic")
     items = [(f"Source {i}.", a, b, p) for i, (a, b, p) in enumerate(MAGIC_ITEMS)]
     import_preference_file(engine, preference_file(tmp_path / "magic.csv", items[:3]), "magic")
-    run = create_run(engine, kind="llm-choice", name="magic choice", model=str(model), device="cpu",
-                     template="custom", template_spec=MAGIC_TEMPLATE)
+    run = create_run(
+        engine,
+        kind="llm-choice",
+        name="magic choice",
+        model=str(model),
+        device="cpu",
+        template="custom",
+        template_spec=MAGIC_TEMPLATE,
+    )
     ScoringWorker(engine, device="cpu", batch_size=4, poll_seconds=0.1).run(exit_when_idle=True)
     # imported after a metric was loaded: it reads the new partners when it meets their pairs
     metric = load_metric(run_config(engine, run), "cpu", 4, engine=engine)
@@ -186,7 +209,9 @@ def test_choice_runs_refuse_what_they_cannot_score_in_one_sentence(store_url, tm
         assert session.scalar(select(func.count(WorkItem.id)).where(WorkItem.run_id == run)) == 8
     # preferences added later between stored pairs (the bench's path): the linked pairs are queued then
     unscoped = create_run(engine, kind="llm-choice", name="all", model=str(tiny))
-    add_preferences(engine, plain_id, pd.DataFrame({"pair_a_id": plain[:2], "pair_b_id": plain[2:], "preferred": ["A", "B"]}))
+    add_preferences(
+        engine, plain_id, pd.DataFrame({"pair_a_id": plain[:2], "pair_b_id": plain[2:], "preferred": ["A", "B"]})
+    )
     with read_session(engine) as session:
         queued = set(session.scalars(select(WorkItem.pair_id).where(WorkItem.run_id == unscoped)))
     assert set(plain) <= queued and len(queued) == 12
@@ -243,6 +268,13 @@ def test_prefer_first_with_several_partners_is_the_share_of_wins(tmp_path, tiny)
     result = judge.prefer_first(["s", "s"], ["x", "y"], [["y", "z"], ["x"]])
     assert result.values.tolist() == [0.0, 0.0] and result.answers == ["0/2 A", "B"]
     assert result.texts == ["B | B", "B"]
-    assert math.isnan(LLMJudge((judge.model, judge.tokenizer), kind="choice", max_new_tokens=1,
-                               template={**MAGIC_TEMPLATE, "answers": ["C", "D"]}).prefer_first(
-        ["s"], ["x"], [["y"]]).values[0])
+    assert math.isnan(
+        LLMJudge(
+            (judge.model, judge.tokenizer),
+            kind="choice",
+            max_new_tokens=1,
+            template={**MAGIC_TEMPLATE, "answers": ["C", "D"]},
+        )
+        .prefer_first(["s"], ["x"], [["y"]])
+        .values[0]
+    )

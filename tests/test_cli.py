@@ -1,4 +1,5 @@
 """``python -m pluie_core score`` end to end on a tiny model directory."""
+
 import os
 import re
 import subprocess
@@ -11,11 +12,13 @@ from pluie_core.cli import main
 from pluie_core.scorer import PluieScorer
 from tests.paths import REPO
 
-PAIRS = pd.DataFrame({
-    "source": ["The cat drinks water.", "Have you ever seen a tsunami ?", "A river."],
-    "hypothesis": ["The cat drinks milk.", "Have you ever seen a tiramisu ?", "A long river in Romania."],
-    "label": [0, 0, 1],
-})
+PAIRS = pd.DataFrame(
+    {
+        "source": ["The cat drinks water.", "Have you ever seen a tsunami ?", "A river."],
+        "hypothesis": ["The cat drinks milk.", "Have you ever seen a tiramisu ?", "A long river in Romania."],
+        "label": [0, 0, 1],
+    }
+)
 
 
 @pytest.fixture
@@ -27,15 +30,34 @@ def pair_file(tmp_path):
 
 def run_cli(*args):
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "pluie_core", *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pluie_core", *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_score_command_writes_input_columns_and_scores(tiny_model_builder, pair_file, tmp_path):
     model = tiny_model_builder()
     output = tmp_path / "scored.csv"
-    done = run_cli("score", pair_file, "--model", model, "--template", "direct", "--answers", "Yes", "No",
-                   "--symmetric", "--baselines", "-o", output)
+    done = run_cli(
+        "score",
+        pair_file,
+        "--model",
+        model,
+        "--template",
+        "direct",
+        "--answers",
+        "Yes",
+        "No",
+        "--symmetric",
+        "--baselines",
+        "-o",
+        output,
+    )
     assert done.returncode == 0, done.stderr
     assert "PLUIE" in done.stderr  # the progress bar
     scored = pd.read_csv(output)
@@ -50,19 +72,36 @@ def test_score_command_writes_input_columns_and_scores(tiny_model_builder, pair_
 
 def test_jsonl_output_in_process(tiny_model_builder, pair_file, tmp_path, capsys):
     output = tmp_path / "scored.jsonl"
-    assert main(["score", str(pair_file), "--model", str(tiny_model_builder()), "--template", "fs-direct",
-                 "--no-progress", "-o", str(output)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(pair_file),
+                "--model",
+                str(tiny_model_builder()),
+                "--template",
+                "fs-direct",
+                "--no-progress",
+                "-o",
+                str(output),
+            ]
+        )
+        == 0
+    )
     scored = pd.read_json(output, lines=True)
     assert len(scored) == 3 and scored["pluie"].notna().all()
     assert "wrote" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("case,expected", [
-    ("missing_file", "Input file .*missing.csv does not exist"),
-    ("missing_model", "No model found at .*nowhere"),
-    ("multi_token", "'Perhaps' is not a single token"),
-    ("bad_output", "give the output a .csv, .tsv, .jsonl or .json extension"),
-])
+@pytest.mark.parametrize(
+    "case,expected",
+    [
+        ("missing_file", "Input file .*missing.csv does not exist"),
+        ("missing_model", "No model found at .*nowhere"),
+        ("multi_token", "'Perhaps' is not a single token"),
+        ("bad_output", "give the output a .csv, .tsv, .jsonl or .json extension"),
+    ],
+)
 def test_user_errors_print_one_line_and_fail(tiny_model_builder, pair_file, tmp_path, capsys, case, expected):
     model, inputs, answers, output = str(tiny_model_builder()), str(pair_file), ["Yes", "No"], str(tmp_path / "o.csv")
     if case == "missing_file":
@@ -91,16 +130,21 @@ def test_error_exit_from_the_real_entry_point(tmp_path, pair_file):
 
 # --------------------------------------------------------------------------- publish and preferences
 def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(tmp_path, capsys):
-    from db import annotators, campaigns as camp, serving
+    from db import annotators, init_db, serving
+    from db import campaigns as camp
     from db.cli import main as db_main
     from db.datasets import import_pairs
-    from db import init_db
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     engine = init_db(url)
     for name, n in (("alpha", 5), ("beta", 3)):
-        import_pairs(engine, name, pd.DataFrame({"source": [f"{name} s{i}" for i in range(n)],
-                                                 "hypothesis": [f"{name} h{i}" for i in range(n)]}))
+        import_pairs(
+            engine,
+            name,
+            pd.DataFrame(
+                {"source": [f"{name} s{i}" for i in range(n)], "hypothesis": [f"{name} h{i}" for i in range(n)]}
+            ),
+        )
     datasets = {d.name: d.id for d in __import__("db.datasets", fromlist=["x"]).list_datasets(engine)}
     cid = camp.create_campaign(engine, "Pilot", [datasets["beta"]], quota=2, overlap=1, n_training=0)
     aid, _ = annotators.create_annotator(engine, cid, "Ann")
@@ -121,9 +165,27 @@ def test_publish_command_writes_the_export_pages_folder_for_the_named_datasets(t
     assert len(pd.read_parquet(tmp_path / "all" / "data" / "train-00000-of-00001.parquet")) == 8
 
     # one campaign's labelled pairs, from the real entry point (python -m db)
-    done = subprocess.run([sys.executable, "-m", "db", "publish", str(tmp_path / "pilot"), "--licence", "mit",
-                           "--campaign", "Pilot", "--pairs", "labelled", "--db", url],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "db",
+            "publish",
+            str(tmp_path / "pilot"),
+            "--licence",
+            "mit",
+            "--campaign",
+            "Pilot",
+            "--pairs",
+            "labelled",
+            "--db",
+            url,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     pilot = pd.read_parquet(tmp_path / "pilot" / "data" / "train-00000-of-00001.parquet")
     assert len(pilot) == 2 and set(pilot["source"]) <= {f"beta s{i}" for i in range(3)}
@@ -151,14 +213,28 @@ def test_correlate_on_a_preference_file_writes_agreement_with_the_peoples_choice
     from pluie_core.baselines import BASELINES
     from pluie_core.evaluation.preference import AGREEMENT_COLUMNS, preference_agreement
 
-    items = pd.DataFrame({
-        "source": ["The cat drinks water.", "A man plays guitar.", "It rains.", "The sun is hot.", "Birds fly."],
-        "candidate_a": ["The cat drinks water.", "Someone plays the guitar.", "Rain falls.", "Cold sun.", "Birds swim."],
-        "candidate_b": ["A dog sleeps.", "A man plays guitar loudly.", "It rains a lot today.", "The sun is hot!",
-                        "Birds are flying."],
-        "preferred": ["A", "B", "tie", "B", "B"],
-        "pluie_a": [3.0, -1.0, 0.5, -2.0, -3.0], "pluie_b": [-4.0, 2.0, 0.4, 3.0, 1.0],
-    })
+    items = pd.DataFrame(
+        {
+            "source": ["The cat drinks water.", "A man plays guitar.", "It rains.", "The sun is hot.", "Birds fly."],
+            "candidate_a": [
+                "The cat drinks water.",
+                "Someone plays the guitar.",
+                "Rain falls.",
+                "Cold sun.",
+                "Birds swim.",
+            ],
+            "candidate_b": [
+                "A dog sleeps.",
+                "A man plays guitar loudly.",
+                "It rains a lot today.",
+                "The sun is hot!",
+                "Birds are flying.",
+            ],
+            "preferred": ["A", "B", "tie", "B", "B"],
+            "pluie_a": [3.0, -1.0, 0.5, -2.0, -3.0],
+            "pluie_b": [-4.0, 2.0, 0.4, 3.0, 1.0],
+        }
+    )
     path, output = tmp_path / "prefs.csv", tmp_path / "agreement.csv"
     items.to_csv(path, index=False)
     done = run_cli("correlate", path, "--metric", "pluie", "--metric", "levenshtein", "-o", output)
@@ -169,8 +245,12 @@ def test_correlate_on_a_preference_file_writes_agreement_with_the_peoples_choice
     assert table.loc[0, "accuracy"] == pytest.approx(expected["accuracy"])
     assert table.loc[0, "accuracy_calibrated"] == pytest.approx(expected["accuracy_calibrated"])
     lev = BASELINES["levenshtein"]
-    expected = preference_agreement(items["preferred"], lev(items.source, items.candidate_a),
-                                    lev(items.source, items.candidate_b), higher_is_similar=False)  # a distance
+    expected = preference_agreement(
+        items["preferred"],
+        lev(items.source, items.candidate_a),
+        lev(items.source, items.candidate_b),
+        higher_is_similar=False,
+    )  # a distance
     assert table.loc[1, "accuracy_calibrated"] == pytest.approx(expected["accuracy_calibrated"])
     assert table.loc[1, "kappa"] == pytest.approx(expected["kappa"], nan_ok=True)
 

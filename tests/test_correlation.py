@@ -2,6 +2,7 @@
 correlate``: values against scipy called directly on the STS-B test file, intervals against n and
 against Fisher's z interval, the paired difference test on cases with a known answer, system level
 against per-system means computed here, and the one-sentence errors."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +11,11 @@ from scipy import stats as scipy_stats
 from pluie_core.baselines import chrf, levenshtein
 from pluie_core.cli import main
 from pluie_core.evaluation.correlation import (
-    COLUMNS, compare_correlations, correlate, mean_levels, system_level,
+    COLUMNS,
+    compare_correlations,
+    correlate,
+    mean_levels,
+    system_level,
 )
 from pluie_core.io import load_pairs
 from pluie_core.stats import StatsError
@@ -51,8 +56,9 @@ def test_without_resamples_the_coefficients_come_alone(stsb):
     reused = correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=200, coefficients=alone)
     pd.testing.assert_frame_equal(reused, full)
     planted = alone.assign(r=alone["r"] + 1.0)  # and does take them: nothing computed again
-    assert (correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=0, coefficients=planted)["r"]
-            == planted["r"]).all()
+    assert (
+        correlate(stsb[["levenshtein", "chrf"]], stsb["label"], n_boot=0, coefficients=planted)["r"] == planted["r"]
+    ).all()
 
 
 def test_intervals_widen_as_n_shrinks(stsb):
@@ -122,11 +128,14 @@ def test_mean_levels_leave_dont_know_out():
     assert means[1] == 1.5 and means[2] == 2.0 and np.isnan(means[3])
 
 
-@pytest.mark.parametrize("reference, message", [
-    (["high", "low", "high", "low"], "holds text"),
-    ([1.0, np.nan, np.nan, 2.0], "Only 2 pairs"),
-    ([2.0, 2.0, 2.0, 2.0], "same reference value"),
-])
+@pytest.mark.parametrize(
+    "reference, message",
+    [
+        (["high", "low", "high", "low"], "holds text"),
+        ([1.0, np.nan, np.nan, 2.0], "Only 2 pairs"),
+        ([2.0, 2.0, 2.0, 2.0], "same reference value"),
+    ],
+)
 def test_bad_references_get_one_sentence(reference, message):
     with pytest.raises(StatsError, match=message):
         correlate(pd.Series([0.1, 0.5, 0.3, 0.9]), pd.Series(reference))
@@ -137,8 +146,23 @@ def test_bad_references_get_one_sentence(reference, message):
 
 def test_cli_correlate_writes_the_contracted_table(stsb, tmp_path):
     output = tmp_path / "out.csv"
-    assert main(["correlate", str(STSB_TEST), "--metric", "levenshtein", "--metric", "chrf", "--bootstrap", "200",
-                 "-o", str(output)]) == 0
+    assert (
+        main(
+            [
+                "correlate",
+                str(STSB_TEST),
+                "--metric",
+                "levenshtein",
+                "--metric",
+                "chrf",
+                "--bootstrap",
+                "200",
+                "-o",
+                str(output),
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(output)
     assert list(table.columns) == ["metric", "method", "r", "ci_low", "ci_high", "n"]
     for row in table.itertuples():
@@ -147,9 +171,15 @@ def test_cli_correlate_writes_the_contracted_table(stsb, tmp_path):
 
 
 def test_cli_reads_score_columns_and_system_level(tmp_path):
-    frame = pd.DataFrame({"source": [f"s{i}" for i in range(12)], "hypothesis": [f"h{i}" for i in range(12)],
-                          "label": [0, 1, 2, 3, 4, 5] * 2, "pluie": [-3, -1, 0, 1, 2, 5, -2, 0, 1, 0, 3, 4],
-                          "model": list("xxyyzz") * 2})
+    frame = pd.DataFrame(
+        {
+            "source": [f"s{i}" for i in range(12)],
+            "hypothesis": [f"h{i}" for i in range(12)],
+            "label": [0, 1, 2, 3, 4, 5] * 2,
+            "pluie": [-3, -1, 0, 1, 2, 5, -2, 0, 1, 0, 3, 4],
+            "model": list("xxyyzz") * 2,
+        }
+    )
     path, output = tmp_path / "scored.csv", tmp_path / "out.csv"
     frame.to_csv(path, index=False)
     assert main(["correlate", str(path), "--metric", "pluie", "--system", "model", "-o", str(output)]) == 0
@@ -159,11 +189,14 @@ def test_cli_reads_score_columns_and_system_level(tmp_path):
     assert (table["n"] == 3).all()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--metric", "levenshtein", "--reference", "genre"], "The reference 'genre' holds text"),
-    (["--metric", "nonsense"], "Unknown metric 'nonsense'"),
-    (["--metric", "chrf", "--reference", "nope"], "no reference column 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--metric", "levenshtein", "--reference", "genre"], "The reference 'genre' holds text"),
+        (["--metric", "nonsense"], "Unknown metric 'nonsense'"),
+        (["--metric", "chrf", "--reference", "nope"], "no reference column 'nope'"),
+    ],
+)
 def test_cli_bad_input_is_one_line_on_stderr(args, message, tmp_path, capsys):
     assert main(["correlate", str(STSB_TEST), *args, "-o", str(tmp_path / "o.csv")]) == 1
     err = capsys.readouterr().err.strip()
@@ -193,8 +226,10 @@ def test_the_bootstrap_kendall_equals_scipys_row_by_row():
 
 def test_a_text_score_column_is_named_as_such(tmp_path, capsys):
     path = tmp_path / "scored.csv"
-    pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["x", "y", "z"], "label": [1, 2, 3],
-                  "judge": ["yes", "no", "yes"]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {"source": ["a", "b", "c"], "hypothesis": ["x", "y", "z"], "label": [1, 2, 3], "judge": ["yes", "no", "yes"]}
+    ).to_csv(path, index=False)
     assert main(["correlate", str(path), "--metric", "judge", "-o", str(tmp_path / "o.csv")]) == 1
-    assert capsys.readouterr().err.strip() == ("error: The score column 'judge' holds text (e.g. 'yes'), not numbers: "
-                                                "choose a numeric column.")
+    assert capsys.readouterr().err.strip() == (
+        "error: The score column 'judge' holds text (e.g. 'yes'), not numbers: choose a numeric column."
+    )

@@ -6,8 +6,8 @@ gold scores were there.
 A real SQLite store: three binary datasets imported first (MRPC test, PAWS Wiki test, German PAWS-X dev)
 and STS-B dev (gold scores 0–5), read from ../shared/datasets; chrF and a Levenshtein distance on every
 pair. The page is run by AppTest; its figures are checked against scipy on the same pairs."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pandas as pd
 import pytest
@@ -30,18 +30,26 @@ def build_store(engine) -> dict:
     from db.analysis import add_score_run, pairs_frame
     from db.datasets import import_pairs
 
-    files = {"MRPC": "mrpc/msr_paraphrase_test.txt", "PAWS Wiki": "paws_wiki_final/test.tsv",
-             "PAWS-X de": "pawsx_de/dev.tsv"}
+    files = {
+        "MRPC": "mrpc/msr_paraphrase_test.txt",
+        "PAWS Wiki": "paws_wiki_final/test.tsv",
+        "PAWS-X de": "pawsx_de/dev.tsv",
+    }
     ids = {}
     for name in BINARY:
-        ids[name] = import_pairs(engine, name, load_pairs(DATASETS / files[name]).head(N_BINARY),
-                                 label_kind="binary").dataset_id
+        ids[name] = import_pairs(
+            engine, name, load_pairs(DATASETS / files[name]).head(N_BINARY), label_kind="binary"
+        ).dataset_id
     stsb = load_pairs(DATASETS / "stsbenchmark" / "sts-dev.csv").head(N_GRADED)
     ids[GRADED] = import_pairs(engine, GRADED, stsb, label_kind="score", label_range=(0, 5)).dataset_id
     pairs = pairs_frame(engine, texts=True)
     add_score_run(engine, "chrF", pd.Series(chrf(pairs.source, pairs.hypothesis), pairs.index))
-    add_score_run(engine, "levenshtein", pd.Series(levenshtein(pairs.source, pairs.hypothesis), pairs.index),
-                  higher_is_similar=False)
+    add_score_run(
+        engine,
+        "levenshtein",
+        pd.Series(levenshtein(pairs.source, pairs.hypothesis), pairs.index),
+        higher_is_similar=False,
+    )
     return {"ids": ids}
 
 
@@ -86,8 +94,9 @@ def frame_of(engine, *names, campaign_id=None) -> pd.DataFrame:
 
     pairs = pairs_frame(engine, texts=True, campaign_id=campaign_id)
     pairs = pairs[pairs["dataset"].isin(names)]
-    return pairs.assign(chrF=chrf(pairs.source, pairs.hypothesis),
-                        levenshtein=levenshtein(pairs.source, pairs.hypothesis))
+    return pairs.assign(
+        chrF=chrf(pairs.source, pairs.hypothesis), levenshtein=levenshtein(pairs.source, pairs.hypothesis)
+    )
 
 
 def assert_scipys(shown: pd.DataFrame, pairs: pd.DataFrame) -> None:
@@ -107,7 +116,8 @@ def test_correlation_opens_on_the_graded_gold_scores_not_the_pooled_binary_scale
     shown = table(at)
     assert_scipys(shown, stsb)  # STS-B's pairs alone: never the three binary datasets, nor all four
     assert shown.loc[("chrF", "spearman"), "r"] == pytest.approx(
-        scipy_stats.spearmanr(stsb["chrF"], stsb["gold_label"]).statistic)
+        scipy_stats.spearmanr(stsb["chrF"], stsb["gold_label"]).statistic
+    )
     assert "point-biserial correlations." not in texts(at, "warning")  # graded: no binary reference
     captions = texts(at, "caption")
     assert "Opens on graded gold scores, one dataset at a time" in captions
@@ -141,20 +151,21 @@ def test_a_scope_without_graded_gold_opens_on_binary_and_says_why_in_one_caption
     assert_scipys(table(at), frame_of(engine, *BINARY))  # today's behaviour: the binary scale, pooled
     why = [c.value for c in at.caption if c.value.startswith("Opens on")]
     assert len(why) == 1
-    assert why[0].startswith("Opens on binary gold labels (0/1), so its correlations are point-biserial: no dataset "
-                             "of this scope has graded gold scores")
+    assert why[0].startswith(
+        "Opens on binary gold labels (0/1), so its correlations are point-biserial: no dataset "
+        "of this scope has graded gold scores"
+    )
 
 
 def test_a_campaigns_scope_opens_on_its_graded_dataset(store, engine):
     """The scope is the campaign in progress: its graded dataset's gold scores (its pairs only) first; a
     campaign of binary datasets alone opens on them, saying why."""
-    from db import annotators, campaigns as camp, serving
+    from db import annotators, serving
+    from db import campaigns as camp
 
     ids = store["ids"]
-    binary_round = camp.create_campaign(engine, "Binary round", [ids["MRPC"], ids["PAWS Wiki"]], quota=5,
-                                        n_training=0)
-    graded_round = camp.create_campaign(engine, "Graded round", [ids["PAWS-X de"], ids[GRADED]], quota=5,
-                                        n_training=0)
+    binary_round = camp.create_campaign(engine, "Binary round", [ids["MRPC"], ids["PAWS Wiki"]], quota=5, n_training=0)
+    graded_round = camp.create_campaign(engine, "Graded round", [ids["PAWS-X de"], ids[GRADED]], quota=5, n_training=0)
     for cid in (binary_round, graded_round):  # the graded round's label is the latest: the campaign in progress
         person = annotators.create_annotator(engine, cid, f"p{cid}")[0]
         annotators.set_annotator_profile(engine, person, f"P{cid}", "good")
@@ -180,23 +191,35 @@ def test_the_read_ahead_computes_what_the_page_opens_on(store, engine, monkeypat
     """The Correlation page's first view, read ahead (ui.views.correlation_cache.first_view), is STS-B's gold
     scores: the page then reads no pair, score or label again and computes no coefficient again."""
     from db import analysis
+    from pluie_core import analysis_figures
     from ui.views import correlation_cache, store_reads
     from ui.views.read_ahead import start_view
-    from pluie_core import analysis_figures
 
-    for cached in (correlation_cache.graded_values, correlation_cache.correlations,
-                   correlation_cache.correlation_difference, store_reads.choices, store_reads._pairs,
-                   store_reads.scores, store_reads._labels, store_reads.hover_labels):
+    for cached in (
+        correlation_cache.graded_values,
+        correlation_cache.correlations,
+        correlation_cache.correlation_difference,
+        store_reads.choices,
+        store_reads._pairs,
+        store_reads.scores,
+        store_reads._labels,
+        store_reads.hover_labels,
+    ):
         cached.clear()
     computed, reads = [], []
     correlate = analysis_figures.correlate
-    monkeypatch.setattr(analysis_figures, "correlate",
-                        lambda scores, reference, *args, **kwargs: computed.append(len(reference.dropna()))
-                        or correlate(scores, reference, *args, **kwargs))
+    monkeypatch.setattr(
+        analysis_figures,
+        "correlate",
+        lambda scores, reference, *args, **kwargs: computed.append(len(reference.dropna()))
+        or correlate(scores, reference, *args, **kwargs),
+    )
     for name in ("pairs_frame", "scores_wide", "labels_long"):
+
         def read(*args, _original=getattr(analysis, name), _name=name, **kwargs):
             reads.append(_name)
             return _original(*args, **kwargs)
+
         monkeypatch.setattr(analysis, name, read)
     for step in sorted(correlation_cache.first_view(start_view()), key=lambda step: step.order):
         step.read()

@@ -1,6 +1,7 @@
 """AppTest: the Correlation page on a real SQLite store (STS-B test pairs with their gold scores and
 five-level labels, BIOSSES with its annotators' raw scores, a two-pair dataset), checking its figures
 against scipy on the same values and its one-sentence refusals."""
+
 import copy
 
 import numpy as np
@@ -13,8 +14,8 @@ from db.analysis import add_labels, add_score_run, pairs_frame
 from db.datasets import import_pairs
 from pluie_core.baselines import chrf, levenshtein
 from pluie_core.io import load_pairs
-from tests.paths import DATASETS, REPO
 from tests.figures import charts, trace, traces
+from tests.paths import DATASETS, REPO
 from tests.store_fixtures import load_sqlite_copy
 
 
@@ -41,16 +42,30 @@ def build_store(engine):
     stsb = load_pairs(DATASETS / "stsbenchmark" / "sts-test.csv").head(300)
     import_pairs(engine, "STS-B", stsb)
     import_pairs(engine, "BIOSSES", load_pairs(DATASETS / "biosses" / "biosses_pairs_with_annotator_scores.tsv"))
-    import_pairs(engine, "tiny", pd.DataFrame({"source": ["a b c", "d e f"], "hypothesis": ["a b d", "d x y"],
-                                               "label": [4.0, 1.0]}), label_kind="score", label_range=(0, 5))
+    import_pairs(
+        engine,
+        "tiny",
+        pd.DataFrame({"source": ["a b c", "d e f"], "hypothesis": ["a b d", "d x y"], "label": [4.0, 1.0]}),
+        label_kind="score",
+        label_range=(0, 5),
+    )
     pairs = pairs_frame(engine, texts=True)
-    add_score_run(engine, "levenshtein", pd.Series(levenshtein(pairs.source, pairs.hypothesis), pairs.index),
-                  higher_is_similar=False)
+    add_score_run(
+        engine,
+        "levenshtein",
+        pd.Series(levenshtein(pairs.source, pairs.hypothesis), pairs.index),
+        higher_is_similar=False,
+    )
     add_score_run(engine, "chrF", pd.Series(chrf(pairs.source, pairs.hypothesis), pairs.index))
     rng = np.random.default_rng(0)
     labelled = pairs.index[pairs["dataset"] == "STS-B"][:120]
-    labels = pd.DataFrame({"pair_id": np.repeat(labelled, 3), "annotator": ["p1", "p2", "p3"] * len(labelled),
-                           "level": rng.integers(0, 5, 3 * len(labelled))})
+    labels = pd.DataFrame(
+        {
+            "pair_id": np.repeat(labelled, 3),
+            "annotator": ["p1", "p2", "p3"] * len(labelled),
+            "level": rng.integers(0, 5, 3 * len(labelled)),
+        }
+    )
     add_labels(engine, labels)
     return {"pairs": pairs, "labels": labels, "stsb": stsb}
 
@@ -94,8 +109,11 @@ def test_gold_scores_give_scipys_coefficients(page, store):
     shown = table(at)
     assert len(shown) == 6
     for (metric, method), row in shown.iterrows():
-        function = {"pearson": scipy_stats.pearsonr, "spearman": scipy_stats.spearmanr,
-                    "kendall": scipy_stats.kendalltau}[method]
+        function = {
+            "pearson": scipy_stats.pearsonr,
+            "spearman": scipy_stats.spearmanr,
+            "kendall": scipy_stats.kendalltau,
+        }[method]
         assert row["r"] == pytest.approx(function(scores[metric], pairs["gold_label"]).statistic)
         assert row["n"] == 300 and row["ci_low"] < row["r"] < row["ci_high"]
     assert shown.loc[("levenshtein", "pearson"), "direction"].startswith("lower")
@@ -110,7 +128,10 @@ def test_gold_scores_give_scipys_coefficients(page, store):
     assert scatter["x"] == pytest.approx(pairs["gold_label"].tolist())
     assert scatter["y"] == pytest.approx(list(scores["chrF"]))
     assert [row[0] for row in scatter["customdata"]] == list(pairs.index)  # each point names its pair
-    assert (figure["layout"]["xaxis"]["title"]["text"], figure["layout"]["yaxis"]["title"]["text"]) == ("reference", "chrF")
+    assert (figure["layout"]["xaxis"]["title"]["text"], figure["layout"]["yaxis"]["title"]["text"]) == (
+        "reference",
+        "chrF",
+    )
 
 
 def test_mean_level_excludes_dont_know(page, store):
@@ -146,8 +167,17 @@ def test_system_level_and_the_difference_test(page, store):
     at = on(page, "STS-B", correlation_level="System", correlation_system="year")
     stsb = store["stsb"]
     pairs = store["pairs"][store["pairs"]["dataset"] == "STS-B"]
-    means = pd.DataFrame({"chrF": chrf(pairs.source, pairs.hypothesis), "gold": pairs["gold_label"].to_numpy(),
-                          "year": stsb["year"].astype(str).to_numpy()}).groupby("year").mean()
+    means = (
+        pd.DataFrame(
+            {
+                "chrF": chrf(pairs.source, pairs.hypothesis),
+                "gold": pairs["gold_label"].to_numpy(),
+                "year": stsb["year"].astype(str).to_numpy(),
+            }
+        )
+        .groupby("year")
+        .mean()
+    )
     row = table(at).loc[("chrF", "pearson")]
     assert row["n"] == stsb["year"].nunique() == 3
     assert row["r"] == pytest.approx(scipy_stats.pearsonr(means["chrF"], means["gold"]).statistic)
@@ -196,10 +226,12 @@ def test_mean_level_of_one_campaign(page, store, engine):
     assert table(at).loc[("chrF", "kendall"), "n"] == len(every) > len(mean)
     pairs = store["pairs"].loc[every.index]
     assert table(at).loc[("chrF", "kendall"), "r"] == pytest.approx(
-        scipy_stats.kendalltau(chrf(pairs.source, pairs.hypothesis), every).statistic)
+        scipy_stats.kendalltau(chrf(pairs.source, pairs.hypothesis), every).statistic
+    )
 
 
 def test_a_dataset_without_the_reference_says_so(page):
     at = on(page, "STS-B", correlation_reference="raw")
-    assert errors(at) == ("No pair of these datasets has an imported annotator value: choose another reference "
-                          "or dataset.")
+    assert errors(at) == (
+        "No pair of these datasets has an imported annotator value: choose another reference or dataset."
+    )

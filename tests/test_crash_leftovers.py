@@ -1,6 +1,7 @@
 """A publish killed mid-way (kill -9: no clean-up of its own runs) leaves its hidden, half-written
 folder beside the one it was writing (issue 38, item 7): the next publish into the same parent
 folder removes such leftovers, but never the folder another publish is writing at that moment."""
+
 from __future__ import annotations
 
 import os
@@ -23,16 +24,26 @@ def leftovers(parent):
 
 
 def with_pairs(engine, n=40):
-    import_pairs(engine, "toy", pd.DataFrame({"source": [f"a source {i}" for i in range(n)],
-                                              "hypothesis": [f"a hypothesis {i}" for i in range(n)]}))
+    import_pairs(
+        engine,
+        "toy",
+        pd.DataFrame(
+            {"source": [f"a source {i}" for i in range(n)], "hypothesis": [f"a hypothesis {i}" for i in range(n)]}
+        ),
+    )
 
 
 def test_a_publish_killed_mid_way_leaves_a_folder_the_next_publish_removes_but_a_live_one_stays(
-        engine, db_url, tmp_path):
+    engine, db_url, tmp_path
+):
     with_pairs(engine)
     parent = tmp_path / "published"
     # a real publish, in a process of its own, killed with SIGKILL after its first chunks
-    killed = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(REPO)!r})
         from db import access, init_db
@@ -47,7 +58,13 @@ def test_a_publish_killed_mid_way_leaves_a_folder_the_next_publish_removes_but_a
 
         publish_dataset(init_db({db_url!r}), {str(parent / "first")!r}, licence="mit", chunk_size=5,
                         n_boot=10, progress=progress)
-        """)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        """),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     left = leftovers(parent)
     assert len(left) == 1 and left[0].startswith(".first.partial-"), left
@@ -70,8 +87,9 @@ def test_a_publish_killed_mid_way_leaves_a_folder_the_next_publish_removes_but_a
 
     def live_publish():
         try:
-            outcome["result"] = publish_dataset(engine, parent / "live", licence="mit", chunk_size=5, n_boot=10,
-                                                progress=hold)
+            outcome["result"] = publish_dataset(
+                engine, parent / "live", licence="mit", chunk_size=5, n_boot=10, progress=hold
+            )
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             outcome["error"] = exc
 

@@ -6,6 +6,7 @@ The reference is the papers' two-pass formula, as in test_scorer.py: (T+1)·(los
 on the chat-templated conversation cut right after the answer word. The model is float32 here (not the
 float64 copies of the tiny models: 135M parameters); its losses are summed in float64, so what is left
 is float32 noise between a full sequence and the cached-prefix batch (~1e-4 on ~600 tokens)."""
+
 from __future__ import annotations
 
 import math
@@ -27,10 +28,14 @@ from tests.demo_model import PARSES
 from tests.store_fixtures import add_pairs
 from tests.test_scorer import model_loss
 
-SOURCES = ["Amrozi accused his brother , whom he called \" the witness \" , of deliberately distorting his evidence .",
-           "Yucaipa owned Dominick 's before selling the chain to Safeway in 1998 for $ 2.5 billion ."]
-HYPOTHESES = ["Referring to him as only \" the witness \" , Amrozi accused his brother of deliberately distorting his evidence .",
-              "The cat drinks milk."]
+SOURCES = [
+    'Amrozi accused his brother , whom he called " the witness " , of deliberately distorting his evidence .',
+    "Yucaipa owned Dominick 's before selling the chain to Safeway in 1998 for $ 2.5 billion .",
+]
+HYPOTHESES = [
+    'Referring to him as only " the witness " , Amrozi accused his brother of deliberately distorting his evidence .',
+    "The cat drinks milk.",
+]
 TOLERANCE = 1e-3  # float32 forward passes of ~600 tokens; a wrong token or position is off by far more
 
 
@@ -68,8 +73,9 @@ def test_the_gguf_file_loads_with_its_own_tokenizer_and_chat_template(demo, demo
     # the directory holding the one .gguf file names the same model; what can be checked without the weights
     for name in (demo_path, demo_path.parent):
         checked = check_model(str(name), "fs-direct")
-        assert checked[0] == ("a GGUF file (Smollm2 135M 8k Lc100K Mix1 Ep2, llama architecture) that transformers "
-                              "can dequantise")
+        assert checked[0] == (
+            "a GGUF file (Smollm2 135M 8k Lc100K Mix1 Ep2, llama architecture) that transformers can dequantise"
+        )
         assert checked[2] == "the answers 'Yes' and 'No' are one token each"
     # transformers' GGUF path for llama builds a GGUFReader for the config, the tokenizer and the weights,
     # 2.5 s each for this file; pluie_core.gguf_files.one_reader makes them one parse
@@ -98,7 +104,9 @@ def test_answers_are_one_token_of_the_real_bpe_tokenizer(demo):
 
 def test_the_chat_templates_default_system_turn_is_scored_once(demo):
     model, tokenizer = demo
-    default_system = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+    default_system = (
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+    )
     scorer = PluieScorer(demo, template="fs-direct")
     [prompt] = scorer.prompts(SOURCES[:1], HYPOTHESES[:1])
     # the template has no system turn: the chat template adds its own, once, at the start
@@ -108,9 +116,17 @@ def test_the_chat_templates_default_system_turn_is_scored_once(demo):
     prefix_ids, _ = scorer._shared_prefix()
     assert tokenizer.decode(prefix_ids).startswith(default_system)
     # a template with its own system turn replaces it
-    own = PluieScorer(demo, template={"name": "sys", "answers": ["Yes", "No"], "turns": [
-        {"role": "system", "content": "You judge paraphrases."},
-        {"role": "user", "content": 'Same meaning? A: "{source}"; B: "{hypothesis}". Answer yes or no.'}]})
+    own = PluieScorer(
+        demo,
+        template={
+            "name": "sys",
+            "answers": ["Yes", "No"],
+            "turns": [
+                {"role": "system", "content": "You judge paraphrases."},
+                {"role": "user", "content": 'Same meaning? A: "{source}"; B: "{hypothesis}". Answer yes or no.'},
+            ],
+        },
+    )
     [prompt] = own.prompts(SOURCES[:1], HYPOTHESES[:1])
     assert prompt.startswith("<|im_start|>system\nYou judge paraphrases.<|im_end|>\n") and "SmolLM" not in prompt
     score = own.score(SOURCES[:1], HYPOTHESES[:1])[0]
@@ -118,14 +134,17 @@ def test_the_chat_templates_default_system_turn_is_scored_once(demo):
     assert score == pytest.approx(reference, abs=TOLERANCE)
 
 
-@pytest.mark.parametrize("template, answers, fields, pairs", [
-    ("fs-direct", None, {}, 2),
-    ("direct", None, {}, 2),
-    # the long few-shot templates on one pair each, to keep the suite's time
-    ("fs-direct-fr", ("Yes", "No"), {}, 1),  # "Oui" is two tokens for this model (see above)
-    ("net", None, {}, 1),
-    ("rev", None, {"instruction": ["Make it shorter.", "Fix the grammar."]}, 2),
-])
+@pytest.mark.parametrize(
+    "template, answers, fields, pairs",
+    [
+        ("fs-direct", None, {}, 2),
+        ("direct", None, {}, 2),
+        # the long few-shot templates on one pair each, to keep the suite's time
+        ("fs-direct-fr", ("Yes", "No"), {}, 1),  # "Oui" is two tokens for this model (see above)
+        ("net", None, {}, 1),
+        ("rev", None, {"instruction": ["Make it shorter.", "Fix the grammar."]}, 2),
+    ],
+)
 @pytest.mark.slow
 def test_one_pass_equals_the_two_pass_formula_for_every_template(demo, template, answers, fields, pairs):
     model, tokenizer = demo
@@ -136,8 +155,12 @@ def test_one_pass_equals_the_two_pass_formula_for_every_template(demo, template,
     if template != "direct":
         assert scorer.last_run["cached"] == pairs  # the shared prefix's KV cache was used
         assert scorer.last_run["packed"] == pairs  # through pluie_core.packed's CPU pass (a Llama model)
-    reference = [two_pass(model, tokenizer, scorer.template.messages(s, h, **{k: v[i] for k, v in fields.items()}),
-                          scorer.answers) for i, (s, h) in enumerate(zip(sources, hypotheses))]
+    reference = [
+        two_pass(
+            model, tokenizer, scorer.template.messages(s, h, **{k: v[i] for k, v in fields.items()}), scorer.answers
+        )
+        for i, (s, h) in enumerate(zip(sources, hypotheses))
+    ]
     np.testing.assert_allclose(scores, reference, atol=TOLERANCE, rtol=0)
     if pairs == 2:
         assert abs(scores[0] - scores[1]) > 10 * TOLERANCE  # two different pairs: the comparison means something
@@ -158,9 +181,17 @@ def unpadded_greedy(model, tokenizer, prompt: str, max_new_tokens: int) -> str:
     """transformers' own greedy generation on one prompt, no padding: the independent reference."""
     ids = torch.tensor([tokenizer(prompt, add_special_tokens=False)["input_ids"]])
     with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False,
-                             temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id)
-    return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True).strip()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True).strip()
 
 
 @pytest.mark.slow
@@ -173,8 +204,10 @@ def test_indirect_generates_real_text_then_scores_it_as_the_two_pass_formula(dem
         assert text == unpadded_greedy(model, tokenizer, prompt, 20)
         assert len(text.split()) >= 3  # words, not an empty or cut-off answer
     scores = scorer.score(SOURCES, HYPOTHESES)
-    reference = [two_pass(model, tokenizer, scorer.template.messages(s, h, generated=e), ("Yes", "No"))
-                 for s, h, e in zip(SOURCES, HYPOTHESES, explanations)]
+    reference = [
+        two_pass(model, tokenizer, scorer.template.messages(s, h, generated=e), ("Yes", "No"))
+        for s, h, e in zip(SOURCES, HYPOTHESES, explanations)
+    ]
     np.testing.assert_allclose(scores, reference, atol=TOLERANCE, rtol=0)
 
 
@@ -218,8 +251,9 @@ def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine, capsys):
     not_gguf.write_text("not a model")
     cases = {
         not_gguf: r"weights.gguf is not a GGUF file \(it does not start with the GGUF magic bytes\)",
-        write("mystery.gguf", "mysterynet", "{{ messages }}"):
-            "mystery.gguf is a GGUF model of the mysterynet architecture, which transformers cannot load from GGUF",
+        write(
+            "mystery.gguf", "mysterynet", "{{ messages }}"
+        ): "mystery.gguf is a GGUF model of the mysterynet architecture, which transformers cannot load from GGUF",
         write("plain.gguf", "llama", None): r"plain.gguf has no chat template in its metadata",
     }
     (tmp_path / "two").mkdir()
@@ -244,7 +278,8 @@ def test_bad_gguf_files_get_one_sentence_and_no_run(tmp_path, engine, capsys):
     assert code == 1 and "Traceback" not in err and not (tmp_path / "o.csv").exists()
     assert [line for line in err.splitlines() if line.startswith("error:")] == [
         f"error: {not_gguf} is not a GGUF file (it does not start with the GGUF magic bytes); give a .gguf file, a "
-        "directory holding one, a model directory with a config.json, or a Hugging Face model id."]
+        "directory holding one, a model directory with a config.json, or a Hugging Face model id."
+    ]
 
 
 # --------------------------------------------------------------------------- out of the box
@@ -260,7 +295,12 @@ def test_a_fresh_store_gets_the_demo_run_and_the_worker_scores_it(engine, demo, 
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.id == created[-1]))
         assert (run.name, run.kind, run.model, run.template, run.direction) == (
-            DEMO_RUN_NAME, "pluie", str(demo_path), "fs-direct", "forward")
+            DEMO_RUN_NAME,
+            "pluie",
+            str(demo_path),
+            "fs-direct",
+            "forward",
+        )
     assert "SmolLM2-135M demo" in DEMO_RUN_NAME and "near chance" in DEMO_RUN_NAME
     assert ensure_first_start_runs(engine) == []  # once: a store that has its runs gets no second one
     # the worker loads the run's model by its path (here handed the session's copy, to save a load)

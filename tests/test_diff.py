@@ -1,4 +1,5 @@
 """Word differences highlighted in yellow (appendix A.3 of the ParaPLUIE paper)."""
+
 from html.parser import HTMLParser
 
 import pytest
@@ -80,9 +81,9 @@ def test_html_highlights_exactly_the_differing_words_in_yellow():
 def test_html_tags_insertions_and_deletions_by_side():
     html_a, html_b = diff_html("The cat drinks water.", "The black cat drinks.")
     assert read(html_a).marked == ["water"]
-    assert 'pluie-diff-delete' in html_a and 'pluie-diff-insert' not in html_a
+    assert "pluie-diff-delete" in html_a and "pluie-diff-insert" not in html_a
     assert read(html_b).marked == ["black"]
-    assert 'pluie-diff-insert' in html_b and 'pluie-diff-delete' not in html_b
+    assert "pluie-diff-insert" in html_b and "pluie-diff-delete" not in html_b
 
 
 def test_a_run_of_changed_words_is_one_mark_and_keeps_its_spaces():
@@ -96,7 +97,16 @@ def test_a_run_of_changed_words_is_one_mark_and_keeps_its_spaces():
 
 def test_punctuation_is_its_own_token_and_words_keep_apostrophes():
     assert [t for _, t in tokenize("Hello, world! Don't stop (now).")] == [
-        "Hello", ",", "world", "!", "Don't", "stop", "(", "now", ")", "."
+        "Hello",
+        ",",
+        "world",
+        "!",
+        "Don't",
+        "stop",
+        "(",
+        "now",
+        ")",
+        ".",
     ]
     ops_a, ops_b = word_diff("Hello, world!", "Hello world!")
     assert changed(ops_a) == [(",", "delete")] and changed(ops_b) == []
@@ -108,13 +118,18 @@ def test_original_spacing_is_kept_in_the_html():
     assert read(html_a).text == a and read(html_b).text == b
 
 
-@pytest.mark.parametrize("attack", ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", '"><b onmouseover="x">'])
+@pytest.mark.parametrize(
+    "attack", ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", '"><b onmouseover="x">']
+)
 def test_markup_in_a_sentence_comes_out_as_inert_text(attack):
     for html_a, html_b in (diff_html(attack, "A harmless sentence."), diff_html("A harmless sentence.", attack)):
         for rendered in (html_a, html_b):
             reader = read(rendered)
             assert {tag for tag, _ in reader.tags} <= {"mark"}  # no img, script or b element
-        assert read(html_a).text + read(html_b).text in (attack + "A harmless sentence.", "A harmless sentence." + attack)
+        assert read(html_a).text + read(html_b).text in (
+            attack + "A harmless sentence.",
+            "A harmless sentence." + attack,
+        )
     html_a, html_b = diff_html(attack, attack)
     assert "<" not in html_a.replace("<mark", "").replace("</mark", "")
     assert html_a == html_b and "mark" not in html_a

@@ -2,6 +2,7 @@
 relative link in README.md, docs/, CHANGELOG.md and CONTRIBUTING.md points to a file that exists, and
 docs/architecture.md names every module of pages/, ui/, db/, lab/, pluie_core/ and api/ (a newcomer finds where a page's
 behaviour lives there, issue 41)."""
+
 from __future__ import annotations
 
 import re

@@ -2,6 +2,7 @@
 the in-process PluieScorer's on the same model folder, one direction and symmetric; what the server cannot
 do is refused before anything is scored, in one sentence; a server that goes away costs an error, never a
 wrong score. The server is vLLM's CPU build in a venv of its own (tests/vllm_server.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,16 +14,28 @@ import pytest
 from pluie_core.cli import main
 from pluie_core.endpoint import EndpointError, EndpointScorer
 from pluie_core.scorer import PluieError, PluieScorer
-from tests.tiny_models import tiny_model_builder  # noqa: F401 (fixture)
 from tests.test_scoring_page import store  # noqa: F401 (fixture: the page's SQLite store)
+from tests.tiny_models import tiny_model_builder  # noqa: F401 (fixture)
 from tests.vllm_server import KEY_NAME, vllm_server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 
-SOURCES = ["The cat drinks water.", "A man plays the guitar.", "Two dogs run in the park.", "It rains today.",
-           "She bought a new car.", "The meeting was postponed to Monday."] * 3
-HYPOTHESES = ["The cat drinks milk.", "Someone is playing a guitar.", "Dogs are running in a park.",
-              "It is sunny today.", "She purchased a new automobile.", "The meeting moved to Monday."] * 3
+SOURCES = [
+    "The cat drinks water.",
+    "A man plays the guitar.",
+    "Two dogs run in the park.",
+    "It rains today.",
+    "She bought a new car.",
+    "The meeting was postponed to Monday.",
+] * 3
+HYPOTHESES = [
+    "The cat drinks milk.",
+    "Someone is playing a guitar.",
+    "Dogs are running in a park.",
+    "It is sunny today.",
+    "She purchased a new automobile.",
+    "The meeting moved to Monday.",
+] * 3
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +51,9 @@ def server_key(vllm_server, monkeypatch):
 
 
 def test_the_servers_scores_are_the_in_process_scorers(vllm_server, local):
-    remote = EndpointScorer(vllm_server.url, vllm_server.model, template="fs-direct", concurrency=3,
-                            api_key=vllm_server.api_key)
+    remote = EndpointScorer(
+        vllm_server.url, vllm_server.model, template="fs-direct", concurrency=3, api_key=vllm_server.api_key
+    )
     assert remote.mode == "allowed"  # vLLM honours allowed_token_ids, and its raw log-probs agree with echo's
     assert remote.prompts(SOURCES[:2], HYPOTHESES[:2]) == local.prompts(SOURCES[:2], HYPOTHESES[:2])
     assert remote.answer_ids == local.answer_ids
@@ -53,8 +67,9 @@ def test_the_servers_scores_are_the_in_process_scorers(vllm_server, local):
     remote.score(SOURCES, HYPOTHESES, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (len(SOURCES), len(SOURCES))
     # the other way, which any server with the completions route reads: the prompt's own log-probs (echo)
-    echo = EndpointScorer(vllm_server.url, vllm_server.model, template="fs-direct", mode="echo",
-                          api_key=vllm_server.api_key)
+    echo = EndpointScorer(
+        vllm_server.url, vllm_server.model, template="fs-direct", mode="echo", api_key=vllm_server.api_key
+    )
     assert echo.mode == "echo" and np.abs(echo.score(SOURCES[:6], HYPOTHESES[:6]) - want[:6]).max() < 1e-3
 
 
@@ -86,20 +101,68 @@ def test_the_command_line_scores_through_the_server(vllm_server, tmp_path, capsy
     pairs = tmp_path / "pairs.tsv"
     pd.DataFrame({"source": SOURCES[:4], "hypothesis": HYPOTHESES[:4]}).to_csv(pairs, sep="\t", index=False)
     out, ref = tmp_path / "out.csv", tmp_path / "ref.csv"
-    assert main(["score", str(pairs), "--endpoint", vllm_server.url, "--model", vllm_server.model, "--symmetric",
-                 "--api-key-env", server_key, "--no-progress", "-o", str(out)]) == 0
-    assert main(["score", str(pairs), "--model", str(vllm_server.folder), "--dtype", "float32", "--symmetric",
-                 "--no-progress", "-o", str(ref)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(pairs),
+                "--endpoint",
+                vllm_server.url,
+                "--model",
+                vllm_server.model,
+                "--symmetric",
+                "--api-key-env",
+                server_key,
+                "--no-progress",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "score",
+                str(pairs),
+                "--model",
+                str(vllm_server.folder),
+                "--dtype",
+                "float32",
+                "--symmetric",
+                "--no-progress",
+                "-o",
+                str(ref),
+            ]
+        )
+        == 0
+    )
     got, want = pd.read_csv(out), pd.read_csv(ref)
     assert np.abs(got["pluie"] - want["pluie"]).max() < 1e-3
     monkeypatch.delenv("PLUIE_NO_SUCH_KEY", raising=False)
-    assert main(["score", str(pairs), "--endpoint", vllm_server.url, "--model", vllm_server.model,
-                 "--api-key-env", "PLUIE_NO_SUCH_KEY", "-o", str(tmp_path / "x.csv")]) != 0
+    assert (
+        main(
+            [
+                "score",
+                str(pairs),
+                "--endpoint",
+                vllm_server.url,
+                "--model",
+                vllm_server.model,
+                "--api-key-env",
+                "PLUIE_NO_SUCH_KEY",
+                "-o",
+                str(tmp_path / "x.csv"),
+            ]
+        )
+        != 0
+    )
     assert "The server's API key PLUIE_NO_SUCH_KEY is not set here" in capsys.readouterr().err
 
 
 def test_a_run_on_a_server_with_a_key_is_refused_without_the_right_one_and_reads_streamlit_secrets(
-        vllm_server, local, engine, tmp_path, monkeypatch):
+    vllm_server, local, engine, tmp_path, monkeypatch
+):
     """The server was started with --api-key: creating a run with no key, a name that holds none, or a wrong key is
     refused with a sentence naming what to set, the store unchanged; the right key, held in Streamlit's secrets
     file under a section, scores the run in the worker; only the key's name is ever stored."""
@@ -111,25 +174,37 @@ def test_a_run_on_a_server_with_a_key_is_refused_without_the_right_one_and_reads
     from db.runs import RunError, create_run, scores_by_pair
     from worker import ScoringWorker
 
-    dataset = import_pairs(engine, "pairs", pd.DataFrame({"source": SOURCES[:4], "hypothesis": HYPOTHESES[:4]})).dataset_id
+    dataset = import_pairs(
+        engine, "pairs", pd.DataFrame({"source": SOURCES[:4], "hypothesis": HYPOTHESES[:4]})
+    ).dataset_id
     monkeypatch.chdir(tmp_path)  # Streamlit's secrets file is read from the working folder, as Streamlit reads it
     monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))  # not this machine's own file
     monkeypatch.delenv("PLUIE_JUDGE_KEY", raising=False)
 
     def create(key_name=None):
         options = {"endpoint": vllm_server.url, **({"api_key_env": key_name} if key_name else {})}
-        return create_run(engine, model=vllm_server.model, dataset_ids=[dataset], check_model=True, options=options,
-                          name="keyed")
+        return create_run(
+            engine, model=vllm_server.model, dataset_ids=[dataset], check_model=True, options=options, name="keyed"
+        )
 
-    with pytest.raises(RunError, match=r"asks for an API key \(401: Unauthorized\): name the environment variable "
-                                       r"or Streamlit secret that holds it"):
+    with pytest.raises(
+        RunError,
+        match=r"asks for an API key \(401: Unauthorized\): name the environment variable "
+        r"or Streamlit secret that holds it",
+    ):
         create()
-    with pytest.raises(RunError, match=r"API key PLUIE_JUDGE_KEY is not set here: neither an environment variable "
-                                       r"nor Streamlit's secrets \(.streamlit/secrets.toml\) hold PLUIE_JUDGE_KEY"):
+    with pytest.raises(
+        RunError,
+        match=r"API key PLUIE_JUDGE_KEY is not set here: neither an environment variable "
+        r"nor Streamlit's secrets \(.streamlit/secrets.toml\) hold PLUIE_JUDGE_KEY",
+    ):
         create("PLUIE_JUDGE_KEY")
     monkeypatch.setenv("PLUIE_JUDGE_KEY", "not-the-key")
-    with pytest.raises(RunError, match=r"refused the API key of PLUIE_JUDGE_KEY \(401: Unauthorized\): set "
-                                       r"PLUIE_JUDGE_KEY to the key the server was started with"):
+    with pytest.raises(
+        RunError,
+        match=r"refused the API key of PLUIE_JUDGE_KEY \(401: Unauthorized\): set "
+        r"PLUIE_JUDGE_KEY to the key the server was started with",
+    ):
         create("PLUIE_JUDGE_KEY")
     (tmp_path / ".streamlit").mkdir()
     (tmp_path / ".streamlit" / "secrets.toml").write_text(f'[judges]\ntiny = "{vllm_server.api_key}"\n')
@@ -224,38 +299,54 @@ def test_a_run_on_the_server_scores_in_the_worker_and_waits_when_it_goes_away(vl
     scored once, as in process, and the page's sentence is gone."""
     from sqlalchemy import select
 
-    from tests.test_scoring_page import open_page
-
     from db.datasets import import_pairs
     from db.engine import read_session
     from db.models import ScoreRun, WorkItem
     from db.runs import RunError, create_run, scores_by_pair
+    from tests.test_scoring_page import open_page
     from worker import ScoringWorker
 
     url, engine = store
-    dataset = import_pairs(engine, "pairs", pd.DataFrame({"source": SOURCES[:6], "hypothesis": HYPOTHESES[:6]})).dataset_id
+    dataset = import_pairs(
+        engine, "pairs", pd.DataFrame({"source": SOURCES[:6], "hypothesis": HYPOTHESES[:6]})
+    ).dataset_id
     # asked first: a model the server does not serve is a sentence, and no run is stored
     with pytest.raises(RunError, match="does not serve a model named 'nope'"):
-        create_run(engine, model="nope", options={"endpoint": vllm_server.url, "api_key_env": server_key},
-                   dataset_ids=[dataset], check_model=True)
+        create_run(
+            engine,
+            model="nope",
+            options={"endpoint": vllm_server.url, "api_key_env": server_key},
+            dataset_ids=[dataset],
+            check_model=True,
+        )
     with pytest.raises(RunError, match="found by its name: an environment variable or a key of Streamlit's secrets"):
-        create_run(engine, model=vllm_server.model, options={"endpoint": vllm_server.url, "api_key_env": "my key"},
-                   dataset_ids=[dataset])
+        create_run(
+            engine,
+            model=vllm_server.model,
+            options={"endpoint": vllm_server.url, "api_key_env": "my key"},
+            dataset_ids=[dataset],
+        )
     with read_session(engine) as session:
         assert session.scalar(select(ScoreRun.id)) is None
     port = int(vllm_server.url.rsplit(":", 1)[1].split("/")[0])
     relay = Relay(port)
     relay.on()
-    run_id = create_run(engine, model=vllm_server.model, dataset_ids=[dataset], check_model=True, direction="symmetric",
-                        options={"endpoint": f"http://127.0.0.1:{relay.port}/v1", "concurrency": 2,
-                                 "api_key_env": server_key})
+    run_id = create_run(
+        engine,
+        model=vllm_server.model,
+        dataset_ids=[dataset],
+        check_model=True,
+        direction="symmetric",
+        options={"endpoint": f"http://127.0.0.1:{relay.port}/v1", "concurrency": 2, "api_key_env": server_key},
+    )
     relay.off()  # the server goes away before the worker starts
     worker = ScoringWorker(engine, device="cpu", poll_seconds=0.1, run_ids=[run_id])
     assert worker.run(once=True) == 0
     with read_session(engine) as session:
         run = session.get(ScoreRun, run_id)
-        items = session.execute(select(WorkItem.status, WorkItem.attempts, WorkItem.error)
-                                .where(WorkItem.run_id == run_id)).all()
+        items = session.execute(
+            select(WorkItem.status, WorkItem.attempts, WorkItem.error).where(WorkItem.run_id == run_id)
+        ).all()
     assert run.status == "active"  # not failed: the pairs wait for the server
     assert {s for s, _, _ in items} == {"pending"} and {a for _, a, _ in items} == {0}  # the claim did not count
     assert all("cannot be reached" in e and "The pairs wait for it." in e for _, _, e in items)
@@ -263,16 +354,18 @@ def test_a_run_on_the_server_scores_in_the_worker_and_waits_when_it_goes_away(vl
     warnings = [w.value.replace("\u2060", "") for w in page.warning]
     waiting = [w for w in warnings if w.startswith("Run “")]
     assert len(waiting) == 1, warnings
-    assert waiting[0].startswith(f"Run “{run.name}” is waiting: The server at http://127.0.0.1:{relay.port} cannot be "
-                                 "reached (ConnectError")
+    assert waiting[0].startswith(
+        f"Run “{run.name}” is waiting: The server at http://127.0.0.1:{relay.port} cannot be reached (ConnectError"
+    )
     assert waiting[0].endswith("(after 3 retries). The pairs wait for it.")
     relay.on()  # back on the same address: every pair is scored, once, as the in-process scorer scores it
     ScoringWorker(engine, device="cpu", poll_seconds=0.1, run_ids=[run_id]).run(exit_when_idle=True)
     relay.off()
     scores = scores_by_pair(engine, run_id)
     with read_session(engine) as session:
-        order = session.execute(select(WorkItem.pair_id, WorkItem.status).where(WorkItem.run_id == run_id)
-                                .order_by(WorkItem.pair_id)).all()
+        order = session.execute(
+            select(WorkItem.pair_id, WorkItem.status).where(WorkItem.run_id == run_id).order_by(WorkItem.pair_id)
+        ).all()
     assert {s for _, s in order} == {"done"} and all(len(scores[p]) == 1 for p, _ in order)
     want = local.score(SOURCES[:6], HYPOTHESES[:6], symmetric=True)
     got = np.array([scores[p][0] for p, _ in order])
@@ -304,8 +397,9 @@ def test_the_new_run_form_offers_a_model_on_a_server(vllm_server, store, server_
     widget(page.number_input, "Requests in flight").set_value(4)
     widget(page.button, "Create run").click()
     page.run()  # no key named: the server's 401, and what to fill in
-    assert "asks for an API key (401: Unauthorized): name the environment variable or Streamlit secret" in \
-        page.error[0].value.replace("\u2060", "")
+    assert "asks for an API key (401: Unauthorized): name the environment variable or Streamlit secret" in page.error[
+        0
+    ].value.replace("\u2060", "")
     widget(page.text_input, "API key name (optional)").input(server_key)
     widget(page.text_input, "Model").input("not-served")
     widget(page.button, "Create run").click()
@@ -319,13 +413,16 @@ def test_the_new_run_form_offers_a_model_on_a_server(vllm_server, store, server_
     assert not page.exception and not page.error, [e.value for e in page.error]
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.name == "served"))
-    assert (run.model, run.options) == (vllm_server.model, {"endpoint": vllm_server.url, "concurrency": 4,
-                                                            "api_key_env": server_key})
+    assert (run.model, run.options) == (
+        vllm_server.model,
+        {"endpoint": vllm_server.url, "concurrency": 4, "api_key_env": server_key},
+    )
     assert run.device is None and run.dtype is None
 
 
-def test_an_llm_judge_on_the_server_answers_as_in_process_and_scores_a_run_in_the_worker(vllm_server, engine,
-                                                                                         server_key):
+def test_an_llm_judge_on_the_server_answers_as_in_process_and_scores_a_run_in_the_worker(
+    vllm_server, engine, server_key
+):
     """LLM-Yes/No with its model on the server (pluie_core.endpoint.EndpointJudge): the prompts LLMJudge renders,
     the server's greedy answers equal to transformers' on the same model folder; a run of that kind names the
     server, is asked first (a model not served is a sentence, nothing stored) and is scored by the worker with
@@ -341,25 +438,41 @@ def test_an_llm_judge_on_the_server_answers_as_in_process_and_scores_a_run_in_th
     from worker import ScoringWorker
 
     local_judge = LLMJudge(str(vllm_server.folder), kind="yes-no", device="cpu", dtype="float32", max_new_tokens=4)
-    served = EndpointJudge(vllm_server.url, vllm_server.model, kind="yes-no", api_key_env=server_key,
-                           max_new_tokens=4, concurrency=2)
+    served = EndpointJudge(
+        vllm_server.url, vllm_server.model, kind="yes-no", api_key_env=server_key, max_new_tokens=4, concurrency=2
+    )
     assert served.judge.prompts(SOURCES[:3], HYPOTHESES[:3]) == local_judge.prompts(SOURCES[:3], HYPOTHESES[:3])
     want = local_judge.score(SOURCES[:6], HYPOTHESES[:6])
     got = served.judge.score(SOURCES[:6], HYPOTHESES[:6])
     assert got.texts == want.texts and all(want.texts)  # the same greedy answers, not empty ones
     assert np.array_equal(got.values, want.values, equal_nan=True) and got.answers == want.answers
 
-    dataset = import_pairs(engine, "pairs", pd.DataFrame({"source": SOURCES[:6], "hypothesis": HYPOTHESES[:6]})).dataset_id
+    dataset = import_pairs(
+        engine, "pairs", pd.DataFrame({"source": SOURCES[:6], "hypothesis": HYPOTHESES[:6]})
+    ).dataset_id
     with pytest.raises(RunError, match="does not serve a model named 'nope'"):
-        create_run(engine, kind="llm-yes-no", model="nope", dataset_ids=[dataset], check_model=True,
-                   options={"endpoint": vllm_server.url, "api_key_env": server_key})
+        create_run(
+            engine,
+            kind="llm-yes-no",
+            model="nope",
+            dataset_ids=[dataset],
+            check_model=True,
+            options={"endpoint": vllm_server.url, "api_key_env": server_key},
+        )
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
-    run_id = create_run(engine, kind="llm-yes-no", model=vllm_server.model, dataset_ids=[dataset], check_model=True,
-                        options={"endpoint": vllm_server.url, "api_key_env": server_key, "concurrency": 2})
+    run_id = create_run(
+        engine,
+        kind="llm-yes-no",
+        model=vllm_server.model,
+        dataset_ids=[dataset],
+        check_model=True,
+        options={"endpoint": vllm_server.url, "api_key_env": server_key, "concurrency": 2},
+    )
     ScoringWorker(engine, device="cpu", poll_seconds=0.1, run_ids=[run_id]).run(exit_when_idle=True)
     with read_session(engine) as session:
-        stored = session.execute(select(Score.pair_id, Score.details).where(Score.run_id == run_id)
-                                 .order_by(Score.pair_id)).all()
+        stored = session.execute(
+            select(Score.pair_id, Score.details).where(Score.run_id == run_id).order_by(Score.pair_id)
+        ).all()
     full = LLMJudge((local_judge.model, local_judge.tokenizer), kind="yes-no").score(SOURCES[:6], HYPOTHESES[:6])
     assert [d["answer"] for _, d in stored] == full.texts  # the template's own bound (10 tokens), as in process

@@ -7,20 +7,26 @@ shape, as when scored alone: equal to the last bit (``==``). With the scorer's o
 packed together, which changes the order of float32 sums: equal to 1e-6 on the tiny model, and to
 1e-4 on the demo judge (its batched scores are its single scores to ~2e-5: docs/library.md, tests/test_packed.py).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pluie_core.explain import MAX_WORDS, word_contributions, sentence_tokens, without_word
+from pluie_core.explain import MAX_WORDS, sentence_tokens, without_word, word_contributions
 from pluie_core.scorer import PluieError, PluieScorer
 
 SOURCE = "The cat drinks water, slowly."
 HYPOTHESIS = "A cat drinks milk."
 # the hypothesis with each word left out, written by hand (as a person would delete it)
 HYPOTHESIS_WITHOUT = ["cat drinks milk.", "A drinks milk.", "A cat milk.", "A cat drinks."]
-SOURCE_WITHOUT = ["cat drinks water, slowly.", "The drinks water, slowly.", "The cat water, slowly.",
-                  "The cat drinks, slowly.", "The cat drinks water,."]
+SOURCE_WITHOUT = [
+    "cat drinks water, slowly.",
+    "The drinks water, slowly.",
+    "The cat water, slowly.",
+    "The cat drinks, slowly.",
+    "The cat drinks water,.",
+]
 
 
 class CountingScorer:
@@ -41,18 +47,21 @@ def alone(scorer, source, hypothesis, **options) -> float:
 
 
 # ---------------------------------------------------------------- leaving a word out
-@pytest.mark.parametrize("sentence,word,expected", [
-    ("A cat drinks milk.", "cat", "A drinks milk."),          # one space stays, not two
-    ("A cat drinks milk.", "milk", "A cat drinks."),          # no space left before the full stop
-    ("Hello world, friend", "world", "Hello, friend"),        # nor before a comma
-    ("A cat drinks milk.", "A", "cat drinks milk."),          # no space left at the start
-    ("Yes it is", "is", "Yes it"),                            # nor at the end
-    ("(hello world)", "hello", "(world)"),                    # the word touched the bracket
-    ("(hello world)", "world", "(hello)"),
-    ("Amrozi , whom he called", "whom", "Amrozi , he called"),  # tokenised text keeps its own spacing
-    ("one\ntwo three", "two", "one\nthree"),                  # the whitespace before the word is kept
-    ("It costs 2.5 billion", "2.5", "It costs billion"),
-])
+@pytest.mark.parametrize(
+    "sentence,word,expected",
+    [
+        ("A cat drinks milk.", "cat", "A drinks milk."),  # one space stays, not two
+        ("A cat drinks milk.", "milk", "A cat drinks."),  # no space left before the full stop
+        ("Hello world, friend", "world", "Hello, friend"),  # nor before a comma
+        ("A cat drinks milk.", "A", "cat drinks milk."),  # no space left at the start
+        ("Yes it is", "is", "Yes it"),  # nor at the end
+        ("(hello world)", "hello", "(world)"),  # the word touched the bracket
+        ("(hello world)", "world", "(hello)"),
+        ("Amrozi , whom he called", "whom", "Amrozi , he called"),  # tokenised text keeps its own spacing
+        ("one\ntwo three", "two", "one\nthree"),  # the whitespace before the word is kept
+        ("It costs 2.5 billion", "2.5", "It costs billion"),
+    ],
+)
 def test_leaving_a_word_out_collapses_the_space_around_it(sentence, word, expected):
     start = sentence.index(word)
     assert without_word(sentence, start, start + len(word)) == expected
@@ -95,7 +104,9 @@ def test_a_one_word_sentence_keeps_its_word():
     [(sources, _)] = scorer.calls
     assert "!" not in sources and "" not in sources and len(sources) == 1 + 4
     assert [(t.token, t.is_word, t.contribution) for t in explanation.source_tokens] == [
-        ("Hello", True, None), ("!", False, None)]
+        ("Hello", True, None),
+        ("!", False, None),
+    ]
     assert all(w.contribution is not None for w in explanation.hypothesis_words)
 
 
@@ -111,8 +122,11 @@ def test_too_many_words_are_refused_before_any_scoring():
     at_cap = " ".join(["word"] * MAX_WORDS) + "."
     assert len(word_contributions(scorer, at_cap, HYPOTHESIS).source_words) == MAX_WORDS
     scorer.calls.clear()
-    with pytest.raises(PluieError, match=f"The hypothesis has 201 words; word contributions are computed for "
-                                         f"sentences of at most {MAX_WORDS} words"):
+    with pytest.raises(
+        PluieError,
+        match=f"The hypothesis has 201 words; word contributions are computed for "
+        f"sentences of at most {MAX_WORDS} words",
+    ):
         word_contributions(scorer, SOURCE, at_cap + " more")
     with pytest.raises(PluieError, match="The source is not a text"):
         word_contributions(scorer, None, HYPOTHESIS)
@@ -153,7 +167,8 @@ def test_symmetric_contributions_rescore_both_directions(tiny_model_builder):
     full = alone(scorer, SOURCE, HYPOTHESIS, symmetric=True)
     assert explanation.score == full != alone(scorer, SOURCE, HYPOTHESIS)
     assert [w.contribution for w in explanation.hypothesis_words] == [
-        full - alone(scorer, SOURCE, h, symmetric=True) for h in HYPOTHESIS_WITHOUT]
+        full - alone(scorer, SOURCE, h, symmetric=True) for h in HYPOTHESIS_WITHOUT
+    ]
 
 
 # ---------------------------------------------------------------- against re-scoring, the demo judge

@@ -1,5 +1,6 @@
 """Why this score in the app (issue 40, item 3): the request kept in the store (db.explanations, both
 stores), computed by the worker with the run's own model, and drawn under a pair (Pairs page)."""
+
 from __future__ import annotations
 
 import html
@@ -144,8 +145,11 @@ def test_the_worker_computes_a_requested_explanation_with_the_runs_model(tmp_pat
     for got, expected in ((stored.source_tokens, source_tokens), (stored.hypothesis_tokens, hypothesis_tokens)):
         assert [(t.token, t.start, t.end) for t in got] == [(t.token, t.start, t.end) for t in expected]
         assert [t.contribution is None for t in got] == [t.contribution is None for t in expected]
-        np.testing.assert_allclose([t.contribution for t in got if t.contribution is not None],
-                                   [t.contribution for t in expected if t.contribution is not None], atol=1e-5)
+        np.testing.assert_allclose(
+            [t.contribution for t in got if t.contribution is not None],
+            [t.contribution for t in expected if t.contribution is not None],
+            atol=1e-5,
+        )
     engine.dispose()
 
 
@@ -251,8 +255,9 @@ def test_a_worker_killed_during_why_this_score_frees_it_after_its_own_lease(tmp_
             row = session.execute(select(Explanation.status, Explanation.lease_expires_at)).one()
         return row
 
-    worker = start_worker(url, "--runs", str(run), "--lease-seconds", "3", "--device", "cpu",
-                          log=tmp_path / "worker.log")
+    worker = start_worker(
+        url, "--runs", str(run), "--lease-seconds", "3", "--device", "cpu", log=tmp_path / "worker.log"
+    )
     try:
         wait_until(lambda: lease()[0] == "claimed", 120, "the worker claims the request", tmp_path / "worker.log")
         from db.models import utcnow
@@ -269,7 +274,8 @@ def test_a_worker_killed_during_why_this_score_frees_it_after_its_own_lease(tmp_
             worker.kill()
     assert expl.claim_explanation(engine, "another-worker", 60) is None  # its lease still runs
     started = time.monotonic()
-    wait_until(lambda: expl.claim_explanation(engine, "another-worker", 60) is not None, 6,
-               "the request is claimable again")
+    wait_until(
+        lambda: expl.claim_explanation(engine, "another-worker", 60) is not None, 6, "the request is claimable again"
+    )
     assert time.monotonic() - started <= 4.5
     engine.dispose()

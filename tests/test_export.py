@@ -1,9 +1,11 @@
 """The export frame: raw labels per annotator, aggregated and binarised labels, every score."""
+
 import pandas as pd
 import pytest
 from sqlalchemy import func, select
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db.datasets import import_pairs
 from db.engine import write_session
 from db.export import export_frame
@@ -32,8 +34,9 @@ def store(engine):
         run = ScoreRun(name="pluie-fs", kind="pluie", model="m", template="fs-direct")
         s.add(run)
         s.flush()
-        s.add_all([Score(run_id=run.id, pair_id=pid, value=v)
-                   for pid, v in zip(range(1, 6), [2.5, -1.0, 0.25, 7.0, -3.5])])
+        s.add_all(
+            [Score(run_id=run.id, pair_id=pid, value=v) for pid, v in zip(range(1, 6), [2.5, -1.0, 0.25, 7.0, -3.5])]
+        )
     return engine, result
 
 
@@ -42,8 +45,16 @@ def test_export_columns_and_aggregation(store):
     out = export_frame(engine)
     assert list(out.columns[:6]) == ["dataset", "pair_id", "external_id", "source", "hypothesis", "label"]
     assert out["pair_id"].tolist() == [1, 2, 3, 4, 5]
-    assert {"annotator:ann", "annotator:bob", "annotator:cy", "majority_level", "majority_label",
-            "binary_label", "n_labels", "score:pluie-fs"} <= set(out.columns)
+    assert {
+        "annotator:ann",
+        "annotator:bob",
+        "annotator:cy",
+        "majority_level",
+        "majority_label",
+        "binary_label",
+        "n_labels",
+        "score:pluie-fs",
+    } <= set(out.columns)
     by_id = out.set_index("external_id")
     assert by_id.loc["a", "majority_level"] == 3 and by_id.loc["a", "majority_label"] == "Same meaning"
     assert by_id.loc["a", "binary_label"] == 1
@@ -77,8 +88,10 @@ def test_export_preview_and_size_without_the_whole_table(store):
     engine, _ = store
     whole, first = export_frame(engine), export_frame(engine, limit=2)
     assert first["pair_id"].tolist() == [1, 2]
-    pd.testing.assert_frame_equal(first[["pair_id", "annotator:ann", "majority_level", "score:pluie-fs"]],
-                                  whole.head(2)[["pair_id", "annotator:ann", "majority_level", "score:pluie-fs"]])
+    pd.testing.assert_frame_equal(
+        first[["pair_id", "annotator:ann", "majority_level", "score:pluie-fs"]],
+        whole.head(2)[["pair_id", "annotator:ann", "majority_level", "score:pluie-fs"]],
+    )
     labels = export_labels(engine)
     assert export_labels(engine, limit=3)["pair_id"].tolist() == labels.head(3)["pair_id"].tolist()
     assert export_size(engine) == len(whole) == 5
@@ -95,8 +108,14 @@ def test_a_dataset_past_the_stores_bound_parameters_exports_whole(engine):
     from sqlalchemy import event
 
     n = 300
-    df = pd.DataFrame({"source": [f"s{i}" for i in range(n)], "hypothesis": [f"h{i}" for i in range(n)],
-                       "label": [i % 2 for i in range(n)], "annotator:ann": [i % 4 for i in range(n)]})
+    df = pd.DataFrame(
+        {
+            "source": [f"s{i}" for i in range(n)],
+            "hypothesis": [f"h{i}" for i in range(n)],
+            "label": [i % 2 for i in range(n)],
+            "annotator:ann": [i % 4 for i in range(n)],
+        }
+    )
     result = import_pairs(engine, "big", df, annotator_scale="levels")
     with write_session(engine) as s:
         run = ScoreRun(name="lev", kind="baseline", model="levenshtein")
@@ -111,8 +130,9 @@ def test_a_dataset_past_the_stores_bound_parameters_exports_whole(engine):
     engine.dispose()  # every connection from here on has the bound
     with engine.connect() as connection:  # the bound holds: a list of 300 ids is refused
         with pytest.raises(Exception, match="too many SQL variables"):
-            connection.exec_driver_sql(f"SELECT count(*) FROM pairs WHERE id IN ({', '.join('?' * n)})",
-                                       tuple(range(n)))
+            connection.exec_driver_sql(
+                f"SELECT count(*) FROM pairs WHERE id IN ({', '.join('?' * n)})", tuple(range(n))
+            )
     out = export_frame(engine, [result.dataset_id])
     assert len(out) == n and out["annotator:ann"].tolist() == [i % 4 for i in range(n)]
     assert out["score:lev"].round(3).tolist() == [pid / 1000 for pid in out["pair_id"]]

@@ -1,5 +1,6 @@
 """Export bytes (CSV / JSONL) read back by load_pairs give the same pairs and labels, and the
 CSV is safe to open in a spreadsheet."""
+
 from __future__ import annotations
 
 import csv
@@ -15,7 +16,7 @@ from pluie_core.io import load_pairs
 from tests.paths import DATASETS
 
 TRICKY = [
-    ("=HYPERLINK(\"http://evil\",\"x\")", "+1 is a number", 1.0),
+    ('=HYPERLINK("http://evil","x")', "+1 is a number", 1.0),
     ("-2 degrees outside", "@user said hi", 0.0),
     ("'quoted' start", "it's fine", np.nan),
     ("'=already escaped?", "Tab\tinside and\nnewline inside", 1.0),
@@ -39,8 +40,16 @@ def export_frame() -> pd.DataFrame:
             "annotator:alice": [3, 0, 4, 2, np.nan, 1, 0, 3],
             "annotator:bob": [2, 0, 4, np.nan, 1, 1, 0, 3],
             "majority_level": [2, 0, np.nan, 2, 1, 1, 0, 3],
-            "majority_label": ["Mostly similar", "Very different", "", "Mostly similar", "Slightly similar",
-                               "Slightly similar", "Very different", "Same meaning"],
+            "majority_label": [
+                "Mostly similar",
+                "Very different",
+                "",
+                "Mostly similar",
+                "Slightly similar",
+                "Slightly similar",
+                "Very different",
+                "Same meaning",
+            ],
             "binary_label": [1, 0, np.nan, 1, 0, 0, 0, 1],
             "score:mistral fs-direct": [-16.976, 3.5, -0.25, 0.0, 12.0, -1e-3, 7.0, -2.0],
         }
@@ -56,8 +65,9 @@ def _same_pairs(read_back: pd.DataFrame, original: pd.DataFrame):
     np.testing.assert_allclose(read_back["score:mistral fs-direct"].astype(float), original["score:mistral fs-direct"])
 
 
-@pytest.mark.parametrize("writer, name, format_name", [(to_csv_bytes, "export.csv", "csv"),
-                                                       (to_jsonl_bytes, "export.jsonl", "jsonl")])
+@pytest.mark.parametrize(
+    "writer, name, format_name", [(to_csv_bytes, "export.csv", "csv"), (to_jsonl_bytes, "export.jsonl", "jsonl")]
+)
 def test_round_trip_of_tricky_text(tmp_path, writer, name, format_name):
     original = export_frame()
     path = tmp_path / name

@@ -3,6 +3,7 @@ level only where their posterior reaches the confidence and the fit has labels e
 the majority rule decides (or none does), a reviewer still wins, and final_source says which rule decided.
 The export writes posteriors unrounded; the Export page and the dataset card state both thresholds and how
 many pairs each rule decided."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +13,12 @@ from db.export import export_frame, export_labels, final_source_counts
 from db.publish import publish_dataset
 from db.review import adjudicate
 from pluie_core.aggregation import (
-    DEFAULT_CONFIDENCE, DEFAULT_MIN_LABELS, MODEL_METHODS, AggregationError, aggregate, final_rule_text,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MIN_LABELS,
+    MODEL_METHODS,
+    AggregationError,
+    aggregate,
+    final_rule_text,
     model_final_levels,
 )
 from pluie_core.labels import majority_level
@@ -29,18 +35,28 @@ def issue_labels() -> pd.DataFrame:
     rng = np.random.default_rng(17)
     rows = []
     for p, truth in enumerate([0, 1, 2, 3] * 6):
-        rows += [(p, "ann", truth), (p, "bea", truth if rng.random() < 0.85 else int(rng.integers(4))),
-                 (p, "cal", int(rng.integers(4))), (p, "dan", int(rng.integers(4)))]
+        rows += [
+            (p, "ann", truth),
+            (p, "bea", truth if rng.random() < 0.85 else int(rng.integers(4))),
+            (p, "cal", int(rng.integers(4))),
+            (p, "dan", int(rng.integers(4))),
+        ]
     rows += [(ISSUE_PAIR, "cal", 1), (ISSUE_PAIR, "dan", 0)]
     return pd.DataFrame(rows, columns=["pair_id", "annotator", "level"])
 
 
 # ---------------------------------------------------------------- the rule (pluie_core)
 
+
 def test_the_issues_pair_falls_back_to_the_majority():
     majority = pd.Series({ISSUE_PAIR: majority_level([1, 0])})  # a tie on one side: the lower level, 0
-    rule = model_final_levels(majority, pd.Series({ISSUE_PAIR: 3}), pd.Series({ISSUE_PAIR: 0.33}),
-                              pd.Series({"cal": 40, "dan": 40}), "dawid_skene")
+    rule = model_final_levels(
+        majority,
+        pd.Series({ISSUE_PAIR: 3}),
+        pd.Series({ISSUE_PAIR: 0.33}),
+        pd.Series({"cal": 40, "dan": 40}),
+        "dawid_skene",
+    )
     assert (rule.at[ISSUE_PAIR, "level"], rule.at[ISSUE_PAIR, "source"]) == (0, "majority")
 
 
@@ -68,7 +84,11 @@ def test_a_fit_with_too_few_labels_per_annotator_decides_no_pair():
     assert rule["source"].tolist() == ["majority", "none", "majority"] and rule["level"].tolist() == [0, pd.NA, 3]
     assert model_final_levels(majority, levels, sure, few, "mace", min_labels=19)["source"].eq("mace").all()
     # the majority method (or none) is the majority rule throughout
-    assert model_final_levels(majority, levels, sure, [500], "majority")["source"].tolist() == ["majority", "none", "majority"]
+    assert model_final_levels(majority, levels, sure, [500], "majority")["source"].tolist() == [
+        "majority",
+        "none",
+        "majority",
+    ]
 
 
 def test_the_rule_on_a_dawid_skene_fit():
@@ -76,8 +96,9 @@ def test_the_rule_on_a_dawid_skene_fit():
     fit = aggregate(labels, "dawid_skene")
     assert fit.pairs.at[ISSUE_PAIR, "label"] == 3 and fit.pairs.at[ISSUE_PAIR, "posterior"] < DEFAULT_CONFIDENCE
     majority = labels.groupby("pair_id")["level"].agg(lambda v: majority_level(list(v))).astype(float)
-    rule = model_final_levels(majority, fit.pairs["label"], fit.pairs["posterior"], fit.annotators["n_labels"],
-                              "dawid_skene")
+    rule = model_final_levels(
+        majority, fit.pairs["label"], fit.pairs["posterior"], fit.annotators["n_labels"], "dawid_skene"
+    )
     assert (rule.at[ISSUE_PAIR, "level"], rule.at[ISSUE_PAIR, "source"]) == (0, "majority")
     assert (rule["source"] == "dawid_skene").sum() == 24
 
@@ -98,11 +119,14 @@ def test_the_sentence_names_the_thresholds_and_the_counts():
     assert "too few" in final_rule_text(counts, "mace", 0.9, 20, median=12)
     assert final_rule_text(counts, None) == "The majority rule decided 52 pairs, 8 undecided, a reviewer 3."
     keyed = final_rule_text({**counts, "gold": 20}, None)
-    assert keyed == ("The majority rule decided 52 pairs, 8 undecided, a gold key 20 (the campaign's known answer, "
-                     "final_source gold; never the model's), a reviewer 3.")
+    assert keyed == (
+        "The majority rule decided 52 pairs, 8 undecided, a gold key 20 (the campaign's known answer, "
+        "final_source gold; never the model's), a reviewer 3."
+    )
 
 
 # ---------------------------------------------------------------- the store (db)
+
 
 @pytest.fixture
 def store(engine):
@@ -110,9 +134,15 @@ def store(engine):
     labels = issue_labels()
     wide = labels.pivot(index="pair_id", columns="annotator", values="level")
     wide.loc[1000] = np.nan
-    frame = pd.DataFrame({"source": [f"s{p}" for p in wide.index], "hypothesis": [f"h{p}" for p in wide.index],
-                          "label": [None] * len(wide), "external_id": [str(p) for p in wide.index],
-                          **{f"annotator:{a}": wide[a].to_numpy() for a in wide.columns}})
+    frame = pd.DataFrame(
+        {
+            "source": [f"s{p}" for p in wide.index],
+            "hypothesis": [f"h{p}" for p in wide.index],
+            "label": [None] * len(wide),
+            "external_id": [str(p) for p in wide.index],
+            **{f"annotator:{a}": wide[a].to_numpy() for a in wide.columns},
+        }
+    )
     import_pairs(engine, "toy", frame, annotator_scale="levels")
     return engine
 
@@ -140,33 +170,44 @@ def test_the_export_writes_unrounded_posteriors_and_counts_each_rule(store):
     strict = export_frame(engine, aggregation="dawid_skene", min_labels=100)
     assert "dawid_skene" not in set(strict["final_source"])  # the majority rule decides, or none does (a tie)
     assert (strict["final_source"] == "none").sum() == strict["majority_level"].isna().sum() > 1
-    assert final_source_counts(engine, aggregation="dawid_skene", min_labels=100) == \
-        strict["final_source"].value_counts().to_dict()
+    assert (
+        final_source_counts(engine, aggregation="dawid_skene", min_labels=100)
+        == strict["final_source"].value_counts().to_dict()
+    )
     assert final_source_counts(engine) == export_frame(engine)["final_source"].value_counts().to_dict()
     # the long format carries its pair's final label too
     long = export_labels(engine, aggregation="dawid_skene")
     on_issue = long[long["external_id"] == str(ISSUE_PAIR)]
-    assert len(on_issue) == 2 and (on_issue["final_source"] == "majority").all() and (on_issue["final_level"] == 0).all()
+    assert (
+        len(on_issue) == 2 and (on_issue["final_source"] == "majority").all() and (on_issue["final_level"] == 0).all()
+    )
     assert long.groupby("pair_id")["final_source"].first().value_counts().to_dict() == {
-        "dawid_skene": 23, "majority": 1, "adjudicated": 1}
+        "dawid_skene": 23,
+        "majority": 1,
+        "adjudicated": 1,
+    }
 
 
 def test_the_card_states_the_thresholds_and_the_counts(store, tmp_path):
     engine = store
     adjudicate(engine, 1, 1, "Lena")
-    result = publish_dataset(engine, tmp_path / "out", licence="mit", chunk_size=7, n_boot=20,
-                             aggregation="dawid_skene", confidence=0.85)
+    result = publish_dataset(
+        engine, tmp_path / "out", licence="mit", chunk_size=7, n_boot=20, aggregation="dawid_skene", confidence=0.85
+    )
     card = result.card
     assert "Dawid–Skene's level is final where its posterior is at least 0.85" in card
     assert f"at least {DEFAULT_MIN_LABELS} labels in the fit (here 24.5)" in card
-    assert ("Dawid–Skene decided 23 pairs (posterior ≥ 0.85), the majority rule 1, 1 undecided, a reviewer 1."
-            in card)
+    assert "Dawid–Skene decided 23 pairs (posterior ≥ 0.85), the majority rule 1, 1 undecided, a reviewer 1." in card
     for source, n in (("adjudicated", 1), ("dawid_skene", 23), ("majority", 1), ("none", 1)):
         assert f"| {source} | {n:,} |" in card
     assert all(source in card for source in FINAL_SOURCES)  # every value final_source can take is explained
     rows = pd.read_parquet(tmp_path / "out" / "data")
-    assert rows["final_source"].value_counts().to_dict() == {"dawid_skene": 23, "majority": 1, "none": 1,
-                                                             "adjudicated": 1}
+    assert rows["final_source"].value_counts().to_dict() == {
+        "dawid_skene": 23,
+        "majority": 1,
+        "none": 1,
+        "adjudicated": 1,
+    }
 
 
 def test_the_export_page_shows_the_thresholds_and_the_counts(store, db_url, monkeypatch, tmp_path):

@@ -3,6 +3,7 @@ reliability estimate flag too, each with its threshold and the evidence it rests
 fewer checks than the campaign needs reads "too few checks", not a verdict — in pluie_core.quality, in
 db.quality.campaign_live on a real SQLite store served through db.serving, and on the Live campaign
 page (AppTest)."""
+
 from __future__ import annotations
 
 import math
@@ -12,14 +13,22 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from pluie_core import quality
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.test_annotation_pages import APP, store  # noqa: F401 (store: the pages' store fixture)
 
-SETTINGS = dict(gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10, kappa_min=0.2, reliability_min=0.5,
-                min_gold_checks=5, method="Dawid–Skene")
+SETTINGS = dict(
+    gold_min_accuracy=0.7,
+    fast_fraction=1 / 3,
+    streak_length=10,
+    kappa_min=0.2,
+    reliability_min=0.5,
+    min_gold_checks=5,
+    method="Dawid–Skene",
+)
 
 
 def evidence_table(**rows) -> pd.DataFrame:
@@ -29,12 +38,17 @@ def evidence_table(**rows) -> pd.DataFrame:
 
 
 def test_random_annotator_flagged_by_kappa_and_reliability_careful_one_not_by_one_miss():
-    table = evidence_table(random=[-0.39, 48, 0.36, 50, 1, 1.0], careful=[0.71, 48, 0.77, 50, 2, 0.5],
-                           sloppy=[0.65, 48, 0.70, 50, 5, 0.4], newcomer=[-0.6, 12, 0.2, 12, 0, math.nan])
+    table = evidence_table(
+        random=[-0.39, 48, 0.36, 50, 1, 1.0],
+        careful=[0.71, 48, 0.77, 50, 2, 0.5],
+        sloppy=[0.65, 48, 0.70, 50, 5, 0.4],
+        newcomer=[-0.6, 12, 0.2, 12, 0, math.nan],
+    )
     checks = quality.annotator_checks(table, 8.0, **SETTINGS)
     # the random one: one gold check right is no alibi; each flag says its value, threshold and evidence
-    assert checks.loc["random", "flags"] == ("κ vs others −0.39 < 0.20 (on 48 shared labels); "
-                                             "reliability 0.36 < 0.50 (Dawid–Skene, on 50 labels)")
+    assert checks.loc["random", "flags"] == (
+        "κ vs others −0.39 < 0.20 (on 48 shared labels); reliability 0.36 < 0.50 (Dawid–Skene, on 50 labels)"
+    )
     assert checks.loc["random", "not judged yet"] == "gold 1 of 1 right: too few checks (1 of 5 needed)"
     # the careful one: one miss out of two checks is not a verdict
     assert checks.loc["careful", "flags"] == ""
@@ -45,21 +59,25 @@ def test_random_annotator_flagged_by_kappa_and_reliability_careful_one_not_by_on
     assert checks.loc["newcomer", "flags"] == ""
     assert checks.loc["newcomer", "not judged yet"] == (
         f"κ vs others: too few shared labels (12 of {quality.MIN_KAPPA_LABELS} needed); "
-        f"reliability: too few labels in the fit (12 of {quality.MIN_RELIABILITY_LABELS} needed)")
+        f"reliability: too few labels in the fit (12 of {quality.MIN_RELIABILITY_LABELS} needed)"
+    )
     assert quality.annotator_flags(table, 8.0, **SETTINGS).equals(checks["flags"])
     # the thresholds are the campaign's
-    looser = quality.annotator_checks(table, 8.0, **{**SETTINGS, "kappa_min": -0.5, "reliability_min": 0.3,
-                                                     "min_gold_checks": 1})
+    looser = quality.annotator_checks(
+        table, 8.0, **{**SETTINGS, "kappa_min": -0.5, "reliability_min": 0.3, "min_gold_checks": 1}
+    )
     assert looser.loc["random", "flags"] == ""
     assert looser.loc["careful", "flags"] == "gold accuracy 50% < 70% (1 of 2 checks right)"
 
 
 def test_flag_thresholds_are_bounded_with_a_sentence():
     quality.check_settings(0.1, 0.7, 0.3, 10, kappa_min=-1, reliability_min=1, min_gold_checks=1)
-    for kwargs, message in (({"kappa_min": 1.5}, "κ against the others"),
-                            ({"reliability_min": -0.1}, "minimum reliability"),
-                            ({"min_gold_checks": 0}, "gold checks needed"),
-                            ({"min_gold_checks": 2.5}, "gold checks needed")):
+    for kwargs, message in (
+        ({"kappa_min": 1.5}, "κ against the others"),
+        ({"reliability_min": -0.1}, "minimum reliability"),
+        ({"min_gold_checks": 0}, "gold checks needed"),
+        ({"min_gold_checks": 2.5}, "gold checks needed"),
+    ):
         with pytest.raises(quality.QualityError, match=message):
             quality.check_settings(0.1, 0.7, 0.3, 10, **kwargs)
 
@@ -73,8 +91,9 @@ def careless_campaign(engine):
     # the checks: a dataset of the campaign's own (its checks come from its datasets); marked gold, they leave the queue
     cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=40, overlap=4, n_training=0, seed=3)
     camp.update_campaign(engine, cid, aggregation="dawid_skene")
-    qual.set_quality_settings(engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3,
-                              streak_length=10)  # the new thresholds at their defaults
+    qual.set_quality_settings(
+        engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10
+    )  # the new thresholds at their defaults
     gold = dict(zip(*make_gold(engine, cid, gds)))
     rng = random.Random(7)
     truth = {p: rng.randrange(4) for p in pairs}
@@ -124,14 +143,24 @@ def test_campaign_live_flags_the_random_annotator_not_the_careful_one(engine):
     assert table.loc["carol", "not judged yet"] == "gold 1 of 2 right: too few checks (2 of 5 needed)"
     assert live.figures["annotators flagged"] == 1
     # one check needed is a verdict on carol's miss
-    qual.set_quality_settings(engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3,
-                              streak_length=10, kappa_min=-1.0, reliability_min=0.0, min_gold_checks=2)
+    qual.set_quality_settings(
+        engine,
+        cid,
+        gold_rate=0.05,
+        gold_min_accuracy=0.7,
+        fast_fraction=1 / 3,
+        streak_length=10,
+        kappa_min=-1.0,
+        reliability_min=0.0,
+        min_gold_checks=2,
+    )
     table = qual.campaign_live(engine, cid).annotators.set_index("annotator")
     assert table.loc["carol", "flags"] == "gold accuracy 50% < 70% (1 of 2 checks right)"
     assert table.loc["randy", "flags"] == ""
     with pytest.raises(camp.CampaignError, match="gold checks needed"):
-        qual.set_quality_settings(engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3,
-                                  streak_length=10, min_gold_checks=0)
+        qual.set_quality_settings(
+            engine, cid, gold_rate=0.05, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10, min_gold_checks=0
+        )
 
 
 def test_live_campaign_page_shows_what_a_flag_rests_on(store):
@@ -140,7 +169,10 @@ def test_live_campaign_page_shows_what_a_flag_rests_on(store):
     at.switch_page("pages/live_campaign.py").run()
     assert not at.exception
     warning = next(w.value for w in at.warning if w.value.startswith("Flagged:"))
-    assert warning.startswith("Flagged: randy (κ vs consensus ") and "pairs where the others' consensus is sure)" in warning
+    assert (
+        warning.startswith("Flagged: randy (κ vs consensus ")
+        and "pairs where the others' consensus is sure)" in warning
+    )
     assert "< 0.50 (Dawid–Skene, on 42 labels)" in warning and "carol" not in warning
     table = at.dataframe[0].value.set_index("annotator")
     assert table.loc["carol", "not judged yet"] == "gold 1 of 2 right: too few checks (2 of 5 needed)"

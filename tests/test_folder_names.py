@@ -1,6 +1,7 @@
 """Folder names a file system takes (issue 56, item 4): a dataset named "..", a 200-character CJK name and a NUL
 in a typed folder give a safe suggested folder or a sentence, never a hidden folder, a 616-byte name or
 "embedded null byte"; nothing is written on a refusal."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,6 +35,7 @@ def test_a_typed_folder_with_a_nul_or_a_name_too_long_is_a_sentence(engine, tmp_
 
 # ------------------------------------------------- issue 56 item 7: a bare name, and no server path in the browser
 
+
 def export_as(engine, name: str, role: str):
     """The Export page through the app (AppTest), signed in for real as a new account with ``role``."""
     from tests.test_signin import signed_in_on
@@ -51,8 +53,10 @@ def publish_from(at, folder: str):
 
 
 def page_text(at) -> str:
-    return " ".join(str(getattr(e, "value", "")) for e in (*at.caption, *at.error, *at.success, *at.markdown,
-                                                            *at.text_input, *at.info, *at.warning))
+    return " ".join(
+        str(getattr(e, "value", ""))
+        for e in (*at.caption, *at.error, *at.success, *at.markdown, *at.text_input, *at.info, *at.warning)
+    )
 
 
 def test_an_organiser_publishes_a_bare_name_under_the_published_folder_and_sees_no_server_path(app_env, tmp_path):
@@ -66,15 +70,19 @@ def test_an_organiser_publishes_a_bare_name_under_the_published_folder_and_sees_
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "36 pairs written to “my-dataset”" in at.success[0].value
     assert (tmp_path / "published" / "my-dataset" / "README.md").is_file()  # the data folder is tmp_path (app_env)
-    for refused, sentence in [(str(tmp_path.parent / "elsewhere"), "is outside the folders the app may publish to"),
-                              ("/etc/pluie", "is outside the folders the app may publish to"),
-                              ("../../escape", "climbs out of the published folder"),
-                              ("my-dataset", "already exists and is not an empty folder")]:
+    for refused, sentence in [
+        (str(tmp_path.parent / "elsewhere"), "is outside the folders the app may publish to"),
+        ("/etc/pluie", "is outside the folders the app may publish to"),
+        ("../../escape", "climbs out of the published folder"),
+        ("my-dataset", "already exists and is not an empty folder"),
+    ]:
         publish_from(at, refused)
         assert not at.exception and sentence in at.error[0].value, (refused, [e.value for e in at.error])
         shown = page_text(at)
         # no absolute path of the server but what the person typed, no configuration key
-        assert str(tmp_path) not in shown.replace(refused, "") and "PLUIE_" not in shown and "pluie_lab.toml" not in shown
+        assert (
+            str(tmp_path) not in shown.replace(refused, "") and "PLUIE_" not in shown and "pluie_lab.toml" not in shown
+        )
     assert not (tmp_path.parent / "elsewhere").exists() and not (tmp_path.parent / "escape").exists()
 
 

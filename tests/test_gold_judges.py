@@ -9,6 +9,7 @@ path on a real SQLite file with SICK's own scores (../shared/datasets, used by p
 - a key that decides a pair's final label says so (`final_source` gold), and a model's posterior of a gold
   pair is its labels', never the key at 1.0.
 """
+
 from __future__ import annotations
 
 import random
@@ -17,7 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.datasets import import_file
 from db.export import export_frame, final_source_counts, pair_aggregation
@@ -39,11 +41,19 @@ def run_campaign(engine, seed: int, spammer_varies: bool = False, method: str = 
     ``spammer_varies`` another level one answer in ten), noisy (Don't know 40% of the time, else at random)
     and short (careful, stops after ten). The streak rule is switched off (a streak longer than any quota)."""
     dataset = import_file(engine, str(SICK), "SICK").dataset_id
-    cid = camp.create_campaign(engine, "SICK week", [dataset], quota=40, overlap=3, n_training=0, seed=seed,
-                               selection={"sample": 100})
+    cid = camp.create_campaign(
+        engine, "SICK week", [dataset], quota=40, overlap=3, n_training=0, seed=seed, selection={"sample": 100}
+    )
     camp.update_campaign(engine, cid, aggregation=method)
-    qual.set_quality_settings(engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=0.01,
-                              streak_length=qual.MAX_STREAK_LENGTH, min_gold_checks=5)
+    qual.set_quality_settings(
+        engine,
+        cid,
+        gold_rate=0.2,
+        gold_min_accuracy=0.7,
+        fast_fraction=0.01,
+        streak_length=qual.MAX_STREAK_LENGTH,
+        min_gold_checks=5,
+    )
     plan = qual.plan_gold_from_dataset(engine, cid, dataset, 20, seed=seed)
     added = qual.add_gold_plan(engine, plan)
     scores = pd.Series(export_frame(engine, [dataset]).set_index("pair_id")["label"])
@@ -59,7 +69,9 @@ def run_campaign(engine, seed: int, spammer_varies: bool = False, method: str = 
     def noisy(pair_id):
         return 4 if rng.random() < 0.4 else rng.randrange(4)
 
-    people = {name: annotators.create_annotator(engine, cid, name)[0] for name in ("careful", "spammer", "noisy", "short")}
+    people = {
+        name: annotators.create_annotator(engine, cid, name)[0] for name in ("careful", "spammer", "noisy", "short")
+    }
     answer = {"careful": careful, "spammer": spammer, "noisy": noisy, "short": careful}
     # they label in turns, as a week goes: each answers one pair, then the next person
     done = {name: 0 for name in people}
@@ -83,7 +95,9 @@ def test_careful_carries_no_flag_and_the_spammer_is_flagged_without_the_streak_r
     keys = qual.gold_pairs(engine, cid)
     assert len(keys) == 20 and set(keys["known answer"]) == {"Very different", "Same meaning"}
     assert (keys["binary_label"] == 1).sum() == 10
-    assert keys["reference_score"].between(1.0, 1.75).sum() == 10 and keys["reference_score"].between(4.25, 5).sum() == 10
+    assert (
+        keys["reference_score"].between(1.0, 1.75).sum() == 10 and keys["reference_score"].between(4.25, 5).sum() == 10
+    )
     assert quality.constant_answer_ceiling(keys) == (0, 0.5)
     assert "the best a constant answer scores is 50%" in plan.balance
     table = qual.campaign_live(engine, cid).annotators.set_index("annotator")

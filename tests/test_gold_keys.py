@@ -3,6 +3,7 @@ keys from a graded score's clear ends, balanced draws, the adjacent level accept
 flags measure people against, a key's own final_source, the Review queue's key that disagrees with
 agreeing annotators, and the dataset card counting and explaining the keys — on pure functions, a real
 SQLite store, the Review page (AppTest) and a published folder."""
+
 from __future__ import annotations
 
 import random
@@ -12,7 +13,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.export import export_frame, final_source_counts
 from db.publish import publish_dataset
@@ -36,8 +38,11 @@ def test_graded_keys_come_from_the_clear_ends_away_from_the_cuts():
     # the organiser's mapping: other cut points and every level, no margin
     mapped = quality.gold_keys(scores, 1.0, 5.0, levels=(0, 1, 2, 3), margin=0, cuts=(2.0, 3.5, 4.5))
     assert mapped["is_key"].all() and mapped["level"].tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 3]
-    for bad, message in (({"cuts": (3, 2, 4)}, "must increase"), ({"margin": 0.5}, "between 0 and 0.5"),
-                         ({"levels": ()}, "at least one level")):
+    for bad, message in (
+        ({"cuts": (3, 2, 4)}, "must increase"),
+        ({"margin": 0.5}, "between 0 and 0.5"),
+        ({"levels": ()}, "at least one level"),
+    ):
         with pytest.raises(quality.QualityError, match=message):
             quality.gold_keys(scores, 1.0, 5.0, **bad)
 
@@ -54,14 +59,22 @@ def test_keys_are_drawn_balanced_and_a_constant_answer_scores_half():
     lopsided = candidates.iloc[:20]
     assert quality.constant_answer_ceiling(lopsided) == (2, 1.0)
     assert "reaches the minimum gold accuracy (70%)" in quality.balance_text(lopsided, 0.7)
-    assert quality.balance_text(taken, 0.7) == ("5 on the paraphrase side, 5 not; the best a constant answer scores "
-                                                "is 50% (whichever answer).")
+    assert quality.balance_text(taken, 0.7) == (
+        "5 on the paraphrase side, 5 not; the best a constant answer scores is 50% (whichever answer)."
+    )
     assert "100% (always “Mostly similar” or always “Same meaning”)" in quality.balance_text(lopsided)
 
 
 def test_a_key_can_accept_the_adjacent_level():
-    answers = pd.DataFrame({"annotator": ["a"] * 4, "level": [2, 1, 3, 4], "gold_level": [3, 2, 3, 3],
-                            "gold_binary": [1, 1, 1, 1], "gold_adjacent": [True, True, False, True]})
+    answers = pd.DataFrame(
+        {
+            "annotator": ["a"] * 4,
+            "level": [2, 1, 3, 4],
+            "gold_level": [3, 2, 3, 3],
+            "gold_binary": [1, 1, 1, 1],
+            "gold_adjacent": [True, True, False, True],
+        }
+    )
     accuracy = quality.gold_accuracy(answers).loc["a"]
     # 2 for a Same meaning key that accepts its neighbour: right; 1 for a Mostly similar key that accepts
     # Slightly similar: right though across the boundary; 3 on 3: right; Don't know: a miss
@@ -97,8 +110,10 @@ def test_agreement_is_measured_against_a_consensus_that_discounts_the_unreliable
     # one careful person among noise: the others' consensus is never sure, so no verdict on them (the raw
     # pool's κ would flag them)
     rng = random.Random(2)
-    noisy = pd.DataFrame([(who, p, rng.randrange(4)) for who in ("r1", "r2") for p in range(60)],
-                         columns=["annotator", "pair_id", "level"])
+    noisy = pd.DataFrame(
+        [(who, p, rng.randrange(4)) for who in ("r1", "r2") for p in range(60)],
+        columns=["annotator", "pair_id", "level"],
+    )
     alone = pd.concat([labels[labels["annotator"] == "careful0"], noisy])
     checks = quality.consensus_checks(alone)
     assert checks.loc["careful0", "consensus labels"] < quality.MIN_KAPPA_LABELS

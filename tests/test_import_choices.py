@@ -1,6 +1,7 @@
 """Import that keeps a benchmark whole and gives every store the same answer (issue 12).
 
 Store cases run on a SQLite file and on PostgreSQL (the store_url fixture)."""
+
 import io
 import json
 import re
@@ -52,6 +53,7 @@ def description(engine, name):
 
 # -- 2. duplicates: the user's choice ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("file_name", sorted(BENCHMARK_SIZES))
 def test_load_pairs_keeps_every_row_when_asked_and_skips_by_default(file_name):
     records = raw_records(PARAPHRASUS / file_name)
@@ -77,7 +79,9 @@ def test_a_keep_every_row_import_holds_the_benchmark_whole(store, file_name):
     result = import_file(store, path, name="kept", keep_duplicates=True)
     stored = dataset_pairs(store, "kept")
     assert result.n_pairs == len(stored) == BENCHMARK_SIZES[file_name]
-    assert result.n_kept_duplicates == len(records) - len({(r["sentence1"].strip(), r["sentence2"].strip()) for r in records})
+    assert result.n_kept_duplicates == len(records) - len(
+        {(r["sentence1"].strip(), r["sentence2"].strip()) for r in records}
+    )
     assert Counter(g for _, _, g in stored) == label_counts(records)
     assert "duplicates kept" in description(store, "kept")
 
@@ -110,9 +114,13 @@ def test_the_score_command_keeps_every_row_with_keep_duplicates(tiny_model_build
     from pluie_core.cli import main
     from pluie_core.scorer import PluieScorer
 
-    pairs = pd.DataFrame({"source": ["The cat drinks water.", "A river.", "The cat drinks water."],
-                          "hypothesis": ["The cat drinks milk.", "A long river.", "The cat drinks milk."],
-                          "label": [0, 1, 0]})
+    pairs = pd.DataFrame(
+        {
+            "source": ["The cat drinks water.", "A river.", "The cat drinks water."],
+            "hypothesis": ["The cat drinks milk.", "A long river.", "The cat drinks milk."],
+            "label": [0, 1, 0],
+        }
+    )
     path = tmp_path / "pairs.csv"
     pairs.to_csv(path, index=False)
     model = str(tiny_model_builder())
@@ -142,8 +150,10 @@ NUL_CSV = (
 def stored_pairs(engine, name):
     with read_session(engine) as session:
         return session.execute(
-            sa.select(Pair.source, Pair.hypothesis, Pair.gold_label, Pair.meta).join(Dataset)
-            .where(Dataset.name == name).order_by(Pair.id)
+            sa.select(Pair.source, Pair.hypothesis, Pair.gold_label, Pair.meta)
+            .join(Dataset)
+            .where(Dataset.name == name)
+            .order_by(Pair.id)
         ).all()
 
 
@@ -183,8 +193,14 @@ def test_the_score_command_says_which_line_lost_its_nul(tiny_model_builder, tmp_
 
 def test_nul_in_json_ids_and_in_a_header_is_removed_and_named(tmp_path):
     path = tmp_path / "nul.json"
-    path.write_text(json.dumps([{"id": "p\x001", "source": "a b", "hypothesis": "a c", "extra\x00": "x"},
-                                {"id": "p2", "source": "c d", "hypothesis": "c\x00 e", "extra\x00": "y"}]))
+    path.write_text(
+        json.dumps(
+            [
+                {"id": "p\x001", "source": "a b", "hypothesis": "a c", "extra\x00": "x"},
+                {"id": "p2", "source": "c d", "hypothesis": "c\x00 e", "extra\x00": "y"},
+            ]
+        )
+    )
     pairs = load_pairs(path)
     assert pairs["external_id"].tolist() == ["p1", "p2"]
     assert pairs["hypothesis"].tolist() == ["a c", "c e"]
@@ -201,19 +217,29 @@ def test_a_utf16_file_is_refused_with_one_sentence(tmp_path):
         load_pairs(path)
 
 
-@pytest.mark.parametrize("column, expected", [
-    ("source", "Pair 2: the source contains a NUL character (0x00)"),
-    ("hypothesis", "Pair 2: the hypothesis contains a NUL character (0x00)"),
-    ("external_id", "Pair 2: the pair id contains a NUL character (0x00)"),
-    ("topic", "Pair 2: the column 'topic' contains a NUL character (0x00)"),
-])
+@pytest.mark.parametrize(
+    "column, expected",
+    [
+        ("source", "Pair 2: the source contains a NUL character (0x00)"),
+        ("hypothesis", "Pair 2: the hypothesis contains a NUL character (0x00)"),
+        ("external_id", "Pair 2: the pair id contains a NUL character (0x00)"),
+        ("topic", "Pair 2: the column 'topic' contains a NUL character (0x00)"),
+    ],
+)
 def test_a_frame_with_nul_is_refused_the_same_way_on_every_store(store, column, expected):
     from db.datasets import ImportRejected
 
     import_pairs(store, "existing", pd.DataFrame({"source": ["x"], "hypothesis": ["y"]}))
     before = table_counts(store)
-    frame = pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"], "external_id": ["1", "2"],
-                          "topic": ["t", "u"], "label": [0, 1]})
+    frame = pd.DataFrame(
+        {
+            "source": ["a", "b"],
+            "hypothesis": ["c", "d"],
+            "external_id": ["1", "2"],
+            "topic": ["t", "u"],
+            "label": [0, 1],
+        }
+    )
     frame.loc[1, column] = frame.loc[1, column] + "\x00!"
     with pytest.raises(ImportRejected, match=re.escape(expected)):
         import_pairs(store, "nul", frame)
@@ -285,8 +311,10 @@ def test_keeping_duplicates_of_a_file_read_without_them_says_so(store, tmp_path)
     path.write_text("source,hypothesis\na,b\na,b\nc,d\n")
     result = import_pairs(store, "r", load_pairs(path), keep_duplicates=True)  # the reader dropped the repeat
     assert result.n_pairs == 2
-    assert description(store, "r") == ("Imported 2 pairs with duplicates kept: every row is a pair, 0 exact repeats "
-                                       "included. 1 repeat had been dropped when the file was read.")
+    assert description(store, "r") == (
+        "Imported 2 pairs with duplicates kept: every row is a pair, 0 exact repeats "
+        "included. 1 repeat had been dropped when the file was read."
+    )
 
 
 def test_counts_of_one_are_singular():
@@ -298,7 +326,8 @@ def test_counts_of_one_are_singular():
     csv.seek(0)
     kept = load_pairs(csv, keep_duplicates=True).attrs["warnings"]
     assert "1 exact duplicate pair was kept (every row of the file is a pair)." in kept
-    assert duplicates_note(True, 1, 1) == ("Imported 1 pair with duplicates kept: every row is a pair, "
-                                           "1 exact repeat included.")
+    assert duplicates_note(True, 1, 1) == (
+        "Imported 1 pair with duplicates kept: every row is a pair, 1 exact repeat included."
+    )
     assert duplicates_note(False, 1, 0).startswith("Imported 1 pair with duplicates skipped")
     assert duplicates_note(False, 3, 2).startswith("Imported 3 pairs with")

@@ -1,5 +1,6 @@
 """Every shared dataset through the whole import (reader + store), bad files leave the store as it
 was, and an export imports back to the same pairs and labels."""
+
 import io
 from collections import Counter
 
@@ -41,7 +42,9 @@ def test_every_shared_file_lands_in_the_store_with_the_counts_of_the_file(shared
 def test_mrpc_test_in_the_store(engine):
     result = import_file(engine, DATASETS / "mrpc/msr_paraphrase_test.txt")
     with read_session(engine) as s:
-        positives = s.scalar(sa.select(sa.func.count()).where(Pair.dataset_id == result.dataset_id, Pair.gold_label == 1))
+        positives = s.scalar(
+            sa.select(sa.func.count()).where(Pair.dataset_id == result.dataset_id, Pair.gold_label == 1)
+        )
     assert (result.dataset_name, result.n_pairs, positives) == ("msr_paraphrase_test", 1725, 1147)
 
 
@@ -49,8 +52,9 @@ def test_biosses_comes_with_five_external_annotators(engine):
     result = import_file(engine, DATASETS / "biosses/biosses_pairs_with_annotator_scores.tsv")
     assert result.annotators == ["A", "B", "C", "D", "E"] and result.n_labels == 500
     with read_session(engine) as s:
-        rows = s.execute(sa.select(Annotator.name, Annotator.is_external, sa.func.count(Label.id))
-                         .join(Label).group_by(Annotator.id)).all()
+        rows = s.execute(
+            sa.select(Annotator.name, Annotator.is_external, sa.func.count(Label.id)).join(Label).group_by(Annotator.id)
+        ).all()
         values = s.scalars(sa.select(Label.value)).all()
     assert all(ext for _, ext, _ in rows) and {n for _, _, n in rows} == {100}
     assert set(values) <= {0.0, 1.0, 2.0, 3.0, 4.0}
@@ -101,14 +105,22 @@ def test_a_50_megabyte_file_is_refused_before_reading(engine, tmp_path):
 
 @pytest.mark.parametrize("writer, suffix", [(to_csv_bytes, ".csv"), (to_jsonl_bytes, ".jsonl")])
 def test_export_then_import_returns_the_same_pairs_and_labels(engine, writer, suffix, tmp_path):
-    df = pd.DataFrame({
-        "source": ["=SUM(A1:A3)", "He said \"hi\",\tthen left", "+33 6 12", "<script>alert(1)</script>", "naïve café ☕"],
-        "hypothesis": ["-1", "@home", "line one\nline two", "plain", "'quoted"],
-        "label": [1.0, 0.0, None, 1.0, 0.0],
-        "external_id": ["a", "b", "c", "d", "e"],
-        "annotator:alice": [3, 4, None, 0, 2],
-        "annotator:bob": [2, 1, 1, None, 3],
-    })
+    df = pd.DataFrame(
+        {
+            "source": [
+                "=SUM(A1:A3)",
+                'He said "hi",\tthen left',
+                "+33 6 12",
+                "<script>alert(1)</script>",
+                "naïve café ☕",
+            ],
+            "hypothesis": ["-1", "@home", "line one\nline two", "plain", "'quoted"],
+            "label": [1.0, 0.0, None, 1.0, 0.0],
+            "external_id": ["a", "b", "c", "d", "e"],
+            "annotator:alice": [3, 4, None, 0, 2],
+            "annotator:bob": [2, 1, 1, None, 3],
+        }
+    )
     original = import_pairs(engine, "original", df, annotator_scale="levels")
     exported = export_frame(engine)
     buffer = io.BytesIO(writer(exported))

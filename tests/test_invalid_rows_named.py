@@ -1,6 +1,7 @@
 """The invalid rows an import names (issue 56, item 9): an import refused for invalid rows names every one of
 them (the first ten, and how many more), in the file's order, not only the one the first check happened to
 meet (row 41's empty source was named while row 40's label, checked later, was not)."""
+
 from __future__ import annotations
 
 import io
@@ -44,8 +45,10 @@ def test_a_file_read_in_chunks_names_the_chunks_rows_and_says_where_it_stopped()
     chunks = read_pair_chunks(io.BytesIO(data), format="csv", chunk_rows=10)
     with pytest.raises(PairFileError) as caught:
         list(chunks)
-    assert str(caught.value) == ("Line 4: the hypothesis is empty. Line 6: the label 'nope' is not a number. "
-                                 "The lines after line 11 were not checked.")
+    assert str(caught.value) == (
+        "Line 4: the hypothesis is empty. Line 6: the label 'nope' is not a number. "
+        "The lines after line 11 were not checked."
+    )
     last = read_pair_chunks(io.BytesIO(pair_file({28: "Source 28.,,1", 31: ",x,1"}, n=30)), format="csv", chunk_rows=10)
     with pytest.raises(PairFileError) as caught:
         list(last)  # the last chunk: nothing after it
@@ -54,8 +57,9 @@ def test_a_file_read_in_chunks_names_the_chunks_rows_and_says_where_it_stopped()
 
 def test_the_import_page_names_both_rows_and_offers_to_skip_them(app):
     at = app("pages/import_pairs.py")
-    at.file_uploader[0].set_value(("pairs.csv", pair_file({40: "Source 40.,Hypothesis 40.,maybe",
-                                                             41: ",Hypothesis 41.,1"}), "text/csv"))
+    at.file_uploader[0].set_value(
+        ("pairs.csv", pair_file({40: "Source 40.,Hypothesis 40.,maybe", 41: ",Hypothesis 41.,1"}), "text/csv")
+    )
     at.run()
     assert not at.exception, at.exception
     shown = " ".join(e.value for e in at.error)

@@ -1,6 +1,7 @@
 """Output-based LLM judges (pluie_core.judges) on tiny random chat models: parsing, templates,
 batched greedy generation against one-at-a-time generation, unparsed answers counted, and the
 worker scoring judge runs (values, compute time, shared weights)."""
+
 from __future__ import annotations
 
 import math
@@ -18,24 +19,49 @@ from db.engine import read_session
 from db.models import Score, ScoreRun
 from db.runs import RunError, compute_times, create_run, runs_progress, scores_by_pair
 from pluie_core.judges import (
-    BUILTIN_JUDGE_TEMPLATES, JUDGES, JudgeError, LLMJudge, get_judge_template, parse_choice, parse_likert,
+    BUILTIN_JUDGE_TEMPLATES,
+    JUDGES,
+    JudgeError,
+    LLMJudge,
+    get_judge_template,
+    parse_choice,
+    parse_likert,
     parse_yes_no,
 )
 from tests.store_fixtures import add_pairs, sentence_pairs
 
-
 # --------------------------------------------------------------------------- parsing
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Yes", 1.0), ("yes.", 1.0), ("**No**", 0.0), ("No, they differ.", 0.0), ('"Yes"', 1.0),
-    ("The answer is yes", 1.0), ("I would say no here", 0.0),
-    ("I cannot say yes or no", None), ("Yesterday", None), ("Nope", None), ("maybe", None), ("", None),
-    # negated answers are not that answer; an echoed choice is no answer
-    ("Not yes", None), ("Definitely not a yes", None), ("I don't think yes", None), ("Never", None),
-    ("yes/no", None), ("Yes / No", None), ("Yes or no?", None), ("No|Yes", None),
-    ("Yes, no doubt", 1.0), ("No, not at all", 0.0), ("Yes, they do not differ", 1.0),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Yes", 1.0),
+        ("yes.", 1.0),
+        ("**No**", 0.0),
+        ("No, they differ.", 0.0),
+        ('"Yes"', 1.0),
+        ("The answer is yes", 1.0),
+        ("I would say no here", 0.0),
+        ("I cannot say yes or no", None),
+        ("Yesterday", None),
+        ("Nope", None),
+        ("maybe", None),
+        ("", None),
+        # negated answers are not that answer; an echoed choice is no answer
+        ("Not yes", None),
+        ("Definitely not a yes", None),
+        ("I don't think yes", None),
+        ("Never", None),
+        ("yes/no", None),
+        ("Yes / No", None),
+        ("Yes or no?", None),
+        ("No|Yes", None),
+        ("Yes, no doubt", 1.0),
+        ("No, not at all", 0.0),
+        ("Yes, they do not differ", 1.0),
+    ],
+)
 def test_yes_no_parsing(text, expected):
     assert parse_yes_no(text) == expected
 
@@ -45,22 +71,50 @@ def test_yes_no_parsing_takes_the_templates_words():
     assert parse_yes_no("Yes", ("Oui", "Non")) is None
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("4", 4.0), ("4/5", 4.0), ("5 out of 5", 5.0), ("Rating: 2", 2.0), ("I would say 3.", 3.0),
-    ("**1**", 1.0), ("2023 was a 3", 3.0),
-    ("3.5", None), ("between 3 and 4", None), ("10", None), ("0", None), ("excellent", None), ("", None),
-    # a rating on another scale is not a rating on this one; the scale's own denominator is read
-    ("2/10", None), ("3 out of 10", None), ("Rating: 3/10", None), ("4 (out of 10)", None),
-    ("Score: 4 (out of 5)", 4.0), ("4 / 5", 4.0), ("Rating: 2 out of 5.", 2.0),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("4", 4.0),
+        ("4/5", 4.0),
+        ("5 out of 5", 5.0),
+        ("Rating: 2", 2.0),
+        ("I would say 3.", 3.0),
+        ("**1**", 1.0),
+        ("2023 was a 3", 3.0),
+        ("3.5", None),
+        ("between 3 and 4", None),
+        ("10", None),
+        ("0", None),
+        ("excellent", None),
+        ("", None),
+        # a rating on another scale is not a rating on this one; the scale's own denominator is read
+        ("2/10", None),
+        ("3 out of 10", None),
+        ("Rating: 3/10", None),
+        ("4 (out of 10)", None),
+        ("Score: 4 (out of 5)", 4.0),
+        ("4 / 5", 4.0),
+        ("Rating: 2 out of 5.", 2.0),
+    ],
+)
 def test_likert_parsing(text, expected):
     assert parse_likert(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("A", "A"), ("B) it keeps the meaning", "B"), ("Candidate B", "B"), ("Option A.", "A"),
-    ("a cat", None), ("b", None), ("Both A and B are fine", None), ("neither", None), ("A/B", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("A", "A"),
+        ("B) it keeps the meaning", "B"),
+        ("Candidate B", "B"),
+        ("Option A.", "A"),
+        ("a cat", None),
+        ("b", None),
+        ("Both A and B are fine", None),
+        ("neither", None),
+        ("A/B", None),
+    ],
+)
 def test_choice_parsing(text, expected):
     assert parse_choice(text) == expected
 
@@ -118,14 +172,20 @@ def one_at_a_time(judge: LLMJudge, rows) -> list[str]:
 
     texts = []
     for row in rows:
-        prompt = judge.tokenizer.apply_chat_template(judge.template.messages(*row), tokenize=False,
-                                                     add_generation_prompt=True)
+        prompt = judge.tokenizer.apply_chat_template(
+            judge.template.messages(*row), tokenize=False, add_generation_prompt=True
+        )
         ids = torch.tensor([judge.tokenizer(prompt, add_special_tokens=False)["input_ids"]])
         with torch.inference_mode():
-            out = judge.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                       max_new_tokens=judge.max_new_tokens, do_sample=False,
-                                       pad_token_id=judge.pad_id, eos_token_id=judge.eos_ids)
-        new = out[0, ids.shape[1]:].tolist()
+            out = judge.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=judge.max_new_tokens,
+                do_sample=False,
+                pad_token_id=judge.pad_id,
+                eos_token_id=judge.eos_ids,
+            )
+        new = out[0, ids.shape[1] :].tolist()
         end = next((k for k, t in enumerate(new) if t in judge.eos_ids), len(new))
         texts.append(judge.tokenizer.decode(new[:end], skip_special_tokens=True).strip())
     return texts
@@ -140,16 +200,23 @@ def saying_model(base: Path, target: Path, text: str) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(target)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     config = GenerationConfig.from_pretrained(target)
-    config.sequence_bias = [[ids[:k + 1], 1000.0 * (k + 1)] for k in range(len(ids))]
+    config.sequence_bias = [[ids[: k + 1], 1000.0 * (k + 1)] for k in range(len(ids))]
     config.save_pretrained(target)
     return target
 
 
-@pytest.mark.parametrize("kind, text, value", [
-    ("yes-no", "Not yes", None), ("yes-no", "Definitely not a yes", None), ("yes-no", "Yes/No", None),
-    ("yes-no", "No, not at all", 0.0), ("likert", "2/10", None), ("likert", "3 out of 10", None),
-    ("likert", "Score: 4 (out of 5)", 4.0),
-])
+@pytest.mark.parametrize(
+    "kind, text, value",
+    [
+        ("yes-no", "Not yes", None),
+        ("yes-no", "Definitely not a yes", None),
+        ("yes-no", "Yes/No", None),
+        ("yes-no", "No, not at all", 0.0),
+        ("likert", "2/10", None),
+        ("likert", "3 out of 10", None),
+        ("likert", "Score: 4 (out of 5)", 4.0),
+    ],
+)
 def test_real_generations_are_read_as_the_prompt_asked(tiny, tmp_path, kind, text, value):
     judge = LLMJudge(str(saying_model(tiny, tmp_path / "model", text)), kind=kind, device="cpu", max_new_tokens=16)
     result = judge.score(["The cat drinks water.", "A man plays."], ["The cat drinks milk.", "Someone plays."])
@@ -226,8 +293,9 @@ def test_the_worker_scores_judge_runs_with_their_compute_time(tmp_path, tiny):
     runs = {
         "yes-no": create_run(engine, kind="llm-yes-no", name="yes-no", model=str(tiny), device="cpu"),
         "pluie": create_run(engine, name="pluie", model=str(tiny), template="direct", device="cpu"),
-        "likert symmetric": create_run(engine, kind="llm-likert", name="likert", model=str(four), device="cpu",
-                                       direction="symmetric"),
+        "likert symmetric": create_run(
+            engine, kind="llm-likert", name="likert", model=str(four), device="cpu", direction="symmetric"
+        ),
     }
     with pytest.raises(RunError, match="likert prompt, not a yes-no"):
         create_run(engine, kind="llm-yes-no", name="bad", model=str(tiny), template="likert")
@@ -241,8 +309,12 @@ def test_the_worker_scores_judge_runs_with_their_compute_time(tmp_path, tiny):
     judge = LLMJudge(str(tiny), kind="yes-no", device="cpu")
     expected = judge.score([s for s, _ in pairs], [h for _, h in pairs])
     with read_session(engine) as session:
-        stored = {p: (v, d) for p, v, d in session.execute(
-            select(Score.pair_id, Score.value, Score.details).where(Score.run_id == runs["yes-no"]))}
+        stored = {
+            p: (v, d)
+            for p, v, d in session.execute(
+                select(Score.pair_id, Score.value, Score.details).where(Score.run_id == runs["yes-no"])
+            )
+        }
     assert sorted(stored) == pair_ids
     for pair_id, value, text in zip(pair_ids, expected.values, expected.texts):
         got, details = stored[pair_id]
@@ -260,7 +332,8 @@ def test_the_worker_scores_judge_runs_with_their_compute_time(tmp_path, tiny):
     table = compute_times(list(progress.values())).set_index("run")
     assert table.loc["pluie", "× PLUIE"] == pytest.approx(1.0)
     assert table.loc["yes-no", "× PLUIE"] == pytest.approx(
-        progress["yes-no"].seconds_per_pair / progress["pluie"].seconds_per_pair)
+        progress["yes-no"].seconds_per_pair / progress["pluie"].seconds_per_pair
+    )
     assert np.isnan(table.loc["likert", "× PLUIE"])  # another model: no PLUIE run to compare with
     with read_session(engine) as session:
         kinds = dict(session.execute(select(ScoreRun.name, ScoreRun.template)).all())
@@ -302,8 +375,28 @@ def test_cli_adds_judge_columns(tiny, tmp_path, capsys):
     path = tmp_path / "pairs.csv"
     pd.DataFrame(pairs, columns=["source", "hypothesis"]).to_csv(path, index=False)
     output = tmp_path / "out.csv"
-    assert main(["score", str(path), "--model", str(tiny), "--template", "direct", "--judge", "yes-no",
-                 "--judge", "likert", "--no-progress", "--device", "cpu", "-o", str(output)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(path),
+                "--model",
+                str(tiny),
+                "--template",
+                "direct",
+                "--judge",
+                "yes-no",
+                "--judge",
+                "likert",
+                "--no-progress",
+                "--device",
+                "cpu",
+                "-o",
+                str(output),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     scored = pd.read_csv(output, keep_default_na=False, na_values=[""])
     assert {"pluie", "llm_yes_no", "llm_yes_no_answer", "llm_likert", "llm_likert_answer"} <= set(scored.columns)
@@ -313,8 +406,9 @@ def test_cli_adds_judge_columns(tiny, tmp_path, capsys):
     assert scored["llm_yes_no_answer"].fillna("").tolist() == expected.texts
     assert f"llm_yes_no: {expected.unparsed} of 6 answers could not be parsed" in err
     assert re.search(r"pluie: [\d.]+ s for 6 rows = [\d.]+ s/row", err) and "llm_likert: " in err
-    assert scored["pluie"].to_numpy() == pytest.approx(PluieScorer(str(tiny), template="direct").score(
-        sources, hypotheses), abs=1e-4)
+    assert scored["pluie"].to_numpy() == pytest.approx(
+        PluieScorer(str(tiny), template="direct").score(sources, hypotheses), abs=1e-4
+    )
 
 
 def test_cli_choice_judge_on_a_preference_file(tiny, tmp_path, capsys):
@@ -322,21 +416,57 @@ def test_cli_choice_judge_on_a_preference_file(tiny, tmp_path, capsys):
     from pluie_core.scorer import PluieScorer
 
     model = answering_model(tiny, tmp_path / "a", "A")
-    preferences = pd.DataFrame({"source": ["The cat drinks water.", "A river in Romania."],
-                                "candidate_a": ["The cat drinks milk.", "A Romanian river."],
-                                "candidate_b": ["Water is what the cat drinks.", "A long river."],
-                                "preferred": ["B", "A"]})
+    preferences = pd.DataFrame(
+        {
+            "source": ["The cat drinks water.", "A river in Romania."],
+            "candidate_a": ["The cat drinks milk.", "A Romanian river."],
+            "candidate_b": ["Water is what the cat drinks.", "A long river."],
+            "preferred": ["B", "A"],
+        }
+    )
     path, output = tmp_path / "prefs.csv", tmp_path / "out.jsonl"
     preferences.to_csv(path, index=False)
-    assert main(["score", str(path), "--model", str(model), "--judge", "choice", "--no-progress",
-                 "--device", "cpu", "-o", str(output)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(path),
+                "--model",
+                str(model),
+                "--judge",
+                "choice",
+                "--no-progress",
+                "--device",
+                "cpu",
+                "-o",
+                str(output),
+            ]
+        )
+        == 0
+    )
     scored = pd.read_json(output, lines=True)
     assert scored["llm_choice"].tolist() == ["A", "A"] and scored["preferred"].tolist() == ["B", "A"]
     scorer = PluieScorer(str(model), template="fs-direct")
     assert scored["pluie_b"].to_numpy() == pytest.approx(
-        scorer.score(preferences.source, preferences.candidate_b), abs=1e-4)
-    assert main(["score", str(path), "--model", str(model), "--judge", "choice", "--swap", "--no-progress",
-                 "-o", str(output)]) == 0
+        scorer.score(preferences.source, preferences.candidate_b), abs=1e-4
+    )
+    assert (
+        main(
+            [
+                "score",
+                str(path),
+                "--model",
+                str(model),
+                "--judge",
+                "choice",
+                "--swap",
+                "--no-progress",
+                "-o",
+                str(output),
+            ]
+        )
+        == 0
+    )
     assert pd.read_json(output, lines=True)["llm_choice"].tolist() == ["tie", "tie"]
 
     capsys.readouterr()
@@ -397,7 +527,8 @@ def test_scoring_page_creates_judge_runs_and_shows_unparsed_answers_and_seconds_
     for name in ("pluie", "yes-no judge"):
         assert timed.loc[name, "s / pair"] == pytest.approx(progress[name].seconds_per_pair)
     assert timed.loc["yes-no judge", "× PLUIE"] == pytest.approx(
-        progress["yes-no judge"].seconds_per_pair / progress["pluie"].seconds_per_pair)
+        progress["yes-no judge"].seconds_per_pair / progress["pluie"].seconds_per_pair
+    )
     engine.dispose()
     st.cache_resource.clear()
 
@@ -456,8 +587,13 @@ def test_thresholds_page_reads_a_likert_run_with_unparsed_answers_at_its_natural
     unparsed = ratings.index[::7]
     run = add_score_run(engine, "LLM-Likert stand-in", ratings.drop(unparsed), kind="llm-likert")
     with write_session(engine) as session:
-        session.execute(insert(Score), [{"run_id": run, "pair_id": int(p), "value": None,
-                                         "details": {"answer": "hmm", "parsed": False}} for p in unparsed])
+        session.execute(
+            insert(Score),
+            [
+                {"run_id": run, "pair_id": int(p), "value": None, "details": {"answer": "hmm", "parsed": False}}
+                for p in unparsed
+            ],
+        )
     monkeypatch.setenv("PLUIE_DB_URL", db_url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     page = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "thresholds.py"), default_timeout=60)

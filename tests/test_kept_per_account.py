@@ -2,6 +2,7 @@
 half-typed Review note, the scope of their pages and their half-filled New campaign form are kept for their
 account in the store (ui.access.keep, db.kept), so they survive a restart of the server, and another account
 never sees them. A store without accounts keeps them per browser, as before (tests/test_remembered.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -50,8 +51,9 @@ def team(app_env):
     campaign on ("demo", 20 pairs)."""
     ids = build(app_env)
     make_dataset(app_env, "demo", numbered_pairs(20))
-    people = {name: accounts.add_account(app_env, name, "owner", password=f"{name}'s password")
-              for name in ("olga", "ida")}
+    people = {
+        name: accounts.add_account(app_env, name, "owner", password=f"{name}'s password") for name in ("olga", "ida")
+    }
     return app_env, ids, people
 
 
@@ -81,7 +83,11 @@ def test_a_signed_in_persons_note_and_new_campaign_form_survive_a_restart_and_st
     checked(at.run())
     assert any("kept for your account" in c.value for c in at.caption)
     held = kept.kept_values(store, people["olga"].id)
-    assert (held[note], held["new-campaign-name"], held["new-campaign-quota"]) == ("two of three say same", "Half-filled", 7)
+    assert (held[note], held["new-campaign-name"], held["new-campaign-quota"]) == (
+        "two of three say same",
+        "Half-filled",
+        7,
+    )
     assert held["pluie_scope"] == {"campaign": None, "datasets": [ids_of(store)["toy"]]}
     assert kept.kept_values(store, people["ida"].id) == {}
 
@@ -104,7 +110,9 @@ def test_a_signed_in_persons_note_and_new_campaign_form_survive_a_restart_and_st
     go(other, "campaigns")
     assert labelled(other.text_input, "Name").value == ""
     assert labelled(other.number_input, "Pairs per annotator").value == 50
-    assert set(kept.kept_values(store, people["ida"].id)) == {"pluie_scope"}  # her choice; the form's defaults are not written
+    assert set(kept.kept_values(store, people["ida"].id)) == {
+        "pluie_scope"
+    }  # her choice; the form's defaults are not written
 
     # olga, again, logs out and ida signs in, in the same tab: the memory is ida's from that run on
     at = signed_in("campaigns", "olga")
@@ -181,5 +189,5 @@ def test_the_typing_cookie_says_whose_memory_it_belongs_to():
     assert typing_cookie("%5B%22note-3%22%2C%22caf%C3%A9%22%2C%22a7%22%5D") == ("note-3", "café", "a7")
     assert typing_cookie("%5B%22note-3%22%2C%22caf%C3%A9%22%5D") == ("note-3", "café", "")  # a browser's
     assert typed_cookie("%5B%22note-3%22%2C%22caf%C3%A9%22%2C%22a7%22%5D") == ("note-3", "café")
-    assert typing_cookie('%5B%22a%22%2C%22b%22%2C3%5D') is None and typing_cookie(None) is None
+    assert typing_cookie("%5B%22a%22%2C%22b%22%2C3%5D") is None and typing_cookie(None) is None
     assert (owner_tag(None), owner_tag(7)) == ("", "a7")

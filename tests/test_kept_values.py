@@ -1,6 +1,7 @@
 """Issue 57, item 3, the store's half: what a signed-in person's pages keep for them, per account (db.kept,
 migration 0018), on SQLite and on PostgreSQL. The pages' half (a restart, another account) is in
 tests/test_kept_per_account.py."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -26,19 +27,32 @@ def store(store_url, monkeypatch):
 def rows(engine, account_id: int) -> dict:
     """key -> (row id, JSON, updated_at) of the account's kept values, as stored."""
     with read_session(engine) as session:
-        return {r.key: (r.id, r.value, r.updated_at)
-                for r in session.scalars(select(KeptValue).where(KeptValue.account_id == account_id))}
+        return {
+            r.key: (r.id, r.value, r.updated_at)
+            for r in session.scalars(select(KeptValue).where(KeptValue.account_id == account_id))
+        }
 
 
 def test_an_accounts_values_come_back_as_kept_and_only_a_changed_one_is_written(store, monkeypatch):
     sam = accounts.add_account(store, "sam", "owner", password="sam's password")
-    values = {"reviewer": "Lena", "note-3": "two of three say same", "new-campaign-datasets": [(1, "demo", 20)],
-              "new-campaign-quota": 7, "new-campaign-adaptive": True, "new-campaign-gold-min": None,
-              "new-campaign-confidence": 0.8, "pluie_scope": {"campaign": 2, "datasets": None}, "accent": "café ✓"}
+    values = {
+        "reviewer": "Lena",
+        "note-3": "two of three say same",
+        "new-campaign-datasets": [(1, "demo", 20)],
+        "new-campaign-quota": 7,
+        "new-campaign-adaptive": True,
+        "new-campaign-gold-min": None,
+        "new-campaign-confidence": 0.8,
+        "pluie_scope": {"campaign": 2, "datasets": None},
+        "accent": "café ✓",
+    }
     assert kept.kept_values(store, sam.id) == {}
     written = kept.keep_values(store, sam.id, values)
     assert set(written) == set(values) and written["new-campaign-datasets"] == '[[1,"demo",20]]'
-    assert kept.kept_values(store, sam.id) == {**values, "new-campaign-datasets": [[1, "demo", 20]]}  # a tuple reads as a list
+    assert kept.kept_values(store, sam.id) == {
+        **values,
+        "new-campaign-datasets": [[1, "demo", 20]],
+    }  # a tuple reads as a list
 
     before = rows(store, sam.id)
     later = dt.datetime(2031, 1, 1)
@@ -46,7 +60,10 @@ def test_an_accounts_values_come_back_as_kept_and_only_a_changed_one_is_written(
     kept.keep_values(store, sam.id, {"reviewer": "Lena", "note-3": "two of three say same meaning", "quota": 8})
     after = rows(store, sam.id)
     assert after["reviewer"] == before["reviewer"]  # the same value: not written again
-    assert after["note-3"][0] == before["note-3"][0] and after["note-3"][1:] == ('"two of three say same meaning"', later)
+    assert after["note-3"][0] == before["note-3"][0] and after["note-3"][1:] == (
+        '"two of three say same meaning"',
+        later,
+    )
     assert after["quota"][1:] == ("8", later)
     assert kept.kept_values(store, sam.id)["note-3"] == "two of three say same meaning"
 
@@ -58,10 +75,18 @@ def test_what_cannot_be_kept_is_left_out_without_an_error(store):
     from db.limits import KEPT_KEY_LENGTH, KEPT_VALUE_LENGTH
 
     sam = accounts.add_account(store, "sam", "owner", password="sam's password")
-    refused = {"a-date": dt.date(2026, 12, 7), "nan": float("nan"), "k" * (KEPT_KEY_LENGTH + 1): "long key",
-               "nul\x00key": "x", "huge": "x" * KEPT_VALUE_LENGTH, "surrogate": "a\ud800b", "object": object()}
+    refused = {
+        "a-date": dt.date(2026, 12, 7),
+        "nan": float("nan"),
+        "k" * (KEPT_KEY_LENGTH + 1): "long key",
+        "nul\x00key": "x",
+        "huge": "x" * KEPT_VALUE_LENGTH,
+        "surrogate": "a\ud800b",
+        "object": object(),
+    }
     assert kept.keep_values(store, sam.id, {**refused, "fits": "x" * (KEPT_VALUE_LENGTH - 2)}) == {
-        "fits": '"' + "x" * (KEPT_VALUE_LENGTH - 2) + '"'}
+        "fits": '"' + "x" * (KEPT_VALUE_LENGTH - 2) + '"'
+    }
     assert set(kept.kept_values(store, sam.id)) == {"fits"}
     assert kept.keep_values(store, sam.id, refused) == {}
     assert kept.keep_values(store, 9999, {"reviewer": "Lena"}) == {}  # no such account: nothing kept, no error
@@ -117,6 +142,7 @@ def test_the_migrations_make_the_schema_of_the_models(store):
 
     assert "kept_values" in Base.metadata.tables
     with store.connect() as connection:
-        differences = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}),
-                                       Base.metadata)
+        differences = compare_metadata(
+            MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata
+        )
     assert differences == []

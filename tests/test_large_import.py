@@ -2,6 +2,7 @@
 lands whole at its last one (or leaves no trace); files are read a chunk at a time; too wide files, too large
 metadata and non-finite labels are refused with a sentence. The chunk sizes are made small here
 (db.datasets.STAGED_FROM, CHUNK_ROWS) so that a few hundred rows take the staged path."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,12 +18,20 @@ import db.datasets as datasets
 from db import init_db, write_session
 from db.analysis import analysis_choices, pairs_frame
 from db.campaigns import create_campaign, dataset_choices
-from db.datasets import (ImportRejected, datasets_overview, import_file, import_pair_chunks, import_pairs,
-                         list_datasets, remove_stale_imports, store_totals)
+from db.datasets import (
+    ImportRejected,
+    datasets_overview,
+    import_file,
+    import_pair_chunks,
+    import_pairs,
+    list_datasets,
+    remove_stale_imports,
+    store_totals,
+)
 from db.models import Annotator, CampaignPair, Dataset, Label, Pair, WorkItem, utcnow
 from db.queue import claim_batch
-from db.startup import wait_for_cleanup
 from db.runs import create_run
+from db.startup import wait_for_cleanup
 from pluie_core.io import PairFileError, load_pairs, read_pair_chunks
 
 N = 230
@@ -36,23 +45,44 @@ def small_chunks(monkeypatch):
 
 def frame(n=N, prefix="s"):
     """n rows with gold labels, ids, two annotators, metadata and a few exact repeats."""
-    rows = [{"source": f"{prefix} source {i % (n - 7)}", "hypothesis": f"hypothesis {i % (n - 7)}",
-             "label": float(i % 2) if i % 5 else None, "external_id": f"p{i}",
-             "annotator:Ann": i % 4, "annotator:Bob": None if i % 3 else 2, "note": f"n{i}"} for i in range(n)]
+    rows = [
+        {
+            "source": f"{prefix} source {i % (n - 7)}",
+            "hypothesis": f"hypothesis {i % (n - 7)}",
+            "label": float(i % 2) if i % 5 else None,
+            "external_id": f"p{i}",
+            "annotator:Ann": i % 4,
+            "annotator:Bob": None if i % 3 else 2,
+            "note": f"n{i}",
+        }
+        for i in range(n)
+    ]
     return pd.DataFrame(rows)
 
 
 def contents(engine, dataset_id):
     with engine.connect() as conn:
-        pairs = conn.execute(select(Pair.source, Pair.hypothesis, Pair.text_hash, Pair.gold_label, Pair.external_id,
-                                    Pair.meta).where(Pair.dataset_id == dataset_id).order_by(Pair.id)).all()
-        labels = conn.execute(select(Annotator.name, Pair.text_hash, Label.value, Label.level)
-                              .join(Label, Label.annotator_id == Annotator.id).join(Pair, Pair.id == Label.pair_id)
-                              .where(Pair.dataset_id == dataset_id).order_by(Annotator.name, Pair.id)).all()
-        work = conn.execute(select(func.count()).select_from(WorkItem).join(Pair, Pair.id == WorkItem.pair_id)
-                            .where(Pair.dataset_id == dataset_id)).scalar()
-        dataset = conn.execute(select(Dataset.description, Dataset.label_kind, Dataset.import_state)
-                               .where(Dataset.id == dataset_id)).one()
+        pairs = conn.execute(
+            select(Pair.source, Pair.hypothesis, Pair.text_hash, Pair.gold_label, Pair.external_id, Pair.meta)
+            .where(Pair.dataset_id == dataset_id)
+            .order_by(Pair.id)
+        ).all()
+        labels = conn.execute(
+            select(Annotator.name, Pair.text_hash, Label.value, Label.level)
+            .join(Label, Label.annotator_id == Annotator.id)
+            .join(Pair, Pair.id == Label.pair_id)
+            .where(Pair.dataset_id == dataset_id)
+            .order_by(Annotator.name, Pair.id)
+        ).all()
+        work = conn.execute(
+            select(func.count())
+            .select_from(WorkItem)
+            .join(Pair, Pair.id == WorkItem.pair_id)
+            .where(Pair.dataset_id == dataset_id)
+        ).scalar()
+        dataset = conn.execute(
+            select(Dataset.description, Dataset.label_kind, Dataset.import_state).where(Dataset.id == dataset_id)
+        ).one()
     return [tuple(p) for p in pairs], [tuple(x) for x in labels], work, tuple(dataset)
 
 
@@ -84,6 +114,7 @@ def _counting(seen, real):
     def counted(engine):
         seen.append(1)
         return real(engine)
+
     return counted
 
 
@@ -115,8 +146,12 @@ def test_midway_nothing_of_it_is_seen_and_a_run_created_meanwhile_is_queued_once
     assert before[0] == ["base"]
     assert sorted(datasets_overview(engine)["dataset"]) == ["base", "big"]
     with engine.connect() as conn:
-        per_pair = conn.execute(select(WorkItem.pair_id, func.count()).join(Pair, Pair.id == WorkItem.pair_id)
-                                .where(Pair.dataset_id == result.dataset_id).group_by(WorkItem.pair_id)).all()
+        per_pair = conn.execute(
+            select(WorkItem.pair_id, func.count())
+            .join(Pair, Pair.id == WorkItem.pair_id)
+            .where(Pair.dataset_id == result.dataset_id)
+            .group_by(WorkItem.pair_id)
+        ).all()
     assert len(per_pair) == result.n_pairs == N - 7 and {n for _, n in per_pair} == {1}
     assert result.n_queued == N - 7
     assert store_totals(engine)["pairs"] == base.n_pairs + result.n_pairs
@@ -137,9 +172,11 @@ def test_a_failure_at_the_last_chunk_leaves_the_store_as_it_was(store_url, small
             import_pairs(engine, "big", pairs)
         assert len(seen) >= N // 50 + 1  # four chunks were written before the last refused them all
     else:
+
         def stop(done, total):
             if done == 200:
                 raise KeyboardInterrupt
+
         with pytest.raises(KeyboardInterrupt):
             import_pair_chunks(engine, "big", datasets._frame_chunks(pairs), progress=stop)
     assert {m.__name__: every_row(engine, m) for m in (Dataset, Pair, Label, Annotator, WorkItem)} == counts
@@ -155,8 +192,9 @@ def test_an_append_reaches_the_campaign_at_the_end_only(store_url, small_chunks)
 
     def in_campaign():
         with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(CampaignPair)
-                                .where(CampaignPair.campaign_id == campaign_id)).scalar()
+            return conn.execute(
+                select(func.count()).select_from(CampaignPair).where(CampaignPair.campaign_id == campaign_id)
+            ).scalar()
 
     start = in_campaign()
     assert start == base.n_pairs
@@ -182,12 +220,14 @@ def test_a_stale_leftover_is_removed_and_a_live_import_kept(store_url):
     engine = init_db(store_url)
     with write_session(engine) as session:
         for name, age in (("stale", 30), ("live", 1)):
-            hidden = Dataset(name=f".importing-{name}", import_state="importing",
-                             import_seen=utcnow() - dt.timedelta(minutes=age))
+            hidden = Dataset(
+                name=f".importing-{name}", import_state="importing", import_seen=utcnow() - dt.timedelta(minutes=age)
+            )
             session.add(hidden)
             session.flush()
-            session.add_all([Pair(dataset_id=hidden.id, source=f"s{i}", hypothesis="h", text_hash=f"{name}{i}")
-                             for i in range(12)])
+            session.add_all(
+                [Pair(dataset_id=hidden.id, source=f"s{i}", hypothesis="h", text_hash=f"{name}{i}") for i in range(12)]
+            )
     assert remove_stale_imports(engine) == 1
     with engine.connect() as conn:
         left = conn.execute(select(Dataset.name)).scalars().all()
@@ -208,20 +248,24 @@ def test_a_start_says_it_removes_a_killed_imports_leftover_and_does_it_in_the_ba
 
     engine = init_db(store_url)
     with write_session(engine) as session:
-        hidden = Dataset(name=".importing-killed", import_state="importing",
-                         import_seen=utcnow() - dt.timedelta(hours=1))
+        hidden = Dataset(
+            name=".importing-killed", import_state="importing", import_seen=utcnow() - dt.timedelta(hours=1)
+        )
         session.add(hidden)
         session.flush()
-        session.add_all([Pair(dataset_id=hidden.id, source=f"s{i}", hypothesis="h", text_hash=f"k{i}")
-                         for i in range(1500)])
+        session.add_all(
+            [Pair(dataset_id=hidden.id, source=f"s{i}", hypothesis="h", text_hash=f"k{i}") for i in range(1500)]
+        )
     engine.dispose()
     with caplog.at_level(logging.WARNING, logger="pluie_lab.store"):
         engine = init_db(store_url)
         assert list(list_datasets(engine)) == []  # the store answers meanwhile; the leftover is seen by no listing
         assert wait_for_cleanup(engine, timeout=60)
     said = [record.getMessage() for record in caplog.records if record.name == "pluie_lab.store"]
-    assert said == ["removing 1 half-written import (1,500 pairs) left by an import that was stopped, in the "
-                    "background", "removed 1 half-written import"]
+    assert said == [
+        "removing 1 half-written import (1,500 pairs) left by an import that was stopped, in the background",
+        "removed 1 half-written import",
+    ]
     assert every_row(engine, Dataset) == 0 and every_row(engine, Pair) == 0
     engine.dispose()
     engine = init_db(store_url)  # nothing left: a start says nothing
@@ -266,8 +310,14 @@ def test_a_file_imported_in_chunks_lands_as_the_file_imported_whole(store_url, t
     whole = import_file(engine, path, name="whole", annotator_scale="levels")
     chunks = read_pair_chunks(path, chunk_rows=50)
     done = []
-    staged = import_pair_chunks(engine, "chunks", chunks, annotator_scale="levels", total=chunks.n_rows,
-                                progress=lambda n, total: done.append((n, total)))
+    staged = import_pair_chunks(
+        engine,
+        "chunks",
+        chunks,
+        annotator_scale="levels",
+        total=chunks.n_rows,
+        progress=lambda n, total: done.append((n, total)),
+    )
     assert done[-1] == (300, 300) and len(done) == 6
     assert (staged.n_pairs, staged.n_labels) == (whole.n_pairs, whole.n_labels)
     one, many = contents(engine, whole.dataset_id), contents(engine, staged.dataset_id)
@@ -286,8 +336,10 @@ def test_a_20000_column_file_is_refused_at_once():
     with pytest.raises(PairFileError) as caught:
         load_pairs(_buffer(data, "wide.csv"))
     assert time.perf_counter() - started < 2
-    assert str(caught.value) == ("The file has 20,000 columns; the limit is 1,000 (two sentences, a label, an id, "
-                                 "the annotators and the other columns kept as metadata).")
+    assert str(caught.value) == (
+        "The file has 20,000 columns; the limit is 1,000 (two sentences, a label, an id, "
+        "the annotators and the other columns kept as metadata)."
+    )
     with pytest.raises(PairFileError, match="^The file has 20,000 columns"):
         read_pair_chunks(data)
     record = json.dumps({f"c{i}": 1 for i in range(1001)})
@@ -299,21 +351,36 @@ def test_a_pair_s_metadata_is_bounded(engine):
     pairs = pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"], "note": ["short", "x" * 100_001]})
     with pytest.raises(ImportRejected) as caught:
         import_pairs(engine, "meta", pairs)
-    assert str(caught.value) == ("Pair 2: the column 'note' holds 100,003 characters; a pair's other columns "
-                                 "(kept as metadata) may hold 100,000 in all.")
+    assert str(caught.value) == (
+        "Pair 2: the column 'note' holds 100,003 characters; a pair's other columns "
+        "(kept as metadata) may hold 100,000 in all."
+    )
     assert store_totals(engine)["datasets"] == 0
     pairs.loc[1, "note"] = "x" * 90_000
     assert import_pairs(engine, "meta", pairs).n_pairs == 2
 
 
-@pytest.mark.parametrize("name, data, sentence", [
-    ("big.csv", b"source,hypothesis,label\na,b,1\nc,d,1e400\n", "Line 3: the label '1e400' is too large."),
-    ("big.json", b'[{"source": "a", "hypothesis": "b", "label": 1e400}]', "Record 1: the label '1e400' is too large."),
-    ("big.jsonl", b'{"source": "a", "hypothesis": "b", "label": -1E+999}\n',
-     "Line 1: the label '-1E+999' is too large."),
-    ("inf.jsonl", b'{"source": "a", "hypothesis": "b", "annotator:A": Infinity}\n',
-     "Line 1: the label of annotator A 'Infinity' is not a number."),
-])
+@pytest.mark.parametrize(
+    "name, data, sentence",
+    [
+        ("big.csv", b"source,hypothesis,label\na,b,1\nc,d,1e400\n", "Line 3: the label '1e400' is too large."),
+        (
+            "big.json",
+            b'[{"source": "a", "hypothesis": "b", "label": 1e400}]',
+            "Record 1: the label '1e400' is too large.",
+        ),
+        (
+            "big.jsonl",
+            b'{"source": "a", "hypothesis": "b", "label": -1E+999}\n',
+            "Line 1: the label '-1E+999' is too large.",
+        ),
+        (
+            "inf.jsonl",
+            b'{"source": "a", "hypothesis": "b", "annotator:A": Infinity}\n',
+            "Line 1: the label of annotator A 'Infinity' is not a number.",
+        ),
+    ],
+)
 def test_a_label_past_what_a_number_holds_is_quoted_as_the_file_writes_it(name, data, sentence):
     with pytest.raises(PairFileError) as caught:
         load_pairs(_buffer(data, name))
@@ -322,8 +389,9 @@ def test_a_label_past_what_a_number_holds_is_quoted_as_the_file_writes_it(name, 
 
 def test_an_infinite_label_handed_to_the_import_is_refused(engine):
     with pytest.raises(ImportRejected) as caught:
-        import_pairs(engine, "inf", pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"],
-                                                  "label": [1.0, float("inf")]}))
+        import_pairs(
+            engine, "inf", pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"], "label": [1.0, float("inf")]})
+        )
     assert str(caught.value) == "Pair 2: the label 'inf' is not a finite number."
     assert store_totals(engine)["datasets"] == 0
 
@@ -332,10 +400,10 @@ def test_an_infinite_label_handed_to_the_import_is_refused(engine):
 
 
 def test_the_import_page_writes_a_large_file_with_a_progress_bar(app_store, monkeypatch):
-    import pluie_core.io
-
-    from tests.paths import REPO
     from streamlit.testing.v1 import AppTest
+
+    import pluie_core.io
+    from tests.paths import REPO
 
     monkeypatch.setattr(pluie_core.io, "LARGE_FILE_ROWS", 100)
     table = frame(300)[["source", "hypothesis", "label"]]

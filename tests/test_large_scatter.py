@@ -2,6 +2,7 @@
 (no second go.Figure, no second to_json on a rerun: about 1 s a run at 100,000 points before), the figure the
 function built; beyond charts.POINTS_DRAWN pairs a scatter draws a seeded sample the page states, which
 "Points drawn" enlarges, while the page's statistics use every pair."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,16 @@ from tests.paths import REPO
 
 def _points(n: int) -> pd.DataFrame:
     rng = np.random.default_rng(1)
-    return pd.DataFrame({"pair_id": np.arange(n) + 10, "x": rng.random(n), "y": rng.normal(size=n),
-                         "source": [f"a <b>cat</b> & {i} " + "w" * (i % 120) for i in range(n)],
-                         "hypothesis": [f"a dog {i}" for i in range(n)], "labels": ["ann1: Same meaning"] * n})
+    return pd.DataFrame(
+        {
+            "pair_id": np.arange(n) + 10,
+            "x": rng.random(n),
+            "y": rng.normal(size=n),
+            "source": [f"a <b>cat</b> & {i} " + "w" * (i % 120) for i in range(n)],
+            "hypothesis": [f"a dog {i}" for i in range(n)],
+            "labels": ["ann1: Same meaning"] * n,
+        }
+    )
 
 
 def _draw(points):
@@ -30,8 +38,8 @@ def _draw(points):
 
 
 def test_a_chart_draws_the_figure_its_function_built_as_it_is():
-    from ui import charts as page_charts
     from tests.figures import drawn
+    from ui import charts as page_charts
 
     at = AppTest.from_function(_draw, args=(_points(300),), default_timeout=60).run()
     assert not at.exception, at.exception
@@ -40,7 +48,11 @@ def test_a_chart_draws_the_figure_its_function_built_as_it_is():
     assert plain(payload["figure"]) == plain(json.loads(built.to_json()))
     assert len(plain(payload["figure"])["data"][0]["customdata"]) == 300
     assert payload["bundle"] == page_charts.PLOTLY_JS and payload["select"] == []
-    assert payload["config"]["modeBarButtonsToRemove"] == ["sendChartToCloud", "select2d", "lasso2d"]  # nothing to select
+    assert payload["config"]["modeBarButtonsToRemove"] == [
+        "sendChartToCloud",
+        "select2d",
+        "lasso2d",
+    ]  # nothing to select
 
 
 def test_a_rerun_builds_and_checks_no_figure_again(monkeypatch):
@@ -98,8 +110,9 @@ def test_beyond_points_drawn_a_scatter_draws_a_stated_seeded_sample_and_more_on_
     assert n > 80
     drawn = _scatter_ids(at, "against the normalised")
     assert len(drawn) == 40 == len(set(drawn))
-    assert f"40 of {n:,} pairs drawn, a seeded sample (\"Points drawn\" draws more)" in "\n".join(
-        c.value for c in at.caption)
+    assert f'40 of {n:,} pairs drawn, a seeded sample ("Points drawn" draws more)' in "\n".join(
+        c.value for c in at.caption
+    )
     control = next(s for s in at.select_slider if s.label == "Points drawn")
     assert control.options == ["20", "40", "80", f"{min(n, 100_000):,}"] and control.value == 40
     at.run()

@@ -20,6 +20,7 @@ rules:
 
 A failure names the file, the line and the import.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,8 +32,19 @@ from tests.paths import REPO
 
 # layer (a top-level package or module of the checkout) -> the top-level names it must not import
 FORBIDDEN = {
-    "pluie_core": ("lab", "db", "ui", "pages", "api", "worker", "worker_launch", "app", "streamlit", "sqlalchemy",
-                   "alembic"),
+    "pluie_core": (
+        "lab",
+        "db",
+        "ui",
+        "pages",
+        "api",
+        "worker",
+        "worker_launch",
+        "app",
+        "streamlit",
+        "sqlalchemy",
+        "alembic",
+    ),
     # the app's rules without Streamlit or the store (roles, sign-in, the data folder): above the library only
     "lab": ("db", "ui", "pages", "api", "worker", "worker_launch", "app", "streamlit", "sqlalchemy", "alembic"),
     "db": ("ui", "pages", "api", "worker", "worker_launch", "app", "streamlit"),
@@ -102,7 +114,7 @@ def _imports_in(root: Path, path: Path, source: str) -> list[Import]:
             base = node.module or ""
             if node.level:  # relative: from . import x, from ..db import y
                 anchor = package.split(".") if package else []
-                anchor = anchor[:len(anchor) - (node.level - 1)] if node.level > 1 else anchor
+                anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
                 base = ".".join([*anchor, *([base] if base else [])])
             text = ast.get_source_segment(source, node) or ""
             for alias in node.names:
@@ -133,8 +145,11 @@ def wrong_way_imports(root: Path) -> list[tuple[Import, str, str]]:
 def layer_violations(root: Path, known: frozenset[str] = frozenset()) -> list[str]:
     """One line per import a layer must not make, "file:line: the import  (what it reaches)"; those
     in ``known`` ("file: import") left out."""
-    return [f"{imp}  ({layer} must not import {top})" for imp, layer, top in wrong_way_imports(root)
-            if f"{imp.path}: {imp.text}" not in known]
+    return [
+        f"{imp}  ({layer} must not import {top})"
+        for imp, layer, top in wrong_way_imports(root)
+        if f"{imp.path}: {imp.text}" not in known
+    ]
 
 
 def import_cycles(root: Path, packages: tuple[str, ...] = HOUSE) -> list[str]:
@@ -157,7 +172,7 @@ def import_cycles(root: Path, packages: tuple[str, ...] = HOUSE) -> list[str]:
         stack.append(node)
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
+                cycle = stack[stack.index(nxt) :] + [nxt]
                 key = frozenset(cycle)
                 if key not in seen:
                     seen.add(key)
@@ -188,6 +203,7 @@ def test_every_known_exception_still_exists():
 
 def floor_violations(root: Path) -> list[str]:
     """One line per import of a ui module that reaches a floor above its own (UI_FLOORS)."""
+
     def floor(module: str) -> int | None:
         return next((i for i, f in enumerate(UI_FLOORS) if module == f or module.startswith(f + ".")), None)
 
@@ -219,14 +235,19 @@ def test_every_module_of_ui_is_on_a_floor_and_pages_holds_page_scripts_only():
     scripts = {p.stem for p in (REPO / "pages").glob("*.py")}
     assert scripts == {key for entries in MENU.values() for key, _, _ in entries} | {"annotate", "invitation"}
     assert not [p for p in (REPO / "pages").iterdir() if p.is_file() and p.suffix != ".py"]
-    outside = [str(p) for p in layer_files(REPO, "ui") if p != Path("ui/__init__.py")
-               and not any(module_name(p).startswith(f) for f in UI_FLOORS)]
+    outside = [
+        str(p)
+        for p in layer_files(REPO, "ui")
+        if p != Path("ui/__init__.py") and not any(module_name(p).startswith(f) for f in UI_FLOORS)
+    ]
     assert not outside, outside
 
 
 def test_the_layers_are_found_and_read():
     """The checks read the real tree: the layers are there, and imports of every form are seen."""
-    assert len(layer_files(REPO, "db")) > 10 and len(layer_files(REPO, "pages")) > 5 and len(layer_files(REPO, "ui")) > 20
+    assert (
+        len(layer_files(REPO, "db")) > 10 and len(layer_files(REPO, "pages")) > 5 and len(layer_files(REPO, "ui")) > 20
+    )
     assert layer_files(REPO, "pluie_core") and layer_files(REPO, "worker") == [Path("worker.py")]
     assert {Path("lab/roles.py"), Path("lab/auth.py"), Path("lab/places.py")} <= set(layer_files(REPO, "lab"))
     assert "lab.places" in {imp.module for imp in imports_of(REPO, Path("lab/auth.py"))}
@@ -243,20 +264,23 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_planted_wrong_way_import_is_caught_with_its_file_and_line(tmp_path):
-    root = _plant(tmp_path, {
-        "pluie_core/__init__.py": "",
-        "pluie_core/stats.py": "import math\n\n\ndef f():\n    from db.analysis import frame\n    return frame\n",
-        "pluie_core/sub/__init__.py": "",
-        "pluie_core/sub/deep.py": "from ... import pages\n",  # relative, out of the package
-        "db/__init__.py": "",
-        "db/analysis.py": "import streamlit as st\n",
-        "pages/__init__.py": "",
-        "pages/home.py": "if True:\n    import worker\n",
-        "worker.py": "",
-        "pluie_core/cli.py": "from lab import places\n",  # the library reaching the app's rules
-        "lab/__init__.py": "",
-        "lab/places.py": "import pluie_core.io\n\n\ndef f():\n    from db.engine import read_session\n",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "pluie_core/__init__.py": "",
+            "pluie_core/stats.py": "import math\n\n\ndef f():\n    from db.analysis import frame\n    return frame\n",
+            "pluie_core/sub/__init__.py": "",
+            "pluie_core/sub/deep.py": "from ... import pages\n",  # relative, out of the package
+            "db/__init__.py": "",
+            "db/analysis.py": "import streamlit as st\n",
+            "pages/__init__.py": "",
+            "pages/home.py": "if True:\n    import worker\n",
+            "worker.py": "",
+            "pluie_core/cli.py": "from lab import places\n",  # the library reaching the app's rules
+            "lab/__init__.py": "",
+            "lab/places.py": "import pluie_core.io\n\n\ndef f():\n    from db.engine import read_session\n",
+        },
+    )
     problems = layer_violations(root)
     assert any(p.startswith("pluie_core/stats.py:5: from db.analysis import frame") for p in problems), problems
     assert any(p.startswith("db/analysis.py:1: import streamlit as st") for p in problems), problems
@@ -268,13 +292,16 @@ def test_a_planted_wrong_way_import_is_caught_with_its_file_and_line(tmp_path):
 
 
 def test_a_planted_cycle_hidden_in_a_function_is_caught(tmp_path):
-    root = _plant(tmp_path, {
-        "db/__init__.py": "from db.engine import init_db\n",
-        "db/engine.py": "def init_db():\n    from db.datasets import tidy\n    tidy()\n",
-        "db/datasets.py": "from db import engine\n\n\ndef tidy():\n    pass\n",
-        "db/review.py": "from .export import pair_aggregation\n",
-        "db/export.py": "from db.engine import init_db\n",  # not a cycle
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "db/__init__.py": "from db.engine import init_db\n",
+            "db/engine.py": "def init_db():\n    from db.datasets import tidy\n    tidy()\n",
+            "db/datasets.py": "from db import engine\n\n\ndef tidy():\n    pass\n",
+            "db/review.py": "from .export import pair_aggregation\n",
+            "db/export.py": "from db.engine import init_db\n",  # not a cycle
+        },
+    )
     cycles = import_cycles(root)
     assert len(cycles) == 1, cycles
     assert cycles[0].startswith("db.engine -> db.datasets -> db.engine"), cycles
@@ -286,18 +313,22 @@ def test_a_planted_cycle_hidden_in_a_function_is_caught(tmp_path):
 
 
 def test_a_planted_cycle_across_packages_and_a_floor_climbed_are_caught(tmp_path):
-    root = _plant(tmp_path, {
-        "ui/__init__.py": "",
-        "ui/base/__init__.py": "",
-        "ui/base/page.py": "def f():\n    from ui.frame import admin_page\n",  # climbs to the top floor
-        "ui/frame.py": "from ui.base import page\n\n\ndef admin_page():\n    pass\n",
-        "api/__init__.py": "",
-        "api/app.py": "from api import routes\n",
-        "api/routes.py": "def g():\n    import api.app\n",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "ui/__init__.py": "",
+            "ui/base/__init__.py": "",
+            "ui/base/page.py": "def f():\n    from ui.frame import admin_page\n",  # climbs to the top floor
+            "ui/frame.py": "from ui.base import page\n\n\ndef admin_page():\n    pass\n",
+            "api/__init__.py": "",
+            "api/app.py": "from api import routes\n",
+            "api/routes.py": "def g():\n    import api.app\n",
+        },
+    )
     cycles = import_cycles(root)
     assert any(c.startswith("api.app -> api.routes -> api.app") for c in cycles), cycles
     assert any("ui.base.page -> ui.frame -> ui.base.page" in c for c in cycles), cycles
     floors = floor_violations(root)
-    assert floors == ["ui/base/page.py:2: from ui.frame import admin_page  (ui.base must not import ui.frame, a floor "
-                      "above it)"], floors
+    assert floors == [
+        "ui/base/page.py:2: from ui.frame import admin_page  (ui.base must not import ui.frame, a floor above it)"
+    ], floors

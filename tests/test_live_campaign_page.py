@@ -1,12 +1,14 @@
 """The live campaign page (AppTest, real SQLite file): figures and per-annotator rows as the store has
 them, the quality settings and gold pairs set through it, user errors as sentences; and a gold check is
 invisible on the annotator's page."""
+
 from __future__ import annotations
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.engine import read_session
 from db.models import GoldPair
@@ -43,7 +45,9 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     assert (campaign.gold_rate, campaign.streak_length) == (0.25, 3)
 
     # gold pairs by id: a bad line is a sentence and nothing is marked; then from the dataset's gold labels
-    next(t for t in at.text_area if t.label.startswith("Or mark pairs by id")).input(f"{pairs[-1]}, 3\npair:{pairs[-2]}, 9")
+    next(t for t in at.text_area if t.label.startswith("Or mark pairs by id")).input(
+        f"{pairs[-1]}, 3\npair:{pairs[-2]}, 9"
+    )
     next(b for b in at.button if b.label == "Mark as gold").click().run()
     assert not at.exception and "not a level of the scale" in texts(at)
     with read_session(store) as s:
@@ -56,8 +60,10 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     assert not at.exception and "6 keys from “checks”" in texts(at) and "Gold pairs: 0" in texts(at)
     next(b for b in at.button if b.label == "Add these 6 gold pairs").click().run()
     # what was taken and which pairs left the queue (issue 53: they left it silently before)
-    assert not at.exception and (f"6 gold pairs added; 6 of them left the queue (pairs {', '.join(map(str, gold_ids))}), "
-                                 "served as checks only: it now holds 39 pairs.") in texts(at)
+    assert not at.exception and (
+        f"6 gold pairs added; 6 of them left the queue (pairs {', '.join(map(str, gold_ids))}), "
+        "served as checks only: it now holds 39 pairs."
+    ) in texts(at)
     # the button is spent: one click added once, and a rerun adds nothing
     assert not [b for b in at.button if b.label.startswith("Add these")]
     at.run()
@@ -73,11 +79,17 @@ def test_live_page_shows_the_store_and_sets_the_checks(store):
     live = qual.campaign_live(store, cid)
     metrics = {m.label: m.value for m in at.metric}
     # 6 + 6 ordinary answers and 2 + 2 answers to gold checks: every page counts both
-    assert metrics["Labels"] == "16" and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
+    assert (
+        metrics["Labels"] == "16"
+        and metrics["Pairs short of their overlap"] == f"{live.figures['pairs short of their overlap']} / 39"
+    )
     assert metrics["Per hour (since the first)"] == "—"  # labels of the last seconds: too soon for a rate
     table = at.dataframe[0].value.set_index("annotator")
     # ranked by the evidence (issue 53): bob, flagged, first
-    assert list(table.index) == ["bob", "Alice A."] and list(table["progress"]) == ["8 / 8", "8 / 8"]  # 6 + 2 checks: their own counter
+    assert list(table.index) == ["bob", "Alice A."] and list(table["progress"]) == [
+        "8 / 8",
+        "8 / 8",
+    ]  # 6 + 2 checks: their own counter
     # who is flagged and why: in a warning above the table, and the table's third column (not off-screen)
     assert list(at.dataframe[0].value.columns[:3]) == ["annotator", "progress", "flags"]
     assert f"Flagged: bob ({table.loc['bob', 'flags']})" in [w.value for w in at.warning]

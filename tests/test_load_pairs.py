@@ -1,5 +1,6 @@
 """load_pairs on every shared dataset file, checked against counts computed here straight from
 the files (csv / json / xml.etree, not pluie_core), and on generic tables with column mapping."""
+
 from __future__ import annotations
 
 import csv
@@ -22,6 +23,7 @@ MISSING = "missing"
 
 
 # -- independent readers: (source, hypothesis, label) per pair, in file order ---------------
+
 
 def _lines(path: Path) -> list[str]:
     text = path.read_bytes().decode("utf-8-sig")
@@ -84,7 +86,10 @@ def paraphrasus_tsv(path):
 
 
 def turku(path):
-    return [(r["txt1"], r["txt2"], 1.0 if r["label"][0] in "34" else 0.0) for r in json.loads(path.read_text(encoding="utf-8"))]
+    return [
+        (r["txt1"], r["txt2"], 1.0 if r["label"][0] in "34" else 0.0)
+        for r in json.loads(path.read_text(encoding="utf-8"))
+    ]
 
 
 def paraphraser(path):
@@ -130,10 +135,17 @@ FILES = {
     **{
         f"paraphrasus/{name}.json": ("paraphrasus", paraphrasus_json, kind)
         for name, kind in [
-            ("amr_true_paraphrases", "binary"), ("fb-anli-hyp-pre", "binary"), ("fb-anli-pre-hyp", "binary"),
-            ("fb-xnli-hyp-pre", "binary"), ("fb-xnli-pre-hyp", "binary"), ("ms-mrpc", "binary"),
-            ("onestop_parallel_all_pairs", "binary"), ("paws-x-test", "binary"), ("sickr-sts", "score"),
-            ("stannlp-snli-hyp-pre", "binary"), ("stannlp-snli-pre-hyp", "binary"),
+            ("amr_true_paraphrases", "binary"),
+            ("fb-anli-hyp-pre", "binary"),
+            ("fb-anli-pre-hyp", "binary"),
+            ("fb-xnli-hyp-pre", "binary"),
+            ("fb-xnli-pre-hyp", "binary"),
+            ("ms-mrpc", "binary"),
+            ("onestop_parallel_all_pairs", "binary"),
+            ("paws-x-test", "binary"),
+            ("sickr-sts", "score"),
+            ("stannlp-snli-hyp-pre", "binary"),
+            ("stannlp-snli-pre-hyp", "binary"),
             ("stsbenchmark-test-sts", "binary"),
         ]
     },
@@ -294,10 +306,11 @@ def test_streamlit_like_upload_is_read_like_the_path():
 
 # -- generic tables -----------------------------------------------------------------------
 
+
 def test_csv_with_common_names_and_quoted_newlines(tmp_path):
     path = tmp_path / "pairs.csv"
     path.write_text(
-        'id,sentence1,sentence2,gold,annotator_alice,note\n'
+        "id,sentence1,sentence2,gold,annotator_alice,note\n"
         'a1,"He said ""hi"", then left.",He greeted and left.,1,3,x\n'
         'a2,"Two\nlines",  One line  ,0,,\n',
         encoding="utf-8",
@@ -318,25 +331,42 @@ def test_column_mapping_and_guess(tmp_path):
     assert list(table.columns) == ["q1", "q2", "lab_alice", "lab_bob", "grade", "key"]
     assert table.attrs["format"] == "tsv"
     assert "source" not in guess_columns(table)
-    df = load_pairs(path, columns={"source": "q1", "hypothesis": "q2", "label": "grade", "external_id": "key",
-                                   "annotators": {"alice": "lab_alice", "bob": "lab_bob"}})
-    assert df.iloc[0][["source", "hypothesis", "label", "external_id", "annotator:alice", "annotator:bob"]].tolist() == \
-        ["A cat.", "A dog.", 2.5, "k1", 0.0, 1.0]
+    df = load_pairs(
+        path,
+        columns={
+            "source": "q1",
+            "hypothesis": "q2",
+            "label": "grade",
+            "external_id": "key",
+            "annotators": {"alice": "lab_alice", "bob": "lab_bob"},
+        },
+    )
+    assert df.iloc[0][
+        ["source", "hypothesis", "label", "external_id", "annotator:alice", "annotator:bob"]
+    ].tolist() == ["A cat.", "A dog.", 2.5, "k1", 0.0, 1.0]
     assert df.attrs["label_kind"] == "score" and df.attrs["label_range"] == (2.5, 2.5)
 
 
-@pytest.mark.parametrize("columns, expected", [
-    (["premise", "hypothesis", "label"], {"source": "premise", "hypothesis": "hypothesis", "label": "label"}),
-    (["Text_A", "Text_B", "Score", "ID"], {"source": "Text_A", "hypothesis": "Text_B", "label": "Score", "external_id": "ID"}),
-    (["s1", "s2", "quality"], {"source": "s1", "hypothesis": "s2", "label": "quality"}),
-])
+@pytest.mark.parametrize(
+    "columns, expected",
+    [
+        (["premise", "hypothesis", "label"], {"source": "premise", "hypothesis": "hypothesis", "label": "label"}),
+        (
+            ["Text_A", "Text_B", "Score", "ID"],
+            {"source": "Text_A", "hypothesis": "Text_B", "label": "Score", "external_id": "ID"},
+        ),
+        (["s1", "s2", "quality"], {"source": "s1", "hypothesis": "s2", "label": "quality"}),
+    ],
+)
 def test_guess_columns_recognises_common_names(columns, expected):
     assert guess_columns(pd.DataFrame(columns=columns)) == {**expected, "annotators": {}}
 
 
 def test_json_records_and_jsonl(tmp_path):
-    records = [{"source": "Un chat.", "hypothesis": "Un chien.", "label": False},
-               {"source": "Le ciel.", "hypothesis": "Le firmament.", "label": True, "extra": [1, 2]}]
+    records = [
+        {"source": "Un chat.", "hypothesis": "Un chien.", "label": False},
+        {"source": "Le ciel.", "hypothesis": "Le firmament.", "label": True, "extra": [1, 2]},
+    ]
     (tmp_path / "p.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
     (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n\n", encoding="utf-8")
     from_json = load_pairs(tmp_path / "p.json")
@@ -390,7 +420,11 @@ def test_json_objects_keyed_by_id_and_pandas_index_column(tmp_path):
     keyed = {"k1": {"premise": "A cat sleeps.", "hypothesis": "A cat rests.", "label": 1}}
     (tmp_path / "keyed.json").write_text(json.dumps(keyed, indent=2), encoding="utf-8")
     df = load_pairs(tmp_path / "keyed.json")
-    assert (df.attrs["format"], df["external_id"].tolist(), df["source"].tolist()) == ("json", ["k1"], ["A cat sleeps."])
+    assert (df.attrs["format"], df["external_id"].tolist(), df["source"].tolist()) == (
+        "json",
+        ["k1"],
+        ["A cat sleeps."],
+    )
     frame = pd.DataFrame({"sentence1": ["x y"], "sentence2": ["y x"], "gold": [0]})
     frame.to_csv(tmp_path / "indexed.tsv", sep="\t")  # pandas' unnamed index column first
     df = load_pairs(tmp_path / "indexed.tsv")

@@ -4,6 +4,7 @@ Against the running server (the counts are the server's), a forged X-Forwarded-F
 address's count, the header counts behind a configured proxy, and many failures do not keep the right
 password out; a clock stepped back keeps waits and sessions as they were; a password over bcrypt's
 72 bytes can be hashed and is accepted."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -38,8 +39,11 @@ class Clock:
 
 def login_lines(server) -> list[str]:
     """What the server logged about log-ins (logger pluie_lab.login): one line per attempt."""
-    return [line for line in server.log.read_text(errors="replace").splitlines()
-            if "wrong password for" in line or "refused: too many attempts" in line]
+    return [
+        line
+        for line in server.log.read_text(errors="replace").splitlines()
+        if "wrong password for" in line or "refused: too many attempts" in line
+    ]
 
 
 def attempt(server, page, password: str) -> str:
@@ -68,8 +72,17 @@ def start(tmp_path, name: str, **env):
     directory.mkdir()
     db_url = f"sqlite:///{directory / 'store.db'}"
     init_db(db_url).dispose()
-    return start_app(db_url, directory / "streamlit.log", address=None, extra_env={
-        "PLUIE_ADMIN_PASSWORD": PASSWORD, "PLUIE_DATA_DIR": str(directory), "PLUIE_TRUSTED_PROXIES": "", **env})
+    return start_app(
+        db_url,
+        directory / "streamlit.log",
+        address=None,
+        extra_env={
+            "PLUIE_ADMIN_PASSWORD": PASSWORD,
+            "PLUIE_DATA_DIR": str(directory),
+            "PLUIE_TRUSTED_PROXIES": "",
+            **env,
+        },
+    )
 
 
 @pytest.mark.browser

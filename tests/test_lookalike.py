@@ -1,6 +1,7 @@
 """Account names that read the same are one name (issue 56, item 3). "sam", "Sam" and a Cyrillic "ѕam"
 (U+0455) were three accounts before; now the second and third are refused with a sentence, and signing in as
 "Sam" finds "sam" (lab.lookalike: UTS #39's skeleton over Unicode's confusables.txt)."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,22 +43,28 @@ def test_names_that_read_differently_keep_their_own_key(other):
 
 
 def test_an_account_that_reads_as_another_is_refused_and_the_store_is_unchanged(store):
-    with access.acting_as(accounts.actor_for(accounts.add_account(store, "olivia", "owner", password="owner-password"))):
+    with access.acting_as(
+        accounts.actor_for(accounts.add_account(store, "olivia", "owner", password="owner-password"))
+    ):
         accounts.add_account(store, "sam", "reviewer", password="sam-password")
         with read_session(store) as session:
             before = session.scalars(sa.select(Account.name).order_by(Account.id)).all()
         for other in ("Sam", "ѕam", "SAM"):
             with pytest.raises(AccountError) as refused:
                 accounts.add_account(store, other, "viewer")
-            assert str(refused.value) == (f"An account named “sam” exists already, and “{other}” reads the same "
-                                          "(letter case and look-alike letters aside): choose another name.")
+            assert str(refused.value) == (
+                f"An account named “sam” exists already, and “{other}” reads the same "
+                "(letter case and look-alike letters aside): choose another name."
+            )
         accounts.add_account(store, "samuel", "viewer")  # a different name is welcome
     with read_session(store) as session:
         assert session.scalars(sa.select(Account.name).order_by(Account.id)).all() == [*before, "samuel"]
 
 
 def test_signing_in_by_a_name_that_reads_the_same_finds_the_account(store):
-    with access.acting_as(accounts.actor_for(accounts.add_account(store, "olivia", "owner", password="owner-password"))):
+    with access.acting_as(
+        accounts.actor_for(accounts.add_account(store, "olivia", "owner", password="owner-password"))
+    ):
         sam = accounts.add_account(store, "sam", "reviewer", password="sam-password")
     for typed in ("sam", "Sam", "ѕam"):
         assert accounts.account_by_name(store, typed).id == sam.id
@@ -67,7 +74,9 @@ def test_signing_in_by_a_name_that_reads_the_same_finds_the_account(store):
 
 
 def test_two_such_accounts_from_before_folding_each_sign_in_by_their_own_name(store):
-    with access.acting_as(accounts.actor_for(accounts.add_account(store, "olivia", "owner", password="owner-password"))):
+    with access.acting_as(
+        accounts.actor_for(accounts.add_account(store, "olivia", "owner", password="owner-password"))
+    ):
         sam = accounts.add_account(store, "sam", "reviewer", password="sam-password")
     # a store from before names were folded: "Sam" written past the check
     with store.begin() as connection:

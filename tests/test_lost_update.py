@@ -2,6 +2,7 @@
 carry a revision; a save from a form drawn at an older revision is refused with a sentence that says what
 changed, and the store keeps the first save. On both stores, and on the pages (two AppTest sessions drawn
 at the same time). Also the bounds of the quality settings and the size of the guidelines."""
+
 from __future__ import annotations
 
 import threading
@@ -19,8 +20,15 @@ from pluie_core.guidelines import MAX_GUIDELINES
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.test_annotation_pages import APP, store, texts  # noqa: F401 (store: the pages' store fixture)
 
-SETTINGS = dict(gold_rate=0.0, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10,
-                kappa_min=0.2, reliability_min=0.5, min_gold_checks=5)
+SETTINGS = dict(
+    gold_rate=0.0,
+    gold_min_accuracy=0.7,
+    fast_fraction=1 / 3,
+    streak_length=10,
+    kappa_min=0.2,
+    reliability_min=0.5,
+    min_gold_checks=5,
+)
 
 
 def campaign(engine, **kwargs) -> int:
@@ -35,6 +43,7 @@ def stored(engine, cid) -> dict:
 
 # --- the store ---------------------------------------------------------------------------------------
 
+
 def test_a_settings_save_from_a_stale_revision_is_refused_and_names_what_changed(store_url):
     engine = init_db(store_url)
     cid = campaign(engine)
@@ -42,8 +51,12 @@ def test_a_settings_save_from_a_stale_revision_is_refused_and_names_what_changed
     assert drawn.settings_revision == 0
     seen = {name: getattr(drawn, name) for name in SETTINGS}
     # the first organiser: two changes
-    assert qual.set_quality_settings(engine, cid, **{**seen, "gold_rate": 0.2, "gold_min_accuracy": 0.8},
-                                     revision=0, seen=seen) == 1
+    assert (
+        qual.set_quality_settings(
+            engine, cid, **{**seen, "gold_rate": 0.2, "gold_min_accuracy": 0.8}, revision=0, seen=seen
+        )
+        == 1
+    )
     # the second, from the same form: one other change, every field re-sent
     with pytest.raises(camp.StaleFormError) as refused:
         qual.set_quality_settings(engine, cid, **{**seen, "streak_length": 12}, revision=0, seen=seen)
@@ -53,8 +66,12 @@ def test_a_settings_save_from_a_stale_revision_is_refused_and_names_what_changed
     assert "streak" not in message and "Your changes were not saved" in message
     assert stored(engine, cid) == {**SETTINGS, "gold_rate": 0.2, "gold_min_accuracy": 0.8, "settings_revision": 1}
     # drawn again at the new revision, the second organiser's change goes in over the first's
-    assert qual.set_quality_settings(engine, cid, **{**SETTINGS, "gold_rate": 0.2, "gold_min_accuracy": 0.8,
-                                                     "streak_length": 12}, revision=1) == 2
+    assert (
+        qual.set_quality_settings(
+            engine, cid, **{**SETTINGS, "gold_rate": 0.2, "gold_min_accuracy": 0.8, "streak_length": 12}, revision=1
+        )
+        == 2
+    )
     assert stored(engine, cid)["streak_length"] == 12 and stored(engine, cid)["gold_rate"] == 0.2
     # callers that name no revision (the CLI, scripts) are not checked, and still raise the revision
     assert qual.set_quality_settings(engine, cid, **SETTINGS) == 3
@@ -74,7 +91,9 @@ def test_a_stale_save_waiting_on_a_concurrent_one_is_refused(store_url, what):
         try:
             outcome["revision"] = (
                 qual.set_quality_settings(engine, cid, **{**SETTINGS, "streak_length": 12}, revision=0)
-                if what == "settings" else camp.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0))
+                if what == "settings"
+                else camp.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0)
+            )
         except camp.CampaignError as exc:
             outcome["error"] = exc
 
@@ -97,11 +116,20 @@ def test_a_guidelines_save_from_a_stale_revision_is_refused_and_says_what_change
     engine = init_db(store_url)
     cid = campaign(engine, guidelines="Line one.\nLine two.")
     assert camp.get_campaign(engine, cid).guidelines_revision == 0
-    assert camp.update_campaign(engine, cid, guidelines="Line one.\nLine two, changed.\nLine three.",
-                               guidelines_revision=0, seen_guidelines="Line one.\nLine two.") == 1
+    assert (
+        camp.update_campaign(
+            engine,
+            cid,
+            guidelines="Line one.\nLine two, changed.\nLine three.",
+            guidelines_revision=0,
+            seen_guidelines="Line one.\nLine two.",
+        )
+        == 1
+    )
     with pytest.raises(camp.StaleFormError) as refused:
-        camp.update_campaign(engine, cid, guidelines="Mine.", guidelines_revision=0,
-                            seen_guidelines="Line one.\nLine two.")
+        camp.update_campaign(
+            engine, cid, guidelines="Mine.", guidelines_revision=0, seen_guidelines="Line one.\nLine two."
+        )
     message = str(refused.value)
     assert message.startswith("Another organiser saved these guidelines since you opened them")
     assert "now 40 characters, was 19" in message and "1 line changed, 1 added" in message
@@ -120,8 +148,10 @@ def test_guidelines_have_a_size_limit_and_no_nul(store_url):
     engine = init_db(store_url)
     cid = campaign(engine)
     before = camp.get_campaign(engine, cid)
-    with pytest.raises(camp.CampaignError, match=f"The guidelines have {MAX_GUIDELINES + 1:,} characters; "
-                                                f"the limit is {MAX_GUIDELINES:,}."):
+    with pytest.raises(
+        camp.CampaignError,
+        match=f"The guidelines have {MAX_GUIDELINES + 1:,} characters; the limit is {MAX_GUIDELINES:,}.",
+    ):
         camp.update_campaign(engine, cid, guidelines="x" * (MAX_GUIDELINES + 1))
     with pytest.raises(camp.CampaignError, match="The guidelines contain a NUL character"):
         camp.update_campaign(engine, cid, guidelines="Be kind\x00 to the cat.")
@@ -137,14 +167,21 @@ def test_guidelines_have_a_size_limit_and_no_nul(store_url):
     engine.dispose()
 
 
-@pytest.mark.parametrize("field, value, sentence", [
-    ("gold_rate", "abc", "The share of gold checks must be a number; got 'abc'."),
-    ("kappa_min", "high", "The minimum κ against the others must be a number; got 'high'."),
-    ("gold_min_accuracy", None, "The minimum gold accuracy must be a number; got None."),
-    ("streak_length", 2.5, "The streak length must be a whole number; got '2.5'."),
-    ("streak_length", 10**12, "The streak length must be between 2 and 1,000; got 1000000000000."),
-    ("min_gold_checks", "many", "The number of gold checks needed to judge gold accuracy must be a whole number; got 'many'."),
-])
+@pytest.mark.parametrize(
+    "field, value, sentence",
+    [
+        ("gold_rate", "abc", "The share of gold checks must be a number; got 'abc'."),
+        ("kappa_min", "high", "The minimum κ against the others must be a number; got 'high'."),
+        ("gold_min_accuracy", None, "The minimum gold accuracy must be a number; got None."),
+        ("streak_length", 2.5, "The streak length must be a whole number; got '2.5'."),
+        ("streak_length", 10**12, "The streak length must be between 2 and 1,000; got 1000000000000."),
+        (
+            "min_gold_checks",
+            "many",
+            "The number of gold checks needed to judge gold accuracy must be a whole number; got 'many'.",
+        ),
+    ],
+)
 def test_quality_settings_out_of_bounds_are_refused_with_a_sentence(engine, field, value, sentence):
     cid = campaign(engine)
     with pytest.raises(camp.CampaignError) as refused:
@@ -154,6 +191,7 @@ def test_quality_settings_out_of_bounds_are_refused_with_a_sentence(engine, fiel
 
 
 # --- the pages: two organisers with the same form open ------------------------------------------------
+
 
 def open_page(page: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=30).run()
@@ -184,13 +222,21 @@ def test_two_organisers_save_the_quality_settings_from_forms_drawn_at_once(store
     assert stored(store, cid) == {**SETTINGS, "gold_rate": 0.2, "gold_min_accuracy": 0.8, "settings_revision": 1}
     # the form now shows the store's values; the change made again is saved over them
     shown = numbers(second)
-    assert (shown["Share of gold checks"].value, shown["Minimum gold accuracy"].value, shown["Streak length"].value) == (
-        0.2, 0.8, 10)
+    assert (
+        shown["Share of gold checks"].value,
+        shown["Minimum gold accuracy"].value,
+        shown["Streak length"].value,
+    ) == (0.2, 0.8, 10)
     shown["Streak length"].set_value(12)
     next(b for b in second.button if b.label == "Save the quality settings").click().run()
     assert not second.exception and "Saved" in texts(second) and not second.error
-    assert stored(store, cid) == {**SETTINGS, "gold_rate": 0.2, "gold_min_accuracy": 0.8, "streak_length": 12,
-                                  "settings_revision": 2}
+    assert stored(store, cid) == {
+        **SETTINGS,
+        "gold_rate": 0.2,
+        "gold_min_accuracy": 0.8,
+        "streak_length": 12,
+        "settings_revision": 2,
+    }
     # the first organiser's form was drawn at revision 1: their next save is refused in turn
     numbers(first)["Minimum reliability"].set_value(0.6)
     next(b for b in first.button if b.label == "Save the quality settings").click().run()

@@ -2,6 +2,7 @@
 
 The app is started with the very command the Makefile's `run` target runs (read with `make -n`),
 on a temporary SQLite store and a free port."""
+
 import importlib.util
 import os
 import shlex
@@ -34,8 +35,9 @@ def make_run_command(port: int) -> list[str]:
     """The command `make run` ends with (the install steps before it are left out)."""
     if not shutil.which("make"):
         pytest.fail("make is missing: the README's first command needs it")
-    planned = subprocess.run(["make", "-n", "-s", "run", f"PORT={port}"], cwd=REPO, capture_output=True, text=True,
-                             check=True, timeout=60)
+    planned = subprocess.run(
+        ["make", "-n", "-s", "run", f"PORT={port}"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    )
     command = [line for line in planned.stdout.splitlines() if line.strip()][-1]
     assert f"--server.port {port}" in command
     return shlex.split(command)
@@ -43,15 +45,19 @@ def make_run_command(port: int) -> list[str]:
 
 def start_like_make_run(tmp_path, **env):
     port = free_port()
-    environment = {**os.environ, "PLUIE_DB_URL": f"sqlite:///{tmp_path / 'store.db'}",
-                   "PLUIE_WORKER_LOG": str(tmp_path / "worker.log"), "STREAMLIT_SERVER_HEADLESS": "true",
-                   "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **env}
+    environment = {
+        **os.environ,
+        "PLUIE_DB_URL": f"sqlite:///{tmp_path / 'store.db'}",
+        "PLUIE_WORKER_LOG": str(tmp_path / "worker.log"),
+        "STREAMLIT_SERVER_HEADLESS": "true",
+        "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+        **env,
+    }
     environment.pop("PLUIE_STARTED_WORKER", None)
     if "PLUIE_NO_WORKER" not in env:
         environment.pop("PLUIE_NO_WORKER", None)
     log = (tmp_path / "server.log").open("wb")
-    process = subprocess.Popen(make_run_command(port), cwd=REPO, env=environment, stdout=log,
-                               stderr=subprocess.STDOUT)
+    process = subprocess.Popen(make_run_command(port), cwd=REPO, env=environment, stdout=log, stderr=subprocess.STDOUT)
     return process, f"http://127.0.0.1:{port}", environment["PLUIE_DB_URL"]
 
 
@@ -101,8 +107,12 @@ def test_make_run_starts_one_worker_with_the_server_and_stops_it_with_the_server
     process, url, db_url = start_like_make_run(tmp_path)
     try:
         # no browser has opened a page: the server's worker process is running within 10 s
-        wait_until(lambda: len(worker_children(process.pid)) == 1, 10 - (time.monotonic() - started),
-                   "the worker process", tmp_path / "server.log")
+        wait_until(
+            lambda: len(worker_children(process.pid)) == 1,
+            10 - (time.monotonic() - started),
+            "the worker process",
+            tmp_path / "server.log",
+        )
         [worker_pid] = worker_children(process.pid)
 
         # the first page runs app.py, which asks for a worker again, maybe before this one has
@@ -115,8 +125,12 @@ def test_make_run_starts_one_worker_with_the_server_and_stops_it_with_the_server
         page.close()
         assert worker_children(process.pid) == [worker_pid]
         # the server's warm-up has read the pages' first figures (none in an empty store), and says so
-        wait_until(lambda: "serve: the pages' first figures are read" in (tmp_path / "server.log").read_text(), 60,
-                   "the warm-up's read-ahead", tmp_path / "server.log")
+        wait_until(
+            lambda: "serve: the pages' first figures are read" in (tmp_path / "server.log").read_text(),
+            60,
+            "the warm-up's read-ahead",
+            tmp_path / "server.log",
+        )
 
         # it serves the store: registered, with a heartbeat (importing torch and pandas can take
         # longer than 10 s on a loaded machine; a few seconds on an idle one)
@@ -149,8 +163,13 @@ LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1
 def test_make_run_with_pluie_no_worker_starts_none_and_without_a_password_listens_on_localhost_only(tmp_path):
     """Issue 23, item 10: with no admin password the server is reachable from this machine only,
     and says how to open it up."""
-    process, url, db_url = start_like_make_run(tmp_path, PLUIE_NO_WORKER="1", PLUIE_ADMIN_PASSWORD="",
-                                               PLUIE_ADMIN_PASSWORD_HASH="", STREAMLIT_SERVER_ADDRESS="")
+    process, url, db_url = start_like_make_run(
+        tmp_path,
+        PLUIE_NO_WORKER="1",
+        PLUIE_ADMIN_PASSWORD="",
+        PLUIE_ADMIN_PASSWORD_HASH="",
+        STREAMLIT_SERVER_ADDRESS="",
+    )
     try:
         wait_until(lambda: server_is_up(url), 60, "the server", tmp_path / "server.log")
         port = int(url.rsplit(":", 1)[1])
@@ -214,16 +233,22 @@ def test_the_install_says_what_it_does_as_it_goes(tmp_path):
     says what it installs and why it takes long, one line per package, and pip's output when it fails."""
     import sys
 
-    planned = subprocess.run(["make", "-n", "-B", "-s", "install"], cwd=REPO, capture_output=True, text=True,
-                             check=True, timeout=60).stdout
+    planned = subprocess.run(
+        ["make", "-n", "-B", "-s", "install"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     assert "scripts/install_requirements.py requirements.txt" in planned and "-qq" not in planned
-    assert "make run PORT=" in subprocess.run(["make", "-n", "-s", "run"], cwd=REPO, capture_output=True, text=True,
-                                              check=True, timeout=60).stdout
+    assert (
+        "make run PORT="
+        in subprocess.run(
+            ["make", "-n", "-s", "run"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    )
     script = str(REPO / "scripts" / "install_requirements.py")
     present = tmp_path / "present.txt"
     present.write_text("pandas\n")  # already installed: pip needs no network
-    done = subprocess.run([sys.executable, script, str(present), "app's packages"], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, script, str(present), "app's packages"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Installing the app's packages of {present}" in done.stdout and "already there" in done.stdout
     missing = tmp_path / "missing.txt"
@@ -240,13 +265,21 @@ def test_serve_warms_up_the_pages_imports_on_a_thread_before_streamlit_starts(mo
     import threading
 
     import streamlit.web.cli
+
     import worker_launch as launcher
 
     serve = load_serve()
     wanted = serve.page_imports()
     # read from the pages' own source: the statistics, the store's reads, the drawing libraries
-    assert {"pluie_core.stats", "pluie_core.evaluation.correlation", "db.datasets", "db.review", "pandas",
-            "pyarrow", "torch"} <= set(wanted)
+    assert {
+        "pluie_core.stats",
+        "pluie_core.evaluation.correlation",
+        "db.datasets",
+        "db.review",
+        "pandas",
+        "pyarrow",
+        "torch",
+    } <= set(wanted)
     assert "streamlit" not in wanted
 
     seen = {}
@@ -287,7 +320,8 @@ def test_the_warm_up_keeps_streamlits_no_runtime_warning_out_of_the_console(tmp_
     for name in ("warmed_page_of_cached_reads", "unwarmed_page_of_cached_reads"):
         (tmp_path / f"{name}.py").write_text(
             "import streamlit as st\n\n\n@st.cache_data(ttl=600, max_entries=8, show_spinner=False)\n"
-            "def counts(x):\n    return x\n")
+            "def counts(x):\n    return x\n"
+        )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(streamlit.runtime, "exists", lambda: False)  # as before Streamlit has started
     monkeypatch.setattr(serve, "read_ahead_at_start", lambda: None)
@@ -347,9 +381,10 @@ def test_the_installer_says_installing_1_package(monkeypatch, capsys):
         def wait(self):
             return 0
 
-    for lines, said in ((["Collecting tqdm\n", "Installing collected packages: tqdm\n"], "installing 1 package..."),
-                        (["Collecting a\n", "Collecting b\n", "Installing collected packages: a, b\n"],
-                         "installing 2 packages...")):
+    for lines, said in (
+        (["Collecting tqdm\n", "Installing collected packages: tqdm\n"], "installing 1 package..."),
+        (["Collecting a\n", "Collecting b\n", "Installing collected packages: a, b\n"], "installing 2 packages..."),
+    ):
         monkeypatch.setattr(installer.subprocess, "Popen", lambda *args, lines=lines, **kwargs: Pip(lines))
         assert installer.install("requirements.txt", "test tools") == 0
         assert f"  {said}\n" in capsys.readouterr().out

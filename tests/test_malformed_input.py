@@ -1,5 +1,6 @@
 """Files a user can get wrong: each gives a PairFileError whose message names the place and
 the problem, in words a user understands."""
+
 from __future__ import annotations
 
 import datetime
@@ -273,6 +274,7 @@ def test_json_single_object(tmp_path):
 
 # -- hostile files (issue 23): each refused with one sentence before the store is touched --------
 
+
 def _workbook(path, rows, extra_sheets=()):
     workbook = openpyxl.Workbook()
     for row in rows:
@@ -297,10 +299,20 @@ def _refused_by_the_store(engine, path_or_buffer) -> str:
 
 def test_excel_dates_and_times_are_stored_as_iso_text(engine, tmp_path):
     when = datetime.datetime(2024, 1, 5, 10, 30)
-    path = _workbook(tmp_path / "dated.xlsx", [
-        ["source", "hypothesis", "created", "day", "at", "took"],
-        ["A cat.", "A dog.", when, datetime.date(2024, 1, 5), datetime.time(9, 15), datetime.timedelta(hours=1, minutes=30)],
-    ])
+    path = _workbook(
+        tmp_path / "dated.xlsx",
+        [
+            ["source", "hypothesis", "created", "day", "at", "took"],
+            [
+                "A cat.",
+                "A dog.",
+                when,
+                datetime.date(2024, 1, 5),
+                datetime.time(9, 15),
+                datetime.timedelta(hours=1, minutes=30),
+            ],
+        ],
+    )
     assert read_table(path).iloc[0, 2:4].tolist() == ["2024-01-05T10:30:00", "2024-01-05"]
     result = import_file(engine, path)
     with read_session(engine) as session:
@@ -315,10 +327,12 @@ def _bomb(path, size):
     """A real workbook whose first sheet holds a sentence of `size` bytes of "a" (past Excel's own
     limit on a cell, as a forged file may): a few KB on disk."""
     _workbook(path, [["source", "hypothesis"], ["x", "y"]])
-    sheet = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
-             '<row r="1"><c r="A1" t="inlineStr"><is><t>source</t></is></c><c r="B1" t="inlineStr"><is><t>hypothesis'
-             '</t></is></c></row><row r="2"><c r="A2" t="inlineStr"><is><t>' + "a" * size + '</t></is></c>'
-             '<c r="B2" t="inlineStr"><is><t>b</t></is></c></row></sheetData></worksheet>')
+    sheet = (
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>source</t></is></c><c r="B1" t="inlineStr"><is><t>hypothesis'
+        '</t></is></c></row><row r="2"><c r="A2" t="inlineStr"><is><t>' + "a" * size + "</t></is></c>"
+        '<c r="B2" t="inlineStr"><is><t>b</t></is></c></row></sheetData></worksheet>'
+    )
     with zipfile.ZipFile(path) as original:
         parts = [(info, original.read(info)) for info in original.infolist()]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as bomb:
@@ -334,8 +348,10 @@ def test_a_zip_bomb_named_xlsx_is_refused_before_it_is_inflated(engine, tmp_path
     assert "would expand from" in message and "more than 100 times" in message and "zip bomb" in message
     # LZMA / bzip2 parts inflate a whole read at once, past the sizes the archive declares
     lzma = tmp_path / "lzma.xlsx"
-    with zipfile.ZipFile(_workbook(tmp_path / "plain.xlsx", [["source", "hypothesis"], ["a", "b"]])) as plain, \
-            zipfile.ZipFile(lzma, "w", zipfile.ZIP_LZMA) as repacked:
+    with (
+        zipfile.ZipFile(_workbook(tmp_path / "plain.xlsx", [["source", "hypothesis"], ["a", "b"]])) as plain,
+        zipfile.ZipFile(lzma, "w", zipfile.ZIP_LZMA) as repacked,
+    ):
         for info in plain.infolist():
             repacked.writestr(info.filename, plain.read(info))
     assert "is not compressed as Excel compresses (deflate)" in _error(lzma)
@@ -377,28 +393,45 @@ def test_json_nested_200000_deep_is_refused_with_a_sentence(engine, tmp_path):
     message = _refused_by_the_store(engine, _write(tmp_path, "deep.json", deep))
     assert message == "The JSON is nested too deeply; the limit is 100 levels."
     record = '{"source": "a", "hypothesis": "b", "x": ' + deep + "}"
-    assert _error(_write(tmp_path, "deep.jsonl", '{"source": "c", "hypothesis": "d"}\n' + record + "\n")) == \
-        "Line 2: the JSON is nested too deeply; the limit is 100 levels."
+    assert (
+        _error(_write(tmp_path, "deep.jsonl", '{"source": "c", "hypothesis": "d"}\n' + record + "\n"))
+        == "Line 2: the JSON is nested too deeply; the limit is 100 levels."
+    )
     # deep enough to be parsed, still refused: every later step (preview, store) recurses too
-    nested = '[{"source": "a", "hypothesis": "b"}, {"source": "c", "hypothesis": "d", "x": ' + "[" * 150 + "]" * 150 + "}]"
-    assert _error(_write(tmp_path, "nested.json", nested)) == "Record 2: the JSON is nested too deeply; the limit is 100 levels."
+    nested = (
+        '[{"source": "a", "hypothesis": "b"}, {"source": "c", "hypothesis": "d", "x": ' + "[" * 150 + "]" * 150 + "}]"
+    )
+    assert (
+        _error(_write(tmp_path, "nested.json", nested))
+        == "Record 2: the JSON is nested too deeply; the limit is 100 levels."
+    )
 
 
 def test_a_jsonl_label_of_400_digits_is_refused_with_a_sentence(engine, tmp_path):
-    content = '{"source": "a", "hypothesis": "b", "label": 1}\n{"source": "c", "hypothesis": "d", "label": ' + "9" * 400 + "}\n"
+    content = (
+        '{"source": "a", "hypothesis": "b", "label": 1}\n{"source": "c", "hypothesis": "d", "label": '
+        + "9" * 400
+        + "}\n"
+    )
     message = _refused_by_the_store(engine, _write(tmp_path, "big.jsonl", content))
     assert message.startswith("Line 2: the label '999") and message.endswith("(… 400 characters) is too large.")
     huge = '{"source": "a", "hypothesis": "b", "label": ' + "9" * 5000 + "}\n"
-    assert _error(_write(tmp_path, "huge.jsonl", huge)) == "Line 1: the JSON holds a number with too many digits to read."
+    assert (
+        _error(_write(tmp_path, "huge.jsonl", huge)) == "Line 1: the JSON holds a number with too many digits to read."
+    )
 
 
 def test_excel_formulas_without_computed_values_and_extra_sheets_are_said(tmp_path):
-    path = _workbook(tmp_path / "formulas.xlsx", [
-        ["source", "hypothesis", "note"],
-        ["A cat.", "A dog.", "=1+1"],
-        ["=A2", "=B2", None],  # only formulas: no values to read
-        ["A bird.", "A fish.", None],
-    ], extra_sheets=["Notes", "Old"])
+    path = _workbook(
+        tmp_path / "formulas.xlsx",
+        [
+            ["source", "hypothesis", "note"],
+            ["A cat.", "A dog.", "=1+1"],
+            ["=A2", "=B2", None],  # only formulas: no values to read
+            ["A bird.", "A fish.", None],
+        ],
+        extra_sheets=["Notes", "Old"],
+    )
     frame = load_pairs(path)
     assert frame["source"].tolist() == ["A cat.", "A bird."]
     expected = [
@@ -411,8 +444,10 @@ def test_excel_formulas_without_computed_values_and_extra_sheets_are_said(tmp_pa
     assert frame.attrs["warnings"] == expected
     assert read_table(path).attrs["warnings"] == expected  # the preview says it before the mapping
     broken = _workbook(tmp_path / "half.xlsx", [["source", "hypothesis"], ["A cat.", "A dog."], ["A bird.", "=A3"]])
-    assert _error(broken) == ("Row 3: the hypothesis is a formula with no computed value; open and save the "
-                              "workbook in a spreadsheet application (Excel, LibreOffice) to compute it.")
+    assert _error(broken) == (
+        "Row 3: the hypothesis is a formula with no computed value; open and save the "
+        "workbook in a spreadsheet application (Excel, LibreOffice) to compute it."
+    )
 
 
 def test_excel_header_naming_a_column_twice_is_refused_as_in_csv(engine, tmp_path):
@@ -421,7 +456,9 @@ def test_excel_header_naming_a_column_twice_is_refused_as_in_csv(engine, tmp_pat
 
 
 def test_nested_json_values_are_stored_as_json(engine, tmp_path):
-    records = [{"id": {"k": 1}, "source": "A cat.", "hypothesis": ["A", "dog."], "tags": {"x": [1, None]}, "one": [None]}]
+    records = [
+        {"id": {"k": 1}, "source": "A cat.", "hypothesis": ["A", "dog."], "tags": {"x": [1, None]}, "one": [None]}
+    ]
     result = import_file(engine, _write(tmp_path, "nested.json", json.dumps(records)))
     with read_session(engine) as session:
         pair = session.scalars(sa.select(Pair).where(Pair.dataset_id == result.dataset_id)).one()

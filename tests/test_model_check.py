@@ -1,6 +1,7 @@
 """Checking a model when a run is created: in seconds without internet (the local cache first, a
 short probe of the hub, remembered), for PLUIE runs and for the baselines that take a model; and
 the first import of transformers from several threads at once (two script runs of a fresh server)."""
+
 import json
 import os
 import shutil
@@ -55,8 +56,14 @@ print(json.dumps(results))
 
 
 def run_python(code: str, *args: str, env: dict, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**env, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**env, "PYTHONPATH": str(REPO)},
+    )
 
 
 def test_an_unknown_hub_id_is_refused_in_seconds_when_the_hub_does_not_answer():
@@ -72,9 +79,11 @@ def test_an_unknown_hub_id_is_refused_in_seconds_when_the_hub_does_not_answer():
     result = json.loads(done.stdout.strip().splitlines()[-1])
     for key, name in (("pluie", "someone/no-such-model"), ("s3c", "someone/no-such-encoder")):
         sentence, seconds = result[key]
-        assert sentence == (f"The model {name} is not in the local Hugging Face cache, and the Hugging Face hub "
-                            f"({env['HF_ENDPOINT']}) does not answer from this machine: download the model where "
-                            "there is internet access, or give a local model directory."), sentence
+        assert sentence == (
+            f"The model {name} is not in the local Hugging Face cache, and the Hugging Face hub "
+            f"({env['HF_ENDPOINT']}) does not answer from this machine: download the model where "
+            "there is internet access, or give a local model directory."
+        ), sentence
         assert seconds < 8, result  # the probe waits 3 s once; before, the hub client retried for ~50 s
     assert result["s3c"][1] < 1, result  # the probe's answer is remembered
 

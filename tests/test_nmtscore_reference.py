@@ -2,6 +2,7 @@
 in its own environment) on a tiny M2M100 that tests/fixtures/make_nmtscore_fixture.py builds from fixed
 seeds, rebuilt here and scored by pluie_core.nmtscore. The library's probabilities are 2^(−L), ours exp(−L)
 (L: mean cross-entropy in nats), so each library value v is compared as v^(1/ln 2)."""
+
 import json
 import math
 
@@ -22,8 +23,9 @@ def ours(values):
 @pytest.fixture(scope="module")
 def tiny_m2m100(tmp_path_factory) -> str:
     directory = build_tiny_m2m100(tmp_path_factory.mktemp("tiny-m2m100"))
-    assert {k: v for k, v in checksums(directory).items() if k != "torch"} == \
-        {k: v for k, v in REFERENCE["model"].items() if k != "torch"}, "not the model the fixture was made with"
+    assert {k: v for k, v in checksums(directory).items() if k != "torch"} == {
+        k: v for k, v in REFERENCE["model"].items() if k != "torch"
+    }, "not the model the fixture was made with"
     return str(directory)
 
 
@@ -33,8 +35,11 @@ def test_language_tags_are_the_models_language_tokens_not_ordinary_pieces(tiny_m
     nmt = TranslationModel(tiny_m2m100, device="cpu")
     for code in ("en", "es", "it"):
         assert code in nmt.tokenizer.get_vocab()  # an ordinary piece as well: the bare code must not win
-        assert nmt.lang_id(code) == nmt.tokenizer.convert_tokens_to_ids(f"__{code}__") != \
-            nmt.tokenizer.convert_tokens_to_ids(code)
+        assert (
+            nmt.lang_id(code)
+            == nmt.tokenizer.convert_tokens_to_ids(f"__{code}__")
+            != nmt.tokenizer.convert_tokens_to_ids(code)
+        )
 
 
 def test_probabilities_and_translations_match_the_nmtscore_library(tiny_m2m100):
@@ -51,8 +56,14 @@ def test_probabilities_and_translations_match_the_nmtscore_library(tiny_m2m100):
     # the random model writes up to the cap: 200 tokens in all (start token, language token and 198 more),
     # so a translation one token longer (200 new tokens) would differ from the library's
     src = nmt._pad(nmt._ids(texts[:1], lang), nmt.pad_id)
-    ids = nmt.model.generate(input_ids=src[0], attention_mask=src[1], forced_bos_token_id=nmt.lang_id(other),
-                             num_beams=1, do_sample=False, max_new_tokens=MAX_TRANSLATION_LENGTH)
+    ids = nmt.model.generate(
+        input_ids=src[0],
+        attention_mask=src[1],
+        forced_bos_token_id=nmt.lang_id(other),
+        num_beams=1,
+        do_sample=False,
+        max_new_tokens=MAX_TRANSLATION_LENGTH,
+    )
     assert ids.shape[1] > MAX_TRANSLATION_LENGTH
 
 

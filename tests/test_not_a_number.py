@@ -2,6 +2,7 @@
 (float16 holds numbers up to 65,504), and its answer probabilities come out NaN: the scorer refuses such a
 batch with a sentence, and the worker shows that sentence on the run's pairs instead of writing scores
 (SQLite would store NaN as NULL, which reads as a judge's unparsed answer, counted as scored)."""
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,10 @@ from db.runs import create_run
 from tests.store_fixtures import add_pairs, sentence_pairs
 from tests.tiny_models import tiny_model_builder, tiny_model_path  # noqa: F401
 
-OVERFLOW = ("The model's answer probabilities are not numbers for {bad} of {n} pairs in a batch: its activations "
-            "overflowed in float16, which holds numbers up to 65,504; score in bfloat16 or float32 instead.")
+OVERFLOW = (
+    "The model's answer probabilities are not numbers for {bad} of {n} pairs in a batch: its activations "
+    "overflowed in float16, which holds numbers up to 65,504; score in bfloat16 or float32 instead."
+)
 SOURCES = ["The cat sat on the mat.", "A dog ran home quickly.", "Prices rose in May."]
 HYPOTHESES = ["A cat sat on the mat.", "The dog went home.", "In May, prices went up."]
 
@@ -60,8 +63,10 @@ def test_the_scorer_refuses_answer_probabilities_that_are_not_numbers(overflowin
         broken.model.get_output_embeddings().weight[0, 0] = float("nan")
     with pytest.raises(PluieError) as refused:
         broken.score(SOURCES, HYPOTHESES)
-    assert str(refused.value) == ("The model's answer probabilities are not numbers for 3 of 3 pairs in a batch: "
-                                  "its weights or activations are not numbers in float32; check the model's files.")
+    assert str(refused.value) == (
+        "The model's answer probabilities are not numbers for 3 of 3 pairs in a batch: "
+        "its weights or activations are not numbers in float32; check the model's files."
+    )
 
 
 def test_the_worker_writes_no_score_for_an_overflow_and_says_why(tmp_path, overflowing_model):
@@ -79,6 +84,7 @@ def test_the_worker_writes_no_score_for_an_overflow_and_says_why(tmp_path, overf
     every = re.escape(OVERFLOW).replace(r"\{bad\}", r"(\d+)").replace(r"\{n\}", r"\1")
     assert asked.status == "failed" and re.fullmatch(every, asked.error), asked
     with read_session(engine) as session:
+
         def scores(run_id):
             return session.scalars(select(Score.value).where(Score.run_id == run_id)).all()
 
@@ -88,6 +94,10 @@ def test_the_worker_writes_no_score_for_an_overflow_and_says_why(tmp_path, overf
         assert scores(half) == []  # nothing stored that would read as a score
         assert items(half) == [("failed", f"run {half}: scoring failed: " + OVERFLOW.format(bad=3, n=3))] * 3
         assert len(scores(full)) == 3 and all(value is not None for value in scores(full))
-        assert session.scalar(select(func.count()).select_from(WorkItem)
-                              .where(WorkItem.run_id == full, WorkItem.status == "done")) == 3
+        assert (
+            session.scalar(
+                select(func.count()).select_from(WorkItem).where(WorkItem.run_id == full, WorkItem.status == "done")
+            )
+            == 3
+        )
     engine.dispose()

@@ -1,6 +1,7 @@
 """The organiser's login (issue 14, point 1): a signed, expiring token (lab.auth) that the app keeps
 across reloads in a cookie; the page asked for is the page drawn after logging in. The cookie itself, reloads
 and new tabs are covered in the real browser (test_browser_organiser_login.py)."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,13 @@ HOUR = 3600
 @pytest.fixture
 def config(monkeypatch, tmp_path):
     """No configuration but what a test sets: a fresh working directory and data dir."""
-    for name in ("PLUIE_ADMIN_PASSWORD", "PLUIE_ADMIN_PASSWORD_HASH", "PLUIE_ADMIN_SESSION_HOURS",
-                 "PLUIE_SECRET_KEY", "PLUIE_DATA_DIR"):
+    for name in (
+        "PLUIE_ADMIN_PASSWORD",
+        "PLUIE_ADMIN_PASSWORD_HASH",
+        "PLUIE_ADMIN_SESSION_HOURS",
+        "PLUIE_SECRET_KEY",
+        "PLUIE_DATA_DIR",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLUIE_ADMIN_PASSWORD", "correct horse")
@@ -44,9 +50,16 @@ def test_a_session_token_is_signed_and_expires(config, monkeypatch):
     assert admin_session_expiry(token, now=expires) is None  # expired
     assert admin_session_expiry(token, now=1_000_000 - 13 * HOUR) is None  # a clock further back than a session
     issued, end, nonce, signature = token.split(".")
-    for forged in (f"{issued}.{int(end) + HOUR}.{nonce}.{signature}",  # a later expiry, same signature
-                   f"{issued}.{end}.{nonce}.{signature[:-2]}", f"{issued}.{end}.é.{signature}",
-                   f"{issued}.{end}.{nonce}.é{signature[1:]}", "", "a.b.c.d", "x" * 500, None):
+    for forged in (
+        f"{issued}.{int(end) + HOUR}.{nonce}.{signature}",  # a later expiry, same signature
+        f"{issued}.{end}.{nonce}.{signature[:-2]}",
+        f"{issued}.{end}.é.{signature}",
+        f"{issued}.{end}.{nonce}.é{signature[1:]}",
+        "",
+        "a.b.c.d",
+        "x" * 500,
+        None,
+    ):
         assert admin_session_expiry(forged, now=1_000_000 + 1) is None
     assert token != issue_admin_session(now=1_000_000)[0]  # every login is a new token
 
@@ -78,7 +91,8 @@ def test_log_out_ends_that_session_only_and_for_good(config):
 def test_session_length_and_secret_from_the_configuration(config, monkeypatch):
     hashed = bcrypt.hashpw(b"from-toml", bcrypt.gensalt(4)).decode()
     (config / "pluie_lab.toml").write_text(
-        f'[admin]\npassword_hash = "{hashed}"\nsession_hours = 0.5\nsecret_key = "kept in the file"\n')
+        f'[admin]\npassword_hash = "{hashed}"\nsession_hours = 0.5\nsecret_key = "kept in the file"\n'
+    )
     monkeypatch.delenv("PLUIE_ADMIN_PASSWORD")
     assert admin_session_hours() == 0.5 and session_secret() == b"kept in the file"
     token, expires = issue_admin_session(now=0)
@@ -176,8 +190,10 @@ def test_the_login_form_says_too_many_attempts_and_logs_them(config, monkeypatch
         at.button[0].click().run()
         answers.append([e.value for e in at.error])
     wrong = "Wrong account or password"
-    assert answers == [[f"{wrong}."]] * 5 + [[f"{wrong}; too many attempts: try again in 1 s."],
-                                            ["Too many attempts: try again in 1 s."]]
+    assert answers == [[f"{wrong}."]] * 5 + [
+        [f"{wrong}; too many attempts: try again in 1 s."],
+        ["Too many attempts: try again in 1 s."],
+    ]
     clock.now += 1
     at.text_input[1].input("guess")
     at.button[0].click().run()

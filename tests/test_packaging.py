@@ -7,6 +7,7 @@ The wheel is built without build isolation and without the network, with the set
 environment (torch requires setuptools>=77, which knows pyproject.toml's licence fields), from a
 copy of the checkout: a build leaves build/ and *.egg-info beside pyproject.toml, never in the repository.
 """
+
 import ast
 import importlib.metadata
 import json
@@ -24,11 +25,15 @@ import pytest
 
 from tests.paths import REPO
 
+
 def _source_version() -> str:
     """pluie_core.__version__ as written in the source (pyproject.toml's dynamic version reads the same line)."""
     tree = ast.parse((REPO / "pluie_core" / "__init__.py").read_text())
-    return next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                and [getattr(t, "id", None) for t in node.targets] == ["__version__"])
+    return next(
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__version__"]
+    )
 
 
 VERSION = _source_version()
@@ -55,8 +60,13 @@ def _pins(path: Path) -> dict[str, str]:
 
 def _checkout_files() -> list[str]:
     """The files of the working tree git would commit: tracked or new, not ignored (no .venv, data/)."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [name for name in listed.split("\0") if name and (REPO / name).is_file()]
 
 
@@ -68,9 +78,24 @@ def wheel(tmp_path_factory) -> Path:
     for name in _checkout_files():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, source / name)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                           "--quiet", "-w", str(root / "dist"), str(source)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "-w",
+            str(root / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     built = sorted((root / "dist").glob("pluie_lab-*.whl"))
     assert [w.name for w in built] == [f"pluie_lab-{VERSION}-py3-none-any.whl"]
@@ -81,8 +106,23 @@ def wheel(tmp_path_factory) -> Path:
 def installed(wheel) -> Path:
     """The wheel installed on its own (no dependencies: they are this environment's) into a folder."""
     site = wheel.parent.parent / "site"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target",
-                           str(site), str(wheel)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return site
 
@@ -113,7 +153,17 @@ def test_wheel_holds_the_library_its_templates_and_nothing_of_the_app(wheel):
     library = {n for n in names if not n.startswith(f"{DIST}/")}
     assert all(n.startswith("pluie_core/") for n in library), sorted(n for n in library if "/" not in n)
     # lab/: the app's own rules (roles, sign-in, the data folder), not the library's
-    assert not {n.split("/")[0] for n in names} & {"db", "lab", "pages", "api", "tests", "scripts", "bench", "docs", "data"}
+    assert not {n.split("/")[0] for n in names} & {
+        "db",
+        "lab",
+        "pages",
+        "api",
+        "tests",
+        "scripts",
+        "bench",
+        "docs",
+        "data",
+    }
     assert not {"app.py", "worker.py", "server.py"} & names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     checkout = {name for name in _checkout_files() if name.startswith("pluie_core/")}
@@ -150,7 +200,8 @@ def test_wheel_declares_ranges_that_hold_requirements_txt_pins_and_no_app_packag
     pins = _pins(REPO / "requirements.txt")
     declared = _declared(wheel)
     assert {"torch", "transformers", "tokenizers", "safetensors", "numpy", "pandas", "pyyaml"} <= {
-        _requirement(line)[0] for line in core}
+        _requirement(line)[0] for line in core
+    }
     assert not set(declared) & APP_ONLY
     locked = _pins(REPO / "constraints.txt")
     for name, spec in declared.items():
@@ -161,7 +212,8 @@ def test_wheel_declares_ranges_that_hold_requirements_txt_pins_and_no_app_packag
         assert name in pins, f"{name} is not in requirements.txt: pin it there first"
         pinned = pins[name].removeprefix("==")
         assert SpecifierSet(spec).contains(pinned, prereleases=True), (
-            f"{name}{spec} in pyproject.toml does not hold {name}=={pinned} of requirements.txt")
+            f"{name}{spec} in pyproject.toml does not hold {name}=={pinned} of requirements.txt"
+        )
     assert declared["torch"] and declared["pandas"] and declared["numpy"]  # bounded below, not bare names
     assert set(extras) == {"baselines", "gpu", "analysis", "all"}  # bcrypt is the app's (lab.auth), not an extra
 
@@ -177,12 +229,20 @@ def test_a_pin_outside_its_range_is_caught():
 def test_the_app_installs_from_its_pins_never_from_pyproject():
     """make install / install-dev (and so CI) install requirements*.txt through constraints.txt: pip never
     resolves pyproject.toml's ranges for the app, so torch stays the pinned CPU build there."""
-    planned = subprocess.run(["make", "-n", "-B", "-s", "install-dev"], cwd=REPO, capture_output=True, text=True,
-                             check=True, timeout=60).stdout
-    installs = [line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines()
-                if "install_requirements" in line or re.search(r"\bpip\b", line)]
+    planned = subprocess.run(
+        ["make", "-n", "-B", "-s", "install-dev"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    installs = [
+        line
+        for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines()
+        if "install_requirements" in line or re.search(r"\bpip\b", line)
+    ]
     assert installs and all("scripts/install_requirements.py requirements" in line for line in installs), planned
-    for text in (planned, (REPO / "scripts" / "install_requirements.py").read_text(), (REPO / ".ci" / "run").read_text()):
+    for text in (
+        planned,
+        (REPO / "scripts" / "install_requirements.py").read_text(),
+        (REPO / ".ci" / "run").read_text(),
+    ):
         assert not re.search(r"pip\S*\s+install\s+(-e\s+)?\.(\s|$|\[)", text), "an install from pyproject.toml"
 
 
@@ -198,14 +258,19 @@ def test_every_library_pluie_core_imports_is_declared(wheel):
                 modules |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 modules.add(node.module.split(".")[0])
-            elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "import_locked" and node.args
-                  and isinstance(node.args[0], ast.Constant)):
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "import_locked"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 modules.add(node.args[0].value.split(".")[0])
     third_party = modules - set(sys.stdlib_module_names) - {"pluie_core", "__future__"}
     assert {"torch", "transformers", "sentence_transformers", "bert_score"} <= third_party
     providers = importlib.metadata.packages_distributions()
-    undeclared = {m: providers.get(m) for m in third_party
-                  if not {_canonical(d) for d in providers.get(m, [])} & declared}
+    undeclared = {
+        m: providers.get(m) for m in third_party if not {_canonical(d) for d in providers.get(m, [])} & declared
+    }
     assert not undeclared, f"imported by pluie_core but not in pyproject.toml's dependencies: {undeclared}"
 
 
@@ -226,8 +291,14 @@ def test_the_type_checker_runs_on_the_library_in_lint():
     version requirements-dev.txt pins."""
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
     assert settings["files"] == ["pluie_core"] and settings["ignore_missing_imports"] is True
-    planned = subprocess.run(["make", "-n", "-s", "-o", ".venv/.dev", "lint"], cwd=REPO, capture_output=True,
-                             text=True, check=True, timeout=60).stdout.splitlines()
+    planned = subprocess.run(
+        ["make", "-n", "-s", "-o", ".venv/.dev", "lint"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.splitlines()
     assert [line.split(" -m ")[-1] for line in planned] == ["ruff check .", "mypy"], planned
     assert _pins(REPO / "requirements-dev.txt")["mypy"].startswith("==")
 
@@ -236,13 +307,15 @@ def test_the_type_checker_runs_on_the_library_in_lint():
 def test_installed_pluie_help_names_itself_pluie(installed, tmp_path):
     script = installed / "bin" / "pluie"
     assert script.is_file()
-    done = subprocess.run([str(script), "--help"], cwd=tmp_path, env=_outside_env(installed), capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [str(script), "--help"], cwd=tmp_path, env=_outside_env(installed), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: pluie ")
     assert {"score", "correlate", "paraphrasus"} <= set(re.findall(r"\b(score|correlate|paraphrasus)\b", done.stdout))
-    wrong = subprocess.run([str(script), "score"], cwd=tmp_path, env=_outside_env(installed), capture_output=True,
-                           text=True, timeout=120)
+    wrong = subprocess.run(
+        [str(script), "score"], cwd=tmp_path, env=_outside_env(installed), capture_output=True, text=True, timeout=120
+    )
     assert wrong.returncode == 2 and wrong.stderr.startswith("usage: pluie score ")
 
 
@@ -250,15 +323,24 @@ def test_installed_pluie_version_is_the_packages(installed, tmp_path):
     """`pluie --version` of the installed command prints the version the wheel's metadata carries, which is
     pluie_core.__version__ (pyproject.toml's dynamic version); the installed package is typed."""
     env = _outside_env(installed)
-    done = subprocess.run([str(installed / "bin" / "pluie"), "--version"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(installed / "bin" / "pluie"), "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"pluie {VERSION}\n"
-    probe = ("import importlib.metadata, json, pathlib, pluie_core\n"
-             "print(json.dumps([pluie_core.__version__, importlib.metadata.version('pluie-lab'),\n"
-             "                  (pathlib.Path(pluie_core.__file__).parent / 'py.typed').is_file()]))\n")
-    seen = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    probe = (
+        "import importlib.metadata, json, pathlib, pluie_core\n"
+        "print(json.dumps([pluie_core.__version__, importlib.metadata.version('pluie-lab'),\n"
+        "                  (pathlib.Path(pluie_core.__file__).parent / 'py.typed').is_file()]))\n"
+    )
+    seen = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert seen.returncode == 0, seen.stderr
     assert json.loads(seen.stdout) == [VERSION, VERSION, True]
 
@@ -268,8 +350,14 @@ def test_module_entry_point_prints_the_version(tmp_path):
     import pluie_core
 
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-m", "pluie_core", "--version"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pluie_core", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"python -m pluie_core {pluie_core.__version__}\n" and pluie_core.__version__ == VERSION
     assert re.fullmatch(r"\d+\.\d+\.\d+", VERSION)
@@ -277,8 +365,14 @@ def test_module_entry_point_prints_the_version(tmp_path):
 
 def test_module_entry_point_keeps_its_own_name(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-m", "pluie_core", "--help"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pluie_core", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m pluie_core ")
 
 
@@ -287,23 +381,48 @@ def test_installed_pluie_score_runs_outside_the_checkout(installed, tiny_model_b
     it scores the pairs (the same numbers as the library in this process) without Streamlit or the store."""
     from pluie_core.scorer import PluieScorer
 
-    pairs = pd.DataFrame({"source": ["The cat drinks water.", "A river."],
-                          "hypothesis": ["The cat drinks milk.", "A long river in Romania."]})
+    pairs = pd.DataFrame(
+        {
+            "source": ["The cat drinks water.", "A river."],
+            "hypothesis": ["The cat drinks milk.", "A long river in Romania."],
+        }
+    )
     pairs.to_csv(tmp_path / "pairs.csv", index=False)
     model = tiny_model_builder()
     script = installed / "bin" / "pluie"
-    probe = ("import json, runpy, sys\n"
-             "sys.argv = sys.argv[1:]\n"
-             "try:\n"
-             "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
-             "except SystemExit as stop:\n"
-             "    code = stop.code\n"
-             "import pluie_core\n"
-             "print(json.dumps({'code': code, 'pluie_core': pluie_core.__file__,\n"
-             "                  'loaded': sorted(m for m in ('streamlit', 'sqlalchemy', 'db', 'pages') if m in sys.modules)}))\n")
-    done = subprocess.run([sys.executable, "-c", probe, str(script), "score", "pairs.csv", "--model", str(model),
-                           "--template", "direct", "--no-progress", "-o", "out.csv"],
-                          cwd=tmp_path, env=_outside_env(installed), capture_output=True, text=True, timeout=300)
+    probe = (
+        "import json, runpy, sys\n"
+        "sys.argv = sys.argv[1:]\n"
+        "try:\n"
+        "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit as stop:\n"
+        "    code = stop.code\n"
+        "import pluie_core\n"
+        "print(json.dumps({'code': code, 'pluie_core': pluie_core.__file__,\n"
+        "                  'loaded': sorted(m for m in ('streamlit', 'sqlalchemy', 'db', 'pages') if m in sys.modules)}))\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe,
+            str(script),
+            "score",
+            "pairs.csv",
+            "--model",
+            str(model),
+            "--template",
+            "direct",
+            "--no-progress",
+            "-o",
+            "out.csv",
+        ],
+        cwd=tmp_path,
+        env=_outside_env(installed),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"code": 0, "pluie_core": str(installed / "pluie_core" / "__init__.py"), "loaded": []}
@@ -320,28 +439,31 @@ def test_every_module_and_the_version_need_no_extra(tmp_path):
     extra) through pluie_core.export_format, so a fresh `pip install .` gave a `pluie` that failed at start."""
     from pluie_core.cli import OPTIONAL_MODULES
 
-    probe = ("import contextlib, importlib, io, json, pkgutil, sys\n"
-             f"for name in {sorted(OPTIONAL_MODULES)!r}:\n"
-             "    sys.modules[name] = None  # as if the extra were not installed\n"
-             "import pluie_core\n"
-             "failed = {}\n"
-             "for info in pkgutil.walk_packages(pluie_core.__path__, 'pluie_core.'):\n"
-             "    if not info.name.endswith('__main__'):\n"
-             "        try:\n"
-             "            importlib.import_module(info.name)\n"
-             "        except ImportError as exc:\n"
-             "            failed[info.name] = str(exc)\n"
-             "from pluie_core.cli import main\n"
-             "out = io.StringIO()\n"
-             "with contextlib.redirect_stdout(out):\n"
-             "    try:\n"
-             "        main(['--version'])\n"
-             "    except SystemExit as stop:\n"
-             "        code = stop.code\n"
-             "print(json.dumps([failed, code, out.getvalue()]))\n")
+    probe = (
+        "import contextlib, importlib, io, json, pkgutil, sys\n"
+        f"for name in {sorted(OPTIONAL_MODULES)!r}:\n"
+        "    sys.modules[name] = None  # as if the extra were not installed\n"
+        "import pluie_core\n"
+        "failed = {}\n"
+        "for info in pkgutil.walk_packages(pluie_core.__path__, 'pluie_core.'):\n"
+        "    if not info.name.endswith('__main__'):\n"
+        "        try:\n"
+        "            importlib.import_module(info.name)\n"
+        "        except ImportError as exc:\n"
+        "            failed[info.name] = str(exc)\n"
+        "from pluie_core.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try:\n"
+        "        main(['--version'])\n"
+        "    except SystemExit as stop:\n"
+        "        code = stop.code\n"
+        "print(json.dumps([failed, code, out.getvalue()]))\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     failed, code, printed = json.loads(done.stdout.strip().splitlines()[-1])
     assert failed == {}, failed
@@ -357,13 +479,26 @@ def test_a_missing_extra_names_what_to_install(tiny_model_builder, tmp_path, cap
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if it were not installed
     baselines._sentence_model.cache_clear()
     output = tmp_path / "o.csv"
-    code = main(["score", str(tmp_path / "p.csv"), "--model", str(tiny_model_builder()), "--baselines", "sbert",
-                 "--no-progress", "-o", str(output)])
+    code = main(
+        [
+            "score",
+            str(tmp_path / "p.csv"),
+            "--model",
+            str(tiny_model_builder()),
+            "--baselines",
+            "sbert",
+            "--no-progress",
+            "-o",
+            str(output),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
-    assert err.strip().splitlines()[-1] == ("error: this needs the sentence_transformers package, which is not "
-                                            "installed: pip install 'pluie-lab[baselines]' (or, in the checkout, "
-                                            "pip install -r requirements.txt)")
+    assert err.strip().splitlines()[-1] == (
+        "error: this needs the sentence_transformers package, which is not "
+        "installed: pip install 'pluie-lab[baselines]' (or, in the checkout, "
+        "pip install -r requirements.txt)"
+    )
     assert not output.exists()
 
 
@@ -388,7 +523,8 @@ def _pulled_in(names: set[str]) -> dict[str, str]:
         for line in dist.requires or []:
             requirement = Requirement(line)
             wanted = requirement.marker is None or any(
-                requirement.marker.evaluate({"extra": extra}) for extra in ("", *extras))
+                requirement.marker.evaluate({"extra": extra}) for extra in ("", *extras)
+            )
             if wanted:
                 todo.append((_canonical(requirement.name), frozenset(requirement.extras)))
     return found
@@ -403,14 +539,18 @@ def test_constraints_pin_every_package_a_fresh_install_resolves():
     for name in ("requirements.txt", "requirements-dev.txt", "requirements-nodeps.txt"):
         direct.update(_pins(REPO / name))
     for name, spec in direct.items():
-        assert locked.get(name) == spec, f"{name}{spec} in requirements but {locked.get(name)} in constraints.txt: make lock"
+        assert locked.get(name) == spec, (
+            f"{name}{spec} in requirements but {locked.get(name)} in constraints.txt: make lock"
+        )
     installed = _pulled_in(set(direct))
     assert len(installed) > len(direct) + 40  # the transitive packages are followed
     for name, version in installed.items():
         assert name in locked, f"{name} ({version}) is installed for the requirements but not pinned: make lock"
         assert locked[name] == f"=={version.split('+')[0]}", f"{name} {version} installed, {locked[name]} locked"
-    planned = subprocess.run(["make", "-n", "-B", "-s", "install-dev"], cwd=REPO, capture_output=True, text=True,
-                             check=True, timeout=60).stdout
-    installs = [line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines()
-                if "scripts/install_requirements.py" in line]
+    planned = subprocess.run(
+        ["make", "-n", "-B", "-s", "install-dev"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    installs = [
+        line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines() if "scripts/install_requirements.py" in line
+    ]
     assert len(installs) == 3 and all("--constraint constraints.txt" in line for line in installs), planned

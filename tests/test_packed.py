@@ -3,6 +3,7 @@
 The generic path (the model's own forward, the shared prefix as a cache) is itself checked against the
 papers' two-pass formula in test_scorer.py and, on real weights, test_demo_judge.py; here the two paths
 score the same pairs on the same weights."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,8 +56,12 @@ def test_packed_pass_equals_the_models_own_forward(tiny_model_builder, arch, bat
     np.testing.assert_allclose(scores, expected, atol=2e-5, rtol=0)
     assert np.ptp(scores) > 100 * 2e-5  # different pairs, different scores: the comparison means something
     # symmetric mode goes through the same pass, both directions
-    np.testing.assert_allclose(packed.score(SOURCES, HYPOTHESES, symmetric=True),
-                               generic.score(SOURCES, HYPOTHESES, symmetric=True), atol=2e-5, rtol=0)
+    np.testing.assert_allclose(
+        packed.score(SOURCES, HYPOTHESES, symmetric=True),
+        generic.score(SOURCES, HYPOTHESES, symmetric=True),
+        atol=2e-5,
+        rtol=0,
+    )
 
 
 def test_the_model_keeps_one_copy_of_its_weights_and_its_own_forward(tiny_model_builder):
@@ -85,8 +90,10 @@ def test_the_model_keeps_one_copy_of_its_weights_and_its_own_forward(tiny_model_
     model.to(torch.bfloat16)
     again = packed_forward(model, torch.device("cpu"))
     assert again is not packed and again.fused[0][0][0].dtype == torch.bfloat16
-    assert model.model.layers[0].self_attn.k_proj.weight.untyped_storage().data_ptr() == \
-        again.fused[0][0][0].untyped_storage().data_ptr()
+    assert (
+        model.model.layers[0].self_attn.k_proj.weight.untyped_storage().data_ptr()
+        == again.fused[0][0][0].untyped_storage().data_ptr()
+    )
 
 
 def test_biases_in_attention_and_mlp_are_applied(tiny_model_builder):
@@ -123,9 +130,18 @@ def test_models_it_does_not_know_take_the_generic_path(tiny_model_builder):
     from transformers import Qwen3Config
 
     tokenizer = AutoTokenizer.from_pretrained(path)
-    qwen3 = AutoModelForCausalLM.from_config(Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16), dtype=torch.float32)
+    qwen3 = AutoModelForCausalLM.from_config(
+        Qwen3Config(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+        ),
+        dtype=torch.float32,
+    )
     assert packed_forward(qwen3, torch.device("cpu")) is None
     # the packed pass is switched off
     scorer = PluieScorer(str(path), template="fs-direct", packed=False)
@@ -207,8 +223,11 @@ def test_weights_changed_in_place_rebuild_the_blocked_copies(tiny_model_builder)
     first = packed_forward(model, torch.device("cpu"))
     assert packed_forward(model, torch.device("cpu")) is first
     # a weight of its own, then one that is a view of a concatenation (q / k / v, gate / up)
-    for weight in (model.model.layers[1].mlp.down_proj.weight, model.model.layers[0].self_attn.k_proj.weight,
-                   model.model.layers[1].mlp.up_proj.weight):
+    for weight in (
+        model.model.layers[1].mlp.down_proj.weight,
+        model.model.layers[0].self_attn.k_proj.weight,
+        model.model.layers[1].mlp.up_proj.weight,
+    ):
         with torch.no_grad():
             weight.mul_(3)
         changed = packed_forward(model, torch.device("cpu"))

@@ -1,14 +1,16 @@
 """The frame's one guard (app.py → ui.base.page.run_page): an unexpected exception on any page is one
 sentence on the page and a log line with its traceback on the server, never a stack trace."""
+
 import logging
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
-from ui.base.page import PAGE_FAILED
+from db import annotators, serving
+from db import campaigns as camp
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.test_annotation_links import APP, store  # noqa: F401 (fixture)
+from ui.base.page import PAGE_FAILED
 
 
 @pytest.mark.page_error
@@ -40,4 +42,5 @@ def test_a_page_that_raises_shows_one_sentence_and_logs_its_traceback(store, mon
     annotator.run()
     assert not annotator.exception and [e.value for e in annotator.error] == [PAGE_FAILED]
     assert len(_no_page_error) == 2 and "ZeroDivisionError" in logging.Formatter().formatException(
-        _no_page_error[1].exc_info)
+        _no_page_error[1].exc_info
+    )

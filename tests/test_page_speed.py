@@ -2,6 +2,7 @@
 browser for Streamlit's table and chart modules before the page needs them; the first admin page starts
 reading the analysis pages' default frames on a thread of its own (tests check what is done, bench/pages.py
 how fast)."""
+
 import re
 from pathlib import Path
 
@@ -36,18 +37,23 @@ def preloaded(at, when: str = "now") -> list[str]:
     [script] = preload_scripts(at)
     pattern = r" load\((\[.*?\]), (true|false)\);" if when == "now" else r"const later = (\[.*?\]);"
     found = re.search(pattern, script)
-    names, plotly = found.group(1), found.group(2) if when == "now" else re.search(r"const plotly = (true|false);",
-                                                                                   script).group(1)
+    names, plotly = (
+        found.group(1),
+        found.group(2) if when == "now" else re.search(r"const plotly = (true|false);", script).group(1),
+    )
     assert "{display:none}" in script and "pluie-preload" in script  # its element takes no room
     assert f"'../../{PLOTLY_JS}'" in script  # the app's root: Streamlit's index script is in static/js/
     listed = [name.strip('"') for name in names.strip("[]").split(", ") if name]
     return sorted(listed + ([PLOTLY_JS.rsplit("/", 1)[1]] if plotly == "true" else []))
 
 
-@pytest.mark.parametrize("page, stems", [
-    ("thresholds", {"BidiComponent", "plotly"}),  # its curve (plotly) first; its tables' code as they come
-    ("home", {"DataFrame"}),  # Datasets: a table, no chart
-])
+@pytest.mark.parametrize(
+    "page, stems",
+    [
+        ("thresholds", {"BidiComponent", "plotly"}),  # its curve (plotly) first; its tables' code as they come
+        ("home", {"DataFrame"}),  # Datasets: a table, no chart
+    ],
+)
 def test_a_page_asks_the_browser_for_the_views_it_draws(engine, app_env, page, stems):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
@@ -78,13 +84,19 @@ def test_a_labelling_link_asks_for_nothing(engine, app_env):
 
 def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, built_analysis_store, monkeypatch):
     load_built_store(engine, built_analysis_store)
+    from pluie_core import analysis_figures as figures
     from ui.views import agreement_cache, thresholds_cache
     from ui.views import store_reads as common
     from ui.views.read_ahead import read_ahead
-    from pluie_core import analysis_figures as figures
 
-    for read in (common.labels, common.label_views, common._pairs, common.scores, common.edit_distances,
-                 common.hover_labels):
+    for read in (
+        common.labels,
+        common.label_views,
+        common._pairs,
+        common.scores,
+        common.edit_distances,
+        common.hover_labels,
+    ):
         read.clear()
     common.choices.clear()
     agreement_cache.agreement_figures.clear()
@@ -96,15 +108,21 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     monkeypatch.setattr(figures, "threshold_curve", lambda *args: curves.append(len(args[0])) or threshold_curve(*args))
     kappas, references = [], []
     pairwise_kappa, reference_labels = figures.pairwise_kappa, common.core.reference_labels
-    monkeypatch.setattr(common.core, "reference_labels", lambda *args: references.append(args[2]) or reference_labels(*args))
+    monkeypatch.setattr(
+        common.core, "reference_labels", lambda *args: references.append(args[2]) or reference_labels(*args)
+    )
     monkeypatch.setattr(figures, "pairwise_kappa", lambda *args: kappas.append(args[1:]) or pairwise_kappa(*args))
     agreement_cache.people_tables.clear()
     summaries, versus = [], []
     annotator_summary, by_annotator = common.core.annotator_summary, figures.human_vs_model_by_annotator
-    monkeypatch.setattr(common.core, "annotator_summary",
-                        lambda *args: summaries.append(args[1]) or annotator_summary(*args))
-    monkeypatch.setattr(figures, "human_vs_model_by_annotator",
-                        lambda *args, **kwargs: versus.append(args[2:]) or by_annotator(*args, **kwargs))
+    monkeypatch.setattr(
+        common.core, "annotator_summary", lambda *args: summaries.append(args[1]) or annotator_summary(*args)
+    )
+    monkeypatch.setattr(
+        figures,
+        "human_vs_model_by_annotator",
+        lambda *args, **kwargs: versus.append(args[2:]) or by_annotator(*args, **kwargs),
+    )
 
     def counted(name):
         original = getattr(analysis, name)
@@ -112,6 +130,7 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
         def read(*args, **kwargs):
             calls[name] += 1
             return original(*args, **kwargs)
+
         return read
 
     for name in calls:
@@ -181,7 +200,9 @@ def test_read_ahead_reads_the_analysis_pages_first_frames_once(engine, app_env, 
     assert [r.kind for r in references] == ["gold", "majority"]
 
 
-def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, app_env, built_analysis_store, monkeypatch):
+def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(
+    engine, app_env, built_analysis_store, monkeypatch
+):
     """The Review page's queue (3 s at 1,000,000 pairs) is read ahead for every dataset, pending pairs in
     review order, as the page opens; the page then draws it without reading it again, and a decision
     (a new store state) gives a queue read afresh."""
@@ -218,8 +239,9 @@ def test_read_ahead_finds_the_review_queue_and_the_review_page_uses_it(engine, a
     assert f"Pair 1 of {len(expected) - 1:,}" in at.get("progress")[0].proto.text
 
 
-def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(engine, app_env, built_analysis_store, monkeypatch,
-                                                                   tmp_path):
+def test_read_ahead_stops_when_the_app_is_pointed_at_another_store(
+    engine, app_env, built_analysis_store, monkeypatch, tmp_path
+):
     """A read-ahead that outlives its store (the app pointed at another one: in the tests, the next
     test's) reads no more of it: it would open the other store on its own thread meanwhile."""
     load_built_store(engine, built_analysis_store)
@@ -260,30 +282,42 @@ def test_read_ahead_on_an_empty_store_reads_nothing_and_fails_nowhere(engine, ap
 
 
 def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_the_pages_use_them(
-        engine, app_env, built_analysis_store, monkeypatch):
+    engine, app_env, built_analysis_store, monkeypatch
+):
     """The Datasets page (the first page opened) and the Correlation page's first view (gold scores against
     every run: the coefficients, their bootstrap intervals and the first two runs' paired test, 1.3 s at
     100,000 pairs) are read ahead too: the pages then compute none of it again, and show what a
     computation of the store now gives."""
-    from ui.views import correlation_cache, home_cache, store_reads
-    from ui.views.read_ahead import read_ahead
     from pluie_core import analysis_figures
     from pluie_core.evaluation.correlation import correlate
+    from ui.views import correlation_cache, home_cache, store_reads
+    from ui.views.read_ahead import read_ahead
 
     load_built_store(engine, built_analysis_store)
-    for cached in (home_cache.store_overview, correlation_cache.graded_values, correlation_cache.correlations,
-                   correlation_cache.correlation_difference, store_reads.choices, store_reads._pairs, store_reads.scores):
+    for cached in (
+        home_cache.store_overview,
+        correlation_cache.graded_values,
+        correlation_cache.correlations,
+        correlation_cache.correlation_difference,
+        store_reads.choices,
+        store_reads._pairs,
+        store_reads.scores,
+    ):
         cached.clear()
     from db import datasets
 
     counted = {"store_totals": 0, "correlate": 0, "compare_correlations": 0}
-    for module, name in ((datasets, "store_totals"), (analysis_figures, "correlate"),
-                         (correlation_cache, "compare_correlations")):
+    for module, name in (
+        (datasets, "store_totals"),
+        (analysis_figures, "correlate"),
+        (correlation_cache, "compare_correlations"),
+    ):
         original = getattr(module, name)
 
         def count(*args, _name=name, _original=original, **kwargs):
             counted[_name] += 1
             return _original(*args, **kwargs)
+
         monkeypatch.setattr(module, name, count)
 
     read_ahead().join(120)
@@ -302,7 +336,9 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     assert counted == {"store_totals": 1, "correlate": 2, "compare_correlations": 1}  # nothing computed again
     shown = next(d.value for d in at.dataframe if "ci_low" in d.value.columns)
     pairs = analysis.pairs_frame(engine, None)
-    pairs = pairs[pairs["dataset"] == "BIOSSES"]  # issue 53: BIOSSES' graded 0–4 gold first, never pooled with MRPC's 0/1
+    pairs = pairs[
+        pairs["dataset"] == "BIOSSES"
+    ]  # issue 53: BIOSSES' graded 0–4 gold first, never pooled with MRPC's 0/1
     assert "references are on different scales" in " ".join(str(i.value) for i in at.info)
     scores = analysis.scores_wide(engine, tuple(int(i) for i in runs["id"]), None)
     fresh = correlate(scores.reindex(pairs.index)[runs["name"].tolist()], pairs["gold_label"], n_boot=0)
@@ -314,20 +350,22 @@ def test_read_ahead_reads_the_datasets_counts_and_correlations_first_view_and_th
     assert not at.exception and counted["correlate"] == 3
 
 
-def test_a_figure_is_built_once_for_the_same_inputs_and_drawn_the_same(engine, app_env, built_analysis_store,
-                                                                       monkeypatch):
+def test_a_figure_is_built_once_for_the_same_inputs_and_drawn_the_same(
+    engine, app_env, built_analysis_store, monkeypatch
+):
     """A page's figures are cached on their inputs: a rerun builds no figure and draws the same one;
     other inputs (another annotator's confusion matrix) build that one figure."""
-    from ui import charts
     from tests.figures import charts as drawn_charts
+    from ui import charts
 
     load_built_store(engine, built_analysis_store)
     charts._figure.clear()
     built = []
     for name in ("kappa_heatmap", "confusion_matrix"):
         original = getattr(charts, name)
-        monkeypatch.setattr(charts, name, lambda *args, _name=name, _original=original: built.append(_name)
-                            or _original(*args))
+        monkeypatch.setattr(
+            charts, name, lambda *args, _name=name, _original=original: built.append(_name) or _original(*args)
+        )
     at = AppTest.from_file(str(REPO / "pages" / "agreement.py"), default_timeout=60)
     at.run()
     assert not at.exception

@@ -1,4 +1,5 @@
 """AppTest: the home, import and export pages against a real SQLite file."""
+
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -141,8 +142,22 @@ def test_export_page_downloads_what_the_store_holds(app, engine):
     assert [m for m in at.multiselect[0].value] == ["toy"]
 
 
-ADMIN_PAGES = ["home", "import_pairs", "export", "scoring", "campaigns", "agreement", "thresholds",
-               "distributions", "disagreements", "scorecard", "correlation", "preferences", "review", "pairs"]
+ADMIN_PAGES = [
+    "home",
+    "import_pairs",
+    "export",
+    "scoring",
+    "campaigns",
+    "agreement",
+    "thresholds",
+    "distributions",
+    "disagreements",
+    "scorecard",
+    "correlation",
+    "preferences",
+    "review",
+    "pairs",
+]
 
 
 @pytest.mark.parametrize("name", ADMIN_PAGES)
@@ -169,8 +184,11 @@ def export_page_reads(app, engine, monkeypatch, sources: list[str]):
     """The Export page on a dataset of these sources, and the ``limit`` of each export_frame read it made."""
     import db.export
 
-    import_pairs(engine, "exported", pd.DataFrame({"source": sources, "hypothesis": [f"h-{s}" for s in sources],
-                                                   "label": [1] * len(sources)}))
+    import_pairs(
+        engine,
+        "exported",
+        pd.DataFrame({"source": sources, "hypothesis": [f"h-{s}" for s in sources], "label": [1] * len(sources)}),
+    )
     real, limits = db.export.export_frame, []
 
     def recording(*args, **kwargs):
@@ -211,11 +229,20 @@ def test_the_wide_export_of_a_crowd_leaves_out_its_annotator_columns_and_says_so
     from db.export import WIDE_ANNOTATOR_COLUMNS, export_annotator_count, export_frame
 
     sources = [f"s{i}" for i in range(60)]
-    import_pairs(engine, "crowd", pd.DataFrame({"source": sources, "hypothesis": [f"h-{s}" for s in sources],
-                                                "label": [1] * 60}))
+    import_pairs(
+        engine, "crowd", pd.DataFrame({"source": sources, "hypothesis": [f"h-{s}" for s in sources], "label": [1] * 60})
+    )
     people = WIDE_ANNOTATOR_COLUMNS + 1
-    add_labels(engine, pd.DataFrame({"pair_id": [1 + i % 60 for i in range(people)],
-                                     "annotator": [f"p{i:03d}" for i in range(people)], "level": [3] * people}))
+    add_labels(
+        engine,
+        pd.DataFrame(
+            {
+                "pair_id": [1 + i % 60 for i in range(people)],
+                "annotator": [f"p{i:03d}" for i in range(people)],
+                "level": [3] * people,
+            }
+        ),
+    )
     assert export_annotator_count(engine) == people
     whole, slim = export_frame(engine), export_frame(engine, annotator_columns=False)
     kept = [c for c in whole.columns if not c.startswith("annotator:")]
@@ -267,8 +294,10 @@ def test_the_home_page_keeps_the_description_and_the_import_note_apart(app, engi
     import_pairs(engine, "pilot", pairs, description="Pairs from the pilot")
     shown = app().dataframe[0].value.set_index("dataset").loc["pilot", "description"]
     # a table cell draws no line break: "Pairs from the pilot  Imported 2 pairs..." ran together
-    assert shown == ("Pairs from the pilot · Imported 2 pairs with duplicates skipped: an exact repeat of a pair is "
-                     "imported once (1 skipped).")
+    assert shown == (
+        "Pairs from the pilot · Imported 2 pairs with duplicates skipped: an exact repeat of a pair is "
+        "imported once (1 skipped)."
+    )
     assert one_line("a\n\n b \n") == "a · b" and one_line(None) == ""
 
 

@@ -1,13 +1,15 @@
 """Find any pair (issue 19, item 6): the pairs browser's query (text, ids, gold label, label state,
 score range, pages), gold marking by the file's own ids, and the Pairs page (AppTest): find a pair,
 mark it gold, open it in Review; the Export page restricted to a campaign."""
+
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.analysis import add_labels, add_score_run
 from db.campaigns import CampaignError
@@ -19,7 +21,9 @@ from db.review import adjudicate
 from tests.annotation_fixtures import make_dataset
 from tests.test_annotation_pages import APP, store  # noqa: F401 (store: the pages' store fixture)
 
-TEXTS = [(f"The cat number {i} drinks {'50% milk' if i == 7 else 'water'}.", f"A_cat {i} is drinking.") for i in range(30)]
+TEXTS = [
+    (f"The cat number {i} drinks {'50% milk' if i == 7 else 'water'}.", f"A_cat {i} is drinking.") for i in range(30)
+]
 
 
 def build(engine):
@@ -28,8 +32,16 @@ def build(engine):
     ds, ids = make_dataset(engine, "cats", TEXTS, label_kind="binary", gold=[i % 2 for i in range(30)])
     make_dataset(engine, "dogs", [(f"Dog {i}.", f"Hound {i}.") for i in range(5)])
     levels = {0: [3, 3], 1: [0], 2: [0, 2], 3: [1, 3], 4: [4, 2], 5: [1, 2]}
-    add_labels(engine, pd.DataFrame([{"pair_id": ids[i], "annotator": name, "level": level}
-                                     for i, row in levels.items() for name, level in zip("AB", row)]))
+    add_labels(
+        engine,
+        pd.DataFrame(
+            [
+                {"pair_id": ids[i], "annotator": name, "level": level}
+                for i, row in levels.items()
+                for name, level in zip("AB", row)
+            ]
+        ),
+    )
     adjudicate(engine, ids[5], 1, "Lena")
     run = add_score_run(engine, "lev", {pid: i / 10 for i, pid in enumerate(ids)})
     return ds, ids, run
@@ -72,8 +84,9 @@ def test_the_browser_finds_pairs_by_text_id_gold_state_and_score(store_url):
 
 
 def test_gold_marking_takes_the_files_own_ids(engine):
-    ds, ids = make_dataset(engine, "mrpc", [(f"S {i}.", f"H {i}.") for i in range(12)], label_kind="binary",
-                           gold=[1] * 12)
+    ds, ids = make_dataset(
+        engine, "mrpc", [(f"S {i}.", f"H {i}.") for i in range(12)], label_kind="binary", gold=[1] * 12
+    )
     with engine.begin() as conn:  # the file's own ids: MRPC-like numbers, one repeated, one that is a pair id
         for i, pid in enumerate(ids):
             conn.exec_driver_sql(f"UPDATE pairs SET external_id = '{1089874 + i}' WHERE id = {pid}")
@@ -85,14 +98,26 @@ def test_gold_marking_takes_the_files_own_ids(engine):
         with read_session(engine) as s:
             return {g.pair_id: g.level for g in s.query(GoldPair)}
 
-    for refs, message in [(["1089874"], "names 2 pairs"), ([str(ids[2])], f"write pair:{ids[2]} or id:{ids[2]}"),
-                          (["1089880", "4242"], "Line 2: “4242” is neither a pair id nor the file's id"),
-                          (["pair:4242"], "no pair 4242"), ([""], "Line 1: give a pair id")]:
+    for refs, message in [
+        (["1089874"], "names 2 pairs"),
+        ([str(ids[2])], f"write pair:{ids[2]} or id:{ids[2]}"),
+        (["1089880", "4242"], "Line 2: “4242” is neither a pair id nor the file's id"),
+        (["pair:4242"], "no pair 4242"),
+        ([""], "Line 1: give a pair id"),
+    ]:
         with pytest.raises(CampaignError, match=message):
             qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair": refs, "level": [3] * len(refs)}))
         assert gold() == {}  # all or nothing
-    assert qual.add_gold_pairs(engine, cid, pd.DataFrame({
-        "pair": ["1089880", f"pair:{ids[2]}", f"id:{ids[2]}", str(ids[3])], "level": [3, 0, 1, "Same meaning"]})) == 4
+    assert (
+        qual.add_gold_pairs(
+            engine,
+            cid,
+            pd.DataFrame(
+                {"pair": ["1089880", f"pair:{ids[2]}", f"id:{ids[2]}", str(ids[3])], "level": [3, 0, 1, "Same meaning"]}
+            ),
+        )
+        == 4
+    )
     assert gold() == {ids[6]: 3, ids[2]: 0, ids[9]: 1, ids[3]: 3}
 
 

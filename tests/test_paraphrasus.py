@@ -1,6 +1,7 @@
 """The PARAPHRASUS scorecard on the ten shared benchmark sets: the library, the CLI, the store and the
 page, each checked against counts computed here, independently, from the raw JSON files (the
 paper's selection rules written out again with json and rapidfuzz)."""
+
 import json
 import subprocess
 import sys
@@ -20,14 +21,31 @@ from db.evaluation import assign_challenge, benchmark_datasets, import_benchmark
 from db.models import Dataset, Pair
 from pluie_core.cli import main as cli_main
 from pluie_core.evaluation.paraphrasus import (
-    DecisionRule, ScorecardError, benchmark_frame, calibrate, check_dataset, read_benchmark, scorecard, sort_files,
+    DecisionRule,
+    ScorecardError,
+    benchmark_frame,
+    calibrate,
+    check_dataset,
+    read_benchmark,
+    scorecard,
+    sort_files,
 )
 from tests.paths import DATASETS, REPO
 
 BENCHMARK = DATASETS / "paraphrasus"
 THRESHOLD = 0.4  # Levenshtein distance: paraphrase when <= 0.4
-CHALLENGE = {"pawsx": "Classify!", "sts-h": "Classify!", "mrpc": "Classify!", "snli": "Minimize!", "anli": "Minimize!",
-             "xnli": "Minimize!", "sts": "Minimize!", "sick": "Minimize!", "true": "Maximize!", "simp": "Maximize!"}
+CHALLENGE = {
+    "pawsx": "Classify!",
+    "sts-h": "Classify!",
+    "mrpc": "Classify!",
+    "snli": "Minimize!",
+    "anli": "Minimize!",
+    "xnli": "Minimize!",
+    "sts": "Minimize!",
+    "sick": "Minimize!",
+    "true": "Maximize!",
+    "simp": "Maximize!",
+}
 
 
 def _records(name):
@@ -70,8 +88,11 @@ def expected(raw, threshold=THRESHOLD):
         gold = np.array([label for _, _, label in pairs]) == 1
         wrong = {"Classify!": predicted != gold, "Minimize!": predicted, "Maximize!": ~predicted}[CHALLENGE[name]]
         rows[name] = (len(pairs), int(wrong.sum()))
-    challenges = {c: np.mean([e / n for d, (n, e) in rows.items() if CHALLENGE[d] == c])
-                  for c in ("Classify!", "Minimize!", "Maximize!") if c in {CHALLENGE[d] for d in rows}}
+    challenges = {
+        c: np.mean([e / n for d, (n, e) in rows.items() if CHALLENGE[d] == c])
+        for c in ("Classify!", "Minimize!", "Maximize!")
+        if c in {CHALLENGE[d] for d in rows}
+    }
     return rows, challenges, float(np.mean(list(challenges.values())))
 
 
@@ -91,8 +112,18 @@ def test_the_ten_datasets_are_selected_as_the_paper_counts_them(bench, raw):
     assert list(frames) == list(CHALLENGE)
     # Table 1, with the shared copies' known differences: pawsx and xnli are their Chinese parts, mrpc has
     # 1,725 pairs; the NLI sets hold both directions (Table 1 counts each pair once)
-    sizes = {"pawsx": 2000, "sts-h": 338, "mrpc": 1725, "snli": 2 * 6632, "anli": 2 * 798, "xnli": 2 * 3340,
-             "sts": 706, "sick": 2305, "true": 167, "simp": 600}
+    sizes = {
+        "pawsx": 2000,
+        "sts-h": 338,
+        "mrpc": 1725,
+        "snli": 2 * 6632,
+        "anli": 2 * 798,
+        "xnli": 2 * 3340,
+        "sts": 706,
+        "sick": 2305,
+        "true": 167,
+        "simp": 600,
+    }
     assert {name: len(f) for name, f in frames.items()} == sizes
     assert {name: len(pairs) for name, pairs in raw.items()} == sizes
     assert frames["sts-h"]["label"].value_counts().to_dict() == {0.0: 229, 1.0: 109}  # Table 1: 109 / 229
@@ -144,12 +175,14 @@ def test_calibration_finds_the_lowest_error_on_the_chosen_datasets(bench, raw):
 
 
 def test_calibration_on_a_hand_made_case():
-    frame = pd.DataFrame({
-        "dataset": ["c"] * 4 + ["m"] * 3 + ["x"] * 3,
-        "challenge": ["Classify!"] * 4 + ["Minimize!"] * 3 + ["Maximize!"] * 3,
-        "label": [1, 1, 0, 0, 0, 0, 0, 1, 1, 1],
-        "s": [0.9, 0.6, 0.5, 0.1, 0.2, 0.3, 0.7, 0.8, 0.65, 0.4],
-    })
+    frame = pd.DataFrame(
+        {
+            "dataset": ["c"] * 4 + ["m"] * 3 + ["x"] * 3,
+            "challenge": ["Classify!"] * 4 + ["Minimize!"] * 3 + ["Maximize!"] * 3,
+            "label": [1, 1, 0, 0, 0, 0, 0, 1, 1, 1],
+            "s": [0.9, 0.6, 0.5, 0.1, 0.2, 0.3, 0.7, 0.8, 0.65, 0.4],
+        }
+    )
     # on c alone any threshold in (0.5, 0.6] classifies perfectly; the lowest candidate is 0.6
     rule = calibrate(frame, "s", ["c"])
     assert rule.threshold == 0.6 and rule.n_tied == 1
@@ -162,10 +195,15 @@ def test_calibration_on_a_hand_made_case():
 
 
 def test_per_language_errors_when_the_pairs_have_a_language():
-    frame = pd.DataFrame({
-        "dataset": ["p"] * 6, "challenge": ["Classify!"] * 6, "label": [1, 0, 1, 0, 1, 1],
-        "lang": ["en", "en", "en", "de", "de", "de"], "s": [0.9, 0.8, 0.2, 0.1, 0.7, 0.6],
-    })
+    frame = pd.DataFrame(
+        {
+            "dataset": ["p"] * 6,
+            "challenge": ["Classify!"] * 6,
+            "label": [1, 0, 1, 0, 1, 1],
+            "lang": ["en", "en", "en", "de", "de", "de"],
+            "s": [0.9, 0.8, 0.2, 0.1, 0.7, 0.6],
+        }
+    )
     card = scorecard(frame, "s", DecisionRule(0.5))
     by_language = card.languages.set_index("language")
     # en: 0.9 right, 0.8 wrong (label 0), 0.2 wrong (label 1) -> 2/3; de: all right -> 0
@@ -173,14 +211,17 @@ def test_per_language_errors_when_the_pairs_have_a_language():
     assert by_language.loc["de", "errors"] == 0 and card.datasets["errors"].iloc[0] == 2
 
 
-@pytest.mark.parametrize("challenge, labels, message", [
-    ("Minimize!", [0, 1, 0, 0], "has 1 positive gold labels"),
-    ("Maximize!", [1, 0, 1], "has 1 negative gold labels"),
-    ("Classify!", [1, 0], "needs at least 3"),
-    ("Classify!", [1, 0, None], "have no gold label"),
-    ("Classify!", [4.5, 1.0, 3.2], "similarity scores"),
-    ("Hard!", [0, 0, 0], "Unknown challenge"),
-])
+@pytest.mark.parametrize(
+    "challenge, labels, message",
+    [
+        ("Minimize!", [0, 1, 0, 0], "has 1 positive gold labels"),
+        ("Maximize!", [1, 0, 1], "has 1 negative gold labels"),
+        ("Classify!", [1, 0], "needs at least 3"),
+        ("Classify!", [1, 0, None], "have no gold label"),
+        ("Classify!", [4.5, 1.0, 3.2], "similarity scores"),
+        ("Hard!", [0, 0, 0], "Unknown challenge"),
+    ],
+)
 def test_a_dataset_that_breaks_its_challenge_gets_one_sentence(challenge, labels, message):
     with pytest.raises(ScorecardError, match=message):
         check_dataset("mine", challenge, labels)
@@ -212,8 +253,24 @@ def _check_cli_table(table, raw, threshold=THRESHOLD):
 
 def test_cli_contract_with_a_baseline(raw, tmp_path):
     out = tmp_path / "card.csv"
-    done = subprocess.run([sys.executable, "-m", "pluie_core", "paraphrasus", str(BENCHMARK), "--metric", "levenshtein",
-                           "--threshold", str(THRESHOLD), "-o", str(out)], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pluie_core",
+            "paraphrasus",
+            str(BENCHMARK),
+            "--metric",
+            "levenshtein",
+            "--threshold",
+            str(THRESHOLD),
+            "-o",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "≤ 0.4" in done.stderr  # the registry's direction: a distance
     _check_cli_table(pd.read_csv(out, keep_default_na=False), raw)
@@ -228,13 +285,29 @@ def test_cli_reads_columns_of_scores_files(bench, raw, tmp_path, capsys):
     table.iloc[::2].to_csv(first, index=False)
     table.iloc[1::2].to_csv(second, index=False, sep="\t")
     out = tmp_path / "card.csv"
-    args = ["paraphrasus", str(BENCHMARK), "--metric", "my_distance", "--scores", str(first), str(second),
-            "--threshold", str(THRESHOLD), "--lower-is-similar", "-o", str(out)]
+    args = [
+        "paraphrasus",
+        str(BENCHMARK),
+        "--metric",
+        "my_distance",
+        "--scores",
+        str(first),
+        str(second),
+        "--threshold",
+        str(THRESHOLD),
+        "--lower-is-similar",
+        "-o",
+        str(out),
+    ]
     assert cli_main(args) == 0
     _check_cli_table(pd.read_csv(out, keep_default_na=False), raw)
     # a pluie column without a threshold: its natural 0
-    assert cli_main(["paraphrasus", str(BENCHMARK), "--metric", "pluie", "--scores", str(first), str(second),
-                     "-o", str(out)]) == 0
+    assert (
+        cli_main(
+            ["paraphrasus", str(BENCHMARK), "--metric", "pluie", "--scores", str(first), str(second), "-o", str(out)]
+        )
+        == 0
+    )
     assert "≥ 0 (PLUIE's natural threshold)" in capsys.readouterr().err
     _check_cli_table(pd.read_csv(out, keep_default_na=False), raw, threshold=0.6)
     # another column without a threshold: calibrated on the Classify! datasets, and said so
@@ -244,10 +317,13 @@ def test_cli_reads_columns_of_scores_files(bench, raw, tmp_path, capsys):
     assert "pairs of the benchmark have no my_distance score in scored_1.csv" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--metric", "nonsense"], "Unknown metric 'nonsense'"),
-    (["--metric", "levenshtein", "--calibrate-on", "mrpc,nowhere"], "no dataset 'nowhere'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--metric", "nonsense"], "Unknown metric 'nonsense'"),
+        (["--metric", "levenshtein", "--calibrate-on", "mrpc,nowhere"], "no dataset 'nowhere'"),
+    ],
+)
 def test_cli_bad_input_gets_one_line(args, message, tmp_path, capsys):
     files = [str(BENCHMARK / n) for n in ("ms-mrpc.json", "amr_true_paraphrases.json")]
     assert cli_main(["paraphrasus", *files, *args, "-o", str(tmp_path / "x.csv")]) == 1
@@ -256,11 +332,29 @@ def test_cli_bad_input_gets_one_line(args, message, tmp_path, capsys):
 
 
 def test_cli_refuses_a_dataset_of_fewer_than_three_pairs(tmp_path, capsys):
-    (tmp_path / "ms-mrpc.json").write_text(json.dumps({
-        "a": {"sentence1": "A cat.", "sentence2": "A cat sat.", "label": True},
-        "b": {"sentence1": "A dog.", "sentence2": "A bird.", "label": False}}))
-    assert cli_main(["paraphrasus", str(tmp_path), "--metric", "levenshtein", "--threshold", "0.5",
-                     "-o", str(tmp_path / "x.csv")]) == 1
+    (tmp_path / "ms-mrpc.json").write_text(
+        json.dumps(
+            {
+                "a": {"sentence1": "A cat.", "sentence2": "A cat sat.", "label": True},
+                "b": {"sentence1": "A dog.", "sentence2": "A bird.", "label": False},
+            }
+        )
+    )
+    assert (
+        cli_main(
+            [
+                "paraphrasus",
+                str(tmp_path),
+                "--metric",
+                "levenshtein",
+                "--threshold",
+                "0.5",
+                "-o",
+                str(tmp_path / "x.csv"),
+            ]
+        )
+        == 1
+    )
     assert "mrpc has 2 pairs; a dataset of the scorecard needs at least 3" in capsys.readouterr().err
 
 
@@ -277,8 +371,7 @@ def benchmark_store(bench, tmp_path_factory):
     # the run's scores, keyed by pair: the pairs were stored in the frames' order, dataset by dataset
     with read_session(engine) as session:
         ids = session.scalars(select(Pair.id).order_by(Pair.dataset_id, Pair.id)).all()
-    add_score_run(engine, "Levenshtein", pd.Series(frame["levenshtein"].to_numpy(), index=ids),
-                  higher_is_similar=False)
+    add_score_run(engine, "Levenshtein", pd.Series(frame["levenshtein"].to_numpy(), index=ids), higher_is_similar=False)
     yield url, engine, results
     engine.dispose()
 
@@ -293,7 +386,8 @@ def test_the_benchmark_lands_whole_with_its_challenges(benchmark_store, raw):
     card = scorecard(frame.assign(s=0.0), "s", DecisionRule(1.0))  # nothing predicted paraphrase
     assert card.datasets.set_index("dataset")["errors"].to_dict() == {
         f"paraphrasus/{d}": sum(label for _, _, label in pairs) if CHALLENGE[d] != "Minimize!" else 0
-        for d, pairs in raw.items()}
+        for d, pairs in raw.items()
+    }
 
 
 def test_a_benchmark_import_that_fails_part_way_leaves_nothing(benchmark_store, bench):
@@ -303,23 +397,34 @@ def test_a_benchmark_import_that_fails_part_way_leaves_nothing(benchmark_store, 
     with read_session(engine) as session:
         before = session.scalar(select(func.count(Pair.id)))
     with pytest.raises(ValueError, match="'again/mrpc' already exists"):
-        import_benchmark(engine, {"true": frames["true"], "simp": frames["simp"], "mrpc": frames["mrpc"]},
-                         benchmark="again", prefix="again")
+        import_benchmark(
+            engine,
+            {"true": frames["true"], "simp": frames["simp"], "mrpc": frames["mrpc"]},
+            benchmark="again",
+            prefix="again",
+        )
     with read_session(engine) as session:
         assert session.scalar(select(func.count(Pair.id))) == before
         assert session.scalars(select(Dataset.name).where(Dataset.name.like("again/%"))).all() == ["again/mrpc"]
 
 
 def test_assigning_a_dataset_by_hand_checks_it(engine):
-    mixed = pd.DataFrame({"source": ["a b", "c d", "e f", "g h"], "hypothesis": ["a c", "c e", "e g", "g i"],
-                          "label": [0.0, 1.0, 0.0, 0.0]})
+    mixed = pd.DataFrame(
+        {
+            "source": ["a b", "c d", "e f", "g h"],
+            "hypothesis": ["a c", "c e", "e g", "g i"],
+            "label": [0.0, 1.0, 0.0, 0.0],
+        }
+    )
     dataset_id = import_pairs(engine, "mine", mixed).dataset_id
     with pytest.raises(ScorecardError, match="mine has 1 positive gold labels"):
         assign_challenge(engine, dataset_id, "Minimize!", "custom")
     assert benchmark_datasets(engine).set_index("name").loc["mine", "challenge"] is None
     assign_challenge(engine, dataset_id, "Classify!", "custom")
-    assert benchmark_datasets(engine).set_index("name").loc["mine", ["challenge", "benchmark"]].tolist() == \
-        ["Classify!", "custom"]
+    assert benchmark_datasets(engine).set_index("name").loc["mine", ["challenge", "benchmark"]].tolist() == [
+        "Classify!",
+        "custom",
+    ]
     assign_challenge(engine, dataset_id, None)
     assert benchmark_datasets(engine).set_index("name").loc["mine", "benchmark"] is None
 
@@ -333,6 +438,7 @@ def page(monkeypatch):
         at.run()
         assert not at.exception, at.exception
         return at
+
     return open_
 
 
@@ -350,7 +456,10 @@ def test_page_shows_every_dataset_the_averages_and_err(benchmark_store, raw, pag
         assert metrics[challenge] == f"{error:.1%}"
     per_dataset = next(d.value for d in at.dataframe if "errors" in d.value.columns).set_index("dataset")
     for name, (n, errors) in rows.items():
-        assert (per_dataset.loc[f"paraphrasus/{name}", "n"], per_dataset.loc[f"paraphrasus/{name}", "errors"]) == (n, errors)
+        assert (per_dataset.loc[f"paraphrasus/{name}", "n"], per_dataset.loc[f"paraphrasus/{name}", "errors"]) == (
+            n,
+            errors,
+        )
     assert "paraphrase when the score is ≤ 0.4 (given)" in " ".join(c.value for c in at.caption)
 
 
@@ -376,8 +485,11 @@ def test_the_scorecards_pairs_are_read_ahead_and_the_page_reads_them_no_more(ben
 
 
 def test_page_says_why_a_dataset_cannot_join_a_challenge(engine, db_url, page):
-    import_pairs(engine, "mixed", pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["a b", "b c", "c d"],
-                                                "label": [1.0, 0.0, 0.0]}))
+    import_pairs(
+        engine,
+        "mixed",
+        pd.DataFrame({"source": ["a", "b", "c"], "hypothesis": ["a b", "b c", "c d"], "label": [1.0, 0.0, 0.0]}),
+    )
     at = page(db_url)
     assert "No benchmark yet" in at.info[0].value
     at.selectbox(key="assign_dataset").set_value("mixed")
@@ -385,18 +497,27 @@ def test_page_says_why_a_dataset_cannot_join_a_challenge(engine, db_url, page):
     at.button[0].click().run()
     assert [e.value for e in at.error] == [
         "mixed has 1 positive gold labels (paraphrases): a Minimize! dataset holds non-paraphrases only; assign it "
-        "to Classify! or leave those pairs out."]
+        "to Classify! or leave those pairs out."
+    ]
     assert benchmark_datasets(engine)["challenge"].isna().all()
 
 
 def test_page_per_language_and_pluie_natural_threshold(engine, db_url, page, tmp_path):
     """A dataset with a language field (as the full PAWS-X and XNLI files have), put in Classify! by
     hand, with a PLUIE-like run: natural threshold 0 by default, and the paper's Tables 6-7 view."""
-    records = {str(i): {"sentence1": f"sentence {i}", "sentence2": f"sentence {i} again", "label": i % 2,
-                        "lang": ["en", "de", "zh"][i % 3]} for i in range(12)}
+    records = {
+        str(i): {
+            "sentence1": f"sentence {i}",
+            "sentence2": f"sentence {i} again",
+            "label": i % 2,
+            "lang": ["en", "de", "zh"][i % 3],
+        }
+        for i in range(12)
+    }
     path = tmp_path / "paws-x-all.json"
     path.write_text(json.dumps(records))
     from db.datasets import import_file
+
     dataset_id = import_file(engine, path, name="pawsx all").dataset_id
     assign_challenge(engine, dataset_id, "Classify!", "multilingual")
     frame = scorecard_frame(engine, [dataset_id], [])
@@ -411,18 +532,41 @@ def test_page_per_language_and_pluie_natural_threshold(engine, db_url, page, tmp
     for k, language in enumerate(["en", "de", "zh"]):
         mine = [i for i in range(12) if i % 3 == k]
         assert by_language.loc["pawsx all", language] == pytest.approx(
-            round(100 * len(wrong & set(mine)) / len(mine), 1))
+            round(100 * len(wrong & set(mine)) / len(mine), 1)
+        )
     assert {m.label: m.value for m in at.metric}["Classify!"] == f"{len(wrong) / 12:.1%}"
 
 
 def test_cli_errors_per_language(tmp_path):
     """A PAWS-X file with a language field (as the full benchmark's is): --by-language gives Table 6's cells."""
-    records = {str(i): {"sentence1": "A man eats an apple.", "sentence2": ["A man eats an apple.", "Dogs run."][i % 2],
-                        "label": [1, 1, 0, 0][i % 4], "lang": ["en", "de"][i // 4]} for i in range(8)}
+    records = {
+        str(i): {
+            "sentence1": "A man eats an apple.",
+            "sentence2": ["A man eats an apple.", "Dogs run."][i % 2],
+            "label": [1, 1, 0, 0][i % 4],
+            "lang": ["en", "de"][i // 4],
+        }
+        for i in range(8)
+    }
     (tmp_path / "paws-x-test.json").write_text(json.dumps(records))
     out, languages = tmp_path / "card.csv", tmp_path / "languages.csv"
-    assert cli_main(["paraphrasus", str(tmp_path), "--metric", "levenshtein", "--threshold", "0.5",
-                     "-o", str(out), "--by-language", str(languages)]) == 0
+    assert (
+        cli_main(
+            [
+                "paraphrasus",
+                str(tmp_path),
+                "--metric",
+                "levenshtein",
+                "--threshold",
+                "0.5",
+                "-o",
+                str(out),
+                "--by-language",
+                str(languages),
+            ]
+        )
+        == 0
+    )
     # identical sentences (i even) are predicted paraphrase: right for i % 4 == 0, wrong for i % 4 == 2;
     # "Dogs run." (i odd) is not: wrong for i % 4 == 1, right for i % 4 == 3 -> 2 wrong of 4 per language
     table = pd.read_csv(languages).set_index("language")
@@ -433,8 +577,15 @@ def test_cli_errors_per_language(tmp_path):
 def test_benchmark_store_on_every_store(store_url, tmp_path):
     """Import of a benchmark piece, its challenge, and the language read from the pairs' metadata by
     the database's JSON functions, on SQLite and PostgreSQL alike."""
-    records = {str(i): {"sentence1": f"a sentence {i}", "sentence2": f"a sentence {i} again", "label": i % 2,
-                        "lang": ["en", "fr"][i % 2]} for i in range(6)}
+    records = {
+        str(i): {
+            "sentence1": f"a sentence {i}",
+            "sentence2": f"a sentence {i} again",
+            "label": i % 2,
+            "lang": ["en", "fr"][i % 2],
+        }
+        for i in range(6)
+    }
     (tmp_path / "paws-x-test.json").write_text(json.dumps(records))
     frames, _ = read_benchmark([tmp_path / "paws-x-test.json", BENCHMARK / "amr_true_paraphrases.json"])
     engine = init_db(store_url)

@@ -7,6 +7,7 @@ The data, as table 2 describes it: MRPC is train + test (5,801 pairs, 3,900 para
 files, "Quality" 1 = paraphrase) and PAWS is the dev set only (8,000 pairs, 3,539 paraphrases, label 1 =
 paraphrase; limitations section), every row kept, duplicates included. The edit distance is the
 normalised character Levenshtein distance (pluie_core.baselines.levenshtein)."""
+
 import csv
 import warnings
 
@@ -24,13 +25,20 @@ def corpus(name: str) -> pd.DataFrame:
         files = [DATASETS / "mrpc" / f"msr_paraphrase_{split}.txt" for split in ("train", "test")]
         frame = pd.concat([load_pairs(path)[["source", "hypothesis", "label"]] for path in files], ignore_index=True)
     else:
-        frame = pd.read_csv(DATASETS / "paws_wiki_final" / "dev.tsv", sep="\t", quoting=csv.QUOTE_NONE,
-                            keep_default_na=False).rename(columns={"sentence1": "source", "sentence2": "hypothesis"})
+        frame = pd.read_csv(
+            DATASETS / "paws_wiki_final" / "dev.tsv", sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False
+        ).rename(columns={"sentence1": "source", "sentence2": "hypothesis"})
     sources, hypotheses = frame["source"].tolist(), frame["hypothesis"].tolist()
-    return pd.DataFrame({
-        "dataset": name, "source": sources, "hypothesis": hypotheses, "label": frame["label"].astype(int).to_numpy(),
-        "bleu_paper": bleu_paper(sources, hypotheses), "distance": levenshtein(sources, hypotheses),
-    })
+    return pd.DataFrame(
+        {
+            "dataset": name,
+            "source": sources,
+            "hypothesis": hypotheses,
+            "label": frame["label"].astype(int).to_numpy(),
+            "bleu_paper": bleu_paper(sources, hypotheses),
+            "distance": levenshtein(sources, hypotheses),
+        }
+    )
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """PLUIE at the papers' sizes, tested on CPU: accelerate's device maps give the single-device scores,
 8-bit / 4-bit / GPU sharding are refused with one sentence where CUDA or a package is missing, the
 worker loads a placed model once for its runs, and the hardware suggestion follows the papers."""
+
 import sys
 
 import numpy as np
@@ -32,19 +33,28 @@ def test_device_maps_give_the_single_device_scores(model_dir):
         assert placed.device.type == "cpu" and placed.device_map == device_map
         np.testing.assert_allclose(placed.score(SOURCES, HYPOTHESES), single, atol=1e-4)
     # an explicit per-module map (what a hand-made sharding looks like), every module on the CPU
-    modules = {"model.embed_tokens": "cpu", "model.layers": "cpu", "model.norm": "cpu", "model.rotary_emb": "cpu",
-               "lm_head": "cpu"}
-    np.testing.assert_allclose(PluieScorer(model_dir, template="fs-direct", device_map=modules).score(SOURCES, HYPOTHESES),
-                               single, atol=1e-4)
+    modules = {
+        "model.embed_tokens": "cpu",
+        "model.layers": "cpu",
+        "model.norm": "cpu",
+        "model.rotary_emb": "cpu",
+        "lm_head": "cpu",
+    }
+    np.testing.assert_allclose(
+        PluieScorer(model_dir, template="fs-direct", device_map=modules).score(SOURCES, HYPOTHESES), single, atol=1e-4
+    )
 
 
-@pytest.mark.parametrize("options,sentence", [
-    ({"quantization": "8bit"}, r"8-bit loading needs a CUDA GPU \(bitsandbytes\) and this machine has none"),
-    ({"quantization": "4bit"}, r"4-bit loading needs a CUDA GPU \(bitsandbytes\) and this machine has none"),
-    ({"device_map": "balanced"}, r"Sharding the model across GPUs \(device map 'balanced'\) needs CUDA GPUs"),
-    ({"device_map": {"model": 0, "lm_head": 1}}, "Sharding the model across GPUs .* needs CUDA GPUs"),
-    ({"quantization": "2bit"}, "Unknown quantization '2bit'; use 8bit or 4bit"),
-])
+@pytest.mark.parametrize(
+    "options,sentence",
+    [
+        ({"quantization": "8bit"}, r"8-bit loading needs a CUDA GPU \(bitsandbytes\) and this machine has none"),
+        ({"quantization": "4bit"}, r"4-bit loading needs a CUDA GPU \(bitsandbytes\) and this machine has none"),
+        ({"device_map": "balanced"}, r"Sharding the model across GPUs \(device map 'balanced'\) needs CUDA GPUs"),
+        ({"device_map": {"model": 0, "lm_head": 1}}, "Sharding the model across GPUs .* needs CUDA GPUs"),
+        ({"quantization": "2bit"}, "Unknown quantization '2bit'; use 8bit or 4bit"),
+    ],
+)
 def test_what_this_cpu_cannot_do_is_refused_with_one_sentence(model_dir, options, sentence):
     import torch
 
@@ -70,8 +80,10 @@ def test_the_worker_loads_a_placed_model_once_and_refuses_quantisation_on_cpu(tm
     pairs = sentence_pairs(5)
     pair_ids = add_pairs(engine, "d", pairs)
     placed = {"device_map": "auto"}
-    runs = {d: create_run(engine, name=d, model=model_dir, template="direct", direction=d, options=placed)
-            for d in ("forward", "backward")}
+    runs = {
+        d: create_run(engine, name=d, model=model_dir, template="direct", direction=d, options=placed)
+        for d in ("forward", "backward")
+    }
     four_bit = create_run(engine, name="4-bit", model=model_dir, template="direct", options={"quantization": "4bit"})
     worker = ScoringWorker(engine, device="cpu", batch_size=5, poll_seconds=0.1)
     worker.run(exit_when_idle=True)
@@ -116,16 +128,25 @@ def test_reading_the_gpus_of_a_machine_without_a_gpu_driver_does_not_load_torch(
     from lab import hardware
     from tests.paths import REPO
 
-    code = ("import sys; from lab import hardware; hardware.GPU_DRIVER_FILES = ({!r},); "
-            "print(hardware.gpu_memory(), 'torch' in sys.modules)")
+    code = (
+        "import sys; from lab import hardware; hardware.GPU_DRIVER_FILES = ({!r},); "
+        "print(hardware.gpu_memory(), 'torch' in sys.modules)"
+    )
     missing = str(tmp_path / "no-driver")
-    out = subprocess.run([sys.executable, "-c", code.format(missing)], cwd=REPO, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code.format(missing)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert out == ["[]", "False"]
     # where a driver is, torch is asked (this machine's torch sees no GPU: [] all the same)
     (tmp_path / "nvidiactl").touch()
-    out = subprocess.run([sys.executable, "-c", code.format(str(tmp_path / "nvidiactl"))], cwd=REPO,
-                         capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code.format(str(tmp_path / "nvidiactl"))],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.split()
     assert out == ["[]", "True"]
     monkeypatch.setattr(hardware, "GPU_DRIVER_FILES", (missing,))
     assert hardware.gpu_driver_present() is (not sys.platform.startswith("linux"))

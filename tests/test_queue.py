@@ -1,4 +1,5 @@
 """The queue on a real store (SQLite file and PostgreSQL): claims, leases, completion, run controls."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -9,13 +10,20 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from db import queue
-from db import init_db
+from db import init_db, queue
 from db.engine import read_session, write_session
 from db.models import Score, ScoreRun, WorkItem
 from db.runs import (
-    DEFAULT_BASELINES, RunError, cancel_run, create_run, ensure_default_runs, pause_run, resume_run,
-    retry_run, runs_progress, scores_by_pair,
+    DEFAULT_BASELINES,
+    RunError,
+    cancel_run,
+    create_run,
+    ensure_default_runs,
+    pause_run,
+    resume_run,
+    retry_run,
+    runs_progress,
+    scores_by_pair,
 )
 from pluie_core.baselines import BASELINES
 from tests.store_fixtures import add_pairs, sentence_pairs
@@ -36,8 +44,9 @@ def test_new_run_queues_existing_pairs_and_import_queues_new_ones(engine):
     first = add_pairs(engine, "first", sentence_pairs(5))
     everywhere = create_run(engine, name="lev", kind="baseline", model="levenshtein")
     only_second = add_pairs(engine, "second", sentence_pairs(3, seed=1))
-    scoped = create_run(engine, name="scoped", kind="baseline", model="chrf",
-                        dataset_ids=[_dataset_id(engine, "second")])
+    scoped = create_run(
+        engine, name="scoped", kind="baseline", model="chrf", dataset_ids=[_dataset_id(engine, "second")]
+    )
     add_pairs(engine, "third", sentence_pairs(4, seed=2))
 
     with read_session(engine) as session:
@@ -124,11 +133,22 @@ def test_a_runs_sentence_is_the_error_of_its_failed_pairs_not_of_one_still_to_re
         queue.release_batch(engine, "A", [first], error="boom")
         queue.release_batch(engine, "A", [second])
     with write_session(engine) as session:  # its last try failed too, and it has tries left
-        session.execute(update(WorkItem).where(WorkItem.id == second).values(error="zzz: a try that failed", attempts=1))
+        session.execute(
+            update(WorkItem).where(WorkItem.id == second).values(error="zzz: a try that failed", attempts=1)
+        )
     progress = {p.id: p for p in runs_progress(engine)}
-    assert (progress[run].total, progress[run].done, progress[run].failed, progress[run].item_error) == (2, 0, 1, "boom")
+    assert (progress[run].total, progress[run].done, progress[run].failed, progress[run].item_error) == (
+        2,
+        0,
+        1,
+        "boom",
+    )
     assert (progress[other].total, progress[other].done, progress[other].failed, progress[other].item_error) == (
-        2, 0, 0, None)
+        2,
+        0,
+        0,
+        None,
+    )
 
 
 def test_pause_resume_cancel_and_failed_runs_stop_claims(engine):

@@ -3,6 +3,7 @@ on real SQLite stores (issue 35, items 5 and 6): the reviewer is a person the ap
 half-typed note across a page change; "Not yet decided" opens on the pair just reopened), and the organiser's
 forms survive a slip. The reloads (a new browser session) are tested in a real browser:
 tests/test_browser_remembered.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -100,7 +101,7 @@ def test_5_the_memory_is_per_browser_and_bounded():
     assert memory.get("a" * 24, "reviewer", "none") == "none"
     # the typing cookie as the page's script writes it (encodeURIComponent of a JSON pair)
     assert typed_cookie("%5B%22note-3%22%2C%22caf%C3%A9%3B%20ok%22%5D") == ("note-3", "café; ok")
-    assert typed_cookie("not json") is None and typed_cookie('%5B1%2C2%5D') is None and typed_cookie(None) is None
+    assert typed_cookie("not json") is None and typed_cookie("%5B1%2C2%5D") is None and typed_cookie(None) is None
 
 
 # ------------------------------------------------------------------ 6. the organiser's forms survive a slip
@@ -114,7 +115,8 @@ def campaign_store(engine):
 
 
 def test_6_a_refused_create_personal_links_keeps_the_names_and_a_batch_is_created_once(store):
-    from db import annotators, campaigns as camp
+    from db import annotators
+    from db import campaigns as camp
 
     ds = campaign_store(store)
     cid = camp.create_campaign(store, "Pilot", [ds], quota=3, n_training=0)
@@ -180,10 +182,10 @@ def test_6_the_new_campaign_form_survives_a_page_change_and_is_emptied_once_crea
     assert labelled(at.number_input, "Pairs per annotator").value == 50
 
 
-
 @pytest.mark.parametrize("late", [False, True], ids=["at-once", "ten-minutes-on"])
 def test_6_a_double_clicks_second_click_that_arrives_after_the_redraw_creates_nothing_and_says_created(
-        store, monkeypatch, late):
+    store, monkeypatch, late
+):
     """On a loaded server the second click of a double click can reach it after the first click's run drew
     the button again (the new batch), carrying the browser's values of before the form was emptied: it is
     the same campaign, not a new one with an "already exists" error (CI caught it once under load), even
@@ -229,7 +231,8 @@ def test_6_a_double_clicks_second_click_that_arrives_after_the_redraw_creates_no
 
 
 def test_6_the_comment_box_says_that_ctrl_1_to_5_answer_from_inside_it(store):
-    from db import annotators, campaigns as camp
+    from db import annotators
+    from db import campaigns as camp
 
     ds = campaign_store(store)
     cid = camp.create_campaign(store, "Pilot", [ds], quota=3, n_training=0)
@@ -266,8 +269,12 @@ def test_6_a_dataset_is_renamed_on_the_datasets_page(store):
     assert not at.error and "is now called “paws-x-dev”" in at.success[0].value
     assert sorted(at.dataframe[0].value["dataset"]) == ["paws-x-dev", "sts-dev"]  # the cached table follows
     assert {d.name for d in list_datasets(store)} == {"paws-x-dev", "sts-dev"}
-    for bad, why in (("", "Give the dataset a name."), ("x" * (NAME_LENGTH + 1), "the limit is"),
-                     ("a\x00b", "NUL"), ("sts-dev", "already")):
+    for bad, why in (
+        ("", "Give the dataset a name."),
+        ("x" * (NAME_LENGTH + 1), "the limit is"),
+        ("a\x00b", "NUL"),
+        ("sts-dev", "already"),
+    ):
         with pytest.raises(RenameRefused, match=why):
             rename_dataset(store, ids["dev"], bad)
     with pytest.raises(RenameRefused, match="no longer exists"):
@@ -301,8 +308,10 @@ def test_6_loading_can_skip_invalid_rows_and_list_them_all_or_nothing_stays_the_
     # several kinds at once, each with its reason; the label kind and duplicates read from the rows kept
     data = b"source,hypothesis,label\na,b,1\nc,,0\ne,f,maybe\ng,h,0\na,b,1\n"
     pairs = load_pairs(upload(data), skip_invalid=True)
-    assert pairs.attrs["skipped_rows"] == [{"row": 3, "why": "the hypothesis is empty."},
-                                           {"row": 4, "why": "the label 'maybe' is not a number."}]
+    assert pairs.attrs["skipped_rows"] == [
+        {"row": 3, "why": "the hypothesis is empty."},
+        {"row": 4, "why": "the label 'maybe' is not a number."},
+    ]
     assert pairs["source"].tolist() == ["a", "g"] and pairs.attrs["duplicates"] == [{"row": 6, "duplicate_of": 2}]
     assert pairs.attrs["label_kind"] == "binary"
     with pytest.raises(PairFileError, match="No row of the file is a valid pair: Line 2: the hypothesis is empty"):
@@ -328,7 +337,10 @@ def test_6_the_import_page_skips_invalid_rows_when_asked_and_lists_them(store):
     rerun(at)
     assert "Imported 30 pairs" in at.success[0].value
     (dataset,) = list_datasets(store)
-    assert "1 invalid row of thirty-one.csv left out at import: Line 17: the source sentence is empty." in dataset.description
+    assert (
+        "1 invalid row of thirty-one.csv left out at import: Line 17: the source sentence is empty."
+        in dataset.description
+    )
 
 
 def test_6_the_suggestion_is_a_model_this_machine_loads_offline_or_the_demo_judge_by_name(tmp_path):

@@ -1,10 +1,10 @@
 """Review and adjudication (issue 11, item 1) on real stores: the queue's order, the decision kept
 apart from the labels, the export's final columns, all-or-nothing writes, a stale reviewer and two
 reviewers writing at the same moment (SQLite and PostgreSQL), and the page through AppTest."""
+
 from __future__ import annotations
 
 import json
-
 import threading
 
 import pandas as pd
@@ -24,26 +24,28 @@ from tests.paths import REPO
 
 # (external id, levels of ann / bob / cy / dee; None = not labelled, 4 = Don't know)
 PAIRS = [
-    ("agree", (3, 3, None, None)),       # no disagreement
-    ("same-side", (2, 3, 3, None)),      # disagree, one side, spread 1
-    ("cross-1", (1, 2, None, 4)),        # across the boundary, spread 1, tie across -> no majority
-    ("cross-3", (0, 3, 3, None)),        # across, spread 3, minority 1/3
-    ("cross-2", (0, 2, 2, 1)),           # across, spread 2, minority 1/2
-    ("dont-know", (4, 2, None, None)),   # Don't know aside, one level only: no disagreement
-    ("wide-same", (0, 1, None, None)),   # one side, spread 1
+    ("agree", (3, 3, None, None)),  # no disagreement
+    ("same-side", (2, 3, 3, None)),  # disagree, one side, spread 1
+    ("cross-1", (1, 2, None, 4)),  # across the boundary, spread 1, tie across -> no majority
+    ("cross-3", (0, 3, 3, None)),  # across, spread 3, minority 1/3
+    ("cross-2", (0, 2, 2, 1)),  # across, spread 2, minority 1/2
+    ("dont-know", (4, 2, None, None)),  # Don't know aside, one level only: no disagreement
+    ("wide-same", (0, 1, None, None)),  # one side, spread 1
     ("alone", (None, None, None, None)),
 ]
 EXPECTED_ORDER = ["cross-3", "cross-2", "cross-1", "same-side", "wide-same"]
 
 
 def build(engine):
-    frame = pd.DataFrame({
-        "external_id": [p[0] for p in PAIRS],
-        "source": [f"The cat {p[0]} drinks water." for p in PAIRS],
-        "hypothesis": [f"The dog {p[0]} drinks milk." for p in PAIRS],
-        "label": [1, 1, 0, 1, 0, 1, 0, None],
-        **{f"annotator:{name}": [p[1][i] for p in PAIRS] for i, name in enumerate(["ann", "bob", "cy", "dee"])},
-    })
+    frame = pd.DataFrame(
+        {
+            "external_id": [p[0] for p in PAIRS],
+            "source": [f"The cat {p[0]} drinks water." for p in PAIRS],
+            "hypothesis": [f"The dog {p[0]} drinks milk." for p in PAIRS],
+            "label": [1, 1, 0, 1, 0, 1, 0, None],
+            **{f"annotator:{name}": [p[1][i] for p in PAIRS] for i, name in enumerate(["ann", "bob", "cy", "dee"])},
+        }
+    )
     import_pairs(engine, "toy", frame, annotator_scale="levels")
     ids = pair_ids(engine)
     add_score_run(engine, "lev", {ids[name]: 0.1 * i for i, name in enumerate(ids)})
@@ -57,7 +59,9 @@ def pair_ids(engine) -> dict[str, int]:
 
 def labels_snapshot(engine):
     with read_session(engine) as session:
-        return sorted(session.execute(sa.select(Label.pair_id, Label.annotator_id, Label.level, Label.updated_at)).all())
+        return sorted(
+            session.execute(sa.select(Label.pair_id, Label.annotator_id, Label.level, Label.updated_at)).all()
+        )
 
 
 def test_the_queue_puts_pairs_across_the_boundary_first_then_by_spread(engine):
@@ -76,7 +80,7 @@ def test_the_queue_puts_pairs_across_the_boundary_first_then_by_spread(engine):
         assert row["n_labels"] == sum(x is not None for x in levels)
         assert row["n_dont_know"] == sum(x == 4 for x in levels)
         expected = majority_level(levels)
-        assert (pd.isna(row["majority_level"]) if expected is None else row["majority_level"] == expected)
+        assert pd.isna(row["majority_level"]) if expected is None else row["majority_level"] == expected
     assert review_queue(engine, show="adjudicated").empty
     item = review_item(engine, ids["cross-2"])
     assert item["labels"]["annotator"].tolist() == ["ann", "bob", "cy", "dee"]
@@ -109,7 +113,11 @@ def test_a_decision_is_kept_apart_from_the_labels_and_becomes_the_final_label(en
         if expected is None:
             assert pd.isna(row["final_level"]) and row["final_source"] == "none" and row["final_label"] == ""
         else:
-            assert (row["final_level"], row["final_source"], row["final_label"]) == (expected, "majority", LEVELS[expected])
+            assert (row["final_level"], row["final_source"], row["final_label"]) == (
+                expected,
+                "majority",
+                LEVELS[expected],
+            )
             assert row["final_binary"] == binarise(expected)
         assert pd.isna(row["adjudicated_by"]) and pd.isna(row["adjudicated_at"])
 
@@ -137,7 +145,10 @@ def test_refused_decisions_leave_the_store_as_it_was(engine):
         (dict(pair_id=ids["cross-2"], level=2, reviewer="Lena", note="x" * 2001), "at most 2,000"),
         (dict(pair_id=99999, level=2, reviewer="Lena"), "no longer exists"),
         (dict(pair_id=ids["cross-2"], level=None, reviewer="Lena"), "no final level to withdraw"),
-        (dict(pair_id=ids["cross-3"], level=1, reviewer="Marc", seen_revision=0), "Lena decided on this pair meanwhile"),
+        (
+            dict(pair_id=ids["cross-3"], level=1, reviewer="Marc", seen_revision=0),
+            "Lena decided on this pair meanwhile",
+        ),
     ]
     for kwargs, message in cases:
         with pytest.raises(ReviewError, match=message):
@@ -168,15 +179,18 @@ def test_two_reviewers_at_the_same_moment_never_overwrite_each_other(store_url):
                 outcomes[name].append((pair_id, "refused"))
 
     barrier = threading.Barrier(2)
-    threads = [threading.Thread(target=reviewer, args=("Lena", engine, 3, barrier)),
-               threading.Thread(target=reviewer, args=("Marc", other, 0, barrier))]
+    threads = [
+        threading.Thread(target=reviewer, args=("Lena", engine, 3, barrier)),
+        threading.Thread(target=reviewer, args=("Marc", other, 0, barrier)),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
     with read_session(engine) as session:
-        stored = session.execute(sa.select(Adjudication.pair_id, Adjudication.revision, Adjudication.reviewer,
-                                           Adjudication.level)).all()
+        stored = session.execute(
+            sa.select(Adjudication.pair_id, Adjudication.revision, Adjudication.reviewer, Adjudication.level)
+        ).all()
     assert sorted(p for p, *_ in stored) == sorted(rounds) and {r for _, r, *_ in stored} == {1}
     final = export_frame(engine).set_index("external_id")
     for pair_id in rounds:
@@ -251,8 +265,9 @@ def test_the_page_walks_the_queue_and_records_the_decision(review_page, engine):
     run(at)
     assert "Marc decided on this pair meanwhile" in at.error[0].value
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT reviewer, level FROM adjudications WHERE pair_id = ?",
-                                    (ids["cross-2"],)).all() == [("Marc", 0)]
+        assert conn.exec_driver_sql(
+            "SELECT reviewer, level FROM adjudications WHERE pair_id = ?", (ids["cross-2"],)
+        ).all() == [("Marc", 0)]
 
     at.sidebar.radio(key="review-show").set_value("adjudicated")
     run(at)
@@ -273,14 +288,17 @@ def test_the_vectorised_majority_is_the_majority_rule():
     counts = rng.integers(0, 3, (3000, 4))
     counts[:20] = 0
     expected = [majority_level([v for v in range(4) for _ in range(row[v])]) for row in counts]
-    assert np.array_equal(majority_levels(counts), np.array([np.nan if e is None else e for e in expected], float),
-                          equal_nan=True)
+    assert np.array_equal(
+        majority_levels(counts), np.array([np.nan if e is None else e for e in expected], float), equal_nan=True
+    )
 
 
 def test_the_page_says_when_there_is_nothing_to_review(db_url, engine, monkeypatch):
     monkeypatch.setenv("PLUIE_DB_URL", db_url)
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
-    frame = pd.DataFrame({"source": ["a", "b"], "hypothesis": ["c", "d"], "annotator:ann": [3, 0], "annotator:bob": [3, 0]})
+    frame = pd.DataFrame(
+        {"source": ["a", "b"], "hypothesis": ["c", "d"], "annotator:ann": [3, 0], "annotator:bob": [3, 0]}
+    )
     import_pairs(engine, "agreed", frame, annotator_scale="levels")
     at = run(AppTest.from_file(str(REPO / "pages" / "review.py"), default_timeout=60))
     assert "no pair of these datasets has five-level labels that disagree" in at.info[0].value
@@ -296,15 +314,23 @@ def test_the_page_orders_the_queue_by_a_methods_uncertainty(review_page, engine)
     assert f"Pair {ids['cross-1']} ·" in shown_pair(at) and "uncertainty 0.50" in shown_pair(at)
     queue = review_queue(engine, aggregation="majority")
     assert [int(i) for i in queue.index] == sorted(
-        [ids[k] for k in EXPECTED_ORDER], key=lambda p: (-queue.at[p, "uncertainty"], p))
+        [ids[k] for k in EXPECTED_ORDER], key=lambda p: (-queue.at[p, "uncertainty"], p)
+    )
 
 
 def test_queue_reads_flags_and_levels_of_the_chosen_datasets_only_training_aside(engine):
     """Issue 20: the queue reads the labels' pair and level and the flagged rows in one pass each;
     the chosen datasets, flags and training answers count as before."""
     ids = build(engine)
-    other = pd.DataFrame({"external_id": ["o1", "o2"], "source": ["A b.", "C d."], "hypothesis": ["B a.", "D c."],
-                          "annotator:ann": [0, 1], "annotator:bob": [3, 1]})
+    other = pd.DataFrame(
+        {
+            "external_id": ["o1", "o2"],
+            "source": ["A b.", "C d."],
+            "hypothesis": ["B a.", "D c."],
+            "annotator:ann": [0, 1],
+            "annotator:bob": [3, 1],
+        }
+    )
     import_pairs(engine, "other", other, annotator_scale="levels")
     others = [pair_ids(engine)[name] for name in ("o1", "o2")]
     with engine.begin() as conn:

@@ -2,6 +2,7 @@
 viewer was shown Delete, Rename, the Preferences import and the Scorecard upload, then refused by the store),
 and a refusal names the action refused (test_roles_data.py and test_roles_campaigns.py check each write's
 sentence; the browser's view: test_browser_role_forms.py)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -21,17 +22,24 @@ def labels(at, kind: str) -> set[str]:
 def seen(name: str, page: str) -> dict[str, set[str]]:
     at = sign_in(start(page), name, PASSWORDS[name])
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-    return {"expanders": {e.label for e in at.expander}, "buttons": labels(at, "button"),
-            "uploads": labels(at, "file_uploader"), "info": {i.value for i in at.info},
-            "captions": {c.value for c in at.caption}}
+    return {
+        "expanders": {e.label for e in at.expander},
+        "buttons": labels(at, "button"),
+        "uploads": labels(at, "file_uploader"),
+        "info": {i.value for i in at.info},
+        "captions": {c.value for c in at.caption},
+    }
 
 
 def test_each_role_sees_the_forms_it_may_use(app_env):
     accounts.add_account(app_env, "olga", "organiser", password=PASSWORDS["olga"])
     accounts.add_account(app_env, "rey", "reviewer", password=PASSWORDS["rey"])
     accounts.add_account(app_env, "vic", "viewer", password=PASSWORDS["vic"])
-    dataset = import_pairs(app_env, "pilot", pd.DataFrame({"source": ["A cat sits.", "A dog runs."],
-                                                            "hypothesis": ["A cat is sitting.", "A dog walks."]}))
+    dataset = import_pairs(
+        app_env,
+        "pilot",
+        pd.DataFrame({"source": ["A cat sits.", "A dog runs."], "hypothesis": ["A cat is sitting.", "A dog walks."]}),
+    )
     camp.create_campaign(app_env, "Pilot", [dataset.dataset_id], quota=2, n_training=0)
 
     for name in ("vic", "rey"):

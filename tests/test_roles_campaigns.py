@@ -1,5 +1,6 @@
 """Roles in the campaign, quality and review writes (issue 39, helper B): each write checked, and who made it
 recorded — on SQLite and PostgreSQL, and the Review page through AppTest with someone signed in."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -7,10 +8,9 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from db import access, init_db
-from db import annotators, campaigns as camp, serving
+from db import access, annotators, init_db, review, serving
+from db import campaigns as camp
 from db import quality as qual
-from db import review
 from db.engine import read_session
 from db.models import Activity, Adjudication, Base
 from lab.roles import OPEN, Actor, NotAllowed, with_article
@@ -45,17 +45,20 @@ def sign_in(db_url, engine, monkeypatch):
 def store_rows(engine) -> dict:
     """Every row of every table: what "the store stayed as it was" compares."""
     with read_session(engine) as session:
-        return {table.name: sorted(map(tuple, session.execute(sa.select(table)).all()), key=repr)
-                for table in Base.metadata.sorted_tables}
+        return {
+            table.name: sorted(map(tuple, session.execute(sa.select(table)).all()), key=repr)
+            for table in Base.metadata.sorted_tables
+        }
 
 
 def campaign_with_gold(engine):
     ds, pairs = make_dataset(engine, "demo", numbered_pairs(30))
-    gds, gold = make_dataset(engine, "checks", numbered_pairs(6, "Check "), label_kind="binary",
-                             gold=[i % 2 for i in range(6)])
+    gds, gold = make_dataset(
+        engine, "checks", numbered_pairs(6, "Check "), label_kind="binary", gold=[i % 2 for i in range(6)]
+    )
     cid = camp.create_campaign(engine, "Pilot", [ds, gds], quota=5, n_training=2, seed=1)
     qual.gold_from_dataset(engine, cid, gds, n=2)
-    (aid, _, _), = annotators.create_annotators(engine, cid, ["ann"])
+    ((aid, _, _),) = annotators.create_annotators(engine, cid, ["ann"])
     return cid, ds, gds, aid, pairs, gold
 
 
@@ -71,8 +74,12 @@ def organiser_writes(engine, cid, ds, gds, aid, pairs, gold):
         ("close", lambda: camp.update_campaign(engine, cid, active=False)),
         ("aggregation", lambda: camp.update_campaign(engine, cid, aggregation="dawid_skene")),
         ("reorder", lambda: camp.reorder_campaign(engine, cid)),
-        ("training feedback", lambda: camp.set_training_feedback(
-            engine, cid, [{"position": 0, "expected_level": 2, "explanation": "close"}])),
+        (
+            "training feedback",
+            lambda: camp.set_training_feedback(
+                engine, cid, [{"position": 0, "expected_level": 2, "explanation": "close"}]
+            ),
+        ),
         ("quality settings", lambda: qual.set_quality_settings(engine, cid, **settings)),
         ("gold by id", lambda: qual.add_gold_pairs(engine, cid, pd.DataFrame({"pair_id": [pairs[-1]], "level": [3]}))),
         ("gold from a dataset", lambda: qual.gold_from_dataset(engine, cid, gds)),
@@ -80,13 +87,21 @@ def organiser_writes(engine, cid, ds, gds, aid, pairs, gold):
     ]
 
 
-REFUSED = {"create a campaign": "create a campaign", "create links": "add annotators",
-           "replace a link": "make a new labelling link", "revoke a link": "revoke an annotator's link",
-           "save guidelines": "change a campaign's settings", "close": "change a campaign's settings",
-           "aggregation": "change a campaign's settings", "reorder": "reorder a campaign's queue",
-           "training feedback": "set a campaign's training feedback",
-           "quality settings": "change a campaign's quality settings", "gold by id": "add gold checks",
-           "gold from a dataset": "plan gold checks", "remove gold": "remove gold checks"}
+REFUSED = {
+    "create a campaign": "create a campaign",
+    "create links": "add annotators",
+    "replace a link": "make a new labelling link",
+    "revoke a link": "revoke an annotator's link",
+    "save guidelines": "change a campaign's settings",
+    "close": "change a campaign's settings",
+    "aggregation": "change a campaign's settings",
+    "reorder": "reorder a campaign's queue",
+    "training feedback": "set a campaign's training feedback",
+    "quality settings": "change a campaign's quality settings",
+    "gold by id": "add gold checks",
+    "gold from a dataset": "plan gold checks",
+    "remove gold": "remove gold checks",
+}
 
 
 def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_stays(store_url):
@@ -97,8 +112,9 @@ def test_viewers_and_reviewers_are_refused_every_organiser_write_and_the_store_s
         for what, call in organiser_writes(engine, *fixture):
             with access.acting_as(actor), pytest.raises(NotAllowed) as refused:
                 call()
-            assert str(refused.value) == (f"{actor.name} is {with_article(actor.role)}: only an organiser or above can "
-                                          f"{REFUSED[what]}."), what  # the action refused, named (issue 56)
+            assert str(refused.value) == (
+                f"{actor.name} is {with_article(actor.role)}: only an organiser or above can {REFUSED[what]}."
+            ), what  # the action refused, named (issue 56)
             assert store_rows(engine) == before, what
     with access.acting_as(access.NOBODY), pytest.raises(NotAllowed, match="^Sign in to add annotators.$"):
         annotators.create_annotators(engine, fixture[0], ["bob"])
@@ -145,10 +161,11 @@ def test_campaigns_and_their_settings_say_who_made_them(store_url):
     ds, _ = make_dataset(engine, "demo", numbered_pairs(20))
     with access.acting_as(ORGANISER):
         cid = camp.create_campaign(engine, "Pilot", [ds], quota=5, n_training=2)
-        qual.set_quality_settings(engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=1 / 3,
-                                  streak_length=10)
+        qual.set_quality_settings(
+            engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10
+        )
         camp.update_campaign(engine, cid, guidelines="# Be careful")
-        (aid, _, _), = annotators.create_annotators(engine, cid, ["ann"])
+        ((aid, _, _),) = annotators.create_annotators(engine, cid, ["ann"])
         annotators.revoke_annotator(engine, aid)
     open_cid = camp.create_campaign(engine, "Open", [ds], quota=5, n_training=2)  # no account: nobody named
     assert camp.get_campaign(engine, cid).created_by == "olga"
@@ -162,8 +179,14 @@ def test_campaigns_and_their_settings_say_who_made_them(store_url):
     assert what[3] == "Quality settings: share of gold checks 0% → 20%."
     assert camp.campaign_activity(engine, cid, limit=2)["what"].tolist() == what[:2]
     with read_session(engine) as session:  # the activity of one campaign only
-        assert session.scalar(sa.select(sa.func.count()).select_from(Activity).where(
-            Activity.subject == "campaign", Activity.subject_id == open_cid)) == 1
+        assert (
+            session.scalar(
+                sa.select(sa.func.count())
+                .select_from(Activity)
+                .where(Activity.subject == "campaign", Activity.subject_id == open_cid)
+            )
+            == 1
+        )
     engine.dispose()
 
 
@@ -208,15 +231,16 @@ def test_the_campaigns_page_says_who_made_the_campaign_and_refuses_a_viewer_in_a
     ds, _ = make_dataset(engine, "demo", numbered_pairs(20))
     with access.acting_as(ORGANISER):
         cid = camp.create_campaign(engine, "Pilot", [ds], quota=5, n_training=2)
-        qual.set_quality_settings(engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=1 / 3,
-                                  streak_length=10)
+        qual.set_quality_settings(
+            engine, cid, gold_rate=0.2, gold_min_accuracy=0.7, fast_fraction=1 / 3, streak_length=10
+        )
     role = {"now": "organiser"}
     sign_in(lambda: Actor("olga", role["now"], 13))
     at = AppTest.from_file(str(REPO / "pages" / "campaigns.py"), default_timeout=60)
     at.run()
     assert not at.exception, at.exception
     assert any(str(c.value).startswith("Created by olga on ") for c in at.caption)
-    activity, = [e for e in at.expander if e.label == "Recent activity (2)"]
+    (activity,) = [e for e in at.expander if e.label == "Recent activity (2)"]
     lines = [str(m.value) for m in activity.markdown]
     assert "olga" in lines[0] and "Quality settings: share of gold checks 0% → 20%." in lines[0]
     assert "Created the campaign: 18 pairs in the queue, 2 training pairs." in lines[1]
@@ -225,6 +249,5 @@ def test_the_campaigns_page_says_who_made_the_campaign_and_refuses_a_viewer_in_a
     at.button(key=f"links-create-{cid}-0").click()
     at.run()
     assert not at.exception, at.exception
-    assert any("olga is a viewer: only an organiser or above can add annotators."
-               in str(e.value) for e in at.error)
+    assert any("olga is a viewer: only an organiser or above can add annotators." in str(e.value) for e in at.error)
     assert annotators.annotator_rows(engine, cid) == []

@@ -2,6 +2,7 @@
 and a reviewer are refused every write an organiser may do, with one sentence and the store as it was;
 an organiser's writes go through and name them (created_by, the activity log); a store without accounts
 (OPEN) works as before."""
+
 from __future__ import annotations
 
 import io
@@ -37,17 +38,27 @@ def frame(n: int = 4, seed: int = 0, labels: bool = True) -> pd.DataFrame:
 
 
 def preference_items() -> pd.DataFrame:
-    return pd.DataFrame({"source": ["a cat", "a dog"], "candidate_a": ["one cat", "one dog"],
-                         "candidate_b": ["the cat", "the dog"], "preferred": ["A", "B"]})
+    return pd.DataFrame(
+        {
+            "source": ["a cat", "a dog"],
+            "candidate_a": ["one cat", "one dog"],
+            "candidate_b": ["the cat", "the dog"],
+            "preferred": ["A", "B"],
+        }
+    )
 
 
 def snapshot(engine) -> dict:
     """Every table's row count, and what a refused write could have changed in place."""
     with read_session(engine) as session:
-        counts = {table.name: session.scalar(select(func.count()).select_from(table))
-                  for table in Base.metadata.sorted_tables}
-        datasets = session.execute(select(Dataset.id, Dataset.name, Dataset.challenge, Dataset.benchmark,
-                                          Dataset.description).order_by(Dataset.id)).all()
+        counts = {
+            table.name: session.scalar(select(func.count()).select_from(table)) for table in Base.metadata.sorted_tables
+        }
+        datasets = session.execute(
+            select(Dataset.id, Dataset.name, Dataset.challenge, Dataset.benchmark, Dataset.description).order_by(
+                Dataset.id
+            )
+        ).all()
         runs = session.execute(select(ScoreRun.id, ScoreRun.status).order_by(ScoreRun.id)).all()
     return {"counts": counts, "datasets": [tuple(d) for d in datasets], "runs": [tuple(r) for r in runs]}
 
@@ -63,8 +74,15 @@ def store(store_url, tmp_path):
     cancel_run(engine, cancelled)
     with read_session(engine) as session:
         pair_id = session.scalar(select(func.min(Pair.id)).where(Pair.dataset_id == dataset_id))
-    yield {"engine": engine, "dataset": dataset_id, "active": active, "paused": paused, "cancelled": cancelled,
-           "pair": pair_id, "tmp": tmp_path}
+    yield {
+        "engine": engine,
+        "dataset": dataset_id,
+        "active": active,
+        "paused": paused,
+        "cancelled": cancelled,
+        "pair": pair_id,
+        "tmp": tmp_path,
+    }
     engine.dispose()
 
 
@@ -86,20 +104,47 @@ def organiser_writes(s: dict) -> dict:
         "challenge": lambda: assign_challenge(engine, s["dataset"], "Classify!", "custom"),
         "preferences": lambda: import_preferences(engine, "prefs", preference_items()),
         "preference file": lambda: import_preference_file(
-            engine, io.BytesIO(preference_items().to_csv(index=False).encode()), name="prefs-file"),
+            engine, io.BytesIO(preference_items().to_csv(index=False).encode()), name="prefs-file"
+        ),
         "publish": lambda: publish_dataset(engine, s["tmp"] / "published", licence="cc-by-4.0", n_boot=10),
     }
 
 
-WRITES = ["import", "append", "import in chunks", "rename", "delete", "create run", "pause", "resume", "cancel",
-          "retry", "benchmark", "challenge", "preferences", "preference file", "publish"]
+WRITES = [
+    "import",
+    "append",
+    "import in chunks",
+    "rename",
+    "delete",
+    "create run",
+    "pause",
+    "resume",
+    "cancel",
+    "retry",
+    "benchmark",
+    "challenge",
+    "preferences",
+    "preference file",
+    "publish",
+]
 # what each refusal names (issue 56, item 5: the action refused, not the role's whole list)
-REFUSED = {"import": "import pairs", "append": "import pairs", "import in chunks": "import pairs",
-           "rename": "rename a dataset", "delete": "delete a dataset", "create run": "create a score run",
-           "pause": "pause a score run", "resume": "resume a score run", "cancel": "cancel a score run",
-           "retry": "retry a score run", "benchmark": "import a benchmark", "challenge": "put a dataset in a challenge",
-           "preferences": "import preference data", "preference file": "import preference data",
-           "publish": "publish a dataset"}
+REFUSED = {
+    "import": "import pairs",
+    "append": "import pairs",
+    "import in chunks": "import pairs",
+    "rename": "rename a dataset",
+    "delete": "delete a dataset",
+    "create run": "create a score run",
+    "pause": "pause a score run",
+    "resume": "resume a score run",
+    "cancel": "cancel a score run",
+    "retry": "retry a score run",
+    "benchmark": "import a benchmark",
+    "challenge": "put a dataset in a challenge",
+    "preferences": "import preference data",
+    "preference file": "import preference data",
+    "publish": "publish a dataset",
+}
 
 
 @pytest.mark.parametrize("actor", [VIEWER, REVIEWER], ids=["viewer", "reviewer"])
@@ -135,8 +180,12 @@ def test_why_this_score_needs_a_reviewer(store):
 
 def activity(engine) -> list[tuple]:
     with read_session(engine) as session:
-        return [tuple(row) for row in session.execute(
-            select(Activity.actor, Activity.action, Activity.subject, Activity.subject_id).order_by(Activity.id))]
+        return [
+            tuple(row)
+            for row in session.execute(
+                select(Activity.actor, Activity.action, Activity.subject, Activity.subject_id).order_by(Activity.id)
+            )
+        ]
 
 
 def test_an_organisers_writes_go_through_and_name_them(store):
@@ -173,7 +222,9 @@ def test_an_organisers_writes_go_through_and_name_them(store):
 
 def test_the_open_store_works_as_before(store):
     engine, writes = store["engine"], organiser_writes(store)
-    for name in WRITES:  # no acting_as, OPEN installed (as the worker and the command line do): everything allowed, nobody named
+    for name in (
+        WRITES
+    ):  # no acting_as, OPEN installed (as the worker and the command line do): everything allowed, nobody named
         if name != "delete":
             writes[name]()
     writes["delete"]()
@@ -193,7 +244,9 @@ def test_the_scoring_page_says_who_created_a_run(engine, monkeypatch, db_url):
         create_run(engine, name="by olga", kind="baseline", model="levenshtein")
     create_run(engine, name="by nobody", kind="baseline", model="bleu")
     try:
-        page = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "scoring.py"), default_timeout=60).run()
+        page = AppTest.from_file(
+            str(Path(__file__).resolve().parents[1] / "pages" / "scoring.py"), default_timeout=60
+        ).run()
         assert not page.exception, page.exception
         texts = [bar.proto.text for bar in page.get("progress")]
         mine = next(text for text in texts if "by olga" in text)

@@ -1,6 +1,7 @@
 """One record per run kind (pluie_core.run_kinds.RUN_KINDS), read by every layer: the store accepts
 exactly its kinds, the worker builds each kind's metric through the record's loader, the Scoring page
 offers the judges it lists, and a record added to it is accepted by create_run."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,7 @@ import streamlit as st
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import init_db
-from db import queue
+from db import init_db, queue
 from db.engine import read_session
 from db.models import ScoreRun
 from db.preferences import import_preference_file
@@ -27,8 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def make_run(engine, kind: str, model: str) -> int:
     """A run of ``kind`` as the Scoring page's forms would create it (a baseline names its metric)."""
-    return create_run(engine, kind=kind, name=f"{kind} run", model="levenshtein" if RUN_KINDS[kind].baseline
-                      else model, device="cpu")
+    return create_run(
+        engine, kind=kind, name=f"{kind} run", model="levenshtein" if RUN_KINDS[kind].baseline else model, device="cpu"
+    )
 
 
 def test_the_store_accepts_exactly_the_registry_kinds(engine):
@@ -43,8 +44,12 @@ def test_the_store_accepts_exactly_the_registry_kinds(engine):
 
 
 def test_every_layer_reads_the_records_facts():
-    assert queue.CHOICE_RUN_KINDS == analysis.PREFERENCE_ONLY_KINDS == tuple(
-        k.name for k in RUN_KINDS.values() if k.compares == PREFERENCE_ITEMS) == ("llm-choice",)
+    assert (
+        queue.CHOICE_RUN_KINDS
+        == analysis.PREFERENCE_ONLY_KINDS
+        == tuple(k.name for k in RUN_KINDS.values() if k.compares == PREFERENCE_ITEMS)
+        == ("llm-choice",)
+    )
     assert set(judges.JUDGES_BY_RUN_KIND) == {k.name for k in RUN_KINDS.values() if k.judge is not None}
     for record in RUN_KINDS.values():
         assert analysis.natural_threshold(record.name) == record.natural_threshold
@@ -53,7 +58,11 @@ def test_every_layer_reads_the_records_facts():
         judge = judges.judge_for_run_kind(record.name)
         if judge is not None:  # the judges' registry takes its shared facts from the record
             assert (judge.kind, judge.title, judge.default_template, judge.natural_threshold) == (
-                record.judge, record.title, record.default_template, record.natural_threshold)
+                record.judge,
+                record.title,
+                record.default_template,
+                record.natural_threshold,
+            )
             assert judge.default_template in judges.BUILTIN_JUDGE_TEMPLATES
     assert queue.uses_model("baseline", {"model": "roberta-large"})
     assert [analysis.natural_threshold(k) for k in RUN_KINDS] == [0.0, None, 0.5, 4.0, None]
@@ -73,7 +82,10 @@ def test_the_worker_builds_a_metric_for_every_kind(tmp_path, tiny_model_path):
         values, details = metric.score([source], [candidate])
         assert len(values) == 1, kind
         if kind == "baseline":
-            assert values == [pytest.approx(BASELINES["levenshtein"].function([source], [candidate])[0])] and details is None
+            assert (
+                values == [pytest.approx(BASELINES["levenshtein"].function([source], [candidate])[0])]
+                and details is None
+            )
         elif kind == "pluie":
             assert metric.scorer is not None and "logp Yes" in details[0]
         else:  # a judge: the generated text is kept, the model shared with the PLUIE run's
@@ -108,8 +120,16 @@ def test_the_scoring_page_offers_the_registry_judges(tmp_path, monkeypatch):
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     st.cache_resource.clear()
     init_db(url).dispose()
-    fake = RunKind("llm-fake", "LLM-Fake", PAIRS, "judge", needs_model=True, default_template="yes-no",
-                   judge="yes-no", natural_threshold=0.5)
+    fake = RunKind(
+        "llm-fake",
+        "LLM-Fake",
+        PAIRS,
+        "judge",
+        needs_model=True,
+        default_template="yes-no",
+        judge="yes-no",
+        natural_threshold=0.5,
+    )
     monkeypatch.setitem(RUN_KINDS, "llm-fake", fake)
     page = AppTest.from_file(str(REPO / "pages" / "scoring.py"), default_timeout=60)
     page.run()
@@ -148,11 +168,16 @@ def _kind_literals(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             arguments = node.args
             positional = arguments.posonlyargs + arguments.args
-            pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+            pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
             pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
             found += [(d.lineno, f"default of {a.arg}") for a, d in pairs if a.arg == "kind" and named(d)]
-        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "kind"
-              and node.value is not None and named(node.value)):
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "kind"
+            and node.value is not None
+            and named(node.value)
+        ):
             found.append((node.lineno, "default of kind"))
     return sorted(found)
 
@@ -172,19 +197,28 @@ def test_the_code_names_run_kinds_through_the_registry():
         paths = sorted((REPO / entry).rglob("*.py")) if (REPO / entry).is_dir() else [REPO / entry]
         for path in paths:
             if path.is_file() and path != REPO / "pluie_core" / "run_kinds.py":
-                found += [f"{path.relative_to(REPO)}:{line}: {what}"
-                          for line, what in _kind_literals(path.read_text(encoding="utf-8"), names)]
+                found += [
+                    f"{path.relative_to(REPO)}:{line}: {what}"
+                    for line, what in _kind_literals(path.read_text(encoding="utf-8"), names)
+                ]
     assert not found, "run kinds named by a string (use pluie_core.run_kinds' constants):\n" + "\n".join(found)
 
 
 def test_a_kind_named_by_a_string_is_found():
     names = frozenset(RUN_KINDS)
-    planted = ('def f(run, kind="pluie"):\n'
-               '    if run.kind == "llm-likert" or kind in ("baseline",):\n'
-               '        return g(kind="llm-choice")\n'
-               'class Body:\n'
-               '    kind: str = "llm-yes-no"\n'
-               'column = "pluie"\n'  # a column name, not a kind compared: not found
-               'loaded = record.loader == "pluie"\n')  # a loader's name: not found
-    assert _kind_literals(planted, names) == [(1, "default of kind"), (2, "compared"), (2, "compared"),
-                                              (3, "passed as kind="), (5, "default of kind")]
+    planted = (
+        'def f(run, kind="pluie"):\n'
+        '    if run.kind == "llm-likert" or kind in ("baseline",):\n'
+        '        return g(kind="llm-choice")\n'
+        "class Body:\n"
+        '    kind: str = "llm-yes-no"\n'
+        'column = "pluie"\n'  # a column name, not a kind compared: not found
+        'loaded = record.loader == "pluie"\n'
+    )  # a loader's name: not found
+    assert _kind_literals(planted, names) == [
+        (1, "default of kind"),
+        (2, "compared"),
+        (2, "compared"),
+        (3, "passed as kind="),
+        (5, "default of kind"),
+    ]

@@ -8,6 +8,7 @@ sequence (its length − 1, which is what the model's mean loss divides by). The
 model's causal-LM cross-entropy, computed in float64 so that the reference itself is exact to
 far below the 1e-4 tolerance (a float32 mean over ~500 tokens alone carries ~1e-4 of rounding).
 """
+
 import numpy as np
 import pytest
 import torch
@@ -52,8 +53,7 @@ def two_pass_reference(model, tokenizer, scorer, source, hypothesis, cut_end_of_
     losses = []
     for k, word in enumerate(scorer.answers):
         if answer_texts is None:
-            full = tokenizer.apply_chat_template(
-                messages + [{"role": "assistant", "content": word}], tokenize=False)
+            full = tokenizer.apply_chat_template(messages + [{"role": "assistant", "content": word}], tokenize=False)
             text = full[: full.rindex(word) + len(word)] if cut_end_of_turn else full
         else:
             text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + answer_texts[k]
@@ -85,8 +85,9 @@ def test_single_pass_equals_two_pass_formula(tiny_model_builder, float64_models,
     scores, logprobs = scorer.score(SOURCES, HYPOTHESES, return_logprobs=True)
 
     reference_model = float64_models(path)
-    reference = [two_pass_reference(reference_model, scorer.tokenizer, scorer, s, h)
-                 for s, h in zip(SOURCES, HYPOTHESES)]
+    reference = [
+        two_pass_reference(reference_model, scorer.tokenizer, scorer, s, h) for s, h in zip(SOURCES, HYPOTHESES)
+    ]
     np.testing.assert_allclose(scores, reference, atol=1e-4, rtol=0)
     # Random weights still give scores of a few units, so 1e-4 is a demanding comparison.
     assert np.abs(scores).max() > 0.05
@@ -99,8 +100,9 @@ def test_reference_loss_is_the_models_own_loss(tiny_model_builder):
     path = tiny_model_builder(arch="llama", tokenizer="bpe")
     model = AutoModelForCausalLM.from_pretrained(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "The cat drinks water."},
-                                          {"role": "assistant", "content": "Yes"}], tokenize=False)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "The cat drinks water."}, {"role": "assistant", "content": "Yes"}], tokenize=False
+    )
     ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
     with torch.no_grad():
         own = model(ids, labels=ids).loss.item()
@@ -134,8 +136,10 @@ def test_unigram_tokenizer_uses_one_spacing_for_both_answers(tiny_model_builder,
     assert scorer.answer_texts == (" Yes", " No")
     assert scorer.tokenizer.convert_ids_to_tokens(list(scorer.answer_ids)) == ["▁Yes", "▁No"]
     scores = scorer.score(SOURCES, HYPOTHESES)
-    reference = [two_pass_reference(float64_models(path), scorer.tokenizer, scorer, s, h,
-                                    answer_texts=(" Yes", " No")) for s, h in zip(SOURCES, HYPOTHESES)]
+    reference = [
+        two_pass_reference(float64_models(path), scorer.tokenizer, scorer, s, h, answer_texts=(" Yes", " No"))
+        for s, h in zip(SOURCES, HYPOTHESES)
+    ]
     np.testing.assert_allclose(scores, reference, atol=1e-4, rtol=0)
 
 
@@ -156,7 +160,8 @@ def test_pairs_that_do_not_start_with_the_cached_prefix_fall_back(tiny_model_bui
     path = tiny_model_builder(arch="llama", tokenizer="bpe")
     scorer = PluieScorer(str(path), template="direct", batch_size=2)
     expected = PluieScorer((scorer.model, scorer.tokenizer), template="direct", prefix_cache=False).score(
-        SOURCES, HYPOTHESES)
+        SOURCES, HYPOTHESES
+    )
     # A prefix that runs into the first pair's own source text: only that pair starts with it.
     first_prompt = scorer._encode(scorer.prompts(SOURCES[:1], HYPOTHESES[:1])[0])
     template_prefix = len(scorer._shared_prefix()[0])
@@ -306,10 +311,12 @@ def test_already_loaded_model_gives_the_same_scores(tiny_model_builder):
     path = tiny_model_builder(arch="qwen2", tokenizer="bpe")
     from_path = PluieScorer(str(path), template="direct").score(SOURCES, HYPOTHESES)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-    np.testing.assert_allclose(PluieScorer((model, tokenizer), template="direct").score(SOURCES, HYPOTHESES),
-                               from_path, atol=1e-6)
-    np.testing.assert_allclose(PluieScorer(model, tokenizer=tokenizer, template="direct").score(SOURCES, HYPOTHESES),
-                               from_path, atol=1e-6)
+    np.testing.assert_allclose(
+        PluieScorer((model, tokenizer), template="direct").score(SOURCES, HYPOTHESES), from_path, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        PluieScorer(model, tokenizer=tokenizer, template="direct").score(SOURCES, HYPOTHESES), from_path, atol=1e-6
+    )
 
 
 def test_multi_token_answer_is_refused_with_its_tokenisation(tiny_model_builder):
@@ -353,8 +360,9 @@ def test_answers_default_to_the_templates_own(tiny_model_builder):
     assert scorer.tokenizer.convert_ids_to_tokens(list(scorer.answer_ids)) == ["Oui", "Non"]
     assert "« oui » ou « non »" in scorer.prompts(["a"], ["b"])[0]
     swapped = PluieScorer((scorer.model, scorer.tokenizer), template="fs-direct-fr", answers=("Non", "Oui"))
-    np.testing.assert_allclose(swapped.score(SOURCES[:2], HYPOTHESES[:2]), -scorer.score(SOURCES[:2], HYPOTHESES[:2]),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        swapped.score(SOURCES[:2], HYPOTHESES[:2]), -scorer.score(SOURCES[:2], HYPOTHESES[:2]), atol=1e-5
+    )
 
 
 def test_package_exports_the_scorer():

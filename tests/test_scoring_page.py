@@ -1,4 +1,5 @@
 """The scoring page in real Streamlit (AppTest) on a real SQLite store, with a real worker process."""
+
 from __future__ import annotations
 
 import os
@@ -12,12 +13,12 @@ import streamlit as st
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import init_db
+from db import init_db, queue
 from db.engine import read_session
 from db.models import ScoreRun, Worker
-from db import queue
 from db.runs import RunError, create_run, ensure_default_runs, latest_scores, pause_run
-from tests.store_fixtures import add_pairs, open_page as open_app_page, score_everything, sentence_pairs
+from tests.store_fixtures import add_pairs, score_everything, sentence_pairs
+from tests.store_fixtures import open_page as open_app_page
 from tests.store_fixtures import texts as app_texts
 from tests.test_worker import start_worker
 from worker import Metric, ScoringWorker
@@ -87,7 +88,12 @@ def test_create_a_run_from_the_form_and_see_its_pairs_queued(store, tiny_model_p
     assert not page.exception and not page.error, [e.value for e in page.error]
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.name == "my run"))
-    assert (run.model, run.direction, run.template, run.status) == (str(tiny_model_path), "symmetric", "fs-direct", "active")
+    assert (run.model, run.direction, run.template, run.status) == (
+        str(tiny_model_path),
+        "symmetric",
+        "fs-direct",
+        "active",
+    )
     assert run.dtype == "float32"
     with pytest.raises(RunError, match="Precision must be one of float32, bfloat16, float16, not 'int8'"):
         create_run(engine, model=str(tiny_model_path), name="eight bits", dtype="int8")
@@ -225,8 +231,9 @@ def test_a_run_reads_loading_the_model_and_workers_show_the_current_runs_rate(st
         if run_id == pluie:
             overview = workers_overview(engine).iloc[0]
             progress = next(r for r in runs_progress(engine) if r.id == pluie)
-            seen.append((overview["state"], overview["pairs / s"], progress.starting,
-                         texts(open_page()) if not seen else ""))
+            seen.append(
+                (overview["state"], overview["pairs / s"], progress.starting, texts(open_page()) if not seen else "")
+            )
             worker._metrics[run_id] = Metric(slow_scores)  # loaded: kept, as the real one keeps it
             return slow_scores
         return real_metric(run_id)

@@ -1,11 +1,12 @@
 """The Scoring page's new parts in AppTest: baseline runs with a model and options, PLUIE placement
 (refused on this CPU with one sentence), and the model suggested for the hardware."""
+
 from sqlalchemy import func, select
 
 from db.engine import read_session
 from db.models import ScoreRun
-from pluie_core.gguf_files import demo_model_path
 from lab.hardware import SMALL_MODEL
+from pluie_core.gguf_files import demo_model_path
 from tests.test_scoring_page import open_page, store, texts, widget  # noqa: F401 (fixture)
 from tests.tiny_encoders import tiny_bert, tiny_nllb  # noqa: F401 (fixtures)
 
@@ -25,7 +26,8 @@ def test_a_baseline_run_with_its_model_and_options_from_the_page(store, tiny_ber
     assert not page.exception
     assert [e.value for e in page.error] == [
         "The model roberta-large is not in the local Hugging Face cache, and the hub is offline (HF_HUB_OFFLINE): "
-        "download it first, or give a local model directory."]
+        "download it first, or give a local model directory."
+    ]
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 0
     widget(page.text_input, "Baseline model").input(tiny_bert)
@@ -34,7 +36,12 @@ def test_a_baseline_run_with_its_model_and_options_from_the_page(store, tiny_ber
     assert not page.exception and not page.error, [e.value for e in page.error]
     with read_session(engine) as session:
         run = session.scalar(select(ScoreRun).where(ScoreRun.name == "BERT-iBLEU tiny"))
-    assert (run.kind, run.model, run.options, run.status) == ("baseline", "bert_ibleu", {"model": tiny_bert, "beta": 2.0}, "active")
+    assert (run.kind, run.model, run.options, run.status) == (
+        "baseline",
+        "bert_ibleu",
+        {"model": tiny_bert, "beta": 2.0},
+        "active",
+    )
     assert "BERT-iBLEU" in texts(page) and f"model {tiny_bert}, beta 2.0" in texts(page)  # its progress line
 
     widget(page.selectbox, "Baseline").set_value("nmt_cross")  # needs a model: refused, nothing stored
@@ -48,7 +55,8 @@ def test_a_baseline_run_with_its_model_and_options_from_the_page(store, tiny_ber
     page.run()
     assert [e.value for e in page.error] == [
         "The nmt_cross baseline needs a multilingual translation model with target-language tokens (M2M100 or "
-        f"NLLB, e.g. facebook/m2m100_418M); {tiny_bert!r} is a bert model."]
+        f"NLLB, e.g. facebook/m2m100_418M); {tiny_bert!r} is a bert model."
+    ]
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(ScoreRun)) == 1
     widget(page.text_input, "Baseline model").input(tiny_nllb)

@@ -2,6 +2,7 @@
 server.py, set it HttpOnly and SameSite=Strict, Secure under HTTPS, in exchange for a one-time grant that the
 signed-in session made; logging out clears it. The routes are driven here with Starlette's TestClient; the
 browser's side (document.cookie cannot read it, reloads and tabs keep it) is test_browser_session_cookie.py."""
+
 from __future__ import annotations
 
 import time
@@ -39,11 +40,17 @@ def cookies_module(monkeypatch, tmp_path):
 NONCE = "the-nonce-of-the-browser-that-signed-in"
 
 
-def client(module, base_url: str = "http://testserver", peer: str = "203.0.113.9",
-           nonce: str | None = NONCE) -> TestClient:
+def client(
+    module, base_url: str = "http://testserver", peer: str = "203.0.113.9", nonce: str | None = NONCE
+) -> TestClient:
     """A browser: the one that signed in (its nonce, BROWSER_COOKIE), unless ``nonce`` says otherwise."""
-    return TestClient(Starlette(routes=module.routes()), base_url=base_url, follow_redirects=False,
-                      client=(peer, 50000), cookies={module.BROWSER_COOKIE: nonce} if nonce else None)
+    return TestClient(
+        Starlette(routes=module.routes()),
+        base_url=base_url,
+        follow_redirects=False,
+        client=(peer, 50000),
+        cookies={module.BROWSER_COOKIE: nonce} if nonce else None,
+    )
 
 
 def grant_of(module, token: str, nonce: str = NONCE) -> str:
@@ -83,7 +90,8 @@ def test_a_grant_sets_an_httponly_strict_cookie_once(cookies_module):
 def test_https_makes_it_secure_and_a_trusted_proxy_may_say_so(cookies_module, monkeypatch):
     token, _ = auth.issue_admin_session()
     secure = client(cookies_module, "https://testserver").get(
-        f"/_pluie/session?grant={grant_of(cookies_module, token)}&next=/")
+        f"/_pluie/session?grant={grant_of(cookies_module, token)}&next=/"
+    )
     assert "secure" in [part.strip().lower() for part in set_cookie(secure).split(";")]
 
     said = {"X-Forwarded-Proto": "https"}
@@ -93,29 +101,35 @@ def test_https_makes_it_secure_and_a_trusted_proxy_may_say_so(cookies_module, mo
     still = client(cookies_module).get(f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said)
     assert "secure" not in [part.strip().lower() for part in set_cookie(still).split(";")]
     trusted = client(cookies_module, peer="10.1.2.3").get(
-        f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said)
+        f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said
+    )
     assert "secure" in [part.strip().lower() for part in set_cookie(trusted).split(";")]
     # a server listening on "::" sees an IPv4 proxy IPv4-mapped: it is the same address (issue 52)
     mapped = client(cookies_module, peer="::ffff:10.1.2.3").get(
-        f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said)
+        f"/_pluie/session?grant={grant_of(cookies_module, token)}", headers=said
+    )
     assert "secure" in [part.strip().lower() for part in set_cookie(mapped).split(";")]
 
 
-@pytest.mark.parametrize("asked, sent_to", [
-    ("/pairs", "/pairs"),
-    ("https://elsewhere.example/", "/"),
-    ("//elsewhere.example/path", "/"),
-    ("/\\elsewhere.example", "/"),
-    ("javascript:alert(1)", "/"),
-    ("/ok\r\nSet-Cookie:%20x=1", "/"),
-    ("", "/"),
-])
+@pytest.mark.parametrize(
+    "asked, sent_to",
+    [
+        ("/pairs", "/pairs"),
+        ("https://elsewhere.example/", "/"),
+        ("//elsewhere.example/path", "/"),
+        ("/\\elsewhere.example", "/"),
+        ("javascript:alert(1)", "/"),
+        ("/ok\r\nSet-Cookie:%20x=1", "/"),
+        ("", "/"),
+    ],
+)
 def test_the_next_page_is_a_path_of_this_site(cookies_module, asked, sent_to):
     from urllib.parse import quote
 
     token, _ = auth.issue_admin_session()
     response = client(cookies_module).get(
-        f"/_pluie/session?grant={grant_of(cookies_module, token)}&next={quote(asked, safe='')}")
+        f"/_pluie/session?grant={grant_of(cookies_module, token)}&next={quote(asked, safe='')}"
+    )
     assert response.status_code == 303 and response.headers["location"] == sent_to
 
 
@@ -163,9 +177,9 @@ def test_the_cookie_routes_are_where_server_py_serves_them(cookies_module):
     import importlib
     import sys
 
-    from tests.paths import REPO
-
     from streamlit import config
+
+    from tests.paths import REPO
 
     sys.modules.pop("server", None)
     anchor = config._main_script_path  # st.App sets it for the whole process: the later tests' is theirs
@@ -195,8 +209,11 @@ def test_a_grant_opened_in_another_browser_sets_nothing(cookies_module):
     late = client(cookies_module).get(f"/_pluie/session?grant={grant}")  # tried elsewhere: used up
     assert not late.headers.get_list("set-cookie")
     logout = cookies_module.hand_back(NONCE) and cookies_module.visited[-1].split("grant=", 1)[1]
-    assert not client(cookies_module, nonce="another-browser").get(
-        f"/_pluie/logout?grant={logout}").headers.get_list("set-cookie")  # a log-out is the browser's too
+    assert (
+        not client(cookies_module, nonce="another-browser")
+        .get(f"/_pluie/logout?grant={logout}")
+        .headers.get_list("set-cookie")
+    )  # a log-out is the browser's too
 
 
 def test_a_browser_signed_in_as_another_account_is_not_switched(cookies_module, tmp_path, monkeypatch):
@@ -233,9 +250,13 @@ def test_a_page_gives_a_browser_without_one_its_nonce(cookies_module):
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    app = Starlette(routes=[Route("/", lambda request: HTMLResponse("<html></html>")),
-                            Route("/_stcore/health", lambda request: JSONResponse({}))],
-                    middleware=cookies_module.middleware())
+    app = Starlette(
+        routes=[
+            Route("/", lambda request: HTMLResponse("<html></html>")),
+            Route("/_stcore/health", lambda request: JSONResponse({})),
+        ],
+        middleware=cookies_module.middleware(),
+    )
     assert all(isinstance(m, Middleware) for m in cookies_module.middleware())
     fresh = TestClient(app).get("/")
     header = set_cookie(fresh)

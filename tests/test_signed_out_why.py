@@ -2,11 +2,12 @@
 password is told it is disabled (a wrong password still reads "Wrong account or password", so a guesser learns
 nothing more), and a session ended by a changed role, a new password or a disabled account says which, on the
 sign-in form, instead of showing the form without a word."""
+
 from __future__ import annotations
 
 from db import access, accounts
-from ui.access.signin import DISABLED
 from tests.test_signin import app_env, labels, sign_in, start  # noqa: F401 (the app on this test's store)
+from ui.access.signin import DISABLED
 
 
 def warnings(at) -> list[str]:
@@ -37,13 +38,19 @@ def test_a_session_ended_by_an_owner_says_why(app_env):
     assert labels(at) == ["Account", "Password"]
     assert warnings(at) == ["An owner changed your role from viewer to organiser, which signed you out: sign in again."]
     sign_in(at, "sam", "sam's password")
-    assert labels(at) == [] and not warnings(at) and "Signed in as sam (organiser)" in [c.value for c in at.sidebar.caption]
+    assert (
+        labels(at) == []
+        and not warnings(at)
+        and "Signed in as sam (organiser)" in [c.value for c in at.sidebar.caption]
+    )
 
     with access.acting_as(accounts.actor_for(olga)):
         accounts.end_sessions(app_env, sam.id)
     at.run()
-    assert warnings(at) == ["Your sign-in was ended (a log-out in another tab, a new password, or an owner ended your "
-                            "sessions): sign in again."]
+    assert warnings(at) == [
+        "Your sign-in was ended (a log-out in another tab, a new password, or an owner ended your "
+        "sessions): sign in again."
+    ]
     sign_in(at, "sam", "sam's password")
     with access.acting_as(accounts.actor_for(olga)):
         accounts.disable_account(app_env, sam.id)

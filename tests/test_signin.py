@@ -1,6 +1,7 @@
 """Signing in with an account (issue 39, items 1 and 6): ui.access.signin, the role of each page (app.py,
 lab.roles.PAGE_ROLES), the actor every write checks (db.access's resolver), and a store from before
 accounts keeping its admin password (now the owner "admin") and every label."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,8 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
-from db import access, accounts, init_db
-from db import annotators, campaigns as camp, serving
+from db import access, accounts, annotators, init_db, serving
+from db import campaigns as camp
 from db.engine import read_session
 from db.models import Account, Annotator, Label
 from lab.auth import LOGIN_GUARD, admin_session_expiry, issue_admin_session
@@ -19,8 +20,18 @@ from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.paths import REPO
 
 APP = str(REPO / "app.py")
-READING = ["Datasets", "Pairs", "Agreement", "Thresholds", "Distributions", "Disagreements", "Scorecard",
-           "Correlation", "Preferences", "API & webhooks"]
+READING = [
+    "Datasets",
+    "Pairs",
+    "Agreement",
+    "Thresholds",
+    "Distributions",
+    "Disagreements",
+    "Scorecard",
+    "Correlation",
+    "Preferences",
+    "API & webhooks",
+]
 
 
 @pytest.fixture
@@ -125,10 +136,12 @@ def test_an_account_token_is_signed_with_the_account(store_url, monkeypatch, tmp
         assert admin_session_expiry(token, fingerprint_of=fingerprint) == expires
         forged = token.replace(f"a{sam.id}.", f"a{ida.id}.", 1)  # another account's id, the same signature
         assert admin_session_expiry(forged, fingerprint_of=fingerprint) is None
-        for change in (lambda: accounts.set_role(engine, sam.id, "viewer"),
-                       lambda: accounts.set_password(engine, sam.id, "another password"),
-                       lambda: accounts.end_sessions(engine, sam.id),
-                       lambda: accounts.disable_account(engine, sam.id)):
+        for change in (
+            lambda: accounts.set_role(engine, sam.id, "viewer"),
+            lambda: accounts.set_password(engine, sam.id, "another password"),
+            lambda: accounts.end_sessions(engine, sam.id),
+            lambda: accounts.disable_account(engine, sam.id),
+        ):
             token, _ = issue_admin_session(account_id=sam.id, fingerprint=fingerprint(sam.id) or "none")
             assert admin_session_expiry(token, fingerprint_of=fingerprint) is not None
             change()
@@ -146,8 +159,10 @@ def test_the_admin_password_becomes_the_owner_admin_and_keeps_every_label(app_en
 
     def counts():
         with read_session(app_env) as session:
-            return {model.__name__: session.scalar(select(func.count()).select_from(model))
-                    for model in (Label, Annotator, Account)}
+            return {
+                model.__name__: session.scalar(select(func.count()).select_from(model))
+                for model in (Label, Annotator, Account)
+            }
 
     before = counts()
     assert before["Label"] == 6 and before["Account"] == 0

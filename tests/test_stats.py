@@ -1,4 +1,5 @@
 """pluie_core.stats against reference libraries, published worked examples and brute force."""
+
 import itertools
 import warnings
 
@@ -19,8 +20,7 @@ from sklearn.metrics import (
 
 from pluie_core import stats as S
 from pluie_core.labels import binarise, binarise_levels, majority_binary, ordinal_levels
-from pluie_core.stats import StatsError, StatsWarning
-from pluie_core.stats import reliability
+from pluie_core.stats import StatsError, StatsWarning, reliability
 from tests.paths import DATASETS
 
 NaN = np.nan
@@ -51,11 +51,13 @@ def weighted_kappa_by_hand(a, b, categories, power):
 
 
 def test_levels_to_matrix_pivots_long_labels_and_keeps_the_last_duplicate():
-    long = pd.DataFrame({
-        "pair_id": [1, 1, 2, 3, 3],
-        "annotator": ["ann", "bob", "ann", "bob", "bob"],
-        "level": [3, 2, 4, 0, 1],
-    })
+    long = pd.DataFrame(
+        {
+            "pair_id": [1, 1, 2, 3, 3],
+            "annotator": ["ann", "bob", "ann", "bob", "bob"],
+            "level": [3, 2, 4, 0, 1],
+        }
+    )
     matrix = S.levels_to_matrix(long)
     assert list(matrix.index) == [1, 2, 3] and list(matrix.columns) == ["ann", "bob"]
     assert matrix.loc[1, "ann"] == 3 and matrix.loc[1, "bob"] == 2
@@ -70,14 +72,19 @@ def test_levels_to_matrix_equals_pandas_pivot_on_many_unsorted_labels_with_repea
     table must be pivot's, index, columns, their names and order included, the last repeat winning."""
     rng = np.random.default_rng(2)
     n = 20000
-    long = pd.DataFrame({
-        "pair_id": rng.integers(0, 6000, n) * 7 + 3,
-        "annotator": pd.array(rng.choice(["zoé", "ann", "Bob", "b0b", "ann2"], n), dtype="str"),
-        "level": rng.integers(0, 5, n).astype(float),
-    })
+    long = pd.DataFrame(
+        {
+            "pair_id": rng.integers(0, 6000, n) * 7 + 3,
+            "annotator": pd.array(rng.choice(["zoé", "ann", "Bob", "b0b", "ann2"], n), dtype="str"),
+            "level": rng.integers(0, 5, n).astype(float),
+        }
+    )
     long.loc[rng.random(n) < 0.05, "level"] = NaN
-    expected = (long.drop_duplicates(["pair_id", "annotator"], keep="last")
-                .pivot(index="pair_id", columns="annotator", values="level").astype(float))
+    expected = (
+        long.drop_duplicates(["pair_id", "annotator"], keep="last")
+        .pivot(index="pair_id", columns="annotator", values="level")
+        .astype(float)
+    )
     matrix = S.levels_to_matrix(long)
     assert long.duplicated(["pair_id", "annotator"]).sum() > 1000  # repeats are there to be resolved
     pd.testing.assert_frame_equal(matrix, expected, check_index_type=False, check_column_type=False)
@@ -233,8 +240,16 @@ def test_pairwise_kappa_matches_sklearn_on_each_pair_of_annotators():
 def test_fleiss_kappa_reproduces_the_worked_example_of_fleiss_1971():
     # the 10 items x 5 categories, 14 raters example (Wikipedia "Fleiss' kappa"): κ = 0.210
     counts = [
-        [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-        [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
     ]
     assert S.fleiss_kappa(counts) == pytest.approx(0.2099, abs=5e-4)
     # an item seen by a single rater carries no agreement and changes nothing
@@ -383,12 +398,15 @@ def test_human_vs_model_matches_sklearn_with_rows_human_and_columns_model():
 
 
 def test_human_vs_model_table_lists_each_annotator_and_the_majority():
-    binary = pd.DataFrame({
-        "ann": [1, 1, 0, 0],
-        "bob": [1, 0, 0, NaN],
-        "cid": [1, 1, 1, 1],
-        "dan": [NaN, NaN, 1, 1],
-    }, index=list("wxyz"))
+    binary = pd.DataFrame(
+        {
+            "ann": [1, 1, 0, 0],
+            "bob": [1, 0, 0, NaN],
+            "cid": [1, 1, 1, 1],
+            "dan": [NaN, NaN, 1, 1],
+        },
+        index=list("wxyz"),
+    )
     scores = pd.Series([2.0, 1.0, -1.0, -3.0], index=list("zyxw"))  # aligned by index, not position
     predicted = np.array([0, 0, 1, 1])  # w, x, y, z at threshold 0
     table = S.human_vs_model_table(binary, scores).set_index("annotator")
@@ -426,13 +444,15 @@ def brute_force_curve(scores, labels, higher_is_positive):
     rows = []
     for threshold in np.unique(scores):
         predicted = (scores >= threshold) if higher_is_positive else (scores <= threshold)
-        rows.append((
-            threshold,
-            accuracy_score(labels, predicted),
-            f1_score(labels, predicted, zero_division=0),
-            precision_score(labels, predicted, zero_division=0),
-            recall_score(labels, predicted, zero_division=0),
-        ))
+        rows.append(
+            (
+                threshold,
+                accuracy_score(labels, predicted),
+                f1_score(labels, predicted, zero_division=0),
+                precision_score(labels, predicted, zero_division=0),
+                recall_score(labels, predicted, zero_division=0),
+            )
+        )
     return pd.DataFrame(rows, columns=["threshold", "accuracy", "f1", "precision", "recall"])
 
 
@@ -483,7 +503,12 @@ def test_best_threshold_reports_the_tied_plateau():
     assert curve["accuracy"].tolist() == pytest.approx([3 / 6, 4 / 6, 3 / 6, 4 / 6, 3 / 6, 4 / 6])
     assert (best["threshold"], best["tie_low"], best["tie_high"], best["n_tied"]) == (2.0, 2.0, 6.0, 3)
     distance = S.best_threshold([-x for x in scores], labels, higher_is_positive=False)
-    assert (distance["threshold"], distance["tie_low"], distance["tie_high"], distance["n_tied"]) == (-2.0, -6.0, -2.0, 3)
+    assert (distance["threshold"], distance["tie_low"], distance["tie_high"], distance["n_tied"]) == (
+        -2.0,
+        -6.0,
+        -2.0,
+        3,
+    )
     single = S.best_threshold([0.1, 0.9], [0, 1])
     assert single["tie_low"] == single["tie_high"] == single["threshold"] == 0.9 and single["n_tied"] == 1
 
@@ -545,8 +570,9 @@ def test_mbd_on_a_single_balanced_draw_equals_the_direct_statistics():
     for higher in (True, False):
         scores = balanced["pluie"] if higher else -balanced["pluie"]
         frame = balanced.assign(score=scores)
-        table = S.mixed_balanced_draw(frame, ["score"], n_draws=3, per_class=20, thresholds={"score": 0.0},
-                                      higher_is_positive={"score": higher}).set_index(["at", "figure"])
+        table = S.mixed_balanced_draw(
+            frame, ["score"], n_draws=3, per_class=20, thresholds={"score": 0.0}, higher_is_positive={"score": higher}
+        ).set_index(["at", "figure"])
         best = S.best_threshold(scores, balanced["label"], higher)
         natural = S.metrics_at(scores, balanced["label"], 0.0, higher)
         for figure in ("threshold", "accuracy", "f1", "precision", "recall"):
@@ -562,7 +588,9 @@ def test_mbd_on_a_single_balanced_draw_equals_the_direct_statistics():
 def test_mbd_f1_criterion_matches_best_threshold_per_draw_on_one_full_draw():
     data = corpora(seed=4)
     balanced = pd.concat([g.head(20) for _, g in data.groupby(["dataset", "label"])])
-    table = S.mixed_balanced_draw(balanced, ["pluie"], n_draws=2, per_class=20, criterion="f1").set_index(["at", "figure"])
+    table = S.mixed_balanced_draw(balanced, ["pluie"], n_draws=2, per_class=20, criterion="f1").set_index(
+        ["at", "figure"]
+    )
     best = S.best_threshold(balanced["pluie"], balanced["label"], criterion="f1")
     assert table.loc[("best", "f1"), "mean"] == pytest.approx(best["f1"])
     assert table.loc[("best", "threshold"), "mean"] == pytest.approx(best["threshold"])
@@ -570,17 +598,41 @@ def test_mbd_f1_criterion_matches_best_threshold_per_draw_on_one_full_draw():
 
 def test_mbd_summary_columns_intervals_and_reproducibility():
     data = corpora()
-    table = S.mixed_balanced_draw(data, ["pluie", "lev"], n_draws=50, seed=3, per_class=10, thresholds={"pluie": 0.0},
-                                  higher_is_positive={"lev": False})
-    assert list(table.columns) == ["score", "at", "figure", "mean", "std", "ci_low", "ci_high",
-                                   "mean_ci_halfwidth", "n_draws", "per_class"]
+    table = S.mixed_balanced_draw(
+        data,
+        ["pluie", "lev"],
+        n_draws=50,
+        seed=3,
+        per_class=10,
+        thresholds={"pluie": 0.0},
+        higher_is_positive={"lev": False},
+    )
+    assert list(table.columns) == [
+        "score",
+        "at",
+        "figure",
+        "mean",
+        "std",
+        "ci_low",
+        "ci_high",
+        "mean_ci_halfwidth",
+        "n_draws",
+        "per_class",
+    ]
     assert set(table.loc[table.score == "lev", "at"]) == {"best", "threshold-free"}  # no given threshold for lev
     assert (table["ci_low"] <= table["mean"] + 1e-12).all() and (table["mean"] <= table["ci_high"] + 1e-12).all()
     row = table.query("score == 'pluie' and at == 'best' and figure == 'accuracy'").iloc[0]
     assert row["mean_ci_halfwidth"] == pytest.approx(1.959964 * row["std"] / np.sqrt(50))
     assert 0 < row["std"] and row["ci_low"] < row["ci_high"]
-    again = S.mixed_balanced_draw(data, ["pluie", "lev"], n_draws=50, seed=3, per_class=10, thresholds={"pluie": 0.0},
-                                  higher_is_positive={"lev": False})
+    again = S.mixed_balanced_draw(
+        data,
+        ["pluie", "lev"],
+        n_draws=50,
+        seed=3,
+        per_class=10,
+        thresholds={"pluie": 0.0},
+        higher_is_positive={"lev": False},
+    )
     pd.testing.assert_frame_equal(table, again)
     other = S.mixed_balanced_draw(data, ["pluie"], n_draws=50, seed=4, per_class=10)
     assert not np.isclose(other.loc[1, "mean"], row["mean"])
@@ -588,8 +640,10 @@ def test_mbd_summary_columns_intervals_and_reproducibility():
 
 def test_mbd_draws_the_papers_45_per_class_by_default():
     rng = np.random.default_rng(8)
-    parts = [pd.DataFrame({"dataset": name, "label": np.r_[np.ones(n, int), np.zeros(60, int)], "s": rng.random(n + 60)})
-             for name, n in (("a", 50), ("b", 90))]
+    parts = [
+        pd.DataFrame({"dataset": name, "label": np.r_[np.ones(n, int), np.zeros(60, int)], "s": rng.random(n + 60)})
+        for name, n in (("a", 50), ("b", 90))
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error", StatsWarning)  # every class has 45 or more: nothing to say
         table = S.mixed_balanced_draw(pd.concat(parts), ["s"], n_draws=5)
@@ -638,12 +692,14 @@ def test_edit_distance_correlation_is_pearson_inside_each_class():
 
 
 def test_edit_distance_correlation_explains_undefined_cells():
-    data = pd.DataFrame({
-        "label": [1, 1, 1, 0, 0, 0, 0],
-        "flat": [2.0, 2.0, 2.0, 1.0, 2.0, 3.0, 4.0],
-        "lev": [0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.5],
-        "few": [1.0, NaN, NaN, 1.0, 2.0, 3.0, 5.0],
-    })
+    data = pd.DataFrame(
+        {
+            "label": [1, 1, 1, 0, 0, 0, 0],
+            "flat": [2.0, 2.0, 2.0, 1.0, 2.0, 3.0, 4.0],
+            "lev": [0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.5],
+            "few": [1.0, NaN, NaN, 1.0, 2.0, 3.0, 5.0],
+        }
+    )
     table = S.edit_distance_correlation(data, ["flat", "few"], "lev", "label").set_index(["label", "score"])
     assert np.isnan(table.loc[(1, "flat"), "r"]) and "score is the same" in table.loc[(1, "flat"), "note"]
     assert np.isnan(table.loc[(0, "flat"), "r"]) and "edit distance is the same" in table.loc[(0, "flat"), "note"]
@@ -654,11 +710,13 @@ def test_edit_distance_correlation_explains_undefined_cells():
 
 
 def test_disagreements_lists_wrong_predictions_most_confident_first():
-    data = pd.DataFrame({
-        "pair": ["a", "b", "c", "d", "e", "f"],
-        "pluie": [-9.0, 0.5, 3.0, -0.2, NaN, 0.0],
-        "majority": [1, 0, 1, 1, 0, 0],
-    })
+    data = pd.DataFrame(
+        {
+            "pair": ["a", "b", "c", "d", "e", "f"],
+            "pluie": [-9.0, 0.5, 3.0, -0.2, NaN, 0.0],
+            "majority": [1, 0, 1, 1, 0, 0],
+        }
+    )
     result = S.disagreements(data, "pluie", "majority")
     assert result["pair"].tolist() == ["a", "b", "d", "f"]  # 0.0 is "at or above": predicted paraphrase
     assert result["confidence"].tolist() == pytest.approx([9.0, 0.5, 0.2, 0.0])
@@ -671,13 +729,20 @@ def test_disagreements_lists_wrong_predictions_most_confident_first():
 def test_human_disagreements_lists_split_items_with_their_spread():
     matrix = pd.DataFrame(
         [[3, 0, NaN], [2, 2, 3], [1, 2, 2], [4, 0, 3], [1, 2, NaN]],
-        index=["p1", "p2", "p3", "p4", "p5"], columns=["ann", "bob", "cid"],
+        index=["p1", "p2", "p3", "p4", "p5"],
+        columns=["ann", "bob", "cid"],
     )
     table = S.human_disagreements(matrix)
     assert table.index.tolist() == ["p1", "p4", "p5", "p3"]
     assert table.loc["p4"].to_dict() == {
-        "n_labels": 2, "n_paraphrase": 1, "n_non_paraphrase": 1, "n_dont_know": 1,
-        "min_level": 0, "max_level": 3, "spread": 3, "minority_share": 0.5,
+        "n_labels": 2,
+        "n_paraphrase": 1,
+        "n_non_paraphrase": 1,
+        "n_dont_know": 1,
+        "min_level": 0,
+        "max_level": 3,
+        "spread": 3,
+        "minority_share": 0.5,
     }
     assert table.loc["p3", "minority_share"] == pytest.approx(1 / 3) and table.loc["p3", "spread"] == 1
 
@@ -698,8 +763,13 @@ def test_per_pair_figures_and_each_annotator_against_the_model_read_the_same_fro
     annotator's and the majority's agreement with the model (duplicates: the last label wins)."""
     rng = np.random.default_rng(seed)
     n = 300
-    labels = pd.DataFrame({"pair_id": rng.integers(0, 80, n), "annotator": rng.choice([f"a{i}" for i in range(15)], n),
-                           "level": rng.choice([0, 1, 2, 3, 4], n).astype(float)})
+    labels = pd.DataFrame(
+        {
+            "pair_id": rng.integers(0, 80, n),
+            "annotator": rng.choice([f"a{i}" for i in range(15)], n),
+            "level": rng.choice([0, 1, 2, 3, 4], n).astype(float),
+        }
+    )
     matrix, slots = S.levels_to_matrix(labels), S.item_slots(labels)
     assert slots.shape[0] == matrix.shape[0] and slots.shape[1] == matrix.notna().sum(axis=1).max() < matrix.shape[1]
     assert S.category_counts(slots, range(5)).equals(S.category_counts(matrix, range(5)))
@@ -708,7 +778,8 @@ def test_per_pair_figures_and_each_annotator_against_the_model_read_the_same_fro
     pd.testing.assert_frame_equal(S.human_disagreements(slots), S.human_disagreements(matrix))
     for level in ("nominal", "interval"):  # α and its seeded bootstrap count each pair's values, whoever gave them
         assert S.krippendorff_alpha_ci(slots.T, level, n_boot=50, seed=0) == pytest.approx(
-            S.krippendorff_alpha_ci(matrix.T, level, n_boot=50, seed=0))
+            S.krippendorff_alpha_ci(matrix.T, level, n_boot=50, seed=0)
+        )
 
     scores = pd.Series(rng.normal(size=80))
     rows = binary.stack().rename("value").reset_index()  # pair_id, annotator, value: the labels with a value
@@ -720,5 +791,6 @@ def test_per_pair_figures_and_each_annotator_against_the_model_read_the_same_fro
     majority = S.majority_binary_vector(binary).dropna()
     expected = S.human_vs_model(majority, scores.reindex(majority.index), 0.2)
     assert table.loc["majority", ["tn", "fp", "fn", "tp"]].tolist() == expected["confusion"].ravel().tolist()
-    pd.testing.assert_frame_equal(S.human_vs_model_table(binary, scores.reindex(binary.index), 0.2),
-                                  table.reset_index(), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        S.human_vs_model_table(binary, scores.reindex(binary.index), 0.2), table.reset_index(), check_dtype=False
+    )

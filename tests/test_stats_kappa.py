@@ -1,5 +1,6 @@
 """pluie_core.stats computes Cohen's κ from a bincount confusion matrix (sklearn's validation was
 the bulk of the agreement page's time); it must equal sklearn's cohen_kappa_score exactly."""
+
 import warnings
 
 import numpy as np
@@ -56,7 +57,9 @@ def test_human_vs_model_kappa_and_confusion_equal_sklearn():
     result = human_vs_model(human, scores, threshold=0.0)
     predicted = (scores >= 0).astype(int)
     assert result["kappa"] == pytest.approx(sklearn_kappa(human.astype(int), predicted, None, [0, 1]))
-    assert result["confusion"].tolist() == [[int(((human == h) & (predicted == p)).sum()) for p in (0, 1)] for h in (0, 1)]
+    assert result["confusion"].tolist() == [
+        [int(((human == h) & (predicted == p)).sum()) for p in (0, 1)] for h in (0, 1)
+    ]
     with pytest.raises(StatsError, match="same single class"):
         human_vs_model(np.ones(5), np.ones(5), threshold=0.0)
 
@@ -73,7 +76,9 @@ def test_pairwise_kappa_from_one_matrix_product_equals_sklearn_pair_by_pair(weig
         monkeypatch.setattr(reliability, "_CONFUSION_CELLS", block_cells)  # many blocks of 1,024 items
     rng = np.random.default_rng(11)
     truth = rng.integers(-2, 4, 5000)
-    matrix = np.stack([np.clip(truth + rng.integers(-1, 2, 5000), -2 + k % 2, 3) for k in range(5)], axis=1).astype(float)
+    matrix = np.stack([np.clip(truth + rng.integers(-1, 2, 5000), -2 + k % 2, 3) for k in range(5)], axis=1).astype(
+        float
+    )
     matrix[rng.random(matrix.shape) < 0.4] = np.nan
     matrix[:, 3] = np.where(np.arange(5000) < 2500, np.nan, matrix[:, 3])
     matrix[:, 4] = np.where(np.arange(5000) < 2500, matrix[:, 4], np.nan)  # shares nothing with annotator 3

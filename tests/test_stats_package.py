@@ -1,6 +1,7 @@
 """pluie_core.stats is a package, one module per concern (issue 41): every name the single module had is
 still importable from the package, each is defined in exactly one of its modules, and the modules import
 one another in one direction only, never a private name."""
+
 import ast
 import importlib
 import types
@@ -13,12 +14,38 @@ ORDER = ["errors", "matrices", "reliability", "versus", "thresholds", "balanced_
 
 # what `from pluie_core.stats import X` gave when stats was one module (the app, tests and docs use these)
 PUBLIC_BEFORE_THE_SPLIT = {
-    "StatsError", "StatsWarning", "PerScore", "levels_to_matrix", "item_slots", "cell_table", "binarise_matrix",
-    "majority_binary_vector", "category_counts", "percent_agreement", "kappa_from_confusion", "cohen_kappa",
-    "PairwiseAgreement", "pairwise_kappa", "fleiss_kappa", "krippendorff_alpha", "krippendorff_alpha_ci",
-    "krippendorff_alpha_ci_from_patterns", "human_vs_model", "human_vs_model_table", "human_vs_model_by_annotator",
-    "positions_by", "threshold_curve", "best_threshold", "metrics_at", "roc_auc", "PAPER_PER_CLASS",
-    "mixed_balanced_draw", "class_summary", "format_p", "edit_distance_correlation", "disagreements",
+    "StatsError",
+    "StatsWarning",
+    "PerScore",
+    "levels_to_matrix",
+    "item_slots",
+    "cell_table",
+    "binarise_matrix",
+    "majority_binary_vector",
+    "category_counts",
+    "percent_agreement",
+    "kappa_from_confusion",
+    "cohen_kappa",
+    "PairwiseAgreement",
+    "pairwise_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ci",
+    "krippendorff_alpha_ci_from_patterns",
+    "human_vs_model",
+    "human_vs_model_table",
+    "human_vs_model_by_annotator",
+    "positions_by",
+    "threshold_curve",
+    "best_threshold",
+    "metrics_at",
+    "roc_auc",
+    "PAPER_PER_CLASS",
+    "mixed_balanced_draw",
+    "class_summary",
+    "format_p",
+    "edit_distance_correlation",
+    "disagreements",
     "human_disagreements",
 }
 
@@ -31,8 +58,11 @@ def _sibling_imports(name: str) -> list[tuple[int, str, list[str]]]:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pluie_core.stats"):
             found.append((node.lineno, node.module.rpartition(".")[2], [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name.rpartition(".")[2], []) for a in node.names
-                      if a.name.startswith("pluie_core.stats.")]
+            found += [
+                (node.lineno, a.name.rpartition(".")[2], [])
+                for a in node.names
+                if a.name.startswith("pluie_core.stats.")
+            ]
     return found
 
 
@@ -67,6 +97,7 @@ def test_modules_import_only_modules_below_them_and_no_private_name():
         for line, sibling, names in _sibling_imports(module):
             if sibling not in ORDER[:position]:
                 problems.append(f"stats/{module}.py:{line} imports {sibling}, which is not below it")
-            problems += [f"stats/{module}.py:{line} imports the private {n} from {sibling}" for n in names
-                         if n.startswith("_")]
+            problems += [
+                f"stats/{module}.py:{line} imports the private {n} from {sibling}" for n in names if n.startswith("_")
+            ]
     assert not problems, problems

@@ -1,12 +1,13 @@
 """The store itself: migrations, SQLite settings, the all-or-nothing import, the overview."""
+
 import pandas as pd
 import pytest
 import sqlalchemy as sa
 
 from db import init_db, read_session
 from db.datasets import ImportRejected, datasets_overview, import_pairs, store_totals
-from db.models import Annotator, Label, Pair, Score, ScoreRun, WorkItem
 from db.engine import write_session
+from db.models import Annotator, Label, Pair, Score, ScoreRun, WorkItem
 
 
 def table_counts(engine):
@@ -25,8 +26,19 @@ def frame(rows, **extra):
 def test_migrations_create_every_table_and_rerun_is_harmless(db_url):
     engine = init_db(db_url)
     tables = set(sa.inspect(engine).get_table_names())
-    assert {"datasets", "pairs", "annotators", "labels", "score_runs", "scores", "work_items", "workers",
-            "campaigns", "assignments", "alembic_version"} <= tables
+    assert {
+        "datasets",
+        "pairs",
+        "annotators",
+        "labels",
+        "score_runs",
+        "scores",
+        "work_items",
+        "workers",
+        "campaigns",
+        "assignments",
+        "alembic_version",
+    } <= tables
     import_pairs(engine, "d", frame([("a", "b", 1)]))
     engine.dispose()
     again = init_db(db_url)  # a second start upgrades in place and keeps the data
@@ -57,8 +69,11 @@ def test_url_from_environment_and_config(tmp_path, monkeypatch):
 
 
 def test_import_stores_pairs_labels_metadata_and_annotators(engine):
-    df = frame([("The cat drinks water.", "The cat drinks milk.", 0), ("A b", "A  b c", 1)],
-               external_id=["x1", "x2"], genre=["news", None])
+    df = frame(
+        [("The cat drinks water.", "The cat drinks milk.", 0), ("A b", "A  b c", 1)],
+        external_id=["x1", "x2"],
+        genre=["news", None],
+    )
     df["annotator:A"] = [3, 4]
     df["annotator:B"] = [2.0, None]
     result = import_pairs(engine, "tiny", df, annotator_scale="levels")
@@ -107,10 +122,12 @@ def test_duplicates_are_skipped_when_adding_to_a_dataset(engine):
 
 def test_import_queues_work_for_active_runs_in_scope(engine):
     with write_session(engine) as s:
-        s.add_all([
-            ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"),
-            ScoreRun(name="stopped", kind="baseline", model="bleu", status="cancelled"),
-        ])
+        s.add_all(
+            [
+                ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"),
+                ScoreRun(name="stopped", kind="baseline", model="bleu", status="cancelled"),
+            ]
+        )
     result = import_pairs(engine, "d", frame([("a", "b", 1), ("c", "d", 0)]))
     assert result.n_queued == 2
     with read_session(engine) as s:
@@ -120,8 +137,12 @@ def test_import_queues_work_for_active_runs_in_scope(engine):
 
 def test_overview_counts(engine):
     with write_session(engine) as s:
-        s.add_all([ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"),
-                   ScoreRun(name="gone", kind="baseline", model="bleu", status="active")])
+        s.add_all(
+            [
+                ScoreRun(name="lev", kind="baseline", model="levenshtein", status="active"),
+                ScoreRun(name="gone", kind="baseline", model="bleu", status="active"),
+            ]
+        )
     import_pairs(engine, "d1", frame([("a", "b", 1), ("c", "d", None)]))
     with write_session(engine) as s:
         first_pair = s.scalars(sa.select(Pair.id).order_by(Pair.id)).first()
@@ -158,14 +179,19 @@ def test_a_database_of_an_older_release_is_upgraded_in_place_with_its_data(db_ur
     migrate(old, "0001")  # the schema as the first release left it
     with old.begin() as conn:
         conn.exec_driver_sql(
-            "INSERT INTO datasets (name, description, source_format, created_at) VALUES ('kept', '', 'csv', '2026-01-01')")
+            "INSERT INTO datasets (name, description, source_format, created_at) VALUES ('kept', '', 'csv', '2026-01-01')"
+        )
         # a pair three people labelled 1, 3, 3: reviewable after the upgrade, majority 3 until someone decides
         conn.exec_driver_sql("INSERT INTO pairs (dataset_id, source, hypothesis, text_hash) VALUES (1, 'a', 'b', 'h')")
         for name, level in (("p", 1), ("q", 3), ("r", 3)):
-            conn.exec_driver_sql(f"INSERT INTO annotators (name, is_external, created_at) VALUES ('{name}', 1, '2026-01-01')")
-            conn.exec_driver_sql("INSERT INTO labels (pair_id, annotator_id, level, is_training, created_at, updated_at) "
-                                 f"VALUES (1, (SELECT id FROM annotators WHERE name = '{name}'), {level}, 0, "
-                                 "'2026-01-01', '2026-01-01')")
+            conn.exec_driver_sql(
+                f"INSERT INTO annotators (name, is_external, created_at) VALUES ('{name}', 1, '2026-01-01')"
+            )
+            conn.exec_driver_sql(
+                "INSERT INTO labels (pair_id, annotator_id, level, is_training, created_at, updated_at) "
+                f"VALUES (1, (SELECT id FROM annotators WHERE name = '{name}'), {level}, 0, "
+                "'2026-01-01', '2026-01-01')"
+            )
     assert "campaign_pairs" not in sa.inspect(old).get_table_names()
     old.dispose()
 
@@ -201,21 +227,32 @@ def test_a_campaign_of_the_previous_release_keeps_its_queue_and_gets_no_gold_che
     old = make_engine(db_url)
     migrate(old, "0008")
     with old.begin() as conn:
-        conn.exec_driver_sql("INSERT INTO datasets (id, name, description, source_format, created_at) "
-                             "VALUES (1, 'kept', '', 'csv', '2026-01-01')")
+        conn.exec_driver_sql(
+            "INSERT INTO datasets (id, name, description, source_format, created_at) "
+            "VALUES (1, 'kept', '', 'csv', '2026-01-01')"
+        )
         for i in (1, 2):
-            conn.exec_driver_sql(f"INSERT INTO pairs (id, dataset_id, source, hypothesis, text_hash) "
-                                 f"VALUES ({i}, 1, 's{i}', 'h{i}', 'x{i}')")
-        conn.exec_driver_sql("INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, "
-                             "seed, active, distribution, created_at) VALUES (1, 'old', 2, 1, 0, '', 'random', 0, 1, "
-                             "'share', '2026-01-01')")
+            conn.exec_driver_sql(
+                f"INSERT INTO pairs (id, dataset_id, source, hypothesis, text_hash) "
+                f"VALUES ({i}, 1, 's{i}', 'h{i}', 'x{i}')"
+            )
+        conn.exec_driver_sql(
+            "INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, "
+            "seed, active, distribution, created_at) VALUES (1, 'old', 2, 1, 0, '', 'random', 0, 1, "
+            "'share', '2026-01-01')"
+        )
         conn.exec_driver_sql("INSERT INTO campaign_datasets VALUES (1, 1)")
-        conn.exec_driver_sql("INSERT INTO campaign_pairs (campaign_id, pair_id, rank, n_assigned) VALUES (1, 1, 0, 1), "
-                             "(1, 2, 1, 0)")
-        conn.exec_driver_sql("INSERT INTO annotators (id, name, campaign_id, is_external, created_at) "
-                             "VALUES (1, 'ann', 1, 0, '2026-01-01')")
-        conn.exec_driver_sql("INSERT INTO assignments (campaign_id, annotator_id, pair_id, position, source_on_top, "
-                             "served_at) VALUES (1, 1, 1, 0, 1, '2026-01-01')")
+        conn.exec_driver_sql(
+            "INSERT INTO campaign_pairs (campaign_id, pair_id, rank, n_assigned) VALUES (1, 1, 0, 1), (1, 2, 1, 0)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO annotators (id, name, campaign_id, is_external, created_at) "
+            "VALUES (1, 'ann', 1, 0, '2026-01-01')"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO assignments (campaign_id, annotator_id, pair_id, position, source_on_top, "
+            "served_at) VALUES (1, 1, 1, 0, 1, '2026-01-01')"
+        )
     assert "gold_pairs" not in sa.inspect(old).get_table_names()
     old.dispose()
 
@@ -248,10 +285,22 @@ def test_overview_counts_interleaved_datasets_and_leaves_training_labels_out(eng
         s.add_all(people)
         s.flush()
         p, q = (a.id for a in people)
-        s.add_all([Label(pair_id=ids[pair], annotator_id=who, level=1, is_training=training)
-                   for pair, who, training in [("a1", p, False), ("a1", q, False), ("a4", p, False),
-                                               ("a2", q, True), ("b1", p, True), ("b1", q, False),
-                                               ("c1", p, False), ("c3", p, True), ("c3", q, True)]])
+        s.add_all(
+            [
+                Label(pair_id=ids[pair], annotator_id=who, level=1, is_training=training)
+                for pair, who, training in [
+                    ("a1", p, False),
+                    ("a1", q, False),
+                    ("a4", p, False),
+                    ("a2", q, True),
+                    ("b1", p, True),
+                    ("b1", q, False),
+                    ("c1", p, False),
+                    ("c3", p, True),
+                    ("c3", q, True),
+                ]
+            ]
+        )
         s.add_all([Score(run_id=1, pair_id=ids[pair], value=0.1) for pair in ("a3", "a4", "b2", "c2")])
     overview = datasets_overview(engine).set_index("dataset")
     figures = overview[["pairs", "gold labels", "labelled pairs", "labels", "scores", "scores queued"]]
@@ -273,11 +322,15 @@ def test_campaigns_of_an_older_store_keep_how_they_served(db_url):
         for i, order in enumerate(("random", "least_labelled", "informative")):
             conn.exec_driver_sql(
                 "INSERT INTO campaigns (id, name, quota, overlap, n_training, guidelines, pair_order, seed, active, "
-                f"created_at) VALUES ({i + 1}, 'c{i}', 5, 2, 0, '', '{order}', 0, 1, '2026-01-01')")
+                f"created_at) VALUES ({i + 1}, 'c{i}', 5, 2, 0, '', '{order}', 0, 1, '2026-01-01')"
+            )
     old.dispose()
     engine = init_db(db_url)
     with engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT pair_order, distribution, selection FROM campaigns ORDER BY id")).all()
-    assert [tuple(r) for r in rows] == [("random", "overlap", None), ("least_labelled", "share", None),
-                                        ("informative", "overlap", None)]
+    assert [tuple(r) for r in rows] == [
+        ("random", "overlap", None),
+        ("least_labelled", "share", None),
+        ("informative", "overlap", None),
+    ]
     engine.dispose()

@@ -4,6 +4,7 @@ answer keys on screen with the documented "was not saved because …: press it a
 key saves the answer once the store is back. The outage is real: the app reaches the server through a
 TCP forwarder that the test closes (every connection through it dropped) and opens again; the shared
 server itself is never stopped."""
+
 from __future__ import annotations
 
 import socket
@@ -12,8 +13,8 @@ import threading
 import pytest
 from sqlalchemy.engine import make_url
 
-from db import annotators, campaigns as camp, serving
-from db import init_db
+from db import annotators, init_db, serving
+from db import campaigns as camp
 from db.engine import StoreUnavailable
 from tests.annotation_fixtures import make_dataset, numbered_pairs
 from tests.paths import REPO
@@ -147,8 +148,11 @@ def test_a_store_that_cannot_be_reached_is_one_sentence_for_reads_and_writes(pro
     engine = init_db(through)
     item = serving.serve_next(engine, aid)
     proxy.cut()
-    for call in (lambda: serving.progress(engine, aid), lambda: serving.serve_next(engine, aid),
-                 lambda: serving.record_label(engine, aid, item.position, 3, 1.0)):
+    for call in (
+        lambda: serving.progress(engine, aid),
+        lambda: serving.serve_next(engine, aid),
+        lambda: serving.record_label(engine, aid, item.position, 3, 1.0),
+    ):
         with pytest.raises(StoreUnavailable) as caught:
             call()
         assert str(caught.value) == GONE and caught.value.reason == "the store cannot be reached"
@@ -161,7 +165,8 @@ def test_a_store_that_cannot_be_reached_is_one_sentence_for_reads_and_writes(pro
 
 @pytest.mark.postgres
 def test_an_answer_pressed_while_postgres_is_gone_keeps_the_pair_and_its_keys_and_is_saved_once_it_is_back(
-        proxied_postgres, labelling_app):
+    proxied_postgres, labelling_app
+):
     direct, through, proxy = proxied_postgres
     engine = init_db(direct)
     aid, token = campaign_with_annotator(engine)
@@ -173,7 +178,8 @@ def test_an_answer_pressed_while_postgres_is_gone_keeps_the_pair_and_its_keys_an
     at.button(key="answer-3-0").click().run()
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
-        "Your answer “Same meaning” was not saved because the store cannot be reached: press it again in a moment."]
+        "Your answer “Same meaning” was not saved because the store cannot be reached: press it again in a moment."
+    ]
     assert pair_on_screen(at) == shown and answer_keys(at) == keys
     assert serving.progress(engine, aid).done == 0
 
@@ -187,7 +193,8 @@ def test_an_answer_pressed_while_postgres_is_gone_keeps_the_pair_and_its_keys_an
 
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_store_lost_right_after_an_answer_keeps_the_answered_pair_and_its_keys_on_screen(
-        store, tmp_path, monkeypatch, labelling_app, request):
+    store, tmp_path, monkeypatch, labelling_app, request
+):
     """The answer is saved, then the store goes (SQLite: another write holds it past the busy timeout;
     PostgreSQL: the server cannot be reached) before the next pair could be read: the page says so and
     keeps the pair, its answer marked; the same key, pressed once the store is back, goes on."""
@@ -208,6 +215,7 @@ def test_a_store_lost_right_after_an_answer_keeps_the_answered_pair_and_its_keys
             for other in held:
                 other.rollback()
                 other.close()
+
         reason = "the store is busy"
     else:
         url, through, proxy = request.getfixturevalue("proxied_postgres")
@@ -231,7 +239,8 @@ def test_a_store_lost_right_after_an_answer_keeps_the_answered_pair_and_its_keys
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
         f"Your answer “Same meaning” is saved, but the next pair cannot be shown because {reason}: "
-        "press it again in a moment."]
+        "press it again in a moment."
+    ]
     assert pair_on_screen(at) == shown and answer_keys(at) == [f"answer-{level}-0" for level in range(5)]
     assert any("Your answer was **Same meaning**" in caption.value for caption in at.caption)
     back()

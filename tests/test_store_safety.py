@@ -1,6 +1,7 @@
 """The store and the files the app writes (issue 23, items 5 and 9): the SQLite store is its owner's
 only and lives in the data folder; a busy, full or read-only store answers with one sentence and
 writes nothing; a dataset is published only inside the folders the app may write to."""
+
 from __future__ import annotations
 
 import os
@@ -59,13 +60,15 @@ def test_publishing_from_the_page_stays_inside_the_allowed_folders(engine, tmp_p
     monkeypatch.delenv("PLUIE_PUBLISH_DIRS", raising=False)
     monkeypatch.chdir(tmp_path)
     roots = publish_roots()
-    for folder, message in [(data / ".." / "outside" / "x", "outside the folders the app may write to"),
-                            (outside / "x", "outside the folders"),
-                            ("/etc/pluie", "outside the folders"),
-                            (data / "link" / "x", "outside the folders"),
-                            (data / "link", "is a symbolic link"),
-                            (data, "outside the folders"),  # the data folder itself holds the store
-                            ("", "Name the folder")]:
+    for folder, message in [
+        (data / ".." / "outside" / "x", "outside the folders the app may write to"),
+        (outside / "x", "outside the folders"),
+        ("/etc/pluie", "outside the folders"),
+        (data / "link" / "x", "outside the folders"),
+        (data / "link", "is a symbolic link"),
+        (data, "outside the folders"),  # the data folder itself holds the store
+        ("", "Name the folder"),
+    ]:
         with pytest.raises(PublishError, match=message):
             publish_dataset(engine, folder, licence="mit", n_boot=20, within=roots)
     assert list(outside.iterdir()) == [] and sorted(p.name for p in data.iterdir()) == ["link"]
@@ -95,6 +98,7 @@ def test_the_export_page_refuses_a_folder_outside_the_data_folder(engine, db_url
 
 # ------------------------------------------------------------------ a busy, full or read-only store
 
+
 @pytest.fixture
 def quick_store(tmp_path, monkeypatch):
     """A real SQLite file whose writes give up on a held lock after 0.2 s (instead of 30)."""
@@ -117,8 +121,11 @@ def test_a_write_past_the_busy_timeout_is_one_sentence_and_writes_nothing(quick_
     frame = pd.DataFrame({"source": ["a", "c"], "hypothesis": ["b", "d"]})
     other = held_lock(path)
     try:
-        with pytest.raises(StoreUnavailable, match=r"^The store is busy: another write held it for more than 0\.2 s, "
-                                                   r"so nothing was saved; try again in a moment\.$") as caught:
+        with pytest.raises(
+            StoreUnavailable,
+            match=r"^The store is busy: another write held it for more than 0\.2 s, "
+            r"so nothing was saved; try again in a moment\.$",
+        ) as caught:
             import_pairs(engine, "toy", frame)
         assert caught.value.busy and "pluie_lab" not in str(caught.value) and "store.db" not in str(caught.value)
     finally:
@@ -175,13 +182,13 @@ def test_a_full_or_read_only_store_is_one_sentence(quick_store):
         assert conn.exec_driver_sql("SELECT name FROM datasets").scalars().all() == ["first"]
 
 
-def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_sends_it_again(
-        quick_store, monkeypatch):
+def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_sends_it_again(quick_store, monkeypatch):
     """The second connection holds the lock past the busy timeout (and the one retry): the page says
     so in one sentence, shows the same pair with its answers, and the same key then saves it."""
     from streamlit.testing.v1 import AppTest
 
-    from db import annotators, campaigns as camp, serving
+    from db import annotators, serving
+    from db import campaigns as camp
     from tests.annotation_fixtures import make_dataset, numbered_pairs
     from tests.paths import REPO
 
@@ -206,7 +213,8 @@ def test_an_annotator_whose_answer_meets_a_locked_store_keeps_it_on_screen_and_s
         other.close()
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
-        "Your answer “Same meaning” was not saved because the store is busy: press it again in a moment."]
+        "Your answer “Same meaning” was not saved because the store is busy: press it again in a moment."
+    ]
     assert [h.proto.body for h in at.html if "pluie-pair" in h.proto.body and "<style>" not in h.proto.body] == shown
     assert serving.progress(engine, aid).done == 0
     at.button(key="answer-3-0").click().run()  # the same pair, the same key: saved now
@@ -272,8 +280,15 @@ def test_processes_that_open_a_new_store_at_once_all_migrate_it(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'new.db'}"
     at = time.time() + 4  # every process past its imports, then all at once
-    processes = [subprocess.Popen([sys.executable, "-c", MIGRATE_AT_ONCE, str(REPO), url, str(at)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", MIGRATE_AT_ONCE, str(REPO), url, str(at)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     results = [process.communicate(timeout=180) for process in processes]
     assert [process.returncode for process in processes] == [0] * 4, [err[-2000:] for _, err in results]
     assert all(out.strip() == "migrated" for out, _ in results)

@@ -2,6 +2,7 @@
 by the Scoring form in the server's process) and the worker render a model's chat template in a child
 process, each render bounded in time, and answer with one sentence when it runs out; pickle weights
 that torch refuses are refused in our own words, without torch's advice to turn its safety off."""
+
 from __future__ import annotations
 
 import json
@@ -82,11 +83,17 @@ print(json.dumps({"message": message, "wall": time.monotonic() - wall, "cpu": ti
 
 
 def test_the_check_of_a_looping_template_answers_in_bounded_time_and_the_server_does_not_spin(
-        looping_model, tiny_model_path):
+    looping_model, tiny_model_path
+):
     # run as the server runs it: check_model in the calling process; that process's own CPU time shows
     # whether it was the one rendering
-    done = subprocess.run([sys.executable, "-c", CHECK, str(looping_model), str(tiny_model_path)], cwd=REPO,
-                          capture_output=True, text=True, timeout=90)
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK, str(looping_model), str(tiny_model_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["message"] == f"The chat template of {looping_model} {TOO_SLOW}"
@@ -128,11 +135,14 @@ def test_the_bounded_render_is_transformers_own(tiny_model_path, template):
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
     tokenizer.chat_template = template
-    turns = [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Same meaning? é {{ x }}"}],
-             [{"role": "user", "content": "A\nB"}, {"role": "assistant", "content": "Yes", "reasoning": None}]]
+    turns = [
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Same meaning? é {{ x }}"}],
+        [{"role": "user", "content": "A\nB"}, {"role": "assistant", "content": "Yes", "reasoning": None}],
+    ]
     for generation in (True, False):
         assert chat_render.render(tokenizer, turns, generation, "tiny", seconds=5) == [
-            tokenizer.apply_chat_template(t, tokenize=False, add_generation_prompt=generation) for t in turns]
+            tokenizer.apply_chat_template(t, tokenize=False, add_generation_prompt=generation) for t in turns
+        ]
 
 
 def test_the_worker_fails_a_run_whose_template_loops(tmp_path, looping_model, two_seconds):
@@ -158,7 +168,8 @@ def test_each_pair_s_render_is_bounded_in_the_worker_s_scorer(tiny_model_path, t
     copy = tmp_path / "model"
     shutil.copytree(tiny_model_path, copy)
     (copy / "chat_template.jinja").write_text(
-        "{% if 'Zanzibar' in messages[-1]['content'] %}" + LOOPING + "{% endif %}" + CHATML_TEMPLATE, encoding="utf-8")
+        "{% if 'Zanzibar' in messages[-1]['content'] %}" + LOOPING + "{% endif %}" + CHATML_TEMPLATE, encoding="utf-8"
+    )
     sources, hypotheses = ["The cat drinks water.", "A river."], ["The cat drinks milk.", "A long river."]
     bounded = PluieScorer(str(copy), template="direct", device="cpu", render_seconds=2)
     here = PluieScorer(str(copy), template="direct", device="cpu")
@@ -199,6 +210,7 @@ def test_pickle_weights_torch_refuses_are_refused_in_our_words(pickle_models):
     assert message == (
         f"The weights of {pickle_models['more']} are a pickle file (pytorch_model.bin) that holds more than "
         "tensors; PLUIE Lab does not load such a file, since unpickling it can run code. If you trust its source, "
-        "convert the weights to safetensors; otherwise choose another model.")
+        "convert the weights to safetensors; otherwise choose another model."
+    )
     for torch_advice in ("weights_only", "trust the source", "two options", "\x1b["):
         assert torch_advice not in message

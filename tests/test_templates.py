@@ -1,4 +1,5 @@
 """Templates as data: wording checked against the paper text, user templates, placeholders."""
+
 import json
 import re
 
@@ -14,7 +15,7 @@ def paper_turns(start_marker: str, end_marker: str) -> list[tuple[str, str]]:
     """The (role, content) turns printed in the paper between two markers."""
     text = PAPER.read_text(encoding="utf-8")
     start = text.index(start_marker) + len(start_marker)
-    block = text[start: text.index(end_marker, start)]
+    block = text[start : text.index(end_marker, start)]
     parts = re.split(r"\((user|assistant)\):\s*", block)
     return [(role, " ".join(content.split())) for role, content in zip(parts[1::2], parts[2::2])]
 
@@ -44,16 +45,20 @@ def test_fs_direct_is_appendix_a4_word_for_word():
 
 @pytest.mark.skipif(not PAPER.exists(), reason="shared papers not available")
 def test_direct_is_section_3_1_1_word_for_word():
-    from_paper = paper_turns("$\\mathbf{Tpl}_{\\mathrm{Direct}}(\\mathbf{S}, \\mathbf{H})$:", "3.1.2 Template: INDIRECT")
+    from_paper = paper_turns(
+        "$\\mathbf{Tpl}_{\\mathrm{Direct}}(\\mathbf{S}, \\mathbf{H})$:", "3.1.2 Template: INDIRECT"
+    )
     assert template_turns("direct") == from_paper
 
 
 @pytest.mark.skipif(not PAPER.exists(), reason="shared papers not available")
 def test_indirect_is_section_3_1_2_word_for_word():
     text = PAPER.read_text(encoding="utf-8")
-    block = text[text.index("$\\mathbf{Tpl}_{\\mathrm{Indirect}}"): text.index("3.1.3 Template: FS-DIRECT")]
+    block = text[text.index("$\\mathbf{Tpl}_{\\mathrm{Indirect}}") : text.index("3.1.3 Template: FS-DIRECT")]
     assert "Generation $\\longrightarrow E$" in block  # the generation step sits before (assistant): E
-    from_paper = paper_turns("$\\mathbf{Tpl}_{\\mathrm{Indirect}}(\\mathbf{S},\\mathbf{H})$:", "3.1.3 Template: FS-DIRECT")
+    from_paper = paper_turns(
+        "$\\mathbf{Tpl}_{\\mathrm{Indirect}}(\\mathbf{S},\\mathbf{H})$:", "3.1.3 Template: FS-DIRECT"
+    )
     from_paper = [(role, content.replace(" Generation $\\longrightarrow E$", "")) for role, content in from_paper]
     assert template_turns("indirect") == from_paper
     assert BUILTIN_TEMPLATES["indirect"].needs_generation
@@ -64,11 +69,13 @@ def test_literal_first_and_last_few_shot_examples():
     turns = BUILTIN_TEMPLATES["fs-direct"].turns
     assert turns[2]["content"] == (
         'A: "Amrozi accused his brother, whom he called "the witness", of deliberately distorting his evidence ."; '
-        'B: "Amrozi accused his brother, whom he disparagingly referred to as \'the liar witness\', of '
-        'intentionally twisting his testimony."')
+        "B: \"Amrozi accused his brother, whom he disparagingly referred to as 'the liar witness', of "
+        'intentionally twisting his testimony."'
+    )
     assert turns[12]["content"] == (
         'A: "The Jidanul River is a tributary of the Jiul de Vest River in Romania."; B: "The Jidanul River is '
-        'a mere insignificant stream that flows into the grand Jiul de Vest River in Romania."')
+        'a mere insignificant stream that flows into the grand Jiul de Vest River in Romania."'
+    )
     assert turns[-1]["content"] == 'A: "{source}"; B: "{hypothesis}"'
 
 
@@ -91,7 +98,10 @@ def test_network_and_revision_templates():
     without = rev.messages("Original.", "Revised.", instruction="Shorten it.")
     assert len(with_gold) == len(without) + 2
     assert with_gold[2]["content"].endswith('Revised paragraph: "Gold."') and with_gold[3]["content"] == "Yes"
-    assert without[-1]["content"] == 'Instruction: "Shorten it."\nOriginal paragraph: "Original."\nRevised paragraph: "Revised."'
+    assert (
+        without[-1]["content"]
+        == 'Instruction: "Shorten it."\nOriginal paragraph: "Original."\nRevised paragraph: "Revised."'
+    )
     with pytest.raises(TemplateError, match="instruction"):
         rev.messages("Original.", "Revised.")
 
@@ -109,8 +119,9 @@ def test_user_template_from_yaml_and_json(tmp_path):
         "answers: ['Same', 'Different']\n"
         "turns:\n"
         "  - {role: system, content: 'You compare sentences.'}\n"
-        "  - {role: user, content: \"First: {source}\\nSecond: {hypothesis}\\nSame or different?\"}\n",
-        encoding="utf-8")
+        '  - {role: user, content: "First: {source}\\nSecond: {hypothesis}\\nSame or different?"}\n',
+        encoding="utf-8",
+    )
     template = get_template(str(yaml_file))
     assert template.name == "mine" and template.answers == ("Same", "Different")
     assert template.messages("a", "b")[1]["content"] == "First: a\nSecond: b\nSame or different?"
@@ -132,16 +143,20 @@ def test_placeholders_are_filled_once_and_other_braces_stay():
         with_field.messages("s", "h")
 
 
-@pytest.mark.parametrize("turns,message", [
-    ([{"role": "user", "content": "only {source}"}], "never uses {hypothesis}"),
-    ([{"role": "judge", "content": "{source} {hypothesis}"}], "role 'judge'"),
-    ([{"role": "user", "content": "{source} {hypothesis}"}, {"role": "assistant", "content": "Yes"}],
-     "ends with an assistant turn"),
-    ([{"role": "user", "content": True}], "is not text"),
-    ({"answers": [True, False], "turns": [{"role": "user", "content": "{source} {hypothesis}"}]},
-     "quoted in YAML"),
-    ({"turns": [{"role": "user", "content": "{source} {hypothesis}"}], "colour": "red"}, "Unknown template key"),
-])
+@pytest.mark.parametrize(
+    "turns,message",
+    [
+        ([{"role": "user", "content": "only {source}"}], "never uses {hypothesis}"),
+        ([{"role": "judge", "content": "{source} {hypothesis}"}], "role 'judge'"),
+        (
+            [{"role": "user", "content": "{source} {hypothesis}"}, {"role": "assistant", "content": "Yes"}],
+            "ends with an assistant turn",
+        ),
+        ([{"role": "user", "content": True}], "is not text"),
+        ({"answers": [True, False], "turns": [{"role": "user", "content": "{source} {hypothesis}"}]}, "quoted in YAML"),
+        ({"turns": [{"role": "user", "content": "{source} {hypothesis}"}], "colour": "red"}, "Unknown template key"),
+    ],
+)
 def test_invalid_user_templates_say_what_to_change(turns, message):
     with pytest.raises(TemplateError, match=re.escape(message)):
         get_template(turns)

@@ -1,6 +1,7 @@
 """The Scoring page's rate and time left from a run's own pieces (issue 56, item 6): the arithmetic
 (lab.time_left), the store's figures while the worker takes runs in turn (db.runs.runs_progress), and
 the page's line (AppTest)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -27,9 +28,11 @@ def test_a_run_alone_has_its_own_work_left_over_the_workers():
 
 
 def test_runs_taken_in_turn_share_the_time_until_each_is_done():
-    runs = [RunWork("a", 30, 0.5, 200),  # 15 s of its own work
-            RunWork("b", 10, 0.5, 200),  # 5 s: done first, during a's turns
-            RunWork("c", 100, 1.0, 200)]  # 100 s: shares every turn until a is done
+    runs = [
+        RunWork("a", 30, 0.5, 200),  # 15 s of its own work
+        RunWork("b", 10, 0.5, 200),  # 5 s: done first, during a's turns
+        RunWork("c", 100, 1.0, 200),
+    ]  # 100 s: shares every turn until a is done
     got = time_left(runs)
     assert got["a"].low == got["a"].high == 15 + 5 + 15
     assert got["b"].low == 5 + 5 + 5
@@ -52,8 +55,13 @@ def test_an_estimate_on_few_pairs_is_rough():
 def _scored_earlier(engine, run_id: int, pairs: int, compute_seconds: float, seconds_ago: float) -> None:
     """``pairs`` of the run scored by a worker's piece that took ``compute_seconds``, written ``seconds_ago``."""
     batch = queue.claim_batch(engine, "W", pairs, 60, run_ids=[run_id])
-    queue.complete_batch(engine, "W", run_id, [queue.ScoredItem(i.item_id, i.pair_id, 0.5) for i in batch.items],
-                         compute_seconds=compute_seconds)
+    queue.complete_batch(
+        engine,
+        "W",
+        run_id,
+        [queue.ScoredItem(i.item_id, i.pair_id, 0.5) for i in batch.items],
+        compute_seconds=compute_seconds,
+    )
     when = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(seconds=seconds_ago)
     with write_session(engine) as session:
         session.execute(update(Score).where(Score.run_id == run_id).values(created_at=when))
@@ -70,11 +78,13 @@ def test_the_time_left_does_not_swing_while_the_worker_scores_the_other_runs(sto
     seen = []
     for seconds_ago in (5, 55):
         with write_session(engine) as session:  # the run as before its piece
-            session.execute(update(WorkItem).where(WorkItem.run_id == mine).values(
-                status="pending", lease_owner=None, lease_expires_at=None))
+            session.execute(
+                update(WorkItem)
+                .where(WorkItem.run_id == mine)
+                .values(status="pending", lease_owner=None, lease_expires_at=None)
+            )
             session.execute(Score.__table__.delete().where(Score.run_id == mine))
-            session.execute(update(ScoreRun).where(ScoreRun.id == mine).values(
-                compute_seconds=0.0, timed_pairs=0))
+            session.execute(update(ScoreRun).where(ScoreRun.id == mine).values(compute_seconds=0.0, timed_pairs=0))
         _scored_earlier(engine, mine, 10, 5.0, seconds_ago)
         progress = {p.name: p for p in runs_progress(engine)}["mine"]
         seen.append((progress.pairs_per_second, progress.seconds_left, progress.seconds_left_high, progress.rough))

@@ -3,6 +3,7 @@ in its one write or read path, the same on SQLite and PostgreSQL, with its own s
 error, never the page's generic guard); the Pairs page's search is Unicode case-insensitive on both stores
 alike; names are one name however they were typed (NFC, invisible characters removed) and refuse control
 characters."""
+
 from __future__ import annotations
 
 import unicodedata
@@ -12,26 +13,26 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp
-from db import init_db, read_session
+from db import annotators, init_db, pairs, read_session
+from db import campaigns as camp
 from db.cli import main as db_main
 from db.datasets import ImportRejected
 from db.models import Adjudication, Dataset, ScoreRun
-from db import pairs
 from db.pairs import PairSearch, browse_pairs
 from db.preferences import import_preferences
 from db.review import ReviewError, adjudicate
 from db.runs import RunError, create_run
-from ui.base.page import PAGE_FAILED
 from tests.annotation_fixtures import make_dataset, numbered_pairs
-from tests.test_store_limits import _refused  # the sentence
 from tests.test_annotation_pages import APP, store  # noqa: F401 (store: the pages' store fixture)
+from tests.test_store_limits import _refused  # the sentence
+from ui.base.page import PAGE_FAILED
 
 BIG = 2**53 - 1  # the largest whole number a browser's number box sends exactly
 ESC = "a\x1b[31m"  # an escape sequence: red text in a terminal that prints the log
 
 
 # ---------------------------------------------------------------- item 1: numbers and NUL, both stores
+
 
 def test_a_campaigns_numbers_past_their_bounds_are_a_sentence_on_both_stores(store_url):
     engine = init_db(store_url)
@@ -59,37 +60,84 @@ def test_nul_and_control_characters_in_what_people_type_are_a_sentence_on_both_s
     engine = init_db(store_url)
     ds, ids = make_dataset(engine, "d", numbered_pairs(6))
     cid = camp.create_campaign(engine, "C", [ds], quota=2, n_training=0)
-    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, ["ok", "a\x00b"]),
-             "The annotator name “a\ufffdb…” contains a control character (U+0000); names are plain text on one line.")
+    _refused(
+        engine,
+        camp.CampaignError,
+        lambda: annotators.create_annotators(engine, cid, ["ok", "a\x00b"]),
+        "The annotator name “a\ufffdb…” contains a control character (U+0000); names are plain text on one line.",
+    )
     aid, _ = annotators.create_annotator(engine, cid, "ann")
     with pytest.raises(camp.CampaignError) as caught:
         annotators.set_annotator_profile(engine, aid, "An\x00n", "good")
     assert str(caught.value) == ("Your name contains a control character (U+0000); names are plain text on one line.")
     assert annotators.annotator_view(engine, aid).display_name is None
-    _refused(engine, ReviewError, lambda: adjudicate(engine, ids[0], 2, "Lena", note="because\x00"),
-             "A note cannot hold a NUL character (U+0000): remove it, then decide again.")
-    _refused(engine, ReviewError, lambda: adjudicate(engine, ids[0], 2, "Le\x00na"),
-             "The reviewer's name contains a control character (U+0000); names are plain text on one line.")
-    _refused(engine, ReviewError, lambda: adjudicate(engine, ids[0], 2, "Lena", note="n" * 2001),
-             "A note has at most 2,000 characters.")
-    _refused(engine, RunError, lambda: create_run(engine, model="levenshtein", kind="baseline", name="r\x00"),
-             "The run name contains a control character (U+0000); names are plain text on one line.")
-    _refused(engine, RunError, lambda: create_run(engine, model="org/m\x00del"),
-             "The model contains a control character (U+0000): give a model id or a path on one line.")
-    _refused(engine, RunError, lambda: create_run(engine, model="org/model", answers=["Y\x00es", "No"]),
-             "The answer words contain a control character (U+0000): give two plain words.")
-    _refused(engine, RunError, lambda: create_run(engine, model="org/model", answers=["Y" * 101, "No"]),
-             "An answer word has 101 characters; the limit is 100.")
-    _refused(engine, RunError, lambda: create_run(engine, model="org/model", batch_size=BIG),
-             f"The batch size must be between 1 and 100,000; got {BIG}.")
-    _refused(engine, RunError, lambda: create_run(engine, model="levenshtein", kind="baseline",
-                                                  options={"x": "\x00"}),
-             "Option x contains a control character (U+0000): give its value on one line.")
+    _refused(
+        engine,
+        ReviewError,
+        lambda: adjudicate(engine, ids[0], 2, "Lena", note="because\x00"),
+        "A note cannot hold a NUL character (U+0000): remove it, then decide again.",
+    )
+    _refused(
+        engine,
+        ReviewError,
+        lambda: adjudicate(engine, ids[0], 2, "Le\x00na"),
+        "The reviewer's name contains a control character (U+0000); names are plain text on one line.",
+    )
+    _refused(
+        engine,
+        ReviewError,
+        lambda: adjudicate(engine, ids[0], 2, "Lena", note="n" * 2001),
+        "A note has at most 2,000 characters.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="levenshtein", kind="baseline", name="r\x00"),
+        "The run name contains a control character (U+0000); names are plain text on one line.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="org/m\x00del"),
+        "The model contains a control character (U+0000): give a model id or a path on one line.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="org/model", answers=["Y\x00es", "No"]),
+        "The answer words contain a control character (U+0000): give two plain words.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="org/model", answers=["Y" * 101, "No"]),
+        "An answer word has 101 characters; the limit is 100.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="org/model", batch_size=BIG),
+        f"The batch size must be between 1 and 100,000; got {BIG}.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="levenshtein", kind="baseline", options={"x": "\x00"}),
+        "Option x contains a control character (U+0000): give its value on one line.",
+    )
     items = pd.DataFrame({"source": ["s"], "candidate_a": ["a"], "candidate_b": ["b"], "preferred": ["A"]})
-    _refused(engine, ImportRejected, lambda: import_preferences(engine, "p\x00", items),
-             "The dataset name contains a control character (U+0000); names are plain text on one line.")
-    _refused(engine, ImportRejected, lambda: import_preferences(engine, "p", items, description="a\x00"),
-             "The description cannot hold a NUL character (U+0000): remove it, then import again.")
+    _refused(
+        engine,
+        ImportRejected,
+        lambda: import_preferences(engine, "p\x00", items),
+        "The dataset name contains a control character (U+0000); names are plain text on one line.",
+    )
+    _refused(
+        engine,
+        ImportRejected,
+        lambda: import_preferences(engine, "p", items, description="a\x00"),
+        "The description cannot hold a NUL character (U+0000): remove it, then import again.",
+    )
     # at the bounds and plain: stored
     assert adjudicate(engine, ids[0], 2, "Lena", note="n" * 2000) == 1
     engine.dispose()
@@ -143,10 +191,19 @@ def test_gold_checks_by_id_bound_the_ids_typed_on_both_stores(store_url):
 
 # ---------------------------------------------------------------- item 2: case aside, beyond ASCII
 
+
 def test_case_aside_is_unicode_on_sqlite_as_on_postgresql(store_url):
     engine = init_db(store_url)
-    texts = [("Été indien.", "x 0"), ("UN ÉTÉ CHAUD.", "x 1"), ("L'ÉCOLE.", "x 2"), ("Die Straße.", "x 3"),
-             ("DIE STRASSE.", "x 4"), ("Ölçü ve ÇIZGI.", "x 5"), ("Ωmega ΣΟΦΊΑ.", "x 6"), ("50% off_", "x 7")]
+    texts = [
+        ("Été indien.", "x 0"),
+        ("UN ÉTÉ CHAUD.", "x 1"),
+        ("L'ÉCOLE.", "x 2"),
+        ("Die Straße.", "x 3"),
+        ("DIE STRASSE.", "x 4"),
+        ("Ölçü ve ÇIZGI.", "x 5"),
+        ("Ωmega ΣΟΦΊΑ.", "x 6"),
+        ("50% off_", "x 7"),
+    ]
     ds, ids = make_dataset(engine, "u", texts)
 
     def found(text):
@@ -164,29 +221,54 @@ def test_case_aside_is_unicode_on_sqlite_as_on_postgresql(store_url):
 
 # ---------------------------------------------------------------- item 3: names that cannot impersonate
 
+
 def test_names_are_one_name_however_typed_and_refuse_control_characters(store_url):
     engine = init_db(store_url)
     ds, ids = make_dataset(engine, "d", numbered_pairs(6))
     nfd = unicodedata.normalize("NFD", "Zoë")
     cid = camp.create_campaign(engine, "Pi\u200blot", [ds], quota=2, n_training=0)
     assert camp.get_campaign(engine, cid).name == "Pilot"
-    _refused(engine, camp.CampaignError, lambda: camp.create_campaign(engine, "Pilot\u200d", [ds], quota=2, n_training=0),
-             "A campaign called “Pilot” already exists.")
-    _refused(engine, camp.CampaignError, lambda: camp.create_campaign(engine, ESC, [ds]),
-             "The campaign name contains a control character (U+001B); names are plain text on one line.")
+    _refused(
+        engine,
+        camp.CampaignError,
+        lambda: camp.create_campaign(engine, "Pilot\u200d", [ds], quota=2, n_training=0),
+        "A campaign called “Pilot” already exists.",
+    )
+    _refused(
+        engine,
+        camp.CampaignError,
+        lambda: camp.create_campaign(engine, ESC, [ds]),
+        "The campaign name contains a control character (U+001B); names are plain text on one line.",
+    )
 
     made = annotators.create_annotators(engine, cid, ["sam", nfd])
     assert [name for _, name, _ in made] == ["sam", "Zoë"]  # NFC
     for same, taken in (("s\u200bam", "sam"), ("\ufeffSAM", "sam"), ("Zoë", "Zoë"), (nfd + "\u2060", "Zoë")):
-        _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, [same]),
-                 f"This campaign already has an annotator called “{taken}”: no link was created. "
-                 "Choose another name, or give them a new link under “Replace a lost link”.")
-    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, ["kim", "k\u200bim"]),
-             "“kim” is in the list twice: give each annotator a name of their own.")
-    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, [ESC]),
-             "The annotator name “a\ufffd[31m…” contains a control character (U+001B); names are plain text on one line.")
-    _refused(engine, camp.CampaignError, lambda: annotators.create_annotators(engine, cid, ["bell\x07"]),
-             "The annotator name “bell\ufffd…” contains a control character (U+0007); names are plain text on one line.")
+        _refused(
+            engine,
+            camp.CampaignError,
+            lambda: annotators.create_annotators(engine, cid, [same]),
+            f"This campaign already has an annotator called “{taken}”: no link was created. "
+            "Choose another name, or give them a new link under “Replace a lost link”.",
+        )
+    _refused(
+        engine,
+        camp.CampaignError,
+        lambda: annotators.create_annotators(engine, cid, ["kim", "k\u200bim"]),
+        "“kim” is in the list twice: give each annotator a name of their own.",
+    )
+    _refused(
+        engine,
+        camp.CampaignError,
+        lambda: annotators.create_annotators(engine, cid, [ESC]),
+        "The annotator name “a\ufffd[31m…” contains a control character (U+001B); names are plain text on one line.",
+    )
+    _refused(
+        engine,
+        camp.CampaignError,
+        lambda: annotators.create_annotators(engine, cid, ["bell\x07"]),
+        "The annotator name “bell\ufffd…” contains a control character (U+0007); names are plain text on one line.",
+    )
 
     # display names: the same rule, so no one shows up as someone else
     (first, _), (second, _) = [(a, t) for a, _, t in made]
@@ -201,15 +283,27 @@ def test_names_are_one_name_however_typed_and_refuse_control_characters(store_ur
     adjudicate(engine, ids[0], 2, "Le\u200bna" + "\u0301")  # NFC, zero-width space removed
     with read_session(engine) as session:
         assert session.scalar(sa.select(Adjudication.reviewer)) == "Len\u00e1"
-    _refused(engine, ReviewError, lambda: adjudicate(engine, ids[1], 2, ESC),
-             "The reviewer's name contains a control character (U+001B); names are plain text on one line.")
+    _refused(
+        engine,
+        ReviewError,
+        lambda: adjudicate(engine, ids[1], 2, ESC),
+        "The reviewer's name contains a control character (U+001B); names are plain text on one line.",
+    )
     run = create_run(engine, model="levenshtein", kind="baseline", name=nfd)
     with read_session(engine) as session:
         assert session.get(ScoreRun, run).name == "Zoë"
-    _refused(engine, RunError, lambda: create_run(engine, model="levenshtein", kind="baseline", name="Zoë\u200b"),
-             "A run named 'Zoë' already exists; choose another name.")
-    _refused(engine, RunError, lambda: create_run(engine, model="levenshtein", kind="baseline", name=ESC),
-             "The run name contains a control character (U+001B); names are plain text on one line.")
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="levenshtein", kind="baseline", name="Zoë\u200b"),
+        "A run named 'Zoë' already exists; choose another name.",
+    )
+    _refused(
+        engine,
+        RunError,
+        lambda: create_run(engine, model="levenshtein", kind="baseline", name=ESC),
+        "The run name contains a control character (U+001B); names are plain text on one line.",
+    )
     items = pd.DataFrame({"source": ["s"], "candidate_a": ["a"], "candidate_b": ["b"], "preferred": ["A"]})
     assert import_preferences(engine, "pr\u200bef" + nfd, items).dataset_name == "prefZoë"
     engine.dispose()
@@ -228,6 +322,7 @@ def test_the_command_line_finds_a_name_however_it_was_typed(engine, tmp_path, ca
 
 
 # ---------------------------------------------------------------- the pages say it in a sentence
+
 
 @pytest.fixture
 def pairs_store(store):  # noqa: F811
@@ -272,8 +367,9 @@ def test_the_campaign_form_and_the_profile_form_say_what_is_out_of_bounds(store)
     at.radio[0].set_value("good")
     at.button[0].click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Your name contains a control character (U+0000); names are plain text "
-                                           "on one line."]
+    assert [e.value for e in at.error] == [
+        "Your name contains a control character (U+0000); names are plain text on one line."
+    ]
 
 
 def test_a_benchmarks_name_and_a_cards_title_are_bounded_and_clean_on_both_stores(store_url, tmp_path):

@@ -2,6 +2,7 @@
 markup, by a CommonMark parser (with GFM tables and strikethrough) and on the pages through AppTest.
 The browser's side (links GFM makes of bare addresses, Streamlit's emoji and colours, requests for
 images) is tests/test_browser_user_text.py."""
+
 from __future__ import annotations
 
 import html
@@ -12,18 +13,38 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from db.datasets import import_pairs
 from db.review import adjudicate
-from ui.base.page import user_text
 from tests.paths import REPO
+from ui.base.page import user_text
 
 PAYLOADS = [
-    "![t](http://127.0.0.1:9/x.png)", "[click](http://127.0.0.1:9/a)", "<img src=x onerror=alert(1)>",
-    "<http://127.0.0.1:9/c>", "**bold** *it* _it_ __b__ `code` ~~gone~~ $x^2$", "a\\*b \\ &amp; &lt;b&gt; &#33;",
-    "# heading", "- item", "+ item", "* item", "1. one", "2) two", "> quote", "title\n===", "title\n---",
-    "```\ncode\n```", "    indented", "a | b\n--|--\nc | d", "[x]: http://127.0.0.1:9/ref\n\n[x]", "line\n\nparagraph",
-    "snake_case_name", "tab\there", "", "plain text, with: colons; and (brackets).",
+    "![t](http://127.0.0.1:9/x.png)",
+    "[click](http://127.0.0.1:9/a)",
+    "<img src=x onerror=alert(1)>",
+    "<http://127.0.0.1:9/c>",
+    "**bold** *it* _it_ __b__ `code` ~~gone~~ $x^2$",
+    "a\\*b \\ &amp; &lt;b&gt; &#33;",
+    "# heading",
+    "- item",
+    "+ item",
+    "* item",
+    "1. one",
+    "2) two",
+    "> quote",
+    "title\n===",
+    "title\n---",
+    "```\ncode\n```",
+    "    indented",
+    "a | b\n--|--\nc | d",
+    "[x]: http://127.0.0.1:9/ref\n\n[x]",
+    "line\n\nparagraph",
+    "snake_case_name",
+    "tab\there",
+    "",
+    "plain text, with: colons; and (brackets).",
 ]
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -46,8 +67,15 @@ def test_user_text_leaves_plain_text_alone():
 
 def test_pages_show_the_campaign_name_ids_reviewer_and_note_as_text(engine, db_url, monkeypatch):
     image = "![t](http://127.0.0.1:9/x.png)"
-    frame = pd.DataFrame({"external_id": [f"[id]({'http://127.0.0.1:9/id'})", "b"], "source": ["a b", "c d"],
-                          "hypothesis": ["a c", "c e"], "annotator:x": [0, 3], "annotator:y": [3, 3]})
+    frame = pd.DataFrame(
+        {
+            "external_id": [f"[id]({'http://127.0.0.1:9/id'})", "b"],
+            "source": ["a b", "c d"],
+            "hypothesis": ["a c", "c e"],
+            "annotator:x": [0, 3],
+            "annotator:y": [3, 3],
+        }
+    )
     done = import_pairs(engine, f"data {image}", frame, annotator_scale="levels")
     with engine.connect() as conn:
         first = conn.exec_driver_sql("SELECT MIN(id) FROM pairs").scalar()
@@ -78,6 +106,10 @@ def test_pages_show_the_campaign_name_ids_reviewer_and_note_as_text(engine, db_u
     assert any(f"decided by {user_text(f'Rev {image}')}" in s and user_text(f"note {image}") in s for s in shown)
     adjudicate(engine, first, 1, f"Other {image}", seen_revision=1)  # a second reviewer meanwhile
     at.button(key=f"final-3-{first}").click().run()
-    assert [e.value for e in at.error] == [user_text(f"Other {image} decided on this pair meanwhile (now “Slightly "
-                                                     "similar”): your decision was not saved, and the page shows "
-                                                     "the queue as it stands now.")]
+    assert [e.value for e in at.error] == [
+        user_text(
+            f"Other {image} decided on this pair meanwhile (now “Slightly "
+            "similar”): your decision was not saved, and the page shows "
+            "the queue as it stands now."
+        )
+    ]

@@ -1,6 +1,7 @@
 """What the annotator sees is what is scored (issue 38, item 4): bidi controls and invisible format
 characters in a pair or a name are shown as a visible mark, never applied, while the store keeps the
 text exactly as imported; the word-difference highlight stays on the words that differ."""
+
 from __future__ import annotations
 
 import html
@@ -14,22 +15,26 @@ from markdown_it import MarkdownIt
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from db.datasets import import_pairs
 from db.engine import read_session
 from db.models import Pair
-from ui.base.page import user_text
 from pluie_core.diff import diff_html
 from pluie_core.visible import count_marked, hidden_note, visible_html, visible_text
 from tests.annotation_fixtures import make_dataset
 from tests.paths import REPO
+from ui.base.page import user_text
 
 RLO = "\u202e"
 # the characters the issue names, and every other format character (Unicode category Cf)
-NAMED = ("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-         "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad")
-FORMAT = "".join(chr(c) for c in range(sys.maxunicode + 1)
-                 if unicodedata.category(chr(c)) == "Cf" and not 0xD800 <= c <= 0xDFFF)
+NAMED = (
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad"
+)
+FORMAT = "".join(
+    chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf" and not 0xD800 <= c <= 0xDFFF
+)
 
 
 PLAIN = ["A plain sentence.", "Le café d'à côté", "مرحبا بالعالم", "שלום", "❤️ 日本語", "tab\tand\nline", ""]
@@ -50,8 +55,10 @@ def test_visible_text_shows_each_hidden_character_as_its_code_point_and_nothing_
 def test_visible_html_escapes_and_names_the_character_it_does_not_apply():
     shown = visible_html(f"<b>x</b>{RLO}y")
     assert RLO not in shown and "<b>" not in shown
-    assert ('&lt;b&gt;x&lt;/b&gt;<span class="pluie-hidden-char" title="right-to-left override: shown, not applied"'
-            in shown)
+    assert (
+        '&lt;b&gt;x&lt;/b&gt;<span class="pluie-hidden-char" title="right-to-left override: shown, not applied"'
+        in shown
+    )
     assert re.sub(r"<[^>]+>", "", html.unescape(shown.replace("&lt;", "‹").replace("&gt;", "›"))) == "‹b›x‹/b›⟨U+202E⟩y"
 
 
@@ -113,10 +120,13 @@ def test_count_marked_counts_the_sentences_that_hold_a_hidden_character():
     assert hidden_note(["plain"]) is None
     assert hidden_note(["a\u200bb"]) == (
         "1 sentence holds invisible or direction-changing characters (zero-width spaces, bidi controls): it is "
-        "imported as it is, and shown with marks such as ⟨U+202E⟩ in their place, never applied.")
-    assert hidden_note([RLO, "x", "\ufeffy"]).startswith("2 sentences hold invisible or direction-changing "
-                                                        "characters (zero-width spaces, bidi controls): they are "
-                                                        "imported as they are,")
+        "imported as it is, and shown with marks such as ⟨U+202E⟩ in their place, never applied."
+    )
+    assert hidden_note([RLO, "x", "\ufeffy"]).startswith(
+        "2 sentences hold invisible or direction-changing "
+        "characters (zero-width spaces, bidi controls): they are "
+        "imported as they are,"
+    )
 
 
 def test_the_import_preview_counts_the_sentences_it_will_show_marked(app_store, monkeypatch):
@@ -156,8 +166,14 @@ def test_the_annotate_page_shows_the_mark_and_the_store_keeps_the_override(app_s
 
 def test_review_and_pairs_show_the_marks_in_place_of_the_override(app_store, monkeypatch):
     monkeypatch.chdir(REPO)
-    frame = pd.DataFrame({"source": [f"{RLO}ihg fed cba", "c d"], "hypothesis": ["ihg fed cbx", "c e"],
-                          "annotator:x": [0, 3], "annotator:y": [3, 3]})
+    frame = pd.DataFrame(
+        {
+            "source": [f"{RLO}ihg fed cba", "c d"],
+            "hypothesis": ["ihg fed cbx", "c e"],
+            "annotator:x": [0, 3],
+            "annotator:y": [3, 3],
+        }
+    )
     import_pairs(app_store, "bidi", frame, annotator_scale="levels")
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30).run()
     at.switch_page("pages/review.py").run()

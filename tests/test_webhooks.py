@@ -1,5 +1,6 @@
 """Webhooks: events written to an outbox in the transaction of what happened, posted signed to a real HTTP receiver
 (a server on a local port), retried with back-off, given up after a day, and never waited for by the writer."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -116,8 +117,11 @@ def test_a_failing_receiver_is_retried_with_back_off_then_given_up_after_a_day(e
 
             # a day after the event, the next failure gives up
             with write_session(engine) as session:
-                session.execute(update(WebhookDelivery).values(next_at=utcnow(),
-                                                               created_at=utcnow() - dt.timedelta(hours=23, minutes=59)))
+                session.execute(
+                    update(WebhookDelivery).values(
+                        next_at=utcnow(), created_at=utcnow() - dt.timedelta(hours=23, minutes=59)
+                    )
+                )
             assert webhooks.send_due(engine, client.post) == 1
         [last] = rows(engine)
         assert last["state"] == "failed" and last["attempts"] == 2
@@ -202,9 +206,11 @@ def test_a_run_that_finishes_and_a_campaign_that_fills_are_told_once(engine, rec
 def test_webhooks_are_an_organisers_and_urls_and_events_are_checked(engine):
     with access.acting_as(Actor("vic", "reviewer", 7)), pytest.raises(NotAllowed):
         webhooks.register_webhook(engine, "https://example.org/x", ["run.finished"])
-    for url, events, said in (("ftp://example.org", ["run.finished"], "http:// or https://"),
-                              ("https://example.org/x", ["run.done"], "not run.done"),
-                              ("https://example.org/x", [], "Choose events")):
+    for url, events, said in (
+        ("ftp://example.org", ["run.finished"], "http:// or https://"),
+        ("https://example.org/x", ["run.done"], "not run.done"),
+        ("https://example.org/x", [], "Choose events"),
+    ):
         with access.acting_as(OPEN), pytest.raises(webhooks.WebhookError, match=said):
             webhooks.register_webhook(engine, url, events)
     info, _ = register(engine, "https://example.org/x", ["run.finished"])
@@ -227,14 +233,32 @@ def test_the_worker_process_scores_a_run_and_posts_its_run_finished(engine, db_u
         run_id = create_run(engine, name="lev", kind="baseline", model="levenshtein", dataset_ids=[dataset_id])
     repo = Path(__file__).resolve().parent.parent
     log = tmp_path / "worker.log"
-    done = subprocess.run([sys.executable, str(repo / "worker.py"), "--db", db_url, "--no-default-runs",
-                           "--poll-seconds", "0.2", "--webhook-seconds", "0.5", "--exit-when-idle"],
-                          cwd=repo, stdout=log.open("wb"), stderr=subprocess.STDOUT, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(repo / "worker.py"),
+            "--db",
+            db_url,
+            "--no-default-runs",
+            "--poll-seconds",
+            "0.2",
+            "--webhook-seconds",
+            "0.5",
+            "--exit-when-idle",
+        ],
+        cwd=repo,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        timeout=120,
+    )
     assert done.returncode == 0, log.read_text()
     [(headers, body)] = receiver.got
     verify(secret, body, headers)
     sent = json.loads(body)
-    assert sent["event"] == "run.finished" and {k.lower(): v for k, v in headers.items()}["x-pluie-event"] == "run.finished"
+    assert (
+        sent["event"] == "run.finished"
+        and {k.lower(): v for k, v in headers.items()}["x-pluie-event"] == "run.finished"
+    )
     assert sent["data"]["run_id"] == run_id and sent["data"]["done"] == 3 and sent["data"]["total"] == 3
     [row] = rows(engine)
     assert row["state"] == "delivered" and row["attempts"] == 1 and row["last_status"] == 200

@@ -1,5 +1,6 @@
 """The worker as a real process on a real store: crashes, concurrency, imports during a run,
 SIGTERM, and the app's auto-start. (An unloadable model: tests/test_scoring_page.py.)"""
+
 from __future__ import annotations
 
 import os
@@ -12,10 +13,9 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from db import queue
-from db import init_db
+from db import init_db, queue
 from db.engine import read_session
-from db.models import Score, ScoreRun, WorkItem, Worker
+from db.models import Score, ScoreRun, Worker, WorkItem
 from db.runs import DEFAULT_BASELINES, create_run, scores_by_pair
 from tests.preloaded import preloaded
 from tests.store_fixtures import add_pairs, sentence_pairs
@@ -24,10 +24,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # what worker.py imports besides the project's own modules: preloaded once per test process (tests/preloaded.py)
-WORKER_LIBRARIES = ("torch", "transformers", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
-                    "transformers.models.auto.tokenization_auto", "transformers.models.llama.modeling_llama",
-                    "transformers.generation.continuous_batching", "tokenizers", "numpy", "pandas", "sqlalchemy",
-                    "sqlalchemy.dialects.sqlite", "alembic", "alembic.command", "alembic.config", "jinja2", "tabulate")
+WORKER_LIBRARIES = (
+    "torch",
+    "transformers",
+    "transformers.modeling_utils",
+    "transformers.models.auto.modeling_auto",
+    "transformers.models.auto.tokenization_auto",
+    "transformers.models.llama.modeling_llama",
+    "transformers.generation.continuous_batching",
+    "tokenizers",
+    "numpy",
+    "pandas",
+    "sqlalchemy",
+    "sqlalchemy.dialects.sqlite",
+    "alembic",
+    "alembic.command",
+    "alembic.config",
+    "jinja2",
+    "tabulate",
+)
 
 
 def start_worker(url: str, *args: str, log: Path):
@@ -35,7 +50,8 @@ def start_worker(url: str, *args: str, log: Path):
     has imported torch and transformers once: tests/preloaded.py); Popen's poll, wait and send_signal."""
     env = {**os.environ, "PLUIE_DB_URL": url}
     return preloaded(WORKER_LIBRARIES).start(
-        ["worker.py", "--db", url, "--no-default-runs", "--poll-seconds", "0.2", *args], cwd=REPO, env=env, log=log)
+        ["worker.py", "--db", url, "--no-default-runs", "--poll-seconds", "0.2", *args], cwd=REPO, env=env, log=log
+    )
 
 
 def done_count(engine, run_id: int) -> int:
@@ -48,8 +64,11 @@ def done_count(engine, run_id: int) -> int:
 def held_by(engine, pid: int) -> int:
     """Items leased to the worker process `pid` (worker ids carry the pid)."""
     with read_session(engine) as session:
-        return session.scalar(select(func.count()).select_from(WorkItem).where(
-            WorkItem.status == "claimed", WorkItem.lease_owner.like(f"%-{pid}-%")))
+        return session.scalar(
+            select(func.count())
+            .select_from(WorkItem)
+            .where(WorkItem.status == "claimed", WorkItem.lease_owner.like(f"%-{pid}-%"))
+        )
 
 
 def written_by(engine, pid: int) -> int:
@@ -161,8 +180,10 @@ def test_two_workers_on_one_queue_never_score_a_pair_twice(store_url, tmp_path, 
         # baselines alone, one worker writing without a pause could keep SQLite's lock from the other
         # until the work was done: seen on CI, 800 pairs in 1.2 s by one worker)
         pair_ids = add_pairs(engine, "shared", sentence_pairs(400))
-        runs = [create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu"),
-                *(create_run(engine, name=n, kind="baseline", model=n) for n in ("levenshtein", "chrf"))]
+        runs = [
+            create_run(engine, name="tiny", model=str(tiny_model), template="fs-direct", device="cpu"),
+            *(create_run(engine, name=n, kind="baseline", model=n) for n in ("levenshtein", "chrf")),
+        ]
         wait_until(lambda: all(done_count(engine, r) == 400 for r in runs), 180, "all pairs scored", log)
     finally:
         for w in workers:
@@ -212,10 +233,14 @@ def test_app_starts_one_worker_when_none_is_alive(tmp_path, monkeypatch):
     assert started is not None
     try:
         engine = init_db(url)
-        wait_until(lambda: len(queue.alive_workers(engine)) == 1, 120, "the worker's heartbeat", tmp_path / "worker.log")
+        wait_until(
+            lambda: len(queue.alive_workers(engine)) == 1, 120, "the worker's heartbeat", tmp_path / "worker.log"
+        )
         assert launcher.ensure_worker_running(url) is None  # one is alive: no second one
         with read_session(engine) as session:  # the baseline runs exist from the first start
-            assert session.scalar(select(func.count()).select_from(ScoreRun).where(ScoreRun.kind == "baseline")) == len(DEFAULT_BASELINES)
+            assert session.scalar(select(func.count()).select_from(ScoreRun).where(ScoreRun.kind == "baseline")) == len(
+                DEFAULT_BASELINES
+            )
         monkeypatch.setenv("PLUIE_NO_WORKER", "1")
         engine.dispose()
     finally:
@@ -234,8 +259,10 @@ def test_runs_of_one_model_share_its_weights_and_directions_are_scored_right(tmp
     engine = init_db(f"sqlite:///{tmp_path / 'store.db'}")
     pairs = sentence_pairs(6)
     pair_ids = add_pairs(engine, "d", pairs)
-    runs = {d: create_run(engine, name=d, model=str(tiny_model), template="direct", direction=d, device="cpu")
-            for d in ("forward", "backward", "symmetric")}
+    runs = {
+        d: create_run(engine, name=d, model=str(tiny_model), template="direct", direction=d, device="cpu")
+        for d in ("forward", "backward", "symmetric")
+    }
     worker = ScoringWorker(engine, device="cpu", batch_size=4, claim_size=4, overlap=overlap, poll_seconds=0.1)
     worker.run(exit_when_idle=True)
 
@@ -276,15 +303,19 @@ def test_the_store_works_while_the_model_scores(tmp_path, monkeypatch, overlap):
     def observed(sources, hypotheses):
         done_before = 5 * len(seen)  # claims of 5: the claims already scored
         expect_held = min(5, len(pairs) - done_before - len(sources)) + len(sources) if overlap else len(sources)
-        wait_until(lambda: leased_and_done() == (expect_held, done_before), 30,
-                   f"claim {len(seen)}: {expect_held} items leased and {done_before} done")
+        wait_until(
+            lambda: leased_and_done() == (expect_held, done_before),
+            30,
+            f"claim {len(seen)}: {expect_held} items leased and {done_before} done",
+        )
         seen.append((len(sources), *leased_and_done()))
         return levenshtein(sources, hypotheses)
 
     monkeypatch.setitem(BASELINES, "observed", Baseline("observed", observed, False, "levenshtein, watched"))
     run = create_run(engine, name="observed", kind="baseline", model="observed")  # runs name registry baselines
-    worker = worker_module.ScoringWorker(engine, device="cpu", claim_size=5, batch_size=2, overlap=overlap,
-                                         poll_seconds=0.1)
+    worker = worker_module.ScoringWorker(
+        engine, device="cpu", claim_size=5, batch_size=2, overlap=overlap, poll_seconds=0.1
+    )
     assert worker.run(exit_when_idle=True) == len(pairs)
     assert [n for n, _, _ in seen] == [5, 5, 5, 5, 3]
     if overlap:  # this claim and the next one leased; the previous one already written

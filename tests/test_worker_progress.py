@@ -2,6 +2,7 @@
 real worker code: a claim is sized for the run it holds, scores are written as they are computed, lost
 work is dropped at once, and runs are served in turn. The slow runs are a real small PLUIE model on the
 CPU (worker processes) or a registered baseline that takes its time (the worker in this process)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,9 +13,8 @@ import time
 import pytest
 
 import worker as worker_module
-from db import queue
+from db import init_db, queue
 from db.datasets import delete_dataset
-from db import init_db
 from db.engine import read_session
 from db.models import Dataset, WorkItem
 from db.runs import create_run, pause_run, resume_run, runs_progress
@@ -39,11 +39,13 @@ def slow_model(tiny_model_builder):
 
 def slowly(seconds_per_pair: float, calls: list | None = None, name: str = ""):
     """Levenshtein that takes `seconds_per_pair` a pair: a slow metric through the worker's real path."""
+
     def score(sources, hypotheses):
         if calls is not None:
             calls.append(name)
         time.sleep(seconds_per_pair * len(sources))
         return levenshtein(sources, hypotheses)
+
     return score
 
 
@@ -62,11 +64,13 @@ def claimed(engine, run_id) -> int:
     from sqlalchemy import func, select
 
     with read_session(engine) as session:
-        return session.scalar(select(func.count()).select_from(WorkItem).where(
-            WorkItem.run_id == run_id, WorkItem.status == "claimed"))
+        return session.scalar(
+            select(func.count()).select_from(WorkItem).where(WorkItem.run_id == run_id, WorkItem.status == "claimed")
+        )
 
 
 # ------------------------------------------------------------------ worker processes
+
 
 @pytest.mark.slow
 def test_a_slow_run_after_a_fast_one_shows_its_scores_within_a_minute(store_url, tmp_path, slow_model):
@@ -147,6 +151,7 @@ def test_a_dataset_deleted_mid_claim_lets_the_next_import_be_scored_at_once(stor
 
 # ------------------------------------------------------------------ the worker in this process
 
+
 def test_claims_take_the_runs_in_turn_each_sized_for_its_run(engine):
     add_pairs(engine, "d", sentence_pairs(10))
     a, b, c = (create_run(engine, name=n, kind="baseline", model=n) for n in ("levenshtein", "chrf", "bleu"))
@@ -178,8 +183,9 @@ def test_a_new_run_is_scored_while_others_still_have_work(engine, monkeypatch, o
     monkeypatch.setitem(BASELINES, "second", Baseline("second", slowly(0.0, calls, "second"), False, "levenshtein"))
     add_pairs(engine, "d", sentence_pairs(100))
     create_run(engine, name="first", kind="baseline", model="first")
-    worker = worker_module.ScoringWorker(engine, device="cpu", claim_size=10, overlap=overlap, poll_seconds=0.05,
-                                         refit_seconds=None)
+    worker = worker_module.ScoringWorker(
+        engine, device="cpu", claim_size=10, overlap=overlap, poll_seconds=0.05, refit_seconds=None
+    )
     assert worker.run(exit_when_idle=True) == 200
     start = calls.index("second")
     assert start <= 2, f"the new run waited: {calls}"

@@ -9,6 +9,7 @@ tokenizer (a BPE vocabulary trained on the fly, the language codes eng_Latn, deu
 special tokens), saved with ``save_pretrained`` and reloaded by ``AutoTokenizer`` /
 ``AutoModelForSeq2SeqLM`` like facebook/nllb-200-distilled-600M.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,9 +17,16 @@ from pathlib import Path
 import pytest
 
 CORPUS = [
-    "The cat drinks water.", "The cat drinks milk.", "A man is playing a guitar.", "Someone plays the guitar.",
-    "Stock markets fell sharply today.", "Have you ever seen a tsunami ?", "Have you ever seen a tiramisu ?",
-    "The quick brown fox jumps over the lazy dog.", "Die Katze trinkt Wasser.", "Der Mann spielt Gitarre.",
+    "The cat drinks water.",
+    "The cat drinks milk.",
+    "A man is playing a guitar.",
+    "Someone plays the guitar.",
+    "Stock markets fell sharply today.",
+    "Have you ever seen a tsunami ?",
+    "Have you ever seen a tiramisu ?",
+    "The quick brown fox jumps over the lazy dog.",
+    "Die Katze trinkt Wasser.",
+    "Der Mann spielt Gitarre.",
 ] * 20
 
 
@@ -33,16 +41,32 @@ def build_tiny_bert(directory, seed: int = 0) -> Path:
     raw.normalizer = normalizers.BertNormalizer(lowercase=True)
     raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     raw.decoder = decoders.WordPiece()
-    raw.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials,
-                                                              show_progress=False))
+    raw.train_from_iterator(
+        CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials, show_progress=False)
+    )
     raw.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", raw.token_to_id("[CLS]")), ("[SEP]", raw.token_to_id("[SEP]"))])
-    tokenizer = BertTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
-                                  cls_token="[CLS]", mask_token="[MASK]", model_max_length=128)
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", raw.token_to_id("[CLS]")), ("[SEP]", raw.token_to_id("[SEP]"))],
+    )
+    tokenizer = BertTokenizerFast(
+        tokenizer_object=raw,
+        unk_token="[UNK]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        mask_token="[MASK]",
+        model_max_length=128,
+    )
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     BertModel(config).eval().save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -65,13 +89,25 @@ def build_tiny_nllb(directory, seed: int = 2) -> Path:
     raw.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=specials, show_progress=False))
     model_json = json.loads(raw.to_str())["model"]
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model_json["merges"]]
-    tokenizer = NllbTokenizer(vocab=model_json["vocab"], merges=merges, extra_special_tokens=LANGUAGES,
-                              src_lang="eng_Latn")
+    tokenizer = NllbTokenizer(
+        vocab=model_json["vocab"], merges=merges, extra_special_tokens=LANGUAGES, src_lang="eng_Latn"
+    )
     torch.manual_seed(seed)
     config = M2M100Config(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, scale_embedding=True,
+        vocab_size=len(tokenizer),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        scale_embedding=True,
         init_std=0.1,  # with seed 2: translations that differ between sentences (most random seeds give one output)
     )
     model = M2M100ForConditionalGeneration(config).eval()

@@ -34,6 +34,7 @@ extra_text)`` returns just the tokenizer)::
 cached per argument set) and ``tiny_model_path`` (the default Llama + byte-level BPE model);
 import them in a test module or a conftest.py to use them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -105,7 +106,7 @@ def _training_text(extra_text) -> list[str]:
     # Repetition makes every answer word (bare and after a space) merge into a single token.
     # Varied left neighbours ("]Yes", '"Yes', ...) make the bare form a token for Metaspace styles
     # without any single "]Yes"-like merge winning.
-    answer_line = " ".join(f"{a} {a}. ]{a} \"{a}\" ({a}) :{a} -{a}" for a in _ANSWERS)
+    answer_line = " ".join(f'{a} {a}. ]{a} "{a}" ({a}) :{a} -{a}' for a in _ANSWERS)
     lines += ["system user assistant <<SYS>> <</SYS>> [INST] [/INST]"] * 20
     return lines + [answer_line] * 200
 
@@ -170,9 +171,7 @@ def _wrap_tokenizer(raw, style: str):
         )
         hf.chat_template = CHATML_TEMPLATE
     else:
-        hf = PreTrainedTokenizerFast(
-            tokenizer_object=raw, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
-        )
+        hf = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
         hf.chat_template = LLAMA2_TEMPLATE if style == "metaspace" else INST_TEMPLATE
     return hf
 

@@ -11,6 +11,7 @@ compiling), with 1 GiB of KV cache, its engine core in the server's own process 
 The pytest-xdist workers share one server (vllm_server: a file lock and a count of its users in the run's
 common temporary folder).
 """
+
 from __future__ import annotations
 
 import os
@@ -52,9 +53,15 @@ def vllm_python() -> Path:
     return VLLM_VENV / "bin" / "python"
 
 
-def start_vllm(folder: Path, log: Path, served_name: str = SERVED_NAME, dtype: str = "float32",
-               max_model_len: int = 2048, api_key: str | None = None,
-               engine_in_process: bool = False) -> tuple[subprocess.Popen, str]:
+def start_vllm(
+    folder: Path,
+    log: Path,
+    served_name: str = SERVED_NAME,
+    dtype: str = "float32",
+    max_model_len: int = 2048,
+    api_key: str | None = None,
+    engine_in_process: bool = False,
+) -> tuple[subprocess.Popen, str]:
     """vLLM's CPU server on ``folder`` (eager, 1 GiB of KV cache, a free port on loopback, its own process group;
     ``api_key``: it answers 401 without it), once it answers: (the process, the API's base URL). The venv is built
     first where it is missing. The endpoint tests and bench/endpoint.py start theirs with it.
@@ -63,20 +70,47 @@ def start_vllm(folder: Path, log: Path, served_name: str = SERVED_NAME, dtype: s
     20 s instead of 29-33 here, with the same scores (the same engine); a benchmark keeps vLLM's default."""
     python = vllm_python()
     port = _free_port()
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
-           **({"VLLM_ENABLE_V1_MULTIPROCESSING": "0"} if engine_in_process else {})}
+    env = {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_LOGGING_LEVEL": "WARNING",
+        **({"VLLM_ENABLE_V1_MULTIPROCESSING": "0"} if engine_in_process else {}),
+    }
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
-             "--served-model-name", served_name, "--dtype", dtype, "--enforce-eager", "--host", "127.0.0.1",
-             "--port", str(port), "--max-model-len", str(max_model_len), *(["--api-key", api_key] if api_key else [])],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(folder.parent), start_new_session=True)
+            [
+                str(python),
+                "-m",
+                "vllm.entrypoints.openai.api_server",
+                "--model",
+                str(folder),
+                "--served-model-name",
+                served_name,
+                "--dtype",
+                dtype,
+                "--enforce-eager",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--max-model-len",
+                str(max_model_len),
+                *(["--api-key", api_key] if api_key else []),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(folder.parent),
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + START_SECONDS
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"vLLM exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        request = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+        request = urllib.request.Request(
+            f"{url}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+        )
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
                 if response.status == 200:

@@ -1,6 +1,7 @@
 """The frame of every page, the top floor of ui/: the first line of an organiser's page (admin_page: the
 app's frame and access rules in force, what the browser keeps, the views' code preloaded), the labelling
 page's (annotator_page), and the preloading of the browser's table and chart code (preload_views)."""
+
 import functools
 import inspect
 import json
@@ -8,11 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.base import private_api
 from ui.access.keep import remember
 from ui.access.signin import install_access, refuse_page, require_signin
+from ui.base import private_api
 from ui.base.page import get_engine, page_script, through_app
-
 
 # The browser's table and chart code: Streamlit loads a table's the first time a page draws one (about
 # 0.6 s of the browser's time on 2 cores); a chart's is Streamlit's small component module and plotly.js
@@ -40,18 +40,20 @@ def preload_views(*kinds: str) -> None:
     from ui.charts import PLOTLY_JS
 
     now, later = set(kinds), set(VIEW_MODULES) - set(kinds)
-    script = ("(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
-              " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
-              " const load = (names, plotly) => { for (const name of names) import(base + name).catch(() => {});"
-              "  if (!plotly || window.Plotly || document.getElementById('pluie-plotly')) return;"
-              "  const s = document.createElement('script'); s.id = 'pluie-plotly';"
-              f" s.src = new URL('../../{PLOTLY_JS}', index.src).href; s.onerror = () => s.remove();"
-              "  document.head.appendChild(s); };"
-              f" load({json.dumps(list(view_modules(tuple(sorted(now)))))}, {json.dumps('chart' in now)});"
-              f" const later = {json.dumps(list(view_modules(tuple(sorted(later)))))};"
-              f" const plotly = {json.dumps('chart' in later)}; if (!later.length && !plotly) return;"
-              " const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));"
-              f" setTimeout(() => idle(() => load(later, plotly)), {LATER_MS});}})();")
+    script = (
+        "(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
+        " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
+        " const load = (names, plotly) => { for (const name of names) import(base + name).catch(() => {});"
+        "  if (!plotly || window.Plotly || document.getElementById('pluie-plotly')) return;"
+        "  const s = document.createElement('script'); s.id = 'pluie-plotly';"
+        f" s.src = new URL('../../{PLOTLY_JS}', index.src).href; s.onerror = () => s.remove();"
+        "  document.head.appendChild(s); };"
+        f" load({json.dumps(list(view_modules(tuple(sorted(now)))))}, {json.dumps('chart' in now)});"
+        f" const later = {json.dumps(list(view_modules(tuple(sorted(later)))))};"
+        f" const plotly = {json.dumps('chart' in later)}; if (!later.length && !plotly) return;"
+        " const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));"
+        f" setTimeout(() => idle(() => load(later, plotly)), {LATER_MS});}})();"
+    )
     with st.sidebar:
         page_script(script, "pluie-preload")
 

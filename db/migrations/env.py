@@ -1,4 +1,5 @@
 """Alembic environment: the engine comes from db.engine (config.attributes) or the usual URL setting."""
+
 from alembic import context
 
 from db.engine import make_engine

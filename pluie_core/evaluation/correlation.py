@@ -16,6 +16,7 @@ excluded by ``pluie_core.labels.ordinal_levels``).
 
 Every problem the data can cause raises ``StatsError`` with one sentence for the user.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -29,8 +30,17 @@ from pluie_core import private_api
 from pluie_core.labels import ordinal_levels
 from pluie_core.stats.errors import StatsError
 
-__all__ = ["METHODS", "MIN_PAIRS", "graded_reference", "correlation", "correlate", "compare_correlations",
-           "system_means", "system_level", "mean_levels"]
+__all__ = [
+    "METHODS",
+    "MIN_PAIRS",
+    "graded_reference",
+    "correlation",
+    "correlate",
+    "compare_correlations",
+    "system_means",
+    "system_level",
+    "mean_levels",
+]
 
 METHODS = ("pearson", "spearman", "kendall")
 MIN_PAIRS = 3  # fewer pairs leave no freedom: any two points are perfectly correlated
@@ -51,8 +61,9 @@ def graded_reference(values, name: str = "reference", role: str = "reference") -
     text = series[numbers.isna() & series.notna()]
     text = text[~text.astype(str).str.strip().str.lower().isin(MISSING_TEXT)]
     if len(text):
-        raise StatsError(f"The {role} {name!r} holds text (e.g. {str(text.iloc[0])[:40]!r}), not numbers: "
-                         "choose a numeric column.")
+        raise StatsError(
+            f"The {role} {name!r} holds text (e.g. {str(text.iloc[0])[:40]!r}), not numbers: choose a numeric column."
+        )
     return numbers.astype(float)
 
 
@@ -62,12 +73,17 @@ def _score_frame(scores: Scores) -> pd.DataFrame:
     elif isinstance(scores, pd.Series):
         frame = scores.to_frame(scores.name if scores.name is not None else "score")
     else:
-        frame = pd.DataFrame({name: pd.Series(values) if not isinstance(values, pd.Series) else values
-                              for name, values in scores.items()})
+        frame = pd.DataFrame(
+            {
+                name: pd.Series(values) if not isinstance(values, pd.Series) else values
+                for name, values in scores.items()
+            }
+        )
     if frame.shape[1] == 0:
         raise StatsError("Choose at least one metric to correlate.")
-    return pd.DataFrame({str(c): graded_reference(frame[c], str(c), "score column") for c in frame.columns},
-                        index=frame.index)
+    return pd.DataFrame(
+        {str(c): graded_reference(frame[c], str(c), "score column") for c in frame.columns}, index=frame.index
+    )
 
 
 def _aligned(scores: Scores, reference) -> tuple[pd.DataFrame, pd.Series]:
@@ -85,8 +101,10 @@ def _valid(x: np.ndarray, y: np.ndarray, what: str) -> tuple[np.ndarray, np.ndar
     kept = ~(np.isnan(x) | np.isnan(y))
     x, y = x[kept], y[kept]
     if len(x) < MIN_PAIRS:
-        raise StatsError(f"Only {len(x)} pair{'s' if len(x) != 1 else ''} {'have' if len(x) != 1 else 'has'} both "
-                         f"{what} and a reference; a correlation needs at least {MIN_PAIRS}.")
+        raise StatsError(
+            f"Only {len(x)} pair{'s' if len(x) != 1 else ''} {'have' if len(x) != 1 else 'has'} both "
+            f"{what} and a reference; a correlation needs at least {MIN_PAIRS}."
+        )
     if np.all(x == x[0]):
         raise StatsError(f"Every pair has the same {what}: a correlation with it is undefined.")
     if np.all(y == y[0]):
@@ -110,8 +128,9 @@ def correlation(x, y, method: str = "pearson") -> float:
 
 
 def _coefficient(x: np.ndarray, y: np.ndarray, method: str) -> float:
-    function = {"pearson": scipy_stats.pearsonr, "spearman": scipy_stats.spearmanr,
-                "kendall": scipy_stats.kendalltau}[method]
+    function = {"pearson": scipy_stats.pearsonr, "spearman": scipy_stats.spearmanr, "kendall": scipy_stats.kendalltau}[
+        method
+    ]
     return float(function(x, y).statistic)
 
 
@@ -244,8 +263,11 @@ def correlate(
     frame, reference = _aligned(scores, reference)
     y_all = reference.to_numpy()
     rows, shared = [], {}
-    known = None if coefficients is None else dict(zip(zip(coefficients["metric"], coefficients["method"]),
-                                                        coefficients["r"]))
+    known = (
+        None
+        if coefficients is None
+        else dict(zip(zip(coefficients["metric"], coefficients["method"]), coefficients["r"]))
+    )
     for metric in frame.columns:
         x, y = _valid(frame[metric].to_numpy(), y_all, f"{metric} score")
         # metrics scored on the same pairs share their resamples (and the reference's ranks in them)
@@ -281,13 +303,16 @@ def compare_correlations(
     +1 smoothed, at most 1), "n"}. Identical metrics give a difference of 0 and p = 1."""
     _check_method(method)
     _check_confidence(confidence)
-    frame, reference = _aligned({"a": a, "b": b} if not isinstance(a, pd.Series) else
-                                pd.DataFrame({"a": a, "b": b}), reference)
+    frame, reference = _aligned(
+        {"a": a, "b": b} if not isinstance(a, pd.Series) else pd.DataFrame({"a": a, "b": b}), reference
+    )
     x_a, x_b, y = frame["a"].to_numpy(), frame["b"].to_numpy(), reference.to_numpy()
     kept = ~(np.isnan(x_a) | np.isnan(x_b) | np.isnan(y))
     if kept.sum() < MIN_PAIRS:
-        raise StatsError(f"Only {int(kept.sum())} pairs have both scores and a reference; comparing two "
-                         f"correlations needs at least {MIN_PAIRS}.")
+        raise StatsError(
+            f"Only {int(kept.sum())} pairs have both scores and a reference; comparing two "
+            f"correlations needs at least {MIN_PAIRS}."
+        )
     x_a, x_b, y = x_a[kept], x_b[kept], y[kept]
     _valid(x_a, y, "first metric's score")
     _valid(x_b, y, "second metric's score")
@@ -302,8 +327,16 @@ def compare_correlations(
     low, high = np.percentile(shifted, [tail, 100 - tail])
     far_side = min(int((shifted <= 0).sum()), int((shifted >= 0).sum()))
     p_value = min(1.0, 2 * (far_side + 1) / (shifted.size + 1))
-    return {"method": method, "r_a": r_a, "r_b": r_b, "difference": difference, "ci_low": float(low),
-            "ci_high": float(high), "p_value": p_value, "n": int(len(y))}
+    return {
+        "method": method,
+        "r_a": r_a,
+        "r_b": r_b,
+        "difference": difference,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "p_value": p_value,
+        "n": int(len(y)),
+    }
 
 
 # --------------------------------------------------------------------------- system level
@@ -339,11 +372,14 @@ def system_level(
     resamples systems. Needs at least three systems."""
     means = system_means(scores, reference, systems)
     if len(means) < MIN_PAIRS:
-        raise StatsError(f"System-level correlation needs at least {MIN_PAIRS} systems with a reference; "
-                         f"there {'is' if len(means) == 1 else 'are'} {len(means)}.")
+        raise StatsError(
+            f"System-level correlation needs at least {MIN_PAIRS} systems with a reference; "
+            f"there {'is' if len(means) == 1 else 'are'} {len(means)}."
+        )
     metrics = [c for c in means.columns if c not in ("reference", "n_pairs")]
-    return correlate(means[metrics], means["reference"], methods, n_boot, confidence, max_resample=len(means),
-                     seed=seed)
+    return correlate(
+        means[metrics], means["reference"], methods, n_boot, confidence, max_resample=len(means), seed=seed
+    )
 
 
 # --------------------------------------------------------------------------- references

@@ -50,6 +50,7 @@ so those rows compare with the zh columns of the paper's Tables 6 and 7; ms-mrpc
 Per language: when the pairs carry a language field (``lang`` or ``language``), each dataset's error
 is also given per language (the paper's Tables 6-7).
 """
+
 from __future__ import annotations
 
 import os
@@ -61,9 +62,21 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "CHALLENGES", "PARTS", "Part", "ScorecardError", "DecisionRule", "Scorecard", "BenchmarkFiles",
-    "recognise", "read_benchmark", "benchmark_frame", "check_dataset", "calibrate", "scorecard",
-    "LANGUAGE_FIELDS", "MIN_PAIRS",
+    "CHALLENGES",
+    "PARTS",
+    "Part",
+    "ScorecardError",
+    "DecisionRule",
+    "Scorecard",
+    "BenchmarkFiles",
+    "recognise",
+    "read_benchmark",
+    "benchmark_frame",
+    "check_dataset",
+    "calibrate",
+    "scorecard",
+    "LANGUAGE_FIELDS",
+    "MIN_PAIRS",
 ]
 
 CHALLENGES = ("Classify!", "Minimize!", "Maximize!")
@@ -86,25 +99,52 @@ class Part:
     selection: str  # what is kept, in words
 
 
-PARTS: dict[str, Part] = {part.name: part for part in (
-    Part("pawsx", "Classify!", ("paws-x-test",), "every pair of paws-x-test.json, gold label as given"),
-    Part("sts-h", "Classify!", ("stsbenchmark-test-sts",),
-         "the pairs of stsbenchmark-test-sts.json that carry a label (the STS-B test pairs scored 4-5, "
-         "annotated by the paper's authors)"),
-    Part("mrpc", "Classify!", ("ms-mrpc",), "every pair of ms-mrpc.json, gold label as given"),
-    Part("snli", "Minimize!", ("stannlp-snli-pre-hyp", "stannlp-snli-hyp-pre"),
-         "every pair of both files (premise-hypothesis and flipped), neutral or contradiction: label 0"),
-    Part("anli", "Minimize!", ("fb-anli-pre-hyp", "fb-anli-hyp-pre"),
-         "every pair of both files (premise-hypothesis and flipped), neutral or contradiction: label 0"),
-    Part("xnli", "Minimize!", ("fb-xnli-pre-hyp", "fb-xnli-hyp-pre"),
-         "every pair of both files (premise-hypothesis and flipped), neutral or contradiction: label 0"),
-    Part("sts", "Minimize!", ("stsbenchmark-test-sts",),
-         "the pairs of stsbenchmark-test-sts.json with 0 <= score < 3 (of 0-5): label 0"),
-    Part("sick", "Minimize!", ("sickr-sts",), "the pairs of sickr-sts.json with 1 <= score < 3 (of 1-5): label 0"),
-    Part("true", "Maximize!", ("amr_true_paraphrases",), "every pair of amr_true_paraphrases.json: label 1"),
-    Part("simp", "Maximize!", ("onestop_parallel_all_pairs",),
-         "every pair of onestop_parallel_all_pairs.json, exact repeats included: label 1"),
-)}
+PARTS: dict[str, Part] = {
+    part.name: part
+    for part in (
+        Part("pawsx", "Classify!", ("paws-x-test",), "every pair of paws-x-test.json, gold label as given"),
+        Part(
+            "sts-h",
+            "Classify!",
+            ("stsbenchmark-test-sts",),
+            "the pairs of stsbenchmark-test-sts.json that carry a label (the STS-B test pairs scored 4-5, "
+            "annotated by the paper's authors)",
+        ),
+        Part("mrpc", "Classify!", ("ms-mrpc",), "every pair of ms-mrpc.json, gold label as given"),
+        Part(
+            "snli",
+            "Minimize!",
+            ("stannlp-snli-pre-hyp", "stannlp-snli-hyp-pre"),
+            "every pair of both files (premise-hypothesis and flipped), neutral or contradiction: label 0",
+        ),
+        Part(
+            "anli",
+            "Minimize!",
+            ("fb-anli-pre-hyp", "fb-anli-hyp-pre"),
+            "every pair of both files (premise-hypothesis and flipped), neutral or contradiction: label 0",
+        ),
+        Part(
+            "xnli",
+            "Minimize!",
+            ("fb-xnli-pre-hyp", "fb-xnli-hyp-pre"),
+            "every pair of both files (premise-hypothesis and flipped), neutral or contradiction: label 0",
+        ),
+        Part(
+            "sts",
+            "Minimize!",
+            ("stsbenchmark-test-sts",),
+            "the pairs of stsbenchmark-test-sts.json with 0 <= score < 3 (of 0-5): label 0",
+        ),
+        Part("sick", "Minimize!", ("sickr-sts",), "the pairs of sickr-sts.json with 1 <= score < 3 (of 1-5): label 0"),
+        Part("true", "Maximize!", ("amr_true_paraphrases",), "every pair of amr_true_paraphrases.json: label 1"),
+        Part(
+            "simp",
+            "Maximize!",
+            ("onestop_parallel_all_pairs",),
+            "every pair of onestop_parallel_all_pairs.json, exact repeats included: label 1",
+        ),
+    )
+}
 # score ranges of the similarity-repurposed Minimize! sets (extract_results.py: low <= score < 3)
 SCORE_SELECTION = {"sts": (0.0, 3.0), "sick": (1.0, 3.0)}
 # file stem -> (parts, direction of an NLI file)
@@ -147,7 +187,9 @@ class BenchmarkFiles:
         for name, sources in self.parts.items():
             for source in sources:
                 rows.append({"file": _name_of(source), "dataset": name, "challenge": PARTS[name].challenge})
-        rows += [{"file": name, "dataset": "", "challenge": "not part of the benchmark: skipped"} for name in self.skipped]
+        rows += [
+            {"file": name, "dataset": "", "challenge": "not part of the benchmark: skipped"} for name in self.skipped
+        ]
         return pd.DataFrame(rows, columns=["file", "dataset", "challenge"])
 
 
@@ -186,7 +228,8 @@ def sort_files(sources) -> BenchmarkFiles:
     if not given:
         raise ScorecardError(
             "None of these files is a PARAPHRASUS file (expected names such as ms-mrpc.json, paws-x-test.json, "
-            "stannlp-snli-pre-hyp.json)." + (f" Given: {', '.join(skipped[:6])}." if skipped else ""))
+            "stannlp-snli-pre-hyp.json)." + (f" Given: {', '.join(skipped[:6])}." if skipped else "")
+        )
     for name, sources in given.items():
         expected = PARTS[name].files
         if len(expected) == 2 and len(sources) != 2:
@@ -194,7 +237,8 @@ def sort_files(sources) -> BenchmarkFiles:
             other = next(stem for stem in expected if stem != have.lower()[:-5]) + ".json"
             raise ScorecardError(
                 f"{name} is one dataset made of two files, premise-hypothesis and flipped: {have} is here but "
-                f"{other} is missing.")
+                f"{other} is missing."
+            )
     return BenchmarkFiles(given, skipped, [name for name in PARTS if name not in given])
 
 
@@ -216,15 +260,21 @@ def _select(part: str, frame: pd.DataFrame, file_name: str) -> pd.DataFrame:
     labels = frame["label"]
     if challenge == "Classify!":
         if labels.isna().any() or not labels.isin([0.0, 1.0]).all():
-            raise ScorecardError(f"{file_name} is not the PARAPHRASUS {part} file: {part} needs a 0/1 label on every pair.")
+            raise ScorecardError(
+                f"{file_name} is not the PARAPHRASUS {part} file: {part} needs a 0/1 label on every pair."
+            )
     elif challenge == "Minimize!":
         if labels.eq(1.0).any() or not (labels.isna() | labels.isin([0.0, 1.0])).all():
-            raise ScorecardError(f"{file_name} is not the PARAPHRASUS {part} file: its pairs should all be "
-                                 "non-paraphrases (NLI neutral / contradiction, score -1 or 0).")
+            raise ScorecardError(
+                f"{file_name} is not the PARAPHRASUS {part} file: its pairs should all be "
+                "non-paraphrases (NLI neutral / contradiction, score -1 or 0)."
+            )
         frame["label"] = 0.0
     else:
         if labels.eq(0.0).any():
-            raise ScorecardError(f"{file_name} is not the PARAPHRASUS {part} file: its pairs should all be paraphrases.")
+            raise ScorecardError(
+                f"{file_name} is not the PARAPHRASUS {part} file: its pairs should all be paraphrases."
+            )
         frame["label"] = 1.0
     frame["file"] = file_name
     return frame
@@ -265,8 +315,10 @@ def read_benchmark(sources, *, loader=None) -> tuple[dict[str, pd.DataFrame], Be
 
 def benchmark_frame(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """The datasets of ``read_benchmark`` in one frame, with ``dataset`` and ``challenge`` columns."""
-    pieces = [frame.assign(dataset=name, challenge=PARTS[name].challenge if name in PARTS else None)
-              for name, frame in frames.items()]
+    pieces = [
+        frame.assign(dataset=name, challenge=PARTS[name].challenge if name in PARTS else None)
+        for name, frame in frames.items()
+    ]
     return pd.concat(pieces, ignore_index=True)
 
 
@@ -280,35 +332,49 @@ def check_dataset(name: str, challenge: str, labels: Iterable, label_kind: Optio
     0); a dataset needs at least MIN_PAIRS pairs."""
     if challenge not in CHALLENGES:
         raise ScorecardError(f"Unknown challenge {challenge!r}: choose {', '.join(CHALLENGES)}.")
-    labels = pd.to_numeric(pd.Series(labels if isinstance(labels, pd.Series) else list(labels)),
-                           errors="coerce").astype(float)
+    labels = pd.to_numeric(
+        pd.Series(labels if isinstance(labels, pd.Series) else list(labels)), errors="coerce"
+    ).astype(float)
     if len(labels) < MIN_PAIRS:
-        raise ScorecardError(f"{name} has {len(labels)} pair{'s' if len(labels) != 1 else ''}; "
-                             f"a dataset of the scorecard needs at least {MIN_PAIRS}.")
+        raise ScorecardError(
+            f"{name} has {len(labels)} pair{'s' if len(labels) != 1 else ''}; "
+            f"a dataset of the scorecard needs at least {MIN_PAIRS}."
+        )
     known = labels.dropna()
     scored = label_kind == "score" or not known.isin([0.0, 1.0]).all()
     if challenge == "Classify!":
         if known.empty:
-            raise ScorecardError(f"{name} has no gold labels: a Classify! dataset needs a 0/1 gold label on every pair.")
+            raise ScorecardError(
+                f"{name} has no gold labels: a Classify! dataset needs a 0/1 gold label on every pair."
+            )
         if scored:
-            raise ScorecardError(f"{name}'s gold labels are similarity scores, not 0/1: a Classify! dataset needs "
-                                 "binary gold labels.")
+            raise ScorecardError(
+                f"{name}'s gold labels are similarity scores, not 0/1: a Classify! dataset needs binary gold labels."
+            )
         if len(known) < len(labels):
-            raise ScorecardError(f"{len(labels) - len(known)} pairs of {name} have no gold label: a Classify! dataset "
-                                 "needs a 0/1 gold label on every pair.")
+            raise ScorecardError(
+                f"{len(labels) - len(known)} pairs of {name} have no gold label: a Classify! dataset "
+                "needs a 0/1 gold label on every pair."
+            )
         return
     if scored and not known.empty:
-        raise ScorecardError(f"{name}'s gold labels are similarity scores, not 0/1: keep only its "
-                             f"{'non-paraphrases' if challenge == 'Minimize!' else 'paraphrases'} in a dataset of "
-                             "their own (the benchmark import does this for sts and sick).")
+        raise ScorecardError(
+            f"{name}'s gold labels are similarity scores, not 0/1: keep only its "
+            f"{'non-paraphrases' if challenge == 'Minimize!' else 'paraphrases'} in a dataset of "
+            "their own (the benchmark import does this for sts and sick)."
+        )
     wrong = 1.0 if challenge == "Minimize!" else 0.0
     n_wrong = int(known.eq(wrong).sum())
     if n_wrong:
         if challenge == "Minimize!":
-            raise ScorecardError(f"{name} has {n_wrong} positive gold labels (paraphrases): a Minimize! dataset holds "
-                                 "non-paraphrases only; assign it to Classify! or leave those pairs out.")
-        raise ScorecardError(f"{name} has {n_wrong} negative gold labels (non-paraphrases): a Maximize! dataset holds "
-                             "paraphrases only; assign it to Classify! or leave those pairs out.")
+            raise ScorecardError(
+                f"{name} has {n_wrong} positive gold labels (paraphrases): a Minimize! dataset holds "
+                "non-paraphrases only; assign it to Classify! or leave those pairs out."
+            )
+        raise ScorecardError(
+            f"{name} has {n_wrong} negative gold labels (non-paraphrases): a Maximize! dataset holds "
+            "paraphrases only; assign it to Classify! or leave those pairs out."
+        )
 
 
 # --------------------------------------------------------------------------- the decision rule
@@ -339,8 +405,10 @@ class DecisionRule:
         if self.how == "calibrated":
             text += f" (calibrated on {', '.join(self.calibrated_on)}: the threshold with the lowest Err̄ there"
             if self.n_tied > 1:
-                text += f"; {self.n_tied} thresholds from {self.tie_low:.6g} to {self.tie_high:.6g} tie, the one " \
-                        "calling the most pairs paraphrases is kept"
+                text += (
+                    f"; {self.n_tied} thresholds from {self.tie_low:.6g} to {self.tie_high:.6g} tie, the one "
+                    "calling the most pairs paraphrases is kept"
+                )
             return text + ")"
         return text + " (given)"
 
@@ -356,13 +424,17 @@ def _challenge_of(frame: pd.DataFrame, challenges: Optional[Mapping[str, str]], 
 def _prepared(frame: pd.DataFrame, score: str, challenges, dataset_col: str, label_col: str) -> pd.DataFrame:
     if score not in frame.columns:
         raise ScorecardError(f"There is no score column {score!r}.")
-    data = pd.DataFrame({  # categories: a few distinct names over many pairs
-        "dataset": pd.Categorical(frame[dataset_col].astype(str)),
-        "challenge": pd.Categorical(_challenge_of(frame, challenges, dataset_col)),
-        "label": pd.to_numeric(frame[label_col], errors="coerce").to_numpy(dtype=float)
-        if label_col in frame.columns else np.nan,
-        "score": pd.to_numeric(frame[score], errors="coerce").to_numpy(dtype=float),
-    }, index=frame.index)
+    data = pd.DataFrame(
+        {  # categories: a few distinct names over many pairs
+            "dataset": pd.Categorical(frame[dataset_col].astype(str)),
+            "challenge": pd.Categorical(_challenge_of(frame, challenges, dataset_col)),
+            "label": pd.to_numeric(frame[label_col], errors="coerce").to_numpy(dtype=float)
+            if label_col in frame.columns
+            else np.nan,
+            "score": pd.to_numeric(frame[score], errors="coerce").to_numpy(dtype=float),
+        },
+        index=frame.index,
+    )
     unknown = data.loc[~data["challenge"].isin(CHALLENGES), "dataset"].unique()
     if len(unknown):
         raise ScorecardError(f"{unknown[0]} is in no challenge: assign it to Classify!, Minimize! or Maximize!.")
@@ -374,14 +446,18 @@ def paper_order(name: str, challenge) -> tuple:
     datasets in Table 2's order (a name such as "paraphrasus/mrpc" counts as mrpc), then the others by
     name."""
     short = name.rsplit("/", 1)[-1]
-    return (CHALLENGES.index(challenge) if challenge in CHALLENGES else len(CHALLENGES),
-            list(PARTS).index(short) if short in PARTS else len(PARTS), name)
+    return (
+        CHALLENGES.index(challenge) if challenge in CHALLENGES else len(CHALLENGES),
+        list(PARTS).index(short) if short in PARTS else len(PARTS),
+        name,
+    )
 
 
 def in_paper_order(datasets: pd.DataFrame, name_col: str = "name", challenge_col: str = "challenge") -> pd.DataFrame:
     """The rows of a table of datasets (one per dataset) in the paper's order (``paper_order``)."""
-    return datasets.loc[sorted(datasets.index, key=lambda i: paper_order(datasets.at[i, name_col],
-                                                                          datasets.at[i, challenge_col]))]
+    return datasets.loc[
+        sorted(datasets.index, key=lambda i: paper_order(datasets.at[i, name_col], datasets.at[i, challenge_col]))
+    ]
 
 
 def _ordered_datasets(data: pd.DataFrame) -> list[tuple[str, str]]:
@@ -401,9 +477,16 @@ def _errors(challenge: str, labels: np.ndarray, predicted: np.ndarray) -> np.nda
     return ~predicted
 
 
-def calibrate(frame: pd.DataFrame, score: str, on: Sequence[str], *, higher_is_similar: bool = True,
-              challenges: Optional[Mapping[str, str]] = None, dataset_col: str = "dataset",
-              label_col: str = "label") -> DecisionRule:
+def calibrate(
+    frame: pd.DataFrame,
+    score: str,
+    on: Sequence[str],
+    *,
+    higher_is_similar: bool = True,
+    challenges: Optional[Mapping[str, str]] = None,
+    dataset_col: str = "dataset",
+    label_col: str = "label",
+) -> DecisionRule:
     """The threshold with the lowest Err̄ computed on the datasets ``on`` alone (their challenges'
     unweighted means, then the mean of those; with Classify! datasets only, their mean error).
     Every distinct score is a candidate, and one above them all (no pair a paraphrase); among tied
@@ -428,8 +511,9 @@ def calibrate(frame: pd.DataFrame, score: str, on: Sequence[str], *, higher_is_s
         labels = group["label"].to_numpy()
         if challenge == "Classify!":
             positives, negatives = np.sort(values[labels == 1]), np.sort(values[labels != 1])
-            errors = np.searchsorted(positives, candidates, "left") \
-                + (negatives.size - np.searchsorted(negatives, candidates, "left"))
+            errors = np.searchsorted(positives, candidates, "left") + (
+                negatives.size - np.searchsorted(negatives, candidates, "left")
+            )
         else:
             ordered = np.sort(values)
             below = np.searchsorted(ordered, candidates, "left")  # predicted non-paraphrase
@@ -440,8 +524,9 @@ def calibrate(frame: pd.DataFrame, score: str, on: Sequence[str], *, higher_is_s
     tied = candidates[np.isclose(err, err[best], rtol=0, atol=1e-12)]
     threshold = candidates[best] if higher_is_similar else -candidates[best]
     low, high = (tied.min(), tied.max()) if higher_is_similar else (-tied.max(), -tied.min())
-    return DecisionRule(float(threshold), higher_is_similar, "calibrated", tuple(on), float(low), float(high),
-                        int(tied.size))
+    return DecisionRule(
+        float(threshold), higher_is_similar, "calibrated", tuple(on), float(low), float(high), int(tied.size)
+    )
 
 
 # --------------------------------------------------------------------------- the scorecard
@@ -464,9 +549,20 @@ class Scorecard:
         Classify!, Minimize!, Maximize! and Err whose ``error`` is the unweighted average (n and
         errors there are totals, so error is not errors / n)."""
         rows = self.datasets[["dataset", "challenge", "n", "errors", "error"]].copy()
-        averages = self.challenges.assign(dataset=self.challenges["challenge"])[["dataset", "challenge", "n", "errors", "error"]]
-        total = pd.DataFrame([{"dataset": "Err", "challenge": "", "n": int(self.datasets["n"].sum()),
-                               "errors": int(self.datasets["errors"].sum()), "error": self.err}])
+        averages = self.challenges.assign(dataset=self.challenges["challenge"])[
+            ["dataset", "challenge", "n", "errors", "error"]
+        ]
+        total = pd.DataFrame(
+            [
+                {
+                    "dataset": "Err",
+                    "challenge": "",
+                    "n": int(self.datasets["n"].sum()),
+                    "errors": int(self.datasets["errors"].sum()),
+                    "error": self.err,
+                }
+            ]
+        )
         table = pd.concat([rows, averages, total], ignore_index=True)
         table["n"] = table["n"].astype(int)
         table["errors"] = table["errors"].astype(int)
@@ -484,9 +580,16 @@ class Scorecard:
         return table
 
 
-def scorecard(frame: pd.DataFrame, score: str, rule: DecisionRule, *,
-              challenges: Optional[Mapping[str, str]] = None, dataset_col: str = "dataset",
-              label_col: str = "label", language_col: Optional[str] = None) -> Scorecard:
+def scorecard(
+    frame: pd.DataFrame,
+    score: str,
+    rule: DecisionRule,
+    *,
+    challenges: Optional[Mapping[str, str]] = None,
+    dataset_col: str = "dataset",
+    label_col: str = "label",
+    language_col: Optional[str] = None,
+) -> Scorecard:
     """The PARAPHRASUS errors of the score column ``score`` of ``frame`` (one row per pair, with
     ``dataset_col``, ``label_col`` (0/1 gold) and, unless ``challenges`` maps each dataset to its
     challenge, a ``challenge`` column) under ``rule``. Pairs without a score (not scored yet) are left
@@ -505,33 +608,65 @@ def scorecard(frame: pd.DataFrame, score: str, rule: DecisionRule, *,
         check_dataset(name, challenge, group["label"])
         scored = group[group["score"].notna()]
         if len(scored) < MIN_PAIRS:
-            raise ScorecardError(f"{name} has {len(scored)} scored pair{'s' if len(scored) != 1 else ''}; the "
-                                 f"scorecard needs at least {MIN_PAIRS} per dataset (wait for the scores, or leave it out).")
+            raise ScorecardError(
+                f"{name} has {len(scored)} scored pair{'s' if len(scored) != 1 else ''}; the "
+                f"scorecard needs at least {MIN_PAIRS} per dataset (wait for the scores, or leave it out)."
+            )
         predicted = rule.predict(scored["score"].to_numpy())
         wrong = _errors(challenge, scored["label"].to_numpy(), predicted)
-        rows.append({"dataset": name, "challenge": challenge, "n": len(scored), "errors": int(wrong.sum()),
-                     "error": float(wrong.mean()), "predicted_paraphrases": int(predicted.sum()),
-                     "unscored": len(group) - len(scored)})
+        rows.append(
+            {
+                "dataset": name,
+                "challenge": challenge,
+                "n": len(scored),
+                "errors": int(wrong.sum()),
+                "error": float(wrong.mean()),
+                "predicted_paraphrases": int(predicted.sum()),
+                "unscored": len(group) - len(scored),
+            }
+        )
         if "language" in scored.columns and scored["language"].notna().any():
             languages = scored["language"].fillna("?").astype(str).to_numpy()
             for language in pd.unique(languages):
                 mask = languages == language
-                language_rows.append({"dataset": name, "challenge": challenge, "language": language,
-                                      "n": int(mask.sum()), "errors": int(wrong[mask].sum()),
-                                      "error": float(wrong[mask].mean())})
+                language_rows.append(
+                    {
+                        "dataset": name,
+                        "challenge": challenge,
+                        "language": language,
+                        "n": int(mask.sum()),
+                        "errors": int(wrong[mask].sum()),
+                        "error": float(wrong[mask].mean()),
+                    }
+                )
     datasets = pd.DataFrame(rows)
     unscored = int(datasets["unscored"].sum())
     if unscored:
         notes.append(f"{unscored:,} pairs have no score yet and are left out; the figures cover the scored pairs.")
     grouped = datasets.groupby("challenge", sort=False)
-    challenge_rows = [{"challenge": c, "datasets": int(len(g)), "n": int(g["n"].sum()), "errors": int(g["errors"].sum()),
-                       "error": float(g["error"].mean())} for c, g in grouped]
+    challenge_rows = [
+        {
+            "challenge": c,
+            "datasets": int(len(g)),
+            "n": int(g["n"].sum()),
+            "errors": int(g["errors"].sum()),
+            "error": float(g["error"].mean()),
+        }
+        for c, g in grouped
+    ]
     challenge_table = pd.DataFrame(challenge_rows)
     absent = [c for c in CHALLENGES if c not in set(challenge_table["challenge"])]
     if absent:
-        notes.append(f"No dataset in {', '.join(absent)}: Err̄ is the mean over the other challenge"
-                     f"{'s' if len(CHALLENGES) - len(absent) > 1 else ''} only, not comparable with the paper's.")
+        notes.append(
+            f"No dataset in {', '.join(absent)}: Err̄ is the mean over the other challenge"
+            f"{'s' if len(CHALLENGES) - len(absent) > 1 else ''} only, not comparable with the paper's."
+        )
     err = float(challenge_table["error"].mean())
-    return Scorecard(rule, datasets, challenge_table, err,
-                     pd.DataFrame(language_rows, columns=["dataset", "challenge", "language", "n", "errors", "error"]),
-                     notes)
+    return Scorecard(
+        rule,
+        datasets,
+        challenge_table,
+        err,
+        pd.DataFrame(language_rows, columns=["dataset", "challenge", "language", "n", "errors", "error"]),
+        notes,
+    )

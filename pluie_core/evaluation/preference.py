@@ -15,6 +15,7 @@ when the two scores differ by at most ε. Per metric:
 ``load_preferences`` reads a preference file: any table ``pluie_core.io.read_table`` reads with
 columns for the source, the two candidates and the preference, or a ParaReval JSONL file.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
@@ -26,26 +27,73 @@ from pluie_core.formats.common import PairFileError
 from pluie_core.stats.errors import StatsError
 from pluie_core.stats.reliability import kappa_from_confusion
 
-__all__ = ["CHOICES", "PREFERENCE_COLUMNS", "load_preferences", "preferences_from_table", "parse_preferred",
-           "metric_decisions", "tie_calibration", "preference_agreement", "agreement_table"]
+__all__ = [
+    "CHOICES",
+    "PREFERENCE_COLUMNS",
+    "load_preferences",
+    "preferences_from_table",
+    "parse_preferred",
+    "metric_decisions",
+    "tie_calibration",
+    "preference_agreement",
+    "agreement_table",
+]
 
 CHOICES = ("A", "B", "tie")
 PREFERENCE_COLUMNS = ["source", "candidate_a", "candidate_b", "preferred"]
-AGREEMENT_COLUMNS = ["metric", "n", "accuracy", "epsilon", "accuracy_calibrated", "cramers_v", "kappa",
-                     "metric_ties", "note"]
+AGREEMENT_COLUMNS = [
+    "metric",
+    "n",
+    "accuracy",
+    "epsilon",
+    "accuracy_calibrated",
+    "cramers_v",
+    "kappa",
+    "metric_ties",
+    "note",
+]
 # recognised column names (lower-cased, spaces / dashes / dots as underscores), first match wins
 NAMES = {
     "source": ["source", "src", "original", "original_paragraph", "original_sentence", "prompt", "context", "input"],
-    "candidate_a": ["candidate_a", "a", "option_a", "hypothesis_a", "output_a", "response_a", "model_a_paragraph",
-                    "text_a", "candidate1", "candidate_1"],
-    "candidate_b": ["candidate_b", "b", "option_b", "hypothesis_b", "output_b", "response_b", "model_b_paragraph",
-                    "text_b", "candidate2", "candidate_2"],
+    "candidate_a": [
+        "candidate_a",
+        "a",
+        "option_a",
+        "hypothesis_a",
+        "output_a",
+        "response_a",
+        "model_a_paragraph",
+        "text_a",
+        "candidate1",
+        "candidate_1",
+    ],
+    "candidate_b": [
+        "candidate_b",
+        "b",
+        "option_b",
+        "hypothesis_b",
+        "output_b",
+        "response_b",
+        "model_b_paragraph",
+        "text_b",
+        "candidate2",
+        "candidate_2",
+    ],
     "preferred": ["preferred", "preference", "winner", "choice", "extended_choice", "human_preference", "label"],
     "system_a": ["system_a", "model_a"],
     "system_b": ["system_b", "model_b"],
 }
-SYNONYMS = {"a": "A", "b": "B", "tie": "tie", "both": "tie", "neither": "tie", "none": "tie", "equal": "tie",
-            "draw": "tie", "=": "tie"}
+SYNONYMS = {
+    "a": "A",
+    "b": "B",
+    "tie": "tie",
+    "both": "tie",
+    "neither": "tie",
+    "none": "tie",
+    "equal": "tie",
+    "draw": "tie",
+    "=": "tie",
+}
 
 
 def _normalised(column) -> str:
@@ -83,8 +131,10 @@ def preferences_from_table(table: pd.DataFrame, columns: Optional[Mapping[str, s
     for key, names in NAMES.items():
         if columns and columns.get(key):
             if columns[key] not in table.columns:
-                raise PairFileError(f"Column {columns[key]!r} is not in the file; its columns are: "
-                                    f"{', '.join(map(str, table.columns))}.")
+                raise PairFileError(
+                    f"Column {columns[key]!r} is not in the file; its columns are: "
+                    f"{', '.join(map(str, table.columns))}."
+                )
             mapping[key] = columns[key]
             continue
         found = next((by_key[n] for n in names if n in by_key and by_key[n] not in mapping.values()), None)
@@ -92,9 +142,11 @@ def preferences_from_table(table: pd.DataFrame, columns: Optional[Mapping[str, s
             mapping[key] = found
     missing = [k for k in PREFERENCE_COLUMNS if k not in mapping]
     if missing:
-        raise PairFileError(f"No {' / '.join(m.replace('_', ' ') for m in missing)} column: a preference file needs "
-                            f"columns source, candidate_a, candidate_b and preferred (A, B or tie). The file's "
-                            f"columns are: {', '.join(map(str, table.columns))}.")
+        raise PairFileError(
+            f"No {' / '.join(m.replace('_', ' ') for m in missing)} column: a preference file needs "
+            f"columns source, candidate_a, candidate_b and preferred (A, B or tie). The file's "
+            f"columns are: {', '.join(map(str, table.columns))}."
+        )
     if table.empty:
         raise PairFileError("The file holds no preference.")
     out = pd.DataFrame(index=table.index)
@@ -120,11 +172,20 @@ def _from_parareval(table: pd.DataFrame) -> pd.DataFrame:
     record, preferred from the annotator's extended choice (A, B or Tie)."""
     sides = {side: table[table["revision"] == side].reset_index(drop=True) for side in ("A", "B")}
     a, b = sides["A"], sides["B"]
-    return preferences_from_table(pd.DataFrame({
-        "source": a["source"], "candidate_a": a["hypothesis"], "candidate_b": b["hypothesis"],
-        "preferred": a["extended_choice"], "system_a": a["model"], "system_b": b["model"],
-        "id_pairing": a["id_pairing"], "instruction": a["instruction"],
-    }))
+    return preferences_from_table(
+        pd.DataFrame(
+            {
+                "source": a["source"],
+                "candidate_a": a["hypothesis"],
+                "candidate_b": b["hypothesis"],
+                "preferred": a["extended_choice"],
+                "system_a": a["model"],
+                "system_b": b["model"],
+                "id_pairing": a["id_pairing"],
+                "instruction": a["instruction"],
+            }
+        )
+    )
 
 
 def load_preferences(path_or_buffer, columns: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
@@ -149,7 +210,7 @@ def _oriented_difference(score_a, score_b, higher_is_similar: bool) -> np.ndarra
 
 
 def metric_decisions(score_a, score_b, higher_is_similar: bool = True, epsilon: float = 0.0) -> np.ndarray:
-    """"A", "B" or "tie" per item: the candidate the metric scores as more similar, a tie when the
+    """ "A", "B" or "tie" per item: the candidate the metric scores as more similar, a tie when the
     scores differ by at most ``epsilon``; None where a score is missing."""
     d = _oriented_difference(score_a, score_b, higher_is_similar)
     out = np.where(np.abs(d) <= epsilon, "tie", np.where(d > 0, "A", "B")).astype(object)
@@ -187,8 +248,12 @@ def tie_calibration(preferred, score_a, score_b, higher_is_similar: bool = True)
     if candidates[0] > 0:  # ε = 0 with no equal scores: no metric tie at all
         candidates, correct = np.r_[0.0, candidates], np.r_[agrees.sum(), correct]
     best = int(np.argmax(correct))
-    return {"epsilon": float(candidates[best]), "accuracy": float(correct[best] / len(d)),
-            "accuracy_no_ties": float(correct[0] / len(d)), "n": int(len(d))}
+    return {
+        "epsilon": float(candidates[best]),
+        "accuracy": float(correct[best] / len(d)),
+        "accuracy_no_ties": float(correct[0] / len(d)),
+        "n": int(len(d)),
+    }
 
 
 def _cramers_v(human: np.ndarray, metric: np.ndarray) -> float:
@@ -210,23 +275,26 @@ def _kappa(human: np.ndarray, metric: np.ndarray) -> float:
     both = ~np.isnan(a) & ~np.isnan(b)  # sklearn leaves out what is not one of the labels too
     if not both.any():
         return float("nan")
-    confusion = np.bincount(a[both].astype(int) * len(CHOICES) + b[both].astype(int),
-                            minlength=len(CHOICES) ** 2).reshape(len(CHOICES), len(CHOICES))
+    confusion = np.bincount(
+        a[both].astype(int) * len(CHOICES) + b[both].astype(int), minlength=len(CHOICES) ** 2
+    ).reshape(len(CHOICES), len(CHOICES))
     try:
         return kappa_from_confusion(confusion, None)
     except StatsError:
         return float("nan")
 
 
-def preference_agreement(preferred, score_a, score_b, higher_is_similar: bool = True,
-                         epsilon: Optional[float] = None) -> dict:
+def preference_agreement(
+    preferred, score_a, score_b, higher_is_similar: bool = True, epsilon: Optional[float] = None
+) -> dict:
     """One metric against the human preferences: {"n", "accuracy" (ε = 0), "epsilon", "accuracy_calibrated",
     "cramers_v", "kappa", "metric_ties", "note"}; V and κ are computed on the metric's decisions at the
     calibrated ε (or at ``epsilon`` when given, which also sets accuracy_calibrated)."""
     calibration = tie_calibration(preferred, score_a, score_b, higher_is_similar)
     human = _human(preferred)
-    decisions = metric_decisions(score_a, score_b, higher_is_similar,
-                                 calibration["epsilon"] if epsilon is None else epsilon)
+    decisions = metric_decisions(
+        score_a, score_b, higher_is_similar, calibration["epsilon"] if epsilon is None else epsilon
+    )
     kept = decisions != None  # noqa: E711 (an object array of strings and None)
     human, decisions = human[kept], decisions[kept].astype(str)
     accuracy = calibration["accuracy"] if epsilon is None else float((human == decisions).mean())
@@ -236,15 +304,25 @@ def preference_agreement(preferred, score_a, score_b, higher_is_similar: bool = 
         notes.append("Cramér's V is undefined: the metric or the people make a single kind of choice here.")
     if np.isnan(kappa):
         notes.append("κ is undefined: a single category on both sides.")
-    return {"n": calibration["n"], "accuracy": calibration["accuracy_no_ties"],
-            "epsilon": calibration["epsilon"] if epsilon is None else float(epsilon),
-            "accuracy_calibrated": accuracy, "cramers_v": v, "kappa": kappa,
-            "metric_ties": int((decisions == "tie").sum()), "note": " ".join(notes)}
+    return {
+        "n": calibration["n"],
+        "accuracy": calibration["accuracy_no_ties"],
+        "epsilon": calibration["epsilon"] if epsilon is None else float(epsilon),
+        "accuracy_calibrated": accuracy,
+        "cramers_v": v,
+        "kappa": kappa,
+        "metric_ties": int((decisions == "tie").sum()),
+        "note": " ".join(notes),
+    }
 
 
-def agreement_table(preferred, scores_a: pd.DataFrame, scores_b: pd.DataFrame,
-                    higher_is_similar: Mapping[str, bool] | None = None,
-                    metrics: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def agreement_table(
+    preferred,
+    scores_a: pd.DataFrame,
+    scores_b: pd.DataFrame,
+    higher_is_similar: Mapping[str, bool] | None = None,
+    metrics: Optional[Sequence[str]] = None,
+) -> pd.DataFrame:
     """``preference_agreement`` per metric: ``scores_a`` / ``scores_b`` hold one column per metric,
     the scores of candidate A and B of each item (row order of ``preferred``). One row per metric
     with columns AGREEMENT_COLUMNS; a metric without any scored item gets a note instead of figures."""
@@ -252,8 +330,9 @@ def agreement_table(preferred, scores_a: pd.DataFrame, scores_b: pd.DataFrame,
     rows = []
     for metric in metrics or list(scores_a.columns):
         try:
-            row = preference_agreement(preferred, scores_a[metric].to_numpy(), scores_b[metric].to_numpy(),
-                                       higher_is_similar.get(metric, True))
+            row = preference_agreement(
+                preferred, scores_a[metric].to_numpy(), scores_b[metric].to_numpy(), higher_is_similar.get(metric, True)
+            )
         except StatsError as error:
             row = {"n": 0, "note": str(error)}
         rows.append({"metric": metric, **row})

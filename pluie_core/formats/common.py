@@ -1,4 +1,5 @@
 """What every pair-file reader shares: the user-facing error and the table a reader returns."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ def size_text(n: int) -> str:
 
 
 def listed(items: list[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
+    """ "a", "a and b", "a, b and c"."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
@@ -58,4 +59,3 @@ class RawTable:
 
     def where(self, position: int) -> str:
         return f"{self.row_word} {int(self.rows[position])}"
-

@@ -5,6 +5,7 @@ external_id, annotator:<name>) plus the corpus's other fields, kept as metadata.
 conventions chosen per corpus are written next to each reader and in the module docstring
 of pluie_core.io.
 """
+
 from __future__ import annotations
 
 import json
@@ -93,12 +94,17 @@ def read_paws(text: str) -> RawTable:
 # licence/attribution fields. Quotes are literal (the files must be read with quoting off).
 # The 0-5 similarity score is the label.
 
+
 def read_stsb(text: str) -> RawTable:
     rows, lines = delimited_rows(text, "\t", quoted=False)
     for fields, line in zip(rows, lines):
         if len(fields) < 7:
-            raise PairFileError(f"Line {line}: STS Benchmark rows have at least 7 tab-separated fields; this one has {len(fields)}.")
-    raw = pd.DataFrame([fields[:7] for fields in rows], columns=["genre", "file", "year", "sid", "score", "s1", "s2"], dtype=object)
+            raise PairFileError(
+                f"Line {line}: STS Benchmark rows have at least 7 tab-separated fields; this one has {len(fields)}."
+            )
+    raw = pd.DataFrame(
+        [fields[:7] for fields in rows], columns=["genre", "file", "year", "sid", "score", "s1", "s2"], dtype=object
+    )
     licence = ["\t".join(fields[7:]) if len(fields) > 7 else None for fields in rows]
     table = pd.DataFrame(
         {
@@ -184,14 +190,21 @@ def read_twitter_url(text: str) -> RawTable:
         }
     )
     undecided = int(label.isna().sum())
-    warnings = [f"{counted(undecided, 'pair')} with 3 of 6 paraphrase votes {'has' if undecided == 1 else 'have'} "
-                "no label (the corpus authors discard them)."] if undecided else []
+    warnings = (
+        [
+            f"{counted(undecided, 'pair')} with 3 of 6 paraphrase votes {'has' if undecided == 1 else 'have'} "
+            "no label (the corpus authors discard them)."
+        ]
+        if undecided
+        else []
+    )
     return RawTable(table, "twitter_url", lines, label_kind="binary", label_range=(0, 1), warnings=warnings)
 
 
 # -- BIOSSES ------------------------------------------------------------------------------
 # pair_id, sentence1, sentence2, annotator_A ... annotator_E: five 0-4 similarity scores.
 # The label is their mean (the BIOSSES gold standard), each score kept as annotator:<X>.
+
 
 def read_biosses(text: str) -> RawTable:
     rows, lines = delimited_rows(text, "\t", quoted=False)
@@ -202,9 +215,11 @@ def read_biosses(text: str) -> RawTable:
     _check_widths(body, lines, (len(names),), "BIOSSES")
     raw = pd.DataFrame(body, columns=names, dtype=object)
     annotator_columns = [name for name in names if name.startswith("annotator_")]
-    table = pd.DataFrame({"source": raw["sentence1"], "hypothesis": raw["sentence2"], "external_id": raw.get("pair_id")})
+    table = pd.DataFrame(
+        {"source": raw["sentence1"], "hypothesis": raw["sentence2"], "external_id": raw.get("pair_id")}
+    )
     for name in annotator_columns:
-        table["annotator:" + name[len("annotator_"):]] = _as_numbers(raw[name], lines, f"score of {name}")
+        table["annotator:" + name[len("annotator_") :]] = _as_numbers(raw[name], lines, f"score of {name}")
     table["label"] = table[[c for c in table.columns if c.startswith("annotator:")]].mean(axis=1)
     return RawTable(table, "biosses", lines, label_kind="score", label_range=(0, 4), annotator_range=(0, 4))
 
@@ -220,12 +235,15 @@ def read_biosses(text: str) -> RawTable:
 # (amr_true_paraphrases.json) is labelled 1 when its name says "true_paraphrases", as the
 # paraphrasus paper describes it (certified paraphrases), and has no label otherwise.
 
+
 def read_paraphrasus_json(document: dict, file_name: str) -> RawTable:
     ids = list(document.keys())
     records = list(document.values())
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
-            raise PairFileError(f"Record {number} ({ids[number - 1]!r}): expected an object with sentence1 and sentence2.")
+            raise PairFileError(
+                f"Record {number} ({ids[number - 1]!r}): expected an object with sentence1 and sentence2."
+            )
     raw = pd.DataFrame.from_records(records).astype(object)
     raw.index = range(len(raw))
     table = pd.DataFrame({"source": raw.get("sentence1"), "hypothesis": raw.get("sentence2"), "external_id": ids})
@@ -248,8 +266,14 @@ def read_paraphrasus_json(document: dict, file_name: str) -> RawTable:
     extra = [c for c in raw.columns if c not in {"sentence1", "sentence2", "label", "score"}]
     for column in extra:
         table[column] = raw[column]
-    return RawTable(table, "paraphrasus", rows, "Record", label_kind=label_kind,
-                    label_range=(0, 1) if label_kind == "binary" else None)
+    return RawTable(
+        table,
+        "paraphrasus",
+        rows,
+        "Record",
+        label_kind=label_kind,
+        label_range=(0, 1) if label_kind == "binary" else None,
+    )
 
 
 # paraphrasus TSVs were written by pandas (first column = its unnamed index, quoted fields).
@@ -282,7 +306,7 @@ def read_paraphrasus_tsv(text: str) -> RawTable:
             if name == consensus:
                 table["label"] = values
             else:
-                table["annotator:" + name[len(STS_H_PREFIX):]] = values
+                table["annotator:" + name[len(STS_H_PREFIX) :]] = values
         label_kind, label_range = "binary", (0, 1)
     else:
         table["label"] = _as_numbers(raw["score"], lines, "score")
@@ -294,8 +318,10 @@ def read_paraphrasus_tsv(text: str) -> RawTable:
     warnings = []
     if consensus in names:
         missing = int(table["label"].isna().sum())
-        warnings.append(f"{counted(missing, 'pair')} {'has' if missing == 1 else 'have'} no STS-H annotation (-100 in "
-                        "the file): no label.")
+        warnings.append(
+            f"{counted(missing, 'pair')} {'has' if missing == 1 else 'have'} no STS-H annotation (-100 in "
+            "the file): no label."
+        )
     return RawTable(table, "paraphrasus", lines, label_kind=label_kind, label_range=label_range, warnings=warnings)
 
 
@@ -321,7 +347,9 @@ def read_turku(records: list) -> RawTable:
     bad = parts[0].isna().to_numpy()
     if bad.any():
         i = int(np.argmax(bad))
-        raise PairFileError(f"Record {rows[i]}: the label {labels.iloc[i]!r} is not a Turku label (1-4 with optional flags <, >, i, s).")
+        raise PairFileError(
+            f"Record {rows[i]}: the label {labels.iloc[i]!r} is not a Turku label (1-4 with optional flags <, >, i, s)."
+        )
     level = parts[0].astype(int)
     table = pd.DataFrame(
         {
@@ -349,6 +377,7 @@ def read_turku(records: list) -> RawTable:
 # ParaPhraser shared task's binary track (precise and near vs non-paraphrase): label 1 for
 # class 0 and 1, 0 for -1; the raw class stays in `class`.
 
+
 def read_paraphraser_xml(text: str) -> RawTable:
     root = parse_xml(text)
     records = []
@@ -360,7 +389,7 @@ def read_paraphraser_xml(text: str) -> RawTable:
     rows = np.arange(1, len(raw) + 1, dtype=np.int64)
     for column in ("text_1", "text_2", "class"):
         if column not in raw.columns:
-            raise PairFileError(f"The ParaPhraser XML has no <value name=\"{column}\"> fields.")
+            raise PairFileError(f'The ParaPhraser XML has no <value name="{column}"> fields.')
     classes = _as_numbers(raw["class"], rows, "class", "Record")
     outside = ~classes.isin([-1.0, 0.0, 1.0]).to_numpy() & classes.notna().to_numpy()
     if outside.any():
@@ -399,6 +428,7 @@ def parse_xml(text: str) -> ElementTree.Element:
 # correct (eval_annotation.correctness_X: better than the original, which is also what makes
 # it "acceptable"), 0 otherwise. Relatedness, preference, instruction and model are columns.
 
+
 def read_parareval(text: str) -> RawTable:
     records, lines = parse_jsonl(text)
     pairs, pair_lines = [], []
@@ -430,5 +460,11 @@ def read_parareval(text: str) -> RawTable:
             pair_lines.append(line)
     table = pd.DataFrame.from_records(pairs)
     table["label"] = table["label"].astype(float)
-    return RawTable(table, "parareval", np.asarray(pair_lines, dtype=np.int64), label_kind="binary",
-                    label_range=(0, 1), warnings=[f"{len(records)} records, two revisions (A and B) each."])
+    return RawTable(
+        table,
+        "parareval",
+        np.asarray(pair_lines, dtype=np.int64),
+        label_kind="binary",
+        label_range=(0, 1),
+        warnings=[f"{len(records)} records, two revisions (A and B) each."],
+    )

@@ -1,5 +1,6 @@
 """Generic tables: CSV, TSV, JSON (a list of records), JSONL and Excel, read with their own
 column names; the caller maps those columns to ours."""
+
 from __future__ import annotations
 
 import csv
@@ -68,21 +69,27 @@ def iter_delimited_rows(lines, delimiter: str, quoted: bool):
             yield fields, start
     except csv.Error as error:
         if "unexpected end of data" in str(error):
-            raise PairFileError(f"Line {previous_end + 1}: a quoted field starts here and its closing quote is missing.") from None
+            raise PairFileError(
+                f"Line {previous_end + 1}: a quoted field starts here and its closing quote is missing."
+            ) from None
         raise PairFileError(
             f"Line {previous_end + 1}: the file cannot be read as "
             f"{'CSV' if delimiter == ',' else 'delimited text'} ({error})."
         ) from None
     except UnicodeDecodeError:  # a file read as it streams (pluie_core.io.read_pair_chunks)
-        raise PairFileError(f"Line {previous_end + 1}: the file is not UTF-8 text; save it as UTF-8 and try again.") from None
+        raise PairFileError(
+            f"Line {previous_end + 1}: the file is not UTF-8 text; save it as UTF-8 and try again."
+        ) from None
 
 
 def check_width(n_columns: int, where: str = "The file") -> None:
     """Refuse a table wider than MAX_COLUMNS before its rows are read: no pair file needs that many
     columns, and each one costs time and memory on every row."""
     if n_columns > MAX_COLUMNS:
-        raise PairFileError(f"{where} has {n_columns:,} columns; the limit is {MAX_COLUMNS:,} (two sentences, a label, "
-                            "an id, the annotators and the other columns kept as metadata).")
+        raise PairFileError(
+            f"{where} has {n_columns:,} columns; the limit is {MAX_COLUMNS:,} (two sentences, a label, "
+            "an id, the annotators and the other columns kept as metadata)."
+        )
 
 
 def header_names(fields: list[str], where: str = "Line 1") -> list[str]:
@@ -142,6 +149,7 @@ def parse_json(text: str, where: str = ""):
     """json.loads, with every way it can fail on a hostile file (malformed, nested past Python's
     recursion limit, a number of thousands of digits) turned into a PairFileError; `where`
     ("Line 3") names a JSONL line."""
+
     def sentence(text: str) -> PairFileError:
         return PairFileError(f"{where}: {text}" if where else text[0].upper() + text[1:])
 
@@ -255,17 +263,23 @@ def read_excel_table(data: bytes) -> RawTable:
         uncomputed = set()
         if _has_formulas(data):
             _, formulas = _sheet_grid(openpyxl, data, data_only=False, cells=True)
-            uncomputed = {(r, c) for r, row in enumerate(formulas) for c, cell in enumerate(row)
-                          if getattr(cell, "data_type", None) == "f"
-                          and (r >= len(grid) or c >= len(grid[r]) or grid[r][c] is None)}
+            uncomputed = {
+                (r, c)
+                for r, row in enumerate(formulas)
+                for c, cell in enumerate(row)
+                if getattr(cell, "data_type", None) == "f"
+                and (r >= len(grid) or c >= len(grid[r]) or grid[r][c] is None)
+            }
     except (zipfile.BadZipFile, KeyError, OSError, ValueError, SyntaxError, InvalidFileException) as error:
         raise PairFileError(f"The file is not a readable Excel workbook (.xlsx): {error}.") from None
     warnings = []
     if len(sheets) > 1:
         others = [repr(name) for name in sheets[1:]]
-        warnings.append(f"The workbook has {len(sheets)} sheets: only the first, {sheets[0]!r}, was read "
-                        f"({listed(others[:10] + ([f'{len(others) - 10} more'] if len(others) > 10 else []))} "
-                        f"{'was' if len(others) == 1 else 'were'} left aside).")
+        warnings.append(
+            f"The workbook has {len(sheets)} sheets: only the first, {sheets[0]!r}, was read "
+            f"({listed(others[:10] + ([f'{len(others) - 10} more'] if len(others) > 10 else []))} "
+            f"{'was' if len(others) == 1 else 'were'} left aside)."
+        )
     filled = [r for r, row in enumerate(grid) if any(v is not None for v in row)]
     if not filled:
         raise PairFileError("The first sheet of the workbook has no rows.")
@@ -280,20 +294,30 @@ def read_excel_table(data: bytes) -> RawTable:
     skipped = sorted({r for r, _ in uncomputed if r > header_at and r not in body})
     if skipped:
         one = len(skipped) == 1
-        warnings.append(f"{places('Row', [r + 1 for r in skipped]).capitalize()} held only formulas with no computed "
-                        f"value and {'was' if one else 'were'} left out: open and save the workbook in a spreadsheet "
-                        "application (Excel, LibreOffice) to compute them.")
+        warnings.append(
+            f"{places('Row', [r + 1 for r in skipped]).capitalize()} held only formulas with no computed "
+            f"value and {'was' if one else 'were'} left out: open and save the workbook in a spreadsheet "
+            "application (Excel, LibreOffice) to compute them."
+        )
     position = {r: i for i, r in enumerate(body)}
     empty = sorted({r for r, _ in uncomputed if r in position})
     if empty:
-        warnings.append(f"{places('Row', [r + 1 for r in empty]).capitalize()} {'has' if len(empty) == 1 else 'have'} "
-                        "formulas with no computed value, read as empty cells: open and save the workbook in a "
-                        "spreadsheet application to compute them.")
+        warnings.append(
+            f"{places('Row', [r + 1 for r in empty]).capitalize()} {'has' if len(empty) == 1 else 'have'} "
+            "formulas with no computed value, read as empty cells: open and save the workbook in a "
+            "spreadsheet application to compute them."
+        )
     rows = [[_cell(v) for v in grid[r][:width]] + [None] * (width - len(grid[r][:width])) for r in body]
     table = pd.DataFrame(rows, columns=names, dtype=object)
-    return RawTable(table, "excel", np.asarray(body, dtype=np.int64) + 1, "Row", warnings=warnings,
-                    spreadsheet_text=True,
-                    uncomputed={(position[r], names[c]) for r, c in uncomputed if r in position and c < width})
+    return RawTable(
+        table,
+        "excel",
+        np.asarray(body, dtype=np.int64) + 1,
+        "Row",
+        warnings=warnings,
+        spreadsheet_text=True,
+        uncomputed={(position[r], names[c]) for r, c in uncomputed if r in position and c < width},
+    )
 
 
 def check_archive(data: bytes, max_expanded: Optional[int] = None, max_ratio: Optional[int] = None) -> None:
@@ -309,17 +333,23 @@ def check_archive(data: bytes, max_expanded: Optional[int] = None, max_ratio: Op
         raise PairFileError(f"The file is not a readable Excel workbook (.xlsx): {error}.") from None
     total = sum(part.file_size for part in parts)
     if total > max_expanded:
-        raise PairFileError(f"The workbook would expand to {size_text(total)} when opened; the limit is "
-                            f"{size_text(max_expanded)} (save it as CSV, or split it).")
+        raise PairFileError(
+            f"The workbook would expand to {size_text(total)} when opened; the limit is "
+            f"{size_text(max_expanded)} (save it as CSV, or split it)."
+        )
     for part in parts:
         if part.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             # bzip2 / LZMA parts inflate a whole read at once, past the declared size; Excel never writes them
-            raise PairFileError(f"The workbook's part {part.filename!r} is not compressed as Excel compresses "
-                                "(deflate): the file is not a workbook Excel wrote.")
+            raise PairFileError(
+                f"The workbook's part {part.filename!r} is not compressed as Excel compresses "
+                "(deflate): the file is not a workbook Excel wrote."
+            )
         packed = max(1, min(part.compress_size, len(data)))
         if part.file_size > _RATIO_CHECKED_FROM and part.file_size > max_ratio * packed:
-            raise PairFileError(f"The workbook's part {part.filename!r} would expand from {size_text(packed)} to "
-                                f"{size_text(part.file_size)}, more than {max_ratio} times: it is refused as a zip bomb.")
+            raise PairFileError(
+                f"The workbook's part {part.filename!r} would expand from {size_text(packed)} to "
+                f"{size_text(part.file_size)}, more than {max_ratio} times: it is refused as a zip bomb."
+            )
 
 
 _FORMULA = re.compile(rb"<(?:\w+:)?f[\s>/]")

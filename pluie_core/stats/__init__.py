@@ -26,21 +26,34 @@ Modules, each on one concern (a module imports only those above it):
 - ``disagreeing_pairs``: pairs where the metric and the reference, or the annotators, disagree.
 Every public name is also importable from ``pluie_core.stats`` itself, as it was when this was one module.
 """
+
 from __future__ import annotations
 
+from pluie_core.stats.balanced_draw import PAPER_PER_CLASS, PerScore, mixed_balanced_draw
+from pluie_core.stats.disagreeing_pairs import disagreements, human_disagreements
 from pluie_core.stats.errors import StatsError, StatsWarning
 from pluie_core.stats.matrices import (
-    binarise_matrix, category_counts, cell_table, item_slots, levels_to_matrix, majority_binary_vector,
+    binarise_matrix,
+    category_counts,
+    cell_table,
+    item_slots,
+    levels_to_matrix,
+    majority_binary_vector,
 )
-from pluie_core.stats.reliability import (
-    PairwiseAgreement, cohen_kappa, fleiss_kappa, kappa_from_confusion, krippendorff_alpha, krippendorff_alpha_ci,
-    krippendorff_alpha_ci_from_patterns, pairwise_kappa, percent_agreement,
-)
-from pluie_core.stats.versus import human_vs_model, human_vs_model_by_annotator, human_vs_model_table, positions_by
-from pluie_core.stats.thresholds import best_threshold, metrics_at, roc_auc, threshold_curve
-from pluie_core.stats.balanced_draw import PAPER_PER_CLASS, PerScore, mixed_balanced_draw
 from pluie_core.stats.per_class import class_summary, edit_distance_correlation, format_p
-from pluie_core.stats.disagreeing_pairs import disagreements, human_disagreements
+from pluie_core.stats.reliability import (
+    PairwiseAgreement,
+    cohen_kappa,
+    fleiss_kappa,
+    kappa_from_confusion,
+    krippendorff_alpha,
+    krippendorff_alpha_ci,
+    krippendorff_alpha_ci_from_patterns,
+    pairwise_kappa,
+    percent_agreement,
+)
+from pluie_core.stats.thresholds import best_threshold, metrics_at, roc_auc, threshold_curve
+from pluie_core.stats.versus import human_vs_model, human_vs_model_by_annotator, human_vs_model_table, positions_by
 
 __all__ = [
     "StatsError",

@@ -1,6 +1,7 @@
 """The paper's Mixed Balanced Dataset (MBD, section 5.2): ``mixed_balanced_draw`` draws as many
 paraphrases as non-paraphrases from every dataset, many times, and summarises each score's best
 threshold, its figures at a given threshold and its ROC AUC over the draws."""
+
 from __future__ import annotations
 
 import warnings
@@ -30,12 +31,19 @@ def _summary_rows(score: str, at: str, figures: dict, confidence: float) -> list
         values = np.asarray(values, dtype=float)
         std = float(values.std(ddof=1)) if values.size > 1 else 0.0
         low, high = np.percentile(values, [tail, 100 - tail])
-        rows.append({
-            "score": score, "at": at, "figure": figure, "mean": float(values.mean()), "std": std,
-            "ci_low": float(low), "ci_high": float(high),
-            # 1.96 standard errors of the mean over draws: the "±" of the paper's MBD column
-            "mean_ci_halfwidth": float(1.959964 * std / np.sqrt(values.size)),
-        })
+        rows.append(
+            {
+                "score": score,
+                "at": at,
+                "figure": figure,
+                "mean": float(values.mean()),
+                "std": std,
+                "ci_low": float(low),
+                "ci_high": float(high),
+                # 1.96 standard errors of the mean over draws: the "±" of the paper's MBD column
+                "mean_ci_halfwidth": float(1.959964 * std / np.sqrt(values.size)),
+            }
+        )
     return rows
 
 
@@ -55,7 +63,7 @@ def _draw_statistics(oriented: np.ndarray, labels: np.ndarray, drawn: np.ndarray
         chunk = max(1, 2_000_000 // per_draw)
     best_values, best_counts, aucs = [], [], []
     for first in range(0, len(drawn), chunk):
-        rows = drawn[first:first + chunk]
+        rows = drawn[first : first + chunk]
         n_rows, row_groups, chunk_values = len(rows), group[rows], values
         if n_rows * per_draw < len(values):
             present, row_groups = np.unique(row_groups, return_inverse=True)
@@ -82,9 +90,10 @@ def _draw_statistics(oriented: np.ndarray, labels: np.ndarray, drawn: np.ndarray
         best_counts.append(np.stack([tp, fp, n_neg - fp, n_pos - tp]))
         # Mann-Whitney: each negative loses to the positives above its group and to half of those
         # tied with it; equals sklearn's ROC AUC with ties
-        beaten = np.einsum("ij,ij->i", negatives, n_pos[:, None] - pos_below - positives) + np.einsum(
-            "ij,ij->i", negatives, positives
-        ) / 2
+        beaten = (
+            np.einsum("ij,ij->i", negatives, n_pos[:, None] - pos_below - positives)
+            + np.einsum("ij,ij->i", negatives, positives) / 2
+        )
         aucs.append(beaten / (n_pos * n_neg))
     return np.concatenate(best_values), np.concatenate(best_counts, axis=1), np.concatenate(aucs)
 
@@ -139,8 +148,9 @@ def mixed_balanced_draw(
         raise StatsError("The mixed balanced draw needs at least one pair per class and dataset.")
 
     def shortfall(n: int) -> str:
-        short = [f"{d!r} ({'paraphrases' if label else 'non-paraphrases'}: {len(r)})" for d, label, r in groups
-                 if len(r) < n]
+        short = [
+            f"{d!r} ({'paraphrases' if label else 'non-paraphrases'}: {len(r)})" for d, label, r in groups if len(r) < n
+        ]
         return ", ".join(short) or "the data"
 
     smallest = min(len(rows) for _, _, rows in groups) if groups else 0
@@ -151,16 +161,20 @@ def mixed_balanced_draw(
         )
     note = ""
     if smallest < per_class:
-        note = (f"{per_class} pairs per class and dataset were asked for, but there are fewer in "
-                f"{shortfall(per_class)}: each draw takes {smallest} per class and dataset.")
+        note = (
+            f"{per_class} pairs per class and dataset were asked for, but there are fewer in "
+            f"{shortfall(per_class)}: each draw takes {smallest} per class and dataset."
+        )
         warnings.warn(note, StatsWarning, stacklevel=2)
         per_class = smallest
 
     rng = np.random.default_rng(seed)
-    drawn = np.stack([
-        np.concatenate([rows[rng.choice(len(rows), per_class, replace=False)] for _, _, rows in groups])
-        for _ in range(n_draws)
-    ])  # draws x pairs, row positions in ``data``
+    drawn = np.stack(
+        [
+            np.concatenate([rows[rng.choice(len(rows), per_class, replace=False)] for _, _, rows in groups])
+            for _ in range(n_draws)
+        ]
+    )  # draws x pairs, row positions in ``data``
 
     results = []
     for score in score_cols:

@@ -1,6 +1,7 @@
 """Pairs that disagree: those where the metric's prediction differs from a reference label (most
 confident first, ``disagreements``) and those on which annotators split between paraphrase and
 non-paraphrase (most evenly split first, ``human_disagreements``)."""
+
 from __future__ import annotations
 
 import warnings
@@ -50,14 +51,17 @@ def human_disagreements(labels_matrix: pd.DataFrame) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-missing rows are not in the result anyway
         low, high = np.nanmin(ordinal, axis=1), np.nanmax(ordinal, axis=1)
-    table = pd.DataFrame({
-        "n_labels": n_paraphrase + n_non_paraphrase,
-        "n_paraphrase": n_paraphrase,
-        "n_non_paraphrase": n_non_paraphrase,
-        "n_dont_know": (values == DONT_KNOW).sum(axis=1),
-        "min_level": low,
-        "max_level": high,
-    }, index=index)[split]
+    table = pd.DataFrame(
+        {
+            "n_labels": n_paraphrase + n_non_paraphrase,
+            "n_paraphrase": n_paraphrase,
+            "n_non_paraphrase": n_non_paraphrase,
+            "n_dont_know": (values == DONT_KNOW).sum(axis=1),
+            "min_level": low,
+            "max_level": high,
+        },
+        index=index,
+    )[split]
     table["min_level"] = table["min_level"].astype(int)
     table["max_level"] = table["max_level"].astype(int)
     table["spread"] = table["max_level"] - table["min_level"]

@@ -1,5 +1,6 @@
 """The statistics' two signals to the user: ``StatsError`` (a statistic cannot be computed on this
 data; the message says why) and ``StatsWarning`` (computed, but not quite as asked; the message says how)."""
+
 from __future__ import annotations
 
 

@@ -3,6 +3,7 @@ and of Cohen / Fleiss) or items x slots (``item_slots``), written cell by cell (
 binarised at a cut, each item's majority, category counts (Fleiss' κ's input). Also the two checks every
 module of the package shares: ``as_float_array`` (anything array-like -> floats, NaN = missing) and
 ``require_columns``."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -64,8 +65,9 @@ def item_slots(
     return cell_table(items, item_names, slots, range(width), rows[level_col], item_col, "slot")
 
 
-def cell_table(rows: np.ndarray, row_names, columns: np.ndarray, column_names, values, index_name=None,
-               columns_name=None) -> pd.DataFrame:
+def cell_table(
+    rows: np.ndarray, row_names, columns: np.ndarray, column_names, values, index_name=None, columns_name=None
+) -> pd.DataFrame:
     """DataFrame.pivot's table, written cell by cell into one float array (pivot's unstack took 2 s for
     3,000,000 labels): ``rows`` / ``columns`` are each value's position in ``row_names`` /
     ``column_names`` (pd.factorize codes, all found); a cell given twice keeps its last value, every
@@ -74,8 +76,12 @@ def cell_table(rows: np.ndarray, row_names, columns: np.ndarray, column_names, v
     last = ~pd.Series(cells).duplicated(keep="last").to_numpy()
     table = np.full(len(row_names) * len(column_names), np.nan)
     table[cells[last]] = as_float_array(values)[last]
-    return pd.DataFrame(table.reshape(len(row_names), len(column_names)), copy=False,
-                        index=pd.Index(row_names, name=index_name), columns=pd.Index(column_names, name=columns_name))
+    return pd.DataFrame(
+        table.reshape(len(row_names), len(column_names)),
+        copy=False,
+        index=pd.Index(row_names, name=index_name),
+        columns=pd.Index(column_names, name=columns_name),
+    )
 
 
 def as_float_array(data) -> np.ndarray:

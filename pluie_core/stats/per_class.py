@@ -1,5 +1,6 @@
 """Statistics per class, optionally per dataset: each score's mean and standard deviation (the paper's
 table 1) and its Pearson correlation with the edit distance (table 4); ``format_p`` shows a p-value."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -25,7 +26,9 @@ def class_summary(
     table = table.rename(columns={"count": "n"})
     table["n"] = table["n"].astype(int)
     table["note"] = np.select(
-        [table["n"] == 0, table["n"] == 1], ["No scored pair in this class.", "One pair only: no standard deviation."], ""
+        [table["n"] == 0, table["n"] == 1],
+        ["No scored pair in this class.", "One pair only: no standard deviation."],
+        "",
     )
     return table[[*keys, "score", "n", "mean", "std", "note"]]
 

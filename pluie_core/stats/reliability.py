@@ -2,6 +2,7 @@
 x annotators matrix at once, ``pairwise_kappa``), Fleiss' κ, Krippendorff's α and its bootstrap interval
 (also from counts summarised as patterns). Plain values: NaN is missing, every other value a label.
 (``pluie_core.agreement`` is another module: the app's one α of the five-level labels, built on these.)"""
+
 from __future__ import annotations
 
 import warnings
@@ -109,7 +110,7 @@ def _confusion_tables(values: np.ndarray) -> np.ndarray:
     block = max(1024, _CONFUSION_CELLS // (people * levels))
     columns = np.arange(people) * levels
     for start in range(0, len(values), block):
-        chunk = values[start:start + block]
+        chunk = values[start : start + block]
         indicators = np.zeros((len(chunk), people * levels), dtype=np.float32)  # exact: a block's counts < 2^24
         rows, who = np.nonzero(~np.isnan(chunk))
         indicators[rows, columns[who] + (chunk[rows, who] - low).astype(np.int64)] = 1.0
@@ -213,8 +214,7 @@ def _library_alpha(value_counts: np.ndarray, value_domain: np.ndarray, level: st
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         # level is one of _LEVELS_OF_MEASUREMENT (checked by the callers); krippendorff types it as a Literal
-        alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain,
-                                   level_of_measurement=level)  # type: ignore[arg-type]
+        alpha = krippendorff.alpha(value_counts=value_counts, value_domain=value_domain, level_of_measurement=level)  # type: ignore[arg-type]
     if not np.isfinite(alpha):
         raise StatsError("Krippendorff's α is undefined here: the items that two annotators share all carry one value.")
     return float(alpha)
@@ -232,9 +232,9 @@ def _alpha_from_weighted_patterns(patterns: np.ndarray, weights: np.ndarray, val
     coincidences = (weights @ per_item.reshape(len(patterns), -1)).reshape(-1, n_values, n_values)
     n_v = coincidences.sum(axis=1)
     n_total = n_v.sum(axis=1)
-    expected = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * np.eye(n_values)[None]) / (
-        n_total - 1
-    )[:, None, None]
+    expected = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * np.eye(n_values)[None]) / (n_total - 1)[
+        :, None, None
+    ]
     if level == "nominal":
         distance = np.broadcast_to(1.0 - np.eye(n_values), coincidences.shape)
     elif level == "interval":

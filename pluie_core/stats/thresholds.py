@@ -1,6 +1,7 @@
 """A metric's threshold against binary labels: accuracy, F1, precision and recall at every distinct score
 (``threshold_curve``), the best a-posteriori threshold and its ties, the figures at a fixed threshold,
 ROC AUC. ``rates_from_counts`` and ``CRITERIA`` are shared with the mixed balanced draw."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@ at a threshold (κ, accuracy, confusion), for one annotator, every column of a 0
 annotator of the label rows. Also what the threshold, draw and disagreement modules share: ``predict``
 (at or above the threshold, or at or below it for distances), ``binary_labels`` (0/1 checked) and
 ``scored_pairs`` (the pairs with both a score and a label)."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -64,7 +65,17 @@ def human_vs_model(human_binary, model_scores, threshold: float = 0.0, higher_is
 
 def _versus_row(name, labels: np.ndarray, scores: np.ndarray, threshold: float, higher_is_positive: bool) -> dict:
     """One row of ``human_vs_model_table``: ``labels`` and ``scores`` of the same pairs (NaN = none)."""
-    row = {"annotator": name, "n": 0, "kappa": np.nan, "accuracy": np.nan, "tn": 0, "fp": 0, "fn": 0, "tp": 0, "note": ""}
+    row = {
+        "annotator": name,
+        "n": 0,
+        "kappa": np.nan,
+        "accuracy": np.nan,
+        "tn": 0,
+        "fp": 0,
+        "fn": 0,
+        "tp": 0,
+        "note": "",
+    }
     if labels.shape == scores.shape:  # the pairs this annotator labelled (a few of a large campaign's) only:
         kept = ~np.isnan(scores) & ~np.isnan(labels)  # human_vs_model leaves out the rest, and reads them no more
         labels, scores = labels[kept], scores[kept]
@@ -101,10 +112,16 @@ def human_vs_model_table(
         names = [*binary_matrix.columns, "majority"]
         return pd.DataFrame([_versus_row(n, c, scores, threshold, higher_is_positive) for n, c in zip(names, columns)])
     rows, columns = np.nonzero(~np.isnan(values))
-    labels = pd.DataFrame({"pair_id": rows, "annotator": np.asarray(binary_matrix.columns, dtype=object)[columns],
-                           "value": values[rows, columns]})
-    return human_vs_model_by_annotator(labels, pd.Series(scores), threshold, higher_is_positive,
-                                       annotators=list(binary_matrix.columns))
+    labels = pd.DataFrame(
+        {
+            "pair_id": rows,
+            "annotator": np.asarray(binary_matrix.columns, dtype=object)[columns],
+            "value": values[rows, columns],
+        }
+    )
+    return human_vs_model_by_annotator(
+        labels, pd.Series(scores), threshold, higher_is_positive, annotators=list(binary_matrix.columns)
+    )
 
 
 def positions_by(keys) -> dict:
@@ -113,11 +130,16 @@ def positions_by(keys) -> dict:
     codes, names = pd.factorize(pd.Series(keys))
     order = np.argsort(codes, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(names)))])
-    return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
+    return {name: order[bounds[i] : bounds[i + 1]] for i, name in enumerate(names)}
 
 
-def human_vs_model_by_annotator(labels: pd.DataFrame, model_scores: pd.Series, threshold: float = 0.0,
-                                higher_is_positive: bool = True, annotators: Optional[Sequence] = None) -> pd.DataFrame:
+def human_vs_model_by_annotator(
+    labels: pd.DataFrame,
+    model_scores: pd.Series,
+    threshold: float = 0.0,
+    higher_is_positive: bool = True,
+    annotators: Optional[Sequence] = None,
+) -> pd.DataFrame:
     """``human_vs_model_table`` from the binarised labels as rows (``pair_id``, ``annotator``, ``value`` 0/1,
     one per pair and annotator; pluie_core.analysis.agreement_values), at the labels' size rather than
     pairs x annotators. ``model_scores`` is indexed by pair_id. One row per annotator (``annotators``' order,
@@ -127,10 +149,17 @@ def human_vs_model_by_annotator(labels: pd.DataFrame, model_scores: pd.Series, t
     scores = as_float_array(model_scores.reindex(items))
     where = positions_by(labels["annotator"])
     rows = []
-    for name in (sorted(where) if annotators is None else annotators):
+    for name in sorted(where) if annotators is None else annotators:
         chosen = where.get(name, np.zeros(0, dtype=np.int64))
         rows.append(_versus_row(name, values[chosen], scores[chosen], threshold, higher_is_positive))
     majority = majority_binary_vector(item_slots(labels, level_col="value"))
-    rows.append(_versus_row("majority", as_float_array(majority),
-                            as_float_array(model_scores.reindex(majority.index)), threshold, higher_is_positive))
+    rows.append(
+        _versus_row(
+            "majority",
+            as_float_array(majority),
+            as_float_array(model_scores.reindex(majority.index)),
+            threshold,
+            higher_is_positive,
+        )
+    )
     return pd.DataFrame(rows)

@@ -29,6 +29,7 @@ A page calls ``kept(key, default)`` before drawing a widget with that key (and n
 after its widgets; ``forget(key)`` drops a value once used (a decision taken, a campaign created). A value kept
 outside a widget (ui.views.scope) is read with ``recalled(key)`` and kept with ``keep_value(key, value)``.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,13 @@ from ui.base.page import get_engine, page_script
 BROWSER_COOKIE = "pluie_browser"
 TYPING_COOKIE = "pluie_typing"
 TYPING_LIMIT = 3800  # bytes of the cookie's encoded value: browsers refuse a cookie over 4,096
-_ID, _KEYS, _TYPED, _FORGET, _HAD_ID = "_pluie_browser_id", "_pluie_kept", "_pluie_kept_typed", "_pluie_kept_forget", "_pluie_browser_had"
+_ID, _KEYS, _TYPED, _FORGET, _HAD_ID = (
+    "_pluie_browser_id",
+    "_pluie_kept",
+    "_pluie_kept_typed",
+    "_pluie_kept_forget",
+    "_pluie_browser_had",
+)
 _TYPING = "_pluie_typing_at_start"  # (key, text, owner) of the typing cookie this session began with, until used
 _OWNER = "_pluie_kept_owner"  # the account id whose memory this session's runs use; None: the browser's
 _ACCOUNT = "_pluie_kept_account"  # {"account", "values", "written"}: the account's memory, read once a session
@@ -151,8 +158,12 @@ def _account_memory(account: int) -> dict:
         except StoreUnavailable as exc:
             _log.warning("the values kept for account %s could not be read: %s", account, exc)
             values, unread = {}, True
-        held = {"account": account, "values": values, "written": {key: encode(v) for key, v in values.items()},
-                "unread": unread}
+        held = {
+            "account": account,
+            "values": values,
+            "written": {key: encode(v) for key, v in values.items()},
+            "unread": unread,
+        }
         st.session_state[_ACCOUNT] = held
     return held
 
@@ -163,8 +174,11 @@ def _write(account: int, changed: dict) -> None:
     held["values"].update(changed)
     if held["unread"]:  # the widgets show defaults, not the person's values: keep those in the store
         return
-    changed = {key: value for key, value in changed.items()
-               if (text := encode(value)) is not None and held["written"].get(key) != text}
+    changed = {
+        key: value
+        for key, value in changed.items()
+        if (text := encode(value)) is not None and held["written"].get(key) != text
+    }
     if not changed:
         return
     try:
@@ -332,8 +346,10 @@ def keep_browser() -> None:
     st.session_state["_pluie_browser_cookie_sent"] = True
     tail = "'; path=/; SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '')"
     with st.sidebar:
-        page_script(f"document.cookie = {json.dumps(BROWSER_COOKIE)} + '=' + {json.dumps(browser)} + {tail};",
-                    "pluie-keep-browser")
+        page_script(
+            f"document.cookie = {json.dumps(BROWSER_COOKIE)} + '=' + {json.dumps(browser)} + {tail};",
+            "pluie-keep-browser",
+        )
 
 
 def save() -> None:
@@ -351,8 +367,11 @@ def save() -> None:
         f" const typed = new Set({json.dumps(typed)}); window.pluieKeepTyped = typed;"
         f" window.pluieKeepOwner = {json.dumps(owner_tag(account))};"  # whose memory: a sign-in changes it
         f" const tail = '; path=/; SameSite=Strict' + {secure};"
-        + ("" if st.session_state.get(_HAD_ID) or account is not None else
-           f" document.cookie = {json.dumps(BROWSER_COOKIE)} + '=' + {json.dumps(browser)} + tail;")
+        + (
+            ""
+            if st.session_state.get(_HAD_ID) or account is not None
+            else f" document.cookie = {json.dumps(BROWSER_COOKIE)} + '=' + {json.dumps(browser)} + tail;"
+        )
         + f" const forgotten = {json.dumps(forgotten)};"
         f" const now = document.cookie.split('; ').find(c => c.startsWith({json.dumps(TYPING_COOKIE + '=')}));"
         " if (now && forgotten.length) { try { const [key] = JSON.parse(decodeURIComponent(now.split('=')[1]));"
@@ -394,7 +413,7 @@ def save() -> None:
         "     now.dataset.pluieWaited = '1'; now.click(); delete now.dataset.pluieWaited;"
         "   }, 50);"
         " }, true);"
-        "})();"
-        + (f" /* {secrets.token_hex(4)} */" if forgotten else ""))  # new text: the script runs again
+        "})();" + (f" /* {secrets.token_hex(4)} */" if forgotten else "")
+    )  # new text: the script runs again
     with st.sidebar:
         page_script(script, "pluie-keep")

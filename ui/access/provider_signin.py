@@ -13,6 +13,7 @@ provider never creates an account or chooses a role.
 ui.access.signin calls these: provider_configured, provider_button, provider_account, provider_refusal,
 provider_log_out. account_for_claims and providers_in are the same rules without Streamlit.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,17 @@ import streamlit as st
 
 from db.accounts import AccountInfo, account_by_email
 
-__all__ = ["Provider", "providers_in", "configured_providers", "provider_configured", "provider_button",
-           "account_for_claims", "provider_account", "provider_refusal", "provider_log_out"]
+__all__ = [
+    "Provider",
+    "providers_in",
+    "configured_providers",
+    "provider_configured",
+    "provider_button",
+    "account_for_claims",
+    "provider_account",
+    "provider_refusal",
+    "provider_log_out",
+]
 
 SIGNIN_LOG = logging.getLogger("pluie_lab.signin")
 CLIENT_KEYS = ("client_id", "client_secret", "server_metadata_url")
@@ -56,8 +66,10 @@ def providers_in(auth: object) -> list[Provider]:
         return []
     redirect_uri = str(auth.get("redirect_uri") or "")
     if not redirect_uri.endswith(CALLBACK_PATH) or not str(auth.get("cookie_secret") or ""):
-        SIGNIN_LOG.warning("the [auth] secrets need a redirect_uri ending in %s and a cookie_secret: no "
-                           "provider sign-in", CALLBACK_PATH)
+        SIGNIN_LOG.warning(
+            "the [auth] secrets need a redirect_uri ending in %s and a cookie_secret: no provider sign-in",
+            CALLBACK_PATH,
+        )
         return []
     found = []
     if _complete(auth):
@@ -127,18 +139,24 @@ def account_for_claims(engine, claims: Mapping, provider: str = UNNAMED) -> tupl
     disabled account. ``provider``: how the sentences name the provider."""
     email = str(claims.get("email") or "").strip()
     if not email:
-        return None, (f"Signed in at {provider}, but it did not give your e-mail, so no account of this team "
-                      "can be found: ask an owner to check the provider's settings.")
+        return None, (
+            f"Signed in at {provider}, but it did not give your e-mail, so no account of this team "
+            "can be found: ask an owner to check the provider's settings."
+        )
     if _not_verified(claims.get("email_verified")):
-        return None, (f"Signed in at {provider} as {email}, but your e-mail is not verified there: verify it "
-                      "at the provider, then sign in again.")
+        return None, (
+            f"Signed in at {provider} as {email}, but your e-mail is not verified there: verify it "
+            "at the provider, then sign in again."
+        )
     found = account_by_email(engine, email.lower())
     if found is None:
-        return None, (f"Signed in at {provider} as {email}, but no account of this team has that e-mail: "
-                      "ask an owner to add you.")
+        return None, (
+            f"Signed in at {provider} as {email}, but no account of this team has that e-mail: ask an owner to add you."
+        )
     if not found.active:
-        return None, (f"Signed in at {provider} as {email}, but the account {found.name} is disabled: ask an "
-                      "owner to enable it.")
+        return None, (
+            f"Signed in at {provider} as {email}, but the account {found.name} is disabled: ask an owner to enable it."
+        )
     return found, None
 
 

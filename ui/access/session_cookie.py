@@ -21,6 +21,7 @@ says so (KEPT_PARAM).
 Without server.py (plain `streamlit run app.py`, AppTest) there are no routes (routes_installed is False):
 ui.access.signin then keeps the sign-in for the tab only.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -81,8 +82,14 @@ class BrowserNonce:
                 headers = MutableHeaders(scope=message)
                 if headers.get("content-type", "").startswith("text/html"):
                     cookie = Response()
-                    cookie.set_cookie(BROWSER_COOKIE, secrets.token_urlsafe(24), path="/",
-                                      secure=_secure(Request(scope)), httponly=True, samesite="lax")
+                    cookie.set_cookie(
+                        BROWSER_COOKIE,
+                        secrets.token_urlsafe(24),
+                        path="/",
+                        secure=_secure(Request(scope)),
+                        httponly=True,
+                        samesite="lax",
+                    )
                     headers.append("set-cookie", cookie.headers["set-cookie"])
             await send(message)
 
@@ -167,8 +174,14 @@ def _navigate(address: str, current_page: bool = False) -> None:
 
 def _next_page(asked: Optional[str]) -> str:
     """Where to go after the cookie is set: a path of this site ("/..." but not "//..." nor "/\\..."), else "/"."""
-    if (not asked or not asked.startswith("/") or asked.startswith("//") or "\\" in asked or len(asked) > 2000
-            or any(ord(c) < 33 or ord(c) == 127 for c in asked)):
+    if (
+        not asked
+        or not asked.startswith("/")
+        or asked.startswith("//")
+        or "\\" in asked
+        or len(asked) > 2000
+        or any(ord(c) < 33 or ord(c) == 127 for c in asked)
+    ):
         return "/"
     return quote(asked, safe="/?&=%:@!$'()*+,;-._~#")
 
@@ -201,14 +214,25 @@ def _set_cookie(request: Request) -> RedirectResponse:
         return RedirectResponse("/", status_code=303)
     next_page = _next_page(request.query_params.get("next"))
     held = request.cookies.get(auth.ADMIN_COOKIE)
-    if held and held != token and auth.session_account(held) != auth.session_account(token) \
-            and auth.admin_session_expiry(held) is not None:
+    if (
+        held
+        and held != token
+        and auth.session_account(held) != auth.session_account(token)
+        and auth.admin_session_expiry(held) is not None
+    ):
         # signed in as another account on this browser (another tab): never switched silently
         auth.end_admin_session(token)  # the sign-in not used ends here
         return RedirectResponse(_kept(next_page), status_code=303)
     response = RedirectResponse(next_page, status_code=303)
-    response.set_cookie(auth.ADMIN_COOKIE, token, max_age=max(1, int(end - time.time())), path="/",
-                        secure=_secure(request), httponly=True, samesite="strict")
+    response.set_cookie(
+        auth.ADMIN_COOKIE,
+        token,
+        max_age=max(1, int(end - time.time())),
+        path="/",
+        secure=_secure(request),
+        httponly=True,
+        samesite="strict",
+    )
     return response
 
 

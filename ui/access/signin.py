@@ -13,6 +13,7 @@ A store with neither accounts nor an admin password is open, as before: no sign-
 
 install_access says who the app's writes are done for (db.access.install): the role every write checks.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -27,11 +28,11 @@ import streamlit as st
 
 from db import access, accounts
 from db.engine import StoreUnavailable
-from ui.base import private_api
 from lab import auth
+from lab.roles import NOBODY, OPEN, Actor, can_open
+from ui.base import private_api
 from ui.base.menu import TITLES
 from ui.base.page import get_engine, user_text
-from lab.roles import NOBODY, OPEN, Actor, can_open
 
 ADMIN_TOKEN = "_pluie_admin_token"  # the session token this browser session holds
 LOGGED_OUT = "_pluie_logged_out"  # logged out here: the cookie this session started with no longer counts
@@ -106,8 +107,10 @@ def _why_signed_out(engine, held: Optional[tuple]) -> str:
     """Why the sign-in this session held (``held``: its account id, role and end) ended; without one (a
     cookie from before this session) a sentence that names no account, since anyone can send a cookie."""
     if held is None:
-        return ("Your sign-in on this browser has ended (a changed role or password, a disabled account, or an "
-                "owner ended it): sign in again.")
+        return (
+            "Your sign-in on this browser has ended (a changed role or password, a disabled account, or an "
+            "owner ended it): sign in again."
+        )
     account_id, role, end = held
     info = accounts.account(engine, account_id)
     if info is None or not info.active:
@@ -116,8 +119,10 @@ def _why_signed_out(engine, held: Optional[tuple]) -> str:
         return f"An owner changed your role from {role} to {info.role}, which signed you out: sign in again."
     if end <= time.time():
         return f"Your sign-in ended after {auth.admin_session_hours():g} hours: sign in again."
-    return ("Your sign-in was ended (a log-out in another tab, a new password, or an owner ended your sessions): "
-            "sign in again.")
+    return (
+        "Your sign-in was ended (a log-out in another tab, a new password, or an owner ended your sessions): "
+        "sign in again."
+    )
 
 
 def _provider_account(engine) -> Optional[accounts.AccountInfo]:
@@ -265,8 +270,11 @@ def require_signin() -> Actor:
     if st.session_state.get(SIGNED_OUT_WHY):
         st.warning(st.session_state[SIGNED_OUT_WHY])
     with st.form("sign-in"):
-        name = st.text_input("Account", placeholder=accounts.OWNER_FROM_ADMIN,
-                             help="Your account's name; leave it empty to sign in as admin.")
+        name = st.text_input(
+            "Account",
+            placeholder=accounts.OWNER_FROM_ADMIN,
+            help="Your account's name; leave it empty to sign in as admin.",
+        )
         password = st.text_input("Password", type="password")
         if st.form_submit_button("Sign in", type="primary"):
             try:
@@ -285,8 +293,10 @@ def require_signin() -> Actor:
     if _cookies() is not None:
         st.caption(f"A sign-in lasts {hours:g} hours on this browser, reloads and new tabs included.")
     else:
-        st.caption(f"A sign-in lasts {hours:g} hours, in this browser tab only: a reload or a new tab asks again "
-                   "(make run keeps it across reloads).")
+        st.caption(
+            f"A sign-in lasts {hours:g} hours, in this browser tab only: a reload or a new tab asks again "
+            "(make run keeps it across reloads)."
+        )
     st.stop()
 
 
@@ -297,8 +307,10 @@ def _say_sign_in_kept(actor: Actor) -> None:
     if cookies is None or st.query_params.get(cookies.KEPT_PARAM) != "kept":
         return
     del st.query_params[cookies.KEPT_PARAM]
-    st.warning(f"This browser is already signed in as {user_text(actor.name or 'admin')}, so the other sign-in "
-               "was not used: log out first to sign in as another account.")
+    st.warning(
+        f"This browser is already signed in as {user_text(actor.name or 'admin')}, so the other sign-in "
+        "was not used: log out first to sign in as another account."
+    )
 
 
 def refuse_page(actor: Actor, page: str) -> None:

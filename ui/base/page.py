@@ -2,28 +2,34 @@
 runs in (run_page), the switch that keeps every address going through app.py's frame (through_app), scripts in
 the page (page_script, one_click), and user_text, through which every page shows text a user typed or imported.
 A page's first line, which uses these, is ui.frame's admin_page."""
+
 import json
 import logging
 
 import streamlit as st
 
 from db import access, database_url, init_db
-from db.engine import StoreUnavailable
 from db.accounts import ensure_owner_from_admin_password
-from ui.base import private_api
+from db.engine import StoreUnavailable
 from lab.roles import OPEN
 from pluie_core.visible import markdown_text
+from ui.base import private_api
 
 PAGE_LOG = logging.getLogger("pluie_lab.pages")
-PAGE_FAILED = ("Something unexpected went wrong on this page, and it is not shown in full: the details are in "
-               "the server's log. Reload the page to try again.")
+PAGE_FAILED = (
+    "Something unexpected went wrong on this page, and it is not shown in full: the details are in "
+    "the server's log. Reload the page to try again."
+)
 
 
 def page_script(script: str, marker: str) -> None:
     """Run JavaScript in the page itself (st.html runs it there, not in a frame) from an element that
     takes no room: the element's own container, found by ``marker`` (an id), is hidden once drawn."""
-    st.html(f"<style>[data-testid=stElementContainer]:has(#{marker}){{display:none}}</style>"
-            f"<span id={marker}></span><script>{script}</script>", unsafe_allow_javascript=True)
+    st.html(
+        f"<style>[data-testid=stElementContainer]:has(#{marker}){{display:none}}</style>"
+        f"<span id={marker}></span><script>{script}</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 ONE_CLICK_MS = 1500  # a double click's second click comes within the system's double-click time (~500 ms)
@@ -57,7 +63,8 @@ def one_click(*key_prefixes: str) -> None:
         "   const watch = setInterval(() => { if (busy()) ran = true;"
         "     else if (ran || Date.now() - state.last > 5000) { state.ended = true; clearInterval(watch); } }, 50);"
         " }, true);"
-        "})();")
+        "})();"
+    )
     with st.sidebar:
         page_script(script, "pluie-one-click")
 
@@ -153,5 +160,3 @@ def may(action: str) -> bool:
     from lab.roles import can
 
     return can(access.current_actor(), action)
-
-

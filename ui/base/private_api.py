@@ -20,6 +20,7 @@ The library's own couplings (scipy's, torch's, crowd-kit's) are in ``pluie_core/
 Streamlit (``tests/test_layers.py``), so there is one module per layer. This one imports Streamlit only
 inside its functions: scripts/serve.py imports it before it starts Streamlit.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -30,50 +31,78 @@ from typing import Callable, Optional
 
 from pluie_core.private_api import Coupling
 
-__all__ = ["STREAMLIT", "COUPLINGS", "runtime_exists", "pages_manager", "script_run_ctx", "static_js_files",
-           "missing_context_logger", "authlib_installed", "drawing_modules", "streamlit_cli_main"]
+__all__ = [
+    "STREAMLIT",
+    "COUPLINGS",
+    "runtime_exists",
+    "pages_manager",
+    "script_run_ctx",
+    "static_js_files",
+    "missing_context_logger",
+    "authlib_installed",
+    "drawing_modules",
+    "streamlit_cli_main",
+]
 
 STREAMLIT = "Streamlit 1.67.0"
 
 RUNTIME = Coupling(
-    "streamlit.runtime.Runtime.exists", STREAMLIT,
+    "streamlit.runtime.Runtime.exists",
+    STREAMLIT,
     "scripts/serve.py cannot tell when Streamlit's runtime is up, so it does not read the pages' first figures "
     "at start: the read-ahead starts after the first admin page instead (ui.views.read_ahead.read_ahead_once), and "
-    "the first visitors wait for their figures (about 5 s at 100,000 pairs, 35 s at 1,000,000).")
+    "the first visitors wait for their figures (about 5 s at 100,000 pairs, 35 s at 1,000,000).",
+)
 PAGES_MANAGER = Coupling(
-    "streamlit.runtime.pages_manager.PagesManager.uses_pages_directory", STREAMLIT,
+    "streamlit.runtime.pages_manager.PagesManager.uses_pages_directory",
+    STREAMLIT,
     "a fresh server's first visit to a page's URL (/export) runs that page on its own, without app.py's frame "
-    "(no menu, no sidebar); its access checks still hold (ui.frame.admin_page).")
+    "(no menu, no sidebar); its access checks still hold (ui.frame.admin_page).",
+)
 SCRIPT_RUN_CTX = Coupling(
-    "streamlit.runtime.scriptrunner.get_script_run_ctx", STREAMLIT,
+    "streamlit.runtime.scriptrunner.get_script_run_ctx",
+    STREAMLIT,
     "every thread of the server process is taken for a page's run, so db.access asks ui.access.signin for the "
     "signed-in person on threads that have none: writes made off a page's run, where accounts are in force, "
-    "are refused (as nobody's) instead of allowed.")
+    "are refused (as nobody's) instead of allowed.",
+)
 STATIC_JS = Coupling(
-    "streamlit/static/static/js/<Module>.<hash>.js (Streamlit's built JavaScript files)", STREAMLIT,
+    "streamlit/static/static/js/<Module>.<hash>.js (Streamlit's built JavaScript files)",
+    STREAMLIT,
     "ui.frame.preload_views gives the browser no hint: a page's table and chart code loads after the page "
-    "is drawn, not while it computes (about 0.6 s of the browser's time for a table, a second for a chart).")
+    "is drawn, not while it computes (about 0.6 s of the browser's time for a table, a second for a chart).",
+)
 MISSING_CONTEXT_LOG = Coupling(
-    "the logger streamlit.runtime.scriptrunner_utils.script_run_context", STREAMLIT,
+    "the logger streamlit.runtime.scriptrunner_utils.script_run_context",
+    STREAMLIT,
     "Streamlit's \"missing ScriptRunContext\" warning is no longer kept out of the log for the read-ahead's "
-    "reads (ui.views.read_ahead): the server's log gets that warning for reads made on purpose off a page.")
+    "reads (ui.views.read_ahead): the server's log gets that warning for reads made on purpose off a page.",
+)
 AUTHLIB = Coupling(
-    "streamlit.auth_util.is_authlib_installed", STREAMLIT,
+    "streamlit.auth_util.is_authlib_installed",
+    STREAMLIT,
     "an installed Authlib counts, whatever its version: one older than st.login needs (1.3.2) shows the "
-    "provider's button, and st.login says what is wrong when it is clicked.")
+    "provider's button, and st.login says what is wrong when it is clicked.",
+)
 DRAWING = Coupling(
-    "the modules streamlit.elements.arrow, streamlit.elements.vega_charts and streamlit.emojis", STREAMLIT,
+    "the modules streamlit.elements.arrow, streamlit.elements.vega_charts and streamlit.emojis",
+    STREAMLIT,
     "scripts/serve.py's warm-up leaves out a module that is gone, and the first page imports whatever this "
-    "Streamlit imports instead while it draws (streamlit.emojis alone: 0.3 s of the first page's run).")
+    "Streamlit imports instead while it draws (streamlit.emojis alone: 0.3 s of the first page's run).",
+)
 STREAMLIT_CLI = Coupling(
-    "streamlit.web.cli.main", STREAMLIT,
+    "streamlit.web.cli.main",
+    STREAMLIT,
     "scripts/serve.py starts Streamlit as `python -m streamlit` does, by running the module streamlit.__main__ in "
     "its own process: the same server, as long as this Streamlit's __main__ starts it (if not, serve.py stops with "
     "its error, and `streamlit run server.py` starts the app without serve.py's warm start, the worker then "
-    "starting with the first page a browser opens).")
+    "starting with the first page a browser opens).",
+)
 
-COUPLINGS: dict[str, Coupling] = {c.name: c for c in (RUNTIME, PAGES_MANAGER, SCRIPT_RUN_CTX, STATIC_JS,
-                                                      MISSING_CONTEXT_LOG, AUTHLIB, DRAWING, STREAMLIT_CLI)}
+COUPLINGS: dict[str, Coupling] = {
+    c.name: c
+    for c in (RUNTIME, PAGES_MANAGER, SCRIPT_RUN_CTX, STATIC_JS, MISSING_CONTEXT_LOG, AUTHLIB, DRAWING, STREAMLIT_CLI)
+}
 
 DRAWING_MODULES = ("streamlit.elements.arrow", "streamlit.elements.vega_charts", "streamlit.emojis")
 MISSING_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"

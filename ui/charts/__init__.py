@@ -15,6 +15,7 @@ between). A chart page in a new tab: 3.0–4.7 s before, 1.7–3.3 s since, at 1
 Plotly renders titles, tick labels, legends and hover texts as a little HTML (<b>, <br>, <a>): every
 text a user chose or imported (run and annotator names, sentences) goes through _text, which escapes
 it, and plotly shows the escaped text as typed."""
+
 from __future__ import annotations
 
 import functools
@@ -55,8 +56,11 @@ SELECT_BUTTONS = {"box": "select2d", "lasso": "lasso2d"}
 # buttons plotly.js 3 adds that do nothing here: "Share chart…" uploads to Plotly Cloud, which needs an
 # account and a server URL this app never has (it logged an error and did nothing)
 NO_BUTTONS = ("sendChartToCloud",)
-CONFIG = {"displaylogo": False, "scrollZoom": False,
-          "toImageButtonOptions": {"format": "png", "scale": 2, "height": None, "width": None}}
+CONFIG = {
+    "displaylogo": False,
+    "scrollZoom": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2, "height": None, "width": None},
+}
 # the modebar's camera downloads one format (plotly.js's toImageButtonOptions.format): the sidebar's
 # choice, kept for the session under FORMAT (the widget's own key is dropped on a page without it)
 FORMATS = {"PNG": "png", "SVG": "svg"}
@@ -65,8 +69,10 @@ CLASSES = {1.0: "paraphrase", 0.0: "non-paraphrase"}  # the binarised reference,
 CLASS_COLOURS = {"paraphrase": "#1f77b4", "non-paraphrase": "#ff7f0e"}
 HOVER_LABELS = 12  # labels a point's hover names, the first annotators' (by name); beyond, how many more
 OPEN_IN_REVIEW = "review-open-pair"  # the Review page opens this pair (pages/review.py's OPEN)
-BOX = ("border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
-       "line-height:1.6;font-size:1.02rem")  # as the Review page draws a pair
+BOX = (
+    "border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
+    "line-height:1.6;font-size:1.02rem"
+)  # as the Review page draws a pair
 CAPTION = "font-size:0.8rem;color:light-dark(#57606a,#9aa3ad);margin-bottom:2px"
 
 
@@ -74,7 +80,7 @@ def _text(value, limit: Optional[int] = None) -> str:
     """User text as plotly shows it as typed: shortened to ``limit`` characters (…), HTML escaped."""
     text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
     if limit is not None and len(text) > limit:
-        text = text[:limit - 1].rstrip() + "…"
+        text = text[: limit - 1].rstrip() + "…"
     return html.escape(text, quote=False)
 
 
@@ -89,17 +95,27 @@ def _layout(figure: go.Figure, title: str, height: int = HEIGHT, **layout) -> go
 def count_axis(counts) -> dict:
     """A y axis of counts: whole numbers only (plotly's own ticks for a count of 3 are 0, 0.5, 1 … 3)."""
     most = float(np.nanmax(counts)) if len(counts) else 0.0
-    return {"title": {"text": "count"}, "rangemode": "tozero", **({"dtick": 1} if most <= 5 else {}),
-            "tickformat": ",d"}
+    return {
+        "title": {"text": "count"},
+        "rangemode": "tozero",
+        **({"dtick": 1} if most <= 5 else {}),
+        "tickformat": ",d",
+    }
 
 
 def _marks(figure: go.Figure, marks: list, label_side: str = "left") -> None:
     """Dashed or plain vertical lines at given positions, each in its colour with its label at the top
     ("best 0.42", "natural threshold"): marks are (position, colour, label, dashed) tuples."""
     for position, colour, label, dashed in marks:
-        figure.add_vline(x=float(position), line_color=colour, line_width=1.5, line_dash="dash" if dashed else "solid",
-                         annotation_text=_text(label), annotation_font_color=colour,
-                         annotation_position=f"top {label_side}")
+        figure.add_vline(
+            x=float(position),
+            line_color=colour,
+            line_width=1.5,
+            line_dash="dash" if dashed else "solid",
+            annotation_text=_text(label),
+            annotation_font_color=colour,
+            annotation_position=f"top {label_side}",
+        )
 
 
 def _escaped(values: pd.Series, limit: Optional[int] = None) -> pd.Series:
@@ -109,8 +125,11 @@ def _escaped(values: pd.Series, limit: Optional[int] = None) -> pd.Series:
     if limit is not None:
         long = text.str.len() > limit
         text = text.where(~long, text.str.slice(0, limit - 1).str.rstrip() + "…")
-    return text.str.replace("&", "&amp;", regex=False).str.replace("<", "&lt;", regex=False).str.replace(
-        ">", "&gt;", regex=False)
+    return (
+        text.str.replace("&", "&amp;", regex=False)
+        .str.replace("<", "&lt;", regex=False)
+        .str.replace(">", "&gt;", regex=False)
+    )
 
 
 def _hover_column(values: pd.Series) -> pd.Series:
@@ -141,36 +160,78 @@ def kappa_heatmap(kappa: pd.DataFrame, n_shared: pd.DataFrame, title: str) -> go
     names = [_text(name) for name in kappa.index]
     values = kappa.to_numpy(dtype=float)
     shared = n_shared.to_numpy().astype(int)
-    text = [[("" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}") + f"<br>n={shared[i, j]}"
-             for j in range(len(names))] for i in range(len(names))]
+    text = [
+        [("" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}") + f"<br>n={shared[i, j]}" for j in range(len(names))]
+        for i in range(len(names))
+    ]
     rows = max(MIN_HEATMAP_ROWS, ROW_HEIGHT * len(names))  # the cells' height; the colour bar as tall
-    figure = go.Figure(go.Heatmap(
-        z=np.where(np.isnan(values), None, values), x=names, y=names, text=text, texttemplate="%{text}",
-        customdata=shared, colorscale="RdBu", zmin=-1, zmax=1,
-        colorbar={"title": {"text": "κ"}, "tickvals": list(KAPPA_TICKS), "lenmode": "pixels", "len": rows},
-        hovertemplate="annotator %{y}<br>with %{x}<br>κ %{z:.2f}<br>items both labelled %{customdata}<extra></extra>"))
-    return _layout(figure, title, rows + HEATMAP_FRAME, yaxis={"autorange": "reversed", "type": "category"},
-                   xaxis={"type": "category"})
+    figure = go.Figure(
+        go.Heatmap(
+            z=np.where(np.isnan(values), None, values),
+            x=names,
+            y=names,
+            text=text,
+            texttemplate="%{text}",
+            customdata=shared,
+            colorscale="RdBu",
+            zmin=-1,
+            zmax=1,
+            colorbar={"title": {"text": "κ"}, "tickvals": list(KAPPA_TICKS), "lenmode": "pixels", "len": rows},
+            hovertemplate="annotator %{y}<br>with %{x}<br>κ %{z:.2f}<br>items both labelled %{customdata}<extra></extra>",
+        )
+    )
+    return _layout(
+        figure,
+        title,
+        rows + HEATMAP_FRAME,
+        yaxis={"autorange": "reversed", "type": "category"},
+        xaxis={"type": "category"},
+    )
 
 
 def confusion_matrix(cells, columns: list, rows: list, title: str) -> go.Figure:
     """A 2 × 2 count matrix in blues, each cell reading its count; rows[0] on top."""
     counts = np.asarray(cells, dtype=float).astype(int)
-    figure = go.Figure(go.Heatmap(z=counts, x=list(columns), y=list(rows), text=counts, texttemplate="%{text}",
-                                  textfont={"size": 14}, colorscale="Blues", showscale=True,
-                                  hovertemplate="%{y}<br>%{x}<br>count %{z}<extra></extra>"))
+    figure = go.Figure(
+        go.Heatmap(
+            z=counts,
+            x=list(columns),
+            y=list(rows),
+            text=counts,
+            texttemplate="%{text}",
+            textfont={"size": 14},
+            colorscale="Blues",
+            showscale=True,
+            hovertemplate="%{y}<br>%{x}<br>count %{z}<extra></extra>",
+        )
+    )
     return _layout(figure, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"type": "category"})
 
 
 def threshold_curve(curve: pd.DataFrame, x: str, x_title: str, colours: dict, marks: list, title: str) -> go.Figure:
     """One line per figure (the keys of colours, columns of curve) against x, from 0 to 1.02, with the
     marked thresholds as dashed lines labelled at the top left."""
-    figure = go.Figure([go.Scatter(x=curve[x], y=curve[name], mode="lines", name=name, line={"color": colour},
-                                   hovertemplate=f"{name}<br>{_text(x_title)} %{{x:.4g}}<br>%{{y:.3f}}<extra></extra>")
-                        for name, colour in colours.items()])
+    figure = go.Figure(
+        [
+            go.Scatter(
+                x=curve[x],
+                y=curve[name],
+                mode="lines",
+                name=name,
+                line={"color": colour},
+                hovertemplate=f"{name}<br>{_text(x_title)} %{{x:.4g}}<br>%{{y:.3f}}<extra></extra>",
+            )
+            for name, colour in colours.items()
+        ]
+    )
     _marks(figure, marks, "left")
-    return _layout(figure, title, xaxis={"title": {"text": _text(x_title)}}, yaxis={"range": [0, 1.02]},
-                   legend={"title": {"text": "figure"}})
+    return _layout(
+        figure,
+        title,
+        xaxis={"title": {"text": _text(x_title)}},
+        yaxis={"range": [0, 1.02]},
+        legend={"title": {"text": "figure"}},
+    )
 
 
 def class_histogram(bars: pd.DataFrame, colours: dict, x_title: str, title: str, marks: list) -> go.Figure:
@@ -181,19 +242,42 @@ def class_histogram(bars: pd.DataFrame, colours: dict, x_title: str, title: str,
         group = bars[bars["class"] == name]
         if group.empty:
             continue
-        traces.append(go.Bar(
-            x=(group["start"] + group["end"]) / 2, width=group["end"] - group["start"], y=group["count"], name=name,
-            marker={"color": colour}, opacity=0.65, customdata=group[["class", "start", "end"]].to_numpy(dtype=object),
-            hovertemplate="%{customdata[0]}<br>from %{customdata[1]:.4g} to %{customdata[2]:.4g}<br>"
-                          "count %{y}<extra></extra>"))
+        traces.append(
+            go.Bar(
+                x=(group["start"] + group["end"]) / 2,
+                width=group["end"] - group["start"],
+                y=group["count"],
+                name=name,
+                marker={"color": colour},
+                opacity=0.65,
+                customdata=group[["class", "start", "end"]].to_numpy(dtype=object),
+                hovertemplate="%{customdata[0]}<br>from %{customdata[1]:.4g} to %{customdata[2]:.4g}<br>"
+                "count %{y}<extra></extra>",
+            )
+        )
     figure = go.Figure(traces)
     _marks(figure, marks, "right")
-    return _layout(figure, title, barmode="overlay", bargap=0, xaxis={"title": {"text": _text(x_title)}},
-                   yaxis=count_axis(bars["count"]), legend={"title": {"text": "class"}}, clickmode="event+select")
+    return _layout(
+        figure,
+        title,
+        barmode="overlay",
+        bargap=0,
+        xaxis={"title": {"text": _text(x_title)}},
+        yaxis=count_axis(bars["count"]),
+        legend={"title": {"text": "class"}},
+        clickmode="event+select",
+    )
 
 
-def class_scatter(points: pd.DataFrame, colours: dict, shapes: dict, titles: dict, title: str,
-                  level=None, level_colour: str = "#d62728") -> go.Figure:
+def class_scatter(
+    points: pd.DataFrame,
+    colours: dict,
+    shapes: dict,
+    titles: dict,
+    title: str,
+    level=None,
+    level_colour: str = "#d62728",
+) -> go.Figure:
     """Points x, y per class (colour and shape by class, WebGL), the other columns of points on hover
     (pair_id first: a selection reads it); a horizontal line at y = level if given. titles: the axis
     title of x and y (and of other columns, else their name)."""
@@ -203,38 +287,83 @@ def class_scatter(points: pd.DataFrame, colours: dict, shapes: dict, titles: dic
         if group.empty:
             continue
         customdata, template = _hover(group, titles)
-        traces.append(go.Scattergl(x=group["x"], y=group["y"], mode="markers", name=name, customdata=customdata,
-                                   marker={"color": colour, "symbol": shapes[name], "opacity": 0.6},
-                                   hovertemplate=template))
+        traces.append(
+            go.Scattergl(
+                x=group["x"],
+                y=group["y"],
+                mode="markers",
+                name=name,
+                customdata=customdata,
+                marker={"color": colour, "symbol": shapes[name], "opacity": 0.6},
+                hovertemplate=template,
+            )
+        )
     figure = go.Figure(traces)
     if level is not None:
         figure.add_hline(y=float(level), line_color=level_colour, line_width=1.5)
-    return _layout(figure, title, xaxis={"title": {"text": _text(titles["x"])}},
-                   yaxis={"title": {"text": _text(titles["y"])}}, legend={"title": {"text": "class"}}, dragmode="select")
+    return _layout(
+        figure,
+        title,
+        xaxis={"title": {"text": _text(titles["x"])}},
+        yaxis={"title": {"text": _text(titles["y"])}},
+        legend={"title": {"text": "class"}},
+        dragmode="select",
+    )
 
 
 def grouped_bars(long: pd.DataFrame, title: str) -> go.Figure:
     """Bars of r per metric (x), one per method side by side (long: metric, method, r)."""
     methods, metrics = list(dict.fromkeys(long["method"])), list(dict.fromkeys(long["metric"]))
     slanted = max(map(len, metrics), default=0) > 20  # run names in full, slanted when long
-    figure = go.Figure([go.Bar(x=[_text(m) for m in group["metric"]], y=group["r"], name=method,
-                               marker={"color": colour}, hovertemplate=f"%{{x}}<br>{method}<br>r %{{y:.3f}}<extra></extra>")
-                        for (method, group), colour in zip(((m, long[long["method"] == m]) for m in methods),
-                                                           PLOTLY_COLOURS)])
-    return _layout(figure, title, barmode="group", legend={"title": {"text": "method"}},
-                   xaxis={"title": {"text": "metric"}, "type": "category", "tickangle": -30 if slanted else 0,
-                          "categoryorder": "array", "categoryarray": [_text(m) for m in metrics]},
-                   yaxis={"title": {"text": "r"}})
+    figure = go.Figure(
+        [
+            go.Bar(
+                x=[_text(m) for m in group["metric"]],
+                y=group["r"],
+                name=method,
+                marker={"color": colour},
+                hovertemplate=f"%{{x}}<br>{method}<br>r %{{y:.3f}}<extra></extra>",
+            )
+            for (method, group), colour in zip(((m, long[long["method"] == m]) for m in methods), PLOTLY_COLOURS)
+        ]
+    )
+    return _layout(
+        figure,
+        title,
+        barmode="group",
+        legend={"title": {"text": "method"}},
+        xaxis={
+            "title": {"text": "metric"},
+            "type": "category",
+            "tickangle": -30 if slanted else 0,
+            "categoryorder": "array",
+            "categoryarray": [_text(m) for m in metrics],
+        },
+        yaxis={"title": {"text": "r"}},
+    )
 
 
 def scatter(points: pd.DataFrame, titles: dict, title: str, opacity: float = 0.4) -> go.Figure:
     """Points x, y in one colour (WebGL; points: columns x and y, and pair_id, sentences... shown on
     hover; titles: the axis titles)."""
     customdata, template = _hover(points, titles)
-    figure = go.Figure(go.Scattergl(x=points["x"], y=points["y"], mode="markers", customdata=customdata,
-                                    marker={"color": PLOTLY_COLOURS[0], "opacity": opacity}, hovertemplate=template))
-    return _layout(figure, title, xaxis={"title": {"text": _text(titles["x"])}},
-                   yaxis={"title": {"text": _text(titles["y"])}}, dragmode="select")
+    figure = go.Figure(
+        go.Scattergl(
+            x=points["x"],
+            y=points["y"],
+            mode="markers",
+            customdata=customdata,
+            marker={"color": PLOTLY_COLOURS[0], "opacity": opacity},
+            hovertemplate=template,
+        )
+    )
+    return _layout(
+        figure,
+        title,
+        xaxis={"title": {"text": _text(titles["x"])}},
+        yaxis={"title": {"text": _text(titles["y"])}},
+        dragmode="select",
+    )
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -256,13 +385,22 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
     returned."""
     spec, revision = _figure(figure, *args, **kwargs)
     chosen = FORMATS.get(st.session_state.get(FORMAT), "png")
-    config = CONFIG | {"toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key, "format": chosen},
-                       "modeBarButtonsToRemove": [*NO_BUTTONS, *(button for mode, button in SELECT_BUTTONS.items()
-                                                                  if mode not in select)]}
+    config = CONFIG | {
+        "toImageButtonOptions": CONFIG["toImageButtonOptions"] | {"filename": key, "format": chosen},
+        "modeBarButtonsToRemove": [
+            *NO_BUTTONS,
+            *(button for mode, button in SELECT_BUTTONS.items() if mode not in select),
+        ],
+    }
     head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_JS}
     payload = json.dumps(head)[:-1].encode() + b', "figure": ' + spec + b"}"
-    state = _plotly_component()(data=payload, key=key, width="stretch", height="content",
-                                **({"on_selection_change": _selected} if select else {}))
+    state = _plotly_component()(
+        data=payload,
+        key=key,
+        width="stretch",
+        height="content",
+        **({"on_selection_change": _selected} if select else {}),
+    )
     if not select:
         return None
     made = state.get("selection") if state is not None else None
@@ -278,8 +416,9 @@ def _selected() -> None:
 @functools.cache
 def _plotly_component():
     """The component that draws a figure in the page (ui/charts/plotly_chart.js), registered once."""
-    return st.components.v2.component(PLOTLY_COMPONENT, js=(Path(__file__).parent / "plotly_chart.js").read_text(),
-                                      isolate_styles=False)
+    return st.components.v2.component(
+        PLOTLY_COMPONENT, js=(Path(__file__).parent / "plotly_chart.js").read_text(), isolate_styles=False
+    )
 
 
 def points_drawn(n_points: int, key: str) -> int:
@@ -292,11 +431,15 @@ def points_drawn(n_points: int, key: str) -> int:
     if st.session_state.get(key, POINTS_DRAWN) not in options:  # chosen on a larger selection
         st.session_state[key] = most
     return st.select_slider(
-        "Points drawn", options, key=key, format_func=lambda n: f"{n:,}",
+        "Points drawn",
+        options,
+        key=key,
+        format_func=lambda n: f"{n:,}",
         **({} if key in st.session_state else {"value": POINTS_DRAWN}),
         help=f"A seeded sample of the {n_points:,} pairs (the same pairs on every run), drawn with their hover and "
-             "selection; the statistics use every pair. More points take the browser longer to draw, about a "
-             f"second per 100,000 on a computer without a graphics card. At most {MAX_SCATTER_POINTS:,}.")
+        "selection; the statistics use every pair. More points take the browser longer to draw, about a "
+        f"second per 100,000 on a computer without a graphics card. At most {MAX_SCATTER_POINTS:,}.",
+    )
 
 
 def drawn_sample(points: pd.DataFrame, n: int) -> pd.DataFrame:
@@ -308,10 +451,14 @@ def download_choice() -> None:
     """The sidebar's "Figure downloads: PNG / SVG", which the modebar's camera of every figure follows."""
     if FORMAT_WIDGET not in st.session_state:
         st.session_state[FORMAT_WIDGET] = st.session_state.get(FORMAT, "PNG")
-    st.radio("Figure downloads", list(FORMATS), horizontal=True, key=FORMAT_WIDGET,
-             on_change=lambda: st.session_state.update({FORMAT: st.session_state[FORMAT_WIDGET]}),
-             help="What the camera above each figure downloads: PNG (twice the screen's size) or SVG (vector, "
-                  "for a paper).")
+    st.radio(
+        "Figure downloads",
+        list(FORMATS),
+        horizontal=True,
+        key=FORMAT_WIDGET,
+        on_change=lambda: st.session_state.update({FORMAT: st.session_state[FORMAT_WIDGET]}),
+        help="What the camera above each figure downloads: PNG (twice the screen's size) or SVG (vector, for a paper).",
+    )
 
 
 def labels_text(labels: pd.DataFrame) -> pd.Series:
@@ -338,14 +485,20 @@ def labels_text(labels: pd.DataFrame) -> pd.Series:
     return text.where(more <= 0, text + " · and " + more.astype(str) + " more")
 
 
-def selectable_class_histogram(points: pd.DataFrame, score: str, bins: int, title: str, marks: list, key: str,
-                               read) -> None:
+def selectable_class_histogram(
+    points: pd.DataFrame, score: str, bins: int, title: str, marks: list, key: str, read
+) -> None:
     """A score's histogram per class (points: pair_id, class and the score), binned here (the browser gets
     at most ``bins`` bars a class, not every score); a bar clicked or boxed lists its pairs under it."""
     edges = np.histogram_bin_edges(points[score], bins)
-    bars = pd.concat([pd.DataFrame({"class": name, "start": edges[:-1], "end": edges[1:],
-                                    "count": np.histogram(group[score], edges)[0]})
-                      for name, group in points.groupby("class")])
+    bars = pd.concat(
+        [
+            pd.DataFrame(
+                {"class": name, "start": edges[:-1], "end": edges[1:], "count": np.histogram(group[score], edges)[0]}
+            )
+            for name, group in points.groupby("class")
+        ]
+    )
     picked = draw("class_histogram", bars, CLASS_COLOURS, score, title, marks, key=key, select=("points", "box"))
     list_pairs(bin_pairs(points, score, selected_bins(picked), edges[-1]), read, key)
 
@@ -395,23 +548,30 @@ def list_pairs(pair_ids: list[int], read, key: str) -> None:
         st.caption("Select points (box or lasso) or bars in the chart to list their pairs here.")
         return
     shown = pair_ids[:LISTED]
-    st.markdown(f"**{len(pair_ids):,} pair{'s' if len(pair_ids) != 1 else ''} selected**"
-                + (f" · the first {LISTED} listed" if len(pair_ids) > LISTED else ""))
+    st.markdown(
+        f"**{len(pair_ids):,} pair{'s' if len(pair_ids) != 1 else ''} selected**"
+        + (f" · the first {LISTED} listed" if len(pair_ids) > LISTED else "")
+    )
     found = read(tuple(shown))
     labels, scores = found["labels"].groupby("pair_id"), found["scores"].groupby("pair_id")
     for pair_id, pair in found["pairs"].iterrows():
         source, hypothesis = diff_html(pair["source"], pair["hypothesis"])
         with st.container(border=False, key=f"{key}-pair-{pair_id}"):
-            st.html(f"<div style='{BOX}' data-testid='selected-pair'><div style='{CAPTION}'>Pair {int(pair_id)} · "
-                    f"{html.escape(str(pair['dataset']))} · source</div><div>{source}</div>"
-                    f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>")
+            st.html(
+                f"<div style='{BOX}' data-testid='selected-pair'><div style='{CAPTION}'>Pair {int(pair_id)} · "
+                f"{html.escape(str(pair['dataset']))} · source</div><div>{source}</div>"
+                f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>"
+            )
             given = labels.get_group(pair_id) if pair_id in labels.groups else found["labels"].iloc[:0]
             named = [f"{user_text(r.annotator)}: {r.level_name or f'{r.value:g}'}" for r in given.itertuples()]
             gold = pair["gold_label"]
             run_scores = scores.get_group(pair_id) if pair_id in scores.groups else found["scores"].iloc[:0]
-            st.caption(f"Pair {int(pair_id)} · gold label {'—' if pd.isna(gold) else f'{gold:g}'} · labels: "
-                       + (" · ".join(named) or "none") + " · scores: "
-                       + (" · ".join(f"{user_text(r.run)} {r.value:.4g}" for r in run_scores.itertuples()) or "none"))
+            st.caption(
+                f"Pair {int(pair_id)} · gold label {'—' if pd.isna(gold) else f'{gold:g}'} · labels: "
+                + (" · ".join(named) or "none")
+                + " · scores: "
+                + (" · ".join(f"{user_text(r.run)} {r.value:.4g}" for r in run_scores.itertuples()) or "none")
+            )
             if st.button("Open in Review", key=f"{key}-review-{pair_id}", icon=":material/gavel:"):
                 st.session_state[OPEN_IN_REVIEW] = int(pair_id)
                 st.switch_page("pages/review.py")

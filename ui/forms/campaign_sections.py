@@ -1,21 +1,23 @@
 """The Campaigns page's sections of one campaign (pages/campaigns.py): its counts, annotators and personal links,
 training feedback, settings and guidelines, and recent activity. The rules are db.campaigns' and db.annotators'."""
+
 import contextlib
 
 import pandas as pd
 import streamlit as st
 
-from db import annotators, campaigns as camp
+from db import annotators
+from db import campaigns as camp
 from db.access import NotAllowed
 from db.analysis import LABELS_COUNTED
 from db.engine import StoreUnavailable
-from ui.base.page import user_text
-from ui.forms.campaign_form import done, pairs_kept
 from pluie_core.aggregation import METHOD_NAMES, METHODS
 from pluie_core.guidelines import DISTRIBUTIONS, PAIR_ORDERS, guidelines_markdown
 from pluie_core.labels import LEVELS
 from pluie_core.pair_selection import describe_selection
 from pluie_core.visible import visible_text
+from ui.base.page import user_text
+from ui.forms.campaign_form import done, pairs_kept
 
 
 def personal_link(token: str) -> str:
@@ -25,7 +27,7 @@ def personal_link(token: str) -> str:
 
 
 def create_links(engine, campaign_id: int, batch: int) -> None:
-    """"Create personal links" (a callback): once per batch of names, which then leave the box (they
+    """ "Create personal links" (a callback): once per batch of names, which then leave the box (they
     are in the list of links); a refusal (no name, a name taken) leaves them there."""
     record = done()
     if record["links-batch"].get(campaign_id, 0) != batch:  # the second click of a double click
@@ -48,8 +50,13 @@ def create_links(engine, campaign_id: int, batch: int) -> None:
 def annotators_section(engine, campaign) -> None:
     rows = annotators.annotator_rows(engine, campaign.id)
     if rows:
-        st.dataframe(rows, hide_index=True, width="stretch",
-                     column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")}, placeholder="—")
+        st.dataframe(
+            rows,
+            hide_index=True,
+            width="stretch",
+            column_config={"last answer": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
+            placeholder="—",
+        )
     else:
         st.caption("No annotator yet.")
 
@@ -65,18 +72,29 @@ def annotators_section(engine, campaign) -> None:
     # submission creates anyone; a refusal keeps the names in the box
     batch = done()["links-batch"].get(campaign.id, 0)
     with st.form(f"add-annotators-{campaign.id}-{batch}"):
-        st.text_area("New annotators, one name per line (for you; they choose their display name)",
-                     key=f"new-annotators-{campaign.id}-{batch}")
-        st.form_submit_button("Create personal links", on_click=create_links, args=(engine, campaign.id, batch),
-                              key=f"links-create-{campaign.id}-{batch}")
+        st.text_area(
+            "New annotators, one name per line (for you; they choose their display name)",
+            key=f"new-annotators-{campaign.id}-{batch}",
+        )
+        st.form_submit_button(
+            "Create personal links",
+            on_click=create_links,
+            args=(engine, campaign.id, batch),
+            key=f"links-create-{campaign.id}-{batch}",
+        )
     if done().get("links-error"):
         st.error(user_text(done().pop("links-error")))
 
     active = {r["id"]: r["name"] for r in rows if r["status"] == "active"}
     if active:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-        who = c1.selectbox("Revoke a link", list(active), index=None, format_func=lambda i: f"{active[i]} (#{i})",
-                           placeholder="Choose an annotator")
+        who = c1.selectbox(
+            "Revoke a link",
+            list(active),
+            index=None,
+            format_func=lambda i: f"{active[i]} (#{i})",
+            placeholder="Choose an annotator",
+        )
         if c2.button("Revoke", disabled=who is None):
             with refused():
                 annotators.revoke_annotator(engine, who)
@@ -88,17 +106,24 @@ def annotators_section(engine, campaign) -> None:
     everyone = {r["id"]: r["name"] for r in rows}
     if everyone:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-        who = c1.selectbox("Replace a lost link", list(everyone), index=None, placeholder="Choose an annotator",
-                           format_func=lambda i: f"{everyone[i]} (#{i})",
-                           help="The annotator keeps their labels and their place; their old link stops working.")
+        who = c1.selectbox(
+            "Replace a lost link",
+            list(everyone),
+            index=None,
+            placeholder="Choose an annotator",
+            format_func=lambda i: f"{everyone[i]} (#{i})",
+            help="The annotator keeps their labels and their place; their old link stops working.",
+        )
         if c2.button("New link", disabled=who is None):
             with refused():
                 done()["new-links"] = [(everyone[who], personal_link(annotators.new_link(engine, who)))]
                 st.session_state["relinked"] = everyone[who]
                 st.rerun()
     if st.session_state.get("relinked"):
-        st.success(f"{user_text(st.session_state.pop('relinked'))}'s old link no longer works; the new one above "
-                   "continues with the same labels.")
+        st.success(
+            f"{user_text(st.session_state.pop('relinked'))}'s old link no longer works; the new one above "
+            "continues with the same labels."
+        )
 
 
 @contextlib.contextmanager
@@ -114,30 +139,37 @@ def refused():
 def overlap_text(campaign) -> str:
     if campaign.overlap_max is None:
         return f"{campaign.overlap} annotator(s) per pair"
-    return (f"{campaign.overlap}–{campaign.overlap_max} annotators per pair (adaptive: more while under "
-            f"{campaign.confidence:.0%} agreement)")
+    return (
+        f"{campaign.overlap}–{campaign.overlap_max} annotators per pair (adaptive: more while under "
+        f"{campaign.confidence:.0%} agreement)"
+    )
 
 
 def settings_section(engine, campaign, counts: dict) -> None:
-    st.write(f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
-             f"{campaign.quota} pairs per annotator · {overlap_text(campaign)}")
+    st.write(
+        f"Order: {PAIR_ORDERS[campaign.pair_order]} · seed {campaign.seed} · "
+        f"{campaign.quota} pairs per annotator · {overlap_text(campaign)}"
+    )
     runs = dict(camp.score_run_choices(engine, kind=None))
-    chosen = describe_selection(campaign.selection, runs.get((campaign.selection or {}).get('score_run')))
-    st.write(f"Pairs: {user_text(chosen)} · "
-             f"{DISTRIBUTIONS[campaign.distribution]}.")
+    chosen = describe_selection(campaign.selection, runs.get((campaign.selection or {}).get("score_run")))
+    st.write(f"Pairs: {user_text(chosen)} · {DISTRIBUTIONS[campaign.distribution]}.")
     st.caption(pairs_kept(counts) + ".")
     active = st.toggle("Open to annotators", value=campaign.active, key=f"active-{campaign.id}")
     if active != campaign.active:
         with refused():
             camp.update_campaign(engine, campaign.id, active=active)
     method = st.selectbox(
-        "Final labels by", METHODS, index=METHODS.index(camp.campaign_aggregation(campaign)),
-        format_func=METHOD_NAMES.get, key=f"aggregation-{campaign.id}",
+        "Final labels by",
+        METHODS,
+        index=METHODS.index(camp.campaign_aggregation(campaign)),
+        format_func=METHOD_NAMES.get,
+        key=f"aggregation-{campaign.id}",
         help="How this campaign's labels become a pair's final label where no reviewer decided: the default of "
-             "Export, publishing (and `python -m db publish --campaign`) and Live campaign's reliabilities. Majority "
-             "until you choose; Dawid–Skene, GLAD and MACE weigh each annotator by their estimated reliability, and "
-             "decide a pair only where they are sure enough (Export: confidence and labels per annotator); the "
-             "majority rule decides the others.")
+        "Export, publishing (and `python -m db publish --campaign`) and Live campaign's reliabilities. Majority "
+        "until you choose; Dawid–Skene, GLAD and MACE weigh each annotator by their estimated reliability, and "
+        "decide a pair only where they are sure enough (Export: confidence and labels per annotator); the "
+        "majority rule decides the others.",
+    )
     if method != camp.campaign_aggregation(campaign):
         with refused():
             camp.update_campaign(engine, campaign.id, aggregation=method)
@@ -159,11 +191,12 @@ def draw_guidelines(drawn) -> None:
 
 
 def save_guidelines(engine, campaign_id: int) -> None:
-    """"Save the guidelines" (a callback: it runs before the editor is drawn, so it may redraw it)."""
+    """ "Save the guidelines" (a callback: it runs before the editor is drawn, so it may redraw it)."""
     drawn, text = st.session_state[f"guide-drawn-{campaign_id}"], st.session_state[f"guide-{campaign_id}"]
     try:
-        camp.update_campaign(engine, campaign_id, guidelines=text, guidelines_revision=drawn["revision"],
-                            seen_guidelines=drawn["text"])
+        camp.update_campaign(
+            engine, campaign_id, guidelines=text, guidelines_revision=drawn["revision"], seen_guidelines=drawn["text"]
+        )
         outcome = {"success": "Saved: annotators see the new guidelines from their next pair."}
         st.session_state.pop(f"guide-unsaved-{campaign_id}", None)
     except camp.StaleFormError as exc:  # the editor shows theirs; the refused text stays on the page to copy
@@ -203,18 +236,29 @@ def training_section(engine, campaign) -> None:
         st.caption("This campaign has no training trial.")
         return
     with st.expander(f"Feedback on the {len(pairs)} training pairs"), st.form(f"training-{campaign.id}"):
-        st.caption("Annotators see the expected level and the explanation once they have answered a training "
-                   "pair, then continue. Training answers are never counted in the results.")
+        st.caption(
+            "Annotators see the expected level and the explanation once they have answered a training "
+            "pair, then continue. Training answers are never counted in the results."
+        )
         wanted = []
         for row in pairs.itertuples():
-            st.text(visible_text(f"{row.position + 1}. Source: {row.source}\nHypothesis: {row.hypothesis}"))  # as text, marked
+            st.text(
+                visible_text(f"{row.position + 1}. Source: {row.source}\nHypothesis: {row.hypothesis}")
+            )  # as text, marked
             level, why = st.columns([1, 3])
-            expected = level.selectbox("Expected level", [None, 0, 1, 2, 3],
-                                       format_func=lambda v: "— none —" if v is None else LEVELS[v],
-                                       index=0 if pd.isna(row.expected_level) else int(row.expected_level) + 1,
-                                       key=f"expected-{campaign.id}-{row.position}")
-            explanation = why.text_input("Explanation", value=row.explanation, max_chars=camp.MAX_EXPLANATION,
-                                         key=f"explain-{campaign.id}-{row.position}")
+            expected = level.selectbox(
+                "Expected level",
+                [None, 0, 1, 2, 3],
+                format_func=lambda v: "— none —" if v is None else LEVELS[v],
+                index=0 if pd.isna(row.expected_level) else int(row.expected_level) + 1,
+                key=f"expected-{campaign.id}-{row.position}",
+            )
+            explanation = why.text_input(
+                "Explanation",
+                value=row.explanation,
+                max_chars=camp.MAX_EXPLANATION,
+                key=f"explain-{campaign.id}-{row.position}",
+            )
             wanted.append({"position": row.position, "expected_level": expected, "explanation": explanation})
         if st.form_submit_button("Save the training feedback"):
             try:
@@ -234,15 +278,17 @@ def activity_section(engine, campaign) -> None:
             st.markdown(f"{at:%Y-%m-%d %H:%M} UTC · **{user_text(who) if who else 'no account'}** · {user_text(what)}")
 
 
-
 def counts_section(campaign, counts: dict) -> None:
     """The campaign's counts, each with what it counts."""
     count_help = {
         "pairs in queue": "The pairs served as ordinary pairs: the campaign's pairs less its training pairs (and gold checks).",
-        "pairs fully labelled": (f"Queue pairs answered by {campaign.overlap} annotator(s), the campaign's annotators per pair"
-                                 if campaign.overlap_max is None else "Queue pairs answered by as many annotators as they "
-                                 "want now (adaptive overlap: confident pairs stop at the least)")
-                                + "; a pair served but not yet answered does not count.",
+        "pairs fully labelled": (
+            f"Queue pairs answered by {campaign.overlap} annotator(s), the campaign's annotators per pair"
+            if campaign.overlap_max is None
+            else "Queue pairs answered by as many annotators as they "
+            "want now (adaptive overlap: confident pairs stop at the least)"
+        )
+        + "; a pair served but not yet answered does not count.",
         "labels": f"Labels given in this campaign: {LABELS_COUNTED}. The same count on every page.",
         "training pairs": "Shown first to everyone, the same for all, not counted in results.",
     }

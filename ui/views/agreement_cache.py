@@ -1,20 +1,24 @@
 """The Agreement page's (pages/agreement.py) cached figures and tables, and its first view, read ahead."""
+
 from __future__ import annotations
 
 import streamlit as st
 
+from pluie_core import analysis as core
+from pluie_core import analysis_figures as figures
 from ui.views.model_threshold import default_threshold_rule
 from ui.views.read_ahead import Start, Step
 from ui.views.selection import Selection
 from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, label_views, labels, scores
-from pluie_core import analysis as core
-from pluie_core import analysis_figures as figures
 
 ALPHA_LEVELS = figures.ALPHA_LEVELS
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
-               show_spinner="Computing Fleiss' κ, Krippendorff's α with its bootstrap intervals and the pairwise κ…")
+@st.cache_data(
+    ttl=CACHE_SECONDS,
+    max_entries=CACHE_ENTRIES,
+    show_spinner="Computing Fleiss' κ, Krippendorff's α with its bootstrap intervals and the pairwise κ…",
+)
 def agreement_figures(url: str, dataset_ids: tuple, scale: str, binarised: bool, weights, campaign_id=None) -> dict:
     """The Agreement page's Fleiss' κ, Krippendorff's α with its interval (three levels) and pairwise κ
     of one view (pluie_core.analysis_figures.agreement_figures), cached: on a large campaign they take
@@ -62,11 +66,16 @@ def _first_tables(start: Start) -> None:
     if scores(url, (int(run["id"]),), dataset_ids).get(run["name"]) is None:
         return  # the page says there is no score yet and draws no run table
     rule = default_threshold_rule(Selection(url, ds, dataset_ids, run, None, campaign_id))
-    people_tables(url, dataset_ids, scale, int(run["id"]), float(rule.value), bool(run["higher_is_similar"]), campaign_id)
+    people_tables(
+        url, dataset_ids, scale, int(run["id"]), float(rule.value), bool(run["higher_is_similar"]), campaign_id
+    )
 
 
 def first_view(start: Start) -> list[Step]:
     """The labels and their views, the first figures; the annotator tables last (a second or two at
     1,000,000 labels, which would otherwise delay every other page's first view)."""
-    return [Step(20, lambda: _label_frames(start)), Step(30, lambda: _first_figures(start)),
-            Step(110, lambda: _first_tables(start))]
+    return [
+        Step(20, lambda: _label_frames(start)),
+        Step(30, lambda: _first_figures(start)),
+        Step(110, lambda: _first_tables(start)),
+    ]

@@ -3,6 +3,7 @@ on (a graded reference first: reference_choices), and its first view, read ahead
 The bootstraps (a second or more at 100,000 pairs) are cached on their inputs, so that a widget further
 down does not compute them again; the page shows the coefficients alone (n_boot 0) first, with a spinner
 meanwhile."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,17 +12,21 @@ import pandas as pd
 import streamlit as st
 
 from db import evaluation_reads
-from ui.views.read_ahead import Start, Step
-from ui.views.selection import Selection, dataset_names, scale_groups, scored_frame
-from ui.base.page import get_engine
-from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, hover_labels, pairs, scores
 from pluie_core import analysis_figures as figures
 from pluie_core.analysis import DATASET_REFERENCES, ReferenceScale
 from pluie_core.evaluation.correlation import METHODS, compare_correlations, graded_reference
+from ui.base.page import get_engine
+from ui.views.read_ahead import Start, Step
+from ui.views.selection import Selection, dataset_names, scale_groups, scored_frame
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, hover_labels, pairs, scores
 
 CORRELATION_BOOT = 1000  # the Correlation page's default number of resamples
-GRADED_REFERENCES = {"gold": "Gold scores", "levels": "Mean level of the labels",
-                     "raw": "Mean of imported annotator values", "meta": "A metadata column"}
+GRADED_REFERENCES = {
+    "gold": "Gold scores",
+    "levels": "Mean level of the labels",
+    "raw": "Mean of imported annotator values",
+    "meta": "A metadata column",
+}
 
 
 # the scales of a graded reference: a score range (STS-B's 0–5), a dataset's own, the five-level labels
@@ -32,6 +37,7 @@ GRADED_SCALES = ("range", "own", "levels")
 class ReferenceChoice:
     """One choice of the Correlation page's *Reference scale*: its text, the datasets it reads, and
     whether it is graded (binary 0/1 gold labels are not)."""
+
     label: str
     dataset_ids: tuple[int, ...]
     scale: ReferenceScale
@@ -52,8 +58,11 @@ def reference_choices(selection: Selection, kind: str, present=None) -> list[Ref
         if scale.kind == "range" and kind in DATASET_REFERENCES:
             graded += [ReferenceChoice(f"{names.get(i, i)}: {scale.describe()}", (i,), scale, True) for i in ids]
             if len(ids) > 1:
-                graded.append(ReferenceChoice(f"{scale.describe()}, pooled: {', '.join(str(names.get(i, i)) for i in ids)}",
-                                              ids, scale, True))
+                graded.append(
+                    ReferenceChoice(
+                        f"{scale.describe()}, pooled: {', '.join(str(names.get(i, i)) for i in ids)}", ids, scale, True
+                    )
+                )
         elif scale.kind in GRADED_SCALES:
             graded.append(ReferenceChoice(scale.describe(), ids, scale, True))
         else:
@@ -87,25 +96,27 @@ def correlations(scores: pd.DataFrame, reference: pd.Series, systems, n_boot: in
     return figures.correlation_table(scores, reference, systems, n_boot, coefficients)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
-               show_spinner="Comparing the two runs (paired bootstrap)…")
-def correlation_difference(a: pd.Series, b: pd.Series, reference: pd.Series, method: str, n_boot: int,
-                           max_resample: int = 1000) -> dict:
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Comparing the two runs (paired bootstrap)…")
+def correlation_difference(
+    a: pd.Series, b: pd.Series, reference: pd.Series, method: str, n_boot: int, max_resample: int = 1000
+) -> dict:
     return compare_correlations(a, b, reference, method, n_boot=n_boot, max_resample=max_resample)
 
 
 def graded(url: str, dataset_ids: tuple, kind: str, campaign_id, column) -> pd.Series:
     """The Correlation page's graded reference, checked and named (graded_reference: StatsError when it
     cannot be one)."""
-    return graded_reference(graded_values(url, dataset_ids, kind, campaign_id, column),
-                            column or GRADED_REFERENCES[kind].lower())
+    return graded_reference(
+        graded_values(url, dataset_ids, kind, campaign_id, column), column or GRADED_REFERENCES[kind].lower()
+    )
 
 
 def _opening_ids(start: Start) -> tuple[int, ...]:
     """The datasets the page opens on: gold scores of the first graded dataset where the scope has one
     (first_reference), else the binary scale."""
-    return first_reference(Selection(start.url, start.choices, start.dataset_ids, None, None, start.campaign_id),
-                           "gold")
+    return first_reference(
+        Selection(start.url, start.choices, start.dataset_ids, None, None, start.campaign_id), "gold"
+    )
 
 
 def _first_figures(start: Start) -> None:
@@ -136,7 +147,9 @@ def first_view(start: Start) -> list[Step]:
     if start.first_run is None:
         return []
     url, campaign_id, run_ids = start.url, start.campaign_id, tuple(int(i) for i in start.choices.runs["id"])
-    return [Step(60, lambda: scores(url, run_ids, _opening_ids(start))),
-            Step(75, lambda: pairs(url, _opening_ids(start), True, campaign_id)),
-            Step(75, lambda: hover_labels(url, _opening_ids(start), campaign_id)),
-            Step(100, lambda: _first_figures(start))]
+    return [
+        Step(60, lambda: scores(url, run_ids, _opening_ids(start))),
+        Step(75, lambda: pairs(url, _opening_ids(start), True, campaign_id)),
+        Step(75, lambda: hover_labels(url, _opening_ids(start), campaign_id)),
+        Step(100, lambda: _first_figures(start)),
+    ]

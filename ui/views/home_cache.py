@@ -1,11 +1,12 @@
 """The Datasets page's (pages/home.py) cached figures and its first view, read ahead."""
+
 from __future__ import annotations
 
 import streamlit as st
 
 from db import datasets as dataset_reads
-from ui.views.read_ahead import Start, Step
 from ui.base.page import get_engine
+from ui.views.read_ahead import Start, Step
 from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS
 
 

@@ -1,5 +1,6 @@
 """The model threshold, by one rule on every page (pluie_core.analysis.default_threshold): the chosen
 run's default and the sidebar's input, where a threshold the user set holds on every page."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -7,11 +8,11 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from ui.views.selection import Selection, scale_groups
-from ui.base.page import user_text
-from ui.views.store_reads import reference_for, scores
 from pluie_core import analysis as core
 from pluie_core.stats import StatsError
+from ui.base.page import user_text
+from ui.views.selection import Selection, scale_groups
+from ui.views.store_reads import reference_for, scores
 
 USER_THRESHOLDS = "analysis_user_thresholds"  # run id -> the threshold the user set, on any page
 
@@ -40,7 +41,9 @@ def default_threshold_rule(selection: Selection):
     user set: what threshold_input shows, and what the read-ahead computes Agreement's tables at."""
     run = selection.run
     values = scores(selection.url, (int(run["id"]),), selection.dataset_ids).get(run["name"], pd.Series(dtype=float))
-    reference, reference_name = _threshold_reference(selection) if core.natural_threshold(run["kind"]) is None else (None, "")
+    reference, reference_name = (
+        _threshold_reference(selection) if core.natural_threshold(run["kind"]) is None else (None, "")
+    )
     return core.default_threshold(run["kind"], values, reference, bool(run["higher_is_similar"]), reference_name)
 
 
@@ -61,14 +64,18 @@ def threshold_input(selection: Selection, key: str) -> float:
     # the widget shows the rule's value, or the user's from any page (set before it is drawn)
     st.session_state[widget] = float(user.get(run_id, rule.value))
     threshold = st.sidebar.number_input(
-        "Model threshold", key=widget, format="%.4f", on_change=remember,
+        "Model threshold",
+        key=widget,
+        format="%.4f",
+        on_change=remember,
         help="The same rule on every page: PLUIE's natural threshold 0, an LLM judge's its own (Yes/No 0.5, Likert 4); "
-             "a metric without one uses its a-posteriori "
-             "best threshold (the Thresholds page's); a threshold you set here holds on every page.",
+        "a metric without one uses its a-posteriori "
+        "best threshold (the Thresholds page's); a threshold you set here holds on every page.",
     )
     if run_id in user and user[run_id] != rule.value:
-        st.sidebar.caption(f"Threshold {threshold:.4g}: set by you (the default is {user_text(rule.describe())}, "
-                           f"{rule.value:.4g}).")
+        st.sidebar.caption(
+            f"Threshold {threshold:.4g}: set by you (the default is {user_text(rule.describe())}, {rule.value:.4g})."
+        )
         if st.sidebar.button("Back to the default threshold", key=f"{widget}_reset"):
             user.pop(run_id)
             st.session_state.pop(widget, None)

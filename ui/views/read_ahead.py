@@ -1,6 +1,7 @@
 """The read-ahead: what the pages draw first, read into the shared caches on a thread of its own while
 the person looks at the first page. Each page says what it opens on (first_view in its ui/views/*_cache.py
 module, listed in FIRST_VIEWS); this module only runs their steps, in order, once per store."""
+
 from __future__ import annotations
 
 import importlib
@@ -18,8 +19,16 @@ from ui.views.selection import Selection, dataset_names, first_scale
 from ui.views.store_reads import choices, store_key
 
 # The pages whose first view is read ahead: each module's first_view(start) gives that page's steps.
-FIRST_VIEWS = ("home_cache", "agreement_cache", "review_cache", "thresholds_cache", "correlation_cache",
-               "distributions_cache", "preferences_cache", "scorecard_cache")
+FIRST_VIEWS = (
+    "home_cache",
+    "agreement_cache",
+    "review_cache",
+    "thresholds_cache",
+    "correlation_cache",
+    "distributions_cache",
+    "preferences_cache",
+    "scorecard_cache",
+)
 READ_AHEAD_THREAD = "pluie-read-ahead"
 
 
@@ -28,6 +37,7 @@ class Start:
     """What the analysis pages open on (the sidebars' defaults): the scope (ui.views.scope: the campaign in
     progress, or every dataset), its datasets, and those of the first gold scale (the reference pages'
     first view: gold labels, of the first gold scale when the datasets have several)."""
+
     url: str  # the store's key (ui.views.store_reads.store_key)
     choices: analysis.AnalysisChoices
     dataset_ids: tuple[int, ...]
@@ -49,6 +59,7 @@ class Step:
     hover labels, 80 Preferences' table, 90 Scorecard's pairs, 100 Correlation's figures, 110 Agreement's
     annotator tables (last: a second or two at 1,000,000 labels, which would otherwise delay every step
     above)."""
+
     order: int
     read: Callable[[], object]
 
@@ -86,6 +97,7 @@ def read_ahead() -> threading.Thread:
     (Linux: per thread); a store that changes meanwhile gives new keys, so nothing stale is ever shown; it
     stops when the app is pointed at another store; and the entries leave the cache as every entry does
     (ui.views.store_reads.CACHE_SECONDS, CACHE_ENTRIES)."""
+
     def read() -> None:
         try:
             if hasattr(os, "setpriority"):

@@ -8,6 +8,7 @@ values it drops): chosen on one page, it holds on the next, and a reload finds i
 ui.access.keep: for the signed-in person in the store, else per browser in the server's memory). Until a person chooses, it is the campaign
 in progress — the one with the latest label (db.analysis.campaign_choices) — or, when no campaign has a
 label yet, every dataset (a page about one campaign, Live campaign, then opens on the newest created)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,9 +25,11 @@ SCOPE = "pluie_scope"  # {"campaign": id or None (whole datasets), "datasets": [
 CAMPAIGN_WIDGET, DATASETS_WIDGET, LIVE_WIDGET = "scope_campaign", "analysis_datasets", "scope_live_campaign"
 WHOLE_DATASETS = "Whole datasets (every label)"
 WHOLE = 0  # the Campaign option of whole datasets (a campaign's id is never 0; None would read as no choice)
-HELP = ("One scope for every page, kept while you move between pages: a campaign (its pairs, only the labels "
-        "given in it) or whole datasets (every label, all campaigns and imported labels together). Pages open on "
-        "the campaign with the latest label.")
+HELP = (
+    "One scope for every page, kept while you move between pages: a campaign (its pairs, only the labels "
+    "given in it) or whole datasets (every label, all campaigns and imported labels together). Pages open on "
+    "the campaign with the latest label."
+)
 
 
 @dataclass(frozen=True)
@@ -99,19 +102,30 @@ def pick(url: str, datasets: dict[int, str], where=None) -> Scope:
         closed = set(found.loc[~found["active"], "id"].astype(int))
         # set before the widget: the session's, on every page
         st.session_state[CAMPAIGN_WIDGET] = WHOLE if state["campaign"] is None else state["campaign"]
-        where.selectbox("Campaign", [*names, WHOLE], key=CAMPAIGN_WIDGET, help=HELP,
-                        format_func=lambda i: WHOLE_DATASETS if i == WHOLE else names[i] + (" (closed)" if i in closed else ""),
-                        on_change=lambda: _choose(campaign=st.session_state[CAMPAIGN_WIDGET] or None))
+        where.selectbox(
+            "Campaign",
+            [*names, WHOLE],
+            key=CAMPAIGN_WIDGET,
+            help=HELP,
+            format_func=lambda i: WHOLE_DATASETS if i == WHOLE else names[i] + (" (closed)" if i in closed else ""),
+            on_change=lambda: _choose(campaign=st.session_state[CAMPAIGN_WIDGET] or None),
+        )
     scope = resolve(found, state, datasets)
     if scope.campaign_id is not None:
-        where.caption("Its pairs and the labels given in it only · "
-                      + (", ".join(datasets[i] for i in scope.dataset_ids) or "no dataset"))
+        where.caption(
+            "Its pairs and the labels given in it only · "
+            + (", ".join(datasets[i] for i in scope.dataset_ids) or "no dataset")
+        )
         return scope
     st.session_state[DATASETS_WIDGET] = [datasets[i] for i in scope.dataset_ids]
     by_name = {name: i for i, name in datasets.items()}
-    where.multiselect("Datasets", list(datasets.values()), key=DATASETS_WIDGET,
-                      help=HELP if not len(found) else "Every label of these datasets, whoever gave it.",
-                      on_change=lambda: _choose(datasets=[by_name[n] for n in st.session_state[DATASETS_WIDGET]]))
+    where.multiselect(
+        "Datasets",
+        list(datasets.values()),
+        key=DATASETS_WIDGET,
+        help=HELP if not len(found) else "Every label of these datasets, whoever gave it.",
+        on_change=lambda: _choose(datasets=[by_name[n] for n in st.session_state[DATASETS_WIDGET]]),
+    )
     return scope
 
 
@@ -127,6 +141,11 @@ def pick_campaign(url: str, where=None, label_of=None) -> Optional[int]:
     state = _state(found)
     names = dict(zip(found["id"].astype(int), found["name"]))
     st.session_state[LIVE_WIDGET] = state["campaign"] if state["campaign"] is not None else int(found["id"].iloc[0])
-    return where.selectbox("Campaign", list(names), key=LIVE_WIDGET, help=HELP,
-                           format_func=label_of or names.get,
-                           on_change=lambda: _choose(campaign=st.session_state[LIVE_WIDGET]))
+    return where.selectbox(
+        "Campaign",
+        list(names),
+        key=LIVE_WIDGET,
+        help=HELP,
+        format_func=label_of or names.get,
+        on_change=lambda: _choose(campaign=st.session_state[LIVE_WIDGET]),
+    )

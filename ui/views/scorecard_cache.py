@@ -1,13 +1,14 @@
 """The Scorecard page's (pages/scorecard.py) cached pairs and its first view, read ahead."""
+
 from __future__ import annotations
 
 import pandas as pd
 
 from db import evaluation
-from ui.views.read_ahead import Start, Step
-from ui.base.page import get_engine
-from ui.views.store_reads import choices, shared_frame
 from pluie_core.evaluation.paraphrasus import in_paper_order
+from ui.base.page import get_engine
+from ui.views.read_ahead import Start, Step
+from ui.views.store_reads import choices, shared_frame
 
 
 @shared_frame

@@ -1,6 +1,7 @@
 """What an analysis page shows, chosen in its sidebar: the scope (a campaign or datasets, ui.views.scope),
 the score run, the reference, and one reference scale at a time; and the frame of the chosen pairs
 with their reference and scores (scored_frame)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -10,12 +11,12 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis
-from ui import charts
-from ui.views import scope as scopes
-from ui.base.page import user_text
-from ui.views.store_reads import choices, pairs, reference_for, reload, scores, store_key
 from pluie_core import analysis as core
 from pluie_core.stats import StatsError
+from ui import charts
+from ui.base.page import user_text
+from ui.views import scope as scopes
+from ui.views.store_reads import choices, pairs, reference_for, reload, scores, store_key
 
 REFERENCES = {"gold": "Gold labels", "majority": "Human majority", "annotator": "One annotator"}
 
@@ -30,11 +31,17 @@ class Selection:
     campaign_id: Optional[int] = None  # the scope's campaign (its pairs and labels only); None: whole datasets
 
 
-def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...],
-                      campaign_id: Optional[int] = None) -> core.Reference:
-    kind = st.radio("Reference", list(REFERENCES), format_func=REFERENCES.get, key="analysis_reference",
-                    help="What the metric is compared against: gold labels, the binarised majority of the "
-                         "annotators (Don't know ignored, ties give none) or one annotator.")
+def _reference_picker(
+    ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...], campaign_id: Optional[int] = None
+) -> core.Reference:
+    kind = st.radio(
+        "Reference",
+        list(REFERENCES),
+        format_func=REFERENCES.get,
+        key="analysis_reference",
+        help="What the metric is compared against: gold labels, the binarised majority of the "
+        "annotators (Don't know ignored, ties give none) or one annotator.",
+    )
     annotator = None
     if kind == "annotator":
         people = ds.annotators[ds.annotators["dataset_id"].isin(dataset_ids) | ds.annotators["dataset_id"].isna()]
@@ -48,10 +55,19 @@ def _reference_picker(ds: analysis.AnalysisChoices, dataset_ids: tuple[int, ...]
     cut = 0.5
     scored = ds.datasets[ds.datasets["id"].isin(dataset_ids) & ds.datasets["label_kind"].eq("score")]
     if kind == "gold" and not scored.empty:
-        cut = st.slider("Gold paraphrase cut (share of the scale)", 0.0, 1.0, 0.5, 0.05, key="analysis_gold_cut",
-                        help="Scored gold labels (STS-B 0–5, BIOSSES 0–4, …) count as paraphrase at or above this point.")
+        cut = st.slider(
+            "Gold paraphrase cut (share of the scale)",
+            0.0,
+            1.0,
+            0.5,
+            0.05,
+            key="analysis_gold_cut",
+            help="Scored gold labels (STS-B 0–5, BIOSSES 0–4, …) count as paraphrase at or above this point.",
+        )
         cuts = scored["label_min"] + cut * (scored["label_max"] - scored["label_min"])
-        st.caption("Paraphrase when gold ≥ " + ", ".join(f"{c:g} ({user_text(n)})" for n, c in zip(scored["name"], cuts)))
+        st.caption(
+            "Paraphrase when gold ≥ " + ", ".join(f"{c:g} ({user_text(n)})" for n, c in zip(scored["name"], cuts))
+        )
     return core.Reference(kind, annotator, cut)
 
 
@@ -73,8 +89,11 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
     with st.sidebar:
         scope = scopes.pick(url, dataset_names(ds))
         if not scope.dataset_ids:
-            st.warning("Choose at least one dataset." if scope.campaign_id is None else
-                       "This campaign has no dataset any more: choose another campaign, or whole datasets.")
+            st.warning(
+                "Choose at least one dataset."
+                if scope.campaign_id is None
+                else "This campaign has no dataset any more: choose another campaign, or whole datasets."
+            )
             st.stop()
         dataset_ids = scope.dataset_ids
         chosen_run = None
@@ -84,7 +103,9 @@ def sidebar(run: str = "required", reference: bool = True) -> Selection:
             chosen_run = ds.runs[ds.runs["name"] == name].iloc[0] if name else None
         chosen_reference = _reference_picker(ds, dataset_ids, scope.campaign_id) if reference else None
         charts.download_choice()
-        if st.button("Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."):
+        if st.button(
+            "Reload data", help="Read the store again (new labels and scores show up within a minute anyway)."
+        ):
             reload()
     if run == "required" and chosen_run is None:
         st.info("No scores yet: start a score run (PLUIE or a baseline) and come back when some pairs are scored.")
@@ -124,16 +145,22 @@ def one_scale(selection: Selection, kind: str, present=None) -> Selection:
     options = [scale.describe() for scale, _ in groups]
     if st.session_state.get(SCALE_WIDGET) not in options:  # another reference's scales: start at the first
         st.session_state.pop(SCALE_WIDGET, None)
-    shown = st.radio("Reference scale", options, horizontal=True, key=SCALE_WIDGET,
-                     help="Figures are computed over pairs whose reference shares one scale.")
+    shown = st.radio(
+        "Reference scale",
+        options,
+        horizontal=True,
+        key=SCALE_WIDGET,
+        help="Figures are computed over pairs whose reference shares one scale.",
+    )
     return replace(selection, dataset_ids=groups[options.index(shown)][1])
 
 
 def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Series:
     """The selection's reference labels, or a sentence saying why there are none (and the page stops)."""
     try:
-        return reference_for(selection.url, selection.dataset_ids, selection.reference,
-                             selection.campaign_id).reindex(pair_frame.index)
+        return reference_for(selection.url, selection.dataset_ids, selection.reference, selection.campaign_id).reindex(
+            pair_frame.index
+        )
     except StatsError as error:
         st.info(user_text(error))
         st.stop()

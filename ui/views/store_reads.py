@@ -1,6 +1,7 @@
 """The analysis pages' reads of the store, cached per store state: the sidebars' choices, the labels
 and their views on one scale, the pairs, the scores, the reference labels and the edit distances.
 Every read takes store_key() first: new labels, scores, decisions and runs show up at once."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -9,9 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from db import analysis
+from pluie_core import analysis as core
 from ui import charts
 from ui.base.page import get_engine
-from pluie_core import analysis as core
 
 # Cached reads are keyed on the store's state (store_key): new labels, scores, decisions and runs
 # show up at once. The time limit covers what the key does not see (an answer changed in place, a
@@ -69,19 +70,25 @@ def hover_labels(url: str, dataset_ids: tuple[int, ...], campaign_id: Optional[i
 
 
 @shared_frame
-def label_views(url: str, dataset_ids: tuple[int, ...], scale: str,
-                campaign_id: Optional[int] = None) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
+def label_views(
+    url: str, dataset_ids: tuple[int, ...], scale: str, campaign_id: Optional[int] = None
+) -> tuple[pd.DataFrame, pd.DataFrame, Optional[pd.DataFrame]]:
     """The labels on one scale (of a campaign, with ``campaign_id``), their values as the agreement
     statistics take them and (five-level scale) binarised, as rows (``pluie_core.analysis.agreement_values``:
     pair_id, annotator, value). Rows, not an items x annotators matrix: a campaign of thousands of
     annotators would make that matrix billions of cells. Half a second at 300,000 labels, on every run of
     the Agreement page before it was shared."""
     rows = core.labels_on_scale(labels(url, dataset_ids, campaign_id), scale)
-    return (rows, core.agreement_values(rows, scale),
-            core.agreement_values(rows, scale, binarised=True) if scale == "levels" else None)
+    return (
+        rows,
+        core.agreement_values(rows, scale),
+        core.agreement_values(rows, scale, binarised=True) if scale == "levels" else None,
+    )
 
 
-def pairs(url: str, dataset_ids: tuple[int, ...], texts: bool = False, campaign_id: Optional[int] = None) -> pd.DataFrame:
+def pairs(
+    url: str, dataset_ids: tuple[int, ...], texts: bool = False, campaign_id: Optional[int] = None
+) -> pd.DataFrame:
     """The pairs of the datasets (db.analysis.pairs_frame; with ``campaign_id`` that campaign's pairs
     only), read-only. One cache entry however it is called: Streamlit keys a cached function on its
     arguments as passed, so pairs(url, ids) and pairs(url, ids, texts=False) would each read a million pairs."""
@@ -99,18 +106,27 @@ def scores(url: str, run_ids: tuple[int, ...], dataset_ids: tuple[int, ...]) -> 
 
 
 @shared_frame
-def reference_labels(url: str, dataset_ids: tuple[int, ...], kind: str, annotator: Optional[str], gold_cut: float,
-                     campaign_id: Optional[int] = None) -> pd.Series:
+def reference_labels(
+    url: str,
+    dataset_ids: tuple[int, ...],
+    kind: str,
+    annotator: Optional[str],
+    gold_cut: float,
+    campaign_id: Optional[int] = None,
+) -> pd.Series:
     """The reference labels (0 / 1, NaN where none) of every pair of the datasets (of a campaign, with
     ``campaign_id``: its pairs, its labels), indexed by pair_id: the gold labels cut, the human majority
     or one annotator. A third of a run of the Thresholds page at 1,000,000 pairs, where it was computed
     twice a run before. Callers pass all six. Gold labels read no label."""
     people = None if kind == "gold" else labels(url, dataset_ids, campaign_id)
-    return core.reference_labels(pairs(url, dataset_ids, False, campaign_id), people, core.Reference(kind, annotator, gold_cut))
+    return core.reference_labels(
+        pairs(url, dataset_ids, False, campaign_id), people, core.Reference(kind, annotator, gold_cut)
+    )
 
 
-def reference_for(url: str, dataset_ids: tuple[int, ...], chosen: core.Reference,
-                  campaign_id: Optional[int] = None) -> pd.Series:
+def reference_for(
+    url: str, dataset_ids: tuple[int, ...], chosen: core.Reference, campaign_id: Optional[int] = None
+) -> pd.Series:
     """reference_labels of a core.Reference (read-only, shared)."""
     return reference_labels(url, dataset_ids, chosen.kind, chosen.annotator, float(chosen.gold_cut), campaign_id)
 
@@ -121,7 +137,7 @@ def edit_distances(url: str, dataset_ids: tuple[int, ...]) -> pd.Series:
 
 
 def reload() -> None:
-    """"Reload data": every cached read of the store is read again when next asked."""
+    """ "Reload data": every cached read of the store is read again when next asked."""
     st.cache_data.clear()
     for read in (_labels, label_views, hover_labels, _pairs, scores, reference_labels, edit_distances):
         read.clear()

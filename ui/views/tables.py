@@ -1,4 +1,5 @@
 """The analysis pages' tables: a CSV download of a table, a file name from a title, a figure ± its spread."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -16,8 +17,9 @@ def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download CSV
     # run of the page; a small one with the page, as its file then outlives a rerun that races the click
     # (a deferred call goes with the run that made it; see pages/export.py)
     contents = to_csv_bytes(data) if len(data) <= SMALL_DOWNLOAD_ROWS else (lambda: to_csv_bytes(data))
-    st.download_button(label, contents, file_name, "text/csv", key=f"csv_{file_name}",
-                       on_click="ignore")  # a download reruns nothing
+    st.download_button(
+        label, contents, file_name, "text/csv", key=f"csv_{file_name}", on_click="ignore"
+    )  # a download reruns nothing
 
 
 def file_stem(text: str) -> str:
@@ -25,7 +27,9 @@ def file_stem(text: str) -> str:
 
 
 def plus_minus(centre: pd.Series, spread: pd.Series) -> pd.Series:
-    """"0.812 ± 0.031" per row; "—" where a figure is undefined, so no NaN reaches the page."""
+    """ "0.812 ± 0.031" per row; "—" where a figure is undefined, so no NaN reaches the page."""
+
     def fmt(values: pd.Series) -> pd.Series:
         return values.map(lambda v: "—" if pd.isna(v) else f"{v:.3f}")
+
     return fmt(centre) + " ± " + fmt(spread)

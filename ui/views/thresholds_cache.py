@@ -1,20 +1,33 @@
 """The Thresholds page's (pages/thresholds.py) cached figures and its first view, read ahead."""
+
 from __future__ import annotations
 
 from typing import Optional
 
 import streamlit as st
 
-from ui.views.read_ahead import Start, Step
-from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, pairs, reference_labels, scores
 from pluie_core import analysis as core
 from pluie_core import analysis_figures as figures
+from ui.views.read_ahead import Start, Step
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, pairs, reference_labels, scores
 
 
-@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES,
-               show_spinner="Computing the curve, the best threshold, ROC AUC and each dataset's best threshold…")
-def threshold_figures(url: str, dataset_ids: tuple[int, ...], run_id: int, kind: str, annotator: Optional[str],
-                      gold_cut: float, higher: bool, natural: Optional[float], campaign_id: Optional[int] = None):
+@st.cache_data(
+    ttl=CACHE_SECONDS,
+    max_entries=CACHE_ENTRIES,
+    show_spinner="Computing the curve, the best threshold, ROC AUC and each dataset's best threshold…",
+)
+def threshold_figures(
+    url: str,
+    dataset_ids: tuple[int, ...],
+    run_id: int,
+    kind: str,
+    annotator: Optional[str],
+    gold_cut: float,
+    higher: bool,
+    natural: Optional[float],
+    campaign_id: Optional[int] = None,
+):
     """The Thresholds page's figures of one run against one reference (core.Reference's kind,
     annotator and gold_cut; pluie_core.analysis_figures.threshold_figures): the curve, the best threshold,
     ROC AUC and, over several datasets, each one's best threshold, ROC AUC and accuracy at the ``natural``
@@ -24,7 +37,8 @@ def threshold_figures(url: str, dataset_ids: tuple[int, ...], run_id: int, kind:
     that campaign's pairs and labels only)."""
     values = scores(url, (run_id,), dataset_ids).iloc[:, 0]
     data = pairs(url, dataset_ids, False, campaign_id)[["dataset"]].assign(
-        score=values, reference=reference_labels(url, dataset_ids, kind, annotator, gold_cut, campaign_id))
+        score=values, reference=reference_labels(url, dataset_ids, kind, annotator, gold_cut, campaign_id)
+    )
     return figures.threshold_figures(data, higher, natural)
 
 
@@ -39,8 +53,19 @@ def first_view(start: Start) -> list[Step]:
     if first is not None:
         found += [
             Step(50, lambda: scores(url, (int(first["id"]),), gold_ids)),  # the first run (most pages)
-            Step(50, lambda: threshold_figures(url, gold_ids, int(first["id"]), "gold", None, 0.5,
-                                               bool(first["higher_is_similar"]), core.natural_threshold(first["kind"]),
-                                               campaign)),
+            Step(
+                50,
+                lambda: threshold_figures(
+                    url,
+                    gold_ids,
+                    int(first["id"]),
+                    "gold",
+                    None,
+                    0.5,
+                    bool(first["higher_is_similar"]),
+                    core.natural_threshold(first["kind"]),
+                    campaign,
+                ),
+            ),
         ]
     return found
