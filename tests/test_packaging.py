@@ -287,8 +287,8 @@ def test_dev_group_is_requirements_dev_txt():
 
 
 def test_the_type_checker_runs_on_the_library_in_lint():
-    """make lint (CI's .ci/run) runs mypy after ruff, on pluie_core (pyproject.toml's [tool.mypy]), with the
-    version requirements-dev.txt pins."""
+    """make lint (CI's .ci/run) runs ruff's lint (sorted imports among its rules) and its formatter's check, then
+    mypy on pluie_core (pyproject.toml's [tool.mypy]), with the versions requirements-dev.txt pins."""
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
     assert settings["files"] == ["pluie_core"] and settings["ignore_missing_imports"] is True
     planned = subprocess.run(
@@ -299,7 +299,8 @@ def test_the_type_checker_runs_on_the_library_in_lint():
         check=True,
         timeout=60,
     ).stdout.splitlines()
-    assert [line.split(" -m ")[-1] for line in planned] == ["ruff check .", "mypy"], planned
+    assert [line.split(" -m ")[-1] for line in planned] == ["ruff check .", "ruff format --check .", "mypy"], planned
+    assert "I" in tomllib.loads((REPO / "ruff.toml").read_text())["lint"]["select"]
     assert _pins(REPO / "requirements-dev.txt")["mypy"].startswith("==")
 
 
