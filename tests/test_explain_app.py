@@ -245,7 +245,10 @@ def test_a_worker_killed_during_why_this_score_frees_it_after_its_own_lease(tmp_
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     engine = init_db(url)
-    long_pair = (" ".join(f"word{i}" for i in range(300)), " ".join(f"term{i}" for i in range(300)))
+    # the longest pair "why this score" computes (200 words a sentence: 400 passes, seconds on the tiny model), so
+    # the worker is still computing when the lease is checked; 300 words were refused a second after the model
+    # loaded, and on a quiet machine before the first renewal
+    long_pair = (" ".join(f"word{i}" for i in range(200)), " ".join(f"term{i}" for i in range(200)))
     first, _ = add_pairs(engine, "d", [long_pair, PAIRS[1]])
     run = create_run(engine, name="tiny", model=str(tiny_model), template="direct", device="cpu")
     expl.request_explanation(engine, run, first)
@@ -265,7 +268,12 @@ def test_a_worker_killed_during_why_this_score_frees_it_after_its_own_lease(tmp_
         status, expires = lease()
         assert (expires - utcnow()).total_seconds() <= 4  # the worker's own lease, not 900 s
         # renewed by the lease keeper while the model loads and computes
-        wait_until(lambda: lease()[1] > expires, 5, "the lease is renewed", tmp_path / "worker.log")
+        wait_until(
+            lambda: (row := lease())[0] == "claimed" and row[1] > expires,
+            5,
+            "the lease is renewed",
+            tmp_path / "worker.log",
+        )
         assert lease()[0] == "claimed"
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
