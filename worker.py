@@ -53,7 +53,6 @@ from db.engine import database_url
 from db.models import ScoreRun
 from db.runs import ensure_default_runs
 from lab.places import data_dir
-from lab.roles import OPEN
 from pluie_core.run_kinds import PREFERENCE_ITEMS, RUN_KINDS
 from worker_launch import alive as _alive
 
@@ -1015,7 +1014,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     args = parser.parse_args(argv)
     # the worker writes as the store's own operator: scores, refits, deliveries (db.access: said here, at its start)
-    access.install_actor(OPEN)
+    access.install_operator()
     if args.nice > 0:
         os.nice(args.nice)
 

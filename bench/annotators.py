@@ -603,7 +603,6 @@ def first_line(exc: Exception) -> str:
 
 if __name__ == "__main__":
     from db import access
-    from lab.roles import OPEN
 
-    access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
+    access.install_operator()  # a bench writes as the store's operator, as the worker and the command line do
     sys.exit(main())

@@ -346,7 +346,6 @@ def worker_against_server(args, folder: Path, url: str) -> None:
 
 if __name__ == "__main__":
     from db import access
-    from lab.roles import OPEN
 
-    access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
+    access.install_operator()  # a bench writes as the store's operator, as the worker and the command line do
     main()

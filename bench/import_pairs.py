@@ -13,10 +13,9 @@ sys.path.insert(0, str(REPO))
 
 from db import access, init_db
 from db.datasets import import_pairs
-from lab.roles import OPEN
 from pluie_core.io import load_pairs
 
-access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
+access.install_operator()  # a bench writes as the store's operator, as the worker and the command line do
 
 path = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared/datasets/paws_wiki_final/dev.tsv"
 with tempfile.TemporaryDirectory() as tmp:

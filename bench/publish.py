@@ -213,7 +213,6 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     from db import access
-    from lab.roles import OPEN
 
-    access.install_actor(OPEN)  # a bench writes as the store's operator, as the worker and the command line do
+    access.install_operator()  # a bench writes as the store's operator, as the worker and the command line do
     sys.exit(main())

@@ -64,6 +64,12 @@ def install_actor(actor: Actor) -> None:
     install(lambda: actor)
 
 
+def install_operator() -> None:
+    """Install the store's own operator (OPEN: everything allowed, nobody named) for every write of this process:
+    what the worker, the command line, the benchmarks and a test process say at their start."""
+    install_actor(OPEN)
+
+
 def installed() -> Optional[Callable[[], Optional[Actor]]]:
     """What this process installed (None: nothing yet)."""
     return _SOURCE

@@ -30,7 +30,7 @@ from db.engine import StoreUnavailable, database_url
 from db.export import PAIR_SCOPES
 from db.limits import clean_name, invisible
 from db.publish import PublishError, publish_dataset
-from lab.roles import OPEN, ROLE_HELP, ROLES, Actor, NotAllowed, with_article
+from lab.roles import ROLE_HELP, ROLES, Actor, NotAllowed, with_article
 from pluie_core.aggregation import METHODS as AGGREGATION_METHODS
 
 COMMAND_LINE = Actor("command line", "owner")  # who the activity log names for changes made here
@@ -322,7 +322,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     # the command line is the machine's operator (db.access: said here, at its start); the account commands act as
     # COMMAND_LINE, an owner the activity log names
-    access.install_actor(OPEN)
+    access.install_operator()
     try:
         if args.command == "accounts":
             accounts_command(args)

@@ -39,15 +39,14 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def store_operator():
-    """Each test starts as the store's own operator (db.access.install_actor(OPEN)), as the worker and the command
+    """Each test starts as the store's own operator (db.access.install_operator()), as the worker and the command
     line say at their start: a test's direct calls to the store are allowed and named by nobody. An app run in
     this process (AppTest) installs the app's writer; the next test starts as the operator again."""
     from db import access
-    from lab.roles import OPEN
 
-    access.install_actor(OPEN)
+    access.install_operator()
     yield
-    access.install_actor(OPEN)
+    access.install_operator()
 
 
 @pytest.fixture

@@ -48,9 +48,8 @@ def test_a_publish_killed_mid_way_leaves_a_folder_the_next_publish_removes_but_a
         sys.path.insert(0, {str(REPO)!r})
         from db import access, init_db
         from db.publish import publish_dataset
-        from lab.roles import OPEN
 
-        access.install_actor(OPEN)  # a process of its own says who writes, as the command line does
+        access.install_operator()  # a process of its own says who writes, as the command line does
 
         def progress(done, total):
             if done >= 10:
