@@ -258,7 +258,7 @@ def mace_class():
             "requirements.txt pins). Choose another method, or install that version."
         )
 
-    class CanonicalMACE(MACE):
+    class CanonicalMACE(MACE):  # type: ignore[valid-type, misc]  # a subclass of the crowd-kit MACE loaded
         def fit(self, data: pd.DataFrame) -> "CanonicalMACE":
             frame, worker_ids, self._ties = _canonical_order(data)
             self._restart = 0

@@ -112,6 +112,9 @@ class _Child:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pluie_core.chat_render"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None  # both piped
+        self._stdin, self._stdout = stdin, stdout
         self._buffer = b""
         self._ready = False
 
@@ -129,8 +132,8 @@ class _Child:
                 )
             self._ready = True
         try:
-            self.process.stdin.write(json.dumps(request, default=str).encode("ascii") + b"\n")
-            self.process.stdin.flush()
+            self._stdin.write(json.dumps(request, default=str).encode("ascii") + b"\n")
+            self._stdin.flush()
         except BrokenPipeError:  # it ended while idle (e.g. killed for memory): said as below
             pass
         texts = []
@@ -154,7 +157,7 @@ class _Child:
     def _reply(self, seconds: float):
         """The child's next reply; None when none came within ``seconds``, ``{"stopped": why}`` when it ended."""
         deadline = time.monotonic() + seconds
-        out = self.process.stdout.fileno()
+        out = self._stdout.fileno()
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([out], [], [], left)[0]:
@@ -171,7 +174,7 @@ class _Child:
         if self.alive():
             self.process.kill()
         self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout):
+        for pipe in (self._stdin, self._stdout):
             pipe.close()
 
 

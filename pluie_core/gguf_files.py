@@ -181,7 +181,7 @@ def _share_readers() -> None:
         def __new__(cls, path, mode="r"):
             key = str(Path(path).resolve()) if mode == "r" else None
             with _SHARED_LOCK:
-                entry = _SHARED.get(key)
+                entry = _SHARED.get(key) if key is not None else None
             if entry is None:
                 return original(path, mode)
             with entry.parsing:

@@ -74,7 +74,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Callable, Optional
+from typing import IO, Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -927,7 +927,11 @@ class PairChunks:
             self.attrs["skipped_rows"] = []
 
     def _text(self):
-        binary = open(self._path, "rb") if self._path is not None else io.BytesIO(self._data)
+        if self._path is not None:
+            binary: IO[bytes] = open(self._path, "rb")
+        else:
+            assert self._data is not None  # __init__ keeps one of the two
+            binary = io.BytesIO(self._data)
         return io.TextIOWrapper(binary, encoding="utf-8-sig", newline="\n" if self.format == "jsonl" else "")
 
     def _rows(self, quoted: Optional[bool] = None):

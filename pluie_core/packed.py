@@ -38,6 +38,7 @@ version count) come from pluie_core.private_api, which says what each one's fall
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable, Optional, cast
 
 from pluie_core.private_api import (
     MKLDNN_LINEAR,
@@ -70,15 +71,15 @@ class PackedForward:
         self.groups = self.heads // self.kv_heads
         self.sliding_window = getattr(config, "sliding_window", None)
         self.rope = sys.modules[type(first).__module__].apply_rotary_pos_emb
-        self.flash = flash_attention_for_cpu()  # pluie_core.private_api: packed_forward checked it is there
+        # pluie_core.private_api: packed_forward checked it is there
+        self.flash = cast(Callable[..., Any], flash_attention_for_cpu())
         self._fuse()
         self.onednn = onednn_works(torch, model.dtype)
         if self.onednn:  # pluie_core.private_api: onednn_works checked they are there
-            self.linear_pointwise, self.reorder_linear_weight = (
-                mkldnn_linear_pointwise(),
-                mkldnn_reorder_linear_weight(),
-            )
-        self.tensor_version = tensor_version()  # None: no blocked copies, which could go stale unseen
+            self.linear_pointwise: Any = mkldnn_linear_pointwise()  # a torch op, with its .binary overload
+            self.reorder_linear_weight = cast(Callable[..., Any], mkldnn_reorder_linear_weight())
+        # None: no blocked copies, which could go stale unseen
+        self.tensor_version: Optional[Callable[[Any], int]] = tensor_version()
         self._compute_weights()
 
     # ------------------------------------------------------------------ weights
@@ -107,7 +108,7 @@ class PackedForward:
         for linear in linears:
             end = start + linear.out_features
             linear.weight.data = weight[start:end]
-            if linear.bias is not None:
+            if linear.bias is not None and bias is not None:  # one bias: all were concatenated
                 linear.bias.data = bias[start:end]
             start = end
         return weight, bias
@@ -147,8 +148,10 @@ class PackedForward:
         """A count of in-place changes to the weights (load_state_dict, copy_...): a blocked copy made
         before one of them would be stale. Each parameter counts its own (a view made through ``.data``
         does not share its base's count), and so does each concatenation."""
+        count = self.tensor_version
+        assert count is not None  # _compute_weights makes blocked copies only where torch counts the changes
         concatenations = [weight for pair in self.fused for weight, _ in pair]
-        return sum(self.tensor_version(tensor) for tensor in [*self.model.parameters(), *concatenations])
+        return sum(count(tensor) for tensor in [*self.model.parameters(), *concatenations])
 
     def current(self) -> bool:
         """Whether the model's weights are still the views this pass made (not moved, cast or changed in

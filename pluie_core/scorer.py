@@ -43,7 +43,7 @@ import inspect
 import math
 import os
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from pluie_core.gguf_files import one_reader
 from pluie_core.hub import ModelNotFound, find_model, from_transformers, hub_usable, import_locked, pickle_refusal
 from pluie_core.inputs import sentence_pairs
 from pluie_core.templates import Template, TemplateError, get_template
+
+if TYPE_CHECKING:
+    from pluie_core.packed import PackedForward
 
 _PREFIX_MARGIN = 2  # tokens dropped from the shared prefix: a merge across its end could differ per pair
 _MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
@@ -473,7 +476,8 @@ class PluieScorer:
         self._oom = getattr(torch, "OutOfMemoryError", RuntimeError)
         self._prefix = None  # (token ids, per-layer (key, value)), built on first use
         self.packed = packed
-        self._packed = None  # pluie_core.packed.PackedForward (or False: not this model), built on first use
+        # pluie_core.packed.PackedForward (or False: not this model), built on first use
+        self._packed: Optional[PackedForward | bool] = None
         self.last_run: dict = {}  # how many prompts of the last call took the cached / uncached path
         self._set_answers(answers)
 
