@@ -37,6 +37,15 @@ def pytest_configure(config):
     tests.browser.PRELOADED_SERVERS = True
 
 
+@pytest.fixture(scope="session", autouse=True)
+def store_operator_from_the_start():
+    """The operator installed before any fixture of a wider scope than a test's (a module's store built before
+    the first test of its process: with store_operator alone, it wrote with nothing installed and was refused)."""
+    from db import access
+
+    access.install_operator()
+
+
 @pytest.fixture(autouse=True)
 def store_operator():
     """Each test starts as the store's own operator (db.access.install_operator()), as the worker and the command
