@@ -18,29 +18,11 @@ from db.export import (
     final_source_counts,
     pair_aggregation,
 )
-from db.publish import (
-    ZIP_DOWNLOAD_LIMIT,
-    PublishError,
-    dataset_zip,
-    default_folder,
-    folder_bytes,
-    folder_stem,
-    publish_dataset,
-)
-from lab.places import publish_roots, published_dir
-from lab.roles import NotAllowed
-from pluie_core.aggregation import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_MIN_LABELS,
-    METHOD_NAMES,
-    METHODS,
-    MODEL_METHODS,
-    final_rule_text,
-    median_labels,
-)
+from db.publish import folder_stem
+from pluie_core.aggregation import METHOD_NAMES, MODEL_METHODS, final_rule_text, median_labels
 from pluie_core.export_format import to_csv_bytes, to_jsonl_bytes, to_parquet_bytes
-from pluie_core.wording import counted
-from ui.base.page import may, user_text
+from ui.forms.export_aggregation import aggregation_choice
+from ui.forms.publish_form import publish_form
 from ui.frame import admin_page
 from ui.views import scope as scopes
 from ui.views import store_reads
@@ -80,46 +62,7 @@ LAYOUTS = {"wide": "One row per pair (wide)", "long": "One row per label (long)"
 PREVIEW_ROWS = 50
 left, right = st.columns(2)
 layout = left.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, horizontal=True)
-AGGREGATIONS = {None: "None: the majority rule only", **{m: METHOD_NAMES[m] for m in METHODS}}
-# a campaign's own choice (Campaigns → Final labels by) is the default when the export is that campaign's
-default_method = next((c.aggregation for c in campaign_list if c.id == campaign_id), None)
-method = right.selectbox(
-    "Aggregation",
-    list(AGGREGATIONS),
-    format_func=AGGREGATIONS.get,
-    index=list(AGGREGATIONS).index(default_method),
-    key=f"export-aggregation-{campaign_id}",
-    help="Adds `aggregation`, `aggregated_level` / `aggregated_label`, `posterior` (the "
-    "probability of that level) and `uncertainty` (1 - the largest probability), fitted "
-    "over the five levels on the labels exported; the final level then follows the "
-    "method where no reviewer decided, when it is sure enough (below). With a campaign, "
-    "its gold answers anchor Dawid–Skene and are held out for the others.",
-)
-thresholds = {}
-if method in MODEL_METHODS:  # when the model's level is final: both thresholds are the user's
-    left, right = st.columns(2)
-    thresholds["confidence"] = left.number_input(
-        "Confidence a model's level needs (posterior at least)",
-        min_value=0.0,
-        max_value=1.0,
-        value=DEFAULT_CONFIDENCE,
-        step=0.05,
-        format="%.2f",
-        key="export-confidence",
-        help="Where the method's posterior for its level is lower, the majority rule decides the final level "
-        "(or none does): a reviewer's decision wins over both.",
-    )
-    thresholds["min_labels"] = int(
-        right.number_input(
-            "Labels per annotator in the fit (median, at least)",
-            min_value=0,
-            value=DEFAULT_MIN_LABELS,
-            step=1,
-            key="export-min-labels",
-            help="With fewer labels for the median annotator, the method cannot learn the annotators: the majority "
-            "rule decides every pair no reviewer settled.",
-        )
-    )
+method, thresholds = aggregation_choice(right, campaign_list, campaign_id)
 ids = [names[n] for n in chosen]
 read = export_frame if layout == "wide" else export_labels
 choice = {"include_training": include_training, **scope}
@@ -215,84 +158,14 @@ c3.download_button(
     on_click="ignore",
 )
 
-st.subheader("Publish as a dataset")
-ZIP_NOW_BYTES = 32 * 1024 * 1024  # a published folder up to this is zipped with the page, a larger one on the click
-st.caption(
-    "A folder that `datasets.load_dataset(folder)` and `datasets.load_from_disk(folder)` read: the wide rows "
-    "as Parquet and Arrow, and a dataset card (README.md) written from the store — protocol, scale and "
-    "binarisation, pairs, annotators, labels per pair, the campaign (its selection and gold checks), "
-    "Krippendorff's α with 95% intervals, how the final "
-    "labels were reached, the score runs. Written on the server in chunks, so large datasets fit in memory; "
-    "then offered here as a .zip download too."
+publish_form(
+    engine,
+    ids,
+    stem,
+    campaigns[campaign_id] if campaign_id is not None else ", ".join(chosen),
+    include_training=include_training,
+    campaign_id=campaign_id,
+    pairs=pairs,
+    method=method,
+    thresholds=thresholds,
 )
-# the suggested folder is stamped once per session and export: a default that changed with every
-# rerun (its timestamp) would make a new widget and drop what the form showed
-# a name, not a path: it goes under the published folder (lab.places.typed_folder); where that is on the
-# server, and the keys that allow other folders, are shown to an owner only
-suggested = st.session_state.setdefault(f"publish_folder_{stem}", default_folder(stem.removesuffix("_labels")).name)
-owner = may("own")
-with st.form("publish"):
-    folder = st.text_input("Folder name (a new one, under the app's published folder)", value=suggested)
-    if owner:
-        st.caption(
-            f"On the server: {user_text(published_dir().resolve())}/<name>. An absolute path may name a "
-            f"folder inside {', '.join(user_text(root.resolve()) for root in publish_roots())}; "
-            "`PLUIE_PUBLISH_DIRS` or `[publish] folders` in pluie_lab.toml allow more."
-        )
-    title = st.text_input("Title", value=campaigns[campaign_id] if campaign_id is not None else ", ".join(chosen))
-    # empty until the organiser types one: a grey identifier in the box read as a licence already chosen
-    licence = st.text_input(
-        "Licence (required)",
-        placeholder="Required: type an identifier such as cc-by-4.0 or mit",
-        help="A licence identifier as the Hugging Face Hub writes it: cc-by-4.0, cc-by-sa-4.0, cc0-1.0, mit, other…",
-    )
-    publish = st.form_submit_button("Write the dataset folder", type="primary")
-if publish:
-    bar = st.progress(0.0, text="Writing…")
-    try:
-        result = publish_dataset(
-            engine,
-            folder,
-            ids,
-            licence=licence,
-            title=title,
-            include_training=include_training,
-            campaign_id=campaign_id,
-            pairs=pairs,
-            aggregation=method,
-            within=publish_roots(),
-            typed=True,
-            show_paths=owner,
-            **thresholds,
-            progress=lambda done, total: bar.progress(done / total, text=f"{done:,} / {counted(total, 'pair')}"),
-        )
-    except (PublishError, NotAllowed) as exc:  # NotAllowed: the role of whoever asked (db.access)
-        bar.empty()
-        st.error(user_text(exc))
-    else:
-        st.success(
-            f"{counted(result.n_pairs, 'pair')} written to "
-            f"{user_text(result.folder if owner else '“' + folder.strip() + '”')}."
-        )
-        # the folder as one .zip from the browser (db.publish.dataset_zip): built now when small (the page holds
-        # the bytes, as for the small exports above), on the click when larger, not offered past the limit
-        folder_size = folder_bytes(result.folder)
-        if folder_size <= ZIP_DOWNLOAD_LIMIT:
-            st.download_button(
-                "Download the dataset (.zip)",
-                dataset_zip(result.folder)
-                if folder_size <= ZIP_NOW_BYTES
-                else functools.partial(dataset_zip, result.folder),
-                f"{result.folder.name}.zip",
-                "application/zip",
-                type="primary",
-                icon=":material/download:",
-                on_click="ignore",
-            )
-        else:
-            st.info(
-                f"The folder holds {folder_size / 1e9:,.1f} GB: too large to send through the browser in one piece "
-                f"(over {ZIP_DOWNLOAD_LIMIT / 1e9:,.1f} GB). Copy it from the server."
-            )
-        with st.expander("Dataset card (README.md)"):
-            st.code(result.card, language="markdown")

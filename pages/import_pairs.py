@@ -1,28 +1,16 @@
 """Import: upload a file, preview it, map its columns, validate, then commit — all or nothing, unless
 the organiser asks to skip invalid rows (then each row left out is listed with its reason)."""
 
-import io
 import re
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from db.datasets import ImportRejected, import_pair_chunks, import_pairs, left_out_note
-from db.engine import StoreUnavailable
-from lab.roles import NotAllowed
-from pluie_core.io import (
-    GENERIC_FORMATS,
-    PairFileError,
-    guess_columns,
-    large_file,
-    load_pairs,
-    read_pair_chunks,
-    read_table,
-)
+from pluie_core.io import GENERIC_FORMATS, PairFileError
 from pluie_core.visible import hidden_note, visible_frame
-from pluie_core.wording import counted
 from ui.base.page import user_text
+from ui.forms.import_form import import_form
+from ui.forms.pair_file import column_mapping, parse, raw_table
 from ui.frame import admin_page
 
 engine = admin_page()
@@ -37,59 +25,6 @@ uploaded = st.file_uploader(
 )
 if uploaded is None:
     st.stop()
-
-
-def named_buffer(data: bytes, name: str) -> io.BytesIO:
-    buffer = io.BytesIO(data)
-    buffer.name = name
-    return buffer
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def parse(
-    data: bytes,
-    name: str,
-    format: str,
-    columns: tuple | None,
-    keep_duplicates: bool = False,
-    skip_invalid: bool = False,
-):
-    mapping = as_mapping(columns)
-    if large_file(data):  # its first rows here: every row is checked as it is written (import_pair_chunks)
-        chunks = read_pair_chunks(
-            named_buffer(data, name), format=format, columns=mapping, chunk_rows=PREVIEW_ROWS, skip_invalid=skip_invalid
-        )
-        frame = next(iter(chunks))
-        return frame, {**chunks.attrs, "n_rows": chunks.n_rows, "large": True}
-    frame = load_pairs(
-        named_buffer(data, name),
-        format=format,
-        columns=mapping,
-        keep_duplicates=keep_duplicates,
-        skip_invalid=skip_invalid,
-    )
-    return frame, dict(frame.attrs)
-
-
-def as_mapping(columns: tuple | None) -> dict | None:
-    if columns is None:
-        return None
-    mapping = {k: v for k, v in columns if k != "annotators" and v}
-    annotators = dict(dict(columns).get("annotators") or ())
-    if annotators:
-        mapping["annotators"] = annotators
-    return mapping
-
-
-@st.cache_data(show_spinner=False, max_entries=4)
-def raw_table(data: bytes, name: str):
-    if large_file(data):  # the preview reads the first rows only
-        return read_pair_chunks(named_buffer(data, name), chunk_rows=PREVIEW_ROWS).head_table()
-    return read_table(named_buffer(data, name))
-
-
-PREVIEW_ROWS = 1_000  # of a large file, read for the preview and the checks before the import
-
 
 keep_duplicates = (
     st.radio(
@@ -143,41 +78,7 @@ if generic:
         st.warning(user_text(warning))
     st.dataframe(visible_frame(table.head(10)), hide_index=True, width="stretch", placeholder="—")
     st.subheader(f"{next(steps)} · Map the columns")
-    guess = guess_columns(table)
-    options = [""] + [str(c) for c in table.columns]
-
-    def pick(label, key, help=None):
-        default = guess.get(key) or ""
-        return st.selectbox(
-            label, options, index=options.index(default) if default in options else 0, key=f"map_{key}", help=help
-        )
-
-    c1, c2, c3, c4 = st.columns(4)
-    with c1:
-        source_col = pick("Source sentence (S)", "source")
-    with c2:
-        hyp_col = pick("Hypothesis sentence (H)", "hypothesis")
-    with c3:
-        label_col = pick("Gold label (optional)", "label", "0/1, or a numeric similarity")
-    with c4:
-        id_col = pick("Pair id (optional)", "external_id")
-    default_annotators = [c for c in (guess.get("annotators") or {}).values() if c in options]
-    annotator_cols = st.multiselect(
-        "Per-annotator label columns (optional)",
-        options[1:],
-        default=default_annotators,
-        help="Each column becomes an annotator whose labels are imported with the pairs.",
-    )
-    if not source_col or not hyp_col:
-        st.warning("Choose the two sentence columns to continue.")
-        st.stop()
-    mapping = (
-        ("source", source_col),
-        ("hypothesis", hyp_col),
-        ("label", label_col),
-        ("external_id", id_col),
-        ("annotators", tuple((c, c) for c in annotator_cols)),
-    )
+    mapping = column_mapping(table)
     try:
         pairs, attrs = parse(data, uploaded.name, attrs.get("format") or "auto", mapping, keep_duplicates, skip_invalid)
     except PairFileError as exc:
@@ -234,66 +135,14 @@ if note := hidden_note([*pairs["source"], *pairs["hypothesis"]]):  # bidi contro
     st.caption(note)
 
 st.subheader(f"{next(steps)} · Import")
-name = st.text_input("Dataset name", value=Path(uploaded.name).stem)
-description = st.text_area("Description (optional)", height=68)
-levels = False
-if annotators:
-    levels = st.checkbox(
-        "The annotator columns use PLUIE Lab's five-level scale (0 Very different … 3 Same meaning, 4 Don't know)",
-        value="majority_level" in pairs.columns,
-    )
-append = st.checkbox(
-    "Add to an existing dataset of that name"
-    + (" (pairs already in it are added again)" if keep_duplicates else " (pairs already in it are skipped)")
+import_form(
+    engine,
+    uploaded.name,
+    data,
+    pairs,
+    attrs,
+    columns=mapping if generic else None,
+    annotators=annotators,
+    keep_duplicates=keep_duplicates,
+    skip_invalid=skip_invalid,
 )
-if st.button("Import", type="primary"):
-    try:
-        scale = "levels" if levels else "raw"
-        if large:  # written in short transactions, with a bar of the rows written
-            bar = st.progress(0.0, text="Writing the pairs…")
-            chunks = read_pair_chunks(
-                named_buffer(data, uploaded.name),
-                format=attrs.get("format") or "auto",
-                columns=as_mapping(mapping) if generic else None,
-                skip_invalid=skip_invalid,
-            )
-            result = import_pair_chunks(
-                engine,
-                name,
-                chunks,
-                description=description,
-                annotator_scale=scale,
-                append=append,
-                keep_duplicates=keep_duplicates,
-                total=chunks.n_rows,
-                file_name=uploaded.name,
-                progress=lambda done, total: bar.progress(
-                    min(1.0, done / max(total or done, 1)), text=f"{done:,} of {total or done:,} rows written"
-                ),
-            )
-        else:
-            if skipped_rows:  # the dataset says what its file held that it does not
-                left_out = left_out_note(uploaded.name, attrs.get("row_word"), skipped_rows)
-                description = f"{description}\n\n{left_out}" if description.strip() else left_out
-            result = import_pairs(
-                engine,
-                name,
-                pairs,
-                description=description,
-                annotator_scale=scale,
-                append=append,
-                keep_duplicates=keep_duplicates,
-            )
-    # all or nothing: nothing was imported; NotAllowed: the role of whoever asked (db.access)
-    except (ImportRejected, StoreUnavailable, PairFileError, NotAllowed) as exc:
-        st.error(user_text(exc))
-    else:
-        repeats = "duplicates skipped" if large else "already there"  # a large file's own repeats are found at import
-        skipped = f", {result.n_skipped_duplicates:,} {repeats}" if result.n_skipped_duplicates else ""
-        if result.n_kept_duplicates:
-            skipped += f" ({counted(result.n_kept_duplicates, 'exact repeat')} kept)"
-        st.success(
-            f"Imported {counted(result.n_pairs, 'pair')} into “{user_text(result.dataset_name)}”{skipped}; "
-            f"{counted(result.n_labels, 'annotator label')}; {counted(result.n_queued, 'score')} queued."
-        )
-        st.page_link("pages/home.py", label="See it on the home page", icon=":material/dataset:")

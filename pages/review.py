@@ -9,30 +9,20 @@ import streamlit as st
 
 from db import access, review
 from db.datasets import list_datasets
-from db.engine import StoreUnavailable
 from pluie_core.aggregation import METHOD_NAMES, METHODS
-from pluie_core.diff import diff_html
-from pluie_core.labels import LEVELS
-from pluie_core.visible import visible_text
 from ui.access import keep
 from ui.base.page import user_text
 from ui.forms.explain_view import why_this_score
+from ui.forms.review_decision import ERROR, FLASH, PAIR, POSITION, REOPENED, decision_form
 from ui.frame import admin_page
 from ui.views import scope as scopes
 from ui.views import store_reads
 from ui.views.review_cache import review_queue
+from ui.views.review_pair import review_pair
 
 engine = admin_page("table")
-BOX = (
-    "border:1px solid light-dark(#d0d7de,#3d3b38);border-radius:8px;padding:12px 16px;"
-    "background:light-dark(#fafbfc,#1f1e1c);"  # light-dark(): the theme Streamlit chose
-    "line-height:1.7;font-size:1.15rem;white-space:pre-wrap;overflow-wrap:anywhere"
-)
-CAPTION = "font-size:0.8rem;color:light-dark(#57606a,#9aa3ad);margin-bottom:2px"
 SHOW = {"pending": "Not yet decided", "adjudicated": "Decided", "flagged": "Flagged by an annotator", "all": "All"}
-PAIR, POSITION, FLASH, ERROR = "review-pair", "review-position", "review-flash", "review-error"
 OPEN, SINGLE = "review-open-pair", "review-single"  # a pair asked for by the Pairs page (or ?pair=N)
-REOPENED = "review-reopened"  # the pair whose final level was just withdrawn: "Not yet decided" opens on it
 
 st.title("Review")
 datasets = list_datasets(engine)
@@ -124,166 +114,10 @@ if item is None:
     st.error(f"There is no pair {pair_id} (any more): its dataset was deleted.")
     st.stop()
 
-
-def decide(pair: int, level, seen: int, advance: bool) -> None:
-    try:
-        review.adjudicate(
-            engine,
-            pair,
-            level,
-            st.session_state.get("reviewer", ""),
-            st.session_state.get(f"note-{pair}", ""),
-            seen_revision=seen,
-        )
-    except (review.ReviewError, access.NotAllowed, StoreUnavailable) as exc:  # the pair, the note and the keys stay
-        st.session_state[ERROR] = str(exc)
-        return
-    done = "withdrawn: the majority rule applies again" if level is None else f"“{LEVELS[level]}”"
-    st.session_state[FLASH] = f"Pair {pair}: final level {done}."
-    if advance:  # in a queue that keeps decided pairs, move on by hand
-        move(1)
-    if level is None:
-        st.session_state[REOPENED] = pair
-    keep.forget(f"note-{pair}")  # saved with the decision: no draft left to bring back
-
-
-def move(step: int) -> None:
-    st.session_state[POSITION] = st.session_state[POSITION] + step
-    st.session_state.pop(PAIR, None)
-
-
 if row is not None:
     st.progress((position + 1) / len(ids), text=f"Pair {position + 1} of {len(ids):,} · {SHOW[show].lower()}")
-pair = item["pair"]
-source, hypothesis = diff_html(pair["source"], pair["hypothesis"])
-st.html(
-    f"<div style='{BOX}' data-testid='review-pair'><div style='{CAPTION}'>Source</div><div>{source}</div>"
-    f"<div style='{CAPTION};margin-top:10px'>Hypothesis</div><div>{hypothesis}</div></div>"
-)
-gold = pair["gold_label"]
-majority = item["majority_level"]
-st.caption(
-    f"Pair {pair_id} · {user_text(pair['dataset'])} · id {user_text(pair['external_id'] or '—')} · gold label "
-    f"{'—' if gold is None else f'{gold:g}'} · "
-    + (
-        ""
-        if row is None
-        else f"{'across the paraphrase boundary · ' if row['crosses_boundary'] else ''}"
-        f"spread {int(row['spread'])} · "
-        + (
-            ""
-            if order is None or "uncertainty" not in row or row["uncertainty"] != row["uncertainty"]
-            else f"{METHOD_NAMES[order]}: posterior {row['posterior']:.2f}, uncertainty {row['uncertainty']:.2f} · "
-        )
-    )
-    + f"majority rule: {LEVELS[majority] if majority is not None else 'no label (tie)' if len(item['labels']) else 'no label yet'}"
-)
-keys = review.campaign_keys(engine, scope.campaign_id)  # the scope's campaign's gold keys (None: datasets)
-key = keys.loc[pair_id] if keys is not None and pair_id in keys.index else None
-if key is not None:
-    said = (
-        LEVELS[int(key["level"])]
-        if key["level"] == key["level"]
-        else ("the paraphrase side" if key["binary_label"] else "the non-paraphrase side")
-    )
-    st.caption(
-        f"Gold key of this campaign: {said}"
-        + (" (the adjacent level accepted)" if key["accept_adjacent"] else "")
-        + f" · {user_text(key['derivation'])}"
-    )
-    if row is not None and bool(row.get("key_disagrees", False)):
-        st.warning(
-            f"The gold key ({said}) disagrees with the annotators, who agree with each other: without a "
-            "decision, the export publishes the key (final_source gold). Decide the final level here."
-        )
-decision = item["adjudication"]
-if decision is None:
-    st.markdown(
-        "**Final level:** not decided — the export uses "
-        + ("the gold key." if key is not None and key["level"] == key["level"] else "the majority rule.")
-    )
-else:
-    st.markdown(
-        f"**Final level: {LEVELS[int(decision['level'])]}** — decided by {user_text(decision['reviewer'])} on "
-        f"{decision['created_at']:%Y-%m-%d %H:%M} UTC"
-        + (f": “{user_text(decision['note'])}”" if decision["note"] else ".")
-    )
-
-voiced = item["labels"][(item["labels"]["comment"] != "") | item["labels"]["flagged"]]
-if len(voiced):  # the annotators' own words, as text
-    with st.container(border=True, key="review-voice"):
-        st.markdown(f"**From the annotators** · flagged by {item['n_flags']} of {len(item['labels'])}")
-        for who, comment, flagged in zip(voiced["annotator"], voiced["comment"], voiced["flagged"]):
-            st.text(visible_text(f"{'⚑ flagged · ' if flagged else ''}{who}: {comment or '(no comment)'}"))
-
-LABEL_COLUMNS = {
-    "level": st.column_config.NumberColumn(
-        "level", format="%d", help="0–3 from Very different to Same meaning; 4: Don't know"
-    ),
-    "level_name": st.column_config.TextColumn("answer"),
-    "english_level": st.column_config.TextColumn("English", help="The level of English the annotator gave"),
-    "seconds_spent": st.column_config.NumberColumn("seconds", format="%.1f"),
-    "comment": st.column_config.TextColumn("comment", width="large"),
-}
-SCORE_COLUMNS = {
-    "run": st.column_config.TextColumn("run", width="large"),
-    "value": st.column_config.NumberColumn("score", format="%.4g"),
-}
-# one above the other, each the page's width: run names and comments are read whole, not cut in a narrow column
-st.markdown("**Labels**")
-st.dataframe(
-    item["labels"].drop(columns="value"), hide_index=True, width="stretch", column_config=LABEL_COLUMNS, placeholder="—"
-)
-st.markdown("**Scores**")
-if item["scores"].empty:
-    st.caption("No score yet for this pair.")
-else:
-    st.dataframe(item["scores"], hide_index=True, width="stretch", column_config=SCORE_COLUMNS, placeholder="—")
-
-LEAVE_NOTE = (
-    "While the note box has the cursor, keys type into it: press Tab or click outside it, and 1–4 set the level again."
-)
-keep.kept(f"note-{pair_id}", "", typed=True)  # a half-typed note survives a page change and a reload
-st.text_input(
-    "Note (optional): why this level",
-    key=f"note-{pair_id}",
-    max_chars=review.MAX_NOTE,
-    placeholder="Type, then press Tab (or click outside the box) before the keys 1–4",
-)
-if not (reviewer or "").strip():
-    st.warning("Give your name as reviewer (sidebar) to decide.")
-advance = show != "pending" and row is not None
-for level, column in enumerate(st.columns(4)):
-    column.button(
-        LEVELS[level],
-        key=f"final-{level}-{pair_id}",
-        shortcut=str(level + 1),
-        width="stretch",
-        type="primary" if decision is not None and int(decision["level"]) == level else "secondary",
-        on_click=decide,
-        args=(pair_id, level, item["revision"], advance),
-        help=f"Keyboard: {level + 1}",
-    )
-back, forward, withdraw = st.columns([1, 1, 2])
-back.button("← Previous", key="review-back", shortcut="Left", disabled=position == 0, on_click=move, args=(-1,))
-forward.button(
-    "Next →", key="review-next", shortcut="Right", disabled=position == len(ids) - 1, on_click=move, args=(1,)
-)
-withdraw.button(
-    "Withdraw the final level",
-    key=f"withdraw-{pair_id}",
-    shortcut="Delete",
-    disabled=decision is None,
-    on_click=decide,
-    args=(pair_id, None, item["revision"], False),
-)
-st.caption(
-    "Keys: 1–4 set the final level (the note is saved with it) · ← / → previous / next pair · "
-    "Delete withdraws a final level. " + LEAVE_NOTE + " Annotators' labels are never changed."
-)
-if len(item["history"]):
-    with st.expander(f"History of this pair's final level ({len(item['history'])})"):
-        st.dataframe(item["history"].drop(columns="level"), hide_index=True, width="stretch", placeholder="—")
+review_pair(engine, item, pair_id, row, order, scope.campaign_id)
+decision_form(engine, item, pair_id, position, ids, reviewer, advance=show != "pending" and row is not None)
 keep.save()  # remembers the reviewer and the note for this person (a hidden element)
 # last: while it waits for the worker, everything above is on screen already
-why_this_score(engine, pair_id, pair["source"], pair["hypothesis"], key="review")
+why_this_score(engine, pair_id, item["pair"]["source"], item["pair"]["hypothesis"], key="review")

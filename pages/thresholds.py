@@ -3,22 +3,19 @@ threshold moves (the papers' figures 3-14), the natural against the a-posteriori
 AUC, the scores per class (a bar selected lists its pairs), per dataset, and the mixed balanced draw (MBD)
 of the paper's table 3."""
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from db.analysis import pairs_detail
 from pluie_core.analysis import natural_threshold
-from pluie_core.stats import PAPER_PER_CLASS, StatsError, StatsWarning, metrics_at, mixed_balanced_draw
+from pluie_core.stats import PAPER_PER_CLASS, StatsError, metrics_at
 from ui import charts
 from ui.base.page import get_engine, user_text
 from ui.frame import admin_page
-from ui.views import store_reads
 from ui.views.selection import scored_frame, sidebar
 from ui.views.tables import download_csv, file_stem, plus_minus
-from ui.views.thresholds_cache import threshold_figures
+from ui.views.thresholds_cache import balanced_draw, threshold_figures
 
 admin_page("chart")
 
@@ -161,29 +158,6 @@ if not mbd_runs:
 draw = scored_frame(selection, mbd_runs).dropna(subset=[*mbd_runs, "reference"])
 kinds = runs.set_index("name").loc[mbd_runs]
 given = {n: natural_threshold(k) for n, k in kinds["kind"].items() if natural_threshold(k) is not None}
-
-
-@st.cache_data(
-    ttl=store_reads.CACHE_SECONDS, max_entries=store_reads.CACHE_ENTRIES, show_spinner="Drawing the balanced samples…"
-)
-def balanced_draw(
-    draw: pd.DataFrame, runs: list, n_draws: int, seed: int, per_class: int, given: dict, higher: dict
-) -> pd.DataFrame:
-    """mixed_balanced_draw, cached on the values (0.3 s a run at 1,000,000 pairs)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StatsWarning)  # its note is shown below
-        return mixed_balanced_draw(
-            draw,
-            runs,
-            label_col="reference",
-            n_draws=n_draws,
-            seed=seed,
-            per_class=per_class,
-            thresholds=given or None,
-            higher_is_positive=higher,
-        )
-
-
 try:
     table = balanced_draw(
         draw[[*mbd_runs, "reference", "dataset"]],

@@ -8,9 +8,11 @@ below it; tests/test_layers.py checks it):
 - ui.charts: the plotly component (ui/charts/plotly_chart.js, with the plotly.js bundle of static/) and the
   analysis charts drawn through it.
 - ui.views: the analysis pages' reads, each cached per store state (store_reads, the pages' *_cache modules),
-  the scope and selection of their sidebars, their tables, and the read-ahead that fills the caches.
+  the scope and selection of their sidebars, their tables, the read-only sections of Correlation and of Review's
+  pair, and the read-ahead that fills the caches.
 - ui.forms: forms and panels the pages draw: the new-run forms, the gold keys, the live view and quality
-  settings, the New campaign form and a campaign's sections, "why this score".
+  settings, the New campaign form and a campaign's sections, the labelling view's parts, Import's file and
+  import, Export's aggregation and publish form, Review's decision, Scorecard's benchmark forms, "why this score".
 - ui.frame: the top floor, the first line of every page (admin_page, annotator_page) and the preloading of the
   browser's table and chart code.
 

@@ -21,6 +21,7 @@ from ui.views.selection import Selection, dataset_names, scale_groups, scored_fr
 from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, hover_labels, pairs, scores
 
 CORRELATION_BOOT = 1000  # the Correlation page's default number of resamples
+SOURCE = "(source sentence)"  # the systems named by the source sentence (the Revisiting paper's eq. 1)
 GRADED_REFERENCES = {
     "gold": "Gold scores",
     "levels": "Mean level of the labels",
@@ -75,6 +76,18 @@ def first_reference(selection: Selection, kind: str, present=None) -> tuple[int,
     choice of reference_choices, or the selection's datasets when there is only one."""
     found = reference_choices(selection, kind, present)
     return found[0].dataset_ids if len(found) > 1 else selection.dataset_ids
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def meta_keys(url: str, dataset_ids: tuple) -> list:
+    return evaluation_reads.meta_keys(get_engine(), dataset_ids)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def groups(url: str, dataset_ids: tuple, column: str) -> pd.Series:
+    if column == SOURCE:
+        return pairs(url, dataset_ids, texts=True)["source"]
+    return evaluation_reads.meta_column(get_engine(), column, dataset_ids)
 
 
 @st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)

@@ -1,14 +1,22 @@
-"""The Scorecard page's (pages/scorecard.py) cached pairs and its first view, read ahead."""
+"""The Scorecard page's (pages/scorecard.py) cached datasets' table and pairs, and its first view, read ahead."""
 
 from __future__ import annotations
 
 import pandas as pd
+import streamlit as st
 
 from db import evaluation
 from pluie_core.evaluation.paraphrasus import in_paper_order
 from ui.base.page import get_engine
 from ui.views.read_ahead import Start, Step
-from ui.views.store_reads import choices, shared_frame
+from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, choices, shared_frame
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner=False)
+def benchmark_table(url: str) -> pd.DataFrame:
+    """The datasets the Scorecard page lists, with their benchmark and challenge (db.evaluation.benchmark_datasets),
+    cached per store state."""
+    return evaluation.benchmark_datasets(get_engine())
 
 
 @shared_frame

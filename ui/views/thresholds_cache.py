@@ -1,13 +1,17 @@
-"""The Thresholds page's (pages/thresholds.py) cached figures and its first view, read ahead."""
+"""The Thresholds page's (pages/thresholds.py) cached figures, its mixed balanced draw, and its first view, read
+ahead."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
+import pandas as pd
 import streamlit as st
 
 from pluie_core import analysis as core
 from pluie_core import analysis_figures as figures
+from pluie_core.stats import StatsWarning, mixed_balanced_draw
 from ui.views.read_ahead import Start, Step
 from ui.views.store_reads import CACHE_ENTRIES, CACHE_SECONDS, pairs, reference_labels, scores
 
@@ -40,6 +44,25 @@ def threshold_figures(
         score=values, reference=reference_labels(url, dataset_ids, kind, annotator, gold_cut, campaign_id)
     )
     return figures.threshold_figures(data, higher, natural)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, max_entries=CACHE_ENTRIES, show_spinner="Drawing the balanced samples…")
+def balanced_draw(
+    draw: pd.DataFrame, runs: list, n_draws: int, seed: int, per_class: int, given: dict, higher: dict
+) -> pd.DataFrame:
+    """mixed_balanced_draw, cached on the values (0.3 s a run at 1,000,000 pairs)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)  # its note is shown by the page, under the draw's figures
+        return mixed_balanced_draw(
+            draw,
+            runs,
+            label_col="reference",
+            n_draws=n_draws,
+            seed=seed,
+            per_class=per_class,
+            thresholds=given or None,
+            higher_is_positive=higher,
+        )
 
 
 def first_view(start: Start) -> list[Step]:
