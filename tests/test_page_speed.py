@@ -47,7 +47,7 @@ def preloaded(at, when: str = "now") -> list[str]:
     assert f"'../../{PLOTLY_JS}'" in script  # the app's root: Streamlit's index script is in static/js/
     assert f"import(new URL('../../{PLOTLY_MODULE}', index.src).href)" in script  # as the component imports it
     listed = [name.strip('"') for name in names.strip("[]").split(", ") if name]
-    return sorted(listed + ([PLOTLY_JS.rsplit("/", 1)[1]] if plotly == "true" else []))
+    return sorted(listed + ([PLOTLY_JS.rsplit("/", 1)[1].split("?")[0]] if plotly == "true" else []))
 
 
 @pytest.mark.parametrize(

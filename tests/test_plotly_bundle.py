@@ -6,6 +6,7 @@ which every figure of the analysis pages keeps to; a selection is read back only
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import re
@@ -44,8 +45,11 @@ def test_the_bundle_is_the_plotly_js_of_the_plotly_package_and_an_asset_of_the_c
     assert f"{project['project']['name']}.{declared['name']}" == charts.PLOTLY_COMPONENT
     assert COMPONENT / "pluie_plotly" / declared["asset_dir"] == ASSETS
     assert sorted(p.name for p in ASSETS.iterdir()) == sorted([pluie_plotly.BUNDLE, pluie_plotly.MODULE])
-    # Streamlit serves a component's assets at _stcore/bidi-components/<component>/ from the app's root
-    assert charts.PLOTLY_JS == f"_stcore/bidi-components/{charts.PLOTLY_COMPONENT}/{BUNDLE.name}"
+    # Streamlit serves a component's assets at _stcore/bidi-components/<component>/ from the app's root; the
+    # bundle's address carries its digest (a rebuilt bundle is a new address)
+    digest = hashlib.blake2b(BUNDLE.read_bytes(), digest_size=16).hexdigest()
+    assert charts.PLOTLY_BUNDLE == f"{BUNDLE.name}?v={digest}"
+    assert charts.PLOTLY_JS == f"_stcore/bidi-components/{charts.PLOTLY_COMPONENT}/{BUNDLE.name}?v={digest}"
     assert charts.PLOTLY_MODULE == f"_stcore/bidi-components/{charts.PLOTLY_COMPONENT}/{pluie_plotly.MODULE}"
     # no static folder served any more: the bundle was its only file
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
@@ -74,19 +78,27 @@ def test_the_component_is_installed_from_the_checkout_where_streamlit_finds_it()
 
 def test_the_running_server_serves_the_component_and_its_bundle_for_the_browser_to_keep(app_server):
     """The server (server.py, as make run serves it) sends the module and the bundle from the component's
-    assets, each with an ETag a browser keeps it by, and answers 304 without the file when it is unchanged
-    (pluie_plotly.caching; Streamlit alone sends neither ETag nor Last-Modified for a component's files)."""
-    for address, path in ((charts.PLOTLY_JS, BUNDLE), (charts.PLOTLY_MODULE, ASSETS / pluie_plotly.MODULE)):
+    assets, each with an ETag, and answers 304 without the file when it is unchanged (pluie_plotly.caching;
+    Streamlit alone sends neither ETag nor Last-Modified for a component's files): the bundle at its versioned
+    address, as the pages ask for it, kept a year without asking; the module, and the bundle at any other
+    address, kept and asked again each time."""
+    bare = charts.PLOTLY_JS.split("?")[0]
+    for address, path, kept in (
+        (charts.PLOTLY_JS, BUNDLE, "public, max-age=31536000, immutable"),
+        (charts.PLOTLY_MODULE, ASSETS / pluie_plotly.MODULE, "no-cache"),
+        (bare, BUNDLE, "no-cache"),
+        (f"{bare}?v=another", BUNDLE, "no-cache"),
+    ):
         with urllib.request.urlopen(f"{app_server.url}/{address}", timeout=30) as response:
             assert response.status == 200 and response.read() == path.read_bytes()
             assert response.headers["Content-Type"].startswith(("application/javascript", "text/javascript"))
-            assert response.headers["Cache-Control"] == "no-cache" and response.headers["Last-Modified"]
+            assert response.headers["Cache-Control"] == kept and response.headers["Last-Modified"]
             etag = response.headers["ETag"]
         asked = urllib.request.Request(f"{app_server.url}/{address}", headers={"If-None-Match": etag})
         with pytest.raises(urllib.error.HTTPError) as unchanged:  # urllib reads a 304 as an error
             urllib.request.urlopen(asked, timeout=30)
         assert unchanged.value.code == 304 and unchanged.value.read() == b""
-        assert unchanged.value.headers["ETag"] == etag
+        assert unchanged.value.headers["ETag"] == etag and unchanged.value.headers["Cache-Control"] == kept
     changed = urllib.request.Request(f"{app_server.url}/{charts.PLOTLY_JS}", headers={"If-None-Match": 'W/"old"'})
     with urllib.request.urlopen(changed, timeout=30) as response:
         assert response.status == 200 and response.read() == BUNDLE.read_bytes()
@@ -128,7 +140,7 @@ def test_every_figure_of_the_analysis_pages_keeps_to_the_bundled_traces(
     assert found
     for element, payload in found:
         assert {trace.get("type", "scatter") for trace in payload["figure"]["data"]} <= set(charts.BUNDLED_TRACES)
-        assert payload["bundle"] == pluie_plotly.BUNDLE  # beside the module, which the browser loads from the server
+        assert payload["bundle"] == charts.PLOTLY_BUNDLE  # beside the module, which the browser loads from the server
         assert (element.proto.js_source_path, element.proto.js_content) == (pluie_plotly.MODULE, "")
 
 
@@ -185,7 +197,8 @@ def test_a_chart_whose_plotly_js_does_not_load_says_so_where_it_was(engine, app_
     import_pairs(engine, "d", frame)
     add_score_run(engine, "lev", {pid: 0.1 * i for i, pid in enumerate(pairs_frame(engine).index)})
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.route(f"**/{charts.PLOTLY_JS}", lambda route: route.abort())
+    # plotly.js at whatever address the page asks for it (its version in the query)
+    page.route(re.compile(re.escape(f"/{charts.PLOTLY_JS.split('?')[0]}")), lambda route: route.abort())
     page.goto(f"{app_server.url}/thresholds")
     wait_for_app(page)
     said = page.locator(".pluie-chart").filter(has_text="This chart could not be drawn").first

@@ -48,11 +48,13 @@ HOVER_CHARS = 80  # characters of each sentence a point's hover shows
 LISTED = 50  # selected pairs listed under a chart, the first ones
 # the component that draws a figure (components/pluie_plotly, installed by make install: Streamlit serves its
 # assets at /_stcore/bidi-components/PLOTLY_COMPONENT/). plotly.js is one of them, a bundle of the traces this
-# module draws, BUNDLED_TRACES, built by scripts/plotly_bundle (make plotly-bundle): PLOTLY_JS is its address
-# from the app's root, where ui.frame.preload_views asks for it (and for the component's module, PLOTLY_MODULE);
-# the module loads it from beside itself (draw's payload names it, relative to the module)
+# module draws, BUNDLED_TRACES, built by scripts/plotly_bundle (make plotly-bundle). PLOTLY_BUNDLE: its file
+# versioned by its digest, which the browser keeps without asking again (pluie_plotly.caching); the module loads
+# it from beside itself (draw's payload names it). PLOTLY_JS: the same from the app's root, where
+# ui.frame.preload_views asks for it (and for the component's module, PLOTLY_MODULE)
 PLOTLY_COMPONENT = pluie_plotly.COMPONENT
-PLOTLY_JS = f"_stcore/bidi-components/{PLOTLY_COMPONENT}/{pluie_plotly.BUNDLE}"
+PLOTLY_BUNDLE = f"{pluie_plotly.BUNDLE}?v={pluie_plotly.digest(pluie_plotly.BUNDLE)}"
+PLOTLY_JS = f"_stcore/bidi-components/{PLOTLY_COMPONENT}/{PLOTLY_BUNDLE}"
 PLOTLY_MODULE = f"_stcore/bidi-components/{PLOTLY_COMPONENT}/{pluie_plotly.MODULE}"  # the component's own code
 BUNDLED_TRACES = ("bar", "heatmap", "scatter", "scattergl")
 # the modebar's selection buttons, each shown where its selection mode is asked for (draw's select)
@@ -396,7 +398,7 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
             *(button for mode, button in SELECT_BUTTONS.items() if mode not in select),
         ],
     }
-    head = {"revision": revision, "select": list(select), "config": config, "bundle": pluie_plotly.BUNDLE}
+    head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_BUNDLE}
     payload = json.dumps(head)[:-1].encode() + b', "figure": ' + spec + b"}"
     state = _plotly_component()(
         data=payload,

@@ -7,7 +7,7 @@
 // or dark; again when the theme changes.
 //
 // data: the bytes of a JSON object {revision, figure (plotly's JSON), config, select (the selection modes,
-// none: nothing selectable), bundle (plotly.js's file, beside this module)}. A selection is sent back
+// none: nothing selectable), bundle (plotly.js's file beside this module, with its version)}. A selection is sent back
 // as the state "selection": {points, point_indices, box, lasso, revision}, as st.plotly_chart names them.
 
 function loadPlotly(bundle) {
