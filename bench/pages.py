@@ -139,8 +139,8 @@ new MutationObserver((records) => {
   if (visible) window.__lastVisible = now;
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 """
-# a chart drawn in the page, by whichever library draws it: plotly's SVG (drawn by ui/charts/plotly_chart.js, or
-# by st.plotly_chart in older copies), or Vega's marks (canvas or SVG)
+# a chart drawn in the page, by whichever library draws it: plotly's SVG (drawn by the chart component's
+# plotly_chart.js, components/pluie_plotly, or by st.plotly_chart in older copies), or Vega's marks (canvas or SVG)
 CHART_DRAWN = ", ".join(
     f'[data-testid="stMain"] {chart}'
     for chart in (

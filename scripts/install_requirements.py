@@ -3,10 +3,13 @@ what is being installed and why it takes long, one line per package as pip colle
 taken. `make run` and `make test` install through it: a first install takes minutes (torch alone is
 hundreds of MB), and a quiet pip said nothing meanwhile. pip's own output is shown in full when it fails.
 
-    python scripts/install_requirements.py requirements.txt [what] [--no-deps] [--constraint constraints.txt]
+    python scripts/install_requirements.py requirements.txt [what] [--no-deps] [--no-build-isolation]
+        [--constraint constraints.txt]
 
---no-deps is passed on to pip (requirements-nodeps.txt: packages used only for a file they ship), and so is
---constraint (constraints.txt: every package of a fresh install at the version the suite ran with; make lock).
+--no-deps is passed on to pip (requirements-nodeps.txt: packages used only for a file they ship), and so are
+--no-build-isolation (requirements-local.txt: the app's own distributions, built with this environment's
+setuptools rather than one fetched) and --constraint (constraints.txt: every package of a fresh install at
+the version the suite ran with; make lock).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def install(requirements: str, what: str = "packages", *pip_options: str) -> int
     lines, collected, satisfied = [], 0, 0
     for line in process.stdout:
         lines.append(line.rstrip())
-        if line.startswith("Collecting "):
+        if line.startswith(("Collecting ", "Obtaining ")):  # Obtaining: an editable install's folder
             collected += 1
             print(f"  [{collected}] {line.split()[1]}", flush=True)
         elif line.startswith("Requirement already satisfied"):
@@ -66,7 +69,7 @@ def _options(argv: list[str]) -> tuple[list[str], list[str]]:
     options, positional, rest = [], [], list(argv)
     while rest:
         arg = rest.pop(0)
-        if arg == "--no-deps":
+        if arg in ("--no-deps", "--no-build-isolation"):
             options.append(arg)
         elif arg == "--constraint" and rest:
             options += ["--constraint", rest.pop(0)]
@@ -80,7 +83,7 @@ if __name__ == "__main__":
     if len(positional) not in (1, 2):
         print(
             "usage: python scripts/install_requirements.py requirements.txt [what] [--no-deps] "
-            "[--constraint constraints.txt]",
+            "[--no-build-isolation] [--constraint constraints.txt]",
             file=sys.stderr,
         )
         sys.exit(2)

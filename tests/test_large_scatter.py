@@ -47,7 +47,7 @@ def test_a_chart_draws_the_figure_its_function_built_as_it_is():
     built = page_charts.scatter(_points(300), {"x": "reference", "y": "run", "pair_id": "pair"}, "prebuilt")
     assert plain(payload["figure"]) == plain(json.loads(built.to_json()))
     assert len(plain(payload["figure"])["data"][0]["customdata"]) == 300
-    assert payload["bundle"] == page_charts.PLOTLY_JS and payload["select"] == []
+    assert payload["bundle"] == page_charts.PLOTLY_BUNDLE and payload["select"] == []  # beside the component's module
     assert payload["config"]["modeBarButtonsToRemove"] == [
         "sendChartToCloud",
         "select2d",

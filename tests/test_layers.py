@@ -332,3 +332,13 @@ def test_a_planted_cycle_across_packages_and_a_floor_climbed_are_caught(tmp_path
     assert floors == [
         "ui/base/page.py:2: from ui.frame import admin_page  (ui.base must not import ui.frame, a floor above it)"
     ], floors
+
+
+def test_the_chart_component_imports_nothing_of_the_house():
+    """components/pluie_plotly, a distribution of its own (the chart component: ui.charts registers it, server.py
+    serves its files through pluie_plotly.caching), imports nothing of the house: installed, it stands alone."""
+    root = REPO / "components" / "pluie_plotly"
+    files = layer_files(root, "pluie_plotly")
+    assert {Path("pluie_plotly/__init__.py"), Path("pluie_plotly/caching.py")} <= set(files)
+    reached = [str(imp) for path in files for imp in imports_of(root, path) if imp.module.split(".")[0] in HOUSE]
+    assert not reached, "The chart component importing the app:\n" + "\n".join(reached)

@@ -554,4 +554,49 @@ def test_constraints_pin_every_package_a_fresh_install_resolves():
     installs = [
         line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines() if "scripts/install_requirements.py" in line
     ]
-    assert len(installs) == 3 and all("--constraint constraints.txt" in line for line in installs), planned
+    assert len(installs) == 4 and all("--constraint constraints.txt" in line for line in installs), planned
+
+
+def _local_requirements() -> list[str]:
+    """The folders requirements-local.txt installs (editable: -e ./folder), the app's own distributions."""
+    lines = [line.strip() for line in (REPO / "requirements-local.txt").read_text().splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    assert all(line.startswith("-e ./") for line in lines), lines  # editable, from the checkout, nothing else
+    return [line.removeprefix("-e ./") for line in lines]
+
+
+def test_the_apps_own_distributions_install_editable_from_the_checkout_and_are_pinned_nowhere():
+    """requirements-local.txt (the chart component, components/pluie_plotly: a packaged Streamlit component,
+    which Streamlit finds only among installed distributions) is installed last by make install, editable from
+    the checkout, built with this environment's setuptools (pinned in constraints.txt) rather than a fetched
+    one. Being the checkout's, not PyPI's, such a distribution is in no requirements file's pins nor in
+    constraints.txt (make lock leaves editable installs out), and what it requires is pinned there."""
+    from packaging.requirements import Requirement
+
+    planned = subprocess.run(
+        ["make", "-n", "-B", "-s", "install"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    installs = [
+        line for line in re.sub(r"\\\s*\n\s*", " ", planned).splitlines() if "scripts/install_requirements.py" in line
+    ]
+    assert "requirements-local.txt" in installs[-1] and "--no-build-isolation" in installs[-1], planned
+    assert not any("requirements-local.txt" in line for line in installs[:-1])
+    assert "--exclude-editable" in (REPO / "scripts" / "lock_requirements.sh").read_text()
+    locked = _pins(REPO / "constraints.txt")
+    pinned = set(locked)
+    for name in ("requirements.txt", "requirements-dev.txt", "requirements-nodeps.txt"):
+        pinned |= set(_pins(REPO / name))
+    folders = _local_requirements()
+    assert folders == ["components/pluie_plotly"]
+    for folder in folders:
+        project = tomllib.loads((REPO / folder / "pyproject.toml").read_text())
+        name = _canonical(project["project"]["name"])
+        assert name not in pinned, f"{name} is the checkout's own ({folder}), not a pinned release"
+        assert "setuptools" in locked and project["build-system"]["requires"] == ["setuptools>=77"]
+        for requirement in map(Requirement, project["project"].get("dependencies", [])):
+            assert _canonical(requirement.name) in locked, f"{folder} requires {requirement}, unpinned"
+        installed = importlib.metadata.distribution(name)
+        assert installed.version == project["project"]["version"]
+        direct = json.loads(installed.read_text("direct_url.json"))
+        assert direct["dir_info"] == {"editable": True}, direct
+        assert direct["url"] == (REPO / folder).resolve().as_uri(), "installed from another checkout: make install"

@@ -11,6 +11,7 @@ import pytest
 import streamlit
 from streamlit.testing.v1 import AppTest
 
+import pluie_plotly
 from db import analysis
 from tests.analysis_store import load_built_store
 from tests.paths import REPO
@@ -31,8 +32,9 @@ def preload_scripts(at) -> list[str]:
 
 def preloaded(at, when: str = "now") -> list[str]:
     """The module files a page asked the browser for, now or once the browser is idle ("later"), and
-    plotly.js (ui.charts.PLOTLY_JS's file name) when it asked for that too."""
-    from ui.charts import PLOTLY_JS
+    plotly.js (ui.charts.PLOTLY_JS's file name) when it asked for that too (with the chart component's module,
+    PLOTLY_MODULE: both from the component's assets)."""
+    from ui.charts import PLOTLY_JS, PLOTLY_MODULE
 
     [script] = preload_scripts(at)
     pattern = r" load\((\[.*?\]), (true|false)\);" if when == "now" else r"const later = (\[.*?\]);"
@@ -43,8 +45,9 @@ def preloaded(at, when: str = "now") -> list[str]:
     )
     assert "{display:none}" in script and "pluie-preload" in script  # its element takes no room
     assert f"'../../{PLOTLY_JS}'" in script  # the app's root: Streamlit's index script is in static/js/
+    assert f"import(new URL('../../{PLOTLY_MODULE}', index.src).href)" in script  # as the component imports it
     listed = [name.strip('"') for name in names.strip("[]").split(", ") if name]
-    return sorted(listed + ([PLOTLY_JS.rsplit("/", 1)[1]] if plotly == "true" else []))
+    return sorted(listed + ([PLOTLY_JS.rsplit("/", 1)[1].split("?")[0]] if plotly == "true" else []))
 
 
 @pytest.mark.parametrize(
@@ -63,7 +66,7 @@ def test_a_page_asks_the_browser_for_the_views_it_draws(engine, app_env, page, s
     assert {name.split(".")[0] for name in wanted} == stems
     # the others' once the browser is idle: the first chart reached through the menu finds plotly's code
     assert {name.split(".")[0] for name in later} == {"DataFrame", "BidiComponent", "plotly"} - stems
-    assert all((STATIC_JS / name).is_file() or (REPO / "static" / name).is_file() for name in wanted + later)
+    assert all((STATIC_JS / name).is_file() or (pluie_plotly.ASSETS / name).is_file() for name in wanted + later)
     assert "requestIdleCallback" in preload_scripts(at)[0]
 
 

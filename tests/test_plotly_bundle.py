@@ -1,34 +1,110 @@
-"""The charts' plotly.js bundle (issue 40, item 4): static/plotly.pluie.min.js, a bundle of the traces the
-pages draw (scripts/plotly_bundle), served by Streamlit's static serving: the same plotly.js release as the
-plotly package the figures are written with, registering exactly ui.charts.BUNDLED_TRACES, which every figure
-of the analysis pages keeps to; a selection is read back only for the figure it was made on."""
+"""The charts' plotly.js bundle (issue 40, item 4): plotly.pluie.min.js, a bundle of the traces the pages draw
+(scripts/plotly_bundle), an asset of the chart component (components/pluie_plotly, a packaged st.components.v2
+component: issue 57), served by Streamlit from the installed component's asset folder: the same plotly.js
+release as the plotly package the figures are written with, registering exactly ui.charts.BUNDLED_TRACES,
+which every figure of the analysis pages keeps to; a selection is read back only for the figure it was made on."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
 import re
 import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import plotly.offline
 import pytest
+from streamlit.components.v2.manifest_scanner import scan_component_manifests
 from streamlit.testing.v1 import AppTest
 
+import pluie_plotly
 from tests.paths import REPO
 from ui import charts
 
-BUNDLE = REPO / "static" / charts.PLOTLY_JS.rsplit("/", 1)[1]
+COMPONENT = REPO / "components" / "pluie_plotly"
+ASSETS = COMPONENT / "pluie_plotly" / "frontend"
+BUNDLE = ASSETS / pluie_plotly.BUNDLE
 BUILD = REPO / "scripts" / "plotly_bundle"
 
 
-def test_the_bundle_is_the_plotly_js_of_the_plotly_package_and_served_as_the_pages_ask():
+def test_the_bundle_is_the_plotly_js_of_the_plotly_package_and_an_asset_of_the_chart_component():
     header = BUNDLE.read_text()[:300]
     version = re.match(r"/\* plotly\.js v([0-9.]+) ", header).group(1)
     assert version == plotly.offline.get_plotlyjs_version()  # the figures' JSON is plotly.py's, for this plotly.js
     assert json.loads((BUILD / "package.json").read_text())["devDependencies"]["plotly.js"] == version
     assert "MIT license" in header
+    # the build writes it there (scripts/plotly_bundle's npm run build)
+    build = json.loads((BUILD / "package.json").read_text())["scripts"]["build"]
+    assert (BUILD / build.split()[-1]).resolve() == BUNDLE.resolve()
+    # the component's asset folder (pyproject.toml's asset_dir) holds its module and the bundle, and nothing else
+    project = tomllib.loads((COMPONENT / "pyproject.toml").read_text())
+    [declared] = project["tool"]["streamlit"]["component"]["components"]
+    assert f"{project['project']['name']}.{declared['name']}" == charts.PLOTLY_COMPONENT
+    assert COMPONENT / "pluie_plotly" / declared["asset_dir"] == ASSETS
+    assert sorted(p.name for p in ASSETS.iterdir()) == sorted([pluie_plotly.BUNDLE, pluie_plotly.MODULE])
+    # Streamlit serves a component's assets at _stcore/bidi-components/<component>/ from the app's root; the
+    # bundle's address carries its digest (a rebuilt bundle is a new address)
+    digest = hashlib.blake2b(BUNDLE.read_bytes(), digest_size=16).hexdigest()
+    assert charts.PLOTLY_BUNDLE == f"{BUNDLE.name}?v={digest}"
+    assert charts.PLOTLY_JS == f"_stcore/bidi-components/{charts.PLOTLY_COMPONENT}/{BUNDLE.name}?v={digest}"
+    assert charts.PLOTLY_MODULE == f"_stcore/bidi-components/{charts.PLOTLY_COMPONENT}/{pluie_plotly.MODULE}"
+    # no static folder served any more: the bundle was its only file
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["enableStaticServing"] is True  # static/ at app/static/
-    assert charts.PLOTLY_JS == f"app/static/{BUNDLE.name}"
+    assert "enableStaticServing" not in config["server"] and not any((REPO / "static").glob("*"))
+    # the module loads plotly.js from beside itself, as draw's payload names it
+    assert "new URL(bundle, import.meta.url)" in (ASSETS / pluie_plotly.MODULE).read_text()
+
+
+def test_the_component_is_installed_from_the_checkout_where_streamlit_finds_it():
+    """make install installs components/pluie_plotly editable (requirements-local.txt): the package imported is
+    the checkout's, and Streamlit's scan of the installed distributions (what a server and AppTest run at start)
+    finds the component with the checkout's asset folder, so what the browser loads is what is committed."""
+    assert Path(pluie_plotly.__file__).resolve().parent == (COMPONENT / "pluie_plotly").resolve()
+    assert Path(pluie_plotly.ASSETS).resolve() == ASSETS.resolve()
+    assert (
+        importlib.metadata.version("pluie-plotly")
+        == tomllib.loads((COMPONENT / "pyproject.toml").read_text())["project"]["version"]
+    )
+    found = {
+        f"{manifest.name}.{config.name}": config.resolve_asset_root(root)
+        for manifest, root in scan_component_manifests()
+        for config in manifest.components
+    }
+    assert found.get(charts.PLOTLY_COMPONENT) == ASSETS.resolve()
+
+
+def test_the_running_server_serves_the_component_and_its_bundle_for_the_browser_to_keep(app_server):
+    """The server (server.py, as make run serves it) sends the module and the bundle from the component's
+    assets, each with an ETag, and answers 304 without the file when it is unchanged (pluie_plotly.caching;
+    Streamlit alone sends neither ETag nor Last-Modified for a component's files): the bundle at its versioned
+    address, as the pages ask for it, kept a year without asking; the module, and the bundle at any other
+    address, kept and asked again each time."""
+    bare = charts.PLOTLY_JS.split("?")[0]
+    for address, path, kept in (
+        (charts.PLOTLY_JS, BUNDLE, "public, max-age=31536000, immutable"),
+        (charts.PLOTLY_MODULE, ASSETS / pluie_plotly.MODULE, "no-cache"),
+        (bare, BUNDLE, "no-cache"),
+        (f"{bare}?v=another", BUNDLE, "no-cache"),
+    ):
+        with urllib.request.urlopen(f"{app_server.url}/{address}", timeout=30) as response:
+            assert response.status == 200 and response.read() == path.read_bytes()
+            assert response.headers["Content-Type"].startswith(("application/javascript", "text/javascript"))
+            assert response.headers["Cache-Control"] == kept and response.headers["Last-Modified"]
+            etag = response.headers["ETag"]
+        asked = urllib.request.Request(f"{app_server.url}/{address}", headers={"If-None-Match": etag})
+        with pytest.raises(urllib.error.HTTPError) as unchanged:  # urllib reads a 304 as an error
+            urllib.request.urlopen(asked, timeout=30)
+        assert unchanged.value.code == 304 and unchanged.value.read() == b""
+        assert unchanged.value.headers["ETag"] == etag and unchanged.value.headers["Cache-Control"] == kept
+    changed = urllib.request.Request(f"{app_server.url}/{charts.PLOTLY_JS}", headers={"If-None-Match": 'W/"old"'})
+    with urllib.request.urlopen(changed, timeout=30) as response:
+        assert response.status == 200 and response.read() == BUNDLE.read_bytes()
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{app_server.url}/_stcore/bidi-components/{charts.PLOTLY_COMPONENT}/x.js", timeout=30)
+    assert missing.value.code == 404
     # the build's entry registers the traces charts.BUNDLED_TRACES names (scatter: plotly.js's core)
     registered = set(re.findall(r"require\('plotly\.js/lib/(\w+)'\)", (BUILD / "entry.js").read_text())) - {"core"}
     assert set(registered) | {"scatter"} == set(charts.BUNDLED_TRACES)
@@ -60,11 +136,12 @@ def test_every_figure_of_the_analysis_pages_keeps_to_the_bundled_traces(
     monkeypatch.setenv("PLUIE_NO_WORKER", "1")
     at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=60).run()
     assert not at.exception, at.exception
-    payloads = [payload for _, payload in drawn(at)]
-    assert payloads
-    for payload in payloads:
+    found = drawn(at)
+    assert found
+    for element, payload in found:
         assert {trace.get("type", "scatter") for trace in payload["figure"]["data"]} <= set(charts.BUNDLED_TRACES)
-        assert payload["bundle"] == charts.PLOTLY_JS
+        assert payload["bundle"] == charts.PLOTLY_BUNDLE  # beside the module, which the browser loads from the server
+        assert (element.proto.js_source_path, element.proto.js_content) == (pluie_plotly.MODULE, "")
 
 
 def _selectable(points):
@@ -120,7 +197,8 @@ def test_a_chart_whose_plotly_js_does_not_load_says_so_where_it_was(engine, app_
     import_pairs(engine, "d", frame)
     add_score_run(engine, "lev", {pid: 0.1 * i for i, pid in enumerate(pairs_frame(engine).index)})
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.route(f"**/{charts.PLOTLY_JS}", lambda route: route.abort())
+    # plotly.js at whatever address the page asks for it (its version in the query)
+    page.route(re.compile(re.escape(f"/{charts.PLOTLY_JS.split('?')[0]}")), lambda route: route.abort())
     page.goto(f"{app_server.url}/thresholds")
     wait_for_app(page)
     said = page.locator(".pluie-chart").filter(has_text="This chart could not be drawn").first

@@ -5,8 +5,8 @@ below it; tests/test_layers.py checks it):
   shown), scripts in the page, the menu's entries, and Streamlit's private objects the app relies on (one module).
 - ui.access: who is using the app and what the app keeps for them. Sign-in (password, identity provider), the
   session cookie's server routes, and the memory of half-filled forms (keep: per account, else per browser).
-- ui.charts: the plotly component (ui/charts/plotly_chart.js, with the plotly.js bundle of static/) and the
-  analysis charts drawn through it.
+- ui.charts: the analysis charts, drawn by the plotly component (components/pluie_plotly, a packaged Streamlit
+  component: its module and the plotly.js bundle are its assets).
 - ui.views: the analysis pages' reads, each cached per store state (store_reads, the pages' *_cache modules),
   the scope and selection of their sidebars, their tables, the read-only sections of Correlation and of Review's
   pair, and the read-ahead that fills the caches.

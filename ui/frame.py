@@ -15,9 +15,9 @@ from ui.base import private_api
 from ui.base.page import get_engine, page_script, through_app
 
 # The browser's table and chart code: Streamlit loads a table's the first time a page draws one (about
-# 0.6 s of the browser's time on 2 cores); a chart's is Streamlit's small component module and plotly.js
-# (static/plotly.pluie.min.js, ui/charts/__init__.py: about 0.3 s to evaluate). preload_views starts loading
-# them while the server still computes the page, rather than after (bench/pages.py).
+# 0.6 s of the browser's time on 2 cores); a chart's is Streamlit's small component module, then the chart
+# component's assets: its module and plotly.js (ui.charts.PLOTLY_MODULE and PLOTLY_JS: about 0.3 s to evaluate).
+# preload_views starts loading them while the server still computes the page, rather than after (bench/pages.py).
 VIEW_MODULES = {"table": ("DataFrame",), "chart": ("BidiComponent",)}
 LATER_MS = 2000  # the views a page does not draw: loaded when the browser is idle, this long after the page
 
@@ -34,17 +34,20 @@ def preload_views(*kinds: str) -> None:
     with an invisible element: a page calls it first thing, before it computes. Loading twice is a no-op,
     so later runs cost nothing. The other views' code is loaded once the browser is idle, LATER_MS after
     the page is drawn, so that the first chart or table a person opens through the menu does not wait for
-    it (bench/results/2026-11-26-pages.md). plotly.js is added to the page as the script charts load
-    (ui/charts/plotly_chart.js finds it by its id). A Streamlit build whose files are named otherwise gets no
-    hint for its modules, not an error."""
-    from ui.charts import PLOTLY_JS
+    it (bench/results/2026-11-26-pages.md). plotly.js is added to the page as the script charts load (the
+    chart component's module finds it by its id), and that module is imported as the component will import it,
+    from the component's assets (the same address: the browser loads it once). A Streamlit build whose files
+    are named otherwise gets no hint for its modules, not an error."""
+    from ui.charts import PLOTLY_JS, PLOTLY_MODULE
 
     now, later = set(kinds), set(VIEW_MODULES) - set(kinds)
     script = (
         "(() => {const index = document.querySelector('script[src*=\"static/js/index.\"]');"
         " if (!index) return; const base = index.src.replace(/[^/]*$/, '');"
         " const load = (names, plotly) => { for (const name of names) import(base + name).catch(() => {});"
-        "  if (!plotly || window.Plotly || document.getElementById('pluie-plotly')) return;"
+        "  if (!plotly) return;"
+        f" import(new URL('../../{PLOTLY_MODULE}', index.src).href).catch(() => {{}});"
+        "  if (window.Plotly || document.getElementById('pluie-plotly')) return;"
         "  const s = document.createElement('script'); s.id = 'pluie-plotly';"
         f" s.src = new URL('../../{PLOTLY_JS}', index.src).href; s.onerror = () => s.remove();"
         "  document.head.appendChild(s); };"

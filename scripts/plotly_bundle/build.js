@@ -1,4 +1,5 @@
-// Builds static/plotly.pluie.min.js, the plotly.js the app's charts load (ui/charts/plotly_chart.js): plotly.js's
+// Builds plotly.pluie.min.js, the plotly.js the app's charts load, an asset of the chart component beside its
+// module (components/pluie_plotly/pluie_plotly/frontend/, package.json's build names it): plotly.js's
 // own esbuild settings (node_modules/plotly.js/esbuild-config.js), from entry.js's traces only, minified.
 // A "custom bundle" as plotly.js's CUSTOM_BUNDLE.md describes it. Run: make plotly-bundle.
 const esbuild = require('esbuild');

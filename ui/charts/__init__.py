@@ -5,12 +5,12 @@ its "Points drawn" control enlarges), each point naming its pair, its two senten
 (shortened), every label and the scores on hover; a box or lasso selection lists the pairs under the chart
 (list_pairs), as selecting bars of a class histogram does.
 
-The figures are built here with plotly (Python) and drawn in the page by plotly.js itself (draw: an
-st.components.v2 component, ui/charts/plotly_chart.js), from static/plotly.pluie.min.js, a bundle of the four
-traces drawn here (scripts/plotly_bundle): its code takes the browser about a third of the time the whole
-plotly.js does, and a new chart is drawn once (st.plotly_chart drew it three times, its theme applied
-between). A chart page in a new tab: 3.0–4.7 s before, 1.7–3.3 s since, at 100,000 pairs on 2 cores
-(bench/results/2026-11-26-pages.md).
+The figures are built here with plotly (Python) and drawn in the page by plotly.js itself (draw: the app's
+packaged st.components.v2 component, components/pluie_plotly, whose assets are its module, plotly_chart.js, and
+plotly.pluie.min.js, a bundle of the four traces drawn here: scripts/plotly_bundle): that bundle's code takes
+the browser about a third of the time the whole plotly.js does, and a new chart is drawn once (st.plotly_chart
+drew it three times, its theme applied between). A chart page in a new tab: 3.0–4.7 s before, 1.7–3.3 s
+since, at 100,000 pairs on 2 cores (bench/results/2026-11-26-pages.md).
 
 Plotly renders titles, tick labels, legends and hover texts as a little HTML (<b>, <br>, <a>): every
 text a user chose or imported (run and annotator names, sentences) goes through _text, which escapes
@@ -22,7 +22,6 @@ import functools
 import hashlib
 import html
 import json
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -30,6 +29,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+import pluie_plotly
 from pluie_core.diff import diff_html
 from ui.base.page import user_text
 
@@ -46,11 +46,17 @@ POINTS_DRAWN = 10_000
 POINTS_CHOICES = (5_000, 10_000, 20_000, 50_000, 100_000)
 HOVER_CHARS = 80  # characters of each sentence a point's hover shows
 LISTED = 50  # selected pairs listed under a chart, the first ones
-# plotly.js as the pages load it (static/, served at app/static/: .streamlit/config.toml): a bundle of the
-# traces this module draws, BUNDLED_TRACES, built by scripts/plotly_bundle (make plotly-bundle)
-PLOTLY_JS = "app/static/plotly.pluie.min.js"
+# the component that draws a figure (components/pluie_plotly, installed by make install: Streamlit serves its
+# assets at /_stcore/bidi-components/PLOTLY_COMPONENT/). plotly.js is one of them, a bundle of the traces this
+# module draws, BUNDLED_TRACES, built by scripts/plotly_bundle (make plotly-bundle). PLOTLY_BUNDLE: its file
+# versioned by its digest, which the browser keeps without asking again (pluie_plotly.caching); the module loads
+# it from beside itself (draw's payload names it). PLOTLY_JS: the same from the app's root, where
+# ui.frame.preload_views asks for it (and for the component's module, PLOTLY_MODULE)
+PLOTLY_COMPONENT = pluie_plotly.COMPONENT
+PLOTLY_BUNDLE = f"{pluie_plotly.BUNDLE}?v={pluie_plotly.digest(pluie_plotly.BUNDLE)}"
+PLOTLY_JS = f"_stcore/bidi-components/{PLOTLY_COMPONENT}/{PLOTLY_BUNDLE}"
+PLOTLY_MODULE = f"_stcore/bidi-components/{PLOTLY_COMPONENT}/{pluie_plotly.MODULE}"  # the component's own code
 BUNDLED_TRACES = ("bar", "heatmap", "scatter", "scattergl")
-PLOTLY_COMPONENT = "pluie_plotly"
 # the modebar's selection buttons, each shown where its selection mode is asked for (draw's select)
 SELECT_BUTTONS = {"box": "select2d", "lasso": "lasso2d"}
 # buttons plotly.js 3 adds that do nothing here: "Share chart…" uploads to Plotly Cloud, which needs an
@@ -377,7 +383,7 @@ def _figure(figure: str, *args, **kwargs) -> tuple[bytes, str]:
 
 def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
     """Draw this module's figure (a function's name and its arguments), built once for the same arguments,
-    with plotly.js in the page (ui/charts/plotly_chart.js, PLOTLY_COMPONENT): the app's light or dark theme;
+    with plotly.js in the page (PLOTLY_COMPONENT's plotly_chart.js): the app's light or dark theme;
     the modebar's zoom and download, PNG or SVG as download_choice set it. ``select``: the selection modes
     ("box", "lasso", "points") that rerun the page with the selection, returned as st.plotly_chart returns
     it ({"selection": {"points": ..., "point_indices": ..., "box": ..., "lasso": ...}}), of this figure only
@@ -392,7 +398,7 @@ def draw(figure: str, *args, key: str, select: tuple = (), **kwargs):
             *(button for mode, button in SELECT_BUTTONS.items() if mode not in select),
         ],
     }
-    head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_JS}
+    head = {"revision": revision, "select": list(select), "config": config, "bundle": PLOTLY_BUNDLE}
     payload = json.dumps(head)[:-1].encode() + b', "figure": ' + spec + b"}"
     state = _plotly_component()(
         data=payload,
@@ -415,10 +421,9 @@ def _selected() -> None:
 
 @functools.cache
 def _plotly_component():
-    """The component that draws a figure in the page (ui/charts/plotly_chart.js), registered once."""
-    return st.components.v2.component(
-        PLOTLY_COMPONENT, js=(Path(__file__).parent / "plotly_chart.js").read_text(), isolate_styles=False
-    )
+    """The component that draws a figure in the page, registered once: its module is an asset of the installed
+    component (pluie_plotly.MODULE, a path in its asset folder), which the browser loads from the server."""
+    return st.components.v2.component(PLOTLY_COMPONENT, js=pluie_plotly.MODULE, isolate_styles=False)
 
 
 def points_drawn(n_points: int, key: str) -> int:

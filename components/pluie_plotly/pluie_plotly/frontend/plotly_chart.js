@@ -1,19 +1,14 @@
-// A plotly figure drawn in the page (ui/charts/__init__.py's draw: an st.components.v2 component, its styles not
-// isolated, so that plotly's own stylesheet applies). plotly.js is static/plotly.pluie.min.js, a bundle of
-// the traces the pages draw (scripts/plotly_bundle), loaded once per tab, often before (ui.frame's
-// preload_views). The figure is drawn once, and again only when it changes: a rerun of the page with the
-// same figure keeps its zoom and its selection. Themed from the app's own theme (Streamlit's --st-* CSS
-// properties: text, background, font), light or dark; again when the theme changes.
+// A plotly figure drawn in the page (ui/charts/__init__.py's draw: the packaged st.components.v2 component
+// pluie-plotly.chart, its styles not isolated, so that plotly's own stylesheet applies). plotly.js is
+// plotly.pluie.min.js, a bundle of the traces the pages draw (scripts/plotly_bundle) beside this module among
+// the component's assets, loaded once per tab, often before (ui.frame's preload_views). The figure is drawn
+// once, and again only when it changes: a rerun of the page with the same figure keeps its zoom and its
+// selection. Themed from the app's own theme (Streamlit's --st-* CSS properties: text, background, font), light
+// or dark; again when the theme changes.
 //
 // data: the bytes of a JSON object {revision, figure (plotly's JSON), config, select (the selection modes,
-// none: nothing selectable), bundle (plotly.js's address, from the app's root)}. A selection is sent back
+// none: nothing selectable), bundle (plotly.js's file beside this module, with its version)}. A selection is sent back
 // as the state "selection": {points, point_indices, box, lasso, revision}, as st.plotly_chart names them.
-
-function bundleUrl(bundle) {
-  // the app's root: where Streamlit's own index script is served from (static/js/index.*.js)
-  const index = document.querySelector('script[src*="static/js/index."]');
-  return index ? new URL('../../' + bundle, index.src).href : bundle;
-}
 
 function loadPlotly(bundle) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -23,7 +18,7 @@ function loadPlotly(bundle) {
       if (!script) {
         script = document.createElement('script');
         script.id = 'pluie-plotly';
-        script.src = bundleUrl(bundle);
+        script.src = new URL(bundle, import.meta.url).href;  // the component's assets, where Streamlit serves it
         document.head.appendChild(script);
       }
       script.addEventListener('load', () => resolve(window.Plotly));
