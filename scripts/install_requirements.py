@@ -24,13 +24,23 @@ def packages(n: int) -> str:
     return f"{n} package{'' if n == 1 else 's'}"
 
 
+def _text(requirements: str) -> str:
+    try:
+        with open(requirements, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
 def install(requirements: str, what: str = "packages", *pip_options: str) -> int:
     started = time.monotonic()
-    print(
-        f"Installing the {what} of {requirements} into {sys.prefix} (a first install takes a few minutes: "
-        "torch and transformers are large)...",
-        flush=True,
+    # the app's packages hold torch and transformers: said there only (the other lists install in seconds)
+    slow = (
+        " (a first install takes a few minutes: torch and transformers are large)"
+        if "torch" in _text(requirements)
+        else ""
     )
+    print(f"Installing the {what} of {requirements} into {sys.prefix}{slow}...", flush=True)
     command = [
         sys.executable,
         "-m",
