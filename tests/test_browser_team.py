@@ -9,6 +9,7 @@ import pytest
 
 from db import init_db
 from db.accounts import add_account, list_accounts
+from lab.auth import ADMIN_COOKIE
 from lab.roles import ROLE_HELP
 from tests.browser import ARTIFACTS, choose_option, start_app, stop_app, wait_for_app, wait_for_shown_text
 
@@ -21,9 +22,22 @@ def sign_in(page, url: str, name: str, password: str) -> None:
     page.goto(url)
     page.get_by_label("Account", exact=True).fill(name)
     page.get_by_label("Password", exact=True).fill(password)
+    before = session_cookie(page)
     page.get_by_role("button", name="Sign in", exact=True).click()
     page.get_by_role("button", name="Log out").wait_for(timeout=30_000)
+    # the page then sends the browser through /_pluie/session, which sets a new cookie and comes back: a
+    # page.goto before that way back ends is aborted by it (net::ERR_ABORTED), so wait for the new cookie
+    for _ in range(300):
+        if session_cookie(page) not in (None, before):
+            break
+        page.wait_for_timeout(100)
+    page.wait_for_load_state("load")
+    page.get_by_role("button", name="Log out").wait_for(timeout=30_000)
     wait_for_app(page)
+
+
+def session_cookie(page):
+    return next((c["value"] for c in page.context.cookies() if c["name"] == ADMIN_COOKIE), None)
 
 
 def menu(page) -> set[str]:
