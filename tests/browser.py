@@ -76,6 +76,8 @@ APP_LIBRARIES = (
     "PIL",
     "tqdm",
     "narwhals",
+    "fastapi",  # server.py's API (api/app.py)
+    "pydantic",
 )
 
 
@@ -161,11 +163,12 @@ def stop_app(server: AppServer) -> None:
 
 
 @pytest.fixture
-def app_server(db_url, tmp_path):
-    """The app on a free port, against the test's own SQLite file (PLUIE_NO_WORKER=1)."""
+def app_server(db_url, tmp_path, migrated_copy):
+    """The app on a free port, against the test's own SQLite file (PLUIE_NO_WORKER=1): a copy of the session's
+    migrated store."""
     from db import init_db
 
-    init_db(db_url).dispose()
+    init_db(migrated_copy(db_url)).dispose()
     server = start_app(db_url, tmp_path / "streamlit.log")
     yield server
     stop_app(server)

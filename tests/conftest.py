@@ -93,6 +93,18 @@ def migrated_sqlite_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def migrated_copy(migrated_sqlite_file):
+    """``migrated_copy(url)``: a copy of the session's migrated SQLite file put at a sqlite:/// ``url`` (a store
+    that init_db then finds at the newest revision), for the fixtures that open a store of their own; ``url``."""
+
+    def place(url: str) -> str:
+        shutil.copyfile(migrated_sqlite_file, url.removeprefix("sqlite:///"))
+        return url
+
+    return place
+
+
 @pytest.fixture
 def engine(db_url, migrated_sqlite_file):
     """The store at db_url, migrated: a copy of the session's freshly migrated file, opened by

@@ -58,14 +58,17 @@ def token_made(command: subprocess.Popen) -> str:
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def lab_server(request, tmp_path_factory):
-    """The README's server with its API, on a SQLite file, then on a PostgreSQL database."""
+def lab_server(request, tmp_path_factory, migrated_copy):
+    """The README's server with its API, on a SQLite file, then on a PostgreSQL database (each a copy of the
+    session's migrated store)."""
     folder = tmp_path_factory.mktemp("api")
-    db_url = f"sqlite:///{folder / 'store.db'}"
+    db_url = migrated_copy(f"sqlite:///{folder / 'store.db'}")
     if request.param == "postgres":
         from tests.store_fixtures import fresh_postgres_database
 
-        db_url = fresh_postgres_database(request.getfixturevalue("postgres_server"))
+        db_url = fresh_postgres_database(
+            request.getfixturevalue("postgres_server"), template=request.getfixturevalue("migrated_postgres_template")
+        )
     engine = init_db(db_url)
     with access.acting_as(OPEN):
         people = {

@@ -24,8 +24,8 @@ GREY, LIGHT_BLUE, YELLOW = "rgb(230, 230, 230)", "rgb(173, 216, 230)", "rgb(255,
 
 
 @pytest.fixture
-def store(db_url):
-    engine = init_db(db_url)
+def store(db_url, migrated_copy):
+    engine = init_db(migrated_copy(db_url))
     pairs = load_pairs(DATASETS / "mrpc" / "msr_paraphrase_test.txt").head(30)
     import_pairs(engine, "mrpc-test-30", pairs)
     yield engine

@@ -16,10 +16,10 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def import_app(tmp_path_factory):
+def import_app(tmp_path_factory, migrated_copy):
     """The app on a free port, against a SQLite file of this module's (PLUIE_NO_WORKER=1)."""
     directory = tmp_path_factory.mktemp("import_app")
-    db_url = f"sqlite:///{directory / 'store.db'}"
+    db_url = migrated_copy(f"sqlite:///{directory / 'store.db'}")
     init_db(db_url).dispose()
     server = start_app(db_url, directory / "streamlit.log")
     yield server

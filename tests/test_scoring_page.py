@@ -28,8 +28,8 @@ PAGE = str(REPO / "pages" / "scoring.py")
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+def store(tmp_path, monkeypatch, migrated_copy):
+    url = migrated_copy(f"sqlite:///{tmp_path / 'store.db'}")
     monkeypatch.setenv("PLUIE_DB_URL", url)
     st.cache_resource.clear()  # the page's engine is cached per process: open this test's store
     engine = init_db(url)
