@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,20 +104,34 @@ def imports_of(root: Path, path: Path) -> list[Import]:
 @functools.lru_cache(maxsize=None)  # each rule reads every file: parse each text once
 def _imports_in(root: Path, path: Path, source: str) -> list[Import]:
     tree = ast.parse(source, filename=str(path))
+    lines = io.StringIO(source, newline="").readlines()  # ast.get_source_segment splits the file at each call
+
+    def segment(node: ast.stmt) -> str:
+        """ast.get_source_segment(source, node): the offsets count UTF-8 bytes."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        start, end = node.col_offset, node.end_col_offset
+        if first == last:
+            return lines[first].encode()[start:end].decode()
+        return (
+            lines[first].encode()[start:].decode()
+            + "".join(lines[first + 1 : last])
+            + lines[last].encode()[:end].decode()
+        )
+
     here = module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                found.append(Import(path, node.lineno, alias.name, ast.get_source_segment(source, node) or ""))
+                found.append(Import(path, node.lineno, alias.name, segment(node)))
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from . import x, from ..db import y
                 anchor = package.split(".") if package else []
                 anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
                 base = ".".join([*anchor, *([base] if base else [])])
-            text = ast.get_source_segment(source, node) or ""
+            text = segment(node)
             for alias in node.names:
                 # ``from db import access`` imports the module db.access when there is one
                 candidate = f"{base}.{alias.name}" if base else alias.name
