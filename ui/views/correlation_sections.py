@@ -17,7 +17,7 @@ from ui import charts
 from ui.base.page import get_engine, user_text
 from ui.views import store_reads
 from ui.views.correlation_cache import correlation_difference, groups, reference_choices
-from ui.views.selection import SCALE_WIDGET, Selection, dataset_names, scale_groups
+from ui.views.selection import Selection, dataset_names, scale_groups, scale_radio
 
 
 def fail(error: Exception):
@@ -51,13 +51,8 @@ def one_reference(selection: Selection, kind: str, present=None) -> Selection:
     if len(choices) < 2:
         return selection
     options = [choice.label for choice in choices]
-    if st.session_state.get(SCALE_WIDGET) not in options:  # another reference's choices: start at the first
-        st.session_state.pop(SCALE_WIDGET, None)
-    shown = st.radio(
-        "Reference scale",
+    shown = scale_radio(
         options,
-        horizontal=True,
-        key=SCALE_WIDGET,
         format_func=user_text,
         help="Correlations are computed over pairs whose reference shares one scale: graded gold "
         "scores one dataset at a time (or the datasets of one score range, pooled), binary 0/1 "

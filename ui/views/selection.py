@@ -143,16 +143,17 @@ def one_scale(selection: Selection, kind: str, present=None) -> Selection:
         return selection
     st.info(user_text(core.scales_sentence(groups, dataset_names(selection.choices))))
     options = [scale.describe() for scale, _ in groups]
-    if st.session_state.get(SCALE_WIDGET) not in options:  # another reference's scales: start at the first
-        st.session_state.pop(SCALE_WIDGET, None)
-    shown = st.radio(
-        "Reference scale",
-        options,
-        horizontal=True,
-        key=SCALE_WIDGET,
-        help="Figures are computed over pairs whose reference shares one scale.",
-    )
+    shown = scale_radio(options, help="Figures are computed over pairs whose reference shares one scale.")
     return replace(selection, dataset_ids=groups[options.index(shown)][1])
+
+
+def scale_radio(options: list[str], help: str, **radio) -> str:
+    """The "Reference scale" radio of the analysis pages (one widget key for them all), back at its first option
+    when the one kept is not among ``options`` (another reference's scales); ``radio``: more of st.radio's
+    arguments."""
+    if st.session_state.get(SCALE_WIDGET) not in options:
+        st.session_state.pop(SCALE_WIDGET, None)
+    return st.radio("Reference scale", options, horizontal=True, key=SCALE_WIDGET, help=help, **radio)
 
 
 def reference_or_stop(selection: Selection, pair_frame: pd.DataFrame) -> pd.Series:
