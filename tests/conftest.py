@@ -106,14 +106,13 @@ def migrated_copy(migrated_sqlite_file):
 
 
 @pytest.fixture
-def engine(db_url, migrated_sqlite_file):
+def engine(db_url, migrated_copy):
     """The store at db_url, migrated: a copy of the session's freshly migrated file, opened by
     init_db like any store (it checks the revision, finds it at head and sets the file mode). The
     migrations from an empty file are run by the tests that call init_db themselves."""
     from db import init_db
 
-    shutil.copyfile(migrated_sqlite_file, db_url.removeprefix("sqlite:///"))
-    engine = init_db(db_url)
+    engine = init_db(migrated_copy(db_url))
     yield engine
     engine.dispose()
 
