@@ -4,11 +4,11 @@ A chat template is code that comes with a model: Jinja in transformers' sandbox,
 ``range()`` at 100,000 but not the work of nested loops, so a template with two nested
 ``range(99999)`` loops kept the server's process at 100% of a core for hours. ``render`` sends the
 turns to a child process (``python -m pluie_core.chat_render``: jinja and transformers' chat-template
-module, no torch; about 1 s and 60 MB to start), waits at most ``RENDER_SECONDS`` for each
-conversation, and kills the child when one runs over: ChatTemplateError then says so in one
-sentence. A child also ends itself when a render runs past its bound and a few seconds more, or when
-this process goes away (its input closes). Idle children are kept for the next call, so a render
-costs a pipe's round trip, not a process start.
+module alone, no torch and not the rest of transformers; about 0.3 s to start, against 0.9 s with the
+whole package), waits at most ``RENDER_SECONDS`` for each conversation, and kills the child when one
+runs over: ChatTemplateError then says so in one sentence. A child also ends itself when a render runs
+past its bound and a few seconds more, or when this process goes away (its input closes). Idle children
+are kept for the next call, so a render costs a pipe's round trip, not a process start.
 
 The text is transformers' own: ``render_jinja_template`` with the tokenizer's special tokens, as
 ``tokenizer.apply_chat_template(turns, tokenize=False)`` renders it. POSIX only (it waits on pipes
@@ -186,6 +186,36 @@ def _first_line(exc: BaseException) -> str:
     return text[0].rstrip(". ") if text else exc.__class__.__name__
 
 
+def _transformers_renderer():
+    """transformers' own ``render_jinja_template``, imported without running ``transformers/__init__.py``
+    (its lazy table of every model and the check of its dependencies' versions: 0.6 of the 0.9 s this
+    import takes on an idle core, for nothing a render uses): the two packages' folders are put in place
+    as bare packages, so only ``utils/chat_template_utils.py`` and the modules it imports itself run.
+    If that does not import (another transformers' layout), the package is dropped and imported as usual."""
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("transformers")
+    if spec is not None and spec.submodule_search_locations and "transformers" not in sys.modules:
+        folder = Path(list(spec.submodule_search_locations)[0])
+        for name, path in (("transformers", folder), ("transformers.utils", folder / "utils")):
+            package = types.ModuleType(name)
+            package.__path__ = [str(path)]
+            package.__package__ = name
+            package.__file__ = str(path / "__init__.py")
+            sys.modules[name] = package
+        try:
+            from transformers.utils.chat_template_utils import render_jinja_template
+
+            return render_jinja_template
+        except Exception:
+            for name in [name for name in sys.modules if name.split(".")[0] == "transformers"]:
+                del sys.modules[name]
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    return render_jinja_template
+
+
 def _serve() -> None:
     """The child: render each request's conversations, one reply line each, until the input closes."""
     import signal
@@ -193,7 +223,7 @@ def _serve() -> None:
     replies = os.fdopen(os.dup(1), "w", encoding="ascii")
     os.dup2(2, 1)  # whatever else writes to standard output goes to standard error
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, whose exit ends this process
-    from transformers.utils.chat_template_utils import render_jinja_template
+    render_jinja_template = _transformers_renderer()
 
     def reply(message: dict) -> None:
         replies.write(json.dumps(message) + "\n")
@@ -206,7 +236,7 @@ def _serve() -> None:
             # SIGALRM's default action ends the process: a render its parent gave up on does not spin on
             signal.setitimer(signal.ITIMER_REAL, request["seconds"] + CHILD_GRACE_SECONDS)
             try:
-                rendered, _ = render_jinja_template(  # type: ignore[str-unpack]  # (text, generation indices)
+                rendered, _ = render_jinja_template(  # (the texts, the generation indices)
                     conversations=[chat],
                     chat_template=request["template"],
                     add_generation_prompt=request["add_generation_prompt"],

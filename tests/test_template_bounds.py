@@ -145,6 +145,32 @@ def test_the_bounded_render_is_transformers_own(tiny_model_path, template):
         ]
 
 
+RENDERER_PROBE = """
+import sys
+sys.modules.update({broken})
+from pluie_core.chat_render import _transformers_renderer
+render = _transformers_renderer()
+import transformers
+print(json.dumps({{"file": render.__code__.co_filename, "name": render.__qualname__,
+    "package_ran": hasattr(transformers, "__version__"), "torch": "torch" in sys.modules,
+    "text": render([[{{"role": "user", "content": "hi"}}]], chat_template="{{{{ messages[0].content }}}}!")[0][0]}}))
+"""
+
+
+@pytest.mark.parametrize("broken", [{}, {"transformers.utils.logging": None}], ids=["bare", "fallback"])
+def test_the_renderer_child_imports_transformers_chat_template_module_alone(broken):
+    """The child's import (pluie_core.chat_render._transformers_renderer) is transformers' own function
+    without the package's __init__ (its lazy table of every model: most of the child's start); when that
+    import fails, the package is imported as usual and the function is the same."""
+    probe = "import json\n" + RENDERER_PROBE.format(broken=broken)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["file"].replace("\\", "/").endswith("transformers/utils/chat_template_utils.py")
+    assert found["name"] == "render_jinja_template" and found["text"] == "hi!" and not found["torch"]
+    assert found["package_ran"] == bool(broken)
+
+
 def test_the_worker_fails_a_run_whose_template_loops(tmp_path, looping_model, two_seconds):
     from worker import ScoringWorker
 
