@@ -53,7 +53,7 @@ run: install
 # servers and workers) compiled the project's modules again (0.46 s of CPU for all of them); with it, the first
 # process writes them to __pycache__ (git-ignored) and the others read them
 test: install-dev vllm-venv
-	PYTHONDONTWRITEBYTECODE= PLUIE_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -n 2
+	PYTHONDONTWRITEBYTECODE= PLUIE_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -n 3
 
 # vLLM's CPU server in a virtual environment of its own (scripts/vllm_venv.sh): the endpoint tests serve a tiny
 # model with it; built once, then reused

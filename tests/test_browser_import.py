@@ -91,10 +91,10 @@ def test_upload_map_import_and_see_it_on_home(import_app, browser, tmp_path):
     assert cell.count() == 1
 
 
-def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, tmp_path, browser):
+def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, tmp_path, browser, migrated_copy):
     """Streamlit runs files of a pages/ folder on their own until app.py has run once; the first
     visit of a fresh server to /export must still meet the login, and without a password the frame."""
-    init_db(db_url).dispose()
+    init_db(migrated_copy(db_url)).dispose()
     server = start_app(db_url, tmp_path / "locked.log", extra_env={"PLUIE_ADMIN_PASSWORD": "s3cret"})
     try:
         page = browser.new_page()
@@ -105,7 +105,7 @@ def test_a_first_visit_to_a_page_url_goes_through_the_app_and_its_login(db_url, 
     finally:
         stop_app(server)
     open_url = f"sqlite:///{tmp_path / 'open.db'}"  # the first start made the password the owner "admin"
-    init_db(open_url).dispose()
+    init_db(migrated_copy(open_url)).dispose()
     server = start_app(open_url, tmp_path / "open.log")
     try:
         page = browser.new_page()

@@ -21,11 +21,11 @@ PASSWORD = "correct horse"
 
 
 @pytest.fixture(scope="module")
-def locked_app(tmp_path_factory):
+def locked_app(tmp_path_factory, migrated_copy):
     """One app behind an admin password for this module's tests (a server start costs seconds),
     its store and session secret in a directory of its own."""
     directory = tmp_path_factory.mktemp("locked")
-    db_url = f"sqlite:///{directory / 'store.db'}"
+    db_url = migrated_copy(f"sqlite:///{directory / 'store.db'}")
     engine = init_db(db_url)
     server = start_app(
         db_url,

@@ -49,8 +49,8 @@ def stopped_grant_link(browser, url: str) -> str:
 
 
 @pytest.fixture
-def two_people(tmp_path):
-    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+def two_people(tmp_path, migrated_copy):
+    db_url = migrated_copy(f"sqlite:///{tmp_path / 'store.db'}")
     engine = init_db(db_url)
     add_account(engine, MALLORY[0], "organiser", password=MALLORY[1])
     add_account(engine, VICTOR[0], "viewer", password=VICTOR[1])

@@ -55,8 +55,8 @@ def _sign_in_at_provider(page, app_url: str, email: str) -> None:
     wait_for_app(page)
 
 
-def test_sign_in_with_the_provider_maps_the_email_to_an_account(db_url, tmp_path, oidc_issuer, browser):
-    engine = init_db(db_url)
+def test_sign_in_with_the_provider_maps_the_email_to_an_account(db_url, tmp_path, oidc_issuer, browser, migrated_copy):
+    engine = init_db(migrated_copy(db_url))
     owner = add_account(engine, "olive", "owner", password="long enough")
     with acting_as(actor_for(owner)):
         add_account(engine, "sam", "reviewer", email="Sam@Example.org")

@@ -31,8 +31,8 @@ def shown_forms(page, url: str, key: str) -> list[str]:
     return [form for form in forms if form in body]
 
 
-def test_a_viewer_is_shown_no_form_the_store_would_refuse(tmp_path, browser):
-    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+def test_a_viewer_is_shown_no_form_the_store_would_refuse(tmp_path, browser, migrated_copy):
+    db_url = migrated_copy(f"sqlite:///{tmp_path / 'store.db'}")
     engine = init_db(db_url)
     add_account(engine, "vic", "viewer", password="vic's own password")
     add_account(engine, "olga", "organiser", password="olga's own password")

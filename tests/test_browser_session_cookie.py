@@ -44,8 +44,8 @@ def asked_to_sign_in(page) -> bool:
     return page.get_by_role("button", name="Log out").count() == 0
 
 
-def test_the_cookie_is_the_servers_and_the_scripts_cannot_read_it(tmp_path, browser):
-    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+def test_the_cookie_is_the_servers_and_the_scripts_cannot_read_it(tmp_path, browser, migrated_copy):
+    db_url = migrated_copy(f"sqlite:///{tmp_path / 'store.db'}")
     init_db(db_url).dispose()
     server = start_app(
         db_url,

@@ -104,8 +104,8 @@ def change_role(page, attempts: int = 3) -> None:
                 raise
 
 
-def test_an_owner_invites_a_viewer_who_reads_only_until_made_an_organiser(tmp_path, browser):
-    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+def test_an_owner_invites_a_viewer_who_reads_only_until_made_an_organiser(tmp_path, browser, migrated_copy):
+    db_url = migrated_copy(f"sqlite:///{tmp_path / 'store.db'}")
     engine = init_db(db_url)
     add_account(engine, "olive", "owner", password="olive's long password")
     engine.dispose()

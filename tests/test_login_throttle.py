@@ -65,12 +65,12 @@ def open_login(server, page, forwarded: str) -> None:
     page.get_by_label("Password", exact=True).wait_for(timeout=30_000)
 
 
-def start(tmp_path, name: str, **env):
+def start(tmp_path, migrated_copy, name: str, **env):
     """The app with an admin password, listening on every interface as `make run` with a password does
     (Streamlit binds "::"): the browser, on 127.0.0.1, reaches it as the IPv4-mapped ::ffff:127.0.0.1."""
     directory = tmp_path / name
     directory.mkdir()
-    db_url = f"sqlite:///{directory / 'store.db'}"
+    db_url = migrated_copy(f"sqlite:///{directory / 'store.db'}")
     init_db(db_url).dispose()
     return start_app(
         db_url,
@@ -86,10 +86,10 @@ def start(tmp_path, name: str, **env):
 
 
 @pytest.mark.browser
-def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(tmp_path, browser):
+def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(tmp_path, browser, migrated_copy):
     # no proxy configured: every browser here is this machine, whatever X-Forwarded-For it sends
     # (before, each forged address had 5 free tries of its own)
-    server = start(tmp_path, "direct")
+    server = start(tmp_path, migrated_copy, "direct")
     try:
         page = browser.new_context().new_page()
         lines = []
@@ -104,7 +104,7 @@ def test_forged_headers_share_a_count_and_many_failures_do_not_lock_anyone_out(t
 
     # behind a configured proxy (here: this machine, written as its IPv4 address while its connections
     # arrive IPv4-mapped: issue 52), the forwarded address counts
-    server = start(tmp_path, "proxied", PLUIE_TRUSTED_PROXIES="127.0.0.1")
+    server = start(tmp_path, migrated_copy, "proxied", PLUIE_TRUSTED_PROXIES="127.0.0.1")
     try:
         context = browser.new_context()
         page = context.new_page()
