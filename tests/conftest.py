@@ -96,10 +96,15 @@ def migrated_sqlite_file(tmp_path_factory):
 @pytest.fixture(scope="session")
 def migrated_copy(migrated_sqlite_file):
     """``migrated_copy(url)``: a copy of the session's migrated SQLite file put at a sqlite:/// ``url`` (a store
-    that init_db then finds at the newest revision), for the fixtures that open a store of their own; ``url``."""
+    that init_db then finds at the newest revision), for the fixtures that open a store of their own; ``url``.
+    A store already at ``url`` is left as it is: a test asking for ``engine`` (or a store fixture built on it) and
+    ``app_server`` gets the app serving the store its first fixture filled, not an empty copy written over it
+    while that fixture's connection is open."""
 
     def place(url: str) -> str:
-        shutil.copyfile(migrated_sqlite_file, url.removeprefix("sqlite:///"))
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.exists():
+            shutil.copyfile(migrated_sqlite_file, path)
         return url
 
     return place
