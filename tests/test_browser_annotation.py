@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-from db import annotators, init_db, serving
+from db import annotators, serving
 from db import campaigns as camp
 from db.datasets import import_pairs
 from db.engine import read_session
@@ -24,12 +24,10 @@ GREY, LIGHT_BLUE, YELLOW = "rgb(230, 230, 230)", "rgb(173, 216, 230)", "rgb(255,
 
 
 @pytest.fixture
-def store(db_url, migrated_copy):
-    engine = init_db(migrated_copy(db_url))
+def store(engine):
     pairs = load_pairs(DATASETS / "mrpc" / "msr_paraphrase_test.txt").head(30)
     import_pairs(engine, "mrpc-test-30", pairs)
-    yield engine
-    engine.dispose()
+    return engine
 
 
 def progress_text(page) -> str:

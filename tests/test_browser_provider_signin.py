@@ -13,7 +13,6 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from db import init_db
 from db.access import acting_as
 from db.accounts import actor_for, add_account
 from tests.browser import ARTIFACTS, start_app, stop_app, wait_for_app
@@ -55,8 +54,7 @@ def _sign_in_at_provider(page, app_url: str, email: str) -> None:
     wait_for_app(page)
 
 
-def test_sign_in_with_the_provider_maps_the_email_to_an_account(db_url, tmp_path, oidc_issuer, browser, migrated_copy):
-    engine = init_db(migrated_copy(db_url))
+def test_sign_in_with_the_provider_maps_the_email_to_an_account(db_url, engine, tmp_path, oidc_issuer, browser):
     owner = add_account(engine, "olive", "owner", password="long enough")
     with acting_as(actor_for(owner)):
         add_account(engine, "sam", "reviewer", email="Sam@Example.org")

@@ -55,7 +55,7 @@ def test_progress_rises_without_reloading(app_server, browser):
 
 
 @pytest.mark.browser
-def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_path, migrated_copy):
+def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, engine, tmp_path):
     """Issue 19.2 on a server whose hub does not answer (a local port that takes connections and never
     replies, as a network that drops packets; HF_HUB_OFFLINE unset): a PLUIE run and an S3C baseline
     run on an unknown hub id are each refused in seconds with one sentence, and no run is created."""
@@ -69,7 +69,6 @@ def test_a_model_the_hub_cannot_give_is_refused_in_seconds(browser, db_url, tmp_
     from db.models import ScoreRun
     from tests.browser import start_app, stop_app, wait_for_shown_text
 
-    engine = init_db(migrated_copy(db_url))
     add_pairs(engine, "d", sentence_pairs(3))
     with socket.socket() as black_hole:
         black_hole.bind(("127.0.0.1", 0))
